@@ -1,0 +1,3 @@
+module github.com/zoeaswarm/zoea/gen
+
+go 1.26.0

@@ -1,0 +1,11 @@
+module github.com/zoeaswarm/zoea/services/spacemolt-sim
+
+go 1.26.0
+
+require (
+	github.com/zoeaswarm/zoea/libs v0.0.0-00010101000000-000000000000
+)
+
+replace (
+	github.com/zoeaswarm/zoea/libs => ../../libs
+)
