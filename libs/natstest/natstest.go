@@ -1,0 +1,42 @@
+// Package natstest starts an in-process NATS server with JetStream for tests: real NATS semantics, no shared
+// state between tests, nothing to install.
+package natstest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// Start runs a JetStream-enabled server on a random loopback port, stores its data under a test temp dir and
+// shuts it down when the test ends. It returns the server; use srv.ClientURL() to connect.
+func Start(tb testing.TB) *server.Server {
+	tb.Helper()
+	return StartDir(tb, tb.TempDir())
+}
+
+// StartDir is Start with an explicit JetStream store directory, so a test can restart a server on the same data.
+func StartDir(tb testing.TB, dir string) *server.Server {
+	tb.Helper()
+	srv, err := server.NewServer(&server.Options{
+		Host:      "127.0.0.1",
+		Port:      server.RANDOM_PORT,
+		JetStream: true,
+		StoreDir:  dir,
+		NoLog:     true,
+		NoSigs:    true,
+	})
+	if err != nil {
+		tb.Fatalf("natstest: %v", err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		tb.Fatal("natstest: server not ready")
+	}
+	tb.Cleanup(func() {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+	})
+	return srv
+}

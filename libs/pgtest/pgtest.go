@@ -1,0 +1,111 @@
+// Package pgtest gives tests a fresh Postgres database on the real server (ZOEA_TEST_DATABASE_URL, default the
+// local one), dropped afterwards, so test packages never share or leak state.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// DefaultAdminURL is used when ZOEA_TEST_DATABASE_URL is unset.
+const DefaultAdminURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+// AdminURL returns the URL of the database used to create and drop test databases.
+func AdminURL() string {
+	if u := os.Getenv("ZOEA_TEST_DATABASE_URL"); u != "" {
+		return u
+	}
+	return DefaultAdminURL
+}
+
+// Create makes a new empty database named after prefix and returns its URL and a func that drops it.
+func Create(ctx context.Context, prefix string) (string, func() error, error) {
+	admin := AdminURL()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := "zt_" + sanitize(prefix) + "_" + hex.EncodeToString(b[:])
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return "", nil, fmt.Errorf("pgtest: connect %s: %w (is Postgres running? see README)", admin, err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return "", nil, fmt.Errorf("pgtest: create database: %w", err)
+	}
+	u, err := url.Parse(admin)
+	if err != nil {
+		return "", nil, err
+	}
+	u.Path = "/" + name
+	drop := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := pgx.Connect(ctx, admin)
+		if err != nil {
+			return err
+		}
+		defer c.Close(ctx)
+		_, err = c.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+		return err
+	}
+	return u.String(), drop, nil
+}
+
+// Main runs a package's tests against one fresh database whose URL it stores in *dbURL, and drops it afterwards.
+// Use it from TestMain: func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, "memory", &dbURL)) }.
+func Main(m *testing.M, prefix string, dbURL *string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	u, drop, err := Create(ctx, prefix)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	*dbURL = u
+	code := m.Run()
+	if err := drop(); err != nil {
+		fmt.Fprintln(os.Stderr, "pgtest: drop:", err)
+	}
+	return code
+}
+
+// New returns the URL of a fresh database for one test, dropped when the test ends.
+func New(tb testing.TB) string {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	u, drop, err := Create(ctx, tb.Name())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := drop(); err != nil {
+			tb.Errorf("pgtest: drop: %v", err)
+		}
+	})
+	return u
+}
+
+func sanitize(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+		if b.Len() >= 24 {
+			break
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,33 @@
+// Package pgutil opens pgx connection pools the way every Zoea store wants them: traced with OpenTelemetry,
+// health-checked, and reconnecting on their own after a Postgres restart.
+package pgutil
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/exaring/otelpgx"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Open parses url and returns a pool. It does not wait for the server: readiness checks use Ping.
+func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
+	cfg.ConnConfig.Tracer = otelpgx.NewTracer()
+	// Dead connections are found by health checks and replaced, so a Postgres restart heals without a process one.
+	cfg.HealthCheckPeriod = 5 * time.Second
+	cfg.MaxConnIdleTime = 5 * time.Minute
+	cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open pool: %w", err)
+	}
+	return pool, nil
+}
