@@ -1,0 +1,539 @@
+// Package o200k counts tokens exactly as OpenAI's o200k_base encoding (GPT-4o and later) does, fast enough to run on
+// every compose call.
+//
+// The vocabulary comes from github.com/tiktoken-go/tokenizer, which embeds it in the binary, so nothing is downloaded
+// at run time. That library splits text with a backtracking regular-expression engine, which costs about 0.5 µs per
+// byte — several milliseconds for one get_system result, far too slow for a composer that must answer in well under
+// a millisecond. This package replaces the split with a hand-written scanner that implements the same pattern
+// (including its backtracking and look-ahead corner cases) and runs byte-pair merging over the same ranks. Tests
+// compare it with the library on generated and real-looking text; a fuzz test keeps them in agreement.
+package o200k
+
+import (
+	"container/heap"
+	"fmt"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/tiktoken-go/tokenizer/codec"
+)
+
+// Tokenizer counts o200k_base tokens. It is immutable after Load and safe for concurrent use.
+type Tokenizer struct {
+	ranks map[string]uint32
+	// firstNewline reproduces a bug of the reference library's generated matcher, which backs \s* off to the FIRST
+	// newline of a white-space run instead of the last. Only tests set it, to prove the rest of the scanner exact.
+	firstNewline bool
+}
+
+// maxTokenID bounds the scan of the reference vocabulary; o200k_base's ordinary tokens are 0..199997.
+const maxTokenID = 200_000
+
+// load builds the rank table once per process: decoding every token id of the reference codec gives each token's
+// bytes, and the id is its merge rank.
+var load = sync.OnceValues(func() (*Tokenizer, error) {
+	ref := codec.NewO200kBase()
+	ranks := make(map[string]uint32, maxTokenID)
+	for id := range uint(maxTokenID) {
+		b, err := ref.Decode([]uint{id})
+		if err != nil {
+			continue // gaps in the id space are special tokens or unused
+		}
+		ranks[b] = uint32(id)
+	}
+	if len(ranks) < 199_000 {
+		return nil, fmt.Errorf("o200k: vocabulary has only %d tokens", len(ranks))
+	}
+	return &Tokenizer{ranks: ranks}, nil
+})
+
+// Load returns the process-wide tokenizer, building it on first use (about 100 ms).
+func Load() (*Tokenizer, error) {
+	return load()
+}
+
+// Count returns the number of o200k_base tokens in s. Invalid UTF-8 is counted as the reference does: each invalid
+// byte becomes U+FFFD.
+func (t *Tokenizer) Count(s string) int {
+	return t.count(s, nil)
+}
+
+// Counter counts many strings with one tokenizer, remembering the token count of every short piece it has seen.
+// Structured tool results repeat the same pieces (`":"`, `iron`, `_ore`) hundreds of times; a small map that stays in
+// cache answers them several times faster than the 200k-entry vocabulary. A Counter is for one goroutine and one
+// short task (a compose call); it holds no state that changes a result.
+type Counter struct {
+	tok  *Tokenizer
+	memo map[string]int
+}
+
+// maxMemoPiece bounds the pieces a Counter remembers, so that a huge result cannot make the memo huge.
+const maxMemoPiece = 24
+
+// NewCounter returns a Counter backed by t.
+func (t *Tokenizer) NewCounter() *Counter {
+	return &Counter{tok: t, memo: make(map[string]int, 256)}
+}
+
+// Count returns the number of o200k_base tokens in s.
+func (c *Counter) Count(s string) int {
+	return c.tok.count(s, c.memo)
+}
+
+// PrefixLen is Tokenizer.PrefixLen.
+func (c *Counter) PrefixLen(s string, n int) int {
+	return c.tok.PrefixLen(s, n)
+}
+
+func (t *Tokenizer) count(s string, memo map[string]int) int {
+	s = sanitize(s)
+	n := 0
+	var buf []int
+	for p := 0; p < len(s); {
+		e := nextPiece(s, p, t.firstNewline)
+		piece := s[p:e]
+		p = e
+		if memo != nil && len(piece) <= maxMemoPiece {
+			if k, ok := memo[piece]; ok {
+				n += k
+				continue
+			}
+		}
+		k := 1
+		if _, ok := t.ranks[piece]; !ok {
+			buf = t.merge(piece, buf[:0])
+			k = len(buf) - 1
+		}
+		if memo != nil && len(piece) <= maxMemoPiece {
+			memo[piece] = k
+		}
+		n += k
+	}
+	return n
+}
+
+// PrefixLen returns the byte length of the longest prefix of s made of at most n whole tokens, moved back to a rune
+// boundary so the prefix is valid UTF-8 whenever s is. s must be valid UTF-8 (callers sanitize first); otherwise the
+// offsets would refer to the replaced text.
+func (t *Tokenizer) PrefixLen(s string, n int) int {
+	if n <= 0 {
+		return 0
+	}
+	used := 0
+	var buf []int
+	for p := 0; p < len(s); {
+		e := nextPiece(s, p, t.firstNewline)
+		piece := s[p:e]
+		if _, ok := t.ranks[piece]; ok {
+			if used+1 > n {
+				return p
+			}
+			used++
+			p = e
+			continue
+		}
+		buf = t.merge(piece, buf[:0])
+		k := len(buf) - 1
+		if used+k > n {
+			cut := p + buf[n-used]
+			for cut > p && !utf8.RuneStart(s[cut]) {
+				cut--
+			}
+			return cut
+		}
+		used += k
+		p = e
+	}
+	return len(s)
+}
+
+func sanitize(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return string([]rune(s)) // one U+FFFD per invalid byte, as the reference's rune conversion does
+}
+
+// ---- byte-pair merge ----
+
+const noRank = ^uint32(0)
+
+// merge appends to bounds the token boundaries of piece (0, …, len(piece)) after byte-pair merging by rank, lowest
+// rank first and leftmost on ties — tiktoken's rule.
+func (t *Tokenizer) merge(piece string, bounds []int) []int {
+	if len(piece) > 64 {
+		return t.mergeHeap(piece, bounds)
+	}
+	type part struct {
+		start int
+		rank  uint32 // rank of piece[start : start of the part after next]
+	}
+	var stack [65]part
+	parts := stack[:0]
+	for i := 0; i <= len(piece); i++ {
+		parts = append(parts, part{start: i, rank: noRank})
+	}
+	rankAt := func(i int) uint32 {
+		if i+2 >= len(parts) {
+			return noRank
+		}
+		if r, ok := t.ranks[piece[parts[i].start:parts[i+2].start]]; ok {
+			return r
+		}
+		return noRank
+	}
+	for i := range len(parts) - 2 {
+		parts[i].rank = rankAt(i)
+	}
+	for len(parts) > 2 {
+		best, bi := noRank, -1
+		for i := 0; i < len(parts)-1; i++ {
+			if parts[i].rank < best {
+				best, bi = parts[i].rank, i
+			}
+		}
+		if bi < 0 {
+			break
+		}
+		parts = append(parts[:bi+1], parts[bi+2:]...)
+		parts[bi].rank = rankAt(bi)
+		if bi > 0 {
+			parts[bi-1].rank = rankAt(bi - 1)
+		}
+	}
+	for _, p := range parts {
+		bounds = append(bounds, p.start)
+	}
+	return bounds
+}
+
+// mergeHeap is merge for long pieces (a run of thousands of letters or symbols), where the quadratic scan would take
+// seconds: a heap of candidate pairs with lazy invalidation gives the same result in O(n log n).
+func (t *Tokenizer) mergeHeap(piece string, bounds []int) []int {
+	n := len(piece)
+	next := make([]int, n+1)
+	prev := make([]int, n+1)
+	ver := make([]uint32, n+1)
+	alive := make([]bool, n+1)
+	for i := 0; i <= n; i++ {
+		next[i], prev[i], alive[i] = i+1, i-1, true
+	}
+	h := &pairHeap{}
+	push := func(i int) {
+		j := next[i]
+		if i >= n || j >= n {
+			return
+		}
+		k := next[j]
+		if r, ok := t.ranks[piece[i:k]]; ok {
+			heap.Push(h, pairItem{rank: r, start: i, ver: ver[i]})
+		}
+	}
+	for i := 0; i < n; i++ {
+		push(i)
+	}
+	for h.Len() > 0 {
+		it := heap.Pop(h).(pairItem)
+		i := it.start
+		if !alive[i] || it.ver != ver[i] {
+			continue
+		}
+		j := next[i]
+		alive[j] = false
+		next[i] = next[j]
+		if next[j] <= n {
+			prev[next[j]] = i
+		}
+		ver[i]++
+		push(i)
+		if p := prev[i]; p >= 0 {
+			ver[p]++
+			push(p)
+		}
+	}
+	for i := 0; i <= n; i = next[i] {
+		bounds = append(bounds, i)
+	}
+	return bounds
+}
+
+type pairItem struct {
+	rank  uint32
+	start int
+	ver   uint32
+}
+
+type pairHeap []pairItem
+
+func (h pairHeap) Len() int { return len(h) }
+func (h pairHeap) Less(a, b int) bool {
+	if h[a].rank != h[b].rank {
+		return h[a].rank < h[b].rank
+	}
+	return h[a].start < h[b].start
+}
+func (h pairHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
+func (h *pairHeap) Push(x any)   { *h = append(*h, x.(pairItem)) }
+func (h *pairHeap) Pop() any {
+	old := *h
+	it := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return it
+}
+
+// ---- pre-tokenizer ----
+//
+// o200k_base splits text with this pattern before merging (alternatives tried in order, first match wins):
+//
+//	1 [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+//	2 [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+//	3 \p{N}{1,3}
+//	4  ?[^\s\p{L}\p{N}]+[\r\n/]*
+//	5 \s*[\r\n]+
+//	6 \s+(?!\S)
+//	7 \s+
+//
+// \s is unicode.IsSpace, as in the reference engine. Every position matches some alternative, so the pieces tile
+// the text.
+
+// class bits of a rune.
+const (
+	cU     = 1 << iota // Lu Lt Lm Lo M: the "upper" run of 1 and 2
+	cW                 // Ll Lm Lo M: the "lower" run of 1 and 2
+	cL                 // any letter
+	cN                 // any number
+	cS                 // white space
+	cCRLF              // \r or \n
+)
+
+func classOf(r rune) uint8 {
+	if r < utf8.RuneSelf {
+		switch {
+		case 'a' <= r && r <= 'z':
+			return cW | cL
+		case 'A' <= r && r <= 'Z':
+			return cU | cL
+		case '0' <= r && r <= '9':
+			return cN
+		case r == '\r' || r == '\n':
+			return cS | cCRLF
+		case r == ' ' || r == '\t' || r == '\v' || r == '\f':
+			return cS
+		}
+		return 0
+	}
+	var c uint8
+	switch {
+	case unicode.IsLetter(r):
+		c = cL
+		switch {
+		case unicode.Is(unicode.Lu, r), unicode.Is(unicode.Lt, r):
+			c |= cU
+		case unicode.Is(unicode.Ll, r):
+			c |= cW
+		default: // Lm, Lo
+			c |= cU | cW
+		}
+	case unicode.Is(unicode.M, r):
+		c = cU | cW
+	case unicode.IsNumber(r):
+		c = cN
+	}
+	if unicode.IsSpace(r) {
+		c |= cS
+	}
+	return c
+}
+
+// at decodes the rune at byte offset p (p < len(s)) and returns its class and width.
+func at(s string, p int) (rune, uint8, int) {
+	if b := s[p]; b < utf8.RuneSelf {
+		return rune(b), classOf(rune(b)), 1
+	}
+	r, w := utf8.DecodeRuneInString(s[p:])
+	return r, classOf(r), w
+}
+
+// isPrefix is [^\r\n\p{L}\p{N}].
+func isPrefix(c uint8) bool { return c&(cCRLF|cL|cN) == 0 }
+
+// isOther is [^\s\p{L}\p{N}].
+func isOther(c uint8) bool { return c&(cS|cL|cN) == 0 }
+
+// nextPiece returns the end of the piece that starts at p.
+func nextPiece(s string, p int, firstNewline bool) int {
+	_, c0, w0 := at(s, p)
+	// Alternatives 1 and 2: the optional prefix is greedy, so try with it first.
+	if c0&(cL|cU|cW) != 0 || isPrefix(c0) {
+		if isPrefix(c0) && p+w0 < len(s) {
+			if e := lettersLower(s, p+w0); e >= 0 {
+				return e
+			}
+		}
+		if e := lettersLower(s, p); e >= 0 {
+			return e
+		}
+		if isPrefix(c0) && p+w0 < len(s) {
+			if e := lettersUpper(s, p+w0); e >= 0 {
+				return e
+			}
+		}
+		if e := lettersUpper(s, p); e >= 0 {
+			return e
+		}
+	}
+	// Alternative 3.
+	if c0&cN != 0 {
+		e := p + w0
+		for k := 1; k < 3 && e < len(s); k++ {
+			_, c, w := at(s, e)
+			if c&cN == 0 {
+				break
+			}
+			e += w
+		}
+		return e
+	}
+	// Alternative 4 (its optional space is atomic: taken, it is never given back).
+	q := p
+	if s[p] == ' ' {
+		q = p + 1
+	}
+	if q < len(s) {
+		if _, c, w := at(s, q); isOther(c) {
+			e := q + w
+			for e < len(s) {
+				_, c, w := at(s, e)
+				if !isOther(c) {
+					break
+				}
+				e += w
+			}
+			for e < len(s) && (s[e] == '\r' || s[e] == '\n' || s[e] == '/') {
+				e++
+			}
+			return e
+		}
+	}
+	// Alternatives 5–7: c0 is white space here.
+	e, lastNL, runes, lastW := p, -1, 0, 0
+	for e < len(s) {
+		_, c, w := at(s, e)
+		if c&cS == 0 {
+			break
+		}
+		if c&cCRLF != 0 && (lastNL < 0 || !firstNewline) {
+			lastNL = e
+		}
+		runes++
+		lastW = w
+		e += w
+	}
+	switch {
+	case runes == 0:
+		return p + w0 // unreachable: every rune is a letter, number, space or other
+	case lastNL >= 0 && firstNewline:
+		e = lastNL
+		for e < len(s) && (s[e] == '\r' || s[e] == '\n') {
+			e++
+		}
+		return e
+	case lastNL >= 0:
+		return lastNL + 1 // 5: \s* backs off to the last newline of the run
+	case e == len(s) || runes == 1:
+		return e // 6 at end of text, or 7
+	default:
+		return e - lastW // 6: leave the last space to prefix the next piece
+	}
+}
+
+// lettersLower matches alternative 1 without its prefix, from q: a greedy upper run, backed off until a lower run of
+// at least one rune can follow. It returns the end, or -1.
+func lettersLower(s string, q int) int {
+	u := q
+	for u < len(s) {
+		_, c, w := at(s, u)
+		if c&cU == 0 {
+			break
+		}
+		u += w
+	}
+	e := u
+	for {
+		if e < len(s) {
+			if _, c, _ := at(s, e); c&cW != 0 {
+				break
+			}
+		}
+		if e == q {
+			return -1
+		}
+		_, w := utf8.DecodeLastRuneInString(s[q:e])
+		e -= w
+	}
+	for e < len(s) {
+		_, c, w := at(s, e)
+		if c&cW == 0 {
+			break
+		}
+		e += w
+	}
+	return contraction(s, e)
+}
+
+// lettersUpper matches alternative 2 without its prefix, from q: one or more upper, then any lower.
+func lettersUpper(s string, q int) int {
+	e := q
+	for e < len(s) {
+		_, c, w := at(s, e)
+		if c&cU == 0 {
+			break
+		}
+		e += w
+	}
+	if e == q {
+		return -1
+	}
+	for e < len(s) {
+		_, c, w := at(s, e)
+		if c&cW == 0 {
+			break
+		}
+		e += w
+	}
+	return contraction(s, e)
+}
+
+// contraction extends e over an optional (?i:'s|'t|'re|'ve|'m|'ll|'d); the reference engine's case folding also
+// lets ſ (U+017F) stand for s.
+func contraction(s string, e int) int {
+	if e >= len(s) || s[e] != '\'' {
+		return e
+	}
+	rest := s[e+1:]
+	if len(rest) == 0 {
+		return e
+	}
+	lower := func(b byte) byte { return b | 0x20 }
+	switch lower(rest[0]) {
+	case 's', 't', 'm', 'd':
+		return e + 2
+	case 'r':
+		if len(rest) > 1 && lower(rest[1]) == 'e' {
+			return e + 3
+		}
+	case 'v':
+		if len(rest) > 1 && lower(rest[1]) == 'e' {
+			return e + 3
+		}
+	case 'l':
+		if len(rest) > 1 && lower(rest[1]) == 'l' {
+			return e + 3
+		}
+	}
+	if r, w := utf8.DecodeRuneInString(rest); r == 'ſ' {
+		return e + 1 + w
+	}
+	return e
+}
