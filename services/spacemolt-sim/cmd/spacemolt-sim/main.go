@@ -1,0 +1,129 @@
+// Command spacemolt-sim runs an offline SpaceMolt game server: the legacy MCP
+// tools over Streamable HTTP at /mcp plus admin endpoints, on one listener.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/admin"
+	"github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/game"
+	"github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/mcpserver"
+)
+
+// config is read from the environment. Rate limits are per account per
+// minute; a negative value disables the limit.
+type config struct {
+	ListenAddr         string        `env:"ZOEA_LISTEN_ADDR" envDefault:":7100"`
+	Tick               time.Duration `env:"ZOEA_SIM_TICK" envDefault:"10s"`
+	Seed               int64         `env:"ZOEA_SIM_SEED" envDefault:"1"`
+	RegistrationCode   string        `env:"ZOEA_SIM_REGISTRATION_CODE"`
+	SessionTTL         time.Duration `env:"ZOEA_SIM_SESSION_TTL" envDefault:"30m"`
+	MCPSessionTTL      time.Duration `env:"ZOEA_SIM_MCP_SESSION_TTL" envDefault:"30m"`
+	MutationsPerMinute int           `env:"ZOEA_SIM_MUTATIONS_PER_MIN" envDefault:"30"`
+	ReadsPerMinute     int           `env:"ZOEA_SIM_READS_PER_MIN" envDefault:"300"`
+	ChatPerMinute      int           `env:"ZOEA_SIM_CHAT_PER_MIN" envDefault:"20"`
+	AdminToken         string        `env:"ZOEA_ADMIN_TOKEN"`
+	ShutdownTimeout    time.Duration `env:"ZOEA_SHUTDOWN_TIMEOUT" envDefault:"10s"`
+}
+
+func (c config) validate() error {
+	switch {
+	case c.Tick <= 0:
+		return errors.New("ZOEA_SIM_TICK must be positive")
+	case c.SessionTTL <= 0:
+		return errors.New("ZOEA_SIM_SESSION_TTL must be positive")
+	case c.MCPSessionTTL < 0:
+		return errors.New("ZOEA_SIM_MCP_SESSION_TTL must not be negative")
+	case c.MutationsPerMinute == 0 || c.ReadsPerMinute == 0 || c.ChatPerMinute == 0:
+		return errors.New("rate limits must be positive (or negative to disable)")
+	}
+	return nil
+}
+
+func mask(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "***"
+}
+
+// logAttrs is the configuration as logged at start, secrets masked.
+func (c config) logAttrs() []any {
+	return []any{
+		"listen_addr", c.ListenAddr, "tick", c.Tick, "seed", c.Seed,
+		"registration_code", mask(c.RegistrationCode), "admin_token", mask(c.AdminToken),
+		"session_ttl", c.SessionTTL, "mcp_session_ttl", c.MCPSessionTTL,
+		"mutations_per_min", c.MutationsPerMinute, "reads_per_min", c.ReadsPerMinute, "chat_per_min", c.ChatPerMinute,
+	}
+}
+
+func main() {
+	if err := run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "spacemolt-sim:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+
+	cfg, err := env.ParseAs[config]()
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if err := cfg.validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	log.Info("starting spacemolt-sim", cfg.logAttrs()...)
+
+	engine := game.New(game.Config{
+		Seed: cfg.Seed, Tick: cfg.Tick, RegistrationCode: cfg.RegistrationCode, SessionTTL: cfg.SessionTTL,
+		MutationsPerMinute: cfg.MutationsPerMinute, ReadsPerMinute: cfg.ReadsPerMinute, ChatPerMinute: cfg.ChatPerMinute,
+	})
+	mcpSrv := mcpserver.New(engine, mcpserver.Options{SessionTimeout: cfg.MCPSessionTTL, Logger: log})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcpSrv.Handler())
+	admin.Register(mux, engine, admin.Options{Token: cfg.AdminToken, Logger: log})
+	// No write timeout: travel and jump calls block for many ticks.
+	srv := &http.Server{Addr: cfg.ListenAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+
+	// The engine outlives the HTTP server so calls waiting on a tick can finish
+	// during shutdown.
+	engineCtx, stopEngine := context.WithCancel(context.Background())
+	defer stopEngine()
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return engine.Run(engineCtx) })
+	g.Go(func() error {
+		if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("listen: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		log.Info("shutting down")
+		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		defer cancel()
+		mcpSrv.Close()
+		err := srv.Shutdown(sctx)
+		stopEngine()
+		if err != nil {
+			return fmt.Errorf("shutdown: %w", err)
+		}
+		return nil
+	})
+	return g.Wait()
+}

@@ -1,0 +1,505 @@
+// Package game is the SpaceMolt simulator's domain: a seeded galaxy, accounts
+// and sessions, a tick clock that resolves one mutation per player per tick,
+// markets, mining and the rules that produce SpaceMolt's error codes. It knows
+// nothing about MCP or HTTP; the clock is injected.
+//
+// Concurrency: reads take the world read lock (Engine.mu) and per-player
+// locks, so they run in parallel. Mutations are queued and resolved in batch
+// by Tick under the world write lock, in registration order, which keeps a
+// seeded run reproducible.
+package game
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/binary"
+	"encoding/hex"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Engine runs one simulated SpaceMolt universe.
+//
+// Lock order: accMu → sessMu → mu → qMu → Player.mu → statsMu.
+type Engine struct {
+	cfg Config
+	now func() time.Time
+
+	idMu sync.Mutex
+	ids  *rand.ChaCha8
+
+	accMu   sync.RWMutex
+	players []*Player // registration order
+	byName  map[string]*Player
+	byID    map[string]*Player
+
+	sessMu    sync.RWMutex
+	sessions  map[string]*session
+	current   map[*Player]string // the live session of each logged-in player
+	lastSweep time.Time
+
+	mu       sync.RWMutex
+	world    *World
+	gen      uint64
+	inflight []*action // multi-tick moves, sorted by player seq
+	tick     atomic.Int64
+
+	qMu   sync.Mutex
+	queue []*action
+
+	statsMu   sync.Mutex
+	tickStats TickStats
+
+	anonCalls  atomic.Int64
+	anonErrors atomic.Int64
+}
+
+// New creates an engine with a fresh world for cfg.Seed.
+func New(cfg Config) *Engine {
+	cfg = cfg.withDefaults()
+	e := &Engine{cfg: cfg, now: cfg.Now}
+	e.resetLocked()
+	return e
+}
+
+// Config returns the effective configuration.
+func (e *Engine) Config() Config { return e.cfg }
+
+// CurrentTick is the number of ticks resolved since start or reset.
+func (e *Engine) CurrentTick() int64 { return e.tick.Load() }
+
+func (e *Engine) resetLocked() {
+	var seed [32]byte
+	binary.LittleEndian.PutUint64(seed[:], uint64(e.cfg.Seed))
+	copy(seed[8:], "spacemolt-sim ids")
+	e.ids = rand.NewChaCha8(seed)
+	e.players = nil
+	e.byName = map[string]*Player{}
+	e.byID = map[string]*Player{}
+	e.sessions = map[string]*session{}
+	e.current = map[*Player]string{}
+	e.lastSweep = e.now()
+	e.world = newWorld(e.cfg.Seed)
+	e.gen++
+	e.inflight = nil
+	e.tick.Store(0)
+}
+
+// Reset replaces the universe with a fresh one from the seed. Accounts and
+// sessions are dropped; calls waiting on a tick fail with server_reset.
+func (e *Engine) Reset() {
+	e.accMu.Lock()
+	e.sessMu.Lock()
+	e.mu.Lock()
+	inflight := e.inflight
+	e.resetLocked()
+	e.mu.Unlock()
+	e.sessMu.Unlock()
+	e.accMu.Unlock()
+
+	e.qMu.Lock()
+	queued := e.queue
+	e.queue = nil
+	e.qMu.Unlock()
+	e.statsMu.Lock()
+	e.tickStats = TickStats{}
+	e.statsMu.Unlock()
+	for _, a := range append(inflight, queued...) {
+		a.done <- outcome{err: errorf(CodeServerReset, "The universe was reset; register again.")}
+	}
+}
+
+func (e *Engine) hexID(nbytes int) string {
+	b := make([]byte, nbytes)
+	e.idMu.Lock()
+	_, _ = e.ids.Read(b)
+	e.idMu.Unlock()
+	return hex.EncodeToString(b)
+}
+
+// Run resolves a tick every cfg.Tick until ctx ends.
+func (e *Engine) Run(ctx context.Context) error {
+	interval := e.cfg.Tick
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	base := time.Now()
+	var n int64
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		n++
+		// time.Ticker drops ticks for a slow receiver; count them as missed.
+		if due := int64(time.Since(base) / interval); due > n {
+			e.statsMu.Lock()
+			e.tickStats.Missed += due - n
+			e.statsMu.Unlock()
+			n = due
+		}
+		scheduled := base.Add(time.Duration(n) * interval)
+		e.tickAt(scheduled, interval)
+	}
+}
+
+// Tick resolves one tick now. Run calls it on the clock; tests call it directly.
+func (e *Engine) Tick() TickReport { return e.tickAt(time.Time{}, 0) }
+
+// TickReport summarises one resolved tick.
+type TickReport struct {
+	Tick      int64
+	Mutations int
+	Arrivals  int
+	Resolve   time.Duration
+}
+
+type outcome struct {
+	result any
+	err    error
+}
+
+type action struct {
+	p    *Player
+	gen  uint64
+	cmd  command
+	done chan outcome // buffered: the tick never blocks on a caller that gave up
+
+	// set while a travel/jump is under way
+	arriveTick int64
+	finish     func() any
+}
+
+func (e *Engine) tickAt(scheduled time.Time, interval time.Duration) TickReport {
+	start := time.Now()
+	e.qMu.Lock()
+	queued := e.queue
+	e.queue = nil
+	e.qMu.Unlock()
+	slices.SortFunc(queued, func(a, b *action) int { return cmp.Compare(a.p.seq, b.p.seq) })
+
+	type delivery struct {
+		a *action
+		o outcome
+	}
+	var out []delivery
+
+	e.mu.Lock()
+	t := e.tick.Add(1)
+	arrivals := 0
+	keep := e.inflight[:0]
+	for _, a := range e.inflight {
+		if a.arriveTick > t {
+			keep = append(keep, a)
+			continue
+		}
+		arrivals++
+		out = append(out, delivery{a, outcome{result: a.finish()}})
+	}
+	e.inflight = keep
+	moved := false
+	for _, a := range queued {
+		if a.gen != e.gen {
+			out = append(out, delivery{a, outcome{err: errorf(CodeServerReset, "The universe was reset; register again.")}})
+			continue
+		}
+		res, err := e.resolve(a, t)
+		a.p.ticks++
+		if err == nil && a.arriveTick > t {
+			e.inflight = append(e.inflight, a)
+			moved = true
+			a.p.mu.Lock()
+			a.p.arriveTick = a.arriveTick
+			a.p.transitTo = a.p.transit.toPOI
+			a.p.mu.Unlock()
+			continue
+		}
+		out = append(out, delivery{a, outcome{result: res, err: err}})
+	}
+	if moved {
+		slices.SortFunc(e.inflight, func(a, b *action) int { return cmp.Compare(a.p.seq, b.p.seq) })
+	}
+	e.world.upkeep()
+	e.mu.Unlock()
+
+	for _, d := range out {
+		d.a.p.mu.Lock()
+		if d.a.p.pending == d.a {
+			d.a.p.pending = nil
+			d.a.p.arriveTick = 0
+			d.a.p.transitTo = ""
+		}
+		d.a.p.mu.Unlock()
+		d.a.done <- d.o
+	}
+	e.maybeSweepSessions()
+
+	resolve := time.Since(start)
+	e.statsMu.Lock()
+	s := &e.tickStats
+	s.Ticks++
+	s.Mutations += int64(len(queued))
+	s.LastMutations = len(queued)
+	s.MaxMutations = max(s.MaxMutations, len(queued))
+	s.TotalResolve += resolve
+	s.MaxResolve = max(s.MaxResolve, resolve)
+	if !scheduled.IsZero() {
+		lag := start.Sub(scheduled)
+		s.MaxLag = max(s.MaxLag, lag)
+		if start.Add(resolve).Before(scheduled.Add(interval)) {
+			s.OnTime++
+		} else {
+			s.Late++
+		}
+	}
+	e.statsMu.Unlock()
+	return TickReport{Tick: t, Mutations: len(queued), Arrivals: arrivals, Resolve: resolve}
+}
+
+// kind classifies a call for rate limiting.
+type kind int
+
+const (
+	kindRead kind = iota
+	kindMutation
+	kindChat
+)
+
+// begin authenticates a call and applies the account's rate limit.
+func (e *Engine) begin(sid string, k kind) (*Player, error) {
+	if sid == "" {
+		e.anonCalls.Add(1)
+		e.anonErrors.Add(1)
+		return nil, errorf(CodeSessionRequired, "No session. Call login() or register() first (or pass session_id).")
+	}
+	e.sessMu.RLock()
+	s := e.sessions[sid]
+	var p *Player
+	if s != nil {
+		p = s.player
+	}
+	e.sessMu.RUnlock()
+	now := e.now()
+	if s == nil {
+		e.anonCalls.Add(1)
+		e.anonErrors.Add(1)
+		return nil, errorf(CodeSessionInvalid, "Session not found, expired or replaced by a newer login. Call login() again.")
+	}
+	if now.Sub(time.Unix(0, s.lastSeen.Load())) > e.cfg.SessionTTL {
+		e.dropSession(s)
+		e.anonCalls.Add(1)
+		e.anonErrors.Add(1)
+		return nil, errorf(CodeSessionInvalid, "Session expired after %s without requests. Call login() again.", e.cfg.SessionTTL)
+	}
+	s.lastSeen.Store(now.UnixNano())
+	if p == nil {
+		e.anonCalls.Add(1)
+		e.anonErrors.Add(1)
+		return nil, errorf(CodeNotAuthenticated, "Not logged in. Call login() first.")
+	}
+	p.calls.Add(1)
+	limit, what := e.cfg.ReadsPerMinute, "queries"
+	p.mu.Lock()
+	b := &p.reads
+	switch k {
+	case kindMutation:
+		b, limit, what = &p.mutations, e.cfg.MutationsPerMinute, "actions"
+	case kindChat:
+		b, limit, what = &p.chats, e.cfg.ChatPerMinute, "chat messages"
+	}
+	retry, ok := b.take(now, limit)
+	p.mu.Unlock()
+	if !ok {
+		p.errors.Add(1)
+		return nil, &Error{
+			Code:       CodeRateLimited,
+			Message:    "Too many " + what + " (limit " + itoa(limit) + "/min). retry_after: " + itoa(retry) + "s",
+			RetryAfter: retry,
+		}
+	}
+	return p, nil
+}
+
+// count attributes a failed call to its player.
+func (e *Engine) count(p *Player, err error) error {
+	if err != nil && p != nil {
+		p.errors.Add(1)
+	}
+	return err
+}
+
+func (e *Engine) dropSession(s *session) {
+	e.sessMu.Lock()
+	if e.sessions[s.id] == s {
+		delete(e.sessions, s.id)
+		if s.player != nil && e.current[s.player] == s.id {
+			delete(e.current, s.player)
+		}
+	}
+	e.sessMu.Unlock()
+}
+
+func (e *Engine) maybeSweepSessions() {
+	now := e.now()
+	e.sessMu.Lock()
+	defer e.sessMu.Unlock()
+	if now.Sub(e.lastSweep) < min(e.cfg.SessionTTL, time.Minute) {
+		return
+	}
+	e.lastSweep = now
+	for id, s := range e.sessions {
+		if now.Sub(time.Unix(0, s.lastSeen.Load())) > e.cfg.SessionTTL {
+			delete(e.sessions, id)
+			if s.player != nil && e.current[s.player] == id {
+				delete(e.current, s.player)
+			}
+		}
+	}
+}
+
+// newSession logs p in, displacing any earlier session of the account.
+func (e *Engine) newSession(p *Player) string {
+	id := e.hexID(16)
+	s := &session{id: id, player: p}
+	s.lastSeen.Store(e.now().UnixNano())
+	e.sessMu.Lock()
+	if old, ok := e.current[p]; ok {
+		delete(e.sessions, old)
+	}
+	e.sessions[id] = s
+	e.current[p] = id
+	e.sessMu.Unlock()
+	return id
+}
+
+func hashPassword(pw string) [32]byte { return sha256.Sum256([]byte(pw)) }
+
+func validUsername(u string) bool {
+	if len(u) < 3 || len(u) > 24 {
+		return false
+	}
+	for _, r := range u {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Register creates an account with a starter ship docked at Sol Central and
+// logs it in.
+func (e *Engine) Register(username, empire, code string) (*RegisterResult, error) {
+	if !validUsername(username) {
+		return nil, errorf(CodeInvalidPayload, "username must be 3-24 characters of letters, digits, '_' or '-'")
+	}
+	if !validEmpire(empire) {
+		return nil, errorf(CodeInvalidPayload, "empire must be one of %s", strings.Join(empires, ", "))
+	}
+	if e.cfg.RegistrationCode != "" && subtle.ConstantTimeCompare([]byte(code), []byte(e.cfg.RegistrationCode)) != 1 {
+		return nil, errorf(CodeInvalidRegistration, "A valid registration_code is required to register.")
+	}
+	key := strings.ToLower(username)
+	e.accMu.Lock()
+	if _, taken := e.byName[key]; taken {
+		e.accMu.Unlock()
+		return nil, errorf(CodeUsernameTaken, "Username %q is already taken.", username)
+	}
+	password := e.hexID(32)
+	p := &Player{
+		seq: len(e.players) + 1, ID: e.hexID(16), Username: username, Empire: empire,
+		passwordHash: hashPassword(password),
+		credits:      StartingCredits, systemID: HomeSystem, poiID: HomeStation, dockedAt: HomeBase,
+		cargo: map[string]int{}, visited: map[string]bool{HomeSystem: true},
+	}
+	p.ship = newStarterShip(e.hexID(8))
+	e.mu.RLock()
+	p.gen = e.gen
+	e.mu.RUnlock()
+	e.players = append(e.players, p)
+	e.byName[key] = p
+	e.byID[p.ID] = p
+	e.accMu.Unlock()
+
+	e.notify(p, "system", "welcome", map[string]any{"message": "Welcome to SpaceMolt, " + username + ". Undock, mine at main_belt, sell at sol_central."})
+	sid := e.newSession(p)
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return &RegisterResult{
+		Password: password, PlayerID: p.ID, Player: e.playerView(p), Ship: shipView(p),
+		System: p.systemID, POI: p.poiID, SessionID: sid,
+		Message: "Registered. Save your password: it is shown only once.",
+	}, nil
+}
+
+// Login starts a session for an existing account, replacing its previous one.
+func (e *Engine) Login(username, password string) (*LoginResult, error) {
+	e.accMu.RLock()
+	p := e.byName[strings.ToLower(username)]
+	e.accMu.RUnlock()
+	h := hashPassword(password)
+	if p == nil || subtle.ConstantTimeCompare(h[:], p.passwordHash[:]) != 1 {
+		e.anonErrors.Add(1)
+		return nil, errorf(CodeAuthFailed, "Invalid username or password.")
+	}
+	e.sessMu.RLock()
+	_, displaced := e.current[p]
+	e.sessMu.RUnlock()
+	sid := e.newSession(p)
+	p.calls.Add(1)
+	if displaced {
+		e.notify(p, "system", "session_replaced", map[string]any{"message": "A new login replaced your previous session."})
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return &LoginResult{
+		Player: e.playerView(p), Ship: shipView(p), System: p.systemID, POI: strPtr(p.poiID),
+		SessionID: sid, Message: "Logged in as " + p.Username + ".",
+	}, nil
+}
+
+// Logout ends the login behind sid; the session stays known but unauthenticated.
+func (e *Engine) Logout(sid string) (*OKResult, error) {
+	p, err := e.begin(sid, kindRead)
+	if err != nil {
+		return nil, err
+	}
+	e.sessMu.Lock()
+	if s := e.sessions[sid]; s != nil {
+		s.player = nil
+	}
+	if e.current[p] == sid {
+		delete(e.current, p)
+	}
+	e.sessMu.Unlock()
+	return &OKResult{OK: true, Message: "Logged out."}, nil
+}
+
+// notify queues an event for p, dropping the oldest beyond the cap.
+func (e *Engine) notify(p *Player, typ, msgType string, data map[string]any) {
+	ts := e.now().UTC().Format(time.RFC3339Nano)
+	p.mu.Lock()
+	p.noteSeq++
+	p.notes = append(p.notes, Notification{
+		ID: p.ID[:8] + "-" + itoa(int(p.noteSeq)), Type: typ, MsgType: msgType, Timestamp: ts, Data: data,
+	})
+	if over := len(p.notes) - e.cfg.NotificationCap; over > 0 {
+		p.notes = slices.Delete(p.notes, 0, over)
+	}
+	p.mu.Unlock()
+}
+
+func strPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,143 @@
+package game
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Ship is a player's vessel.
+type Ship struct {
+	ID          string
+	Class       string
+	Name        string
+	Hull        int
+	HullMax     int
+	Shield      int
+	ShieldMax   int
+	Fuel        int
+	FuelMax     int
+	CargoMax    int
+	Speed       int
+	MiningPower int
+}
+
+// newStarterShip is the theoria every new player gets.
+func newStarterShip(id string) Ship {
+	return Ship{
+		ID: id, Class: "theoria", Name: "Theoria",
+		Hull: 100, HullMax: 100, Shield: 55, ShieldMax: 55,
+		Fuel: 100, FuelMax: 100, CargoMax: 70, Speed: 1, MiningPower: 5,
+	}
+}
+
+// StartingCredits is what a new account owns.
+const StartingCredits = 100
+
+// transit describes a multi-tick move in progress.
+type transit struct {
+	kind       string // "travel" or "jump"
+	fromSystem string
+	fromPOI    string
+	toSystem   string
+	toPOI      string
+	departTick int64
+	arriveTick int64
+}
+
+// Player is an account and its ship.
+//
+// Fields in the first block belong to the world and are guarded by Engine.mu:
+// only the tick goroutine writes them (register aside), reads hold the read
+// lock. Fields under mu are per-player bookkeeping that reads may change
+// without touching the world lock.
+type Player struct {
+	seq          int // registration order; ticks resolve players in this order
+	gen          uint64
+	ID           string
+	Username     string
+	Empire       string
+	passwordHash [32]byte
+
+	// Guarded by Engine.mu.
+	credits       int
+	systemID      string
+	poiID         string // "" while in transit
+	dockedAt      string // base id, "" when undocked
+	ship          Ship
+	cargo         map[string]int
+	visited       map[string]bool
+	transit       *transit
+	creditsEarned int
+	oreMined      int
+	ticks         int // mutations resolved
+	mineRolls     uint64
+
+	mu           sync.Mutex
+	pending      *action
+	arriveTick   int64  // copy of transit.arriveTick for in_transit checks without the world lock
+	transitTo    string // destination POI while arriveTick is set
+	mutations    bucket
+	reads        bucket
+	chats        bucket
+	notes        []Notification
+	noteSeq      int64
+	lastNoteTick int64
+	log          []string // newest first
+
+	calls  atomic.Int64
+	errors atomic.Int64
+}
+
+func (p *Player) cargoUsed() int {
+	n := 0
+	for _, q := range p.cargo {
+		n += q
+	}
+	return n
+}
+
+// session is a game login. player is nil after logout.
+type session struct {
+	id       string
+	player   *Player
+	lastSeen atomic.Int64 // unix nanos of the game clock
+}
+
+// bucket is a token bucket refilled continuously at perMinute tokens a
+// minute, so a burst of perMinute is allowed and then one call every 60/perMinute s.
+type bucket struct {
+	tokens float64
+	last   time.Time
+	init   bool
+}
+
+// take spends a token or reports how many seconds until one is available.
+func (b *bucket) take(now time.Time, perMinute int) (retryAfter int, ok bool) {
+	if perMinute < 0 {
+		return 0, true
+	}
+	rate := float64(perMinute) / 60
+	if !b.init {
+		b.tokens, b.last, b.init = float64(perMinute), now, true
+	}
+	if el := now.Sub(b.last).Seconds(); el > 0 {
+		b.tokens = math.Min(float64(perMinute), b.tokens+el*rate)
+		b.last = now
+	}
+	if b.tokens >= 1 {
+		b.tokens--
+		return 0, true
+	}
+	return max(1, int(math.Ceil((1-b.tokens)/rate))), false
+}
+
+// Notification is an event queued for a player.
+type Notification struct {
+	ID        string         `json:"id"`
+	Type      string         `json:"type"`
+	MsgType   string         `json:"msg_type"`
+	Timestamp string         `json:"timestamp"`
+	Data      map[string]any `json:"data"`
+}

@@ -1,0 +1,445 @@
+package game
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Reads are free: they cost no tick and run in parallel under the world read lock.
+
+// Status answers get_status.
+func (e *Engine) Status(sid string) (*StatusResult, error) {
+	p, err := e.begin(sid, kindRead)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return &StatusResult{Player: e.playerView(p), Ship: shipView(p), Modules: modules(p), CurrentTick: e.tick.Load()}, nil
+}
+
+// Ship answers get_ship.
+func (e *Engine) Ship(sid string) (*ShipResult, error) {
+	p, err := e.begin(sid, kindRead)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return &ShipResult{Ship: shipView(p), Modules: modules(p)}, nil
+}
+
+// Cargo answers get_cargo.
+func (e *Engine) Cargo(sid string) (*CargoResult, error) {
+	p, err := e.begin(sid, kindRead)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	res := &CargoResult{Cargo: []CargoItem{}, Used: p.cargoUsed(), Capacity: p.ship.CargoMax}
+	res.Available = res.Capacity - res.Used
+	for _, it := range itemCatalog {
+		if q := p.cargo[it.ID]; q > 0 {
+			res.Cargo = append(res.Cargo, CargoItem{ItemID: it.ID, Name: it.Name, Quantity: q})
+		}
+	}
+	return res, nil
+}
+
+// System answers get_system.
+func (e *Engine) System(sid string) (*SystemResult, error) {
+	p, err := e.begin(sid, kindRead)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	tv := e.transitView(p)
+	if tv != nil && tv.Type == "jump" {
+		return &SystemResult{InTransit: true, Transit: tv, Message: "In hyperspace between " + tv.FromSystem + " and " + tv.ToSystem + "."}, nil
+	}
+	sys := e.world.system(p.systemID)
+	v := &SystemView{
+		ID: sys.ID, Name: sys.Name, Empire: sys.Empire, SecurityStatus: sys.Security,
+		Position: Position{sys.X, sys.Y}, Connections: e.connections(sys), POIs: e.poiBriefs(sys, p.poiID),
+	}
+	return &SystemResult{System: v, InTransit: tv != nil, Transit: tv}, nil
+}
+
+// POI answers get_poi.
+func (e *Engine) POI(sid string) (*POIResult, error) {
+	p, err := e.begin(sid, kindRead)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if tv := e.transitView(p); tv != nil {
+		return &POIResult{Resources: []ResourceView{}, Services: []string{}, InTransit: true, Transit: tv}, nil
+	}
+	poi := e.world.poi(p.poiID)
+	res := &POIResult{
+		POI: &POIView{
+			ID: poi.ID, SystemID: poi.SystemID, Type: poi.Type, Name: poi.Name,
+			Description: poi.Description, Position: Position{poi.X, poi.Y},
+		},
+		Resources: []ResourceView{}, Services: []string{},
+	}
+	for _, d := range poi.Deposits {
+		it, _ := itemByID(d.ResourceID)
+		res.Resources = append(res.Resources, ResourceView{ResourceID: d.ResourceID, Name: it.Name, Richness: d.Richness, Remaining: d.Remaining})
+	}
+	if poi.Base != nil {
+		bv := baseView(poi.Base)
+		res.Base, res.Services = &bv, bv.Services
+	}
+	return res, nil
+}
+
+// Nearby answers get_nearby: other ships at the same POI.
+func (e *Engine) Nearby(sid string) (*NearbyResult, error) {
+	p, err := e.begin(sid, kindRead)
+	if err != nil {
+		return nil, err
+	}
+	e.accMu.RLock()
+	defer e.accMu.RUnlock()
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	res := &NearbyResult{POIID: strPtr(p.poiID), Players: []NearbyPlayer{}, Pirates: []any{}}
+	if p.poiID == "" {
+		return res, nil
+	}
+	for _, o := range e.players {
+		if o == p || o.poiID != p.poiID {
+			continue
+		}
+		res.Count++
+		if len(res.Players) < NearbyListCap {
+			res.Players = append(res.Players, NearbyPlayer{PlayerID: o.ID, Username: o.Username, Empire: o.Empire, ShipClass: o.ship.Class, Docked: o.dockedAt != ""})
+		}
+	}
+	res.Truncated = res.Count > len(res.Players)
+	return res, nil
+}
+
+// Map answers get_map; systemID narrows it to one system.
+func (e *Engine) Map(sid, systemID string) (*MapResult, error) {
+	p, err := e.begin(sid, kindRead)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	res := &MapResult{Systems: []MapSystem{}, CurrentSystem: p.systemID}
+	for _, s := range e.world.systems {
+		if systemID != "" && s.ID != systemID {
+			continue
+		}
+		ms := MapSystem{
+			SystemID: s.ID, Name: s.Name, Empire: s.Empire, SecurityStatus: s.Security,
+			Position: Position{s.X, s.Y}, Connections: e.connections(s), POIs: e.poiBriefs(s, ""),
+			Visited: p.visited[s.ID],
+		}
+		for _, poi := range s.POIs {
+			ms.HasStation = ms.HasStation || poi.Base != nil
+		}
+		res.Systems = append(res.Systems, ms)
+	}
+	if systemID != "" && len(res.Systems) == 0 {
+		return nil, e.count(p, errorf(CodeInvalidSystem, "Unknown system %q.", systemID))
+	}
+	res.Count = len(res.Systems)
+	return res, nil
+}
+
+// Route answers find_route with the fewest jumps.
+func (e *Engine) Route(sid, target string) (*RouteResult, error) {
+	p, err := e.begin(sid, kindRead)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	res := &RouteResult{Route: []RouteStep{}, Fuel: p.ship.Fuel}
+	path := e.world.route(p.systemID, target)
+	if path == nil {
+		res.Message = "No route to " + target + ". get_map lists known systems."
+		return res, nil
+	}
+	res.Found = true
+	for i, id := range path {
+		s := e.world.system(id)
+		res.Route = append(res.Route, RouteStep{SystemID: id, Name: s.Name, Jumps: i})
+		if i > 0 {
+			c, _ := e.world.system(path[i-1]).connection(id)
+			res.EstimatedFuel += travelFuel(p.ship.Speed, c.Distance)
+		}
+	}
+	res.TotalJumps = len(path) - 1
+	return res, nil
+}
+
+// Market answers view_market at the current station; itemID adds its order book.
+func (e *Engine) Market(sid, itemID string) (*MarketResult, error) {
+	p, err := e.begin(sid, kindRead)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if p.poiID == "" {
+		return nil, e.count(p, errorf(CodeNotDocked, "You are in transit; markets are at stations."))
+	}
+	b, err := e.stationHere(p, "trade")
+	if err != nil {
+		return nil, e.count(p, err)
+	}
+	if itemID != "" {
+		if _, ok := itemByID(itemID); !ok {
+			return nil, e.count(p, errorf(CodeItemNotAvailable, "%s does not trade %q.", b.Name, itemID))
+		}
+	}
+	res := &MarketResult{BaseID: b.ID, Items: []MarketItem{}}
+	for _, book := range b.Market.books {
+		if itemID != "" && book.ItemID != itemID {
+			continue
+		}
+		it, _ := itemByID(book.ItemID)
+		mi := MarketItem{ItemID: it.ID, Name: it.Name, GuidePrice: it.GuidePrice}
+		mi.BestBuy, mi.BuyVolume = best(book.Bids)
+		mi.BestSell, mi.SellVolume = best(book.Asks)
+		if itemID != "" {
+			mi.BuyOrders, mi.SellOrders = orders(book.Bids), orders(book.Asks)
+		}
+		res.Items = append(res.Items, mi)
+	}
+	return res, nil
+}
+
+func orders(levels []*Level) []Order {
+	out := []Order{}
+	for _, l := range levels {
+		if l.Qty > 0 {
+			out = append(out, Order{Price: l.Price, Quantity: l.Qty})
+		}
+	}
+	return out
+}
+
+// Captain's log limits, as on the live server.
+const (
+	LogKeep     = 20
+	LogMaxBytes = 30000
+)
+
+// LogAdd answers captains_log_add; the newest entry is index 0.
+func (e *Engine) LogAdd(sid, entry string) (*LogAddResult, error) {
+	p, err := e.begin(sid, kindRead)
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(entry) == "" {
+		return nil, e.count(p, errorf(CodeEmptyEntry, "Log entry is empty."))
+	}
+	if len(entry) > LogMaxBytes {
+		return nil, e.count(p, errorf(CodeInvalidPayload, "Log entry is %d bytes; the limit is %d.", len(entry), LogMaxBytes))
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.log = slices.Insert(p.log, 0, entry)
+	if len(p.log) > LogKeep {
+		p.log = p.log[:LogKeep]
+	}
+	return &LogAddResult{Index: 0, TotalCount: len(p.log), Message: "Entry recorded."}, nil
+}
+
+// LogList answers captains_log_list.
+func (e *Engine) LogList(sid string, index int) (*LogListResult, error) {
+	p, err := e.begin(sid, kindRead)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(p.log)
+	if n == 0 {
+		return &LogListResult{Index: 0, TotalCount: 0}, nil
+	}
+	if index < 0 || index >= n {
+		return nil, e.count(p, errorf(CodeInvalidPayload, "index must be between 0 and %d.", n-1))
+	}
+	entry := p.log[index]
+	return &LogListResult{Entry: &entry, Index: index, TotalCount: n}, nil
+}
+
+// Chat channels.
+var chatChannels = []string{"system", "local", "faction", "private"}
+
+// ChatMaxChars bounds a chat message.
+const ChatMaxChars = 500
+
+// Chat answers chat: the message is queued as a notification for every recipient.
+func (e *Engine) Chat(sid, channel, content, targetID string) (*ChatResult, error) {
+	p, err := e.begin(sid, kindChat)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(chatChannels, channel) {
+		return nil, e.count(p, errorf(CodeInvalidPayload, "channel must be one of %s.", strings.Join(chatChannels, ", ")))
+	}
+	if strings.TrimSpace(content) == "" {
+		return nil, e.count(p, errorf(CodeEmptyEntry, "Message is empty."))
+	}
+	if utf8.RuneCountInString(content) > ChatMaxChars {
+		return nil, e.count(p, errorf(CodeInvalidPayload, "Message exceeds %d characters.", ChatMaxChars))
+	}
+	if channel == "private" && targetID == "" {
+		return nil, e.count(p, errorf(CodeInvalidPayload, "private messages need target_id."))
+	}
+	var to []*Player
+	e.accMu.RLock()
+	if channel == "private" {
+		t := e.byID[targetID]
+		if t == nil {
+			t = e.byName[strings.ToLower(targetID)]
+		}
+		if t != nil {
+			to = append(to, t)
+		}
+	} else {
+		e.mu.RLock()
+		for _, o := range e.players {
+			if o == p {
+				continue
+			}
+			switch {
+			case channel == "local" && p.poiID != "" && o.poiID == p.poiID,
+				channel == "system" && o.systemID == p.systemID,
+				channel == "faction" && o.Empire == p.Empire:
+				to = append(to, o)
+			}
+		}
+		e.mu.RUnlock()
+	}
+	e.accMu.RUnlock()
+	if channel == "private" && len(to) == 0 {
+		return nil, e.count(p, errorf(CodePlayerNotFound, "No player %q.", targetID))
+	}
+	sentAt := e.now().UTC().Format(time.RFC3339Nano)
+	for _, o := range to {
+		e.notify(o, "chat", "chat_message", map[string]any{
+			"channel": channel, "from": p.Username, "from_id": p.ID, "content": content, "sent_at": sentAt,
+		})
+	}
+	return &ChatResult{SentAt: sentAt, Channel: channel, Recipients: len(to)}, nil
+}
+
+// MaxNotifications bounds one get_notifications call.
+const MaxNotifications = 100
+
+// Notifications answers get_notifications, oldest first. It hands out events
+// at most once per tick; a second call in the same tick gets none.
+func (e *Engine) Notifications(sid string, limit int, clear bool) (*NotificationsResult, error) {
+	p, err := e.begin(sid, kindRead)
+	if err != nil {
+		return nil, err
+	}
+	limit = min(max(limit, 1), MaxNotifications)
+	t := e.tick.Load()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	res := &NotificationsResult{Notifications: []Notification{}, CurrentTick: t}
+	if p.lastNoteTick == t+1 { // stored +1 so the zero value means "never"
+		res.Throttled, res.Remaining = true, len(p.notes)
+		res.Message = "Notifications were already fetched this tick; try again next tick."
+		return res, nil
+	}
+	p.lastNoteTick = t + 1
+	n := min(limit, len(p.notes))
+	res.Notifications = append(res.Notifications, p.notes[:n]...)
+	if clear {
+		p.notes = slices.Delete(p.notes, 0, n)
+	}
+	res.Count = n
+	res.Remaining = len(p.notes)
+	if !clear {
+		res.Remaining -= n
+	}
+	return res, nil
+}
+
+func (e *Engine) playerView(p *Player) PlayerView {
+	sys := e.world.system(p.systemID)
+	v := PlayerView{
+		ID: p.ID, Username: p.Username, Empire: p.Empire, Credits: p.credits,
+		SystemID: p.systemID, SystemName: sys.Name, POIID: strPtr(p.poiID), DockedAt: strPtr(p.dockedAt),
+	}
+	if poi := e.world.poi(p.poiID); poi != nil {
+		v.POIName = &poi.Name
+	}
+	v.Transit = e.transitView(p)
+	v.InTransit = v.Transit != nil
+	return v
+}
+
+func (e *Engine) transitView(p *Player) *TransitView {
+	tr := p.transit
+	if tr == nil {
+		return nil
+	}
+	left := max(0, tr.arriveTick-e.tick.Load())
+	return &TransitView{
+		Type: tr.kind, FromSystem: tr.fromSystem, FromPOI: tr.fromPOI, ToSystem: tr.toSystem, ToPOI: tr.toPOI,
+		TicksRemaining: left, ArrivesInSeconds: int(math.Ceil(float64(max(1, left)) * e.cfg.Tick.Seconds())),
+	}
+}
+
+func shipView(p *Player) ShipView {
+	s := p.ship
+	return ShipView{
+		ID: s.ID, Class: s.Class, Name: s.Name, Hull: s.Hull, HullMax: s.HullMax, Shield: s.Shield, ShieldMax: s.ShieldMax,
+		Fuel: s.Fuel, FuelMax: s.FuelMax, CargoUsed: p.cargoUsed(), CargoMax: s.CargoMax, Speed: s.Speed, MiningPower: s.MiningPower,
+	}
+}
+
+func modules(p *Player) []ModuleView {
+	return []ModuleView{
+		{ID: "mining_laser_i", Name: "Mining Laser I", Type: "mining", Stats: map[string]int{"mining_power": p.ship.MiningPower}},
+		{ID: "cargo_hold_s", Name: "Small Cargo Hold", Type: "cargo", Stats: map[string]int{"capacity": p.ship.CargoMax}},
+		{ID: "fuel_tank_s", Name: "Small Fuel Tank", Type: "fuel", Stats: map[string]int{"capacity": p.ship.FuelMax}},
+	}
+}
+
+func baseView(b *Base) BaseView {
+	return BaseView{ID: b.ID, Name: b.Name, Services: b.services(), FuelPrice: b.FuelPrice}
+}
+
+func (e *Engine) connections(s *System) []ConnectionView {
+	out := make([]ConnectionView, 0, len(s.Connections))
+	for _, c := range s.Connections {
+		out = append(out, ConnectionView{SystemID: c.SystemID, Name: e.world.system(c.SystemID).Name, Distance: c.Distance})
+	}
+	return out
+}
+
+func (e *Engine) poiBriefs(s *System, from string) []POIBrief {
+	out := make([]POIBrief, 0, len(s.POIs))
+	origin := e.world.poi(from)
+	for _, poi := range s.POIs {
+		b := POIBrief{ID: poi.ID, Name: poi.Name, Type: poi.Type, HasBase: poi.Base != nil}
+		if origin != nil && origin.SystemID == s.ID {
+			d := 0
+			if poi != origin {
+				d = poiDistance(origin, poi)
+			}
+			b.Distance = &d
+		}
+		out = append(out, b)
+	}
+	return out
+}

@@ -1,0 +1,156 @@
+// Package mcpserver is the MCP adapter of the simulator: SpaceMolt's legacy
+// flat tools over Streamable HTTP (modelcontextprotocol/go-sdk), with the game
+// login bound to the MCP session and answered the way the live server answers.
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/game"
+)
+
+// Options configure the MCP endpoint.
+type Options struct {
+	// SessionTimeout closes MCP transport sessions idle this long; later
+	// requests with that Mcp-Session-Id get HTTP 404 "Session not initialized".
+	// Zero keeps sessions forever.
+	SessionTimeout time.Duration
+	Logger         *slog.Logger
+	Version        string
+}
+
+// Server serves the game over MCP.
+type Server struct {
+	engine  *game.Engine
+	log     *slog.Logger
+	mcp     *mcp.Server
+	handler http.Handler
+
+	mu    sync.Mutex
+	bound map[string]string // MCP session id → game session id
+}
+
+// New builds the MCP server for engine.
+func New(engine *game.Engine, opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	s := &Server{engine: engine, log: opts.Logger, bound: map[string]string{}}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "spacemolt-sim", Title: "SpaceMolt (offline simulator)", Version: opts.Version}, &mcp.ServerOptions{
+		Instructions: "SpaceMolt, an MMO for AI agents. Call register or login first; help explains the rules.",
+		Logger:       opts.Logger,
+	})
+	for _, t := range s.tools() {
+		ro := t.readOnly
+		s.mcp.AddTool(&mcp.Tool{
+			Name: t.name, Description: t.desc, InputSchema: inputSchema(t.params),
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: ro, OpenWorldHint: new(false)},
+		}, s.handle(t))
+	}
+	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+		SessionTimeout: opts.SessionTimeout,
+		Logger:         opts.Logger,
+	})
+	s.handler = sessionNotInitialized(streamable)
+	return s
+}
+
+// Handler is the HTTP handler to mount at /mcp.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// BoundSessions reports how many MCP sessions carry a game login.
+func (s *Server) BoundSessions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.bound)
+}
+
+func (s *Server) handle(t tool) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		a, err := parseArgs(req.Params.Arguments, t.params)
+		if err != nil {
+			return toResult(nil, err)
+		}
+		c := call{sid: a.str(sessionParam.name), args: a}
+		var mcpID string
+		if req.Session != nil {
+			mcpID = req.Session.ID()
+		}
+		if c.sid == "" && mcpID != "" {
+			s.mu.Lock()
+			c.sid = s.bound[mcpID]
+			s.mu.Unlock()
+		}
+		res, err := t.run(ctx, c)
+		if err == nil && t.binds && mcpID != "" {
+			s.bind(req.Session, sessionIDOf(res))
+		}
+		return toResult(res, err)
+	}
+}
+
+func sessionIDOf(res any) string {
+	switch r := res.(type) {
+	case *game.RegisterResult:
+		return r.SessionID
+	case *game.LoginResult:
+		return r.SessionID
+	}
+	return ""
+}
+
+// bind ties a game session to the MCP session, and forgets it when the MCP
+// session closes so the map stays bounded.
+func (s *Server) bind(ss *mcp.ServerSession, sid string) {
+	id := ss.ID()
+	s.mu.Lock()
+	_, watched := s.bound[id]
+	s.bound[id] = sid
+	s.mu.Unlock()
+	if watched {
+		return
+	}
+	go func() {
+		_ = ss.Wait()
+		s.mu.Lock()
+		delete(s.bound, id)
+		s.mu.Unlock()
+	}()
+}
+
+// toResult renders a game answer: JSON text on success, "Error: code: message"
+// with isError for rule violations. Anything else (a caller that went away)
+// becomes a JSON-RPC error.
+func toResult(res any, err error) (*mcp.CallToolResult, error) {
+	if err != nil {
+		var ge *game.Error
+		if !errors.As(err, &ge) {
+			return nil, err
+		}
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "Error: " + ge.Code + ": " + ge.Message}}}, nil
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
+}
+
+// Close ends every MCP session, which also ends their long-lived SSE streams
+// so an HTTP server shutdown does not wait on them.
+func (s *Server) Close() {
+	for ss := range s.mcp.Sessions() {
+		_ = ss.Close()
+	}
+}

@@ -1,0 +1,180 @@
+package mcpserver
+
+import (
+	"context"
+
+	"github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/game"
+)
+
+// call is one tool invocation after argument validation.
+type call struct {
+	sid  string // the game session: explicit session_id, else the MCP-bound one
+	args args
+}
+
+// tool is one legacy flat SpaceMolt tool.
+type tool struct {
+	name     string
+	desc     string
+	readOnly bool
+	params   []param
+	run      func(ctx context.Context, c call) (any, error)
+	// binds is set for register/login, whose session_id gets bound to the MCP session.
+	binds bool
+}
+
+var empires = []string{"solarian", "voidborn", "crimson", "nebula", "outerrim"}
+
+func (s *Server) tools() []tool {
+	e := s.engine
+	itemParam := param{name: "item_id", typ: tString, desc: "Item id, e.g. iron_ore.", required: true}
+	qtyParam := param{name: "quantity", typ: tInteger, desc: "How many units.", required: true}
+	return []tool{
+		{
+			name: "register", binds: true,
+			desc: "Create an account. Returns your password (save it), player, ship and a session_id; you are logged in.",
+			params: []param{
+				{name: "username", typ: tString, desc: "3-24 characters: letters, digits, _ or -.", required: true},
+				{name: "empire", typ: tString, desc: "Your empire.", required: true, enum: empires},
+				{name: "registration_code", typ: tString, desc: "Registration code, if the server requires one."},
+			},
+			run: func(_ context.Context, c call) (any, error) {
+				return e.Register(c.args.str("username"), c.args.str("empire"), c.args.str("registration_code"))
+			},
+		},
+		{
+			name: "login", binds: true,
+			desc: "Log in with username and password. Returns a session_id; a new login replaces any previous session.",
+			params: []param{
+				{name: "username", typ: tString, desc: "Account name.", required: true},
+				{name: "password", typ: tString, desc: "The password register returned.", required: true},
+			},
+			run: func(_ context.Context, c call) (any, error) {
+				return e.Login(c.args.str("username"), c.args.str("password"))
+			},
+		},
+		{
+			name: "logout", desc: "End the current login.",
+			run: func(_ context.Context, c call) (any, error) { return e.Logout(c.sid) },
+		},
+		{
+			name: "get_status", readOnly: true, desc: "Your player (credits, location, dock state), ship and modules.",
+			run: func(_ context.Context, c call) (any, error) { return e.Status(c.sid) },
+		},
+		{
+			name: "get_ship", readOnly: true, desc: "Your ship: hull, shield, fuel, cargo, speed, modules.",
+			run: func(_ context.Context, c call) (any, error) { return e.Ship(c.sid) },
+		},
+		{
+			name: "get_cargo", readOnly: true, desc: "Items in your cargo hold and free space.",
+			run: func(_ context.Context, c call) (any, error) { return e.Cargo(c.sid) },
+		},
+		{
+			name: "get_system", readOnly: true, desc: "Your current system: connections (jump targets) and POIs.",
+			run: func(_ context.Context, c call) (any, error) { return e.System(c.sid) },
+		},
+		{
+			name: "get_poi", readOnly: true, desc: "Your current point of interest: resources, base and services.",
+			run: func(_ context.Context, c call) (any, error) { return e.POI(c.sid) },
+		},
+		{
+			name: "get_nearby", readOnly: true, desc: "Other ships at your POI.",
+			run: func(_ context.Context, c call) (any, error) { return e.Nearby(c.sid) },
+		},
+		{
+			name: "get_map", readOnly: true, desc: "The galaxy map: every system with its connections. Large; pass system_id for one system.",
+			params: []param{{name: "system_id", typ: tString, desc: "Only this system."}},
+			run:    func(_ context.Context, c call) (any, error) { return e.Map(c.sid, c.args.str("system_id")) },
+		},
+		{
+			name: "find_route", readOnly: true, desc: "Fewest-jumps route from your system to target_system, with estimated fuel.",
+			params: []param{{name: "target_system", typ: tString, desc: "Destination system id.", required: true}},
+			run:    func(_ context.Context, c call) (any, error) { return e.Route(c.sid, c.args.str("target_system")) },
+		},
+		{
+			name: "travel", desc: "Travel to a POI in your current system. Takes ticks; blocks until arrival.",
+			params: []param{{name: "target_poi", typ: tString, desc: "POI id from get_system.", required: true}},
+			run:    func(ctx context.Context, c call) (any, error) { return e.Travel(ctx, c.sid, c.args.str("target_poi")) },
+		},
+		{
+			name: "jump", desc: "Jump to an adjacent system. Takes several ticks; blocks until arrival.",
+			params: []param{{name: "target_system", typ: tString, desc: "Adjacent system id from get_system.", required: true}},
+			run:    func(ctx context.Context, c call) (any, error) { return e.Jump(ctx, c.sid, c.args.str("target_system")) },
+		},
+		{
+			name: "dock", desc: "Dock at the base at your POI.",
+			run: func(ctx context.Context, c call) (any, error) { return e.Dock(ctx, c.sid) },
+		},
+		{
+			name: "undock", desc: "Undock from the base.",
+			run: func(ctx context.Context, c call) (any, error) { return e.Undock(ctx, c.sid) },
+		},
+		{
+			name: "mine", desc: "Mine ore at an asteroid belt (one tick).",
+			run: func(ctx context.Context, c call) (any, error) { return e.Mine(ctx, c.sid) },
+		},
+		{
+			name: "sell", desc: "Sell cargo into the station's buy orders (best price first).",
+			params: []param{itemParam, qtyParam},
+			run: func(ctx context.Context, c call) (any, error) {
+				return e.Sell(ctx, c.sid, c.args.str("item_id"), c.args.int("quantity", 0))
+			},
+		},
+		{
+			name: "buy", desc: "Buy from the station's sell orders.",
+			params: []param{itemParam, qtyParam},
+			run: func(ctx context.Context, c call) (any, error) {
+				return e.Buy(ctx, c.sid, c.args.str("item_id"), c.args.int("quantity", 0))
+			},
+		},
+		{
+			name: "view_market", readOnly: true, desc: "Station market: best_buy (paid to you), best_sell (asked of you). item_id adds the order book.",
+			params: []param{{name: "item_id", typ: tString, desc: "Only this item, with its order book."}},
+			run:    func(_ context.Context, c call) (any, error) { return e.Market(c.sid, c.args.str("item_id")) },
+		},
+		{
+			name: "refuel", desc: "Refuel at the station as far as your credits allow.",
+			run: func(ctx context.Context, c call) (any, error) { return e.Refuel(ctx, c.sid) },
+		},
+		{
+			name: "captains_log_add", desc: "Add a captain's log entry (20 kept, newest is index 0, max 30,000 bytes).",
+			params: []param{{name: "entry", typ: tString, desc: "The entry text.", required: true}},
+			run:    func(_ context.Context, c call) (any, error) { return e.LogAdd(c.sid, c.args.str("entry")) },
+		},
+		{
+			name: "captains_log_list", readOnly: true, desc: "Read a captain's log entry (index 0 = newest).",
+			params: []param{{name: "index", typ: tInteger, desc: "Entry index, default 0."}},
+			run:    func(_ context.Context, c call) (any, error) { return e.LogList(c.sid, c.args.int("index", 0)) },
+		},
+		{
+			name: "chat", desc: "Send a chat message (max 500 characters).",
+			params: []param{
+				{name: "channel", typ: tString, desc: "Channel.", required: true, enum: []string{"system", "local", "faction", "private"}},
+				{name: "content", typ: tString, desc: "Message text.", required: true},
+				{name: "target_id", typ: tString, desc: "Recipient player id or username (private only)."},
+			},
+			run: func(_ context.Context, c call) (any, error) {
+				return e.Chat(c.sid, c.args.str("channel"), c.args.str("content"), c.args.str("target_id"))
+			},
+		},
+		{
+			name: "get_notifications", readOnly: true, desc: "Queued events (chat, trade, system), oldest first. Once per tick.",
+			params: []param{
+				{name: "limit", typ: tInteger, desc: "At most this many (1-100, default 50)."},
+				{name: "clear", typ: tBoolean, desc: "Remove returned events from the queue (default true)."},
+			},
+			run: func(_ context.Context, c call) (any, error) {
+				limit := c.args.int("limit", 50)
+				if limit < 1 || limit > game.MaxNotifications {
+					return nil, invalid("limit must be between 1 and 100.")
+				}
+				return e.Notifications(c.sid, limit, c.args.bool("clear", true))
+			},
+		},
+		{
+			name: "help", readOnly: true, desc: "How to play; topic narrows it (travel, jump, mining, market, fuel, session, limits, chat, log, notifications).",
+			params: []param{{name: "topic", typ: tString, desc: "Topic."}},
+			run:    func(_ context.Context, c call) (any, error) { return e.Help(c.args.str("topic")), nil },
+		},
+	}
+}
