@@ -258,3 +258,29 @@ func TestShutdownDeadlineCutsStuckCalls(t *testing.T) {
 		t.Fatal("server ignored its shutdown deadline")
 	}
 }
+
+func TestHealthcheckCommand(t *testing.T) {
+	srv := server.New(server.Options{Name: "hc", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), CheckInterval: 20 * time.Millisecond})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = srv.Serve(ctx, lis) }()
+	_, port, _ := net.SplitHostPort(lis.Addr().String())
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := server.Healthcheck(context.Background(), ":"+port)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never healthy: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := server.Healthcheck(context.Background(), "127.0.0.1:1"); err == nil {
+		t.Fatal("healthcheck of a closed port succeeded")
+	}
+}
