@@ -503,3 +503,15 @@ func strPtr(s string) *string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// Pending counts mutations waiting for a tick plus moves under way. Drivers
+// that tick on demand (deterministic replays, tests) tick while it is > 0.
+func (e *Engine) Pending() int {
+	e.mu.RLock()
+	n := len(e.inflight)
+	e.mu.RUnlock()
+	e.qMu.Lock()
+	n += len(e.queue)
+	e.qMu.Unlock()
+	return n
+}
