@@ -183,7 +183,6 @@ func (s *Server) shutdown() {
 }
 
 func (s *Server) checkLoop(ctx context.Context) {
-	interval := min(200*time.Millisecond, s.opts.CheckInterval)
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -194,11 +193,10 @@ func (s *Server) checkLoop(ctx context.Context) {
 		}
 		err := s.runChecks(ctx)
 		s.setReady(err == nil, err)
-		if s.Ready() {
-			interval = s.opts.CheckInterval
-		} else {
+		interval := s.opts.CheckInterval
+		if err != nil {
 			// Poll fast until ready so dependants do not wait a full interval.
-			interval = min(200*time.Millisecond, s.opts.CheckInterval)
+			interval = min(200*time.Millisecond, interval)
 		}
 		t.Reset(interval)
 	}
