@@ -1,0 +1,89 @@
+# Zoea — every target works from a fresh clone. `make` lists them.
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+GOBIN     := $(shell go env GOPATH)/bin
+export PATH := $(GOBIN):$(PATH)
+# Every Go module of the workspace, read from go.work so the list cannot drift.
+MODULES   := $(shell sed -n 's|^[[:space:]]*\./\(.*\)$$|\1|p' go.work)
+SERVICES  := memory composer runner bus spacemolt-sim
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+TEST_FLAGS ?= -race -count=1 -timeout 20m
+BENCH     ?= .
+
+.PHONY: help
+help: ## List targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: tools
+tools: ## Install pinned code generators and linters (go install)
+	./.ci/tools.sh
+
+.PHONY: proto
+proto: ## Format, lint and regenerate protobuf code into gen/go
+	buf format -w
+	buf lint
+	buf generate
+
+.PHONY: proto-check
+proto-check: ## Fail if .proto files are unformatted, lint fails, generated code is stale, or a change breaks the wire
+	buf format --diff --exit-code
+	buf lint
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	buf generate -o $$tmp; \
+	if ! diff -r $$tmp/gen/go gen/go >/dev/null; then \
+	  echo "gen/go is stale: run 'make proto' and commit the result"; diff -r $$tmp/gen/go gen/go | head -40; exit 1; \
+	fi; echo "gen/go is up to date"
+	@if git rev-parse -q --verify main >/dev/null && git cat-file -e main:buf.yaml 2>/dev/null; then \
+	  buf breaking --against '.git#branch=main'; echo "no breaking changes against main"; \
+	else echo "no protos on main yet: breaking check skipped"; fi
+
+.PHONY: lint
+lint: ## go vet + staticcheck + gofmt on every module
+	@fail=0; for m in $(MODULES); do \
+	  echo "== lint $$m"; \
+	  (cd $$m && go vet ./... && staticcheck ./...) || fail=1; \
+	done; \
+	unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; fail=1; fi; \
+	exit $$fail
+
+.PHONY: test
+test: ## Run every module's tests with -race (needs Postgres and NATS; see README)
+	@fail=0; for m in $(MODULES); do \
+	  echo "== test $$m"; \
+	  (cd $$m && go test $(TEST_FLAGS) ./...) || fail=1; \
+	done; exit $$fail
+
+.PHONY: build
+build: ## Build every binary into bin/
+	@mkdir -p bin
+	@for s in $(SERVICES); do \
+	  echo "== build $$s"; \
+	  (cd services/$$s && go build -trimpath -ldflags "-X main.version=$(VERSION)" -o ../../bin/$$s ./cmd/$$s); \
+	done
+	@echo "== build zoea"; cd cmd/zoea && go build -trimpath -ldflags "-X main.version=$(VERSION)" -o ../../bin/zoea .
+
+.PHONY: dev
+dev: build ## Run a local swarm: every service on this machine, three autopilot myses, live progress (Ctrl-C stops)
+	./bin/zoea dev --bin ./bin
+
+.PHONY: bench
+bench: ## Run Go benchmarks of every module (BENCH=regexp to filter); big-data runs are in docs/BENCHMARKS.md
+	@for m in $(MODULES); do \
+	  echo "== bench $$m"; \
+	  (cd $$m && go test -run '^$$' -bench '$(BENCH)' -benchmem ./...); \
+	done
+
+.PHONY: up
+up: ## docker compose up (Postgres, NATS, migrations, every service)
+	docker compose up -d --build
+
+.PHONY: down
+down: ## docker compose down
+	docker compose down
+
+.PHONY: tidy
+tidy: ## go mod tidy in every module
+	@for m in $(MODULES); do echo "== tidy $$m"; (cd $$m && GOWORK=off go mod tidy); done
