@@ -1,0 +1,40 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+)
+
+func TestConfigFromEnv(t *testing.T) {
+	cfg, err := env.ParseAsWithOptions[config](env.Options{Environment: map[string]string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ListenAddr != ":7100" || cfg.Tick != 10*time.Second || cfg.SessionTTL != 30*time.Minute ||
+		cfg.MutationsPerMinute != 30 || cfg.ReadsPerMinute != 300 || cfg.ChatPerMinute != 20 {
+		t.Fatalf("defaults = %+v", cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err = env.ParseAsWithOptions[config](env.Options{Environment: map[string]string{
+		"ZOEA_SIM_TICK": "5ms", "ZOEA_SIM_SEED": "9", "ZOEA_SIM_REGISTRATION_CODE": "hunter2", "ZOEA_SIM_READS_PER_MIN": "-1",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Tick != 5*time.Millisecond || cfg.Seed != 9 || cfg.ReadsPerMinute != -1 {
+		t.Fatalf("parsed = %+v", cfg)
+	}
+	if logged := fmt.Sprint(cfg.logAttrs()...); strings.Contains(logged, "hunter2") || !strings.Contains(logged, "***") {
+		t.Fatalf("registration code not masked: %s", logged)
+	}
+	cfg.Tick = 0
+	if cfg.validate() == nil {
+		t.Fatal("zero tick accepted")
+	}
+}
