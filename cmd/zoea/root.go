@@ -1,0 +1,87 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
+
+	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+	"github.com/zoeaswarm/zoea/libs/server"
+)
+
+// endpoints are the service addresses the CLI talks to; flags override the ZOEA_* environment.
+type endpoints struct {
+	runner, bus, memory string
+	token               string
+	timeout             time.Duration
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func newRoot(version string) *cobra.Command {
+	ep := &endpoints{}
+	root := &cobra.Command{
+		Use:           "zoea",
+		Short:         "Command a swarm of LLM agents playing SpaceMolt",
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	f := root.PersistentFlags()
+	f.StringVar(&ep.runner, "runner", envOr("ZOEA_RUNNER_ADDR", "127.0.0.1:7003"), "runner (SwarmService) address")
+	f.StringVar(&ep.bus, "bus", envOr("ZOEA_BUS_ADDR", "127.0.0.1:7004"), "bus (BusService) address")
+	f.StringVar(&ep.memory, "memory", envOr("ZOEA_MEMORY_ADDR", "127.0.0.1:7001"), "memory (MemoryService) address")
+	f.StringVar(&ep.token, "token", os.Getenv("ZOEA_ADMIN_TOKEN"), "admin bearer token (default $ZOEA_ADMIN_TOKEN)")
+	f.DurationVar(&ep.timeout, "timeout", 30*time.Second, "timeout of each call")
+
+	root.AddCommand(
+		listCmd(ep), getCmd(ep), createCmd(ep), startCmd(ep), stopCmd(ep), deleteCmd(ep), configureCmd(ep),
+		broadcastCmd(ep), sendCmd(ep), searchCmd(ep), previewCmd(ep), watchCmd(ep), historyCmd(ep),
+		devCmd(),
+	)
+	return root
+}
+
+type clients struct {
+	swarm  runnerv1.SwarmServiceClient
+	bus    busv1.BusServiceClient
+	memory memoryv1.MemoryServiceClient
+	conns  []*grpc.ClientConn
+}
+
+func (c *clients) Close() {
+	for _, conn := range c.conns {
+		conn.Close()
+	}
+}
+
+func (ep *endpoints) dial() (*clients, error) {
+	c := &clients{}
+	for _, t := range []struct {
+		addr string
+		set  func(*grpc.ClientConn)
+	}{
+		{ep.runner, func(cc *grpc.ClientConn) { c.swarm = runnerv1.NewSwarmServiceClient(cc) }},
+		{ep.bus, func(cc *grpc.ClientConn) { c.bus = busv1.NewBusServiceClient(cc) }},
+		{ep.memory, func(cc *grpc.ClientConn) { c.memory = memoryv1.NewMemoryServiceClient(cc) }},
+	} {
+		conn, err := server.Dial(t.addr, ep.token)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("dial %s: %w", t.addr, err)
+		}
+		c.conns = append(c.conns, conn)
+		t.set(conn)
+	}
+	return c, nil
+}
