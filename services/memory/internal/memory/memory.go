@@ -1,0 +1,278 @@
+// Package memory is the domain of the memory service: myses, the memories they saw, broadcasts and SpaceMolt
+// accounts, with the rules a write must satisfy before it reaches storage. It imports no gRPC, pgx or proto, so
+// the same rules apply whichever adapter carries a request in or out.
+package memory
+
+import (
+	"time"
+)
+
+// State is the lifecycle state of a mysis.
+type State string
+
+// The states a mysis can be in. StateAny is only meaningful as a filter or an unset expectation.
+const (
+	StateAny     State = ""
+	StateIdle    State = "idle"
+	StateRunning State = "running"
+	StateStopped State = "stopped"
+	StateErrored State = "errored"
+)
+
+// Valid reports whether s is a concrete state.
+func (s State) Valid() bool {
+	switch s {
+	case StateIdle, StateRunning, StateStopped, StateErrored:
+		return true
+	}
+	return false
+}
+
+// Role is the chat role of a memory. The numeric values are stored, so they never change.
+type Role int16
+
+// Roles.
+const (
+	RoleUnspecified Role = 0
+	RoleSystem      Role = 1
+	RoleUser        Role = 2
+	RoleAssistant   Role = 3
+	RoleTool        Role = 4
+)
+
+// Valid reports whether r is a concrete role.
+func (r Role) Valid() bool { return r >= RoleSystem && r <= RoleTool }
+
+// Source says where a memory came from. The numeric values are stored, so they never change.
+type Source int16
+
+// Sources.
+const (
+	SourceUnspecified Source = 0
+	SourceDirect      Source = 1
+	SourceBroadcast   Source = 2
+	SourceNudge       Source = 3
+	SourceLLM         Source = 4
+	SourceTool        Source = 5
+	SourceSystem      Source = 6
+)
+
+// Valid reports whether s is a concrete source.
+func (s Source) Valid() bool { return s >= SourceDirect && s <= SourceSystem }
+
+// Provider names accepted for a mysis.
+const (
+	ProviderOllama    = "ollama"
+	ProviderOpenAI    = "openai"
+	ProviderAutopilot = "autopilot"
+)
+
+// Mysis is one agent of the swarm as stored.
+type Mysis struct {
+	ID                 string
+	Name               string
+	Provider           string
+	Model              string
+	Temperature        float64
+	SystemPrompt       string
+	State              State
+	StateReason        string
+	EncouragementCount int32
+	CurrentTurn        int64
+	LastSeq            int64
+	AccountUsername    string
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+}
+
+// NewMysis is what a caller supplies to create a mysis.
+type NewMysis struct {
+	Name         string
+	Provider     string
+	Model        string
+	Temperature  float64
+	SystemPrompt string
+}
+
+// ConfigPatch changes some configuration fields of a mysis; nil fields stay as they are.
+type ConfigPatch struct {
+	Provider     *string
+	Model        *string
+	Temperature  *float64
+	SystemPrompt *string
+}
+
+// Apply returns m's configuration with the patch applied, validated as a whole (a provider change may make an
+// empty model invalid).
+func (p ConfigPatch) Apply(m NewMysis) (NewMysis, error) {
+	if p.Provider != nil {
+		m.Provider = *p.Provider
+	}
+	if p.Model != nil {
+		m.Model = *p.Model
+	}
+	if p.Temperature != nil {
+		m.Temperature = *p.Temperature
+	}
+	if p.SystemPrompt != nil {
+		m.SystemPrompt = *p.SystemPrompt
+	}
+	return m, validateConfig(m)
+}
+
+// StateChange is a lifecycle transition, optionally a compare-and-set on Expected.
+type StateChange struct {
+	State              State
+	Reason             string
+	EncouragementCount *int32
+	// Expected, when not StateAny, must equal the stored state or nothing changes.
+	Expected State
+}
+
+// ToolCall is one structured tool call of an assistant message. Arguments is a JSON object text kept byte for byte.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments string
+}
+
+// Memory is one stored message of a mysis.
+type Memory struct {
+	ID             int64
+	MysisID        string
+	Seq            int64
+	Turn           int64
+	Role           Role
+	Source         Source
+	SenderID       string
+	Content        string
+	Reasoning      string
+	ToolCalls      []ToolCall
+	ToolCallID     string
+	ToolName       string
+	IdempotencyKey string
+	BroadcastID    string
+	CreatedAt      time.Time
+}
+
+// NewMemory is a memory to append; the store assigns id, seq, turn and created_at.
+type NewMemory struct {
+	Role           Role
+	Source         Source
+	SenderID       string
+	Content        string
+	Reasoning      string
+	ToolCalls      []ToolCall
+	ToolCallID     string
+	ToolName       string
+	IdempotencyKey string
+}
+
+// OpensTurn reports whether this memory starts a new turn: a user prompt from the commander, the swarm or a nudge.
+// Everything else belongs to the turn that is current when it is written.
+func OpensTurn(r Role, s Source) bool {
+	return r == RoleUser && (s == SourceDirect || s == SourceBroadcast || s == SourceNudge)
+}
+
+// IsCommanderMission reports whether a memory with these attributes can be a mission: a commander (sender '')
+// direct message or broadcast. The store's partial index has the same predicate.
+func IsCommanderMission(r Role, s Source, senderID string) bool {
+	return r == RoleUser && (s == SourceDirect || s == SourceBroadcast) && senderID == ""
+}
+
+// Broadcast is one message to the swarm.
+type Broadcast struct {
+	ID        string
+	SenderID  string
+	Content   string
+	CreatedAt time.Time
+}
+
+// BroadcastIdempotencyKey is the key under which a broadcast is delivered to a mysis, so a redelivery finds the
+// row it wrote the first time.
+func BroadcastIdempotencyKey(broadcastID string) string { return "bcast:" + broadcastID }
+
+// Delivery is the outcome of delivering one broadcast to a set of myses.
+type Delivery struct {
+	Broadcast Broadcast
+	// Memories holds the delivered row per target, in target order (new and already present).
+	Memories         []Memory
+	Delivered        int
+	AlreadyDelivered int
+}
+
+// Mission is the order a mysis is working on.
+type Mission struct {
+	Memory Memory
+	// GlobalFallback is set when the mysis had no mission of its own and Memory was built from the swarm's
+	// latest commander broadcast (ID 0, Seq 0).
+	GlobalFallback bool
+}
+
+// ComposeWindow is everything the composer needs for one mysis.
+type ComposeWindow struct {
+	Mysis    Mysis
+	Memories []Memory // oldest first
+	Mission  *Mission
+}
+
+// MemoryHit is one ranked search result.
+type MemoryHit struct {
+	Memory  Memory
+	Snippet string
+	Rank    float32
+}
+
+// BroadcastHit is one ranked broadcast search result.
+type BroadcastHit struct {
+	Broadcast Broadcast
+	Snippet   string
+	Rank      float32
+}
+
+// SearchQuery is a full-text search request.
+type SearchQuery struct {
+	MysisID       string // required for messages and reasoning, ignored for broadcasts
+	Text          string // websearch_to_tsquery syntax
+	Limit         int
+	IncludeNudges bool
+}
+
+// Account is a SpaceMolt login. Password is plain only in memory; the store keeps it encrypted.
+type Account struct {
+	Username  string
+	Password  string
+	Empire    string
+	MysisID   string
+	CreatedAt time.Time
+}
+
+// ListFilter selects a page of myses.
+type ListFilter struct {
+	State     State
+	PageSize  int
+	AfterName string // exclusive; "" starts at the beginning
+}
+
+// Limits shared by validation and the adapters.
+const (
+	MaxNameRunes        = 64
+	MaxBatch            = 1000
+	MaxWindow           = 1000
+	DefaultWindow       = 20
+	DefaultRangeLimit   = 100
+	MaxRangeLimit       = 1000
+	DefaultSearchLimit  = 20
+	MaxSearchLimit      = 100
+	DefaultPageSize     = 100
+	MaxPageSize         = 1000
+	MaxDeliveryTargets  = 10000
+	MaxContentBytes     = 8 << 20
+	MaxShortFieldBytes  = 256
+	MaxQueryBytes       = 1024
+	MinUsernameRunes    = 3
+	MaxUsernameRunes    = 24
+	MaxTemperature      = 2.0
+	MaxToolCallsPerMsg  = 128
+	maxSystemPromptByte = 1 << 20
+)

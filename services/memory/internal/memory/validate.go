@@ -1,0 +1,287 @@
+package memory
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/zoeaswarm/zoea/libs/errs"
+)
+
+// Field paths in errors use the API's field names ("memories[3].content") because that is what a caller can fix.
+
+// CheckText rejects what Postgres cannot store as text (NUL bytes, invalid UTF-8) and anything longer than max
+// bytes. It never alters the value: silently "fixing" content would break the byte-for-byte round trip.
+func CheckText(field, s string, max int) error {
+	if len(s) > max {
+		return errs.InvalidField(field, "too long: %d bytes, at most %d", len(s), max)
+	}
+	if !utf8.ValidString(s) {
+		return errs.InvalidField(field, "not valid UTF-8")
+	}
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return errs.InvalidField(field, "contains a NUL byte at offset %d", i)
+	}
+	return nil
+}
+
+// ParseID validates a required UUID and returns its canonical lower-case form.
+func ParseID(field, s string) (string, error) {
+	if s == "" {
+		return "", errs.InvalidField(field, "required")
+	}
+	u, err := uuid.Parse(s)
+	if err != nil || len(s) != 36 {
+		return "", errs.InvalidField(field, "not a UUID: %q", truncate(s, 64))
+	}
+	return u.String(), nil
+}
+
+// NewID returns a fresh time-ordered UUID (v7), so ids of rows written together sort and cluster together.
+func NewID() string {
+	u, err := uuid.NewV7()
+	if err != nil {
+		return uuid.NewString()
+	}
+	return u.String()
+}
+
+// Limit applies a default and a cap to a requested count; negative is an error, 0 means the default, and values
+// above max are lowered to max (like AIP-158 page sizes) so generous clients still work.
+func Limit(field string, v, def, max int) (int, error) {
+	switch {
+	case v < 0:
+		return 0, errs.InvalidField(field, "must not be negative")
+	case v == 0:
+		return def, nil
+	case v > max:
+		return max, nil
+	}
+	return v, nil
+}
+
+// ValidateNewMysis checks a mysis to create.
+func ValidateNewMysis(m NewMysis) error {
+	if err := ValidateName("name", m.Name); err != nil {
+		return err
+	}
+	return validateConfig(m)
+}
+
+// ValidateName checks a mysis name: 1–64 characters, printable, no surrounding spaces.
+func ValidateName(field, name string) error {
+	if name == "" {
+		return errs.InvalidField(field, "required")
+	}
+	if err := CheckText(field, name, MaxShortFieldBytes); err != nil {
+		return err
+	}
+	if n := utf8.RuneCountInString(name); n > MaxNameRunes {
+		return errs.InvalidField(field, "too long: %d characters, at most %d", n, MaxNameRunes)
+	}
+	if strings.TrimSpace(name) != name {
+		return errs.InvalidField(field, "must not start or end with spaces")
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) {
+			return errs.InvalidField(field, "must not contain control characters")
+		}
+	}
+	return nil
+}
+
+func validateConfig(m NewMysis) error {
+	switch m.Provider {
+	case ProviderOllama, ProviderOpenAI, ProviderAutopilot:
+	case "":
+		return errs.InvalidField("provider", "required (ollama, openai or autopilot)")
+	default:
+		return errs.InvalidField("provider", "unknown provider %q (ollama, openai or autopilot)", truncate(m.Provider, 32))
+	}
+	if err := CheckText("model", m.Model, MaxShortFieldBytes); err != nil {
+		return err
+	}
+	if m.Model == "" && m.Provider != ProviderAutopilot {
+		return errs.InvalidField("model", "required for provider %s", m.Provider)
+	}
+	if math.IsNaN(m.Temperature) || m.Temperature < 0 || m.Temperature > MaxTemperature {
+		return errs.InvalidField("temperature", "must be between 0 and 2")
+	}
+	return CheckText("system_prompt", m.SystemPrompt, maxSystemPromptByte)
+}
+
+// ValidateStateChange checks a lifecycle transition.
+func ValidateStateChange(c StateChange) error {
+	if !c.State.Valid() {
+		return errs.InvalidField("state", "required")
+	}
+	if c.Expected != StateAny && !c.Expected.Valid() {
+		return errs.InvalidField("expected_state", "unknown state")
+	}
+	if c.EncouragementCount != nil && *c.EncouragementCount < 0 {
+		return errs.InvalidField("encouragement_count", "must not be negative")
+	}
+	return CheckText("reason", c.Reason, 4096)
+}
+
+// ValidateNewMemories checks a batch to append: size, each memory, and idempotency keys unique within the batch.
+func ValidateNewMemories(ms []NewMemory) error {
+	if len(ms) == 0 {
+		return errs.InvalidField("memories", "at least one memory is required")
+	}
+	if len(ms) > MaxBatch {
+		return errs.InvalidField("memories", "at most %d memories per call, got %d", MaxBatch, len(ms))
+	}
+	keys := make(map[string]int, len(ms))
+	for i, m := range ms {
+		p := fmt.Sprintf("memories[%d]", i)
+		if err := ValidateNewMemory(p, m); err != nil {
+			return err
+		}
+		if m.IdempotencyKey != "" {
+			if j, dup := keys[m.IdempotencyKey]; dup {
+				return errs.InvalidField(p+".idempotency_key", "repeats memories[%d].idempotency_key", j)
+			}
+			keys[m.IdempotencyKey] = i
+		}
+	}
+	return nil
+}
+
+// ValidateNewMemory checks one memory; prefix is its path in the request ("memories[3]").
+func ValidateNewMemory(prefix string, m NewMemory) error {
+	f := func(name string) string { return prefix + "." + name }
+	if !m.Role.Valid() {
+		return errs.InvalidField(f("role"), "required")
+	}
+	if !m.Source.Valid() {
+		return errs.InvalidField(f("source"), "required")
+	}
+	for _, c := range []struct {
+		name, v string
+		max     int
+	}{
+		{"sender_id", m.SenderID, MaxShortFieldBytes},
+		{"content", m.Content, MaxContentBytes},
+		{"reasoning", m.Reasoning, MaxContentBytes},
+		{"tool_call_id", m.ToolCallID, MaxShortFieldBytes},
+		{"tool_name", m.ToolName, MaxShortFieldBytes},
+		{"idempotency_key", m.IdempotencyKey, MaxShortFieldBytes},
+	} {
+		if err := CheckText(f(c.name), c.v, c.max); err != nil {
+			return err
+		}
+	}
+	if m.Role == RoleTool && m.ToolCallID == "" {
+		return errs.InvalidField(f("tool_call_id"), "required for a tool result")
+	}
+	if len(m.ToolCalls) > 0 && m.Role != RoleAssistant {
+		return errs.InvalidField(f("tool_calls"), "only assistant messages carry tool calls")
+	}
+	if len(m.ToolCalls) > MaxToolCallsPerMsg {
+		return errs.InvalidField(f("tool_calls"), "at most %d tool calls per message", MaxToolCallsPerMsg)
+	}
+	ids := make(map[string]bool, len(m.ToolCalls))
+	for j, tc := range m.ToolCalls {
+		if err := ValidateToolCall(fmt.Sprintf("%s.tool_calls[%d]", prefix, j), tc); err != nil {
+			return err
+		}
+		if ids[tc.ID] {
+			return errs.InvalidField(fmt.Sprintf("%s.tool_calls[%d].id", prefix, j), "duplicate tool call id %q", truncate(tc.ID, 64))
+		}
+		ids[tc.ID] = true
+	}
+	return nil
+}
+
+// ValidateToolCall checks one tool call: id and name present, arguments a JSON object text.
+func ValidateToolCall(prefix string, tc ToolCall) error {
+	if tc.ID == "" {
+		return errs.InvalidField(prefix+".id", "required")
+	}
+	if err := CheckText(prefix+".id", tc.ID, MaxShortFieldBytes); err != nil {
+		return err
+	}
+	if tc.Name == "" {
+		return errs.InvalidField(prefix+".name", "required")
+	}
+	if err := CheckText(prefix+".name", tc.Name, MaxShortFieldBytes); err != nil {
+		return err
+	}
+	if err := CheckText(prefix+".arguments_json", tc.Arguments, MaxContentBytes); err != nil {
+		return err
+	}
+	if !IsJSONObject(tc.Arguments) {
+		return errs.InvalidField(prefix+".arguments_json", "must be a JSON object text such as {} or {\"target\":\"sol\"}")
+	}
+	return nil
+}
+
+// IsJSONObject reports whether s is one valid JSON object (surrounding whitespace allowed).
+func IsJSONObject(s string) bool {
+	t := strings.TrimLeft(s, " \t\r\n")
+	return strings.HasPrefix(t, "{") && json.Valid([]byte(s))
+}
+
+// ValidateQuery checks a search query: non-blank, bounded, storable text.
+func ValidateQuery(q string) error {
+	if strings.TrimSpace(q) == "" {
+		return errs.InvalidField("query", "required")
+	}
+	return CheckText("query", q, MaxQueryBytes)
+}
+
+// ValidateBroadcastContent checks the text of a broadcast.
+func ValidateBroadcastContent(content string) error {
+	if strings.TrimSpace(content) == "" {
+		return errs.InvalidField("content", "required")
+	}
+	return CheckText("content", content, MaxContentBytes)
+}
+
+// ValidateSenderID checks a sender: '' (the commander) or a mysis id.
+func ValidateSenderID(field, s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	return ParseID(field, s)
+}
+
+// ValidateAccount checks a login to add to the pool.
+func ValidateAccount(a Account) error {
+	if a.Username == "" {
+		return errs.InvalidField("username", "required")
+	}
+	if err := CheckText("username", a.Username, MaxShortFieldBytes); err != nil {
+		return err
+	}
+	if n := utf8.RuneCountInString(a.Username); n < MinUsernameRunes || n > MaxUsernameRunes {
+		return errs.InvalidField("username", "must be %d–%d characters", MinUsernameRunes, MaxUsernameRunes)
+	}
+	if strings.TrimSpace(a.Username) != a.Username {
+		return errs.InvalidField("username", "must not start or end with spaces")
+	}
+	if a.Password == "" {
+		return errs.InvalidField("password", "required")
+	}
+	if err := CheckText("password", a.Password, 1024); err != nil {
+		// Never echo any part of a password.
+		return errs.InvalidField("password", "must be valid UTF-8 without NUL bytes, at most 1024 bytes")
+	}
+	return CheckText("empire", a.Empire, MaxShortFieldBytes)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,197 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
+)
+
+// mysisCols is the column list every mysis read returns, in mysisRow.dest order. The account username comes from
+// the accounts table's unique mysis_id index.
+const mysisCols = `y.id, y.name, y.provider, y.model, y.temperature, y.system_prompt, y.state, y.state_reason,
+	y.encouragement_count, y.current_turn, y.last_seq,
+	coalesce((SELECT a.username FROM accounts a WHERE a.mysis_id = y.id), ''), y.created_at, y.updated_at`
+
+func mysisDest(m *memory.Mysis) []any {
+	return []any{&m.ID, &m.Name, &m.Provider, &m.Model, &m.Temperature, &m.SystemPrompt, &m.State, &m.StateReason,
+		&m.EncouragementCount, &m.CurrentTurn, &m.LastSeq, &m.AccountUsername, &m.CreatedAt, &m.UpdatedAt}
+}
+
+func errMysisNotFound(id string) error { return errs.NotFoundf("mysis %s not found", id) }
+
+// CreateMysis stores a new idle mysis with a fresh id.
+func (s *Store) CreateMysis(ctx context.Context, n memory.NewMysis) (memory.Mysis, error) {
+	if err := memory.ValidateNewMysis(n); err != nil {
+		return memory.Mysis{}, err
+	}
+	var m memory.Mysis
+	err := s.pool.QueryRow(ctx, `
+		INSERT INTO myses AS y (id, name, provider, model, temperature, system_prompt)
+		VALUES ($1, $2, $3, $4, $5, $6)
+		RETURNING `+mysisCols,
+		memory.NewID(), n.Name, n.Provider, n.Model, n.Temperature, n.SystemPrompt).Scan(mysisDest(&m)...)
+	if err != nil {
+		return memory.Mysis{}, dbErr(err, "create mysis")
+	}
+	return m, nil
+}
+
+// GetMysis returns one mysis by id.
+func (s *Store) GetMysis(ctx context.Context, id string) (memory.Mysis, error) {
+	id, err := memory.ParseID("mysis_id", id)
+	if err != nil {
+		return memory.Mysis{}, err
+	}
+	var m memory.Mysis
+	err = s.pool.QueryRow(ctx, `SELECT `+mysisCols+` FROM myses y WHERE y.id = $1`, id).Scan(mysisDest(&m)...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return memory.Mysis{}, errMysisNotFound(id)
+	}
+	return m, dbErr(err, "get mysis")
+}
+
+// GetMysisByName returns one mysis by its unique name.
+func (s *Store) GetMysisByName(ctx context.Context, name string) (memory.Mysis, error) {
+	if name == "" {
+		return memory.Mysis{}, errs.InvalidField("name", "required")
+	}
+	if err := memory.CheckText("name", name, memory.MaxShortFieldBytes); err != nil {
+		return memory.Mysis{}, err
+	}
+	var m memory.Mysis
+	err := s.pool.QueryRow(ctx, `SELECT `+mysisCols+` FROM myses y WHERE y.name = $1`, name).Scan(mysisDest(&m)...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return memory.Mysis{}, errs.NotFoundf("no mysis named %q", name)
+	}
+	return m, dbErr(err, "get mysis by name")
+}
+
+// ListMyses returns up to f.PageSize myses ordered by name after f.AfterName, and whether more follow.
+func (s *Store) ListMyses(ctx context.Context, f memory.ListFilter) ([]memory.Mysis, bool, error) {
+	size, err := memory.Limit("page_size", f.PageSize, memory.DefaultPageSize, memory.MaxPageSize)
+	if err != nil {
+		return nil, false, err
+	}
+	if f.State != memory.StateAny && !f.State.Valid() {
+		return nil, false, errs.InvalidField("state", "unknown state")
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT `+mysisCols+` FROM myses y
+		WHERE ($1 = '' OR y.state = $1) AND y.name > $2
+		ORDER BY y.name
+		LIMIT $3`, string(f.State), f.AfterName, size+1)
+	if err != nil {
+		return nil, false, dbErr(err, "list myses")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Mysis, error) {
+		var m memory.Mysis
+		return m, r.Scan(mysisDest(&m)...)
+	})
+	if err != nil {
+		return nil, false, dbErr(err, "list myses")
+	}
+	more := len(out) > size
+	if more {
+		out = out[:size]
+	}
+	return out, more, nil
+}
+
+// UpdateMysisConfig applies a configuration patch under the row lock, validating the result as a whole.
+func (s *Store) UpdateMysisConfig(ctx context.Context, id string, p memory.ConfigPatch) (memory.Mysis, error) {
+	id, err := memory.ParseID("mysis_id", id)
+	if err != nil {
+		return memory.Mysis{}, err
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return memory.Mysis{}, dbErr(err, "update mysis")
+	}
+	defer rollback(ctx, tx)
+	var cur memory.NewMysis
+	err = tx.QueryRow(ctx, `SELECT name, provider, model, temperature, system_prompt FROM myses WHERE id = $1 FOR NO KEY UPDATE`, id).
+		Scan(&cur.Name, &cur.Provider, &cur.Model, &cur.Temperature, &cur.SystemPrompt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return memory.Mysis{}, errMysisNotFound(id)
+	}
+	if err != nil {
+		return memory.Mysis{}, dbErr(err, "update mysis")
+	}
+	next, err := p.Apply(cur)
+	if err != nil {
+		return memory.Mysis{}, err
+	}
+	var m memory.Mysis
+	err = tx.QueryRow(ctx, `
+		UPDATE myses y SET provider = $2, model = $3, temperature = $4, system_prompt = $5, updated_at = now()
+		WHERE y.id = $1
+		RETURNING `+mysisCols, id, next.Provider, next.Model, next.Temperature, next.SystemPrompt).Scan(mysisDest(&m)...)
+	if err != nil {
+		return memory.Mysis{}, dbErr(err, "update mysis")
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return memory.Mysis{}, dbErr(err, "update mysis")
+	}
+	return m, nil
+}
+
+// SetMysisState changes the lifecycle state and returns the mysis with its previous state. With c.Expected set it
+// is a compare-and-set: a different stored state fails with Conflict and changes nothing.
+func (s *Store) SetMysisState(ctx context.Context, id string, c memory.StateChange) (memory.Mysis, memory.State, error) {
+	id, err := memory.ParseID("mysis_id", id)
+	if err != nil {
+		return memory.Mysis{}, "", err
+	}
+	if err := memory.ValidateStateChange(c); err != nil {
+		return memory.Mysis{}, "", err
+	}
+	// One statement: lock the row, compare, update. The locked row is the newest version, so the comparison
+	// cannot race another writer.
+	var m memory.Mysis
+	var prev memory.State
+	err = s.pool.QueryRow(ctx, `
+		WITH old AS (SELECT id, state FROM myses WHERE id = $1 FOR NO KEY UPDATE)
+		UPDATE myses y SET state = $2, state_reason = $3,
+			encouragement_count = coalesce($4, y.encouragement_count), updated_at = now()
+		FROM old
+		WHERE y.id = old.id AND ($5 = '' OR old.state = $5)
+		RETURNING old.state, `+mysisCols,
+		id, string(c.State), c.Reason, c.EncouragementCount, string(c.Expected)).
+		Scan(append([]any{&prev}, mysisDest(&m)...)...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		var cur memory.State
+		err = s.pool.QueryRow(ctx, `SELECT state FROM myses WHERE id = $1`, id).Scan(&cur)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return memory.Mysis{}, "", errMysisNotFound(id)
+		}
+		if err != nil {
+			return memory.Mysis{}, "", dbErr(err, "set mysis state")
+		}
+		return memory.Mysis{}, "", errs.Conflictf("mysis %s is %s, not %s: state unchanged", id, cur, c.Expected)
+	}
+	if err != nil {
+		return memory.Mysis{}, "", dbErr(err, "set mysis state")
+	}
+	return m, prev, nil
+}
+
+// DeleteMysis removes a mysis; its memories go with it (ON DELETE CASCADE) and its account is released
+// (ON DELETE SET NULL).
+func (s *Store) DeleteMysis(ctx context.Context, id string) error {
+	id, err := memory.ParseID("mysis_id", id)
+	if err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx, `DELETE FROM myses WHERE id = $1`, id)
+	if err != nil {
+		return dbErr(err, "delete mysis")
+	}
+	if tag.RowsAffected() == 0 {
+		return errMysisNotFound(id)
+	}
+	return nil
+}

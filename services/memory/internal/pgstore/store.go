@@ -1,0 +1,195 @@
+// Package pgstore keeps the memory service's data in Postgres. Its SQL lives next to the methods that run it, is
+// always parameterised, and every Postgres failure leaves here as an errs kind (unique violation → Exists, unknown
+// reference → NotFound, unreachable server → Unavailable), so callers never see pgx types.
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
+)
+
+// Sealer encrypts account passwords for storage; secretbox.Box implements it.
+type Sealer interface {
+	Seal(plain, aad []byte) ([]byte, error)
+	Open(sealed, aad []byte) ([]byte, error)
+}
+
+// Store is the Postgres implementation of the memory service's storage.
+type Store struct {
+	pool *pgxpool.Pool
+	box  Sealer
+}
+
+// New returns a Store on pool. box may be nil: then account creation and reads fail with a Conflict
+// (FailedPrecondition) that names ZOEA_SECRET_KEY, and everything else works.
+func New(pool *pgxpool.Pool, box Sealer) *Store {
+	return &Store{pool: pool, box: box}
+}
+
+// Ping checks that Postgres answers; it is the service's readiness check.
+func (s *Store) Ping(ctx context.Context) error {
+	return s.pool.Ping(ctx)
+}
+
+// dbErr classifies a Postgres error. what names the object the statement was about, for messages.
+func dbErr(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "23505": // unique_violation
+			switch pe.ConstraintName {
+			case "myses_name_key":
+				return &errs.Error{Kind: errs.Exists, Msg: "a mysis with this name already exists", Err: err}
+			case "accounts_pkey":
+				return &errs.Error{Kind: errs.Exists, Msg: "an account with this username already exists", Err: err}
+			case "accounts_mysis_id_key":
+				return &errs.Error{Kind: errs.Conflict, Msg: "the mysis already holds an account", Err: err}
+			case "broadcasts_pkey":
+				return &errs.Error{Kind: errs.Exists, Msg: "broadcast already exists", Err: err}
+			}
+			return &errs.Error{Kind: errs.Exists, Msg: what + " already exists", Err: err}
+		case "23503": // foreign_key_violation: the only references are to myses
+			return &errs.Error{Kind: errs.NotFound, Msg: "mysis not found", Err: err}
+		case "22021", "22P05": // character_not_in_repertoire, untranslatable_character
+			return &errs.Error{Kind: errs.Invalid, Msg: "text Postgres cannot store (NUL byte or invalid UTF-8)", Err: err}
+		case "22P02": // invalid_text_representation (a malformed uuid that slipped past validation)
+			return &errs.Error{Kind: errs.Invalid, Msg: "malformed value", Err: err}
+		case "40001", "40P01", "55P03": // serialization failure, deadlock, lock not available: retry later
+			return errs.Unavailablef(err, "%s: concurrent update, retry", what)
+		case "57P01", "57P02", "57P03", "53300": // shutdown, crash, cannot connect now, too many connections
+			return errs.Unavailablef(err, "database unavailable")
+		}
+		if len(pe.Code) == 5 && pe.Code[:2] == "08" { // connection exceptions
+			return errs.Unavailablef(err, "database unavailable")
+		}
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	if errors.As(err, &ce) || errors.As(err, &ne) || pgconn.SafeToRetry(err) {
+		return errs.Unavailablef(err, "database unavailable")
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// rollback ends tx when the function did not commit; its error is irrelevant then.
+func rollback(ctx context.Context, tx pgx.Tx) {
+	_ = tx.Rollback(context.WithoutCancel(ctx))
+}
+
+// toolCallJSON is the stored shape of one tool call. Arguments is kept as a JSON string so its bytes survive.
+type toolCallJSON struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// toDBToolCalls encodes tool calls for the jsonb column; nil (SQL NULL) when there are none.
+func toDBToolCalls(tcs []memory.ToolCall) (*string, error) {
+	if len(tcs) == 0 {
+		return nil, nil
+	}
+	out := make([]toolCallJSON, len(tcs))
+	for i, tc := range tcs {
+		out[i] = toolCallJSON(tc)
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	s := string(b)
+	return &s, nil
+}
+
+func fromDBToolCalls(b []byte) ([]memory.ToolCall, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var in []toolCallJSON
+	if err := json.Unmarshal(b, &in); err != nil {
+		return nil, fmt.Errorf("decode tool_calls: %w", err)
+	}
+	out := make([]memory.ToolCall, len(in))
+	for i, tc := range in {
+		out[i] = memory.ToolCall(tc)
+	}
+	return out, nil
+}
+
+// memCols is the column list every memory read returns, in memRow.dest order.
+const memCols = `m.id, m.mysis_id, m.seq, m.turn, m.role, m.source, m.sender_id, m.content, m.reasoning, m.tool_calls,
+	m.tool_call_id, m.tool_name, m.idempotency_key, m.broadcast_id, m.created_at`
+
+// memRow receives one memory row.
+type memRow struct {
+	m         memory.Memory
+	toolCalls []byte
+	key       *string
+	bid       *string
+}
+
+func (r *memRow) dest() []any {
+	return []any{&r.m.ID, &r.m.MysisID, &r.m.Seq, &r.m.Turn, &r.m.Role, &r.m.Source, &r.m.SenderID, &r.m.Content,
+		&r.m.Reasoning, &r.toolCalls, &r.m.ToolCallID, &r.m.ToolName, &r.key, &r.bid, &r.m.CreatedAt}
+}
+
+func (r *memRow) memory() (memory.Memory, error) {
+	m := r.m
+	if r.key != nil {
+		m.IdempotencyKey = *r.key
+	}
+	if r.bid != nil {
+		m.BroadcastID = *r.bid
+	}
+	tcs, err := fromDBToolCalls(r.toolCalls)
+	if err != nil {
+		return memory.Memory{}, err
+	}
+	m.ToolCalls = tcs
+	return m, nil
+}
+
+// collectMemories reads every row of rows as a memory, with extra destinations appended after the memory columns.
+func collectMemories(rows pgx.Rows, what string) ([]memory.Memory, error) {
+	defer rows.Close()
+	var out []memory.Memory
+	for rows.Next() {
+		var r memRow
+		if err := rows.Scan(r.dest()...); err != nil {
+			return nil, dbErr(err, what)
+		}
+		m, err := r.memory()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbErr(err, what)
+	}
+	return out, nil
+}
+
+// nullable turns "" into SQL NULL.
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
