@@ -1,0 +1,338 @@
+package mysis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
+)
+
+// Config tunes an actor.
+type Config struct {
+	// MaxToolIterations bounds the LLM calls of one turn (default 10).
+	MaxToolIterations int
+	// TurnPause is the wait between autonomous turns (default 2s); a wake cuts it short.
+	TurnPause time.Duration
+	// BackoffMin and BackoffMax bound the exponential retry delay of an errored mysis (default 2s and 2min).
+	BackoffMin, BackoffMax time.Duration
+	// ResumeWindow is how many recent memories are read to find where an interrupted turn stopped (default 50).
+	ResumeWindow int
+	// Owner is this replica's id, reported in the live status.
+	Owner  string
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxToolIterations <= 0 {
+		c.MaxToolIterations = 10
+	}
+	if c.TurnPause < 0 {
+		c.TurnPause = 0
+	}
+	if c.BackoffMin <= 0 {
+		c.BackoffMin = 2 * time.Second
+	}
+	if c.BackoffMax < c.BackoffMin {
+		c.BackoffMax = max(2*time.Minute, c.BackoffMin)
+	}
+	if c.ResumeWindow <= 0 {
+		c.ResumeWindow = 50
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Deps are the ports an actor uses. Events and Status may be nil.
+type Deps struct {
+	Store     Store
+	Composer  Composer
+	Tools     Tools
+	Providers Providers
+	Events    Events
+	Status    StatusSink
+}
+
+// errInterrupted ends a turn early because the stored state changed (stop, delete, idle): the loop re-reads it.
+var errInterrupted = errors.New("turn interrupted")
+
+// Actor owns one mysis while this replica holds its lease. All its work happens on the goroutine running Run;
+// Wake and Status are safe from any goroutine.
+type Actor struct {
+	id   string
+	deps Deps
+	cfg  Config
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	pending map[WakeReason]bool
+	status  Status
+	sig     chan struct{}
+
+	// Owned by the Run goroutine.
+	tools    ToolSession
+	toolList []llm.Tool
+	prepared bool
+	backoff  time.Duration
+	retryAt  time.Time
+}
+
+// New makes an actor for mysis id.
+func New(id string, deps Deps, cfg Config) *Actor {
+	cfg = cfg.withDefaults()
+	return &Actor{
+		id: id, deps: deps, cfg: cfg,
+		log:     cfg.Logger.With("mysis_id", id),
+		pending: map[WakeReason]bool{},
+		sig:     make(chan struct{}, 1),
+		status:  Status{MysisID: id, Owner: cfg.Owner, Credits: -1},
+	}
+}
+
+// ID is the mysis id.
+func (a *Actor) ID() string { return a.id }
+
+// Wake hints that something changed for this mysis. It never blocks; repeated wakes coalesce.
+func (a *Actor) Wake(r WakeReason) {
+	a.mu.Lock()
+	a.pending[r] = true
+	a.mu.Unlock()
+	select {
+	case a.sig <- struct{}{}:
+	default:
+	}
+}
+
+// Status returns a copy of the live status.
+func (a *Actor) Status() Status {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.status
+}
+
+// takeWakes clears and returns the pending wake reasons.
+func (a *Actor) takeWakes() map[WakeReason]bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p := a.pending
+	a.pending = map[WakeReason]bool{}
+	return p
+}
+
+// takeControl clears and reports pending stop/delete wakes, leaving the others for the main loop.
+func (a *Actor) takeControl() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	hit := a.pending[WakeStop] || a.pending[WakeDelete]
+	delete(a.pending, WakeStop)
+	delete(a.pending, WakeDelete)
+	return hit
+}
+
+func (a *Actor) hasPending() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.pending) > 0
+}
+
+// wait returns when a wake arrives, d passes (d <= 0: no timeout) or ctx ends.
+func (a *Actor) wait(ctx context.Context, d time.Duration) {
+	if a.hasPending() {
+		return
+	}
+	var timeout <-chan time.Time
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-ctx.Done():
+	case <-a.sig:
+	case <-timeout:
+	}
+}
+
+// Run drives the mysis until ctx ends (lease lost, shutdown) or the mysis is deleted. It never gives up on
+// errors: they put the mysis in the errored state and it is retried with exponential backoff.
+func (a *Actor) Run(ctx context.Context) error {
+	defer a.closeTools()
+	a.log.Debug("actor started")
+	for ctx.Err() == nil {
+		m, err := a.deps.Store.GetMysis(ctx, a.id)
+		if errs.Is(err, errs.NotFound) {
+			a.log.Info("mysis deleted; actor exits")
+			return nil
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			a.noteError(ctx, fmt.Errorf("read mysis: %w", err))
+			a.wait(ctx, a.nextBackoff())
+			a.takeWakes()
+			continue
+		}
+		a.setStatus(func(s *Status) { s.State = m.State })
+		switch m.State {
+		case StateRunning:
+			if d := time.Until(a.retryAt); d > 0 {
+				// A failure whose errored state could not be stored: still honour the backoff.
+				a.wait(ctx, d)
+				a.takeControl()
+				continue
+			}
+			err := a.runTurn(ctx, m)
+			switch {
+			case err == nil:
+				a.backoff, a.retryAt = 0, time.Time{}
+				a.wait(ctx, a.cfg.TurnPause)
+			case errors.Is(err, errInterrupted):
+			case ctx.Err() != nil:
+				return nil
+			default:
+				a.fail(ctx, err)
+			}
+		case StateIdle:
+			a.takeWakes()
+			if err := a.reconcileIdle(ctx); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				a.noteError(ctx, err)
+				a.wait(ctx, a.nextBackoff())
+				continue
+			}
+			if a.Status().State == StateIdle {
+				a.wait(ctx, 0)
+			}
+		case StateStopped:
+			a.takeWakes()
+			a.wait(ctx, 0)
+		case StateErrored:
+			a.takeWakes()
+			if a.retryAt.IsZero() {
+				a.retryAt = time.Now().Add(a.nextBackoff())
+			}
+			if d := time.Until(a.retryAt); d > 0 {
+				a.wait(ctx, d)
+				continue
+			}
+			a.retryAt = time.Time{}
+			a.transition(ctx, StateErrored, StateRunning, "retrying after error: "+m.StateReason, nil)
+		default:
+			a.noteError(ctx, fmt.Errorf("unknown state %q", m.State))
+			a.wait(ctx, a.nextBackoff())
+		}
+	}
+	return nil
+}
+
+// reconcileIdle starts an idle mysis whose newest memory is an unanswered commander message: wakes are only
+// hints, so the memory store decides.
+func (a *Actor) reconcileIdle(ctx context.Context) error {
+	recent, err := a.deps.Store.Recent(ctx, a.id, 1)
+	if err != nil {
+		return fmt.Errorf("read memories: %w", err)
+	}
+	if len(recent) == 0 {
+		return nil
+	}
+	last := recent[len(recent)-1]
+	if last.Role != "user" || (last.Source != SourceDirect && last.Source != SourceBroadcast) {
+		return nil
+	}
+	reason := "woken by broadcast"
+	if last.Source == SourceDirect {
+		reason = "woken by direct message"
+	}
+	a.transition(ctx, StateIdle, StateRunning, reason, nil)
+	return nil
+}
+
+// transition is a compare-and-set state change; losing the race is fine (the loop re-reads the state).
+func (a *Actor) transition(ctx context.Context, from, to State, reason string, count *int) bool {
+	_, err := a.deps.Store.SetState(ctx, a.id, StateChange{To: to, Reason: reason, Count: count, Expected: from})
+	if err != nil {
+		if !errs.Is(err, errs.Conflict) && !errs.Is(err, errs.NotFound) && ctx.Err() == nil {
+			a.noteError(ctx, fmt.Errorf("set state %s: %w", to, err))
+		}
+		return false
+	}
+	a.setStatus(func(s *Status) { s.State = to })
+	a.publish(ctx, Event{Kind: EventStateChanged, From: from, To: to, Reason: reason})
+	a.putStatus(ctx)
+	a.log.Info("state changed", "from", from, "to", to, "reason", reason)
+	return true
+}
+
+// fail records a turn failure: the mysis becomes errored and is retried after the backoff.
+func (a *Actor) fail(ctx context.Context, err error) {
+	a.noteError(ctx, err)
+	a.retryAt = time.Now().Add(a.nextBackoff())
+	a.transition(ctx, StateRunning, StateErrored, truncate(err.Error(), 500), nil)
+}
+
+func (a *Actor) nextBackoff() time.Duration {
+	b := a.backoff
+	if b <= 0 {
+		b = a.cfg.BackoffMin
+	}
+	a.backoff = min(2*b, a.cfg.BackoffMax)
+	return b
+}
+
+func (a *Actor) noteError(ctx context.Context, err error) {
+	a.log.Warn("mysis error", "err", err)
+	a.setStatus(func(s *Status) { s.LastError = truncate(err.Error(), 500) })
+	a.publish(ctx, Event{Kind: EventError, Message: truncate(err.Error(), 500)})
+	a.putStatus(ctx)
+}
+
+func (a *Actor) setStatus(f func(*Status)) {
+	a.mu.Lock()
+	f(&a.status)
+	a.status.UpdatedAt = time.Now()
+	a.mu.Unlock()
+}
+
+func (a *Actor) putStatus(ctx context.Context) {
+	if a.deps.Status != nil {
+		a.deps.Status.PutStatus(ctx, a.Status())
+	}
+}
+
+func (a *Actor) publish(ctx context.Context, ev Event) {
+	if a.deps.Events == nil {
+		return
+	}
+	ev.MysisID = a.id
+	if ev.At.IsZero() {
+		ev.At = time.Now()
+	}
+	a.deps.Events.Publish(ctx, ev)
+}
+
+func (a *Actor) closeTools() {
+	if a.tools != nil {
+		a.tools.Close()
+		a.tools, a.toolList, a.prepared = nil, nil, false
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	// Cut on a rune boundary.
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,376 @@
+package mysis
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
+)
+
+func reply(content string, calls ...chat.ToolCall) llm.Response {
+	return llm.Response{Message: chat.Message{Role: chat.RoleAssistant, Content: content, ToolCalls: calls}, Reasoning: "thinking about " + content}
+}
+
+func call(id, name, args string) chat.ToolCall { return chat.ToolCall{ID: id, Name: name, Arguments: args} }
+
+func countSource(ms []Memory, src Source) int {
+	n := 0
+	for _, m := range ms {
+		if m.Source == src {
+			n++
+		}
+	}
+	return n
+}
+
+// Truth table rows 3–5: with no commander message, three nudges open three autonomous turns; the fourth
+// autonomous compose says IDLE and no LLM call is made.
+func TestThreeUnansweredNudgesGoIdle(t *testing.T) {
+	h := newHarness(t, Mysis{State: StateRunning}, Config{})
+	h.start()
+	h.eventually("idle", func() bool { return h.state() == StateIdle })
+	time.Sleep(20 * time.Millisecond)
+
+	m := h.store.get(testID)
+	if m.StateReason != IdleReason {
+		t.Errorf("reason = %q, want %q", m.StateReason, IdleReason)
+	}
+	if m.EncouragementCount != 3 {
+		t.Errorf("encouragement count = %d, want 3", m.EncouragementCount)
+	}
+	if got := h.provider.count(); got != 3 {
+		t.Errorf("LLM calls = %d, want 3 (no call once idle)", got)
+	}
+	ms := h.store.all(testID)
+	if got := countSource(ms, SourceNudge); got != 3 {
+		t.Errorf("nudge memories = %d, want 3", got)
+	}
+	// Every nudge is persisted with its idempotency key and the LLM saw it as the last message.
+	for i, req := range h.provider.requests() {
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role != chat.RoleUser || !strings.Contains(last.Content, fmt.Sprintf("nudge %d", i+1)) {
+			t.Errorf("request %d ends with %+v, want nudge %d", i, last, i+1)
+		}
+	}
+	for _, mem := range ms {
+		if mem.Source == SourceNudge && !strings.HasPrefix(mem.IdempotencyKey, "nudge:"+testID+":") {
+			t.Errorf("nudge key %q", mem.IdempotencyKey)
+		}
+	}
+	if len(h.events.kinds(EventStateChanged)) == 0 {
+		t.Error("no state change event published")
+	}
+}
+
+// Truth table rows 6 and 1: an idle mysis auto-starts on a broadcast and its counter resets to 0.
+func TestBroadcastWakesIdleMysisAndResetsCounter(t *testing.T) {
+	h := newHarness(t, Mysis{State: StateIdle, EncouragementCount: 3, StateReason: IdleReason}, Config{})
+	h.start()
+	time.Sleep(20 * time.Millisecond)
+	if h.provider.count() != 0 || h.state() != StateIdle {
+		t.Fatalf("idle mysis ran without a message: calls=%d state=%s", h.provider.count(), h.state())
+	}
+	// The bus writes the delivery row first, then wakes.
+	if _, err := h.store.Append(context.Background(), testID, []NewMemory{{Role: chat.RoleUser, Source: SourceBroadcast, Content: "Mine iron ore and sell it."}}); err != nil {
+		t.Fatal(err)
+	}
+	h.actor.Wake(WakeBroadcast)
+	h.eventually("broadcast answered", func() bool { return h.provider.count() >= 1 })
+	first := h.provider.requests()[0]
+	if last := first.Messages[len(first.Messages)-1]; last.Content != "Mine iron ore and sell it." {
+		t.Errorf("first request ends with %q, want the broadcast", last.Content)
+	}
+	// After the broadcast turn the mysis keeps going on nudges, then idles again after three.
+	h.eventually("idle again", func() bool { return h.provider.count() == 4 && h.state() == StateIdle })
+	h.store.mu.Lock()
+	counts := fmt.Sprint(h.store.counts)
+	h.store.mu.Unlock()
+	if !strings.HasPrefix(counts, "[0 1 2 3") {
+		t.Errorf("counter writes = %s, want 0 1 2 3 (reset by the broadcast, then three nudges)", counts)
+	}
+}
+
+// Truth table row 2 (direct message): an idle mysis also wakes on a direct message.
+func TestDirectMessageWakesIdleMysis(t *testing.T) {
+	h := newHarness(t, Mysis{State: StateIdle, EncouragementCount: 3}, Config{})
+	h.start()
+	if _, err := h.store.Append(context.Background(), testID, []NewMemory{{Role: chat.RoleUser, Source: SourceDirect, Content: "Report your credits."}}); err != nil {
+		t.Fatal(err)
+	}
+	h.actor.Wake(WakeDirect)
+	h.eventually("direct answered", func() bool { return h.provider.count() >= 1 })
+	h.eventually("reason", func() bool { return h.store.get(testID).StateReason != "" })
+}
+
+// Truth table row 8 and the stopped state: wakes never start a stopped mysis.
+func TestStoppedMysisIsNotAutoStarted(t *testing.T) {
+	h := newHarness(t, Mysis{State: StateStopped}, Config{})
+	h.start()
+	if _, err := h.store.Append(context.Background(), testID, []NewMemory{{Role: chat.RoleUser, Source: SourceBroadcast, Content: "Everyone: mine."}}); err != nil {
+		t.Fatal(err)
+	}
+	h.actor.Wake(WakeBroadcast)
+	h.actor.Wake(WakeDirect)
+	time.Sleep(50 * time.Millisecond)
+	if h.provider.count() != 0 || h.state() != StateStopped {
+		t.Fatalf("stopped mysis ran: calls=%d state=%s", h.provider.count(), h.state())
+	}
+	// An explicit start (the API sets running, then wakes) resumes it with the pending broadcast.
+	if _, err := h.store.SetState(context.Background(), testID, StateChange{To: StateRunning}); err != nil {
+		t.Fatal(err)
+	}
+	h.actor.Wake(WakeStart)
+	h.eventually("started", func() bool { return h.provider.count() >= 1 })
+	if last := h.provider.requests()[0].Messages; last[len(last)-1].Content != "Everyone: mine." {
+		t.Errorf("first request after start does not answer the pending broadcast")
+	}
+}
+
+// LESSONS 11: an LLM outage puts the mysis in errored with the reason, and it is retried with growing backoff until
+// it works again — no human needed. The retries resume the same turn: no extra nudges are burned.
+func TestErroredMysisRetriesWithBackoff(t *testing.T) {
+	h := newHarness(t, Mysis{State: StateRunning}, Config{BackoffMin: 10 * time.Millisecond, BackoffMax: 80 * time.Millisecond})
+	sawErrored := make(chan string, 10)
+	h.provider.script = func(n int, req llm.Request) (llm.Response, error) {
+		if n < 4 {
+			return llm.Response{}, &llm.StatusError{Provider: "fake", StatusCode: 503, Message: "overloaded"}
+		}
+		return reply("back online"), nil
+	}
+	h.start()
+	go func() {
+		for i := 0; i < 200; i++ {
+			if m := h.store.get(testID); m.State == StateErrored {
+				sawErrored <- m.StateReason
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	h.eventually("recovered", func() bool { return h.provider.count() >= 5 })
+	select {
+	case reason := <-sawErrored:
+		if !strings.Contains(reason, "503") {
+			t.Errorf("errored reason %q does not name the failure", reason)
+		}
+	case <-time.After(time.Second):
+		t.Error("mysis never entered errored")
+	}
+	h.eventually("running", func() bool { return h.state() == StateRunning || h.state() == StateIdle })
+	h.provider.mu.Lock()
+	ts := append([]time.Time(nil), h.provider.times...)
+	h.provider.mu.Unlock()
+	gap1, gap3 := ts[1].Sub(ts[0]), ts[4].Sub(ts[3])
+	if gap1 < 10*time.Millisecond || gap3 < 2*gap1 {
+		t.Errorf("backoff not exponential: first gap %v, fourth gap %v", gap1, gap3)
+	}
+	// Five LLM calls for the first turn but a single nudge.
+	h.stop()
+	if got := countSource(h.store.all(testID)[:2], SourceNudge); got != 1 {
+		t.Errorf("nudges before the first answer = %d, want 1", got)
+	}
+	if errs := h.events.kinds(EventError); len(errs) < 4 {
+		t.Errorf("error events = %d, want ≥ 4", len(errs))
+	}
+}
+
+// Memory service down: the actor keeps retrying instead of dying, and resumes when it is back.
+func TestMemoryOutageIsRetried(t *testing.T) {
+	h := newHarness(t, Mysis{State: StateRunning}, Config{})
+	h.store.setDown(true)
+	h.start()
+	h.eventually("error noted", func() bool { return h.actor.Status().LastError != "" })
+	if h.provider.count() != 0 {
+		t.Fatal("LLM called while memory is down")
+	}
+	h.store.setDown(false)
+	h.eventually("turn after recovery", func() bool { return h.provider.count() >= 1 })
+}
+
+// The tool loop: each call executed in order, each result stored with its call id and tool name, and the turn
+// ends on an answer without tool calls.
+func TestToolLoopStoresStructuredCallsAndResults(t *testing.T) {
+	h := newHarness(t, Mysis{State: StateRunning}, Config{})
+	h.provider.script = func(n int, req llm.Request) (llm.Response, error) {
+		switch n {
+		case 0:
+			return reply("checking", call("c1", "get_status", `{}`), call("c2", "mine", `{"a":"x|y"}`)), nil
+		case 1:
+			return reply("", call("c3", "mine", `{}`)), nil
+		case 2:
+			return reply("done for now"), nil
+		}
+		return reply("ok"), nil
+	}
+	h.start()
+	h.eventually("three calls", func() bool { return h.provider.count() >= 3 })
+	h.stop()
+
+	ms := h.store.all(testID)
+	var roles []string
+	for _, m := range ms[:7] {
+		roles = append(roles, string(m.Role)+":"+string(m.Source))
+	}
+	want := "user:nudge assistant:llm tool:tool tool:tool assistant:llm tool:tool assistant:llm"
+	if got := strings.Join(roles, " "); got != want {
+		t.Fatalf("memories = %s\nwant      %s", got, want)
+	}
+	if ms[1].ToolCalls[1].Arguments != `{"a":"x|y"}` || ms[1].Reasoning == "" {
+		t.Errorf("assistant memory lost structure: %+v", ms[1])
+	}
+	if ms[2].ToolCallID != "c1" || ms[2].ToolName != "get_status" || ms[3].ToolCallID != "c2" || ms[5].ToolCallID != "c3" {
+		t.Errorf("tool results out of order or unlabelled: %+v %+v %+v", ms[2], ms[3], ms[5])
+	}
+	// Seq is gapless and every idempotency key unique.
+	keys := map[string]bool{}
+	for i, m := range ms {
+		if m.Seq != int64(i+1) {
+			t.Errorf("seq %d at index %d", m.Seq, i)
+		}
+		if keys[m.IdempotencyKey] {
+			t.Errorf("duplicate key %s", m.IdempotencyKey)
+		}
+		keys[m.IdempotencyKey] = true
+	}
+	if st := h.actor.Status(); st.Credits != 1234 || st.Turns < 1 {
+		t.Errorf("status = %+v, want credits 1234 and a turn", st)
+	}
+	if len(h.events.kinds(EventToolCalled)) != 3 || len(h.events.kinds(EventMemoryAppended)) < 7 {
+		t.Errorf("events: %d tool, %d memory", len(h.events.kinds(EventToolCalled)), len(h.events.kinds(EventMemoryAppended)))
+	}
+}
+
+// A model that never stops calling tools is cut at MaxToolIterations LLM calls per turn.
+func TestMaxToolIterationsEndsTheTurn(t *testing.T) {
+	h := newHarness(t, Mysis{State: StateRunning}, Config{MaxToolIterations: 4, TurnPause: time.Hour})
+	h.provider.script = func(n int, req llm.Request) (llm.Response, error) {
+		return reply("", call(fmt.Sprintf("c%d", n), "mine", `{}`)), nil
+	}
+	h.start()
+	h.eventually("four calls", func() bool { return h.provider.count() >= 4 })
+	h.eventually("turn counted", func() bool { return h.actor.Status().Turns == 1 })
+	time.Sleep(30 * time.Millisecond)
+	if got := h.provider.count(); got != 4 {
+		t.Errorf("LLM calls = %d, want 4", got)
+	}
+}
+
+// Stop interrupts at the next safe point: the in-flight LLM call completes and is stored, its tools are not run.
+func TestStopInterruptsAfterCurrentLLMCall(t *testing.T) {
+	h := newHarness(t, Mysis{State: StateRunning}, Config{})
+	h.provider.gate = make(chan struct{})
+	h.provider.script = func(n int, req llm.Request) (llm.Response, error) {
+		return reply("", call(fmt.Sprintf("c%d", n), "mine", `{}`)), nil
+	}
+	h.start()
+	h.eventually("LLM in flight", func() bool { return h.provider.count() == 1 })
+	if _, err := h.store.SetState(context.Background(), testID, StateChange{To: StateStopped, Reason: "commander"}); err != nil {
+		t.Fatal(err)
+	}
+	h.actor.Wake(WakeStop)
+	h.provider.gate <- struct{}{}
+	h.eventually("assistant stored", func() bool { return len(h.store.all(testID)) == 2 })
+	time.Sleep(30 * time.Millisecond)
+	if len(h.tools.called()) != 0 {
+		t.Errorf("tools ran after stop: %v", h.tools.called())
+	}
+	if h.provider.count() != 1 || h.state() != StateStopped {
+		t.Errorf("after stop: calls=%d state=%s", h.provider.count(), h.state())
+	}
+	// Started again, the cut tool loop is finished first (no second LLM call before the result is stored).
+	if _, err := h.store.SetState(context.Background(), testID, StateChange{To: StateRunning}); err != nil {
+		t.Fatal(err)
+	}
+	h.provider.mu.Lock()
+	h.provider.gate = nil
+	h.provider.mu.Unlock()
+	h.actor.Wake(WakeStart)
+	h.eventually("tool resumed", func() bool { return len(h.tools.called()) >= 1 })
+	if got := h.tools.called()[0].ID; got != "c0" {
+		t.Errorf("resumed call %s, want c0", got)
+	}
+}
+
+// Delete ends the actor; its tool session is closed.
+func TestDeleteEndsActor(t *testing.T) {
+	h := newHarness(t, Mysis{State: StateRunning}, Config{TurnPause: time.Hour})
+	h.start()
+	h.eventually("one turn", func() bool { return h.actor.Status().Turns == 1 })
+	h.store.delete(testID)
+	h.actor.Wake(WakeDelete)
+	select {
+	case <-h.done:
+		h.cancel = nil
+	case <-time.After(2 * time.Second):
+		t.Fatal("actor still running after delete")
+	}
+	if h.tools.closes != 1 {
+		t.Errorf("tool session closes = %d, want 1", h.tools.closes)
+	}
+}
+
+// LESSONS 8: no turn without tools. A failing tool list errors the mysis (retried), and the LLM is never called
+// without tools (the fake provider fails the test if it is).
+func TestNoTurnWithoutTools(t *testing.T) {
+	h := newHarness(t, Mysis{State: StateRunning}, Config{})
+	h.tools.setPrepareErr(fmt.Errorf("list tools: connection refused"))
+	h.start()
+	h.eventually("errored", func() bool { return strings.Contains(h.store.get(testID).StateReason, "connection refused") })
+	if h.provider.count() != 0 {
+		t.Fatal("LLM called before the tool list loaded")
+	}
+	h.tools.setPrepareErr(nil)
+	h.eventually("turn with tools", func() bool { return h.provider.count() >= 1 })
+}
+
+// A commander message arriving while the mysis is running opens the next turn with RESET, immediately (the wake
+// cuts the pause), and the counter goes back to 0.
+func TestDirectMessageDuringPauseResets(t *testing.T) {
+	h := newHarness(t, Mysis{State: StateRunning}, Config{TurnPause: time.Hour})
+	h.start()
+	h.eventually("first nudge turn", func() bool { return h.actor.Status().Turns == 1 })
+	if c := h.store.get(testID).EncouragementCount; c != 1 {
+		t.Fatalf("count = %d, want 1", c)
+	}
+	if _, err := h.store.Append(context.Background(), testID, []NewMemory{{Role: chat.RoleUser, Source: SourceDirect, Content: "Go mine."}}); err != nil {
+		t.Fatal(err)
+	}
+	h.actor.Wake(WakeDirect)
+	h.eventually("second turn", func() bool { return h.actor.Status().Turns == 2 })
+	if c := h.store.get(testID).EncouragementCount; c != 0 {
+		t.Errorf("count = %d after a direct message, want 0", c)
+	}
+	if got := h.composer.autonomousCalls(); got != 1 {
+		t.Errorf("autonomous composes = %d, want 1 (the direct turn is not autonomous)", got)
+	}
+}
+
+// Where a turn resumes after a crash, a lease move or a stop.
+func TestFindResumePoint(t *testing.T) {
+	rp := findResumePoint([]Memory{
+		{Seq: 1, Role: chat.RoleUser, Source: SourceBroadcast},
+		{Seq: 2, Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{call("a", "mine", "{}"), call("b", "sell", "{}")}},
+		{Seq: 3, Role: chat.RoleTool, ToolCallID: "a"},
+	})
+	if !rp.pending || len(rp.unanswered) != 1 || rp.unanswered[0].ID != "b" || rp.assistantSeq != 2 {
+		t.Errorf("resume point = %+v", rp)
+	}
+	for _, tc := range []struct {
+		name string
+		ms   []Memory
+		want bool
+	}{
+		{"empty", nil, false},
+		{"final answer", []Memory{{Role: chat.RoleUser}, {Role: chat.RoleAssistant, Content: "done"}}, false},
+		{"prompt waiting", []Memory{{Role: chat.RoleAssistant, Content: "done"}, {Role: chat.RoleUser, Source: SourceDirect}}, true},
+		{"nudge stored, LLM failed", []Memory{{Role: chat.RoleUser, Source: SourceNudge}}, true},
+	} {
+		if got := findResumePoint(tc.ms).pending; got != tc.want {
+			t.Errorf("%s: pending = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

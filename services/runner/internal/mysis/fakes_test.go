@@ -1,0 +1,422 @@
+package mysis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/libs/chat/chatvalid"
+	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
+)
+
+// fakeStore is an in-memory memory service with the same contract: gapless seq, idempotency keys, turns opened by
+// user memories, compare-and-set states.
+type fakeStore struct {
+	mu       sync.Mutex
+	myses    map[string]*Mysis
+	memories map[string][]Memory
+	nextID   int64
+	down     bool  // every call fails Unavailable
+	counts   []int // every encouragement count written, in order
+	appends  int
+}
+
+func newFakeStore() *fakeStore {
+	return &fakeStore{myses: map[string]*Mysis{}, memories: map[string][]Memory{}}
+}
+
+func (s *fakeStore) add(m Mysis) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m.Provider == "" {
+		m.Provider = "fake"
+	}
+	if m.SystemPrompt == "" {
+		m.SystemPrompt = "You play SpaceMolt."
+	}
+	s.myses[m.ID] = &m
+}
+
+func (s *fakeStore) get(id string) Mysis {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return *s.myses[id]
+}
+
+func (s *fakeStore) setDown(v bool) {
+	s.mu.Lock()
+	s.down = v
+	s.mu.Unlock()
+}
+
+func (s *fakeStore) all(id string) []Memory {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Memory(nil), s.memories[id]...)
+}
+
+func (s *fakeStore) GetMysis(_ context.Context, id string) (Mysis, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return Mysis{}, errs.Unavailablef(nil, "memory down")
+	}
+	m, ok := s.myses[id]
+	if !ok {
+		return Mysis{}, errs.NotFoundf("mysis %s", id)
+	}
+	return *m, nil
+}
+
+func (s *fakeStore) SetState(_ context.Context, id string, ch StateChange) (Mysis, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return Mysis{}, errs.Unavailablef(nil, "memory down")
+	}
+	m, ok := s.myses[id]
+	if !ok {
+		return Mysis{}, errs.NotFoundf("mysis %s", id)
+	}
+	if ch.Expected != "" && m.State != ch.Expected {
+		return Mysis{}, errs.Conflictf("state is %s, not %s", m.State, ch.Expected)
+	}
+	m.State, m.StateReason = ch.To, ch.Reason
+	if ch.Count != nil {
+		m.EncouragementCount = *ch.Count
+		s.counts = append(s.counts, *ch.Count)
+	}
+	return *m, nil
+}
+
+func (s *fakeStore) Append(_ context.Context, id string, ms []NewMemory) ([]Memory, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return nil, errs.Unavailablef(nil, "memory down")
+	}
+	my, ok := s.myses[id]
+	if !ok {
+		return nil, errs.NotFoundf("mysis %s", id)
+	}
+	var out []Memory
+	for _, nm := range ms {
+		if nm.IdempotencyKey != "" {
+			found := false
+			for _, old := range s.memories[id] {
+				if old.IdempotencyKey == nm.IdempotencyKey {
+					out = append(out, old)
+					found = true
+					break
+				}
+			}
+			if found {
+				continue
+			}
+		}
+		if nm.Role == chat.RoleUser {
+			my.CurrentTurn++
+		}
+		s.nextID++
+		my.LastSeq++
+		m := Memory{ID: s.nextID, Seq: my.LastSeq, Turn: my.CurrentTurn, Role: nm.Role, Source: nm.Source, SenderID: nm.SenderID,
+			Content: nm.Content, Reasoning: nm.Reasoning, ToolCalls: nm.ToolCalls, ToolCallID: nm.ToolCallID, ToolName: nm.ToolName,
+			IdempotencyKey: nm.IdempotencyKey}
+		s.memories[id] = append(s.memories[id], m)
+		s.appends++
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func (s *fakeStore) Recent(_ context.Context, id string, limit int) ([]Memory, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return nil, errs.Unavailablef(nil, "memory down")
+	}
+	ms := s.memories[id]
+	if len(ms) > limit {
+		ms = ms[len(ms)-limit:]
+	}
+	return append([]Memory(nil), ms...), nil
+}
+
+func (s *fakeStore) delete(id string) {
+	s.mu.Lock()
+	delete(s.myses, id)
+	delete(s.memories, id)
+	s.mu.Unlock()
+}
+
+// fakeComposer follows the composer's contract for the encouragement counter: an autonomous turn gets a nudge
+// (INCREMENT) until three went unanswered (IDLE); a turn opened by a commander message gets RESET; mid-turn NONE.
+// Its messages are the whole stored history, so the tests also prove the loop writes a valid conversation.
+type fakeComposer struct {
+	store *fakeStore
+	mu    sync.Mutex
+	calls []bool // begin_autonomous_turn per call
+}
+
+func (c *fakeComposer) Compose(ctx context.Context, id string, autonomous bool) (Composition, error) {
+	c.mu.Lock()
+	c.calls = append(c.calls, autonomous)
+	c.mu.Unlock()
+	m, err := c.store.GetMysis(ctx, id)
+	if err != nil {
+		return Composition{}, err
+	}
+	ms := c.store.all(id)
+	msgs := []chat.Message{{Role: chat.RoleSystem, Content: m.SystemPrompt}}
+	var maxSeq int64
+	for _, mem := range ms {
+		msgs = append(msgs, chat.Message{Role: mem.Role, Content: mem.Content, ToolCalls: mem.ToolCalls, ToolCallID: mem.ToolCallID, Name: mem.ToolName})
+		maxSeq = mem.Seq
+	}
+	comp := Composition{Messages: msgs, MaxSeq: maxSeq, Action: ActionNone, NextCount: m.EncouragementCount}
+	if autonomous {
+		if m.EncouragementCount >= 3 {
+			comp.Action = ActionIdle
+			return comp, nil
+		}
+		comp.Action, comp.NextCount = ActionIncrement, m.EncouragementCount+1
+		comp.Nudge = fmt.Sprintf("Continue your mission (nudge %d).", comp.NextCount)
+		comp.Messages = append(comp.Messages, chat.Message{Role: chat.RoleUser, Content: comp.Nudge})
+		return comp, nil
+	}
+	// A turn opened by a commander message that has no assistant reply yet: RESET.
+	for i := len(ms) - 1; i >= 0; i-- {
+		if ms[i].Role == chat.RoleAssistant {
+			break
+		}
+		if ms[i].Role == chat.RoleUser {
+			if ms[i].Source == SourceDirect || ms[i].Source == SourceBroadcast {
+				comp.Action, comp.NextCount = ActionReset, 0
+			}
+			break
+		}
+	}
+	return comp, nil
+}
+
+func (c *fakeComposer) autonomousCalls() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, a := range c.calls {
+		if a {
+			n++
+		}
+	}
+	return n
+}
+
+// fakeProvider answers with a script and validates every request it receives.
+type fakeProvider struct {
+	t      *testing.T
+	mu     sync.Mutex
+	reqs   []llm.Request
+	times  []time.Time
+	script func(n int, req llm.Request) (llm.Response, error)
+	gate   chan struct{} // when set, each call waits for a receive
+}
+
+func (p *fakeProvider) Name() string { return "fake" }
+
+func (p *fakeProvider) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	if err := chatvalid.Strict.Validate(req.Messages); err != nil {
+		p.t.Errorf("provider got an invalid request: %v", err)
+	}
+	if len(req.Tools) == 0 {
+		p.t.Errorf("provider called without tools (LESSONS 8)")
+	}
+	p.mu.Lock()
+	n := len(p.reqs)
+	p.reqs = append(p.reqs, req)
+	p.times = append(p.times, time.Now())
+	gate := p.gate
+	p.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return llm.Response{}, ctx.Err()
+		}
+	}
+	if p.script == nil {
+		return llm.Response{Message: chat.Message{Role: chat.RoleAssistant, Content: "ok"}}, nil
+	}
+	return p.script(n, req)
+}
+
+func (p *fakeProvider) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.reqs)
+}
+
+func (p *fakeProvider) requests() []llm.Request {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]llm.Request(nil), p.reqs...)
+}
+
+type fakeProviders struct{ p llm.Provider }
+
+func (f fakeProviders) Provider(name string) (llm.Provider, error) {
+	if name != "fake" {
+		return nil, errs.InvalidField("provider", "unknown provider %q", name)
+	}
+	return f.p, nil
+}
+
+// fakeTools records calls; prepareErr makes Prepare fail until cleared.
+type fakeTools struct {
+	mu         sync.Mutex
+	calls      []chat.ToolCall
+	prepareErr error
+	prepares   int
+	closes     int
+}
+
+func (f *fakeTools) Open(Mysis) ToolSession { return &fakeSession{f: f} }
+
+func (f *fakeTools) setPrepareErr(err error) {
+	f.mu.Lock()
+	f.prepareErr = err
+	f.mu.Unlock()
+}
+
+func (f *fakeTools) called() []chat.ToolCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]chat.ToolCall(nil), f.calls...)
+}
+
+type fakeSession struct{ f *fakeTools }
+
+func (s *fakeSession) Prepare(context.Context) ([]llm.Tool, error) {
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	s.f.prepares++
+	if s.f.prepareErr != nil {
+		return nil, s.f.prepareErr
+	}
+	return []llm.Tool{{Name: "get_status", Parameters: []byte(`{"type":"object"}`)}, {Name: "mine", Parameters: []byte(`{"type":"object"}`)}}, nil
+}
+
+func (s *fakeSession) Call(_ context.Context, c chat.ToolCall) (ToolResult, error) {
+	s.f.mu.Lock()
+	s.f.calls = append(s.f.calls, c)
+	s.f.mu.Unlock()
+	if c.Name == "get_status" {
+		credits := int64(1234)
+		return ToolResult{Content: `{"player":{"credits":1234}}`, Credits: &credits}, nil
+	}
+	return ToolResult{Content: fmt.Sprintf(`{"ok":true,"tool":%q}`, c.Name)}, nil
+}
+
+func (s *fakeSession) Close() {
+	s.f.mu.Lock()
+	s.f.closes++
+	s.f.mu.Unlock()
+}
+
+type fakeEvents struct {
+	mu  sync.Mutex
+	evs []Event
+}
+
+func (f *fakeEvents) Publish(_ context.Context, ev Event) {
+	f.mu.Lock()
+	f.evs = append(f.evs, ev)
+	f.mu.Unlock()
+}
+
+func (f *fakeEvents) kinds(k EventKind) []Event {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []Event
+	for _, e := range f.evs {
+		if e.Kind == k {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// harness wires an actor to fakes and runs it.
+type harness struct {
+	t        *testing.T
+	store    *fakeStore
+	composer *fakeComposer
+	provider *fakeProvider
+	tools    *fakeTools
+	events   *fakeEvents
+	actor    *Actor
+	done     chan error
+	cancel   context.CancelFunc
+}
+
+const testID = "m-1"
+
+func newHarness(t *testing.T, m Mysis, cfg Config) *harness {
+	t.Helper()
+	st := newFakeStore()
+	if m.ID == "" {
+		m.ID = testID
+	}
+	st.add(m)
+	h := &harness{t: t, store: st, composer: &fakeComposer{store: st}, provider: &fakeProvider{t: t}, tools: &fakeTools{}, events: &fakeEvents{}}
+	if cfg.TurnPause == 0 {
+		cfg.TurnPause = time.Millisecond
+	}
+	if cfg.BackoffMin == 0 {
+		cfg.BackoffMin, cfg.BackoffMax = 5*time.Millisecond, 40*time.Millisecond
+	}
+	h.actor = New(m.ID, Deps{Store: st, Composer: h.composer, Tools: h.tools, Providers: fakeProviders{h.provider}, Events: h.events}, cfg)
+	return h
+}
+
+func (h *harness) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	h.done = make(chan error, 1)
+	go func() { h.done <- h.actor.Run(ctx) }()
+	h.t.Cleanup(h.stop)
+}
+
+func (h *harness) stop() {
+	if h.cancel == nil {
+		return
+	}
+	h.cancel()
+	select {
+	case <-h.done:
+	case <-time.After(5 * time.Second):
+		h.t.Error("actor did not stop")
+	}
+	h.cancel = nil
+}
+
+// eventually polls cond for up to 5s.
+func (h *harness) eventually(what string, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	h.t.Fatalf("timed out waiting for %s", what)
+}
+
+func (h *harness) state() State { return h.store.get(testID).State }
+
+var errBoom = errors.New("boom")

@@ -1,0 +1,232 @@
+// Package mysis is the runner's domain: the actor that owns one mysis, its lifecycle (idle, running, stopped,
+// errored) and its turn loop (compose → LLM → tools → compose …). It declares the small ports it needs — the
+// memory store, the composer, the tool router, the LLM providers, an event sink and a status sink — and imports
+// no gRPC, database or NATS code, so the whole loop is tested with hand-written fakes.
+package mysis
+
+import (
+	"context"
+	"time"
+
+	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
+)
+
+// State is the lifecycle state of a mysis as persisted by the memory service.
+type State string
+
+// The four lifecycle states.
+const (
+	StateIdle    State = "idle"
+	StateRunning State = "running"
+	StateStopped State = "stopped"
+	StateErrored State = "errored"
+)
+
+// Source says where a memory came from.
+type Source string
+
+// Memory sources.
+const (
+	SourceDirect    Source = "direct"
+	SourceBroadcast Source = "broadcast"
+	SourceNudge     Source = "nudge"
+	SourceLLM       Source = "llm"
+	SourceTool      Source = "tool"
+	SourceSystem    Source = "system"
+)
+
+// IdleReason is the state reason stored when three nudges went unanswered.
+const IdleReason = "Failed to respond after 3 encouragements"
+
+// Mysis is the stored record of one agent.
+type Mysis struct {
+	ID                 string
+	Name               string
+	Provider           string
+	Model              string
+	Temperature        float64
+	SystemPrompt       string
+	State              State
+	StateReason        string
+	EncouragementCount int
+	CurrentTurn        int64
+	LastSeq            int64
+	AccountUsername    string
+}
+
+// Memory is one stored message.
+type Memory struct {
+	ID             int64
+	Seq            int64
+	Turn           int64
+	Role           chat.Role
+	Source         Source
+	SenderID       string
+	Content        string
+	Reasoning      string
+	ToolCalls      []chat.ToolCall
+	ToolCallID     string
+	ToolName       string
+	IdempotencyKey string
+}
+
+// NewMemory is a memory to append; the store assigns id, seq and turn.
+type NewMemory struct {
+	Role           chat.Role
+	Source         Source
+	SenderID       string
+	Content        string
+	Reasoning      string
+	ToolCalls      []chat.ToolCall
+	ToolCallID     string
+	ToolName       string
+	IdempotencyKey string
+}
+
+// StateChange is a compare-and-set on the lifecycle state.
+type StateChange struct {
+	To     State
+	Reason string
+	// Count, when set, is the new encouragement count.
+	Count *int
+	// Expected, when set, makes the change conditional: it fails with a Conflict error when the stored state differs.
+	Expected State
+}
+
+// Store is the memory service as the actor needs it. Errors are libs/errs kinds (NotFound for a deleted mysis,
+// Conflict for a failed compare-and-set, Unavailable when the service cannot be reached).
+type Store interface {
+	GetMysis(ctx context.Context, id string) (Mysis, error)
+	SetState(ctx context.Context, id string, ch StateChange) (Mysis, error)
+	// Append stores memories atomically; a memory whose idempotency key is already stored comes back as stored.
+	Append(ctx context.Context, id string, ms []NewMemory) ([]Memory, error)
+	// Recent returns the newest memories, oldest first.
+	Recent(ctx context.Context, id string, limit int) ([]Memory, error)
+}
+
+// Action is the composer's decision on the encouragement counter.
+type Action int
+
+// Encouragement actions (see composer.v1.EncouragementAction).
+const (
+	ActionNone Action = iota
+	ActionReset
+	ActionIncrement
+	ActionIdle
+)
+
+// Composition is one composed LLM request.
+type Composition struct {
+	Messages  []chat.Message
+	Action    Action
+	NextCount int
+	// Nudge is the text to persist as a nudge memory before calling the LLM (the messages already end with it).
+	Nudge string
+	// MaxSeq is the newest memory seq the composer saw (0 when the mysis has no memories).
+	MaxSeq int64
+}
+
+// Composer composes the next request for a mysis.
+type Composer interface {
+	Compose(ctx context.Context, mysisID string, beginAutonomousTurn bool) (Composition, error)
+}
+
+// ToolResult is what a tool returned, as the text the LLM will read.
+type ToolResult struct {
+	Content string
+	IsError bool
+	// Credits is the player's credit balance when the result reported it (get_status, login), else nil.
+	Credits *int64
+}
+
+// ToolSession is one mysis's tool router: its game session and its search tools.
+type ToolSession interface {
+	// Prepare connects, loads the tool list and logs the mysis in. A turn never starts before it succeeded.
+	Prepare(ctx context.Context) ([]llm.Tool, error)
+	// Call executes one tool call. Bad arguments, unknown tools and game errors come back as an error result the
+	// LLM can read; the error return is for infrastructure failures only (the game server is unreachable).
+	Call(ctx context.Context, call chat.ToolCall) (ToolResult, error)
+	// Close ends the session.
+	Close()
+}
+
+// Tools opens tool sessions.
+type Tools interface {
+	Open(m Mysis) ToolSession
+}
+
+// Providers resolves a provider by its registry name.
+type Providers interface {
+	Provider(name string) (llm.Provider, error)
+}
+
+// EventKind classifies events.
+type EventKind int
+
+// Event kinds.
+const (
+	EventStateChanged EventKind = iota + 1
+	EventMemoryAppended
+	EventToolCalled
+	EventError
+)
+
+// Event is something that happened to a mysis, for UIs.
+type Event struct {
+	MysisID string
+	Kind    EventKind
+	At      time.Time
+	// State changes.
+	From, To State
+	Reason   string
+	// Memories appended.
+	MemoryIDs []int64
+	Seqs      []int64
+	Role      chat.Role
+	Excerpt   string
+	// Tool calls.
+	Tool     string
+	CallID   string
+	IsError  bool
+	Duration time.Duration
+	// Errors.
+	Message string
+}
+
+// Events publishes events; it must not block the actor for long and reports no errors (best effort).
+type Events interface {
+	Publish(ctx context.Context, ev Event)
+}
+
+// Status is what an actor is doing now, readable from every replica.
+type Status struct {
+	MysisID      string    `json:"mysis_id"`
+	Owner        string    `json:"owner"`
+	State        State     `json:"state"`
+	LastAction   string    `json:"last_action"`
+	LastActionAt time.Time `json:"last_action_at"`
+	// Credits is -1 when unknown.
+	Credits   int64     `json:"credits"`
+	Turns     int64     `json:"turns"`
+	LastError string    `json:"last_error"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// StatusSink stores live statuses; best effort.
+type StatusSink interface {
+	PutStatus(ctx context.Context, st Status)
+}
+
+// WakeReason says why an actor is woken. Wakes are hints: the actor always re-reads the stored state.
+type WakeReason string
+
+// Wake reasons, as carried by the bus.
+const (
+	WakeBroadcast WakeReason = "broadcast"
+	WakeDirect    WakeReason = "direct"
+	WakeStart     WakeReason = "start"
+	WakeStop      WakeReason = "stop"
+	WakeConfigure WakeReason = "configure"
+	WakeDelete    WakeReason = "delete"
+)

@@ -1,0 +1,307 @@
+package mysis
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/libs/chat/chatvalid"
+	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
+)
+
+// resumePoint is where the newest turn stands, read from the stored memories.
+type resumePoint struct {
+	// pending: the newest turn has no final assistant answer (a prompt waits, or a tool loop was cut short).
+	pending bool
+	// unanswered are tool calls of the newest assistant message that have no stored result yet.
+	unanswered []chat.ToolCall
+	// assistantSeq is the seq of that assistant message.
+	assistantSeq int64
+	lastSeq      int64
+}
+
+// findResumePoint decides how the next turn starts. A turn is complete when the newest memory is an assistant
+// message without tool calls; anything else (a prompt, a nudge, a cut tool loop) means the turn is resumed rather
+// than a new autonomous turn opened — which is also what keeps a mysis whose LLM is down from burning nudges.
+func findResumePoint(recent []Memory) resumePoint {
+	if len(recent) == 0 {
+		return resumePoint{}
+	}
+	last := recent[len(recent)-1]
+	rp := resumePoint{lastSeq: last.Seq}
+	switch last.Role {
+	case chat.RoleUser:
+		rp.pending = true
+	case chat.RoleAssistant:
+		if len(last.ToolCalls) > 0 {
+			rp.pending = true
+			rp.unanswered = append([]chat.ToolCall(nil), last.ToolCalls...)
+			rp.assistantSeq = last.Seq
+		}
+	case chat.RoleTool:
+		rp.pending = true
+		answered := map[string]bool{}
+		for i := len(recent) - 1; i >= 0; i-- {
+			m := recent[i]
+			if m.Role == chat.RoleTool {
+				answered[m.ToolCallID] = true
+				continue
+			}
+			if m.Role == chat.RoleAssistant {
+				for _, c := range m.ToolCalls {
+					if !answered[c.ID] {
+						rp.unanswered = append(rp.unanswered, c)
+					}
+				}
+				rp.assistantSeq = m.Seq
+			}
+			break
+		}
+	}
+	return rp
+}
+
+// ensureTools prepares the tool session once: no turn ever runs without the tool list (LESSONS 8).
+func (a *Actor) ensureTools(ctx context.Context, m Mysis) error {
+	if a.tools == nil {
+		a.tools = a.deps.Tools.Open(m)
+	}
+	if a.prepared {
+		return nil
+	}
+	list, err := a.tools.Prepare(ctx)
+	if err != nil {
+		a.closeTools()
+		return fmt.Errorf("prepare tools: %w", err)
+	}
+	a.toolList, a.prepared = list, true
+	return nil
+}
+
+// runTurn runs one turn: compose → LLM → tools → compose … until the model answers without tool calls or the
+// iteration limit is reached. It returns errInterrupted when the stored state changed under it.
+func (a *Actor) runTurn(ctx context.Context, m Mysis) error {
+	a.takeWakes() // wakes from now on cut the pause after this turn short
+	if err := a.ensureTools(ctx, m); err != nil {
+		return err
+	}
+	prov, err := a.deps.Providers.Provider(m.Provider)
+	if err != nil {
+		return fmt.Errorf("provider %q: %w", m.Provider, err)
+	}
+	recent, err := a.deps.Store.Recent(ctx, a.id, a.cfg.ResumeWindow)
+	if err != nil {
+		return fmt.Errorf("read memories: %w", err)
+	}
+	rp := findResumePoint(recent)
+	lastSeq := rp.lastSeq
+	if len(rp.unanswered) > 0 {
+		// A tool loop was cut (crash, lease move, stop): finish it before asking the model again.
+		seq, err := a.execCalls(ctx, rp.assistantSeq, rp.unanswered)
+		if err != nil {
+			return err
+		}
+		lastSeq = max(lastSeq, seq)
+	}
+	autonomous := !rp.pending
+
+	for it := range a.cfg.MaxToolIterations {
+		comp, err := a.deps.Composer.Compose(ctx, a.id, autonomous && it == 0)
+		if err != nil {
+			return fmt.Errorf("compose: %w", err)
+		}
+		seq := max(comp.MaxSeq, lastSeq)
+		if it == 0 {
+			nudgeSeq, err := a.applyEncouragement(ctx, m, comp)
+			if err != nil {
+				return err
+			}
+			seq = max(seq, nudgeSeq)
+		}
+		// The last guard before the provider: a request that breaks the providers' rules is never sent.
+		if err := chatvalid.Strict.Validate(comp.Messages); err != nil {
+			return fmt.Errorf("composed request rejected: %w", err)
+		}
+		start := time.Now()
+		resp, err := prov.Chat(ctx, llm.Request{Model: m.Model, Temperature: m.Temperature, Messages: comp.Messages, Tools: a.toolList})
+		if err != nil {
+			return fmt.Errorf("llm %s: %w", m.Provider, err)
+		}
+		content := resp.Message.Content
+		if strings.TrimSpace(content) == "" && len(resp.Message.ToolCalls) == 0 {
+			content = "(no reply)"
+		}
+		// Keyed by the newest memory the model saw: a retry after a crash, or a second replica racing for the
+		// same mysis, gets the stored row back instead of writing a second answer.
+		stored, err := a.append(ctx, NewMemory{
+			Role: chat.RoleAssistant, Source: SourceLLM, Content: content, Reasoning: resp.Reasoning,
+			ToolCalls: resp.Message.ToolCalls, IdempotencyKey: fmt.Sprintf("llm:%s:%d", a.id, seq),
+		})
+		if err != nil {
+			return err
+		}
+		asst := stored
+		lastSeq = asst.Seq
+		a.setStatus(func(s *Status) {
+			s.LastAction, s.LastActionAt = "llm "+label(asst), time.Now()
+		})
+		a.log.Debug("llm replied", "seq", asst.Seq, "tool_calls", len(asst.ToolCalls), "took", time.Since(start))
+		if len(asst.ToolCalls) == 0 {
+			break
+		}
+		if a.interrupted(ctx) {
+			return errInterrupted
+		}
+		seq, err = a.execCalls(ctx, asst.Seq, asst.ToolCalls)
+		if err != nil {
+			return err
+		}
+		lastSeq = max(lastSeq, seq)
+	}
+	a.setStatus(func(s *Status) { s.Turns++; s.LastError = "" })
+	a.putStatus(ctx)
+	return nil
+}
+
+// applyEncouragement carries out the composer's counter decision at the start of a turn. It returns the seq of
+// the nudge it stored, if any.
+func (a *Actor) applyEncouragement(ctx context.Context, m Mysis, comp Composition) (int64, error) {
+	count := comp.NextCount
+	switch comp.Action {
+	case ActionIdle:
+		// No LLM call: the turn ends here whether or not this replica won the compare-and-set.
+		a.transition(ctx, StateRunning, StateIdle, IdleReason, &count)
+		return 0, errInterrupted
+	case ActionIncrement, ActionReset:
+		var seq int64
+		if comp.Nudge != "" {
+			stored, err := a.append(ctx, NewMemory{
+				Role: chat.RoleUser, Source: SourceNudge, Content: comp.Nudge,
+				IdempotencyKey: fmt.Sprintf("nudge:%s:%d", a.id, m.CurrentTurn+1),
+			})
+			if err != nil {
+				return 0, err
+			}
+			seq = stored.Seq
+		}
+		if comp.Action == ActionIncrement || m.EncouragementCount != count {
+			_, err := a.deps.Store.SetState(ctx, a.id, StateChange{To: StateRunning, Reason: m.StateReason, Count: &count, Expected: StateRunning})
+			if errs.Is(err, errs.Conflict) || errs.Is(err, errs.NotFound) {
+				return 0, errInterrupted
+			}
+			if err != nil {
+				return 0, fmt.Errorf("store encouragement count: %w", err)
+			}
+		}
+		return seq, nil
+	}
+	return 0, nil
+}
+
+// execCalls runs tool calls in order and stores each result; it returns the seq of the last one stored.
+func (a *Actor) execCalls(ctx context.Context, assistantSeq int64, calls []chat.ToolCall) (int64, error) {
+	var last int64
+	for _, c := range calls {
+		start := time.Now()
+		res, err := a.tools.Call(ctx, c)
+		if err != nil {
+			return last, fmt.Errorf("tool %s: %w", c.Name, err)
+		}
+		content := res.Content
+		if content == "" {
+			content = "(empty result)"
+		}
+		stored, err := a.append(ctx, NewMemory{
+			Role: chat.RoleTool, Source: SourceTool, Content: content, ToolCallID: c.ID, ToolName: c.Name,
+			IdempotencyKey: fmt.Sprintf("tool:%s:%d:%s", a.id, assistantSeq, c.ID),
+		})
+		if err != nil {
+			return last, err
+		}
+		last = stored.Seq
+		took := time.Since(start)
+		a.publish(ctx, Event{Kind: EventToolCalled, Tool: c.Name, CallID: c.ID, IsError: res.IsError, Duration: took, Excerpt: truncate(content, 200)})
+		a.setStatus(func(s *Status) {
+			s.LastAction, s.LastActionAt = callLabel(c), time.Now()
+			if res.Credits != nil {
+				s.Credits = *res.Credits
+			}
+		})
+		if a.interrupted(ctx) {
+			return last, errInterrupted
+		}
+	}
+	return last, nil
+}
+
+// interrupted is the safe point check: after every LLM call and tool, a pending stop or delete is honoured.
+func (a *Actor) interrupted(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	if !a.takeControl() {
+		return false
+	}
+	m, err := a.deps.Store.GetMysis(ctx, a.id)
+	if errs.Is(err, errs.NotFound) {
+		return true
+	}
+	if err != nil {
+		return false // cannot tell; the next turn start re-reads the state
+	}
+	return m.State != StateRunning
+}
+
+// append stores one memory and announces it.
+func (a *Actor) append(ctx context.Context, nm NewMemory) (Memory, error) {
+	stored, err := a.deps.Store.Append(ctx, a.id, []NewMemory{nm})
+	if err != nil {
+		return Memory{}, fmt.Errorf("append %s memory: %w", nm.Role, err)
+	}
+	if len(stored) != 1 {
+		return Memory{}, fmt.Errorf("append %s memory: store returned %d rows", nm.Role, len(stored))
+	}
+	m := stored[0]
+	a.publish(ctx, Event{Kind: EventMemoryAppended, MemoryIDs: []int64{m.ID}, Seqs: []int64{m.Seq}, Role: m.Role, Excerpt: truncate(m.Content, 200)})
+	return m, nil
+}
+
+// label summarises an assistant reply for the status line.
+func label(m Memory) string {
+	if len(m.ToolCalls) == 0 {
+		return "reply"
+	}
+	names := make([]string, len(m.ToolCalls))
+	for i, c := range m.ToolCalls {
+		names[i] = c.Name
+	}
+	return "calls " + strings.Join(names, ",")
+}
+
+// callLabel is e.g. "travel main_belt": the tool and its string arguments.
+func callLabel(c chat.ToolCall) string {
+	var args map[string]any
+	if json.Unmarshal([]byte(c.Arguments), &args) != nil || len(args) == 0 {
+		return c.Name
+	}
+	keys := make([]string, 0, len(args))
+	for k := range args {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := []string{c.Name}
+	for _, k := range keys {
+		switch v := args[k].(type) {
+		case string:
+			parts = append(parts, truncate(v, 40))
+		case float64:
+			parts = append(parts, fmt.Sprint(v))
+		}
+	}
+	return strings.Join(parts, " ")
+}
