@@ -1,0 +1,96 @@
+package httpx
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+)
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	tests := []struct {
+		name   string
+		header map[string]string
+		want   time.Duration
+	}{
+		{"absent", nil, 0},
+		{"seconds", map[string]string{"Retry-After": "7"}, 7 * time.Second},
+		{"fractional seconds", map[string]string{"Retry-After": "1.5"}, 1500 * time.Millisecond},
+		{"http-date", map[string]string{"Retry-After": now.Add(42 * time.Second).Format(http.TimeFormat)}, 42 * time.Second},
+		{"http-date in the past", map[string]string{"Retry-After": now.Add(-time.Minute).Format(http.TimeFormat)}, 0},
+		{"milliseconds win", map[string]string{"Retry-After": "2", "Retry-After-Ms": "1250"}, 1250 * time.Millisecond},
+		{"garbage", map[string]string{"Retry-After": "soon"}, 0},
+		{"negative", map[string]string{"Retry-After": "-3"}, 0},
+		{"huge", map[string]string{"Retry-After": "1e300"}, time.Duration(1<<63 - 1)},
+	}
+	for _, tc := range tests {
+		h := http.Header{}
+		for k, v := range tc.header {
+			h.Set(k, v)
+		}
+		if got := ParseRetryAfter(h, now); got != tc.want {
+			t.Errorf("%s: ParseRetryAfter = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestTransportCapturesFailures(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/ok" {
+			_, _ = io.WriteString(w, "fine")
+			return
+		}
+		w.Header().Set("Retry-After", "3")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = io.WriteString(w, `{"error":"slow down"}`)
+	}))
+	defer srv.Close()
+	base := &http.Client{Timeout: 5 * time.Second}
+	c := Client(base)
+	if base.Transport != nil {
+		t.Fatal("Client modified the caller's http.Client")
+	}
+
+	ctx, capt := WithCapture(t.Context())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/ok", nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if capt.Failure() != nil {
+		t.Fatalf("a 200 was captured: %+v", capt.Failure())
+	}
+
+	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/busy", nil)
+	resp, err = c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if string(body) != `{"error":"slow down"}` {
+		t.Fatalf("the SDK would read %q; the body must be handed on intact", body)
+	}
+	f := capt.Failure()
+	if f == nil || f.StatusCode != 429 || f.Header.Get("Retry-After") != "3" || f.Message() != "slow down" {
+		t.Fatalf("captured %+v", f)
+	}
+}
+
+func TestFailureMessage(t *testing.T) {
+	for body, want := range map[string]string{
+		"":                             "Too Many Requests",
+		`{"error":"model is loading"}`: "model is loading",
+		`{"error":{"message":"Rate limit","type":"requests","code":"rate_limit_exceeded"}}`:          "Rate limit",
+		`{"object":"error","message":"The model does not exist.","type":"NotFoundError","code":404}`: "The model does not exist.",
+		`{"detail":"nope"}`: `{"detail":"nope"}`,
+		"<html>busy</html>": "<html>busy</html>",
+	} {
+		if got := (&Failure{StatusCode: 429, Body: body}).Message(); got != want {
+			t.Errorf("Message(%q) = %q, want %q", body, got, want)
+		}
+	}
+}
