@@ -1,0 +1,229 @@
+// Package tools is the runner's tool router: each mysis gets one session that speaks SpaceMolt over MCP
+// (modelcontextprotocol/go-sdk, Streamable HTTP) and serves Zoea's own search tools from the memory service.
+//
+// What it hides from the model, on purpose:
+//   - credentials: the mysis's SpaceMolt account is claimed (or registered) and stored by the runner, and the
+//     password never appears in a prompt, a tool result, a memory or a log (LESSONS 7);
+//   - sessions: the MCP transport session and the game session are re-established and the mysis logged in again
+//     whenever they expire, and the failed call is retried, without the model noticing (LESSONS 8);
+//   - the mysis id: search tools are scoped to the calling mysis by the runner, never by an argument (LESSONS 6).
+package tools
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
+)
+
+// Account is a SpaceMolt login from the memory service's pool.
+type Account struct {
+	Username string
+	Password string
+	Empire   string
+	MysisID  string
+}
+
+// Accounts is the account pool (memory service). Errors are libs/errs kinds; NotFound means "none".
+type Accounts interface {
+	// AccountForMysis returns the account bound to the mysis.
+	AccountForMysis(ctx context.Context, mysisID string) (Account, error)
+	// ClaimAccount binds a free account to the mysis.
+	ClaimAccount(ctx context.Context, mysisID string) (Account, error)
+	// CreateAccount stores a new account, bound to a.MysisID.
+	CreateAccount(ctx context.Context, a Account) error
+}
+
+// Hit is one search result from a mysis's own memories.
+type Hit struct {
+	MemoryID  int64     `json:"memory_id"`
+	Seq       int64     `json:"seq"`
+	Turn      int64     `json:"turn"`
+	Role      string    `json:"role"`
+	Tool      string    `json:"tool,omitempty"`
+	Snippet   string    `json:"snippet"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// BroadcastHit is one search result from the swarm's broadcasts.
+type BroadcastHit struct {
+	BroadcastID string    `json:"broadcast_id"`
+	FromMysis   string    `json:"from_mysis,omitempty"`
+	Snippet     string    `json:"snippet"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// Searcher is the memory service's search. The mysis id is always the calling mysis's, filled in by the session.
+type Searcher interface {
+	SearchMessages(ctx context.Context, mysisID, query string, limit int) ([]Hit, error)
+	SearchReasoning(ctx context.Context, mysisID, query string, limit int) ([]Hit, error)
+	SearchBroadcasts(ctx context.Context, query string, limit int) ([]BroadcastHit, error)
+}
+
+// Config configures the router.
+type Config struct {
+	// Endpoint is the SpaceMolt MCP URL, e.g. http://127.0.0.1:7100/mcp.
+	Endpoint string
+	// HTTPClient defaults to a client with a connection pool sized for a swarm and no overall timeout (travel
+	// blocks for many ticks; the caller's context bounds a call).
+	HTTPClient *http.Client
+	// Empire for registrations (default solarian).
+	Empire string
+	// RegistrationCode is sent with register when set.
+	RegistrationCode string
+	// ConnectTimeout bounds one MCP initialize (default 15s).
+	ConnectTimeout time.Duration
+	Logger         *slog.Logger
+	Version        string
+}
+
+// Router opens per-mysis tool sessions.
+type Router struct {
+	cfg      Config
+	accounts Accounts
+	search   Searcher
+	client   *mcp.Client
+	log      *slog.Logger
+}
+
+// NewRouter builds a router.
+func NewRouter(cfg Config, accounts Accounts, search Searcher) *Router {
+	if cfg.HTTPClient == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConns = 4096
+		tr.MaxIdleConnsPerHost = 4096
+		cfg.HTTPClient = &http.Client{Transport: tr}
+	}
+	if cfg.Empire == "" {
+		cfg.Empire = "solarian"
+	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = 15 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	return &Router{
+		cfg: cfg, accounts: accounts, search: search, log: cfg.Logger,
+		client: mcp.NewClient(&mcp.Implementation{Name: "zoea-runner", Version: cfg.Version}, nil),
+	}
+}
+
+// Open returns a session for m; nothing happens on the network before Prepare.
+func (r *Router) Open(m mysis.Mysis) mysis.ToolSession {
+	return &Session{r: r, mysisID: m.ID, name: m.Name, log: r.log.With("mysis_id", m.ID)}
+}
+
+// connect opens a fresh MCP session.
+func (r *Router) connect(ctx context.Context) (*mcp.ClientSession, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.ConnectTimeout)
+	defer cancel()
+	t := &mcp.StreamableClientTransport{
+		Endpoint:   r.cfg.Endpoint,
+		HTTPClient: r.cfg.HTTPClient,
+		// Only request/response is needed; a standalone SSE stream per mysis would hold a connection each.
+		DisableStandaloneSSE: true,
+		MaxRetries:           2,
+	}
+	cs, err := r.client.Connect(ctx, t, nil)
+	if err != nil {
+		return nil, fmt.Errorf("mcp connect %s: %w", r.cfg.Endpoint, err)
+	}
+	return cs, nil
+}
+
+// usernameFor derives a SpaceMolt username (3–24 of letters, digits, _ and -) from a mysis name.
+func usernameFor(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
+			b.WriteRune(r)
+		case r == ' ' || r == '.':
+			b.WriteByte('_')
+		}
+		if b.Len() >= 24 {
+			break
+		}
+	}
+	u := b.String()
+	for len(u) < 3 {
+		u += "_"
+	}
+	if len(u) > 24 {
+		u = u[:24]
+	}
+	return u
+}
+
+// withSuffix makes a retry username after username_taken: the base cut to leave room for "-" and 5 hex chars.
+func withSuffix(base string) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	suffix := hex.EncodeToString(b[:])[:5]
+	if len(base) > 18 {
+		base = base[:18]
+	}
+	return base + "-" + suffix
+}
+
+// errorResult is a tool result the model can read.
+func errorResult(code, format string, args ...any) mysis.ToolResult {
+	return mysis.ToolResult{Content: "Error: " + code + ": " + fmt.Sprintf(format, args...), IsError: true}
+}
+
+// gameErrorCode extracts the code of an "Error: <code>: <message>" game result.
+func gameErrorCode(text string) string {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(text), "Error: ")
+	if !ok {
+		return ""
+	}
+	code, _, _ := strings.Cut(rest, ":")
+	return strings.TrimSpace(code)
+}
+
+// textOf concatenates the text content of a tool result.
+func textOf(res *mcp.CallToolResult) string {
+	if res == nil {
+		return ""
+	}
+	var parts []string
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	if len(parts) == 0 && res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			return string(b)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// sessionExpired reports whether err means the MCP transport session is gone (HTTP 404, JSON-RPC -32600
+// "Session not initialized", or a connection the SDK already closed because of it).
+func sessionExpired(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, mcp.ErrSessionMissing) || errors.Is(err, mcp.ErrConnectionClosed) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "Session not initialized") || strings.Contains(msg, "session not found") ||
+		strings.Contains(msg, "404")
+}

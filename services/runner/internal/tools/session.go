@@ -1,0 +1,475 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
+	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
+)
+
+// sessionArg is the game's explicit session parameter; the runner fills it in, the model never sees it.
+const sessionArg = "session_id"
+
+// gameTool is one SpaceMolt tool as listed by the server.
+type gameTool struct {
+	name       string
+	hasSession bool
+}
+
+// Session is one mysis's tool router. Its methods are called from the mysis's actor, one at a time; the mutex
+// only guards against misuse.
+type Session struct {
+	r       *Router
+	mysisID string
+	name    string
+	log     *slog.Logger
+
+	mu        sync.Mutex
+	cs        *mcp.ClientSession
+	game      map[string]gameTool
+	llmTools  []llm.Tool
+	account   *Account
+	sessionID string // the game session id from the last login
+
+	// Recoveries, for tests and logs: MCP sessions re-initialised and game re-logins after a session error.
+	reconnects, relogins int
+}
+
+// Prepare connects, loads the tool list and logs the mysis in with its account (claimed or registered on first use).
+func (s *Session) Prepare(ctx context.Context) ([]llm.Tool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.connectLocked(ctx); err != nil {
+		return nil, err
+	}
+	if _, err := s.loginLocked(ctx); err != nil {
+		return nil, err
+	}
+	return slices.Clone(s.llmTools), nil
+}
+
+// connectLocked opens a fresh MCP session and (re)loads the tool list.
+func (s *Session) connectLocked(ctx context.Context) error {
+	if s.cs != nil {
+		_ = s.cs.Close()
+		s.cs = nil
+	}
+	cs, err := s.r.connect(ctx)
+	if err != nil {
+		return err
+	}
+	game := map[string]gameTool{}
+	var defs []llm.Tool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			_ = cs.Close()
+			return fmt.Errorf("list tools: %w", err)
+		}
+		schema, hasSession, err := llmSchema(t.InputSchema)
+		if err != nil {
+			_ = cs.Close()
+			return fmt.Errorf("tool %s schema: %w", t.Name, err)
+		}
+		game[t.Name] = gameTool{name: t.Name, hasSession: hasSession}
+		defs = append(defs, llm.Tool{Name: t.Name, Description: t.Description, Parameters: schema})
+	}
+	if len(game) == 0 {
+		_ = cs.Close()
+		return errors.New("list tools: the game server offers no tools")
+	}
+	s.cs, s.game = cs, game
+	s.llmTools = append(defs, searchTools()...)
+	return nil
+}
+
+// llmSchema removes the session parameter from a tool's input schema: the model must not see or invent it.
+func llmSchema(in any) (json.RawMessage, bool, error) {
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return nil, false, err
+	}
+	var schema map[string]any
+	if err := json.Unmarshal(raw, &schema); err != nil || schema == nil {
+		return json.RawMessage(`{"type":"object","properties":{}}`), false, nil
+	}
+	has := false
+	if props, ok := schema["properties"].(map[string]any); ok {
+		if _, has = props[sessionArg]; has {
+			delete(props, sessionArg)
+		}
+	}
+	if req, ok := schema["required"].([]any); ok {
+		kept := req[:0]
+		for _, r := range req {
+			if r != sessionArg {
+				kept = append(kept, r)
+			}
+		}
+		schema["required"] = kept
+		if len(kept) == 0 {
+			delete(schema, "required")
+		}
+	}
+	out, err := json.Marshal(schema)
+	return out, has, err
+}
+
+// Close ends the MCP session.
+func (s *Session) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cs != nil {
+		_ = s.cs.Close()
+		s.cs = nil
+	}
+}
+
+// Call executes one tool call of the model.
+func (s *Session) Call(ctx context.Context, c chat.ToolCall) (mysis.ToolResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	args, err := parseArgs(c.Arguments)
+	if err != nil {
+		return errorResult("invalid_arguments", "arguments must be a JSON object: %v", err), nil
+	}
+	switch c.Name {
+	case toolSearchMessages, toolSearchReasoning, toolSearchBroadcasts:
+		return s.searchLocked(ctx, c.Name, args), nil
+	case "register", "login":
+		// The runner owns the account: whatever the model passed, log in with the stored one and give back the
+		// game's answer with the password removed.
+		text, err := s.loginLocked(ctx)
+		if err != nil {
+			return mysis.ToolResult{}, err
+		}
+		return s.result(c.Name, text, false), nil
+	}
+	if _, ok := s.game[c.Name]; !ok {
+		return errorResult("unknown_tool", "there is no tool named %q", c.Name), nil
+	}
+	return s.callGameLocked(ctx, c.Name, args)
+}
+
+func parseArgs(text string) (map[string]any, error) {
+	if strings.TrimSpace(text) == "" {
+		return map[string]any{}, nil
+	}
+	var args map[string]any
+	if err := json.Unmarshal([]byte(text), &args); err != nil {
+		return nil, err
+	}
+	if args == nil {
+		return nil, errors.New("null is not an object")
+	}
+	return args, nil
+}
+
+// callGameLocked calls a game tool, hiding expired sessions: an expired MCP session is re-initialised and the
+// mysis logged in again; a game session error triggers one re-login. Either way the call is retried once.
+func (s *Session) callGameLocked(ctx context.Context, name string, args map[string]any) (mysis.ToolResult, error) {
+	res, err := s.rawCallLocked(ctx, name, args)
+	if err != nil && sessionExpired(err) && ctx.Err() == nil {
+		s.log.Info("mcp session expired; re-initialising", "tool", name, "err", err)
+		s.reconnects++
+		if err := s.connectLocked(ctx); err != nil {
+			return mysis.ToolResult{}, err
+		}
+		if _, err := s.loginLocked(ctx); err != nil {
+			return mysis.ToolResult{}, err
+		}
+		res, err = s.rawCallLocked(ctx, name, args)
+	}
+	if err != nil {
+		var we *jsonrpc.Error
+		if errors.As(err, &we) && !sessionExpired(err) {
+			// The server rejected the call itself (bad params and the like): the model can read and fix that.
+			return errorResult("invalid_request", "%s", we.Message), nil
+		}
+		return mysis.ToolResult{}, fmt.Errorf("call %s: %w", name, err)
+	}
+	text := textOf(res)
+	if res.IsError {
+		switch gameErrorCode(text) {
+		case "session_invalid", "session_required", "not_authenticated":
+			s.log.Info("game session lost; logging in again", "tool", name, "code", gameErrorCode(text))
+			s.relogins++
+			if _, err := s.loginLocked(ctx); err != nil {
+				return mysis.ToolResult{}, err
+			}
+			res, err = s.rawCallLocked(ctx, name, args)
+			if err != nil {
+				return mysis.ToolResult{}, fmt.Errorf("call %s: %w", name, err)
+			}
+			text = textOf(res)
+		}
+	}
+	return s.result(name, text, res.IsError), nil
+}
+
+func (s *Session) rawCallLocked(ctx context.Context, name string, args map[string]any) (*mcp.CallToolResult, error) {
+	if s.cs == nil {
+		if err := s.connectLocked(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if t := s.game[name]; t.hasSession {
+		if s.sessionID != "" {
+			args[sessionArg] = s.sessionID
+		} else {
+			delete(args, sessionArg)
+		}
+	}
+	return s.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+}
+
+// loginLocked makes sure the mysis has an account and logs it in; it returns the game's login (or register)
+// result with the password removed.
+func (s *Session) loginLocked(ctx context.Context) (string, error) {
+	if s.cs == nil {
+		if err := s.connectLocked(ctx); err != nil {
+			return "", err
+		}
+	}
+	if s.account == nil {
+		text, err := s.ensureAccountLocked(ctx)
+		if err != nil {
+			return "", err
+		}
+		if text != "" {
+			return s.redact(text), nil // registered: already logged in
+		}
+	}
+	res, err := s.rawCallLocked(ctx, "login", map[string]any{"username": s.account.Username, "password": s.account.Password})
+	if err != nil && sessionExpired(err) && ctx.Err() == nil {
+		if err := s.connectLocked(ctx); err != nil {
+			return "", err
+		}
+		res, err = s.rawCallLocked(ctx, "login", map[string]any{"username": s.account.Username, "password": s.account.Password})
+	}
+	if err != nil {
+		return "", fmt.Errorf("login %s: %w", s.account.Username, err)
+	}
+	text := textOf(res)
+	if res.IsError {
+		return "", fmt.Errorf("login %s: %s", s.account.Username, s.redact(text))
+	}
+	s.sessionID = sessionIDOf(text)
+	return s.redact(text), nil
+}
+
+// ensureAccountLocked finds the mysis's account: the one bound to it, else a free one from the pool, else a new
+// registration (whose result it returns, as register also logs in).
+func (s *Session) ensureAccountLocked(ctx context.Context) (string, error) {
+	a, err := s.r.accounts.AccountForMysis(ctx, s.mysisID)
+	if err == nil {
+		s.account = &a
+		return "", nil
+	}
+	if !errs.Is(err, errs.NotFound) {
+		return "", fmt.Errorf("account for mysis: %w", err)
+	}
+	a, err = s.r.accounts.ClaimAccount(ctx, s.mysisID)
+	if err == nil {
+		s.account = &a
+		return "", nil
+	}
+	if !errs.Is(err, errs.NotFound) {
+		return "", fmt.Errorf("claim account: %w", err)
+	}
+	username := usernameFor(s.name)
+	for attempt := range 5 {
+		if attempt > 0 {
+			username = withSuffix(usernameFor(s.name))
+		}
+		args := map[string]any{"username": username, "empire": s.r.cfg.Empire}
+		if s.r.cfg.RegistrationCode != "" {
+			args["registration_code"] = s.r.cfg.RegistrationCode
+		}
+		res, err := s.rawCallLocked(ctx, "register", args)
+		if err != nil {
+			return "", fmt.Errorf("register: %w", err)
+		}
+		text := textOf(res)
+		if res.IsError {
+			if gameErrorCode(text) == "username_taken" {
+				continue
+			}
+			return "", fmt.Errorf("register %s: %s", username, text)
+		}
+		var reg struct {
+			Password  string `json:"password"`
+			SessionID string `json:"session_id"`
+		}
+		if err := json.Unmarshal([]byte(text), &reg); err != nil || reg.Password == "" {
+			return "", fmt.Errorf("register %s: no password in the result", username)
+		}
+		acct := Account{Username: username, Password: reg.Password, Empire: s.r.cfg.Empire, MysisID: s.mysisID}
+		if err := s.r.accounts.CreateAccount(ctx, acct); err != nil {
+			return "", fmt.Errorf("store account %s: %w", username, err)
+		}
+		s.account, s.sessionID = &acct, reg.SessionID
+		s.log.Info("registered a SpaceMolt account", "username", username)
+		return text, nil
+	}
+	return "", fmt.Errorf("register: no free username for %q after 5 attempts", s.name)
+}
+
+func sessionIDOf(text string) string {
+	var r struct {
+		SessionID string `json:"session_id"`
+	}
+	_ = json.Unmarshal([]byte(text), &r)
+	return r.SessionID
+}
+
+// result builds what the model reads: the game's text with credentials removed, plus the credits when reported.
+func (s *Session) result(tool, text string, isError bool) mysis.ToolResult {
+	text = s.redact(text)
+	res := mysis.ToolResult{Content: text, IsError: isError}
+	if !isError {
+		res.Credits = creditsOf(text)
+	}
+	return res
+}
+
+// redact removes password fields from a JSON result and any occurrence of the account's password.
+func (s *Session) redact(text string) string {
+	if strings.Contains(text, "password") {
+		var v any
+		if json.Unmarshal([]byte(text), &v) == nil {
+			if dropKey(v, "password") {
+				if b, err := json.Marshal(v); err == nil {
+					text = string(b)
+				}
+			}
+		}
+	}
+	if s.account != nil && s.account.Password != "" && strings.Contains(text, s.account.Password) {
+		text = strings.ReplaceAll(text, s.account.Password, "[redacted]")
+	}
+	return text
+}
+
+func dropKey(v any, key string) bool {
+	found := false
+	switch t := v.(type) {
+	case map[string]any:
+		if _, ok := t[key]; ok {
+			delete(t, key)
+			found = true
+		}
+		for _, c := range t {
+			found = dropKey(c, key) || found
+		}
+	case []any:
+		for _, c := range t {
+			found = dropKey(c, key) || found
+		}
+	}
+	return found
+}
+
+// creditsOf reads player.credits from a get_status or login result.
+func creditsOf(text string) *int64 {
+	if !strings.Contains(text, `"credits"`) {
+		return nil
+	}
+	var r struct {
+		Player *struct {
+			Credits *int64 `json:"credits"`
+		} `json:"player"`
+	}
+	if json.Unmarshal([]byte(text), &r) != nil || r.Player == nil {
+		return nil
+	}
+	return r.Player.Credits
+}
+
+// Search tools.
+const (
+	toolSearchMessages   = "zoea_search_messages"
+	toolSearchReasoning  = "zoea_search_reasoning"
+	toolSearchBroadcasts = "zoea_search_broadcasts"
+)
+
+const searchSchema = `{"type":"object","properties":{` +
+	`"query":{"type":"string","description":"Words to find (web search syntax: \"exact phrase\", OR, -exclude). Identifiers like iron_ore work."},` +
+	`"limit":{"type":"integer","minimum":1,"maximum":50,"description":"Maximum results (default 10)."}},` +
+	`"required":["query"],"additionalProperties":false}`
+
+func searchTools() []llm.Tool {
+	return []llm.Tool{
+		{Name: toolSearchMessages, Parameters: json.RawMessage(searchSchema),
+			Description: "Search everything you have seen and said before (your own messages, orders and tool results), best match first. Use it to recall facts that are no longer in view: prices, routes, ids, past results."},
+		{Name: toolSearchReasoning, Parameters: json.RawMessage(searchSchema),
+			Description: "Search your own past reasoning, best match first: why you decided something earlier."},
+		{Name: toolSearchBroadcasts, Parameters: json.RawMessage(searchSchema),
+			Description: "Search the commander's broadcasts to the whole swarm, best match first: missions and standing orders."},
+	}
+}
+
+func (s *Session) searchLocked(ctx context.Context, name string, args map[string]any) mysis.ToolResult {
+	var extra []string
+	for k := range args {
+		if k != "query" && k != "limit" {
+			extra = append(extra, k)
+		}
+	}
+	if len(extra) > 0 {
+		sort.Strings(extra)
+		return errorResult("invalid_arguments", "unknown parameter(s) %v: only query and limit are accepted; search always covers your own memories", extra)
+	}
+	query, _ := args["query"].(string)
+	if strings.TrimSpace(query) == "" {
+		return errorResult("invalid_arguments", "query must be a non-empty string")
+	}
+	limit := 10
+	if v, ok := args["limit"]; ok {
+		f, isNum := v.(float64)
+		if !isNum || f != float64(int(f)) || f < 1 || f > 50 {
+			return errorResult("invalid_arguments", "limit must be an integer from 1 to 50")
+		}
+		limit = int(f)
+	}
+	var (
+		out any
+		n   int
+		err error
+	)
+	switch name {
+	case toolSearchMessages:
+		var hits []Hit
+		hits, err = s.r.search.SearchMessages(ctx, s.mysisID, query, limit)
+		out, n = hits, len(hits)
+	case toolSearchReasoning:
+		var hits []Hit
+		hits, err = s.r.search.SearchReasoning(ctx, s.mysisID, query, limit)
+		out, n = hits, len(hits)
+	default:
+		var hits []BroadcastHit
+		hits, err = s.r.search.SearchBroadcasts(ctx, query, limit)
+		out, n = hits, len(hits)
+	}
+	if err != nil {
+		if errs.Is(err, errs.Invalid) {
+			return errorResult("invalid_arguments", "%s", err.Error())
+		}
+		s.log.Warn("search failed", "tool", name, "err", err)
+		return errorResult("search_unavailable", "search failed, try again later")
+	}
+	b, _ := json.Marshal(map[string]any{"results": out, "count": n})
+	return mysis.ToolResult{Content: s.redact(string(b))}
+}

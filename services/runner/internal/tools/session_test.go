@@ -1,0 +1,312 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
+	"github.com/zoeaswarm/zoea/services/runner/internal/testenv"
+)
+
+type fakeAccounts struct {
+	mu       sync.Mutex
+	accounts []Account
+	creates  int
+}
+
+func (f *fakeAccounts) AccountForMysis(_ context.Context, id string) (Account, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, a := range f.accounts {
+		if a.MysisID == id {
+			return a, nil
+		}
+	}
+	return Account{}, errs.NotFoundf("no account")
+}
+
+func (f *fakeAccounts) ClaimAccount(_ context.Context, id string) (Account, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, a := range f.accounts {
+		if a.MysisID == "" {
+			f.accounts[i].MysisID = id
+			return f.accounts[i], nil
+		}
+	}
+	return Account{}, errs.NotFoundf("pool empty")
+}
+
+func (f *fakeAccounts) CreateAccount(_ context.Context, a Account) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.creates++
+	f.accounts = append(f.accounts, a)
+	return nil
+}
+
+func (f *fakeAccounts) passwordOf(id string) string {
+	a, _ := f.AccountForMysis(context.Background(), id)
+	return a.Password
+}
+
+type fakeSearch struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (f *fakeSearch) SearchMessages(_ context.Context, id, q string, limit int) ([]Hit, error) {
+	f.mu.Lock()
+	f.ids = append(f.ids, id)
+	f.mu.Unlock()
+	return []Hit{{MemoryID: 1, Seq: 1, Role: "tool", Tool: "get_status", Snippet: "«" + q + "» of " + id}}, nil
+}
+
+func (f *fakeSearch) SearchReasoning(ctx context.Context, id, q string, limit int) ([]Hit, error) {
+	return f.SearchMessages(ctx, id, q, limit)
+}
+
+func (f *fakeSearch) SearchBroadcasts(_ context.Context, q string, limit int) ([]BroadcastHit, error) {
+	return []BroadcastHit{{BroadcastID: "b1", Snippet: q}}, nil
+}
+
+func call(id, name, args string) chat.ToolCall {
+	return chat.ToolCall{ID: id, Name: name, Arguments: args}
+}
+
+// TestSessionAgainstSimulator drives one tool session against the real simulator binary with short session
+// lifetimes: registration, login, credential hiding, session id injection, and transparent recovery from an
+// expired MCP session, an expired game session and a displaced login.
+func TestSessionAgainstSimulator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the simulator")
+	}
+	sim := testenv.StartSim(t, "ZOEA_SIM_MCP_SESSION_TTL=300ms", "ZOEA_SIM_SESSION_TTL=600ms", "ZOEA_SIM_REGISTRATION_CODE=letmein")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	accounts := &fakeAccounts{}
+	r := NewRouter(Config{Endpoint: sim.MCPURL(), RegistrationCode: "letmein"}, accounts, &fakeSearch{})
+	s := r.Open(mysis.Mysis{ID: "11111111-1111-1111-1111-111111111111", Name: "Ada Lovelace"}).(*Session)
+	defer s.Close()
+
+	var seen []string // every text the model would read
+	do := func(c chat.ToolCall) mysis.ToolResult {
+		t.Helper()
+		res, err := s.Call(ctx, c)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		seen = append(seen, res.Content)
+		return res
+	}
+
+	defs, err := s.Prepare(ctx)
+	if err != nil {
+		t.Fatalf("prepare: %v", err)
+	}
+	names := map[string]bool{}
+	for _, d := range defs {
+		names[d.Name] = true
+		if strings.Contains(string(d.Parameters), "session_id") {
+			t.Errorf("tool %s exposes session_id to the model: %s", d.Name, d.Parameters)
+		}
+		if strings.HasPrefix(d.Name, "zoea_search") && strings.Contains(string(d.Parameters), "mysis") {
+			t.Errorf("search tool %s has a mysis parameter", d.Name)
+		}
+	}
+	for _, want := range []string{"get_status", "mine", "travel", "login", toolSearchMessages, toolSearchReasoning, toolSearchBroadcasts} {
+		if !names[want] {
+			t.Errorf("tool list lacks %s", want)
+		}
+	}
+	if accounts.creates != 1 {
+		t.Fatalf("accounts created = %d, want 1 (registered on first use)", accounts.creates)
+	}
+	acct := accounts.accounts[0]
+	if acct.Username != "Ada_Lovelace" || len(acct.Password) < 16 || acct.MysisID != s.mysisID {
+		t.Errorf("stored account = %+v", Account{Username: acct.Username, MysisID: acct.MysisID})
+	}
+
+	st := do(call("1", "get_status", `{}`))
+	if st.IsError || st.Credits == nil {
+		t.Fatalf("get_status = %+v", st)
+	}
+	// The model's own login attempt: the runner logs in with the stored account; the answer holds no password.
+	if res := do(call("2", "login", `{"username":"hacker","password":"guess"}`)); res.IsError || !strings.Contains(res.Content, "session_id") {
+		t.Errorf("login = %+v", res)
+	}
+	if res := do(call("3", "register", `{"username":"another","empire":"voidborn"}`)); res.IsError {
+		t.Errorf("register = %+v", res)
+	}
+	// A bogus session id from the model is replaced by the tracked one.
+	if res := do(call("4", "get_status", `{"session_id":"forged"}`)); res.IsError {
+		t.Errorf("get_status with a forged session id = %+v", res)
+	}
+
+	// Another client logs in with the same account: ours is displaced (session_invalid) and silently recovers.
+	other, err := r.connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := other.CallTool(ctx, &mcp.CallToolParams{Name: "login", Arguments: map[string]any{"username": acct.Username, "password": acct.Password}}); err != nil || res.IsError {
+		t.Fatalf("second login: %v %v", err, textOf(res))
+	}
+	_ = other.Close()
+	if res := do(call("5", "get_status", `{}`)); res.IsError {
+		t.Errorf("after displacement: %+v", res)
+	}
+	if s.relogins != 1 {
+		t.Errorf("re-logins after displacement = %d, want 1", s.relogins)
+	}
+
+	// Both the MCP transport session and the game session expire; the next call still just works.
+	time.Sleep(900 * time.Millisecond)
+	if res := do(call("6", "get_cargo", `{}`)); res.IsError {
+		t.Errorf("after expiry: %+v", res)
+	}
+	if res := do(call("7", "get_status", `{}`)); res.IsError {
+		t.Errorf("second call after expiry: %+v", res)
+	}
+	if s.reconnects != 1 {
+		t.Errorf("MCP re-initialisations = %d, want 1", s.reconnects)
+	}
+
+	// Model mistakes are results, not crashes.
+	if res := do(call("8", "travel", `{"target_poi":`)); !res.IsError || !strings.HasPrefix(res.Content, "Error: invalid_arguments:") {
+		t.Errorf("malformed JSON = %+v", res)
+	}
+	if res := do(call("9", "warp_drive", `{}`)); !res.IsError || !strings.HasPrefix(res.Content, "Error: unknown_tool:") {
+		t.Errorf("unknown tool = %+v", res)
+	}
+	if res := do(call("10", "travel", `{"target_poi":"nowhere"}`)); !res.IsError || !strings.HasPrefix(res.Content, "Error: ") {
+		t.Errorf("game error = %+v", res)
+	}
+	if res := do(call("11", "travel", `[1,2]`)); !res.IsError {
+		t.Errorf("array arguments = %+v", res)
+	}
+
+	// LESSONS 7: the password never reaches the model.
+	for i, text := range seen {
+		if strings.Contains(text, acct.Password) || strings.Contains(text, `"password"`) {
+			t.Errorf("result %d leaks the password: %s", i, text)
+		}
+	}
+}
+
+// A mysis whose pool holds a free account claims it instead of registering.
+func TestSessionClaimsPoolAccount(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the simulator")
+	}
+	sim := testenv.StartSim(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Register an account directly, as an operator would, and put it in the pool unbound.
+	setup := NewRouter(Config{Endpoint: sim.MCPURL()}, &fakeAccounts{}, &fakeSearch{})
+	cs, err := setup.connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "register", Arguments: map[string]any{"username": "pooled", "empire": "nebula"}})
+	if err != nil || res.IsError {
+		t.Fatalf("register: %v %s", err, textOf(res))
+	}
+	var reg struct{ Password string }
+	_ = json.Unmarshal([]byte(textOf(res)), &reg)
+	_ = cs.Close()
+
+	accounts := &fakeAccounts{accounts: []Account{{Username: "pooled", Password: reg.Password, Empire: "nebula"}}}
+	s := NewRouter(Config{Endpoint: sim.MCPURL()}, accounts, &fakeSearch{}).Open(mysis.Mysis{ID: "m2", Name: "m2"})
+	defer s.Close()
+	if _, err := s.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if accounts.creates != 0 || accounts.accounts[0].MysisID != "m2" {
+		t.Errorf("pool account not claimed: creates=%d binding=%q", accounts.creates, accounts.accounts[0].MysisID)
+	}
+	got, err := s.Call(ctx, call("1", "get_status", `{}`))
+	if err != nil || got.IsError || !strings.Contains(got.Content, "pooled") {
+		t.Errorf("get_status = %+v, %v", got, err)
+	}
+}
+
+// LESSONS 6: a mysis searches only its own memories; any attempt to name another mysis is rejected.
+func TestSearchIsScopedToTheCallingMysis(t *testing.T) {
+	search := &fakeSearch{}
+	r := NewRouter(Config{Endpoint: "http://127.0.0.1:1/mcp"}, &fakeAccounts{}, search)
+	a := r.Open(mysis.Mysis{ID: "mysis-a", Name: "a"})
+	ctx := context.Background()
+
+	for _, tc := range []struct {
+		args    string
+		wantErr string
+	}{
+		{`{"query":"iron_ore","mysis_id":"mysis-b"}`, "invalid_arguments"},
+		{`{"query":"iron_ore","mysis":"b"}`, "invalid_arguments"},
+		{`{"query":""}`, "invalid_arguments"},
+		{`{"query":"x","limit":0}`, "invalid_arguments"},
+		{`{"query":"x","limit":2.5}`, "invalid_arguments"},
+		{`not json`, "invalid_arguments"},
+	} {
+		res, err := a.Call(ctx, call("1", toolSearchMessages, tc.args))
+		if err != nil || !res.IsError || !strings.Contains(res.Content, tc.wantErr) {
+			t.Errorf("%s → %+v, %v", tc.args, res, err)
+		}
+	}
+	res, err := a.Call(ctx, call("2", toolSearchMessages, `{"query":"iron_ore","limit":5}`))
+	if err != nil || res.IsError {
+		t.Fatalf("search: %+v %v", res, err)
+	}
+	if res, _ := a.Call(ctx, call("3", toolSearchReasoning, `{"query":"why"}`)); res.IsError {
+		t.Errorf("reasoning search: %+v", res)
+	}
+	if res, _ := a.Call(ctx, call("4", toolSearchBroadcasts, `{"query":"mission"}`)); res.IsError {
+		t.Errorf("broadcast search: %+v", res)
+	}
+	for _, id := range search.ids {
+		if id != "mysis-a" {
+			t.Errorf("search ran for mysis %q", id)
+		}
+	}
+	if len(search.ids) != 2 {
+		t.Errorf("searches = %d, want 2", len(search.ids))
+	}
+}
+
+func TestUsernameFor(t *testing.T) {
+	for in, want := range map[string]string{
+		"Ada Lovelace":                      "Ada_Lovelace",
+		"x":                                 "x__",
+		"émile/zola!":                       "milezola",
+		"a-very-long-mysis-name-indeed-yes": "a-very-long-mysis-name-i",
+	} {
+		if got := usernameFor(in); got != want {
+			t.Errorf("usernameFor(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := withSuffix("abcdefghijklmnopqrstuvwx"); len(got) != 24 || !strings.HasPrefix(got, "abcdefghijklmnopqr-") {
+		t.Errorf("withSuffix = %q", got)
+	}
+}
+
+func TestRedactRemovesPasswords(t *testing.T) {
+	s := &Session{account: &Account{Password: "s3cr3t-hex"}}
+	for _, in := range []string{
+		`{"password":"s3cr3t-hex","player":{"credits":5}}`,
+		`{"nested":{"password":"zzz"}}`,
+		`plain text with s3cr3t-hex inside`,
+	} {
+		out := s.redact(in)
+		if strings.Contains(out, "s3cr3t-hex") || strings.Contains(out, `"password"`) || strings.Contains(out, "zzz") {
+			t.Errorf("redact(%s) = %s", in, out)
+		}
+	}
+}
