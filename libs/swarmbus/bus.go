@@ -1,0 +1,335 @@
+package swarmbus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/propagation"
+)
+
+// Names of the NATS resources. They are part of Zoea's wire protocol: changing one is a breaking change.
+const (
+	// StreamMessages holds broadcasts and direct messages until the delivery consumer acknowledges them.
+	StreamMessages = "ZOEA_MESSAGES"
+	// SubjectBroadcast carries broadcasts.
+	SubjectBroadcast = "zoea.bcast"
+	// LeaseBucket is the KV bucket of mysis leases.
+	LeaseBucket = "zoea_leases"
+	// DeliveryConsumer is the durable consumer shared by all bus replicas.
+	DeliveryConsumer = "bus-delivery"
+
+	subjectDirectPrefix = "zoea.direct."
+	subjectWakePrefix   = "zoea.wake."
+	subjectEventPrefix  = "zoea.events."
+	// swarmToken stands in for the mysis id of events that concern no single mysis.
+	swarmToken = "_swarm"
+)
+
+// Defaults for Options.
+const (
+	DefaultLeaseTTL        = 15 * time.Second
+	DefaultDuplicateWindow = 10 * time.Minute
+	DefaultStreamMaxBytes  = 1 << 30
+	DefaultPublishTimeout  = 5 * time.Second
+)
+
+// Options configure Connect. The zero value is usable.
+type Options struct {
+	// Name identifies the connection in NATS monitoring, e.g. "bus" or "runner-7f3c".
+	Name string
+	// Logger receives connection lifecycle and delivery logs; slog.Default() when nil.
+	Logger *slog.Logger
+	// LeaseTTL is the lease bucket's TTL. Zero keeps an existing bucket's TTL and creates a missing bucket with
+	// DefaultLeaseTTL; a non-zero value different from the existing bucket's updates the bucket (every replica of a
+	// deployment should agree on it). Processes that do not hold leases (the bus) should leave it zero.
+	LeaseTTL time.Duration
+	// DuplicateWindow is how long JetStream remembers message ids for deduplication; DefaultDuplicateWindow when zero.
+	DuplicateWindow time.Duration
+	// StreamMaxBytes caps the message stream; when full, new publishes fail (nothing acknowledged is dropped).
+	StreamMaxBytes int64
+	// Replicas is the JetStream replication factor of the stream and bucket (1 for a single server, 3 in a cluster).
+	Replicas int
+	// PublishTimeout bounds one PubAck wait; a publish is retried with the same message id until its ctx is done.
+	PublishTimeout time.Duration
+	// Propagator injects and extracts trace context in NATS headers; W3C trace context + baggage when nil.
+	Propagator propagation.TextMapPropagator
+	// ReconnectMaxDelay caps the exponential reconnect backoff (default 5s). Reconnection never gives up.
+	ReconnectMaxDelay time.Duration
+}
+
+func (o *Options) setDefaults() {
+	if o.Name == "" {
+		o.Name = "zoea"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.DuplicateWindow <= 0 {
+		o.DuplicateWindow = DefaultDuplicateWindow
+	}
+	if o.StreamMaxBytes <= 0 {
+		o.StreamMaxBytes = DefaultStreamMaxBytes
+	}
+	if o.Replicas <= 0 {
+		o.Replicas = 1
+	}
+	if o.PublishTimeout <= 0 {
+		o.PublishTimeout = DefaultPublishTimeout
+	}
+	if o.Propagator == nil {
+		o.Propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+	}
+	if o.ReconnectMaxDelay <= 0 {
+		o.ReconnectMaxDelay = 5 * time.Second
+	}
+}
+
+// Bus is a connection to Zoea's NATS with its streams and bucket ensured. It is safe for concurrent use.
+type Bus struct {
+	opts Options
+	log  *slog.Logger
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	kv   jetstream.KeyValue
+	ttl  time.Duration
+
+	mu          sync.Mutex
+	onReconnect []func()
+}
+
+// Connect connects to url and ensures the message stream and the lease bucket exist. The connection reconnects
+// forever with capped exponential backoff; if NATS is not reachable yet, Connect keeps trying until ctx is done, so
+// a process may start before NATS. Creating the stream and bucket is idempotent and safe when many processes start
+// at once.
+func Connect(ctx context.Context, url string, opts Options) (*Bus, error) {
+	opts.setDefaults()
+	b := &Bus{opts: opts, log: opts.Logger.With("component", "swarmbus")}
+	maxDelay := opts.ReconnectMaxDelay
+	nc, err := nats.Connect(url,
+		nats.Name(opts.Name),
+		nats.RetryOnFailedConnect(true),
+		nats.MaxReconnects(-1),
+		nats.CustomReconnectDelay(func(attempts int) time.Duration { return backoff(attempts, 100*time.Millisecond, maxDelay) }),
+		nats.PingInterval(10*time.Second),
+		nats.MaxPingsOutstanding(3),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				b.log.Warn("nats disconnected", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) {
+			b.log.Info("nats reconnected", "url", c.ConnectedUrlRedacted())
+			go b.reconnected()
+		}),
+		nats.ConnectHandler(func(c *nats.Conn) {
+			b.log.Info("nats connected", "url", c.ConnectedUrlRedacted())
+		}),
+		nats.ClosedHandler(func(*nats.Conn) { b.log.Info("nats connection closed") }),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subject := ""
+			if sub != nil {
+				subject = sub.Subject
+			}
+			b.log.Warn("nats async error", "subject", subject, "err", err)
+		}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("swarmbus: connect %s: %w", url, err)
+	}
+	b.nc = nc
+	b.js, err = jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("swarmbus: jetstream: %w", err)
+	}
+	for attempt := 1; ; attempt++ {
+		err = b.ensure(ctx)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			nc.Close()
+			return nil, fmt.Errorf("swarmbus: ensure stream and bucket: %w (last error: %w)", ctx.Err(), err)
+		}
+		b.log.Warn("nats not ready; retrying", "url", url, "attempt", attempt, "err", err)
+		if !sleep(ctx, backoff(attempt, 200*time.Millisecond, maxDelay)) {
+			nc.Close()
+			return nil, fmt.Errorf("swarmbus: ensure stream and bucket: %w (last error: %w)", ctx.Err(), err)
+		}
+	}
+	return b, nil
+}
+
+// Close drains subscriptions and closes the connection.
+func (b *Bus) Close() {
+	if err := b.nc.Drain(); err != nil {
+		b.nc.Close()
+	}
+}
+
+// Ready reports whether the connection is up and JetStream answers; services use it as a readiness check.
+func (b *Bus) Ready(ctx context.Context) error {
+	if s := b.nc.Status(); s != nats.CONNECTED {
+		return fmt.Errorf("nats %s", s)
+	}
+	if _, err := b.js.Stream(ctx, StreamMessages); err != nil {
+		return fmt.Errorf("jetstream stream %s: %w", StreamMessages, err)
+	}
+	return nil
+}
+
+// LeaseTTL is the lease bucket's TTL as found or set at Connect.
+func (b *Bus) LeaseTTL() time.Duration { return b.ttl }
+
+// OnReconnect registers fn to run (in its own goroutine) after every reconnection, once the stream and bucket are
+// ensured again. Core NATS messages published while disconnected — wakes and events — are lost, so a runner
+// registers a reconciliation of all its myses here.
+func (b *Bus) OnReconnect(fn func()) {
+	b.mu.Lock()
+	b.onReconnect = append(b.onReconnect, fn)
+	b.mu.Unlock()
+}
+
+func (b *Bus) reconnected() {
+	// A NATS server restarted without its store lost the stream: recreate it before anyone publishes again.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := b.ensure(ctx); err != nil {
+		b.log.Error("re-ensuring stream and bucket after reconnect", "err", err)
+	}
+	b.mu.Lock()
+	fns := append([]func(){}, b.onReconnect...)
+	b.mu.Unlock()
+	for _, fn := range fns {
+		go fn()
+	}
+}
+
+func (b *Bus) streamConfig() jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        StreamMessages,
+		Description: "Zoea broadcasts and direct messages awaiting delivery to the memory service",
+		Subjects:    []string{SubjectBroadcast, subjectDirectPrefix + "*"},
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    b.opts.Replicas,
+		Duplicates:  b.opts.DuplicateWindow,
+		MaxBytes:    b.opts.StreamMaxBytes,
+		MaxMsgs:     -1,
+		Discard:     jetstream.DiscardNew,
+		// No MaxAge: an acknowledged broadcast waits for delivery however long the bus is away.
+	}
+}
+
+// ensure creates or reconciles the stream and the lease bucket. The server treats a create with an identical
+// config as a no-op, so concurrent starters converge; a starter that loses a create race reads what the winner made.
+func (b *Bus) ensure(ctx context.Context) error {
+	cfg := b.streamConfig()
+	s, err := b.js.Stream(ctx, StreamMessages)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		if _, err := b.js.CreateStream(ctx, cfg); err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return fmt.Errorf("create stream %s: %w", StreamMessages, err)
+		}
+	case err != nil:
+		return fmt.Errorf("stream %s: %w", StreamMessages, err)
+	default:
+		have := s.CachedInfo().Config
+		if have.Duplicates != cfg.Duplicates || have.MaxBytes != cfg.MaxBytes || have.Retention != cfg.Retention ||
+			len(have.Subjects) != len(cfg.Subjects) || have.Replicas != cfg.Replicas {
+			if _, err := b.js.UpdateStream(ctx, cfg); err != nil {
+				return fmt.Errorf("update stream %s: %w", StreamMessages, err)
+			}
+			b.log.Info("updated stream config", "stream", StreamMessages)
+		}
+	}
+	return b.ensureBucket(ctx)
+}
+
+func (b *Bus) ensureBucket(ctx context.Context) error {
+	want := b.opts.LeaseTTL
+	kv, err := b.js.KeyValue(ctx, LeaseBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		ttl := want
+		if ttl <= 0 {
+			ttl = DefaultLeaseTTL
+		}
+		kv, err = b.js.CreateKeyValue(ctx, b.bucketConfig(ttl))
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = b.js.KeyValue(ctx, LeaseBucket)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("lease bucket %s: %w", LeaseBucket, err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("lease bucket %s status: %w", LeaseBucket, err)
+	}
+	ttl := st.TTL()
+	if want > 0 && ttl != want {
+		if kv, err = b.js.UpdateKeyValue(ctx, b.bucketConfig(want)); err != nil {
+			return fmt.Errorf("set lease TTL to %s: %w", want, err)
+		}
+		b.log.Warn("changed lease TTL of the bucket", "from", ttl.String(), "to", want.String())
+		ttl = want
+	}
+	b.mu.Lock()
+	b.kv, b.ttl = kv, ttl
+	b.mu.Unlock()
+	return nil
+}
+
+func (b *Bus) bucketConfig(ttl time.Duration) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:      LeaseBucket,
+		Description: "Zoea mysis leases: key mysis.<id>, value the holding runner replica",
+		TTL:         ttl,
+		History:     1,
+		Storage:     jetstream.FileStorage,
+		Replicas:    b.opts.Replicas,
+		// Markers make an expiry visible to watchers, so a replica learns that a lease is free.
+		LimitMarkerTTL: max(ttl, time.Second),
+	}
+}
+
+func (b *Bus) bucket() jetstream.KeyValue {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.kv
+}
+
+// backoff is capped exponential backoff with jitter: base·2^(attempt-1), ±20%, at most maxDelay.
+func backoff(attempt int, base, maxDelay time.Duration) time.Duration {
+	if attempt < 1 {
+		attempt = 1
+	}
+	d := base
+	for i := 1; i < attempt && d < maxDelay; i++ {
+		d *= 2
+	}
+	d = min(d, maxDelay)
+	jitter := time.Duration(rand.Int64N(int64(d)/5 + 1))
+	if rand.IntN(2) == 0 {
+		return d - jitter
+	}
+	return min(d+jitter, maxDelay)
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

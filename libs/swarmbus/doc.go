@@ -1,0 +1,54 @@
+// Package swarmbus is the one place that knows Zoea's NATS protocol. The bus service and the runner both use it;
+// nothing else in Zoea names a NATS subject, stream, consumer or KV bucket.
+//
+// # Subjects and storage
+//
+//	zoea.bcast              broadcasts        JetStream stream ZOEA_MESSAGES (work queue, file storage)
+//	zoea.direct.<mysis>     direct messages   JetStream stream ZOEA_MESSAGES
+//	zoea.wake.<mysis>       wake-up pokes     core NATS, fan-out to every subscriber
+//	zoea.events.<mysis>     swarm events      core NATS, fan-out to every subscriber
+//	KV zoea_leases          mysis leases      key "mysis.<id>" = holder id, bucket TTL = lease TTL
+//
+// # Broadcasts and direct messages: durable, deduplicated, delivered in order
+//
+// PublishBroadcast and PublishDirect return only after JetStream's PubAck, so an acknowledged message is on disk
+// and survives bus and NATS restarts. Each publish carries Nats-Msg-Id (the broadcast id, or "direct:" + message id),
+// so a retried publish inside the stream's duplicate window is stored once. Outside that window the memory service
+// is the last line of defence: RecordBroadcast is idempotent on the broadcast id and direct messages are appended
+// with the idempotency key "direct:<id>", so a message reaches each mysis's memory exactly once whatever happens.
+//
+// The stream uses work-queue retention: a message stays until the delivery consumer acknowledges it, however long
+// the bus is down (no MaxAge), and is removed afterwards, so the stream stays small. The single durable pull
+// consumer (ConsumeMessages) is shared by all bus replicas and has MaxAckPending 1: messages are handled one at a
+// time in publish order (a mission broadcast after another must land after it in every memory), and a message
+// that is being retried — a nak with delay keeps it pending — holds back the ones behind it instead of being
+// overtaken. Handlers are at-least-once; their effects must be idempotent, which the memory service guarantees.
+//
+// # Wake-ups: hints, not truth
+//
+// A wake tells the runner replica that owns a mysis to re-read it from the memory service and act (a new
+// broadcast or direct message, start, stop, configure, delete). Wakes use core NATS: every runner replica
+// subscribes to all of them and ignores the myses whose lease it does not hold. A wake is lost when nobody owns
+// the mysis at that moment (its replica just died) or when the subscriber is disconnected. That is safe because the
+// memory service is the truth: a runner MUST reconcile a mysis from memory whenever it acquires its lease (a new
+// broadcast or direct message is already stored there before any wake is sent), and SHOULD reconcile every owned
+// mysis after a NATS reconnect (see OnReconnect). A wake that arrives twice is harmless for the same reason.
+//
+// # Events: core NATS
+//
+// Events (state changes, appended memories, tool calls, errors, deliveries) are observations for the CLI/TUI and
+// dashboards, not state: everything they describe is already stored in the memory service. They go over core NATS
+// because a watcher wants them live and the WatchEvents API has no resume cursor, so retention would buy nothing
+// while costing a disk write per tool call across a swarm of thousands; with no watcher they cost nothing.
+// Events are protobuf-encoded busv1.Event with W3C trace context (traceparent, tracestate, baggage) in the NATS
+// headers, so a trace crosses the runner → NATS → bus → client hops.
+//
+// # Leases
+//
+// Each mysis is owned by at most one runner replica at a time through the zoea_leases KV bucket. Acquire is a KV
+// Create (only one creator wins); Renew is a KV Update against the revision this holder last wrote (a compare and
+// set: anyone else's write in between makes it fail with ErrLeaseLost). The bucket's MaxAge is the lease TTL, so
+// an entry that is not renewed disappears by itself; the bucket also keeps limit markers, so a Watch sees the expiry
+// as a "free" event and a surviving replica can take the mysis over within the TTL. See Leases for the rules the
+// runner must follow.
+package swarmbus
