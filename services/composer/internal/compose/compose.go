@@ -267,6 +267,7 @@ func (c *composer) run(in Input) (Result, error) {
 		if !red.step() {
 			return Result{}, &BudgetError{Budget: c.p.TokenBudget, Need: r.tokens.Total}
 		}
+		needPromptBefore(units)
 	}
 }
 
@@ -503,7 +504,13 @@ func (c *composer) selectUnits(units []*unit, currentStart int, missionUnit *uni
 			p.keep, p.reason, p.promptFor = true, ReasonHistoryPrompt, u
 		}
 	}
-	// A kept loop needs a user message somewhere before it.
+	needPromptBefore(units)
+}
+
+// needPromptBefore drops kept earlier-turn replies and loops that no user message precedes: the first message after
+// the system prompt must be a user message (for both providers), and a loop whose prompt scrolled out of the window
+// (or was dropped for the budget) has nothing to follow.
+func needPromptBefore(units []*unit) {
 	sawUser := false
 	for _, u := range units {
 		if !u.keep {

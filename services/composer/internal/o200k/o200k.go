@@ -10,7 +10,6 @@
 package o200k
 
 import (
-	"container/heap"
 	"fmt"
 	"sync"
 	"unicode"
@@ -219,7 +218,7 @@ func (t *Tokenizer) mergeHeap(piece string, bounds []int) []int {
 	for i := 0; i <= n; i++ {
 		next[i], prev[i], alive[i] = i+1, i-1, true
 	}
-	h := &pairHeap{}
+	h := make(pairHeap, 0, n)
 	push := func(i int) {
 		j := next[i]
 		if i >= n || j >= n {
@@ -227,14 +226,14 @@ func (t *Tokenizer) mergeHeap(piece string, bounds []int) []int {
 		}
 		k := next[j]
 		if r, ok := t.ranks[piece[i:k]]; ok {
-			heap.Push(h, pairItem{rank: r, start: i, ver: ver[i]})
+			h.push(pairItem{rank: r, start: i, ver: ver[i]})
 		}
 	}
 	for i := 0; i < n; i++ {
 		push(i)
 	}
-	for h.Len() > 0 {
-		it := heap.Pop(h).(pairItem)
+	for len(h) > 0 {
+		it := h.pop()
 		i := it.start
 		if !alive[i] || it.ver != ver[i] {
 			continue
@@ -264,22 +263,52 @@ type pairItem struct {
 	ver   uint32
 }
 
+// pairHeap is a binary min-heap ordered by (rank, start), written out rather than through container/heap to avoid
+// boxing every item.
 type pairHeap []pairItem
 
-func (h pairHeap) Len() int { return len(h) }
-func (h pairHeap) Less(a, b int) bool {
+func (h pairHeap) less(a, b int) bool {
 	if h[a].rank != h[b].rank {
 		return h[a].rank < h[b].rank
 	}
 	return h[a].start < h[b].start
 }
-func (h pairHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
-func (h *pairHeap) Push(x any)   { *h = append(*h, x.(pairItem)) }
-func (h *pairHeap) Pop() any {
-	old := *h
-	it := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return it
+
+func (h *pairHeap) push(it pairItem) {
+	*h = append(*h, it)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !s.less(i, p) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h *pairHeap) pop() pairItem {
+	s := *h
+	top := s[0]
+	last := len(s) - 1
+	s[0] = s[last]
+	s = s[:last]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(s) && s.less(l, m) {
+			m = l
+		}
+		if r < len(s) && s.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+	*h = s
+	return top
 }
 
 // ---- pre-tokenizer ----
@@ -299,12 +328,12 @@ func (h *pairHeap) Pop() any {
 
 // class bits of a rune.
 const (
-	cU     = 1 << iota // Lu Lt Lm Lo M: the "upper" run of 1 and 2
-	cW                 // Ll Lm Lo M: the "lower" run of 1 and 2
-	cL                 // any letter
-	cN                 // any number
-	cS                 // white space
-	cCRLF              // \r or \n
+	cU    = 1 << iota // Lu Lt Lm Lo M: the "upper" run of 1 and 2
+	cW                // Ll Lm Lo M: the "lower" run of 1 and 2
+	cL                // any letter
+	cN                // any number
+	cS                // white space
+	cCRLF             // \r or \n
 )
 
 func classOf(r rune) uint8 {

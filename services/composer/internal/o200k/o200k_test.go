@@ -41,7 +41,7 @@ func TestTrueTiktokenWhitespace(t *testing.T) {
 		{" \n \n x", 2}, // " \n \n" + " x"
 		{" \n \n", 1},
 		{"a \n\n \n b", 4}, // "a" + " \n\n \n" (two tokens) + " b"
-		{"x\n \n\ty", 3},    // "x" + "\n \n" + "\ty"
+		{"x\n \n\ty", 3},   // "x" + "\n \n" + "\ty"
 		{"\r\n\u0301,", 3},
 	} {
 		if got := tok.Count(tc.s); got != tc.want {
