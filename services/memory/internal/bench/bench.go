@@ -1,0 +1,18 @@
+// Package bench seeds a database with synthetic SpaceMolt-like history and measures the memory store against it.
+package bench
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+)
+
+// SeedMain runs `memory seed`.
+func SeedMain(ctx context.Context, log *slog.Logger, dbURL string, args []string) error {
+	return errors.New("not yet")
+}
+
+// BenchMain runs `memory bench`.
+func BenchMain(ctx context.Context, log *slog.Logger, dbURL string, args []string) error {
+	return errors.New("not yet")
+}
