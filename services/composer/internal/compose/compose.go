@@ -174,7 +174,7 @@ func (c *composer) run(in Input) (Result, error) {
 		}, nil
 	case begin:
 		l := NudgeLevel(max(in.EncouragementCount, 0) + 1)
-		nudge = &Nudge{Level: l, Content: c.p.Nudges.text(l)}
+		nudge = &Nudge{Level: l, Content: c.p.Nudges.Text(l)}
 		enc = Encouragement{Decision: DecisionIncrement, Count: max(in.EncouragementCount, 0) + 1}
 	case newest.realPrompt:
 		enc = Encouragement{Decision: DecisionReset, Count: 0}
@@ -231,7 +231,7 @@ func (c *composer) run(in Input) (Result, error) {
 	}
 	if !hasOpener && !missionBefore {
 		l := NudgeLevel(min(max(in.EncouragementCount, 1), IdleAfter))
-		units = slices.Insert(units, currentStart, &unit{kind: kindNudge, idx: -1, turn: -1, content: c.p.Nudges.text(l)})
+		units = slices.Insert(units, currentStart, &unit{kind: kindNudge, idx: -1, turn: -1, content: c.p.Nudges.Text(l)})
 		level = l
 	}
 

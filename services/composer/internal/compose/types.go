@@ -135,7 +135,8 @@ type Nudges struct {
 	Gentle, Firm, Urgent string
 }
 
-func (n Nudges) text(l NudgeLevel) string {
+// Text returns the wording for level l (gentle for anything below firm).
+func (n Nudges) Text(l NudgeLevel) string {
 	switch l {
 	case NudgeFirm:
 		return n.Firm
