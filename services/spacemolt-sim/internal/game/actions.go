@@ -205,7 +205,7 @@ func (e *Engine) doJump(a *action, t int64) (any, error) {
 		if autoUndocked {
 			res.Message = "Undocked automatically. " + res.Message
 		}
-		e.notify(p, "system", "system_entered", map[string]any{"system_id": target.ID, "first_visit": first})
+		e.notifyLater(p, "system", "system_entered", map[string]any{"system_id": target.ID, "first_visit": first})
 		return res
 	}
 	if ticks == 1 {
@@ -335,7 +335,7 @@ func (e *Engine) doSell(p *Player, itemID string, qty int) (any, error) {
 	if docked {
 		msg = "Docked automatically. " + msg
 	}
-	e.notify(p, "trade", "sell_filled", map[string]any{"item_id": itemID, "quantity": sold, "total": earned, "base_id": b.ID})
+	e.notifyLater(p, "trade", "sell_filled", map[string]any{"item_id": itemID, "quantity": sold, "total": earned, "base_id": b.ID})
 	return &SellResult{
 		ItemID: itemID, QuantityRequested: qty, QuantitySold: sold, TotalEarned: earned, Fills: fills,
 		Credits: p.credits, AutoDocked: docked, Message: msg,
@@ -377,7 +377,7 @@ func (e *Engine) doBuy(p *Player, itemID string, qty int) (any, error) {
 	if docked {
 		msg = "Docked automatically. " + msg
 	}
-	e.notify(p, "trade", "buy_filled", map[string]any{"item_id": itemID, "quantity": qty, "total": cost, "base_id": b.ID})
+	e.notifyLater(p, "trade", "buy_filled", map[string]any{"item_id": itemID, "quantity": qty, "total": cost, "base_id": b.ID})
 	return &BuyResult{ItemID: itemID, Quantity: qty, TotalCost: cost, Fills: fills, Credits: p.credits, AutoDocked: docked, Message: msg}, nil
 }
 

@@ -49,6 +49,7 @@ type Engine struct {
 	world    *World
 	gen      uint64
 	inflight []*action // multi-tick moves, sorted by player seq
+	later    []note    // notifications raised during a tick, queued after the world lock is released
 	tick     atomic.Int64
 
 	qMu   sync.Mutex
@@ -89,6 +90,7 @@ func (e *Engine) resetLocked() {
 	e.world = newWorld(e.cfg.Seed)
 	e.gen++
 	e.inflight = nil
+	e.later = nil
 	e.tick.Store(0)
 }
 
@@ -192,6 +194,7 @@ func (e *Engine) tickAt(scheduled time.Time, interval time.Duration) TickReport 
 	var out []delivery
 
 	e.mu.Lock()
+	locked := time.Now()
 	t := e.tick.Add(1)
 	arrivals := 0
 	keep := e.inflight[:0]
@@ -227,7 +230,14 @@ func (e *Engine) tickAt(scheduled time.Time, interval time.Duration) TickReport 
 		slices.SortFunc(e.inflight, func(a, b *action) int { return cmp.Compare(a.p.seq, b.p.seq) })
 	}
 	e.world.upkeep()
+	notes := e.later
+	e.later = nil
 	e.mu.Unlock()
+	hold := time.Since(locked)
+	lockWait := locked.Sub(start)
+	for _, n := range notes {
+		e.notify(n.p, n.typ, n.msgType, n.data)
+	}
 
 	for _, d := range out {
 		d.a.p.mu.Lock()
@@ -250,6 +260,9 @@ func (e *Engine) tickAt(scheduled time.Time, interval time.Duration) TickReport 
 	s.MaxMutations = max(s.MaxMutations, len(queued))
 	s.TotalResolve += resolve
 	s.MaxResolve = max(s.MaxResolve, resolve)
+	s.TotalHold += hold
+	s.MaxHold = max(s.MaxHold, hold)
+	s.MaxLockWait = max(s.MaxLockWait, lockWait)
 	if !scheduled.IsZero() {
 		lag := start.Sub(scheduled)
 		s.MaxLag = max(s.MaxLag, lag)
@@ -327,6 +340,26 @@ func (e *Engine) begin(sid string, k kind) (*Player, error) {
 	return p, nil
 }
 
+// CountRejected charges a call the adapter refused before it reached the game
+// (a malformed payload) to the session's player, so scores reflect it. It
+// neither renews the session nor spends rate limit.
+func (e *Engine) CountRejected(sid string) {
+	e.sessMu.RLock()
+	s := e.sessions[sid]
+	var p *Player
+	if s != nil {
+		p = s.player
+	}
+	e.sessMu.RUnlock()
+	if p == nil {
+		e.anonCalls.Add(1)
+		e.anonErrors.Add(1)
+		return
+	}
+	p.calls.Add(1)
+	p.errors.Add(1)
+}
+
 // count attributes a failed call to its player.
 func (e *Engine) count(p *Player, err error) error {
 	if err != nil && p != nil {
@@ -395,7 +428,13 @@ func validUsername(u string) bool {
 
 // Register creates an account with a starter ship docked at Sol Central and
 // logs it in.
-func (e *Engine) Register(username, empire, code string) (*RegisterResult, error) {
+func (e *Engine) Register(username, empire, code string) (res *RegisterResult, err error) {
+	defer func() {
+		if err != nil {
+			e.anonCalls.Add(1)
+			e.anonErrors.Add(1)
+		}
+	}()
 	if !validUsername(username) {
 		return nil, errorf(CodeInvalidPayload, "username must be 3-24 characters of letters, digits, '_' or '-'")
 	}
@@ -427,6 +466,7 @@ func (e *Engine) Register(username, empire, code string) (*RegisterResult, error
 	e.byID[p.ID] = p
 	e.accMu.Unlock()
 
+	p.calls.Add(1)
 	e.notify(p, "system", "welcome", map[string]any{"message": "Welcome to SpaceMolt, " + username + ". Undock, mine at main_belt, sell at sol_central."})
 	sid := e.newSession(p)
 	e.mu.RLock()
@@ -445,6 +485,7 @@ func (e *Engine) Login(username, password string) (*LoginResult, error) {
 	e.accMu.RUnlock()
 	h := hashPassword(password)
 	if p == nil || subtle.ConstantTimeCompare(h[:], p.passwordHash[:]) != 1 {
+		e.anonCalls.Add(1)
 		e.anonErrors.Add(1)
 		return nil, errorf(CodeAuthFailed, "Invalid username or password.")
 	}
@@ -479,6 +520,19 @@ func (e *Engine) Logout(sid string) (*OKResult, error) {
 	}
 	e.sessMu.Unlock()
 	return &OKResult{OK: true, Message: "Logged out."}, nil
+}
+
+// note is a notification raised while the world lock is held.
+type note struct {
+	p            *Player
+	typ, msgType string
+	data         map[string]any
+}
+
+// notifyLater queues a notification from tick resolution (world lock held);
+// tickAt delivers it after unlocking so reads are not kept waiting.
+func (e *Engine) notifyLater(p *Player, typ, msgType string, data map[string]any) {
+	e.later = append(e.later, note{p, typ, msgType, data})
 }
 
 // notify queues an event for p, dropping the oldest beyond the cap.

@@ -14,6 +14,9 @@ type TickStats struct {
 	TotalResolve  time.Duration
 	MaxResolve    time.Duration
 	MaxLag        time.Duration // worst delay between a tick being due and starting
+	TotalHold     time.Duration // time under the world write lock (reads wait meanwhile)
+	MaxHold       time.Duration
+	MaxLockWait   time.Duration // waiting for in-flight reads to release the world lock
 }
 
 // PlayerStats is one account's score.
@@ -55,6 +58,9 @@ type TickStatsView struct {
 	AvgResolveMs    float64 `json:"avg_resolve_ms"`
 	MaxResolveMs    float64 `json:"max_resolve_ms"`
 	MaxLagMs        float64 `json:"max_lag_ms"`
+	AvgHoldMs       float64 `json:"avg_world_lock_hold_ms"`
+	MaxHoldMs       float64 `json:"max_world_lock_hold_ms"`
+	MaxLockWaitMs   float64 `json:"max_world_lock_wait_ms"`
 	AvgMutationsPer float64 `json:"avg_mutations_per_tick"`
 }
 
@@ -103,10 +109,11 @@ func (e *Engine) Stats() Stats {
 	out.Ticks = TickStatsView{
 		Resolved: s.Ticks, OnTime: s.OnTime, Late: s.Late, Missed: s.Missed, Mutations: s.Mutations,
 		LastMutations: s.LastMutations, MaxMutations: s.MaxMutations,
-		MaxResolveMs: ms(s.MaxResolve), MaxLagMs: ms(s.MaxLag),
+		MaxResolveMs: ms(s.MaxResolve), MaxLagMs: ms(s.MaxLag), MaxHoldMs: ms(s.MaxHold), MaxLockWaitMs: ms(s.MaxLockWait),
 	}
 	if s.Ticks > 0 {
 		out.Ticks.AvgResolveMs = ms(s.TotalResolve) / float64(s.Ticks)
+		out.Ticks.AvgHoldMs = ms(s.TotalHold) / float64(s.Ticks)
 		out.Ticks.AvgMutationsPer = float64(s.Mutations) / float64(s.Ticks)
 	}
 	return out

@@ -34,6 +34,11 @@ func TestInvalidPayloadLikeTheLiveServer(t *testing.T) {
 			t.Errorf("%s(%v) = %q (isError %v), want prefix %q", c.tool, c.args, text, isErr, c.want)
 		}
 	}
+	// Rejected payloads count against the player's score; the bad register
+	// reached the game without a player of its own.
+	if st := s.engine.Stats(); st.Players[0].Errors != int64(len(cases)-1) {
+		t.Fatalf("player errors = %d, want %d", st.Players[0].Errors, len(cases)-1)
+	}
 	// session_id is accepted by every tool, and numeric strings are tolerated.
 	p.ok("get_status", map[string]any{"session_id": p.sid})
 	p.ok("captains_log_list", map[string]any{"index": "0"})

@@ -28,7 +28,7 @@ type simOptions struct {
 
 // sim is a simulator behind a real HTTP listener.
 type sim struct {
-	t      *testing.T
+	t      testing.TB
 	url    string
 	engine *game.Engine
 	srv    *mcpserver.Server
@@ -52,7 +52,7 @@ func (c *clock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func newSim(t *testing.T, o simOptions) *sim {
+func newSim(t testing.TB, o simOptions) *sim {
 	t.Helper()
 	if o.cfg.Tick == 0 {
 		o.cfg.Tick = 2 * time.Millisecond
@@ -103,14 +103,14 @@ func (s *sim) tickOnDemand() {
 
 // player is one MCP client session.
 type player struct {
-	t        *testing.T
+	t        testing.TB
 	cs       *mcp.ClientSession
 	name     string
 	sid      string
 	password string
 }
 
-func (s *sim) connect(t *testing.T) *player {
+func (s *sim) connect(t testing.TB) *player {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "sim-test", Version: "1"}, nil)
 	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: s.url}, &mcp.ClientSessionOptions{ProtocolVersion: liveProtocol})
@@ -122,7 +122,7 @@ func (s *sim) connect(t *testing.T) *player {
 }
 
 // register connects a new client and registers name on it.
-func (s *sim) register(t *testing.T, name string) *player {
+func (s *sim) register(t testing.TB, name string) *player {
 	t.Helper()
 	p := s.connect(t)
 	r := p.ok("register", map[string]any{"username": name, "empire": "solarian"})

@@ -78,19 +78,20 @@ func (s *Server) BoundSessions() int {
 
 func (s *Server) handle(t tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		a, err := parseArgs(req.Params.Arguments, t.params)
-		if err != nil {
-			return toResult(nil, err)
-		}
-		c := call{sid: a.str(sessionParam.name), args: a}
 		var mcpID string
 		if req.Session != nil {
 			mcpID = req.Session.ID()
 		}
+		a, err := parseArgs(req.Params.Arguments, t.params)
+		c := call{sid: a.str(sessionParam.name), args: a}
 		if c.sid == "" && mcpID != "" {
 			s.mu.Lock()
 			c.sid = s.bound[mcpID]
 			s.mu.Unlock()
+		}
+		if err != nil {
+			s.engine.CountRejected(c.sid)
+			return toResult(nil, err)
 		}
 		res, err := t.run(ctx, c)
 		if err == nil && t.binds && mcpID != "" {
