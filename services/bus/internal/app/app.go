@@ -1,0 +1,119 @@
+// Package app wires the bus service: configuration, the NATS connection (libs/swarmbus), the memory service
+// client, the gRPC API and the delivery consumer. cmd/bus calls Run; tests call it too, with a loopback listener,
+// so they exercise exactly what production runs.
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	"github.com/zoeaswarm/zoea/libs/config"
+	"github.com/zoeaswarm/zoea/libs/server"
+	"github.com/zoeaswarm/zoea/libs/swarmbus"
+	"github.com/zoeaswarm/zoea/services/bus/internal/delivery"
+	"github.com/zoeaswarm/zoea/services/bus/internal/grpcapi"
+)
+
+// Config is the bus's configuration, read from the environment.
+type Config struct {
+	// Server carries ZOEA_LISTEN_ADDR (default :7004), ZOEA_ADMIN_TOKEN and ZOEA_SHUTDOWN_TIMEOUT.
+	Server server.Config
+	// NATSURL is the NATS server (JetStream enabled).
+	NATSURL string `env:"ZOEA_NATS_URL" envDefault:"nats://127.0.0.1:4222"`
+	// MemoryAddr is the memory service's gRPC address.
+	MemoryAddr string `env:"ZOEA_MEMORY_ADDR" envDefault:"127.0.0.1:7001"`
+	// AllowMysisBroadcast lets myses broadcast to the swarm (sender_id set); by default only the commander may.
+	AllowMysisBroadcast bool `env:"ZOEA_ALLOW_MYSIS_BROADCAST" envDefault:"false"`
+}
+
+// LoadConfig reads Config from the environment with the bus's defaults.
+func LoadConfig() (Config, error) {
+	cfg := Config{Server: server.Config{ListenAddr: ":7004"}}
+	if err := config.LoadWith(&cfg); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// Options are wiring details that are not configuration: tests set them, production leaves them zero.
+type Options struct {
+	// Logger receives everything; slog.Default() when nil.
+	Logger *slog.Logger
+	// Listener replaces listening on Config.Server.ListenAddr.
+	Listener net.Listener
+	// Consumer tunes the delivery consumer (retry backoff, AckWait).
+	Consumer swarmbus.ConsumerOptions
+	// CheckInterval is the readiness check period (default 2s).
+	CheckInterval time.Duration
+	// NoDelivery runs the API without the delivery consumer (a bus replica that only accepts messages).
+	NoDelivery bool
+}
+
+// Run serves the bus until ctx is done, then stops gracefully: the API drains within the shutdown deadline and the
+// delivery consumer finishes the message in hand.
+func Run(ctx context.Context, cfg Config, opts Options) error {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	config.Log(log, "bus starting", cfg)
+
+	connectCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	bus, err := swarmbus.Connect(connectCtx, cfg.NATSURL, swarmbus.Options{Name: "zoea-bus", Logger: log})
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer bus.Close()
+
+	memConn, err := server.Dial(cfg.MemoryAddr, cfg.Server.AdminToken.Reveal())
+	if err != nil {
+		return err
+	}
+	defer memConn.Close()
+	mem := memoryv1.NewMemoryServiceClient(memConn)
+	memHealth := healthpb.NewHealthClient(memConn)
+
+	deliverer := delivery.New(mem, bus, log)
+	api := grpcapi.New(bus, mem, deliverer, grpcapi.Options{AllowMysisBroadcast: cfg.AllowMysisBroadcast, Logger: log})
+	srv := server.New(server.Options{
+		Name:          "bus",
+		Config:        cfg.Server,
+		Logger:        log,
+		CheckInterval: opts.CheckInterval,
+		Checks: []server.Check{
+			{Name: "nats", Fn: bus.Ready},
+			{Name: "memory", Fn: func(ctx context.Context) error {
+				resp, err := memHealth.Check(ctx, &healthpb.HealthCheckRequest{})
+				if err != nil {
+					return err
+				}
+				if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+					return fmt.Errorf("memory service %s", resp.GetStatus())
+				}
+				return nil
+			}},
+		},
+	})
+	srv.Register(&busv1.BusService_ServiceDesc, api)
+
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if opts.Listener != nil {
+			return srv.Serve(ctx, opts.Listener)
+		}
+		return srv.Run(ctx)
+	})
+	if !opts.NoDelivery {
+		g.Go(func() error { return deliverer.Run(ctx, bus, opts.Consumer) })
+	}
+	return g.Wait()
+}

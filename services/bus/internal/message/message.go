@@ -1,0 +1,89 @@
+// Package message holds the bus's rules for what a commander (or a mysis) may send: content limits and the shape
+// of ids. It is pure: no gRPC, NATS or protobuf, so the rules are table-tested on their own.
+package message
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/zoeaswarm/zoea/libs/errs"
+)
+
+// MaxContentBytes bounds a broadcast's or direct message's text. Messages are prompts for a model that works under a
+// token budget; 16 KiB is already several thousand tokens.
+const MaxContentBytes = 16 << 10
+
+// MaxIDLen bounds client-chosen message ids.
+const MaxIDLen = 128
+
+// ValidateContent checks message text: required (not only whitespace), at most MaxContentBytes, valid UTF-8 and
+// free of NUL bytes (which Postgres cannot store, so the memory service would refuse it after we had accepted it).
+func ValidateContent(field, s string) error {
+	if strings.TrimSpace(s) == "" {
+		return errs.InvalidField(field, "required")
+	}
+	if len(s) > MaxContentBytes {
+		return errs.InvalidField(field, "too long: %d bytes, at most %d (16 KiB)", len(s), MaxContentBytes)
+	}
+	if !utf8.ValidString(s) {
+		return errs.InvalidField(field, "not valid UTF-8")
+	}
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return errs.InvalidField(field, "contains a NUL byte at offset %d", i)
+	}
+	return nil
+}
+
+// ParseUUID validates a UUID in its 36-character form and returns it canonical (lower case), so ids that differ
+// only in case name the same broadcast.
+func ParseUUID(field, s string) (string, error) {
+	u, err := uuid.Parse(s)
+	if err != nil || len(s) != 36 {
+		return "", errs.InvalidField(field, "not a UUID: %q", clip(s, 64))
+	}
+	return u.String(), nil
+}
+
+// IsUUID reports whether s is a UUID in its 36-character form.
+func IsUUID(s string) bool {
+	_, err := ParseUUID("", s)
+	return err == nil
+}
+
+// ValidateMessageID checks a client-chosen message id: 1–128 characters from [A-Za-z0-9_-] (a UUID fits). It
+// becomes part of an idempotency key and of a NATS message id, so nothing else is allowed.
+func ValidateMessageID(field, s string) error {
+	if s == "" {
+		return errs.InvalidField(field, "required")
+	}
+	if len(s) > MaxIDLen {
+		return errs.InvalidField(field, "longer than %d characters", MaxIDLen)
+	}
+	for i := range len(s) {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return errs.InvalidField(field, "character %q not allowed (use letters, digits, '-' and '_', e.g. a UUID)", c)
+		}
+	}
+	return nil
+}
+
+// Excerpt shortens s to at most n bytes on a rune boundary, marking the cut, for event payloads.
+func Excerpt(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return clip(s, n)
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
