@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zoeaswarm/zoea/libs/errs"
@@ -71,9 +72,10 @@ type Actor struct {
 	log  *slog.Logger
 
 	mu      sync.Mutex
-	pending map[WakeReason]bool
-	status  Status
-	sig     chan struct{}
+	pending  map[WakeReason]bool
+	status   Status
+	sig      chan struct{}
+	stopping atomic.Bool
 
 	// Owned by the Run goroutine.
 	tools    ToolSession
@@ -103,6 +105,16 @@ func (a *Actor) Wake(r WakeReason) {
 	a.mu.Lock()
 	a.pending[r] = true
 	a.mu.Unlock()
+	select {
+	case a.sig <- struct{}{}:
+	default:
+	}
+}
+
+// Stop asks the actor to end at its next safe point (after the current LLM call or tool), for a graceful
+// shutdown; cancelling Run's context instead ends it at once.
+func (a *Actor) Stop() {
+	a.stopping.Store(true)
 	select {
 	case a.sig <- struct{}{}:
 	default:
@@ -143,7 +155,7 @@ func (a *Actor) hasPending() bool {
 
 // wait returns when a wake arrives, d passes (d <= 0: no timeout) or ctx ends.
 func (a *Actor) wait(ctx context.Context, d time.Duration) {
-	if a.hasPending() {
+	if a.hasPending() || a.stopping.Load() {
 		return
 	}
 	var timeout <-chan time.Time
@@ -164,7 +176,7 @@ func (a *Actor) wait(ctx context.Context, d time.Duration) {
 func (a *Actor) Run(ctx context.Context) error {
 	defer a.closeTools()
 	a.log.Debug("actor started")
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && !a.stopping.Load() {
 		m, err := a.deps.Store.GetMysis(ctx, a.id)
 		if errs.Is(err, errs.NotFound) {
 			a.log.Info("mysis deleted; actor exits")

@@ -241,7 +241,7 @@ func (a *Actor) execCalls(ctx context.Context, assistantSeq int64, calls []chat.
 
 // interrupted is the safe point check: after every LLM call and tool, a pending stop or delete is honoured.
 func (a *Actor) interrupted(ctx context.Context) bool {
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || a.stopping.Load() {
 		return true
 	}
 	if !a.takeControl() {

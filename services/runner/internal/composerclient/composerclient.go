@@ -1,0 +1,60 @@
+// Package composerclient adapts the composer service's gRPC API to mysis.Composer.
+package composerclient
+
+import (
+	"context"
+
+	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
+	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/libs/server"
+	"github.com/zoeaswarm/zoea/services/runner/internal/memoryclient"
+	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
+)
+
+// Client composes through the composer service.
+type Client struct {
+	api    composerv1.ComposerServiceClient
+	policy *composerv1.Policy
+}
+
+// New wraps a generated client; policy (may be nil) overrides the server's defaults for every call.
+func New(api composerv1.ComposerServiceClient, policy *composerv1.Policy) *Client {
+	return &Client{api: api, policy: policy}
+}
+
+// Compose implements mysis.Composer.
+func (c *Client) Compose(ctx context.Context, mysisID string, beginAutonomousTurn bool) (mysis.Composition, error) {
+	resp, err := c.api.ComposeContext(ctx, &composerv1.ComposeContextRequest{MysisId: mysisID, Policy: c.policy, BeginAutonomousTurn: beginAutonomousTurn})
+	if err != nil {
+		return mysis.Composition{}, server.FromStatus(err)
+	}
+	return FromProto(resp), nil
+}
+
+// FromProto converts a composition.
+func FromProto(resp *composerv1.ComposeContextResponse) mysis.Composition {
+	out := mysis.Composition{Messages: make([]chat.Message, len(resp.GetMessages()))}
+	for i, m := range resp.GetMessages() {
+		msg := chat.Message{Role: memoryclient.FromProtoRole(m.GetRole()), Content: m.GetContent(), ToolCallID: m.GetToolCallId(), Name: m.GetName()}
+		for _, tc := range m.GetToolCalls() {
+			msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: tc.GetId(), Name: tc.GetName(), Arguments: tc.GetArgumentsJson()})
+		}
+		out.Messages[i] = msg
+	}
+	for _, e := range resp.GetManifest().GetEntries() {
+		out.MaxSeq = max(out.MaxSeq, e.GetSeq())
+	}
+	enc := resp.GetEncouragement()
+	out.NextCount, out.Nudge = int(enc.GetNextCount()), enc.GetNudge()
+	switch enc.GetAction() {
+	case composerv1.EncouragementAction_ENCOURAGEMENT_ACTION_RESET:
+		out.Action = mysis.ActionReset
+	case composerv1.EncouragementAction_ENCOURAGEMENT_ACTION_INCREMENT:
+		out.Action = mysis.ActionIncrement
+	case composerv1.EncouragementAction_ENCOURAGEMENT_ACTION_IDLE:
+		out.Action = mysis.ActionIdle
+	default:
+		out.Action = mysis.ActionNone
+	}
+	return out
+}

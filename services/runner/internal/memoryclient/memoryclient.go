@@ -1,0 +1,298 @@
+// Package memoryclient adapts the memory service's gRPC API to the ports the runner's domain declares
+// (mysis.Store, tools.Accounts, tools.Searcher, the lease manager's lister). Status codes become libs/errs kinds
+// here, so the domain reasons about NotFound and Conflict without knowing gRPC.
+package memoryclient
+
+import (
+	"context"
+	"fmt"
+
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/libs/server"
+	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
+	"github.com/zoeaswarm/zoea/services/runner/internal/tools"
+)
+
+// Client is the memory service as the runner uses it.
+type Client struct {
+	api memoryv1.MemoryServiceClient
+}
+
+// New wraps a generated client.
+func New(api memoryv1.MemoryServiceClient) *Client { return &Client{api: api} }
+
+// API exposes the generated client for the admin API, which speaks proto on both sides.
+func (c *Client) API() memoryv1.MemoryServiceClient { return c.api }
+
+// GetMysis implements mysis.Store.
+func (c *Client) GetMysis(ctx context.Context, id string) (mysis.Mysis, error) {
+	resp, err := c.api.GetMysis(ctx, &memoryv1.GetMysisRequest{MysisId: id})
+	if err != nil {
+		return mysis.Mysis{}, server.FromStatus(err)
+	}
+	return FromProtoMysis(resp.GetMysis()), nil
+}
+
+// SetState implements mysis.Store.
+func (c *Client) SetState(ctx context.Context, id string, ch mysis.StateChange) (mysis.Mysis, error) {
+	req := &memoryv1.SetMysisStateRequest{MysisId: id, State: ToProtoState(ch.To), Reason: ch.Reason, ExpectedState: ToProtoState(ch.Expected)}
+	if ch.Count != nil {
+		n := int32(*ch.Count)
+		req.EncouragementCount = &n
+	}
+	resp, err := c.api.SetMysisState(ctx, req)
+	if err != nil {
+		return mysis.Mysis{}, server.FromStatus(err)
+	}
+	return FromProtoMysis(resp.GetMysis()), nil
+}
+
+// Append implements mysis.Store.
+func (c *Client) Append(ctx context.Context, id string, ms []mysis.NewMemory) ([]mysis.Memory, error) {
+	req := &memoryv1.AppendMemoriesRequest{MysisId: id, Memories: make([]*memoryv1.NewMemory, len(ms))}
+	for i, m := range ms {
+		req.Memories[i] = toProtoNewMemory(m)
+	}
+	resp, err := c.api.AppendMemories(ctx, req)
+	if err != nil {
+		return nil, server.FromStatus(err)
+	}
+	out := make([]mysis.Memory, len(resp.GetMemories()))
+	for i, m := range resp.GetMemories() {
+		out[i] = FromProtoMemory(m)
+	}
+	return out, nil
+}
+
+// Recent implements mysis.Store.
+func (c *Client) Recent(ctx context.Context, id string, limit int) ([]mysis.Memory, error) {
+	resp, err := c.api.ListRecentMemories(ctx, &memoryv1.ListRecentMemoriesRequest{MysisId: id, Limit: int32(limit)})
+	if err != nil {
+		return nil, server.FromStatus(err)
+	}
+	out := make([]mysis.Memory, len(resp.GetMemories()))
+	for i, m := range resp.GetMemories() {
+		out[i] = FromProtoMemory(m)
+	}
+	return out, nil
+}
+
+// ListMysisIDs returns one page of mysis ids (all states) and the next page token.
+func (c *Client) ListMysisIDs(ctx context.Context, pageToken string, pageSize int) ([]string, string, error) {
+	resp, err := c.api.ListMyses(ctx, &memoryv1.ListMysesRequest{PageSize: int32(pageSize), PageToken: pageToken})
+	if err != nil {
+		return nil, "", server.FromStatus(err)
+	}
+	ids := make([]string, len(resp.GetMyses()))
+	for i, m := range resp.GetMyses() {
+		ids[i] = m.GetId()
+	}
+	return ids, resp.GetNextPageToken(), nil
+}
+
+// AccountForMysis implements tools.Accounts.
+func (c *Client) AccountForMysis(ctx context.Context, id string) (tools.Account, error) {
+	resp, err := c.api.GetAccountForMysis(ctx, &memoryv1.GetAccountForMysisRequest{MysisId: id})
+	if err != nil {
+		return tools.Account{}, server.FromStatus(err)
+	}
+	return fromProtoAccount(resp.GetAccount()), nil
+}
+
+// ClaimAccount implements tools.Accounts.
+func (c *Client) ClaimAccount(ctx context.Context, id string) (tools.Account, error) {
+	resp, err := c.api.ClaimAccount(ctx, &memoryv1.ClaimAccountRequest{MysisId: id})
+	if err != nil {
+		return tools.Account{}, server.FromStatus(err)
+	}
+	return fromProtoAccount(resp.GetAccount()), nil
+}
+
+// CreateAccount implements tools.Accounts.
+func (c *Client) CreateAccount(ctx context.Context, a tools.Account) error {
+	_, err := c.api.CreateAccount(ctx, &memoryv1.CreateAccountRequest{Username: a.Username, Password: a.Password, Empire: a.Empire, MysisId: a.MysisID})
+	return server.FromStatus(err)
+}
+
+// SearchMessages implements tools.Searcher.
+func (c *Client) SearchMessages(ctx context.Context, id, query string, limit int) ([]tools.Hit, error) {
+	resp, err := c.api.SearchMessages(ctx, &memoryv1.SearchMessagesRequest{MysisId: id, Query: query, Limit: int32(limit)})
+	if err != nil {
+		return nil, server.FromStatus(err)
+	}
+	return fromProtoHits(resp.GetHits()), nil
+}
+
+// SearchReasoning implements tools.Searcher.
+func (c *Client) SearchReasoning(ctx context.Context, id, query string, limit int) ([]tools.Hit, error) {
+	resp, err := c.api.SearchReasoning(ctx, &memoryv1.SearchReasoningRequest{MysisId: id, Query: query, Limit: int32(limit)})
+	if err != nil {
+		return nil, server.FromStatus(err)
+	}
+	return fromProtoHits(resp.GetHits()), nil
+}
+
+// SearchBroadcasts implements tools.Searcher.
+func (c *Client) SearchBroadcasts(ctx context.Context, query string, limit int) ([]tools.BroadcastHit, error) {
+	resp, err := c.api.SearchBroadcasts(ctx, &memoryv1.SearchBroadcastsRequest{Query: query, Limit: int32(limit)})
+	if err != nil {
+		return nil, server.FromStatus(err)
+	}
+	out := make([]tools.BroadcastHit, len(resp.GetHits()))
+	for i, h := range resp.GetHits() {
+		b := h.GetBroadcast()
+		out[i] = tools.BroadcastHit{BroadcastID: b.GetId(), FromMysis: b.GetSenderId(), Snippet: h.GetSnippet(), CreatedAt: b.GetCreatedAt().AsTime()}
+	}
+	return out, nil
+}
+
+func fromProtoHits(hs []*memoryv1.MemoryHit) []tools.Hit {
+	out := make([]tools.Hit, len(hs))
+	for i, h := range hs {
+		m := h.GetMemory()
+		out[i] = tools.Hit{MemoryID: m.GetId(), Seq: m.GetSeq(), Turn: m.GetTurn(), Role: string(FromProtoRole(m.GetRole())),
+			Tool: m.GetToolName(), Snippet: h.GetSnippet(), CreatedAt: m.GetCreatedAt().AsTime()}
+	}
+	return out
+}
+
+func fromProtoAccount(a *memoryv1.Account) tools.Account {
+	return tools.Account{Username: a.GetUsername(), Password: a.GetPassword(), Empire: a.GetEmpire(), MysisID: a.GetMysisId()}
+}
+
+// FromProtoMysis converts a stored mysis.
+func FromProtoMysis(m *memoryv1.Mysis) mysis.Mysis {
+	return mysis.Mysis{
+		ID: m.GetId(), Name: m.GetName(), Provider: m.GetProvider(), Model: m.GetModel(), Temperature: m.GetTemperature(),
+		SystemPrompt: m.GetSystemPrompt(), State: FromProtoState(m.GetState()), StateReason: m.GetStateReason(),
+		EncouragementCount: int(m.GetEncouragementCount()), CurrentTurn: m.GetCurrentTurn(), LastSeq: m.GetLastSeq(),
+		AccountUsername: m.GetAccountUsername(),
+	}
+}
+
+// FromProtoMemory converts a stored memory.
+func FromProtoMemory(m *memoryv1.Memory) mysis.Memory {
+	out := mysis.Memory{
+		ID: m.GetId(), Seq: m.GetSeq(), Turn: m.GetTurn(), Role: FromProtoRole(m.GetRole()), Source: FromProtoSource(m.GetSource()),
+		SenderID: m.GetSenderId(), Content: m.GetContent(), Reasoning: m.GetReasoning(), ToolCallID: m.GetToolCallId(),
+		ToolName: m.GetToolName(), IdempotencyKey: m.GetIdempotencyKey(),
+	}
+	for _, c := range m.GetToolCalls() {
+		out.ToolCalls = append(out.ToolCalls, chat.ToolCall{ID: c.GetId(), Name: c.GetName(), Arguments: c.GetArgumentsJson()})
+	}
+	return out
+}
+
+func toProtoNewMemory(m mysis.NewMemory) *memoryv1.NewMemory {
+	out := &memoryv1.NewMemory{
+		Role: ToProtoRole(m.Role), Source: ToProtoSource(m.Source), SenderId: m.SenderID, Content: m.Content,
+		Reasoning: m.Reasoning, ToolCallId: m.ToolCallID, ToolName: m.ToolName, IdempotencyKey: m.IdempotencyKey,
+	}
+	for _, c := range m.ToolCalls {
+		args := c.Arguments
+		if args == "" {
+			args = "{}"
+		}
+		out.ToolCalls = append(out.ToolCalls, &memoryv1.ToolCall{Id: c.ID, Name: c.Name, ArgumentsJson: args})
+	}
+	return out
+}
+
+// ToProtoState converts a state ("" is UNSPECIFIED).
+func ToProtoState(s mysis.State) memoryv1.MysisState {
+	switch s {
+	case mysis.StateIdle:
+		return memoryv1.MysisState_MYSIS_STATE_IDLE
+	case mysis.StateRunning:
+		return memoryv1.MysisState_MYSIS_STATE_RUNNING
+	case mysis.StateStopped:
+		return memoryv1.MysisState_MYSIS_STATE_STOPPED
+	case mysis.StateErrored:
+		return memoryv1.MysisState_MYSIS_STATE_ERRORED
+	}
+	return memoryv1.MysisState_MYSIS_STATE_UNSPECIFIED
+}
+
+// FromProtoState converts a state.
+func FromProtoState(s memoryv1.MysisState) mysis.State {
+	switch s {
+	case memoryv1.MysisState_MYSIS_STATE_IDLE:
+		return mysis.StateIdle
+	case memoryv1.MysisState_MYSIS_STATE_RUNNING:
+		return mysis.StateRunning
+	case memoryv1.MysisState_MYSIS_STATE_STOPPED:
+		return mysis.StateStopped
+	case memoryv1.MysisState_MYSIS_STATE_ERRORED:
+		return mysis.StateErrored
+	}
+	return mysis.State(fmt.Sprintf("unknown(%d)", s))
+}
+
+// ToProtoRole converts a role.
+func ToProtoRole(r chat.Role) memoryv1.Role {
+	switch r {
+	case chat.RoleSystem:
+		return memoryv1.Role_ROLE_SYSTEM
+	case chat.RoleUser:
+		return memoryv1.Role_ROLE_USER
+	case chat.RoleAssistant:
+		return memoryv1.Role_ROLE_ASSISTANT
+	case chat.RoleTool:
+		return memoryv1.Role_ROLE_TOOL
+	}
+	return memoryv1.Role_ROLE_UNSPECIFIED
+}
+
+// FromProtoRole converts a role.
+func FromProtoRole(r memoryv1.Role) chat.Role {
+	switch r {
+	case memoryv1.Role_ROLE_SYSTEM:
+		return chat.RoleSystem
+	case memoryv1.Role_ROLE_USER:
+		return chat.RoleUser
+	case memoryv1.Role_ROLE_ASSISTANT:
+		return chat.RoleAssistant
+	case memoryv1.Role_ROLE_TOOL:
+		return chat.RoleTool
+	}
+	return ""
+}
+
+// ToProtoSource converts a source.
+func ToProtoSource(s mysis.Source) memoryv1.Source {
+	switch s {
+	case mysis.SourceDirect:
+		return memoryv1.Source_SOURCE_DIRECT
+	case mysis.SourceBroadcast:
+		return memoryv1.Source_SOURCE_BROADCAST
+	case mysis.SourceNudge:
+		return memoryv1.Source_SOURCE_NUDGE
+	case mysis.SourceLLM:
+		return memoryv1.Source_SOURCE_LLM
+	case mysis.SourceTool:
+		return memoryv1.Source_SOURCE_TOOL
+	case mysis.SourceSystem:
+		return memoryv1.Source_SOURCE_SYSTEM
+	}
+	return memoryv1.Source_SOURCE_UNSPECIFIED
+}
+
+// FromProtoSource converts a source.
+func FromProtoSource(s memoryv1.Source) mysis.Source {
+	switch s {
+	case memoryv1.Source_SOURCE_DIRECT:
+		return mysis.SourceDirect
+	case memoryv1.Source_SOURCE_BROADCAST:
+		return mysis.SourceBroadcast
+	case memoryv1.Source_SOURCE_NUDGE:
+		return mysis.SourceNudge
+	case memoryv1.Source_SOURCE_LLM:
+		return mysis.SourceLLM
+	case memoryv1.Source_SOURCE_TOOL:
+		return mysis.SourceTool
+	case memoryv1.Source_SOURCE_SYSTEM:
+		return mysis.SourceSystem
+	}
+	return ""
+}
