@@ -662,7 +662,8 @@ type BroadcastResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Broadcast id.
 	BroadcastId string `protobuf:"bytes,1,opt,name=broadcast_id,json=broadcastId,proto3" json:"broadcast_id,omitempty"`
-	// Myses it is being delivered to.
+	// Myses it is being delivered to: every mysis known when it was accepted, except the sender. 0 when the memory
+	// service could not be asked at that moment; delivery happens anyway, as soon as the memory service answers.
 	TargetCount   int32 `protobuf:"varint,2,opt,name=target_count,json=targetCount,proto3" json:"target_count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
