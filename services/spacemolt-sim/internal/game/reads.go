@@ -349,7 +349,9 @@ func (e *Engine) Notifications(sid string, limit int, clear bool) (*Notification
 	if err != nil {
 		return nil, err
 	}
-	limit = min(max(limit, 1), MaxNotifications)
+	if limit < 1 || limit > MaxNotifications {
+		return nil, e.count(p, errorf(CodeInvalidPayload, "limit must be between 1 and %d.", MaxNotifications))
+	}
 	t := e.tick.Load()
 	p.mu.Lock()
 	defer p.mu.Unlock()

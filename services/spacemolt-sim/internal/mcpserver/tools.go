@@ -1,10 +1,6 @@
 package mcpserver
 
-import (
-	"context"
-
-	"github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/game"
-)
+import "context"
 
 // call is one tool invocation after argument validation.
 type call struct {
@@ -164,11 +160,7 @@ func (s *Server) tools() []tool {
 				{name: "clear", typ: tBoolean, desc: "Remove returned events from the queue (default true)."},
 			},
 			run: func(_ context.Context, c call) (any, error) {
-				limit := c.args.int("limit", 50)
-				if limit < 1 || limit > game.MaxNotifications {
-					return nil, invalid("limit must be between 1 and 100.")
-				}
-				return e.Notifications(c.sid, limit, c.args.bool("clear", true))
+				return e.Notifications(c.sid, c.args.int("limit", 50), c.args.bool("clear", true))
 			},
 		},
 		{
