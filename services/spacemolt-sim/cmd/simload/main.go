@@ -44,6 +44,7 @@ type options struct {
 	limits   bool
 	client   string
 	cpuprof  string
+	code     string
 }
 
 func main() {
@@ -67,6 +68,7 @@ func run(ctx context.Context, argv []string, out io.Writer) error {
 	fs.BoolVar(&o.limits, "limits", false, "keep the default per-account rate limits in the in-process simulator")
 	fs.StringVar(&o.client, "client", "sdk", "sdk (go-sdk MCP client) or raw (minimal hand-written Streamable HTTP client, to load the server rather than the client)")
 	fs.StringVar(&o.cpuprof, "cpuprofile", "", "write a CPU profile of the load phase to this file")
+	fs.StringVar(&o.code, "registration-code", "", "registration code of the target simulator, if it requires one")
 	if err := fs.Parse(argv); err != nil {
 		return err
 	}
@@ -217,7 +219,7 @@ func connectAll(ctx context.Context, hc *http.Client, o options) ([]*session, er
 				return
 			}
 			s.name = fmt.Sprintf("load%d_%d", run, i)
-			if _, err := s.call(ctx, "register", map[string]any{"username": s.name, "empire": "solarian"}); err != nil {
+			if _, err := s.call(ctx, "register", map[string]any{"username": s.name, "empire": "solarian", "registration_code": o.code}); err != nil {
 				errs <- err
 				s.close()
 				return

@@ -82,9 +82,9 @@ func mask(s string) string {
 // logAttrs is the configuration as logged at start, secrets masked.
 func (c config) logAttrs() []any {
 	return []any{
-		"listen_addr", c.ListenAddr, "tick", c.Tick, "seed", c.Seed,
+		"listen_addr", c.ListenAddr, "tick", c.Tick.String(), "seed", c.Seed,
 		"registration_code", mask(c.RegistrationCode), "admin_token", mask(c.AdminToken),
-		"session_ttl", c.SessionTTL, "mcp_session_ttl", c.MCPSessionTTL,
+		"session_ttl", c.SessionTTL.String(), "mcp_session_ttl", c.MCPSessionTTL.String(),
 		"mutations_per_min", c.MutationsPerMinute, "reads_per_min", c.ReadsPerMinute, "chat_per_min", c.ChatPerMinute,
 		"gogc", c.GOGC,
 	}
@@ -117,7 +117,9 @@ func run(ctx context.Context) error {
 		Seed: cfg.Seed, Tick: cfg.Tick, RegistrationCode: cfg.RegistrationCode, SessionTTL: cfg.SessionTTL,
 		MutationsPerMinute: cfg.MutationsPerMinute, ReadsPerMinute: cfg.ReadsPerMinute, ChatPerMinute: cfg.ChatPerMinute,
 	})
-	mcpSrv := mcpserver.New(engine, mcpserver.Options{SessionTimeout: cfg.MCPSessionTTL, Logger: log})
+	// The SDK logs every session at info level; a swarm would drown the log.
+	sdkLog := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	mcpSrv := mcpserver.New(engine, mcpserver.Options{SessionTimeout: cfg.MCPSessionTTL, Logger: sdkLog})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", mcpSrv.Handler())
 	admin.Register(mux, engine, admin.Options{Token: cfg.AdminToken, Logger: log})
