@@ -7,11 +7,6 @@ import (
 	"log/slog"
 )
 
-// SeedMain runs `memory seed`.
-func SeedMain(ctx context.Context, log *slog.Logger, dbURL string, args []string) error {
-	return errors.New("not yet")
-}
-
 // BenchMain runs `memory bench`.
 func BenchMain(ctx context.Context, log *slog.Logger, dbURL string, args []string) error {
 	return errors.New("not yet")
