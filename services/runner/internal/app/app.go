@@ -1,0 +1,287 @@
+// Package app wires the runner: clients of the memory and composer services, the NATS bus (wakes, events, leases,
+// live statuses), the LLM providers, the tool router, the lease manager with its mysis actors and the SwarmService
+// gRPC server. main calls Run; end-to-end tests call it in-process too, which lets them add a scripted provider.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+	"github.com/zoeaswarm/zoea/libs/config"
+	"github.com/zoeaswarm/zoea/libs/server"
+	"github.com/zoeaswarm/zoea/libs/swarmbus"
+	"github.com/zoeaswarm/zoea/services/runner/internal/composerclient"
+	"github.com/zoeaswarm/zoea/services/runner/internal/grpcapi"
+	"github.com/zoeaswarm/zoea/services/runner/internal/lease"
+	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
+	"github.com/zoeaswarm/zoea/services/runner/internal/memoryclient"
+	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
+	"github.com/zoeaswarm/zoea/services/runner/internal/natsbus"
+	"github.com/zoeaswarm/zoea/services/runner/internal/provider/ollama"
+	"github.com/zoeaswarm/zoea/services/runner/internal/provider/openai"
+	"github.com/zoeaswarm/zoea/services/runner/internal/tools"
+)
+
+// Config is the runner's configuration, from the environment.
+type Config struct {
+	Server       server.Config
+	MemoryAddr   string `env:"ZOEA_MEMORY_ADDR" envDefault:"127.0.0.1:7001"`
+	ComposerAddr string `env:"ZOEA_COMPOSER_ADDR" envDefault:"127.0.0.1:7002"`
+	NATSURL      string `env:"ZOEA_NATS_URL" envDefault:"nats://127.0.0.1:4222"`
+	SpaceMoltURL string `env:"ZOEA_SPACEMOLT_URL" envDefault:"http://127.0.0.1:7100/mcp"`
+
+	DefaultProvider string        `env:"ZOEA_DEFAULT_PROVIDER" envDefault:"autopilot"`
+	OllamaHost      string        `env:"OLLAMA_HOST"`
+	OllamaModel     string        `env:"ZOEA_OLLAMA_MODEL" envDefault:"qwen3:8b"`
+	OllamaNumCtx    int           `env:"ZOEA_OLLAMA_NUM_CTX" envDefault:"16384"`
+	OpenAIKey       config.Secret `env:"OPENAI_API_KEY"`
+	OpenAIBaseURL   string        `env:"OPENAI_BASE_URL"`
+	OpenAIModel     string        `env:"ZOEA_OPENAI_MODEL" envDefault:"gpt-4o-mini"`
+	// ProviderConcurrency limits concurrent calls per provider (0: unlimited).
+	ProviderConcurrency int `env:"ZOEA_PROVIDER_CONCURRENCY" envDefault:"8"`
+	// AutopilotConcurrency limits the offline policy separately (0: unlimited): it costs microseconds.
+	AutopilotConcurrency int `env:"ZOEA_AUTOPILOT_CONCURRENCY" envDefault:"0"`
+
+	MaxToolIterations int           `env:"ZOEA_MAX_TOOL_ITERATIONS" envDefault:"10"`
+	TurnPause         time.Duration `env:"ZOEA_TURN_PAUSE" envDefault:"2s"`
+	BackoffMin        time.Duration `env:"ZOEA_ERROR_BACKOFF_MIN" envDefault:"2s"`
+	BackoffMax        time.Duration `env:"ZOEA_ERROR_BACKOFF_MAX" envDefault:"2m"`
+	LeaseTTL          time.Duration `env:"ZOEA_LEASE_TTL" envDefault:"15s"`
+	ReplicaID         string        `env:"ZOEA_REPLICA_ID"`
+
+	Empire              string        `env:"ZOEA_SPACEMOLT_EMPIRE" envDefault:"solarian"`
+	RegistrationCode    config.Secret `env:"ZOEA_SPACEMOLT_REGISTRATION_CODE"`
+	SimRegistrationCode config.Secret `env:"ZOEA_SIM_REGISTRATION_CODE"`
+}
+
+// LoadConfig reads the environment with the runner's defaults.
+func LoadConfig() (Config, error) {
+	cfg := Config{Server: server.Config{ListenAddr: ":7003"}}
+	if err := config.LoadWith(&cfg); err != nil {
+		return cfg, err
+	}
+	return cfg, cfg.Validate()
+}
+
+// Validate checks values the environment parser cannot.
+func (c *Config) Validate() error {
+	switch {
+	case c.MaxToolIterations < 1:
+		return errors.New("ZOEA_MAX_TOOL_ITERATIONS must be at least 1")
+	case c.TurnPause < 0:
+		return errors.New("ZOEA_TURN_PAUSE must not be negative")
+	case c.LeaseTTL < time.Second:
+		return errors.New("ZOEA_LEASE_TTL must be at least 1s")
+	case c.BackoffMin <= 0 || c.BackoffMax < c.BackoffMin:
+		return errors.New("ZOEA_ERROR_BACKOFF_MIN must be positive and not above ZOEA_ERROR_BACKOFF_MAX")
+	}
+	if c.ReplicaID == "" {
+		host, _ := os.Hostname()
+		if host == "" {
+			host = "runner"
+		}
+		c.ReplicaID = host + "-" + strconv.Itoa(os.Getpid())
+	}
+	return nil
+}
+
+// Options are hooks for tests and tools.
+type Options struct {
+	Logger *slog.Logger
+	// Providers are registered in addition to the built-in ones (a test's scripted model).
+	Providers []llm.Provider
+	// Listener, when set, is served instead of listening on cfg.Server.ListenAddr.
+	Listener net.Listener
+	// OnReady is called with the gRPC address once the server listens.
+	OnReady func(addr net.Addr)
+}
+
+// Run runs the runner until ctx ends, then stops every actor at a safe point, releases its leases and stops the
+// server gracefully.
+func Run(ctx context.Context, cfg Config, opts Options) error {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("replica", cfg.ReplicaID)
+
+	memConn, err := server.Dial(cfg.MemoryAddr, cfg.Server.AdminToken.Reveal(), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+	if err != nil {
+		return err
+	}
+	defer memConn.Close()
+	compConn, err := server.Dial(cfg.ComposerAddr, cfg.Server.AdminToken.Reveal(), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+	if err != nil {
+		return err
+	}
+	defer compConn.Close()
+	memAPI := memoryv1.NewMemoryServiceClient(memConn)
+	memory := memoryclient.New(memAPI)
+	composerAPI := composerv1.NewComposerServiceClient(compConn)
+
+	bus, err := swarmbus.Connect(ctx, cfg.NATSURL, swarmbus.Options{Name: "runner-" + cfg.ReplicaID, Logger: log, LeaseTTL: cfg.LeaseTTL})
+	if err != nil {
+		return fmt.Errorf("nats: %w", err)
+	}
+	defer bus.Close()
+	leases, err := bus.Leases(cfg.ReplicaID)
+	if err != nil {
+		return err
+	}
+	// The status bucket is the runner's own; it rides on a separate connection because swarmbus keeps its own.
+	nc, err := nats.Connect(cfg.NATSURL, nats.Name("runner-status-"+cfg.ReplicaID), nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true))
+	if err != nil {
+		return fmt.Errorf("nats status connection: %w", err)
+	}
+	defer nc.Close()
+	statuses, err := natsbus.OpenStatuses(ctx, nc, log)
+	if err != nil {
+		return err
+	}
+
+	registry, names, err := buildProviders(cfg, opts.Providers, log)
+	if err != nil {
+		return err
+	}
+	regCode := cfg.RegistrationCode.Reveal()
+	if regCode == "" {
+		regCode = cfg.SimRegistrationCode.Reveal()
+	}
+	router := tools.NewRouter(tools.Config{Endpoint: cfg.SpaceMoltURL, Empire: cfg.Empire, RegistrationCode: regCode, Logger: log}, memory, memory)
+	events := natsbus.Events{Bus: bus, Log: log}
+	actorCfg := mysis.Config{
+		MaxToolIterations: cfg.MaxToolIterations, TurnPause: cfg.TurnPause, BackoffMin: cfg.BackoffMin, BackoffMax: cfg.BackoffMax,
+		Owner: cfg.ReplicaID, Logger: log,
+	}
+	deps := mysis.Deps{
+		Store: memory, Composer: composerclient.New(composerAPI, nil), Tools: router, Providers: registry,
+		Events: events, Status: statuses,
+	}
+	mgr := lease.New(natsbus.Leases{L: leases}, memory, func(id string) lease.Actor { return mysis.New(id, deps, actorCfg) }, lease.Config{Logger: log})
+
+	srv := server.New(server.Options{
+		Name: "runner", Config: cfg.Server, Logger: log,
+		Checks: []server.Check{
+			{Name: "memory", Fn: healthCheck(memConn)},
+			{Name: "composer", Fn: healthCheck(compConn)},
+			{Name: "nats", Fn: bus.Ready},
+		},
+	})
+	api := grpcapi.New(memAPI, composerAPI, natsbus.Wakes{Bus: bus}, live{statuses: statuses, mgr: mgr}, grpcapi.Defaults{
+		Provider: cfg.DefaultProvider, Providers: names,
+		Models: map[string]string{"ollama": cfg.OllamaModel, "openai": cfg.OpenAIModel, "autopilot": "autopilot"},
+	})
+	srv.Register(&runnerv1.SwarmService_ServiceDesc, api)
+
+	sub, err := bus.SubscribeWakes(ctx, func(_ context.Context, w swarmbus.Wake) {
+		mgr.Wake(w.MysisID, mysis.WakeReason(w.Reason))
+	})
+	if err != nil {
+		return err
+	}
+	defer sub.Stop()
+	// Wakes sent while disconnected are lost: every owned actor re-reads its mysis.
+	bus.OnReconnect(func() { mgr.WakeAll(mysis.WakeBroadcast) })
+
+	log.Info("runner starting", "providers", names, "lease_ttl", cfg.LeaseTTL.String())
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if opts.Listener != nil {
+			return srv.Serve(gctx, opts.Listener)
+		}
+		return srv.Run(gctx)
+	})
+	if opts.OnReady != nil {
+		g.Go(func() error {
+			addr, err := srv.Addr(gctx)
+			if err == nil {
+				opts.OnReady(addr)
+			}
+			return nil
+		})
+	}
+	g.Go(func() error { return statuses.Watch(gctx) })
+	g.Go(func() error { return mgr.Run(gctx) })
+	return g.Wait()
+}
+
+func healthCheck(conn *grpc.ClientConn) func(ctx context.Context) error {
+	client := healthpb.NewHealthClient(conn)
+	return func(ctx context.Context) error {
+		resp, err := client.Check(ctx, &healthpb.HealthCheckRequest{})
+		if err != nil {
+			return err
+		}
+		if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			return fmt.Errorf("health %s", resp.GetStatus())
+		}
+		return nil
+	}
+}
+
+// live joins the shared status bucket with the lease table for the admin API.
+type live struct {
+	statuses *natsbus.Statuses
+	mgr      *lease.Manager
+}
+
+func (l live) Status(id string) (mysis.Status, bool) {
+	if st, ok := l.mgr.Local(id); ok {
+		return st, true
+	}
+	return l.statuses.Get(id)
+}
+
+func (l live) Owner(id string) string { return l.mgr.Owner(id) }
+
+// registry adapts llm.Registry to mysis.Providers.
+type registry struct{ r *llm.Registry }
+
+func (r registry) Provider(name string) (llm.Provider, error) { return r.r.Get(name) }
+
+// buildProviders registers every provider, each wrapped with Retry-After-aware retries and a concurrency limit.
+func buildProviders(cfg Config, extra []llm.Provider, log *slog.Logger) (mysis.Providers, []string, error) {
+	var ps []llm.Provider
+	oll, err := ollama.New(ollama.Config{BaseURL: cfg.OllamaHost, NumCtx: cfg.OllamaNumCtx})
+	if err != nil {
+		return nil, nil, err
+	}
+	ps = append(ps, wrap(oll, cfg.ProviderConcurrency, log))
+	oai, err := openai.New(openai.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey.Reveal()})
+	if err != nil {
+		return nil, nil, err
+	}
+	ps = append(ps, wrap(oai, cfg.ProviderConcurrency, log))
+	if ap := autopilotProvider(); ap != nil {
+		ps = append(ps, llm.WithLimit(ap, cfg.AutopilotConcurrency))
+	}
+	for _, p := range extra {
+		ps = append(ps, p)
+	}
+	r, err := llm.NewRegistry(ps...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return registry{r}, r.Names(), nil
+}
+
+func wrap(p llm.Provider, limit int, log *slog.Logger) llm.Provider {
+	name := p.Name()
+	return llm.WithLimit(llm.WithRetry(p, llm.RetryOptions{OnRetry: func(attempt int, wait time.Duration, err error) {
+		log.Warn("llm call retried", "provider", name, "attempt", attempt, "wait", wait.String(), "err", err)
+	}}), limit)
+}

@@ -1,0 +1,318 @@
+// Package grpcapi serves SwarmService, the commander's admin API. Every replica answers every call: lifecycle
+// changes are written to the memory service first (the truth) and then announced with a wake, so whichever replica
+// owns the mysis reacts; live status comes from the replicas' shared status bucket and the lease table.
+package grpcapi
+
+import (
+	"context"
+	"regexp"
+	"slices"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/services/runner/internal/memoryclient"
+	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
+)
+
+// Waker announces a lifecycle change to the owning replica.
+type Waker interface {
+	Wake(ctx context.Context, mysisID string, r mysis.WakeReason) error
+}
+
+// Live answers what actors are doing now.
+type Live interface {
+	// Status is the last status any replica published for the mysis.
+	Status(id string) (mysis.Status, bool)
+	// Owner is the replica holding the mysis's lease, "" when none.
+	Owner(id string) string
+}
+
+// Defaults apply to CreateMysis fields left empty.
+type Defaults struct {
+	// Provider when the request has none (ZOEA_DEFAULT_PROVIDER).
+	Provider string
+	// Models per provider.
+	Models map[string]string
+	// Temperature when unset (0.7).
+	Temperature float64
+	// SystemPrompt when empty (DefaultSystemPrompt).
+	SystemPrompt string
+	// Providers are the names this runner can use; others are rejected.
+	Providers []string
+}
+
+// Server implements runnerv1.SwarmServiceServer.
+type Server struct {
+	runnerv1.UnimplementedSwarmServiceServer
+	memory   memoryv1.MemoryServiceClient
+	composer composerv1.ComposerServiceClient
+	wakes    Waker
+	live     Live
+	defaults Defaults
+}
+
+// New builds the server.
+func New(memory memoryv1.MemoryServiceClient, composer composerv1.ComposerServiceClient, wakes Waker, live Live, d Defaults) *Server {
+	if d.Temperature == 0 {
+		d.Temperature = 0.7
+	}
+	if d.SystemPrompt == "" {
+		d.SystemPrompt = DefaultSystemPrompt
+	}
+	if d.Provider == "" {
+		d.Provider = "autopilot"
+	}
+	return &Server{memory: memory, composer: composer, wakes: wakes, live: live, defaults: d}
+}
+
+var uuidRe = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// resolve finds a mysis by id or name.
+func (s *Server) resolve(ctx context.Context, ref string) (*memoryv1.Mysis, error) {
+	ref = strings.TrimSpace(ref)
+	if ref == "" {
+		return nil, errs.InvalidField("mysis", "required: a mysis id or name")
+	}
+	if uuidRe.MatchString(ref) {
+		resp, err := s.memory.GetMysis(ctx, &memoryv1.GetMysisRequest{MysisId: ref})
+		if err == nil {
+			return resp.GetMysis(), nil
+		}
+		if status.Code(err) != codes.NotFound {
+			return nil, err
+		}
+	}
+	resp, err := s.memory.GetMysisByName(ctx, &memoryv1.GetMysisByNameRequest{Name: ref})
+	if err != nil {
+		if status.Code(err) == codes.NotFound {
+			return nil, errs.NotFoundf("mysis %q not found", ref)
+		}
+		return nil, err
+	}
+	return resp.GetMysis(), nil
+}
+
+func (s *Server) statusOf(m *memoryv1.Mysis) *runnerv1.MysisStatus {
+	out := &runnerv1.MysisStatus{Mysis: m, Owner: s.live.Owner(m.GetId()), Credits: -1}
+	if st, ok := s.live.Status(m.GetId()); ok {
+		out.LastAction, out.Credits, out.Turns, out.LastError = st.LastAction, st.Credits, st.Turns, st.LastError
+		if !st.LastActionAt.IsZero() {
+			out.LastActionAt = timestamppb.New(st.LastActionAt)
+		}
+	}
+	return out
+}
+
+func (s *Server) checkProvider(field, p string) error {
+	if len(s.defaults.Providers) > 0 && !slices.Contains(s.defaults.Providers, p) {
+		return errs.InvalidField(field, "unknown provider %q (have %s)", p, strings.Join(s.defaults.Providers, ", "))
+	}
+	return nil
+}
+
+func checkTemperature(field string, t float64) error {
+	if t < 0 || t > 2 {
+		return errs.InvalidField(field, "must be between 0 and 2, got %v", t)
+	}
+	return nil
+}
+
+// CreateMysis implements SwarmService.
+func (s *Server) CreateMysis(ctx context.Context, req *runnerv1.CreateMysisRequest) (*runnerv1.CreateMysisResponse, error) {
+	name := strings.TrimSpace(req.GetName())
+	switch {
+	case name == "":
+		return nil, errs.InvalidField("name", "required")
+	case len([]rune(name)) > 64:
+		return nil, errs.InvalidField("name", "at most 64 characters")
+	case uuidRe.MatchString(name):
+		return nil, errs.InvalidField("name", "must not look like a mysis id")
+	}
+	provider := req.GetProvider()
+	if provider == "" {
+		provider = s.defaults.Provider
+	}
+	if err := s.checkProvider("provider", provider); err != nil {
+		return nil, err
+	}
+	model := req.GetModel()
+	if model == "" {
+		model = s.defaults.Models[provider]
+	}
+	if model == "" && provider != "autopilot" {
+		return nil, errs.InvalidField("model", "required: provider %q has no default model", provider)
+	}
+	temp := s.defaults.Temperature
+	if req.Temperature != nil {
+		temp = req.GetTemperature()
+	}
+	if err := checkTemperature("temperature", temp); err != nil {
+		return nil, err
+	}
+	prompt := req.GetSystemPrompt()
+	if strings.TrimSpace(prompt) == "" {
+		prompt = s.defaults.SystemPrompt
+	}
+	resp, err := s.memory.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: name, Provider: provider, Model: model, Temperature: temp, SystemPrompt: prompt})
+	if err != nil {
+		return nil, err
+	}
+	m := resp.GetMysis()
+	if req.GetStart() {
+		if m, err = s.start(ctx, m); err != nil {
+			return nil, err
+		}
+	}
+	return &runnerv1.CreateMysisResponse{Status: s.statusOf(m)}, nil
+}
+
+// ListMyses implements SwarmService.
+func (s *Server) ListMyses(ctx context.Context, req *runnerv1.ListMysesRequest) (*runnerv1.ListMysesResponse, error) {
+	size := req.GetPageSize()
+	switch {
+	case size < 0 || size > 1000:
+		return nil, errs.InvalidField("page_size", "must be between 0 and 1000")
+	case size == 0:
+		size = 100
+	}
+	resp, err := s.memory.ListMyses(ctx, &memoryv1.ListMysesRequest{PageSize: size, PageToken: req.GetPageToken(), State: req.GetState()})
+	if err != nil {
+		return nil, err
+	}
+	out := &runnerv1.ListMysesResponse{NextPageToken: resp.GetNextPageToken()}
+	for _, m := range resp.GetMyses() {
+		out.Myses = append(out.Myses, s.statusOf(m))
+	}
+	return out, nil
+}
+
+// GetMysis implements SwarmService.
+func (s *Server) GetMysis(ctx context.Context, req *runnerv1.GetMysisRequest) (*runnerv1.GetMysisResponse, error) {
+	m, err := s.resolve(ctx, req.GetMysis())
+	if err != nil {
+		return nil, err
+	}
+	return &runnerv1.GetMysisResponse{Status: s.statusOf(m)}, nil
+}
+
+// start sets a mysis running with a fresh encouragement count and wakes its owner.
+func (s *Server) start(ctx context.Context, m *memoryv1.Mysis) (*memoryv1.Mysis, error) {
+	zero := int32(0)
+	resp, err := s.memory.SetMysisState(ctx, &memoryv1.SetMysisStateRequest{
+		MysisId: m.GetId(), State: memoryv1.MysisState_MYSIS_STATE_RUNNING, Reason: "started by commander", EncouragementCount: &zero,
+	})
+	if err != nil {
+		return nil, err
+	}
+	_ = s.wakes.Wake(ctx, m.GetId(), mysis.WakeStart) // a lost wake is caught by the owner's next scan
+	return resp.GetMysis(), nil
+}
+
+// StartMysis implements SwarmService.
+func (s *Server) StartMysis(ctx context.Context, req *runnerv1.StartMysisRequest) (*runnerv1.StartMysisResponse, error) {
+	m, err := s.resolve(ctx, req.GetMysis())
+	if err != nil {
+		return nil, err
+	}
+	if m, err = s.start(ctx, m); err != nil {
+		return nil, err
+	}
+	return &runnerv1.StartMysisResponse{Status: s.statusOf(m)}, nil
+}
+
+// StopMysis implements SwarmService.
+func (s *Server) StopMysis(ctx context.Context, req *runnerv1.StopMysisRequest) (*runnerv1.StopMysisResponse, error) {
+	m, err := s.resolve(ctx, req.GetMysis())
+	if err != nil {
+		return nil, err
+	}
+	reason := strings.TrimSpace(req.GetReason())
+	if reason == "" {
+		reason = "stopped by commander"
+	}
+	resp, err := s.memory.SetMysisState(ctx, &memoryv1.SetMysisStateRequest{MysisId: m.GetId(), State: memoryv1.MysisState_MYSIS_STATE_STOPPED, Reason: reason})
+	if err != nil {
+		return nil, err
+	}
+	_ = s.wakes.Wake(ctx, m.GetId(), mysis.WakeStop)
+	return &runnerv1.StopMysisResponse{Status: s.statusOf(resp.GetMysis())}, nil
+}
+
+// ConfigureMysis implements SwarmService.
+func (s *Server) ConfigureMysis(ctx context.Context, req *runnerv1.ConfigureMysisRequest) (*runnerv1.ConfigureMysisResponse, error) {
+	m, err := s.resolve(ctx, req.GetMysis())
+	if err != nil {
+		return nil, err
+	}
+	up := &memoryv1.UpdateMysisConfigRequest{MysisId: m.GetId(), Model: req.Model, Temperature: req.Temperature, SystemPrompt: req.SystemPrompt}
+	if req.Provider != nil {
+		if err := s.checkProvider("provider", req.GetProvider()); err != nil {
+			return nil, err
+		}
+		up.Provider = req.Provider
+		if req.Model == nil && s.defaults.Models[req.GetProvider()] != "" && req.GetProvider() != m.GetProvider() {
+			model := s.defaults.Models[req.GetProvider()]
+			up.Model = &model
+		}
+	}
+	if req.Model != nil && strings.TrimSpace(req.GetModel()) == "" {
+		return nil, errs.InvalidField("model", "must not be empty")
+	}
+	if req.Temperature != nil {
+		if err := checkTemperature("temperature", req.GetTemperature()); err != nil {
+			return nil, err
+		}
+	}
+	if req.SystemPrompt != nil && strings.TrimSpace(req.GetSystemPrompt()) == "" {
+		return nil, errs.InvalidField("system_prompt", "must not be empty")
+	}
+	resp, err := s.memory.UpdateMysisConfig(ctx, up)
+	if err != nil {
+		return nil, err
+	}
+	_ = s.wakes.Wake(ctx, m.GetId(), mysis.WakeConfigure)
+	return &runnerv1.ConfigureMysisResponse{Status: s.statusOf(resp.GetMysis())}, nil
+}
+
+// DeleteMysis implements SwarmService.
+func (s *Server) DeleteMysis(ctx context.Context, req *runnerv1.DeleteMysisRequest) (*runnerv1.DeleteMysisResponse, error) {
+	m, err := s.resolve(ctx, req.GetMysis())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.memory.DeleteMysis(ctx, &memoryv1.DeleteMysisRequest{MysisId: m.GetId()}); err != nil {
+		return nil, err
+	}
+	_ = s.wakes.Wake(ctx, m.GetId(), mysis.WakeDelete)
+	return &runnerv1.DeleteMysisResponse{}, nil
+}
+
+// PreviewContext implements SwarmService: the composition the mysis's next LLM call would get, without side
+// effects (a nudge it announces is not stored).
+func (s *Server) PreviewContext(ctx context.Context, req *runnerv1.PreviewContextRequest) (*runnerv1.PreviewContextResponse, error) {
+	m, err := s.resolve(ctx, req.GetMysis())
+	if err != nil {
+		return nil, err
+	}
+	recent, err := s.memory.ListRecentMemories(ctx, &memoryv1.ListRecentMemoriesRequest{MysisId: m.GetId(), Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	autonomous := true
+	if ms := recent.GetMemories(); len(ms) > 0 {
+		last := memoryclient.FromProtoMemory(ms[len(ms)-1])
+		autonomous = last.Role == "assistant" && len(last.ToolCalls) == 0 || last.Role == "system"
+	}
+	resp, err := s.composer.ComposeContext(ctx, &composerv1.ComposeContextRequest{MysisId: m.GetId(), Policy: req.GetPolicy(), BeginAutonomousTurn: autonomous})
+	if err != nil {
+		return nil, err
+	}
+	return &runnerv1.PreviewContextResponse{Messages: resp.GetMessages(), Manifest: resp.GetManifest(), Encouragement: resp.GetEncouragement()}, nil
+}
