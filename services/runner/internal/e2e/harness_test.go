@@ -1,0 +1,309 @@
+// Package e2e runs the runner against the real thing: Postgres (libs/pgtest), NATS (libs/natstest), and the memory,
+// composer, bus and simulator binaries built from this repository. Runners run in-process (internal/app) so a test
+// can add a scripted model next to the built-in providers and stop a replica at will.
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/libs/chat/chatvalid"
+	"github.com/zoeaswarm/zoea/libs/natstest"
+	"github.com/zoeaswarm/zoea/libs/pgtest"
+	"github.com/zoeaswarm/zoea/libs/server"
+	"github.com/zoeaswarm/zoea/services/runner/internal/app"
+	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
+	"github.com/zoeaswarm/zoea/services/runner/internal/testenv"
+)
+
+const testSecretKey = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+
+// stack is one isolated Zoea deployment for a test.
+type stack struct {
+	t        *testing.T
+	natsURL  string
+	sim      *testenv.Sim
+	memAddr  string
+	compAddr string
+	busAddr  string
+	memory   memoryv1.MemoryServiceClient
+	bus      busv1.BusServiceClient
+}
+
+func requireBinaries(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end: skipped with -short")
+	}
+	for _, svc := range []string{"memory", "composer", "bus", "spacemolt-sim"} {
+		if !testenv.Available(t, svc) {
+			t.Skipf("end-to-end: services/%s/cmd/%s does not exist yet", svc, svc)
+		}
+	}
+}
+
+func startStack(t *testing.T, simEnv ...string) *stack {
+	t.Helper()
+	requireBinaries(t)
+	s := &stack{t: t}
+	dbURL := pgtest.New(t)
+	s.natsURL = natstest.Start(t).ClientURL()
+	s.sim = testenv.StartSim(t, simEnv...)
+
+	s.memAddr = testenv.FreeAddr(t)
+	testenv.Start(t, "memory", testenv.Build(t, "memory"), []string{
+		"ZOEA_LISTEN_ADDR=" + s.memAddr, "ZOEA_DATABASE_URL=" + dbURL, "ZOEA_SECRET_KEY=" + testSecretKey,
+		"ZOEA_MIGRATE_ON_START=true", "ZOEA_DB_MAX_CONNS=32",
+	})
+	s.compAddr = testenv.FreeAddr(t)
+	testenv.Start(t, "composer", testenv.Build(t, "composer"), []string{
+		"ZOEA_LISTEN_ADDR=" + s.compAddr, "ZOEA_MEMORY_ADDR=" + s.memAddr,
+	})
+	s.busAddr = testenv.FreeAddr(t)
+	testenv.Start(t, "bus", testenv.Build(t, "bus"), []string{
+		"ZOEA_LISTEN_ADDR=" + s.busAddr, "ZOEA_MEMORY_ADDR=" + s.memAddr, "ZOEA_NATS_URL=" + s.natsURL,
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, addr := range []string{s.memAddr, s.compAddr, s.busAddr} {
+		waitHealthy(t, ctx, addr)
+	}
+	s.memory = memoryv1.NewMemoryServiceClient(dial(t, s.memAddr))
+	s.bus = busv1.NewBusServiceClient(dial(t, s.busAddr))
+	return s
+}
+
+func waitHealthy(t *testing.T, ctx context.Context, addr string) {
+	t.Helper()
+	for {
+		err := server.Healthcheck(ctx, addr)
+		if err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s never became healthy: %v", addr, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func dial(t *testing.T, addr string) *grpc.ClientConn {
+	t.Helper()
+	conn, err := server.Dial(addr, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
+// runner is an in-process runner replica.
+type runner struct {
+	id     string
+	swarm  runnerv1.SwarmServiceClient
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// Stop stops the replica gracefully and waits for it.
+func (r *runner) Stop(t *testing.T) {
+	t.Helper()
+	r.cancel()
+	select {
+	case err := <-r.done:
+		if err != nil {
+			t.Errorf("runner %s: %v", r.id, err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Errorf("runner %s did not stop", r.id)
+	}
+}
+
+func (s *stack) startRunner(t *testing.T, id string, providers []llm.Provider, mod func(*app.Config)) *runner {
+	t.Helper()
+	cfg := app.Config{
+		Server:       server.Config{ListenAddr: "127.0.0.1:0", ShutdownTimeout: 5 * time.Second},
+		MemoryAddr:   s.memAddr, ComposerAddr: s.compAddr, NATSURL: s.natsURL, SpaceMoltURL: s.sim.MCPURL(),
+		DefaultProvider: "probe", OllamaModel: "none", OpenAIModel: "none", ProviderConcurrency: 8,
+		MaxToolIterations: 10, TurnPause: 50 * time.Millisecond, BackoffMin: 100 * time.Millisecond, BackoffMax: time.Second,
+		LeaseTTL: 3 * time.Second, ReplicaID: id, Empire: "solarian", OpenAIKey: "unused",
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &runner{id: id, cancel: cancel, done: make(chan error, 1)}
+	level := slog.LevelWarn
+	if os.Getenv("ZOEA_TEST_VERBOSE") != "" {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	go func() { r.done <- app.Run(ctx, cfg, app.Options{Logger: log, Providers: providers, Listener: lis}) }()
+	r.swarm = runnerv1.NewSwarmServiceClient(dial(t, lis.Addr().String()))
+	hctx, hcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer hcancel()
+	waitHealthy(t, hctx, lis.Addr().String())
+	t.Cleanup(func() {
+		select {
+		case <-r.done:
+		default:
+			r.Stop(t)
+		}
+	})
+	return r
+}
+
+// probe is a scripted model: at a turn's start it calls one tool (get_status, or a search when the prompt says
+// "SEARCH: <query>"), then answers without tool calls. It validates every request it receives.
+type probe struct {
+	name    string
+	calls   atomic.Int64
+	invalid atomic.Int64
+	noTools atomic.Int64
+	mu      sync.Mutex
+	delay   time.Duration
+	seenIDs map[string]bool
+}
+
+func newProbe() *probe { return &probe{name: "probe", seenIDs: map[string]bool{}} }
+
+func (p *probe) Name() string { return p.name }
+
+func (p *probe) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	n := p.calls.Add(1)
+	if err := chatvalid.Strict.Validate(req.Messages); err != nil {
+		p.invalid.Add(1)
+	}
+	if len(req.Tools) == 0 {
+		p.noTools.Add(1)
+	}
+	if p.delay > 0 {
+		select {
+		case <-time.After(p.delay):
+		case <-ctx.Done():
+			return llm.Response{}, ctx.Err()
+		}
+	}
+	last := req.Messages[len(req.Messages)-1]
+	if last.Role == chat.RoleTool {
+		return llm.Response{Message: chat.Message{Role: chat.RoleAssistant, Content: "Done: " + excerpt(last.Content)}, Reasoning: "the tool answered"}, nil
+	}
+	id := fmt.Sprintf("call_%d", n)
+	tc := chat.ToolCall{ID: id, Name: "get_status", Arguments: `{}`}
+	if _, q, ok := strings.Cut(last.Content, "SEARCH: "); ok {
+		args, _ := json.Marshal(map[string]any{"query": strings.TrimSpace(q), "limit": 5})
+		tc = chat.ToolCall{ID: id, Name: "zoea_search_messages", Arguments: string(args)}
+	}
+	return llm.Response{Message: chat.Message{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{tc}}, Reasoning: "checking with " + tc.Name}, nil
+}
+
+func excerpt(s string) string {
+	if len(s) > 80 {
+		return s[:80]
+	}
+	return s
+}
+
+// eventually polls cond until it holds or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %v waiting for %s", timeout, what)
+}
+
+// allMemories reads a mysis's whole history.
+func (s *stack) allMemories(t *testing.T, id string) []*memoryv1.Memory {
+	t.Helper()
+	var out []*memoryv1.Memory
+	from := int64(1)
+	for {
+		resp, err := s.memory.ListMemoriesRange(context.Background(), &memoryv1.ListMemoriesRangeRequest{MysisId: id, FromSeq: from, Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, resp.GetMemories()...)
+		if len(resp.GetMemories()) < 1000 {
+			return out
+		}
+		from = out[len(out)-1].GetSeq() + 1
+	}
+}
+
+// checkHistory asserts the invariants every history must keep: seq gapless from 1, idempotency keys unique,
+// every tool call answered by exactly one result with its tool name, no password anywhere.
+func (s *stack) checkHistory(t *testing.T, id string, passwords []string) []*memoryv1.Memory {
+	t.Helper()
+	ms := s.allMemories(t, id)
+	keys := map[string]int64{}
+	calls := map[string]string{}
+	answered := map[string]int{}
+	for i, m := range ms {
+		if m.GetSeq() != int64(i+1) {
+			t.Errorf("mysis %s: memory %d has seq %d (gap or duplicate)", id, i, m.GetSeq())
+		}
+		if k := m.GetIdempotencyKey(); k != "" {
+			if prev, dup := keys[k]; dup {
+				t.Errorf("mysis %s: idempotency key %s at seq %d and %d", id, k, prev, m.GetSeq())
+			}
+			keys[k] = m.GetSeq()
+		}
+		for _, c := range m.GetToolCalls() {
+			calls[c.GetId()] = c.GetName()
+		}
+		if m.GetRole() == memoryv1.Role_ROLE_TOOL {
+			answered[m.GetToolCallId()]++
+			if calls[m.GetToolCallId()] != m.GetToolName() {
+				t.Errorf("mysis %s: tool result seq %d answers %q (%s) but the call was %q", id, m.GetSeq(), m.GetToolCallId(), m.GetToolName(), calls[m.GetToolCallId()])
+			}
+		}
+		for _, pw := range passwords {
+			if pw != "" && (strings.Contains(m.GetContent(), pw) || strings.Contains(m.GetReasoning(), pw)) {
+				t.Errorf("mysis %s: memory seq %d contains an account password (LESSONS 7)", id, m.GetSeq())
+			}
+		}
+	}
+	for callID, n := range answered {
+		if n != 1 {
+			t.Errorf("mysis %s: call %s answered %d times", id, callID, n)
+		}
+	}
+	return ms
+}
+
+func (s *stack) password(t *testing.T, id string) string {
+	t.Helper()
+	resp, err := s.memory.GetAccountForMysis(context.Background(), &memoryv1.GetAccountForMysisRequest{MysisId: id})
+	if err != nil {
+		return ""
+	}
+	return resp.GetAccount().GetPassword()
+}

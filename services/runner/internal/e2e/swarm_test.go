@@ -1,0 +1,257 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
+	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
+)
+
+func getStatus(t *testing.T, r *runner, name string) *runnerv1.MysisStatus {
+	t.Helper()
+	resp, err := r.swarm.GetMysis(context.Background(), &runnerv1.GetMysisRequest{Mysis: name})
+	if err != nil {
+		t.Fatalf("GetMysis %s: %v", name, err)
+	}
+	return resp.GetStatus()
+}
+
+// afterSeq returns the memories of ms with seq > seq.
+func afterSeq(ms []*memoryv1.Memory, seq int64) []*memoryv1.Memory {
+	for i, m := range ms {
+		if m.GetSeq() > seq {
+			return ms[i:]
+		}
+	}
+	return nil
+}
+
+func hasToolLoop(ms []*memoryv1.Memory, tool string) bool {
+	for i, m := range ms {
+		if m.GetRole() == memoryv1.Role_ROLE_ASSISTANT && len(m.GetToolCalls()) > 0 && m.GetToolCalls()[0].GetName() == tool {
+			for _, r := range ms[i+1:] {
+				if r.GetRole() == memoryv1.Role_ROLE_TOOL && r.GetToolCallId() == m.GetToolCalls()[0].GetId() {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// TestSwarmLifecycle: a started mysis with no orders goes idle after three nudges; a direct message wakes it;
+// a broadcast wakes the whole swarm; tool loops are stored structurally; search never crosses myses; no password
+// is ever stored; every request sent to the model is valid and carries tools.
+func TestSwarmLifecycle(t *testing.T) {
+	s := startStack(t)
+	p := newProbe()
+	r := s.startRunner(t, "r1", []llm.Provider{p}, nil)
+	ctx := context.Background()
+
+	solo, err := r.swarm.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: "solo", Start: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	soloID := solo.GetStatus().GetMysis().GetId()
+	eventually(t, 30*time.Second, "solo idle after three nudges", func() bool {
+		m := getStatus(t, r, "solo").GetMysis()
+		return m.GetState() == memoryv1.MysisState_MYSIS_STATE_IDLE && m.GetStateReason() == mysis.IdleReason
+	})
+	ms := s.allMemories(t, soloID)
+	nudges := 0
+	for _, m := range ms {
+		if m.GetSource() == memoryv1.Source_SOURCE_NUDGE {
+			nudges++
+		}
+	}
+	if nudges != 3 || !hasToolLoop(ms, "get_status") {
+		t.Fatalf("solo: %d nudges (want 3), tool loop stored: %v", nudges, hasToolLoop(ms, "get_status"))
+	}
+
+	// A direct message wakes the idle mysis.
+	lastSeq := ms[len(ms)-1].GetSeq()
+	if _, err := s.bus.SendDirect(ctx, &busv1.SendDirectRequest{Mysis: "solo", Content: "Report your status, captain."}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "solo answers the direct message", func() bool {
+		return hasToolLoop(afterSeq(s.allMemories(t, soloID), lastSeq), "get_status")
+	})
+
+	// Two more myses, idle; a broadcast wakes all three.
+	ids := map[string]string{"solo": soloID}
+	for _, name := range []string{"alpha", "beta"} {
+		resp, err := r.swarm.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[name] = resp.GetStatus().GetMysis().GetId()
+	}
+	before := map[string]int64{}
+	for name, id := range ids {
+		all := s.allMemories(t, id)
+		if len(all) > 0 {
+			before[name] = all[len(all)-1].GetSeq()
+		}
+	}
+	if _, err := s.bus.Broadcast(ctx, &busv1.BroadcastRequest{Content: "Mission: check your status and report to the swarm."}); err != nil {
+		t.Fatal(err)
+	}
+	for name, id := range ids {
+		eventually(t, 20*time.Second, name+" answers the broadcast", func() bool {
+			return hasToolLoop(afterSeq(s.allMemories(t, id), before[name]), "get_status")
+		})
+	}
+	eventually(t, 10*time.Second, "live status with credits", func() bool {
+		st := getStatus(t, r, "alpha")
+		return st.GetOwner() == "r1" && st.GetCredits() >= 0 && st.GetTurns() > 0 && st.GetLastAction() != ""
+	})
+
+	// Search isolation (LESSONS 6): beta searching alpha's username finds nothing of alpha's; alpha finds its own
+	// get_status result.
+	alphaUser := getStatus(t, r, "alpha").GetMysis().GetAccountUsername()
+	if alphaUser == "" {
+		t.Fatal("alpha has no account username")
+	}
+	searchResult := func(name string) []map[string]any {
+		t.Helper()
+		id := ids[name]
+		from := s.allMemories(t, id)
+		mark := from[len(from)-1].GetSeq()
+		if _, err := s.bus.SendDirect(ctx, &busv1.SendDirectRequest{Mysis: name, Content: "SEARCH: " + alphaUser}); err != nil {
+			t.Fatal(err)
+		}
+		var out []map[string]any
+		eventually(t, 20*time.Second, name+" search result", func() bool {
+			for _, m := range afterSeq(s.allMemories(t, id), mark) {
+				if m.GetRole() == memoryv1.Role_ROLE_TOOL && m.GetToolName() == "zoea_search_messages" {
+					var res struct {
+						Results []map[string]any `json:"results"`
+					}
+					if err := json.Unmarshal([]byte(m.GetContent()), &res); err != nil {
+						t.Fatalf("search result is not JSON: %s", m.GetContent())
+					}
+					out = res.Results
+					return true
+				}
+			}
+			return false
+		})
+		for _, h := range out {
+			mid := int64(h["memory_id"].(float64))
+			if _, err := s.memory.GetMemory(ctx, &memoryv1.GetMemoryRequest{MysisId: id, MemoryId: mid}); err != nil {
+				t.Errorf("%s's search returned memory %d that is not its own: %v", name, mid, err)
+			}
+		}
+		return out
+	}
+	for _, h := range searchResult("beta") {
+		if h["tool"] == "get_status" {
+			t.Errorf("beta's search for %q returned a get_status result: %v", alphaUser, h)
+		}
+	}
+	found := false
+	for _, h := range searchResult("alpha") {
+		if h["tool"] == "get_status" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("alpha's search for its own username found no get_status result")
+	}
+
+	r.Stop(t)
+	for _, id := range ids {
+		s.checkHistory(t, id, []string{s.password(t, ids["solo"]), s.password(t, ids["alpha"]), s.password(t, ids["beta"])})
+	}
+	if p.invalid.Load() != 0 || p.noTools.Load() != 0 {
+		t.Errorf("model got %d invalid requests and %d without tools", p.invalid.Load(), p.noTools.Load())
+	}
+}
+
+// TestReplicaHandover: two replicas share six myses; one stops mid-turn; the other takes its myses over within the
+// lease TTL and they keep playing, with no memory lost or duplicated.
+func TestReplicaHandover(t *testing.T) {
+	s := startStack(t)
+	p := newProbe()
+	p.delay = 100 * time.Millisecond // turns are long enough to be cut in the middle
+	r1 := s.startRunner(t, "r1", []llm.Provider{p}, nil)
+	r2 := s.startRunner(t, "r2", []llm.Provider{p}, nil)
+	ctx := context.Background()
+
+	ids := map[string]string{}
+	for _, name := range []string{"m1", "m2", "m3", "m4", "m5", "m6"} {
+		resp, err := r2.swarm.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: name, Start: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[name] = resp.GetStatus().GetMysis().GetId()
+	}
+	if _, err := s.bus.Broadcast(ctx, &busv1.BroadcastRequest{Content: "Mission: keep checking your status."}); err != nil {
+		t.Fatal(err)
+	}
+	owners := func(r *runner) map[string]string {
+		out := map[string]string{}
+		resp, err := r.swarm.ListMyses(ctx, &runnerv1.ListMysesRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range resp.GetMyses() {
+			out[st.GetMysis().GetName()] = st.GetOwner()
+		}
+		return out
+	}
+	eventually(t, 20*time.Second, "all six owned and playing", func() bool {
+		o := owners(r2)
+		for name, id := range ids {
+			if o[name] == "" || len(s.allMemories(t, id)) < 4 {
+				return false
+			}
+		}
+		return true
+	})
+	o := owners(r2)
+	var fromR1 []string
+	for name, owner := range o {
+		if owner == "r1" {
+			fromR1 = append(fromR1, name)
+		}
+	}
+	t.Logf("owners before the handover: %v", o)
+	if len(fromR1) == 0 {
+		t.Skip("r2 won every lease; nothing to hand over this run")
+	}
+	marks := map[string]int64{}
+	for _, name := range fromR1 {
+		ms := s.allMemories(t, ids[name])
+		marks[name] = ms[len(ms)-1].GetSeq()
+	}
+	stopped := time.Now()
+	r1.Stop(t)
+	eventually(t, 3*time.Second+5*time.Second, "r2 owns every mysis", func() bool {
+		for _, owner := range owners(r2) {
+			if owner != "r2" {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("handover took %v", time.Since(stopped))
+	for _, name := range fromR1 {
+		eventually(t, 20*time.Second, name+" keeps playing on r2", func() bool {
+			return hasToolLoop(afterSeq(s.allMemories(t, ids[name]), marks[name]), "get_status")
+		})
+	}
+	r2.Stop(t)
+	for _, id := range ids {
+		s.checkHistory(t, id, nil)
+	}
+	if p.invalid.Load() != 0 || p.noTools.Load() != 0 {
+		t.Errorf("model got %d invalid requests and %d without tools", p.invalid.Load(), p.noTools.Load())
+	}
+}
