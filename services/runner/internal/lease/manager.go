@@ -71,6 +71,10 @@ type Manager struct {
 	mu       sync.Mutex
 	actors   map[string]*handle
 	owners   map[string]string // from the lease watch: mysis → holder ("" unknown or free)
+	// gone holds myses whose actor ended by itself (deleted): their free lease must not be re-acquired from a
+	// watch event or a wake, or a deleted mysis would bounce between acquire and release. A listing that still
+	// shows the mysis clears the mark.
+	gone     map[string]bool
 	runCtx   context.Context
 	acquireQ chan string
 	wg       sync.WaitGroup
@@ -92,7 +96,7 @@ func New(leases Leases, lister Lister, newActor func(id string) Actor, cfg Confi
 	}
 	return &Manager{
 		leases: leases, lister: lister, newActor: newActor, cfg: cfg, log: cfg.Logger,
-		actors: map[string]*handle{}, owners: map[string]string{}, acquireQ: make(chan string, 8192),
+		actors: map[string]*handle{}, owners: map[string]string{}, gone: map[string]bool{}, acquireQ: make(chan string, 8192),
 	}
 }
 
@@ -163,7 +167,12 @@ func (m *Manager) acquirer(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case id := <-m.acquireQ:
-			m.tryAcquire(ctx, id)
+			m.mu.Lock()
+			gone := m.gone[id]
+			m.mu.Unlock()
+			if !gone {
+				m.tryAcquire(ctx, id)
+			}
 		}
 	}
 }
@@ -183,6 +192,7 @@ func (m *Manager) scan(ctx context.Context) {
 			m.mu.Lock()
 			_, mine := m.actors[id]
 			owner := m.owners[id]
+			delete(m.gone, id)
 			m.mu.Unlock()
 			if !mine && owner == "" {
 				m.tryAcquire(ctx, id)
@@ -240,6 +250,9 @@ func (m *Manager) start(ctx context.Context, id string) {
 		dropped := h.dropped
 		if m.actors[id] == h {
 			delete(m.actors, id)
+		}
+		if !dropped {
+			m.gone[id] = true
 		}
 		m.mu.Unlock()
 		cancel()

@@ -1,0 +1,225 @@
+package lease
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
+)
+
+// table is a shared lease table several fake replicas use, like the KV bucket.
+type table struct {
+	mu     sync.Mutex
+	owner  map[string]string
+	watch  []func(id, owner string)
+	failed map[string]bool // renewals of these ids report lost
+}
+
+func newTable() *table { return &table{owner: map[string]string{}, failed: map[string]bool{}} }
+
+func (tb *table) notify(id, owner string) {
+	for _, w := range tb.watch {
+		go w(id, owner)
+	}
+}
+
+type fakeLeases struct {
+	tb     *table
+	holder string
+}
+
+func (f fakeLeases) Holder() string     { return f.holder }
+func (f fakeLeases) TTL() time.Duration { return 60 * time.Millisecond }
+func (f fakeLeases) Acquire(_ context.Context, id string) (bool, error) {
+	f.tb.mu.Lock()
+	defer f.tb.mu.Unlock()
+	if o := f.tb.owner[id]; o != "" && o != f.holder {
+		return false, nil
+	}
+	f.tb.owner[id] = f.holder
+	f.tb.notify(id, f.holder)
+	return true, nil
+}
+func (f fakeLeases) RenewAll(context.Context) ([]string, error) {
+	f.tb.mu.Lock()
+	defer f.tb.mu.Unlock()
+	var lost []string
+	for id, o := range f.tb.owner {
+		if o == f.holder && f.tb.failed[id] {
+			lost = append(lost, id)
+			delete(f.tb.owner, id)
+		}
+	}
+	return lost, nil
+}
+func (f fakeLeases) Valid(id string) bool {
+	f.tb.mu.Lock()
+	defer f.tb.mu.Unlock()
+	return f.tb.owner[id] == f.holder
+}
+func (f fakeLeases) Release(_ context.Context, id string) error {
+	f.tb.mu.Lock()
+	defer f.tb.mu.Unlock()
+	if f.tb.owner[id] == f.holder {
+		delete(f.tb.owner, id)
+		f.tb.notify(id, "")
+	}
+	return nil
+}
+func (f fakeLeases) Watch(ctx context.Context, h func(id, owner string)) error {
+	f.tb.mu.Lock()
+	f.tb.watch = append(f.tb.watch, h)
+	f.tb.mu.Unlock()
+	<-ctx.Done()
+	return nil
+}
+
+type fakeLister struct{ ids []string }
+
+func (f fakeLister) ListMysisIDs(_ context.Context, token string, size int) ([]string, string, error) {
+	start := 0
+	if token != "" {
+		start = int(token[0] - '0')
+	}
+	end := min(start+size, len(f.ids))
+	next := ""
+	if end < len(f.ids) {
+		next = string(rune('0' + end))
+	}
+	return f.ids[start:end], next, nil
+}
+
+type fakeActor struct {
+	id      string
+	stopped atomic.Bool
+	woken   atomic.Int64
+	running *sync.Map
+	exit    chan struct{}
+}
+
+func (a *fakeActor) Run(ctx context.Context) error {
+	a.running.Store(a.id, a)
+	defer a.running.Delete(a.id)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-a.exit:
+			return nil
+		case <-time.After(time.Millisecond):
+			if a.stopped.Load() {
+				return nil
+			}
+		}
+	}
+}
+func (a *fakeActor) Wake(mysis.WakeReason) { a.woken.Add(1) }
+func (a *fakeActor) Stop()                 { a.stopped.Store(true) }
+func (a *fakeActor) Status() mysis.Status  { return mysis.Status{MysisID: a.id} }
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+func count(m *sync.Map) int {
+	n := 0
+	m.Range(func(_, _ any) bool { n++; return true })
+	return n
+}
+
+// Two replicas split the myses; when one stops gracefully its actors are stopped, its leases released, and the
+// other replica takes every mysis over.
+func TestManagersShareAndHandOver(t *testing.T) {
+	tb := newTable()
+	ids := []string{"a", "b", "c", "d", "e", "f", "g"}
+	run1, run2 := &sync.Map{}, &sync.Map{}
+	actors := &sync.Map{}
+	mk := func(running *sync.Map) func(id string) Actor {
+		return func(id string) Actor {
+			a := &fakeActor{id: id, running: running, exit: make(chan struct{})}
+			actors.Store(id, a)
+			return a
+		}
+	}
+	m1 := New(fakeLeases{tb, "r1"}, fakeLister{ids}, mk(run1), Config{PageSize: 3, ScanInterval: 20 * time.Millisecond})
+	m2 := New(fakeLeases{tb, "r2"}, fakeLister{ids}, mk(run2), Config{PageSize: 3, ScanInterval: 20 * time.Millisecond})
+	ctx1, stop1 := context.WithCancel(context.Background())
+	ctx2, stop2 := context.WithCancel(context.Background())
+	defer stop2()
+	done1 := make(chan struct{})
+	go func() { _ = m1.Run(ctx1); close(done1) }()
+	go func() { _ = m2.Run(ctx2) }()
+
+	waitFor(t, "every mysis running once", func() bool { return count(run1)+count(run2) == len(ids) })
+	run1.Range(func(k, _ any) bool {
+		if _, dup := run2.Load(k); dup {
+			t.Errorf("mysis %v runs on both replicas", k)
+		}
+		return true
+	})
+	// Wakes reach the owning actor only.
+	for _, id := range ids {
+		m1.Wake(id, mysis.WakeBroadcast)
+		m2.Wake(id, mysis.WakeBroadcast)
+	}
+	actors.Range(func(_, v any) bool {
+		if n := v.(*fakeActor).woken.Load(); n != 1 {
+			t.Errorf("actor %s woken %d times, want 1", v.(*fakeActor).id, n)
+		}
+		return true
+	})
+
+	stop1()
+	<-done1
+	if count(run1) != 0 {
+		t.Fatalf("r1 still runs %d actors after shutdown", count(run1))
+	}
+	waitFor(t, "r2 runs everything", func() bool { return count(run2) == len(ids) })
+	tb.mu.Lock()
+	for _, id := range ids {
+		if tb.owner[id] != "r2" {
+			t.Errorf("lease %s held by %q", id, tb.owner[id])
+		}
+	}
+	tb.mu.Unlock()
+}
+
+// A lost lease stops its actor at once; a deleted mysis (actor exits by itself) gives its lease back.
+func TestLostLeaseStopsActorAndDeletedMysisReleases(t *testing.T) {
+	tb := newTable()
+	running := &sync.Map{}
+	actors := &sync.Map{}
+	m := New(fakeLeases{tb, "r1"}, fakeLister{[]string{"a", "b"}}, func(id string) Actor {
+		a := &fakeActor{id: id, running: running, exit: make(chan struct{})}
+		actors.Store(id, a)
+		return a
+	}, Config{ScanInterval: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = m.Run(ctx) }()
+	waitFor(t, "both running", func() bool { return count(running) == 2 })
+
+	tb.mu.Lock()
+	tb.failed["a"] = true
+	tb.mu.Unlock()
+	waitFor(t, "a stopped", func() bool { _, ok := running.Load("a"); return !ok })
+
+	v, _ := actors.Load("b")
+	close(v.(*fakeActor).exit) // the mysis was deleted
+	waitFor(t, "b released", func() bool {
+		tb.mu.Lock()
+		defer tb.mu.Unlock()
+		return tb.owner["b"] == ""
+	})
+}
