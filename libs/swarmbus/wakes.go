@@ -47,14 +47,22 @@ type Wake struct {
 // PublishWake pokes the runner replica that owns mysisID. It is fire-and-forget over core NATS: see the package
 // comment for why a lost wake is safe (the runner reconciles from memory on lease acquisition and reconnect).
 func (b *Bus) PublishWake(ctx context.Context, mysisID string, reason WakeReason) error {
-	return b.publishWake(ctx, mysisID, reason)
+	h, err := b.wakeHeader(ctx, reason)
+	if err != nil {
+		return err
+	}
+	return b.publishWake(mysisID, h)
 }
 
 // PublishWakes pokes many myses (a broadcast's targets) and returns once NATS has received them all, so a caller
 // that acknowledges work afterwards knows the wakes left this process.
 func (b *Bus) PublishWakes(ctx context.Context, mysisIDs []string, reason WakeReason) error {
+	h, err := b.wakeHeader(ctx, reason)
+	if err != nil {
+		return err
+	}
 	for _, id := range mysisIDs {
-		if err := b.publishWake(ctx, id, reason); err != nil {
+		if err := b.publishWake(id, h); err != nil {
 			return err
 		}
 	}
@@ -64,18 +72,24 @@ func (b *Bus) PublishWakes(ctx context.Context, mysisIDs []string, reason WakeRe
 	return nil
 }
 
-func (b *Bus) publishWake(ctx context.Context, mysisID string, reason WakeReason) error {
+// wakeHeader builds the headers shared by a batch of wakes (reason, time, trace context), once per batch: a
+// broadcast wakes thousands of myses and the headers are identical.
+func (b *Bus) wakeHeader(ctx context.Context, reason WakeReason) (nats.Header, error) {
+	if !reason.Valid() {
+		return nil, fmt.Errorf("swarmbus: invalid wake reason %q", reason)
+	}
+	h := nats.Header{}
+	h.Set(headerWakeReason, string(reason))
+	h.Set(headerWakeAt, time.Now().UTC().Format(time.RFC3339Nano))
+	b.opts.Propagator.Inject(ctx, headerCarrier(h))
+	return h, nil
+}
+
+func (b *Bus) publishWake(mysisID string, h nats.Header) error {
 	if err := ValidateID(mysisID); err != nil {
 		return fmt.Errorf("wake mysis id: %w", err)
 	}
-	if !reason.Valid() {
-		return fmt.Errorf("swarmbus: invalid wake reason %q", reason)
-	}
-	msg := &nats.Msg{Subject: wakeSubject(mysisID), Header: nats.Header{}}
-	msg.Header.Set(headerWakeReason, string(reason))
-	msg.Header.Set(headerWakeAt, time.Now().UTC().Format(time.RFC3339Nano))
-	b.opts.Propagator.Inject(ctx, headerCarrier(msg.Header))
-	if err := b.nc.PublishMsg(msg); err != nil {
+	if err := b.nc.PublishMsg(&nats.Msg{Subject: wakeSubject(mysisID), Header: h}); err != nil {
 		return fmt.Errorf("swarmbus: publish wake for %s: %w", mysisID, err)
 	}
 	return nil

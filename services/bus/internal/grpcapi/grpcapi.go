@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -61,6 +62,10 @@ type Server struct {
 	directs Directs
 	opts    Options
 	log     *slog.Logger
+
+	sizeMu sync.Mutex
+	size   int32
+	sizeAt time.Time
 }
 
 var _ busv1.BusServiceServer = (*Server)(nil)
@@ -114,24 +119,45 @@ func (s *Server) Broadcast(ctx context.Context, req *busv1.BroadcastRequest) (*b
 	return &busv1.BroadcastResponse{BroadcastId: id, TargetCount: <-count}, nil
 }
 
+// countTargets returns the number of myses a broadcast from sender reaches (sender, when set, is a known mysis).
+// The swarm's size is cached for a second: under a burst of broadcasts one listing serves them all.
 func (s *Server) countTargets(ctx context.Context, sender string) int32 {
-	var n int32
+	n, ok := s.swarmSize(ctx)
+	if !ok {
+		return 0
+	}
+	if sender != "" && n > 0 {
+		n--
+	}
+	return n
+}
+
+const swarmSizeTTL = time.Second
+
+func (s *Server) swarmSize(ctx context.Context) (int32, bool) {
+	s.sizeMu.Lock()
+	n, at := s.size, s.sizeAt
+	s.sizeMu.Unlock()
+	if time.Since(at) < swarmSizeTTL {
+		return n, true
+	}
+	n = 0
 	token := ""
 	for {
 		resp, err := s.mem.ListMyses(ctx, &memoryv1.ListMysesRequest{PageSize: 1000, PageToken: token})
 		if err != nil {
 			s.log.WarnContext(ctx, "cannot count broadcast targets; reporting 0", "err", err)
-			return 0
+			return 0, false
 		}
-		for _, m := range resp.GetMyses() {
-			if m.GetId() != sender {
-				n++
-			}
-		}
+		n += int32(len(resp.GetMyses()))
 		if token = resp.GetNextPageToken(); token == "" {
-			return n
+			break
 		}
 	}
+	s.sizeMu.Lock()
+	s.size, s.sizeAt = n, time.Now()
+	s.sizeMu.Unlock()
+	return n, true
 }
 
 // knownSender checks that sender_id names an existing mysis and returns its canonical id.

@@ -1,0 +1,67 @@
+package app_test
+
+import (
+	"testing"
+	"time"
+
+	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	"github.com/zoeaswarm/zoea/libs/natstest"
+)
+
+// End to end with the real memory service on Postgres: a broadcast accepted by a bus that stops before delivering
+// reaches every mysis exactly once through the next bus, and direct messages land by name.
+func TestEndToEndWithTheRealMemoryService(t *testing.T) {
+	mem := startRealMemory(t)
+	nats := natstest.Start(t)
+	ids := mem.addMyses(t, "e2e", 30)
+	ctx := ctxT(t)
+
+	first := startBus(t, busSetup{natsURL: nats.ClientURL(), memAddr: mem.addr, noDelivery: true, waitReady: true})
+	resp, err := first.client.Broadcast(ctx, &busv1.BroadcastRequest{Content: "Explore the universe!"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.GetTargetCount() != 30 {
+		t.Fatalf("target count %d", resp.GetTargetCount())
+	}
+	first.stop(t)
+
+	bus := startBus(t, busSetup{natsURL: nats.ClientURL(), memAddr: mem.addr, waitReady: true})
+	deadline := time.Now().Add(15 * time.Second)
+	var rows map[string]int
+	for {
+		rows = mem.broadcastRows(t, ids, resp.GetBroadcastId())
+		if len(rows) == len(ids) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, id := range ids {
+		if rows[id] != 1 {
+			t.Fatalf("mysis %s has %d rows of the broadcast, want 1 (all: %d myses)", id, rows[id], len(rows))
+		}
+	}
+	// A retried Broadcast RPC with the same id changes nothing.
+	if _, err := bus.client.Broadcast(ctx, &busv1.BroadcastRequest{Content: "Explore the universe!", BroadcastId: resp.GetBroadcastId()}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	for id, n := range mem.broadcastRows(t, ids, resp.GetBroadcastId()) {
+		if n != 1 {
+			t.Fatalf("after a retry mysis %s has %d rows", id, n)
+		}
+	}
+
+	d, err := bus.client.SendDirect(ctx, &busv1.SendDirectRequest{Mysis: "e2e-0007", Content: "Scout the belt", MessageId: "m-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.GetMemory().GetMysisId() != ids[7] || d.GetMemory().GetSource() != memoryv1.Source_SOURCE_DIRECT || d.GetMemory().GetSeq() != 2 {
+		t.Fatalf("direct stored as %v", d.GetMemory())
+	}
+	again, err := bus.client.SendDirect(ctx, &busv1.SendDirectRequest{Mysis: ids[7], Content: "Scout the belt", MessageId: "m-1"})
+	if err != nil || again.GetMemory().GetId() != d.GetMemory().GetId() {
+		t.Fatalf("idempotent retry = %v, %v", again.GetMemory(), err)
+	}
+}

@@ -1,0 +1,176 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	"github.com/zoeaswarm/zoea/libs/pgtest"
+	"github.com/zoeaswarm/zoea/libs/server"
+)
+
+// The real memory service is another module; the tests build its binary once and run it against a fresh Postgres
+// database (libs/pgtest), exactly as production runs it.
+var (
+	memBinOnce sync.Once
+	memBin     string
+	memBinErr  error
+	memBinDir  string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if memBinDir != "" {
+		os.RemoveAll(memBinDir)
+	}
+	os.Exit(code)
+}
+
+func memoryBinary(tb testing.TB) string {
+	tb.Helper()
+	memBinOnce.Do(func() {
+		_, here, _, _ := runtime.Caller(0)
+		src := filepath.Join(filepath.Dir(here), "..", "..", "..", "memory")
+		if _, err := os.Stat(filepath.Join(src, "cmd", "memory", "main.go")); err != nil {
+			memBinErr = fmt.Errorf("services/memory/cmd/memory not found: %w", err)
+			return
+		}
+		if memBinDir, memBinErr = os.MkdirTemp("", "zoea-bus-test-"); memBinErr != nil {
+			return
+		}
+		memBin = filepath.Join(memBinDir, "memory")
+		cmd := exec.Command("go", "build", "-o", memBin, "./cmd/memory")
+		cmd.Dir = src
+		if out, err := cmd.CombinedOutput(); err != nil {
+			memBinErr = fmt.Errorf("go build memory: %v\n%s", err, out)
+		}
+	})
+	if memBinErr != nil {
+		tb.Skipf("real memory service unavailable: %v", memBinErr)
+	}
+	return memBin
+}
+
+// realMemory is a running memory service binary on a fresh database.
+type realMemory struct {
+	addr   string
+	client memoryv1.MemoryServiceClient
+	cmd    *exec.Cmd
+}
+
+func startRealMemory(tb testing.TB) *realMemory {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("needs Postgres and the memory binary")
+	}
+	bin := memoryBinary(tb)
+	dbURL := pgtest.New(tb)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close()
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = append(os.Environ(), "ZOEA_DATABASE_URL="+dbURL, "ZOEA_LISTEN_ADDR="+addr, "ZOEA_MIGRATE_ON_START=true",
+		"ZOEA_ADMIN_TOKEN=", "OTEL_EXPORTER_OTLP_ENDPOINT=", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT=")
+	if os.Getenv("ZOEA_TEST_LOG") != "" {
+		cmd.Stderr = os.Stderr
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	// Stop the server before pgtest drops its database (cleanups run last-registered first).
+	tb.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	conn, err := server.Dial(addr, "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { conn.Close() })
+	waitServing(tb, conn)
+	return &realMemory{addr: addr, client: memoryv1.NewMemoryServiceClient(conn), cmd: cmd}
+}
+
+func waitServing(tb testing.TB, conn *grpc.ClientConn) {
+	tb.Helper()
+	hc := healthpb.NewHealthClient(conn)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		resp, err := hc.Check(ctx, &healthpb.HealthCheckRequest{})
+		cancel()
+		if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("memory service never became SERVING: %v %v", resp, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// addMyses creates n myses through the API and returns their ids.
+func (r *realMemory) addMyses(tb testing.TB, prefix string, n int) []string {
+	tb.Helper()
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	errc := make(chan error, n)
+	sem := make(chan struct{}, 16)
+	for i := range n {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			resp, err := r.client.CreateMysis(context.Background(), &memoryv1.CreateMysisRequest{Name: fmt.Sprintf("%s-%04d", prefix, i), Provider: "autopilot"})
+			if err != nil {
+				errc <- err
+				return
+			}
+			ids[i] = resp.GetMysis().GetId()
+		})
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		tb.Fatal(err)
+	}
+	return ids
+}
+
+// broadcastRows counts, per mysis, the rows of a broadcast among its newest memories.
+func (r *realMemory) broadcastRows(tb testing.TB, ids []string, broadcastID string) map[string]int {
+	tb.Helper()
+	out := map[string]int{}
+	for _, id := range ids {
+		resp, err := r.client.ListRecentMemories(context.Background(), &memoryv1.ListRecentMemoriesRequest{MysisId: id, Limit: 1000})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, m := range resp.GetMemories() {
+			if m.GetBroadcastId() == broadcastID {
+				out[id]++
+			}
+		}
+	}
+	return out
+}
