@@ -108,6 +108,8 @@ type Options struct {
 	Listener net.Listener
 	// OnReady is called with the gRPC address once the server listens.
 	OnReady func(addr net.Addr)
+	// WrapProvider, when set, wraps every registered provider (load tests measure model time with it).
+	WrapProvider func(llm.Provider) llm.Provider
 }
 
 // Run runs the runner until ctx ends, then stops every actor at a safe point, releases its leases and stops the
@@ -153,7 +155,7 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 		return err
 	}
 
-	registry, names, err := buildProviders(cfg, opts.Providers, log)
+	registry, names, err := buildProviders(cfg, opts.Providers, opts.WrapProvider, log)
 	if err != nil {
 		return err
 	}
@@ -254,7 +256,7 @@ type registry struct{ r *llm.Registry }
 func (r registry) Provider(name string) (llm.Provider, error) { return r.r.Get(name) }
 
 // buildProviders registers every provider, each wrapped with Retry-After-aware retries and a concurrency limit.
-func buildProviders(cfg Config, extra []llm.Provider, log *slog.Logger) (mysis.Providers, []string, error) {
+func buildProviders(cfg Config, extra []llm.Provider, wrapAll func(llm.Provider) llm.Provider, log *slog.Logger) (mysis.Providers, []string, error) {
 	var ps []llm.Provider
 	oll, err := ollama.New(ollama.Config{BaseURL: cfg.OllamaHost, NumCtx: cfg.OllamaNumCtx})
 	if err != nil {
@@ -269,8 +271,11 @@ func buildProviders(cfg Config, extra []llm.Provider, log *slog.Logger) (mysis.P
 	if ap := autopilotProvider(); ap != nil {
 		ps = append(ps, llm.WithLimit(ap, cfg.AutopilotConcurrency))
 	}
-	for _, p := range extra {
-		ps = append(ps, p)
+	ps = append(ps, extra...)
+	if wrapAll != nil {
+		for i, p := range ps {
+			ps[i] = wrapAll(p)
+		}
 	}
 	r, err := llm.NewRegistry(ps...)
 	if err != nil {
