@@ -1,13 +1,442 @@
-// Package bench seeds a database with synthetic SpaceMolt-like history and measures the memory store against it.
+// Package bench seeds a database with synthetic SpaceMolt-like history (`memory seed`) and measures the memory
+// store against it (`memory bench`): compose-window latency by history length, append throughput, search
+// latency, broadcast fan-out and on-disk size per memory.
 package bench
 
 import (
 	"context"
-	"errors"
+	"flag"
+	"fmt"
+	"io"
 	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	"github.com/zoeaswarm/zoea/libs/pgutil"
+	"github.com/zoeaswarm/zoea/libs/server"
+	"github.com/zoeaswarm/zoea/services/memory/internal/grpcapi"
+	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
+	"github.com/zoeaswarm/zoea/services/memory/internal/pgstore"
 )
 
-// BenchMain runs `memory bench`.
+// BenchMain runs `memory bench` against a database filled by `memory seed` and prints a Markdown report.
 func BenchMain(ctx context.Context, log *slog.Logger, dbURL string, args []string) error {
-	return errors.New("not yet")
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	db := fs.String("db", dbURL, "database URL of a seeded database (default ZOEA_DATABASE_URL)")
+	longs := fs.String("long", "1000,10000,100000,1000000", "history sizes of the long myses to measure (as seeded)")
+	composeN := fs.Int("compose", 3000, "compose-window calls over random typical myses")
+	composeLongN := fs.Int("compose-long", 1000, "compose-window calls per long mysis")
+	window := fs.Int("window", 20, "compose window size")
+	searchN := fs.Int("search", 1000, "searches over random typical myses")
+	searchLongN := fs.Int("search-long", 100, "searches per long mysis")
+	appendRows := fs.Int("append-rows", 100_000, "memories to append in the throughput test")
+	appendBatch := fs.Int("append-batch", 1000, "memories per AppendMemories call in the throughput test")
+	appenders := fs.Int("appenders", 4, "concurrent appenders (each on its own mysis)")
+	bcastN := fs.Int("broadcasts", 20, "1,000-target broadcasts to record")
+	out := fs.String("out", "", "also write the report to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	pool, err := pgutil.Open(ctx, *db, 16)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	store := pgstore.New(pool, nil)
+	b := &bencher{ctx: ctx, log: log, store: store, r: rand.New(rand.NewPCG(42, 42))}
+
+	sizes, err := store.Sizes(ctx)
+	if err != nil {
+		return err
+	}
+	if sizes.Rows == 0 {
+		return fmt.Errorf("the database has no memories: run `memory seed -db …` first")
+	}
+	b.report("## Memory service benchmark\n\nDatabase: %d memories, %d myses, %d broadcasts.\n", sizes.Rows, sizes.Myses, sizes.Broadcasts)
+	if err := b.loadMyses(*longs); err != nil {
+		return err
+	}
+
+	// Warm the caches the way a running swarm keeps them warm.
+	if _, err := b.time(200, func(int) error { _, err := store.GetComposeWindow(ctx, b.typical(), *window, true); return err }); err != nil {
+		return err
+	}
+
+	b.report("\n### GetComposeWindow (window %d, global fallback on)\n\n| history | calls | p50 | p95 | p99 | max |\n|---|---|---|---|---|---|\n", *window)
+	d, err := b.time(*composeN, func(int) error { _, err := store.GetComposeWindow(ctx, b.typical(), *window, true); return err })
+	if err != nil {
+		return err
+	}
+	b.row(fmt.Sprintf("typical (~%d rows), store", sizes.Rows/max(sizes.Myses, 1)), d)
+	for _, l := range b.longs {
+		d, err := b.time(*composeLongN, func(int) error { _, err := store.GetComposeWindow(ctx, l.ID, *window, true); return err })
+		if err != nil {
+			return err
+		}
+		b.row(fmt.Sprintf("%d rows (%s), store", l.LastSeq, l.Name), d)
+	}
+	if err := b.composeOverGRPC(*composeN, *window); err != nil {
+		return err
+	}
+
+	if err := b.searches(*searchN, *searchLongN); err != nil {
+		return err
+	}
+	if err := b.appends(*appendRows, *appendBatch, *appenders); err != nil {
+		return err
+	}
+	if err := b.broadcasts(*bcastN); err != nil {
+		return err
+	}
+
+	if sizes, err = store.Sizes(ctx); err != nil {
+		return err
+	}
+	b.report("\n### On-disk size (memories table, after the benchmark's own writes)\n\n| part | bytes | per memory |\n|---|---|---|\n")
+	per := func(n int64) string { return fmt.Sprintf("%d B", n/max(sizes.Rows, 1)) }
+	b.report("| rows | %d | |\n", sizes.Rows)
+	b.report("| total (heap + TOAST + indexes) | %s | **%s** |\n", human(sizes.Total), per(sizes.Total))
+	b.report("| heap | %s | %s |\n| TOAST | %s | %s |\n", human(sizes.Heap), per(sizes.Heap), human(sizes.Toast), per(sizes.Toast))
+	names := make([]string, 0, len(sizes.Indexes))
+	for n := range sizes.Indexes {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		b.report("| index %s | %s | %s |\n", n, human(sizes.Indexes[n]), per(sizes.Indexes[n]))
+	}
+
+	fmt.Print(b.buf.String())
+	if *out != "" {
+		return os.WriteFile(*out, []byte(b.buf.String()), 0o644)
+	}
+	return nil
+}
+
+type bencher struct {
+	ctx     context.Context
+	log     *slog.Logger
+	store   *pgstore.Store
+	r       *rand.Rand
+	mu      sync.Mutex
+	buf     strings.Builder
+	longs   []memory.Mysis
+	typical func() string
+	typIDs  []string
+}
+
+func (b *bencher) report(format string, args ...any) {
+	fmt.Fprintf(&b.buf, format, args...)
+	b.log.Info("bench", "line", strings.TrimSpace(fmt.Sprintf(format, args...)))
+}
+
+func (b *bencher) row(label string, d []time.Duration) {
+	b.report("| %s | %d | %s | %s | %s | %s |\n", label, len(d), ms(pct(d, 50)), ms(pct(d, 95)), ms(pct(d, 99)), ms(d[len(d)-1]))
+}
+
+// loadMyses finds the long myses by name and samples typical ones (seed-NNNNNN) to pick from.
+func (b *bencher) loadMyses(longs string) error {
+	for _, f := range strings.Split(longs, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		m, err := b.store.GetMysisByName(b.ctx, LongPrefix+f)
+		if err != nil {
+			b.log.Warn("long mysis not found; skipped", "name", LongPrefix+f, "err", err)
+			continue
+		}
+		b.longs = append(b.longs, m)
+	}
+	after := ""
+	for len(b.typIDs) < 2000 {
+		page, more, err := b.store.ListMyses(b.ctx, memory.ListFilter{PageSize: 1000, AfterName: after})
+		if err != nil {
+			return err
+		}
+		for _, m := range page {
+			if strings.HasPrefix(m.Name, "seed-") {
+				b.typIDs = append(b.typIDs, m.ID)
+			}
+		}
+		if !more {
+			break
+		}
+		after = page[len(page)-1].Name
+	}
+	if len(b.typIDs) == 0 {
+		return fmt.Errorf("no seeded myses (seed-NNNNNN) found")
+	}
+	b.typical = func() string {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.typIDs[b.r.IntN(len(b.typIDs))]
+	}
+	return nil
+}
+
+// time runs f n times sequentially and returns the sorted latencies.
+func (b *bencher) time(n int, f func(i int) error) ([]time.Duration, error) {
+	d := make([]time.Duration, 0, n)
+	for i := range n {
+		if err := b.ctx.Err(); err != nil {
+			return nil, err
+		}
+		t := time.Now()
+		if err := f(i); err != nil {
+			return nil, err
+		}
+		d = append(d, time.Since(t))
+	}
+	slices.Sort(d)
+	return d, nil
+}
+
+func pct(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted)-1) * p / 100)
+	return sorted[i]
+}
+
+func ms(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 2, 64) + " ms" }
+
+func human(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%d kB", n>>10)
+}
+
+// composeOverGRPC measures the same call through the real server on loopback (proto encoding, HTTP/2, interceptors).
+func (b *bencher) composeOverGRPC(n, window int) error {
+	ctx, cancel := context.WithCancel(b.ctx)
+	defer cancel()
+	srv := server.New(server.Options{Name: "memory-bench", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Config: server.Config{ListenAddr: "127.0.0.1:0"}})
+	srv.Register(&memoryv1.MemoryService_ServiceDesc, grpcapi.New(b.store))
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, lis) }()
+	conn, err := server.Dial(lis.Addr().String(), "")
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	c := memoryv1.NewMemoryServiceClient(conn)
+	call := func(int) error {
+		_, err := c.GetComposeWindow(ctx, &memoryv1.GetComposeWindowRequest{MysisId: b.typical(), Window: int32(window), GlobalMissionFallback: true})
+		return err
+	}
+	if _, err := b.time(200, call); err != nil {
+		return err
+	}
+	d, err := b.time(n, call)
+	if err != nil {
+		return err
+	}
+	b.row("typical, over gRPC (loopback)", d)
+	if len(b.longs) > 0 {
+		l := b.longs[len(b.longs)-1]
+		d, err := b.time(n/3, func(int) error {
+			_, err := c.GetComposeWindow(ctx, &memoryv1.GetComposeWindowRequest{MysisId: l.ID, Window: int32(window), GlobalMissionFallback: true})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		b.row(fmt.Sprintf("%d rows, over gRPC (loopback)", l.LastSeq), d)
+	}
+	cancel()
+	return <-done
+}
+
+var searchQueries = []string{
+	"iron_ore", "iron ore", `"travel cooldown"`, "sell OR buy", "titanium -copper", "docked", "action_pending",
+	"pirates nearby", "haven_station", "refuel", "mining laser", "credits",
+}
+
+func (b *bencher) searches(n, nLong int) error {
+	// A real hex session id from the data, so identifier search is measured on a hit.
+	hex := ""
+	if len(b.longs) > 0 {
+		hs, err := b.store.SearchMessages(b.ctx, memory.SearchQuery{MysisID: b.longs[0].ID, Text: "session_id", Limit: 1})
+		if err == nil && len(hs) > 0 {
+			if i := strings.Index(hs[0].Memory.Content, `"session_id":"`); i >= 0 {
+				rest := hs[0].Memory.Content[i+len(`"session_id":"`):]
+				if j := strings.IndexByte(rest, '"'); j > 0 {
+					hex = rest[:j]
+				}
+			}
+		}
+	}
+	qs := slices.Clone(searchQueries)
+	if hex != "" {
+		qs = append(qs, hex)
+	}
+	b.report("\n### Search (limit 20, snippets on)\n\nQueries, round-robin: %s.\n\n| search | history | calls | p50 | p95 | p99 | max |\n|---|---|---|---|---|---|---|\n",
+		"`"+strings.Join(qs, "`, `")+"`")
+	hits := 0
+	run := func(label, hist string, n int, f func(q string) (int, error)) error {
+		d, err := b.time(n, func(i int) error {
+			k, err := f(qs[i%len(qs)])
+			hits += k
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		b.report("| %s | %s | %d | %s | %s | %s | %s |\n", label, hist, len(d), ms(pct(d, 50)), ms(pct(d, 95)), ms(pct(d, 99)), ms(d[len(d)-1]))
+		return nil
+	}
+	msgs := func(id string) func(string) (int, error) {
+		return func(q string) (int, error) {
+			hs, err := b.store.SearchMessages(b.ctx, memory.SearchQuery{MysisID: id, Text: q})
+			return len(hs), err
+		}
+	}
+	if err := run("messages", "typical", n, func(q string) (int, error) { return msgs(b.typical())(q) }); err != nil {
+		return err
+	}
+	if err := run("reasoning", "typical", n/2, func(q string) (int, error) {
+		hs, err := b.store.SearchReasoning(b.ctx, memory.SearchQuery{MysisID: b.typical(), Text: q})
+		return len(hs), err
+	}); err != nil {
+		return err
+	}
+	for _, l := range b.longs {
+		if err := run("messages", fmt.Sprintf("%d rows", l.LastSeq), nLong, msgs(l.ID)); err != nil {
+			return err
+		}
+	}
+	if err := run("broadcasts", "swarm-wide", n/5, func(q string) (int, error) {
+		hs, err := b.store.SearchBroadcasts(b.ctx, memory.SearchQuery{Text: q})
+		return len(hs), err
+	}); err != nil {
+		return err
+	}
+	b.log.Info("search hits returned", "total", hits)
+	return nil
+}
+
+// appends measures batched append throughput into fresh myses (deleted afterwards), and single-row append latency.
+func (b *bencher) appends(rows, batch, appenders int) error {
+	stamp := time.Now().Format("150405")
+	var ids []string
+	for i := range appenders {
+		m, err := b.store.CreateMysis(b.ctx, memory.NewMysis{Name: fmt.Sprintf("bench-append-%s-%d", stamp, i), Provider: memory.ProviderAutopilot})
+		if err != nil {
+			return err
+		}
+		ids = append(ids, m.ID)
+	}
+	defer func() {
+		for _, id := range ids {
+			if err := b.store.DeleteMysis(context.WithoutCancel(b.ctx), id); err != nil {
+				b.log.Warn("cleanup", "err", err)
+			}
+		}
+	}()
+	gen := func(seed uint64, n int) [][]memory.NewMemory {
+		h := newHistory(seed, time.Now(), nil)
+		var out [][]memory.NewMemory
+		for total := 0; total < n; {
+			rs := h.next(batch)
+			k := min(batch, n-total, len(rs))
+			nb := make([]memory.NewMemory, k)
+			for i, r := range rs[:k] {
+				nb[i] = memory.NewMemory{Role: r.Role, Source: r.Source, SenderID: r.SenderID, Content: r.Content, Reasoning: r.Reasoning,
+					ToolCalls: r.ToolCalls, ToolCallID: r.ToolCallID, ToolName: r.ToolName, IdempotencyKey: fmt.Sprintf("b%d-%d", seed, total+i)}
+			}
+			out = append(out, nb)
+			total += k
+		}
+		return out
+	}
+	b.report("\n### AppendMemories throughput (SpaceMolt-like rows, every row with an idempotency key)\n\n| appenders | batch | memories | seconds | memories/s | p50 per call | p99 per call |\n|---|---|---|---|---|---|---|\n")
+	for _, par := range []int{1, appenders} {
+		per := rows / par
+		batches := make([][][]memory.NewMemory, par)
+		for w := range par {
+			batches[w] = gen(uint64(1000*par+w), per)
+		}
+		var mu sync.Mutex
+		var lat []time.Duration
+		var wg sync.WaitGroup
+		errc := make(chan error, par)
+		start := time.Now()
+		for w := range par {
+			wg.Go(func() {
+				for _, nb := range batches[w] {
+					t := time.Now()
+					if _, err := b.store.AppendMemories(b.ctx, ids[w], nb); err != nil {
+						errc <- err
+						return
+					}
+					mu.Lock()
+					lat = append(lat, time.Since(t))
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		took := time.Since(start)
+		close(errc)
+		if err := <-errc; err != nil {
+			return err
+		}
+		slices.Sort(lat)
+		b.report("| %d | %d | %d | %.2f | **%d** | %s | %s |\n", par, batch, per*par, took.Seconds(), int(float64(per*par)/took.Seconds()), ms(pct(lat, 50)), ms(pct(lat, 99)))
+	}
+	// The runner's usual write: one or two rows per step.
+	single := gen(7, 2000)
+	var flat []memory.NewMemory
+	for _, nb := range single {
+		flat = append(flat, nb...)
+	}
+	d, err := b.time(1000, func(i int) error {
+		_, err := b.store.AppendMemories(b.ctx, ids[0], flat[2*i:2*i+2])
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	b.report("\nSingle call of 2 rows (the runner's usual step): p50 %s, p95 %s, p99 %s over %d calls.\n", ms(pct(d, 50)), ms(pct(d, 95)), ms(pct(d, 99)), len(d))
+	return nil
+}
+
+// broadcasts measures RecordBroadcast with 1,000 explicit targets.
+func (b *bencher) broadcasts(n int) error {
+	if len(b.typIDs) < 1000 {
+		b.report("\n(broadcast fan-out skipped: fewer than 1,000 seeded myses)\n")
+		return nil
+	}
+	d, err := b.time(n, func(i int) error {
+		ids := slices.Clone(b.typIDs)
+		b.r.Shuffle(len(ids), func(a, c int) { ids[a], ids[c] = ids[c], ids[a] })
+		res, err := b.store.RecordBroadcast(b.ctx, memory.Broadcast{Content: fmt.Sprintf("Bench order %d: regroup at haven_station", i)}, ids[:1000])
+		if err == nil && res.Delivered != 1000 {
+			err = fmt.Errorf("delivered %d of 1000", res.Delivered)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	b.report("\n### RecordBroadcast to 1,000 myses (one transaction: record + lock + one delivery statement)\n\n| calls | p50 | p95 | p99 | max |\n|---|---|---|---|---|\n| %d | %s | %s | %s | %s |\n",
+		len(d), ms(pct(d, 50)), ms(pct(d, 95)), ms(pct(d, 99)), ms(d[len(d)-1]))
+	return nil
 }

@@ -156,3 +156,44 @@ func (s *Store) RecreateIndexes(ctx context.Context, defs []IndexDef, workMem st
 	}
 	return first
 }
+
+// SizeStats describes the on-disk size of the memories table.
+type SizeStats struct {
+	Rows       int64
+	Total      int64 // heap + TOAST + every index
+	Heap       int64
+	Toast      int64
+	Indexes    map[string]int64
+	Myses      int64
+	Broadcasts int64
+}
+
+// Sizes measures the memories table (exact row count, so it scans the table once).
+func (s *Store) Sizes(ctx context.Context) (SizeStats, error) {
+	st := SizeStats{Indexes: map[string]int64{}}
+	err := s.pool.QueryRow(ctx, `
+		SELECT (SELECT count(*) FROM memories), pg_total_relation_size('memories'), pg_relation_size('memories'),
+			coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0),
+			(SELECT count(*) FROM myses), (SELECT count(*) FROM broadcasts)
+		FROM pg_class c WHERE c.oid = 'memories'::regclass`).
+		Scan(&st.Rows, &st.Total, &st.Heap, &st.Toast, &st.Myses, &st.Broadcasts)
+	if err != nil {
+		return st, dbErr(err, "sizes")
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT i.relname, pg_relation_size(i.oid) FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+		WHERE x.indrelid = 'memories'::regclass ORDER BY 1`)
+	if err != nil {
+		return st, dbErr(err, "sizes")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var n int64
+		if err := rows.Scan(&name, &n); err != nil {
+			return st, dbErr(err, "sizes")
+		}
+		st.Indexes[name] = n
+	}
+	return st, dbErr(rows.Err(), "sizes")
+}

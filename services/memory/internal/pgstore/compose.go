@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"time"
@@ -146,6 +147,6 @@ func (s *Store) GetComposeWindow(ctx context.Context, mysisID string, window int
 		return memory.ComposeWindow{}, errMysisNotFound(mysisID)
 	}
 	// The window was read newest first to use the index backwards; the composer wants it chronological.
-	slices.SortFunc(out.Memories, func(a, b memory.Memory) int { return int(a.Seq - b.Seq) })
+	slices.SortFunc(out.Memories, func(a, b memory.Memory) int { return cmp.Compare(a.Seq, b.Seq) })
 	return out, nil
 }

@@ -1,0 +1,104 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/zoeaswarm/zoea/libs/pgutil"
+	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
+	"github.com/zoeaswarm/zoea/services/memory/internal/pgstore"
+)
+
+// The large-scale numbers come from `memory bench` against a database filled by `memory seed` (see README and
+// docs/BENCHMARKS.md). These Go benchmarks are the quick, always-runnable versions:
+//
+//	go test -run '^$' -bench . ./internal/pgstore/
+//
+// and, with ZOEA_BENCH_DATABASE_URL pointing at a seeded database, BenchmarkSeeded* measure it too.
+
+func BenchmarkComposeWindow(b *testing.B) {
+	ctx := context.Background()
+	s := newStore(b)
+	m := mkMysis(b, s)
+	batch := make([]memory.NewMemory, 0, 1000)
+	for i := range 1000 {
+		batch = append(batch, assistant(fmt.Sprintf("step %d", i), memory.ToolCall{ID: fmt.Sprint(i), Name: "mine", Arguments: "{}"}))
+	}
+	must[[]memory.Memory](b)(s.AppendMemories(ctx, m.ID, []memory.NewMemory{user("mission")}))
+	must[[]memory.Memory](b)(s.AppendMemories(ctx, m.ID, batch))
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := s.GetComposeWindow(ctx, m.ID, 20, true); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkAppendBatch1000(b *testing.B) {
+	ctx := context.Background()
+	s := newStore(b)
+	m := mkMysis(b, s)
+	batch := make([]memory.NewMemory, 1000)
+	for i := range batch {
+		batch[i] = toolResult("c", "get_status", `{"player":{"credits":1234,"system_id":"sol","poi_id":"main_belt"},"ship":{"hull":90,"fuel":55}}`)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := s.AppendMemories(ctx, m.ID, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*len(batch))/b.Elapsed().Seconds(), "memories/s")
+}
+
+func seeded(b *testing.B) *pgstore.Store {
+	url := os.Getenv("ZOEA_BENCH_DATABASE_URL")
+	if url == "" {
+		b.Skip("set ZOEA_BENCH_DATABASE_URL to a database filled by `memory seed`")
+	}
+	p, err := pgutil.Open(context.Background(), url, 4)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(p.Close)
+	return pgstore.New(p, nil)
+}
+
+func BenchmarkSeededComposeWindow(b *testing.B) {
+	ctx := context.Background()
+	s := seeded(b)
+	for _, name := range []string{"long-1000", "long-10000", "long-100000", "long-1000000", "seed-000123"} {
+		m, err := s.GetMysisByName(ctx, name)
+		if err != nil {
+			b.Logf("skip %s: %v", name, err)
+			continue
+		}
+		b.Run(fmt.Sprintf("history=%d", m.LastSeq), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := s.GetComposeWindow(ctx, m.ID, 20, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkSeededSearch(b *testing.B) {
+	ctx := context.Background()
+	s := seeded(b)
+	m, err := s.GetMysisByName(ctx, "seed-000123")
+	if err != nil {
+		b.Skip(err)
+	}
+	for _, q := range []string{"iron_ore", `"travel cooldown"`, "sell OR buy", "titanium -copper"} {
+		b.Run(q, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: q}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
