@@ -374,3 +374,29 @@ func TestFindResumePoint(t *testing.T) {
 		}
 	}
 }
+
+// A graceful shutdown (Stop) lets the in-flight LLM call finish and be stored, then ends Run without running its
+// tools; the stored state is left running for the next owner.
+func TestGracefulStopEndsAtSafePoint(t *testing.T) {
+	h := newHarness(t, Mysis{State: StateRunning}, Config{})
+	h.provider.gate = make(chan struct{})
+	h.provider.script = func(n int, req llm.Request) (llm.Response, error) {
+		return reply("", call(fmt.Sprintf("c%d", n), "mine", `{}`)), nil
+	}
+	h.start()
+	h.eventually("LLM in flight", func() bool { return h.provider.count() == 1 })
+	h.actor.Stop()
+	h.provider.gate <- struct{}{}
+	select {
+	case <-h.done:
+		h.cancel = nil
+	case <-time.After(2 * time.Second):
+		t.Fatal("Run did not return after Stop")
+	}
+	if n := len(h.store.all(testID)); n != 2 {
+		t.Errorf("memories = %d, want nudge + assistant", n)
+	}
+	if len(h.tools.called()) != 0 || h.state() != StateRunning {
+		t.Errorf("after graceful stop: tools=%v state=%s", h.tools.called(), h.state())
+	}
+}

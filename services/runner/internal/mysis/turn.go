@@ -94,7 +94,11 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis) error {
 	if err != nil {
 		return fmt.Errorf("provider %q: %w", m.Provider, err)
 	}
-	recent, err := a.deps.Store.Recent(ctx, a.id, a.cfg.ResumeWindow)
+	// Usually the newest memory alone tells where the turn stands; only a cut tool loop needs the window.
+	recent, err := a.deps.Store.Recent(ctx, a.id, 1)
+	if err == nil && len(recent) == 1 && recent[0].Role == chat.RoleTool {
+		recent, err = a.deps.Store.Recent(ctx, a.id, a.cfg.ResumeWindow)
+	}
 	if err != nil {
 		return fmt.Errorf("read memories: %w", err)
 	}
