@@ -1,0 +1,342 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
+)
+
+// fakeServer speaks /v1/chat/completions with scripted replies, recording what it received.
+type fakeServer struct {
+	t   *testing.T
+	srv *httptest.Server
+
+	mu      sync.Mutex
+	replies []reply
+	bodies  [][]byte
+	headers []http.Header
+}
+
+type reply struct {
+	status int
+	header map[string]string
+	body   string
+}
+
+func newFakeServer(t *testing.T, replies ...reply) *fakeServer {
+	f := &fakeServer{t: t, replies: replies}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
+		f.t.Errorf("unexpected %s %s", r.Method, r.URL.Path)
+		http.NotFound(w, r)
+		return
+	}
+	f.bodies = append(f.bodies, body)
+	f.headers = append(f.headers, r.Header.Clone())
+	if len(f.replies) == 0 {
+		f.t.Errorf("unexpected call %s", body)
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	rep := f.replies[0]
+	f.replies = f.replies[1:]
+	w.Header().Set("Content-Type", "application/json")
+	for k, v := range rep.header {
+		w.Header().Set(k, v)
+	}
+	w.WriteHeader(cmpOr(rep.status, http.StatusOK))
+	_, _ = io.WriteString(w, rep.body)
+}
+
+func cmpOr(a, b int) int {
+	if a != 0 {
+		return a
+	}
+	return b
+}
+
+func (f *fakeServer) provider(t *testing.T, cfg Config) *Provider {
+	t.Helper()
+	cfg.BaseURL = f.srv.URL + "/v1"
+	if cfg.APIKey == "" {
+		cfg.APIKey = "sk-test"
+	}
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (f *fakeServer) calls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.bodies)
+}
+
+var travelTool = llm.Tool{
+	Name:        "travel",
+	Description: "Travel to a POI in your current system.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{"target_poi":{"type":"string","description":"POI id from get_system."}},"required":["target_poi"]}`),
+}
+
+func conversation() []chat.Message {
+	return []chat.Message{
+		{Role: chat.RoleSystem, Content: "You are a SpaceMolt miner."},
+		{Role: chat.RoleUser, Content: "Mine iron."},
+		{Role: chat.RoleAssistant, Content: "Heading out.", ToolCalls: []chat.ToolCall{
+			{ID: "call_1", Name: "travel", Arguments: `{"target_poi": "main_belt"}`},
+			{ID: "call_2", Name: "get_status", Arguments: ``},
+		}},
+		{Role: chat.RoleTool, ToolCallID: "call_1", Name: "travel", Content: `{"poi_id":"main_belt","fuel":99}`},
+		{Role: chat.RoleTool, ToolCallID: "call_2", Name: "get_status", Content: `{"player":{"poi_id":"main_belt"}}`},
+	}
+}
+
+// A vLLM reply: content null, reasoning_content, a tool call, usage with vLLM's extra fields.
+const vllmReply = `{"id":"chatcmpl-9a1b2c","object":"chat.completion","created":1763776800,"model":"Qwen/Qwen3-8B",` +
+	`"choices":[{"index":0,"message":{"role":"assistant","reasoning_content":"Cargo 70/70, heading to sol_central to sell.",` +
+	`"content":null,"tool_calls":[{"id":"chatcmpl-tool-5c1d","type":"function","function":{"name":"travel","arguments":"{\"target_poi\": \"sol_central\"}"}}]},` +
+	`"logprobs":null,"finish_reason":"tool_calls","stop_reason":null}],` +
+	`"usage":{"prompt_tokens":812,"total_tokens":850,"completion_tokens":38,"prompt_tokens_details":null},"prompt_logprobs":null}`
+
+func TestChatWireFormat(t *testing.T) {
+	f := newFakeServer(t, reply{body: vllmReply})
+	p := f.provider(t, Config{})
+	resp, err := p.Chat(t.Context(), llm.Request{Model: "Qwen/Qwen3-8B", Temperature: 0.4, Messages: conversation(), Tools: []llm.Tool{travelTool}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	wantReq := `{"messages":[` +
+		`{"content":"You are a SpaceMolt miner.","role":"system"},` +
+		`{"content":"Mine iron.","role":"user"},` +
+		`{"content":"Heading out.","tool_calls":[` +
+		`{"id":"call_1","function":{"arguments":"{\"target_poi\": \"main_belt\"}","name":"travel"},"type":"function"},` +
+		`{"id":"call_2","function":{"arguments":"{}","name":"get_status"},"type":"function"}],"role":"assistant"},` +
+		`{"content":"{\"poi_id\":\"main_belt\",\"fuel\":99}","tool_call_id":"call_1","role":"tool"},` +
+		`{"content":"{\"player\":{\"poi_id\":\"main_belt\"}}","tool_call_id":"call_2","role":"tool"}],` +
+		`"model":"Qwen/Qwen3-8B","temperature":0.4,"tool_choice":"auto",` +
+		`"tools":[{"function":{"name":"travel","description":"Travel to a POI in your current system.",` +
+		`"parameters":{"properties":{"target_poi":{"description":"POI id from get_system.","type":"string"}},"required":["target_poi"],"type":"object"}},"type":"function"}]}`
+	if got := string(f.bodies[0]); got != wantReq {
+		t.Fatalf("request body\n got %s\nwant %s", got, wantReq)
+	}
+	if got := f.headers[0].Get("Authorization"); got != "Bearer sk-test" {
+		t.Fatalf("Authorization = %q", got)
+	}
+
+	want := llm.Response{
+		Message: chat.Message{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{
+			{ID: "chatcmpl-tool-5c1d", Name: "travel", Arguments: `{"target_poi": "sol_central"}`},
+		}},
+		Reasoning: "Cargo 70/70, heading to sol_central to sell.",
+		Usage:     llm.Usage{PromptTokens: 812, CompletionTokens: 38},
+	}
+	if !reflect.DeepEqual(resp, want) {
+		t.Fatalf("response\n got %+v\nwant %+v", resp, want)
+	}
+}
+
+func TestChatReasoningFieldAndInventedIDs(t *testing.T) {
+	// OpenRouter style: "reasoning" instead of reasoning_content, structured details ignored; a server that
+	// sends no call ids and no type.
+	body := `{"id":"gen-1","object":"chat.completion","created":1763776800,"model":"deepseek/deepseek-r1",` +
+		`"choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":"",` +
+		`"reasoning":"Docked with ore: sell.","reasoning_details":[{"type":"reasoning.text","text":"Docked with ore: sell."}],` +
+		`"tool_calls":[{"function":{"name":"sell","arguments":"{\"item_id\":\"iron_ore\",\"quantity\":35}"}},{"function":{"name":"get_status","arguments":""}}]}}],` +
+		`"usage":{"prompt_tokens":100,"completion_tokens":20,"total_tokens":120}}`
+	f := newFakeServer(t, reply{body: body}, reply{body: body})
+	p := f.provider(t, Config{})
+	req := llm.Request{Model: "deepseek/deepseek-r1", Messages: conversation()[:2]}
+	resp, err := p.Chat(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Reasoning != "Docked with ore: sell." {
+		t.Fatalf("reasoning = %q", resp.Reasoning)
+	}
+	calls := resp.Message.ToolCalls
+	shape := regexp.MustCompile(`^call_[0-9a-f]{12}_[01]$`)
+	if len(calls) != 2 || !shape.MatchString(calls[0].ID) || !shape.MatchString(calls[1].ID) ||
+		calls[0].Arguments != `{"item_id":"iron_ore","quantity":35}` || calls[1].Arguments != "{}" {
+		t.Fatalf("tool calls = %+v", calls)
+	}
+	again, err := p.Chat(t.Context(), req)
+	if err != nil || !reflect.DeepEqual(again, resp) {
+		t.Fatalf("same request gave a different reply: %+v, %v", again, err)
+	}
+	// No tools: no tool_choice either (OpenAI rejects it alone); temperature 0 is still sent.
+	var sent map[string]any
+	_ = json.Unmarshal(f.bodies[0], &sent)
+	if _, ok := sent["tool_choice"]; ok {
+		t.Fatalf("tool_choice sent without tools: %s", f.bodies[0])
+	}
+	if sent["temperature"] != 0.0 {
+		t.Fatalf("temperature missing: %s", f.bodies[0])
+	}
+}
+
+func TestChatEnvironment(t *testing.T) {
+	f := newFakeServer(t, reply{body: vllmReply})
+	t.Setenv("OPENAI_BASE_URL", f.srv.URL+"/v1")
+	t.Setenv("OPENAI_API_KEY", "sk-from-env")
+	p, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Name() != "openai" {
+		t.Fatalf("Name() = %q", p.Name())
+	}
+	if _, err := p.Chat(t.Context(), llm.Request{Model: "m", Messages: conversation()[:2]}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.headers[0].Get("Authorization"); got != "Bearer sk-from-env" {
+		t.Fatalf("Authorization = %q", got)
+	}
+	if _, err := New(Config{BaseURL: "not a url"}); err == nil {
+		t.Fatal("New accepted a relative base URL")
+	}
+}
+
+func TestChatErrors(t *testing.T) {
+	now := time.Date(2026, 11, 22, 2, 0, 0, 0, time.UTC)
+	rateLimit := `{"error":{"message":"Rate limit reached for gpt-4.1-mini on requests per min (RPM): Limit 3, Used 3, Requested 1.","type":"requests","param":null,"code":"rate_limit_exceeded"}}`
+	tests := []struct {
+		name          string
+		reply         reply
+		wantCode      int
+		wantRetryable bool
+		wantAfter     time.Duration
+		wantMsg       string
+	}{
+		{
+			name:     "429 with Retry-After seconds",
+			reply:    reply{status: 429, header: map[string]string{"Retry-After": "20"}, body: rateLimit},
+			wantCode: 429, wantRetryable: true, wantAfter: 20 * time.Second,
+			wantMsg: "Rate limit reached for gpt-4.1-mini on requests per min (RPM): Limit 3, Used 3, Requested 1.",
+		},
+		{
+			name:     "429 with retry-after-ms beside Retry-After",
+			reply:    reply{status: 429, header: map[string]string{"Retry-After": "1", "Retry-After-Ms": "850"}, body: rateLimit},
+			wantCode: 429, wantRetryable: true, wantAfter: 850 * time.Millisecond,
+			wantMsg: "Rate limit reached for gpt-4.1-mini on requests per min (RPM): Limit 3, Used 3, Requested 1.",
+		},
+		{
+			name:     "429 with Retry-After HTTP-date",
+			reply:    reply{status: 429, header: map[string]string{"Retry-After": now.Add(45 * time.Second).Format(http.TimeFormat)}, body: rateLimit},
+			wantCode: 429, wantRetryable: true, wantAfter: 45 * time.Second,
+			wantMsg: "Rate limit reached for gpt-4.1-mini on requests per min (RPM): Limit 3, Used 3, Requested 1.",
+		},
+		{
+			name:     "500 is retryable",
+			reply:    reply{status: 500, body: `{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}`},
+			wantCode: 500, wantRetryable: true, wantMsg: "The server had an error while processing your request.",
+		},
+		{
+			name:     "503 with a plain-text body",
+			reply:    reply{status: 503, header: map[string]string{"Content-Type": "text/plain"}, body: "upstream connect error"},
+			wantCode: 503, wantRetryable: true, wantMsg: "upstream connect error",
+		},
+		{
+			name:     "400 is not retryable",
+			reply:    reply{status: 400, body: `{"error":{"message":"Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.","type":"invalid_request_error","param":"messages.[3].role","code":null}}`},
+			wantCode: 400, wantMsg: "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+		},
+		{
+			name:     "400 in vLLM's shape",
+			reply:    reply{status: 400, body: `{"object":"error","message":"This model's maximum context length is 8192 tokens.","type":"BadRequestError","param":null,"code":400}`},
+			wantCode: 400, wantMsg: "This model's maximum context length is 8192 tokens.",
+		},
+		{
+			name:     "401 is not retryable",
+			reply:    reply{status: 401, body: `{"error":{"message":"Incorrect API key provided: sk-test.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`},
+			wantCode: 401, wantMsg: "Incorrect API key provided: sk-test.",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeServer(t, tc.reply)
+			p := f.provider(t, Config{Now: func() time.Time { return now }})
+			_, err := p.Chat(t.Context(), llm.Request{Model: "gpt-4.1-mini", Messages: conversation()[:2]})
+			var se *llm.StatusError
+			if !errors.As(err, &se) {
+				t.Fatalf("err = %v (%T), want *llm.StatusError", err, err)
+			}
+			if se.Provider != "openai" || se.StatusCode != tc.wantCode || se.Retryable() != tc.wantRetryable ||
+				se.RetryAfter != tc.wantAfter || se.Message != tc.wantMsg {
+				t.Fatalf("StatusError = %+v", se)
+			}
+			if f.calls() != 1 {
+				t.Fatalf("server saw %d calls; the SDK must not retry on its own", f.calls())
+			}
+		})
+	}
+}
+
+func TestConnectionRefusedIsTransient(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	base := srv.URL
+	srv.Close()
+	p, err := New(Config{BaseURL: base + "/v1", APIKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Chat(t.Context(), llm.Request{Model: "m", Messages: conversation()[:2]})
+	if err == nil || !llm.IsTransient(err) {
+		t.Fatalf("err = %v; connection refused should be transient", err)
+	}
+}
+
+type sleeps struct{ waits []time.Duration }
+
+func (s *sleeps) sleep(_ context.Context, d time.Duration) error {
+	s.waits = append(s.waits, d)
+	return nil
+}
+
+// Through WithRetry, a 429 followed by a 200 succeeds after waiting at least Retry-After.
+func TestRetryAfterThroughWithRetry(t *testing.T) {
+	f := newFakeServer(t,
+		reply{status: 429, header: map[string]string{"Retry-After": "4"}, body: `{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}`},
+		reply{body: vllmReply})
+	s := &sleeps{}
+	p := llm.WithRetry(f.provider(t, Config{}), llm.RetryOptions{BaseDelay: 100 * time.Millisecond, Sleep: s.sleep})
+	resp, err := p.Chat(t.Context(), llm.Request{Model: "m", Messages: conversation()[:2]})
+	if err != nil || len(resp.Message.ToolCalls) != 1 {
+		t.Fatalf("Chat = %+v, %v", resp, err)
+	}
+	if len(s.waits) != 1 || s.waits[0] < 4*time.Second {
+		t.Fatalf("waits = %v, want one wait of at least 4s", s.waits)
+	}
+	if f.calls() != 2 || string(f.bodies[0]) != string(f.bodies[1]) {
+		t.Fatalf("the retry must resend the same body: %q", f.bodies)
+	}
+}
+
+func TestNoChoices(t *testing.T) {
+	f := newFakeServer(t, reply{body: `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[]}`})
+	_, err := f.provider(t, Config{}).Chat(t.Context(), llm.Request{Model: "m", Messages: conversation()[:2]})
+	if err == nil {
+		t.Fatal("a reply without choices was accepted")
+	}
+}
