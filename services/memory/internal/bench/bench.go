@@ -40,6 +40,7 @@ func BenchMain(ctx context.Context, log *slog.Logger, dbURL string, args []strin
 	appendBatch := fs.Int("append-batch", 1000, "memories per AppendMemories call in the throughput test")
 	appenders := fs.Int("appenders", 4, "concurrent appenders (each on its own mysis)")
 	bcastN := fs.Int("broadcasts", 20, "1,000-target broadcasts to record")
+	singleN := fs.Int("single", 1000, "single 2-row appends to time")
 	out := fs.String("out", "", "also write the report to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -65,7 +66,8 @@ func BenchMain(ctx context.Context, log *slog.Logger, dbURL string, args []strin
 	}
 
 	// Warm the caches the way a running swarm keeps them warm.
-	if _, err := b.time(200, func(int) error { _, err := store.GetComposeWindow(ctx, b.typical(), *window, true); return err }); err != nil {
+	b.warmup = min(200, *composeN)
+	if _, err := b.time(b.warmup, func(int) error { _, err := store.GetComposeWindow(ctx, b.typical(), *window, true); return err }); err != nil {
 		return err
 	}
 
@@ -89,7 +91,7 @@ func BenchMain(ctx context.Context, log *slog.Logger, dbURL string, args []strin
 	if err := b.searches(*searchN, *searchLongN); err != nil {
 		return err
 	}
-	if err := b.appends(*appendRows, *appendBatch, *appenders); err != nil {
+	if err := b.appends(*appendRows, *appendBatch, *appenders, *singleN); err != nil {
 		return err
 	}
 	if err := b.broadcasts(*bcastN); err != nil {
@@ -130,6 +132,7 @@ type bencher struct {
 	longs   []memory.Mysis
 	typical func() string
 	typIDs  []string
+	warmup  int
 }
 
 func (b *bencher) report(format string, args ...any) {
@@ -241,7 +244,7 @@ func (b *bencher) composeOverGRPC(n, window int) error {
 		_, err := c.GetComposeWindow(ctx, &memoryv1.GetComposeWindowRequest{MysisId: b.typical(), Window: int32(window), GlobalMissionFallback: true})
 		return err
 	}
-	if _, err := b.time(200, call); err != nil {
+	if _, err := b.time(b.warmup, call); err != nil {
 		return err
 	}
 	d, err := b.time(n, call)
@@ -333,7 +336,7 @@ func (b *bencher) searches(n, nLong int) error {
 }
 
 // appends measures batched append throughput into fresh myses (deleted afterwards), and single-row append latency.
-func (b *bencher) appends(rows, batch, appenders int) error {
+func (b *bencher) appends(rows, batch, appenders, singleN int) error {
 	stamp := time.Now().Format("150405")
 	var ids []string
 	for i := range appenders {
@@ -402,12 +405,12 @@ func (b *bencher) appends(rows, batch, appenders int) error {
 		b.report("| %d | %d | %d | %.2f | **%d** | %s | %s |\n", par, batch, per*par, took.Seconds(), int(float64(per*par)/took.Seconds()), ms(pct(lat, 50)), ms(pct(lat, 99)))
 	}
 	// The runner's usual write: one or two rows per step.
-	single := gen(7, 2000)
+	single := gen(7, 2*singleN)
 	var flat []memory.NewMemory
 	for _, nb := range single {
 		flat = append(flat, nb...)
 	}
-	d, err := b.time(1000, func(i int) error {
+	d, err := b.time(singleN, func(i int) error {
 		_, err := b.store.AppendMemories(b.ctx, ids[0], flat[2*i:2*i+2])
 		return err
 	})
