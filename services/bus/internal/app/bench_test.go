@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/natstest"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
 	"github.com/zoeaswarm/zoea/services/bus/internal/memfake"
@@ -19,8 +22,9 @@ import (
 // iteration ends when the first EVENT_KIND_BROADCAST event of that broadcast arrives, which the bus publishes only
 // after RecordBroadcast has committed all rows and the wakes are out — so the figure is an upper bound.
 //
-//	memory=postgres  the real memory service binary on a fresh Postgres database (what the target is about)
-//	memory=fake      the in-memory fake: the bus's own overhead (gRPC, JetStream, consumer, wakes)
+//	memory=postgres                     the real memory service binary on a fresh Postgres database (the target)
+//	memory=postgres/…/RecordBroadcast-only  the memory service's RecordBroadcast alone: the floor under the above
+//	memory=fake                         the in-memory fake: the bus's own overhead (gRPC, JetStream, consumer, wakes)
 //
 // Run: go test -run '^$' -bench BroadcastToRows -benchtime 200x ./internal/app/
 func BenchmarkBroadcastToRows(b *testing.B) {
@@ -32,6 +36,21 @@ func BenchmarkBroadcastToRows(b *testing.B) {
 		mem := startRealMemory(b)
 		ids := mem.addMyses(b, "bench", n)
 		benchBroadcast(b, mem.addr, ids)
+	})
+	// The floor set by the memory service alone: RecordBroadcast called directly, no bus in between.
+	b.Run(fmt.Sprintf("memory=postgres/myses=%d/RecordBroadcast-only", n), func(b *testing.B) {
+		mem := startRealMemory(b)
+		mem.addMyses(b, "bench", n)
+		var ds []time.Duration
+		for b.Loop() {
+			start := time.Now()
+			if _, err := mem.client.RecordBroadcast(context.Background(), &memoryv1.RecordBroadcastRequest{
+				BroadcastId: uuid.NewString(), Content: "Mission: mine iron_ore near the belt"}); err != nil {
+				b.Fatal(err)
+			}
+			ds = append(ds, time.Since(start))
+		}
+		report(b, "rows", ds)
 	})
 	b.Run(fmt.Sprintf("memory=fake/myses=%d", n), func(b *testing.B) {
 		mem := memfake.Start(b)

@@ -31,7 +31,6 @@ import (
 type Memory interface {
 	ListMyses(ctx context.Context, in *memoryv1.ListMysesRequest, opts ...grpc.CallOption) (*memoryv1.ListMysesResponse, error)
 	RecordBroadcast(ctx context.Context, in *memoryv1.RecordBroadcastRequest, opts ...grpc.CallOption) (*memoryv1.RecordBroadcastResponse, error)
-	DeliverBroadcast(ctx context.Context, in *memoryv1.DeliverBroadcastRequest, opts ...grpc.CallOption) (*memoryv1.DeliverBroadcastResponse, error)
 	AppendMemories(ctx context.Context, in *memoryv1.AppendMemoriesRequest, opts ...grpc.CallOption) (*memoryv1.AppendMemoriesResponse, error)
 }
 
@@ -47,11 +46,9 @@ type Consumer interface {
 	ConsumeMessages(ctx context.Context, opts swarmbus.ConsumerOptions, handler func(context.Context, swarmbus.Delivery) error) error
 }
 
-// Page sizes of the memory service's API.
 const (
-	listPageSize   = 1000
-	maxTargetsCall = 10000
-	excerptBytes   = 280
+	listPageSize = 1000 // the memory service's largest ListMyses page
+	excerptBytes = 280
 )
 
 // Service delivers messages. It is safe for concurrent use.
@@ -82,30 +79,34 @@ type BroadcastResult struct {
 
 // Broadcast records b in the memory service for every mysis except its sender, wakes them and publishes one
 // EVENT_KIND_BROADCAST event per mysis. It is idempotent.
+//
+// The memory service picks the targets itself, in the statement that writes the rows (every mysis but the
+// sender), so the write does not wait for a listing; the list of myses to wake is read alongside. A mysis created
+// at that very moment may end up with the row but no wake (or a wake but no row): harmless, because a runner
+// reconciles a mysis from memory when it takes its lease, and a new mysis inherits the latest broadcast as its
+// mission anyway.
 func (s *Service) Broadcast(ctx context.Context, b swarmbus.Broadcast) (BroadcastResult, error) {
-	targets, err := s.targets(ctx, b.SenderID)
-	if err != nil {
-		return BroadcastResult{}, err
+	type listing struct {
+		ids []string
+		err error
 	}
-	trace.SpanFromContext(ctx).SetAttributes(attribute.String("zoea.broadcast_id", b.ID), attribute.Int("zoea.targets", len(targets)))
-	first := targets[:min(len(targets), maxTargetsCall)]
-	resp, err := s.mem.RecordBroadcast(ctx, &memoryv1.RecordBroadcastRequest{
-		BroadcastId: b.ID, SenderId: b.SenderID, Content: b.Content, TargetMysisIds: first,
-	})
+	listed := make(chan listing, 1)
+	go func() {
+		ids, err := s.targets(ctx, b.SenderID)
+		listed <- listing{ids, err}
+	}()
+	resp, err := s.mem.RecordBroadcast(ctx, &memoryv1.RecordBroadcastRequest{BroadcastId: b.ID, SenderId: b.SenderID, Content: b.Content})
+	l := <-listed
 	if err != nil {
 		return BroadcastResult{}, fmt.Errorf("record broadcast %s: %w", b.ID, server.FromStatus(err))
 	}
-	res := BroadcastResult{Targets: len(targets), Delivered: int(resp.GetDeliveredCount()), Already: int(resp.GetAlreadyDeliveredCount())}
-	// Swarms larger than one call's limit get the rest through DeliverBroadcast, idempotent per mysis as well.
-	for rest := targets[len(first):]; len(rest) > 0; rest = rest[min(len(rest), maxTargetsCall):] {
-		chunk := rest[:min(len(rest), maxTargetsCall)]
-		dr, err := s.mem.DeliverBroadcast(ctx, &memoryv1.DeliverBroadcastRequest{BroadcastId: b.ID, MysisIds: chunk})
-		if err != nil {
-			return res, fmt.Errorf("deliver broadcast %s: %w", b.ID, server.FromStatus(err))
-		}
-		res.Delivered += int(dr.GetDeliveredCount())
-		res.Already += int(dr.GetAlreadyDeliveredCount())
+	if l.err != nil {
+		// Recorded, but the wakes cannot go out without the list: retry (the record is idempotent).
+		return BroadcastResult{}, l.err
 	}
+	targets := l.ids
+	trace.SpanFromContext(ctx).SetAttributes(attribute.String("zoea.broadcast_id", b.ID), attribute.Int("zoea.targets", len(targets)))
+	res := BroadcastResult{Targets: len(targets), Delivered: int(resp.GetDeliveredCount()), Already: int(resp.GetAlreadyDeliveredCount())}
 
 	if err := s.notify.PublishWakes(ctx, targets, swarmbus.WakeBroadcast); err != nil {
 		return res, fmt.Errorf("wake the targets of broadcast %s: %w", b.ID, err)
