@@ -209,7 +209,9 @@ func pct(sorted []time.Duration, p float64) time.Duration {
 	return sorted[i]
 }
 
-func ms(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 2, 64) + " ms" }
+func ms(d time.Duration) string {
+	return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 2, 64) + " ms"
+}
 
 func human(n int64) string {
 	switch {

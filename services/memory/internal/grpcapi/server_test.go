@@ -508,4 +508,3 @@ func TestHealthFollowsPostgres(t *testing.T) {
 	}
 	t.Fatalf("calls still fail after postgres came back: %v", lastErr)
 }
-

@@ -174,7 +174,7 @@ func OpensTurn(r Role, s Source) bool {
 	return r == RoleUser && (s == SourceDirect || s == SourceBroadcast || s == SourceNudge)
 }
 
-// IsCommanderMission reports whether a memory with these attributes can be a mission: a commander (sender '')
+// IsCommanderMission reports whether a memory with these attributes can be a mission: a commander (sender ”)
 // direct message or broadcast. The store's partial index has the same predicate.
 func IsCommanderMission(r Role, s Source, senderID string) bool {
 	return r == RoleUser && (s == SourceDirect || s == SourceBroadcast) && senderID == ""

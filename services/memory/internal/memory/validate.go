@@ -244,7 +244,7 @@ func ValidateBroadcastContent(content string) error {
 	return CheckText("content", content, MaxContentBytes)
 }
 
-// ValidateSenderID checks a sender: '' (the commander) or a mysis id.
+// ValidateSenderID checks a sender: ” (the commander) or a mysis id.
 func ValidateSenderID(field, s string) (string, error) {
 	if s == "" {
 		return "", nil

@@ -49,16 +49,16 @@ type composeRow struct {
 	kind int32
 	// mysis
 	yID, yName, yProvider, yModel, yPrompt, yState, yReason, yAccount *string
-	yTemp                                                            *float64
-	yEnc                                                             *int32
-	yTurn, yLast                                                     *int64
-	yCreated, yUpdated                                               *time.Time
+	yTemp                                                             *float64
+	yEnc                                                              *int32
+	yTurn, yLast                                                      *int64
+	yCreated, yUpdated                                                *time.Time
 	// memory
-	mID, mSeq, mTurn                                                                  *int64
-	mMysis, mSender, mContent, mReasoning, mCallID, mToolName, mKey, mBroadcast       *string
-	mRole, mSource                                                                    *int16
-	mToolCalls                                                                        []byte
-	mCreated                                                                          *time.Time
+	mID, mSeq, mTurn                                                            *int64
+	mMysis, mSender, mContent, mReasoning, mCallID, mToolName, mKey, mBroadcast *string
+	mRole, mSource                                                              *int16
+	mToolCalls                                                                  []byte
+	mCreated                                                                    *time.Time
 }
 
 func (r *composeRow) dest() []any {

@@ -141,11 +141,11 @@ func (s *Store) AppendMemories(ctx context.Context, mysisID string, ms []memory.
 
 // insertBatch holds the columns of the rows to insert, as arrays for one unnest() INSERT.
 type insertBatch struct {
-	idx                                                         []int
-	seq, turn                                                   []int64
-	role, source                                                []int16
-	sender, content, reasoning, toolCallID, toolName            []string
-	toolCalls, key                                              []*string
+	idx                                              []int
+	seq, turn                                        []int64
+	role, source                                     []int16
+	sender, content, reasoning, toolCallID, toolName []string
+	toolCalls, key                                   []*string
 }
 
 func (b *insertBatch) add(i int, seq, turn int64, n memory.NewMemory, toolCalls *string) {

@@ -35,7 +35,7 @@ FROM (
 ) h
 ORDER BY h.rank DESC, h.seq DESC`
 
-// reasoning <> '' repeats the partial index predicate so the planner can use memories_reasoning_fts_idx.
+// reasoning <> ” repeats the partial index predicate so the planner can use memories_reasoning_fts_idx.
 const searchReasoningSQL = `
 SELECT h.id, h.mysis_id, h.seq, h.turn, h.role, h.source, h.sender_id, h.content, h.reasoning, h.tool_calls,
 	h.tool_call_id, h.tool_name, h.idempotency_key, h.broadcast_id, h.created_at,

@@ -10,30 +10,22 @@ import (
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
 )
 
-func contents(hs []memory.MemoryHit) []string {
-	out := make([]string, len(hs))
-	for i, h := range hs {
-		out[i] = h.Memory.Content
-	}
-	return out
-}
-
 func TestSearchMessages(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
 	m := mkMysis(t, s)
 	other := mkMysis(t, s)
 	docs := []memory.NewMemory{
-		user("Mine iron ore in the Sol belt"),                                                          // 1
+		user("Mine iron ore in the Sol belt"), // 1
 		toolResult("c1", "get_cargo", `{"cargo":[{"item_id":"iron_ore","qty":12},{"item_id":"copper_ore","qty":3}]}`), // 2
-		assistant("Selling copper at Haven station"),                                                  // 3
-		toolResult("c2", "login", `{"session_id":"a3f9c2e1b7d04f55","player":"pilot_one"}`),          // 4
-		assistant("Trade id e3b0c442-98fc-1c14-9afb-4c8996fb9242 confirmed"),                           // 5
-		{Role: memory.RoleUser, Source: memory.SourceNudge, Content: "Continue mining iron."},          // 6
-		toolResult("c3", "get_status", `{"msg":"Arrived.\nDocked at Sol"}`),                            // 7
-		assistant("IRON IRON iron everywhere, iron ore galore"),                                        // 8
-		assistant("The travel cooldown is long"),                                                       // 9
-		assistant("cooldown of travel"),                                                                // 10
+		assistant("Selling copper at Haven station"),                                                                  // 3
+		toolResult("c2", "login", `{"session_id":"a3f9c2e1b7d04f55","player":"pilot_one"}`),                           // 4
+		assistant("Trade id e3b0c442-98fc-1c14-9afb-4c8996fb9242 confirmed"),                                          // 5
+		{Role: memory.RoleUser, Source: memory.SourceNudge, Content: "Continue mining iron."},                         // 6
+		toolResult("c3", "get_status", `{"msg":"Arrived.\nDocked at Sol"}`),                                           // 7
+		assistant("IRON IRON iron everywhere, iron ore galore"),                                                       // 8
+		assistant("The travel cooldown is long"),                                                                      // 9
+		assistant("cooldown of travel"),                                                                               // 10
 	}
 	must[[]memory.Memory](t)(s.AppendMemories(ctx, m.ID, docs))
 	must[[]memory.Memory](t)(s.AppendMemories(ctx, other.ID, []memory.NewMemory{user("iron ore secret of another mysis")}))

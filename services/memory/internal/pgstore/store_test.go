@@ -195,10 +195,8 @@ func TestMysisLifecycle(t *testing.T) {
 func TestListMysesPagesAndFilters(t *testing.T) {
 	ctx := context.Background()
 	s, _ := freshStore(t)
-	var ids []string
 	for i := range 7 {
 		m := must[memory.Mysis](t)(s.CreateMysis(ctx, memory.NewMysis{Name: fmt.Sprintf("m%02d", i), Provider: "autopilot"}))
-		ids = append(ids, m.ID)
 		if i%2 == 0 {
 			if _, _, err := s.SetMysisState(ctx, m.ID, memory.StateChange{State: memory.StateRunning}); err != nil {
 				t.Fatal(err)
