@@ -37,27 +37,42 @@ func (s *Store) AppendMemories(ctx context.Context, mysisID string, ms []memory.
 	}
 	defer rollback(ctx, tx)
 
+	// The lock and the key lookup travel in one pipelined batch; they still run as two statements, so the lookup's
+	// snapshot is taken after the lock is granted and sees what a concurrent retry committed meanwhile.
 	var lastSeq, turn int64
-	err = tx.QueryRow(ctx, `SELECT last_seq, current_turn FROM myses WHERE id = $1 FOR NO KEY UPDATE`, mysisID).Scan(&lastSeq, &turn)
+	existing := map[string]memory.Memory{}
+	lock := &pgx.Batch{}
+	lock.Queue(`SELECT last_seq, current_turn FROM myses WHERE id = $1 FOR NO KEY UPDATE`, mysisID)
+	if len(keys) > 0 {
+		lock.Queue(`SELECT `+memCols+` FROM memories m WHERE m.mysis_id = $1 AND m.idempotency_key = ANY($2)`, mysisID, keys)
+	}
+	br := tx.SendBatch(ctx, lock)
+	err = br.QueryRow().Scan(&lastSeq, &turn)
 	if errors.Is(err, pgx.ErrNoRows) {
+		_ = br.Close()
 		return nil, errMysisNotFound(mysisID)
 	}
 	if err != nil {
+		_ = br.Close()
 		return nil, dbErr(err, "append memories")
 	}
-	existing := map[string]memory.Memory{}
 	if len(keys) > 0 {
-		rows, err := tx.Query(ctx, `SELECT `+memCols+` FROM memories m WHERE m.mysis_id = $1 AND m.idempotency_key = ANY($2)`, mysisID, keys)
+		rows, err := br.Query()
 		if err != nil {
+			_ = br.Close()
 			return nil, dbErr(err, "append memories")
 		}
 		found, err := collectMemories(rows, "append memories")
 		if err != nil {
+			_ = br.Close()
 			return nil, err
 		}
 		for _, m := range found {
 			existing[m.IdempotencyKey] = m
 		}
+	}
+	if err := br.Close(); err != nil {
+		return nil, dbErr(err, "append memories")
 	}
 
 	out := make([]memory.Memory, len(ms))
@@ -100,7 +115,7 @@ func (s *Store) AppendMemories(ctx context.Context, mysisID string, ms []memory.
 		mysisID, ins.seq, ins.turn, ins.role, ins.source, ins.sender, ins.content, ins.reasoning, ins.toolCalls,
 		ins.toolCallID, ins.toolName, ins.key)
 	b.Queue(`UPDATE myses SET last_seq = $2, current_turn = $3, updated_at = now() WHERE id = $1`, mysisID, lastSeq, turn)
-	br := tx.SendBatch(ctx, b)
+	br = tx.SendBatch(ctx, b)
 	rows, err := br.Query()
 	if err != nil {
 		_ = br.Close()
