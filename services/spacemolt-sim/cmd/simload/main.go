@@ -112,10 +112,13 @@ func run(ctx context.Context, argv []string, out io.Writer) error {
 	}()
 	fmt.Fprintf(out, "connected and registered %d players\n", len(sessions))
 
-	var before game.Stats
-	if engine != nil {
-		before = engine.Stats()
+	stats := func() (game.Stats, bool) {
+		if engine != nil {
+			return engine.Stats(), true
+		}
+		return remoteStats(ctx, httpClient, o.url)
 	}
+	before, haveStats := stats()
 	if o.cpuprof != "" {
 		f, err := os.Create(o.cpuprof)
 		if err != nil {
@@ -138,10 +141,28 @@ func run(ctx context.Context, argv []string, out io.Writer) error {
 		fmt.Fprintf(out, "cpu      %s process CPU for %d calls = %s/call (client+server when in-process); 2 dedicated cores => ~%.0f calls/s\n",
 			cpu.Round(time.Millisecond), calls, perCall.Round(time.Microsecond), 2*float64(time.Second)/float64(perCall))
 	}
-	if engine != nil {
-		reportTicks(out, before, engine.Stats())
+	if after, ok := stats(); ok && haveStats {
+		reportTicks(out, before, after)
 	}
 	return nil
+}
+
+// remoteStats reads /admin/stats next to the MCP endpoint (no admin token support).
+func remoteStats(ctx context.Context, hc *http.Client, mcpURL string) (game.Stats, bool) {
+	var st game.Stats
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(mcpURL, "/mcp")+"/admin/stats", nil)
+	if err != nil {
+		return st, false
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return st, false
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&st) != nil {
+		return st, false
+	}
+	return st, true
 }
 
 // startSim runs a simulator on a loopback port, wired like cmd/spacemolt-sim.
