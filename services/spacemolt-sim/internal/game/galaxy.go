@@ -13,6 +13,9 @@ var empires = []string{"solarian", "voidborn", "crimson", "nebula", "outerrim"}
 
 func validEmpire(e string) bool { return slices.Contains(empires, e) }
 
+// Empires lists the empires a player may register with.
+func Empires() []string { return slices.Clone(empires) }
+
 var capitalBases = map[string][2]string{
 	"solarian": {"confederacy_central_command", "Confederacy Central Command"},
 	"voidborn": {"void_nexus", "Void Nexus"},

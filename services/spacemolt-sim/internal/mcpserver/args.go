@@ -89,7 +89,7 @@ type args struct {
 // does: unknown or missing parameters and wrong types are invalid_payload.
 func parseArgs(raw json.RawMessage, params []param) (args, error) {
 	a := args{raw: map[string]json.RawMessage{}}
-	if t := strings.TrimSpace(string(raw)); t != "" && t != "null" {
+	if t := strings.TrimSpace(string(raw)); t != "" && t != "null" && t != "{}" {
 		if err := json.Unmarshal(raw, &a.raw); err != nil {
 			return a, invalid("Arguments must be a JSON object. " + usage(params))
 		}

@@ -1,6 +1,10 @@
 package mcpserver
 
-import "context"
+import (
+	"context"
+
+	"github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/game"
+)
 
 // call is one tool invocation after argument validation.
 type call struct {
@@ -19,8 +23,6 @@ type tool struct {
 	binds bool
 }
 
-var empires = []string{"solarian", "voidborn", "crimson", "nebula", "outerrim"}
-
 func (s *Server) tools() []tool {
 	e := s.engine
 	itemParam := param{name: "item_id", typ: tString, desc: "Item id, e.g. iron_ore.", required: true}
@@ -31,7 +33,7 @@ func (s *Server) tools() []tool {
 			desc: "Create an account. Returns your password (save it), player, ship and a session_id; you are logged in.",
 			params: []param{
 				{name: "username", typ: tString, desc: "3-24 characters: letters, digits, _ or -.", required: true},
-				{name: "empire", typ: tString, desc: "Your empire.", required: true, enum: empires},
+				{name: "empire", typ: tString, desc: "Your empire.", required: true, enum: game.Empires()},
 				{name: "registration_code", typ: tString, desc: "Registration code, if the server requires one."},
 			},
 			run: func(_ context.Context, c call) (any, error) {
