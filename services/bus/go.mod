@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/google/uuid v1.6.0
+	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/zoeaswarm/zoea/gen v0.0.0-00010101000000-000000000000
 	github.com/zoeaswarm/zoea/libs v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/otel v1.47.0
@@ -31,7 +32,6 @@ require (
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/minio/highwayhash v1.0.4 // indirect
 	github.com/nats-io/jwt/v2 v2.8.2 // indirect
-	github.com/nats-io/nats-server/v2 v2.15.2 // indirect
 	github.com/nats-io/nats.go v1.55.0 // indirect
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect

@@ -53,6 +53,8 @@ type Options struct {
 	Consumer swarmbus.ConsumerOptions
 	// CheckInterval is the readiness check period (default 2s).
 	CheckInterval time.Duration
+	// PublishBudget bounds how long a Broadcast call waits for JetStream (default 10s).
+	PublishBudget time.Duration
 	// NoDelivery runs the API without the delivery consumer (a bus replica that only accepts messages).
 	NoDelivery bool
 }
@@ -83,7 +85,7 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	memHealth := healthpb.NewHealthClient(memConn)
 
 	deliverer := delivery.New(mem, bus, log)
-	api := grpcapi.New(bus, mem, deliverer, grpcapi.Options{AllowMysisBroadcast: cfg.AllowMysisBroadcast, Logger: log})
+	api := grpcapi.New(bus, mem, deliverer, grpcapi.Options{AllowMysisBroadcast: cfg.AllowMysisBroadcast, PublishBudget: opts.PublishBudget, Logger: log})
 	srv := server.New(server.Options{
 		Name:          "bus",
 		Config:        cfg.Server,

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -475,6 +476,39 @@ func TestHealthFollowsDependencies(t *testing.T) {
 	bus.waitHealth(t, healthpb.HealthCheckResponse_NOT_SERVING)
 	mem.Restart()
 	bus.waitHealth(t, healthpb.HealthCheckResponse_SERVING)
+}
+
+// With NATS gone a broadcast cannot be made durable: the caller hears Unavailable with the id to retry with, and
+// a retry with that id once NATS is back is delivered once.
+func TestBroadcastWithoutNATSIsUnavailableAndRetryable(t *testing.T) {
+	dir := t.TempDir()
+	nats := natstest.StartDir(t, dir)
+	mem := memfake.Start(t)
+	ids := mem.AddMyses("m", 3)
+	port := nats.Addr().(*net.TCPAddr).Port
+	bus := startBus(t, busSetup{natsURL: nats.ClientURL(), memAddr: mem.Addr(), waitReady: true})
+	nats.Shutdown()
+	nats.WaitForShutdown()
+	bus.waitHealth(t, healthpb.HealthCheckResponse_NOT_SERVING)
+	id := uuid.NewString()
+	_, err := bus.client.Broadcast(ctxT(t), &busv1.BroadcastRequest{Content: "anyone?", BroadcastId: id})
+	wantCode(t, err, codes.Unavailable)
+	if !strings.Contains(status.Convert(err).Message(), id) {
+		t.Fatalf("message does not give the id to retry with: %v", err)
+	}
+	if mem.Broadcasts() != 0 {
+		t.Fatal("an unacknowledged broadcast was delivered")
+	}
+
+	// NATS comes back on the same address and store: the bus reconnects by itself and the retry goes through.
+	startNATSOnPort(t, dir, port)
+	bus.waitHealth(t, healthpb.HealthCheckResponse_SERVING)
+	resp, err := bus.client.Broadcast(ctxT(t), &busv1.BroadcastRequest{Content: "anyone?", BroadcastId: id})
+	if err != nil || resp.GetBroadcastId() != id {
+		t.Fatalf("retry after NATS returned: %v %v", resp, err)
+	}
+	eventually(t, 10*time.Second, "delivery after NATS returned", delivered(mem, id, 3))
+	assertOnce(t, mem, ids, id, "anyone?")
 }
 
 func TestAdminTokenIsRequiredWhenSet(t *testing.T) {

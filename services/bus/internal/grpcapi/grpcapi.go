@@ -4,6 +4,7 @@ package grpcapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -50,6 +51,9 @@ type Options struct {
 	AllowMysisBroadcast bool
 	// WatchBuffer is how many events a slow watcher may fall behind before events are dropped (default 1024).
 	WatchBuffer int
+	// PublishBudget bounds how long Broadcast waits for JetStream's acknowledgement before answering Unavailable
+	// (default 10s).
+	PublishBudget time.Duration
 	// Logger receives warnings; slog.Default() when nil.
 	Logger *slog.Logger
 }
@@ -77,6 +81,9 @@ func New(bus Bus, mem Memory, directs Directs, opts Options) *Server {
 	}
 	if opts.WatchBuffer <= 0 {
 		opts.WatchBuffer = 1024
+	}
+	if opts.PublishBudget <= 0 {
+		opts.PublishBudget = 10 * time.Second
 	}
 	return &Server{bus: bus, mem: mem, directs: directs, opts: opts, log: opts.Logger.With("component", "grpcapi")}
 }
@@ -113,8 +120,16 @@ func (s *Server) Broadcast(ctx context.Context, req *busv1.BroadcastRequest) (*b
 	defer cancel()
 	go func() { count <- s.countTargets(countCtx, sender) }()
 
-	if _, err := s.bus.PublishBroadcast(ctx, swarmbus.Broadcast{ID: id, SenderID: sender, Content: req.GetContent(), At: time.Now().UTC()}); err != nil {
-		return nil, errs.Unavailablef(err, "the broadcast was not accepted (NATS JetStream unavailable); retry with broadcast_id %s", id)
+	// PublishBroadcast retries until JetStream acknowledges; bound that so a caller without a deadline hears back.
+	pctx, pcancel := context.WithTimeout(ctx, s.opts.PublishBudget)
+	defer pcancel()
+	if _, err := s.bus.PublishBroadcast(pctx, swarmbus.Broadcast{ID: id, SenderID: sender, Content: req.GetContent(), At: time.Now().UTC()}); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err() // the caller gave up first
+		}
+		// Our own budget ran out: that is JetStream being unavailable, not the caller's deadline. The cause is kept
+		// as text so it is logged without turning the status into DeadlineExceeded.
+		return nil, errs.Unavailablef(errors.New(err.Error()), "the broadcast was not accepted (NATS JetStream unavailable); retry with broadcast_id %s", id)
 	}
 	return &busv1.BroadcastResponse{BroadcastId: id, TargetCount: <-count}, nil
 }
