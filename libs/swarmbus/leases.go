@@ -170,6 +170,17 @@ func (l *Leases) Release(ctx context.Context, mysisID string) error {
 	return nil
 }
 
+// ReleaseAll releases every lease this holder holds (graceful shutdown), returning the first error.
+func (l *Leases) ReleaseAll(ctx context.Context) error {
+	var first error
+	for _, id := range l.Held() {
+		if err := l.Release(ctx, id); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 // Owner returns the holder of mysisID's lease, or "" when it is free.
 func (l *Leases) Owner(ctx context.Context, mysisID string) (string, error) {
 	if err := ValidateID(mysisID); err != nil {

@@ -240,6 +240,8 @@ func TestBroadcastsSurviveNATSRestart(t *testing.T) {
 	srv := natstest.StartDir(t, dir)
 	port := srv.Addr().(*net.TCPAddr).Port
 	b := connect(t, srv.ClientURL(), swarmbus.Options{})
+	reconnected := make(chan struct{}, 1)
+	b.OnReconnect(func() { reconnected <- struct{}{} })
 	ctx := testCtx(t)
 	for i := range 3 {
 		if _, err := b.PublishBroadcast(ctx, swarmbus.Broadcast{ID: fmt.Sprintf("b%d", i), Content: fmt.Sprintf("mission %d", i)}); err != nil {
@@ -256,6 +258,11 @@ func TestBroadcastsSurviveNATSRestart(t *testing.T) {
 	// Published while the client may still be reconnecting: the publish waits and retries with the same id.
 	if _, err := b.PublishBroadcast(ctx, swarmbus.Broadcast{ID: "b3", Content: "mission 3"}); err != nil {
 		t.Fatalf("publish after restart: %v", err)
+	}
+	select {
+	case <-reconnected:
+	case <-time.After(10 * time.Second):
+		t.Fatal("OnReconnect callback not called after the restart")
 	}
 	c := newCollector()
 	consume(t, b, swarmbus.ConsumerOptions{}, c.handle)
@@ -727,5 +734,14 @@ func TestRenewAllReportsLostLeases(t *testing.T) {
 	}
 	if held := a.Held(); len(held) != 1 || held[0] != "m1" {
 		t.Fatalf("held = %v", held)
+	}
+	if err := a.ReleaseAll(ctx); err != nil || len(a.Held()) != 0 {
+		t.Fatalf("ReleaseAll: %v, still held %v", err, a.Held())
+	}
+	if owner, _ := a.Owner(ctx, "m1"); owner != "" {
+		t.Fatalf("m1 still owned by %q after ReleaseAll", owner)
+	}
+	if owner, _ := a.Owner(ctx, "m2"); owner != "intruder" {
+		t.Fatalf("ReleaseAll released a lease it did not hold (owner %q)", owner)
 	}
 }
