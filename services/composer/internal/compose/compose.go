@@ -56,6 +56,8 @@ type composer struct {
 	items    []Item         // indexed like the trimmed window
 	preItems []Item         // rows dropped before indexing: duplicates and rows outside the scan window
 	repairs  []Repair
+	// missionID is the memory id of a mission sent outside the window (0: a swarm-wide fallback).
+	missionID int64
 }
 
 func (c *composer) count(s string) int {
@@ -253,8 +255,8 @@ func (c *composer) run(in Input) (Result, error) {
 			return Result{
 				Messages: r.msgs,
 				Manifest: Manifest{
-					Items:      c.finishUnits(units),
-					Mission:    outOfWindowMission(missionUnit, mission),
+					Items:      c.finishUnits(units, r.memTokens),
+					Mission:    outOfWindowMission(missionUnit, mission, r.missionTokens),
 					Tokens:     r.tokens,
 					Synthetic:  r.synthetic,
 					NudgeLevel: level,
@@ -311,6 +313,7 @@ func (c *composer) mission(m *Mission) *Mission {
 	}
 	cp := *m
 	cp.Content = sanitize(cp.Content)
+	c.missionID = cp.MemoryID
 	return &cp
 }
 
@@ -471,8 +474,8 @@ func (c *composer) selectUnits(units []*unit, currentStart int, missionUnit *uni
 	for i, u := range units {
 		if i >= currentStart {
 			u.keep, u.section, u.reason = true, secCurrent, ReasonCurrentTurn
-			if u.kind == kindNudge {
-				u.section = secSynthetic
+			if u.kind == kindNudge || u.virtual {
+				u.section = secSynthetic // nudges are the composer's words until the runner stores one
 			}
 		} else {
 			u.section, u.reason = secHistory, ReasonCompressed
@@ -587,9 +590,9 @@ func itemOf(m *Memory, d Disposition, r Reason) Item {
 	return Item{MemoryID: m.ID, Seq: m.Seq, Disposition: d, Reason: r}
 }
 
-func outOfWindowMission(u *unit, m *Mission) *Item {
+func outOfWindowMission(u *unit, m *Mission, tokens int) *Item {
 	if u == nil || u.kind != kindMission || !u.keep {
 		return nil
 	}
-	return &Item{MemoryID: m.MemoryID, Seq: m.Seq, Disposition: Included, Reason: ReasonMission}
+	return &Item{MemoryID: m.MemoryID, Seq: m.Seq, Disposition: Included, Reason: ReasonMission, Tokens: tokens}
 }

@@ -48,6 +48,10 @@ type Item struct {
 	Seq         int64       `json:"seq"`
 	Disposition Disposition `json:"disposition"`
 	Reason      Reason      `json:"reason"`
+	// Tokens is what the memory adds to the request (its message with framing; for a prompt joined to the message
+	// before it, what the join adds); 0 when dropped. With the system prompt, the synthetic messages and the reply
+	// priming the items add up to Tokens.Total.
+	Tokens int `json:"tokens,omitempty"`
 }
 
 // Tokens are o200k_base token counts of the final request. Each message is counted in full (content, names, ids,
@@ -67,8 +71,16 @@ type Tokens struct {
 type Synthetic struct {
 	Index  int    `json:"index"` // position in Result.Messages
 	Role   string `json:"role"`
+	Kind   string `json:"kind"` // SynthNudge, SynthMission or SynthMissingResult
 	Reason string `json:"reason"`
 }
+
+// Kinds of synthetic messages.
+const (
+	SynthNudge         = "nudge"          // an encouragement prompt (to persist when it is Result.Nudge)
+	SynthMission       = "mission"        // a mission that is not one of the window's memories, re-injected
+	SynthMissingResult = "missing_result" // the stand-in result of a tool call that has none recorded
+)
 
 // Repair records a fix applied to a broken history.
 type Repair struct {

@@ -12,6 +12,9 @@ type rendered struct {
 	tokens    Tokens
 	synthetic []Synthetic
 	repairs   []Repair
+	memTokens []int // tokens each window memory adds, indexed like composer.items
+	// missionTokens is what a mission from outside the window adds.
+	missionTokens int
 }
 
 // render turns the kept units into messages. It also makes tool call ids unique (a call whose id is empty or already
@@ -21,9 +24,12 @@ func (c *composer) render(system string, units []*unit) rendered {
 	type part struct {
 		msg   chat.Message
 		sec   section
+		idx   int // window index of the memory it renders; -1 for none
+		kind  string
 		synth string
 	}
-	parts := []part{{msg: chat.Message{Role: chat.RoleSystem, Content: system}, sec: secSystem}}
+	parts := make([]part, 1, 2*len(units)+1)
+	parts[0] = part{msg: chat.Message{Role: chat.RoleSystem, Content: system}, sec: secSystem, idx: -1}
 	var repairs []Repair
 	used := make(map[string]bool)
 	for _, u := range units {
@@ -32,16 +38,20 @@ func (c *composer) render(system string, units []*unit) rendered {
 		}
 		switch u.kind {
 		case kindUser, kindMission, kindNudge:
-			p := part{msg: chat.Message{Role: chat.RoleUser, Content: u.content}, sec: u.section}
+			p := part{msg: chat.Message{Role: chat.RoleUser, Content: u.content}, sec: u.section, idx: u.idx}
 			switch {
 			case u.kind == kindNudge:
-				p.synth = "no prompt in the window and no mission: encouragement (not persisted)"
+				p.kind, p.synth = SynthNudge, "no prompt in the window and no mission: encouragement (not persisted)"
 			case u.virtual:
-				p.synth = "prompt of the new autonomous turn (persist it as a nudge)"
+				p.kind, p.synth, p.idx = SynthNudge, "prompt of the new autonomous turn (persist it as a nudge)", -1
+			case u.kind == kindMission && c.missionID != 0:
+				p.kind, p.synth = SynthMission, fmt.Sprintf("mission re-injected: memory #%d is outside the window", c.missionID)
+			case u.kind == kindMission:
+				p.kind, p.synth = SynthMission, "mission re-injected: the swarm's latest commander broadcast (no memory of this mysis)"
 			}
 			parts = append(parts, p)
 		case kindText:
-			parts = append(parts, part{msg: chat.Message{Role: chat.RoleAssistant, Content: u.content}, sec: u.section})
+			parts = append(parts, part{msg: chat.Message{Role: chat.RoleAssistant, Content: u.content}, sec: u.section, idx: u.idx})
 		case kindLoop:
 			calls := slices.Clone(u.calls)
 			for k := range calls {
@@ -52,36 +62,44 @@ func (c *composer) render(system string, units []*unit) rendered {
 				}
 				used[calls[k].ID] = true
 			}
-			parts = append(parts, part{msg: chat.Message{Role: chat.RoleAssistant, Content: u.content, ToolCalls: calls}, sec: u.section})
+			parts = append(parts, part{msg: chat.Message{Role: chat.RoleAssistant, Content: u.content, ToolCalls: calls}, sec: u.section, idx: u.idx})
 			for k, r := range u.results {
-				p := part{msg: chat.Message{Role: chat.RoleTool, Content: r.content, ToolCallID: calls[k].ID, Name: r.name}, sec: u.section}
+				p := part{msg: chat.Message{Role: chat.RoleTool, Content: r.content, ToolCallID: calls[k].ID, Name: r.name}, sec: u.section, idx: r.idx}
 				if r.state == resSynthetic {
-					p.sec, p.synth = secSynthetic, "interrupted tool call: no result recorded"
+					p.sec, p.kind, p.synth = secSynthetic, SynthMissingResult, "interrupted tool call: no result recorded"
 				}
 				parts = append(parts, p)
 			}
 		}
 	}
 
-	var out rendered
+	out := rendered{msgs: make([]chat.Message, 0, len(parts)), memTokens: make([]int, len(c.items))}
 	var sec [secSynthetic + 1]int
 	var lastTokens int
 	for _, p := range parts {
 		n := len(out.msgs)
+		var t int // what this part adds to the request
 		if n > 0 && mergeable(out.msgs[n-1], p.msg) {
 			merged := out.msgs[n-1]
 			merged.Content = joinText(merged.Content, p.msg.Content)
 			merged.ToolCalls = p.msg.ToolCalls
-			t := c.messageTokens(merged)
-			sec[p.sec] += t - lastTokens
-			out.msgs[n-1], lastTokens = merged, t
+			whole := c.messageTokens(merged)
+			t = whole - lastTokens
+			out.msgs[n-1], lastTokens = merged, whole
 		} else {
-			lastTokens = c.messageTokens(p.msg)
-			sec[p.sec] += lastTokens
+			t = c.messageTokens(p.msg)
+			lastTokens = t
 			out.msgs = append(out.msgs, p.msg)
 		}
+		sec[p.sec] += t
+		if p.idx >= 0 {
+			out.memTokens[p.idx] += t
+		}
+		if p.kind == SynthMission {
+			out.missionTokens += t
+		}
 		if p.synth != "" {
-			out.synthetic = append(out.synthetic, Synthetic{Index: len(out.msgs) - 1, Role: string(p.msg.Role), Reason: p.synth})
+			out.synthetic = append(out.synthetic, Synthetic{Index: len(out.msgs) - 1, Role: string(p.msg.Role), Kind: p.kind, Reason: p.synth})
 		}
 	}
 	out.tokens = Tokens{
@@ -229,7 +247,7 @@ func (r *reducer) step() bool {
 }
 
 // finishUnits lists every window memory's fate, oldest first.
-func (c *composer) finishUnits(units []*unit) []Item {
+func (c *composer) finishUnits(units []*unit, memTokens []int) []Item {
 	for _, u := range units {
 		if u.idx < 0 || u.virtual {
 			continue
@@ -239,13 +257,16 @@ func (c *composer) finishUnits(units []*unit) []Item {
 			d = Dropped
 		}
 		c.items[u.idx] = itemOf(u.mem, d, u.reason)
+		if u.keep {
+			c.items[u.idx].Tokens = memTokens[u.idx]
+		}
 		for _, r := range u.results {
 			if r.mem == nil {
 				continue
 			}
 			it := itemOf(r.mem, Dropped, u.reason)
 			if u.keep {
-				it.Disposition, it.Reason = Included, u.reason
+				it.Disposition, it.Reason, it.Tokens = Included, u.reason, memTokens[r.idx]
 				switch r.state {
 				case resStub:
 					it.Disposition, it.Reason = Stubbed, r.reason

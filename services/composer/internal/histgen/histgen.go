@@ -306,7 +306,29 @@ func Check(c Case, tok *o200k.Tokenizer) (Outcome, error) {
 		}
 		return Invalid, fmt.Errorf("manifest says %d tokens, recount %d", res.Manifest.Tokens.Total, n)
 	}
+	if err := checkItemTokens(res.Manifest); err != nil {
+		return Invalid, err
+	}
 	return OK, nil
+}
+
+// checkItemTokens verifies the per-memory accounting: what each memory adds, plus the system prompt, the synthetic
+// messages, an out-of-window mission and the reply priming, is the request's total; dropped memories add nothing.
+func checkItemTokens(m compose.Manifest) error {
+	sum := m.Tokens.System + m.Tokens.Synthetic + m.Tokens.Framing
+	if m.Mission != nil {
+		sum += m.Mission.Tokens
+	}
+	for _, it := range m.Items {
+		if it.Disposition == compose.Dropped && it.Tokens != 0 {
+			return fmt.Errorf("dropped memory #%d has %d tokens", it.MemoryID, it.Tokens)
+		}
+		sum += it.Tokens
+	}
+	if sum != m.Tokens.Total {
+		return fmt.Errorf("per-memory tokens add up to %d, total %d", sum, m.Tokens.Total)
+	}
+	return nil
 }
 
 // CheckDeterminism composes c twice and compares the JSON of both results, and, when a nudge is to be persisted,

@@ -80,6 +80,12 @@ func (c *Counter) Count(s string) int {
 	return c.tok.count(s, c.memo)
 }
 
+// Pieces returns how many pieces the Counter remembers, so a long-lived owner can drop a Counter whose memo grew
+// too big.
+func (c *Counter) Pieces() int {
+	return len(c.memo)
+}
+
 // PrefixLen is Tokenizer.PrefixLen.
 func (c *Counter) PrefixLen(s string, n int) int {
 	return c.tok.PrefixLen(s, n)

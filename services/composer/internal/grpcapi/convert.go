@@ -1,0 +1,306 @@
+package grpcapi
+
+import (
+	"fmt"
+	"strings"
+
+	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
+)
+
+// Limits on policy overrides. The lower bounds are the compose package's own (a cap must hold its truncation
+// notice); the upper bounds keep one request from asking the memory service for more than its maximum window or the
+// composer for an absurd amount of work.
+const (
+	maxScanWindow    = 1000 // the memory service's GetComposeWindow maximum
+	minTokenBudget   = 256
+	maxTokenBudget   = 2_000_000
+	minToolResultCap = 64
+	maxHistoryLoops  = 1000
+	maxSnapshotTools = 64
+	maxToolName      = 128
+	maxNudgeText     = 4096
+)
+
+// fromProtoPolicy applies a request's overrides to the server's defaults. Every rejected value names its field, e.g.
+// "policy.token_budget", so a caller can tell exactly what to fix.
+func fromProtoPolicy(pp *composerv1.Policy, defaults compose.Policy) (compose.Policy, error) {
+	p := defaults
+	if pp == nil {
+		return p, nil
+	}
+	if pp.ScanWindow != nil {
+		v := pp.GetScanWindow()
+		if v < 1 || v > maxScanWindow {
+			return p, errs.InvalidField("policy.scan_window", "must be between 1 and %d, got %d", maxScanWindow, v)
+		}
+		p.ScanWindow = int(v)
+	}
+	if pp.TokenBudget != nil {
+		v := pp.GetTokenBudget()
+		if v < minTokenBudget || v > maxTokenBudget {
+			return p, errs.InvalidField("policy.token_budget", "must be between %d and %d, got %d", minTokenBudget, maxTokenBudget, v)
+		}
+		p.TokenBudget = int(v)
+	}
+	if pp.ToolResultCapTokens != nil {
+		v := pp.GetToolResultCapTokens()
+		if v < minToolResultCap || int(v) > p.TokenBudget {
+			return p, errs.InvalidField("policy.tool_result_cap_tokens", "must be between %d and the token budget (%d), got %d",
+				minToolResultCap, p.TokenBudget, v)
+		}
+		p.ToolResultCap = int(v)
+	}
+	if pp.HistoryToolLoops != nil {
+		v := pp.GetHistoryToolLoops()
+		if v < 0 || v > maxHistoryLoops {
+			return p, errs.InvalidField("policy.history_tool_loops", "must be between 0 and %d, got %d", maxHistoryLoops, v)
+		}
+		p.HistoryLoops = int(v)
+	}
+	if tools := pp.GetSnapshotTools(); len(tools) > 0 {
+		if len(tools) > maxSnapshotTools {
+			return p, errs.InvalidField("policy.snapshot_tools", "at most %d tools, got %d", maxSnapshotTools, len(tools))
+		}
+		for i, t := range tools {
+			if strings.TrimSpace(t) == "" || len(t) > maxToolName {
+				return p, errs.InvalidField(fmt.Sprintf("policy.snapshot_tools[%d]", i), "a tool name of 1 to %d bytes is required", maxToolName)
+			}
+		}
+		p.SnapshotTools = tools
+	}
+	if levels := pp.GetNudgeLevels(); len(levels) > 0 {
+		if len(levels) > 3 {
+			return p, errs.InvalidField("policy.nudge_levels", "at most 3 levels (gentle, firm, urgent), got %d", len(levels))
+		}
+		for i, t := range levels {
+			if strings.TrimSpace(t) == "" || len(t) > maxNudgeText {
+				return p, errs.InvalidField(fmt.Sprintf("policy.nudge_levels[%d]", i), "a text of 1 to %d bytes is required", maxNudgeText)
+			}
+		}
+		// Levels given override in order; missing ones keep the server's wording.
+		dst := []*string{&p.Nudges.Gentle, &p.Nudges.Firm, &p.Nudges.Urgent}
+		for i, t := range levels {
+			*dst[i] = t
+		}
+	}
+	if pp.GlobalMissionFallback != nil {
+		p.DisableMissionFallback = !pp.GetGlobalMissionFallback()
+	}
+	return p, nil
+}
+
+// validatePolicy checks a whole policy (the server's defaults) with the same limits as a request's overrides.
+func validatePolicy(p compose.Policy) error {
+	nudges := []string{p.Nudges.Gentle, p.Nudges.Firm, p.Nudges.Urgent}
+	fallback := !p.DisableMissionFallback
+	_, err := fromProtoPolicy(&composerv1.Policy{
+		ScanWindow:            int32Ptr(p.ScanWindow),
+		TokenBudget:           int32Ptr(p.TokenBudget),
+		ToolResultCapTokens:   int32Ptr(p.ToolResultCap),
+		HistoryToolLoops:      int32Ptr(p.HistoryLoops),
+		SnapshotTools:         p.SnapshotTools,
+		NudgeLevels:           nudges,
+		GlobalMissionFallback: &fallback,
+	}, compose.Policy{TokenBudget: p.TokenBudget})
+	return err
+}
+
+func int32Ptr(v int) *int32 {
+	if v > 1<<31-1 {
+		v = 1<<31 - 1
+	}
+	if v < -1<<31 {
+		v = -1 << 31
+	}
+	x := int32(v)
+	return &x
+}
+
+// fromProtoWindow builds the compose input from the memory service's window.
+func fromProtoWindow(w *memoryv1.GetComposeWindowResponse, beginTurn bool) compose.Input {
+	mems := w.GetMemories()
+	in := compose.Input{
+		SystemPrompt:       w.GetMysis().GetSystemPrompt(),
+		Mission:            fromProtoMission(w.GetMission()),
+		Window:             make([]compose.Memory, len(mems)),
+		EncouragementCount: int(w.GetMysis().GetEncouragementCount()),
+		BeginTurn:          beginTurn,
+	}
+	for i, m := range mems {
+		in.Window[i] = fromProtoMemory(m)
+	}
+	return in
+}
+
+func fromProtoMemory(m *memoryv1.Memory) compose.Memory {
+	out := compose.Memory{
+		ID: m.GetId(), Seq: m.GetSeq(), Turn: m.GetTurn(),
+		Role: fromProtoRole(m.GetRole()), Source: fromProtoSource(m.GetSource()), SenderID: m.GetSenderId(),
+		Content: m.GetContent(), Reasoning: m.GetReasoning(),
+		ToolCallID: m.GetToolCallId(), ToolName: m.GetToolName(),
+	}
+	if calls := m.GetToolCalls(); len(calls) > 0 {
+		out.ToolCalls = make([]chat.ToolCall, len(calls))
+		for i, tc := range calls {
+			out.ToolCalls[i] = chat.ToolCall{ID: tc.GetId(), Name: tc.GetName(), Arguments: tc.GetArgumentsJson()}
+		}
+	}
+	return out
+}
+
+// fromProtoMission converts the mission; a global fallback never names a memory row of this mysis.
+func fromProtoMission(m *memoryv1.Mission) *compose.Mission {
+	if m == nil || m.GetMemory() == nil {
+		return nil
+	}
+	mem := m.GetMemory()
+	out := &compose.Mission{MemoryID: mem.GetId(), Seq: mem.GetSeq(), Source: fromProtoSource(mem.GetSource()),
+		SenderID: mem.GetSenderId(), Content: mem.GetContent()}
+	if m.GetGlobalFallback() {
+		out.MemoryID, out.Seq = 0, 0
+	}
+	return out
+}
+
+func fromProtoRole(r memoryv1.Role) chat.Role {
+	switch r {
+	case memoryv1.Role_ROLE_SYSTEM:
+		return chat.RoleSystem
+	case memoryv1.Role_ROLE_USER:
+		return chat.RoleUser
+	case memoryv1.Role_ROLE_ASSISTANT:
+		return chat.RoleAssistant
+	case memoryv1.Role_ROLE_TOOL:
+		return chat.RoleTool
+	}
+	return "" // compose drops a memory of unknown role and says so in the manifest
+}
+
+func toProtoRole(r chat.Role) memoryv1.Role {
+	switch r {
+	case chat.RoleSystem:
+		return memoryv1.Role_ROLE_SYSTEM
+	case chat.RoleUser:
+		return memoryv1.Role_ROLE_USER
+	case chat.RoleAssistant:
+		return memoryv1.Role_ROLE_ASSISTANT
+	case chat.RoleTool:
+		return memoryv1.Role_ROLE_TOOL
+	}
+	return memoryv1.Role_ROLE_UNSPECIFIED
+}
+
+func fromProtoSource(s memoryv1.Source) compose.Source {
+	switch s {
+	case memoryv1.Source_SOURCE_DIRECT:
+		return compose.SourceDirect
+	case memoryv1.Source_SOURCE_BROADCAST:
+		return compose.SourceBroadcast
+	case memoryv1.Source_SOURCE_NUDGE:
+		return compose.SourceNudge
+	case memoryv1.Source_SOURCE_LLM:
+		return compose.SourceLLM
+	case memoryv1.Source_SOURCE_TOOL:
+		return compose.SourceTool
+	case memoryv1.Source_SOURCE_SYSTEM:
+		return compose.SourceSystem
+	}
+	return ""
+}
+
+// toProtoResponse converts a composition.
+func toProtoResponse(res compose.Result, p compose.Policy) *composerv1.ComposeContextResponse {
+	out := &composerv1.ComposeContextResponse{
+		Messages:      make([]*composerv1.ChatMessage, len(res.Messages)),
+		Manifest:      toProtoManifest(res.Manifest, p),
+		Encouragement: toProtoEncouragement(res.Encouragement, res.Nudge),
+	}
+	for i, m := range res.Messages {
+		out.Messages[i] = toProtoMessage(m)
+	}
+	return out
+}
+
+func toProtoMessage(m chat.Message) *composerv1.ChatMessage {
+	out := &composerv1.ChatMessage{Role: toProtoRole(m.Role), Content: m.Content, ToolCallId: m.ToolCallID, Name: m.Name}
+	if len(m.ToolCalls) > 0 {
+		out.ToolCalls = make([]*memoryv1.ToolCall, len(m.ToolCalls))
+		for i, tc := range m.ToolCalls {
+			out.ToolCalls[i] = &memoryv1.ToolCall{Id: tc.ID, Name: tc.Name, ArgumentsJson: tc.Arguments}
+		}
+	}
+	return out
+}
+
+// Tokenizer is the encoding every count in a manifest is in.
+const Tokenizer = "o200k_base"
+
+func toProtoManifest(m compose.Manifest, p compose.Policy) *composerv1.Manifest {
+	out := &composerv1.Manifest{
+		Entries:     make([]*composerv1.ManifestEntry, len(m.Items)),
+		Tokens:      toProtoTokens(m.Tokens),
+		TokenBudget: clampInt32(p.TokenBudget),
+		NudgeLevel:  int32(m.NudgeLevel),
+		Tokenizer:   Tokenizer,
+	}
+	for i, it := range m.Items {
+		out.Entries[i] = &composerv1.ManifestEntry{MemoryId: it.MemoryID, Seq: it.Seq,
+			Disposition: toProtoDisposition(it.Disposition), Reason: string(it.Reason), Tokens: clampInt32(it.Tokens)}
+	}
+	for _, s := range m.Synthetic {
+		out.Synthetic = append(out.Synthetic, &composerv1.SyntheticMessage{Index: clampInt32(s.Index), Kind: s.Kind, Reason: s.Reason})
+	}
+	for _, r := range m.Repairs {
+		out.Repairs = append(out.Repairs, fmt.Sprintf("%s: memory #%d: %s", r.Kind, r.MemoryID, r.Detail))
+	}
+	return out
+}
+
+// toProtoTokens converts the section counts. Total also includes the reply priming (compose.Tokens.Framing), which
+// has no section of its own in the API.
+func toProtoTokens(t compose.Tokens) *composerv1.SectionTokens {
+	return &composerv1.SectionTokens{
+		System: clampInt32(t.System), Mission: clampInt32(t.Mission), History: clampInt32(t.History),
+		CurrentTurn: clampInt32(t.Current), Synthetic: clampInt32(t.Synthetic), Total: clampInt32(t.Total),
+	}
+}
+
+func toProtoDisposition(d compose.Disposition) composerv1.Disposition {
+	switch d {
+	case compose.Included:
+		return composerv1.Disposition_DISPOSITION_INCLUDED
+	case compose.Truncated:
+		return composerv1.Disposition_DISPOSITION_TRUNCATED
+	case compose.Stubbed:
+		return composerv1.Disposition_DISPOSITION_STUBBED
+	case compose.Dropped:
+		return composerv1.Disposition_DISPOSITION_DROPPED
+	}
+	return composerv1.Disposition_DISPOSITION_UNSPECIFIED
+}
+
+func toProtoEncouragement(e compose.Encouragement, n *compose.Nudge) *composerv1.Encouragement {
+	out := &composerv1.Encouragement{NextCount: clampInt32(e.Count)}
+	switch e.Decision {
+	case compose.DecisionNone:
+		out.Action = composerv1.EncouragementAction_ENCOURAGEMENT_ACTION_NONE
+	case compose.DecisionReset:
+		out.Action = composerv1.EncouragementAction_ENCOURAGEMENT_ACTION_RESET
+	case compose.DecisionIncrement:
+		out.Action = composerv1.EncouragementAction_ENCOURAGEMENT_ACTION_INCREMENT
+	case compose.DecisionIdle:
+		out.Action = composerv1.EncouragementAction_ENCOURAGEMENT_ACTION_IDLE
+	}
+	if n != nil {
+		out.Nudge = n.Content
+	}
+	return out
+}
+
+func clampInt32(v int) int32 {
+	return *int32Ptr(v)
+}

@@ -1,0 +1,401 @@
+package grpcapi_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/libs/chat/chatvalid"
+	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
+	"github.com/zoeaswarm/zoea/services/composer/internal/grpcapi"
+	"github.com/zoeaswarm/zoea/services/composer/internal/o200k"
+	"github.com/zoeaswarm/zoea/services/composer/internal/replay"
+	"github.com/zoeaswarm/zoea/services/composer/internal/tokcache"
+)
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+const mysisID = "6f1c2a1e-0000-4000-8000-000000000001"
+
+// session stores a generated 40-turn SpaceMolt session for mysisID; its first row (a commander broadcast) is the
+// mission.
+func session(t testing.TB, mem *fakeMemory, encouragement int32) replay.Session {
+	t.Helper()
+	s := replay.Generate(40, 1)
+	first := s.Rows[0]
+	mem.put(mysisID, &fakeMysis{
+		mysis:    &memoryv1.Mysis{Name: "m1", SystemPrompt: replay.SystemPrompt, EncouragementCount: encouragement},
+		memories: toProtoMemories(mysisID, s.Rows),
+		mission:  &memoryv1.Mission{Memory: toProtoMemories(mysisID, []compose.Memory{first})[0]},
+	})
+	return s
+}
+
+func fromProtoMessages(ms []*composerv1.ChatMessage) []chat.Message {
+	roles := map[memoryv1.Role]chat.Role{memoryv1.Role_ROLE_SYSTEM: chat.RoleSystem, memoryv1.Role_ROLE_USER: chat.RoleUser,
+		memoryv1.Role_ROLE_ASSISTANT: chat.RoleAssistant, memoryv1.Role_ROLE_TOOL: chat.RoleTool}
+	out := make([]chat.Message, len(ms))
+	for i, m := range ms {
+		out[i] = chat.Message{Role: roles[m.GetRole()], Content: m.GetContent(), ToolCallID: m.GetToolCallId(), Name: m.GetName()}
+		for _, tc := range m.GetToolCalls() {
+			out[i].ToolCalls = append(out[i].ToolCalls, chat.ToolCall{ID: tc.GetId(), Name: tc.GetName(), Arguments: tc.GetArgumentsJson()})
+		}
+	}
+	return out
+}
+
+func cache(t testing.TB) *tokcache.Cache {
+	tok, err := o200k.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tokcache.New(tok, 0)
+}
+
+// The response is exactly what the pure package composes from the same window, after one GetComposeWindow call per
+// ComposeContext, with the request's scan window and fallback flag.
+func TestComposeContextOneRoundTripSameAsCompose(t *testing.T) {
+	mem := startMemory(t)
+	s := session(t, mem.fake, 0)
+	c := startComposer(t, mem.addr, grpcapi.Options{Counter: cache(t), Logger: discardLogger()})
+	c.waitHealth(t, healthpb.HealthCheckResponse_SERVING)
+
+	p := compose.DefaultPolicy()
+	for i, window := range []int{50, 20, 50, 7} {
+		pp := &composerv1.Policy{ScanWindow: proto.Int32(int32(window))}
+		resp, err := c.client.ComposeContext(context.Background(), &composerv1.ComposeContextRequest{MysisId: mysisID, Policy: pp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := mem.fake.calls.Load(); got != int64(i+1) {
+			t.Fatalf("after %d ComposeContext calls the memory service saw %d GetComposeWindow calls", i+1, got)
+		}
+		req := mem.fake.lastRequest()
+		if req.GetWindow() != int32(window) || !req.GetGlobalMissionFallback() || req.GetMysisId() != mysisID {
+			t.Fatalf("GetComposeWindow request %v", req)
+		}
+
+		p.ScanWindow = window
+		rows := s.Rows[len(s.Rows)-window:]
+		want, err := compose.Compose(compose.Input{SystemPrompt: replay.SystemPrompt, Window: rows,
+			Mission: &compose.Mission{MemoryID: s.Rows[0].ID, Seq: s.Rows[0].Seq, Source: s.Rows[0].Source, Content: s.Rows[0].Content}}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := fromProtoMessages(resp.GetMessages())
+		if !reflect.DeepEqual(got, want.Messages) {
+			t.Fatalf("window %d: gRPC messages differ from compose.Compose", window)
+		}
+		if err := chatvalid.Strict.Validate(got); err != nil {
+			t.Fatal(err)
+		}
+		m := resp.GetManifest()
+		if m.GetTokenizer() != "o200k_base" || m.GetTokenBudget() != int32(p.TokenBudget) {
+			t.Fatalf("manifest tokenizer %q budget %d", m.GetTokenizer(), m.GetTokenBudget())
+		}
+		if int(m.GetTokens().GetTotal()) != want.Manifest.Tokens.Total || m.GetTokens().GetTotal() > m.GetTokenBudget() {
+			t.Fatalf("total %d, compose says %d", m.GetTokens().GetTotal(), want.Manifest.Tokens.Total)
+		}
+		if len(m.GetEntries()) != len(want.Manifest.Items) {
+			t.Fatalf("%d entries for %d items", len(m.GetEntries()), len(want.Manifest.Items))
+		}
+		// Entry tokens, the system prompt, synthetic messages and reply priming add up to the total.
+		sum := int(m.GetTokens().GetSystem()) + want.Manifest.Tokens.Framing
+		for _, e := range m.GetEntries() {
+			if e.GetDisposition() == composerv1.Disposition_DISPOSITION_DROPPED && e.GetTokens() != 0 {
+				t.Fatalf("dropped entry with tokens: %v", e)
+			}
+			sum += int(e.GetTokens())
+		}
+		if want.Manifest.Mission != nil {
+			sum += want.Manifest.Mission.Tokens
+		}
+		sum += int(m.GetTokens().GetSynthetic())
+		if sum != int(m.GetTokens().GetTotal()) {
+			t.Fatalf("entries add up to %d, total %d", sum, m.GetTokens().GetTotal())
+		}
+		if resp.GetEncouragement().GetAction() != composerv1.EncouragementAction_ENCOURAGEMENT_ACTION_NONE {
+			t.Fatalf("mid-turn compose: %v", resp.GetEncouragement())
+		}
+	}
+}
+
+// An out-of-window mission is sent and listed as a synthetic message of kind "mission".
+func TestMissionOutsideWindowIsSynthetic(t *testing.T) {
+	mem := startMemory(t)
+	session(t, mem.fake, 0)
+	c := startComposer(t, mem.addr, grpcapi.Options{Logger: discardLogger()})
+	resp, err := c.client.ComposeContext(context.Background(), &composerv1.ComposeContextRequest{MysisId: mysisID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, s := range resp.GetManifest().GetSynthetic() {
+		kinds = append(kinds, s.GetKind())
+		if s.GetKind() == "mission" && resp.GetMessages()[s.GetIndex()].GetContent() == "" {
+			t.Fatalf("mission synthetic points at an empty message: %v", s)
+		}
+	}
+	if len(kinds) == 0 || kinds[0] != "mission" {
+		t.Fatalf("synthetic kinds %v, want the mission first", kinds)
+	}
+	if resp.GetManifest().GetTokens().GetMission() == 0 {
+		t.Fatal("mission tokens not counted")
+	}
+}
+
+// Encouragement decisions travel with the nudge the runner must persist.
+func TestEncouragement(t *testing.T) {
+	mem := startMemory(t)
+	c := startComposer(t, mem.addr, grpcapi.Options{Logger: discardLogger()})
+	mem.fake.put("idle", &fakeMysis{mysis: &memoryv1.Mysis{SystemPrompt: "You are a mysis.", EncouragementCount: 3}})
+	mem.fake.put("nudged", &fakeMysis{mysis: &memoryv1.Mysis{SystemPrompt: "You are a mysis.", EncouragementCount: 1}})
+	mem.fake.put("mission", &fakeMysis{mysis: &memoryv1.Mysis{SystemPrompt: "You are a mysis.", EncouragementCount: 2},
+		fallback: &memoryv1.Mission{GlobalFallback: true, Memory: &memoryv1.Memory{Role: memoryv1.Role_ROLE_USER,
+			Source: memoryv1.Source_SOURCE_BROADCAST, Content: "All myses: mine iron."}}})
+	policy := compose.DefaultPolicy()
+	for _, tc := range []struct {
+		id        string
+		action    composerv1.EncouragementAction
+		next      int32
+		nudge     string
+		messages  int
+		lastReply string
+	}{
+		{"idle", composerv1.EncouragementAction_ENCOURAGEMENT_ACTION_IDLE, 3, "", 0, ""},
+		{"nudged", composerv1.EncouragementAction_ENCOURAGEMENT_ACTION_INCREMENT, 2, policy.Nudges.Firm, 2, policy.Nudges.Firm},
+		{"mission", composerv1.EncouragementAction_ENCOURAGEMENT_ACTION_RESET, 0, policy.Nudges.Gentle, 2, "All myses: mine iron.\n\n" + policy.Nudges.Gentle},
+	} {
+		resp, err := c.client.ComposeContext(context.Background(), &composerv1.ComposeContextRequest{MysisId: tc.id, BeginAutonomousTurn: true})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.id, err)
+		}
+		e := resp.GetEncouragement()
+		if e.GetAction() != tc.action || e.GetNextCount() != tc.next || e.GetNudge() != tc.nudge || len(resp.GetMessages()) != tc.messages {
+			t.Fatalf("%s: encouragement %v with %d messages", tc.id, e, len(resp.GetMessages()))
+		}
+		if tc.messages > 0 && resp.GetMessages()[tc.messages-1].GetContent() != tc.lastReply {
+			t.Fatalf("%s: last message %q", tc.id, resp.GetMessages()[tc.messages-1].GetContent())
+		}
+	}
+	// The fallback flag turns the swarm-wide mission off.
+	resp, err := c.client.ComposeContext(context.Background(), &composerv1.ComposeContextRequest{MysisId: "mission",
+		BeginAutonomousTurn: true, Policy: &composerv1.Policy{GlobalMissionFallback: proto.Bool(false)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mem.fake.lastRequest().GetGlobalMissionFallback() || resp.GetEncouragement().GetAction() != composerv1.EncouragementAction_ENCOURAGEMENT_ACTION_INCREMENT {
+		t.Fatalf("fallback off: request %v, encouragement %v", mem.fake.lastRequest(), resp.GetEncouragement())
+	}
+}
+
+// Bad policy values are InvalidArgument naming the field, and no memory call is made for them.
+func TestInvalidPolicyNamesField(t *testing.T) {
+	mem := startMemory(t)
+	session(t, mem.fake, 0)
+	c := startComposer(t, mem.addr, grpcapi.Options{Logger: discardLogger()})
+	for _, tc := range []struct {
+		field  string
+		policy *composerv1.Policy
+		id     string
+	}{
+		{"mysis_id", nil, ""},
+		{"mysis_id", nil, "   "},
+		{"policy.scan_window", &composerv1.Policy{ScanWindow: proto.Int32(0)}, mysisID},
+		{"policy.scan_window", &composerv1.Policy{ScanWindow: proto.Int32(1001)}, mysisID},
+		{"policy.token_budget", &composerv1.Policy{TokenBudget: proto.Int32(255)}, mysisID},
+		{"policy.token_budget", &composerv1.Policy{TokenBudget: proto.Int32(-1)}, mysisID},
+		{"policy.tool_result_cap_tokens", &composerv1.Policy{ToolResultCapTokens: proto.Int32(10)}, mysisID},
+		{"policy.tool_result_cap_tokens", &composerv1.Policy{TokenBudget: proto.Int32(1000), ToolResultCapTokens: proto.Int32(1001)}, mysisID},
+		{"policy.history_tool_loops", &composerv1.Policy{HistoryToolLoops: proto.Int32(-1)}, mysisID},
+		{"policy.snapshot_tools[1]", &composerv1.Policy{SnapshotTools: []string{"get_ship", " "}}, mysisID},
+		{"policy.nudge_levels", &composerv1.Policy{NudgeLevels: []string{"a", "b", "c", "d"}}, mysisID},
+		{"policy.nudge_levels[0]", &composerv1.Policy{NudgeLevels: []string{""}}, mysisID},
+	} {
+		_, err := c.client.ComposeContext(context.Background(), &composerv1.ComposeContextRequest{MysisId: tc.id, Policy: tc.policy})
+		if got := fieldOf(t, err, codes.InvalidArgument); got != tc.field {
+			t.Errorf("%v: field %q, want %q (err %v)", tc.policy, got, tc.field, err)
+		}
+	}
+	if n := mem.fake.calls.Load(); n != 0 {
+		t.Fatalf("invalid requests reached the memory service %d times", n)
+	}
+	// Valid overrides apply: partial nudge wording, snapshot tools, budget.
+	resp, err := c.client.ComposeContext(context.Background(), &composerv1.ComposeContextRequest{MysisId: mysisID,
+		Policy: &composerv1.Policy{TokenBudget: proto.Int32(4000), SnapshotTools: []string{"get_status"}, NudgeLevels: []string{"Go on."}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.GetManifest().GetTokenBudget() != 4000 || resp.GetManifest().GetTokens().GetTotal() > 4000 {
+		t.Fatalf("budget override: %v", resp.GetManifest().GetTokens())
+	}
+}
+
+func fieldOf(t *testing.T, err error, want codes.Code) string {
+	t.Helper()
+	st := status.Convert(err)
+	if st.Code() != want {
+		t.Errorf("code %s (%v), want %s", st.Code(), err, want)
+		return ""
+	}
+	for _, d := range st.Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok && len(br.GetFieldViolations()) > 0 {
+			return br.GetFieldViolations()[0].GetField()
+		}
+	}
+	return ""
+}
+
+// An unknown mysis is NotFound, passed through from the memory service.
+func TestUnknownMysisNotFound(t *testing.T) {
+	mem := startMemory(t)
+	c := startComposer(t, mem.addr, grpcapi.Options{Logger: discardLogger()})
+	_, err := c.client.ComposeContext(context.Background(), &composerv1.ComposeContextRequest{MysisId: "6f1c2a1e-0000-4000-8000-00000000dead"})
+	if status.Code(err) != codes.NotFound {
+		t.Fatalf("got %v, want NotFound", err)
+	}
+	if mem.fake.calls.Load() != 1 {
+		t.Fatalf("%d GetComposeWindow calls", mem.fake.calls.Load())
+	}
+}
+
+// A mysis with no system prompt, or a turn that cannot fit the budget, is FailedPrecondition: the request is fine,
+// the stored state is not.
+func TestStateErrorsAreFailedPrecondition(t *testing.T) {
+	mem := startMemory(t)
+	c := startComposer(t, mem.addr, grpcapi.Options{Logger: discardLogger()})
+	mem.fake.put("noprompt", &fakeMysis{mysis: &memoryv1.Mysis{}})
+	var huge strings.Builder
+	for i := range 600 {
+		fmt.Fprintf(&huge, "order %d: ", i)
+	}
+	mem.fake.put("huge", &fakeMysis{mysis: &memoryv1.Mysis{SystemPrompt: "You are a mysis."},
+		memories: []*memoryv1.Memory{{Id: 1, Seq: 1, Turn: 1, Role: memoryv1.Role_ROLE_USER, Source: memoryv1.Source_SOURCE_DIRECT, Content: huge.String()}}})
+	for _, id := range []string{"noprompt", "huge"} {
+		_, err := c.client.ComposeContext(context.Background(), &composerv1.ComposeContextRequest{MysisId: id,
+			Policy: &composerv1.Policy{TokenBudget: proto.Int32(256)}})
+		if status.Code(err) != codes.FailedPrecondition {
+			t.Fatalf("%s: got %v, want FailedPrecondition", id, err)
+		}
+	}
+}
+
+// With the memory service down, calls fail Unavailable and health is NOT_SERVING; when it comes back (or its health
+// turns SERVING) so does the composer's.
+func TestMemoryDownUnavailableAndHealth(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	_ = lis.Close() // nothing listens here yet
+
+	c := startComposer(t, addr, grpcapi.Options{Logger: discardLogger()})
+	c.waitHealth(t, healthpb.HealthCheckResponse_NOT_SERVING)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = c.client.ComposeContext(ctx, &composerv1.ComposeContextRequest{MysisId: mysisID})
+	if status.Code(err) != codes.Unavailable {
+		t.Fatalf("memory down: got %v, want Unavailable", err)
+	}
+
+	// The memory service starts, but reports NOT_SERVING (its Postgres is down): the composer stays NOT_SERVING.
+	mem := startMemoryAt(t, addr)
+	mem.setServing(false)
+	time.Sleep(200 * time.Millisecond)
+	c.waitHealth(t, healthpb.HealthCheckResponse_NOT_SERVING)
+	mem.setServing(true)
+	c.waitHealth(t, healthpb.HealthCheckResponse_SERVING)
+}
+
+// startMemoryAt is startMemory on a given address (the port freed above), retried briefly in case it is reused.
+func startMemoryAt(t *testing.T, addr string) *memoryServer {
+	t.Helper()
+	var lis net.Listener
+	var err error
+	for range 50 {
+		if lis, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Skipf("cannot listen on %s again: %v", addr, err)
+	}
+	s := newMemoryServer(addr)
+	go func() { _ = s.grpc.Serve(lis) }()
+	t.Cleanup(s.grpc.Stop)
+	return s
+}
+
+// Concurrent calls through the shared cache give exactly what an uncached server gives (run with -race).
+func TestConcurrentCachedComposesMatchUncached(t *testing.T) {
+	mem := startMemory(t)
+	session(t, mem.fake, 0)
+	cached := startComposer(t, mem.addr, grpcapi.Options{Counter: cache(t), Logger: discardLogger()})
+	plain := startComposer(t, mem.addr, grpcapi.Options{Logger: discardLogger()})
+	windows := []int32{5, 10, 20, 30, 40, 50}
+	want := map[int32]*composerv1.ComposeContextResponse{}
+	for _, w := range windows {
+		resp, err := plain.client.ComposeContext(context.Background(), &composerv1.ComposeContextRequest{MysisId: mysisID,
+			Policy: &composerv1.Policy{ScanWindow: proto.Int32(w)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[w] = resp
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 12 {
+				w := windows[(g+i)%len(windows)]
+				resp, err := cached.client.ComposeContext(context.Background(), &composerv1.ComposeContextRequest{MysisId: mysisID,
+					Policy: &composerv1.Policy{ScanWindow: proto.Int32(w)}})
+				if err != nil {
+					errc <- err
+					return
+				}
+				if !proto.Equal(resp, want[w]) {
+					errc <- errors.New("cached composer answered differently from the uncached one")
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+}
+
+func TestNewRejectsInvalidDefaultPolicy(t *testing.T) {
+	p := compose.DefaultPolicy()
+	p.TokenBudget = 10
+	if _, err := grpcapi.New(nil, grpcapi.Options{Policy: &p}); err == nil {
+		t.Fatal("a default token budget of 10 was accepted")
+	}
+	p = compose.DefaultPolicy()
+	p.Nudges.Firm = ""
+	if _, err := grpcapi.New(nil, grpcapi.Options{Policy: &p}); err == nil {
+		t.Fatal("an empty default nudge was accepted")
+	}
+}
