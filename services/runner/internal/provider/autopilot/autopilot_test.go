@@ -11,6 +11,7 @@ import (
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/chat/chatvalid"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
+	"github.com/zoeaswarm/zoea/services/runner/internal/provider/internal/contract"
 )
 
 // step is one tool call of a fixture turn and the result the game returned.
@@ -453,4 +454,11 @@ func TestWalkTheStarterLoop(t *testing.T) {
 	if strings.Count(joined, "sell") != sales || g.used() >= 70 && sales == 0 {
 		t.Fatalf("inconsistent calls: %v", joined)
 	}
+}
+
+func TestContract(t *testing.T) {
+	contract.Run(t, newAutopilot(t, Config{}), llm.Request{
+		Model: "autopilot", Tools: spaceMoltTools(),
+		Messages: turn(step{"get_status", "", status("main_belt", false, 99, 10, 100)}),
+	})
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
+	"github.com/zoeaswarm/zoea/services/runner/internal/provider/internal/contract"
 )
 
 // fakeOllama is an httptest server speaking Ollama's /api/show and /api/chat. Chat answers are scripted: each
@@ -376,4 +377,12 @@ func TestUnknownRoleRejected(t *testing.T) {
 	if err == nil || llm.IsRetryable(err) {
 		t.Fatalf("err = %v", err)
 	}
+}
+
+func TestContract(t *testing.T) {
+	f := newFakeOllama(t, []string{"completion", "tools", "thinking"}, reply{body: chatReplyNoID}, reply{body: chatReplyNoID})
+	contract.Run(t, f.provider(t, Config{}), llm.Request{
+		Model: "qwen3:8b", Messages: conversation(),
+		Tools: []llm.Tool{travelTool, {Name: "mine", Parameters: json.RawMessage(`{"type":"object","properties":{}}`)}},
+	})
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
+	"github.com/zoeaswarm/zoea/services/runner/internal/provider/internal/contract"
 )
 
 // fakeServer speaks /v1/chat/completions with scripted replies, recording what it received.
@@ -339,4 +340,9 @@ func TestNoChoices(t *testing.T) {
 	if err == nil {
 		t.Fatal("a reply without choices was accepted")
 	}
+}
+
+func TestContract(t *testing.T) {
+	f := newFakeServer(t, reply{body: vllmReply}, reply{body: vllmReply})
+	contract.Run(t, f.provider(t, Config{}), llm.Request{Model: "Qwen/Qwen3-8B", Messages: conversation(), Tools: []llm.Tool{travelTool}})
 }
