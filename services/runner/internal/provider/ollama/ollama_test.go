@@ -386,3 +386,18 @@ func TestContract(t *testing.T) {
 		Tools: []llm.Tool{travelTool, {Name: "mine", Parameters: json.RawMessage(`{"type":"object","properties":{}}`)}},
 	})
 }
+
+// With no BaseURL the server comes from OLLAMA_HOST, by Ollama's own parsing rules.
+func TestOllamaHostFromEnvironment(t *testing.T) {
+	done := `{"model":"m","created_at":"2026-11-22T02:00:00Z","message":{"role":"assistant","content":"hi"},"done":true}`
+	f := newFakeOllama(t, nil, reply{body: done})
+	t.Setenv("OLLAMA_HOST", f.srv.URL)
+	p, err := New(Config{Think: ThinkOff, Name: "ollama-gpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := p.Chat(t.Context(), llm.Request{Model: "m", Messages: conversation()[:2]})
+	if err != nil || resp.Message.Content != "hi" || p.Name() != "ollama-gpu" {
+		t.Fatalf("Chat = %+v, %v (name %q)", resp, err, p.Name())
+	}
+}
