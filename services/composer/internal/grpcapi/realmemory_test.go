@@ -1,0 +1,235 @@
+package grpcapi_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	"github.com/zoeaswarm/zoea/libs/chat/chatvalid"
+	"github.com/zoeaswarm/zoea/libs/pgtest"
+	"github.com/zoeaswarm/zoea/libs/server"
+	"github.com/zoeaswarm/zoea/services/composer/internal/grpcapi"
+)
+
+// realMemory builds services/memory/cmd/memory (a different module, so it cannot run in-process), migrates a fresh
+// Postgres database with it and serves it on a loopback port. It skips the test when the binary cannot be built or
+// Postgres is not reachable, saying which.
+func realMemory(t *testing.T) (addr string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("real memory service: skipped with -short")
+	}
+	dir, err := filepath.Abs(filepath.Join("..", "..", "..", "memory"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "memory")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/memory")
+	build.Dir = dir
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Skipf("real memory service: cannot build %s/cmd/memory (%v); the fake-memory tests still ran:\n%s", dir, err, out)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dbURL, drop, err := pgtest.Create(ctx, "composer")
+	if err != nil {
+		t.Skipf("real memory service: no Postgres (%v); set ZOEA_TEST_DATABASE_URL", err)
+	}
+	t.Cleanup(func() {
+		if err := drop(); err != nil {
+			t.Errorf("drop test database: %v", err)
+		}
+	})
+	env := append(os.Environ(), "ZOEA_DATABASE_URL="+dbURL, "OTEL_SDK_DISABLED=true")
+	migrate := exec.CommandContext(ctx, bin, "migrate")
+	migrate.Env = env
+	if out, err := migrate.CombinedOutput(); err != nil {
+		t.Fatalf("memory migrate: %v\n%s", err, out)
+	}
+
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr = lis.Addr().String()
+	_ = lis.Close()
+	var logs syncBuffer
+	srv := exec.Command(bin)
+	srv.Env = append(env, "ZOEA_LISTEN_ADDR="+addr)
+	srv.Stdout, srv.Stderr = &logs, &logs
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = srv.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = srv.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = srv.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("memory service output:\n%s", logs.String())
+		}
+	})
+	for {
+		if err := server.Healthcheck(ctx, addr); err == nil {
+			return addr
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("memory service never became healthy:\n%s", logs.String())
+		case <-done:
+			t.Fatalf("memory service exited:\n%s", logs.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// The composer against the real memory service and Postgres: a broadcast mission, tool loops stored through
+// AppendMemories, a mid-turn compose, an autonomous-turn compose, and NotFound for an unknown mysis.
+func TestAgainstRealMemoryService(t *testing.T) {
+	addr := realMemory(t)
+	conn, err := server.Dial(addr, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	mem := memoryv1.NewMemoryServiceClient(conn)
+	c := startComposer(t, addr, grpcapi.Options{Counter: cache(t), Logger: discardLogger()})
+	c.waitHealth(t, healthpb.HealthCheckResponse_SERVING)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const prompt = "You are a mysis, an autonomous SpaceMolt pilot."
+	created, err := mem.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: "realmem", Provider: "autopilot", SystemPrompt: prompt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := created.GetMysis().GetId()
+	if _, err := mem.RecordBroadcast(ctx, &memoryv1.RecordBroadcastRequest{Content: "All myses: mine iron ore and sell it.", TargetMysisIds: []string{id}}); err != nil {
+		t.Fatal(err)
+	}
+	status1 := `{"credits":100,"location":"poi_1","fuel":90}`
+	system := `{"system":{"id":"sys_0","pois":[` + strings.Repeat(`{"id":"poi_1","type":"asteroid_belt","resources":["iron_ore"]},`, 40) + `{}]}}`
+	var batch []*memoryv1.NewMemory
+	for i := range 6 {
+		callA, callB := fmt.Sprintf("call_%d_a", i), fmt.Sprintf("call_%d_b", i)
+		batch = append(batch,
+			&memoryv1.NewMemory{Role: memoryv1.Role_ROLE_ASSISTANT, Source: memoryv1.Source_SOURCE_LLM, Reasoning: "check state",
+				ToolCalls: []*memoryv1.ToolCall{{Id: callA, Name: "get_status", ArgumentsJson: "{}"}, {Id: callB, Name: "get_system", ArgumentsJson: `{"id":"sys_0"}`}}},
+			&memoryv1.NewMemory{Role: memoryv1.Role_ROLE_TOOL, Source: memoryv1.Source_SOURCE_TOOL, ToolCallId: callA, ToolName: "get_status", Content: status1},
+			&memoryv1.NewMemory{Role: memoryv1.Role_ROLE_TOOL, Source: memoryv1.Source_SOURCE_TOOL, ToolCallId: callB, ToolName: "get_system", Content: system},
+		)
+	}
+	stored, err := mem.AppendMemories(ctx, &memoryv1.AppendMemoriesRequest{MysisId: id, Memories: batch})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	resp, err := c.client.ComposeContext(ctx, &composerv1.ComposeContextRequest{MysisId: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := fromProtoMessages(resp.GetMessages())
+	if err := chatvalid.Strict.Validate(msgs); err != nil {
+		t.Fatal(err)
+	}
+	if msgs[0].Content != prompt || msgs[1].Content != "All myses: mine iron ore and sell it." {
+		t.Fatalf("system prompt and mission first, got %q, %q", msgs[0].Content, msgs[1].Content)
+	}
+	// Six loops of the current turn, every older snapshot stubbed: 1 system + 1 prompt + 6 × 3.
+	if len(msgs) != 20 {
+		t.Fatalf("%d messages", len(msgs))
+	}
+	var stubbed int
+	seqs := map[int64]bool{}
+	for _, e := range resp.GetManifest().GetEntries() {
+		seqs[e.GetSeq()] = true
+		if e.GetDisposition() == composerv1.Disposition_DISPOSITION_STUBBED {
+			stubbed++
+		}
+	}
+	if stubbed != 10 {
+		t.Fatalf("%d stubbed snapshot results, want 10", stubbed)
+	}
+	for _, m := range stored.GetMemories() {
+		if !seqs[m.GetSeq()] {
+			t.Fatalf("stored memory seq %d missing from the manifest", m.GetSeq())
+		}
+	}
+	if resp.GetEncouragement().GetAction() != composerv1.EncouragementAction_ENCOURAGEMENT_ACTION_RESET {
+		t.Fatalf("a broadcast-opened turn resets the count: %v", resp.GetEncouragement())
+	}
+
+	// The turn ends with a reply; the runner begins an autonomous turn: the mission drives a gentle nudge.
+	if _, err := mem.AppendMemories(ctx, &memoryv1.AppendMemoriesRequest{MysisId: id, Memories: []*memoryv1.NewMemory{
+		{Role: memoryv1.Role_ROLE_ASSISTANT, Source: memoryv1.Source_SOURCE_LLM, Content: "Surveyed sys_0; heading to the belt."}}}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err = c.client.ComposeContext(ctx, &composerv1.ComposeContextRequest{MysisId: id, BeginAutonomousTurn: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := resp.GetEncouragement()
+	if enc.GetAction() != composerv1.EncouragementAction_ENCOURAGEMENT_ACTION_RESET || enc.GetNudge() == "" ||
+		resp.GetMessages()[len(resp.GetMessages())-1].GetContent() != enc.GetNudge() {
+		t.Fatalf("autonomous turn: %v", enc)
+	}
+	if err := chatvalid.Strict.Validate(fromProtoMessages(resp.GetMessages())); err != nil {
+		t.Fatal(err)
+	}
+
+	_, err = c.client.ComposeContext(ctx, &composerv1.ComposeContextRequest{MysisId: "6f1c2a1e-0000-4000-8000-00000000dead"})
+	if status.Code(err) != codes.NotFound {
+		t.Fatalf("unknown mysis: %v, want NotFound", err)
+	}
+
+	// A small latency sample over loopback gRPC (warm cache); docs/BENCHMARKS.md has the real measurement.
+	lat := make([]time.Duration, 200)
+	for i := range lat {
+		start := time.Now()
+		if _, err := c.client.ComposeContext(ctx, &composerv1.ComposeContextRequest{MysisId: id}); err != nil {
+			t.Fatal(err)
+		}
+		lat[i] = time.Since(start)
+	}
+	slices.Sort(lat)
+	t.Logf("ComposeContext against the real memory service, %d calls: p50 %v, p99 %v", len(lat), lat[len(lat)/2], lat[len(lat)*99/100])
+}
