@@ -493,8 +493,8 @@ func TestComposeProfilesContent(t *testing.T) {
 	if hc := healthTest(p.Services["nats"]); !strings.Contains(strings.Join(hc, " "), ":8222/healthz") {
 		t.Errorf("nats healthcheck %v does not probe the monitoring port's /healthz", hc)
 	}
-	if hc := healthTest(p.Services["postgres"]); len(hc) < 2 || hc[1] != "pg_isready" {
-		t.Errorf("postgres healthcheck %v, want pg_isready", hc)
+	if hc := healthTest(p.Services["postgres"]); len(hc) < 2 || hc[1] != "pg_isready" || !strings.Contains(strings.Join(hc, " "), "-h 127.0.0.1") {
+		t.Errorf("postgres healthcheck %v, want pg_isready over TCP (-h 127.0.0.1): the init-time server listens on the socket only", hc)
 	}
 	if got := envValue(p.Services["postgres"], "POSTGRES_DB"); got != "zoea" {
 		t.Errorf("POSTGRES_DB=%q, want zoea", got)
