@@ -384,7 +384,7 @@ func TestComposeEnvironmentOverrides(t *testing.T) {
 		"ZOEA_SECRET_KEY":             "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100",
 		"POSTGRES_PASSWORD":           "pg-pass",
 		"ZOEA_PROVIDER":               "ollama",
-		"ZOEA_MODEL":                  "llama3.2:3b",
+		"ZOEA_OLLAMA_MODEL":           "llama3.2:3b",
 		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://otel-collector:4317",
 		"ZOEA_TAG":                    "v9.9.9",
 	}, "*")
@@ -411,7 +411,10 @@ func TestComposeEnvironmentOverrides(t *testing.T) {
 		t.Errorf("runner ZOEA_DEFAULT_PROVIDER=%q with ZOEA_PROVIDER=ollama, want ollama", got)
 	}
 	if got := p.Services["ollama-pull"].Command; !slices.Equal(got, types.ShellCommand{"pull", "llama3.2:3b"}) {
-		t.Errorf("ollama-pull command %v, want [pull llama3.2:3b] with ZOEA_MODEL set", got)
+		t.Errorf("ollama-pull command %v, want [pull llama3.2:3b] with ZOEA_OLLAMA_MODEL set", got)
+	}
+	if got := envValue(p.Services["runner"], "ZOEA_OLLAMA_MODEL"); got != "llama3.2:3b" {
+		t.Errorf("runner ZOEA_OLLAMA_MODEL=%q, want the model ollama-pull fetches", got)
 	}
 	for _, z := range zoeaServices {
 		if z.name == "spacemolt-sim" {
@@ -434,6 +437,9 @@ func TestComposeEnvironmentOverrides(t *testing.T) {
 	}
 	if got := envValue(d.Services["runner"], "ZOEA_DEFAULT_PROVIDER"); got != "autopilot" {
 		t.Errorf("runner ZOEA_DEFAULT_PROVIDER defaults to %q, want autopilot (offline)", got)
+	}
+	if pull, model := d.Services["ollama-pull"].Command, envValue(d.Services["runner"], "ZOEA_OLLAMA_MODEL"); len(pull) != 2 || pull[1] != model {
+		t.Errorf("by default ollama-pull fetches %v but the runner's ZOEA_OLLAMA_MODEL is %q", pull, model)
 	}
 	if got := envValue(d.Services["runner"], "OLLAMA_HOST"); got != "http://ollama:11434" {
 		t.Errorf("runner OLLAMA_HOST defaults to %q, want http://ollama:11434", got)
