@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -102,7 +103,8 @@ func (c *Config) Validate() error {
 // Options are hooks for tests and tools.
 type Options struct {
 	Logger *slog.Logger
-	// Providers are registered in addition to the built-in ones (a test's scripted model).
+	// Providers are registered in addition to the built-in ones (a test's scripted model); one with a built-in's
+	// name replaces it.
 	Providers []llm.Provider
 	// Listener, when set, is served instead of listening on cfg.Server.ListenAddr.
 	Listener net.Listener
@@ -258,17 +260,24 @@ func (r registry) Provider(name string) (llm.Provider, error) { return r.r.Get(n
 // buildProviders registers every provider, each wrapped with Retry-After-aware retries and a concurrency limit.
 func buildProviders(cfg Config, extra []llm.Provider, wrapAll func(llm.Provider) llm.Provider, log *slog.Logger) (mysis.Providers, []string, error) {
 	var ps []llm.Provider
+	overridden := func(name string) bool {
+		return slices.ContainsFunc(extra, func(p llm.Provider) bool { return p.Name() == name })
+	}
 	oll, err := ollama.New(ollama.Config{BaseURL: cfg.OllamaHost, NumCtx: cfg.OllamaNumCtx})
 	if err != nil {
 		return nil, nil, err
 	}
-	ps = append(ps, wrap(oll, cfg.ProviderConcurrency, log))
+	if !overridden(oll.Name()) {
+		ps = append(ps, wrap(oll, cfg.ProviderConcurrency, log))
+	}
 	oai, err := openai.New(openai.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey.Reveal()})
 	if err != nil {
 		return nil, nil, err
 	}
-	ps = append(ps, wrap(oai, cfg.ProviderConcurrency, log))
-	if ap := autopilotProvider(); ap != nil {
+	if !overridden(oai.Name()) {
+		ps = append(ps, wrap(oai, cfg.ProviderConcurrency, log))
+	}
+	if ap := autopilotProvider(); ap != nil && !overridden(ap.Name()) {
 		ps = append(ps, llm.WithLimit(ap, cfg.AutopilotConcurrency))
 	}
 	ps = append(ps, extra...)

@@ -54,7 +54,7 @@ func TestSwarmLifecycle(t *testing.T) {
 	r := s.startRunner(t, "r1", []llm.Provider{p}, nil)
 	ctx := context.Background()
 
-	solo, err := r.swarm.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: "solo", Start: true})
+	solo, err := r.swarm.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: "solo", Model: "scripted", Start: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestSwarmLifecycle(t *testing.T) {
 	// Two more myses, idle; a broadcast wakes all three.
 	ids := map[string]string{"solo": soloID}
 	for _, name := range []string{"alpha", "beta"} {
-		resp, err := r.swarm.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: name})
+		resp, err := r.swarm.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: name, Model: "scripted"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,10 +123,28 @@ func TestSwarmLifecycle(t *testing.T) {
 		id := ids[name]
 		from := s.allMemories(t, id)
 		mark := from[len(from)-1].GetSeq()
+		// Stopped first, so the order cannot race with the mysis's own mission turns; a start resumes it and the
+		// pending direct message opens the next turn.
+		if _, err := r.swarm.StopMysis(ctx, &runnerv1.StopMysisRequest{Mysis: name}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 10*time.Second, name+" stopped", func() bool { return getStatus(t, r, name).GetMysis().GetState() == memoryv1.MysisState_MYSIS_STATE_STOPPED })
+		time.Sleep(300 * time.Millisecond) // let an in-flight LLM call or tool reach its safe point
+		mark = s.allMemories(t, id)[len(s.allMemories(t, id))-1].GetSeq()
 		if _, err := s.bus.SendDirect(ctx, &busv1.SendDirectRequest{Mysis: name, Content: "SEARCH: " + alphaUser}); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := r.swarm.StartMysis(ctx, &runnerv1.StartMysisRequest{Mysis: name}); err != nil {
+			t.Fatal(err)
+		}
 		var out []map[string]any
+		defer func() {
+			if out == nil {
+				for _, m := range afterSeq(s.allMemories(t, id), mark-2) {
+					t.Logf("%s seq %d turn %d %s %s %s key=%s calls=%v: %.100s", name, m.GetSeq(), m.GetTurn(), m.GetRole(), m.GetSource(), m.GetToolName(), m.GetIdempotencyKey(), m.GetToolCalls(), m.GetContent())
+				}
+			}
+		}()
 		eventually(t, 20*time.Second, name+" search result", func() bool {
 			for _, m := range afterSeq(s.allMemories(t, id), mark) {
 				if m.GetRole() == memoryv1.Role_ROLE_TOOL && m.GetToolName() == "zoea_search_messages" {
@@ -162,7 +180,7 @@ func TestSwarmLifecycle(t *testing.T) {
 		}
 	}
 	if !found {
-		t.Errorf("alpha's search for its own username found no get_status result")
+		t.Errorf("alpha's search for its own username %q found no get_status result", alphaUser)
 	}
 
 	r.Stop(t)
@@ -186,7 +204,7 @@ func TestReplicaHandover(t *testing.T) {
 
 	ids := map[string]string{}
 	for _, name := range []string{"m1", "m2", "m3", "m4", "m5", "m6"} {
-		resp, err := r2.swarm.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: name, Start: true})
+		resp, err := r2.swarm.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: name, Model: "scripted", Start: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -400,3 +400,28 @@ func TestGracefulStopEndsAtSafePoint(t *testing.T) {
 		t.Errorf("after graceful stop: tools=%v state=%s", h.tools.called(), h.state())
 	}
 }
+
+// A direct message stored while the model is writing its final answer is not buried under that answer: the
+// answer is discarded and the model is asked again with the message in view.
+func TestDirectMessageDuringFinalAnswerIsAnswered(t *testing.T) {
+	h := newHarness(t, Mysis{State: StateRunning}, Config{TurnPause: time.Hour})
+	h.provider.gate = make(chan struct{})
+	h.start()
+	h.eventually("LLM in flight", func() bool { return h.provider.count() == 1 })
+	if _, err := h.store.Append(context.Background(), testID, []NewMemory{{Role: chat.RoleUser, Source: SourceDirect, Content: "New orders."}}); err != nil {
+		t.Fatal(err)
+	}
+	h.actor.Wake(WakeDirect)
+	h.provider.gate <- struct{}{}
+	h.eventually("asked again", func() bool { return h.provider.count() == 2 })
+	h.provider.gate <- struct{}{}
+	h.eventually("answered", func() bool { return h.actor.Status().Turns >= 1 })
+	reqs := h.provider.requests()
+	if last := reqs[1].Messages[len(reqs[1].Messages)-1]; !strings.HasSuffix(last.Content, "New orders.") {
+		t.Errorf("second request ends with %q, want the direct message", last.Content)
+	}
+	ms := h.store.all(testID)
+	if ms[1].Content != "New orders." || ms[2].Role != chat.RoleAssistant || ms[2].IdempotencyKey != "llm:"+testID+":2" {
+		t.Errorf("the direct message is not followed by an answer that saw it: %+v", ms[:3])
+	}
+}

@@ -175,8 +175,12 @@ func (c *fakeComposer) Compose(ctx context.Context, id string, autonomous bool) 
 	msgs := []chat.Message{{Role: chat.RoleSystem, Content: m.SystemPrompt}}
 	var maxSeq int64
 	for _, mem := range ms {
-		msgs = append(msgs, chat.Message{Role: mem.Role, Content: mem.Content, ToolCalls: mem.ToolCalls, ToolCallID: mem.ToolCallID, Name: mem.ToolName})
 		maxSeq = mem.Seq
+		if prev := &msgs[len(msgs)-1]; prev.Role == chat.RoleUser && mem.Role == chat.RoleUser {
+			prev.Content += "\n\n" + mem.Content // adjacent prompts are joined, as the composer does
+			continue
+		}
+		msgs = append(msgs, chat.Message{Role: mem.Role, Content: mem.Content, ToolCalls: mem.ToolCalls, ToolCallID: mem.ToolCallID, Name: mem.ToolName})
 	}
 	comp := Composition{Messages: msgs, MaxSeq: maxSeq, Action: ActionNone, NextCount: m.EncouragementCount}
 	if autonomous {

@@ -136,6 +136,12 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis) error {
 		if err != nil {
 			return fmt.Errorf("llm %s: %w", m.Provider, err)
 		}
+		if len(resp.Message.ToolCalls) == 0 && a.promptArrived(ctx, seq) {
+			// A commander message landed while the model was answering without seeing it: storing this final
+			// answer after it would mark the message as answered. Ask again with the message in view.
+			a.log.Debug("prompt arrived during the LLM call; composing again")
+			continue
+		}
 		content := resp.Message.Content
 		if strings.TrimSpace(content) == "" && len(resp.Message.ToolCalls) == 0 {
 			content = "(no reply)"
@@ -183,6 +189,10 @@ func (a *Actor) applyEncouragement(ctx context.Context, m Mysis, comp Compositio
 		return 0, errInterrupted
 	case ActionIncrement, ActionReset:
 		var seq int64
+		if comp.Nudge != "" && a.promptArrived(ctx, comp.MaxSeq) {
+			// A commander message landed after the composition: a nudge now would bury it under a new turn.
+			return 0, errInterrupted
+		}
 		if comp.Nudge != "" {
 			stored, err := a.append(ctx, NewMemory{
 				Role: chat.RoleUser, Source: SourceNudge, Content: comp.Nudge,
@@ -241,6 +251,23 @@ func (a *Actor) execCalls(ctx context.Context, assistantSeq int64, calls []chat.
 		}
 	}
 	return last, nil
+}
+
+// promptArrived reports whether a direct message or broadcast newer than seenSeq is the newest memory. Only a wake
+// hint triggers the read, so the common case costs nothing.
+func (a *Actor) promptArrived(ctx context.Context, seenSeq int64) bool {
+	a.mu.Lock()
+	hint := a.pending[WakeDirect] || a.pending[WakeBroadcast]
+	a.mu.Unlock()
+	if !hint {
+		return false
+	}
+	recent, err := a.deps.Store.Recent(ctx, a.id, 1)
+	if err != nil || len(recent) == 0 {
+		return false
+	}
+	last := recent[0]
+	return last.Seq > seenSeq && last.Role == chat.RoleUser && (last.Source == SourceDirect || last.Source == SourceBroadcast)
 }
 
 // interrupted is the safe point check: after every LLM call and tool, a pending stop or delete is honoured.
