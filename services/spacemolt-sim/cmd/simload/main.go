@@ -138,8 +138,12 @@ func run(ctx context.Context, argv []string, out io.Writer) error {
 	report(out, o, res)
 	if calls := res.calls.Load(); calls > 0 {
 		perCall := cpu / time.Duration(calls)
-		fmt.Fprintf(out, "cpu      %s process CPU for %d calls = %s/call (client+server when in-process); 2 dedicated cores => ~%.0f calls/s\n",
-			cpu.Round(time.Millisecond), calls, perCall.Round(time.Microsecond), 2*float64(time.Second)/float64(perCall))
+		if engine != nil {
+			fmt.Fprintf(out, "cpu      %s process CPU (client+server) for %d calls = %s/call; 2 dedicated cores => ~%.0f calls/s\n",
+				cpu.Round(time.Millisecond), calls, perCall.Round(time.Microsecond), 2*float64(time.Second)/float64(perCall))
+		} else {
+			fmt.Fprintf(out, "cpu      %s client process CPU for %d calls = %s/call\n", cpu.Round(time.Millisecond), calls, perCall.Round(time.Microsecond))
+		}
 	}
 	if after, ok := stats(); ok && haveStats {
 		reportTicks(out, before, after)
@@ -283,6 +287,7 @@ type results struct {
 	mu      sync.Mutex
 	lat     map[string][]time.Duration
 	errs    map[string]int
+	sample  map[string]string
 	calls   atomic.Int64
 	elapsed time.Duration
 }
@@ -298,6 +303,9 @@ func (r *results) add(class string, d time.Duration, err error) {
 			code, _, _ = strings.Cut(strings.TrimPrefix(string(ge), "Error: "), ":")
 		}
 		r.errs[class+" "+code]++
+		if _, ok := r.sample[class+" "+code]; !ok {
+			r.sample[class+" "+code] = err.Error()
+		}
 		return
 	}
 	r.lat[class] = append(r.lat[class], d)
@@ -306,7 +314,7 @@ func (r *results) add(class string, d time.Duration, err error) {
 var readTools = []string{"get_status", "get_cargo", "get_poi", "get_system", "get_ship"}
 
 func drive(ctx context.Context, sessions []*session, o options) *results {
-	r := &results{lat: map[string][]time.Duration{}, errs: map[string]int{}}
+	r := &results{lat: map[string][]time.Duration{}, errs: map[string]int{}, sample: map[string]string{}}
 	ctx, cancel := context.WithTimeout(ctx, o.duration)
 	defer cancel()
 	start := time.Now()
@@ -369,7 +377,6 @@ func playerLoop(ctx context.Context, s *session, r *results) {
 			}
 		}
 		_, _ = mut("travel", map[string]any{"target_poi": "sol_central"})
-		mut("travel", map[string]any{"target_poi": "sol_central"})
 		text, err := s.call(ctx, "get_cargo", nil)
 		if err != nil {
 			continue
@@ -415,7 +422,7 @@ func report(out io.Writer, o options, r *results) {
 	errTotal := 0
 	for k, n := range r.errs {
 		errTotal += n
-		fmt.Fprintf(out, "errors   %s: %d\n", k, n)
+		fmt.Fprintf(out, "errors   %s: %d (e.g. %.120s)\n", k, n, r.sample[k])
 	}
 	fmt.Fprintf(out, "total    ok=%d errors=%d in %s = %.1f ok calls/s\n", total, errTotal, r.elapsed.Round(time.Millisecond), float64(total)/r.elapsed.Seconds())
 }
