@@ -394,8 +394,13 @@ func TestComposeEnvironmentOverrides(t *testing.T) {
 				t.Errorf("%s: %s still holds a dev default after the override: %q", name, k, *v)
 			}
 		}
-		if b := svc.Build; b != nil && !strings.HasSuffix(svc.Image, ":v9.9.9") {
-			t.Errorf("%s: image %s ignores ZOEA_TAG", name, svc.Image)
+		if b := svc.Build; b != nil {
+			if !strings.HasSuffix(svc.Image, ":v9.9.9") {
+				t.Errorf("%s: image %s ignores ZOEA_TAG", name, svc.Image)
+			}
+			if v := b.Args["VERSION"]; v == nil || *v != "v9.9.9" {
+				t.Errorf("%s: build arg VERSION=%v ignores ZOEA_TAG", name, v)
+			}
 		}
 	}
 	if got := envValue(p.Services["memory"], "ZOEA_SECRET_KEY"); !strings.HasPrefix(got, "ffeedd") {
