@@ -277,7 +277,7 @@ func buildProviders(cfg Config, extra []llm.Provider, wrapAll func(llm.Provider)
 	if !overridden(oai.Name()) {
 		ps = append(ps, wrap(oai, cfg.ProviderConcurrency, log))
 	}
-	if ap := autopilotProvider(); ap != nil && !overridden(ap.Name()) {
+	if ap := autopilotProvider(cfg.MaxToolIterations); ap != nil && !overridden(ap.Name()) {
 		ps = append(ps, llm.WithLimit(ap, cfg.AutopilotConcurrency))
 	}
 	ps = append(ps, extra...)

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net"
 	"os"
 	"runtime/pprof"
@@ -311,4 +312,27 @@ func (s *stack) password(t *testing.T, id string) string {
 		return ""
 	}
 	return resp.GetAccount().GetPassword()
+}
+
+type simStats struct {
+	Players []struct {
+		Username      string `json:"username"`
+		Credits       int64  `json:"credits"`
+		CreditsEarned int64  `json:"credits_earned"`
+	} `json:"players"`
+	Totals map[string]any `json:"totals"`
+}
+
+func (s *stack) simStats(t *testing.T) simStats {
+	t.Helper()
+	resp, err := http.Get(s.sim.AdminURL() + "/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st simStats
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

@@ -9,6 +9,7 @@ import (
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+	"github.com/zoeaswarm/zoea/services/runner/internal/app"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 )
@@ -271,5 +272,49 @@ func TestReplicaHandover(t *testing.T) {
 	}
 	if p.invalid.Load() != 0 || p.noTools.Load() != 0 {
 		t.Errorf("model got %d invalid requests and %d without tools", p.invalid.Load(), p.noTools.Load())
+	}
+}
+
+// TestAutopilotSwarmEarnsCredits: three autopilot myses get a broadcast mission, play the starter loop against the
+// simulator and earn credits (scored by the simulator's /admin/stats); their memories hold the tool loops.
+func TestAutopilotSwarmEarnsCredits(t *testing.T) {
+	s := startStack(t)
+	r := s.startRunner(t, "r1", nil, func(c *app.Config) { c.DefaultProvider = "autopilot" })
+	ctx := context.Background()
+	ids := map[string]string{}
+	for _, name := range []string{"miner-a", "miner-b", "miner-c"} {
+		resp, err := r.swarm.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[name] = resp.GetStatus().GetMysis().GetId()
+	}
+	if _, err := s.bus.Broadcast(ctx, &busv1.BroadcastRequest{Content: "Mission: mine iron ore in main_belt and sell it at sol_central."}); err != nil {
+		t.Fatal(err)
+	}
+	var stats simStats
+	eventually(t, 120*time.Second, "every mysis has earned credits", func() bool {
+		stats = s.simStats(t)
+		earned := 0
+		for _, p := range stats.Players {
+			if p.CreditsEarned > 0 {
+				earned++
+			}
+		}
+		return earned == len(ids)
+	})
+	t.Logf("simulator totals: %+v", stats.Totals)
+	var passwords []string
+	for _, id := range ids {
+		passwords = append(passwords, s.password(t, id))
+	}
+	r.Stop(t)
+	for name, id := range ids {
+		ms := s.checkHistory(t, id, passwords)
+		for _, tool := range []string{"mine", "sell"} {
+			if !hasToolLoop(ms, tool) {
+				t.Errorf("%s: no %s tool loop stored", name, tool)
+			}
+		}
 	}
 }

@@ -51,6 +51,13 @@ func Build(tb testing.TB, svc string) string {
 	if p, ok := built[svc]; ok {
 		return p
 	}
+	// Prebuilt binaries (CI caches, or a snapshot while a colleague's working tree does not compile).
+	if dir := os.Getenv("ZOEA_TEST_BIN_DIR"); dir != "" {
+		if p := filepath.Join(dir, svc); fileExists(p) {
+			built[svc] = p
+			return p
+		}
+	}
 	if buildDir == "" {
 		d, err := os.MkdirTemp("", "zoea-runner-testbin-")
 		if err != nil {
@@ -67,6 +74,11 @@ func Build(tb testing.TB, svc string) string {
 	}
 	built[svc] = out
 	return out
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
 }
 
 // Available reports whether services/<svc>/cmd/<svc>/main.go exists (a colleague may not have landed it yet).
