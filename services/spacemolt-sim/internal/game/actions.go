@@ -102,32 +102,33 @@ func (e *Engine) secondsUntil(arriveTick int64) int {
 	return max(1, int(math.Ceil(float64(ticks)*e.cfg.Tick.Seconds())))
 }
 
-// resolve applies one queued mutation. It runs under the world write lock. A
-// multi-tick move sets a.arriveTick and a.finish and returns no result yet.
-func (e *Engine) resolve(a *action, t int64) (any, error) {
+// resolve applies one queued mutation. It runs under the world write lock and
+// the player's lock. A multi-tick move sets a.arriveTick and a.finish (called
+// under the same locks at arrival) and returns no result yet.
+func (e *Engine) resolve(w *World, a *action, t int64) (any, error) {
 	switch a.cmd.name {
 	case "travel":
-		return e.doTravel(a, t)
+		return e.doTravel(w, a, t)
 	case "jump":
-		return e.doJump(a, t)
+		return e.doJump(w, a, t)
 	case "dock":
-		return e.doDock(a.p)
+		return e.doDock(w, a.p)
 	case "undock":
 		return e.doUndock(a.p)
 	case "mine":
-		return e.doMine(a.p)
+		return e.doMine(w, a.p)
 	case "sell":
-		return e.doSell(a.p, a.cmd.item, a.cmd.qty)
+		return e.doSell(w, a.p, a.cmd.item, a.cmd.qty)
 	case "buy":
-		return e.doBuy(a.p, a.cmd.item, a.cmd.qty)
+		return e.doBuy(w, a.p, a.cmd.item, a.cmd.qty)
 	case "refuel":
-		return e.doRefuel(a.p)
+		return e.doRefuel(w, a.p)
 	}
 	return nil, errorf(CodeInvalidPayload, "unknown action %q", a.cmd.name)
 }
 
-func (e *Engine) doTravel(a *action, t int64) (any, error) {
-	p, w := a.p, e.world
+func (e *Engine) doTravel(w *World, a *action, t int64) (any, error) {
+	p := a.p
 	target := w.poi(a.cmd.target)
 	if target == nil {
 		return nil, errorf(CodeInvalidPOI, "Unknown POI %q. get_system lists the POIs of your system.", a.cmd.target)
@@ -169,8 +170,8 @@ func (e *Engine) doTravel(a *action, t int64) (any, error) {
 	return nil, nil
 }
 
-func (e *Engine) doJump(a *action, t int64) (any, error) {
-	p, w := a.p, e.world
+func (e *Engine) doJump(w *World, a *action, t int64) (any, error) {
+	p := a.p
 	target := w.system(a.cmd.target)
 	if target == nil {
 		return nil, errorf(CodeInvalidSystem, "Unknown system %q. get_map lists systems.", a.cmd.target)
@@ -218,8 +219,8 @@ func (e *Engine) doJump(a *action, t int64) (any, error) {
 	return nil, nil
 }
 
-func (e *Engine) doDock(p *Player) (any, error) {
-	poi := e.world.poi(p.poiID)
+func (e *Engine) doDock(w *World, p *Player) (any, error) {
+	poi := w.poi(p.poiID)
 	if p.dockedAt != "" {
 		return nil, errorf(CodeDocked, "You are already docked at %s.", p.dockedAt)
 	}
@@ -238,8 +239,8 @@ func (e *Engine) doUndock(p *Player) (any, error) {
 	return &UndockResult{OK: true, POIID: p.poiID, Message: "Undocked. You are in space at " + p.poiID + "."}, nil
 }
 
-func (e *Engine) doMine(p *Player) (any, error) {
-	poi := e.world.poi(p.poiID)
+func (e *Engine) doMine(w *World, p *Player) (any, error) {
+	poi := w.poi(p.poiID)
 	if p.dockedAt != "" {
 		return nil, errorf(CodeDocked, "You are docked at %s; undock before mining.", p.dockedAt)
 	}
@@ -287,8 +288,8 @@ func (e *Engine) doMine(p *Player) (any, error) {
 }
 
 // stationHere returns the base at the player's POI or a not_docked error.
-func (e *Engine) stationHere(p *Player, what string) (*Base, error) {
-	poi := e.world.poi(p.poiID)
+func stationHere(w *World, p *Player, what string) (*Base, error) {
+	poi := w.poi(p.poiID)
 	if poi.Base == nil {
 		return nil, errorf(CodeNotDocked, "There is no base at %s to %s. Travel to a station.", poi.ID, what)
 	}
@@ -303,11 +304,11 @@ func (e *Engine) autoDock(p *Player, b *Base) bool {
 	return true
 }
 
-func (e *Engine) doSell(p *Player, itemID string, qty int) (any, error) {
+func (e *Engine) doSell(w *World, p *Player, itemID string, qty int) (any, error) {
 	if qty < 1 {
 		return nil, errorf(CodeInvalidPayload, "quantity must be at least 1")
 	}
-	b, err := e.stationHere(p, "sell")
+	b, err := stationHere(w, p, "sell")
 	if err != nil {
 		return nil, err
 	}
@@ -342,11 +343,11 @@ func (e *Engine) doSell(p *Player, itemID string, qty int) (any, error) {
 	}, nil
 }
 
-func (e *Engine) doBuy(p *Player, itemID string, qty int) (any, error) {
+func (e *Engine) doBuy(w *World, p *Player, itemID string, qty int) (any, error) {
 	if qty < 1 {
 		return nil, errorf(CodeInvalidPayload, "quantity must be at least 1")
 	}
-	b, err := e.stationHere(p, "buy")
+	b, err := stationHere(w, p, "buy")
 	if err != nil {
 		return nil, err
 	}
@@ -381,8 +382,8 @@ func (e *Engine) doBuy(p *Player, itemID string, qty int) (any, error) {
 	return &BuyResult{ItemID: itemID, Quantity: qty, TotalCost: cost, Fills: fills, Credits: p.credits, AutoDocked: docked, Message: msg}, nil
 }
 
-func (e *Engine) doRefuel(p *Player) (any, error) {
-	b, err := e.stationHere(p, "refuel")
+func (e *Engine) doRefuel(w *World, p *Player) (any, error) {
+	b, err := stationHere(w, p, "refuel")
 	if err != nil {
 		return nil, err
 	}

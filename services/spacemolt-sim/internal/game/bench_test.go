@@ -27,7 +27,7 @@ func BenchmarkTick1000Mutations(b *testing.B) {
 	for range b.N {
 		b.StopTimer()
 		e.mu.Lock()
-		for _, d := range e.world.poi(HomeBelt).Deposits {
+		for _, d := range e.w().poi(HomeBelt).Deposits {
 			d.Remaining = d.Max
 		}
 		e.mu.Unlock()

@@ -3,10 +3,12 @@
 // markets, mining and the rules that produce SpaceMolt's error codes. It knows
 // nothing about MCP or HTTP; the clock is injected.
 //
-// Concurrency: reads take the world read lock (Engine.mu) and per-player
-// locks, so they run in parallel. Mutations are queued and resolved in batch
-// by Tick under the world write lock, in registration order, which keeps a
-// seeded run reproducible.
+// Concurrency: the galaxy's layout is immutable, so reads of it take no lock.
+// A player's state is guarded by its own mutex, so the common reads
+// (get_status, get_ship, get_cargo, get_system) touch no shared lock. Only the
+// shared mutable state, deposits and order books, sits behind Engine.mu, a
+// read-write lock the tick holds while it resolves the queued mutations in one
+// batch, in registration order, which keeps a seeded run reproducible.
 package game
 
 import (
@@ -27,7 +29,8 @@ import (
 
 // Engine runs one simulated SpaceMolt universe.
 //
-// Lock order: accMu → sessMu → mu → qMu → Player.mu → statsMu.
+// Lock order: accMu → sessMu → mu → qMu → Player.mu → statsMu; never two
+// Player.mu at once.
 type Engine struct {
 	cfg Config
 	now func() time.Time
@@ -45,8 +48,11 @@ type Engine struct {
 	current   map[*Player]string // the live session of each logged-in player
 	lastSweep time.Time
 
+	world atomic.Pointer[World] // replaced whole on Reset
+
+	// mu guards the mutable parts of the world (Deposit.Remaining, market
+	// levels) and the fields below it.
 	mu       sync.RWMutex
-	world    *World
 	gen      uint64
 	inflight []*action // multi-tick moves, sorted by player seq
 	later    []note    // notifications raised during a tick, queued after the world lock is released
@@ -70,6 +76,8 @@ func New(cfg Config) *Engine {
 	return e
 }
 
+func (e *Engine) w() *World { return e.world.Load() }
+
 // Config returns the effective configuration.
 func (e *Engine) Config() Config { return e.cfg }
 
@@ -87,7 +95,7 @@ func (e *Engine) resetLocked() {
 	e.sessions = map[string]*session{}
 	e.current = map[*Player]string{}
 	e.lastSweep = e.now()
-	e.world = newWorld(e.cfg.Seed)
+	e.world.Store(newWorld(e.cfg.Seed))
 	e.gen++
 	e.inflight = nil
 	e.later = nil
@@ -195,6 +203,7 @@ func (e *Engine) tickAt(scheduled time.Time, interval time.Duration) TickReport 
 
 	e.mu.Lock()
 	locked := time.Now()
+	w := e.w()
 	t := e.tick.Add(1)
 	arrivals := 0
 	keep := e.inflight[:0]
@@ -204,7 +213,10 @@ func (e *Engine) tickAt(scheduled time.Time, interval time.Duration) TickReport 
 			continue
 		}
 		arrivals++
-		out = append(out, delivery{a, outcome{result: a.finish()}})
+		a.p.mu.Lock()
+		res := a.finish()
+		a.p.mu.Unlock()
+		out = append(out, delivery{a, outcome{result: res}})
 	}
 	e.inflight = keep
 	moved := false
@@ -213,23 +225,23 @@ func (e *Engine) tickAt(scheduled time.Time, interval time.Duration) TickReport 
 			out = append(out, delivery{a, outcome{err: errorf(CodeServerReset, "The universe was reset; register again.")}})
 			continue
 		}
-		res, err := e.resolve(a, t)
+		a.p.mu.Lock()
+		res, err := e.resolve(w, a, t)
 		a.p.ticks++
 		if err == nil && a.arriveTick > t {
+			a.p.arriveTick, a.p.transitTo = a.arriveTick, a.p.transit.toPOI
+			a.p.mu.Unlock()
 			e.inflight = append(e.inflight, a)
 			moved = true
-			a.p.mu.Lock()
-			a.p.arriveTick = a.arriveTick
-			a.p.transitTo = a.p.transit.toPOI
-			a.p.mu.Unlock()
 			continue
 		}
+		a.p.mu.Unlock()
 		out = append(out, delivery{a, outcome{result: res, err: err}})
 	}
 	if moved {
 		slices.SortFunc(e.inflight, func(a, b *action) int { return cmp.Compare(a.p.seq, b.p.seq) })
 	}
-	e.world.upkeep()
+	w.upkeep()
 	notes := e.later
 	e.later = nil
 	e.mu.Unlock()
@@ -458,9 +470,7 @@ func (e *Engine) Register(username, empire, code string) (res *RegisterResult, e
 		cargo: map[string]int{}, visited: map[string]bool{HomeSystem: true},
 	}
 	p.ship = newStarterShip(e.hexID(8))
-	e.mu.RLock()
-	p.gen = e.gen
-	e.mu.RUnlock()
+	p.gen = e.gen // Reset changes gen only while holding accMu
 	e.players = append(e.players, p)
 	e.byName[key] = p
 	e.byID[p.ID] = p
@@ -469,10 +479,10 @@ func (e *Engine) Register(username, empire, code string) (res *RegisterResult, e
 	p.calls.Add(1)
 	e.notify(p, "system", "welcome", map[string]any{"message": "Welcome to SpaceMolt, " + username + ". Undock, mine at main_belt, sell at sol_central."})
 	sid := e.newSession(p)
-	e.mu.RLock()
-	defer e.mu.RUnlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	return &RegisterResult{
-		Password: password, PlayerID: p.ID, Player: e.playerView(p), Ship: shipView(p),
+		Password: password, PlayerID: p.ID, Player: e.playerView(e.w(), p), Ship: shipView(p),
 		System: p.systemID, POI: p.poiID, SessionID: sid,
 		Message: "Registered. Save your password: it is shown only once.",
 	}, nil
@@ -497,10 +507,10 @@ func (e *Engine) Login(username, password string) (*LoginResult, error) {
 	if displaced {
 		e.notify(p, "system", "session_replaced", map[string]any{"message": "A new login replaced your previous session."})
 	}
-	e.mu.RLock()
-	defer e.mu.RUnlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	return &LoginResult{
-		Player: e.playerView(p), Ship: shipView(p), System: p.systemID, POI: strPtr(p.poiID),
+		Player: e.playerView(e.w(), p), Ship: shipView(p), System: p.systemID, POI: strPtr(p.poiID),
 		SessionID: sid, Message: "Logged in as " + p.Username + ".",
 	}, nil
 }

@@ -74,9 +74,9 @@ func TestMutationErrors(t *testing.T) {
 	var neighbour, far string
 	var farPOI string
 	w.e.mu.RLock()
-	sol := w.e.world.system(HomeSystem)
+	sol := w.e.w().system(HomeSystem)
 	neighbour = sol.Connections[0].SystemID
-	for _, s := range w.e.world.systems {
+	for _, s := range w.e.w().systems {
 		if _, ok := sol.connection(s.ID); !ok && s.ID != HomeSystem {
 			far, farPOI = s.ID, s.POIs[0].ID
 			break
@@ -358,10 +358,10 @@ func TestTickResolvesInRegistrationOrder(t *testing.T) {
 		w.must(w.act(func(ctx context.Context) (any, error) { return w.e.Travel(ctx, sid, HomeBelt) }))
 	}
 	w.e.mu.Lock()
-	for _, d := range w.e.world.poi(HomeBelt).Deposits {
+	for _, d := range w.e.w().poi(HomeBelt).Deposits {
 		d.Remaining, d.RegenPerTick = 0, 0
 	}
-	w.e.world.poi(HomeBelt).Deposits[0].Remaining = 7
+	w.e.w().poi(HomeBelt).Deposits[0].Remaining = 7
 	w.e.mu.Unlock()
 
 	// Queue in reverse order; the tick must still serve "first" first.
@@ -387,7 +387,7 @@ func TestTickResolvesInRegistrationOrder(t *testing.T) {
 func TestDepositsRefill(t *testing.T) {
 	w := newWorldT(t, Config{})
 	w.e.mu.Lock()
-	d := w.e.world.poi(HomeBelt).Deposits[0]
+	d := w.e.w().poi(HomeBelt).Deposits[0]
 	d.Remaining = 0
 	w.e.mu.Unlock()
 	for range 10 {

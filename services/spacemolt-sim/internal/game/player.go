@@ -46,12 +46,10 @@ type transit struct {
 	arriveTick int64
 }
 
-// Player is an account and its ship.
-//
-// Fields in the first block belong to the world and are guarded by Engine.mu:
-// only the tick goroutine writes them (register aside), reads hold the read
-// lock. Fields under mu are per-player bookkeeping that reads may change
-// without touching the world lock.
+// Player is an account and its ship. The identity fields are immutable after
+// registration; everything else is guarded by mu. Only the tick goroutine
+// changes the game state (location, ship, cargo, credits); reads and
+// bookkeeping (rate limits, notifications, the log) take mu briefly.
 type Player struct {
 	seq          int // registration order; ticks resolve players in this order
 	gen          uint64
@@ -60,7 +58,8 @@ type Player struct {
 	Empire       string
 	passwordHash [32]byte
 
-	// Guarded by Engine.mu.
+	mu sync.Mutex
+
 	credits       int
 	systemID      string
 	poiID         string // "" while in transit
@@ -74,7 +73,6 @@ type Player struct {
 	ticks         int // mutations resolved
 	mineRolls     uint64
 
-	mu           sync.Mutex
 	pending      *action
 	arriveTick   int64  // copy of transit.arriveTick for in_transit checks without the world lock
 	transitTo    string // destination POI while arriveTick is set

@@ -1,6 +1,7 @@
 package game
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -8,7 +9,8 @@ import (
 	"unicode/utf8"
 )
 
-// Reads are free: they cost no tick and run in parallel under the world read lock.
+// Reads are free: they cost no tick. They take the player's lock briefly and
+// the world read lock only to copy deposit or market numbers.
 
 // Status answers get_status.
 func (e *Engine) Status(sid string) (*StatusResult, error) {
@@ -16,9 +18,9 @@ func (e *Engine) Status(sid string) (*StatusResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	return &StatusResult{Player: e.playerView(p), Ship: shipView(p), Modules: modules(p), CurrentTick: e.tick.Load()}, nil
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return &StatusResult{Player: e.playerView(e.w(), p), Ship: shipView(p), Modules: modules(p), CurrentTick: e.tick.Load()}, nil
 }
 
 // Ship answers get_ship.
@@ -27,8 +29,8 @@ func (e *Engine) Ship(sid string) (*ShipResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.mu.RLock()
-	defer e.mu.RUnlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	return &ShipResult{Ship: shipView(p), Modules: modules(p)}, nil
 }
 
@@ -38,8 +40,8 @@ func (e *Engine) Cargo(sid string) (*CargoResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.mu.RLock()
-	defer e.mu.RUnlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	res := &CargoResult{Cargo: []CargoItem{}, Used: p.cargoUsed(), Capacity: p.ship.CargoMax}
 	res.Available = res.Capacity - res.Used
 	for _, it := range itemCatalog {
@@ -56,16 +58,18 @@ func (e *Engine) System(sid string) (*SystemResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.mu.RLock()
-	defer e.mu.RUnlock()
+	w := e.w()
+	p.mu.Lock()
 	tv := e.transitView(p)
+	systemID, poiID := p.systemID, p.poiID
+	p.mu.Unlock()
 	if tv != nil && tv.Type == "jump" {
 		return &SystemResult{InTransit: true, Transit: tv, Message: "In hyperspace between " + tv.FromSystem + " and " + tv.ToSystem + "."}, nil
 	}
-	sys := e.world.system(p.systemID)
+	sys := w.system(systemID)
 	v := &SystemView{
 		ID: sys.ID, Name: sys.Name, Empire: sys.Empire, SecurityStatus: sys.Security,
-		Position: Position{sys.X, sys.Y}, Connections: e.connections(sys), POIs: e.poiBriefs(sys, p.poiID),
+		Position: Position{sys.X, sys.Y}, Connections: connections(w, sys), POIs: poiBriefs(w, sys, poiID),
 	}
 	return &SystemResult{System: v, InTransit: tv != nil, Transit: tv}, nil
 }
@@ -76,22 +80,30 @@ func (e *Engine) POI(sid string) (*POIResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	if tv := e.transitView(p); tv != nil {
+	w := e.w()
+	p.mu.Lock()
+	tv := e.transitView(p)
+	poiID := p.poiID
+	p.mu.Unlock()
+	if tv != nil {
 		return &POIResult{Resources: []ResourceView{}, Services: []string{}, InTransit: true, Transit: tv}, nil
 	}
-	poi := e.world.poi(p.poiID)
+	poi := w.poi(poiID)
 	res := &POIResult{
 		POI: &POIView{
 			ID: poi.ID, SystemID: poi.SystemID, Type: poi.Type, Name: poi.Name,
 			Description: poi.Description, Position: Position{poi.X, poi.Y},
 		},
-		Resources: []ResourceView{}, Services: []string{},
+		Resources: make([]ResourceView, 0, len(poi.Deposits)), Services: []string{},
 	}
+	e.mu.RLock()
 	for _, d := range poi.Deposits {
-		it, _ := itemByID(d.ResourceID)
-		res.Resources = append(res.Resources, ResourceView{ResourceID: d.ResourceID, Name: it.Name, Richness: d.Richness, Remaining: d.Remaining})
+		res.Resources = append(res.Resources, ResourceView{ResourceID: d.ResourceID, Richness: d.Richness, Remaining: d.Remaining})
+	}
+	e.mu.RUnlock()
+	for i := range res.Resources {
+		it, _ := itemByID(res.Resources[i].ResourceID)
+		res.Resources[i].Name = it.Name
 	}
 	if poi.Base != nil {
 		bv := baseView(poi.Base)
@@ -106,21 +118,28 @@ func (e *Engine) Nearby(sid string) (*NearbyResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.accMu.RLock()
-	defer e.accMu.RUnlock()
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	res := &NearbyResult{POIID: strPtr(p.poiID), Players: []NearbyPlayer{}, Pirates: []any{}}
-	if p.poiID == "" {
+	p.mu.Lock()
+	here := p.poiID
+	p.mu.Unlock()
+	res := &NearbyResult{POIID: strPtr(here), Players: []NearbyPlayer{}, Pirates: []any{}}
+	if here == "" {
 		return res, nil
 	}
+	e.accMu.RLock()
+	defer e.accMu.RUnlock()
 	for _, o := range e.players {
-		if o == p || o.poiID != p.poiID {
+		if o == p {
+			continue
+		}
+		o.mu.Lock()
+		at, docked, class := o.poiID, o.dockedAt != "", o.ship.Class
+		o.mu.Unlock()
+		if at != here {
 			continue
 		}
 		res.Count++
 		if len(res.Players) < NearbyListCap {
-			res.Players = append(res.Players, NearbyPlayer{PlayerID: o.ID, Username: o.Username, Empire: o.Empire, ShipClass: o.ship.Class, Docked: o.dockedAt != ""})
+			res.Players = append(res.Players, NearbyPlayer{PlayerID: o.ID, Username: o.Username, Empire: o.Empire, ShipClass: class, Docked: docked})
 		}
 	}
 	res.Truncated = res.Count > len(res.Players)
@@ -133,17 +152,20 @@ func (e *Engine) Map(sid, systemID string) (*MapResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	res := &MapResult{Systems: []MapSystem{}, CurrentSystem: p.systemID}
-	for _, s := range e.world.systems {
+	w := e.w()
+	p.mu.Lock()
+	current := p.systemID
+	visited := maps.Clone(p.visited)
+	p.mu.Unlock()
+	res := &MapResult{Systems: []MapSystem{}, CurrentSystem: current}
+	for _, s := range w.systems {
 		if systemID != "" && s.ID != systemID {
 			continue
 		}
 		ms := MapSystem{
 			SystemID: s.ID, Name: s.Name, Empire: s.Empire, SecurityStatus: s.Security,
-			Position: Position{s.X, s.Y}, Connections: e.connections(s), POIs: e.poiBriefs(s, ""),
-			Visited: p.visited[s.ID],
+			Position: Position{s.X, s.Y}, Connections: connections(w, s), POIs: poiBriefs(w, s, ""),
+			Visited: visited[s.ID],
 		}
 		for _, poi := range s.POIs {
 			ms.HasStation = ms.HasStation || poi.Base != nil
@@ -163,21 +185,22 @@ func (e *Engine) Route(sid, target string) (*RouteResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	res := &RouteResult{Route: []RouteStep{}, Fuel: p.ship.Fuel}
-	path := e.world.route(p.systemID, target)
+	w := e.w()
+	p.mu.Lock()
+	from, fuel, speed := p.systemID, p.ship.Fuel, p.ship.Speed
+	p.mu.Unlock()
+	res := &RouteResult{Route: []RouteStep{}, Fuel: fuel}
+	path := w.route(from, target)
 	if path == nil {
 		res.Message = "No route to " + target + ". get_map lists known systems."
 		return res, nil
 	}
 	res.Found = true
 	for i, id := range path {
-		s := e.world.system(id)
-		res.Route = append(res.Route, RouteStep{SystemID: id, Name: s.Name, Jumps: i})
+		res.Route = append(res.Route, RouteStep{SystemID: id, Name: w.system(id).Name, Jumps: i})
 		if i > 0 {
-			c, _ := e.world.system(path[i-1]).connection(id)
-			res.EstimatedFuel += travelFuel(p.ship.Speed, c.Distance)
+			c, _ := w.system(path[i-1]).connection(id)
+			res.EstimatedFuel += travelFuel(speed, c.Distance)
 		}
 	}
 	res.TotalJumps = len(path) - 1
@@ -190,12 +213,17 @@ func (e *Engine) Market(sid, itemID string) (*MarketResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	if p.poiID == "" {
+	w := e.w()
+	p.mu.Lock()
+	poiID := p.poiID
+	var b *Base
+	if poiID != "" {
+		b, err = stationHere(w, p, "trade")
+	}
+	p.mu.Unlock()
+	if poiID == "" {
 		return nil, e.count(p, errorf(CodeNotDocked, "You are in transit; markets are at stations."))
 	}
-	b, err := e.stationHere(p, "trade")
 	if err != nil {
 		return nil, e.count(p, err)
 	}
@@ -205,6 +233,8 @@ func (e *Engine) Market(sid, itemID string) (*MarketResult, error) {
 		}
 	}
 	res := &MarketResult{BaseID: b.ID, Items: []MarketItem{}}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
 	for _, book := range b.Market.books {
 		if itemID != "" && book.ItemID != itemID {
 			continue
@@ -301,6 +331,9 @@ func (e *Engine) Chat(sid, channel, content, targetID string) (*ChatResult, erro
 	if channel == "private" && targetID == "" {
 		return nil, e.count(p, errorf(CodeInvalidPayload, "private messages need target_id."))
 	}
+	p.mu.Lock()
+	poiID, systemID := p.poiID, p.systemID
+	p.mu.Unlock()
 	var to []*Player
 	e.accMu.RLock()
 	if channel == "private" {
@@ -312,19 +345,20 @@ func (e *Engine) Chat(sid, channel, content, targetID string) (*ChatResult, erro
 			to = append(to, t)
 		}
 	} else {
-		e.mu.RLock()
 		for _, o := range e.players {
 			if o == p {
 				continue
 			}
+			o.mu.Lock()
+			oPOI, oSystem := o.poiID, o.systemID
+			o.mu.Unlock()
 			switch {
-			case channel == "local" && p.poiID != "" && o.poiID == p.poiID,
-				channel == "system" && o.systemID == p.systemID,
+			case channel == "local" && poiID != "" && oPOI == poiID,
+				channel == "system" && oSystem == systemID,
 				channel == "faction" && o.Empire == p.Empire:
 				to = append(to, o)
 			}
 		}
-		e.mu.RUnlock()
 	}
 	e.accMu.RUnlock()
 	if channel == "private" && len(to) == 0 {
@@ -375,13 +409,14 @@ func (e *Engine) Notifications(sid string, limit int, clear bool) (*Notification
 	return res, nil
 }
 
-func (e *Engine) playerView(p *Player) PlayerView {
-	sys := e.world.system(p.systemID)
+// playerView needs p.mu held.
+func (e *Engine) playerView(w *World, p *Player) PlayerView {
+	sys := w.system(p.systemID)
 	v := PlayerView{
 		ID: p.ID, Username: p.Username, Empire: p.Empire, Credits: p.credits,
 		SystemID: p.systemID, SystemName: sys.Name, POIID: strPtr(p.poiID), DockedAt: strPtr(p.dockedAt),
 	}
-	if poi := e.world.poi(p.poiID); poi != nil {
+	if poi := w.poi(p.poiID); poi != nil {
 		v.POIName = &poi.Name
 	}
 	v.Transit = e.transitView(p)
@@ -389,6 +424,7 @@ func (e *Engine) playerView(p *Player) PlayerView {
 	return v
 }
 
+// transitView needs p.mu held.
 func (e *Engine) transitView(p *Player) *TransitView {
 	tr := p.transit
 	if tr == nil {
@@ -421,17 +457,17 @@ func baseView(b *Base) BaseView {
 	return BaseView{ID: b.ID, Name: b.Name, Services: b.services(), FuelPrice: b.FuelPrice}
 }
 
-func (e *Engine) connections(s *System) []ConnectionView {
+func connections(w *World, s *System) []ConnectionView {
 	out := make([]ConnectionView, 0, len(s.Connections))
 	for _, c := range s.Connections {
-		out = append(out, ConnectionView{SystemID: c.SystemID, Name: e.world.system(c.SystemID).Name, Distance: c.Distance})
+		out = append(out, ConnectionView{SystemID: c.SystemID, Name: w.system(c.SystemID).Name, Distance: c.Distance})
 	}
 	return out
 }
 
-func (e *Engine) poiBriefs(s *System, from string) []POIBrief {
+func poiBriefs(w *World, s *System, from string) []POIBrief {
 	out := make([]POIBrief, 0, len(s.POIs))
-	origin := e.world.poi(from)
+	origin := w.poi(from)
 	for _, poi := range s.POIs {
 		b := POIBrief{ID: poi.ID, Name: poi.Name, Type: poi.Type, HasBase: poi.Base != nil}
 		if origin != nil && origin.SystemID == s.ID {

@@ -80,14 +80,15 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func (e *Engine) Stats() Stats {
 	out := Stats{TickInterval: e.cfg.Tick.String(), Seed: e.cfg.Seed, Players: []PlayerStats{}}
 	e.accMu.RLock()
-	e.mu.RLock()
 	out.CurrentTick = e.tick.Load()
 	for _, p := range e.players {
+		p.mu.Lock()
 		ps := PlayerStats{
 			Username: p.Username, PlayerID: p.ID, Empire: p.Empire, Credits: p.credits,
 			CreditsEarned: p.creditsEarned, OreMined: p.oreMined, Calls: p.calls.Load(), Errors: p.errors.Load(),
 			Ticks: p.ticks, SystemID: p.systemID, POIID: p.poiID,
 		}
+		p.mu.Unlock()
 		out.Players = append(out.Players, ps)
 		t := &out.Totals
 		t.Players++
@@ -98,7 +99,6 @@ func (e *Engine) Stats() Stats {
 		t.Errors += ps.Errors
 		t.Ticks += ps.Ticks
 	}
-	e.mu.RUnlock()
 	e.accMu.RUnlock()
 	out.Totals.Calls += e.anonCalls.Load()
 	out.Totals.Errors += e.anonErrors.Load()

@@ -93,7 +93,9 @@ func (b *Base) services() []string {
 	return s
 }
 
-// World is the shared galaxy state. It is guarded by Engine.mu.
+// World is the galaxy. Its layout (systems, links, POIs, bases) never changes
+// after generation and is read without locks; Deposit.Remaining and the
+// market levels change every tick and are guarded by Engine.mu.
 type World struct {
 	systems  []*System // sorted by id
 	systemBy map[string]*System
