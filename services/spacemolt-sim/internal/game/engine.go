@@ -480,10 +480,11 @@ func (e *Engine) Register(username, empire, code string) (res *RegisterResult, e
 	e.notify(p, "system", "welcome", map[string]any{"message": "Welcome to SpaceMolt, " + username + ". Undock, mine at main_belt, sell at sol_central."})
 	sid := e.newSession(p)
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	st := p.snapshot()
+	p.mu.Unlock()
 	return &RegisterResult{
-		Password: password, PlayerID: p.ID, Player: e.playerView(e.w(), p), Ship: shipView(p),
-		System: p.systemID, POI: p.poiID, SessionID: sid,
+		Password: password, PlayerID: p.ID, Player: e.playerView(e.w(), &st), Ship: shipView(&st),
+		System: st.systemID, POI: st.poiID, SessionID: sid,
 		Message: "Registered. Save your password: it is shown only once.",
 	}, nil
 }
@@ -508,9 +509,10 @@ func (e *Engine) Login(username, password string) (*LoginResult, error) {
 		e.notify(p, "system", "session_replaced", map[string]any{"message": "A new login replaced your previous session."})
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	st := p.snapshot()
+	p.mu.Unlock()
 	return &LoginResult{
-		Player: e.playerView(e.w(), p), Ship: shipView(p), System: p.systemID, POI: strPtr(p.poiID),
+		Player: e.playerView(e.w(), &st), Ship: shipView(&st), System: st.systemID, POI: strPtr(st.poiID),
 		SessionID: sid, Message: "Logged in as " + p.Username + ".",
 	}, nil
 }

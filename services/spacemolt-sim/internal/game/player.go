@@ -96,6 +96,44 @@ func (p *Player) cargoUsed() int {
 	return n
 }
 
+// playerState is a copy of a player's game state. It is taken under p.mu
+// without allocating, so views are built, and allocate, after the lock is
+// released and the tick is never kept waiting on a reader.
+type playerState struct {
+	ID, Username, Empire string
+	credits              int
+	systemID             string
+	poiID                string
+	dockedAt             string
+	ship                 Ship
+	cargo                [len(itemCatalog)]int // by catalog index
+	transit              transit
+	moving               bool
+}
+
+// snapshot needs p.mu held.
+func (p *Player) snapshot() playerState {
+	st := playerState{
+		ID: p.ID, Username: p.Username, Empire: p.Empire, credits: p.credits,
+		systemID: p.systemID, poiID: p.poiID, dockedAt: p.dockedAt, ship: p.ship,
+	}
+	for i, it := range itemCatalog {
+		st.cargo[i] = p.cargo[it.ID]
+	}
+	if p.transit != nil {
+		st.transit, st.moving = *p.transit, true
+	}
+	return st
+}
+
+func (st *playerState) cargoUsed() int {
+	n := 0
+	for _, q := range st.cargo {
+		n += q
+	}
+	return n
+}
+
 // session is a game login. player is nil after logout.
 type session struct {
 	id       string

@@ -19,8 +19,9 @@ func (e *Engine) Status(sid string) (*StatusResult, error) {
 		return nil, err
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	return &StatusResult{Player: e.playerView(e.w(), p), Ship: shipView(p), Modules: modules(p), CurrentTick: e.tick.Load()}, nil
+	st := p.snapshot()
+	p.mu.Unlock()
+	return &StatusResult{Player: e.playerView(e.w(), &st), Ship: shipView(&st), Modules: modules(&st), CurrentTick: e.tick.Load()}, nil
 }
 
 // Ship answers get_ship.
@@ -30,8 +31,9 @@ func (e *Engine) Ship(sid string) (*ShipResult, error) {
 		return nil, err
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	return &ShipResult{Ship: shipView(p), Modules: modules(p)}, nil
+	st := p.snapshot()
+	p.mu.Unlock()
+	return &ShipResult{Ship: shipView(&st), Modules: modules(&st)}, nil
 }
 
 // Cargo answers get_cargo.
@@ -41,11 +43,12 @@ func (e *Engine) Cargo(sid string) (*CargoResult, error) {
 		return nil, err
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	res := &CargoResult{Cargo: []CargoItem{}, Used: p.cargoUsed(), Capacity: p.ship.CargoMax}
+	st := p.snapshot()
+	p.mu.Unlock()
+	res := &CargoResult{Cargo: []CargoItem{}, Used: st.cargoUsed(), Capacity: st.ship.CargoMax}
 	res.Available = res.Capacity - res.Used
-	for _, it := range itemCatalog {
-		if q := p.cargo[it.ID]; q > 0 {
+	for i, it := range itemCatalog {
+		if q := st.cargo[i]; q > 0 {
 			res.Cargo = append(res.Cargo, CargoItem{ItemID: it.ID, Name: it.Name, Quantity: q})
 		}
 	}
@@ -60,9 +63,9 @@ func (e *Engine) System(sid string) (*SystemResult, error) {
 	}
 	w := e.w()
 	p.mu.Lock()
-	tv := e.transitView(p)
-	systemID, poiID := p.systemID, p.poiID
+	st := p.snapshot()
 	p.mu.Unlock()
+	tv, systemID, poiID := e.transitView(&st), st.systemID, st.poiID
 	if tv != nil && tv.Type == "jump" {
 		return &SystemResult{InTransit: true, Transit: tv, Message: "In hyperspace between " + tv.FromSystem + " and " + tv.ToSystem + "."}, nil
 	}
@@ -82,9 +85,9 @@ func (e *Engine) POI(sid string) (*POIResult, error) {
 	}
 	w := e.w()
 	p.mu.Lock()
-	tv := e.transitView(p)
-	poiID := p.poiID
+	st := p.snapshot()
 	p.mu.Unlock()
+	tv, poiID := e.transitView(&st), st.poiID
 	if tv != nil {
 		return &POIResult{Resources: []ResourceView{}, Services: []string{}, InTransit: true, Transit: tv}, nil
 	}
@@ -232,23 +235,51 @@ func (e *Engine) Market(sid, itemID string) (*MarketResult, error) {
 			return nil, e.count(p, errorf(CodeItemNotAvailable, "%s does not trade %q.", b.Name, itemID))
 		}
 	}
-	res := &MarketResult{BaseID: b.ID, Items: []MarketItem{}}
+	// Copy the books under the lock without allocating; build the view after.
+	type bookCopy struct {
+		itemID     string
+		bids, asks [ladderLevels]Level
+	}
+	var books [len(itemCatalog)]bookCopy
+	n := 0
 	e.mu.RLock()
-	defer e.mu.RUnlock()
 	for _, book := range b.Market.books {
-		if itemID != "" && book.ItemID != itemID {
+		if (itemID != "" && book.ItemID != itemID) || n == len(books) {
 			continue
 		}
-		it, _ := itemByID(book.ItemID)
+		books[n].itemID = book.ItemID
+		for i := range min(len(book.Bids), ladderLevels) {
+			books[n].bids[i] = *book.Bids[i]
+		}
+		for i := range min(len(book.Asks), ladderLevels) {
+			books[n].asks[i] = *book.Asks[i]
+		}
+		n++
+	}
+	e.mu.RUnlock()
+
+	res := &MarketResult{BaseID: b.ID, Items: make([]MarketItem, 0, n)}
+	for i := range n {
+		bc := &books[i]
+		it, _ := itemByID(bc.itemID)
+		bids, asks := levelPtrs(bc.bids[:]), levelPtrs(bc.asks[:])
 		mi := MarketItem{ItemID: it.ID, Name: it.Name, GuidePrice: it.GuidePrice}
-		mi.BestBuy, mi.BuyVolume = best(book.Bids)
-		mi.BestSell, mi.SellVolume = best(book.Asks)
+		mi.BestBuy, mi.BuyVolume = best(bids)
+		mi.BestSell, mi.SellVolume = best(asks)
 		if itemID != "" {
-			mi.BuyOrders, mi.SellOrders = orders(book.Bids), orders(book.Asks)
+			mi.BuyOrders, mi.SellOrders = orders(bids), orders(asks)
 		}
 		res.Items = append(res.Items, mi)
 	}
 	return res, nil
+}
+
+func levelPtrs(ls []Level) []*Level {
+	out := make([]*Level, len(ls))
+	for i := range ls {
+		out[i] = &ls[i]
+	}
+	return out
 }
 
 func orders(levels []*Level) []Order {
@@ -409,27 +440,25 @@ func (e *Engine) Notifications(sid string, limit int, clear bool) (*Notification
 	return res, nil
 }
 
-// playerView needs p.mu held.
-func (e *Engine) playerView(w *World, p *Player) PlayerView {
-	sys := w.system(p.systemID)
+func (e *Engine) playerView(w *World, st *playerState) PlayerView {
+	sys := w.system(st.systemID)
 	v := PlayerView{
-		ID: p.ID, Username: p.Username, Empire: p.Empire, Credits: p.credits,
-		SystemID: p.systemID, SystemName: sys.Name, POIID: strPtr(p.poiID), DockedAt: strPtr(p.dockedAt),
+		ID: st.ID, Username: st.Username, Empire: st.Empire, Credits: st.credits,
+		SystemID: st.systemID, SystemName: sys.Name, POIID: strPtr(st.poiID), DockedAt: strPtr(st.dockedAt),
 	}
-	if poi := w.poi(p.poiID); poi != nil {
+	if poi := w.poi(st.poiID); poi != nil {
 		v.POIName = &poi.Name
 	}
-	v.Transit = e.transitView(p)
+	v.Transit = e.transitView(st)
 	v.InTransit = v.Transit != nil
 	return v
 }
 
-// transitView needs p.mu held.
-func (e *Engine) transitView(p *Player) *TransitView {
-	tr := p.transit
-	if tr == nil {
+func (e *Engine) transitView(st *playerState) *TransitView {
+	if !st.moving {
 		return nil
 	}
+	tr := &st.transit
 	left := max(0, tr.arriveTick-e.tick.Load())
 	return &TransitView{
 		Type: tr.kind, FromSystem: tr.fromSystem, FromPOI: tr.fromPOI, ToSystem: tr.toSystem, ToPOI: tr.toPOI,
@@ -437,19 +466,19 @@ func (e *Engine) transitView(p *Player) *TransitView {
 	}
 }
 
-func shipView(p *Player) ShipView {
-	s := p.ship
+func shipView(st *playerState) ShipView {
+	s := st.ship
 	return ShipView{
 		ID: s.ID, Class: s.Class, Name: s.Name, Hull: s.Hull, HullMax: s.HullMax, Shield: s.Shield, ShieldMax: s.ShieldMax,
-		Fuel: s.Fuel, FuelMax: s.FuelMax, CargoUsed: p.cargoUsed(), CargoMax: s.CargoMax, Speed: s.Speed, MiningPower: s.MiningPower,
+		Fuel: s.Fuel, FuelMax: s.FuelMax, CargoUsed: st.cargoUsed(), CargoMax: s.CargoMax, Speed: s.Speed, MiningPower: s.MiningPower,
 	}
 }
 
-func modules(p *Player) []ModuleView {
+func modules(st *playerState) []ModuleView {
 	return []ModuleView{
-		{ID: "mining_laser_i", Name: "Mining Laser I", Type: "mining", Stats: map[string]int{"mining_power": p.ship.MiningPower}},
-		{ID: "cargo_hold_s", Name: "Small Cargo Hold", Type: "cargo", Stats: map[string]int{"capacity": p.ship.CargoMax}},
-		{ID: "fuel_tank_s", Name: "Small Fuel Tank", Type: "fuel", Stats: map[string]int{"capacity": p.ship.FuelMax}},
+		{ID: "mining_laser_i", Name: "Mining Laser I", Type: "mining", Stats: map[string]int{"mining_power": st.ship.MiningPower}},
+		{ID: "cargo_hold_s", Name: "Small Cargo Hold", Type: "cargo", Stats: map[string]int{"capacity": st.ship.CargoMax}},
+		{ID: "fuel_tank_s", Name: "Small Fuel Tank", Type: "fuel", Stats: map[string]int{"capacity": st.ship.FuelMax}},
 	}
 }
 

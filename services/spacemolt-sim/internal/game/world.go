@@ -13,7 +13,7 @@ type Item struct {
 }
 
 // itemCatalog follows SpaceMolt's ore guide prices.
-var itemCatalog = []Item{
+var itemCatalog = [...]Item{
 	{ID: "iron_ore", Name: "Iron Ore", GuidePrice: 5},
 	{ID: "copper_ore", Name: "Copper Ore", GuidePrice: 8},
 	{ID: "silicon_ore", Name: "Silicon Ore", GuidePrice: 10},
