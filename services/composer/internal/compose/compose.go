@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/services/composer/internal/o200k"
@@ -36,7 +37,7 @@ func ComposeWith(in Input, p Policy, tok Counter) (Result, error) {
 	if strings.TrimSpace(in.SystemPrompt) == "" {
 		return Result{}, ErrNoSystemPrompt
 	}
-	c := &composer{p: p, tok: tok, counts: make(map[string]int, 64)}
+	c := &composer{p: p, tok: tok, counts: make(map[string]int, 4*min(len(in.Window), p.ScanWindow)+16)}
 	return c.run(in)
 }
 
@@ -276,7 +277,7 @@ func (c *composer) run(in Input) (Result, error) {
 // intake orders the window, drops repeated rows and keeps the newest ScanWindow memories.
 func (c *composer) intake(in []Memory) []Memory {
 	w := slices.Clone(in)
-	slices.SortStableFunc(w, func(a, b Memory) int {
+	bySeq := func(a, b Memory) int {
 		switch {
 		case a.Seq < b.Seq:
 			return -1
@@ -284,17 +285,23 @@ func (c *composer) intake(in []Memory) []Memory {
 			return 1
 		}
 		return 0
-	})
+	}
+	if !slices.IsSortedFunc(w, bySeq) {
+		slices.SortStableFunc(w, bySeq)
+	}
 	var dropped []Item
-	out := w[:0]
-	seen := make(map[int64]bool, len(w))
-	for _, m := range w {
-		if m.ID != 0 && seen[m.ID] {
-			dropped = append(dropped, itemOf(&m, Dropped, ReasonDuplicateRow))
-			continue
+	out := w
+	if !increasingIDs(w) { // the memory service's windows have none; only then look for repeated rows
+		out = w[:0]
+		seen := make(map[int64]bool, len(w))
+		for _, m := range w {
+			if m.ID != 0 && seen[m.ID] {
+				dropped = append(dropped, itemOf(&m, Dropped, ReasonDuplicateRow))
+				continue
+			}
+			seen[m.ID] = true
+			out = append(out, m)
 		}
-		seen[m.ID] = true
-		out = append(out, m)
 	}
 	if len(out) > c.p.ScanWindow {
 		for i := range out[:len(out)-c.p.ScanWindow] {
@@ -305,6 +312,16 @@ func (c *composer) intake(in []Memory) []Memory {
 	c.items = make([]Item, len(out))
 	c.preItems = dropped
 	return out
+}
+
+// increasingIDs reports whether every id is non-zero and larger than the one before, so no row repeats.
+func increasingIDs(w []Memory) bool {
+	for i := range w {
+		if w[i].ID == 0 || (i > 0 && w[i].ID <= w[i-1].ID) {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *composer) mission(m *Mission) *Mission {
@@ -363,9 +380,9 @@ func (c *composer) pair(window []Memory) []*unit {
 		u *unit
 		k int
 	}
-	pending := make(map[string][]callRef)
-	called := make(map[string]bool)
-	var units []*unit
+	pending := make(map[string][]callRef, len(window)/2)
+	called := make(map[string]bool, len(window)/2)
+	units := make([]*unit, 0, len(window))
 	for i := range window {
 		m := &window[i]
 		switch m.Role {
@@ -383,7 +400,7 @@ func (c *composer) pair(window []Memory) []*unit {
 			if strings.TrimSpace(content) == "" {
 				content = ""
 			}
-			var calls []chat.ToolCall
+			calls := make([]chat.ToolCall, 0, len(m.ToolCalls))
 			for k, tc := range m.ToolCalls {
 				name := sanitize(tc.Name)
 				if strings.TrimSpace(name) == "" {
@@ -583,6 +600,9 @@ func (c *composer) capResult(r *toolResult, limit int, reason Reason) {
 }
 
 func sanitize(s string) string {
+	if utf8.ValidString(s) { // the common case, and several times faster than ToValidUTF8's rune loop
+		return s
+	}
 	return strings.ToValidUTF8(s, "\uFFFD")
 }
 

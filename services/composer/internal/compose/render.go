@@ -289,13 +289,18 @@ func (c *composer) finishItems(window []Memory) []Item {
 }
 
 func (c *composer) collectItems() []Item {
-	out := slices.Clone(c.preItems)
+	n := len(c.preItems) + len(c.items)
+	if n == 0 {
+		return nil
+	}
+	out := make([]Item, 0, n)
+	out = append(out, c.preItems...)
 	for _, it := range c.items {
 		if it.Disposition != "" {
 			out = append(out, it)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b Item) int {
+	bySeq := func(a, b Item) int {
 		switch {
 		case a.Seq < b.Seq:
 			return -1
@@ -303,6 +308,12 @@ func (c *composer) collectItems() []Item {
 			return 1
 		}
 		return 0
-	})
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	if !slices.IsSortedFunc(out, bySeq) {
+		slices.SortStableFunc(out, bySeq)
+	}
 	return out
 }

@@ -37,6 +37,7 @@ type fakeMemory struct {
 type fakeMysis struct {
 	mysis    *memoryv1.Mysis
 	memories []*memoryv1.Memory
+	upTo     int               // when > 0, only memories[:upTo] exist yet (a benchmark replays a session this way)
 	mission  *memoryv1.Mission // own mission
 	fallback *memoryv1.Mission // swarm-wide fallback, used when mission is nil and the request asks for it
 }
@@ -49,6 +50,13 @@ func (f *fakeMemory) put(id string, m *fakeMysis) {
 	}
 	m.mysis.Id = id
 	f.myses[id] = m
+}
+
+// advance makes memories[:upTo] of mysis id visible.
+func (f *fakeMemory) advance(id string, upTo int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.myses[id].upTo = upTo
 }
 
 func (f *fakeMemory) lastRequest() *memoryv1.GetComposeWindowRequest {
@@ -70,7 +78,11 @@ func (f *fakeMemory) GetComposeWindow(_ context.Context, req *memoryv1.GetCompos
 	if n <= 0 {
 		n = 20
 	}
-	mems := m.memories[max(0, len(m.memories)-n):]
+	all := m.memories
+	if m.upTo > 0 {
+		all = all[:m.upTo]
+	}
+	mems := all[max(0, len(all)-n):]
 	resp := &memoryv1.GetComposeWindowResponse{Mysis: m.mysis, Memories: mems, Mission: m.mission}
 	if resp.Mission == nil && req.GetGlobalMissionFallback() {
 		resp.Mission = m.fallback
@@ -86,7 +98,7 @@ type memoryServer struct {
 	grpc   *grpc.Server
 }
 
-func startMemory(t *testing.T) *memoryServer {
+func startMemory(t testing.TB) *memoryServer {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -123,7 +135,7 @@ type composer struct {
 	addr   string
 }
 
-func startComposer(t *testing.T, memoryAddr string, opts grpcapi.Options) *composer {
+func startComposer(t testing.TB, memoryAddr string, opts grpcapi.Options) *composer {
 	t.Helper()
 	memConn, err := server.Dial(memoryAddr, "")
 	if err != nil {
@@ -166,7 +178,7 @@ func startComposer(t *testing.T, memoryAddr string, opts grpcapi.Options) *compo
 }
 
 // waitHealth polls the composer's health until it reports want.
-func (c *composer) waitHealth(t *testing.T, want healthpb.HealthCheckResponse_ServingStatus) {
+func (c *composer) waitHealth(t testing.TB, want healthpb.HealthCheckResponse_ServingStatus) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	var last healthpb.HealthCheckResponse_ServingStatus

@@ -11,6 +11,7 @@ package o200k
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"unicode"
 	"unicode/utf8"
@@ -20,7 +21,7 @@ import (
 
 // Tokenizer counts o200k_base tokens. It is immutable after Load and safe for concurrent use.
 type Tokenizer struct {
-	ranks map[string]uint32
+	ranks *vocab
 	// firstNewline reproduces a bug of the reference library's generated matcher, which backs \s* off to the FIRST
 	// newline of a white-space run instead of the last. Only tests set it, to prove the rest of the scanner exact.
 	firstNewline bool
@@ -33,19 +34,152 @@ const maxTokenID = 200_000
 // bytes, and the id is its merge rank.
 var load = sync.OnceValues(func() (*Tokenizer, error) {
 	ref := codec.NewO200kBase()
-	ranks := make(map[string]uint32, maxTokenID)
+	v := newVocab(maxTokenID)
 	for id := range uint(maxTokenID) {
 		b, err := ref.Decode([]uint{id})
 		if err != nil {
-			continue // gaps in the id space are special tokens or unused
+			v.skip() // gaps in the id space are special tokens or unused
+			continue
 		}
-		ranks[b] = uint32(id)
+		v.add(b)
 	}
-	if len(ranks) < 199_000 {
-		return nil, fmt.Errorf("o200k: vocabulary has only %d tokens", len(ranks))
+	v.done()
+	if v.n < 199_000 {
+		return nil, fmt.Errorf("o200k: vocabulary has only %d tokens", v.n)
 	}
-	return &Tokenizer{ranks: ranks}, nil
+	return &Tokenizer{ranks: v}, nil
 })
+
+// vocab maps token bytes to merge ranks with no pointer per token. A map[string]uint32 holds 200,000 strings that
+// the garbage collector marks on every cycle of a busy server — more work than the composer's own garbage — and
+// costs two cache misses per lookup (the map slot, then the key's bytes). Here the bytes live in one string and the
+// index is an open-addressing table of 16-byte slots holding a hash tag, the length and the first 8 bytes, so most
+// lookups (pieces and merge candidates are short) touch one cache line and never the bytes.
+type vocab struct {
+	blob  string   // every token's bytes, in rank order
+	off   []uint32 // token r is blob[off[r]:off[r+1]]; ids with no token have an empty range
+	slots []slot   // power-of-two size, at most half full
+	mask  uint64
+	long  map[string]uint32 // tokens longer than maxSlotLen (none in o200k_base; kept for safety)
+	n     int               // tokens
+
+	sb strings.Builder // blob while building
+}
+
+// slot is one entry of the index; tag 0 marks an empty slot (a real tag has the length, >= 1, in its low byte).
+type slot struct {
+	tag  uint32 // hash bits 40..63 << 8 | length
+	rank uint32
+	w0   uint64 // the first 8 bytes, zero-padded
+}
+
+const maxSlotLen = 255
+
+func newVocab(size int) *vocab {
+	v := &vocab{off: make([]uint32, 1, size+1)}
+	v.sb.Grow(size * 8)
+	return v
+}
+
+// add appends the token of the next rank.
+func (v *vocab) add(tok string) {
+	v.sb.WriteString(tok)
+	v.off = append(v.off, uint32(v.sb.Len()))
+	v.n++
+}
+
+// skip leaves the next rank without a token.
+func (v *vocab) skip() { v.off = append(v.off, uint32(v.sb.Len())) }
+
+// done builds the index.
+func (v *vocab) done() {
+	v.blob = v.sb.String()
+	v.sb = strings.Builder{}
+	size := 1
+	for size < 2*v.n {
+		size <<= 1
+	}
+	v.slots = make([]slot, size)
+	v.mask = uint64(size - 1)
+	for r := 0; r+1 < len(v.off); r++ {
+		tok := v.blob[v.off[r]:v.off[r+1]]
+		switch {
+		case tok == "":
+			continue
+		case len(tok) > maxSlotLen:
+			if v.long == nil {
+				v.long = map[string]uint32{}
+			}
+			v.long[tok] = uint32(r)
+			continue
+		}
+		h, w0 := hashPiece(tok)
+		i := h & v.mask
+		for v.slots[i].tag != 0 {
+			i = (i + 1) & v.mask
+		}
+		v.slots[i] = slot{tag: tagOf(h, len(tok)), rank: uint32(r), w0: w0}
+	}
+}
+
+func tagOf(h uint64, n int) uint32 { return uint32(h>>40)<<8 | uint32(n) }
+
+// rank returns the merge rank of the token with bytes s.
+func (v *vocab) rank(s string) (uint32, bool) {
+	if len(s) == 0 || len(s) > maxSlotLen {
+		if v.long != nil {
+			r, ok := v.long[s]
+			return r, ok
+		}
+		return 0, false
+	}
+	h, w0 := hashPiece(s)
+	tag := tagOf(h, len(s))
+	for i := h & v.mask; ; i = (i + 1) & v.mask {
+		sl := &v.slots[i]
+		if sl.tag == 0 {
+			return 0, false
+		}
+		if sl.tag == tag && sl.w0 == w0 && (len(s) <= 8 || v.blob[v.off[sl.rank]+8:v.off[sl.rank+1]] == s[8:]) {
+			return sl.rank, true
+		}
+	}
+}
+
+// hashPiece hashes s (inline, no seed: the table is fixed, so no input can lengthen its probe chains) and returns
+// its first 8 bytes, zero-padded.
+func hashPiece(s string) (h, w0 uint64) {
+	const k1, k2 = 0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F
+	h = uint64(len(s)) * k1
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		w := load64(s, i)
+		if i == 0 {
+			w0 = w
+		}
+		h = (h ^ w) * k2
+		h ^= h >> 29
+	}
+	if i < len(s) {
+		var w uint64
+		for j := len(s) - 1; j >= i; j-- {
+			w = w<<8 | uint64(s[j])
+		}
+		if i == 0 {
+			w0 = w
+		}
+		h = (h ^ w) * k2
+		h ^= h >> 29
+	}
+	h *= k1
+	return h ^ h>>32, w0
+}
+
+func load64(s string, i int) uint64 {
+	_ = s[i+7]
+	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+}
 
 // Load returns the process-wide tokenizer, building it on first use (about 100 ms).
 func Load() (*Tokenizer, error) {
@@ -106,12 +240,12 @@ func (t *Tokenizer) count(s string, memo map[string]int) int {
 			}
 		}
 		k := 1
-		if _, ok := t.ranks[piece]; !ok {
+		if _, ok := t.ranks.rank(piece); !ok {
 			buf = t.merge(piece, buf[:0])
 			k = len(buf) - 1
 		}
 		if memo != nil && len(piece) <= maxMemoPiece {
-			memo[piece] = k
+			memo[strings.Clone(piece)] = k // a slice of s would keep all of s alive as long as the memo
 		}
 		n += k
 	}
@@ -130,7 +264,7 @@ func (t *Tokenizer) PrefixLen(s string, n int) int {
 	for p := 0; p < len(s); {
 		e := nextPiece(s, p, t.firstNewline)
 		piece := s[p:e]
-		if _, ok := t.ranks[piece]; ok {
+		if _, ok := t.ranks.rank(piece); ok {
 			if used+1 > n {
 				return p
 			}
@@ -183,7 +317,7 @@ func (t *Tokenizer) merge(piece string, bounds []int) []int {
 		if i+2 >= len(parts) {
 			return noRank
 		}
-		if r, ok := t.ranks[piece[parts[i].start:parts[i+2].start]]; ok {
+		if r, ok := t.ranks.rank(piece[parts[i].start:parts[i+2].start]); ok {
 			return r
 		}
 		return noRank
@@ -231,7 +365,7 @@ func (t *Tokenizer) mergeHeap(piece string, bounds []int) []int {
 			return
 		}
 		k := next[j]
-		if r, ok := t.ranks[piece[i:k]]; ok {
+		if r, ok := t.ranks.rank(piece[i:k]); ok {
 			h.push(pairItem{rank: r, start: i, ver: ver[i]})
 		}
 	}

@@ -30,6 +30,39 @@ func mustLoadCompat(tb testing.TB) *Tokenizer {
 	return &Tokenizer{ranks: tok.ranks, firstNewline: true}
 }
 
+// The vocabulary index: every token found with its rank, near misses (prefixes, extensions, one byte changed, past
+// the inline 8 bytes) not found.
+func TestVocabIndex(t *testing.T) {
+	toks := []string{"iron", "_ore", "copper", "abcdefgh", "abcdefghi", "abcdefghijklmnopq", strings.Repeat("x", 300)}
+	v := newVocab(len(toks) + 1)
+	for i, tok := range toks {
+		if i == 2 {
+			v.skip()
+		}
+		v.add(tok)
+	}
+	v.done()
+	for i, tok := range toks {
+		want := uint32(i)
+		if i >= 2 {
+			want++
+		}
+		if r, ok := v.rank(tok); !ok || r != want {
+			t.Errorf("rank(%q) = %d, %v; want %d", tok, r, ok, want)
+		}
+	}
+	for _, s := range []string{"", "irons", "iro", "coppes", "abcdefg", "abcdefgi", "abcdefghj", "abcdefghijklmnopr",
+		"abcdefghijklmnop", strings.Repeat("x", 299), "\x00iron"} {
+		if r, ok := v.rank(s); ok {
+			t.Errorf("rank(%q) = %d for a string that is no token", s, r)
+		}
+	}
+	tok := mustLoad(t)
+	if tok.ranks.n < 199_000 || tok.ranks.long != nil {
+		t.Errorf("o200k_base: %d tokens, %d longer than %d bytes", tok.ranks.n, len(tok.ranks.long), maxSlotLen)
+	}
+}
+
 // TestTrueTiktokenWhitespace pins the cases where the reference library and OpenAI's tiktoken disagree; the expected
 // pieces were produced by js-tiktoken (standard backtracking regular expressions) on o200k_base.
 func TestTrueTiktokenWhitespace(t *testing.T) {

@@ -6,6 +6,8 @@
 // of a compose (the big JSON tool results), so remembering counts by content makes the steady-state compose count
 // only the new rows.
 //
+// PrefixLen answers (the cut of an over-cap result) are remembered the same way.
+//
 // Keys are 128-bit hashes of the text (two independently seeded maphash values) plus its length, never the text
 // itself, so the cache retains no memory bodies and its size is a fixed number of bytes per entry. A wrong count
 // would need two different texts of the same length to collide in 128 bits. Eviction is generational: each shard
@@ -28,15 +30,16 @@ import (
 // 50-memory windows.
 const DefaultEntries = 1 << 18
 
-// minCached is the shortest text worth a hash and a lock; shorter ones (names, ids, "{}") are counted directly
-// against a pooled Counter's piece memo, which is as fast.
-const minCached = 32
+// minCached is the shortest text worth a hash and a lock; measured, even tool names and call ids are cheaper to
+// look up than to count.
+const minCached = 1
 
 const shardCount = 16
 
 type key struct {
 	a, b uint64
-	n    int
+	n    int // len(s)
+	lim  int // -1 for a count; the token limit for a PrefixLen
 }
 
 type shard struct {
@@ -89,27 +92,57 @@ func (c *Cache) Count(s string) int {
 	if len(s) < minCached {
 		return c.countDirect(s)
 	}
-	k := key{a: maphash.String(c.seedA, s), b: maphash.String(c.seedB, s), n: len(s)}
+	k := c.key(s, -1)
+	if n, ok := c.get(k); ok {
+		return n
+	}
+	n := c.countDirect(s)
+	c.put(k, n)
+	return n
+}
+
+// PrefixLen is o200k.Tokenizer.PrefixLen, remembered like counts: a result over the cap is cut again at every
+// compose of its mysis while it stays in the window, and the cut costs a full tokenization of the body.
+func (c *Cache) PrefixLen(s string, n int) int {
+	if len(s) < minCached || n <= 0 {
+		return c.tok.PrefixLen(s, n)
+	}
+	k := c.key(s, n)
+	if p, ok := c.get(k); ok {
+		return p
+	}
+	p := c.tok.PrefixLen(s, n)
+	c.put(k, p)
+	return p
+}
+
+func (c *Cache) key(s string, lim int) key {
+	return key{a: maphash.String(c.seedA, s), b: maphash.String(c.seedB, s), n: len(s), lim: lim}
+}
+
+func (c *Cache) get(k key) (int, bool) {
 	sh := &c.shards[k.a%shardCount]
 	sh.mu.Lock()
-	if n, ok := sh.young[k]; ok {
-		sh.mu.Unlock()
-		c.hits.Add(1)
-		return int(n)
-	}
-	if n, ok := sh.old[k]; ok {
-		sh.put(k, n)
-		sh.mu.Unlock()
-		c.hits.Add(1)
-		return int(n)
+	v, ok := sh.young[k]
+	if !ok {
+		if v, ok = sh.old[k]; ok {
+			sh.put(k, v)
+		}
 	}
 	sh.mu.Unlock()
-	c.misses.Add(1)
-	n := c.countDirect(s)
+	if ok {
+		c.hits.Add(1)
+	} else {
+		c.misses.Add(1)
+	}
+	return int(v), ok
+}
+
+func (c *Cache) put(k key, v int) {
+	sh := &c.shards[k.a%shardCount]
 	sh.mu.Lock()
-	sh.put(k, int32(n))
+	sh.put(k, int32(v))
 	sh.mu.Unlock()
-	return n
 }
 
 func (sh *shard) put(k key, n int32) {
@@ -120,19 +153,13 @@ func (sh *shard) put(k key, n int32) {
 	sh.young[k] = n
 }
 
-// PrefixLen is o200k.Tokenizer.PrefixLen; prefixes are cut only for over-cap results, which are rare enough to not
-// be worth remembering.
-func (c *Cache) PrefixLen(s string, n int) int {
-	return c.tok.PrefixLen(s, n)
-}
-
 // Stats are the cache's counters since it was built.
 type Stats struct {
 	Hits, Misses uint64
 	Entries      int
 }
 
-// Stats returns hit and miss counts (texts shorter than the caching threshold are in neither) and the current size.
+// Stats returns hit and miss counts (empty texts are in neither) and the current size.
 func (c *Cache) Stats() Stats {
 	st := Stats{Hits: c.hits.Load(), Misses: c.misses.Load()}
 	for i := range c.shards {

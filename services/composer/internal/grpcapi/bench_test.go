@@ -1,0 +1,72 @@
+package grpcapi_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	"github.com/zoeaswarm/zoea/services/composer/internal/benchcpu"
+	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
+	"github.com/zoeaswarm/zoea/services/composer/internal/grpcapi"
+	"github.com/zoeaswarm/zoea/services/composer/internal/replay"
+)
+
+// BenchmarkComposeContext is one ComposeContext over loopback gRPC against the fake memory service (default policy,
+// 50-memory window), replaying a long session request by request so each call sees the memories added since the
+// previous one, through the server's warm token cache. ns/op is wall time per call on this machine; p50/p99 are of
+// single calls; cpu-ns/op is the whole process (client, composer and fake memory server).
+func BenchmarkComposeContext(b *testing.B) {
+	benchComposeContext(b, true)
+}
+
+// BenchmarkComposeContextNoCache is the same without the token cache: every call counts its whole window.
+func BenchmarkComposeContextNoCache(b *testing.B) {
+	benchComposeContext(b, false)
+}
+
+func benchComposeContext(b *testing.B, cached bool) {
+	mem := startMemory(b)
+	s := replay.Generate(2000, 3)
+	mem.fake.put(mysisID, &fakeMysis{
+		mysis:    &memoryv1.Mysis{Name: "bench", SystemPrompt: replay.SystemPrompt},
+		memories: toProtoMemories(mysisID, s.Rows),
+		mission:  &memoryv1.Mission{Memory: toProtoMemories(mysisID, s.Rows[:1])[0]},
+	})
+	opts := grpcapi.Options{Logger: discardLogger()}
+	if cached {
+		opts.Counter = cache(b)
+	}
+	c := startComposer(b, mem.addr, opts)
+	window := compose.DefaultPolicy().ScanWindow
+	reqs := s.Requests
+	for len(reqs) > 0 && reqs[0] < window {
+		reqs = reqs[1:]
+	}
+	ctx := context.Background()
+	call := func(i int) time.Duration {
+		mem.fake.advance(mysisID, reqs[i%len(reqs)])
+		start := time.Now()
+		if _, err := c.client.ComposeContext(ctx, &composerv1.ComposeContextRequest{MysisId: mysisID}); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	call(0) // the previous compose of this mysis
+	if b.N > len(reqs)-1 {
+		b.Logf("b.N %d > %d requests: later calls repeat windows already cached", b.N, len(reqs)-1)
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	cpu := benchcpu.Start()
+	for i := range b.N {
+		lat = append(lat, call(i+1))
+	}
+	b.StopTimer()
+	cpu.Report(b, b.N)
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}
