@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	neturl "net/url"
 	"os"
 	"os/signal"
 	"runtime"
@@ -24,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	natsserver "github.com/nats-io/nats-server/v2/server"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -62,6 +64,7 @@ type flags struct {
 	createPar  int
 	bcastWait  time.Duration
 	maxToolIts int
+	embedNATS  string
 }
 
 // timed wraps a provider to count calls and the time spent in the model.
@@ -71,12 +74,24 @@ type timed struct {
 	nanos atomic.Int64
 }
 
+// Chat measures the thread CPU time of the call: the goroutine is locked to its OS thread, so RUSAGE_THREAD counts
+// exactly the model's own work (the autopilot is synchronous and CPU-bound), not time spent waiting for a CPU.
 func (t *timed) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
-	start := time.Now()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	start := threadCPU()
 	resp, err := t.Provider.Chat(ctx, req)
-	t.nanos.Add(int64(time.Since(start)))
+	t.nanos.Add(int64(threadCPU() - start))
 	t.calls.Add(1)
 	return resp, err
+}
+
+func threadCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(1 /* RUSAGE_THREAD */, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func run(ctx context.Context, args []string) error {
@@ -97,10 +112,18 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&f.createPar, "create-parallel", 32, "concurrent CreateMysis calls")
 	fs.DurationVar(&f.bcastWait, "broadcast-timeout", 120*time.Second, "how long to wait for every mysis to answer a broadcast")
 	fs.IntVar(&f.maxToolIts, "max-tool-iterations", 10, "ZOEA_MAX_TOOL_ITERATIONS")
+	fs.StringVar(&f.embedNATS, "embedded-nats", "", "run an embedded NATS server (JetStream store in this directory) on the -nats URL's port")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if f.embedNATS != "" {
+		ns, err := startNATS(f.nats, f.embedNATS)
+		if err != nil {
+			return err
+		}
+		defer ns.Shutdown()
+	}
 
 	cfg, err := app.LoadConfig()
 	if err != nil {
@@ -154,6 +177,15 @@ func run(ctx context.Context, args []string) error {
 	}
 	defer memConn.Close()
 	mem := memoryv1.NewMemoryServiceClient(memConn)
+	bctx, bcancel := context.WithTimeout(ctx, 60*time.Second)
+	for server.Healthcheck(bctx, f.bus) != nil {
+		if bctx.Err() != nil {
+			bcancel()
+			return fmt.Errorf("bus %s not healthy", f.bus)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	bcancel()
 	busConn, err := server.Dial(f.bus, "")
 	if err != nil {
 		return err
@@ -224,7 +256,7 @@ func run(ctx context.Context, args []string) error {
 	cpuRunner := (cpu1 - cpu0) - time.Duration(model1-model0)
 	fmt.Printf("steady state over %.0fs: %d turns (%.1f turns/s), %d LLM calls (%.1f/s)\n", dt, dTurns, float64(dTurns)/dt, dCalls, float64(dCalls)/dt)
 	if dTurns > 0 {
-		fmt.Printf("runner CPU %v total, model time %v; runner CPU per turn excluding the model: %v; per LLM iteration: %v\n",
+		fmt.Printf("runner CPU %v total, model CPU %v; runner CPU per turn excluding the model: %v; per LLM iteration: %v\n",
 			(cpu1 - cpu0).Round(time.Millisecond), time.Duration(model1-model0).Round(time.Millisecond),
 			(cpuRunner / time.Duration(dTurns)).Round(time.Microsecond), (cpuRunner / time.Duration(max(dCalls, 1))).Round(time.Microsecond))
 	}
@@ -405,4 +437,25 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-time.After(d):
 	}
+}
+
+// startNATS runs an embedded JetStream server for a self-contained measurement (the bus must use the same URL).
+func startNATS(url, dir string) (*natsserver.Server, error) {
+	u, err := neturl.Parse(url)
+	if err != nil {
+		return nil, err
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		return nil, fmt.Errorf("-nats %s: %w", url, err)
+	}
+	ns, err := natsserver.NewServer(&natsserver.Options{Host: u.Hostname(), Port: port, JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true})
+	if err != nil {
+		return nil, err
+	}
+	ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		return nil, errors.New("embedded NATS not ready")
+	}
+	return ns, nil
 }

@@ -19,8 +19,8 @@ type Leases interface {
 	TTL() time.Duration
 	// Acquire takes the lease when it is free; false when another holder has it.
 	Acquire(ctx context.Context, mysisID string) (bool, error)
-	// RenewAll renews every held lease and returns those that were lost.
-	RenewAll(ctx context.Context) (lost []string, err error)
+	// Renew extends one held lease; lost reports that it is gone (someone else may hold it).
+	Renew(ctx context.Context, mysisID string) (lost bool, err error)
 	// Valid reports whether the lease is held and not possibly expired.
 	Valid(mysisID string) bool
 	Release(ctx context.Context, mysisID string) error
@@ -289,7 +289,7 @@ func (m *Manager) renewer(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		lost, err := m.leases.RenewAll(ctx)
+		lost, err := m.renewAll(ctx)
 		for _, id := range lost {
 			m.drop(id, "renew failed")
 		}
@@ -312,6 +312,32 @@ func (m *Manager) renewer(ctx context.Context) {
 			cancel()
 		}
 	}
+}
+
+// renewAll renews every lease this replica runs, many at once: one by one, a thousand KV round trips on a busy
+// machine can take longer than the TTL, and the leases would expire while being renewed.
+func (m *Manager) renewAll(ctx context.Context) (lost []string, firstErr error) {
+	ids := m.Held()
+	var mu sync.Mutex
+	sem := make(chan struct{}, 64)
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			gone, err := m.leases.Renew(ctx, id)
+			mu.Lock()
+			defer mu.Unlock()
+			if gone {
+				lost = append(lost, id)
+			} else if err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}()
+	}
+	wg.Wait()
+	return lost, firstErr
 }
 
 // shutdown asks every actor to stop at a safe point, waits up to StopGrace, cancels the rest and releases every

@@ -43,17 +43,17 @@ func (f fakeLeases) Acquire(_ context.Context, id string) (bool, error) {
 	f.tb.notify(id, f.holder)
 	return true, nil
 }
-func (f fakeLeases) RenewAll(context.Context) ([]string, error) {
+func (f fakeLeases) Renew(_ context.Context, id string) (bool, error) {
 	f.tb.mu.Lock()
 	defer f.tb.mu.Unlock()
-	var lost []string
-	for id, o := range f.tb.owner {
-		if o == f.holder && f.tb.failed[id] {
-			lost = append(lost, id)
-			delete(f.tb.owner, id)
-		}
+	if f.tb.owner[id] != f.holder {
+		return true, nil
 	}
-	return lost, nil
+	if f.tb.failed[id] {
+		delete(f.tb.owner, id)
+		return true, nil
+	}
+	return false, nil
 }
 func (f fakeLeases) Valid(id string) bool {
 	f.tb.mu.Lock()

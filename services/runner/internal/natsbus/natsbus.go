@@ -5,6 +5,7 @@ package natsbus
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -72,8 +73,14 @@ func (l Leases) TTL() time.Duration { return l.L.TTL() }
 // Acquire implements lease.Leases.
 func (l Leases) Acquire(ctx context.Context, id string) (bool, error) { return l.L.Acquire(ctx, id) }
 
-// RenewAll implements lease.Leases.
-func (l Leases) RenewAll(ctx context.Context) ([]string, error) { return l.L.RenewAll(ctx) }
+// Renew implements lease.Leases.
+func (l Leases) Renew(ctx context.Context, id string) (bool, error) {
+	err := l.L.Renew(ctx, id)
+	if errors.Is(err, swarmbus.ErrLeaseLost) {
+		return true, nil
+	}
+	return false, err
+}
 
 // Valid implements lease.Leases.
 func (l Leases) Valid(id string) bool { return l.L.Valid(id) }
