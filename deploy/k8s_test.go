@@ -283,8 +283,19 @@ func TestK8sProbes(t *testing.T) {
 					if p.GRPC == nil || p.GRPC.Port != int32(z.port) {
 						t.Errorf("%s: want a gRPC probe on port %d, got %+v", where, z.port, p.ProbeHandler)
 					}
-					if p.GRPC != nil && p.GRPC.Service != nil && *p.GRPC.Service != "" {
-						t.Errorf("%s: probes health service %q; the servers report readiness on the overall service \"\"", where, *p.GRPC.Service)
+					// Readiness and startup follow the overall service "" (NOT_SERVING while a dependency is down);
+					// liveness asks for "liveness", which stays SERVING while the process runs, so an outage of
+					// Postgres or NATS takes pods out of rotation without restarting them.
+					want := ""
+					if kind == "livenessProbe" {
+						want = "liveness"
+					}
+					got := ""
+					if p.GRPC != nil && p.GRPC.Service != nil {
+						got = *p.GRPC.Service
+					}
+					if p.GRPC != nil && got != want {
+						t.Errorf("%s: probes health service %q, want %q", where, got, want)
 					}
 				} else {
 					if p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" || !portIs(c, p.HTTPGet.Port, z.port) {

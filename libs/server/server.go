@@ -21,6 +21,10 @@ import (
 	"github.com/zoeaswarm/zoea/libs/config"
 )
 
+// LivenessService is the health service name that reports SERVING for as long as the process serves at all,
+// whatever its dependencies; probes that decide on restarts (Kubernetes liveness) ask for it.
+const LivenessService = "liveness"
+
 // Config is the part of every service's configuration that the bootstrap reads.
 type Config struct {
 	ListenAddr      string        `env:"ZOEA_LISTEN_ADDR"`
@@ -91,6 +95,9 @@ func New(opts Options) *Server {
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	// Liveness is separate from readiness: a process whose database is briefly down is alive and must not be
+	// restarted; it only stops taking traffic.
+	s.health.SetServingStatus(LivenessService, healthpb.HealthCheckResponse_SERVING)
 	return s
 }
 

@@ -127,11 +127,18 @@ func TestHealthServingOnlyAfterReadiness(t *testing.T) {
 	if err != nil || next.Status != healthpb.HealthCheckResponse_SERVING {
 		t.Fatalf("watch after readiness = %v, %v", next, err)
 	}
+	// Liveness stays SERVING whatever the dependencies say.
+	if got := healthStatus(t, h.conn, server.LivenessService); got != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("liveness = %v, want SERVING", got)
+	}
 	// A dependency failing later flips health back.
 	h.ready.Store(false)
 	back, err := watch.Recv()
 	if err != nil || back.Status != healthpb.HealthCheckResponse_NOT_SERVING {
 		t.Fatalf("watch after dependency loss = %v, %v", back, err)
+	}
+	if got := healthStatus(t, h.conn, server.LivenessService); got != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("liveness during a dependency outage = %v, want SERVING", got)
 	}
 }
 
