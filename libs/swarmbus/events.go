@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
@@ -53,9 +52,10 @@ type EventFilter struct {
 // filters locally instead.
 const maxSubjectSubs = 64
 
-// SubscribeEvents calls handler for every event matching f until ctx is done. handler is never called
-// concurrently and gets a context carrying the publisher's trace context; it must keep up (core NATS drops messages
-// for a subscriber that falls far behind). Undecodable events are skipped.
+// SubscribeEvents calls handler for every event matching f until ctx is done, in the order NATS delivered them
+// (for one publisher: publish order), one at a time, with a context carrying the publisher's trace context. handler
+// must keep up: past 65,536 waiting events NATS drops the excess (and logs a slow-consumer error). Undecodable events
+// are skipped.
 func (b *Bus) SubscribeEvents(ctx context.Context, f EventFilter, handler func(context.Context, *busv1.Event)) (*Subscription, error) {
 	for _, id := range f.MysisIDs {
 		if err := ValidateID(id); err != nil {
@@ -85,8 +85,6 @@ func (b *Bus) SubscribeEvents(ctx context.Context, f EventFilter, handler func(c
 		slices.Sort(subjects)
 	}
 
-	// Each subscription has its own delivery goroutine; the mutex serialises handler calls across them.
-	var mu sync.Mutex
 	deliver := func(m *nats.Msg) {
 		ev := &busv1.Event{}
 		if err := proto.Unmarshal(m.Data, ev); err != nil {
@@ -99,21 +97,21 @@ func (b *Bus) SubscribeEvents(ctx context.Context, f EventFilter, handler func(c
 		if len(kinds) > 0 && !kinds[ev.GetKind()] {
 			return
 		}
-		hctx := b.opts.Propagator.Extract(context.WithoutCancel(ctx), headerCarrier(m.Header))
-		mu.Lock()
-		defer mu.Unlock()
-		handler(hctx, ev)
+		handler(b.opts.Propagator.Extract(context.WithoutCancel(ctx), headerCarrier(m.Header)), ev)
 	}
+
+	// All subscriptions feed one channel, filled by the connection's read loop in arrival order, and one goroutine
+	// drains it: events keep the order in which the server sent them, across myses too.
+	ch := make(chan *nats.Msg, 1<<16)
 	subs := make([]*nats.Subscription, 0, len(subjects))
 	for _, subj := range subjects {
-		sub, err := b.nc.Subscribe(subj, deliver)
+		sub, err := b.nc.ChanSubscribe(subj, ch)
 		if err != nil {
 			for _, s := range subs {
 				_ = s.Unsubscribe()
 			}
 			return nil, fmt.Errorf("swarmbus: subscribe %s: %w", subj, err)
 		}
-		_ = sub.SetPendingLimits(1<<18, 256<<20)
 		subs = append(subs, sub)
 	}
 	// Make sure the server has the interest before returning, so an event published right after is seen.
@@ -123,5 +121,21 @@ func (b *Bus) SubscribeEvents(ctx context.Context, f EventFilter, handler func(c
 		}
 		return nil, fmt.Errorf("swarmbus: subscribe events: %w", err)
 	}
-	return newSubscription(ctx, subs), nil
+	s := newSubscription(ctx, subs)
+	go func() {
+		for {
+			select {
+			case <-s.done:
+				return
+			case m := <-ch:
+				select {
+				case <-s.done:
+					return // stopped while this one waited: the caller no longer wants events
+				default:
+				}
+				deliver(m)
+			}
+		}
+	}()
+	return s, nil
 }
