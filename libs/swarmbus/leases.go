@@ -138,18 +138,36 @@ func (l *Leases) Renew(ctx context.Context, mysisID string) error {
 	return fmt.Errorf("swarmbus: renew lease %s: %w", mysisID, err)
 }
 
-// RenewAll renews every held lease. It returns the myses whose lease was lost (stop them) and the first other
-// error, if any; a lease that failed for another reason stays held until it renews or stops being Valid.
+// renewConcurrency bounds RenewAll's KV round trips in flight: one after another, a thousand renewals on a busy
+// machine can outlast the TTL they are meant to extend.
+const renewConcurrency = 64
+
+// RenewAll renews every held lease, up to 64 at a time. It returns the myses whose lease was lost (stop them),
+// sorted, and the first other error, if any; a lease that failed for another reason stays held until it renews or
+// stops being Valid.
 func (l *Leases) RenewAll(ctx context.Context) (lost []string, err error) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, renewConcurrency)
 	for _, id := range l.Held() {
-		if rerr := l.Renew(ctx, id); rerr != nil {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			rerr := l.Renew(ctx, id)
+			if rerr == nil {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
 			if errors.Is(rerr, ErrLeaseLost) {
 				lost = append(lost, id)
 			} else if err == nil {
 				err = rerr
 			}
-		}
+		})
 	}
+	wg.Wait()
+	slices.Sort(lost)
 	return lost, err
 }
 

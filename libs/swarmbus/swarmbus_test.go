@@ -644,7 +644,7 @@ func TestLeasesSingleHolderRenewExpiryAndTakeover(t *testing.T) {
 	case <-time.After(ttl + 3*time.Second):
 		t.Fatal("b never took over the expired lease")
 	}
-	if d := took.Sub(lastRenew); d > ttl+1500*time.Millisecond || d < ttl-200*time.Millisecond {
+	if d := took.Sub(lastRenew); d > ttl+2*time.Second || d < ttl-200*time.Millisecond {
 		t.Fatalf("takeover after %v, want about TTL %v", d, ttl)
 	}
 	t.Logf("takeover %v after the last renewal (TTL %v)", took.Sub(lastRenew), ttl)
@@ -701,6 +701,34 @@ func TestOnlyOneConcurrentAcquirerWins(t *testing.T) {
 	wg.Wait()
 	if wins.Load() != 1 {
 		t.Fatalf("%d holders acquired the same lease", wins.Load())
+	}
+}
+
+func TestRenewAllRenewsManyLeasesWithinTheTTL(t *testing.T) {
+	srv := natstest.Start(t)
+	bus := connect(t, srv.ClientURL(), swarmbus.Options{LeaseTTL: 5 * time.Second})
+	a, _ := bus.Leases("a")
+	ctx := testCtx(t)
+	const n = 500
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			if ok, err := a.Acquire(ctx, fmt.Sprintf("m%03d", i)); err != nil || !ok {
+				t.Error(ok, err)
+			}
+		})
+	}
+	wg.Wait()
+	start := time.Now()
+	lost, err := a.RenewAll(ctx)
+	if err != nil || len(lost) != 0 {
+		t.Fatalf("RenewAll = %v, %v", lost, err)
+	}
+	t.Logf("renewed %d leases in %v", n, time.Since(start))
+	for i := range n {
+		if !a.Valid(fmt.Sprintf("m%03d", i)) {
+			t.Fatalf("m%03d not valid after RenewAll", i)
+		}
 	}
 }
 
