@@ -52,7 +52,7 @@ func requireBinaries(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: skipped with -short")
 	}
-	for _, svc := range []string{"memory", "bus", "spacemolt-sim"} {
+	for _, svc := range []string{"memory", "composer", "bus", "spacemolt-sim"} {
 		if !testenv.Available(t, svc) {
 			t.Skipf("end-to-end: services/%s/cmd/%s does not exist yet", svc, svc)
 		}
@@ -72,18 +72,10 @@ func startStack(t *testing.T, simEnv ...string) *stack {
 		"ZOEA_LISTEN_ADDR=" + s.memAddr, "ZOEA_DATABASE_URL=" + dbURL, "ZOEA_SECRET_KEY=" + testSecretKey,
 		"ZOEA_MIGRATE_ON_START=true", "ZOEA_DB_MAX_CONNS=32",
 	})
-	if testenv.Available(t, "composer") {
-		s.compAddr = testenv.FreeAddr(t)
-		testenv.Start(t, "composer", testenv.Build(t, "composer"), []string{
-			"ZOEA_LISTEN_ADDR=" + s.compAddr, "ZOEA_MEMORY_ADDR=" + s.memAddr,
-		})
-	} else {
-		t.Log("services/composer/cmd/composer does not exist yet: using the stand-in composer")
-		mctx, mcancel := context.WithTimeout(context.Background(), 60*time.Second)
-		waitHealthy(t, mctx, s.memAddr)
-		mcancel()
-		s.compAddr = startStandinComposer(t, s.memAddr)
-	}
+	s.compAddr = testenv.FreeAddr(t)
+	testenv.Start(t, "composer", testenv.Build(t, "composer"), []string{
+		"ZOEA_LISTEN_ADDR=" + s.compAddr, "ZOEA_MEMORY_ADDR=" + s.memAddr,
+	})
 	s.busAddr = testenv.FreeAddr(t)
 	testenv.Start(t, "bus", testenv.Build(t, "bus"), []string{
 		"ZOEA_LISTEN_ADDR=" + s.busAddr, "ZOEA_MEMORY_ADDR=" + s.memAddr, "ZOEA_NATS_URL=" + s.natsURL,
