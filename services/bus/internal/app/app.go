@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -27,7 +28,7 @@ type Config struct {
 	// Server carries ZOEA_LISTEN_ADDR (default :7004), ZOEA_ADMIN_TOKEN and ZOEA_SHUTDOWN_TIMEOUT.
 	Server server.Config
 	// NATSURL is the NATS server (JetStream enabled).
-	NATSURL string `env:"ZOEA_NATS_URL" envDefault:"nats://127.0.0.1:4222"`
+	NATSURL string `env:"ZOEA_NATS_URL" envDefault:"nats://127.0.0.1:4222" secret:"true"`
 	// MemoryAddr is the memory service's gRPC address.
 	MemoryAddr string `env:"ZOEA_MEMORY_ADDR" envDefault:"127.0.0.1:7001"`
 	// AllowMysisBroadcast lets myses broadcast to the swarm (sender_id set); by default only the commander may.
@@ -41,6 +42,15 @@ func LoadConfig() (Config, error) {
 		return Config{}, err
 	}
 	return cfg, nil
+}
+
+// redactURL hides the password of a URL for logs.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparseable)"
+	}
+	return u.Redacted()
 }
 
 // Options are wiring details that are not configuration: tests set them, production leaves them zero.
@@ -67,6 +77,7 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 		log = slog.Default()
 	}
 	config.Log(log, "bus starting", cfg)
+	log.Info("nats", "url", redactURL(cfg.NATSURL)) // the URL may carry credentials: logged without them
 
 	connectCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	bus, err := swarmbus.Connect(connectCtx, cfg.NATSURL, swarmbus.Options{Name: "zoea-bus", Logger: log})
