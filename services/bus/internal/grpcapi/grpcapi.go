@@ -67,9 +67,10 @@ type Server struct {
 	opts    Options
 	log     *slog.Logger
 
-	sizeMu sync.Mutex
-	size   int32
-	sizeAt time.Time
+	sizeMu         sync.Mutex
+	size           int32
+	sizeAt         time.Time
+	sizeRefreshing bool
 }
 
 var _ busv1.BusServiceServer = (*Server)(nil)
@@ -135,7 +136,6 @@ func (s *Server) Broadcast(ctx context.Context, req *busv1.BroadcastRequest) (*b
 }
 
 // countTargets returns the number of myses a broadcast from sender reaches (sender, when set, is a known mysis).
-// The swarm's size is cached for a second: under a burst of broadcasts one listing serves them all.
 func (s *Server) countTargets(ctx context.Context, sender string) int32 {
 	n, ok := s.swarmSize(ctx)
 	if !ok {
@@ -149,19 +149,45 @@ func (s *Server) countTargets(ctx context.Context, sender string) int32 {
 
 const swarmSizeTTL = time.Second
 
+// swarmSize is the number of myses. A listing costs a round trip over every mysis, so the answer is cached: fresh
+// for a second, and after that served stale while one background listing refreshes it. Only the very first
+// broadcast of a process waits for a listing.
 func (s *Server) swarmSize(ctx context.Context) (int32, bool) {
 	s.sizeMu.Lock()
-	n, at := s.size, s.sizeAt
+	n, at, refreshing := s.size, s.sizeAt, s.sizeRefreshing
+	stale := time.Since(at) >= swarmSizeTTL
+	if !at.IsZero() && stale && !refreshing {
+		s.sizeRefreshing = true
+	}
 	s.sizeMu.Unlock()
-	if time.Since(at) < swarmSizeTTL {
+	switch {
+	case !stale:
+		return n, true
+	case !at.IsZero():
+		if !refreshing {
+			go func() {
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				defer cancel()
+				s.listSwarmSize(rctx)
+			}()
+		}
 		return n, true
 	}
-	n = 0
+	return s.listSwarmSize(ctx)
+}
+
+func (s *Server) listSwarmSize(ctx context.Context) (int32, bool) {
+	defer func() {
+		s.sizeMu.Lock()
+		s.sizeRefreshing = false
+		s.sizeMu.Unlock()
+	}()
+	var n int32
 	token := ""
 	for {
 		resp, err := s.mem.ListMyses(ctx, &memoryv1.ListMysesRequest{PageSize: 1000, PageToken: token})
 		if err != nil {
-			s.log.WarnContext(ctx, "cannot count broadcast targets; reporting 0", "err", err)
+			s.log.WarnContext(ctx, "cannot count broadcast targets", "err", err)
 			return 0, false
 		}
 		n += int32(len(resp.GetMyses()))

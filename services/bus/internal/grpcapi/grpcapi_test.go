@@ -1,0 +1,125 @@
+package grpcapi_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/libs/swarmbus"
+	"github.com/zoeaswarm/zoea/services/bus/internal/grpcapi"
+)
+
+type fakeBus struct {
+	mu         sync.Mutex
+	published  []swarmbus.Broadcast
+	publishErr error
+}
+
+func (b *fakeBus) PublishBroadcast(_ context.Context, bc swarmbus.Broadcast) (swarmbus.PubAck, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.publishErr != nil {
+		return swarmbus.PubAck{}, b.publishErr
+	}
+	b.published = append(b.published, bc)
+	return swarmbus.PubAck{Seq: uint64(len(b.published))}, nil
+}
+
+func (b *fakeBus) SubscribeEvents(context.Context, swarmbus.EventFilter, func(context.Context, *busv1.Event)) (*swarmbus.Subscription, error) {
+	return nil, errors.New("not used")
+}
+
+type fakeMemory struct {
+	myses atomic.Int32
+	lists atomic.Int32
+}
+
+func (m *fakeMemory) GetMysis(_ context.Context, in *memoryv1.GetMysisRequest, _ ...grpc.CallOption) (*memoryv1.GetMysisResponse, error) {
+	return &memoryv1.GetMysisResponse{Mysis: &memoryv1.Mysis{Id: in.GetMysisId()}}, nil
+}
+
+func (m *fakeMemory) GetMysisByName(context.Context, *memoryv1.GetMysisByNameRequest, ...grpc.CallOption) (*memoryv1.GetMysisByNameResponse, error) {
+	return nil, status.Error(codes.NotFound, "no")
+}
+
+func (m *fakeMemory) ListMyses(context.Context, *memoryv1.ListMysesRequest, ...grpc.CallOption) (*memoryv1.ListMysesResponse, error) {
+	m.lists.Add(1)
+	resp := &memoryv1.ListMysesResponse{}
+	for range m.myses.Load() {
+		resp.Myses = append(resp.Myses, &memoryv1.Mysis{})
+	}
+	return resp, nil
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func TestBroadcastCountIsCachedAndRefreshedInTheBackground(t *testing.T) {
+	bus, mem := &fakeBus{}, &fakeMemory{}
+	mem.myses.Store(10)
+	api := grpcapi.New(bus, mem, nil, grpcapi.Options{AllowMysisBroadcast: true, Logger: quiet()})
+	ctx := context.Background()
+	count := func(sender string) int32 {
+		t.Helper()
+		resp, err := api.Broadcast(ctx, &busv1.BroadcastRequest{Content: "go", SenderId: sender})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.GetTargetCount()
+	}
+	if n := count(""); n != 10 {
+		t.Fatalf("first count %d, want 10", n)
+	}
+	mem.myses.Store(20)
+	if n := count("5b0c6c1e-6f0e-4c2a-9d51-0d6f7f3f0a11"); n != 9 || mem.lists.Load() != 1 {
+		t.Fatalf("within the TTL: count %d (want the cached 10 minus the sender), %d listings", n, mem.lists.Load())
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if n := count(""); n != 10 {
+		t.Fatalf("stale count %d: a stale value is served while refreshing", n)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for count("") != 20 {
+		if time.Now().After(deadline) {
+			t.Fatal("the background refresh never landed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := len(bus.published); got < 4 {
+		t.Fatalf("%d broadcasts published", got)
+	}
+}
+
+func TestBroadcastRejections(t *testing.T) {
+	bus, mem := &fakeBus{}, &fakeMemory{}
+	closed := grpcapi.New(bus, mem, nil, grpcapi.Options{Logger: quiet()})
+	_, err := closed.Broadcast(context.Background(), &busv1.BroadcastRequest{Content: "x", SenderId: "5b0c6c1e-6f0e-4c2a-9d51-0d6f7f3f0a11"})
+	if status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("mysis broadcast while disabled: %v", err)
+	}
+	open := grpcapi.New(bus, mem, nil, grpcapi.Options{AllowMysisBroadcast: true, Logger: quiet()})
+	_, err = open.Broadcast(context.Background(), &busv1.BroadcastRequest{Content: "x", SenderId: "not-a-uuid"})
+	if errs.FieldOf(err) != "sender_id" {
+		t.Fatalf("malformed sender: %v", err)
+	}
+	bus.publishErr = errors.New("nats: timeout")
+	_, err = open.Broadcast(context.Background(), &busv1.BroadcastRequest{Content: "x", BroadcastId: "5b0c6c1e-6f0e-4c2a-9d51-0d6f7f3f0a11"})
+	if !errs.Is(err, errs.Unavailable) || !strings.Contains(err.Error(), "5b0c6c1e-6f0e-4c2a-9d51-0d6f7f3f0a11") {
+		t.Fatalf("publish failure: %v", err)
+	}
+	if len(bus.published) != 0 {
+		t.Fatal("rejected broadcasts were published")
+	}
+}
