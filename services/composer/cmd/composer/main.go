@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/experimental"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
@@ -22,6 +23,7 @@ import (
 	"github.com/zoeaswarm/zoea/libs/config"
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/libs/telemetry"
+	"github.com/zoeaswarm/zoea/services/composer/internal/bufpool"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
 	"github.com/zoeaswarm/zoea/services/composer/internal/grpcapi"
 	"github.com/zoeaswarm/zoea/services/composer/internal/o200k"
@@ -129,6 +131,8 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("tokenizer: %w", err)
 	}
+	// Windows and responses are tens to hundreds of KiB: gRPC's default pool would clear a 1 MiB buffer for each.
+	experimental.SetDefaultBufferPool(bufpool.New())
 	memConn, err := server.Dial(cfg.MemoryAddr, cfg.Server.AdminToken.Reveal(),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxWindowBytes)))
 	if err != nil {

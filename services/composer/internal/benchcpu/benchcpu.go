@@ -7,6 +7,9 @@ import (
 	"time"
 )
 
+// Process returns the CPU time (user and system) this process has used so far, 0 where it is not available.
+func Process() time.Duration { return processCPU() }
+
 // Meter measures process CPU time from Start.
 type Meter struct{ start, excluded time.Duration }
 

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
+)
+
+func TestConfigDefaultsAreComposeDefaults(t *testing.T) {
+	cfg, err := loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Server.ListenAddr != ":7002" || cfg.MemoryAddr != "127.0.0.1:7001" {
+		t.Fatalf("addresses %q %q", cfg.Server.ListenAddr, cfg.MemoryAddr)
+	}
+	if got, want := cfg.Policy.policy(), compose.DefaultPolicy(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("default policy\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestConfigFromEnvironment(t *testing.T) {
+	t.Setenv("ZOEA_LISTEN_ADDR", "127.0.0.1:9")
+	t.Setenv("ZOEA_MEMORY_ADDR", "memory:7001")
+	t.Setenv("ZOEA_ADMIN_TOKEN", "s3cret")
+	t.Setenv("ZOEA_COMPOSE_TOKEN_BUDGET", "4000")
+	t.Setenv("ZOEA_COMPOSE_SCAN_WINDOW", "30")
+	t.Setenv("ZOEA_COMPOSE_SNAPSHOT_TOOLS", "get_status,get_ship")
+	t.Setenv("ZOEA_COMPOSE_MISSION_FALLBACK", "false")
+	t.Setenv("ZOEA_COMPOSE_NUDGE_URGENT", "Now!")
+	cfg, err := loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.Policy.policy()
+	if cfg.Server.ListenAddr != "127.0.0.1:9" || cfg.MemoryAddr != "memory:7001" || cfg.Server.AdminToken.Reveal() != "s3cret" ||
+		p.TokenBudget != 4000 || p.ScanWindow != 30 || !reflect.DeepEqual(p.SnapshotTools, []string{"get_status", "get_ship"}) ||
+		!p.DisableMissionFallback || p.Nudges.Urgent != "Now!" || p.Nudges.Gentle != compose.DefaultPolicy().Nudges.Gentle {
+		t.Fatalf("config %+v policy %+v", cfg, p)
+	}
+	if s := cfg.Server.AdminToken.String(); s != "****" {
+		t.Fatalf("token printed as %q", s)
+	}
+	t.Setenv("ZOEA_COMPOSE_TOKEN_BUDGET", "lots")
+	if _, err := loadConfig(); err == nil {
+		t.Fatal("an unparsable budget was accepted")
+	}
+}
