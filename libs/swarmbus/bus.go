@@ -22,6 +22,8 @@ const (
 	SubjectBroadcast = "zoea.bcast"
 	// LeaseBucket is the KV bucket of mysis leases.
 	LeaseBucket = "zoea_leases"
+	// StatusBucket is the KV bucket of live mysis statuses (see Statuses).
+	StatusBucket = "zoea_status"
 	// DeliveryConsumer is the durable consumer shared by all bus replicas.
 	DeliveryConsumer = "bus-delivery"
 
@@ -99,18 +101,23 @@ type Bus struct {
 	js   jetstream.JetStream
 	kv   jetstream.KeyValue
 	ttl  time.Duration
+	// statusKV is the live-status bucket.
+	statusKV jetstream.KeyValue
 
 	mu          sync.Mutex
 	onReconnect []func()
+	// reconnectCh is closed (and replaced) after each reconnection, once the stream and buckets are ensured
+	// again: watchers restart on it, since a watch of a bucket that the server lost and recreated stalls.
+	reconnectCh chan struct{}
 }
 
-// Connect connects to url and ensures the message stream and the lease bucket exist. The connection reconnects
+// Connect connects to url and ensures the message stream and the lease and status buckets exist. The connection reconnects
 // forever with capped exponential backoff; if NATS is not reachable yet, Connect keeps trying until ctx is done, so
 // a process may start before NATS. Creating the stream and bucket is idempotent and safe when many processes start
 // at once.
 func Connect(ctx context.Context, url string, opts Options) (*Bus, error) {
 	opts.setDefaults()
-	b := &Bus{opts: opts, log: opts.Logger.With("component", "swarmbus")}
+	b := &Bus{opts: opts, log: opts.Logger.With("component", "swarmbus"), reconnectCh: make(chan struct{})}
 	maxDelay := opts.ReconnectMaxDelay
 	nc, err := nats.Connect(url,
 		nats.Name(opts.Name),
@@ -206,10 +213,19 @@ func (b *Bus) reconnected() {
 	}
 	b.mu.Lock()
 	fns := append([]func(){}, b.onReconnect...)
+	close(b.reconnectCh)
+	b.reconnectCh = make(chan struct{})
 	b.mu.Unlock()
 	for _, fn := range fns {
 		go fn()
 	}
+}
+
+// nextReconnect returns a channel closed after the next reconnection (see reconnectCh).
+func (b *Bus) nextReconnect() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.reconnectCh
 }
 
 func (b *Bus) streamConfig() jetstream.StreamConfig {
@@ -228,7 +244,7 @@ func (b *Bus) streamConfig() jetstream.StreamConfig {
 	}
 }
 
-// ensure creates or reconciles the stream and the lease bucket. The server treats a create with an identical
+// ensure creates or reconciles the stream and the lease and status buckets. The server treats a create with an identical
 // config as a no-op, so concurrent starters converge; a starter that loses a create race reads what the winner made.
 func (b *Bus) ensure(ctx context.Context) error {
 	cfg := b.streamConfig()
@@ -250,7 +266,41 @@ func (b *Bus) ensure(ctx context.Context) error {
 			b.log.Info("updated stream config", "stream", StreamMessages)
 		}
 	}
-	return b.ensureBucket(ctx)
+	if err := b.ensureBucket(ctx); err != nil {
+		return err
+	}
+	return b.ensureStatusBucket(ctx)
+}
+
+// ensureStatusBucket creates the status bucket, or adopts an existing one as it is (its config has nothing a
+// deployment tunes, and an update would only race other starters).
+func (b *Bus) ensureStatusBucket(ctx context.Context) error {
+	kv, err := b.js.KeyValue(ctx, StatusBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = b.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      StatusBucket,
+			Description: "Zoea live mysis statuses: key mysis.<id>, value the JSON status its runner replica last wrote",
+			History:     1,
+			Storage:     jetstream.MemoryStorage,
+			Replicas:    b.opts.Replicas,
+		})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = b.js.KeyValue(ctx, StatusBucket)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("status bucket %s: %w", StatusBucket, err)
+	}
+	b.mu.Lock()
+	b.statusKV = kv
+	b.mu.Unlock()
+	return nil
+}
+
+func (b *Bus) statusBucket() jetstream.KeyValue {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.statusKV
 }
 
 func (b *Bus) ensureBucket(ctx context.Context) error {

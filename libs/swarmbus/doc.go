@@ -8,6 +8,7 @@
 //	zoea.wake.<mysis>       wake-up pokes     core NATS, fan-out to every subscriber
 //	zoea.events.<mysis>     swarm events      core NATS, fan-out to every subscriber
 //	KV zoea_leases          mysis leases      key "mysis.<id>" = holder id, bucket TTL = lease TTL
+//	KV zoea_status          live statuses     key "mysis.<id>" = JSON Status, in memory, one revision
 //
 // # Broadcasts and direct messages: durable, deduplicated, delivered in order
 //
@@ -51,4 +52,10 @@
 // an entry that is not renewed disappears by itself; the bucket also keeps limit markers, so a Watch sees the expiry
 // as a "free" event and a surviving replica can take the mysis over within the TTL. See Leases for the rules the
 // runner must follow.
+//
+// # Live statuses
+//
+// Each runner replica writes what its actors are doing (last action, credits, turns, last error) to the
+// zoea_status bucket and watches the whole bucket, so an admin call that reaches any replica can describe any
+// mysis. Statuses are observations like events, so the bucket is in memory; see Statuses.
 package swarmbus

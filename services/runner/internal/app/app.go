@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -146,16 +145,7 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	if err != nil {
 		return err
 	}
-	// The status bucket is the runner's own; it rides on a separate connection because swarmbus keeps its own.
-	nc, err := nats.Connect(cfg.NATSURL, nats.Name("runner-status-"+cfg.ReplicaID), nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true))
-	if err != nil {
-		return fmt.Errorf("nats status connection: %w", err)
-	}
-	defer nc.Close()
-	statuses, err := natsbus.OpenStatuses(ctx, nc, log)
-	if err != nil {
-		return err
-	}
+	statuses := natsbus.NewStatuses(bus.Statuses(), log)
 
 	registry, names, err := buildProviders(cfg, opts.Providers, opts.WrapProvider, log)
 	if err != nil {

@@ -1,6 +1,6 @@
-// Package natsbus adapts libs/swarmbus (Zoea's NATS protocol) to the runner's ports: events, wakes and leases, plus
-// the live-status store (KV bucket zoea_status) that lets every replica answer ListMyses/GetMysis for myses other
-// replicas run.
+// Package natsbus adapts libs/swarmbus (Zoea's NATS protocol) to the runner's ports: events, wakes, leases and the
+// live-status store that lets every replica answer ListMyses/GetMysis for myses other replicas run. It names no
+// subject or bucket itself; swarmbus does.
 package natsbus
 
 import (
