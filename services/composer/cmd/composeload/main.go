@@ -4,8 +4,9 @@
 // running one, picks myses from the memory service (or creates them with -create), and reports latency percentiles
 // for three phases:
 //
-//	cold    the first compose of each mysis: nothing of its window is in the token cache
-//	warm    the same windows again (a read-only database: every text is cached)
+//	first   the first compose of each mysis in this run: its window is not in the token cache (when the composer
+//	        started with this run — in-process, or a fresh -composer — this is the cold path)
+//	warm    the same windows again (nothing was appended: every text is cached)
 //	turns   with -turns: before each compose one tool loop (an assistant call and its result) is appended, as the
 //	        runner does, so every compose has new memories to count — the steady state of a playing swarm
 //
@@ -158,11 +159,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "composer %s, memory %s, %d myses, concurrency %d\n", addr, o.memory, len(ids), o.concurrency)
 
-	cold, err := phase(ids, len(ids), o.concurrency, func(_ int, id string) (time.Duration, error) { return composeOnce(id) })
+	first, err := phase(ids, len(ids), o.concurrency, func(_ int, id string) (time.Duration, error) { return composeOnce(id) })
 	if err != nil {
 		return err
 	}
-	report(out, "cold", cold, cache)
+	report(out, "first", first, cache)
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {

@@ -113,6 +113,29 @@ type toolResult struct {
 	state   resultState
 	reason  Reason
 	pinned  bool
+	// bodyTokens and sentTokens (-1: not counted yet) spare the call memo the biggest strings of a compose: the
+	// body is needed by capResult and, when it is sent whole, by render.
+	bodyTokens int
+	sentTokens int
+	sentFor    string // the content sentTokens counts
+}
+
+// resultTokens returns the tokens of r.content.
+func (c *composer) resultTokens(r *toolResult) int {
+	if r.sentTokens >= 0 && r.sentFor == r.content {
+		return r.sentTokens
+	}
+	var n int
+	if r.content == r.body && r.mem != nil {
+		if r.bodyTokens < 0 {
+			r.bodyTokens = c.tok.Count(r.body)
+		}
+		n = r.bodyTokens
+	} else {
+		n = c.count(r.content)
+	}
+	r.sentTokens, r.sentFor = n, r.content
+	return n
 }
 
 type unit struct {
@@ -450,7 +473,7 @@ func (c *composer) pair(window []Memory) []*unit {
 			}
 			body := sanitize(m.Content)
 			ref.u.results[ref.k] = &toolResult{mem: m, idx: i, name: name, body: body, content: body,
-				pinned: slices.Contains(c.p.PinnedTools, name)}
+				pinned: slices.Contains(c.p.PinnedTools, name), bodyTokens: -1, sentTokens: -1}
 		default:
 			c.items[i] = itemOf(m, Dropped, ReasonUnknownRole)
 		}
@@ -458,7 +481,8 @@ func (c *composer) pair(window []Memory) []*unit {
 	for _, u := range units {
 		for k, r := range u.results {
 			if r == nil {
-				u.results[k] = &toolResult{idx: -1, name: u.calls[k].Name, content: interruptedResult, state: resSynthetic}
+				u.results[k] = &toolResult{idx: -1, name: u.calls[k].Name, content: interruptedResult, state: resSynthetic,
+					bodyTokens: -1, sentTokens: -1}
 				c.repair(u.mem.ID, "interrupted", fmt.Sprintf("tool call %q has no recorded result", u.calls[k].ID))
 			}
 		}
@@ -575,10 +599,13 @@ func (c *composer) capResult(r *toolResult, limit int, reason Reason) {
 	if r.state != resBody && r.state != resTruncated {
 		return
 	}
-	if c.count(r.content) <= limit {
+	if c.resultTokens(r) <= limit {
 		return
 	}
-	total := c.count(r.body)
+	if r.bodyTokens < 0 {
+		r.bodyTokens = c.tok.Count(r.body)
+	}
+	total := r.bodyTokens
 	notice := func(omitted int) string {
 		return fmt.Sprintf("…[truncated: %d tokens omitted; full result is memory #%d, %s]", omitted, r.mem.ID, searchHint)
 	}

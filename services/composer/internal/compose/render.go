@@ -23,6 +23,7 @@ type rendered struct {
 func (c *composer) render(system string, units []*unit) rendered {
 	type part struct {
 		msg   chat.Message
+		res   *toolResult // for a tool message
 		sec   section
 		idx   int // window index of the memory it renders; -1 for none
 		kind  string
@@ -64,7 +65,8 @@ func (c *composer) render(system string, units []*unit) rendered {
 			}
 			parts = append(parts, part{msg: chat.Message{Role: chat.RoleAssistant, Content: u.content, ToolCalls: calls}, sec: u.section, idx: u.idx})
 			for k, r := range u.results {
-				p := part{msg: chat.Message{Role: chat.RoleTool, Content: r.content, ToolCallID: calls[k].ID, Name: r.name}, sec: u.section, idx: r.idx}
+				p := part{msg: chat.Message{Role: chat.RoleTool, Content: r.content, ToolCallID: calls[k].ID, Name: r.name},
+					res: r, sec: u.section, idx: r.idx}
 				if r.state == resSynthetic {
 					p.sec, p.kind, p.synth = secSynthetic, SynthMissingResult, "interrupted tool call: no result recorded"
 				}
@@ -87,7 +89,11 @@ func (c *composer) render(system string, units []*unit) rendered {
 			t = whole - lastTokens
 			out.msgs[n-1], lastTokens = merged, whole
 		} else {
-			t = c.messageTokens(p.msg)
+			if p.res != nil { // tool messages never merge
+				t = c.messageTokensWith(p.msg, c.resultTokens(p.res))
+			} else {
+				t = c.messageTokens(p.msg)
+			}
 			lastTokens = t
 			out.msgs = append(out.msgs, p.msg)
 		}
@@ -143,7 +149,12 @@ func uniqueID(seq int64, k int, used map[string]bool) string {
 
 // messageTokens is a message's o200k_base tokens plus the framing providers wrap around it.
 func (c *composer) messageTokens(m chat.Message) int {
-	n := framingPerMessage + c.count(m.Content) + c.count(m.Name) + c.count(m.ToolCallID)
+	return c.messageTokensWith(m, c.count(m.Content))
+}
+
+// messageTokensWith is messageTokens for a message whose content has the given number of tokens.
+func (c *composer) messageTokensWith(m chat.Message, content int) int {
+	n := framingPerMessage + content + c.count(m.Name) + c.count(m.ToolCallID)
 	for _, tc := range m.ToolCalls {
 		n += framingPerCall + c.count(tc.ID) + c.count(tc.Name) + c.count(tc.Arguments)
 	}
