@@ -19,6 +19,9 @@ type Tool struct {
 	Description string
 	// Parameters is the tool's input JSON schema (an object schema).
 	Parameters json.RawMessage
+	// ReadOnly reports that running the tool changes nothing (a game read, a memory search), so a call whose result
+	// was lost in a crash may simply be run again. It is not sent to the model.
+	ReadOnly bool
 }
 
 // Request is one chat completion request.

@@ -80,6 +80,7 @@ type Actor struct {
 	// Owned by the Run goroutine.
 	tools    ToolSession
 	toolList []llm.Tool
+	readOnly map[string]bool // tools whose calls may be re-run on resume
 	prepared bool
 	backoff  time.Duration
 	retryAt  time.Time
@@ -334,7 +335,7 @@ func (a *Actor) publish(ctx context.Context, ev Event) {
 func (a *Actor) closeTools() {
 	if a.tools != nil {
 		a.tools.Close()
-		a.tools, a.toolList, a.prepared = nil, nil, false
+		a.tools, a.toolList, a.readOnly, a.prepared = nil, nil, nil, false
 	}
 }
 

@@ -259,7 +259,8 @@ func TestMaxToolIterationsEndsTheTurn(t *testing.T) {
 	}
 }
 
-// Stop interrupts at the next safe point: the in-flight LLM call completes and is stored, its tools are not run.
+// Stop interrupts at the next safe point: the in-flight LLM call completes and is stored, its tools are not run
+// but answered "not executed".
 func TestStopInterruptsAfterCurrentLLMCall(t *testing.T) {
 	h := newHarness(t, Mysis{State: StateRunning}, Config{})
 	h.provider.gate = make(chan struct{})
@@ -273,7 +274,7 @@ func TestStopInterruptsAfterCurrentLLMCall(t *testing.T) {
 	}
 	h.actor.Wake(WakeStop)
 	h.provider.gate <- struct{}{}
-	h.eventually("assistant stored", func() bool { return len(h.store.all(testID)) == 2 })
+	h.eventually("assistant stored and its call answered", func() bool { return len(h.store.all(testID)) >= 3 })
 	time.Sleep(30 * time.Millisecond)
 	if len(h.tools.called()) != 0 {
 		t.Errorf("tools ran after stop: %v", h.tools.called())
@@ -281,7 +282,13 @@ func TestStopInterruptsAfterCurrentLLMCall(t *testing.T) {
 	if h.provider.count() != 1 || h.state() != StateStopped {
 		t.Errorf("after stop: calls=%d state=%s", h.provider.count(), h.state())
 	}
-	// Started again, the cut tool loop is finished first (no second LLM call before the result is stored).
+	// The call the stop cut off is answered "not executed" at once: the loop is complete, nothing is left to guess.
+	ms := h.store.all(testID)
+	if len(ms) != 3 || ms[2].Role != chat.RoleTool || ms[2].ToolCallID != "c0" || ms[2].Content != NotRunResult ||
+		ms[2].IdempotencyKey != fmt.Sprintf("tool:%s:%d:c0", testID, ms[1].Seq) {
+		t.Fatalf("after stop, memories = %+v, want nudge, assistant, not-executed result for c0", ms)
+	}
+	// Started again, the model is asked with that answer in view; the call is not run behind its back.
 	if _, err := h.store.SetState(context.Background(), testID, StateChange{To: StateRunning}); err != nil {
 		t.Fatal(err)
 	}
@@ -289,9 +296,160 @@ func TestStopInterruptsAfterCurrentLLMCall(t *testing.T) {
 	h.provider.gate = nil
 	h.provider.mu.Unlock()
 	h.actor.Wake(WakeStart)
-	h.eventually("tool resumed", func() bool { return len(h.tools.called()) >= 1 })
-	if got := h.tools.called()[0].ID; got != "c0" {
-		t.Errorf("resumed call %s, want c0", got)
+	h.eventually("the model asked again", func() bool { return h.provider.count() >= 2 })
+	req := h.provider.requests()[1]
+	if last := req.Messages[len(req.Messages)-1]; last.Role != chat.RoleTool || last.ToolCallID != "c0" || last.Content != NotRunResult {
+		t.Errorf("second request ends with %+v, want the not-executed result of c0", last)
+	}
+	for _, c := range h.tools.called() {
+		if c.ID == "c0" {
+			t.Errorf("c0 ran after the restart; it was answered as not executed")
+		}
+	}
+}
+
+// A stop between two calls of one assistant message: the running call finishes and is stored, the next one never
+// starts and is answered "not executed".
+func TestStopBetweenCallsAnswersTheRestAsNotRun(t *testing.T) {
+	h := newHarness(t, Mysis{State: StateRunning}, Config{})
+	h.provider.script = func(n int, req llm.Request) (llm.Response, error) {
+		return reply("", call("a", "mine", `{}`), call("b", "sell", `{}`)), nil
+	}
+	h.tools.onCall = func(c chat.ToolCall) {
+		if c.ID == "a" {
+			if _, err := h.store.SetState(context.Background(), testID, StateChange{To: StateStopped, Reason: "commander"}); err != nil {
+				t.Error(err)
+			}
+			h.actor.Wake(WakeStop)
+		}
+	}
+	h.start()
+	h.eventually("both calls answered", func() bool { return len(h.store.all(testID)) >= 4 })
+	time.Sleep(30 * time.Millisecond)
+	ms := h.store.all(testID)
+	if len(ms) != 4 || ms[2].ToolCallID != "a" || ms[2].Content != `{"ok":true,"tool":"mine"}` || ms[3].ToolCallID != "b" || ms[3].Content != NotRunResult {
+		t.Fatalf("memories = %+v, want a's real result and b not executed", ms)
+	}
+	if got := h.tools.called(); len(got) != 1 || got[0].ID != "a" {
+		t.Errorf("tools called %v, want only a", got)
+	}
+	if h.state() != StateStopped || h.provider.count() != 1 {
+		t.Errorf("state %s after %d LLM calls, want stopped after 1", h.state(), h.provider.count())
+	}
+}
+
+// A turn resumed with calls that have no result (the previous owner died during the first of them): reads are
+// run again; the call that may have changed the game is not, it is answered "result unknown"; the game-changing
+// calls planned after it never ran and are answered "not executed"; then the model is asked, with every call
+// answered exactly once.
+func TestResumeDoesNotReExecuteMutations(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		calls    []chat.ToolCall
+		answered []string          // call ids with a stored result before the crash
+		ran      []string          // call ids run again on resume
+		results  map[string]string // call id → stored content after resume ("" = the tool's real result)
+	}{
+		{
+			name: "cut during a mutation", calls: []chat.ToolCall{call("a", "mine", `{}`)},
+			results: map[string]string{"a": InterruptedResult},
+		},
+		{
+			name: "cut during a read, a mutation planned after it", calls: []chat.ToolCall{call("a", "get_status", `{}`), call("b", "mine", `{}`)},
+			ran: []string{"a", "b"}, results: map[string]string{"a": "", "b": ""},
+		},
+		{
+			name:  "cut during a mutation, a read and a mutation planned after it",
+			calls: []chat.ToolCall{call("a", "sell", `{}`), call("b", "get_status", `{}`), call("c", "mine", `{}`)},
+			ran:   []string{"b"}, results: map[string]string{"a": InterruptedResult, "b": "", "c": NotRunResult},
+		},
+		{
+			name: "first call answered, cut during the second", calls: []chat.ToolCall{call("a", "get_status", `{}`), call("b", "sell", `{}`)},
+			answered: []string{"a"}, results: map[string]string{"b": InterruptedResult},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Mysis{State: StateRunning}, Config{TurnPause: time.Hour})
+			ctx := context.Background()
+			if _, err := h.store.Append(ctx, testID, []NewMemory{{Role: chat.RoleUser, Source: SourceBroadcast, Content: "Mine and sell."}}); err != nil {
+				t.Fatal(err)
+			}
+			asst, err := h.store.Append(ctx, testID, []NewMemory{{Role: chat.RoleAssistant, Source: SourceLLM, ToolCalls: tc.calls, IdempotencyKey: "llm:" + testID + ":1"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range tc.answered {
+				if _, err := h.store.Append(ctx, testID, []NewMemory{{Role: chat.RoleTool, Source: SourceTool, Content: "stored before the crash",
+					ToolCallID: id, ToolName: "get_status", IdempotencyKey: fmt.Sprintf("tool:%s:%d:%s", testID, asst[0].Seq, id)}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h.start()
+			h.eventually("the model asked", func() bool { return h.provider.count() >= 1 })
+			h.stop()
+
+			var ran []string
+			for _, c := range h.tools.called() {
+				ran = append(ran, c.ID)
+			}
+			if strings.Join(ran, ",") != strings.Join(tc.ran, ",") {
+				t.Errorf("calls run again = %v, want %v", ran, tc.ran)
+			}
+			got := map[string]int{}
+			for _, m := range h.store.all(testID) {
+				if m.Role != chat.RoleTool {
+					continue
+				}
+				got[m.ToolCallID]++
+				want, resumed := tc.results[m.ToolCallID]
+				if !resumed {
+					continue
+				}
+				if want != "" && m.Content != want || want == "" && !strings.HasPrefix(m.Content, `{`) {
+					t.Errorf("result of %s = %q, want %q", m.ToolCallID, m.Content, cmpOr(want, "the tool's result"))
+				}
+				if key := fmt.Sprintf("tool:%s:%d:%s", testID, asst[0].Seq, m.ToolCallID); m.IdempotencyKey != key {
+					t.Errorf("result of %s has key %q, want %q", m.ToolCallID, m.IdempotencyKey, key)
+				}
+			}
+			for _, c := range tc.calls {
+				if got[c.ID] != 1 {
+					t.Errorf("call %s answered %d times, want once", c.ID, got[c.ID])
+				}
+			}
+			if n := countSource(h.store.all(testID), SourceNudge); n != 0 {
+				t.Errorf("%d nudges stored: a resumed turn is not a new autonomous turn", n)
+			}
+		})
+	}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// A call that failed in transport (the game unreachable mid-call) may have been executed by the game: after the
+// errored backoff the turn resumes and the mutation is answered "result unknown" instead of being sent again.
+func TestFailedMutationIsNotRetriedBlindly(t *testing.T) {
+	h := newHarness(t, Mysis{State: StateRunning}, Config{TurnPause: time.Hour})
+	h.provider.script = func(n int, req llm.Request) (llm.Response, error) {
+		if n == 0 {
+			return reply("", call("a", "sell", `{"item_id":"iron_ore","quantity":5}`)), nil
+		}
+		return reply("checked"), nil
+	}
+	h.tools.failOnce = map[string]error{"sell": fmt.Errorf("POST /mcp: context deadline exceeded")}
+	h.start()
+	h.eventually("the model asked again after the failure", func() bool { return h.provider.count() >= 2 })
+	if got := h.tools.called(); len(got) != 1 {
+		t.Errorf("sell sent %d times, want once", len(got))
+	}
+	ms := h.store.all(testID)
+	if len(ms) < 3 || ms[2].Role != chat.RoleTool || ms[2].ToolCallID != "a" || ms[2].Content != InterruptedResult {
+		t.Fatalf("memories = %+v, want the sell answered with the interrupted result", ms)
 	}
 }
 
@@ -376,7 +534,8 @@ func TestFindResumePoint(t *testing.T) {
 }
 
 // A graceful shutdown (Stop) lets the in-flight LLM call finish and be stored, then ends Run without running its
-// tools; the stored state is left running for the next owner.
+// tools (answered "not executed", so the next owner finds a complete loop); the stored state is left running for
+// the next owner.
 func TestGracefulStopEndsAtSafePoint(t *testing.T) {
 	h := newHarness(t, Mysis{State: StateRunning}, Config{})
 	h.provider.gate = make(chan struct{})
@@ -393,8 +552,8 @@ func TestGracefulStopEndsAtSafePoint(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("Run did not return after Stop")
 	}
-	if n := len(h.store.all(testID)); n != 2 {
-		t.Errorf("memories = %d, want nudge + assistant", n)
+	if ms := h.store.all(testID); len(ms) != 3 || ms[2].Content != NotRunResult {
+		t.Errorf("memories = %+v, want nudge + assistant + its call answered as not executed", ms)
 	}
 	if len(h.tools.called()) != 0 || h.state() != StateRunning {
 		t.Errorf("after graceful stop: tools=%v state=%s", h.tools.called(), h.state())

@@ -279,13 +279,16 @@ func (f fakeProviders) Provider(name string) (llm.Provider, error) {
 	return f.p, nil
 }
 
-// fakeTools records calls; prepareErr makes Prepare fail until cleared.
+// fakeTools records calls; prepareErr makes Prepare fail until cleared; failOnce makes the next call of a tool fail
+// in transport (the game unreachable); onCall runs during each call, before it returns.
 type fakeTools struct {
 	mu         sync.Mutex
 	calls      []chat.ToolCall
 	prepareErr error
 	prepares   int
 	closes     int
+	failOnce   map[string]error
+	onCall     func(chat.ToolCall)
 }
 
 func (f *fakeTools) Open(Mysis) ToolSession { return &fakeSession{f: f} }
@@ -311,13 +314,26 @@ func (s *fakeSession) Prepare(context.Context) ([]llm.Tool, error) {
 	if s.f.prepareErr != nil {
 		return nil, s.f.prepareErr
 	}
-	return []llm.Tool{{Name: "get_status", Parameters: []byte(`{"type":"object"}`)}, {Name: "mine", Parameters: []byte(`{"type":"object"}`)}}, nil
+	return []llm.Tool{
+		{Name: "get_status", Parameters: []byte(`{"type":"object"}`), ReadOnly: true},
+		{Name: "mine", Parameters: []byte(`{"type":"object"}`)},
+		{Name: "sell", Parameters: []byte(`{"type":"object"}`)},
+	}, nil
 }
 
 func (s *fakeSession) Call(_ context.Context, c chat.ToolCall) (ToolResult, error) {
 	s.f.mu.Lock()
 	s.f.calls = append(s.f.calls, c)
+	err := s.f.failOnce[c.Name]
+	delete(s.f.failOnce, c.Name)
+	onCall := s.f.onCall
 	s.f.mu.Unlock()
+	if onCall != nil {
+		onCall(c)
+	}
+	if err != nil {
+		return ToolResult{}, err
+	}
 	if c.Name == "get_status" {
 		credits := int64(1234)
 		return ToolResult{Content: `{"player":{"credits":1234}}`, Credits: &credits}, nil

@@ -39,6 +39,18 @@ const (
 // IdleReason is the state reason stored when three nudges went unanswered.
 const IdleReason = "Failed to respond after 3 encouragements"
 
+// Synthetic tool results, stored in place of a result the runner does not have. They follow the tools'
+// "Error: <code>: <message>" convention so a model (and the autopilot) treats them as "look before acting again".
+const (
+	// InterruptedResult answers a call that changes the game (a mutation, a chat message, a log entry) found
+	// unanswered when a turn resumes: the previous owner crashed or lost its lease during the call, or the call
+	// failed in transport. The game may or may not have executed it, so running it again could do it twice (sell
+	// twice, jump twice); the model checks instead.
+	InterruptedResult = "Error: interrupted: result unknown — the runner restarted during this call, which may or may not have taken effect; call get_status to check"
+	// NotRunResult answers calls that a stop or a graceful shutdown cut off before they started: nothing happened.
+	NotRunResult = "Error: not_executed: the mysis was stopped before this call ran, so nothing happened; call it again if it is still needed"
+)
+
 // Mysis is the stored record of one agent.
 type Mysis struct {
 	ID                 string

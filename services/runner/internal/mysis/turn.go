@@ -80,6 +80,12 @@ func (a *Actor) ensureTools(ctx context.Context, m Mysis) error {
 		return fmt.Errorf("prepare tools: %w", err)
 	}
 	a.toolList, a.prepared = list, true
+	a.readOnly = map[string]bool{}
+	for _, t := range list {
+		if t.ReadOnly {
+			a.readOnly[t.Name] = true
+		}
+	}
 	return nil
 }
 
@@ -105,8 +111,9 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis) error {
 	rp := findResumePoint(recent)
 	lastSeq := rp.lastSeq
 	if len(rp.unanswered) > 0 {
-		// A tool loop was cut (crash, lease move, stop): finish it before asking the model again.
-		seq, err := a.execCalls(ctx, rp.assistantSeq, rp.unanswered)
+		// A tool loop was cut mid-call (crash, lease lost, a failed call): finish it before asking the model again.
+		// Reads are run again; a call that may have changed the game is answered with InterruptedResult instead.
+		seq, err := a.execCalls(ctx, rp.assistantSeq, rp.unanswered, true)
 		if err != nil {
 			return err
 		}
@@ -165,9 +172,10 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis) error {
 			break
 		}
 		if a.interrupted(ctx) {
+			a.answerNotRun(ctx, asst.Seq, asst.ToolCalls)
 			return errInterrupted
 		}
-		seq, err = a.execCalls(ctx, asst.Seq, asst.ToolCalls)
+		seq, err = a.execCalls(ctx, asst.Seq, asst.ToolCalls, false)
 		if err != nil {
 			return err
 		}
@@ -218,39 +226,84 @@ func (a *Actor) applyEncouragement(ctx context.Context, m Mysis, comp Compositio
 }
 
 // execCalls runs tool calls in order and stores each result; it returns the seq of the last one stored.
-func (a *Actor) execCalls(ctx context.Context, assistantSeq int64, calls []chat.ToolCall) (int64, error) {
+//
+// resumed says the calls were found unanswered when the turn started. Calls run one at a time and each result is
+// stored before the next call starts, so only the first of them can have been running when the previous owner died
+// (or failed in transport): the game may have executed it. A read-only call is simply run again; any other is not
+// re-executed but answered with InterruptedResult, so the model looks (get_status) before repeating it — running
+// "sell" or "jump" again blindly could do it twice. The calls after it never started; once an outcome is unknown,
+// the ones that would change the game are answered with NotRunResult, since the model planned them on a result it
+// does not have.
+func (a *Actor) execCalls(ctx context.Context, assistantSeq int64, calls []chat.ToolCall, resumed bool) (int64, error) {
 	var last int64
-	for _, c := range calls {
+	unknown := false
+	for i, c := range calls {
 		start := time.Now()
-		res, err := a.tools.Call(ctx, c)
-		if err != nil {
-			return last, fmt.Errorf("tool %s: %w", c.Name, err)
+		var res ToolResult
+		if resumed && !a.readOnly[c.Name] && (i == 0 || unknown) {
+			res = ToolResult{Content: NotRunResult, IsError: true}
+			if i == 0 {
+				res.Content, unknown = InterruptedResult, true
+			}
+			a.log.Info("cut tool call not executed again", "tool", c.Name, "call_id", c.ID, "result", res.Content)
+		} else {
+			var err error
+			if res, err = a.tools.Call(ctx, c); err != nil {
+				return last, fmt.Errorf("tool %s: %w", c.Name, err)
+			}
 		}
-		content := res.Content
-		if content == "" {
-			content = "(empty result)"
-		}
-		stored, err := a.append(ctx, NewMemory{
-			Role: chat.RoleTool, Source: SourceTool, Content: content, ToolCallID: c.ID, ToolName: c.Name,
-			IdempotencyKey: fmt.Sprintf("tool:%s:%d:%s", a.id, assistantSeq, c.ID),
-		})
+		stored, err := a.storeResult(ctx, assistantSeq, c, res, time.Since(start))
 		if err != nil {
 			return last, err
 		}
 		last = stored.Seq
-		took := time.Since(start)
-		a.publish(ctx, Event{Kind: EventToolCalled, Tool: c.Name, CallID: c.ID, IsError: res.IsError, Duration: took, Excerpt: truncate(content, 200)})
-		a.setStatus(func(s *Status) {
-			s.LastAction, s.LastActionAt = callLabel(c), time.Now()
-			if res.Credits != nil {
-				s.Credits = *res.Credits
-			}
-		})
 		if a.interrupted(ctx) {
+			a.answerNotRun(ctx, assistantSeq, calls[i+1:])
 			return last, errInterrupted
 		}
 	}
 	return last, nil
+}
+
+// storeResult stores one call's result, keyed by the assistant message and the call id: whoever stores first
+// (this actor, a retry, a replica racing for the mysis) wins and the others get that row back, so a call is
+// answered exactly once.
+func (a *Actor) storeResult(ctx context.Context, assistantSeq int64, c chat.ToolCall, res ToolResult, took time.Duration) (Memory, error) {
+	content := res.Content
+	if content == "" {
+		content = "(empty result)"
+	}
+	stored, err := a.append(ctx, NewMemory{
+		Role: chat.RoleTool, Source: SourceTool, Content: content, ToolCallID: c.ID, ToolName: c.Name,
+		IdempotencyKey: fmt.Sprintf("tool:%s:%d:%s", a.id, assistantSeq, c.ID),
+	})
+	if err != nil {
+		return Memory{}, err
+	}
+	a.publish(ctx, Event{Kind: EventToolCalled, Tool: c.Name, CallID: c.ID, IsError: res.IsError, Duration: took, Excerpt: truncate(content, 200)})
+	a.setStatus(func(s *Status) {
+		s.LastAction, s.LastActionAt = callLabel(c), time.Now()
+		if res.Credits != nil {
+			s.Credits = *res.Credits
+		}
+	})
+	return stored, nil
+}
+
+// answerNotRun answers calls that a stop cut off before they started with NotRunResult. Only this actor knows that
+// they never ran; stored now, the next owner finds a complete loop instead of calls it would have to treat as
+// "result unknown". When ctx is over (lease lost, forced shutdown) nothing is written: the calls stay unanswered
+// and the next owner's resume answers them. Best effort for the same reason.
+func (a *Actor) answerNotRun(ctx context.Context, assistantSeq int64, calls []chat.ToolCall) {
+	for _, c := range calls {
+		if ctx.Err() != nil {
+			return
+		}
+		if _, err := a.storeResult(ctx, assistantSeq, c, ToolResult{Content: NotRunResult, IsError: true}, 0); err != nil {
+			a.log.Debug("could not answer a call cut off by a stop", "tool", c.Name, "call_id", c.ID, "err", err)
+			return
+		}
+	}
 }
 
 // promptArrived reports whether a direct message or broadcast newer than seenSeq is the newest memory. Only a wake

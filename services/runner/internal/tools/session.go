@@ -84,7 +84,7 @@ func (s *Session) connectLocked(ctx context.Context) error {
 			return fmt.Errorf("tool %s schema: %w", t.Name, err)
 		}
 		game[t.Name] = gameTool{name: t.Name, hasSession: hasSession}
-		defs = append(defs, llm.Tool{Name: t.Name, Description: t.Description, Parameters: schema})
+		defs = append(defs, llm.Tool{Name: t.Name, Description: t.Description, Parameters: schema, ReadOnly: readOnly(t)})
 	}
 	if len(game) == 0 {
 		_ = cs.Close()
@@ -93,6 +93,23 @@ func (s *Session) connectLocked(ctx context.Context) error {
 	s.cs, s.game = cs, game
 	s.llmTools = append(defs, searchTools()...)
 	return nil
+}
+
+// knownReads are SpaceMolt's documented reads (SPACEMOLT.md) that change nothing in the game, for a server that
+// does not annotate its tools. Not here on purpose: chat and captains_log_add (rate-limited as reads, but they
+// write) and get_notifications (it clears the queue).
+var knownReads = map[string]bool{
+	"get_status": true, "get_ship": true, "get_cargo": true, "get_system": true, "get_poi": true, "get_nearby": true,
+	"get_map": true, "find_route": true, "view_market": true, "captains_log_list": true, "help": true,
+}
+
+// readOnly reports whether a call of t whose result was lost may be run again: the server says it is read-only or
+// idempotent, or it is a documented SpaceMolt read.
+func readOnly(t *mcp.Tool) bool {
+	if a := t.Annotations; a != nil && (a.ReadOnlyHint || a.IdempotentHint) {
+		return true
+	}
+	return knownReads[t.Name]
 }
 
 // llmSchema removes the session parameter from a tool's input schema: the model must not see or invent it.
@@ -412,11 +429,11 @@ const searchSchema = `{"type":"object","properties":{` +
 
 func searchTools() []llm.Tool {
 	return []llm.Tool{
-		{Name: toolSearchMessages, Parameters: json.RawMessage(searchSchema),
+		{Name: toolSearchMessages, Parameters: json.RawMessage(searchSchema), ReadOnly: true,
 			Description: "Search everything you have seen and said before (your own messages, orders and tool results), best match first. Use it to recall facts that are no longer in view: prices, routes, ids, past results."},
-		{Name: toolSearchReasoning, Parameters: json.RawMessage(searchSchema),
+		{Name: toolSearchReasoning, Parameters: json.RawMessage(searchSchema), ReadOnly: true,
 			Description: "Search your own past reasoning, best match first: why you decided something earlier."},
-		{Name: toolSearchBroadcasts, Parameters: json.RawMessage(searchSchema),
+		{Name: toolSearchBroadcasts, Parameters: json.RawMessage(searchSchema), ReadOnly: true,
 			Description: "Search the commander's broadcasts to the whole swarm, best match first: missions and standing orders."},
 	}
 }

@@ -113,8 +113,10 @@ func TestSessionAgainstSimulator(t *testing.T) {
 		t.Fatalf("prepare: %v", err)
 	}
 	names := map[string]bool{}
+	readOnly := map[string]bool{}
 	for _, d := range defs {
 		names[d.Name] = true
+		readOnly[d.Name] = d.ReadOnly
 		if strings.Contains(string(d.Parameters), "session_id") {
 			t.Errorf("tool %s exposes session_id to the model: %s", d.Name, d.Parameters)
 		}
@@ -125,6 +127,13 @@ func TestSessionAgainstSimulator(t *testing.T) {
 	for _, want := range []string{"get_status", "mine", "travel", "login", toolSearchMessages, toolSearchReasoning, toolSearchBroadcasts} {
 		if !names[want] {
 			t.Errorf("tool list lacks %s", want)
+		}
+	}
+	// Which cut calls may be re-run on resume: the simulator's annotations and the search tools say read-only.
+	for name, want := range map[string]bool{"get_status": true, "view_market": true, toolSearchMessages: true,
+		"mine": false, "sell": false, "travel": false, "chat": false, "captains_log_add": false, "login": false} {
+		if readOnly[name] != want {
+			t.Errorf("tool %s: ReadOnly = %v, want %v", name, readOnly[name], want)
 		}
 	}
 	if accounts.creates != 1 {
@@ -307,6 +316,29 @@ func TestRedactRemovesPasswords(t *testing.T) {
 		out := s.redact(in)
 		if strings.Contains(out, "s3cr3t-hex") || strings.Contains(out, `"password"`) || strings.Contains(out, "zzz") {
 			t.Errorf("redact(%s) = %s", in, out)
+		}
+	}
+}
+
+// A server that does not annotate its tools (the live SpaceMolt may not): SpaceMolt's documented reads are still
+// re-runnable, anything else is not; a server's read-only or idempotent hint is believed.
+func TestReadOnlyTools(t *testing.T) {
+	for _, tc := range []struct {
+		tool *mcp.Tool
+		want bool
+	}{
+		{&mcp.Tool{Name: "get_status"}, true},
+		{&mcp.Tool{Name: "find_route"}, true},
+		{&mcp.Tool{Name: "sell"}, false},
+		{&mcp.Tool{Name: "chat"}, false},
+		{&mcp.Tool{Name: "captains_log_add"}, false},
+		{&mcp.Tool{Name: "get_notifications"}, false},
+		{&mcp.Tool{Name: "scan_planet", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, true},
+		{&mcp.Tool{Name: "set_flag", Annotations: &mcp.ToolAnnotations{IdempotentHint: true}}, true},
+		{&mcp.Tool{Name: "warp", Annotations: &mcp.ToolAnnotations{Title: "Warp"}}, false},
+	} {
+		if got := readOnly(tc.tool); got != tc.want {
+			t.Errorf("readOnly(%s) = %v, want %v", tc.tool.Name, got, tc.want)
 		}
 	}
 }
