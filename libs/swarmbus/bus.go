@@ -311,7 +311,13 @@ func (b *Bus) ensureBucket(ctx context.Context) error {
 		if ttl <= 0 {
 			ttl = DefaultLeaseTTL
 		}
-		kv, err = b.js.CreateKeyValue(ctx, b.bucketConfig(ttl))
+		kv, err = b.js.CreateKeyValue(ctx, b.bucketConfig(ttl, true))
+		if errors.Is(err, jetstream.ErrLimitMarkerTTLNotSupported) {
+			// NATS before 2.11 (Debian 12 ships 2.9) has no expiry markers: leases still expire, but watchers do
+			// not hear of it, so runners find free leases by their periodic acquire sweep instead.
+			b.log.Warn("NATS server has no limit markers; lease expiries are found by polling", "bucket", LeaseBucket)
+			kv, err = b.js.CreateKeyValue(ctx, b.bucketConfig(ttl, false))
+		}
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			kv, err = b.js.KeyValue(ctx, LeaseBucket)
 		}
@@ -325,7 +331,8 @@ func (b *Bus) ensureBucket(ctx context.Context) error {
 	}
 	ttl := st.TTL()
 	if want > 0 && ttl != want {
-		if kv, err = b.js.UpdateKeyValue(ctx, b.bucketConfig(want)); err != nil {
+		kv, err = b.js.UpdateKeyValue(ctx, b.bucketConfig(want, st.LimitMarkerTTL() > 0))
+		if err != nil {
 			return fmt.Errorf("set lease TTL to %s: %w", want, err)
 		}
 		b.log.Warn("changed lease TTL of the bucket", "from", ttl.String(), "to", want.String())
@@ -337,17 +344,20 @@ func (b *Bus) ensureBucket(ctx context.Context) error {
 	return nil
 }
 
-func (b *Bus) bucketConfig(ttl time.Duration) jetstream.KeyValueConfig {
-	return jetstream.KeyValueConfig{
+func (b *Bus) bucketConfig(ttl time.Duration, markers bool) jetstream.KeyValueConfig {
+	cfg := jetstream.KeyValueConfig{
 		Bucket:      LeaseBucket,
 		Description: "Zoea mysis leases: key mysis.<id>, value the holding runner replica",
 		TTL:         ttl,
 		History:     1,
 		Storage:     jetstream.FileStorage,
 		Replicas:    b.opts.Replicas,
-		// Markers make an expiry visible to watchers, so a replica learns that a lease is free.
-		LimitMarkerTTL: max(ttl, time.Second),
 	}
+	if markers {
+		// Markers make an expiry visible to watchers, so a replica learns at once that a lease is free.
+		cfg.LimitMarkerTTL = max(ttl, time.Second)
+	}
+	return cfg
 }
 
 func (b *Bus) bucket() jetstream.KeyValue {

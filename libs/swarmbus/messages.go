@@ -236,14 +236,15 @@ func (b *Bus) ConsumeMessages(ctx context.Context, opts ConsumerOptions, handler
 func (b *Bus) deliveryConsumer(ctx context.Context, log *slog.Logger, opts ConsumerOptions) (jetstream.Consumer, error) {
 	for attempt := 1; ; attempt++ {
 		c, err := b.js.CreateOrUpdateConsumer(ctx, StreamMessages, jetstream.ConsumerConfig{
-			Durable:        opts.Durable,
-			Description:    "Zoea bus: delivers broadcasts and direct messages to the memory service",
-			DeliverPolicy:  jetstream.DeliverAllPolicy,
-			AckPolicy:      jetstream.AckExplicitPolicy,
-			AckWait:        opts.AckWait,
-			MaxDeliver:     opts.MaxDeliver,
-			MaxAckPending:  1,
-			FilterSubjects: []string{SubjectBroadcast, subjectDirectPrefix + "*"},
+			Durable:       opts.Durable,
+			Description:   "Zoea bus: delivers broadcasts and direct messages to the memory service",
+			DeliverPolicy: jetstream.DeliverAllPolicy,
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       opts.AckWait,
+			MaxDeliver:    opts.MaxDeliver,
+			MaxAckPending: 1,
+			// No filter: the stream holds exactly the subjects to deliver, and multiple filter subjects would need
+			// NATS 2.10+ (Debian 12 ships 2.9).
 		})
 		if err == nil {
 			return c, nil
