@@ -325,26 +325,31 @@ func stopAll(procs []*proc, out io.Writer) {
 }
 
 func createDemoSwarm(ctx context.Context, c *clients, o *devOptions, out io.Writer) error {
-	for i := 1; i <= o.myses; i++ {
-		name := fmt.Sprintf("mysis-%d", i)
-		_, err := c.swarm.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: name, Provider: o.provider, Model: o.model, Start: true})
+	names := make([]string, o.myses)
+	for i := range names {
+		names[i] = fmt.Sprintf("mysis-%d", i+1)
+		_, err := c.swarm.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: names[i], Provider: o.provider, Model: o.model})
 		switch {
 		case err == nil:
-			fmt.Fprintf(out, "swarm: created %s (%s)\n", name, o.provider)
+			fmt.Fprintf(out, "swarm: created %s (%s)\n", names[i], o.provider)
 		case status.Code(err) == codes.AlreadyExists:
-			if _, err := c.swarm.StartMysis(ctx, &runnerv1.StartMysisRequest{Mysis: name}); err != nil {
-				return fmt.Errorf("start %s: %w", name, err)
-			}
-			fmt.Fprintf(out, "swarm: %s exists; started\n", name)
+			fmt.Fprintf(out, "swarm: %s exists (history kept)\n", names[i])
 		default:
-			return fmt.Errorf("create %s: %w", name, err)
+			return fmt.Errorf("create %s: %w", names[i], err)
 		}
 	}
+	// The mission goes out before anyone starts, so the first turn answers it instead of nudging an idle crew.
 	resp, err := c.bus.Broadcast(ctx, &busv1.BroadcastRequest{Content: o.mission})
 	if err != nil {
 		return fmt.Errorf("broadcast: %w", err)
 	}
-	fmt.Fprintf(out, "swarm: mission broadcast %s\n", resp.GetBroadcastId())
+	fmt.Fprintf(out, "swarm: mission broadcast %s to %d myses\n", resp.GetBroadcastId(), resp.GetTargetCount())
+	// A broadcast wakes idle myses by itself; starting explicitly also resumes myses a previous run left stopped.
+	for _, name := range names {
+		if _, err := c.swarm.StartMysis(ctx, &runnerv1.StartMysisRequest{Mysis: name}); err != nil {
+			return fmt.Errorf("start %s: %w", name, err)
+		}
+	}
 	return nil
 }
 
