@@ -178,6 +178,31 @@ func (s *stack) startRunner(t *testing.T, id string, providers []llm.Provider, m
 	return r
 }
 
+// runnerProcess is a runner replica started from the runner binary, so it can be killed like a crashed pod.
+type runnerProcess struct {
+	id    string
+	proc  *testenv.Process
+	swarm runnerv1.SwarmServiceClient
+}
+
+// startRunnerProcess builds (once) and starts services/runner/cmd/runner with the autopilot as default provider and
+// the same settings as the in-process replicas, and waits until it is healthy.
+func (s *stack) startRunnerProcess(t *testing.T, id string, env ...string) *runnerProcess {
+	t.Helper()
+	addr := testenv.FreeAddr(t)
+	defaults := []string{
+		"ZOEA_LISTEN_ADDR=" + addr, "ZOEA_MEMORY_ADDR=" + s.memAddr, "ZOEA_COMPOSER_ADDR=" + s.compAddr,
+		"ZOEA_NATS_URL=" + s.natsURL, "ZOEA_SPACEMOLT_URL=" + s.sim.MCPURL(), "ZOEA_REPLICA_ID=" + id,
+		"ZOEA_DEFAULT_PROVIDER=autopilot", "ZOEA_LEASE_TTL=3s", "ZOEA_TURN_PAUSE=50ms",
+		"ZOEA_ERROR_BACKOFF_MIN=100ms", "ZOEA_ERROR_BACKOFF_MAX=1s", "ZOEA_SHUTDOWN_TIMEOUT=5s",
+	}
+	p := testenv.Start(t, "runner-"+id, testenv.Build(t, "runner"), append(defaults, env...))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	waitHealthy(t, ctx, addr)
+	return &runnerProcess{id: id, proc: p, swarm: runnerv1.NewSwarmServiceClient(dial(t, addr))}
+}
+
 // probe is a scripted model: at a turn's start it calls one tool (get_status, or a search when the prompt says
 // "SEARCH: <query>"), then answers without tool calls. It validates every request it receives.
 type probe struct {
@@ -294,7 +319,53 @@ func (s *stack) checkHistory(t *testing.T, id string, passwords []string) []*mem
 			t.Errorf("mysis %s: call %s answered %d times", id, callID, n)
 		}
 	}
+	checkLoops(t, id, ms)
 	return ms
+}
+
+// checkLoops asserts the order of a stored history, which is what a crash, a take-over or a retry could break:
+// a tool result answers a call of the newest assistant message; an assistant message (or a nudge, which opens an
+// autonomous turn) comes only once every call of the previous assistant message is answered, and an assistant
+// message never directly follows another one (a second answer to the same prompt or iteration). Commander messages
+// (broadcasts, direct messages) are stored by the bus whenever they arrive and may sit anywhere.
+func checkLoops(t *testing.T, id string, ms []*memoryv1.Memory) {
+	t.Helper()
+	open := map[string]bool{}
+	var prev *memoryv1.Memory
+	for _, m := range ms {
+		switch {
+		case m.GetRole() == memoryv1.Role_ROLE_USER && (m.GetSource() == memoryv1.Source_SOURCE_BROADCAST || m.GetSource() == memoryv1.Source_SOURCE_DIRECT):
+		case m.GetRole() == memoryv1.Role_ROLE_TOOL:
+			if !open[m.GetToolCallId()] {
+				t.Errorf("mysis %s: tool result seq %d answers %q, which is not an open call of the newest assistant message", id, m.GetSeq(), m.GetToolCallId())
+			}
+			delete(open, m.GetToolCallId())
+		case m.GetRole() == memoryv1.Role_ROLE_ASSISTANT:
+			if len(open) > 0 {
+				t.Errorf("mysis %s: assistant seq %d stored while calls %v of the previous one were unanswered", id, m.GetSeq(), keys(open))
+			}
+			if prev != nil && prev.GetRole() == memoryv1.Role_ROLE_ASSISTANT {
+				t.Errorf("mysis %s: assistant seq %d directly follows assistant seq %d (a duplicate answer)", id, m.GetSeq(), prev.GetSeq())
+			}
+			clear(open)
+			for _, c := range m.GetToolCalls() {
+				open[c.GetId()] = true
+			}
+		default: // nudges (and any other user memory) open a turn
+			if len(open) > 0 {
+				t.Errorf("mysis %s: %s memory seq %d stored while calls %v were unanswered", id, m.GetSource(), m.GetSeq(), keys(open))
+			}
+		}
+		prev = m
+	}
+}
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }
 
 func (s *stack) password(t *testing.T, id string) string {
