@@ -1,6 +1,7 @@
 // Package e2e runs the runner against the real thing: Postgres (libs/pgtest), NATS (libs/natstest), and the memory,
 // composer, bus and simulator binaries built from this repository. Runners run in-process (internal/app) so a test
-// can add a scripted model next to the built-in providers and stop a replica at will.
+// can add a scripted model next to the built-in providers and stop a replica at will, or as the runner binary when
+// a test kills one with SIGKILL.
 package e2e
 
 import (

@@ -1,6 +1,6 @@
-// Package testenv builds and starts the other Zoea binaries for the runner's integration and end-to-end tests:
-// the simulator, memory, composer and bus are separate modules, so tests run them as processes exactly as they are
-// deployed.
+// Package testenv builds and starts Zoea binaries for the runner's integration and end-to-end tests: the simulator,
+// memory, composer and bus are separate modules, so tests run them as processes exactly as they are deployed; the
+// runner's own binary is started the same way when a test must kill a replica like a crashed pod.
 package testenv
 
 import (
