@@ -9,8 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"net"
+	"net/http"
 	"os"
 	"runtime/pprof"
 	"strings"
@@ -249,7 +249,6 @@ func (p *probe) Chat(ctx context.Context, req llm.Request) (llm.Response, error)
 	}
 	return llm.Response{Message: chat.Message{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{tc}}, Reasoning: "checking with " + tc.Name}, nil
 }
-
 
 // eventually polls cond until it holds or timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {

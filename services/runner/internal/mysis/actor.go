@@ -71,7 +71,7 @@ type Actor struct {
 	cfg  Config
 	log  *slog.Logger
 
-	mu      sync.Mutex
+	mu       sync.Mutex
 	pending  map[WakeReason]bool
 	status   Status
 	sig      chan struct{}

@@ -15,7 +15,9 @@ func reply(content string, calls ...chat.ToolCall) llm.Response {
 	return llm.Response{Message: chat.Message{Role: chat.RoleAssistant, Content: content, ToolCalls: calls}, Reasoning: "thinking about " + content}
 }
 
-func call(id, name, args string) chat.ToolCall { return chat.ToolCall{ID: id, Name: name, Arguments: args} }
+func call(id, name, args string) chat.ToolCall {
+	return chat.ToolCall{ID: id, Name: name, Arguments: args}
+}
 
 func countSource(ms []Memory, src Source) int {
 	n := 0
