@@ -41,7 +41,7 @@ func TestSeedAndBenchSmoke(t *testing.T) {
 		OR current_turn <> (SELECT coalesce(max(turn), 0) FROM memories m WHERE m.mysis_id = y.id)`).Scan(&badCounters); err != nil || badCounters != 0 {
 		t.Fatalf("myses with wrong counters: %d %v", badCounters, err)
 	}
-	if err := p.QueryRow(ctx, `SELECT count(*) FROM pg_indexes WHERE tablename = 'memories'`).Scan(&indexes); err != nil || indexes != 6 {
+	if err := p.QueryRow(ctx, `SELECT count(*) FROM pg_indexes WHERE tablename = 'memories'`).Scan(&indexes); err != nil || indexes != 7 {
 		t.Fatalf("indexes after the load: %d %v", indexes, err)
 	}
 	out := t.TempDir() + "/report.md"

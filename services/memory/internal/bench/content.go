@@ -78,7 +78,7 @@ func (h *history) emit(rw memory.Memory) {
 	h.seq++
 	h.t = h.t.Add(time.Duration(500+h.r.IntN(9000)) * time.Millisecond)
 	rw.Seq, rw.Turn, rw.CreatedAt = h.seq, h.turn, h.t
-	if rw.IdempotencyKey == "" {
+	if rw.IdempotencyKey == "" && rw.BroadcastID == "" {
 		// A runner retries appends with keys, so every row carries one; it costs index space, which the size
 		// measurement should include.
 		rw.IdempotencyKey = fmt.Sprintf("t%d/%d", h.turn, h.seq)
@@ -102,7 +102,7 @@ func (h *history) turnOf() {
 	case p < 2 && h.nextBcast < len(h.broadcasts) && !h.broadcasts[h.nextBcast].at.After(h.t):
 		b := h.broadcasts[h.nextBcast]
 		h.nextBcast++
-		h.emit(memory.Memory{Role: memory.RoleUser, Source: memory.SourceBroadcast, Content: b.content, BroadcastID: b.id, IdempotencyKey: "bcast:" + b.id})
+		h.emit(memory.Memory{Role: memory.RoleUser, Source: memory.SourceBroadcast, Content: b.content, BroadcastID: b.id})
 	case p < 5:
 		h.emit(memory.Memory{Role: memory.RoleUser, Source: memory.SourceDirect, Content: orders[h.r.IntN(len(orders))]})
 	default:

@@ -188,10 +188,6 @@ type Broadcast struct {
 	CreatedAt time.Time
 }
 
-// BroadcastIdempotencyKey is the key under which a broadcast is delivered to a mysis, so a redelivery finds the
-// row it wrote the first time.
-func BroadcastIdempotencyKey(broadcastID string) string { return "bcast:" + broadcastID }
-
 // Delivery is the outcome of delivering one broadcast to a set of myses.
 type Delivery struct {
 	Broadcast Broadcast

@@ -3,9 +3,11 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
@@ -38,31 +40,21 @@ func (s *Store) RecordBroadcast(ctx context.Context, b memory.Broadcast, targets
 		return memory.Delivery{}, err
 	}
 
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return memory.Delivery{}, dbErr(err, "record broadcast")
-	}
-	defer rollback(ctx, tx)
-	var stored memory.Broadcast
-	err = tx.QueryRow(ctx, `
-		INSERT INTO broadcasts AS b (id, sender_id, content) VALUES ($1, $2, $3)
-		ON CONFLICT (id) DO NOTHING
-		RETURNING `+broadcastCols, b.ID, b.SenderID, b.Content).Scan(broadcastDest(&stored)...)
-	if errors.Is(err, pgx.ErrNoRows) {
-		// Recorded before: deliver what was recorded then, not this request's copy.
-		err = tx.QueryRow(ctx, `SELECT `+broadcastCols+` FROM broadcasts b WHERE b.id = $1`, b.ID).Scan(broadcastDest(&stored)...)
-	}
-	if err != nil {
-		return memory.Delivery{}, dbErr(err, "record broadcast")
-	}
-	d, err := deliver(ctx, tx, stored, targets)
-	if err != nil {
-		return memory.Delivery{}, err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return memory.Delivery{}, dbErr(err, "record broadcast")
-	}
-	return d, nil
+	return s.withDeliveryRetry(ctx, "record broadcast", func(tx pgx.Tx) (memory.Delivery, error) {
+		var stored memory.Broadcast
+		err := tx.QueryRow(ctx, `
+			INSERT INTO broadcasts AS b (id, sender_id, content) VALUES ($1, $2, $3)
+			ON CONFLICT (id) DO NOTHING
+			RETURNING `+broadcastCols, b.ID, b.SenderID, b.Content).Scan(broadcastDest(&stored)...)
+		if errors.Is(err, pgx.ErrNoRows) {
+			// Recorded before: deliver what was recorded then, not this request's copy.
+			err = tx.QueryRow(ctx, `SELECT `+broadcastCols+` FROM broadcasts b WHERE b.id = $1`, b.ID).Scan(broadcastDest(&stored)...)
+		}
+		if err != nil {
+			return memory.Delivery{}, dbErr(err, "record broadcast")
+		}
+		return deliver(ctx, tx, stored, targets)
+	})
 }
 
 // DeliverBroadcast delivers an already recorded broadcast to more myses, idempotently per mysis.
@@ -75,27 +67,17 @@ func (s *Store) DeliverBroadcast(ctx context.Context, broadcastID string, mysisI
 	if err != nil {
 		return memory.Delivery{}, err
 	}
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return memory.Delivery{}, dbErr(err, "deliver broadcast")
-	}
-	defer rollback(ctx, tx)
-	var stored memory.Broadcast
-	err = tx.QueryRow(ctx, `SELECT `+broadcastCols+` FROM broadcasts b WHERE b.id = $1`, broadcastID).Scan(broadcastDest(&stored)...)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return memory.Delivery{}, errs.NotFoundf("broadcast %s not found", broadcastID)
-	}
-	if err != nil {
-		return memory.Delivery{}, dbErr(err, "deliver broadcast")
-	}
-	d, err := deliver(ctx, tx, stored, mysisIDs)
-	if err != nil {
-		return memory.Delivery{}, err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return memory.Delivery{}, dbErr(err, "deliver broadcast")
-	}
-	return d, nil
+	return s.withDeliveryRetry(ctx, "deliver broadcast", func(tx pgx.Tx) (memory.Delivery, error) {
+		var stored memory.Broadcast
+		err := tx.QueryRow(ctx, `SELECT `+broadcastCols+` FROM broadcasts b WHERE b.id = $1`, broadcastID).Scan(broadcastDest(&stored)...)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return memory.Delivery{}, errs.NotFoundf("broadcast %s not found", broadcastID)
+		}
+		if err != nil {
+			return memory.Delivery{}, dbErr(err, "deliver broadcast")
+		}
+		return deliver(ctx, tx, stored, mysisIDs)
+	})
 }
 
 // parseTargets validates and de-duplicates target ids, keeping first-seen order.
@@ -121,90 +103,144 @@ func parseTargets(field string, ids []string, required bool) ([]string, error) {
 	return out, nil
 }
 
-// lockAllSQL locks every mysis except the sender, in id order, so concurrent deliveries never deadlock.
-const lockAllSQL = `SELECT coalesce(array_agg(id::text), '{}') FROM (
-	SELECT id FROM myses WHERE $1::uuid IS NULL OR id <> $1::uuid ORDER BY id FOR NO KEY UPDATE) t`
+// Delivery is two statements. The first reads which targets exist and which already hold the broadcast; the
+// second locks the remaining targets in id order (so concurrent deliveries never deadlock), advances each one's seq
+// and turn on the newest row version (so seq stays gapless next to concurrent appends) and inserts its row, all in
+// one statement. If a concurrent delivery of the same broadcast to the
+// same mysis commits between the two statements, the insert hits the (broadcast_id, mysis_id) unique index, the
+// transaction rolls back and is retried; the retry's first statement then sees that delivery.
 
-// lockSomeSQL locks the given myses in id order and returns those that exist.
-const lockSomeSQL = `SELECT coalesce(array_agg(id::text), '{}') FROM (
-	SELECT id FROM myses WHERE id = ANY($1::uuid[]) ORDER BY id FOR NO KEY UPDATE) t`
+// targetsAllSQL lists every mysis except the sender with whether it already has the broadcast.
+const targetsAllSQL = `
+SELECT y.id::text, m.id IS NOT NULL FROM myses y
+LEFT JOIN memories m ON m.broadcast_id = $2 AND m.mysis_id = y.id
+WHERE $1::uuid IS NULL OR y.id <> $1::uuid`
 
-// deliverSQL writes the broadcast into every locked target that does not have it yet, in one statement: each
-// target's seq and turn advance by one (under the lock taken by the previous statement, whose snapshot this
-// statement post-dates, so "already delivered" is judged on committed data), and the rows that already existed
-// are returned next to the new ones.
+// targetsSomeSQL does the same for the given myses (those that exist).
+const targetsSomeSQL = `
+SELECT y.id::text, m.id IS NOT NULL FROM myses y
+LEFT JOIN memories m ON m.broadcast_id = $2 AND m.mysis_id = y.id
+WHERE y.id = ANY($1::uuid[])`
+
 const deliverSQL = `
-WITH tgt AS (
-	SELECT unnest($1::uuid[]) AS id
-), existing AS (
-	SELECT ` + memCols + ` FROM memories m JOIN tgt ON m.mysis_id = tgt.id WHERE m.idempotency_key = $2
+WITH locked AS (
+	SELECT id FROM myses WHERE id = ANY($1::uuid[]) ORDER BY id FOR NO KEY UPDATE
 ), bumped AS (
 	UPDATE myses y SET last_seq = y.last_seq + 1, current_turn = y.current_turn + 1, updated_at = now()
-	FROM tgt
-	WHERE y.id = tgt.id AND NOT EXISTS (SELECT 1 FROM existing e WHERE e.mysis_id = y.id)
+	FROM locked WHERE y.id = locked.id
 	RETURNING y.id, y.last_seq, y.current_turn
-), ins AS (
-	INSERT INTO memories AS m (mysis_id, seq, turn, role, source, sender_id, content, idempotency_key, broadcast_id)
-	SELECT bumped.id, bumped.last_seq, bumped.current_turn, 2, 2, $3, $4, $2, $5 FROM bumped
-	RETURNING ` + memCols + `
 )
-SELECT true, ins.* FROM ins
-UNION ALL
-SELECT false, existing.* FROM existing`
+INSERT INTO memories AS m (mysis_id, seq, turn, role, source, sender_id, content, broadcast_id)
+SELECT bumped.id, bumped.last_seq, bumped.current_turn, 2, 2, $3, $4, $2 FROM bumped
+RETURNING ` + memCols
+
+// errRetryDelivery marks a delivery that raced a concurrent delivery of the same broadcast.
+var errRetryDelivery = errors.New("concurrent delivery of the same broadcast")
+
+// withDeliveryRetry runs fn in a transaction, retrying a few times when it raced a concurrent delivery.
+func (s *Store) withDeliveryRetry(ctx context.Context, what string, fn func(pgx.Tx) (memory.Delivery, error)) (memory.Delivery, error) {
+	for attempt := 0; ; attempt++ {
+		tx, err := s.pool.Begin(ctx)
+		if err != nil {
+			return memory.Delivery{}, dbErr(err, what)
+		}
+		d, err := fn(tx)
+		if err == nil {
+			err = tx.Commit(ctx)
+			if err == nil {
+				return d, nil
+			}
+			err = dbErr(err, what)
+		}
+		rollback(ctx, tx)
+		if !errors.Is(err, errRetryDelivery) || attempt >= 3 {
+			if errors.Is(err, errRetryDelivery) {
+				return memory.Delivery{}, errs.Unavailablef(err, "%s: retry", what)
+			}
+			return memory.Delivery{}, err
+		}
+	}
+}
 
 func deliver(ctx context.Context, tx pgx.Tx, b memory.Broadcast, targets []string) (memory.Delivery, error) {
 	d := memory.Delivery{Broadcast: b}
-	var locked []string
+	key := b.ID // deliveries are unique per (broadcast_id, mysis_id)
+	var rows pgx.Rows
 	var err error
-	if len(targets) == 0 {
-		err = tx.QueryRow(ctx, lockAllSQL, nullable(b.SenderID)).Scan(&locked)
+	explicit := len(targets) > 0
+	if explicit {
+		rows, err = tx.Query(ctx, targetsSomeSQL, targets, key)
 	} else {
-		err = tx.QueryRow(ctx, lockSomeSQL, targets).Scan(&locked)
+		rows, err = tx.Query(ctx, targetsAllSQL, nullable(b.SenderID), key)
 	}
 	if err != nil {
 		return d, dbErr(err, "deliver broadcast")
 	}
-	if len(targets) == 0 {
-		targets = locked
-	} else if len(locked) != len(targets) {
-		have := make(map[string]bool, len(locked))
-		for _, id := range locked {
-			have[id] = true
+	have := map[string]bool{}
+	var todo, done []string
+	var all []string
+	for rows.Next() {
+		var id string
+		var delivered bool
+		if err := rows.Scan(&id, &delivered); err != nil {
+			rows.Close()
+			return d, dbErr(err, "deliver broadcast")
 		}
+		have[id] = true
+		all = append(all, id)
+		if delivered {
+			done = append(done, id)
+		} else {
+			todo = append(todo, id)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return d, dbErr(err, "deliver broadcast")
+	}
+	if explicit {
 		for _, id := range targets {
 			if !have[id] {
 				return d, errMysisNotFound(id)
 			}
 		}
+	} else {
+		slices.Sort(all)
+		targets = all
 	}
-	if len(targets) == 0 {
-		return d, nil
-	}
-	rows, err := tx.Query(ctx, deliverSQL, targets, memory.BroadcastIdempotencyKey(b.ID), b.SenderID, b.Content, b.ID)
-	if err != nil {
-		return d, dbErr(err, "deliver broadcast")
-	}
-	defer rows.Close()
 	byMysis := make(map[string]memory.Memory, len(targets))
-	for rows.Next() {
-		var isNew bool
-		var r memRow
-		if err := rows.Scan(append([]any{&isNew}, r.dest()...)...); err != nil {
+	if len(todo) > 0 {
+		slices.Sort(todo)
+		rows, err := tx.Query(ctx, deliverSQL, todo, key, b.SenderID, b.Content)
+		if err != nil {
 			return d, dbErr(err, "deliver broadcast")
 		}
-		m, err := r.memory()
+		fresh, err := collectMemories(rows, "deliver broadcast")
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "memories_broadcast_delivery_key" {
+			return d, errRetryDelivery
+		}
 		if err != nil {
 			return d, err
 		}
-		byMysis[m.MysisID] = m
-		if isNew {
-			d.Delivered++
-		} else {
-			d.AlreadyDelivered++
+		for _, m := range fresh {
+			byMysis[m.MysisID] = m
 		}
+		d.Delivered = len(fresh)
 	}
-	if err := rows.Err(); err != nil {
-		return d, dbErr(err, "deliver broadcast")
+	if len(done) > 0 {
+		rows, err := tx.Query(ctx, `SELECT `+memCols+` FROM memories m WHERE m.broadcast_id = $2 AND m.mysis_id = ANY($1::uuid[])`, done, key)
+		if err != nil {
+			return d, dbErr(err, "deliver broadcast")
+		}
+		old, err := collectMemories(rows, "deliver broadcast")
+		if err != nil {
+			return d, err
+		}
+		for _, m := range old {
+			byMysis[m.MysisID] = m
+		}
+		d.AlreadyDelivered = len(old)
 	}
 	d.Memories = make([]memory.Memory, 0, len(targets))
 	for _, id := range targets {

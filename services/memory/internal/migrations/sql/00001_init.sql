@@ -57,7 +57,7 @@ CREATE TABLE memories (
     reasoning_tsv   tsvector GENERATED ALWAYS AS (to_tsvector('english', zoea_fts_text(reasoning))) STORED,
     CONSTRAINT memories_mysis_seq_key UNIQUE (mysis_id, seq)
 );
--- Retries find their rows here; broadcast deliveries use key 'bcast:<broadcast id>'.
+-- Retries find their rows here (client keys; broadcast deliveries are unique per broadcast, see 00002).
 CREATE UNIQUE INDEX memories_idempotency_key ON memories (mysis_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
 -- The current mission (latest commander direct message or broadcast) in O(log n) however far back it is. The
 -- predicate must stay identical to the one in the compose-window query.
@@ -65,9 +65,6 @@ CREATE INDEX memories_mission_idx ON memories (mysis_id, seq DESC)
     WHERE role = 2 AND source IN (1, 2) AND sender_id = '';
 CREATE INDEX memories_content_fts_idx ON memories USING gin (mysis_id, content_tsv);
 CREATE INDEX memories_reasoning_fts_idx ON memories USING gin (mysis_id, reasoning_tsv) WHERE reasoning <> '';
--- Lowering the TOAST target makes Postgres compress mid-sized rows (JSON tool results, tsvectors) instead of only
--- rows over 2 kB, which roughly halves the table for SpaceMolt-like content.
-ALTER TABLE memories SET (toast_tuple_target = 256);
 
 CREATE TABLE broadcasts (
     id          uuid PRIMARY KEY,
