@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -91,6 +92,14 @@ func (c config) logAttrs() []any {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "healthcheck" {
+		// Container probes run this: distroless images have no shell or curl.
+		if err := healthcheck(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, "spacemolt-sim healthcheck:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "spacemolt-sim:", err)
 		os.Exit(1)
@@ -152,4 +161,34 @@ func run(ctx context.Context) error {
 		return nil
 	})
 	return g.Wait()
+}
+
+// healthcheck asks the server on ZOEA_LISTEN_ADDR for /healthz.
+func healthcheck(ctx context.Context) error {
+	cfg, err := env.ParseAs[config]()
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	host, port, err := net.SplitHostPort(cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("ZOEA_LISTEN_ADDR: %w", err)
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+"/healthz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("/healthz: %s", resp.Status)
+	}
+	return nil
 }

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -36,5 +39,24 @@ func TestConfigFromEnv(t *testing.T) {
 	cfg.Tick = 0
 	if cfg.validate() == nil {
 		t.Fatal("zero tick accepted")
+	}
+}
+
+func TestHealthcheckAsksHealthz(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" {
+			http.NotFound(w, r)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	t.Setenv("ZOEA_LISTEN_ADDR", strings.TrimPrefix(srv.URL, "http://"))
+	if err := healthcheck(context.Background()); err != nil {
+		t.Fatalf("healthy server: %v", err)
+	}
+	t.Setenv("ZOEA_LISTEN_ADDR", "127.0.0.1:1")
+	if err := healthcheck(context.Background()); err == nil {
+		t.Fatal("healthcheck of a closed port succeeded")
 	}
 }
