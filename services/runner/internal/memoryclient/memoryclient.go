@@ -115,6 +115,12 @@ func (c *Client) CreateAccount(ctx context.Context, a tools.Account) error {
 	return server.FromStatus(err)
 }
 
+// ReleaseAccount implements tools.Accounts.
+func (c *Client) ReleaseAccount(ctx context.Context, id string) error {
+	_, err := c.api.ReleaseAccount(ctx, &memoryv1.ReleaseAccountRequest{MysisId: id})
+	return server.FromStatus(err)
+}
+
 // SearchMessages implements tools.Searcher.
 func (c *Client) SearchMessages(ctx context.Context, id, query string, limit int) ([]tools.Hit, error) {
 	resp, err := c.api.SearchMessages(ctx, &memoryv1.SearchMessagesRequest{MysisId: id, Query: query, Limit: int32(limit)})

@@ -42,6 +42,8 @@ type Accounts interface {
 	ClaimAccount(ctx context.Context, mysisID string) (Account, error)
 	// CreateAccount stores a new account, bound to a.MysisID.
 	CreateAccount(ctx context.Context, a Account) error
+	// ReleaseAccount unbinds the mysis's account (releasing nothing is not an error).
+	ReleaseAccount(ctx context.Context, mysisID string) error
 }
 
 // Hit is one search result from a mysis's own memories.

@@ -280,6 +280,20 @@ func (s *Session) loginLocked(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("login %s: %w", s.account.Username, err)
 	}
 	text := textOf(res)
+	if res.IsError && gameErrorCode(text) == "auth_failed" {
+		// The game no longer knows this login (a fresh simulator, a wiped account). Retrying it forever would
+		// leave the mysis errored; a new registration gets it playing again.
+		s.log.Warn("stored account rejected by the game; registering a new one", "username", s.account.Username)
+		if err := s.r.accounts.ReleaseAccount(ctx, s.mysisID); err != nil {
+			return "", fmt.Errorf("release rejected account: %w", err)
+		}
+		s.account = nil
+		text, err := s.registerLocked(ctx)
+		if err != nil {
+			return "", err
+		}
+		return s.redact(text), nil
+	}
 	if res.IsError {
 		return "", fmt.Errorf("login %s: %s", s.account.Username, s.redact(text))
 	}
@@ -306,6 +320,12 @@ func (s *Session) ensureAccountLocked(ctx context.Context) (string, error) {
 	if !errs.Is(err, errs.NotFound) {
 		return "", fmt.Errorf("claim account: %w", err)
 	}
+	return s.registerLocked(ctx)
+}
+
+// registerLocked registers a new game account for the mysis, stores it bound to the mysis and returns the register
+// result (register also logs in).
+func (s *Session) registerLocked(ctx context.Context) (string, error) {
 	username := usernameFor(s.name)
 	for attempt := range 5 {
 		if attempt > 0 {

@@ -53,6 +53,17 @@ func (f *fakeAccounts) CreateAccount(_ context.Context, a Account) error {
 	return nil
 }
 
+func (f *fakeAccounts) ReleaseAccount(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, a := range f.accounts {
+		if a.MysisID == id {
+			f.accounts[i].MysisID = ""
+		}
+	}
+	return nil
+}
+
 func (f *fakeAccounts) passwordOf(id string) string {
 	a, _ := f.AccountForMysis(context.Background(), id)
 	return a.Password
@@ -244,6 +255,40 @@ func TestSessionClaimsPoolAccount(t *testing.T) {
 	got, err := s.Call(ctx, call("1", "get_status", `{}`))
 	if err != nil || got.IsError || !strings.Contains(got.Content, "pooled") {
 		t.Errorf("get_status = %+v, %v", got, err)
+	}
+}
+
+// A stored account the game does not know (the simulator restarted with a fresh world) must not leave the mysis
+// errored for ever: the runner releases it and registers a new one.
+func TestSessionReplacesAnAccountTheGameRejects(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the simulator")
+	}
+	sim := testenv.StartSim(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	accounts := &fakeAccounts{accounts: []Account{{Username: "ghost_pilot", Password: strings.Repeat("ab", 32), Empire: "solarian", MysisID: "m3"}}}
+	s := NewRouter(Config{Endpoint: sim.MCPURL()}, accounts, &fakeSearch{}).Open(mysis.Mysis{ID: "m3", Name: "m3"})
+	defer s.Close()
+	if _, err := s.Prepare(ctx); err != nil {
+		t.Fatalf("prepare with a rejected account: %v", err)
+	}
+	if accounts.creates != 1 {
+		t.Fatalf("want one new registration, got %d", accounts.creates)
+	}
+	if accounts.accounts[0].MysisID != "" {
+		t.Errorf("the rejected account is still bound to the mysis")
+	}
+	bound, err := accounts.AccountForMysis(ctx, "m3")
+	if err != nil || bound.Username == "ghost_pilot" {
+		t.Fatalf("bound account = %+v, %v", bound, err)
+	}
+	got, err := s.Call(ctx, call("1", "get_status", `{}`))
+	if err != nil || got.IsError || !strings.Contains(got.Content, bound.Username) {
+		t.Errorf("get_status after re-registration = %+v, %v", got, err)
+	}
+	if strings.Contains(got.Content, bound.Password) {
+		t.Error("password leaked into a tool result")
 	}
 }
 
