@@ -150,9 +150,9 @@ func (EncouragementAction) EnumDescriptor() ([]byte, []int) {
 // Policy tunes composition. Every field is optional; unset fields keep the server's defaults.
 type Policy struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// How many recent memories to scan (default 40, max 1000).
+	// How many recent memories to scan (default 50, max 1000).
 	ScanWindow *int32 `protobuf:"varint,1,opt,name=scan_window,json=scanWindow,proto3,oneof" json:"scan_window,omitempty"`
-	// Hard token budget for the whole request (default 8000, min 256).
+	// Hard token budget for the whole request (default 8192, min 256).
 	TokenBudget *int32 `protobuf:"varint,2,opt,name=token_budget,json=tokenBudget,proto3,oneof" json:"token_budget,omitempty"`
 	// Maximum tokens of a single tool result before it is cut with a pointer (default 1500).
 	ToolResultCapTokens *int32 `protobuf:"varint,3,opt,name=tool_result_cap_tokens,json=toolResultCapTokens,proto3,oneof" json:"tool_result_cap_tokens,omitempty"`
