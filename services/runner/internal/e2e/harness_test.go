@@ -14,7 +14,6 @@ import (
 	"os"
 	"runtime/pprof"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -211,14 +210,12 @@ type probe struct {
 	calls   atomic.Int64
 	invalid atomic.Int64
 	noTools atomic.Int64
-	mu      sync.Mutex
 	delay   time.Duration
-	seenIDs map[string]bool
 }
 
 // newProbe registers as "openai": the memory service accepts only known provider names, and the probe stands in
 // for an OpenAI-compatible model.
-func newProbe() *probe { return &probe{name: "openai", seenIDs: map[string]bool{}} }
+func newProbe() *probe { return &probe{name: "openai"} }
 
 func (p *probe) Name() string { return p.name }
 

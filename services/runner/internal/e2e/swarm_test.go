@@ -129,7 +129,9 @@ func TestSwarmLifecycle(t *testing.T) {
 		if _, err := r.swarm.StopMysis(ctx, &runnerv1.StopMysisRequest{Mysis: name}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, name+" stopped", func() bool { return getStatus(t, r, name).GetMysis().GetState() == memoryv1.MysisState_MYSIS_STATE_STOPPED })
+		eventually(t, 10*time.Second, name+" stopped", func() bool {
+			return getStatus(t, r, name).GetMysis().GetState() == memoryv1.MysisState_MYSIS_STATE_STOPPED
+		})
 		time.Sleep(300 * time.Millisecond) // let an in-flight LLM call or tool reach its safe point
 		mark = s.allMemories(t, id)[len(s.allMemories(t, id))-1].GetSeq()
 		if _, err := s.bus.SendDirect(ctx, &busv1.SendDirectRequest{Mysis: name, Content: "SEARCH: " + alphaUser}); err != nil {

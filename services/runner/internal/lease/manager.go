@@ -68,9 +68,9 @@ type Manager struct {
 	cfg      Config
 	log      *slog.Logger
 
-	mu       sync.Mutex
-	actors   map[string]*handle
-	owners   map[string]string // from the lease watch: mysis → holder ("" unknown or free)
+	mu     sync.Mutex
+	actors map[string]*handle
+	owners map[string]string // from the lease watch: mysis → holder ("" unknown or free)
 	// gone holds myses whose actor ended by itself (deleted): their free lease must not be re-acquired from a
 	// watch event or a wake, or a deleted mysis would bounce between acquire and release. A listing that still
 	// shows the mysis clears the mark.

@@ -2,7 +2,6 @@ package mysis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -438,5 +437,3 @@ func (h *harness) eventually(what string, cond func() bool) {
 }
 
 func (h *harness) state() State { return h.store.get(testID).State }
-
-var errBoom = errors.New("boom")

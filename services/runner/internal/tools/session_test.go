@@ -64,11 +64,6 @@ func (f *fakeAccounts) ReleaseAccount(_ context.Context, id string) error {
 	return nil
 }
 
-func (f *fakeAccounts) passwordOf(id string) string {
-	a, _ := f.AccountForMysis(context.Background(), id)
-	return a.Password
-}
-
 type fakeSearch struct {
 	mu  sync.Mutex
 	ids []string

@@ -202,6 +202,4 @@ func (a args) bool(name string, def bool) bool {
 	return def
 }
 
-func (a args) has(name string) bool { _, ok := a.raw[name]; return ok }
-
 func invalid(msg string) error { return &game.Error{Code: game.CodeInvalidPayload, Message: msg} }
