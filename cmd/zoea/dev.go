@@ -74,7 +74,7 @@ everything cleanly. ZOEA_PROVIDER=ollama (with OLLAMA_HOST) or openai (with OPEN
 	f.IntVar(&o.myses, "myses", 3, "size of the demo swarm")
 	f.StringVar(&o.mission, "mission", defaultMission, "mission broadcast to the swarm")
 	f.DurationVar(&o.duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
-	f.IntVar(&o.minEarners, "expect-earners", 0, "with --duration: fail unless at least this many myses earned credits")
+	f.IntVar(&o.minEarners, "expect-earners", 0, "stop with success once this many myses earned credits; with --duration, fail if they have not by then")
 	f.BoolVar(&o.quiet, "quiet", false, "print progress as plain lines instead of redrawing the screen")
 	return cmd
 }
@@ -419,6 +419,10 @@ func watchProgress(ctx context.Context, c *clients, o *devOptions, procs []*proc
 			}
 		}
 		earners = renderProgress(out, o, time.Since(start), list.GetMyses(), earned)
+		if o.minEarners > 0 && earners >= o.minEarners {
+			fmt.Fprintf(out, "\n%d myses earned credits in %s\n", earners, time.Since(start).Round(time.Second))
+			return nil
+		}
 	}
 }
 
