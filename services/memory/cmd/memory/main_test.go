@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -39,5 +40,35 @@ func TestRunRejectsBadInput(t *testing.T) {
 	t.Setenv("ZOEA_DB_MAX_CONNS", "many")
 	if err := run(context.Background(), nil); err == nil {
 		t.Fatal("unparseable ZOEA_DB_MAX_CONNS accepted")
+	}
+}
+
+func TestHealthcheckSubcommand(t *testing.T) {
+	t.Setenv("ZOEA_DATABASE_URL", pgtest.New(t))
+	t.Setenv("ZOEA_SECRET_KEY", "")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	t.Setenv("ZOEA_LISTEN_ADDR", addr)
+	if err := run(context.Background(), []string{"healthcheck"}); err == nil {
+		t.Fatal("healthcheck passed with no server running")
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(sctx, []string{"serve", "-migrate"}) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := run(context.Background(), []string{"healthcheck"})
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("healthcheck never passed against a serving memory: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
