@@ -6,7 +6,7 @@ import (
 
 	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
-	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/libs/chat/chatpb"
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
 )
@@ -139,16 +139,11 @@ func fromProtoWindow(w *memoryv1.GetComposeWindowResponse, beginTurn bool) compo
 func fromProtoMemory(m *memoryv1.Memory) compose.Memory {
 	out := compose.Memory{
 		ID: m.GetId(), Seq: m.GetSeq(), Turn: m.GetTurn(),
-		Role: fromProtoRole(m.GetRole()), Source: fromProtoSource(m.GetSource()), SenderID: m.GetSenderId(),
+		Role: chatpb.FromProtoRole(m.GetRole()), Source: fromProtoSource(m.GetSource()), SenderID: m.GetSenderId(),
 		Content: m.GetContent(), Reasoning: m.GetReasoning(),
 		ToolCallID: m.GetToolCallId(), ToolName: m.GetToolName(),
 	}
-	if calls := m.GetToolCalls(); len(calls) > 0 {
-		out.ToolCalls = make([]chat.ToolCall, len(calls))
-		for i, tc := range calls {
-			out.ToolCalls[i] = chat.ToolCall{ID: tc.GetId(), Name: tc.GetName(), Arguments: tc.GetArgumentsJson()}
-		}
-	}
+	out.ToolCalls = chatpb.FromProtoToolCalls(m.GetToolCalls())
 	return out
 }
 
@@ -164,34 +159,6 @@ func fromProtoMission(m *memoryv1.Mission) *compose.Mission {
 		out.MemoryID, out.Seq = 0, 0
 	}
 	return out
-}
-
-func fromProtoRole(r memoryv1.Role) chat.Role {
-	switch r {
-	case memoryv1.Role_ROLE_SYSTEM:
-		return chat.RoleSystem
-	case memoryv1.Role_ROLE_USER:
-		return chat.RoleUser
-	case memoryv1.Role_ROLE_ASSISTANT:
-		return chat.RoleAssistant
-	case memoryv1.Role_ROLE_TOOL:
-		return chat.RoleTool
-	}
-	return "" // compose drops a memory of unknown role and says so in the manifest
-}
-
-func toProtoRole(r chat.Role) memoryv1.Role {
-	switch r {
-	case chat.RoleSystem:
-		return memoryv1.Role_ROLE_SYSTEM
-	case chat.RoleUser:
-		return memoryv1.Role_ROLE_USER
-	case chat.RoleAssistant:
-		return memoryv1.Role_ROLE_ASSISTANT
-	case chat.RoleTool:
-		return memoryv1.Role_ROLE_TOOL
-	}
-	return memoryv1.Role_ROLE_UNSPECIFIED
 }
 
 func fromProtoSource(s memoryv1.Source) compose.Source {
@@ -220,18 +187,7 @@ func toProtoResponse(res compose.Result, p compose.Policy) *composerv1.ComposeCo
 		Encouragement: toProtoEncouragement(res.Encouragement, res.Nudge),
 	}
 	for i, m := range res.Messages {
-		out.Messages[i] = toProtoMessage(m)
-	}
-	return out
-}
-
-func toProtoMessage(m chat.Message) *composerv1.ChatMessage {
-	out := &composerv1.ChatMessage{Role: toProtoRole(m.Role), Content: m.Content, ToolCallId: m.ToolCallID, Name: m.Name}
-	if len(m.ToolCalls) > 0 {
-		out.ToolCalls = make([]*memoryv1.ToolCall, len(m.ToolCalls))
-		for i, tc := range m.ToolCalls {
-			out.ToolCalls[i] = &memoryv1.ToolCall{Id: tc.ID, Name: tc.Name, ArgumentsJson: tc.Arguments}
-		}
+		out.Messages[i] = chatpb.ToProtoMessage(m)
 	}
 	return out
 }

@@ -6,8 +6,8 @@ import (
 
 	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
 	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/libs/chat/chatpb"
 	"github.com/zoeaswarm/zoea/libs/server"
-	"github.com/zoeaswarm/zoea/services/runner/internal/memoryclient"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 )
 
@@ -35,11 +35,7 @@ func (c *Client) Compose(ctx context.Context, mysisID string, beginAutonomousTur
 func FromProto(resp *composerv1.ComposeContextResponse) mysis.Composition {
 	out := mysis.Composition{Messages: make([]chat.Message, len(resp.GetMessages()))}
 	for i, m := range resp.GetMessages() {
-		msg := chat.Message{Role: memoryclient.FromProtoRole(m.GetRole()), Content: m.GetContent(), ToolCallID: m.GetToolCallId(), Name: m.GetName()}
-		for _, tc := range m.GetToolCalls() {
-			msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: tc.GetId(), Name: tc.GetName(), Arguments: tc.GetArgumentsJson()})
-		}
-		out.Messages[i] = msg
+		out.Messages[i] = chatpb.FromProtoMessage(m)
 	}
 	for _, e := range resp.GetManifest().GetEntries() {
 		out.MaxSeq = max(out.MaxSeq, e.GetSeq())

@@ -8,7 +8,7 @@ import (
 	"fmt"
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
-	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/libs/chat/chatpb"
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 	"github.com/zoeaswarm/zoea/services/runner/internal/tools"
@@ -157,7 +157,7 @@ func fromProtoHits(hs []*memoryv1.MemoryHit) []tools.Hit {
 	out := make([]tools.Hit, len(hs))
 	for i, h := range hs {
 		m := h.GetMemory()
-		out[i] = tools.Hit{MemoryID: m.GetId(), Seq: m.GetSeq(), Turn: m.GetTurn(), Role: string(FromProtoRole(m.GetRole())),
+		out[i] = tools.Hit{MemoryID: m.GetId(), Seq: m.GetSeq(), Turn: m.GetTurn(), Role: string(chatpb.FromProtoRole(m.GetRole())),
 			Tool: m.GetToolName(), Snippet: h.GetSnippet(), CreatedAt: m.GetCreatedAt().AsTime()}
 	}
 	return out
@@ -180,19 +180,17 @@ func FromProtoMysis(m *memoryv1.Mysis) mysis.Mysis {
 // FromProtoMemory converts a stored memory.
 func FromProtoMemory(m *memoryv1.Memory) mysis.Memory {
 	out := mysis.Memory{
-		ID: m.GetId(), Seq: m.GetSeq(), Turn: m.GetTurn(), Role: FromProtoRole(m.GetRole()), Source: FromProtoSource(m.GetSource()),
+		ID: m.GetId(), Seq: m.GetSeq(), Turn: m.GetTurn(), Role: chatpb.FromProtoRole(m.GetRole()), Source: FromProtoSource(m.GetSource()),
 		SenderID: m.GetSenderId(), Content: m.GetContent(), Reasoning: m.GetReasoning(), ToolCallID: m.GetToolCallId(),
 		ToolName: m.GetToolName(), IdempotencyKey: m.GetIdempotencyKey(),
 	}
-	for _, c := range m.GetToolCalls() {
-		out.ToolCalls = append(out.ToolCalls, chat.ToolCall{ID: c.GetId(), Name: c.GetName(), Arguments: c.GetArgumentsJson()})
-	}
+	out.ToolCalls = chatpb.FromProtoToolCalls(m.GetToolCalls())
 	return out
 }
 
 func toProtoNewMemory(m mysis.NewMemory) *memoryv1.NewMemory {
 	out := &memoryv1.NewMemory{
-		Role: ToProtoRole(m.Role), Source: ToProtoSource(m.Source), SenderId: m.SenderID, Content: m.Content,
+		Role: chatpb.ToProtoRole(m.Role), Source: ToProtoSource(m.Source), SenderId: m.SenderID, Content: m.Content,
 		Reasoning: m.Reasoning, ToolCallId: m.ToolCallID, ToolName: m.ToolName, IdempotencyKey: m.IdempotencyKey,
 	}
 	for _, c := range m.ToolCalls {
@@ -233,36 +231,6 @@ func FromProtoState(s memoryv1.MysisState) mysis.State {
 		return mysis.StateErrored
 	}
 	return mysis.State(fmt.Sprintf("unknown(%d)", s))
-}
-
-// ToProtoRole converts a role.
-func ToProtoRole(r chat.Role) memoryv1.Role {
-	switch r {
-	case chat.RoleSystem:
-		return memoryv1.Role_ROLE_SYSTEM
-	case chat.RoleUser:
-		return memoryv1.Role_ROLE_USER
-	case chat.RoleAssistant:
-		return memoryv1.Role_ROLE_ASSISTANT
-	case chat.RoleTool:
-		return memoryv1.Role_ROLE_TOOL
-	}
-	return memoryv1.Role_ROLE_UNSPECIFIED
-}
-
-// FromProtoRole converts a role.
-func FromProtoRole(r memoryv1.Role) chat.Role {
-	switch r {
-	case memoryv1.Role_ROLE_SYSTEM:
-		return chat.RoleSystem
-	case memoryv1.Role_ROLE_USER:
-		return chat.RoleUser
-	case memoryv1.Role_ROLE_ASSISTANT:
-		return chat.RoleAssistant
-	case memoryv1.Role_ROLE_TOOL:
-		return chat.RoleTool
-	}
-	return ""
 }
 
 // ToProtoSource converts a source.

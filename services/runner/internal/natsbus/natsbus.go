@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
+	"github.com/zoeaswarm/zoea/libs/chat/chatpb"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
 	"github.com/zoeaswarm/zoea/services/runner/internal/memoryclient"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
@@ -41,7 +42,7 @@ func ToProtoEvent(ev mysis.Event) *busv1.Event {
 	case mysis.EventMemoryAppended:
 		out.Kind = busv1.EventKind_EVENT_KIND_MEMORY_APPENDED
 		out.Payload = &busv1.Event_MemoryAppended{MemoryAppended: &busv1.MemoryAppended{
-			MemoryIds: ev.MemoryIDs, Seqs: ev.Seqs, Role: memoryclient.ToProtoRole(ev.Role), Excerpt: ev.Excerpt}}
+			MemoryIds: ev.MemoryIDs, Seqs: ev.Seqs, Role: chatpb.ToProtoRole(ev.Role), Excerpt: ev.Excerpt}}
 	case mysis.EventToolCalled:
 		out.Kind = busv1.EventKind_EVENT_KIND_TOOL_CALLED
 		out.Payload = &busv1.Event_ToolCalled{ToolCalled: &busv1.ToolCalled{
