@@ -6,7 +6,9 @@ package telemetry
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
@@ -28,13 +30,18 @@ func Enabled() bool {
 	return false
 }
 
-// Setup installs global providers for service and returns a shutdown func that flushes them.
-func Setup(ctx context.Context, service, version string) (func(context.Context) error, error) {
+// flushTimeout bounds the final export, so an unreachable collector cannot hold up a shutdown.
+const flushTimeout = 5 * time.Second
+
+// Setup installs global providers for service and returns stop, which flushes them within flushTimeout (even after
+// ctx is cancelled) and logs a failed flush. Call it deferred from main.
+func Setup(ctx context.Context, service, version string, log *slog.Logger) (stop func(), err error) {
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	if !Enabled() {
-		return func(context.Context) error { return nil }, nil
+		return func() {}, nil
 	}
-	res, err := resource.Merge(resource.Default(), resource.NewWithAttributes(semconv.SchemaURL,
+	// Schemaless: our two attributes must not pin a semconv schema that conflicts with the SDK's default resource.
+	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(
 		semconv.ServiceName(service), semconv.ServiceVersion(version)))
 	if err != nil {
 		return nil, err
@@ -51,7 +58,11 @@ func Setup(ctx context.Context, service, version string) (func(context.Context) 
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(metricExp)), sdkmetric.WithResource(res))
 	otel.SetTracerProvider(tp)
 	otel.SetMeterProvider(mp)
-	return func(ctx context.Context) error {
-		return errors.Join(tp.Shutdown(ctx), mp.Shutdown(ctx))
+	return func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+		defer cancel()
+		if err := errors.Join(tp.Shutdown(sctx), mp.Shutdown(sctx)); err != nil {
+			log.Warn("telemetry flush failed", "err", err)
+		}
 	}, nil
 }

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/libs/telemetry"
@@ -50,17 +49,11 @@ func run(ctx context.Context) error {
 	}
 
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	shutdownTelemetry, err := telemetry.Setup(ctx, "bus", version)
+	stopTelemetry, err := telemetry.Setup(ctx, "bus", version, log)
 	if err != nil {
 		return fmt.Errorf("telemetry: %w", err)
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := shutdownTelemetry(sctx); err != nil {
-			log.Warn("telemetry shutdown", "err", err)
-		}
-	}()
+	defer stopTelemetry()
 	log.Info("bus", "version", version)
 	return app.Run(ctx, cfg, app.Options{Logger: log})
 }

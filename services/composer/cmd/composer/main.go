@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/experimental"
@@ -115,17 +114,11 @@ func run(ctx context.Context) error {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	config.Log(log, "composer starting", cfg)
 	log.Info("composer", "version", version)
-	shutdownTelemetry, err := telemetry.Setup(ctx, "composer", version)
+	stopTelemetry, err := telemetry.Setup(ctx, "composer", version, log)
 	if err != nil {
 		return fmt.Errorf("telemetry: %w", err)
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := shutdownTelemetry(sctx); err != nil {
-			log.Warn("telemetry shutdown", "err", err)
-		}
-	}()
+	defer stopTelemetry()
 
 	tok, err := o200k.Load()
 	if err != nil {

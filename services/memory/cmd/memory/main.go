@@ -103,17 +103,11 @@ func serve(ctx context.Context, log *slog.Logger, cfg Config, args []string) err
 	config.Log(log, "memory starting", cfg)
 	log.Info("database", "url", redactURL(cfg.DatabaseURL), "version", version)
 
-	shutdownTelemetry, err := telemetry.Setup(ctx, "memory", version)
+	stopTelemetry, err := telemetry.Setup(ctx, "memory", version, log)
 	if err != nil {
 		return fmt.Errorf("telemetry: %w", err)
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := shutdownTelemetry(sctx); err != nil {
-			log.Warn("telemetry shutdown", "err", err)
-		}
-	}()
+	defer stopTelemetry()
 
 	var box pgstore.Sealer
 	if key := cfg.SecretKey.Reveal(); key != "" {

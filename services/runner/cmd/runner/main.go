@@ -42,10 +42,10 @@ func run(ctx context.Context, args []string) error {
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	config.Log(log, "runner configuration", cfg)
-	shutdownTelemetry, err := telemetry.Setup(ctx, "runner", version)
+	stopTelemetry, err := telemetry.Setup(ctx, "runner", version, log)
 	if err != nil {
 		return fmt.Errorf("telemetry: %w", err)
 	}
-	defer func() { _ = shutdownTelemetry(context.WithoutCancel(ctx)) }()
+	defer stopTelemetry()
 	return app.Run(ctx, cfg, app.Options{Logger: log})
 }
