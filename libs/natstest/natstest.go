@@ -19,9 +19,16 @@ func Start(tb testing.TB) *server.Server {
 // StartDir is Start with an explicit JetStream store directory, so a test can restart a server on the same data.
 func StartDir(tb testing.TB, dir string) *server.Server {
 	tb.Helper()
+	return StartDirPort(tb, dir, server.RANDOM_PORT)
+}
+
+// StartDirPort is StartDir on a fixed port, so clients that were connected before a restart find the server again,
+// as they would find a NATS pod that came back.
+func StartDirPort(tb testing.TB, dir string, port int) *server.Server {
+	tb.Helper()
 	srv, err := server.NewServer(&server.Options{
 		Host:      "127.0.0.1",
-		Port:      server.RANDOM_PORT,
+		Port:      port,
 		JetStream: true,
 		StoreDir:  dir,
 		NoLog:     true,

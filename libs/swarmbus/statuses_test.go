@@ -158,7 +158,7 @@ func TestStatusesComeBackAfterNATSRestart(t *testing.T) {
 
 	srv.Shutdown()
 	srv.WaitForShutdown()
-	startOnPort(t, dir, port)
+	natstest.StartDirPort(t, dir, port)
 	select {
 	case <-reconnected:
 	case <-time.After(15 * time.Second):

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/propagation"
@@ -157,7 +156,7 @@ func TestConnectWaitsForNATS(t *testing.T) {
 	dir := t.TempDir()
 	go func() {
 		time.Sleep(700 * time.Millisecond)
-		startOnPort(t, dir, port)
+		natstest.StartDirPort(t, dir, port)
 	}()
 	b := connect(t, "nats://127.0.0.1:"+strconv.Itoa(port), swarmbus.Options{})
 	if err := b.Ready(testCtx(t)); err != nil {
@@ -216,23 +215,6 @@ func TestPublishRejectsBadIDs(t *testing.T) {
 	}
 }
 
-func startOnPort(t *testing.T, dir string, port int) *server.Server {
-	t.Helper()
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats not ready")
-	}
-	t.Cleanup(func() {
-		srv.Shutdown()
-		srv.WaitForShutdown()
-	})
-	return srv
-}
-
 // An acknowledged broadcast is on disk: it survives a NATS restart on the same store, and the same Bus
 // reconnects by itself and keeps working.
 func TestBroadcastsSurviveNATSRestart(t *testing.T) {
@@ -253,7 +235,7 @@ func TestBroadcastsSurviveNATSRestart(t *testing.T) {
 	}
 	srv.Shutdown()
 	srv.WaitForShutdown()
-	startOnPort(t, dir, port)
+	natstest.StartDirPort(t, dir, port)
 
 	// Published while the client may still be reconnecting: the publish waits and retries with the same id.
 	if _, err := b.PublishBroadcast(ctx, swarmbus.Broadcast{ID: "b3", Content: "mission 3"}); err != nil {

@@ -501,7 +501,7 @@ func TestBroadcastWithoutNATSIsUnavailableAndRetryable(t *testing.T) {
 	}
 
 	// NATS comes back on the same address and store: the bus reconnects by itself and the retry goes through.
-	startNATSOnPort(t, dir, port)
+	natstest.StartDirPort(t, dir, port)
 	bus.waitHealth(t, healthpb.HealthCheckResponse_SERVING)
 	resp, err := bus.client.Broadcast(ctxT(t), &busv1.BroadcastRequest{Content: "anyone?", BroadcastId: id})
 	if err != nil || resp.GetBroadcastId() != id {

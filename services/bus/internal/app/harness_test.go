@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	natsserver "github.com/nats-io/nats-server/v2/server"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -198,22 +197,4 @@ func wantCode(t testing.TB, err error, code codes.Code) {
 	if status.Code(err) != code {
 		t.Fatalf("got %v, want %v", err, code)
 	}
-}
-
-// startNATSOnPort restarts a JetStream server on a given port and store, as a NATS pod coming back would.
-func startNATSOnPort(t testing.TB, dir string, port int) *natsserver.Server {
-	t.Helper()
-	srv, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats not ready")
-	}
-	t.Cleanup(func() {
-		srv.Shutdown()
-		srv.WaitForShutdown()
-	})
-	return srv
 }
