@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -103,6 +104,10 @@ type Bus struct {
 	ttl  time.Duration
 	// statusKV is the live-status bucket.
 	statusKV jetstream.KeyValue
+
+	// consuming is true while ConsumeMessages holds a working durable consumer; readiness checks read it, so a bus
+	// whose consumer cannot be created (e.g. an unsupported server feature) never reports SERVING.
+	consuming atomic.Bool
 
 	mu          sync.Mutex
 	onReconnect []func()

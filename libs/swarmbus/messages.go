@@ -222,12 +222,24 @@ func (o *ConsumerOptions) setDefaults() {
 func (b *Bus) ConsumeMessages(ctx context.Context, opts ConsumerOptions, handler func(context.Context, Delivery) error) error {
 	opts.setDefaults()
 	log := b.log.With("consumer", opts.Durable)
+	defer b.consuming.Store(false)
 	for ctx.Err() == nil {
 		cons, err := b.deliveryConsumer(ctx, log, opts)
 		if err != nil {
 			return nil // ctx done
 		}
+		b.consuming.Store(true)
 		b.consume(ctx, log, opts, cons, handler)
+		b.consuming.Store(false)
+	}
+	return nil
+}
+
+// DeliveryReady reports whether ConsumeMessages is running with a working durable consumer; use it as a readiness
+// check of the delivering process.
+func (b *Bus) DeliveryReady(context.Context) error {
+	if !b.consuming.Load() {
+		return errors.New("delivery consumer is not running")
 	}
 	return nil
 }

@@ -755,3 +755,24 @@ func TestRenewAllReportsLostLeases(t *testing.T) {
 		t.Fatalf("ReleaseAll released a lease it did not hold (owner %q)", owner)
 	}
 }
+
+func TestDeliveryReadyFollowsTheConsumer(t *testing.T) {
+	srv := natstest.Start(t)
+	b := connect(t, srv.ClientURL(), swarmbus.Options{})
+	ctx := testCtx(t)
+	if err := b.DeliveryReady(ctx); err == nil {
+		t.Fatal("ready before any consumer ran")
+	}
+	stop := consume(t, b, swarmbus.ConsumerOptions{}, newCollector().handle)
+	deadline := time.Now().Add(10 * time.Second)
+	for b.DeliveryReady(ctx) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("never ready while consuming")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	if err := b.DeliveryReady(ctx); err == nil {
+		t.Fatal("still ready after the consumer stopped")
+	}
+}

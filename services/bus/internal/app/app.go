@@ -99,24 +99,29 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 
 	deliverer := delivery.New(mem, bus, log)
 	api := grpcapi.New(bus, mem, deliverer, grpcapi.Options{AllowMysisBroadcast: cfg.AllowMysisBroadcast, PublishBudget: opts.PublishBudget, Logger: log})
+	checks := []server.Check{
+		{Name: "nats", Fn: bus.Ready},
+		{Name: "memory", Fn: func(ctx context.Context) error {
+			resp, err := memHealth.Check(ctx, &healthpb.HealthCheckRequest{})
+			if err != nil {
+				return err
+			}
+			if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+				return fmt.Errorf("memory service %s", resp.GetStatus())
+			}
+			return nil
+		}},
+	}
+	if !opts.NoDelivery {
+		// An acknowledged broadcast is only as good as the consumer that delivers it.
+		checks = append(checks, server.Check{Name: "delivery consumer", Fn: bus.DeliveryReady})
+	}
 	srv := server.New(server.Options{
 		Name:          "bus",
 		Config:        cfg.Server,
 		Logger:        log,
 		CheckInterval: opts.CheckInterval,
-		Checks: []server.Check{
-			{Name: "nats", Fn: bus.Ready},
-			{Name: "memory", Fn: func(ctx context.Context) error {
-				resp, err := memHealth.Check(ctx, &healthpb.HealthCheckRequest{})
-				if err != nil {
-					return err
-				}
-				if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-					return fmt.Errorf("memory service %s", resp.GetStatus())
-				}
-				return nil
-			}},
-		},
+		Checks:        checks,
 	})
 	srv.Register(&busv1.BusService_ServiceDesc, api)
 
