@@ -186,9 +186,12 @@ func TestWithRetry(t *testing.T) {
 func TestWithRetryCancelStopsWaiting(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
+	// Cancel once the retry is about to wait, not during the call: a cancel that lands during the call ends the
+	// loop with the provider's own error (TestWithRetryCancelledDuringCall), which would make this test racy.
 	called := make(chan struct{})
-	fake := &scripted{errs: []error{status(503, 0)}, onCall: func(int) { close(called) }}
-	p := WithRetry(fake, RetryOptions{BaseDelay: time.Hour, MaxDelay: time.Hour})
+	fake := &scripted{errs: []error{status(503, 0)}}
+	p := WithRetry(fake, RetryOptions{BaseDelay: time.Hour, MaxDelay: time.Hour,
+		OnRetry: func(int, time.Duration, error) { close(called) }})
 
 	done := make(chan error, 1)
 	go func() {
