@@ -490,7 +490,11 @@ type SectionTokens struct {
 	// Synthetic messages (nudges, repairs).
 	Synthetic int32 `protobuf:"varint,5,opt,name=synthetic,proto3" json:"synthetic,omitempty"`
 	// Sum, never above the budget.
-	Total         int32 `protobuf:"varint,6,opt,name=total,proto3" json:"total,omitempty"`
+	Total int32 `protobuf:"varint,6,opt,name=total,proto3" json:"total,omitempty"`
+	// Tool definitions sent with the request.
+	Tools int32 `protobuf:"varint,7,opt,name=tools,proto3" json:"tools,omitempty"`
+	// State carried over from earlier turns (newest results of distinct calls, earlier final replies).
+	Carried       int32 `protobuf:"varint,8,opt,name=carried,proto3" json:"carried,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -563,6 +567,20 @@ func (x *SectionTokens) GetSynthetic() int32 {
 func (x *SectionTokens) GetTotal() int32 {
 	if x != nil {
 		return x.Total
+	}
+	return 0
+}
+
+func (x *SectionTokens) GetTools() int32 {
+	if x != nil {
+		return x.Tools
+	}
+	return 0
+}
+
+func (x *SectionTokens) GetCarried() int32 {
+	if x != nil {
+		return x.Carried
 	}
 	return 0
 }
@@ -731,6 +749,71 @@ func (x *Encouragement) GetNudge() string {
 	return ""
 }
 
+// ToolDefinition is one tool sent with the request, in the provider-neutral function shape. The composer counts its
+// tokens into the budget so the budget holds for the whole request the provider receives.
+type ToolDefinition struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tool name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Description shown to the model.
+	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	// JSON schema of the parameters, as a JSON object text.
+	ParametersJson string `protobuf:"bytes,3,opt,name=parameters_json,json=parametersJson,proto3" json:"parameters_json,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ToolDefinition) Reset() {
+	*x = ToolDefinition{}
+	mi := &file_zoea_composer_v1_composer_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolDefinition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolDefinition) ProtoMessage() {}
+
+func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
+	mi := &file_zoea_composer_v1_composer_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolDefinition.ProtoReflect.Descriptor instead.
+func (*ToolDefinition) Descriptor() ([]byte, []int) {
+	return file_zoea_composer_v1_composer_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ToolDefinition) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ToolDefinition) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *ToolDefinition) GetParametersJson() string {
+	if x != nil {
+		return x.ParametersJson
+	}
+	return ""
+}
+
 // ComposeContextRequest names the mysis.
 type ComposeContextRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -740,13 +823,15 @@ type ComposeContextRequest struct {
 	Policy *Policy `protobuf:"bytes,2,opt,name=policy,proto3" json:"policy,omitempty"`
 	// The runner is beginning an autonomous turn (no new commander message): the composer decides the nudge.
 	BeginAutonomousTurn bool `protobuf:"varint,3,opt,name=begin_autonomous_turn,json=beginAutonomousTurn,proto3" json:"begin_autonomous_turn,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// The tools that will be sent with the request; their tokens count against the budget.
+	Tools         []*ToolDefinition `protobuf:"bytes,4,rep,name=tools,proto3" json:"tools,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ComposeContextRequest) Reset() {
 	*x = ComposeContextRequest{}
-	mi := &file_zoea_composer_v1_composer_proto_msgTypes[7]
+	mi := &file_zoea_composer_v1_composer_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -758,7 +843,7 @@ func (x *ComposeContextRequest) String() string {
 func (*ComposeContextRequest) ProtoMessage() {}
 
 func (x *ComposeContextRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_composer_v1_composer_proto_msgTypes[7]
+	mi := &file_zoea_composer_v1_composer_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -771,7 +856,7 @@ func (x *ComposeContextRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComposeContextRequest.ProtoReflect.Descriptor instead.
 func (*ComposeContextRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_composer_v1_composer_proto_rawDescGZIP(), []int{7}
+	return file_zoea_composer_v1_composer_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ComposeContextRequest) GetMysisId() string {
@@ -795,6 +880,13 @@ func (x *ComposeContextRequest) GetBeginAutonomousTurn() bool {
 	return false
 }
 
+func (x *ComposeContextRequest) GetTools() []*ToolDefinition {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
 // ComposeContextResponse is the request to send and why it looks the way it does.
 type ComposeContextResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -810,7 +902,7 @@ type ComposeContextResponse struct {
 
 func (x *ComposeContextResponse) Reset() {
 	*x = ComposeContextResponse{}
-	mi := &file_zoea_composer_v1_composer_proto_msgTypes[8]
+	mi := &file_zoea_composer_v1_composer_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -822,7 +914,7 @@ func (x *ComposeContextResponse) String() string {
 func (*ComposeContextResponse) ProtoMessage() {}
 
 func (x *ComposeContextResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_composer_v1_composer_proto_msgTypes[8]
+	mi := &file_zoea_composer_v1_composer_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -835,7 +927,7 @@ func (x *ComposeContextResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComposeContextResponse.ProtoReflect.Descriptor instead.
 func (*ComposeContextResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_composer_v1_composer_proto_rawDescGZIP(), []int{8}
+	return file_zoea_composer_v1_composer_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ComposeContextResponse) GetMessages() []*ChatMessage {
@@ -895,14 +987,16 @@ const file_zoea_composer_v1_composer_proto_rawDesc = "" +
 	"\x10SyntheticMessage\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xb2\x01\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xe2\x01\n" +
 	"\rSectionTokens\x12\x16\n" +
 	"\x06system\x18\x01 \x01(\x05R\x06system\x12\x18\n" +
 	"\amission\x18\x02 \x01(\x05R\amission\x12\x18\n" +
 	"\ahistory\x18\x03 \x01(\x05R\ahistory\x12!\n" +
 	"\fcurrent_turn\x18\x04 \x01(\x05R\vcurrentTurn\x12\x1c\n" +
 	"\tsynthetic\x18\x05 \x01(\x05R\tsynthetic\x12\x14\n" +
-	"\x05total\x18\x06 \x01(\x05R\x05total\"\xbc\x02\n" +
+	"\x05total\x18\x06 \x01(\x05R\x05total\x12\x14\n" +
+	"\x05tools\x18\a \x01(\x05R\x05tools\x12\x18\n" +
+	"\acarried\x18\b \x01(\x05R\acarried\"\xbc\x02\n" +
 	"\bManifest\x129\n" +
 	"\aentries\x18\x01 \x03(\v2\x1f.zoea.composer.v1.ManifestEntryR\aentries\x127\n" +
 	"\x06tokens\x18\x02 \x01(\v2\x1f.zoea.composer.v1.SectionTokensR\x06tokens\x12!\n" +
@@ -916,11 +1010,16 @@ const file_zoea_composer_v1_composer_proto_rawDesc = "" +
 	"\x06action\x18\x01 \x01(\x0e2%.zoea.composer.v1.EncouragementActionR\x06action\x12\x1d\n" +
 	"\n" +
 	"next_count\x18\x02 \x01(\x05R\tnextCount\x12\x14\n" +
-	"\x05nudge\x18\x03 \x01(\tR\x05nudge\"\x98\x01\n" +
+	"\x05nudge\x18\x03 \x01(\tR\x05nudge\"o\n" +
+	"\x0eToolDefinition\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\x12'\n" +
+	"\x0fparameters_json\x18\x03 \x01(\tR\x0eparametersJson\"\xd0\x01\n" +
 	"\x15ComposeContextRequest\x12\x19\n" +
 	"\bmysis_id\x18\x01 \x01(\tR\amysisId\x120\n" +
 	"\x06policy\x18\x02 \x01(\v2\x18.zoea.composer.v1.PolicyR\x06policy\x122\n" +
-	"\x15begin_autonomous_turn\x18\x03 \x01(\bR\x13beginAutonomousTurn\"\xd2\x01\n" +
+	"\x15begin_autonomous_turn\x18\x03 \x01(\bR\x13beginAutonomousTurn\x126\n" +
+	"\x05tools\x18\x04 \x03(\v2 .zoea.composer.v1.ToolDefinitionR\x05tools\"\xd2\x01\n" +
 	"\x16ComposeContextResponse\x129\n" +
 	"\bmessages\x18\x01 \x03(\v2\x1d.zoea.composer.v1.ChatMessageR\bmessages\x126\n" +
 	"\bmanifest\x18\x02 \x01(\v2\x1a.zoea.composer.v1.ManifestR\bmanifest\x12E\n" +
@@ -953,7 +1052,7 @@ func file_zoea_composer_v1_composer_proto_rawDescGZIP() []byte {
 }
 
 var file_zoea_composer_v1_composer_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_zoea_composer_v1_composer_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_zoea_composer_v1_composer_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_zoea_composer_v1_composer_proto_goTypes = []any{
 	(Disposition)(0),               // 0: zoea.composer.v1.Disposition
 	(EncouragementAction)(0),       // 1: zoea.composer.v1.EncouragementAction
@@ -964,30 +1063,32 @@ var file_zoea_composer_v1_composer_proto_goTypes = []any{
 	(*SectionTokens)(nil),          // 6: zoea.composer.v1.SectionTokens
 	(*Manifest)(nil),               // 7: zoea.composer.v1.Manifest
 	(*Encouragement)(nil),          // 8: zoea.composer.v1.Encouragement
-	(*ComposeContextRequest)(nil),  // 9: zoea.composer.v1.ComposeContextRequest
-	(*ComposeContextResponse)(nil), // 10: zoea.composer.v1.ComposeContextResponse
-	(v1.Role)(0),                   // 11: zoea.memory.v1.Role
-	(*v1.ToolCall)(nil),            // 12: zoea.memory.v1.ToolCall
+	(*ToolDefinition)(nil),         // 9: zoea.composer.v1.ToolDefinition
+	(*ComposeContextRequest)(nil),  // 10: zoea.composer.v1.ComposeContextRequest
+	(*ComposeContextResponse)(nil), // 11: zoea.composer.v1.ComposeContextResponse
+	(v1.Role)(0),                   // 12: zoea.memory.v1.Role
+	(*v1.ToolCall)(nil),            // 13: zoea.memory.v1.ToolCall
 }
 var file_zoea_composer_v1_composer_proto_depIdxs = []int32{
-	11, // 0: zoea.composer.v1.ChatMessage.role:type_name -> zoea.memory.v1.Role
-	12, // 1: zoea.composer.v1.ChatMessage.tool_calls:type_name -> zoea.memory.v1.ToolCall
+	12, // 0: zoea.composer.v1.ChatMessage.role:type_name -> zoea.memory.v1.Role
+	13, // 1: zoea.composer.v1.ChatMessage.tool_calls:type_name -> zoea.memory.v1.ToolCall
 	0,  // 2: zoea.composer.v1.ManifestEntry.disposition:type_name -> zoea.composer.v1.Disposition
 	4,  // 3: zoea.composer.v1.Manifest.entries:type_name -> zoea.composer.v1.ManifestEntry
 	6,  // 4: zoea.composer.v1.Manifest.tokens:type_name -> zoea.composer.v1.SectionTokens
 	5,  // 5: zoea.composer.v1.Manifest.synthetic:type_name -> zoea.composer.v1.SyntheticMessage
 	1,  // 6: zoea.composer.v1.Encouragement.action:type_name -> zoea.composer.v1.EncouragementAction
 	2,  // 7: zoea.composer.v1.ComposeContextRequest.policy:type_name -> zoea.composer.v1.Policy
-	3,  // 8: zoea.composer.v1.ComposeContextResponse.messages:type_name -> zoea.composer.v1.ChatMessage
-	7,  // 9: zoea.composer.v1.ComposeContextResponse.manifest:type_name -> zoea.composer.v1.Manifest
-	8,  // 10: zoea.composer.v1.ComposeContextResponse.encouragement:type_name -> zoea.composer.v1.Encouragement
-	9,  // 11: zoea.composer.v1.ComposerService.ComposeContext:input_type -> zoea.composer.v1.ComposeContextRequest
-	10, // 12: zoea.composer.v1.ComposerService.ComposeContext:output_type -> zoea.composer.v1.ComposeContextResponse
-	12, // [12:13] is the sub-list for method output_type
-	11, // [11:12] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	9,  // 8: zoea.composer.v1.ComposeContextRequest.tools:type_name -> zoea.composer.v1.ToolDefinition
+	3,  // 9: zoea.composer.v1.ComposeContextResponse.messages:type_name -> zoea.composer.v1.ChatMessage
+	7,  // 10: zoea.composer.v1.ComposeContextResponse.manifest:type_name -> zoea.composer.v1.Manifest
+	8,  // 11: zoea.composer.v1.ComposeContextResponse.encouragement:type_name -> zoea.composer.v1.Encouragement
+	10, // 12: zoea.composer.v1.ComposerService.ComposeContext:input_type -> zoea.composer.v1.ComposeContextRequest
+	11, // 13: zoea.composer.v1.ComposerService.ComposeContext:output_type -> zoea.composer.v1.ComposeContextResponse
+	13, // [13:14] is the sub-list for method output_type
+	12, // [12:13] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_zoea_composer_v1_composer_proto_init() }
@@ -1002,7 +1103,7 @@ func file_zoea_composer_v1_composer_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zoea_composer_v1_composer_proto_rawDesc), len(file_zoea_composer_v1_composer_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

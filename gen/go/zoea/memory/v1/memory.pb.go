@@ -475,7 +475,13 @@ type Memory struct {
 	// For broadcast deliveries: the broadcast id.
 	BroadcastId string `protobuf:"bytes,14,opt,name=broadcast_id,json=broadcastId,proto3" json:"broadcast_id,omitempty"`
 	// Time the row was written.
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// For tool results: the arguments of the call this answers, as the model sent them (so the store and the composer
+	// can tell results of the same call apart from results of the same tool with other arguments).
+	CallArgumentsJson string `protobuf:"bytes,16,opt,name=call_arguments_json,json=callArgumentsJson,proto3" json:"call_arguments_json,omitempty"`
+	// For tool results: the distinct-call key, tool name plus canonical arguments (object keys sorted, no insignificant
+	// whitespace); arguments that are not a JSON object are keyed by their exact text. Server-computed.
+	CallKey       string `protobuf:"bytes,17,opt,name=call_key,json=callKey,proto3" json:"call_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -615,6 +621,20 @@ func (x *Memory) GetCreatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Memory) GetCallArgumentsJson() string {
+	if x != nil {
+		return x.CallArgumentsJson
+	}
+	return ""
+}
+
+func (x *Memory) GetCallKey() string {
+	if x != nil {
+		return x.CallKey
+	}
+	return ""
+}
+
 // NewMemory is a memory to append; id, seq, turn and created_at are assigned by the server.
 type NewMemory struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -636,8 +656,10 @@ type NewMemory struct {
 	ToolName string `protobuf:"bytes,8,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
 	// Optional client key, unique per mysis; a retry with the same key returns the stored row.
 	IdempotencyKey string `protobuf:"bytes,9,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// For tool results: the arguments of the call this answers, byte for byte as the assistant memory holds them.
+	CallArgumentsJson string `protobuf:"bytes,10,opt,name=call_arguments_json,json=callArgumentsJson,proto3" json:"call_arguments_json,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *NewMemory) Reset() {
@@ -729,6 +751,13 @@ func (x *NewMemory) GetToolName() string {
 func (x *NewMemory) GetIdempotencyKey() string {
 	if x != nil {
 		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *NewMemory) GetCallArgumentsJson() string {
+	if x != nil {
+		return x.CallArgumentsJson
 	}
 	return ""
 }
@@ -2098,8 +2127,20 @@ type GetComposeWindowRequest struct {
 	Window int32 `protobuf:"varint,2,opt,name=window,proto3" json:"window,omitempty"`
 	// When the mysis has no mission of its own, fall back to the swarm's latest commander broadcast.
 	GlobalMissionFallback bool `protobuf:"varint,3,opt,name=global_mission_fallback,json=globalMissionFallback,proto3" json:"global_mission_fallback,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// How many distinct calls since the objective to carry (newest result of each, with the assistant memory that made
+	// the call). 0 means no carry-over (the v1 window); max 1000.
+	CarryLimit int32 `protobuf:"varint,4,opt,name=carry_limit,json=carryLimit,proto3" json:"carry_limit,omitempty"`
+	// Tools whose results are keyed by tool name alone when carried (state snapshots such as get_status).
+	SnapshotTools []string `protobuf:"bytes,5,rep,name=snapshot_tools,json=snapshotTools,proto3" json:"snapshot_tools,omitempty"`
+	// Tools whose newest result is carried even from before the objective (login, register).
+	PinnedTools []string `protobuf:"bytes,6,rep,name=pinned_tools,json=pinnedTools,proto3" json:"pinned_tools,omitempty"`
+	// How many earlier turns' final assistant text replies (since the objective) to return; 0 means none; max 100.
+	ReplyLimit int32 `protobuf:"varint,7,opt,name=reply_limit,json=replyLimit,proto3" json:"reply_limit,omitempty"`
+	// Upper bound on the recent, contiguous part when it is extended back to hold the whole current turn; 0 means the
+	// server default (2000). The recent part never grows past it, and the manifest says so when it is hit.
+	MaxTurnRows   int32 `protobuf:"varint,8,opt,name=max_turn_rows,json=maxTurnRows,proto3" json:"max_turn_rows,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetComposeWindowRequest) Reset() {
@@ -2151,6 +2192,41 @@ func (x *GetComposeWindowRequest) GetGlobalMissionFallback() bool {
 		return x.GlobalMissionFallback
 	}
 	return false
+}
+
+func (x *GetComposeWindowRequest) GetCarryLimit() int32 {
+	if x != nil {
+		return x.CarryLimit
+	}
+	return 0
+}
+
+func (x *GetComposeWindowRequest) GetSnapshotTools() []string {
+	if x != nil {
+		return x.SnapshotTools
+	}
+	return nil
+}
+
+func (x *GetComposeWindowRequest) GetPinnedTools() []string {
+	if x != nil {
+		return x.PinnedTools
+	}
+	return nil
+}
+
+func (x *GetComposeWindowRequest) GetReplyLimit() int32 {
+	if x != nil {
+		return x.ReplyLimit
+	}
+	return 0
+}
+
+func (x *GetComposeWindowRequest) GetMaxTurnRows() int32 {
+	if x != nil {
+		return x.MaxTurnRows
+	}
+	return 0
 }
 
 // Mission is the order a mysis is currently working on.
@@ -2217,7 +2293,16 @@ type GetComposeWindowResponse struct {
 	// The last `window` memories, oldest first.
 	Memories []*Memory `protobuf:"bytes,2,rep,name=memories,proto3" json:"memories,omitempty"`
 	// The current mission; unset when there is none.
-	Mission       *Mission `protobuf:"bytes,3,opt,name=mission,proto3" json:"mission,omitempty"`
+	Mission *Mission `protobuf:"bytes,3,opt,name=mission,proto3" json:"mission,omitempty"`
+	// Seq of the first memory of the contiguous recent part. That part holds at least the last `window` memories,
+	// reaches back to the first memory of the current turn (bounded by max_turn_rows) and starts on a loop boundary
+	// (never on a tool result). Memories before it are carried rows: carried tool results with their assistant calls,
+	// pinned results and earlier final replies.
+	RecentStartSeq int64 `protobuf:"varint,4,opt,name=recent_start_seq,json=recentStartSeq,proto3" json:"recent_start_seq,omitempty"`
+	// Seq of the prompt that set the current objective (the mission's memory), 0 when none of the mysis's own.
+	ObjectiveSeq int64 `protobuf:"varint,5,opt,name=objective_seq,json=objectiveSeq,proto3" json:"objective_seq,omitempty"`
+	// True when the current turn is longer than max_turn_rows and its oldest rows were left out.
+	TurnTruncated bool `protobuf:"varint,6,opt,name=turn_truncated,json=turnTruncated,proto3" json:"turn_truncated,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2271,6 +2356,27 @@ func (x *GetComposeWindowResponse) GetMission() *Mission {
 		return x.Mission
 	}
 	return nil
+}
+
+func (x *GetComposeWindowResponse) GetRecentStartSeq() int64 {
+	if x != nil {
+		return x.RecentStartSeq
+	}
+	return 0
+}
+
+func (x *GetComposeWindowResponse) GetObjectiveSeq() int64 {
+	if x != nil {
+		return x.ObjectiveSeq
+	}
+	return 0
+}
+
+func (x *GetComposeWindowResponse) GetTurnTruncated() bool {
+	if x != nil {
+		return x.TurnTruncated
+	}
+	return false
 }
 
 // RecordBroadcastRequest records and delivers a broadcast.
@@ -3408,7 +3514,7 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\bToolCall\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12%\n" +
-	"\x0earguments_json\x18\x03 \x01(\tR\rargumentsJson\"\x87\x04\n" +
+	"\x0earguments_json\x18\x03 \x01(\tR\rargumentsJson\"\xd2\x04\n" +
 	"\x06Memory\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x19\n" +
 	"\bmysis_id\x18\x02 \x01(\tR\amysisId\x12\x10\n" +
@@ -3428,7 +3534,9 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\x0fidempotency_key\x18\r \x01(\tR\x0eidempotencyKey\x12!\n" +
 	"\fbroadcast_id\x18\x0e \x01(\tR\vbroadcastId\x129\n" +
 	"\n" +
-	"created_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xdb\x02\n" +
+	"created_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12.\n" +
+	"\x13call_arguments_json\x18\x10 \x01(\tR\x11callArgumentsJson\x12\x19\n" +
+	"\bcall_key\x18\x11 \x01(\tR\acallKey\"\x8b\x03\n" +
 	"\tNewMemory\x12(\n" +
 	"\x04role\x18\x01 \x01(\x0e2\x14.zoea.memory.v1.RoleR\x04role\x12.\n" +
 	"\x06source\x18\x02 \x01(\x0e2\x16.zoea.memory.v1.SourceR\x06source\x12\x1b\n" +
@@ -3440,7 +3548,9 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\ftool_call_id\x18\a \x01(\tR\n" +
 	"toolCallId\x12\x1b\n" +
 	"\ttool_name\x18\b \x01(\tR\btoolName\x12'\n" +
-	"\x0fidempotency_key\x18\t \x01(\tR\x0eidempotencyKey\"\x8d\x01\n" +
+	"\x0fidempotency_key\x18\t \x01(\tR\x0eidempotencyKey\x12.\n" +
+	"\x13call_arguments_json\x18\n" +
+	" \x01(\tR\x11callArgumentsJson\"\x8d\x01\n" +
 	"\tBroadcast\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tsender_id\x18\x02 \x01(\tR\bsenderId\x12\x18\n" +
@@ -3524,18 +3634,28 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\bmysis_id\x18\x01 \x01(\tR\amysisId\x12\x1b\n" +
 	"\tmemory_id\x18\x02 \x01(\x03R\bmemoryId\"C\n" +
 	"\x11GetMemoryResponse\x12.\n" +
-	"\x06memory\x18\x01 \x01(\v2\x16.zoea.memory.v1.MemoryR\x06memory\"\x84\x01\n" +
+	"\x06memory\x18\x01 \x01(\v2\x16.zoea.memory.v1.MemoryR\x06memory\"\xb4\x02\n" +
 	"\x17GetComposeWindowRequest\x12\x19\n" +
 	"\bmysis_id\x18\x01 \x01(\tR\amysisId\x12\x16\n" +
 	"\x06window\x18\x02 \x01(\x05R\x06window\x126\n" +
-	"\x17global_mission_fallback\x18\x03 \x01(\bR\x15globalMissionFallback\"b\n" +
+	"\x17global_mission_fallback\x18\x03 \x01(\bR\x15globalMissionFallback\x12\x1f\n" +
+	"\vcarry_limit\x18\x04 \x01(\x05R\n" +
+	"carryLimit\x12%\n" +
+	"\x0esnapshot_tools\x18\x05 \x03(\tR\rsnapshotTools\x12!\n" +
+	"\fpinned_tools\x18\x06 \x03(\tR\vpinnedTools\x12\x1f\n" +
+	"\vreply_limit\x18\a \x01(\x05R\n" +
+	"replyLimit\x12\"\n" +
+	"\rmax_turn_rows\x18\b \x01(\x05R\vmaxTurnRows\"b\n" +
 	"\aMission\x12.\n" +
 	"\x06memory\x18\x01 \x01(\v2\x16.zoea.memory.v1.MemoryR\x06memory\x12'\n" +
-	"\x0fglobal_fallback\x18\x02 \x01(\bR\x0eglobalFallback\"\xae\x01\n" +
+	"\x0fglobal_fallback\x18\x02 \x01(\bR\x0eglobalFallback\"\xa4\x02\n" +
 	"\x18GetComposeWindowResponse\x12+\n" +
 	"\x05mysis\x18\x01 \x01(\v2\x15.zoea.memory.v1.MysisR\x05mysis\x122\n" +
 	"\bmemories\x18\x02 \x03(\v2\x16.zoea.memory.v1.MemoryR\bmemories\x121\n" +
-	"\amission\x18\x03 \x01(\v2\x17.zoea.memory.v1.MissionR\amission\"\x9c\x01\n" +
+	"\amission\x18\x03 \x01(\v2\x17.zoea.memory.v1.MissionR\amission\x12(\n" +
+	"\x10recent_start_seq\x18\x04 \x01(\x03R\x0erecentStartSeq\x12#\n" +
+	"\robjective_seq\x18\x05 \x01(\x03R\fobjectiveSeq\x12%\n" +
+	"\x0eturn_truncated\x18\x06 \x01(\bR\rturnTruncated\"\x9c\x01\n" +
 	"\x16RecordBroadcastRequest\x12!\n" +
 	"\fbroadcast_id\x18\x01 \x01(\tR\vbroadcastId\x12\x1b\n" +
 	"\tsender_id\x18\x02 \x01(\tR\bsenderId\x12\x18\n" +
