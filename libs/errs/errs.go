@@ -27,6 +27,23 @@ const (
 	Timeout
 	// Unauthenticated means credentials are missing or wrong.
 	Unauthenticated
+	// Aborted means a concurrent transaction won (a serialization failure, a deadlock): the same call retried at once
+	// will usually succeed. Unlike Conflict it says nothing about the caller's request being wrong for the state.
+	Aborted
+)
+
+// Reasons are stable, machine-readable causes carried to clients in a gRPC ErrorInfo, so a client can switch on them
+// instead of parsing messages. A Kind alone gives the generic reason below.
+const (
+	ReasonInvalidArgument = "INVALID_ARGUMENT"
+	ReasonNotFound        = "NOT_FOUND"
+	ReasonAlreadyExists   = "ALREADY_EXISTS"
+	ReasonConflict        = "STATE_CONFLICT"
+	ReasonUnavailable     = "DEPENDENCY_UNAVAILABLE"
+	ReasonTimeout         = "TIMEOUT"
+	ReasonUnauthenticated = "UNAUTHENTICATED"
+	ReasonAborted         = "CONCURRENT_UPDATE"
+	ReasonInternal        = "INTERNAL"
 )
 
 // Error is a classified error.
@@ -35,6 +52,8 @@ type Error struct {
 	Field string // for Invalid: the offending field, e.g. "memories[3].content"
 	Msg   string
 	Err   error // cause, never shown to remote callers for Internal
+	// Reason refines Kind for clients (e.g. "SPEND_LIMIT_REACHED"); empty means the Kind's generic reason.
+	Reason string
 }
 
 func (e *Error) Error() string {
@@ -76,6 +95,53 @@ func Conflictf(format string, args ...any) error {
 // Unavailablef reports an unreachable dependency.
 func Unavailablef(cause error, format string, args ...any) error {
 	return &Error{Kind: Unavailable, Msg: fmt.Sprintf(format, args...), Err: cause}
+}
+
+// Abortedf reports an operation that lost a race with a concurrent one and may be retried at once.
+func Abortedf(cause error, format string, args ...any) error {
+	return &Error{Kind: Aborted, Msg: fmt.Sprintf(format, args...), Err: cause}
+}
+
+// Retryable reports whether retrying the same call later may succeed without changing it.
+func Retryable(err error) bool {
+	switch KindOf(err) {
+	case Unavailable, Timeout, Aborted:
+		return err != nil
+	}
+	return false
+}
+
+// ReasonOf returns the machine-readable reason of err: its own Reason, or its Kind's generic one.
+func ReasonOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) && e.Reason != "" {
+		return e.Reason
+	}
+	return KindOf(err).Reason()
+}
+
+// Reason is the generic machine-readable reason of the kind.
+func (k Kind) Reason() string {
+	switch k {
+	case Invalid:
+		return ReasonInvalidArgument
+	case NotFound:
+		return ReasonNotFound
+	case Exists:
+		return ReasonAlreadyExists
+	case Conflict:
+		return ReasonConflict
+	case Unavailable:
+		return ReasonUnavailable
+	case Timeout:
+		return ReasonTimeout
+	case Unauthenticated:
+		return ReasonUnauthenticated
+	case Aborted:
+		return ReasonAborted
+	default:
+		return ReasonInternal
+	}
 }
 
 // KindOf returns the kind of the first *Error in err's chain, or Internal.

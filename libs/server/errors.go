@@ -8,12 +8,30 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/protoadapt"
 
 	"github.com/zoeaswarm/zoea/libs/errs"
 )
 
+// ErrorDomain names Zoea in the ErrorInfo detail of every error status, so clients know which reasons to expect.
+const ErrorDomain = "zoea.dev"
+
+// kindCodes is the one table between domain kinds and gRPC codes, read both ways.
+var kindCodes = map[errs.Kind]codes.Code{
+	errs.Invalid:         codes.InvalidArgument,
+	errs.NotFound:        codes.NotFound,
+	errs.Exists:          codes.AlreadyExists,
+	errs.Conflict:        codes.FailedPrecondition,
+	errs.Unavailable:     codes.Unavailable,
+	errs.Timeout:         codes.DeadlineExceeded,
+	errs.Unauthenticated: codes.Unauthenticated,
+	errs.Aborted:         codes.Aborted,
+}
+
 // ToStatus is the one place where a domain error becomes a gRPC status. Errors that already carry a status pass
 // through; internal errors are logged in full and returned generic so no SQL or stack detail leaks to callers.
+// Every classified error carries an ErrorInfo whose reason clients can switch on, and Invalid errors a BadRequest
+// naming the field.
 func ToStatus(ctx context.Context, log *slog.Logger, err error) error {
 	if err == nil {
 		return nil
@@ -28,62 +46,57 @@ func ToStatus(ctx context.Context, log *slog.Logger, err error) error {
 		return status.Error(codes.DeadlineExceeded, "deadline exceeded")
 	}
 	var e *errs.Error
-	if !errors.As(err, &e) {
+	code, known := codes.Internal, false
+	if errors.As(err, &e) {
+		code, known = kindCodes[e.Kind]
+	}
+	if !known {
 		log.ErrorContext(ctx, "internal error", "method", methodOf(ctx), "err", err)
 		return status.Error(codes.Internal, "internal error")
 	}
-	switch e.Kind {
-	case errs.Invalid:
-		st := status.New(codes.InvalidArgument, e.Error())
-		if e.Field != "" {
-			if d, derr := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: e.Field, Description: e.Msg}}}); derr == nil {
-				st = d
-			}
-		}
-		return st.Err()
-	case errs.NotFound:
-		return status.Error(codes.NotFound, e.Error())
-	case errs.Exists:
-		return status.Error(codes.AlreadyExists, e.Error())
-	case errs.Conflict:
-		return status.Error(codes.FailedPrecondition, e.Error())
-	case errs.Unavailable:
-		log.WarnContext(ctx, "dependency unavailable", "method", methodOf(ctx), "err", err)
-		return status.Error(codes.Unavailable, e.Msg)
-	case errs.Timeout:
-		return status.Error(codes.DeadlineExceeded, e.Error())
-	case errs.Unauthenticated:
-		return status.Error(codes.Unauthenticated, e.Error())
-	default:
-		log.ErrorContext(ctx, "internal error", "method", methodOf(ctx), "err", err)
-		return status.Error(codes.Internal, "internal error")
+	// Callers see the sentence, never the wrapped cause: causes are driver, SQL and network errors.
+	msg := e.Msg
+	if e.Field != "" {
+		msg = e.Field + ": " + msg
 	}
+	if e.Err != nil {
+		log.WarnContext(ctx, "classified failure", "method", methodOf(ctx), "kind", errs.ReasonOf(e), "err", err)
+	}
+	details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: errs.ReasonOf(e), Domain: ErrorDomain}}
+	if e.Kind == errs.Invalid && e.Field != "" {
+		details = append(details, &errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: e.Field, Description: e.Msg}}})
+	}
+	st := status.New(code, msg)
+	if d, derr := st.WithDetails(details...); derr == nil {
+		st = d
+	}
+	return st.Err()
 }
 
 // FromStatus turns a gRPC error received by a client back into a domain error, so adapters can return errs kinds.
+// The kind, the offending field and the reason survive the round trip.
 func FromStatus(err error) error {
 	st, ok := status.FromError(err)
 	if !ok || err == nil {
 		return err
 	}
-	var k errs.Kind
-	switch st.Code() {
-	case codes.InvalidArgument:
-		k = errs.Invalid
-	case codes.NotFound:
-		k = errs.NotFound
-	case codes.AlreadyExists:
-		k = errs.Exists
-	case codes.FailedPrecondition, codes.Aborted:
-		k = errs.Conflict
-	case codes.Unavailable:
-		k = errs.Unavailable
-	case codes.DeadlineExceeded:
-		k = errs.Timeout
-	case codes.Unauthenticated:
-		k = errs.Unauthenticated
-	default:
-		k = errs.Internal
+	out := &errs.Error{Kind: errs.Internal, Msg: st.Message(), Err: err}
+	for k, c := range kindCodes {
+		if c == st.Code() {
+			out.Kind = k
+		}
 	}
-	return &errs.Error{Kind: k, Msg: st.Message(), Err: err}
+	for _, d := range st.Details() {
+		switch d := d.(type) {
+		case *errdetails.ErrorInfo:
+			if d.GetDomain() == ErrorDomain && d.GetReason() != out.Kind.Reason() {
+				out.Reason = d.GetReason()
+			}
+		case *errdetails.BadRequest:
+			if v := d.GetFieldViolations(); len(v) > 0 {
+				out.Field, out.Msg = v[0].GetField(), v[0].GetDescription()
+			}
+		}
+	}
+	return out
 }

@@ -33,8 +33,26 @@ var testService = grpc.ServiceDesc{
 		method("Invalid", func() error { return errs.InvalidField("memories[2].content", "contains a NUL byte") }),
 		method("Missing", func() error { return errs.NotFoundf("mysis %q not found", "x") }),
 		method("Leak", func() error { return errors.New("pq: secret table details") }),
-		method("Slow", func() error { time.Sleep(300 * time.Millisecond); return nil }),
+		{MethodName: "Slow", Handler: slowHandler},
 	},
+}
+
+// slowCall is how a test holds a Slow call in flight: the handler sends its release channel on slowEntered and
+// returns when that channel is closed or its context ends (a cut call).
+var slowEntered = make(chan chan struct{}, 1)
+
+func slowHandler(srv any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+	if err := dec(new(emptypb.Empty)); err != nil {
+		return nil, err
+	}
+	release := make(chan struct{})
+	slowEntered <- release
+	select {
+	case <-release:
+		return &emptypb.Empty{}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 func method(name string, fn func() error) grpc.MethodDesc {
@@ -56,17 +74,23 @@ type harness struct {
 	cancel context.CancelFunc
 	done   chan error
 	ready  *atomic.Bool
+	checks chan struct{} // one value per readiness check run (dropped when nobody reads)
 }
 
 func start(t *testing.T, token string, shutdown time.Duration) *harness {
 	t.Helper()
 	ready := &atomic.Bool{}
+	checks := make(chan struct{}, 1)
 	srv := server.New(server.Options{
 		Name:          "test",
 		Config:        server.Config{AdminToken: config.Secret(token), ShutdownTimeout: shutdown},
 		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 		CheckInterval: 20 * time.Millisecond,
 		Checks: []server.Check{{Name: "dependency", Fn: func(context.Context) error {
+			select {
+			case checks <- struct{}{}:
+			default:
+			}
 			if !ready.Load() {
 				return errors.New("not yet")
 			}
@@ -89,7 +113,7 @@ func start(t *testing.T, token string, shutdown time.Duration) *harness {
 		cancel()
 		conn.Close()
 	})
-	return &harness{conn: conn, cancel: cancel, done: done, ready: ready}
+	return &harness{conn: conn, cancel: cancel, done: done, ready: ready, checks: checks}
 }
 
 func (h *harness) call(ctx context.Context, name string) error {
@@ -107,8 +131,10 @@ func healthStatus(t *testing.T, conn *grpc.ClientConn, svc string) healthpb.Heal
 
 func TestHealthServingOnlyAfterReadiness(t *testing.T) {
 	h := start(t, "", time.Second)
-	// Give the check loop many intervals: it must stay NOT_SERVING while the dependency fails.
-	time.Sleep(150 * time.Millisecond)
+	// Let the check loop run several times: it must stay NOT_SERVING while the dependency fails.
+	for range 4 {
+		<-h.checks
+	}
 	for _, svc := range []string{"", testService.ServiceName} {
 		if got := healthStatus(t, h.conn, svc); got != healthpb.HealthCheckResponse_NOT_SERVING {
 			t.Fatalf("service %q: got %v before readiness, want NOT_SERVING", svc, got)
@@ -232,11 +258,26 @@ func TestAdminToken(t *testing.T) {
 }
 
 func TestGracefulShutdownWaitsForInflightCalls(t *testing.T) {
-	h := start(t, "", 2*time.Second)
+	h := start(t, "", time.Minute)
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	live, err := healthpb.NewHealthClient(h.conn).Watch(watchCtx, &healthpb.HealthCheckRequest{Service: server.LivenessService})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first, err := live.Recv(); err != nil || first.Status != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("liveness before shutdown = %v, %v", first, err)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- h.call(context.Background(), "Slow") }()
-	time.Sleep(50 * time.Millisecond)
+	release := <-slowEntered
 	h.cancel()
+	// Shutdown has begun once probes are told NOT_SERVING; only then may the in-flight call finish.
+	if next, err := live.Recv(); err != nil || next.Status != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Fatalf("liveness during shutdown = %v, %v", next, err)
+	}
+	stopWatch() // an open watch is an in-flight call too
+	close(release)
 	if err := <-errc; err != nil {
 		t.Fatalf("in-flight call was cut: %v", err)
 	}
@@ -252,8 +293,9 @@ func TestGracefulShutdownWaitsForInflightCalls(t *testing.T) {
 
 func TestShutdownDeadlineCutsStuckCalls(t *testing.T) {
 	h := start(t, "", 50*time.Millisecond)
-	go func() { _ = h.call(context.Background(), "Slow") }()
-	time.Sleep(50 * time.Millisecond)
+	cut := make(chan error, 1)
+	go func() { cut <- h.call(context.Background(), "Slow") }()
+	<-slowEntered // never released: the call is stuck until the deadline closes its connection
 	began := time.Now()
 	h.cancel()
 	select {
@@ -263,6 +305,9 @@ func TestShutdownDeadlineCutsStuckCalls(t *testing.T) {
 		}
 	case <-time.After(2 * time.Second):
 		t.Fatal("server ignored its shutdown deadline")
+	}
+	if err := <-cut; status.Code(err) != codes.Unavailable && status.Code(err) != codes.Canceled {
+		t.Fatalf("the stuck call ended with %v, want it cut (Unavailable or Canceled)", err)
 	}
 }
 
@@ -276,16 +321,26 @@ func TestHealthcheckCommand(t *testing.T) {
 	defer cancel()
 	go func() { _ = srv.Serve(ctx, lis) }()
 	_, port, _ := net.SplitHostPort(lis.Addr().String())
-	deadline := time.Now().Add(5 * time.Second)
+	conn, err := server.Dial(lis.Addr().String(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	watch, err := healthpb.NewHealthClient(conn).Watch(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for {
-		err := server.Healthcheck(context.Background(), ":"+port)
-		if err == nil {
+		st, err := watch.Recv()
+		if err != nil {
+			t.Fatalf("health watch: %v", err)
+		}
+		if st.Status == healthpb.HealthCheckResponse_SERVING {
 			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("never healthy: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	}
+	if err := server.Healthcheck(context.Background(), ":"+port); err != nil {
+		t.Fatalf("healthcheck of a serving server: %v", err)
 	}
 	if err := server.Healthcheck(context.Background(), "127.0.0.1:1"); err == nil {
 		t.Fatal("healthcheck of a closed port succeeded")
