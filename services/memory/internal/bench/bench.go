@@ -42,6 +42,11 @@ func BenchMain(ctx context.Context, log *slog.Logger, dbURL string, args []strin
 	bcastN := fs.Int("broadcasts", 20, "1,000-target broadcasts to record")
 	singleN := fs.Int("single", 1000, "single 2-row appends to time")
 	out := fs.String("out", "", "also write the report to this file")
+	carry := fs.Int("carry", 64, "v2 compose window: carry_limit (0 with -replies 0 measures v1 only)")
+	replies := fs.Int("replies", 5, "v2 compose window: reply_limit")
+	snapshot := fs.String("snapshot", "get_status,get_ship,get_cargo,get_system,get_poi", "v2 compose window: snapshot_tools")
+	pinned := fs.String("pinned", "login,register", "v2 compose window: pinned_tools")
+	composeOnly := fs.Bool("compose-only", false, "measure the compose window only (no searches, appends, broadcasts)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -66,26 +71,44 @@ func BenchMain(ctx context.Context, log *slog.Logger, dbURL string, args []strin
 	}
 
 	// Warm the caches the way a running swarm keeps them warm.
+	v1 := memory.WindowQuery{Window: *window, GlobalFallback: true}
+	v2 := memory.WindowQuery{Window: *window, GlobalFallback: true, CarryLimit: *carry, ReplyLimit: *replies,
+		SnapshotTools: strings.Split(*snapshot, ","), PinnedTools: strings.Split(*pinned, ",")}
 	b.warmup = min(200, *composeN)
-	if _, err := b.time(b.warmup, func(int) error { _, err := store.GetComposeWindow(ctx, b.typical(), *window, true); return err }); err != nil {
+	if _, err := b.time(b.warmup, func(int) error { _, err := store.GetComposeWindow(ctx, v1.For(b.typical())); return err }); err != nil {
 		return err
 	}
-
-	b.report("\n### GetComposeWindow (window %d, global fallback on)\n\n| history | calls | p50 | p95 | p99 | max |\n|---|---|---|---|---|---|\n", *window)
-	d, err := b.time(*composeN, func(int) error { _, err := store.GetComposeWindow(ctx, b.typical(), *window, true); return err })
-	if err != nil {
-		return err
-	}
-	b.row(fmt.Sprintf("typical (~%d rows), store", sizes.Rows/max(sizes.Myses, 1)), d)
-	for _, l := range b.longs {
-		d, err := b.time(*composeLongN, func(int) error { _, err := store.GetComposeWindow(ctx, l.ID, *window, true); return err })
+	for _, c := range []struct {
+		name string
+		q    memory.WindowQuery
+	}{{"v1", v1}, {fmt.Sprintf("v2: carry %d, replies %d, snapshot %s, pinned %s", *carry, *replies, *snapshot, *pinned), v2}} {
+		if c.name != "v1" && *carry == 0 && *replies == 0 {
+			break
+		}
+		q := c.q
+		b.report("\n### GetComposeWindow %s (window %d, global fallback on)\n\n| history | calls | p50 | p95 | p99 | max |\n|---|---|---|---|---|---|\n", c.name, *window)
+		d, err := b.time(*composeN, func(int) error { _, err := store.GetComposeWindow(ctx, q.For(b.typical())); return err })
 		if err != nil {
 			return err
 		}
-		b.row(fmt.Sprintf("%d rows (%s), store", l.LastSeq, l.Name), d)
+		b.row(fmt.Sprintf("typical (~%d rows), store", sizes.Rows/max(sizes.Myses, 1)), d)
+		for _, l := range b.longs {
+			d, err := b.time(*composeLongN, func(int) error { _, err := store.GetComposeWindow(ctx, q.For(l.ID)); return err })
+			if err != nil {
+				return err
+			}
+			b.row(fmt.Sprintf("%d rows (%s), store", l.LastSeq, l.Name), d)
+		}
+		if err := b.composeOverGRPC(*composeN, q); err != nil {
+			return err
+		}
 	}
-	if err := b.composeOverGRPC(*composeN, *window); err != nil {
-		return err
+	if *composeOnly {
+		fmt.Print(b.buf.String())
+		if *out != "" {
+			return os.WriteFile(*out, []byte(b.buf.String()), 0o644)
+		}
+		return nil
 	}
 
 	if err := b.searches(*searchN, *searchLongN); err != nil {
@@ -224,7 +247,7 @@ func human(n int64) string {
 }
 
 // composeOverGRPC measures the same call through the real server on loopback (proto encoding, HTTP/2, interceptors).
-func (b *bencher) composeOverGRPC(n, window int) error {
+func (b *bencher) composeOverGRPC(n int, q memory.WindowQuery) error {
 	ctx, cancel := context.WithCancel(b.ctx)
 	defer cancel()
 	srv := server.New(server.Options{Name: "memory-bench", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -243,7 +266,7 @@ func (b *bencher) composeOverGRPC(n, window int) error {
 	defer conn.Close()
 	c := memoryv1.NewMemoryServiceClient(conn)
 	call := func(int) error {
-		_, err := c.GetComposeWindow(ctx, &memoryv1.GetComposeWindowRequest{MysisId: b.typical(), Window: int32(window), GlobalMissionFallback: true})
+		_, err := c.GetComposeWindow(ctx, windowRequest(q.For(b.typical())))
 		return err
 	}
 	if _, err := b.time(b.warmup, call); err != nil {
@@ -257,7 +280,7 @@ func (b *bencher) composeOverGRPC(n, window int) error {
 	if len(b.longs) > 0 {
 		l := b.longs[len(b.longs)-1]
 		d, err := b.time(n/3, func(int) error {
-			_, err := c.GetComposeWindow(ctx, &memoryv1.GetComposeWindowRequest{MysisId: l.ID, Window: int32(window), GlobalMissionFallback: true})
+			_, err := c.GetComposeWindow(ctx, windowRequest(q.For(l.ID)))
 			return err
 		})
 		if err != nil {
@@ -267,6 +290,15 @@ func (b *bencher) composeOverGRPC(n, window int) error {
 	}
 	cancel()
 	return <-done
+}
+
+// windowRequest is q as the API carries it.
+func windowRequest(q memory.WindowQuery) *memoryv1.GetComposeWindowRequest {
+	return &memoryv1.GetComposeWindowRequest{
+		MysisId: q.MysisID, Window: int32(q.Window), GlobalMissionFallback: q.GlobalFallback,
+		CarryLimit: int32(q.CarryLimit), SnapshotTools: q.SnapshotTools, PinnedTools: q.PinnedTools,
+		ReplyLimit: int32(q.ReplyLimit), MaxTurnRows: int32(q.MaxTurnRows),
+	}
 }
 
 var searchQueries = []string{

@@ -30,7 +30,7 @@ func BenchmarkComposeWindow(b *testing.B) {
 	must[[]memory.Memory](b)(s.AppendMemories(ctx, m.ID, batch))
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := s.GetComposeWindow(ctx, m.ID, 20, true); err != nil {
+		if _, err := s.GetComposeWindow(ctx, memory.WindowQuery{MysisID: m.ID, Window: 20, GlobalFallback: true}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -77,7 +77,7 @@ func BenchmarkSeededComposeWindow(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("history=%d", m.LastSeq), func(b *testing.B) {
 			for b.Loop() {
-				if _, err := s.GetComposeWindow(ctx, m.ID, 20, true); err != nil {
+				if _, err := s.GetComposeWindow(ctx, memory.WindowQuery{MysisID: m.ID, Window: 20, GlobalFallback: true}); err != nil {
 					b.Fatal(err)
 				}
 			}
