@@ -75,4 +75,3 @@ func deref[T any](p *T) T {
 	}
 	return *p
 }
-

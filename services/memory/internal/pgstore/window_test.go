@@ -227,7 +227,9 @@ func TestComposeWindowCarriesState(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
 	m := mkMysis(t, s)
-	app := func(ns ...memory.NewMemory) []memory.Memory { return must[[]memory.Memory](t)(s.AppendMemories(ctx, m.ID, ns)) }
+	app := func(ns ...memory.NewMemory) []memory.Memory {
+		return must[[]memory.Memory](t)(s.AppendMemories(ctx, m.ID, ns))
+	}
 	loop := func(id, name, args, result string) (memory.Memory, memory.Memory) {
 		r := app(assistant("", memory.ToolCall{ID: id, Name: name, Arguments: args}), toolResultArgs(id, name, args, result))
 		return r[0], r[1]
