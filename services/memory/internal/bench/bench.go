@@ -42,7 +42,7 @@ func BenchMain(ctx context.Context, log *slog.Logger, dbURL string, args []strin
 	bcastN := fs.Int("broadcasts", 20, "1,000-target broadcasts to record")
 	singleN := fs.Int("single", 1000, "single 2-row appends to time")
 	out := fs.String("out", "", "also write the report to this file")
-	carry := fs.Int("carry", 64, "v2 compose window: carry_limit (0 with -replies 0 measures v1 only)")
+	carry := fs.Int("carry", 64, "v2 compose window: carry_limit")
 	replies := fs.Int("replies", 5, "v2 compose window: reply_limit")
 	snapshot := fs.String("snapshot", "get_status,get_ship,get_cargo,get_system,get_poi", "v2 compose window: snapshot_tools")
 	pinned := fs.String("pinned", "login,register", "v2 compose window: pinned_tools")
@@ -78,30 +78,23 @@ func BenchMain(ctx context.Context, log *slog.Logger, dbURL string, args []strin
 	if _, err := b.time(b.warmup, func(int) error { _, err := store.GetComposeWindow(ctx, v1.For(b.typical())); return err }); err != nil {
 		return err
 	}
-	for _, c := range []struct {
-		name string
-		q    memory.WindowQuery
-	}{{"v1", v1}, {fmt.Sprintf("v2: carry %d, replies %d, snapshot %s, pinned %s", *carry, *replies, *snapshot, *pinned), v2}} {
-		if c.name != "v1" && *carry == 0 && *replies == 0 {
-			break
-		}
-		q := c.q
-		b.report("\n### GetComposeWindow %s (window %d, global fallback on)\n\n| history | calls | p50 | p95 | p99 | max |\n|---|---|---|---|---|---|\n", c.name, *window)
-		d, err := b.time(*composeN, func(int) error { _, err := store.GetComposeWindow(ctx, q.For(b.typical())); return err })
-		if err != nil {
+	// v1 and v2 requests alternate on the same mysis, so both see the same cache state and the same load from
+	// whatever else runs on the box.
+	storeCall := func(q memory.WindowQuery) error { _, err := store.GetComposeWindow(ctx, q); return err }
+	b.report("\n### GetComposeWindow, v1 and v2 interleaved (window %d, global fallback on)\n\n"+
+		"v2: carry_limit %d, reply_limit %d, snapshot_tools %s, pinned_tools %s, max_turn_rows default.\n\n"+
+		"| history | request | calls | p50 | p95 | p99 | max | rows returned (mean) |\n|---|---|---|---|---|---|---|---|\n",
+		*window, *carry, *replies, *snapshot, *pinned)
+	if err := b.composePair(fmt.Sprintf("typical (~%d rows), store", sizes.Rows/max(sizes.Myses, 1)), *composeN, b.typical, v1, v2, storeCall); err != nil {
+		return err
+	}
+	for _, l := range b.longs {
+		if err := b.composePair(fmt.Sprintf("%d rows (%s), store", l.LastSeq, l.Name), *composeLongN, func() string { return l.ID }, v1, v2, storeCall); err != nil {
 			return err
 		}
-		b.row(fmt.Sprintf("typical (~%d rows), store", sizes.Rows/max(sizes.Myses, 1)), d)
-		for _, l := range b.longs {
-			d, err := b.time(*composeLongN, func(int) error { _, err := store.GetComposeWindow(ctx, q.For(l.ID)); return err })
-			if err != nil {
-				return err
-			}
-			b.row(fmt.Sprintf("%d rows (%s), store", l.LastSeq, l.Name), d)
-		}
-		if err := b.composeOverGRPC(*composeN, q); err != nil {
-			return err
-		}
+	}
+	if err := b.composeOverGRPC(*composeN, v1, v2); err != nil {
+		return err
 	}
 	if *composeOnly {
 		fmt.Print(b.buf.String())
@@ -207,6 +200,49 @@ func (b *bencher) loadMyses(longs string) error {
 	return nil
 }
 
+// composePair times n v1 and n v2 compose-window calls, alternating which goes first, each pair on one mysis, and
+// reports a row for each with the mean number of memories returned.
+func (b *bencher) composePair(label string, n int, mysis func() string, v1, v2 memory.WindowQuery, call func(memory.WindowQuery) error) error {
+	d1, d2 := make([]time.Duration, 0, n), make([]time.Duration, 0, n)
+	var rows1, rows2 int
+	for i := range n {
+		if err := b.ctx.Err(); err != nil {
+			return err
+		}
+		id := mysis()
+		for k := range 2 {
+			q, d, rows := v1.For(id), &d1, &rows1
+			if (i+k)%2 == 1 {
+				q, d, rows = v2.For(id), &d2, &rows2
+			}
+			start := time.Now()
+			if err := call(q); err != nil {
+				return err
+			}
+			*d = append(*d, time.Since(start))
+			if i < 50 { // the row count, measured apart from the timing
+				w, err := b.store.GetComposeWindow(b.ctx, q)
+				if err != nil {
+					return err
+				}
+				*rows += len(w.Memories)
+			}
+		}
+	}
+	slices.Sort(d1)
+	slices.Sort(d2)
+	sample := max(min(n, 50), 1)
+	for _, r := range []struct {
+		name string
+		d    []time.Duration
+		rows int
+	}{{"v1", d1, rows1}, {"v2", d2, rows2}} {
+		b.report("| %s | %s | %d | %s | %s | %s | %s | %.1f |\n", label, r.name, len(r.d), ms(pct(r.d, 50)), ms(pct(r.d, 95)),
+			ms(pct(r.d, 99)), ms(r.d[len(r.d)-1]), float64(r.rows)/float64(sample))
+	}
+	return nil
+}
+
 // time runs f n times sequentially and returns the sorted latencies.
 func (b *bencher) time(n int, f func(i int) error) ([]time.Duration, error) {
 	d := make([]time.Duration, 0, n)
@@ -247,7 +283,7 @@ func human(n int64) string {
 }
 
 // composeOverGRPC measures the same call through the real server on loopback (proto encoding, HTTP/2, interceptors).
-func (b *bencher) composeOverGRPC(n int, q memory.WindowQuery) error {
+func (b *bencher) composeOverGRPC(n int, v1, v2 memory.WindowQuery) error {
 	ctx, cancel := context.WithCancel(b.ctx)
 	defer cancel()
 	srv := server.New(server.Options{Name: "memory-bench", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -265,28 +301,21 @@ func (b *bencher) composeOverGRPC(n int, q memory.WindowQuery) error {
 	}
 	defer conn.Close()
 	c := memoryv1.NewMemoryServiceClient(conn)
-	call := func(int) error {
-		_, err := c.GetComposeWindow(ctx, windowRequest(q.For(b.typical())))
+	call := func(q memory.WindowQuery) error {
+		_, err := c.GetComposeWindow(ctx, windowRequest(q))
 		return err
 	}
-	if _, err := b.time(b.warmup, call); err != nil {
+	if _, err := b.time(b.warmup, func(int) error { return call(v1.For(b.typical())) }); err != nil {
 		return err
 	}
-	d, err := b.time(n, call)
-	if err != nil {
+	if err := b.composePair("typical, over gRPC (loopback)", n, b.typical, v1, v2, call); err != nil {
 		return err
 	}
-	b.row("typical, over gRPC (loopback)", d)
 	if len(b.longs) > 0 {
 		l := b.longs[len(b.longs)-1]
-		d, err := b.time(n/3, func(int) error {
-			_, err := c.GetComposeWindow(ctx, windowRequest(q.For(l.ID)))
-			return err
-		})
-		if err != nil {
+		if err := b.composePair(fmt.Sprintf("%d rows, over gRPC (loopback)", l.LastSeq), n/3, func() string { return l.ID }, v1, v2, call); err != nil {
 			return err
 		}
-		b.row(fmt.Sprintf("%d rows, over gRPC (loopback)", l.LastSeq), d)
 	}
 	cancel()
 	return <-done

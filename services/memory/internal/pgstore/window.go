@@ -39,18 +39,18 @@ WITH y AS (
 	SELECT b.id, b.content, b.created_at FROM broadcasts b
 	WHERE $3::boolean AND b.sender_id = '' AND NOT EXISTS (SELECT 1 FROM mi)
 	ORDER BY b.created_at DESC, b.id DESC LIMIT 1
-), b1 AS (
+), ts AS MATERIALIZED (
+	SELECT coalesce((SELECT o.seq FROM memories o
+		WHERE $4::boolean AND o.mysis_id = $1 AND o.role = 2 AND o.source IN (1, 2, 3)
+		ORDER BY o.seq DESC LIMIT 1), 1) AS seq
+), b1 AS MATERIALIZED (
 	SELECT y.last_seq AS l, coalesce((SELECT mi.seq FROM mi), 0) AS obj,
 		CASE WHEN $4::boolean THEN
-			least(greatest(y.last_seq - $2 + 1, 1), greatest(t.seq, y.last_seq - $5 + 1, 1))
+			least(greatest(y.last_seq - $2 + 1, 1), greatest(ts.seq, y.last_seq - $5 + 1, 1))
 		ELSE greatest(y.last_seq - $2 + 1, 1) END AS s1,
-		$4::boolean AND t.seq < y.last_seq - $5 + 1 AS truncated
-	FROM y LEFT JOIN LATERAL (
-		SELECT coalesce((SELECT o.seq FROM memories o
-			WHERE $4::boolean AND o.mysis_id = $1 AND o.role = 2 AND o.source IN (1, 2, 3)
-			ORDER BY o.seq DESC LIMIT 1), 1) AS seq
-	) t ON true
-), b2 AS (
+		$4::boolean AND ts.seq < y.last_seq - $5 + 1 AS truncated
+	FROM y, ts
+), b2 AS MATERIALIZED (
 	SELECT b1.l, b1.obj, b1.truncated, CASE
 		WHEN NOT $4::boolean OR b1.l = 0 THEN b1.s1
 		WHEN (SELECT f.role FROM memories f WHERE f.mysis_id = $1 AND f.seq >= b1.s1 AND f.role IN (3, 4)
@@ -63,14 +63,15 @@ WITH y AS (
 	END AS s
 	FROM b1
 ), r AS (
-	SELECT ` + memCols + ` FROM b2, memories m WHERE m.mysis_id = $1 AND m.seq >= b2.s AND m.seq <= b2.l
+	SELECT ` + memCols + ` FROM memories m
+	WHERE m.mysis_id = $1 AND m.seq >= (SELECT b2.s FROM b2) AND m.seq <= (SELECT b2.l FROM b2)
 ), rk AS (
 	SELECT DISTINCT CASE WHEN r.tool_name = ANY($7::text[]) THEN r.tool_name ELSE coalesce(r.call_key, r.tool_name) END AS k
 	FROM r WHERE $6 > 0 AND r.role = 4
 ), ck AS (
 	SELECT t.seq, CASE WHEN t.tool_name = ANY($7::text[]) THEN t.tool_name ELSE coalesce(t.call_key, t.tool_name) END AS k
-	FROM b2, memories t
-	WHERE $6 > 0 AND t.mysis_id = $1 AND t.role = 4 AND t.seq > b2.obj AND t.seq < b2.s
+	FROM memories t
+	WHERE $6 > 0 AND t.mysis_id = $1 AND t.role = 4 AND t.seq > (SELECT b2.obj FROM b2) AND t.seq < (SELECT b2.s FROM b2)
 	ORDER BY t.seq DESC LIMIT $10
 ), c AS (
 	SELECT d.seq FROM (
@@ -78,13 +79,14 @@ WITH y AS (
 		ORDER BY ck.k, ck.seq DESC
 	) d ORDER BY d.seq DESC LIMIT $6
 ), pn AS (
-	SELECT x.seq FROM b2, unnest($8::text[]) AS p(name), LATERAL (
+	SELECT x.seq FROM unnest($8::text[]) AS p(name), LATERAL (
 		SELECT t.seq FROM memories t WHERE t.mysis_id = $1 AND t.role = 4 AND t.tool_name = p.name
 		ORDER BY t.seq DESC LIMIT 1
-	) x WHERE x.seq < b2.s
+	) x WHERE x.seq < (SELECT b2.s FROM b2)
 ), rp AS (
-	SELECT a.seq FROM b2, memories a
-	WHERE $9 > 0 AND a.mysis_id = $1 AND a.role = 3 AND a.tool_calls IS NULL AND a.seq > b2.obj AND a.seq < b2.s
+	SELECT a.seq FROM memories a
+	WHERE $9 > 0 AND a.mysis_id = $1 AND a.role = 3 AND a.tool_calls IS NULL
+		AND a.seq > (SELECT b2.obj FROM b2) AND a.seq < (SELECT b2.s FROM b2)
 	ORDER BY a.seq DESC LIMIT $9
 ), xa AS (
 	SELECT a.seq FROM (SELECT seq FROM c UNION SELECT seq FROM pn) x, LATERAL (
@@ -97,8 +99,8 @@ WITH y AS (
 )
 SELECT 0, y.*, ` + nullMem + `, b2.s, b2.obj, b2.truncated FROM y, b2
 UNION ALL SELECT 1, ` + nullMysis + `, r.*, NULL::int8, NULL::int8, NULL::boolean FROM r
-UNION ALL SELECT 1, ` + nullMysis + `, ` + memCols + `, NULL::int8, NULL::int8, NULL::boolean FROM b2, memories m
-	WHERE m.mysis_id = $1 AND m.seq = ANY (ARRAY(SELECT seq FROM ex)) AND m.seq < b2.s
+UNION ALL SELECT 1, ` + nullMysis + `, ` + memCols + `, NULL::int8, NULL::int8, NULL::boolean FROM memories m
+	WHERE m.mysis_id = $1 AND m.seq = ANY (ARRAY(SELECT seq FROM ex)) AND m.seq < (SELECT b2.s FROM b2)
 UNION ALL SELECT 2, ` + nullMysis + `, mi.*, NULL::int8, NULL::int8, NULL::boolean FROM mi
 UNION ALL SELECT 3, ` + nullMysis + `, 0::int8, $1::uuid, 0::int8, 0::int8, 2::int2, 2::int2, '', g.content, '',
 	NULL::jsonb, '', '', NULL::text, g.id, g.created_at, NULL::text, NULL::text, NULL::int8, NULL::int8, NULL::boolean
