@@ -156,10 +156,6 @@ func (b *bencher) report(format string, args ...any) {
 	b.log.Info("bench", "line", strings.TrimSpace(fmt.Sprintf(format, args...)))
 }
 
-func (b *bencher) row(label string, d []time.Duration) {
-	b.report("| %s | %d | %s | %s | %s | %s |\n", label, len(d), ms(pct(d, 50)), ms(pct(d, 95)), ms(pct(d, 99)), ms(d[len(d)-1]))
-}
-
 // loadMyses finds the long myses by name and samples typical ones (seed-NNNNNN) to pick from.
 func (b *bencher) loadMyses(longs string) error {
 	for _, f := range strings.Split(longs, ",") {
