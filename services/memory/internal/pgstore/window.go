@@ -19,8 +19,8 @@ import (
 // newest window rows, exactly as before. v2: s reaches back to the current turn's opener (the newest user row with
 // source direct, broadcast or nudge: first entry of memories_turn_open_idx), but no further than max turn rows
 // (truncated), and is then moved onto a loop boundary: when the first call-or-result row at or after s is a tool
-// result, s moves back to the assistant row that made the call — or, when the turn was truncated (the bound is
-// hard), forward past the cut loop's results.
+// result, s moves back to the assistant row that made the call — or, when that row lies beyond max turn rows (the
+// bound is hard, as when the turn was truncated), forward past the cut loop's results.
 //
 // Carried rows (v2), all before s: the newest result per distinct call since the objective (mission seq), keyed by
 // call_key or by tool name for snapshot tools, among the newest $10 tool results of that span (memories_tool_seq_idx,
@@ -55,11 +55,13 @@ WITH y AS (
 		WHEN NOT $4::boolean OR b1.l = 0 THEN b1.s1
 		WHEN (SELECT f.role FROM memories f WHERE f.mysis_id = $1 AND f.seq >= b1.s1 AND f.role IN (3, 4)
 			ORDER BY f.seq LIMIT 1) IS DISTINCT FROM 4 THEN b1.s1
-		WHEN b1.truncated THEN coalesce((SELECT min(f.seq) FROM memories f
-			WHERE f.mysis_id = $1 AND f.seq > b1.s1 AND f.role <> 4), b1.s1)
-		ELSE coalesce((SELECT a.seq FROM memories a
-			WHERE a.mysis_id = $1 AND a.seq < b1.s1 AND a.seq >= b1.s1 - $11 AND a.role = 3 AND a.tool_calls IS NOT NULL
-			ORDER BY a.seq DESC LIMIT 1), b1.s1)
+		ELSE coalesce(
+			(SELECT a.seq FROM memories a
+			WHERE a.mysis_id = $1 AND a.seq < b1.s1 AND a.seq >= greatest(b1.s1 - $11, b1.l - $5 + 1)
+				AND a.role = 3 AND a.tool_calls IS NOT NULL
+			ORDER BY a.seq DESC LIMIT 1),
+			(SELECT min(f.seq) FROM memories f WHERE f.mysis_id = $1 AND f.seq > b1.s1 AND f.role <> 4),
+			b1.s1)
 	END AS s
 	FROM b1
 ), r AS (

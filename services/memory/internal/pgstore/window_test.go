@@ -216,6 +216,14 @@ func TestComposeWindowStartsOnALoop(t *testing.T) {
 	if w.Memories[0].Role != memory.RoleTool || len(w.Memories) != 7 || w.RecentStartSeq != w.Memories[0].Seq {
 		t.Fatalf("v1 start: %+v", w.Memories[0])
 	}
+	// The turn bound is hard: moving back to the call would make 9 rows of at most 8, so the start moves forward
+	// past the cut loop's results instead (here to the reply that ends the loop).
+	q := windowOf(m.ID, 7, 0, 0)
+	q.MaxTurnRows = 8
+	w = must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, q))
+	if recent, _ = recentOf(t, w, true); recent[0].Content != "Scouted." || len(recent) != 4 || w.TurnTruncated {
+		t.Fatalf("bounded move: %v from %q", seqs(recent), recent[0].Content)
+	}
 	// A window that already starts on a loop boundary is not moved.
 	w = must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, windowOf(m.ID, 3, 0, 0)))
 	if recent, _ = recentOf(t, w, true); recent[0].Source != memory.SourceNudge || len(recent) != 3 {
