@@ -42,6 +42,11 @@ func BenchMain(ctx context.Context, log *slog.Logger, dbURL string, args []strin
 	bcastN := fs.Int("broadcasts", 20, "1,000-target broadcasts to record")
 	singleN := fs.Int("single", 1000, "single 2-row appends to time")
 	out := fs.String("out", "", "also write the report to this file")
+	carry := fs.Int("carry", 64, "v2 compose window: carry_limit")
+	replies := fs.Int("replies", 5, "v2 compose window: reply_limit")
+	snapshot := fs.String("snapshot", "get_status,get_ship,get_cargo,get_system,get_poi", "v2 compose window: snapshot_tools")
+	pinned := fs.String("pinned", "login,register", "v2 compose window: pinned_tools")
+	composeOnly := fs.Bool("compose-only", false, "measure the compose window only (no searches, appends, broadcasts)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -66,26 +71,37 @@ func BenchMain(ctx context.Context, log *slog.Logger, dbURL string, args []strin
 	}
 
 	// Warm the caches the way a running swarm keeps them warm.
+	v1 := memory.WindowQuery{Window: *window, GlobalFallback: true}
+	v2 := memory.WindowQuery{Window: *window, GlobalFallback: true, CarryLimit: *carry, ReplyLimit: *replies,
+		SnapshotTools: strings.Split(*snapshot, ","), PinnedTools: strings.Split(*pinned, ",")}
 	b.warmup = min(200, *composeN)
-	if _, err := b.time(b.warmup, func(int) error { _, err := store.GetComposeWindow(ctx, b.typical(), *window, true); return err }); err != nil {
+	if _, err := b.time(b.warmup, func(int) error { _, err := store.GetComposeWindow(ctx, v1.For(b.typical())); return err }); err != nil {
 		return err
 	}
-
-	b.report("\n### GetComposeWindow (window %d, global fallback on)\n\n| history | calls | p50 | p95 | p99 | max |\n|---|---|---|---|---|---|\n", *window)
-	d, err := b.time(*composeN, func(int) error { _, err := store.GetComposeWindow(ctx, b.typical(), *window, true); return err })
-	if err != nil {
+	// v1 and v2 requests alternate on the same mysis, so both see the same cache state and the same load from
+	// whatever else runs on the box.
+	storeCall := func(q memory.WindowQuery) error { _, err := store.GetComposeWindow(ctx, q); return err }
+	b.report("\n### GetComposeWindow, v1 and v2 interleaved (window %d, global fallback on)\n\n"+
+		"v2: carry_limit %d, reply_limit %d, snapshot_tools %s, pinned_tools %s, max_turn_rows default.\n\n"+
+		"| history | request | calls | p50 | p95 | p99 | max | rows returned (mean) |\n|---|---|---|---|---|---|---|---|\n",
+		*window, *carry, *replies, *snapshot, *pinned)
+	if err := b.composePair(fmt.Sprintf("typical (~%d rows), store", sizes.Rows/max(sizes.Myses, 1)), *composeN, b.typical, v1, v2, storeCall); err != nil {
 		return err
 	}
-	b.row(fmt.Sprintf("typical (~%d rows), store", sizes.Rows/max(sizes.Myses, 1)), d)
 	for _, l := range b.longs {
-		d, err := b.time(*composeLongN, func(int) error { _, err := store.GetComposeWindow(ctx, l.ID, *window, true); return err })
-		if err != nil {
+		if err := b.composePair(fmt.Sprintf("%d rows (%s), store", l.LastSeq, l.Name), *composeLongN, func() string { return l.ID }, v1, v2, storeCall); err != nil {
 			return err
 		}
-		b.row(fmt.Sprintf("%d rows (%s), store", l.LastSeq, l.Name), d)
 	}
-	if err := b.composeOverGRPC(*composeN, *window); err != nil {
+	if err := b.composeOverGRPC(*composeN, v1, v2); err != nil {
 		return err
+	}
+	if *composeOnly {
+		fmt.Print(b.buf.String())
+		if *out != "" {
+			return os.WriteFile(*out, []byte(b.buf.String()), 0o644)
+		}
+		return nil
 	}
 
 	if err := b.searches(*searchN, *searchLongN); err != nil {
@@ -140,10 +156,6 @@ func (b *bencher) report(format string, args ...any) {
 	b.log.Info("bench", "line", strings.TrimSpace(fmt.Sprintf(format, args...)))
 }
 
-func (b *bencher) row(label string, d []time.Duration) {
-	b.report("| %s | %d | %s | %s | %s | %s |\n", label, len(d), ms(pct(d, 50)), ms(pct(d, 95)), ms(pct(d, 99)), ms(d[len(d)-1]))
-}
-
 // loadMyses finds the long myses by name and samples typical ones (seed-NNNNNN) to pick from.
 func (b *bencher) loadMyses(longs string) error {
 	for _, f := range strings.Split(longs, ",") {
@@ -180,6 +192,49 @@ func (b *bencher) loadMyses(longs string) error {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		return b.typIDs[b.r.IntN(len(b.typIDs))]
+	}
+	return nil
+}
+
+// composePair times n v1 and n v2 compose-window calls, alternating which goes first, each pair on one mysis, and
+// reports a row for each with the mean number of memories returned.
+func (b *bencher) composePair(label string, n int, mysis func() string, v1, v2 memory.WindowQuery, call func(memory.WindowQuery) error) error {
+	d1, d2 := make([]time.Duration, 0, n), make([]time.Duration, 0, n)
+	var rows1, rows2 int
+	for i := range n {
+		if err := b.ctx.Err(); err != nil {
+			return err
+		}
+		id := mysis()
+		for k := range 2 {
+			q, d, rows := v1.For(id), &d1, &rows1
+			if (i+k)%2 == 1 {
+				q, d, rows = v2.For(id), &d2, &rows2
+			}
+			start := time.Now()
+			if err := call(q); err != nil {
+				return err
+			}
+			*d = append(*d, time.Since(start))
+			if i < 50 { // the row count, measured apart from the timing
+				w, err := b.store.GetComposeWindow(b.ctx, q)
+				if err != nil {
+					return err
+				}
+				*rows += len(w.Memories)
+			}
+		}
+	}
+	slices.Sort(d1)
+	slices.Sort(d2)
+	sample := max(min(n, 50), 1)
+	for _, r := range []struct {
+		name string
+		d    []time.Duration
+		rows int
+	}{{"v1", d1, rows1}, {"v2", d2, rows2}} {
+		b.report("| %s | %s | %d | %s | %s | %s | %s | %.1f |\n", label, r.name, len(r.d), ms(pct(r.d, 50)), ms(pct(r.d, 95)),
+			ms(pct(r.d, 99)), ms(r.d[len(r.d)-1]), float64(r.rows)/float64(sample))
 	}
 	return nil
 }
@@ -224,7 +279,7 @@ func human(n int64) string {
 }
 
 // composeOverGRPC measures the same call through the real server on loopback (proto encoding, HTTP/2, interceptors).
-func (b *bencher) composeOverGRPC(n, window int) error {
+func (b *bencher) composeOverGRPC(n int, v1, v2 memory.WindowQuery) error {
 	ctx, cancel := context.WithCancel(b.ctx)
 	defer cancel()
 	srv := server.New(server.Options{Name: "memory-bench", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -242,31 +297,33 @@ func (b *bencher) composeOverGRPC(n, window int) error {
 	}
 	defer conn.Close()
 	c := memoryv1.NewMemoryServiceClient(conn)
-	call := func(int) error {
-		_, err := c.GetComposeWindow(ctx, &memoryv1.GetComposeWindowRequest{MysisId: b.typical(), Window: int32(window), GlobalMissionFallback: true})
+	call := func(q memory.WindowQuery) error {
+		_, err := c.GetComposeWindow(ctx, windowRequest(q))
 		return err
 	}
-	if _, err := b.time(b.warmup, call); err != nil {
+	if _, err := b.time(b.warmup, func(int) error { return call(v1.For(b.typical())) }); err != nil {
 		return err
 	}
-	d, err := b.time(n, call)
-	if err != nil {
+	if err := b.composePair("typical, over gRPC (loopback)", n, b.typical, v1, v2, call); err != nil {
 		return err
 	}
-	b.row("typical, over gRPC (loopback)", d)
 	if len(b.longs) > 0 {
 		l := b.longs[len(b.longs)-1]
-		d, err := b.time(n/3, func(int) error {
-			_, err := c.GetComposeWindow(ctx, &memoryv1.GetComposeWindowRequest{MysisId: l.ID, Window: int32(window), GlobalMissionFallback: true})
-			return err
-		})
-		if err != nil {
+		if err := b.composePair(fmt.Sprintf("%d rows, over gRPC (loopback)", l.LastSeq), n/3, func() string { return l.ID }, v1, v2, call); err != nil {
 			return err
 		}
-		b.row(fmt.Sprintf("%d rows, over gRPC (loopback)", l.LastSeq), d)
 	}
 	cancel()
 	return <-done
+}
+
+// windowRequest is q as the API carries it.
+func windowRequest(q memory.WindowQuery) *memoryv1.GetComposeWindowRequest {
+	return &memoryv1.GetComposeWindowRequest{
+		MysisId: q.MysisID, Window: int32(q.Window), GlobalMissionFallback: q.GlobalFallback,
+		CarryLimit: int32(q.CarryLimit), SnapshotTools: q.SnapshotTools, PinnedTools: q.PinnedTools,
+		ReplyLimit: int32(q.ReplyLimit), MaxTurnRows: int32(q.MaxTurnRows),
+	}
 }
 
 var searchQueries = []string{

@@ -41,8 +41,14 @@ func TestSeedAndBenchSmoke(t *testing.T) {
 		OR current_turn <> (SELECT coalesce(max(turn), 0) FROM memories m WHERE m.mysis_id = y.id)`).Scan(&badCounters); err != nil || badCounters != 0 {
 		t.Fatalf("myses with wrong counters: %d %v", badCounters, err)
 	}
-	if err := p.QueryRow(ctx, `SELECT count(*) FROM pg_indexes WHERE tablename = 'memories'`).Scan(&indexes); err != nil || indexes != 7 {
+	if err := p.QueryRow(ctx, `SELECT count(*) FROM pg_indexes WHERE tablename = 'memories'`).Scan(&indexes); err != nil || indexes != 11 {
 		t.Fatalf("indexes after the load: %d %v", indexes, err)
+	}
+	// Seeded tool results carry their call's arguments and key, as appended ones do.
+	var unkeyed, keyed int64
+	if err := p.QueryRow(ctx, `SELECT count(*) FILTER (WHERE call_key IS NULL OR call_arguments_json IS NULL),
+		count(*) FILTER (WHERE call_key = tool_name || ' ' || call_arguments_json) FROM memories WHERE role = 4`).Scan(&unkeyed, &keyed); err != nil || unkeyed != 0 || keyed == 0 {
+		t.Fatalf("seeded tool results without keys: %d (keyed %d) %v", unkeyed, keyed, err)
 	}
 	out := t.TempDir() + "/report.md"
 	if err := bench.BenchMain(ctx, log, url, []string{"-long", "1000", "-compose", "20", "-compose-long", "10", "-search", "20",

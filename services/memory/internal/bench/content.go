@@ -166,7 +166,8 @@ func (h *history) loop(tool, args, result string) {
 	}
 	rw.ToolCalls = []memory.ToolCall{{ID: id, Name: tool, Arguments: args}}
 	h.emit(rw)
-	h.emit(memory.Memory{Role: memory.RoleTool, Source: memory.SourceTool, ToolCallID: id, ToolName: tool, Content: result})
+	h.emit(memory.Memory{Role: memory.RoleTool, Source: memory.SourceTool, ToolCallID: id, ToolName: tool, Content: result,
+		CallArguments: args})
 }
 
 func (h *history) loginResult() string {

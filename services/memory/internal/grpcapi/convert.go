@@ -131,21 +131,31 @@ func fromProtoToolCalls(tcs []*memoryv1.ToolCall) []memory.ToolCall {
 
 func toProtoMemory(m memory.Memory) *memoryv1.Memory {
 	return &memoryv1.Memory{
-		Id:             m.ID,
-		MysisId:        m.MysisID,
-		Seq:            m.Seq,
-		Turn:           m.Turn,
-		Role:           toProtoRole(m.Role),
-		Source:         toProtoSource(m.Source),
-		SenderId:       m.SenderID,
-		Content:        m.Content,
-		Reasoning:      m.Reasoning,
-		ToolCalls:      toProtoToolCalls(m.ToolCalls),
-		ToolCallId:     m.ToolCallID,
-		ToolName:       m.ToolName,
-		IdempotencyKey: m.IdempotencyKey,
-		BroadcastId:    m.BroadcastID,
-		CreatedAt:      toProtoTime(m.CreatedAt),
+		Id:                m.ID,
+		MysisId:           m.MysisID,
+		Seq:               m.Seq,
+		Turn:              m.Turn,
+		Role:              toProtoRole(m.Role),
+		Source:            toProtoSource(m.Source),
+		SenderId:          m.SenderID,
+		Content:           m.Content,
+		Reasoning:         m.Reasoning,
+		ToolCalls:         toProtoToolCalls(m.ToolCalls),
+		ToolCallId:        m.ToolCallID,
+		ToolName:          m.ToolName,
+		IdempotencyKey:    m.IdempotencyKey,
+		BroadcastId:       m.BroadcastID,
+		CreatedAt:         toProtoTime(m.CreatedAt),
+		CallArgumentsJson: m.CallArguments,
+		CallKey:           m.CallKey,
+	}
+}
+
+func fromProtoWindowQuery(req *memoryv1.GetComposeWindowRequest) memory.WindowQuery {
+	return memory.WindowQuery{
+		MysisID: req.GetMysisId(), Window: int(req.GetWindow()), GlobalFallback: req.GetGlobalMissionFallback(),
+		CarryLimit: int(req.GetCarryLimit()), SnapshotTools: req.GetSnapshotTools(), PinnedTools: req.GetPinnedTools(),
+		ReplyLimit: int(req.GetReplyLimit()), MaxTurnRows: int(req.GetMaxTurnRows()),
 	}
 }
 
@@ -180,6 +190,7 @@ func fromProtoNewMemory(prefix string, n *memoryv1.NewMemory) (memory.NewMemory,
 		ToolCallID:     n.GetToolCallId(),
 		ToolName:       n.GetToolName(),
 		IdempotencyKey: n.GetIdempotencyKey(),
+		CallArguments:  n.GetCallArgumentsJson(),
 	}, nil
 }
 

@@ -26,7 +26,7 @@ type Store interface {
 	ListRecentMemories(ctx context.Context, mysisID string, limit int) ([]memory.Memory, error)
 	ListMemoriesRange(ctx context.Context, mysisID string, fromSeq, toSeq int64, limit int) ([]memory.Memory, error)
 	GetMemory(ctx context.Context, mysisID string, id int64) (memory.Memory, error)
-	GetComposeWindow(ctx context.Context, mysisID string, window int, globalFallback bool) (memory.ComposeWindow, error)
+	GetComposeWindow(ctx context.Context, q memory.WindowQuery) (memory.ComposeWindow, error)
 
 	RecordBroadcast(ctx context.Context, b memory.Broadcast, targets []string) (memory.Delivery, error)
 	DeliverBroadcast(ctx context.Context, broadcastID string, mysisIDs []string) (memory.Delivery, error)
@@ -200,11 +200,14 @@ func (s *Server) GetMemory(ctx context.Context, req *memoryv1.GetMemoryRequest) 
 
 // GetComposeWindow implements MemoryService.GetComposeWindow.
 func (s *Server) GetComposeWindow(ctx context.Context, req *memoryv1.GetComposeWindowRequest) (*memoryv1.GetComposeWindowResponse, error) {
-	w, err := s.store.GetComposeWindow(ctx, req.GetMysisId(), int(req.GetWindow()), req.GetGlobalMissionFallback())
+	w, err := s.store.GetComposeWindow(ctx, fromProtoWindowQuery(req))
 	if err != nil {
 		return nil, err
 	}
-	resp := &memoryv1.GetComposeWindowResponse{Mysis: toProtoMysis(w.Mysis), Memories: toProtoMemories(w.Memories)}
+	resp := &memoryv1.GetComposeWindowResponse{
+		Mysis: toProtoMysis(w.Mysis), Memories: toProtoMemories(w.Memories),
+		RecentStartSeq: w.RecentStartSeq, ObjectiveSeq: w.ObjectiveSeq, TurnTruncated: w.TurnTruncated,
+	}
 	if w.Mission != nil {
 		resp.Mission = &memoryv1.Mission{Memory: toProtoMemory(w.Mission.Memory), GlobalFallback: w.Mission.GlobalFallback}
 	}

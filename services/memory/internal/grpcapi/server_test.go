@@ -223,6 +223,19 @@ func TestStatusCodesForBadInput(t *testing.T) {
 			_, err := c.GetComposeWindow(ctx, &memoryv1.GetComposeWindowRequest{MysisId: id, Window: -3})
 			return err
 		}, codes.InvalidArgument, "window"},
+		{"window negative carry", func() error {
+			_, err := c.GetComposeWindow(ctx, &memoryv1.GetComposeWindowRequest{MysisId: id, CarryLimit: -1})
+			return err
+		}, codes.InvalidArgument, "carry_limit"},
+		{"window empty pinned tool", func() error {
+			_, err := c.GetComposeWindow(ctx, &memoryv1.GetComposeWindowRequest{MysisId: id, PinnedTools: []string{"login", ""}})
+			return err
+		}, codes.InvalidArgument, "pinned_tools[1]"},
+		{"call arguments on a user memory", func() error {
+			_, err := c.AppendMemories(ctx, &memoryv1.AppendMemoriesRequest{MysisId: id, Memories: []*memoryv1.NewMemory{
+				{Role: memoryv1.Role_ROLE_USER, Source: memoryv1.Source_SOURCE_DIRECT, Content: "hi", CallArgumentsJson: "{}"}}})
+			return err
+		}, codes.InvalidArgument, "memories[0].call_arguments_json"},
 		{"broadcast empty", func() error {
 			_, err := c.RecordBroadcast(ctx, &memoryv1.RecordBroadcastRequest{})
 			return err
@@ -342,8 +355,18 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(w.GetMemories()) != 2 || w.GetMemories()[0].GetSeq() != 2 || w.GetMission().GetMemory().GetContent() != "Go to Haven" ||
-		w.GetMission().GetGlobalFallback() || w.GetMysis().GetSystemPrompt() != "Play." {
+		w.GetMission().GetGlobalFallback() || w.GetMysis().GetSystemPrompt() != "Play." || w.GetRecentStartSeq() != 2 {
 		t.Fatalf("window: %v", w)
+	}
+	// The result was sent without its call's arguments (an older client): the service took them from the call.
+	if r := w.GetMemories()[1]; r.GetCallArgumentsJson() != args || r.GetCallKey() != `travel {"target":"sol|haven:dock"}` {
+		t.Fatalf("call arguments/key: %q %q", r.GetCallArgumentsJson(), r.GetCallKey())
+	}
+	// v2 over the wire: the window moves back to the call, and reports the objective.
+	w, err = c.GetComposeWindow(ctx, &memoryv1.GetComposeWindowRequest{MysisId: ids[0], Window: 1, CarryLimit: 10, ReplyLimit: 2,
+		SnapshotTools: []string{"get_status"}, PinnedTools: []string{"login"}, MaxTurnRows: 100})
+	if err != nil || len(w.GetMemories()) != 3 || w.GetRecentStartSeq() != 1 || w.GetObjectiveSeq() != 1 || w.GetTurnTruncated() {
+		t.Fatalf("v2 window: %v %v", w, err)
 	}
 	rb, err := c.RecordBroadcast(ctx, &memoryv1.RecordBroadcastRequest{SenderId: "", Content: "Mine iron_ore"})
 	if err != nil || rb.GetDeliveredCount() != 3 {

@@ -153,6 +153,10 @@ type Memory struct {
 	IdempotencyKey string
 	BroadcastID    string
 	CreatedAt      time.Time
+	// CallArguments (tool results) are the arguments of the call this result answers, as the model sent them;
+	// empty when unknown. CallKey is the server-computed distinct-call key (CallKey), empty on other roles.
+	CallArguments string
+	CallKey       string
 }
 
 // NewMemory is a memory to append; the store assigns id, seq, turn and created_at.
@@ -166,6 +170,9 @@ type NewMemory struct {
 	ToolCallID     string
 	ToolName       string
 	IdempotencyKey string
+	// CallArguments (tool results only): the call's arguments, byte for byte as the assistant memory holds them.
+	// When empty, the store takes them from the assistant memory that made the call.
+	CallArguments string
 }
 
 // OpensTurn reports whether this memory starts a new turn: a user prompt from the commander, the swarm or a nudge.
@@ -208,8 +215,14 @@ type Mission struct {
 // ComposeWindow is everything the composer needs for one mysis.
 type ComposeWindow struct {
 	Mysis    Mysis
-	Memories []Memory // oldest first
+	Memories []Memory // oldest first, each once: carried rows, then the recent contiguous part
 	Mission  *Mission
+	// RecentStartSeq is the seq of the first memory of the contiguous recent part (0 when there are no memories).
+	RecentStartSeq int64
+	// ObjectiveSeq is the seq of the mission memory (0 for none or the global fallback).
+	ObjectiveSeq int64
+	// TurnTruncated reports that the current turn is longer than MaxTurnRows and its oldest rows were left out.
+	TurnTruncated bool
 }
 
 // MemoryHit is one ranked search result.

@@ -172,6 +172,7 @@ func ValidateNewMemory(prefix string, m NewMemory) error {
 		{"tool_call_id", m.ToolCallID, MaxShortFieldBytes},
 		{"tool_name", m.ToolName, MaxShortFieldBytes},
 		{"idempotency_key", m.IdempotencyKey, MaxShortFieldBytes},
+		{"call_arguments_json", m.CallArguments, MaxContentBytes},
 	} {
 		if err := CheckText(f(c.name), c.v, c.max); err != nil {
 			return err
@@ -179,6 +180,9 @@ func ValidateNewMemory(prefix string, m NewMemory) error {
 	}
 	if m.Role == RoleTool && m.ToolCallID == "" {
 		return errs.InvalidField(f("tool_call_id"), "required for a tool result")
+	}
+	if m.CallArguments != "" && m.Role != RoleTool {
+		return errs.InvalidField(f("call_arguments_json"), "only tool results carry the arguments of their call")
 	}
 	if len(m.ToolCalls) > 0 && m.Role != RoleAssistant {
 		return errs.InvalidField(f("tool_calls"), "only assistant messages carry tool calls")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/zoeaswarm/zoea/libs/pgutil"
@@ -30,9 +31,59 @@ func BenchmarkComposeWindow(b *testing.B) {
 	must[[]memory.Memory](b)(s.AppendMemories(ctx, m.ID, batch))
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := s.GetComposeWindow(ctx, m.ID, 20, true); err != nil {
+		if _, err := s.GetComposeWindow(ctx, memory.WindowQuery{MysisID: m.ID, Window: 20, GlobalFallback: true}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkComposeWindowV2LongTurn: the v2 window of a mysis in the middle of a long turn — 300 rows since its
+// order, 40 distinct calls and 10 replies carried from the 2,000 rows before it — against the v1 window of the same
+// mysis (sub-benchmarks, so they run on the same data).
+func BenchmarkComposeWindowV2LongTurn(b *testing.B) {
+	ctx := context.Background()
+	s := newStore(b)
+	m := mkMysis(b, s)
+	var rows []memory.NewMemory
+	loop := func(i int, name string, arg int) {
+		id := fmt.Sprintf("c%d", i)
+		args := fmt.Sprintf(`{"item":"i%d"}`, arg)
+		rows = append(rows, assistant("", memory.ToolCall{ID: id, Name: name, Arguments: args}),
+			toolResultArgs(id, name, args, strings.Repeat("x", 400)))
+	}
+	must[[]memory.Memory](b)(s.AppendMemories(ctx, m.ID, []memory.NewMemory{user("Trade")}))
+	for t := range 10 {
+		rows = append(rows[:0], memory.NewMemory{Role: memory.RoleUser, Source: memory.SourceNudge, Content: "Continue."})
+		for i := range 99 {
+			loop(t*1000+i, "view_market", i%40)
+		}
+		rows = append(rows, assistant("Prices noted."))
+		must[[]memory.Memory](b)(s.AppendMemories(ctx, m.ID, rows))
+	}
+	rows = append(rows[:0], memory.NewMemory{Role: memory.RoleUser, Source: memory.SourceNudge, Content: "Continue."})
+	for i := range 150 {
+		loop(100000+i, "mine", 0)
+	}
+	must[[]memory.Memory](b)(s.AppendMemories(ctx, m.ID, rows))
+	for _, c := range []struct {
+		name string
+		q    memory.WindowQuery
+	}{
+		{"v1", memory.WindowQuery{MysisID: m.ID, Window: 20, GlobalFallback: true}},
+		{"v2", memory.WindowQuery{MysisID: m.ID, Window: 20, GlobalFallback: true, CarryLimit: 64, ReplyLimit: 10,
+			SnapshotTools: []string{"get_status"}, PinnedTools: []string{"login"}}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var n int
+			for b.Loop() {
+				w, err := s.GetComposeWindow(ctx, c.q)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n = len(w.Memories)
+			}
+			b.ReportMetric(float64(n), "memories")
+		})
 	}
 }
 
@@ -77,7 +128,7 @@ func BenchmarkSeededComposeWindow(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("history=%d", m.LastSeq), func(b *testing.B) {
 			for b.Loop() {
-				if _, err := s.GetComposeWindow(ctx, m.ID, 20, true); err != nil {
+				if _, err := s.GetComposeWindow(ctx, memory.WindowQuery{MysisID: m.ID, Window: 20, GlobalFallback: true}); err != nil {
 					b.Fatal(err)
 				}
 			}

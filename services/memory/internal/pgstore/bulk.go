@@ -39,7 +39,8 @@ func (s *Store) CopyMemories(ctx context.Context, next func() (memory.Memory, bo
 	src := &memorySource{next: next}
 	n, err := s.pool.CopyFrom(ctx, pgx.Identifier{"memories"},
 		[]string{"mysis_id", "seq", "turn", "role", "source", "sender_id", "content", "reasoning", "tool_calls",
-			"tool_call_id", "tool_name", "idempotency_key", "broadcast_id", "created_at"}, src)
+			"tool_call_id", "tool_name", "idempotency_key", "broadcast_id", "created_at", "call_arguments_json",
+			"call_key"}, src)
 	if err == nil {
 		err = src.err
 	}
@@ -65,8 +66,15 @@ func (m *memorySource) Values() ([]any, error) {
 		m.err = err
 		return nil, err
 	}
+	// Tool results get their call key as the online write path would compute it.
+	var key *string
+	if c.Role == memory.RoleTool {
+		k := memory.CallKey(c.ToolName, c.CallArguments)
+		key = &k
+	}
 	return []any{c.MysisID, c.Seq, c.Turn, int16(c.Role), int16(c.Source), c.SenderID, c.Content, c.Reasoning, tcs,
-		c.ToolCallID, c.ToolName, nullable(c.IdempotencyKey), nullable(c.BroadcastID), c.CreatedAt}, nil
+		c.ToolCallID, c.ToolName, nullable(c.IdempotencyKey), nullable(c.BroadcastID), c.CreatedAt,
+		nullable(c.CallArguments), key}, nil
 }
 
 func (m *memorySource) Err() error { return m.err }

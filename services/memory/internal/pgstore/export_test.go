@@ -1,4 +1,15 @@
 package pgstore
 
-// ComposeSQL exposes the compose-window statement to the plan test.
-func ComposeSQL() string { return composeSQL }
+import "github.com/zoeaswarm/zoea/services/memory/internal/memory"
+
+// WindowSQL exposes the compose-window statement to the plan test.
+func WindowSQL() string { return windowSQL }
+
+// WindowArgs exposes its parameters for a query (normalised first).
+func WindowArgs(q memory.WindowQuery) ([]any, error) {
+	q, err := q.Normalize()
+	if err != nil {
+		return nil, err
+	}
+	return windowArgs(q), nil
+}

@@ -46,6 +46,12 @@ func (s *Store) AppendMemories(ctx context.Context, mysisID string, ms []memory.
 	if len(keys) > 0 {
 		lock.Queue(`SELECT `+memCols+` FROM memories m WHERE m.mysis_id = $1 AND m.idempotency_key = ANY($2)`, mysisID, keys)
 	}
+	// A tool result sent without its call's arguments (an older client) takes them from the assistant memory that
+	// made the call; only when that memory is not in the batch is it read, in the same round trip as the lock.
+	lookupCalls := needsStoredCalls(ms)
+	if lookupCalls {
+		lock.Queue(lastCallsSQL, mysisID, memory.CallLookback)
+	}
 	br := tx.SendBatch(ctx, lock)
 	err = br.QueryRow().Scan(&lastSeq, &turn)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -71,6 +77,19 @@ func (s *Store) AppendMemories(ctx context.Context, mysisID string, ms []memory.
 			existing[m.IdempotencyKey] = m
 		}
 	}
+	var storedCalls []memory.ToolCall
+	if lookupCalls {
+		var raw []byte
+		if err := br.QueryRow().Scan(&raw); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			_ = br.Close()
+			return nil, dbErr(err, "append memories")
+		}
+		if storedCalls, err = fromDBToolCalls(raw); err != nil {
+			_ = br.Close()
+			return nil, err
+		}
+	}
+	cArgs, cKeys := callArgs(ms, storedCalls)
 	if err := br.Close(); err != nil {
 		return nil, dbErr(err, "append memories")
 	}
@@ -90,11 +109,12 @@ func (s *Store) AppendMemories(ctx context.Context, mysisID string, ms []memory.
 		if err != nil {
 			return nil, err
 		}
-		ins.add(i, lastSeq, turn, n, tcs)
+		ins.add(i, lastSeq, turn, n, tcs, cArgs[i], cKeys[i])
 		out[i] = memory.Memory{
 			MysisID: mysisID, Seq: lastSeq, Turn: turn, Role: n.Role, Source: n.Source, SenderID: n.SenderID,
 			Content: n.Content, Reasoning: n.Reasoning, ToolCalls: n.ToolCalls, ToolCallID: n.ToolCallID,
-			ToolName: n.ToolName, IdempotencyKey: n.IdempotencyKey,
+			ToolName: n.ToolName, IdempotencyKey: n.IdempotencyKey, CallArguments: deref(cArgs[i]),
+			CallKey: deref(cKeys[i]),
 		}
 	}
 	if len(ins.idx) == 0 {
@@ -105,15 +125,16 @@ func (s *Store) AppendMemories(ctx context.Context, mysisID string, ms []memory.
 	b := &pgx.Batch{}
 	b.Queue(`
 		INSERT INTO memories (mysis_id, seq, turn, role, source, sender_id, content, reasoning, tool_calls,
-			tool_call_id, tool_name, idempotency_key)
+			tool_call_id, tool_name, idempotency_key, call_arguments_json, call_key)
 		SELECT $1, u.seq, u.turn, u.role, u.source, u.sender_id, u.content, u.reasoning, u.tool_calls::jsonb,
-			u.tool_call_id, u.tool_name, u.idem
+			u.tool_call_id, u.tool_name, u.idem, u.call_args, u.call_key
 		FROM unnest($2::bigint[], $3::bigint[], $4::smallint[], $5::smallint[], $6::text[], $7::text[], $8::text[],
-			$9::text[], $10::text[], $11::text[], $12::text[])
-			AS u(seq, turn, role, source, sender_id, content, reasoning, tool_calls, tool_call_id, tool_name, idem)
+			$9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[])
+			AS u(seq, turn, role, source, sender_id, content, reasoning, tool_calls, tool_call_id, tool_name, idem,
+				call_args, call_key)
 		RETURNING seq, id, created_at`,
 		mysisID, ins.seq, ins.turn, ins.role, ins.source, ins.sender, ins.content, ins.reasoning, ins.toolCalls,
-		ins.toolCallID, ins.toolName, ins.key)
+		ins.toolCallID, ins.toolName, ins.key, ins.callArgs, ins.callKey)
 	b.Queue(`UPDATE myses SET last_seq = $2, current_turn = $3, updated_at = now() WHERE id = $1`, mysisID, lastSeq, turn)
 	br = tx.SendBatch(ctx, b)
 	rows, err := br.Query()
@@ -160,10 +181,10 @@ type insertBatch struct {
 	seq, turn                                        []int64
 	role, source                                     []int16
 	sender, content, reasoning, toolCallID, toolName []string
-	toolCalls, key                                   []*string
+	toolCalls, key, callArgs, callKey                []*string
 }
 
-func (b *insertBatch) add(i int, seq, turn int64, n memory.NewMemory, toolCalls *string) {
+func (b *insertBatch) add(i int, seq, turn int64, n memory.NewMemory, toolCalls, callArgs, callKey *string) {
 	b.idx = append(b.idx, i)
 	b.seq = append(b.seq, seq)
 	b.turn = append(b.turn, turn)
@@ -176,6 +197,8 @@ func (b *insertBatch) add(i int, seq, turn int64, n memory.NewMemory, toolCalls 
 	b.toolCallID = append(b.toolCallID, n.ToolCallID)
 	b.toolName = append(b.toolName, n.ToolName)
 	b.key = append(b.key, nullable(n.IdempotencyKey))
+	b.callArgs = append(b.callArgs, callArgs)
+	b.callKey = append(b.callKey, callKey)
 }
 
 // ListRecentMemories returns the newest limit memories of a mysis, oldest first.

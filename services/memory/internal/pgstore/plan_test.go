@@ -2,8 +2,10 @@ package pgstore_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -11,15 +13,15 @@ import (
 	"github.com/zoeaswarm/zoea/services/memory/internal/pgstore"
 )
 
-// TestComposeWindowUsesItsIndexes guards the property that keeps GetComposeWindow flat however long a mysis has
-// played: the window is a backward walk of (mysis_id, seq) and the mission the first entry of the partial mission
-// index. Sequential scans are disabled so the tiny test table cannot hide a predicate that no longer matches the
-// partial index.
-func TestComposeWindowUsesItsIndexes(t *testing.T) {
+// explainWindow returns the plan of the compose-window statement for q with sequential scans disabled, so a small
+// test table cannot hide a predicate that no longer matches a partial index.
+func explainWindow(t *testing.T, q memory.WindowQuery) string {
+	t.Helper()
 	ctx := context.Background()
-	s := newStore(t)
-	m := mkMysis(t, s)
-	must[[]memory.Memory](t)(s.AppendMemories(ctx, m.ID, []memory.NewMemory{user("mine"), assistant("ok"), user("sell")}))
+	args, err := pgstore.WindowArgs(q)
+	if err != nil {
+		t.Fatal(err)
+	}
 	conn, err := pool(t).Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +31,7 @@ func TestComposeWindowUsesItsIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _, _ = conn.Exec(ctx, `RESET enable_seqscan`) }()
-	rows, err := conn.Query(ctx, `EXPLAIN `+pgstore.ComposeSQL(), pgx.QueryExecModeSimpleProtocol, m.ID, 20, true)
+	rows, err := conn.Query(ctx, `EXPLAIN `+pgstore.WindowSQL(), append([]any{pgx.QueryExecModeSimpleProtocol}, args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,10 +39,99 @@ func TestComposeWindowUsesItsIndexes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := strings.Join(lines, "\n")
-	for _, want := range []string{"Index Scan Backward using memories_mysis_seq_key", "memories_mission_idx", "broadcasts_commander_idx"} {
+	return strings.Join(lines, "\n")
+}
+
+// TestComposeWindowUsesItsIndexes guards the property that keeps GetComposeWindow flat however long a mysis has
+// played: the v1 window is a backward walk of (mysis_id, seq) and the mission the first entry of the partial mission
+// index.
+func TestComposeWindowUsesItsIndexes(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	m := mkMysis(t, s)
+	must[[]memory.Memory](t)(s.AppendMemories(ctx, m.ID, []memory.NewMemory{user("mine"), assistant("ok"), user("sell")}))
+	plan := explainWindow(t, memory.WindowQuery{MysisID: m.ID, Window: 20, GlobalFallback: true})
+	for _, want := range []string{"using memories_mysis_seq_key", "memories_mission_idx", "broadcasts_commander_idx"} {
 		if !strings.Contains(plan, want) {
 			t.Errorf("compose plan does not use %s:\n%s", want, plan)
 		}
+	}
+}
+
+// TestComposeWindowV2UsesItsIndexes checks, on a bulk-loaded and analysed table of 40,000 SpaceMolt-like rows, that
+// each v2 part is served by its index: the turn start by memories_turn_open_idx, the carry-over scan by
+// memories_tool_seq_idx, the pinned tools by memories_tool_name_idx, the replies by memories_reply_idx, and that
+// no part reads the memories table sequentially.
+func TestComposeWindowV2UsesItsIndexes(t *testing.T) {
+	ctx := context.Background()
+	s, p := freshStore(t)
+	var ids []string
+	for range 4 {
+		ids = append(ids, mkMysis(t, s).ID)
+	}
+	// 4 myses × 10,000 rows: turns of an order or nudge, loops of a few tools, a text reply now and then.
+	tools := []string{"mine", "get_status", "view_market", "travel", "sell", "login"}
+	k, seq, turn, mysis := 0, int64(0), int64(0), 0
+	var buf []memory.Memory
+	at := time.Now().Add(-time.Hour)
+	next := func() (memory.Memory, bool) {
+		for len(buf) == 0 {
+			if mysis == len(ids) {
+				return memory.Memory{}, false
+			}
+			if seq >= 10000 {
+				mysis, seq, turn = mysis+1, 0, 0
+				continue
+			}
+			turn++
+			src := memory.SourceNudge
+			if turn%20 == 1 {
+				src = memory.SourceDirect
+			}
+			buf = append(buf, memory.Memory{Role: memory.RoleUser, Source: src, Content: "go"})
+			for range 5 {
+				k++
+				name, id, args := tools[k%len(tools)], fmt.Sprintf("c%d", k), fmt.Sprintf(`{"n":%d}`, k%7)
+				buf = append(buf, memory.Memory{Role: memory.RoleAssistant, Source: memory.SourceLLM,
+					ToolCalls: []memory.ToolCall{{ID: id, Name: name, Arguments: args}}},
+					memory.Memory{Role: memory.RoleTool, Source: memory.SourceTool, ToolCallID: id, ToolName: name,
+						Content: "result", CallArguments: args})
+			}
+			buf = append(buf, memory.Memory{Role: memory.RoleAssistant, Source: memory.SourceLLM, Content: "done"})
+		}
+		r := buf[0]
+		buf = buf[1:]
+		seq++
+		r.MysisID, r.Seq, r.Turn, r.CreatedAt = ids[mysis], seq, turn, at
+		if seq == 10000 {
+			buf = nil
+		}
+		return r, true
+	}
+	if _, err := s.CopyMemories(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetCounters(ctx, ids, []int64{10000, 10000, 10000, 10000}, []int64{turn, turn, turn, turn}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Exec(ctx, `VACUUM ANALYZE memories`); err != nil {
+		t.Fatal(err)
+	}
+	plan := explainWindow(t, memory.WindowQuery{MysisID: ids[1], Window: 20, GlobalFallback: true, CarryLimit: 50,
+		SnapshotTools: []string{"get_status"}, PinnedTools: []string{"login"}, ReplyLimit: 5})
+	for _, want := range []string{"memories_turn_open_idx", "memories_tool_seq_idx", "memories_tool_name_idx",
+		"memories_reply_idx", "memories_mission_idx", "using memories_mysis_seq_key"} {
+		if !strings.Contains(plan, want) {
+			t.Errorf("v2 compose plan does not use %s:\n%s", want, plan)
+		}
+	}
+	if strings.Contains(plan, "Seq Scan on memories") {
+		t.Errorf("v2 compose plan scans memories:\n%s", plan)
+	}
+	// And the answer on this table: the current turn, carried keys, the pinned login, 5 replies.
+	w := must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, memory.WindowQuery{MysisID: ids[1], Window: 20, CarryLimit: 50,
+		SnapshotTools: []string{"get_status"}, PinnedTools: []string{"login"}, ReplyLimit: 5}))
+	if w.ObjectiveSeq == 0 || w.RecentStartSeq == 0 || len(w.Memories) < 20+5 {
+		t.Fatalf("seeded window: objective %d, start %d, %d memories", w.ObjectiveSeq, w.RecentStartSeq, len(w.Memories))
 	}
 }

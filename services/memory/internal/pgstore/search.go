@@ -24,7 +24,7 @@ const snippetInputChars = 100000
 
 const searchMessagesSQL = `
 SELECT h.id, h.mysis_id, h.seq, h.turn, h.role, h.source, h.sender_id, h.content, h.reasoning, h.tool_calls,
-	h.tool_call_id, h.tool_name, h.idempotency_key, h.broadcast_id, h.created_at,
+	h.tool_call_id, h.tool_name, h.idempotency_key, h.broadcast_id, h.created_at, h.call_arguments_json, h.call_key,
 	ts_headline('english', zoea_fts_text(left(h.content, $5)), h.q, $6), h.rank
 FROM (
 	SELECT ` + memCols + `, q, ts_rank(m.content_tsv, q, 1) AS rank
@@ -38,7 +38,7 @@ ORDER BY h.rank DESC, h.seq DESC`
 // reasoning <> ” repeats the partial index predicate so the planner can use memories_reasoning_fts_idx.
 const searchReasoningSQL = `
 SELECT h.id, h.mysis_id, h.seq, h.turn, h.role, h.source, h.sender_id, h.content, h.reasoning, h.tool_calls,
-	h.tool_call_id, h.tool_name, h.idempotency_key, h.broadcast_id, h.created_at,
+	h.tool_call_id, h.tool_name, h.idempotency_key, h.broadcast_id, h.created_at, h.call_arguments_json, h.call_key,
 	ts_headline('english', zoea_fts_text(left(h.reasoning, $4)), h.q, $5), h.rank
 FROM (
 	SELECT ` + memCols + `, q, ts_rank(m.reasoning_tsv, q, 1) AS rank

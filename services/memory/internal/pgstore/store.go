@@ -134,7 +134,7 @@ func fromDBToolCalls(b []byte) ([]memory.ToolCall, error) {
 
 // memCols is the column list every memory read returns, in memRow.dest order.
 const memCols = `m.id, m.mysis_id, m.seq, m.turn, m.role, m.source, m.sender_id, m.content, m.reasoning, m.tool_calls,
-	m.tool_call_id, m.tool_name, m.idempotency_key, m.broadcast_id, m.created_at`
+	m.tool_call_id, m.tool_name, m.idempotency_key, m.broadcast_id, m.created_at, m.call_arguments_json, m.call_key`
 
 // memRow receives one memory row.
 type memRow struct {
@@ -142,11 +142,13 @@ type memRow struct {
 	toolCalls []byte
 	key       *string
 	bid       *string
+	callArgs  *string
+	callKey   *string
 }
 
 func (r *memRow) dest() []any {
 	return []any{&r.m.ID, &r.m.MysisID, &r.m.Seq, &r.m.Turn, &r.m.Role, &r.m.Source, &r.m.SenderID, &r.m.Content,
-		&r.m.Reasoning, &r.toolCalls, &r.m.ToolCallID, &r.m.ToolName, &r.key, &r.bid, &r.m.CreatedAt}
+		&r.m.Reasoning, &r.toolCalls, &r.m.ToolCallID, &r.m.ToolName, &r.key, &r.bid, &r.m.CreatedAt, &r.callArgs, &r.callKey}
 }
 
 func (r *memRow) memory() (memory.Memory, error) {
@@ -157,6 +159,7 @@ func (r *memRow) memory() (memory.Memory, error) {
 	if r.bid != nil {
 		m.BroadcastID = *r.bid
 	}
+	m.CallArguments, m.CallKey = deref(r.callArgs), deref(r.callKey)
 	tcs, err := fromDBToolCalls(r.toolCalls)
 	if err != nil {
 		return memory.Memory{}, err

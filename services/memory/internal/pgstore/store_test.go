@@ -516,7 +516,7 @@ func TestComposeWindow(t *testing.T) {
 	m := mkMysis(t, s)
 
 	// No memories, no broadcasts: empty window, no mission, with or without fallback.
-	w := must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, m.ID, 20, true))
+	w := must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, memory.WindowQuery{MysisID: m.ID, Window: 20, GlobalFallback: true}))
 	if w.Mysis.ID != m.ID || w.Mysis.SystemPrompt != "You are a mysis." || len(w.Memories) != 0 || w.Mission != nil {
 		t.Fatalf("empty: %+v", w)
 	}
@@ -524,18 +524,18 @@ func TestComposeWindow(t *testing.T) {
 	// A swarm broadcast to someone else only: the global fallback finds it, but not without the flag.
 	other := mkMysis(t, s)
 	d := must[memory.Delivery](t)(s.RecordBroadcast(ctx, memory.Broadcast{Content: "Explore the universe!"}, []string{other.ID}))
-	w = must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, m.ID, 20, true))
+	w = must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, memory.WindowQuery{MysisID: m.ID, Window: 20, GlobalFallback: true}))
 	if w.Mission == nil || !w.Mission.GlobalFallback || w.Mission.Memory.ID != 0 || w.Mission.Memory.Seq != 0 ||
 		w.Mission.Memory.Content != "Explore the universe!" || w.Mission.Memory.BroadcastID != d.Broadcast.ID ||
 		w.Mission.Memory.Role != memory.RoleUser || w.Mission.Memory.Source != memory.SourceBroadcast || w.Mission.Memory.MysisID != m.ID {
 		t.Fatalf("fallback: %+v", w.Mission)
 	}
-	if w = must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, m.ID, 20, false)); w.Mission != nil {
+	if w = must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, memory.WindowQuery{MysisID: m.ID, Window: 20, GlobalFallback: false})); w.Mission != nil {
 		t.Fatalf("fallback without the flag: %+v", w.Mission)
 	}
 	// A mysis-sent broadcast is not a commander mission.
 	must[memory.Delivery](t)(s.RecordBroadcast(ctx, memory.Broadcast{SenderID: other.ID, Content: "swarm chatter"}, []string{m.ID}))
-	w = must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, m.ID, 20, true))
+	w = must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, memory.WindowQuery{MysisID: m.ID, Window: 20, GlobalFallback: true}))
 	if w.Mission == nil || !w.Mission.GlobalFallback || w.Mission.Memory.Content != "Explore the universe!" {
 		t.Fatalf("mysis broadcast taken as mission: %+v", w.Mission)
 	}
@@ -553,7 +553,7 @@ func TestComposeWindow(t *testing.T) {
 		{Role: memory.RoleUser, Source: memory.SourceNudge, Content: "Continue."},
 		{Role: memory.RoleUser, Source: memory.SourceDirect, SenderID: other.ID, Content: "hi from other"},
 	}))
-	w = must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, m.ID, 20, true))
+	w = must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, memory.WindowQuery{MysisID: m.ID, Window: 20, GlobalFallback: true}))
 	if len(w.Memories) != 20 {
 		t.Fatalf("window %d", len(w.Memories))
 	}
@@ -575,7 +575,7 @@ func TestComposeWindow(t *testing.T) {
 
 	// A newer commander broadcast delivered to the mysis becomes its mission.
 	d2 := must[memory.Delivery](t)(s.RecordBroadcast(ctx, memory.Broadcast{Content: "Regroup at Haven"}, nil))
-	w = must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, m.ID, 5, true))
+	w = must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, memory.WindowQuery{MysisID: m.ID, Window: 5, GlobalFallback: true}))
 	if w.Mission == nil || w.Mission.GlobalFallback || w.Mission.Memory.BroadcastID != d2.Broadcast.ID || w.Mission.Memory.Seq != w.Mysis.LastSeq {
 		t.Fatalf("broadcast mission: %+v", w.Mission)
 	}
@@ -585,14 +585,14 @@ func TestComposeWindow(t *testing.T) {
 
 	// Account username is part of the mysis.
 	must[memory.Account](t)(s.CreateAccount(ctx, memory.Account{Username: "pilot_one", Password: "pw", MysisID: m.ID}))
-	if w = must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, m.ID, 0, false)); w.Mysis.AccountUsername != "pilot_one" || len(w.Memories) != 20 {
+	if w = must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, memory.WindowQuery{MysisID: m.ID, Window: 0, GlobalFallback: false})); w.Mysis.AccountUsername != "pilot_one" || len(w.Memories) != 20 {
 		t.Fatalf("account/default window: %q %d", w.Mysis.AccountUsername, len(w.Memories))
 	}
-	_, err := s.GetComposeWindow(ctx, memory.NewID(), 20, true)
+	_, err := s.GetComposeWindow(ctx, memory.WindowQuery{MysisID: memory.NewID(), Window: 20, GlobalFallback: true})
 	wantKind(t, err, errs.NotFound, "")
-	_, err = s.GetComposeWindow(ctx, "zzz", 20, true)
+	_, err = s.GetComposeWindow(ctx, memory.WindowQuery{MysisID: "zzz", Window: 20, GlobalFallback: true})
 	wantKind(t, err, errs.Invalid, "mysis_id")
-	_, err = s.GetComposeWindow(ctx, m.ID, -1, true)
+	_, err = s.GetComposeWindow(ctx, memory.WindowQuery{MysisID: m.ID, Window: -1, GlobalFallback: true})
 	wantKind(t, err, errs.Invalid, "window")
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/chat/chatpb"
 	"github.com/zoeaswarm/zoea/libs/server"
+	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 )
 
@@ -23,12 +24,31 @@ func New(api composerv1.ComposerServiceClient, policy *composerv1.Policy) *Clien
 }
 
 // Compose implements mysis.Composer.
-func (c *Client) Compose(ctx context.Context, mysisID string, beginAutonomousTurn bool) (mysis.Composition, error) {
-	resp, err := c.api.ComposeContext(ctx, &composerv1.ComposeContextRequest{MysisId: mysisID, Policy: c.policy, BeginAutonomousTurn: beginAutonomousTurn})
+func (c *Client) Compose(ctx context.Context, mysisID string, beginAutonomousTurn bool, tools []llm.Tool) (mysis.Composition, error) {
+	resp, err := c.api.ComposeContext(ctx, &composerv1.ComposeContextRequest{
+		MysisId: mysisID, Policy: c.policy, BeginAutonomousTurn: beginAutonomousTurn, Tools: ToProtoTools(tools),
+	})
 	if err != nil {
 		return mysis.Composition{}, server.FromStatus(err)
 	}
 	return FromProto(resp), nil
+}
+
+// ToProtoTools converts the tools sent with a request to the definitions the composer budgets for: what the
+// provider receives (name, description, parameter schema), without the runner-only ReadOnly flag.
+func ToProtoTools(tools []llm.Tool) []*composerv1.ToolDefinition {
+	if len(tools) == 0 {
+		return nil
+	}
+	out := make([]*composerv1.ToolDefinition, len(tools))
+	for i, t := range tools {
+		params := string(t.Parameters)
+		if params == "" {
+			params = "{}"
+		}
+		out[i] = &composerv1.ToolDefinition{Name: t.Name, Description: t.Description, ParametersJson: params}
+	}
+	return out
 }
 
 // FromProto converts a composition.

@@ -285,6 +285,7 @@ func (s *stack) checkHistory(t *testing.T, id string, passwords []string) []*mem
 	ms := s.allMemories(t, id)
 	keys := map[string]int64{}
 	calls := map[string]string{}
+	args := map[string]string{}
 	answered := map[string]int{}
 	for i, m := range ms {
 		if m.GetSeq() != int64(i+1) {
@@ -298,9 +299,14 @@ func (s *stack) checkHistory(t *testing.T, id string, passwords []string) []*mem
 		}
 		for _, c := range m.GetToolCalls() {
 			calls[c.GetId()] = c.GetName()
+			args[c.GetId()] = c.GetArgumentsJson()
 		}
 		if m.GetRole() == memoryv1.Role_ROLE_TOOL {
 			answered[m.GetToolCallId()]++
+			// The result keeps its call's arguments and the memory service keys it by call.
+			if m.GetCallArgumentsJson() != args[m.GetToolCallId()] || !strings.HasPrefix(m.GetCallKey(), m.GetToolName()+" ") {
+				t.Errorf("mysis %s: tool result seq %d has arguments %q (call: %q), key %q", id, m.GetSeq(), m.GetCallArgumentsJson(), args[m.GetToolCallId()], m.GetCallKey())
+			}
 			if calls[m.GetToolCallId()] != m.GetToolName() {
 				t.Errorf("mysis %s: tool result seq %d answers %q (%s) but the call was %q", id, m.GetSeq(), m.GetToolCallId(), m.GetToolName(), calls[m.GetToolCallId()])
 			}

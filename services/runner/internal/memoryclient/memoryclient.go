@@ -182,7 +182,7 @@ func FromProtoMemory(m *memoryv1.Memory) mysis.Memory {
 	out := mysis.Memory{
 		ID: m.GetId(), Seq: m.GetSeq(), Turn: m.GetTurn(), Role: chatpb.FromProtoRole(m.GetRole()), Source: FromProtoSource(m.GetSource()),
 		SenderID: m.GetSenderId(), Content: m.GetContent(), Reasoning: m.GetReasoning(), ToolCallID: m.GetToolCallId(),
-		ToolName: m.GetToolName(), IdempotencyKey: m.GetIdempotencyKey(),
+		ToolName: m.GetToolName(), IdempotencyKey: m.GetIdempotencyKey(), CallArguments: m.GetCallArgumentsJson(),
 	}
 	out.ToolCalls = chatpb.FromProtoToolCalls(m.GetToolCalls())
 	return out
@@ -192,6 +192,9 @@ func toProtoNewMemory(m mysis.NewMemory) *memoryv1.NewMemory {
 	out := &memoryv1.NewMemory{
 		Role: chatpb.ToProtoRole(m.Role), Source: ToProtoSource(m.Source), SenderId: m.SenderID, Content: m.Content,
 		Reasoning: m.Reasoning, ToolCallId: m.ToolCallID, ToolName: m.ToolName, IdempotencyKey: m.IdempotencyKey,
+		// Empty (a call without arguments) lets the memory service take them from the stored call, which holds
+		// "{}" for it (see the tool calls below).
+		CallArgumentsJson: m.CallArguments,
 	}
 	for _, c := range m.ToolCalls {
 		args := c.Arguments

@@ -227,6 +227,22 @@ func TestToolLoopStoresStructuredCallsAndResults(t *testing.T) {
 	if ms[2].ToolCallID != "c1" || ms[2].ToolName != "get_status" || ms[3].ToolCallID != "c2" || ms[5].ToolCallID != "c3" {
 		t.Errorf("tool results out of order or unlabelled: %+v %+v %+v", ms[2], ms[3], ms[5])
 	}
+	// Each result carries its call's arguments, so the memory service keys it by call.
+	if ms[2].CallArguments != `{}` || ms[3].CallArguments != `{"a":"x|y"}` || ms[5].CallArguments != `{}` {
+		t.Errorf("tool results lost their call's arguments: %q %q %q", ms[2].CallArguments, ms[3].CallArguments, ms[5].CallArguments)
+	}
+	// Every composition was asked with the tools the request is sent with, so their tokens are budgeted.
+	h.composer.mu.Lock()
+	composed := h.composer.tools
+	h.composer.mu.Unlock()
+	if len(composed) < 3 {
+		t.Fatalf("composed %d times", len(composed))
+	}
+	for i, tools := range composed {
+		if len(tools) != 3 || tools[0].Name != "get_status" || string(tools[1].Parameters) != `{"type":"object"}` {
+			t.Errorf("composition %d got tools %+v", i, tools)
+		}
+	}
 	// Seq is gapless and every idempotency key unique.
 	keys := map[string]bool{}
 	for i, m := range ms {

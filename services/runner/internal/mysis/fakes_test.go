@@ -125,7 +125,7 @@ func (s *fakeStore) Append(_ context.Context, id string, ms []NewMemory) ([]Memo
 		my.LastSeq++
 		m := Memory{ID: s.nextID, Seq: my.LastSeq, Turn: my.CurrentTurn, Role: nm.Role, Source: nm.Source, SenderID: nm.SenderID,
 			Content: nm.Content, Reasoning: nm.Reasoning, ToolCalls: nm.ToolCalls, ToolCallID: nm.ToolCallID, ToolName: nm.ToolName,
-			IdempotencyKey: nm.IdempotencyKey}
+			IdempotencyKey: nm.IdempotencyKey, CallArguments: nm.CallArguments}
 		s.memories[id] = append(s.memories[id], m)
 		s.appends++
 		out = append(out, m)
@@ -159,12 +159,14 @@ func (s *fakeStore) delete(id string) {
 type fakeComposer struct {
 	store *fakeStore
 	mu    sync.Mutex
-	calls []bool // begin_autonomous_turn per call
+	calls []bool       // begin_autonomous_turn per call
+	tools [][]llm.Tool // tools per call
 }
 
-func (c *fakeComposer) Compose(ctx context.Context, id string, autonomous bool) (Composition, error) {
+func (c *fakeComposer) Compose(ctx context.Context, id string, autonomous bool, tools []llm.Tool) (Composition, error) {
 	c.mu.Lock()
 	c.calls = append(c.calls, autonomous)
+	c.tools = append(c.tools, tools)
 	c.mu.Unlock()
 	m, err := c.store.GetMysis(ctx, id)
 	if err != nil {

@@ -81,6 +81,8 @@ type Memory struct {
 	ToolCallID     string
 	ToolName       string
 	IdempotencyKey string
+	// CallArguments (tool results): the arguments of the call the result answers.
+	CallArguments string
 }
 
 // NewMemory is a memory to append; the store assigns id, seq and turn.
@@ -94,6 +96,9 @@ type NewMemory struct {
 	ToolCallID     string
 	ToolName       string
 	IdempotencyKey string
+	// CallArguments (tool results): the arguments of the call the result answers, as the model sent them, so the
+	// memory service can key results by call (the same tool with other arguments is another call).
+	CallArguments string
 }
 
 // StateChange is a compare-and-set on the lifecycle state.
@@ -139,9 +144,10 @@ type Composition struct {
 	MaxSeq int64
 }
 
-// Composer composes the next request for a mysis.
+// Composer composes the next request for a mysis. tools are the tools the request will be sent with: the
+// composer counts them into the token budget.
 type Composer interface {
-	Compose(ctx context.Context, mysisID string, beginAutonomousTurn bool) (Composition, error)
+	Compose(ctx context.Context, mysisID string, beginAutonomousTurn bool, tools []llm.Tool) (Composition, error)
 }
 
 // ToolResult is what a tool returned, as the text the LLM will read.

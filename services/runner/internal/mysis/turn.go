@@ -122,7 +122,7 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis) error {
 	autonomous := !rp.pending
 
 	for it := range a.cfg.MaxToolIterations {
-		comp, err := a.deps.Composer.Compose(ctx, a.id, autonomous && it == 0)
+		comp, err := a.deps.Composer.Compose(ctx, a.id, autonomous && it == 0, a.toolList)
 		if err != nil {
 			return fmt.Errorf("compose: %w", err)
 		}
@@ -275,7 +275,7 @@ func (a *Actor) storeResult(ctx context.Context, assistantSeq int64, c chat.Tool
 	}
 	stored, err := a.append(ctx, NewMemory{
 		Role: chat.RoleTool, Source: SourceTool, Content: content, ToolCallID: c.ID, ToolName: c.Name,
-		IdempotencyKey: fmt.Sprintf("tool:%s:%d:%s", a.id, assistantSeq, c.ID),
+		CallArguments: c.Arguments, IdempotencyKey: fmt.Sprintf("tool:%s:%d:%s", a.id, assistantSeq, c.ID),
 	})
 	if err != nil {
 		return Memory{}, err

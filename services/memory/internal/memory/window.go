@@ -1,0 +1,107 @@
+package memory
+
+import (
+	"fmt"
+
+	"github.com/zoeaswarm/zoea/libs/errs"
+)
+
+// Compose-window limits.
+const (
+	MaxCarryLimit      = 1000
+	MaxReplyLimit      = 100
+	DefaultMaxTurnRows = 2000
+	MaxMaxTurnRows     = 10000
+	MaxWindowToolNames = 100
+	// CarryScanRows bounds the carry-over scan: distinct calls are looked for among the newest CarryScanRows tool
+	// results since the objective, so a mission that is 100,000 rows old does not make every compose read 100,000
+	// index entries. At SpaceMolt's pace that is several hours of play.
+	CarryScanRows = 5000
+	// CallLookback is how far back (in seq) the assistant memory that made a call is looked for, from a result
+	// stored without its arguments or carried into a window. A loop has at most MaxToolCallsPerMsg results, and
+	// broadcast deliveries may interleave with them.
+	CallLookback = 256
+)
+
+// WindowQuery is a GetComposeWindow request. With only MysisID, Window and GlobalFallback set it is the v1 window:
+// the newest Window memories. Setting any of CarryLimit, ReplyLimit, PinnedTools or MaxTurnRows asks for the v2
+// window: the recent part grows back to the start of the current turn and onto a loop boundary, and carried rows
+// are added before it.
+type WindowQuery struct {
+	MysisID        string
+	Window         int
+	GlobalFallback bool
+	CarryLimit     int
+	SnapshotTools  []string
+	PinnedTools    []string
+	ReplyLimit     int
+	MaxTurnRows    int
+}
+
+// V2 reports whether q asks for more than the v1 window.
+func (q WindowQuery) V2() bool {
+	return q.CarryLimit > 0 || q.ReplyLimit > 0 || len(q.PinnedTools) > 0 || q.MaxTurnRows > 0
+}
+
+// Normalize validates q and applies defaults and caps (larger values are lowered to the maximum, like every other
+// limit of the service); errors name the API field.
+func (q WindowQuery) Normalize() (WindowQuery, error) {
+	var err error
+	if q.MysisID, err = ParseID("mysis_id", q.MysisID); err != nil {
+		return q, err
+	}
+	if q.Window, err = Limit("window", q.Window, DefaultWindow, MaxWindow); err != nil {
+		return q, err
+	}
+	if q.CarryLimit, err = capped("carry_limit", q.CarryLimit, MaxCarryLimit); err != nil {
+		return q, err
+	}
+	if q.ReplyLimit, err = capped("reply_limit", q.ReplyLimit, MaxReplyLimit); err != nil {
+		return q, err
+	}
+	if q.MaxTurnRows < 0 {
+		return q, errs.InvalidField("max_turn_rows", "must not be negative")
+	}
+	for _, l := range []struct {
+		field string
+		names []string
+	}{{"snapshot_tools", q.SnapshotTools}, {"pinned_tools", q.PinnedTools}} {
+		if len(l.names) > MaxWindowToolNames {
+			return q, errs.InvalidField(l.field, "at most %d tool names, got %d", MaxWindowToolNames, len(l.names))
+		}
+		for i, n := range l.names {
+			f := fmt.Sprintf("%s[%d]", l.field, i)
+			if n == "" {
+				return q, errs.InvalidField(f, "must not be empty")
+			}
+			if err := CheckText(f, n, MaxShortFieldBytes); err != nil {
+				return q, err
+			}
+		}
+	}
+	return q, nil
+}
+
+// TurnRows is the bound on the recent part: max_turn_rows (default DefaultMaxTurnRows, capped at MaxMaxTurnRows),
+// never below the window.
+func (q WindowQuery) TurnRows() int {
+	n := q.MaxTurnRows
+	if n == 0 {
+		n = DefaultMaxTurnRows
+	}
+	return max(min(n, MaxMaxTurnRows), q.Window)
+}
+
+// capped is Limit without a default: 0 stays 0 (off).
+func capped(field string, v, max int) (int, error) {
+	if v < 0 {
+		return 0, errs.InvalidField(field, "must not be negative")
+	}
+	return min(v, max), nil
+}
+
+// For returns q for another mysis.
+func (q WindowQuery) For(mysisID string) WindowQuery {
+	q.MysisID = mysisID
+	return q
+}

@@ -1,0 +1,174 @@
+package pgstore
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
+)
+
+// windowSQL answers GetComposeWindow in one statement, so one round trip and one snapshot. Rows are told apart by
+// the first column (0 mysis — carrying the window's bounds in its last three columns —, 1 memory, 2 mission,
+// 3 global fallback); the columns of the other kinds are typed NULLs.
+//
+// Parameters: $1 mysis, $2 window, $3 global fallback, $4 v2, $5 max turn rows, $6 carry limit, $7 snapshot tools,
+// $8 pinned tools, $9 reply limit, $10 carry scan bound, $11 call lookback.
+//
+// The recent part is the seq range [s, last_seq] (seq is gapless). v1 (not $4): s = last_seq - window + 1, the
+// newest window rows, exactly as before. v2: s reaches back to the current turn's opener (the newest user row with
+// source direct, broadcast or nudge: first entry of memories_turn_open_idx), but no further than max turn rows
+// (truncated), and is then moved onto a loop boundary: when the first call-or-result row at or after s is a tool
+// result, s moves back to the assistant row that made the call — or, when that row lies beyond max turn rows (the
+// bound is hard, as when the turn was truncated), forward past the cut loop's results.
+//
+// Carried rows (v2), all before s: the newest result per distinct call since the objective (mission seq), keyed by
+// call_key or by tool name for snapshot tools, among the newest $10 tool results of that span (memories_tool_seq_idx,
+// index-only when vacuumed), skipping keys that have a newer result in the recent part, newest $6 keys; the newest
+// result of each pinned tool however old (memories_tool_name_idx); each of those with the assistant row that made
+// the call; and the newest $9 assistant text replies since the objective (memories_reply_idx). Every part is an
+// index probe or a bounded index range, so the cost follows the size of the answer, not the length of the history.
+const windowSQL = `
+WITH y AS (
+	SELECT ` + mysisCols + ` FROM myses y WHERE y.id = $1
+), mi AS (
+	SELECT ` + memCols + ` FROM memories m
+	WHERE m.mysis_id = $1 AND m.role = 2 AND m.source IN (1, 2) AND m.sender_id = ''
+	ORDER BY m.seq DESC LIMIT 1
+), g AS (
+	SELECT b.id, b.content, b.created_at FROM broadcasts b
+	WHERE $3::boolean AND b.sender_id = '' AND NOT EXISTS (SELECT 1 FROM mi)
+	ORDER BY b.created_at DESC, b.id DESC LIMIT 1
+), ts AS MATERIALIZED (
+	SELECT coalesce((SELECT o.seq FROM memories o
+		WHERE $4::boolean AND o.mysis_id = $1 AND o.role = 2 AND o.source IN (1, 2, 3)
+		ORDER BY o.seq DESC LIMIT 1), 1) AS seq
+), b1 AS MATERIALIZED (
+	SELECT y.last_seq AS l, coalesce((SELECT mi.seq FROM mi), 0) AS obj,
+		CASE WHEN $4::boolean THEN
+			least(greatest(y.last_seq - $2 + 1, 1), greatest(ts.seq, y.last_seq - $5 + 1, 1))
+		ELSE greatest(y.last_seq - $2 + 1, 1) END AS s1,
+		$4::boolean AND ts.seq < y.last_seq - $5 + 1 AS truncated
+	FROM y, ts
+), b2 AS MATERIALIZED (
+	SELECT b1.l, b1.obj, b1.truncated, CASE
+		WHEN NOT $4::boolean OR b1.l = 0 THEN b1.s1
+		WHEN (SELECT f.role FROM memories f WHERE f.mysis_id = $1 AND f.seq >= b1.s1 AND f.role IN (3, 4)
+			ORDER BY f.seq LIMIT 1) IS DISTINCT FROM 4 THEN b1.s1
+		ELSE coalesce(
+			(SELECT a.seq FROM memories a
+			WHERE a.mysis_id = $1 AND a.seq < b1.s1 AND a.seq >= greatest(b1.s1 - $11, b1.l - $5 + 1)
+				AND a.role = 3 AND a.tool_calls IS NOT NULL
+			ORDER BY a.seq DESC LIMIT 1),
+			(SELECT min(f.seq) FROM memories f WHERE f.mysis_id = $1 AND f.seq > b1.s1 AND f.role <> 4),
+			b1.s1)
+	END AS s
+	FROM b1
+), r AS (
+	SELECT ` + memCols + ` FROM memories m
+	WHERE m.mysis_id = $1 AND m.seq >= (SELECT b2.s FROM b2) AND m.seq <= (SELECT b2.l FROM b2)
+), rk AS (
+	SELECT DISTINCT CASE WHEN r.tool_name = ANY($7::text[]) THEN r.tool_name ELSE coalesce(r.call_key, r.tool_name) END AS k
+	FROM r WHERE $6 > 0 AND r.role = 4
+), ck AS (
+	SELECT t.seq, CASE WHEN t.tool_name = ANY($7::text[]) THEN t.tool_name ELSE coalesce(t.call_key, t.tool_name) END AS k
+	FROM memories t
+	WHERE $6 > 0 AND t.mysis_id = $1 AND t.role = 4 AND t.seq > (SELECT b2.obj FROM b2) AND t.seq < (SELECT b2.s FROM b2)
+	ORDER BY t.seq DESC LIMIT $10
+), c AS (
+	SELECT d.seq FROM (
+		SELECT DISTINCT ON (ck.k) ck.seq FROM ck WHERE NOT EXISTS (SELECT 1 FROM rk WHERE rk.k = ck.k)
+		ORDER BY ck.k, ck.seq DESC
+	) d ORDER BY d.seq DESC LIMIT $6
+), pn AS (
+	SELECT x.seq FROM unnest($8::text[]) AS p(name), LATERAL (
+		SELECT t.seq FROM memories t WHERE t.mysis_id = $1 AND t.role = 4 AND t.tool_name = p.name
+		ORDER BY t.seq DESC LIMIT 1
+	) x WHERE x.seq < (SELECT b2.s FROM b2)
+), rp AS (
+	SELECT a.seq FROM memories a
+	WHERE $9 > 0 AND a.mysis_id = $1 AND a.role = 3 AND a.tool_calls IS NULL
+		AND a.seq > (SELECT b2.obj FROM b2) AND a.seq < (SELECT b2.s FROM b2)
+	ORDER BY a.seq DESC LIMIT $9
+), xa AS (
+	SELECT a.seq FROM (SELECT seq FROM c UNION SELECT seq FROM pn) x, LATERAL (
+		SELECT a.seq FROM memories a
+		WHERE a.mysis_id = $1 AND a.seq < x.seq AND a.seq >= x.seq - $11 AND a.role = 3 AND a.tool_calls IS NOT NULL
+		ORDER BY a.seq DESC LIMIT 1
+	) a
+), ex AS (
+	SELECT seq FROM c UNION SELECT seq FROM pn UNION SELECT seq FROM rp UNION SELECT seq FROM xa
+)
+SELECT 0, y.*, ` + nullMem + `, b2.s, b2.obj, b2.truncated FROM y, b2
+UNION ALL SELECT 1, ` + nullMysis + `, r.*, NULL::int8, NULL::int8, NULL::boolean FROM r
+UNION ALL SELECT 1, ` + nullMysis + `, ` + memCols + `, NULL::int8, NULL::int8, NULL::boolean FROM memories m
+	WHERE m.mysis_id = $1 AND m.seq = ANY (ARRAY(SELECT seq FROM ex)) AND m.seq < (SELECT b2.s FROM b2)
+UNION ALL SELECT 2, ` + nullMysis + `, mi.*, NULL::int8, NULL::int8, NULL::boolean FROM mi
+UNION ALL SELECT 3, ` + nullMysis + `, 0::int8, $1::uuid, 0::int8, 0::int8, 2::int2, 2::int2, '', g.content, '',
+	NULL::jsonb, '', '', NULL::text, g.id, g.created_at, NULL::text, NULL::text, NULL::int8, NULL::int8, NULL::boolean
+	FROM g`
+
+// windowArgs are windowSQL's parameters for a normalised query.
+func windowArgs(q memory.WindowQuery) []any {
+	snap, pinned := q.SnapshotTools, q.PinnedTools
+	if snap == nil {
+		snap = []string{}
+	}
+	if pinned == nil {
+		pinned = []string{}
+	}
+	return []any{q.MysisID, q.Window, q.GlobalFallback, q.V2(), q.TurnRows(), q.CarryLimit, snap, pinned,
+		q.ReplyLimit, memory.CarryScanRows, memory.CallLookback}
+}
+
+// GetComposeWindow returns the mysis, its compose window (oldest first) and its current mission; see windowSQL for
+// what the window holds.
+func (s *Store) GetComposeWindow(ctx context.Context, q memory.WindowQuery) (memory.ComposeWindow, error) {
+	q, err := q.Normalize()
+	if err != nil {
+		return memory.ComposeWindow{}, err
+	}
+	rows, err := s.pool.Query(ctx, windowSQL, windowArgs(q)...)
+	if err != nil {
+		return memory.ComposeWindow{}, dbErr(err, "compose window")
+	}
+	defer rows.Close()
+	var out memory.ComposeWindow
+	found := false
+	out.Memories = make([]memory.Memory, 0, q.Window)
+	for rows.Next() {
+		var r composeRow
+		if err := rows.Scan(r.dest()...); err != nil {
+			return memory.ComposeWindow{}, dbErr(err, "compose window")
+		}
+		if r.kind == 0 {
+			out.Mysis, found = r.mysis(), true
+			out.RecentStartSeq, out.ObjectiveSeq, out.TurnTruncated = deref(r.wStart), deref(r.wObjective), deref(r.wTruncated)
+			continue
+		}
+		m, err := r.memory()
+		if err != nil {
+			return memory.ComposeWindow{}, err
+		}
+		switch r.kind {
+		case 1:
+			out.Memories = append(out.Memories, m)
+		case 2:
+			out.Mission = &memory.Mission{Memory: m}
+		case 3:
+			out.Mission = &memory.Mission{Memory: m, GlobalFallback: true}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return memory.ComposeWindow{}, dbErr(err, "compose window")
+	}
+	if !found {
+		return memory.ComposeWindow{}, errMysisNotFound(q.MysisID)
+	}
+	if out.Mysis.LastSeq == 0 {
+		out.RecentStartSeq = 0
+	}
+	// Rows come in index order per part; the composer wants one chronological list.
+	slices.SortFunc(out.Memories, func(a, b memory.Memory) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out, nil
+}
