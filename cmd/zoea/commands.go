@@ -23,7 +23,7 @@ import (
 
 // call runs fn with dialled clients and the per-call timeout, and turns its error into a sentence about s (the
 // runner is the service named unless s says otherwise).
-func (ep *endpoints) call(cmd *cobra.Command, s subject, fn func(ctx context.Context, c *clients) error) error {
+func (ep *endpoints) call(cmd *cobra.Command, s present.Subject, fn func(ctx context.Context, c *clients) error) error {
 	c, err := ep.dial()
 	if err != nil {
 		return err
@@ -32,18 +32,18 @@ func (ep *endpoints) call(cmd *cobra.Command, s subject, fn func(ctx context.Con
 	ctx, cancel := context.WithTimeout(cmd.Context(), ep.timeout)
 	defer cancel()
 	err = fn(ctx, c)
-	if s.service == "" {
-		s.service = "runner"
+	if s.Service == "" {
+		s.Service = "runner"
 	}
-	if s.addr == "" {
-		s.addr = map[string]string{"runner": ep.runner, "bus": ep.bus, "memory": ep.memory}[s.service]
+	if s.Addr == "" {
+		s.Addr = map[string]string{"runner": ep.runner, "bus": ep.bus, "memory": ep.memory}[s.Service]
 	}
-	if status.Code(err) == codes.NotFound && s.mysis != "" {
+	if status.Code(err) == codes.NotFound && s.Mysis != "" {
 		lctx, lcancel := context.WithTimeout(cmd.Context(), 5*time.Second)
-		s.known = mysisNames(lctx, c)
+		s.Known = mysisNames(lctx, c)
 		lcancel()
 	}
-	return explain(err, s)
+	return present.Explain(err, s)
 }
 
 func printJSON(w io.Writer, m proto.Message) error {
@@ -91,7 +91,7 @@ func listCmd(ep *endpoints) *cobra.Command {
 		Short: "List myses with their live status",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return ep.call(cmd, subject{}, func(ctx context.Context, c *clients) error {
+			return ep.call(cmd, present.Subject{}, func(ctx context.Context, c *clients) error {
 				req := &runnerv1.ListMysesRequest{PageSize: 1000}
 				if state != "" {
 					v, ok := memoryv1.MysisState_value["MYSIS_STATE_"+strings.ToUpper(state)]
@@ -132,7 +132,7 @@ func getCmd(ep *endpoints) *cobra.Command {
 		Short: "Show one mysis (name or id): configuration, live status and its full last error",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return ep.call(cmd, subject{mysis: args[0]}, func(ctx context.Context, c *clients) error {
+			return ep.call(cmd, present.Subject{Mysis: args[0]}, func(ctx context.Context, c *clients) error {
 				resp, err := c.swarm.GetMysis(ctx, &runnerv1.GetMysisRequest{Mysis: args[0]})
 				if err != nil {
 					return err
@@ -195,7 +195,7 @@ func createCmd(ep *endpoints) *cobra.Command {
 			if cmd.Flags().Changed("temperature") {
 				req.Temperature = &temperature
 			}
-			return ep.call(cmd, subject{mysis: req.Name, create: true}, func(ctx context.Context, c *clients) error {
+			return ep.call(cmd, present.Subject{Mysis: req.Name, Create: true}, func(ctx context.Context, c *clients) error {
 				resp, err := c.swarm.CreateMysis(ctx, req)
 				if err != nil {
 					return err
@@ -217,7 +217,7 @@ func startCmd(ep *endpoints) *cobra.Command {
 	return &cobra.Command{
 		Use: "start MYSIS", Short: "Start a mysis", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return ep.call(cmd, subject{mysis: args[0]}, func(ctx context.Context, c *clients) error {
+			return ep.call(cmd, present.Subject{Mysis: args[0]}, func(ctx context.Context, c *clients) error {
 				resp, err := c.swarm.StartMysis(ctx, &runnerv1.StartMysisRequest{Mysis: args[0]})
 				if err != nil {
 					return err
@@ -234,7 +234,7 @@ func stopCmd(ep *endpoints) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "stop MYSIS", Short: "Stop a mysis", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return ep.call(cmd, subject{mysis: args[0]}, func(ctx context.Context, c *clients) error {
+			return ep.call(cmd, present.Subject{Mysis: args[0]}, func(ctx context.Context, c *clients) error {
 				resp, err := c.swarm.StopMysis(ctx, &runnerv1.StopMysisRequest{Mysis: args[0], Reason: reason})
 				if err != nil {
 					return err
@@ -253,7 +253,7 @@ func deleteCmd(ep *endpoints) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "delete MYSIS", Short: "Delete a mysis with all its memories (asks first; --yes skips the question)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return ep.call(cmd, subject{mysis: args[0]}, func(ctx context.Context, c *clients) error {
+			return ep.call(cmd, present.Subject{Mysis: args[0]}, func(ctx context.Context, c *clients) error {
 				got, err := c.swarm.GetMysis(ctx, &runnerv1.GetMysisRequest{Mysis: args[0]})
 				if err != nil {
 					return err
@@ -267,7 +267,7 @@ func deleteCmd(ep *endpoints) *cobra.Command {
 						return err
 					}
 					if !ok {
-						return sentencef("not deleted: %s is kept", m.GetName())
+						return present.Sentencef("not deleted: %s is kept", m.GetName())
 					}
 				}
 				if _, err := c.swarm.DeleteMysis(ctx, &runnerv1.DeleteMysisRequest{Mysis: m.GetId()}); err != nil {
@@ -289,7 +289,7 @@ func confirm(in io.Reader, out io.Writer, question string) (bool, error) {
 	line, err := bufio.NewReader(in).ReadString('\n')
 	if err != nil && line == "" {
 		fmt.Fprintln(out)
-		return false, sentencef("no answer on stdin: nothing deleted (pass --yes to delete without asking)")
+		return false, present.Sentencef("no answer on stdin: nothing deleted (pass --yes to delete without asking)")
 	}
 	switch strings.ToLower(strings.TrimSpace(line)) {
 	case "y", "yes":
@@ -318,7 +318,7 @@ func configureCmd(ep *endpoints) *cobra.Command {
 			if fl.Changed("system-prompt") {
 				req.SystemPrompt = &prompt
 			}
-			return ep.call(cmd, subject{mysis: args[0]}, func(ctx context.Context, c *clients) error {
+			return ep.call(cmd, present.Subject{Mysis: args[0]}, func(ctx context.Context, c *clients) error {
 				resp, err := c.swarm.ConfigureMysis(ctx, req)
 				if err != nil {
 					return err
@@ -339,7 +339,7 @@ func broadcastCmd(ep *endpoints) *cobra.Command {
 	return &cobra.Command{
 		Use: "broadcast TEXT", Short: "Broadcast a mission to every mysis", Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return ep.call(cmd, subject{service: "bus"}, func(ctx context.Context, c *clients) error {
+			return ep.call(cmd, present.Subject{Service: "bus"}, func(ctx context.Context, c *clients) error {
 				resp, err := c.bus.Broadcast(ctx, &busv1.BroadcastRequest{Content: strings.Join(args, " ")})
 				if err != nil {
 					return err
@@ -355,7 +355,7 @@ func sendCmd(ep *endpoints) *cobra.Command {
 	return &cobra.Command{
 		Use: "send MYSIS TEXT", Short: "Send a direct message to one mysis (wakes it when idle)", Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return ep.call(cmd, subject{mysis: args[0], service: "bus"}, func(ctx context.Context, c *clients) error {
+			return ep.call(cmd, present.Subject{Mysis: args[0], Service: "bus"}, func(ctx context.Context, c *clients) error {
 				resp, err := c.bus.SendDirect(ctx, &busv1.SendDirectRequest{Mysis: args[0], Content: strings.Join(args[1:], " ")})
 				if err != nil {
 					return err
@@ -385,9 +385,9 @@ func searchCmd(ep *endpoints) *cobra.Command {
 		Long:  "QUERY uses web search syntax: words, \"exact phrases\", OR, -exclusion. Identifiers like iron_ore work.",
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sub := subject{service: "memory"}
+			sub := present.Subject{Service: "memory"}
 			if !broadcasts && len(args) == 2 {
-				sub.mysis = args[0]
+				sub.Mysis = args[0]
 			}
 			return ep.call(cmd, sub, func(ctx context.Context, c *clients) error {
 				w := cmd.OutOrStdout()
@@ -443,7 +443,7 @@ func previewCmd(ep *endpoints) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "preview MYSIS", Short: "Show what the composer would send to the LLM now, and why each message is there", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return ep.call(cmd, subject{mysis: args[0]}, func(ctx context.Context, c *clients) error {
+			return ep.call(cmd, present.Subject{Mysis: args[0]}, func(ctx context.Context, c *clients) error {
 				resp, err := c.swarm.PreviewContext(ctx, &runnerv1.PreviewContextRequest{Mysis: args[0]})
 				if err != nil {
 					return err
@@ -496,7 +496,7 @@ func historyCmd(ep *endpoints) *cobra.Command {
 			var m *memoryv1.Mysis
 			var last int64
 			w := cmd.OutOrStdout()
-			err := ep.call(cmd, subject{mysis: args[0]}, func(ctx context.Context, c *clients) error {
+			err := ep.call(cmd, present.Subject{Mysis: args[0]}, func(ctx context.Context, c *clients) error {
 				var err error
 				if m, err = resolve(ctx, c, args[0]); err != nil {
 					return err
@@ -543,7 +543,7 @@ func followHistory(cmd *cobra.Command, ep *endpoints, m *memoryv1.Mysis, last in
 	ctx := cmd.Context()
 	stream, err := c.bus.WatchEvents(ctx, &busv1.WatchEventsRequest{MysisIds: []string{m.GetId()}})
 	if err != nil {
-		return explain(err, subject{service: "bus", addr: ep.bus})
+		return present.Explain(err, present.Subject{Service: "bus", Addr: ep.bus})
 	}
 	events := make(chan error, 1)
 	go func() {
@@ -567,7 +567,7 @@ func followHistory(cmd *cobra.Command, ep *endpoints, m *memoryv1.Mysis, last in
 					if ctx.Err() != nil {
 						return nil
 					}
-					return explain(err, subject{service: "bus", addr: ep.bus})
+					return present.Explain(err, present.Subject{Service: "bus", Addr: ep.bus})
 				}
 			case <-ctx.Done():
 				return nil
@@ -581,7 +581,7 @@ func followHistory(cmd *cobra.Command, ep *endpoints, m *memoryv1.Mysis, last in
 				if ctx.Err() != nil {
 					return nil
 				}
-				return explain(err, subject{service: "memory", addr: ep.memory, mysis: m.GetName()})
+				return present.Explain(err, present.Subject{Service: "memory", Addr: ep.memory, Mysis: m.GetName()})
 			}
 			for _, mem := range resp.GetMemories() {
 				printMemory(cmd.OutOrStdout(), mem)
@@ -614,7 +614,7 @@ func watchCmd(ep *endpoints) *cobra.Command {
 				if err != nil {
 					known := mysisNames(rctx, c)
 					cancel()
-					return explain(err, subject{mysis: ref, service: "runner", addr: ep.runner, known: known})
+					return present.Explain(err, present.Subject{Mysis: ref, Service: "runner", Addr: ep.runner, Known: known})
 				}
 				cancel()
 				ids = append(ids, m.GetId())
@@ -622,7 +622,7 @@ func watchCmd(ep *endpoints) *cobra.Command {
 			}
 			stream, err := c.bus.WatchEvents(ctx, &busv1.WatchEventsRequest{MysisIds: ids})
 			if err != nil {
-				return explain(err, subject{service: "bus", addr: ep.bus})
+				return present.Explain(err, present.Subject{Service: "bus", Addr: ep.bus})
 			}
 			w := cmd.OutOrStdout()
 			for {
@@ -631,7 +631,7 @@ func watchCmd(ep *endpoints) *cobra.Command {
 					if ctx.Err() != nil {
 						return nil
 					}
-					return explain(err, subject{service: "bus", addr: ep.bus})
+					return present.Explain(err, present.Subject{Service: "bus", Addr: ep.bus})
 				}
 				e := resp.GetEvent()
 				name := names.get(ctx, e.GetMysisId())
@@ -671,4 +671,22 @@ func (b *nameBook) get(ctx context.Context, id string) string {
 	}
 	b.names[id] = name
 	return name
+}
+
+// mysisNames lists every mysis name for suggestions; nil when the runner cannot say.
+func mysisNames(ctx context.Context, c *clients) []string {
+	var names []string
+	req := &runnerv1.ListMysesRequest{PageSize: 1000}
+	for {
+		resp, err := c.swarm.ListMyses(ctx, req)
+		if err != nil {
+			return names
+		}
+		for _, s := range resp.GetMyses() {
+			names = append(names, s.GetMysis().GetName())
+		}
+		if req.PageToken = resp.GetNextPageToken(); req.PageToken == "" {
+			return names
+		}
+	}
 }
