@@ -14,10 +14,10 @@ import (
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/zoeaswarm/zoea/cmd/zoea/internal/present"
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
-	"github.com/zoeaswarm/zoea/cmd/zoea/internal/present"
 )
 
 type mode int
@@ -405,7 +405,9 @@ func (m *Model) visible() []*runnerv1.MysisStatus {
 		}
 		out = append(out, st)
 	}
-	byName := func(a, b *runnerv1.MysisStatus) int { return cmp.Compare(a.GetMysis().GetName(), b.GetMysis().GetName()) }
+	byName := func(a, b *runnerv1.MysisStatus) int {
+		return cmp.Compare(a.GetMysis().GetName(), b.GetMysis().GetName())
+	}
 	slices.SortFunc(out, func(a, b *runnerv1.MysisStatus) int {
 		var c int
 		switch sortNames[m.sortBy] {
@@ -738,4 +740,3 @@ func (m *Model) layoutViewport() {
 		m.viewport.SetContent(m.previewBody())
 	}
 }
-
