@@ -471,13 +471,6 @@ func previewCmd(ep *endpoints) *cobra.Command {
 	return cmd
 }
 
-func suffix(name, id string) string {
-	if name == "" && id == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (%s %s)", name, id)
-}
-
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s

@@ -89,19 +89,18 @@ type Model struct {
 
 	confirmFor string
 
-	focus     string // mysis id of the focus view
-	history   []*memoryv1.Memory
-	histErr   string
-	preview   *present.Preview
-	prevFor   string
-	prevErr   string
-	viewport  viewport.Model
-	flash     string
-	flashErr  bool
-	eventsIn  chan *busv1.Event
-	quitting  bool
-	keys      keyMap
-	watchOnce bool
+	focus    string // mysis id of the focus view
+	history  []*memoryv1.Memory
+	histErr  string
+	preview  *present.Preview
+	prevFor  string
+	prevErr  string
+	viewport viewport.Model
+	flash    string
+	flashErr bool
+	eventsIn chan *busv1.Event
+	quitting bool
+	keys     keyMap
 }
 
 type eventLine struct {
