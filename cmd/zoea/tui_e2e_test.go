@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -8,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -65,6 +67,7 @@ func startLocalSwarm(t *testing.T) *localSwarm {
 		"ZOEA_MEMORY_ADDR="+addr["memory"], "ZOEA_COMPOSER_ADDR="+addr["composer"], "ZOEA_RUNNER_ADDR="+addr["runner"],
 		"ZOEA_BUS_ADDR="+addr["bus"], "ZOEA_SPACEMOLT_URL=http://"+addr["spacemolt-sim"]+"/mcp",
 		"ZOEA_SIM_TICK=200ms", "ZOEA_TURN_PAUSE=200ms", "ZOEA_DEFAULT_PROVIDER=autopilot", "ZOEA_ADMIN_TOKEN=",
+		"OLLAMA_HOST=http://"+freeAddr(t), "OPENAI_API_KEY=", "OPENAI_BASE_URL=", // no Ollama there, no OpenAI key
 		"ZOEA_SECRET_KEY=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
 	)
 	migrate := exec.Command(filepath.Join(s.bin, "memory"), "migrate")
@@ -220,6 +223,123 @@ func TestConsoleCommandsALocalSwarm(t *testing.T) {
 	// q quits cleanly.
 	c.keys("q")
 	c.waitText("console-exited-0", 10*time.Second)
+
+	s.cliSaysSentences(t)
+}
+
+// cliSaysSentences runs the one-shot commands against the same swarm, as a new user would.
+func (s *localSwarm) cliSaysSentences(t *testing.T) {
+	zoea := func(stdin string, args ...string) (string, error) {
+		cmd := exec.Command(filepath.Join(s.bin, "zoea"), append([]string{"--runner", s.runner, "--bus", s.bus, "--memory", s.memory}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	ok := func(args ...string) string {
+		t.Helper()
+		out, err := zoea("", args...)
+		if err != nil {
+			t.Fatalf("zoea %v: %v\n%s", args, err, out)
+		}
+		return out
+	}
+	fails := func(want string, stdin string, args ...string) {
+		t.Helper()
+		out, err := zoea(stdin, args...)
+		if err == nil || !strings.Contains(out, want) {
+			t.Errorf("zoea %v: want an error saying %q, got %v:\n%s", args, want, err, out)
+		}
+		for _, leak := range []string{"rpc error", "SQLSTATE", "code ="} {
+			if strings.Contains(out, leak) {
+				t.Errorf("zoea %v leaks %q:\n%s", args, leak, out)
+			}
+		}
+	}
+	ok("create", "scout-2")
+	fails("zoea: a mysis named scout-2 already exists", "", "create", "scout-2")
+	fails("zoea: no mysis named scuot-2 (did you mean scout-2?)", "", "get", "scuot-2")
+	fails("zoea: no mysis named scuot-2 (did you mean scout-2?)", "", "watch", "--mysis", "scuot-2")
+	fails(`--model: autopilot is Zoea's offline policy and runs no model, so model "foo" would be ignored`, "", "configure", "scout-2", "--model", "foo")
+	fails("provider ollama is not reachable at http://", "", "configure", "scout-2", "--provider", "ollama")
+	fails("provider openai needs an API key: set OPENAI_API_KEY", "", "create", "gpt-1", "--provider", "openai")
+	if out := ok("broadcast", "first order"); !strings.Contains(out, "delivered to 1 myses") {
+		t.Errorf("broadcast to one mysis: %s", out)
+	}
+	ok("create", "scout-3")
+	if out := ok("broadcast", "second order"); !strings.Contains(out, "delivered to 2 myses") {
+		t.Errorf("broadcast right after a second mysis was created: %s", out)
+	}
+	s.followAndWatchByName(t, "scout-3")
+	get := ok("get", "scout-2")
+	if !strings.Contains(get, "system prompt:") || !strings.Contains(get, "--json shows it all") || len(get) > 2000 {
+		t.Errorf("get should summarise the system prompt:\n%s", get)
+	}
+	if list := ok("list"); !strings.Contains(list, "LAST ERROR") {
+		t.Errorf("list has no error column:\n%s", list)
+	}
+	fails("no answer on stdin: nothing deleted (pass --yes", "", "delete", "scout-2")
+	fails("not deleted: scout-2 is kept", "n\n", "delete", "scout-2")
+	if out := ok("delete", "scout-2", "--yes"); !strings.Contains(out, "deleted scout-2") {
+		t.Errorf("delete --yes: %s", out)
+	}
+}
+
+// followAndWatchByName starts `history --follow` and `watch --mysis NAME`, sends the mysis an order and waits for
+// both to print it: the row under its history label, the event under the mysis's name.
+func (s *localSwarm) followAndWatchByName(t *testing.T, name string) {
+	start := func(args ...string) <-chan string {
+		cmd := exec.Command(filepath.Join(s.bin, "zoea"), append([]string{"--runner", s.runner, "--bus", s.bus, "--memory", s.memory}, args...)...)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = cmd.Stdout
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		lines := make(chan string, 1024)
+		go func() {
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+			close(lines)
+		}()
+		return lines
+	}
+	// Both print something before the order goes out (history its rows, watch the mysis's own events), which shows
+	// they are subscribed.
+	follow := start("history", name, "--follow", "--limit", "1")
+	watch := start("watch", "--mysis", name)
+	await := func(what string, lines <-chan string, match func(string) bool) {
+		t.Helper()
+		timeout := time.After(60 * time.Second)
+		for {
+			select {
+			case l, open := <-lines:
+				if !open {
+					t.Fatalf("%s ended before printing it", what)
+				}
+				if match(l) {
+					return
+				}
+			case <-timeout:
+				t.Fatalf("%s never printed it", what)
+			}
+		}
+	}
+	await("history --follow", follow, func(l string) bool { return strings.HasPrefix(l, "seq ") })
+	await("watch --mysis "+name, watch, func(l string) bool { return strings.Contains(l, name) })
+	marker := "follow-marker-" + strconv.Itoa(os.Getpid())
+	cmd := exec.Command(filepath.Join(s.bin, "zoea"), "--runner", s.runner, "--bus", s.bus, "--memory", s.memory, "send", name, marker)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("send: %v\n%s", err, out)
+	}
+	await("history --follow", follow, func(l string) bool { return strings.Contains(l, marker) })
+	await("watch --mysis "+name, watch, func(l string) bool {
+		return strings.Contains(l, " "+name+" ") && strings.Contains(l, marker) && !strings.Contains(l, "mysis_id")
+	})
 }
 
 // Not a terminal: the console says so and exits instead of drawing into a pipe.
