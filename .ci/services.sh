@@ -5,6 +5,7 @@ apt_install() {
   if [ -z "${APT_UPDATED:-}" ]; then apt-get update -qq; APT_UPDATED=1; fi
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"
 }
+command -v tmux >/dev/null || apt_install tmux # the console's end-to-end test (cmd/zoea tui_e2e_test.go) drives zoea tui in tmux
 if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
   command -v pg_ctlcluster >/dev/null || apt_install postgresql
   pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n1)" main start

@@ -1,25 +1,29 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/zoeaswarm/zoea/cmd/zoea/internal/present"
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
 )
 
-// call runs fn with dialled clients and the per-call timeout.
-func (ep *endpoints) call(cmd *cobra.Command, fn func(ctx context.Context, c *clients) error) error {
+// call runs fn with dialled clients and the per-call timeout, and turns its error into a sentence about s (the
+// runner is the service named unless s says otherwise).
+func (ep *endpoints) call(cmd *cobra.Command, s present.Subject, fn func(ctx context.Context, c *clients) error) error {
 	c, err := ep.dial()
 	if err != nil {
 		return err
@@ -27,7 +31,19 @@ func (ep *endpoints) call(cmd *cobra.Command, fn func(ctx context.Context, c *cl
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(cmd.Context(), ep.timeout)
 	defer cancel()
-	return fn(ctx, c)
+	err = fn(ctx, c)
+	if s.Service == "" {
+		s.Service = "runner"
+	}
+	if s.Addr == "" {
+		s.Addr = map[string]string{"runner": ep.runner, "bus": ep.bus, "memory": ep.memory}[s.Service]
+	}
+	if status.Code(err) == codes.NotFound && s.Mysis != "" {
+		lctx, lcancel := context.WithTimeout(cmd.Context(), 5*time.Second)
+		s.Known = mysisNames(lctx, c)
+		lcancel()
+	}
+	return present.Explain(err, s)
 }
 
 func printJSON(w io.Writer, m proto.Message) error {
@@ -39,23 +55,32 @@ func printJSON(w io.Writer, m proto.Message) error {
 	return err
 }
 
-func stateName(s memoryv1.MysisState) string {
-	return strings.ToLower(strings.TrimPrefix(s.String(), "MYSIS_STATE_"))
-}
+func stateName(s memoryv1.MysisState) string { return present.State(s) }
 
+// printStatuses prints the list table. The error column is short (the full error is in `zoea get`); an errored
+// mysis without a recorded error shows its state reason.
 func printStatuses(w io.Writer, list []*runnerv1.MysisStatus) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATE\tPROVIDER\tMODEL\tCREDITS\tTURNS\tLAST ACTION\tOWNER")
+	fmt.Fprintln(tw, "NAME\tSTATE\tPROVIDER\tMODEL\tCREDITS\tTURNS\tTOKENS\tCOST\tLAST ACTION\tLAST ERROR\tOWNER")
 	for _, s := range list {
 		m := s.GetMysis()
-		credits := "?"
-		if s.GetCredits() >= 0 {
-			credits = fmt.Sprint(s.GetCredits())
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", m.GetName(), stateName(m.GetState()), m.GetProvider(),
-			m.GetModel(), credits, s.GetTurns(), s.GetLastAction(), s.GetOwner())
+		tokens, cost := present.Usage(s)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", m.GetName(), stateName(m.GetState()), m.GetProvider(),
+			m.GetModel(), present.Credits(s), s.GetTurns(), tokens, cost, present.Clip(present.OneLine(s.GetLastAction()), 30),
+			present.Clip(present.OneLine(lastError(s)), 50), s.GetOwner())
 	}
 	tw.Flush()
+}
+
+// lastError is the mysis's last error, or the reason it is errored when the runner recorded none.
+func lastError(s *runnerv1.MysisStatus) string {
+	if e := s.GetLastError(); e != "" {
+		return e
+	}
+	if s.GetMysis().GetState() == memoryv1.MysisState_MYSIS_STATE_ERRORED {
+		return s.GetMysis().GetStateReason()
+	}
+	return ""
 }
 
 func listCmd(ep *endpoints) *cobra.Command {
@@ -66,7 +91,7 @@ func listCmd(ep *endpoints) *cobra.Command {
 		Short: "List myses with their live status",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return ep.call(cmd, func(ctx context.Context, c *clients) error {
+			return ep.call(cmd, present.Subject{}, func(ctx context.Context, c *clients) error {
 				req := &runnerv1.ListMysesRequest{PageSize: 1000}
 				if state != "" {
 					v, ok := memoryv1.MysisState_value["MYSIS_STATE_"+strings.ToUpper(state)]
@@ -101,19 +126,60 @@ func listCmd(ep *endpoints) *cobra.Command {
 }
 
 func getCmd(ep *endpoints) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "get MYSIS",
-		Short: "Show one mysis (id or name) as JSON",
+		Short: "Show one mysis (name or id): configuration, live status and its full last error",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return ep.call(cmd, func(ctx context.Context, c *clients) error {
+			return ep.call(cmd, present.Subject{Mysis: args[0]}, func(ctx context.Context, c *clients) error {
 				resp, err := c.swarm.GetMysis(ctx, &runnerv1.GetMysisRequest{Mysis: args[0]})
 				if err != nil {
 					return err
 				}
-				return printJSON(cmd.OutOrStdout(), resp.GetStatus())
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), resp.GetStatus())
+				}
+				printStatus(cmd.OutOrStdout(), resp.GetStatus())
+				return nil
 			})
 		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (with the whole system prompt)")
+	return cmd
+}
+
+// printStatus shows one mysis as "key: value" lines; the system prompt is summarised, not dumped.
+func printStatus(w io.Writer, s *runnerv1.MysisStatus) {
+	m := s.GetMysis()
+	tokens, cost := present.Usage(s)
+	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+	row("name", m.GetName())
+	row("id", m.GetId())
+	state := stateName(m.GetState())
+	if r := m.GetStateReason(); r != "" {
+		state += " (" + r + ")"
+	}
+	row("state", state)
+	row("provider", fmt.Sprintf("%s, model %s, temperature %g", m.GetProvider(), m.GetModel(), m.GetTemperature()))
+	row("turn", fmt.Sprintf("%d (%d run by its current owner)", m.GetCurrentTurn(), s.GetTurns()))
+	row("credits", present.Credits(s))
+	row("tokens", tokens)
+	row("cost", cost)
+	action := s.GetLastAction()
+	if at := s.GetLastActionAt(); at != nil && action != "" {
+		action += " at " + at.AsTime().Local().Format(time.DateTime)
+	}
+	row("last action", action)
+	row("owner", s.GetOwner())
+	row("account", m.GetAccountUsername())
+	prompt := m.GetSystemPrompt()
+	first, _, _ := strings.Cut(strings.TrimSpace(prompt), "\n")
+	row("system prompt", fmt.Sprintf("%q… (%d characters; --json shows it all)", present.Clip(first, 60), len([]rune(prompt))))
+	tw.Flush()
+	if e := lastError(s); e != "" {
+		fmt.Fprintf(w, "last error:\n%s\n", indent(e))
 	}
 }
 
@@ -129,7 +195,7 @@ func createCmd(ep *endpoints) *cobra.Command {
 			if cmd.Flags().Changed("temperature") {
 				req.Temperature = &temperature
 			}
-			return ep.call(cmd, func(ctx context.Context, c *clients) error {
+			return ep.call(cmd, present.Subject{Mysis: req.Name, Create: true}, func(ctx context.Context, c *clients) error {
 				resp, err := c.swarm.CreateMysis(ctx, req)
 				if err != nil {
 					return err
@@ -151,7 +217,7 @@ func startCmd(ep *endpoints) *cobra.Command {
 	return &cobra.Command{
 		Use: "start MYSIS", Short: "Start a mysis", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return ep.call(cmd, func(ctx context.Context, c *clients) error {
+			return ep.call(cmd, present.Subject{Mysis: args[0]}, func(ctx context.Context, c *clients) error {
 				resp, err := c.swarm.StartMysis(ctx, &runnerv1.StartMysisRequest{Mysis: args[0]})
 				if err != nil {
 					return err
@@ -168,7 +234,7 @@ func stopCmd(ep *endpoints) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "stop MYSIS", Short: "Stop a mysis", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return ep.call(cmd, func(ctx context.Context, c *clients) error {
+			return ep.call(cmd, present.Subject{Mysis: args[0]}, func(ctx context.Context, c *clients) error {
 				resp, err := c.swarm.StopMysis(ctx, &runnerv1.StopMysisRequest{Mysis: args[0], Reason: reason})
 				if err != nil {
 					return err
@@ -183,18 +249,53 @@ func stopCmd(ep *endpoints) *cobra.Command {
 }
 
 func deleteCmd(ep *endpoints) *cobra.Command {
-	return &cobra.Command{
-		Use: "delete MYSIS", Short: "Delete a mysis with all its memories", Args: cobra.ExactArgs(1),
+	var yes bool
+	cmd := &cobra.Command{
+		Use: "delete MYSIS", Short: "Delete a mysis with all its memories (asks first; --yes skips the question)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return ep.call(cmd, func(ctx context.Context, c *clients) error {
-				if _, err := c.swarm.DeleteMysis(ctx, &runnerv1.DeleteMysisRequest{Mysis: args[0]}); err != nil {
+			return ep.call(cmd, present.Subject{Mysis: args[0]}, func(ctx context.Context, c *clients) error {
+				got, err := c.swarm.GetMysis(ctx, &runnerv1.GetMysisRequest{Mysis: args[0]})
+				if err != nil {
 					return err
 				}
-				fmt.Fprintln(cmd.OutOrStdout(), "deleted", args[0])
+				m := got.GetStatus().GetMysis()
+				if !yes {
+					ok, err := confirm(cmd.InOrStdin(), cmd.OutOrStdout(), fmt.Sprintf(
+						"Delete mysis %s (%s, turn %d) with all its %d memories? This cannot be undone. [y/N] ",
+						m.GetName(), stateName(m.GetState()), m.GetCurrentTurn(), m.GetLastSeq()))
+					if err != nil {
+						return err
+					}
+					if !ok {
+						return present.Sentencef("not deleted: %s is kept", m.GetName())
+					}
+				}
+				if _, err := c.swarm.DeleteMysis(ctx, &runnerv1.DeleteMysisRequest{Mysis: m.GetId()}); err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), "deleted", m.GetName())
 				return nil
 			})
 		},
 	}
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "delete without asking")
+	return cmd
+}
+
+// confirm asks a yes/no question on in; only "y" or "yes" is yes. With nothing to read (a script without --yes)
+// the answer is no, said plainly.
+func confirm(in io.Reader, out io.Writer, question string) (bool, error) {
+	fmt.Fprint(out, question)
+	line, err := bufio.NewReader(in).ReadString('\n')
+	if err != nil && line == "" {
+		fmt.Fprintln(out)
+		return false, present.Sentencef("no answer on stdin: nothing deleted (pass --yes to delete without asking)")
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true, nil
+	}
+	return false, nil
 }
 
 func configureCmd(ep *endpoints) *cobra.Command {
@@ -217,7 +318,7 @@ func configureCmd(ep *endpoints) *cobra.Command {
 			if fl.Changed("system-prompt") {
 				req.SystemPrompt = &prompt
 			}
-			return ep.call(cmd, func(ctx context.Context, c *clients) error {
+			return ep.call(cmd, present.Subject{Mysis: args[0]}, func(ctx context.Context, c *clients) error {
 				resp, err := c.swarm.ConfigureMysis(ctx, req)
 				if err != nil {
 					return err
@@ -238,12 +339,12 @@ func broadcastCmd(ep *endpoints) *cobra.Command {
 	return &cobra.Command{
 		Use: "broadcast TEXT", Short: "Broadcast a mission to every mysis", Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return ep.call(cmd, func(ctx context.Context, c *clients) error {
+			return ep.call(cmd, present.Subject{Service: "bus"}, func(ctx context.Context, c *clients) error {
 				resp, err := c.bus.Broadcast(ctx, &busv1.BroadcastRequest{Content: strings.Join(args, " ")})
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "broadcast %s accepted for %d myses\n", resp.GetBroadcastId(), resp.GetTargetCount())
+				fmt.Fprintf(cmd.OutOrStdout(), "broadcast %s delivered to %d myses\n", resp.GetBroadcastId(), resp.GetTargetCount())
 				return nil
 			})
 		},
@@ -254,29 +355,25 @@ func sendCmd(ep *endpoints) *cobra.Command {
 	return &cobra.Command{
 		Use: "send MYSIS TEXT", Short: "Send a direct message to one mysis (wakes it when idle)", Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return ep.call(cmd, func(ctx context.Context, c *clients) error {
+			return ep.call(cmd, present.Subject{Mysis: args[0], Service: "bus"}, func(ctx context.Context, c *clients) error {
 				resp, err := c.bus.SendDirect(ctx, &busv1.SendDirectRequest{Mysis: args[0], Content: strings.Join(args[1:], " ")})
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "sent: memory #%d (seq %d, turn %d)\n", resp.GetMemory().GetId(), resp.GetMemory().GetSeq(), resp.GetMemory().GetTurn())
+				fmt.Fprintf(cmd.OutOrStdout(), "sent to %s: memory #%d (seq %d, turn %d)\n", args[0], resp.GetMemory().GetId(), resp.GetMemory().GetSeq(), resp.GetMemory().GetTurn())
 				return nil
 			})
 		},
 	}
 }
 
-// resolve turns a mysis id or name into its id through the memory service.
+// resolve finds a mysis by name or id through the runner, which accepts both.
 func resolve(ctx context.Context, c *clients, ref string) (*memoryv1.Mysis, error) {
-	resp, err := c.memory.GetMysisByName(ctx, &memoryv1.GetMysisByNameRequest{Name: ref})
-	if err == nil {
-		return resp.GetMysis(), nil
+	resp, err := c.swarm.GetMysis(ctx, &runnerv1.GetMysisRequest{Mysis: ref})
+	if err != nil {
+		return nil, err
 	}
-	byID, idErr := c.memory.GetMysis(ctx, &memoryv1.GetMysisRequest{MysisId: ref})
-	if idErr != nil {
-		return nil, fmt.Errorf("no mysis named or with id %q", ref)
-	}
-	return byID.GetMysis(), nil
+	return resp.GetStatus().GetMysis(), nil
 }
 
 func searchCmd(ep *endpoints) *cobra.Command {
@@ -288,7 +385,11 @@ func searchCmd(ep *endpoints) *cobra.Command {
 		Long:  "QUERY uses web search syntax: words, \"exact phrases\", OR, -exclusion. Identifiers like iron_ore work.",
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return ep.call(cmd, func(ctx context.Context, c *clients) error {
+			sub := present.Subject{Service: "memory"}
+			if !broadcasts && len(args) == 2 {
+				sub.Mysis = args[0]
+			}
+			return ep.call(cmd, sub, func(ctx context.Context, c *clients) error {
 				w := cmd.OutOrStdout()
 				if broadcasts {
 					resp, err := c.memory.SearchBroadcasts(ctx, &memoryv1.SearchBroadcastsRequest{Query: strings.Join(args, " "), Limit: limit})
@@ -323,8 +424,7 @@ func searchCmd(ep *endpoints) *cobra.Command {
 				}
 				for _, h := range hits {
 					mem := h.GetMemory()
-					fmt.Fprintf(w, "#%d seq %d turn %d %s/%s  %.3f  %s\n", mem.GetId(), mem.GetSeq(), mem.GetTurn(),
-						strings.ToLower(strings.TrimPrefix(mem.GetRole().String(), "ROLE_")), mem.GetToolName(), h.GetRank(), h.GetSnippet())
+					fmt.Fprintf(w, "%s  #%d  %.3f  %s\n", present.RowHeader(mem), mem.GetId(), h.GetRank(), present.OneLine(h.GetSnippet()))
 				}
 				return nil
 			})
@@ -339,10 +439,11 @@ func searchCmd(ep *endpoints) *cobra.Command {
 
 func previewCmd(ep *endpoints) *cobra.Command {
 	var asJSON bool
+	var full bool
 	cmd := &cobra.Command{
-		Use: "preview MYSIS", Short: "Show what the composer would send to the LLM now", Args: cobra.ExactArgs(1),
+		Use: "preview MYSIS", Short: "Show what the composer would send to the LLM now, and why each message is there", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return ep.call(cmd, func(ctx context.Context, c *clients) error {
+			return ep.call(cmd, present.Subject{Mysis: args[0]}, func(ctx context.Context, c *clients) error {
 				resp, err := c.swarm.PreviewContext(ctx, &runnerv1.PreviewContextRequest{Mysis: args[0]})
 				if err != nil {
 					return err
@@ -350,33 +451,24 @@ func previewCmd(ep *endpoints) *cobra.Command {
 				if asJSON {
 					return printJSON(cmd.OutOrStdout(), resp)
 				}
-				w := cmd.OutOrStdout()
-				for i, m := range resp.GetMessages() {
-					role := strings.ToLower(strings.TrimPrefix(m.GetRole().String(), "ROLE_"))
-					fmt.Fprintf(w, "[%d] %s%s\n", i, role, suffix(m.GetName(), m.GetToolCallId()))
-					if m.GetContent() != "" {
-						fmt.Fprintln(w, indent(clip(m.GetContent(), 600)))
-					}
-					for _, tc := range m.GetToolCalls() {
-						fmt.Fprintf(w, "    → %s(%s) id=%s\n", tc.GetName(), tc.GetArgumentsJson(), tc.GetId())
-					}
+				running := false
+				if st, err := c.swarm.GetMysis(ctx, &runnerv1.GetMysisRequest{Mysis: args[0]}); err == nil {
+					running = st.GetStatus().GetMysis().GetState() == memoryv1.MysisState_MYSIS_STATE_RUNNING
 				}
-				t := resp.GetManifest().GetTokens()
-				fmt.Fprintf(w, "tokens: system %d, mission %d, history %d, current turn %d, synthetic %d = %d of %d\n",
-					t.GetSystem(), t.GetMission(), t.GetHistory(), t.GetCurrentTurn(), t.GetSynthetic(), t.GetTotal(), resp.GetManifest().GetTokenBudget())
+				clipAt := 600
+				if full {
+					clipAt = 0
+				}
+				for _, l := range present.PreviewText(present.ExplainPreview(resp, running), clipAt) {
+					fmt.Fprintln(cmd.OutOrStdout(), l)
+				}
 				return nil
 			})
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the full response (messages, manifest, encouragement) as JSON")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the full response as JSON: messages, manifest entries (memory id, seq, message_index, reason, tokens), encouragement")
+	cmd.Flags().BoolVar(&full, "full", false, "print every message whole instead of its first 600 characters")
 	return cmd
-}
-
-func suffix(name, id string) string {
-	if name == "" && id == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (%s %s)", name, id)
 }
 
 func clip(s string, n int) string {
@@ -390,66 +482,204 @@ func indent(s string) string { return "    " + strings.ReplaceAll(s, "\n", "\n  
 
 func historyCmd(ep *endpoints) *cobra.Command {
 	var limit int32
+	var follow bool
 	cmd := &cobra.Command{
-		Use: "history MYSIS", Short: "Show a mysis's most recent memories", Args: cobra.ExactArgs(1),
+		Use: "history MYSIS", Short: "Show a mysis's most recent memories (--follow keeps printing new ones)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return ep.call(cmd, func(ctx context.Context, c *clients) error {
-				m, err := resolve(ctx, c, args[0])
-				if err != nil {
+			var m *memoryv1.Mysis
+			var last int64
+			w := cmd.OutOrStdout()
+			err := ep.call(cmd, present.Subject{Mysis: args[0]}, func(ctx context.Context, c *clients) error {
+				var err error
+				if m, err = resolve(ctx, c, args[0]); err != nil {
 					return err
 				}
 				resp, err := c.memory.ListRecentMemories(ctx, &memoryv1.ListRecentMemoriesRequest{MysisId: m.GetId(), Limit: limit})
 				if err != nil {
 					return err
 				}
-				w := cmd.OutOrStdout()
 				for _, mem := range resp.GetMemories() {
-					src := strings.ToLower(strings.TrimPrefix(mem.GetSource().String(), "SOURCE_"))
-					role := strings.ToLower(strings.TrimPrefix(mem.GetRole().String(), "ROLE_"))
-					fmt.Fprintf(w, "seq %d turn %d %s/%s %s\n", mem.GetSeq(), mem.GetTurn(), role, src, mem.GetToolName())
-					if mem.GetContent() != "" {
-						fmt.Fprintln(w, indent(clip(mem.GetContent(), 300)))
-					}
-					for _, tc := range mem.GetToolCalls() {
-						fmt.Fprintf(w, "    → %s(%s)\n", tc.GetName(), tc.GetArgumentsJson())
-					}
+					printMemory(w, mem)
+					last = max(last, mem.GetSeq())
 				}
 				return nil
 			})
+			if err != nil || !follow {
+				return err
+			}
+			return followHistory(cmd, ep, m, last)
 		},
 	}
 	cmd.Flags().Int32Var(&limit, "limit", 20, "how many")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new memories as they are stored, until Ctrl-C")
 	return cmd
+}
+
+func printMemory(w io.Writer, mem *memoryv1.Memory) {
+	fmt.Fprintln(w, present.RowHeader(mem))
+	if mem.GetContent() != "" {
+		fmt.Fprintln(w, indent(clip(mem.GetContent(), 300)))
+	}
+	for _, tc := range mem.GetToolCalls() {
+		fmt.Fprintf(w, "    → %s(%s)\n", tc.GetName(), tc.GetArgumentsJson())
+	}
+}
+
+// followHistory prints memories after seq last as the mysis stores them. It wakes on the bus's events for this
+// mysis and reads the rows from the memory service, so nothing is missed when events are merged or dropped.
+func followHistory(cmd *cobra.Command, ep *endpoints, m *memoryv1.Mysis, last int64) error {
+	c, err := ep.dial()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx := cmd.Context()
+	stream, err := c.bus.WatchEvents(ctx, &busv1.WatchEventsRequest{MysisIds: []string{m.GetId()}})
+	if err != nil {
+		return present.Explain(err, present.Subject{Service: "bus", Addr: ep.bus})
+	}
+	events := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := stream.Recv(); err != nil {
+				events <- err
+				return
+			}
+			select {
+			case events <- nil:
+			default: // a read is already due: it will see this row too
+			}
+		}
+	}()
+	// Rows stored between the first listing and the subscription are read on the first pass.
+	for pending := true; ; pending = false {
+		if !pending {
+			select {
+			case err := <-events:
+				if err != nil {
+					if ctx.Err() != nil {
+						return nil
+					}
+					return present.Explain(err, present.Subject{Service: "bus", Addr: ep.bus})
+				}
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		for {
+			rctx, cancel := context.WithTimeout(ctx, ep.timeout)
+			resp, err := c.memory.ListMemoriesRange(rctx, &memoryv1.ListMemoriesRangeRequest{MysisId: m.GetId(), FromSeq: last + 1, Limit: 200})
+			cancel()
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return present.Explain(err, present.Subject{Service: "memory", Addr: ep.memory, Mysis: m.GetName()})
+			}
+			for _, mem := range resp.GetMemories() {
+				printMemory(cmd.OutOrStdout(), mem)
+				last = max(last, mem.GetSeq())
+			}
+			if len(resp.GetMemories()) < 200 {
+				break
+			}
+		}
+	}
 }
 
 func watchCmd(ep *endpoints) *cobra.Command {
 	var myses []string
+	var asJSON bool
 	cmd := &cobra.Command{
-		Use: "watch", Short: "Stream swarm events until Ctrl-C", Args: cobra.NoArgs,
+		Use: "watch", Short: "Stream swarm events until Ctrl-C (--mysis takes names or ids)", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := ep.dial()
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			stream, err := c.bus.WatchEvents(cmd.Context(), &busv1.WatchEventsRequest{MysisIds: myses})
-			if err != nil {
-				return err
+			ctx := cmd.Context()
+			names := newNameBook(c)
+			var ids []string
+			for _, ref := range myses {
+				rctx, cancel := context.WithTimeout(ctx, ep.timeout)
+				m, err := resolve(rctx, c, ref)
+				if err != nil {
+					known := mysisNames(rctx, c)
+					cancel()
+					return present.Explain(err, present.Subject{Mysis: ref, Service: "runner", Addr: ep.runner, Known: known})
+				}
+				cancel()
+				ids = append(ids, m.GetId())
+				names.put(m.GetId(), m.GetName())
 			}
+			stream, err := c.bus.WatchEvents(ctx, &busv1.WatchEventsRequest{MysisIds: ids})
+			if err != nil {
+				return present.Explain(err, present.Subject{Service: "bus", Addr: ep.bus})
+			}
+			w := cmd.OutOrStdout()
 			for {
 				resp, err := stream.Recv()
 				if err != nil {
-					if cmd.Context().Err() != nil {
+					if ctx.Err() != nil {
 						return nil
 					}
-					return err
+					return present.Explain(err, present.Subject{Service: "bus", Addr: ep.bus})
 				}
 				e := resp.GetEvent()
-				b, _ := protojson.Marshal(e)
-				fmt.Fprintln(os.Stdout, string(b))
+				name := names.get(ctx, e.GetMysisId())
+				if asJSON {
+					b, _ := protojson.Marshal(e)
+					fmt.Fprintf(w, "{\"mysis_name\":%q,\"event\":%s}\n", name, b)
+					continue
+				}
+				fmt.Fprintf(w, "%s  %-12s %s\n", e.GetAt().AsTime().Local().Format(time.TimeOnly), name, present.Event(e))
 			}
 		},
 	}
-	cmd.Flags().StringSliceVar(&myses, "mysis", nil, "only these mysis ids")
+	cmd.Flags().StringSliceVar(&myses, "mysis", nil, "only these myses (names or ids; repeat or separate with commas)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print each event as JSON with the mysis name")
 	return cmd
+}
+
+// nameBook maps mysis ids to names for event lines, asking the runner once per unknown id.
+type nameBook struct {
+	c     *clients
+	names map[string]string
+}
+
+func newNameBook(c *clients) *nameBook { return &nameBook{c: c, names: map[string]string{}} }
+
+func (b *nameBook) put(id, name string) { b.names[id] = name }
+
+func (b *nameBook) get(ctx context.Context, id string) string {
+	if n, ok := b.names[id]; ok {
+		return n
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	name := id // a mysis deleted meanwhile keeps its id
+	if resp, err := b.c.swarm.GetMysis(ctx, &runnerv1.GetMysisRequest{Mysis: id}); err == nil {
+		name = resp.GetStatus().GetMysis().GetName()
+	}
+	b.names[id] = name
+	return name
+}
+
+// mysisNames lists every mysis name for suggestions; nil when the runner cannot say.
+func mysisNames(ctx context.Context, c *clients) []string {
+	var names []string
+	req := &runnerv1.ListMysesRequest{PageSize: 1000}
+	for {
+		resp, err := c.swarm.ListMyses(ctx, req)
+		if err != nil {
+			return names
+		}
+		for _, s := range resp.GetMyses() {
+			names = append(names, s.GetMysis().GetName())
+		}
+		if req.PageToken = resp.GetNextPageToken(); req.PageToken == "" {
+			return names
+		}
+	}
 }

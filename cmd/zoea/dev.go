@@ -181,7 +181,7 @@ func runDev(ctx context.Context, o *devOptions, out io.Writer) error {
 	if err := createDemoSwarm(ctx, c, o, out); err != nil {
 		return err
 	}
-	return watchProgress(ctx, c, o, procs, out)
+	return devView(o, out)(ctx, c, o, procs, out) // devconsole.go: the console on a terminal, plain lines otherwise
 }
 
 func redactURL(raw string) string {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -66,11 +65,6 @@ type Server struct {
 	directs Directs
 	opts    Options
 	log     *slog.Logger
-
-	sizeMu         sync.Mutex
-	size           int32
-	sizeAt         time.Time
-	sizeRefreshing bool
 }
 
 var _ busv1.BusServiceServer = (*Server)(nil)
@@ -135,70 +129,28 @@ func (s *Server) Broadcast(ctx context.Context, req *busv1.BroadcastRequest) (*b
 	return &busv1.BroadcastResponse{BroadcastId: id, TargetCount: <-count}, nil
 }
 
-// countTargets returns the number of myses a broadcast from sender reaches (sender, when set, is a known mysis).
+// countTargets returns the number of myses a broadcast from sender reaches: every mysis except the sender, the
+// same set the memory service writes the rows for. It lists the swarm afresh for every broadcast: a cached size
+// lagged behind (a broadcast right after creating a mysis reported the previous count), and the listing runs
+// alongside the JetStream publish, so it adds no latency unless the memory service is slower than the publish.
 func (s *Server) countTargets(ctx context.Context, sender string) int32 {
-	n, ok := s.swarmSize(ctx)
-	if !ok {
-		return 0
-	}
-	if sender != "" && n > 0 {
-		n--
-	}
-	return n
-}
-
-const swarmSizeTTL = time.Second
-
-// swarmSize is the number of myses. A listing costs a round trip over every mysis, so the answer is cached: fresh
-// for a second, and after that served stale while one background listing refreshes it. Only the very first
-// broadcast of a process waits for a listing.
-func (s *Server) swarmSize(ctx context.Context) (int32, bool) {
-	s.sizeMu.Lock()
-	n, at, refreshing := s.size, s.sizeAt, s.sizeRefreshing
-	stale := time.Since(at) >= swarmSizeTTL
-	if !at.IsZero() && stale && !refreshing {
-		s.sizeRefreshing = true
-	}
-	s.sizeMu.Unlock()
-	switch {
-	case !stale:
-		return n, true
-	case !at.IsZero():
-		if !refreshing {
-			go func() {
-				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-				defer cancel()
-				s.listSwarmSize(rctx)
-			}()
-		}
-		return n, true
-	}
-	return s.listSwarmSize(ctx)
-}
-
-func (s *Server) listSwarmSize(ctx context.Context) (int32, bool) {
-	defer func() {
-		s.sizeMu.Lock()
-		s.sizeRefreshing = false
-		s.sizeMu.Unlock()
-	}()
 	var n int32
 	token := ""
 	for {
 		resp, err := s.mem.ListMyses(ctx, &memoryv1.ListMysesRequest{PageSize: 1000, PageToken: token})
 		if err != nil {
 			s.log.WarnContext(ctx, "cannot count broadcast targets", "err", err)
-			return 0, false
+			return 0
 		}
-		n += int32(len(resp.GetMyses()))
+		for _, m := range resp.GetMyses() {
+			if sender == "" || m.GetId() != sender {
+				n++
+			}
+		}
 		if token = resp.GetNextPageToken(); token == "" {
-			break
+			return n
 		}
 	}
-	s.sizeMu.Lock()
-	s.size, s.sizeAt = n, time.Now()
-	s.sizeMu.Unlock()
-	return n, true
 }
 
 // knownSender checks that sender_id names an existing mysis and returns its canonical id.

@@ -279,7 +279,7 @@ func (c *composer) run(in Input) (Result, error) {
 			return Result{
 				Messages: r.msgs,
 				Manifest: Manifest{
-					Items:      c.finishUnits(units, r.memTokens),
+					Items:      c.finishUnits(units, r.memTokens, r.memIndex),
 					Mission:    outOfWindowMission(missionUnit, mission, r.missionTokens),
 					Tokens:     r.tokens,
 					Synthetic:  r.synthetic,

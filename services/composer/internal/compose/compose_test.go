@@ -453,3 +453,32 @@ func TestInvalidInput(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Every memory that is sent names the message carrying it, so a preview can say which message is there and why.
+func TestItemsNameTheirMessage(t *testing.T) {
+	var h hist
+	h.user(compose.SourceDirect, "old order")
+	h.loop("mine", "{}", "ok")
+	h.text("mined")
+	order := h.user(compose.SourceDirect, "new order")
+	h.calls(chat.ToolCall{ID: "c1", Name: "travel", Arguments: `{"to":"sol"}`})
+	res := h.result("c1", "travel", "arrived")
+	out := mustCompose(t, compose.Input{SystemPrompt: systemPrompt, Window: h.rows}, compose.DefaultPolicy())
+	byID := map[int64]compose.Item{}
+	for _, it := range out.Manifest.Items {
+		byID[it.MemoryID] = it
+		if it.Disposition == compose.Dropped {
+			continue
+		}
+		if it.MessageIndex < 1 || it.MessageIndex >= len(out.Messages) {
+			t.Fatalf("item %+v: message index out of range (%d messages)", it, len(out.Messages))
+		}
+	}
+	m := out.Messages[byID[res].MessageIndex]
+	if m.Role != chat.RoleTool || m.ToolCallID != "c1" || m.Content != "arrived" {
+		t.Errorf("result names message %d = %+v", byID[res].MessageIndex, m)
+	}
+	if m := out.Messages[byID[order].MessageIndex]; m.Role != chat.RoleUser || m.Content != "new order" {
+		t.Errorf("order names message %+v", m)
+	}
+}

@@ -52,6 +52,10 @@ type Item struct {
 	// before it, what the join adds); 0 when dropped. With the system prompt, the synthetic messages and the reply
 	// priming the items add up to Tokens.Total.
 	Tokens int `json:"tokens,omitempty"`
+	// MessageIndex is the index in Result.Messages of the message carrying the memory (a prompt joined to the
+	// message before it shares its index); meaningless when dropped. Left out of the JSON form so golden files
+	// keep describing decisions, not positions.
+	MessageIndex int `json:"-"`
 }
 
 // Tokens are o200k_base token counts of the final request. Each message is counted in full (content, names, ids,

@@ -13,6 +13,7 @@ type rendered struct {
 	synthetic []Synthetic
 	repairs   []Repair
 	memTokens []int // tokens each window memory adds, indexed like composer.items
+	memIndex  []int // index in msgs of the message carrying each window memory, indexed like composer.items
 	// missionTokens is what a mission from outside the window adds.
 	missionTokens int
 }
@@ -75,7 +76,7 @@ func (c *composer) render(system string, units []*unit) rendered {
 		}
 	}
 
-	out := rendered{msgs: make([]chat.Message, 0, len(parts)), memTokens: make([]int, len(c.items))}
+	out := rendered{msgs: make([]chat.Message, 0, len(parts)), memTokens: make([]int, len(c.items)), memIndex: make([]int, len(c.items))}
 	var sec [secSynthetic + 1]int
 	var lastTokens int
 	for _, p := range parts {
@@ -100,6 +101,7 @@ func (c *composer) render(system string, units []*unit) rendered {
 		sec[p.sec] += t
 		if p.idx >= 0 {
 			out.memTokens[p.idx] += t
+			out.memIndex[p.idx] = len(out.msgs) - 1
 		}
 		if p.kind == SynthMission {
 			out.missionTokens += t
@@ -258,7 +260,7 @@ func (r *reducer) step() bool {
 }
 
 // finishUnits lists every window memory's fate, oldest first.
-func (c *composer) finishUnits(units []*unit, memTokens []int) []Item {
+func (c *composer) finishUnits(units []*unit, memTokens, memIndex []int) []Item {
 	for _, u := range units {
 		if u.idx < 0 || u.virtual {
 			continue
@@ -269,7 +271,7 @@ func (c *composer) finishUnits(units []*unit, memTokens []int) []Item {
 		}
 		c.items[u.idx] = itemOf(u.mem, d, u.reason)
 		if u.keep {
-			c.items[u.idx].Tokens = memTokens[u.idx]
+			c.items[u.idx].Tokens, c.items[u.idx].MessageIndex = memTokens[u.idx], memIndex[u.idx]
 		}
 		for _, r := range u.results {
 			if r.mem == nil {
@@ -277,7 +279,7 @@ func (c *composer) finishUnits(units []*unit, memTokens []int) []Item {
 			}
 			it := itemOf(r.mem, Dropped, u.reason)
 			if u.keep {
-				it.Disposition, it.Reason, it.Tokens = Included, u.reason, memTokens[r.idx]
+				it.Disposition, it.Reason, it.Tokens, it.MessageIndex = Included, u.reason, memTokens[r.idx], memIndex[r.idx]
 				switch r.state {
 				case resStub:
 					it.Disposition, it.Reason = Stubbed, r.reason

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"google.golang.org/protobuf/proto"
+
 	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/chat/chatpb"
@@ -206,6 +208,9 @@ func toProtoManifest(m compose.Manifest, p compose.Policy) *composerv1.Manifest 
 	for i, it := range m.Items {
 		out.Entries[i] = &composerv1.ManifestEntry{MemoryId: it.MemoryID, Seq: it.Seq,
 			Disposition: toProtoDisposition(it.Disposition), Reason: string(it.Reason), Tokens: clampInt32(it.Tokens)}
+		if it.Disposition != compose.Dropped {
+			out.Entries[i].MessageIndex = proto.Int32(clampInt32(it.MessageIndex))
+		}
 	}
 	for _, s := range m.Synthetic {
 		out.Synthetic = append(out.Synthetic, &composerv1.SyntheticMessage{Index: clampInt32(s.Index), Kind: s.Kind, Reason: s.Reason})

@@ -6,8 +6,11 @@ import (
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
 )
 
-// Search ranks with ts_rank normalised by document length (flag 1), so a 50 kB tool result that mentions a word
-// once does not outrank a short message about it; ties go to the newest row.
+// Search ranks with ts_rank normalised by document length (flag 1) and squashed into [0, 1) (flag 32), so a 50 kB
+// tool result that mentions a word once does not outrank a short message about it; ties go to the newest row.
+// Words people wrote outrank raw tool output for the same query: a commander's order, a broadcast or the mysis's
+// own reply gets +1 over any tool result, so "copper_ore" finds the order to mine it before the twenty JSON
+// inventories that list it (ts_rank alone put the order 24th of 26: JSON repeats the word far more often).
 //
 // Queries use websearch_to_tsquery with the 'english' configuration, the same one the generated tsvector columns
 // use: words are stemmed and lower-cased, "quoted phrases", OR and -exclusion work, and identifiers survive
@@ -27,7 +30,7 @@ SELECT h.id, h.mysis_id, h.seq, h.turn, h.role, h.source, h.sender_id, h.content
 	h.tool_call_id, h.tool_name, h.idempotency_key, h.broadcast_id, h.created_at, h.call_arguments_json, h.call_key,
 	ts_headline('english', zoea_fts_text(left(h.content, $5)), h.q, $6), h.rank
 FROM (
-	SELECT ` + memCols + `, q, ts_rank(m.content_tsv, q, 1) AS rank
+	SELECT ` + memCols + `, q, ts_rank(m.content_tsv, q, 1|32) + CASE WHEN m.role = 4 THEN 0 ELSE 1 END AS rank
 	FROM memories m, websearch_to_tsquery('english', $2) q
 	WHERE m.mysis_id = $1 AND m.content_tsv @@ q AND ($3 OR m.source <> 3)
 	ORDER BY rank DESC, m.seq DESC

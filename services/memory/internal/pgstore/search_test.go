@@ -191,3 +191,34 @@ func TestSearchReasoningAndBroadcasts(t *testing.T) {
 	_, err = s.SearchBroadcasts(ctx, memory.SearchQuery{Text: ""})
 	wantKind(t, err, errs.Invalid, "query")
 }
+
+// The commander's order and the mysis's own words rank above raw tool output for the same match, however often the
+// JSON repeats the word.
+func TestSearchRanksWordsAboveToolOutput(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	m := mkMysis(t, s)
+	rows := []memory.NewMemory{user("Mine copper_ore at main_belt, then sell it at sol_central.")} // seq 1
+	for i := range 12 {
+		rows = append(rows, toolResult(fmt.Sprintf("c%d", i), "get_cargo",
+			`{"cargo":[{"item_id":"copper_ore","qty":3},{"item_id":"copper_ore","qty":4}],"note":"copper_ore copper_ore"}`))
+	}
+	rows = append(rows, assistant("Mining copper_ore now; cargo is filling up with it and more of it soon.")) // seq 14
+	must[[]memory.Memory](t)(s.AppendMemories(ctx, m.ID, rows))
+	hs := must[[]memory.MemoryHit](t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "copper_ore", Limit: 50}))
+	if len(hs) != 14 {
+		t.Fatalf("%d hits, want 14", len(hs))
+	}
+	top := map[int64]bool{hs[0].Memory.Seq: true, hs[1].Memory.Seq: true}
+	if !top[1] || !top[14] {
+		t.Fatalf("the order (seq 1) and the reply (seq 14) should be the first two hits, got seqs %d, %d", hs[0].Memory.Seq, hs[1].Memory.Seq)
+	}
+	for i, h := range hs[2:] {
+		if h.Memory.Role != memory.RoleTool {
+			t.Fatalf("hit %d is a %v row below tool output", i+2, h.Memory.Role)
+		}
+		if h.Rank >= hs[1].Rank {
+			t.Fatalf("tool rank %v not below the words' %v", h.Rank, hs[1].Rank)
+		}
+	}
+}

@@ -4,6 +4,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ollama/ollama/envconfig"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -33,6 +35,7 @@ import (
 	"github.com/zoeaswarm/zoea/services/runner/internal/natsbus"
 	"github.com/zoeaswarm/zoea/services/runner/internal/provider/ollama"
 	"github.com/zoeaswarm/zoea/services/runner/internal/provider/openai"
+	"github.com/zoeaswarm/zoea/services/runner/internal/providercheck"
 	"github.com/zoeaswarm/zoea/services/runner/internal/tools"
 )
 
@@ -153,6 +156,10 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	if err != nil {
 		return err
 	}
+	checker := providercheck.New(providercheck.Config{
+		OllamaHost: ollamaHost(cfg.OllamaHost), OpenAIKey: cfg.OpenAIKey.Reveal(), OpenAIBaseURL: cmp.Or(cfg.OpenAIBaseURL, os.Getenv("OPENAI_BASE_URL")),
+		Skip: providerNames(opts.Providers),
+	})
 	regCode := cfg.RegistrationCode.Reveal()
 	if regCode == "" {
 		regCode = cfg.SimRegistrationCode.Reveal()
@@ -178,7 +185,7 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 		},
 	})
 	api := grpcapi.New(memAPI, composerAPI, natsbus.Wakes{Bus: bus}, live{statuses: statuses, mgr: mgr}, grpcapi.Defaults{
-		Provider: cfg.DefaultProvider, Providers: names,
+		Provider: cfg.DefaultProvider, Providers: names, Check: checker.Check,
 		Models: map[string]string{"ollama": cfg.OllamaModel, "openai": cfg.OpenAIModel, "autopilot": "autopilot"},
 	})
 	srv.Register(&runnerv1.SwarmService_ServiceDesc, api)
@@ -283,6 +290,22 @@ func buildProviders(cfg Config, extra []llm.Provider, wrapAll func(llm.Provider)
 		return nil, nil, err
 	}
 	return registry{r}, r.Names(), nil
+}
+
+// ollamaHost is the Ollama server the provider talks to: the configured URL, else OLLAMA_HOST by Ollama's own rules.
+func ollamaHost(configured string) string {
+	if configured != "" {
+		return configured
+	}
+	return envconfig.Host().String()
+}
+
+func providerNames(ps []llm.Provider) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.Name()
+	}
+	return out
 }
 
 func wrap(p llm.Provider, limit int, log *slog.Logger) llm.Provider {

@@ -46,6 +46,9 @@ type Defaults struct {
 	SystemPrompt string
 	// Providers are the names this runner can use; others are rejected.
 	Providers []string
+	// Check, when set, says whether a provider can serve a model now (reachable, key present, model known); create
+	// and configure refuse what it refuses, so a mistake is reported to the commander instead of failing the turn.
+	Check func(ctx context.Context, provider, model string) error
 }
 
 // Server implements runnerv1.SwarmServiceServer.
@@ -117,6 +120,14 @@ func (s *Server) checkProvider(field, p string) error {
 	return nil
 }
 
+// checkServes asks the provider check, when there is one.
+func (s *Server) checkServes(ctx context.Context, provider, model string) error {
+	if s.defaults.Check == nil {
+		return nil
+	}
+	return s.defaults.Check(ctx, provider, model)
+}
+
 func checkTemperature(field string, t float64) error {
 	if t < 0 || t > 2 {
 		return errs.InvalidField(field, "must be between 0 and 2, got %v", t)
@@ -148,6 +159,9 @@ func (s *Server) CreateMysis(ctx context.Context, req *runnerv1.CreateMysisReque
 	}
 	if model == "" && provider != "autopilot" {
 		return nil, errs.InvalidField("model", "required: provider %q has no default model", provider)
+	}
+	if err := s.checkServes(ctx, provider, model); err != nil {
+		return nil, err
 	}
 	temp := s.defaults.Temperature
 	if req.Temperature != nil {
@@ -272,6 +286,18 @@ func (s *Server) ConfigureMysis(ctx context.Context, req *runnerv1.ConfigureMysi
 	}
 	if req.SystemPrompt != nil && strings.TrimSpace(req.GetSystemPrompt()) == "" {
 		return nil, errs.InvalidField("system_prompt", "must not be empty")
+	}
+	if up.Provider != nil || up.Model != nil {
+		provider, model := m.GetProvider(), m.GetModel()
+		if up.Provider != nil {
+			provider = up.GetProvider()
+		}
+		if up.Model != nil {
+			model = up.GetModel()
+		}
+		if err := s.checkServes(ctx, provider, model); err != nil {
+			return nil, err
+		}
 	}
 	resp, err := s.memory.UpdateMysisConfig(ctx, up)
 	if err != nil {

@@ -342,7 +342,10 @@ type ManifestEntry struct {
 	// Why, e.g. "historical turn", "superseded snapshot", "over budget", "orphan tool result".
 	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	// Tokens it contributes to the request (0 when dropped).
-	Tokens        int32 `protobuf:"varint,5,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	Tokens int32 `protobuf:"varint,5,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	// Index in the composed messages of the message that carries it (a prompt joined to the message before it
+	// shares that message's index); unset when dropped.
+	MessageIndex  *int32 `protobuf:"varint,6,opt,name=message_index,json=messageIndex,proto3,oneof" json:"message_index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -408,6 +411,13 @@ func (x *ManifestEntry) GetReason() string {
 func (x *ManifestEntry) GetTokens() int32 {
 	if x != nil {
 		return x.Tokens
+	}
+	return 0
+}
+
+func (x *ManifestEntry) GetMessageIndex() int32 {
+	if x != nil && x.MessageIndex != nil {
+		return *x.MessageIndex
 	}
 	return 0
 }
@@ -977,13 +987,15 @@ const file_zoea_composer_v1_composer_proto_rawDesc = "" +
 	"tool_calls\x18\x03 \x03(\v2\x18.zoea.memory.v1.ToolCallR\ttoolCalls\x12 \n" +
 	"\ftool_call_id\x18\x04 \x01(\tR\n" +
 	"toolCallId\x12\x12\n" +
-	"\x04name\x18\x05 \x01(\tR\x04name\"\xaf\x01\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\"\xeb\x01\n" +
 	"\rManifestEntry\x12\x1b\n" +
 	"\tmemory_id\x18\x01 \x01(\x03R\bmemoryId\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x03R\x03seq\x12?\n" +
 	"\vdisposition\x18\x03 \x01(\x0e2\x1d.zoea.composer.v1.DispositionR\vdisposition\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x16\n" +
-	"\x06tokens\x18\x05 \x01(\x05R\x06tokens\"T\n" +
+	"\x06tokens\x18\x05 \x01(\x05R\x06tokens\x12(\n" +
+	"\rmessage_index\x18\x06 \x01(\x05H\x00R\fmessageIndex\x88\x01\x01B\x10\n" +
+	"\x0e_message_index\"T\n" +
 	"\x10SyntheticMessage\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x16\n" +
@@ -1097,6 +1109,7 @@ func file_zoea_composer_v1_composer_proto_init() {
 		return
 	}
 	file_zoea_composer_v1_composer_proto_msgTypes[0].OneofWrappers = []any{}
+	file_zoea_composer_v1_composer_proto_msgTypes[2].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

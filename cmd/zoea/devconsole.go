@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+)
+
+// This file is the hook between `zoea dev` and the console; dev.go only calls devView.
+
+type devViewFunc func(ctx context.Context, c *clients, o *devOptions, procs []*proc, out io.Writer) error
+
+// devView picks how `zoea dev` shows the swarm it started: the console (`zoea tui`) when stdout is a terminal and
+// --quiet is not set, so the swarm can be watched and commanded in one window; otherwise plain progress lines,
+// with no clear-screen codes, for pipes, log files and CI.
+func devView(o *devOptions, out io.Writer) devViewFunc {
+	if !o.quiet && o.minEarners == 0 && isTerminal(out) {
+		return devConsole
+	}
+	o.quiet = true
+	return watchProgress
+}
+
+// devConsole runs the console until the commander quits (q), Ctrl-C, or a service exits, which it reports.
+func devConsole(ctx context.Context, c *clients, o *devOptions, procs []*proc, _ io.Writer) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	for _, p := range procs {
+		go func() {
+			select {
+			case err := <-p.done:
+				p.done <- err // stopAll reads it again
+				cancel(fmt.Errorf("%s exited unexpectedly (%v); see %s", p.name, err, filepath.Join(o.stateDir, "logs", p.name+".log")))
+			case <-ctx.Done():
+			}
+		}()
+	}
+	err := runConsole(ctx, c, fmt.Sprintf("Zoea local swarm (%s, logs in %s)", o.provider, filepath.Join(o.stateDir, "logs")),
+		&endpoints{timeout: 30 * time.Second})
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
+		return cause
+	}
+	return err
+}

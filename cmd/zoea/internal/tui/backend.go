@@ -1,0 +1,132 @@
+// Package tui is `zoea tui`, the commander's console: one screen with every mysis, updated from the bus's event
+// stream, and single keys to create, broadcast, message, relaunch, stop, delete, configure, focus and preview. It is
+// built on Bubble Tea (the update loop), Bubbles (text inputs, viewports, key help) and Lip Gloss (styles).
+//
+// The console talks to the swarm through Backend; GRPC is the real one, tests drive a scripted one.
+package tui
+
+import (
+	"context"
+
+	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+)
+
+// Backend is what the console asks of the swarm. Myses are named by name or id, like the CLI's arguments.
+type Backend interface {
+	List(ctx context.Context) ([]*runnerv1.MysisStatus, error)
+	Get(ctx context.Context, mysis string) (*runnerv1.MysisStatus, error)
+	Create(ctx context.Context, name, provider, model string) (*runnerv1.MysisStatus, error)
+	Start(ctx context.Context, mysis string) error
+	Stop(ctx context.Context, mysis string) error
+	Delete(ctx context.Context, mysis string) error
+	Configure(ctx context.Context, req *runnerv1.ConfigureMysisRequest) (*runnerv1.MysisStatus, error)
+	// Broadcast returns how many myses it is delivered to.
+	Broadcast(ctx context.Context, text string) (int32, error)
+	Send(ctx context.Context, mysis, text string) error
+	// History is the mysis's newest memories, oldest first.
+	History(ctx context.Context, mysisID string, limit int32) ([]*memoryv1.Memory, error)
+	Preview(ctx context.Context, mysis string) (*runnerv1.PreviewContextResponse, error)
+	// Watch streams every event of the swarm to fn until ctx ends or the stream fails.
+	Watch(ctx context.Context, fn func(*busv1.Event)) error
+}
+
+// GRPC is the Backend over the runner, bus and memory services.
+type GRPC struct {
+	Swarm  runnerv1.SwarmServiceClient
+	Bus    busv1.BusServiceClient
+	Memory memoryv1.MemoryServiceClient
+}
+
+var _ Backend = GRPC{}
+
+// List implements Backend.
+func (g GRPC) List(ctx context.Context) ([]*runnerv1.MysisStatus, error) {
+	var all []*runnerv1.MysisStatus
+	req := &runnerv1.ListMysesRequest{PageSize: 1000}
+	for {
+		resp, err := g.Swarm.ListMyses(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, resp.GetMyses()...)
+		if req.PageToken = resp.GetNextPageToken(); req.PageToken == "" {
+			return all, nil
+		}
+	}
+}
+
+// Get implements Backend.
+func (g GRPC) Get(ctx context.Context, mysis string) (*runnerv1.MysisStatus, error) {
+	resp, err := g.Swarm.GetMysis(ctx, &runnerv1.GetMysisRequest{Mysis: mysis})
+	return resp.GetStatus(), err
+}
+
+// Create implements Backend.
+func (g GRPC) Create(ctx context.Context, name, provider, model string) (*runnerv1.MysisStatus, error) {
+	resp, err := g.Swarm.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: name, Provider: provider, Model: model, Start: true})
+	return resp.GetStatus(), err
+}
+
+// Start implements Backend.
+func (g GRPC) Start(ctx context.Context, mysis string) error {
+	_, err := g.Swarm.StartMysis(ctx, &runnerv1.StartMysisRequest{Mysis: mysis})
+	return err
+}
+
+// Stop implements Backend.
+func (g GRPC) Stop(ctx context.Context, mysis string) error {
+	_, err := g.Swarm.StopMysis(ctx, &runnerv1.StopMysisRequest{Mysis: mysis, Reason: "stopped by the commander"})
+	return err
+}
+
+// Delete implements Backend.
+func (g GRPC) Delete(ctx context.Context, mysis string) error {
+	_, err := g.Swarm.DeleteMysis(ctx, &runnerv1.DeleteMysisRequest{Mysis: mysis})
+	return err
+}
+
+// Configure implements Backend.
+func (g GRPC) Configure(ctx context.Context, req *runnerv1.ConfigureMysisRequest) (*runnerv1.MysisStatus, error) {
+	resp, err := g.Swarm.ConfigureMysis(ctx, req)
+	return resp.GetStatus(), err
+}
+
+// Broadcast implements Backend.
+func (g GRPC) Broadcast(ctx context.Context, text string) (int32, error) {
+	resp, err := g.Bus.Broadcast(ctx, &busv1.BroadcastRequest{Content: text})
+	return resp.GetTargetCount(), err
+}
+
+// Send implements Backend.
+func (g GRPC) Send(ctx context.Context, mysis, text string) error {
+	_, err := g.Bus.SendDirect(ctx, &busv1.SendDirectRequest{Mysis: mysis, Content: text})
+	return err
+}
+
+// History implements Backend.
+func (g GRPC) History(ctx context.Context, mysisID string, limit int32) ([]*memoryv1.Memory, error) {
+	resp, err := g.Memory.ListRecentMemories(ctx, &memoryv1.ListRecentMemoriesRequest{MysisId: mysisID, Limit: limit})
+	return resp.GetMemories(), err
+}
+
+// Preview implements Backend.
+func (g GRPC) Preview(ctx context.Context, mysis string) (*runnerv1.PreviewContextResponse, error) {
+	return g.Swarm.PreviewContext(ctx, &runnerv1.PreviewContextRequest{Mysis: mysis})
+}
+
+// Watch implements Backend.
+func (g GRPC) Watch(ctx context.Context, fn func(*busv1.Event)) error {
+	stream, err := g.Bus.WatchEvents(ctx, &busv1.WatchEventsRequest{})
+	if err != nil {
+		return err
+	}
+	for {
+		resp, err := stream.Recv()
+		if err != nil {
+			return err
+		}
+		fn(resp.GetEvent())
+	}
+}

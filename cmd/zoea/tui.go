@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/term"
+	"github.com/spf13/cobra"
+
+	"github.com/zoeaswarm/zoea/cmd/zoea/internal/present"
+	"github.com/zoeaswarm/zoea/cmd/zoea/internal/tui"
+)
+
+func tuiCmd(ep *endpoints) *cobra.Command {
+	return &cobra.Command{
+		Use:   "tui",
+		Short: "The commander's console: every mysis live on one screen, single keys to command them",
+		Long: `tui opens the console against the runner, bus and memory services (any runner replica; --token or
+ZOEA_ADMIN_TOKEN when the swarm has an admin token). The table follows the bus's event stream.
+
+Keys: n new mysis · b broadcast · m message · r relaunch · s stop · d delete (asks) · c configure ·
+enter focus (events, history, full last error) · p context preview · / filter · o sort · ? help · q quit.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !isTerminal(cmd.OutOrStdout()) {
+				return present.Sentencef("zoea tui needs a terminal, and stdout is not one; use zoea list, zoea watch or zoea history for plain output")
+			}
+			c, err := ep.dial()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			return runConsole(cmd.Context(), c, "Zoea", ep)
+		},
+	}
+}
+
+// isTerminal says whether w is a terminal (the console needs one; pipes get plain output instead).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(f.Fd())
+}
+
+// runConsole runs the console until the commander quits or ctx ends.
+func runConsole(ctx context.Context, c *clients, title string, ep *endpoints) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	m := tui.New(ctx, tui.GRPC{Swarm: c.swarm, Bus: c.bus, Memory: c.memory}, tui.Options{Title: title, CallTimeout: ep.timeout})
+	_, err := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx)).Run()
+	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return nil // Ctrl-C from outside, or the swarm stopping: not an error
+	}
+	if err != nil {
+		return fmt.Errorf("console: %w", err)
+	}
+	return nil
+}
