@@ -300,7 +300,7 @@ func Check(c Case, tok *o200k.Tokenizer) (Outcome, error) {
 	if err := chatvalid.Strict.Validate(res.Messages); err != nil {
 		return Invalid, err
 	}
-	if n := RequestTokens(tok, res.Messages); n > c.Policy.TokenBudget || n != res.Manifest.Tokens.Total {
+	if n := RequestTokens(tok, res.Messages) + ToolTokens(tok, c.Input.Tools); n > c.Policy.TokenBudget || n != res.Manifest.Tokens.Total {
 		if n > c.Policy.TokenBudget {
 			return OverBudget, fmt.Errorf("request has %d tokens, budget %d", n, c.Policy.TokenBudget)
 		}
@@ -315,7 +315,7 @@ func Check(c Case, tok *o200k.Tokenizer) (Outcome, error) {
 // checkItemTokens verifies the per-memory accounting: what each memory adds, plus the system prompt, the synthetic
 // messages, an out-of-window mission and the reply priming, is the request's total; dropped memories add nothing.
 func checkItemTokens(m compose.Manifest) error {
-	sum := m.Tokens.System + m.Tokens.Synthetic + m.Tokens.Framing
+	sum := m.Tokens.System + m.Tokens.Synthetic + m.Tokens.Tools + m.Tokens.Framing
 	if m.Mission != nil {
 		sum += m.Mission.Tokens
 	}
@@ -376,7 +376,7 @@ func Persisted(c Case, res compose.Result) Case {
 	}
 	w = append(slices.Clone(w), compose.Memory{ID: id + 1000, Seq: seq + 1, Turn: turn + 1, Role: chat.RoleUser,
 		Source: compose.SourceNudge, Content: res.Nudge.Content})
-	if len(w) > c.Policy.ScanWindow {
+	if c.Input.RecentStartSeq == 0 && len(w) > c.Policy.ScanWindow { // a v2 window keeps its rows (see COMPOSITION.md)
 		w = w[len(w)-c.Policy.ScanWindow:]
 	}
 	next := c
