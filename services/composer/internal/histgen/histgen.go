@@ -242,9 +242,24 @@ func (g *Generator) Case(src Source) Case {
 	p.HistoryLoops = b.src.IntN(4)
 	p.DisableMissionFallback = b.src.IntN(5) == 0
 
+	p.CarryLimit = b.src.IntN(80)
+	p.ReplyLimit = b.src.IntN(5)
+	p.ReplyCap = 32 + b.src.IntN(300)
+	p.HighWater = b.src.IntN(8000)
+	p.CompactStep = 1 + b.src.IntN(32)
+
 	rows := b.rows
 	if len(rows) > p.ScanWindow {
 		rows = rows[len(rows)-p.ScanWindow:]
+	}
+	var v2 Window
+	if b.src.IntN(2) == 0 { // a v2 window: carried rows before the recent part
+		var objective int64
+		if len(prompts) > 0 && b.src.IntN(2) == 0 {
+			objective = prompts[len(prompts)-1].Seq
+		}
+		v2 = ComposeWindow(b.rows, p, objective)
+		rows = v2.Rows
 	}
 	rows = slices.Clone(rows)
 	for range b.src.IntN(3) { // rows lost at random cut points
@@ -258,6 +273,12 @@ func (g *Generator) Case(src Source) Case {
 		Window:             rows,
 		EncouragementCount: b.src.IntN(5),
 		BeginTurn:          b.src.IntN(2) == 0,
+		RecentStartSeq:     v2.RecentStartSeq,
+		ObjectiveSeq:       v2.ObjectiveSeq,
+		TurnTruncated:      v2.TurnTruncated,
+	}
+	for i := range b.src.IntN(4) {
+		in.Tools = append(in.Tools, Tool(i, b.src.IntN(3)))
 	}
 	switch v := b.src.IntN(4); {
 	case v == 0 && len(prompts) > 0:
@@ -396,4 +417,17 @@ func RequestTokens(tok *o200k.Tokenizer, msgs []chat.Message) int {
 		}
 	}
 	return n
+}
+
+// Tool returns a generated tool definition: a plain one, a big one, or one with parameters that are not a schema.
+func Tool(i, kind int) compose.Tool {
+	t := compose.Tool{Name: fmt.Sprintf("tool_%d", i), Description: "Does one SpaceMolt thing.",
+		Parameters: `{"type":"object","properties":{"target":{"type":"string"}}}`}
+	switch kind {
+	case 1:
+		t.Description = strings.Repeat("A long description of a complicated tool. ", 40)
+	case 2:
+		t.Parameters = `not json`
+	}
+	return t
 }
