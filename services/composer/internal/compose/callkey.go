@@ -26,6 +26,11 @@ func canonicalArgs(args string) string {
 	if t[0] != '{' {
 		return t
 	}
+	if !strings.ContainsAny(t, ", \t\n\r\\") {
+		// At most one key per object and nothing to unescape or reformat: already canonical (if it is JSON at all,
+		// and if it is not, its exact text is its key anyway). The common case of a single argument, without a parse.
+		return t
+	}
 	d := json.NewDecoder(strings.NewReader(t))
 	d.UseNumber()
 	var v map[string]any

@@ -63,6 +63,7 @@ type composer struct {
 	recentStart int64
 	toolTokens  int
 	boundary    int64
+	objective   int64
 }
 
 func (c *composer) count(s string) int {
@@ -289,12 +290,14 @@ func (c *composer) run(in Input) (Result, error) {
 		objective = mission.Seq
 	}
 	c.classify(units, currentStart, objective)
+	c.selectUnits(units, currentStart, missionUnit, in.SystemPrompt)
 	for _, u := range units {
-		for _, r := range u.results {
-			c.capResult(r, c.p.ToolResultCap, ReasonOverCap)
+		if u.keep {
+			for _, r := range u.results {
+				c.capResult(r, c.p.ToolResultCap, ReasonOverCap)
+			}
 		}
 	}
-	c.selectUnits(units, currentStart, missionUnit, in.SystemPrompt)
 	units = c.promptBefore(units)
 
 	red := reducer{c: c, units: units}

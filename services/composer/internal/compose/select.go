@@ -39,6 +39,7 @@ func (c *composer) stubIfShorter(r *toolResult, stub string, reason Reason) bool
 // newest result of each distinct call since the objective, CarryLimit of them newest first, and the newest result of
 // each pinned tool however old), and the final replies of earlier turns.
 func (c *composer) classify(units []*unit, currentStart int, objective int64) {
+	c.objective = objective
 	seen := make(map[string]int64, 2*len(units)) // key → seq of the loop of the newest result seen so far
 	var seenPinned map[string]bool
 	carried := 0
@@ -82,10 +83,11 @@ func (c *composer) classify(units []*unit, currentStart int, objective int64) {
 	}
 }
 
-// loopTokens estimates a loop's tokens with each result's content given by content(k).
+// loopTokens estimates a loop's tokens with each result's tokens given by result (after the per-result cap).
 func (c *composer) loopTokens(u *unit, result func(r *toolResult) int) int {
 	n := framingPerMessage + c.count(u.content)
 	for k, tc := range u.calls {
+		c.capResult(u.results[k], c.p.ToolResultCap, ReasonOverCap)
 		n += framingPerCall + c.count(tc.ID) + c.count(tc.Name) + c.count(tc.Arguments)
 		n += framingPerMessage + result(u.results[k]) + c.count(u.results[k].name) + c.count(tc.ID)
 	}
@@ -102,7 +104,7 @@ func (c *composer) unitTokens(u *unit) int {
 // compactResultTokens is what a result costs once superseded results are stubbed.
 func (c *composer) compactResultTokens(r *toolResult) int {
 	n := c.resultTokens(r)
-	if r.newest || r.mem == nil || r.state == resStub {
+	if r.newest || r.mem == nil || r.state == resStub || len(r.content) < 40 { // a stub is longer than 40 bytes
 		return n
 	}
 	return min(n, c.count(supersededStub(r)))
@@ -116,22 +118,42 @@ func (c *composer) compactResultTokens(r *toolResult) int {
 // and the requests between two steps are pure extensions of each other.
 func (c *composer) selectUnits(units []*unit, currentStart int, missionUnit *unit, system string) {
 	// Estimates per unit.
+	fixedUnit := func(u *unit) bool {
+		return u == missionUnit || u.kind == kindNudge || u.virtual || u.kind == kindMission
+	}
 	var fixed, firstSeq, lastLoopSeq int64 = 0, math.MaxInt64, 0
+	for _, u := range units {
+		if !fixedUnit(u) {
+			firstSeq = min(firstSeq, u.seq)
+		}
+	}
+	// Only rows of the contiguous recent part can be sent as they were: carried rows come and go as newer results
+	// supersede them. So the boundary starts at the first grid point of the recent part, and what lies below it is
+	// only ever compacted (its full size is never needed, nor counted).
+	step := int64(c.p.CompactStep)
+	low := firstSeq
+	if c.recentStart > 0 {
+		low = max(low, c.recentStart)
+	}
+	g0 := (low + step - 1) / step * step
 	for i, u := range units {
-		switch {
-		case u == missionUnit || u.kind == kindNudge || u.virtual || u.kind == kindMission:
+		if fixedUnit(u) {
 			fixed += int64(c.unitTokens(u))
 			continue
 		}
-		firstSeq = min(firstSeq, u.seq)
-		u.full = c.unitTokens(u)
 		switch {
 		case i >= currentStart:
+			u.full = c.unitTokens(u)
 			u.compact = u.full
+			continue
 		case u.kind == kindLoop && u.carries():
 			u.compact = c.loopTokens(u, c.compactResultTokens)
 		case u.kind == kindText && u.reply:
-			u.compact = min(u.full, framingPerMessage+c.p.ReplyCap)
+			u.compact = min(c.unitTokens(u), framingPerMessage+c.p.ReplyCap)
+		}
+		u.full = u.compact
+		if u.seq >= g0 {
+			u.full = c.unitTokens(u)
 		}
 	}
 	// The boundary may pass everything but the current turn's newest loop (or the current turn, when it has none).
@@ -157,7 +179,6 @@ func (c *composer) selectUnits(units []*unit, currentStart int, missionUnit *uni
 	if c.p.HighWater > 0 {
 		high = min(high, c.p.HighWater)
 	}
-	step := int64(c.p.CompactStep)
 	boundary := int64(0)
 	if firstSeq != math.MaxInt64 {
 		var total int64
@@ -172,15 +193,17 @@ func (c *composer) selectUnits(units []*unit, currentStart int, missionUnit *uni
 		}
 		var savings []saving
 		for i, u := range units {
-			if u.full == 0 {
-				continue // fixed units
+			if fixedUnit(u) {
+				continue
 			}
 			if i < currentStart {
-				savings = append(savings, saving{u.seq, u.full - u.compact})
+				if u.full != u.compact {
+					savings = append(savings, saving{u.seq, u.full - u.compact})
+				}
 				continue
 			}
 			for _, r := range u.results {
-				if !r.newest && r.mem != nil {
+				if !r.newest && r.mem != nil && len(r.content) >= 40 {
 					if d := c.resultTokens(r) - c.count(supersededStub(r)); d > 0 {
 						savings = append(savings, saving{max(u.seq, r.nextSeq), d})
 					}
@@ -188,13 +211,7 @@ func (c *composer) selectUnits(units []*unit, currentStart int, missionUnit *uni
 			}
 		}
 		slices.SortStableFunc(savings, func(a, b saving) int { return cmp.Compare(a.at, b.at) })
-		// Only rows of the contiguous recent part can be sent as they were: carried rows come and go as newer results
-		// supersede them. So the boundary starts at the first grid point of the recent part.
-		low := firstSeq
-		if c.recentStart > 0 {
-			low = max(low, c.recentStart)
-		}
-		g := (low + step - 1) / step * step
+		g := g0
 		boundary = g
 		saved := int64(0) // tokens saved by compacting below g
 		j := 0
@@ -259,7 +276,7 @@ func (c *composer) selectUnits(units []*unit, currentStart int, missionUnit *uni
 				}
 				continue
 			}
-			u.section, u.reason = secHistory, u.dropReason()
+			u.section, u.reason = secHistory, u.dropReason(c.objective)
 		case u.kind == kindText && u.reply && replies < c.p.ReplyLimit:
 			replies++
 			u.keep, u.section, u.reason = true, secCarried, ReasonEarlierReply
@@ -281,21 +298,23 @@ func (u *unit) carries() bool {
 	return false
 }
 
-// dropReason says why an earlier loop below the boundary is not sent.
-func (u *unit) dropReason() Reason {
-	all := true
+// dropReason says why an earlier loop below the boundary is not sent: none of its results is the newest of its
+// call, or those that are come from before the objective, or are beyond the carry limit.
+func (u *unit) dropReason(objective int64) Reason {
+	reason := ReasonAllSuperseded
 	for _, r := range u.results {
-		if r.newest {
-			all = false
+		switch {
+		case !r.newest || r.mem == nil:
+		case r.mem.Seq < objective:
+			reason = ReasonBeforeObjective
+		default:
+			return ReasonOverCarryLimit
 		}
 	}
-	switch {
-	case all:
-		return ReasonAllSuperseded
-	case u.results[0].mem != nil && !u.results[0].carry && u.results[0].newest:
-		return ReasonBeforeObjective
+	if reason == ReasonAllSuperseded && !u.complete() {
+		return ReasonCompressed // an interrupted loop: nothing to carry
 	}
-	return ReasonCompressed
+	return reason
 }
 
 func (c *composer) stubSuperseded(u *unit) {

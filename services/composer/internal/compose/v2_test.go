@@ -417,3 +417,26 @@ func TestDeterminismV2(t *testing.T) {
 		}
 	}
 }
+
+// The distinct-call key ignores key order and insignificant whitespace; snapshot tools are keyed by name alone.
+func TestCallKey(t *testing.T) {
+	p := compose.DefaultPolicy()
+	same := [][2]string{
+		{`{"a":1,"b":"x"}`, `{ "b": "x", "a": 1 }`},
+		{`{"station":"sol"}`, ` {"station":"sol"} `},
+		{``, `{}`},
+		{`{"n":{"y":2,"x":[1, 2]}}`, `{"n":{"x":[1,2],"y":2}}`},
+	}
+	for _, c := range same {
+		if p.CallKey("view_market", c[0]) != p.CallKey("view_market", c[1]) {
+			t.Errorf("%s and %s differ", c[0], c[1])
+		}
+	}
+	if p.CallKey("view_market", `{"station":"sol"}`) == p.CallKey("view_market", `{"station":"vega"}`) ||
+		p.CallKey("view_market", `{}`) == p.CallKey("catalog", `{}`) {
+		t.Error("different calls share a key")
+	}
+	if p.CallKey("get_status", `{"verbose":true}`) != p.CallKey("get_status", `{}`) {
+		t.Error("a snapshot tool is keyed by its name")
+	}
+}
