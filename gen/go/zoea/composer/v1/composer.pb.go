@@ -159,7 +159,8 @@ type Policy struct {
 	// State-snapshot tools whose superseded results become stubs. When empty the defaults apply
 	// (get_status, get_ship, get_system, get_poi, get_nearby, get_cargo).
 	SnapshotTools []string `protobuf:"bytes,4,rep,name=snapshot_tools,json=snapshotTools,proto3" json:"snapshot_tools,omitempty"`
-	// How many complete tool loops of earlier turns to keep (default 1).
+	// How many of the latest complete tool loops of earlier turns to keep with their prompt when older history is
+	// compacted (default 1); carried state (carry_limit) is kept besides.
 	HistoryToolLoops *int32 `protobuf:"varint,5,opt,name=history_tool_loops,json=historyToolLoops,proto3,oneof" json:"history_tool_loops,omitempty"`
 	// Nudge wording by level (gentle, firm, urgent); when empty the defaults apply.
 	NudgeLevels []string `protobuf:"bytes,6,rep,name=nudge_levels,json=nudgeLevels,proto3" json:"nudge_levels,omitempty"`
@@ -552,13 +553,13 @@ type SectionTokens struct {
 	System int32 `protobuf:"varint,1,opt,name=system,proto3" json:"system,omitempty"`
 	// Re-injected mission.
 	Mission int32 `protobuf:"varint,2,opt,name=mission,proto3" json:"mission,omitempty"`
-	// Compressed earlier turns.
+	// Earlier turns sent as in the previous request (above the compaction boundary) and kept history loops.
 	History int32 `protobuf:"varint,3,opt,name=history,proto3" json:"history,omitempty"`
 	// The current turn.
 	CurrentTurn int32 `protobuf:"varint,4,opt,name=current_turn,json=currentTurn,proto3" json:"current_turn,omitempty"`
 	// Synthetic messages (nudges, repairs).
 	Synthetic int32 `protobuf:"varint,5,opt,name=synthetic,proto3" json:"synthetic,omitempty"`
-	// Sum, never above the budget.
+	// Sum of every section (tools included) plus the reply priming, never above the budget.
 	Total int32 `protobuf:"varint,6,opt,name=total,proto3" json:"total,omitempty"`
 	// Tool definitions sent with the request.
 	Tools int32 `protobuf:"varint,7,opt,name=tools,proto3" json:"tools,omitempty"`
