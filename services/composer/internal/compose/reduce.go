@@ -35,7 +35,7 @@ var budgetStages = []budgetStage{
 }
 
 // budgetSlack is the margin a reduction step frees beyond what the request is over, as a share of the budget.
-const budgetSlack = 16
+const budgetSlack = 8
 
 // action is one possible sacrifice: it is applied when the step's grid point is above seq.
 type action struct {

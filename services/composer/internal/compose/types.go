@@ -217,7 +217,7 @@ func DefaultPolicy() Policy {
 		ReplyCap:      200,
 		MaxTurnRows:   2000,
 		HighWater:     4000,
-		CompactStep:   16,
+		CompactStep:   48,
 		Nudges: Nudges{
 			Gentle: "Continue your mission. Check notifications and coordinate with the swarm.",
 			Firm:   "You need to respond. Check your notifications and status.",

@@ -228,6 +228,7 @@ func TestToolsCountedInBudget(t *testing.T) {
 	}
 	p := compose.DefaultPolicy()
 	p.TokenBudget = 4000
+	p.CompactStep = 1 // fine steps, so the difference the tools make shows in a history this short
 	without := mustCompose(t, compose.Input{SystemPrompt: systemPrompt, Window: h.rows}, p)
 	with := mustCompose(t, compose.Input{SystemPrompt: systemPrompt, Window: h.rows, Tools: tools}, p)
 	tok, err := o200k.Load()
@@ -382,11 +383,11 @@ func TestCacheStability(t *testing.T) {
 		ratio := float64(ext) / float64(total)
 		t.Logf("seed %d: %d of %d requests extend the previous one (%.1f%%); mean shared message prefix %.1f%%; max %d tokens",
 			seed, ext, total, 100*ratio, 100*share/float64(total), maxTokens)
-		// Floors measured on 2026-11-23 (56%, 35%, 36%), with a margin: a regression guard, not the target. Long
-		// turns extend best; short turns between text replies churn the carried state (see COMPOSITION.md).
-		floor := 0.50
+		// Floors measured on 2026-11-23 (66%, 59%, 56%), with a margin: a regression guard. Long turns extend best;
+		// short turns between text replies churn the carried state more (see COMPOSITION.md, rule 10).
+		floor := 0.60
 		if seed != 1 {
-			floor = 0.30
+			floor = 0.50
 		}
 		if ratio < floor {
 			t.Errorf("seed %d: only %.1f%% of requests are pure extensions (floor %.0f%%)", seed, 100*ratio, 100*floor)

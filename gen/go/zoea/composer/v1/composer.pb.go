@@ -182,7 +182,7 @@ type Policy struct {
 	// Message tokens (system prompt and tools excluded) the request grows to append-only before older history is
 	// compacted in one step (default 4000; 0 means the token budget alone).
 	HighWaterTokens *int32 `protobuf:"varint,13,opt,name=high_water_tokens,json=highWaterTokens,proto3,oneof" json:"high_water_tokens,omitempty"`
-	// Grid, in memory seqs, on which the compaction boundary moves (default 16, 1 to 10000): larger steps mean
+	// Grid, in memory seqs, on which the compaction boundary moves (default 48, 1 to 10000): larger steps mean
 	// fewer, bigger compactions and more requests that extend the previous one.
 	CompactStep   *int32 `protobuf:"varint,14,opt,name=compact_step,json=compactStep,proto3,oneof" json:"compact_step,omitempty"`
 	unknownFields protoimpl.UnknownFields
