@@ -2,16 +2,23 @@
 // its input — no I/O, no clock, no randomness, no dependence on map iteration order — so the same input always gives
 // byte-identical output and providers' prompt caches stay warm.
 //
-// # What goes in the request
+// # What goes in the request (composition v2, docs/COMPOSITION.md)
 //
 // System prompt once, first. Then, in chronological order: the mission (the latest commander broadcast or direct
-// order) when it is not the prompt of the current turn; the latest complete tool loop(s) of earlier turns, each after
-// the prompt of its turn; and the current turn complete (its prompt, every assistant message and every tool result).
-// Snapshot tools (get_status, get_ship, …) keep only their newest body; older results become one-line stubs that still
-// answer their call. Results above the per-result cap are cut with a pointer to the memory id, which the mysis can
-// look up with zoea_search_messages. If the request is still over the token budget, the current turn's early
-// iterations are compressed (results stubbed, then whole loops dropped), the login/session result last; if even that
-// cannot fit, Compose returns a *BudgetError instead of an oversized request.
+// order) when it is not the prompt of the current turn; the history; and the current turn complete (its prompt,
+// every assistant message and every tool result). History at or above the compaction boundary is sent exactly as in
+// the previous request, so requests extend each other and providers' prompt caches stay warm; the boundary sits on a
+// seq grid and moves, in steps, only when the request outgrows the high-water mark. Below it, earlier turns are
+// compacted to what they carry: the newest result of each distinct call (tool name + canonical arguments; snapshot
+// tools by name) since the objective with the call that made it, pinned login/register results however old, the
+// final replies of recent earlier turns (capped) and the latest complete loop(s) with their prompt. Superseded
+// results become one-line stubs that still answer their call, only where the stub is shorter. Results above the
+// per-result cap are cut with a pointer to the memory id, which the mysis can look up with zoea_search_messages. The
+// budget covers the whole request, tool definitions included; over it, a table of stages takes tokens where they
+// are worth least (superseded results, loops of superseded results, text, older state, the current turn's early
+// loops, pinned results, and last the newest loop's results cut shorter); if even that cannot fit, Compose returns a
+// *BudgetError instead of an oversized request. The manifest says for every memory why it was kept, stubbed, cut or
+// dropped.
 //
 // Broken histories (a crash mid-loop, a lost row, duplicated ids, a tool result separated from its call) are repaired
 // in the output, so every message list passes chatvalid.Strict.
