@@ -41,7 +41,7 @@ const budgetSlack = 8
 type action struct {
 	seq   int64
 	save  int
-	apply func()
+	apply func() bool // reports whether it changed anything
 }
 
 type reducer struct {
@@ -69,7 +69,7 @@ func (r *reducer) step(need int) bool {
 }
 
 // applyStep applies every action below the lowest grid point whose actions save need plus the slack (all of them
-// when none does). It reports whether anything was applied.
+// when none does). It reports whether anything changed.
 func (r *reducer) applyStep(acts []action, need int) bool {
 	if len(acts) == 0 {
 		return false
@@ -103,12 +103,13 @@ func (r *reducer) applyStep(acts []action, need int) bool {
 			break
 		}
 	}
+	changed := false
 	for _, a := range acts {
-		if grid(a) <= limit {
-			a.apply()
+		if grid(a) <= limit && a.apply() {
+			changed = true
 		}
 	}
-	return true
+	return changed // a step that changes nothing hands over to the next stage: the reducer always ends
 }
 
 // protected reports units no stage may drop: prompts that frame the request and the newest loop.
@@ -147,13 +148,17 @@ func (r *reducer) dropAction(u *unit, reason Reason) action {
 			save += r.c.unitTokens(p)
 		}
 	}
-	return action{seq: u.seq, save: save, apply: func() {
+	return action{seq: u.seq, save: save, apply: func() bool {
+		if !u.keep {
+			return false
+		}
 		u.keep, u.reason = false, reason
 		for _, p := range r.units {
 			if p.promptFor == u && p.keep {
 				p.keep, p.reason = false, reason
 			}
 		}
+		return true
 	}}
 }
 
@@ -168,11 +173,11 @@ func (r *reducer) stubActions(acts []action, u *unit, reason Reason, superseded 
 		if superseded {
 			text, seq = supersededStub(res), max(seq, res.nextSeq)
 		}
-		save := r.c.resultTokens(res) - r.c.count(text)
-		if save <= 0 {
+		if !r.c.stubShorter(res, text) {
 			continue
 		}
-		acts = append(acts, action{seq: seq, save: save, apply: func() { r.c.stubIfShorter(res, text, reason) }})
+		save := r.c.resultTokens(res) - r.c.count(text)
+		acts = append(acts, action{seq: seq, save: save, apply: func() bool { return r.c.stubIfShorter(res, text, reason) }})
 	}
 	return acts
 }

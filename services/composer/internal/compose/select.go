@@ -22,17 +22,19 @@ func budgetStub(r *toolResult) string {
 
 // stubIfShorter replaces r's content with stub when the stub has fewer tokens: a stub never makes a message longer.
 func (c *composer) stubIfShorter(r *toolResult, stub string, reason Reason) bool {
-	if r.mem == nil || r.state == resStub || r.state == resSynthetic {
-		return false
-	}
-	if len(stub) >= len(r.content)+len(r.content)/2+16 { // far longer in bytes: no need to count
-		return false
-	}
-	if c.count(stub) >= c.resultTokens(r) {
+	if !c.stubShorter(r, stub) {
 		return false
 	}
 	r.content, r.state, r.reason = stub, resStub, reason
 	return true
+}
+
+// stubShorter reports whether stub would replace r: r is a stored result not yet stubbed, and stub has fewer tokens.
+func (c *composer) stubShorter(r *toolResult, stub string) bool {
+	if r.mem == nil || r.state == resStub || r.state == resSynthetic {
+		return false
+	}
+	return c.count(stub) < c.resultTokens(r)
 }
 
 // classify keys every result by its call, marks the newest result of each call, what earlier turns carry (the

@@ -441,3 +441,19 @@ func TestCallKey(t *testing.T) {
 		t.Error("a snapshot tool is keyed by its name")
 	}
 }
+
+// Soak case 3·1000003+14 (budget 2299, compaction grid 2) once made the reducer apply a stub that its byte-length
+// shortcut then refused, forever: a step that changes nothing must hand over to the next stage.
+func TestReducerAlwaysEnds(t *testing.T) {
+	tok, err := o200k.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := histgen.NewGenerator()
+	for _, i := range []uint64{14, 15, 16} {
+		c := gen.Case(histgen.NewRand(3*1_000_003 + i))
+		if out, err := histgen.Check(c, tok); out == histgen.Invalid || out == histgen.OverBudget {
+			t.Fatalf("case %d: outcome %d: %v", i, out, err)
+		}
+	}
+}
