@@ -59,6 +59,8 @@ type Config struct {
 	AutopilotConcurrency int `env:"ZOEA_AUTOPILOT_CONCURRENCY" envDefault:"0"`
 
 	MaxToolIterations int           `env:"ZOEA_MAX_TOOL_ITERATIONS" envDefault:"10"`
+	// MaxCallsPerReply bounds the tool calls run from one model reply; the others are answered with a tool error.
+	MaxCallsPerReply int `env:"ZOEA_MAX_CALLS_PER_REPLY" envDefault:"16"`
 	TurnPause         time.Duration `env:"ZOEA_TURN_PAUSE" envDefault:"2s"`
 	BackoffMin        time.Duration `env:"ZOEA_ERROR_BACKOFF_MIN" envDefault:"2s"`
 	BackoffMax        time.Duration `env:"ZOEA_ERROR_BACKOFF_MAX" envDefault:"2m"`
@@ -84,6 +86,8 @@ func (c *Config) Validate() error {
 	switch {
 	case c.MaxToolIterations < 1:
 		return errors.New("ZOEA_MAX_TOOL_ITERATIONS must be at least 1")
+	case c.MaxCallsPerReply < 0:
+		return errors.New("ZOEA_MAX_CALLS_PER_REPLY must not be negative (0 means the default)")
 	case c.TurnPause < 0:
 		return errors.New("ZOEA_TURN_PAUSE must not be negative")
 	case c.LeaseTTL < time.Second:
@@ -160,7 +164,7 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	router := tools.NewRouter(tools.Config{Endpoint: cfg.SpaceMoltURL, Empire: cfg.Empire, RegistrationCode: regCode, Logger: log}, memory, memory)
 	events := natsbus.Events{Bus: bus, Log: log}
 	actorCfg := mysis.Config{
-		MaxToolIterations: cfg.MaxToolIterations, TurnPause: cfg.TurnPause, BackoffMin: cfg.BackoffMin, BackoffMax: cfg.BackoffMax,
+		MaxToolIterations: cfg.MaxToolIterations, MaxCallsPerReply: cfg.MaxCallsPerReply, TurnPause: cfg.TurnPause, BackoffMin: cfg.BackoffMin, BackoffMax: cfg.BackoffMax,
 		Owner: cfg.ReplicaID, Logger: log,
 	}
 	deps := mysis.Deps{
