@@ -58,14 +58,14 @@ type Config struct {
 	// AutopilotConcurrency limits the offline policy separately (0: unlimited): it costs microseconds.
 	AutopilotConcurrency int `env:"ZOEA_AUTOPILOT_CONCURRENCY" envDefault:"0"`
 
-	MaxToolIterations int           `env:"ZOEA_MAX_TOOL_ITERATIONS" envDefault:"10"`
+	MaxToolIterations int `env:"ZOEA_MAX_TOOL_ITERATIONS" envDefault:"10"`
 	// MaxCallsPerReply bounds the tool calls run from one model reply; the others are answered with a tool error.
-	MaxCallsPerReply int `env:"ZOEA_MAX_CALLS_PER_REPLY" envDefault:"16"`
-	TurnPause         time.Duration `env:"ZOEA_TURN_PAUSE" envDefault:"2s"`
-	BackoffMin        time.Duration `env:"ZOEA_ERROR_BACKOFF_MIN" envDefault:"2s"`
-	BackoffMax        time.Duration `env:"ZOEA_ERROR_BACKOFF_MAX" envDefault:"2m"`
-	LeaseTTL          time.Duration `env:"ZOEA_LEASE_TTL" envDefault:"15s"`
-	ReplicaID         string        `env:"ZOEA_REPLICA_ID"`
+	MaxCallsPerReply int           `env:"ZOEA_MAX_CALLS_PER_REPLY" envDefault:"16"`
+	TurnPause        time.Duration `env:"ZOEA_TURN_PAUSE" envDefault:"2s"`
+	BackoffMin       time.Duration `env:"ZOEA_ERROR_BACKOFF_MIN" envDefault:"2s"`
+	BackoffMax       time.Duration `env:"ZOEA_ERROR_BACKOFF_MAX" envDefault:"2m"`
+	LeaseTTL         time.Duration `env:"ZOEA_LEASE_TTL" envDefault:"15s"`
+	ReplicaID        string        `env:"ZOEA_REPLICA_ID"`
 
 	Empire              string        `env:"ZOEA_SPACEMOLT_EMPIRE" envDefault:"solarian"`
 	RegistrationCode    config.Secret `env:"ZOEA_SPACEMOLT_REGISTRATION_CODE"`
