@@ -2,10 +2,17 @@ package pgstore_test
 
 import (
 	"context"
+	"io"
+	"net"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/libs/pgutil"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
+	"github.com/zoeaswarm/zoea/services/memory/internal/pgstore"
 )
 
 // Runs of exclusion dashes once overflowed Postgres's tsquery operator stack ("tsquery stack too small" → Internal).
@@ -63,5 +70,125 @@ func TestBoundQueryOperators(t *testing.T) {
 		if got := memory.BoundQueryOperators(in); strings.Join(strings.Fields(got), " ") != want {
 			t.Errorf("BoundQueryOperators(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// cutProxy forwards TCP to Postgres until cut: then every open connection is dropped the moment its client sends
+// (what an immediate stop does mid-query: the client reads "unexpected EOF") and new connections are refused.
+type cutProxy struct {
+	lis    net.Listener
+	target string
+	mu     sync.Mutex
+	cut    bool
+	conns  []net.Conn
+}
+
+func startCutProxy(t *testing.T, target string) *cutProxy {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{lis: lis, target: target}
+	t.Cleanup(func() { _ = lis.Close(); p.cutAll() })
+	go func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			if p.cut {
+				p.mu.Unlock()
+				_ = c.Close()
+				continue
+			}
+			p.mu.Unlock()
+			go p.serve(c)
+		}
+	}()
+	return p
+}
+
+func (p *cutProxy) serve(c net.Conn) {
+	up, err := net.Dial("tcp", p.target)
+	if err != nil {
+		_ = c.Close()
+		return
+	}
+	p.mu.Lock()
+	p.conns = append(p.conns, c, up)
+	p.mu.Unlock()
+	go func() { _, _ = io.Copy(c, up); _ = c.Close() }()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := c.Read(buf)
+		if err != nil {
+			_ = up.Close()
+			return
+		}
+		p.mu.Lock()
+		cut := p.cut
+		p.mu.Unlock()
+		if cut {
+			_ = c.Close()
+			_ = up.Close()
+			return
+		}
+		if _, err := up.Write(buf[:n]); err != nil {
+			_ = c.Close()
+			return
+		}
+	}
+}
+
+func (p *cutProxy) setCut(v bool) {
+	p.mu.Lock()
+	p.cut = v
+	p.mu.Unlock()
+}
+
+func (p *cutProxy) cutAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = nil
+}
+
+// A dropped Postgres connection is Unavailable (retry later), never Internal; and the store heals by itself.
+func TestDroppedConnectionIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	pool(t) // migrated
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := startCutProxy(t, u.Host)
+	u.Host = proxy.lis.Addr().String()
+	p, err := pgutil.Open(ctx, u.String(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	s := pgstore.New(p, testBox(t))
+	m := mkMysis(t, s)
+	if _, err := s.GetMysis(ctx, m.ID); err != nil {
+		t.Fatal(err)
+	}
+	proxy.setCut(true) // open connections die on their next query ("unexpected EOF"), new ones are refused
+	for i := range 3 {
+		_, err := s.GetMysis(ctx, m.ID)
+		wantKind(t, err, errs.Unavailable, "")
+		if i == 0 {
+			t.Logf("first error after the cut: %v", err)
+		}
+		_, err = s.AppendMemories(ctx, m.ID, []memory.NewMemory{user("during the outage")})
+		wantKind(t, err, errs.Unavailable, "")
+	}
+	proxy.setCut(false)
+	if _, err := s.AppendMemories(ctx, m.ID, []memory.NewMemory{user("after the outage")}); err != nil {
+		t.Fatalf("the store did not heal: %v", err)
 	}
 }
