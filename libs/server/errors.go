@@ -18,23 +18,28 @@ func ToStatus(ctx context.Context, log *slog.Logger, err error) error {
 	if err == nil {
 		return nil
 	}
-	if _, ok := status.FromError(err); ok {
-		return err
+	// A domain error is mapped before a status is passed through: status.FromError also finds a status wrapped
+	// inside a domain error (one relayed from another service) and would return the whole chain's text.
+	var e *errs.Error
+	if !errors.As(err, &e) {
+		if _, ok := status.FromError(err); ok {
+			return err
+		}
 	}
 	switch {
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, "request canceled")
-	case errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.DeadlineExceeded) && e == nil:
 		return status.Error(codes.DeadlineExceeded, "deadline exceeded")
 	}
-	var e *errs.Error
-	if !errors.As(err, &e) {
+	if e == nil {
 		log.ErrorContext(ctx, "internal error", "method", methodOf(ctx), "err", err)
 		return status.Error(codes.Internal, "internal error")
 	}
+	// Only Public text leaves: the cause (SQL constraint names, driver errors, a peer's status) is logged.
 	switch e.Kind {
 	case errs.Invalid:
-		st := status.New(codes.InvalidArgument, e.Error())
+		st := status.New(codes.InvalidArgument, e.Public())
 		if e.Field != "" {
 			if d, derr := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: e.Field, Description: e.Msg}}}); derr == nil {
 				st = d
@@ -42,18 +47,18 @@ func ToStatus(ctx context.Context, log *slog.Logger, err error) error {
 		}
 		return st.Err()
 	case errs.NotFound:
-		return status.Error(codes.NotFound, e.Error())
+		return status.Error(codes.NotFound, e.Public())
 	case errs.Exists:
-		return status.Error(codes.AlreadyExists, e.Error())
+		return status.Error(codes.AlreadyExists, e.Public())
 	case errs.Conflict:
-		return status.Error(codes.FailedPrecondition, e.Error())
+		return status.Error(codes.FailedPrecondition, e.Public())
 	case errs.Unavailable:
 		log.WarnContext(ctx, "dependency unavailable", "method", methodOf(ctx), "err", err)
-		return status.Error(codes.Unavailable, e.Msg)
+		return status.Error(codes.Unavailable, e.Public())
 	case errs.Timeout:
-		return status.Error(codes.DeadlineExceeded, e.Error())
+		return status.Error(codes.DeadlineExceeded, e.Public())
 	case errs.Unauthenticated:
-		return status.Error(codes.Unauthenticated, e.Error())
+		return status.Error(codes.Unauthenticated, e.Public())
 	default:
 		log.ErrorContext(ctx, "internal error", "method", methodOf(ctx), "err", err)
 		return status.Error(codes.Internal, "internal error")
@@ -85,5 +90,15 @@ func FromStatus(err error) error {
 	default:
 		k = errs.Internal
 	}
-	return &errs.Error{Kind: k, Msg: st.Message(), Err: err}
+	// The field travels in the BadRequest detail; the message then starts with "field: ", which is cut so that
+	// Public() gives the same text back, once.
+	e := &errs.Error{Kind: k, Msg: st.Message(), Err: err}
+	for _, d := range st.Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok && len(br.GetFieldViolations()) > 0 {
+			v := br.GetFieldViolations()[0]
+			e.Field, e.Msg = v.GetField(), v.GetDescription()
+			break
+		}
+	}
+	return e
 }

@@ -22,6 +22,7 @@ import (
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/libs/names"
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
 	"github.com/zoeaswarm/zoea/services/bus/internal/message"
@@ -264,6 +265,10 @@ func (s *Server) resolve(ctx context.Context, idOrName string) (*memoryv1.Mysis,
 		if err = server.FromStatus(err); !errs.Is(err, errs.NotFound) {
 			return nil, memoryErr(err)
 		}
+	}
+	// Checked here, so a bad name is reported on this request's field ("mysis"), not the memory service's ("name").
+	if err := names.Check("mysis", idOrName); err != nil {
+		return nil, err
 	}
 	resp, err := s.mem.GetMysisByName(ctx, &memoryv1.GetMysisByNameRequest{Name: idOrName})
 	if err != nil {

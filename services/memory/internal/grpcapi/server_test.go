@@ -251,13 +251,43 @@ func TestStatusCodesForBadInput(t *testing.T) {
 			_, err := c.CreateAccount(ctx, &memoryv1.CreateAccountRequest{Username: "x", Password: "y"})
 			return err
 		}, codes.InvalidArgument, "username"},
+		{"create spaced name", func() error {
+			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: "  spaced  ", Provider: "autopilot"})
+			return err
+		}, codes.InvalidArgument, "name"},
+		{"create zero-width name", func() error {
+			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: "\u200b", Provider: "autopilot"})
+			return err
+		}, codes.InvalidArgument, "name"},
+		{"create bidi name", func() error {
+			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: "a\u202Eb", Provider: "autopilot"})
+			return err
+		}, codes.InvalidArgument, "name"},
+		{"create name that is an id", func() error {
+			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: id, Provider: "autopilot"})
+			return err
+		}, codes.InvalidArgument, "name"},
+		{"account for unknown mysis", func() error {
+			_, err := c.CreateAccount(ctx, &memoryv1.CreateAccountRequest{Username: "pilot_fk", Password: "pw", MysisId: "0195d8a0-0000-7000-8000-000000000000"})
+			return err
+		}, codes.NotFound, ""},
 		{"claim empty pool", func() error {
 			_, err := c.ClaimAccount(ctx, &memoryv1.ClaimAccountRequest{MysisId: id})
 			return err
 		}, codes.NotFound, ""},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) { wantCode(t, tc.call(), tc.code, tc.field) })
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.call()
+			wantCode(t, err, tc.code, tc.field)
+			// One sentence, no internals: no SQL constraint names, no SQLSTATE, no nested status text.
+			msg := status.Convert(err).Message()
+			for _, leak := range []string{"SQLSTATE", "constraint", "rpc error", "_key", "_fkey"} {
+				if strings.Contains(msg, leak) {
+					t.Errorf("message %q leaks %q", msg, leak)
+				}
+			}
+		})
 	}
 	// A rejected append wrote nothing.
 	got, err := c.GetMysis(ctx, &memoryv1.GetMysisRequest{MysisId: id})

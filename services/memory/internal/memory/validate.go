@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
 
 	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/libs/names"
 )
 
 // Field paths in errors use the API's field names ("memories[3].content") because that is what a caller can fix.
@@ -73,26 +73,9 @@ func ValidateNewMysis(m NewMysis) error {
 	return validateConfig(m)
 }
 
-// ValidateName checks a mysis name: 1–64 characters, printable, no surrounding spaces.
+// ValidateName checks a mysis name against the one rule every service shares (libs/names).
 func ValidateName(field, name string) error {
-	if name == "" {
-		return errs.InvalidField(field, "required")
-	}
-	if err := CheckText(field, name, MaxShortFieldBytes); err != nil {
-		return err
-	}
-	if n := utf8.RuneCountInString(name); n > MaxNameRunes {
-		return errs.InvalidField(field, "too long: %d characters, at most %d", n, MaxNameRunes)
-	}
-	if strings.TrimSpace(name) != name {
-		return errs.InvalidField(field, "must not start or end with spaces")
-	}
-	for _, r := range name {
-		if unicode.IsControl(r) {
-			return errs.InvalidField(field, "must not contain control characters")
-		}
-	}
-	return nil
+	return names.Check(field, name)
 }
 
 func validateConfig(m NewMysis) error {
