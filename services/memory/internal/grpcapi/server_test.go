@@ -107,7 +107,7 @@ func wantCode(t *testing.T, err error, code codes.Code, field string) {
 func TestStatusCodesForBadInput(t *testing.T) {
 	ctx := context.Background()
 	c, _ := start(t, dbURL, true)
-	m, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: "codes", Provider: "ollama", Model: "qwen3"})
+	m, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{SystemPrompt: "You are a mysis.", Name: "codes", Provider: "ollama", Model: "qwen3"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,15 +125,15 @@ func TestStatusCodesForBadInput(t *testing.T) {
 		field string
 	}{
 		{"create no name", func() error {
-			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Provider: "autopilot"})
+			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{SystemPrompt: "You are a mysis.", Provider: "autopilot"})
 			return err
 		}, codes.InvalidArgument, "name"},
 		{"create dup", func() error {
-			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: "codes", Provider: "autopilot"})
+			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{SystemPrompt: "You are a mysis.", Name: "codes", Provider: "autopilot"})
 			return err
 		}, codes.AlreadyExists, ""},
 		{"create bad provider", func() error {
-			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: "x", Provider: "skynet"})
+			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{SystemPrompt: "You are a mysis.", Name: "x", Provider: "skynet"})
 			return err
 		}, codes.InvalidArgument, "provider"},
 		{"get malformed", func() error {
@@ -252,19 +252,19 @@ func TestStatusCodesForBadInput(t *testing.T) {
 			return err
 		}, codes.InvalidArgument, "username"},
 		{"create spaced name", func() error {
-			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: "  spaced  ", Provider: "autopilot"})
+			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{SystemPrompt: "You are a mysis.", Name: "  spaced  ", Provider: "autopilot"})
 			return err
 		}, codes.InvalidArgument, "name"},
 		{"create zero-width name", func() error {
-			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: "\u200b", Provider: "autopilot"})
+			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{SystemPrompt: "You are a mysis.", Name: "\u200b", Provider: "autopilot"})
 			return err
 		}, codes.InvalidArgument, "name"},
 		{"create bidi name", func() error {
-			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: "a\u202Eb", Provider: "autopilot"})
+			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{SystemPrompt: "You are a mysis.", Name: "a\u202Eb", Provider: "autopilot"})
 			return err
 		}, codes.InvalidArgument, "name"},
 		{"create name that is an id", func() error {
-			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: id, Provider: "autopilot"})
+			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{SystemPrompt: "You are a mysis.", Name: id, Provider: "autopilot"})
 			return err
 		}, codes.InvalidArgument, "name"},
 		{"account for unknown mysis", func() error {
@@ -299,7 +299,7 @@ func TestStatusCodesForBadInput(t *testing.T) {
 func TestAccountsWithoutKeyFailPrecondition(t *testing.T) {
 	ctx := context.Background()
 	c, _ := start(t, dbURL, false)
-	m, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: "nokey", Provider: "autopilot"})
+	m, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{SystemPrompt: "You are a mysis.", Name: "nokey", Provider: "autopilot"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -516,7 +516,7 @@ func TestHealthFollowsPostgres(t *testing.T) {
 	u.Host = px.addr
 	c, h := start(t, u.String(), false)
 	waitHealth(t, h, healthpb.HealthCheckResponse_SERVING)
-	if _, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: "health", Provider: "autopilot"}); err != nil {
+	if _, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{SystemPrompt: "You are a mysis.", Name: "health", Provider: "autopilot"}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -95,7 +95,14 @@ func validateConfig(m NewMysis) error {
 	if math.IsNaN(m.Temperature) || m.Temperature < 0 || m.Temperature > MaxTemperature {
 		return errs.InvalidField("temperature", "must be between 0 and 2")
 	}
-	return CheckText("system_prompt", m.SystemPrompt, maxSystemPromptByte)
+	// A prompt the composer cannot use would only show up later as a mysis stuck errored: refuse it here.
+	if strings.TrimSpace(m.SystemPrompt) == "" {
+		return errs.InvalidField("system_prompt", "required: a mysis without a system prompt cannot be composed")
+	}
+	if len(m.SystemPrompt) > MaxSystemPromptBytes {
+		return errs.InvalidField("system_prompt", "too long: %d bytes, at most %d (about 4,000 tokens) so that the model's context budget keeps room for the conversation", len(m.SystemPrompt), MaxSystemPromptBytes)
+	}
+	return CheckText("system_prompt", m.SystemPrompt, MaxSystemPromptBytes)
 }
 
 // ValidateStateChange checks a lifecycle transition.

@@ -192,3 +192,19 @@ func TestDroppedConnectionIsUnavailable(t *testing.T) {
 		t.Fatalf("the store did not heal: %v", err)
 	}
 }
+
+// A broadcast from a mysis that does not exist is refused, naming the field; the commander ('') always may.
+func TestRecordBroadcastUnknownSender(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	m := mkMysis(t, s)
+	_, err := s.RecordBroadcast(ctx, memory.Broadcast{SenderID: memory.NewID(), Content: "from nobody"}, []string{m.ID})
+	wantKind(t, err, errs.NotFound, "sender_id")
+	if _, err := s.RecordBroadcast(ctx, memory.Broadcast{Content: "from the commander"}, []string{m.ID}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.RecordBroadcast(ctx, memory.Broadcast{SenderID: m.ID, Content: "from a mysis"}, []string{m.ID})
+	if err != nil || d.Broadcast.SenderID != m.ID {
+		t.Fatalf("%+v %v", d.Broadcast, err)
+	}
+}
