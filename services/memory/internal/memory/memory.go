@@ -5,6 +5,8 @@ package memory
 
 import (
 	"time"
+
+	"github.com/zoeaswarm/zoea/libs/chat"
 )
 
 // State is the lifecycle state of a mysis.
@@ -263,13 +265,13 @@ const (
 	DefaultPageSize    = 100
 	MaxPageSize        = 1000
 	MaxDeliveryTargets = 10000
-	MaxContentBytes    = 8 << 20
-	MaxShortFieldBytes = 256
+	MaxContentBytes    = chat.MaxTextBytes
+	MaxShortFieldBytes = chat.MaxShortFieldBytes
 	MaxQueryBytes      = 1024
 	MinUsernameRunes   = 3
 	MaxUsernameRunes   = 24
 	MaxTemperature     = 2.0
-	MaxToolCallsPerMsg = 128
+	MaxToolCallsPerMsg = chat.MaxToolCallsPerMessage
 	// MaxSystemPromptBytes keeps a system prompt well inside the composer's default token budget (8192).
 	MaxSystemPromptBytes = 16 << 10
 )

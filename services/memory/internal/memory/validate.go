@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/libs/names"
 )
@@ -126,6 +127,17 @@ func ValidateNewMemories(ms []NewMemory) error {
 	}
 	if len(ms) > MaxBatch {
 		return errs.InvalidField("memories", "at most %d memories per call, got %d", MaxBatch, len(ms))
+	}
+	// One limit for the whole request, checked with the field named, well below the gRPC message limit.
+	total := 0
+	for _, m := range ms {
+		total += len(m.Content) + len(m.Reasoning)
+		for _, tc := range m.ToolCalls {
+			total += len(tc.Arguments)
+		}
+	}
+	if total > chat.MaxRequestTextBytes {
+		return errs.InvalidField("memories", "too much text in one call: %d bytes, at most %d; append in smaller batches", total, chat.MaxRequestTextBytes)
 	}
 	keys := make(map[string]int, len(ms))
 	for i, m := range ms {
