@@ -193,7 +193,7 @@ func TestDroppedConnectionIsUnavailable(t *testing.T) {
 	}
 }
 
-// A broadcast from a mysis that does not exist is refused, naming the field; the commander ('') always may.
+// A broadcast from a mysis that does not exist is refused, naming the field; the commander (”) always may.
 func TestRecordBroadcastUnknownSender(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
