@@ -208,3 +208,44 @@ func TestRecordBroadcastUnknownSender(t *testing.T) {
 		t.Fatalf("%+v %v", d.Broadcast, err)
 	}
 }
+
+// ListRecentMemories is bounded by bytes as well as rows: large rows shorten the answer (newest kept, at least one),
+// small rows are unaffected.
+func TestListRecentIsBoundedByBytes(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	m := mkMysis(t, s)
+	big := strings.Repeat("x", 3<<20)
+	for range 8 { // 24 MiB of tool results
+		must[[]memory.Memory](t)(s.AppendMemories(ctx, m.ID, []memory.NewMemory{toolResult("c", "get_map", big)}))
+	}
+	must[[]memory.Memory](t)(s.AppendMemories(ctx, m.ID, []memory.NewMemory{user("small 1"), user("small 2")}))
+	got := must[[]memory.Memory](t)(s.ListRecentMemories(ctx, m.ID, 1000))
+	total := 0
+	for _, r := range got {
+		total += r.Bytes()
+	}
+	if total > memory.MaxResponseBytes || len(got) != 2+5 || got[len(got)-1].Content != "small 2" {
+		t.Fatalf("%d rows, %d bytes; want the newest 7 rows within %d bytes", len(got), total, memory.MaxResponseBytes)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].Seq != got[i-1].Seq+1 {
+			t.Fatalf("not contiguous: seq %d after %d", got[i].Seq, got[i-1].Seq)
+		}
+	}
+	if small := must[[]memory.Memory](t)(s.ListRecentMemories(ctx, m.ID, 2)); len(small) != 2 {
+		t.Fatalf("limit 2: %d rows", len(small))
+	}
+	// One row above the budget still comes back alone: a reader always makes progress.
+	n := mkMysis(t, s)
+	huge := strings.Repeat("y", 8<<20)
+	must[[]memory.Memory](t)(s.AppendMemories(ctx, n.ID, []memory.NewMemory{{Role: memory.RoleAssistant, Source: memory.SourceLLM, Content: huge, Reasoning: huge}}))
+	if one := must[[]memory.Memory](t)(s.ListRecentMemories(ctx, n.ID, 10)); len(one) != 1 {
+		t.Fatalf("a single oversized row: %d rows", len(one))
+	}
+	// The Go helper agrees with the SQL bound.
+	all := append(must[[]memory.Memory](t)(s.ListMemoriesRange(ctx, m.ID, 1, 0, 100)))
+	if kept := memory.KeepNewestWithin(all, memory.MaxResponseBytes); len(kept) != len(got) || kept[0].Seq != got[0].Seq {
+		t.Fatalf("KeepNewestWithin kept %d rows from seq %d; SQL %d from %d", len(kept), kept[0].Seq, len(got), got[0].Seq)
+	}
+}
