@@ -41,9 +41,11 @@ type Config struct {
 	Server       server.Config
 	MemoryAddr   string `env:"ZOEA_MEMORY_ADDR" envDefault:"127.0.0.1:7001"`
 	ComposerAddr string `env:"ZOEA_COMPOSER_ADDR" envDefault:"127.0.0.1:7002"`
-	NATSURL      string `env:"ZOEA_NATS_URL" envDefault:"nats://127.0.0.1:4222"`
+	NATSURL      string `env:"ZOEA_NATS_URL" envDefault:"nats://127.0.0.1:4222" secret:"true"`
 	// NATSReplicas is the JetStream replication of the stream and buckets: 1 for one server, 3 in a cluster.
-	NATSReplicas int    `env:"ZOEA_NATS_REPLICAS" envDefault:"1"`
+	NATSReplicas int `env:"ZOEA_NATS_REPLICAS" envDefault:"1"`
+	// NATSCreds is an nkey seed or JWT creds file; user/password or a token go in ZOEA_NATS_URL (logged masked).
+	NATSCreds    string `env:"ZOEA_NATS_CREDS"`
 	SpaceMoltURL string `env:"ZOEA_SPACEMOLT_URL" envDefault:"http://127.0.0.1:7100/mcp"`
 
 	DefaultProvider string        `env:"ZOEA_DEFAULT_PROVIDER" envDefault:"autopilot"`
@@ -142,7 +144,7 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	memory := memoryclient.New(memAPI)
 	composerAPI := composerv1.NewComposerServiceClient(compConn)
 
-	bus, err := swarmbus.Connect(ctx, cfg.NATSURL, swarmbus.Options{Name: "runner-" + cfg.ReplicaID, Logger: log, LeaseTTL: cfg.LeaseTTL, Replicas: cfg.NATSReplicas})
+	bus, err := swarmbus.Connect(ctx, cfg.NATSURL, swarmbus.Options{Name: "runner-" + cfg.ReplicaID, Logger: log, LeaseTTL: cfg.LeaseTTL, Replicas: cfg.NATSReplicas, CredsFile: cfg.NATSCreds})
 	if err != nil {
 		return fmt.Errorf("nats: %w", err)
 	}
