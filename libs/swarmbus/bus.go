@@ -135,7 +135,7 @@ func Connect(ctx context.Context, url string, opts Options) (*Bus, error) {
 		nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1),
 		nats.CustomReconnectDelay(func(attempts int) time.Duration { return backoff(attempts, 100*time.Millisecond, maxDelay) }),
-		nats.PingInterval(10*time.Second),
+		nats.PingInterval(10 * time.Second),
 		nats.MaxPingsOutstanding(3),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
