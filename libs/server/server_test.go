@@ -23,6 +23,10 @@ import (
 	"github.com/zoeaswarm/zoea/libs/server"
 )
 
+// slowStarted receives when a Slow call is running on the server, so shutdown tests cancel with a call truly in
+// flight (a fixed sleep raced with dialing on a loaded machine).
+var slowStarted = make(chan struct{}, 1)
+
 // testService is a hand-built service whose methods fail in the ways the bootstrap must handle.
 var testService = grpc.ServiceDesc{
 	ServiceName: "zoea.test.v1.TestService",
@@ -33,7 +37,14 @@ var testService = grpc.ServiceDesc{
 		method("Invalid", func() error { return errs.InvalidField("memories[2].content", "contains a NUL byte") }),
 		method("Missing", func() error { return errs.NotFoundf("mysis %q not found", "x") }),
 		method("Leak", func() error { return errors.New("pq: secret table details") }),
-		method("Slow", func() error { time.Sleep(300 * time.Millisecond); return nil }),
+		method("Slow", func() error {
+			select {
+			case slowStarted <- struct{}{}:
+			default:
+			}
+			time.Sleep(300 * time.Millisecond)
+			return nil
+		}),
 	},
 }
 
@@ -235,7 +246,7 @@ func TestGracefulShutdownWaitsForInflightCalls(t *testing.T) {
 	h := start(t, "", 2*time.Second)
 	errc := make(chan error, 1)
 	go func() { errc <- h.call(context.Background(), "Slow") }()
-	time.Sleep(50 * time.Millisecond)
+	<-slowStarted
 	h.cancel()
 	if err := <-errc; err != nil {
 		t.Fatalf("in-flight call was cut: %v", err)
@@ -253,7 +264,7 @@ func TestGracefulShutdownWaitsForInflightCalls(t *testing.T) {
 func TestShutdownDeadlineCutsStuckCalls(t *testing.T) {
 	h := start(t, "", 50*time.Millisecond)
 	go func() { _ = h.call(context.Background(), "Slow") }()
-	time.Sleep(50 * time.Millisecond)
+	<-slowStarted
 	began := time.Now()
 	h.cancel()
 	select {
