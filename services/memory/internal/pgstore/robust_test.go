@@ -244,7 +244,7 @@ func TestListRecentIsBoundedByBytes(t *testing.T) {
 		t.Fatalf("a single oversized row: %d rows", len(one))
 	}
 	// The Go helper agrees with the SQL bound.
-	all := append(must[[]memory.Memory](t)(s.ListMemoriesRange(ctx, m.ID, 1, 0, 100)))
+	all := must[[]memory.Memory](t)(s.ListMemoriesRange(ctx, m.ID, 1, 0, 100))
 	if kept := memory.KeepNewestWithin(all, memory.MaxResponseBytes); len(kept) != len(got) || kept[0].Seq != got[0].Seq {
 		t.Fatalf("KeepNewestWithin kept %d rows from seq %d; SQL %d from %d", len(kept), kept[0].Seq, len(got), got[0].Seq)
 	}
