@@ -88,6 +88,8 @@ func (s *Server) resolve(ctx context.Context, ref string) (*memoryv1.Mysis, erro
 		if status.Code(err) != codes.NotFound {
 			return nil, err
 		}
+		// No name is a UUID (libs/names), so there is no name to fall back to.
+		return nil, errs.NotFoundf("mysis %q not found", ref)
 	}
 	if err := names.Check("mysis", ref); err != nil {
 		return nil, err
