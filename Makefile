@@ -56,6 +56,10 @@ test: ## Run every module's tests with -race (needs Postgres and NATS; see READM
 	  (cd $$m && go test $(TEST_FLAGS) ./...) || fail=1; \
 	done; exit $$fail
 
+.PHONY: chaos
+chaos: ## Fault suite on private ports: restarts Postgres, kills NATS, memory, a runner and the bus under load; fails on any loss
+	go run ./services/runner/cmd/chaos $(CHAOS_FLAGS)
+
 .PHONY: build
 build: ## Build every binary into bin/
 	@mkdir -p bin

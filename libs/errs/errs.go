@@ -72,6 +72,35 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// Public is the text a remote caller sees: the field and the message, never the cause. Causes are for logs: they
+// carry SQL constraint names, driver errors and, for an error relayed from another service, that service's whole
+// status text again (which is how one message once came back four times nested).
+func (e *Error) Public() string {
+	msg := e.Msg
+	if msg == "" {
+		switch e.Kind {
+		case NotFound:
+			msg = "not found"
+		case Exists:
+			msg = "already exists"
+		case Conflict:
+			msg = "not possible in the current state"
+		case Unavailable:
+			msg = "unavailable, retry later"
+		case Timeout:
+			msg = "deadline exceeded"
+		case Unauthenticated:
+			msg = "unauthenticated"
+		default:
+			msg = "invalid"
+		}
+	}
+	if e.Field != "" {
+		return e.Field + ": " + msg
+	}
+	return msg
+}
+
 // InvalidField reports bad input in one field.
 func InvalidField(field, format string, args ...any) error {
 	return &Error{Kind: Invalid, Field: field, Msg: fmt.Sprintf(format, args...)}

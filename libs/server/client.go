@@ -7,6 +7,8 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/zoeaswarm/zoea/libs/chat"
 )
 
 // Dial opens a client connection to another Zoea service with tracing and, when token is set, the admin bearer
@@ -16,6 +18,8 @@ func Dial(addr, token string, extra ...grpc.DialOption) (*grpc.ClientConn, error
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithStatsHandler(otelgrpc.NewClientHandler()),
 		grpc.WithDefaultServiceConfig(`{"loadBalancingPolicy":"round_robin"}`),
+		// Servers accept and may answer up to chat.MaxMessageBytes (see New); so do clients.
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(chat.MaxMessageBytes), grpc.MaxCallSendMsgSize(chat.MaxMessageBytes)),
 	}
 	if token != "" {
 		opts = append(opts, grpc.WithPerRPCCredentials(bearer(token)))

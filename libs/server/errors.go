@@ -36,29 +36,30 @@ func ToStatus(ctx context.Context, log *slog.Logger, err error) error {
 	if err == nil {
 		return nil
 	}
-	if _, ok := status.FromError(err); ok {
-		return err
+	// A domain error is mapped before a status is passed through: status.FromError also finds a status wrapped
+	// inside a domain error (one relayed from another service) and would return the whole chain's text.
+	var e *errs.Error
+	if !errors.As(err, &e) {
+		if _, ok := status.FromError(err); ok {
+			return err
+		}
 	}
 	switch {
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, "request canceled")
-	case errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.DeadlineExceeded) && e == nil:
 		return status.Error(codes.DeadlineExceeded, "deadline exceeded")
 	}
-	var e *errs.Error
 	code, known := codes.Internal, false
-	if errors.As(err, &e) {
+	if e != nil {
 		code, known = kindCodes[e.Kind]
 	}
 	if !known {
 		log.ErrorContext(ctx, "internal error", "method", methodOf(ctx), "err", err)
 		return status.Error(codes.Internal, "internal error")
 	}
-	// Callers see the sentence, never the wrapped cause: causes are driver, SQL and network errors.
-	msg := e.Msg
-	if e.Field != "" {
-		msg = e.Field + ": " + msg
-	}
+	// Only the public sentence leaves; the cause (SQL constraint names, driver errors, a peer's status) is logged.
+	msg := e.Public()
 	if e.Err != nil {
 		log.WarnContext(ctx, "classified failure", "method", methodOf(ctx), "kind", errs.ReasonOf(e), "err", err)
 	}

@@ -18,6 +18,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/config"
 )
 
@@ -88,6 +89,9 @@ func New(opts Options) *Server {
 	s := &Server{opts: opts, health: health.NewServer(), log: log, started: make(chan struct{})}
 	unary, stream := interceptors(log, opts)
 	s.grpc = grpc.NewServer(
+		// gRPC's default 4 MiB would refuse a request below the documented field limits with a message naming no
+		// field; requests up to chat.MaxMessageBytes reach validation, which names the field that is too long.
+		grpc.MaxRecvMsgSize(chat.MaxMessageBytes),
 		grpc.StatsHandler(otelgrpc.NewServerHandler()),
 		grpc.ChainUnaryInterceptor(append(unary, opts.ExtraUnary...)...),
 		grpc.ChainStreamInterceptor(append(stream, opts.ExtraStream...)...),

@@ -65,6 +65,8 @@ type Options struct {
 	Propagator propagation.TextMapPropagator
 	// ReconnectMaxDelay caps the exponential reconnect backoff (default 5s). Reconnection never gives up.
 	ReconnectMaxDelay time.Duration
+	// CredsFile is an nkey seed file or a JWT creds file (ZOEA_NATS_CREDS); user/password or a token go in the URL.
+	CredsFile string
 }
 
 func (o *Options) setDefaults() {
@@ -124,12 +126,16 @@ func Connect(ctx context.Context, url string, opts Options) (*Bus, error) {
 	opts.setDefaults()
 	b := &Bus{opts: opts, log: opts.Logger.With("component", "swarmbus"), reconnectCh: make(chan struct{})}
 	maxDelay := opts.ReconnectMaxDelay
-	nc, err := nats.Connect(url,
+	auth, err := authOption(opts.CredsFile)
+	if err != nil {
+		return nil, err
+	}
+	natsOpts := []nats.Option{
 		nats.Name(opts.Name),
 		nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1),
 		nats.CustomReconnectDelay(func(attempts int) time.Duration { return backoff(attempts, 100*time.Millisecond, maxDelay) }),
-		nats.PingInterval(10*time.Second),
+		nats.PingInterval(10 * time.Second),
 		nats.MaxPingsOutstanding(3),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
@@ -151,7 +157,11 @@ func Connect(ctx context.Context, url string, opts Options) (*Bus, error) {
 			}
 			b.log.Warn("nats async error", "subject", subject, "err", err)
 		}),
-	)
+	}
+	if auth != nil {
+		natsOpts = append(natsOpts, auth)
+	}
+	nc, err := nats.Connect(url, natsOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("swarmbus: connect %s: %w", url, err)
 	}
@@ -165,6 +175,10 @@ func Connect(ctx context.Context, url string, opts Options) (*Bus, error) {
 		err = b.ensure(ctx)
 		if err == nil {
 			break
+		}
+		if authRefused(nc.LastError()) || authRefused(err) {
+			nc.Close()
+			return nil, fmt.Errorf("swarmbus: NATS refused this service's credentials (set user and password or a token in ZOEA_NATS_URL, or an nkey or creds file in ZOEA_NATS_CREDS; see docs/OPERATIONS.md): %w", cmpErr(nc.LastError(), err))
 		}
 		if ctx.Err() != nil {
 			nc.Close()
@@ -397,4 +411,13 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+func cmpErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
 }

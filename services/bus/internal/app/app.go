@@ -31,6 +31,8 @@ type Config struct {
 	NATSURL string `env:"ZOEA_NATS_URL" envDefault:"nats://127.0.0.1:4222" secret:"true"`
 	// NATSReplicas is the JetStream replication of the stream and buckets: 1 for one server, 3 in a cluster.
 	NATSReplicas int `env:"ZOEA_NATS_REPLICAS" envDefault:"1"`
+	// NATSCreds is an nkey seed or JWT creds file; user/password or a token go in ZOEA_NATS_URL.
+	NATSCreds string `env:"ZOEA_NATS_CREDS"`
 	// MemoryAddr is the memory service's gRPC address.
 	MemoryAddr string `env:"ZOEA_MEMORY_ADDR" envDefault:"127.0.0.1:7001"`
 	// AllowMysisBroadcast lets myses broadcast to the swarm (sender_id set); by default only the commander may.
@@ -82,7 +84,7 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	log.Info("nats", "url", redactURL(cfg.NATSURL)) // the URL may carry credentials: logged without them
 
 	connectCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	bus, err := swarmbus.Connect(connectCtx, cfg.NATSURL, swarmbus.Options{Name: "zoea-bus", Logger: log, Replicas: cfg.NATSReplicas})
+	bus, err := swarmbus.Connect(connectCtx, cfg.NATSURL, swarmbus.Options{Name: "zoea-bus", Logger: log, Replicas: cfg.NATSReplicas, CredsFile: cfg.NATSCreds})
 	cancel()
 	if err != nil {
 		return err

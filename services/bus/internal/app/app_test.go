@@ -436,8 +436,8 @@ func TestBadInputsNameTheField(t *testing.T) {
 		}, "sender_id"},
 		{"watch an unknown kind", func() error { return watchErr(ctx, bus, &busv1.WatchEventsRequest{Kinds: []busv1.EventKind{1, 99}}) }, "kinds[1]"},
 		{"watch a malformed mysis id", func() error {
-			return watchErr(ctx, bus, &busv1.WatchEventsRequest{MysisIds: []string{"zoea.>"}})
-		}, "mysis_ids[0]"},
+			return watchErr(ctx, bus, &busv1.WatchEventsRequest{MysisIds: []string{ids[0], "zoea\u200b>"}})
+		}, "mysis_ids[1]"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -526,4 +526,38 @@ func TestAdminTokenIsRequiredWhenSet(t *testing.T) {
 	defer bare.Close()
 	_, err = busv1.NewBusServiceClient(bare).Broadcast(ctxT(t), &busv1.BroadcastRequest{Content: "without"})
 	wantCode(t, err, codes.Unauthenticated)
+}
+
+// A watch on a mysis that does not exist is refused instead of streaming nothing forever; a name is resolved.
+func TestWatchResolvesOrRefusesMyses(t *testing.T) {
+	nats := natstest.Start(t)
+	mem := memfake.Start(t)
+	wid := mem.AddMyses("w", 1)[0]
+	bus := startBus(t, busSetup{natsURL: nats.ClientURL(), memAddr: mem.Addr(), waitReady: true})
+	ctx := ctxT(t)
+	for _, ref := range []string{uuid.NewString(), "nobody"} {
+		stream, err := bus.client.WatchEvents(ctx, &busv1.WatchEventsRequest{MysisIds: []string{ref}})
+		if err == nil {
+			_, err = stream.Recv()
+		}
+		if status.Code(err) != codes.NotFound || !strings.Contains(status.Convert(err).Message(), "mysis_ids[0]") {
+			t.Errorf("watch %q: %v, want NotFound naming mysis_ids[0]", ref, err)
+		}
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := bus.client.WatchEvents(wctx, &busv1.WatchEventsRequest{MysisIds: []string{"w-0000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Header(); err != nil { // sent once the subscription is live
+		t.Fatalf("watch by name: %v", err)
+	}
+	if _, err := bus.client.SendDirect(ctx, &busv1.SendDirectRequest{Mysis: "w-0000", Content: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := stream.Recv()
+	if err != nil || resp.GetEvent().GetMysisId() != wid {
+		t.Fatalf("watch by name got %v, %v; want an event of %s", resp, err, wid)
+	}
 }

@@ -141,7 +141,7 @@ func (r *realMemory) addMyses(tb testing.TB, prefix string, n int) []string {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			resp, err := r.client.CreateMysis(context.Background(), &memoryv1.CreateMysisRequest{Name: fmt.Sprintf("%s-%04d", prefix, i), Provider: "autopilot"})
+			resp, err := r.client.CreateMysis(context.Background(), &memoryv1.CreateMysisRequest{SystemPrompt: "You are a mysis.", Name: fmt.Sprintf("%s-%04d", prefix, i), Provider: "autopilot"})
 			if err != nil {
 				errc <- err
 				return

@@ -21,6 +21,7 @@ import (
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/libs/names"
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
 	"github.com/zoeaswarm/zoea/services/bus/internal/message"
@@ -216,6 +217,12 @@ func (s *Server) resolve(ctx context.Context, idOrName string) (*memoryv1.Mysis,
 		if err = server.FromStatus(err); !errs.Is(err, errs.NotFound) {
 			return nil, memoryErr(err)
 		}
+		// No name is a UUID (libs/names), so there is no name to fall back to.
+		return nil, errs.NotFoundf("mysis %q not found", idOrName)
+	}
+	// Checked here, so a bad name is reported on this request's field ("mysis"), not the memory service's ("name").
+	if err := names.Check("mysis", idOrName); err != nil {
+		return nil, err
 	}
 	resp, err := s.mem.GetMysisByName(ctx, &memoryv1.GetMysisByNameRequest{Name: idOrName})
 	if err != nil {
@@ -244,9 +251,25 @@ func memoryErr(err error) error {
 // the excess and is told so by an EVENT_KIND_ERROR event.
 func (s *Server) WatchEvents(req *busv1.WatchEventsRequest, stream grpc.ServerStreamingServer[busv1.WatchEventsResponse]) error {
 	filter := swarmbus.EventFilter{}
-	for i, id := range req.GetMysisIds() {
+	for i, ref := range req.GetMysisIds() {
+		// Each entry is resolved (an id or a name) before the stream starts: a filter on a mysis that does not
+		// exist would stream nothing, silently, forever.
+		field := "mysis_ids[" + strconv.Itoa(i) + "]"
+		if !message.IsUUID(ref) {
+			if err := names.Check(field, ref); err != nil {
+				return err
+			}
+		}
+		m, err := s.resolve(stream.Context(), ref)
+		if errs.Is(err, errs.NotFound) {
+			return &errs.Error{Kind: errs.NotFound, Field: field, Msg: fmt.Sprintf("no mysis has the id or name %q", ref)}
+		}
+		if err != nil {
+			return err
+		}
+		id := m.GetId()
 		if err := swarmbus.ValidateID(id); err != nil {
-			return errs.InvalidField("mysis_ids["+strconv.Itoa(i)+"]", "not a mysis id: %q", id)
+			return errs.InvalidField(field, "not a mysis id: %q", id)
 		}
 		filter.MysisIDs = append(filter.MysisIDs, id)
 	}

@@ -120,3 +120,17 @@ func TestBroadcastRejections(t *testing.T) {
 		t.Fatal("rejected broadcasts were published")
 	}
 }
+
+// A bad mysis name is reported once, on the request's own field, whatever the memory service would have said.
+func TestSendDirectBadMysisNamesTheField(t *testing.T) {
+	api := grpcapi.New(&fakeBus{}, &fakeMemory{}, nil, grpcapi.Options{Logger: quiet()})
+	for _, name := range []string{"a\x00b", " spaced", "\u200b", "evil\u202Etxt"} {
+		_, err := api.SendDirect(context.Background(), &busv1.SendDirectRequest{Mysis: name, Content: "hello"})
+		if errs.FieldOf(err) != "mysis" || !errs.Is(err, errs.Invalid) {
+			t.Errorf("mysis %q: %v (field %q), want InvalidArgument on field mysis", name, err, errs.FieldOf(err))
+		}
+		if strings.Count(err.Error(), "mysis:") != 1 || strings.Contains(err.Error(), "rpc error") {
+			t.Errorf("mysis %q: error text %q is nested", name, err.Error())
+		}
+	}
+}

@@ -107,7 +107,7 @@ func wantCode(t *testing.T, err error, code codes.Code, field string) {
 func TestStatusCodesForBadInput(t *testing.T) {
 	ctx := context.Background()
 	c, _ := start(t, dbURL, true)
-	m, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: "codes", Provider: "ollama", Model: "qwen3"})
+	m, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{SystemPrompt: "You are a mysis.", Name: "codes", Provider: "ollama", Model: "qwen3"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,15 +125,15 @@ func TestStatusCodesForBadInput(t *testing.T) {
 		field string
 	}{
 		{"create no name", func() error {
-			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Provider: "autopilot"})
+			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{SystemPrompt: "You are a mysis.", Provider: "autopilot"})
 			return err
 		}, codes.InvalidArgument, "name"},
 		{"create dup", func() error {
-			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: "codes", Provider: "autopilot"})
+			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{SystemPrompt: "You are a mysis.", Name: "codes", Provider: "autopilot"})
 			return err
 		}, codes.AlreadyExists, ""},
 		{"create bad provider", func() error {
-			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: "x", Provider: "skynet"})
+			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{SystemPrompt: "You are a mysis.", Name: "x", Provider: "skynet"})
 			return err
 		}, codes.InvalidArgument, "provider"},
 		{"get malformed", func() error {
@@ -264,13 +264,43 @@ func TestStatusCodesForBadInput(t *testing.T) {
 			_, err := c.CreateAccount(ctx, &memoryv1.CreateAccountRequest{Username: "x", Password: "y"})
 			return err
 		}, codes.InvalidArgument, "username"},
+		{"create spaced name", func() error {
+			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{SystemPrompt: "You are a mysis.", Name: "  spaced  ", Provider: "autopilot"})
+			return err
+		}, codes.InvalidArgument, "name"},
+		{"create zero-width name", func() error {
+			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{SystemPrompt: "You are a mysis.", Name: "\u200b", Provider: "autopilot"})
+			return err
+		}, codes.InvalidArgument, "name"},
+		{"create bidi name", func() error {
+			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{SystemPrompt: "You are a mysis.", Name: "a\u202Eb", Provider: "autopilot"})
+			return err
+		}, codes.InvalidArgument, "name"},
+		{"create name that is an id", func() error {
+			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{SystemPrompt: "You are a mysis.", Name: id, Provider: "autopilot"})
+			return err
+		}, codes.InvalidArgument, "name"},
+		{"account for unknown mysis", func() error {
+			_, err := c.CreateAccount(ctx, &memoryv1.CreateAccountRequest{Username: "pilot_fk", Password: "pw", MysisId: "0195d8a0-0000-7000-8000-000000000000"})
+			return err
+		}, codes.NotFound, ""},
 		{"claim empty pool", func() error {
 			_, err := c.ClaimAccount(ctx, &memoryv1.ClaimAccountRequest{MysisId: id})
 			return err
 		}, codes.NotFound, ""},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) { wantCode(t, tc.call(), tc.code, tc.field) })
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.call()
+			wantCode(t, err, tc.code, tc.field)
+			// One sentence, no internals: no SQL constraint names, no SQLSTATE, no nested status text.
+			msg := status.Convert(err).Message()
+			for _, leak := range []string{"SQLSTATE", "constraint", "rpc error", "_key", "_fkey"} {
+				if strings.Contains(msg, leak) {
+					t.Errorf("message %q leaks %q", msg, leak)
+				}
+			}
+		})
 	}
 	// A rejected append wrote nothing.
 	got, err := c.GetMysis(ctx, &memoryv1.GetMysisRequest{MysisId: id})
@@ -282,7 +312,7 @@ func TestStatusCodesForBadInput(t *testing.T) {
 func TestAccountsWithoutKeyFailPrecondition(t *testing.T) {
 	ctx := context.Background()
 	c, _ := start(t, dbURL, false)
-	m, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: "nokey", Provider: "autopilot"})
+	m, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{SystemPrompt: "You are a mysis.", Name: "nokey", Provider: "autopilot"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -509,7 +539,7 @@ func TestHealthFollowsPostgres(t *testing.T) {
 	u.Host = px.addr
 	c, h := start(t, u.String(), false)
 	waitHealth(t, h, healthpb.HealthCheckResponse_SERVING)
-	if _, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: "health", Provider: "autopilot"}); err != nil {
+	if _, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{SystemPrompt: "You are a mysis.", Name: "health", Provider: "autopilot"}); err != nil {
 		t.Fatal(err)
 	}
 

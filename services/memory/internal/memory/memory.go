@@ -5,6 +5,8 @@ package memory
 
 import (
 	"time"
+
+	"github.com/zoeaswarm/zoea/libs/chat"
 )
 
 // State is the lifecycle state of a mysis.
@@ -265,23 +267,24 @@ type ListFilter struct {
 
 // Limits shared by validation and the adapters.
 const (
-	MaxNameRunes        = 64
-	MaxBatch            = 1000
-	MaxWindow           = 1000
-	DefaultWindow       = 20
-	DefaultRangeLimit   = 100
-	MaxRangeLimit       = 1000
-	DefaultSearchLimit  = 20
-	MaxSearchLimit      = 100
-	DefaultPageSize     = 100
-	MaxPageSize         = 1000
-	MaxDeliveryTargets  = 10000
-	MaxContentBytes     = 8 << 20
-	MaxShortFieldBytes  = 256
-	MaxQueryBytes       = 1024
-	MinUsernameRunes    = 3
-	MaxUsernameRunes    = 24
-	MaxTemperature      = 2.0
-	MaxToolCallsPerMsg  = 128
-	maxSystemPromptByte = 1 << 20
+	MaxNameRunes       = 64
+	MaxBatch           = 1000
+	MaxWindow          = 1000
+	DefaultWindow      = 20
+	DefaultRangeLimit  = 100
+	MaxRangeLimit      = 1000
+	DefaultSearchLimit = 20
+	MaxSearchLimit     = 100
+	DefaultPageSize    = 100
+	MaxPageSize        = 1000
+	MaxDeliveryTargets = 10000
+	MaxContentBytes    = chat.MaxTextBytes
+	MaxShortFieldBytes = chat.MaxShortFieldBytes
+	MaxQueryBytes      = 1024
+	MinUsernameRunes   = 3
+	MaxUsernameRunes   = 24
+	MaxTemperature     = 2.0
+	MaxToolCallsPerMsg = chat.MaxToolCallsPerMessage
+	// MaxSystemPromptBytes keeps a system prompt well inside the composer's default token budget (8192).
+	MaxSystemPromptBytes = 16 << 10
 )

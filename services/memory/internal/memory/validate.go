@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
 
+	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/libs/names"
 )
 
 // Field paths in errors use the API's field names ("memories[3].content") because that is what a caller can fix.
@@ -73,26 +74,9 @@ func ValidateNewMysis(m NewMysis) error {
 	return validateConfig(m)
 }
 
-// ValidateName checks a mysis name: 1–64 characters, printable, no surrounding spaces.
+// ValidateName checks a mysis name against the one rule every service shares (libs/names).
 func ValidateName(field, name string) error {
-	if name == "" {
-		return errs.InvalidField(field, "required")
-	}
-	if err := CheckText(field, name, MaxShortFieldBytes); err != nil {
-		return err
-	}
-	if n := utf8.RuneCountInString(name); n > MaxNameRunes {
-		return errs.InvalidField(field, "too long: %d characters, at most %d", n, MaxNameRunes)
-	}
-	if strings.TrimSpace(name) != name {
-		return errs.InvalidField(field, "must not start or end with spaces")
-	}
-	for _, r := range name {
-		if unicode.IsControl(r) {
-			return errs.InvalidField(field, "must not contain control characters")
-		}
-	}
-	return nil
+	return names.Check(field, name)
 }
 
 func validateConfig(m NewMysis) error {
@@ -112,7 +96,14 @@ func validateConfig(m NewMysis) error {
 	if math.IsNaN(m.Temperature) || m.Temperature < 0 || m.Temperature > MaxTemperature {
 		return errs.InvalidField("temperature", "must be between 0 and 2")
 	}
-	return CheckText("system_prompt", m.SystemPrompt, maxSystemPromptByte)
+	// A prompt the composer cannot use would only show up later as a mysis stuck errored: refuse it here.
+	if strings.TrimSpace(m.SystemPrompt) == "" {
+		return errs.InvalidField("system_prompt", "required: a mysis without a system prompt cannot be composed")
+	}
+	if len(m.SystemPrompt) > MaxSystemPromptBytes {
+		return errs.InvalidField("system_prompt", "too long: %d bytes, at most %d (about 4,000 tokens) so that the model's context budget keeps room for the conversation", len(m.SystemPrompt), MaxSystemPromptBytes)
+	}
+	return CheckText("system_prompt", m.SystemPrompt, MaxSystemPromptBytes)
 }
 
 // ValidateStateChange checks a lifecycle transition.
@@ -136,6 +127,17 @@ func ValidateNewMemories(ms []NewMemory) error {
 	}
 	if len(ms) > MaxBatch {
 		return errs.InvalidField("memories", "at most %d memories per call, got %d", MaxBatch, len(ms))
+	}
+	// One limit for the whole request, checked with the field named, well below the gRPC message limit.
+	total := 0
+	for _, m := range ms {
+		total += len(m.Content) + len(m.Reasoning)
+		for _, tc := range m.ToolCalls {
+			total += len(tc.Arguments)
+		}
+	}
+	if total > chat.MaxRequestTextBytes {
+		return errs.InvalidField("memories", "too much text in one call: %d bytes, at most %d; append in smaller batches", total, chat.MaxRequestTextBytes)
 	}
 	keys := make(map[string]int, len(ms))
 	for i, m := range ms {

@@ -125,7 +125,7 @@ func TestValidateNewMemoriesFieldPaths(t *testing.T) {
 }
 
 func TestConfigPatchValidatesTheResult(t *testing.T) {
-	base := memory.NewMysis{Name: "m", Provider: memory.ProviderAutopilot}
+	base := memory.NewMysis{SystemPrompt: "You are a mysis.", Name: "m", Provider: memory.ProviderAutopilot}
 	openai := memory.ProviderOpenAI
 	if _, err := (memory.ConfigPatch{Provider: &openai}).Apply(base); errs.FieldOf(err) != "model" {
 		t.Fatalf("switching to openai without a model: %v", err)
@@ -159,4 +159,31 @@ func FuzzValidateNewMemory(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A prompt the composer could never use is refused at create and configure time, with the reason.
+func TestSystemPromptBounds(t *testing.T) {
+	base := memory.NewMysis{Name: "p", Provider: memory.ProviderAutopilot}
+	for prompt, want := range map[string]string{
+		"":                         "required",
+		" \n\t":                    "required",
+		strings.Repeat("x", 1<<20): "too long",
+		strings.Repeat("x", memory.MaxSystemPromptBytes+1): "too long",
+	} {
+		m := base
+		m.SystemPrompt = prompt
+		err := memory.ValidateNewMysis(m)
+		if errs.FieldOf(err) != "system_prompt" || !strings.Contains(err.Error(), want) {
+			t.Errorf("prompt of %d bytes: %v, want system_prompt %s", len(prompt), err, want)
+		}
+		empty := ""
+		if _, err := (memory.ConfigPatch{SystemPrompt: &empty}).Apply(memory.NewMysis{Name: "p", Provider: memory.ProviderAutopilot, SystemPrompt: "ok"}); errs.FieldOf(err) != "system_prompt" {
+			t.Errorf("configure to an empty prompt: %v", err)
+		}
+	}
+	m := base
+	m.SystemPrompt = strings.Repeat("x", memory.MaxSystemPromptBytes)
+	if err := memory.ValidateNewMysis(m); err != nil {
+		t.Errorf("a prompt at the limit: %v", err)
+	}
 }

@@ -42,13 +42,19 @@ func (s *Store) RecordBroadcast(ctx context.Context, b memory.Broadcast, targets
 
 	return s.withDeliveryRetry(ctx, "record broadcast", func(tx pgx.Tx) (memory.Delivery, error) {
 		var stored memory.Broadcast
+		// A mysis sender must exist when the broadcast is first recorded (a retry after its deletion still gets
+		// the recorded broadcast back).
 		err := tx.QueryRow(ctx, `
-			INSERT INTO broadcasts AS b (id, sender_id, content) VALUES ($1, $2, $3)
+			INSERT INTO broadcasts AS b (id, sender_id, content)
+			SELECT $1::uuid, $2::text, $3::text WHERE $2::text = '' OR EXISTS (SELECT 1 FROM myses WHERE id = NULLIF($2::text, '')::uuid)
 			ON CONFLICT (id) DO NOTHING
 			RETURNING `+broadcastCols, b.ID, b.SenderID, b.Content).Scan(broadcastDest(&stored)...)
 		if errors.Is(err, pgx.ErrNoRows) {
 			// Recorded before: deliver what was recorded then, not this request's copy.
 			err = tx.QueryRow(ctx, `SELECT `+broadcastCols+` FROM broadcasts b WHERE b.id = $1`, b.ID).Scan(broadcastDest(&stored)...)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return memory.Delivery{}, &errs.Error{Kind: errs.NotFound, Field: "sender_id", Msg: "no mysis has this id"}
+			}
 		}
 		if err != nil {
 			return memory.Delivery{}, dbErr(err, "record broadcast")

@@ -210,9 +210,18 @@ func (s *Store) ListRecentMemories(ctx context.Context, mysisID string, limit in
 	if limit, err = memory.Limit("limit", limit, memory.DefaultWindow, memory.MaxWindow); err != nil {
 		return nil, err
 	}
+	// Bounded by bytes as well as rows (memory.MaxResponseBytes): the newest rows whose running size stays within
+	// the budget, and always the newest one. Sizes come from octet_length, which reads the stored length without
+	// decompressing large values.
 	rows, err := s.pool.Query(ctx, `
-		SELECT * FROM (SELECT `+memCols+` FROM memories m WHERE m.mysis_id = $1 ORDER BY m.seq DESC LIMIT $2) w
-		ORDER BY seq`, mysisID, limit)
+		SELECT * FROM (SELECT `+memCols+` FROM memories m WHERE m.mysis_id = $1 AND m.seq >= (
+			SELECT coalesce(min(w.seq), 0) FROM (
+				SELECT x.seq, sum(x.size) OVER (ORDER BY x.seq DESC) AS upto, row_number() OVER (ORDER BY x.seq DESC) AS n
+				FROM (SELECT m2.seq, `+rowBytesSQL+` AS size
+					FROM memories m2 WHERE m2.mysis_id = $1 ORDER BY m2.seq DESC LIMIT $2) x
+			) w WHERE w.upto <= $3 OR w.n = 1
+		) ORDER BY m.seq DESC LIMIT $2) w
+		ORDER BY seq`, mysisID, limit, memory.MaxResponseBytes)
 	if err != nil {
 		return nil, dbErr(err, "list recent memories")
 	}
@@ -290,3 +299,9 @@ func (s *Store) mustExist(ctx context.Context, mysisID string) error {
 	}
 	return nil
 }
+
+// rowBytesSQL is a memory row's text size as memory.Memory.Bytes counts it, for byte-bounded reads of memories m2.
+// The compose window can bound its rows with the same expression (or with memory.KeepNewestWithin in Go).
+const rowBytesSQL = `octet_length(m2.content) + octet_length(m2.reasoning) + coalesce((
+	SELECT sum(octet_length(c->>'id') + octet_length(c->>'name') + octet_length(c->>'arguments'))
+	FROM jsonb_array_elements(m2.tool_calls) c), 0)`

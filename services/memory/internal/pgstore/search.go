@@ -73,6 +73,7 @@ func checkSearch(q memory.SearchQuery, needMysis bool) (memory.SearchQuery, erro
 	if err := memory.ValidateQuery(q.Text); err != nil {
 		return q, err
 	}
+	q.Text = memory.BoundQueryOperators(q.Text)
 	q.Limit, err = memory.Limit("limit", q.Limit, memory.DefaultSearchLimit, memory.MaxSearchLimit)
 	return q, err
 }

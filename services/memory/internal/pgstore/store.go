@@ -8,13 +8,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/libs/pgutil"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
 )
 
@@ -72,17 +73,16 @@ func dbErr(err error, what string) error {
 			return &errs.Error{Kind: errs.Invalid, Msg: "malformed value", Err: err}
 		case "40001", "40P01", "55P03": // serialization failure, deadlock, lock not available: retry later
 			return errs.Unavailablef(err, "%s: concurrent update, retry", what)
-		case "57P01", "57P02", "57P03", "53300": // shutdown, crash, cannot connect now, too many connections
-			return errs.Unavailablef(err, "database unavailable")
+		case "XX000":
+			// The one internal error a caller can cause: a search with too many operators for the parser.
+			if strings.Contains(pe.Message, "tsquery stack too small") {
+				return &errs.Error{Kind: errs.Invalid, Field: "query", Msg: "too many operators (such as -word) to search for", Err: err}
+			}
 		}
-		if len(pe.Code) == 5 && pe.Code[:2] == "08" { // connection exceptions
-			return errs.Unavailablef(err, "database unavailable")
-		}
-		return fmt.Errorf("%s: %w", what, err)
 	}
-	var ce *pgconn.ConnectError
-	var ne net.Error
-	if errors.As(err, &ce) || errors.As(err, &ne) || pgconn.SafeToRetry(err) {
+	// Connection exceptions, shutdowns, restarts and dropped connections ("unexpected EOF" in an immediate stop)
+	// are worth a retry: Unavailable, not Internal.
+	if pgutil.Retryable(err) {
 		return errs.Unavailablef(err, "database unavailable")
 	}
 	return fmt.Errorf("%s: %w", what, err)

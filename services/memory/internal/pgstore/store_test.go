@@ -154,7 +154,7 @@ func TestMysisLifecycle(t *testing.T) {
 		t.Fatalf("by name: %+v", byName)
 	}
 
-	_, err := s.CreateMysis(ctx, memory.NewMysis{Name: m.Name, Provider: "autopilot"})
+	_, err := s.CreateMysis(ctx, memory.NewMysis{SystemPrompt: "You are a mysis.", Name: m.Name, Provider: "autopilot"})
 	wantKind(t, err, errs.Exists, "")
 	_, err = s.GetMysis(ctx, "not-a-uuid")
 	wantKind(t, err, errs.Invalid, "mysis_id")
@@ -162,13 +162,13 @@ func TestMysisLifecycle(t *testing.T) {
 	wantKind(t, err, errs.NotFound, "")
 	_, err = s.GetMysisByName(ctx, "no such mysis at all")
 	wantKind(t, err, errs.NotFound, "")
-	_, err = s.CreateMysis(ctx, memory.NewMysis{Name: "x", Provider: "gpt"})
+	_, err = s.CreateMysis(ctx, memory.NewMysis{SystemPrompt: "You are a mysis.", Name: "x", Provider: "gpt"})
 	wantKind(t, err, errs.Invalid, "provider")
-	_, err = s.CreateMysis(ctx, memory.NewMysis{Name: "x", Provider: "openai"})
+	_, err = s.CreateMysis(ctx, memory.NewMysis{SystemPrompt: "You are a mysis.", Name: "x", Provider: "openai"})
 	wantKind(t, err, errs.Invalid, "model")
-	_, err = s.CreateMysis(ctx, memory.NewMysis{Name: "x", Provider: "autopilot", Temperature: 3})
+	_, err = s.CreateMysis(ctx, memory.NewMysis{SystemPrompt: "You are a mysis.", Name: "x", Provider: "autopilot", Temperature: 3})
 	wantKind(t, err, errs.Invalid, "temperature")
-	_, err = s.CreateMysis(ctx, memory.NewMysis{Name: "", Provider: "autopilot"})
+	_, err = s.CreateMysis(ctx, memory.NewMysis{SystemPrompt: "You are a mysis.", Name: "", Provider: "autopilot"})
 	wantKind(t, err, errs.Invalid, "name")
 
 	model, temp := "llama3.2", 1.5
@@ -196,7 +196,7 @@ func TestListMysesPagesAndFilters(t *testing.T) {
 	ctx := context.Background()
 	s, _ := freshStore(t)
 	for i := range 7 {
-		m := must[memory.Mysis](t)(s.CreateMysis(ctx, memory.NewMysis{Name: fmt.Sprintf("m%02d", i), Provider: "autopilot"}))
+		m := must[memory.Mysis](t)(s.CreateMysis(ctx, memory.NewMysis{SystemPrompt: "You are a mysis.", Name: fmt.Sprintf("m%02d", i), Provider: "autopilot"}))
 		if i%2 == 0 {
 			if _, _, err := s.SetMysisState(ctx, m.ID, memory.StateChange{State: memory.StateRunning}); err != nil {
 				t.Fatal(err)

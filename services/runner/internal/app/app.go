@@ -44,9 +44,11 @@ type Config struct {
 	Server       server.Config
 	MemoryAddr   string `env:"ZOEA_MEMORY_ADDR" envDefault:"127.0.0.1:7001"`
 	ComposerAddr string `env:"ZOEA_COMPOSER_ADDR" envDefault:"127.0.0.1:7002"`
-	NATSURL      string `env:"ZOEA_NATS_URL" envDefault:"nats://127.0.0.1:4222"`
+	NATSURL      string `env:"ZOEA_NATS_URL" envDefault:"nats://127.0.0.1:4222" secret:"true"`
 	// NATSReplicas is the JetStream replication of the stream and buckets: 1 for one server, 3 in a cluster.
-	NATSReplicas int    `env:"ZOEA_NATS_REPLICAS" envDefault:"1"`
+	NATSReplicas int `env:"ZOEA_NATS_REPLICAS" envDefault:"1"`
+	// NATSCreds is an nkey seed or JWT creds file; user/password or a token go in ZOEA_NATS_URL (logged masked).
+	NATSCreds    string `env:"ZOEA_NATS_CREDS"`
 	SpaceMoltURL string `env:"ZOEA_SPACEMOLT_URL" envDefault:"http://127.0.0.1:7100/mcp"`
 
 	DefaultProvider string        `env:"ZOEA_DEFAULT_PROVIDER" envDefault:"autopilot"`
@@ -61,12 +63,14 @@ type Config struct {
 	// AutopilotConcurrency limits the offline policy separately (0: unlimited): it costs microseconds.
 	AutopilotConcurrency int `env:"ZOEA_AUTOPILOT_CONCURRENCY" envDefault:"0"`
 
-	MaxToolIterations int           `env:"ZOEA_MAX_TOOL_ITERATIONS" envDefault:"10"`
-	TurnPause         time.Duration `env:"ZOEA_TURN_PAUSE" envDefault:"2s"`
-	BackoffMin        time.Duration `env:"ZOEA_ERROR_BACKOFF_MIN" envDefault:"2s"`
-	BackoffMax        time.Duration `env:"ZOEA_ERROR_BACKOFF_MAX" envDefault:"2m"`
-	LeaseTTL          time.Duration `env:"ZOEA_LEASE_TTL" envDefault:"15s"`
-	ReplicaID         string        `env:"ZOEA_REPLICA_ID"`
+	MaxToolIterations int `env:"ZOEA_MAX_TOOL_ITERATIONS" envDefault:"10"`
+	// MaxCallsPerReply bounds the tool calls run from one model reply; the others are answered with a tool error.
+	MaxCallsPerReply int           `env:"ZOEA_MAX_CALLS_PER_REPLY" envDefault:"16"`
+	TurnPause        time.Duration `env:"ZOEA_TURN_PAUSE" envDefault:"2s"`
+	BackoffMin       time.Duration `env:"ZOEA_ERROR_BACKOFF_MIN" envDefault:"2s"`
+	BackoffMax       time.Duration `env:"ZOEA_ERROR_BACKOFF_MAX" envDefault:"2m"`
+	LeaseTTL         time.Duration `env:"ZOEA_LEASE_TTL" envDefault:"15s"`
+	ReplicaID        string        `env:"ZOEA_REPLICA_ID"`
 
 	Empire              string        `env:"ZOEA_SPACEMOLT_EMPIRE" envDefault:"solarian"`
 	RegistrationCode    config.Secret `env:"ZOEA_SPACEMOLT_REGISTRATION_CODE"`
@@ -87,6 +91,8 @@ func (c *Config) Validate() error {
 	switch {
 	case c.MaxToolIterations < 1:
 		return errors.New("ZOEA_MAX_TOOL_ITERATIONS must be at least 1")
+	case c.MaxCallsPerReply < 0:
+		return errors.New("ZOEA_MAX_CALLS_PER_REPLY must not be negative (0 means the default)")
 	case c.TurnPause < 0:
 		return errors.New("ZOEA_TURN_PAUSE must not be negative")
 	case c.LeaseTTL < time.Second:
@@ -141,7 +147,7 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	memory := memoryclient.New(memAPI)
 	composerAPI := composerv1.NewComposerServiceClient(compConn)
 
-	bus, err := swarmbus.Connect(ctx, cfg.NATSURL, swarmbus.Options{Name: "runner-" + cfg.ReplicaID, Logger: log, LeaseTTL: cfg.LeaseTTL, Replicas: cfg.NATSReplicas})
+	bus, err := swarmbus.Connect(ctx, cfg.NATSURL, swarmbus.Options{Name: "runner-" + cfg.ReplicaID, Logger: log, LeaseTTL: cfg.LeaseTTL, Replicas: cfg.NATSReplicas, CredsFile: cfg.NATSCreds})
 	if err != nil {
 		return fmt.Errorf("nats: %w", err)
 	}
@@ -167,7 +173,7 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	router := tools.NewRouter(tools.Config{Endpoint: cfg.SpaceMoltURL, Empire: cfg.Empire, RegistrationCode: regCode, Logger: log}, memory, memory)
 	events := natsbus.Events{Bus: bus, Log: log}
 	actorCfg := mysis.Config{
-		MaxToolIterations: cfg.MaxToolIterations, TurnPause: cfg.TurnPause, BackoffMin: cfg.BackoffMin, BackoffMax: cfg.BackoffMax,
+		MaxToolIterations: cfg.MaxToolIterations, MaxCallsPerReply: cfg.MaxCallsPerReply, TurnPause: cfg.TurnPause, BackoffMin: cfg.BackoffMin, BackoffMax: cfg.BackoffMax,
 		Owner: cfg.ReplicaID, Logger: log,
 	}
 	deps := mysis.Deps{

@@ -17,6 +17,7 @@ import (
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/libs/names"
 	"github.com/zoeaswarm/zoea/services/runner/internal/memoryclient"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 )
@@ -79,7 +80,6 @@ var uuidRe = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[
 
 // resolve finds a mysis by id or name.
 func (s *Server) resolve(ctx context.Context, ref string) (*memoryv1.Mysis, error) {
-	ref = strings.TrimSpace(ref)
 	if ref == "" {
 		return nil, errs.InvalidField("mysis", "required: a mysis id or name")
 	}
@@ -91,6 +91,11 @@ func (s *Server) resolve(ctx context.Context, ref string) (*memoryv1.Mysis, erro
 		if status.Code(err) != codes.NotFound {
 			return nil, err
 		}
+		// No name is a UUID (libs/names), so there is no name to fall back to.
+		return nil, errs.NotFoundf("mysis %q not found", ref)
+	}
+	if err := names.Check("mysis", ref); err != nil {
+		return nil, err
 	}
 	resp, err := s.memory.GetMysisByName(ctx, &memoryv1.GetMysisByNameRequest{Name: ref})
 	if err != nil {
@@ -137,14 +142,10 @@ func checkTemperature(field string, t float64) error {
 
 // CreateMysis implements SwarmService.
 func (s *Server) CreateMysis(ctx context.Context, req *runnerv1.CreateMysisRequest) (*runnerv1.CreateMysisResponse, error) {
-	name := strings.TrimSpace(req.GetName())
-	switch {
-	case name == "":
-		return nil, errs.InvalidField("name", "required")
-	case len([]rune(name)) > 64:
-		return nil, errs.InvalidField("name", "at most 64 characters")
-	case uuidRe.MatchString(name):
-		return nil, errs.InvalidField("name", "must not look like a mysis id")
+	// One rule for names in every service (libs/names): refused, never trimmed, so the name stored is the one sent.
+	name := req.GetName()
+	if err := names.Check("name", name); err != nil {
+		return nil, err
 	}
 	provider := req.GetProvider()
 	if provider == "" {

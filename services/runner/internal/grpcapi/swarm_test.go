@@ -52,6 +52,17 @@ func TestInvalidArgumentsNameTheField(t *testing.T) {
 		{"page size", func() error { _, err := s.ListMyses(ctx, &runnerv1.ListMysesRequest{PageSize: 5000}); return err }, "page_size"},
 		{"missing mysis", func() error { _, err := s.GetMysis(ctx, &runnerv1.GetMysisRequest{}); return err }, "mysis"},
 		{"start without mysis", func() error { _, err := s.StartMysis(ctx, &runnerv1.StartMysisRequest{Mysis: " "}); return err }, "mysis"},
+		// One name rule everywhere (libs/names): refused, never trimmed; no invisible characters; no UUIDs.
+		{"spaced name", func() error {
+			_, err := s.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: "  spaced  "})
+			return err
+		}, "name"},
+		{"zero-width name", func() error { _, err := s.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: "\u200b"}); return err }, "name"},
+		{"bidi name", func() error {
+			_, err := s.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: "evil\u202Etxt"})
+			return err
+		}, "name"},
+		{"NUL in mysis", func() error { _, err := s.StartMysis(ctx, &runnerv1.StartMysisRequest{Mysis: "a\x00b"}); return err }, "mysis"},
 		{"configure without mysis", func() error {
 			_, err := s.ConfigureMysis(ctx, &runnerv1.ConfigureMysisRequest{Model: str("x")})
 			return err

@@ -17,6 +17,9 @@ import (
 type Config struct {
 	// MaxToolIterations bounds the LLM calls of one turn (default 10).
 	MaxToolIterations int
+	// MaxCallsPerReply bounds the tool calls run from one reply (default DefaultMaxCallsPerReply); the rest are
+	// answered with a tool error.
+	MaxCallsPerReply int
 	// TurnPause is the wait between autonomous turns (default 2s); a wake cuts it short.
 	TurnPause time.Duration
 	// BackoffMin and BackoffMax bound the exponential retry delay of an errored mysis (default 2s and 2min).
@@ -31,6 +34,9 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.MaxToolIterations <= 0 {
 		c.MaxToolIterations = 10
+	}
+	if c.MaxCallsPerReply <= 0 {
+		c.MaxCallsPerReply = DefaultMaxCallsPerReply
 	}
 	if c.TurnPause < 0 {
 		c.TurnPause = 0

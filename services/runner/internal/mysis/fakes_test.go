@@ -103,6 +103,11 @@ func (s *fakeStore) Append(_ context.Context, id string, ms []NewMemory) ([]Memo
 	if !ok {
 		return nil, errs.NotFoundf("mysis %s", id)
 	}
+	for _, nm := range ms {
+		if err := storeRefuses(nm); err != nil {
+			return nil, err
+		}
+	}
 	var out []Memory
 	for _, nm := range ms {
 		if nm.IdempotencyKey != "" {

@@ -20,6 +20,8 @@ type resumePoint struct {
 	pending bool
 	// unanswered are tool calls of the newest assistant message that have no stored result yet.
 	unanswered []chat.ToolCall
+	// calls are all the tool calls of that assistant message.
+	calls []chat.ToolCall
 	// assistantSeq is the seq of that assistant message.
 	assistantSeq int64
 	lastSeq      int64
@@ -41,6 +43,7 @@ func findResumePoint(recent []Memory) resumePoint {
 		if len(last.ToolCalls) > 0 {
 			rp.pending = true
 			rp.unanswered = append([]chat.ToolCall(nil), last.ToolCalls...)
+			rp.calls = last.ToolCalls
 			rp.assistantSeq = last.Seq
 		}
 	case chat.RoleTool:
@@ -59,6 +62,7 @@ func findResumePoint(recent []Memory) resumePoint {
 					}
 				}
 				rp.assistantSeq = m.Seq
+				rp.calls = m.ToolCalls
 			}
 			break
 		}
@@ -113,7 +117,7 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis) error {
 	if len(rp.unanswered) > 0 {
 		// A tool loop was cut mid-call (crash, lease lost, a failed call): finish it before asking the model again.
 		// Reads are run again; a call that may have changed the game is answered with InterruptedResult instead.
-		seq, err := a.execCalls(ctx, rp.assistantSeq, rp.unanswered, true)
+		seq, err := a.execCalls(ctx, rp.assistantSeq, rp.unanswered, true, storedProblems(rp.calls, a.cfg.MaxCallsPerReply))
 		if err != nil {
 			return err
 		}
@@ -149,20 +153,25 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis) error {
 			a.log.Debug("prompt arrived during the LLM call; composing again")
 			continue
 		}
-		content := resp.Message.Content
-		if strings.TrimSpace(content) == "" && len(resp.Message.ToolCalls) == 0 {
+		// The reply is untrusted: store it in a form the store accepts (see reply.go).
+		reply := checkReply(resp.Message, resp.Reasoning, seq, a.cfg.MaxCallsPerReply)
+		content := reply.Content
+		if strings.TrimSpace(content) == "" && len(reply.Calls) == 0 {
 			content = "(no reply)"
 		}
 		// Keyed by the newest memory the model saw: a retry after a crash, or a second replica racing for the
 		// same mysis, gets the stored row back instead of writing a second answer.
 		stored, err := a.append(ctx, NewMemory{
-			Role: chat.RoleAssistant, Source: SourceLLM, Content: content, Reasoning: resp.Reasoning,
-			ToolCalls: resp.Message.ToolCalls, IdempotencyKey: fmt.Sprintf("llm:%s:%d", a.id, seq),
+			Role: chat.RoleAssistant, Source: SourceLLM, Content: content, Reasoning: reply.Reasoning,
+			ToolCalls: reply.Calls, IdempotencyKey: fmt.Sprintf("llm:%s:%d", a.id, seq),
 		})
 		if err != nil {
 			return err
 		}
 		asst := stored
+		if len(reply.Problems) > 0 {
+			a.log.Info("model reply had bad tool calls; answering them with tool errors", "seq", asst.Seq, "bad_calls", len(reply.Problems), "calls", len(resp.Message.ToolCalls))
+		}
 		lastSeq = asst.Seq
 		a.setStatus(func(s *Status) {
 			s.LastAction, s.LastActionAt = "llm "+label(asst), time.Now()
@@ -175,7 +184,7 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis) error {
 			a.answerNotRun(ctx, asst.Seq, asst.ToolCalls)
 			return errInterrupted
 		}
-		seq, err = a.execCalls(ctx, asst.Seq, asst.ToolCalls, false)
+		seq, err = a.execCalls(ctx, asst.Seq, asst.ToolCalls, false, reply.problemsByID(asst.ToolCalls, a.cfg.MaxCallsPerReply))
 		if err != nil {
 			return err
 		}
@@ -234,13 +243,17 @@ func (a *Actor) applyEncouragement(ctx context.Context, m Mysis, comp Compositio
 // "sell" or "jump" again blindly could do it twice. The calls after it never started; once an outcome is unknown,
 // the ones that would change the game are answered with NotRunResult, since the model planned them on a result it
 // does not have.
-func (a *Actor) execCalls(ctx context.Context, assistantSeq int64, calls []chat.ToolCall, resumed bool) (int64, error) {
+//
+// problems maps a call id to the tool error that answers a call the model got wrong; such a call is never run.
+func (a *Actor) execCalls(ctx context.Context, assistantSeq int64, calls []chat.ToolCall, resumed bool, problems map[string]string) (int64, error) {
 	var last int64
 	unknown := false
 	for i, c := range calls {
 		start := time.Now()
 		var res ToolResult
-		if resumed && !a.readOnly[c.Name] && (i == 0 || unknown) {
+		if msg, bad := problems[c.ID]; bad {
+			res = ToolResult{Content: msg, IsError: true}
+		} else if resumed && !a.readOnly[c.Name] && (i == 0 || unknown) {
 			res = ToolResult{Content: NotRunResult, IsError: true}
 			if i == 0 {
 				res.Content, unknown = InterruptedResult, true

@@ -382,12 +382,17 @@ func (s *Session) result(tool, text string, isError bool) mysis.ToolResult {
 	return res
 }
 
-// redact removes password fields from a JSON result and any occurrence of the account's password.
+// redact removes credentials from a result: password and session_id fields, and any occurrence of the account's
+// password or of the tracked game session id. A session id is a bearer credential too — whoever holds it drives the
+// player from another MCP session — so it is neither stored (where search would find it) nor shown to the model;
+// the runner injects it into the calls that want it (rawCallLocked).
 func (s *Session) redact(text string) string {
-	if strings.Contains(text, "password") {
+	if strings.Contains(text, "password") || strings.Contains(text, sessionArg) {
 		var v any
 		if json.Unmarshal([]byte(text), &v) == nil {
-			if dropKey(v, "password") {
+			dropped := dropKey(v, "password")
+			dropped = dropKey(v, sessionArg) || dropped
+			if dropped {
 				if b, err := json.Marshal(v); err == nil {
 					text = string(b)
 				}
@@ -396,6 +401,9 @@ func (s *Session) redact(text string) string {
 	}
 	if s.account != nil && s.account.Password != "" && strings.Contains(text, s.account.Password) {
 		text = strings.ReplaceAll(text, s.account.Password, "[redacted]")
+	}
+	if len(s.sessionID) >= 8 && strings.Contains(text, s.sessionID) {
+		text = strings.ReplaceAll(text, s.sessionID, "[redacted]")
 	}
 	return text
 }

@@ -155,7 +155,7 @@ func TestSessionAgainstSimulator(t *testing.T) {
 		t.Fatalf("get_status = %+v", st)
 	}
 	// The model's own login attempt: the runner logs in with the stored account; the answer holds no password.
-	if res := do(call("2", "login", `{"username":"hacker","password":"guess"}`)); res.IsError || !strings.Contains(res.Content, "session_id") {
+	if res := do(call("2", "login", `{"username":"hacker","password":"guess"}`)); res.IsError || strings.Contains(res.Content, "session_id") || s.sessionID == "" {
 		t.Errorf("login = %+v", res)
 	}
 	if res := do(call("3", "register", `{"username":"another","empire":"voidborn"}`)); res.IsError {
@@ -208,10 +208,14 @@ func TestSessionAgainstSimulator(t *testing.T) {
 		t.Errorf("array arguments = %+v", res)
 	}
 
-	// LESSONS 7: the password never reaches the model.
+	// LESSONS 7: the password never reaches the model; nor does the game session id, which would let anyone who
+	// reads it drive the player (issue 13 item 7). The runner still tracks it and injects it.
 	for i, text := range seen {
 		if strings.Contains(text, acct.Password) || strings.Contains(text, `"password"`) {
 			t.Errorf("result %d leaks the password: %s", i, text)
+		}
+		if strings.Contains(text, `"session_id"`) || s.sessionID != "" && strings.Contains(text, s.sessionID) {
+			t.Errorf("result %d leaks the game session id: %s", i, text)
 		}
 	}
 }
@@ -347,14 +351,17 @@ func TestUsernameFor(t *testing.T) {
 }
 
 func TestRedactRemovesPasswords(t *testing.T) {
-	s := &Session{account: &Account{Password: "s3cr3t-hex"}}
+	s := &Session{account: &Account{Password: "s3cr3t-hex"}, sessionID: "a3f9c2e1b7d04f55"}
 	for _, in := range []string{
+		`{"session_id":"a3f9c2e1b7d04f55","player":{"credits":5}}`,
+		`{"message":"logged in","session":{"session_id":"other"}}`,
+		`Your session a3f9c2e1b7d04f55 is active`,
 		`{"password":"s3cr3t-hex","player":{"credits":5}}`,
 		`{"nested":{"password":"zzz"}}`,
 		`plain text with s3cr3t-hex inside`,
 	} {
 		out := s.redact(in)
-		if strings.Contains(out, "s3cr3t-hex") || strings.Contains(out, `"password"`) || strings.Contains(out, "zzz") {
+		if strings.Contains(out, "s3cr3t-hex") || strings.Contains(out, `"password"`) || strings.Contains(out, "zzz") || strings.Contains(out, "a3f9c2e1b7d04f55") || strings.Contains(out, `"session_id"`) {
 			t.Errorf("redact(%s) = %s", in, out)
 		}
 	}
