@@ -180,6 +180,7 @@ func fromProtoNewMemory(prefix string, n *memoryv1.NewMemory) (memory.NewMemory,
 		ToolCallID:     n.GetToolCallId(),
 		ToolName:       n.GetToolName(),
 		IdempotencyKey: n.GetIdempotencyKey(),
+		LlmCall:        fromProtoLlmCall(n.GetLlmCall()),
 	}, nil
 }
 

@@ -166,6 +166,8 @@ type NewMemory struct {
 	ToolCallID     string
 	ToolName       string
 	IdempotencyKey string
+	// LlmCall is the accounting of the LLM call that produced this assistant memory, stored with it.
+	LlmCall *LlmCall
 }
 
 // OpensTurn reports whether this memory starts a new turn: a user prompt from the commander, the swarm or a nudge.
