@@ -192,6 +192,7 @@ func toProtoNewMemory(m mysis.NewMemory) *memoryv1.NewMemory {
 	out := &memoryv1.NewMemory{
 		Role: chatpb.ToProtoRole(m.Role), Source: ToProtoSource(m.Source), SenderId: m.SenderID, Content: m.Content,
 		Reasoning: m.Reasoning, ToolCallId: m.ToolCallID, ToolName: m.ToolName, IdempotencyKey: m.IdempotencyKey,
+		LlmCall: ToProtoLlmCall(m.LlmCall),
 	}
 	for _, c := range m.ToolCalls {
 		args := c.Arguments

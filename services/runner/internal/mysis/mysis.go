@@ -94,6 +94,8 @@ type NewMemory struct {
 	ToolCallID     string
 	ToolName       string
 	IdempotencyKey string
+	// LlmCall is the accounting of the call that produced an assistant memory, stored in the same write.
+	LlmCall *LlmCall
 }
 
 // StateChange is a compare-and-set on the lifecycle state.
@@ -137,6 +139,8 @@ type Composition struct {
 	Nudge string
 	// MaxSeq is the newest memory seq the composer saw (0 when the mysis has no memories).
 	MaxSeq int64
+	// Tokens is the composer's count of the whole request (tools included) and Budget the budget it was held to.
+	Tokens, Budget int
 }
 
 // Composer composes the next request for a mysis.
@@ -182,6 +186,8 @@ const (
 	EventMemoryAppended
 	EventToolCalled
 	EventError
+	// EventSpendLimited: a spend limit stopped the mysis before an LLM call (Reason says which; Message the scope).
+	EventSpendLimited
 )
 
 // Event is something that happened to a mysis, for UIs.
