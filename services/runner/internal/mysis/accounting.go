@@ -150,7 +150,7 @@ func (a *Actor) checkSpend(ctx context.Context, m Mysis, promptTokens int) error
 	}
 	a.metrics.SpendStopped(ctx, m, stop.Scope)
 	a.log.Info("spend limit reached", "scope", stop.Scope, "reason", stop.Reason, "until", stop.Until)
-	a.publish(ctx, Event{Kind: EventSpendLimited, Reason: stop.Reason, Message: stop.Scope})
+	a.publish(ctx, Event{Kind: EventSpendLimited, Reason: stop.Reason, Message: stop.Scope, Until: stop.Until})
 	a.transition(ctx, StateRunning, StateIdle, stop.Reason, nil)
 	return errInterrupted
 }

@@ -208,8 +208,10 @@ type Event struct {
 	CallID   string
 	IsError  bool
 	Duration time.Duration
-	// Errors.
+	// Errors; the scope of a spend stop.
 	Message string
+	// Until is when a spend stop's window rolls over (zero for a total limit).
+	Until time.Time
 }
 
 // Events publishes events; it must not block the actor for long and reports no errors (best effort).

@@ -80,7 +80,9 @@ func TestParseLimitsAndReason(t *testing.T) {
 
 type snapReader Snapshot
 
-func (s snapReader) Spend(context.Context, string, time.Time) (Snapshot, error) { return Snapshot(s), nil }
+func (s snapReader) Spend(context.Context, string, time.Time) (Snapshot, error) {
+	return Snapshot(s), nil
+}
 
 func TestCheckStopsBeforeTheCallThatWouldExceed(t *testing.T) {
 	now := time.Date(2026, 11, 23, 22, 41, 0, 0, time.UTC)
