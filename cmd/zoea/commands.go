@@ -45,15 +45,17 @@ func stateName(s memoryv1.MysisState) string {
 
 func printStatuses(w io.Writer, list []*runnerv1.MysisStatus) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATE\tPROVIDER\tMODEL\tCREDITS\tTURNS\tLAST ACTION\tOWNER")
+	fmt.Fprintln(tw, "NAME\tSTATE\tPROVIDER\tMODEL\tCREDITS\tTURNS\tTOKENS\tCOST\tLAST ACTION\tOWNER")
 	for _, s := range list {
 		m := s.GetMysis()
 		credits := "?"
 		if s.GetCredits() >= 0 {
 			credits = fmt.Sprint(s.GetCredits())
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", m.GetName(), stateName(m.GetState()), m.GetProvider(),
-			m.GetModel(), credits, s.GetTurns(), s.GetLastAction(), s.GetOwner())
+		u := s.GetUsage()
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", m.GetName(), stateName(m.GetState()), m.GetProvider(),
+			m.GetModel(), credits, s.GetTurns(), u.GetPromptTokens()+u.GetCompletionTokens(), formatUSD(u.GetCostNanos()),
+			s.GetLastAction(), s.GetOwner())
 	}
 	tw.Flush()
 }
