@@ -80,7 +80,9 @@ func New(mp metric.MeterProvider, tp trace.TracerProvider) (*Recorder, error) {
 		metric.WithDescription("Tokens per mysis and type (input, output, cached_input)")); err != nil {
 		return nil, err
 	}
-	if r.mysisCost, err = m.Float64Counter("zoea.llm.cost", metric.WithUnit("USD"),
+	// Units in braces are annotations: the Prometheus names stay zoea_llm_cost_usd_total and
+	// zoea_compose_budget_ratio, which the dashboard queries.
+	if r.mysisCost, err = m.Float64Counter("zoea.llm.cost_usd", metric.WithUnit("{USD}"),
 		metric.WithDescription("Cost of LLM calls per mysis, from the runner's price table")); err != nil {
 		return nil, err
 	}
@@ -94,7 +96,7 @@ func New(mp metric.MeterProvider, tp trace.TracerProvider) (*Recorder, error) {
 		metric.WithDescription("Composed request size"), metric.WithExplicitBucketBoundaries(tokenBuckets...)); err != nil {
 		return nil, err
 	}
-	if r.budgetUse, err = m.Float64Histogram("zoea.compose.budget_ratio", metric.WithUnit("1"),
+	if r.budgetUse, err = m.Float64Histogram("zoea.compose.budget_ratio", metric.WithUnit("{ratio}"),
 		metric.WithDescription("Composed tokens divided by the token budget"), metric.WithExplicitBucketBoundaries(ratioBuckets...)); err != nil {
 		return nil, err
 	}
