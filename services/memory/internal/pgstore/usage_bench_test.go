@@ -130,8 +130,10 @@ func BenchmarkUsageSwarmByMysis(b *testing.B) {
 		FROM llm_calls GROUP BY 1, 2, 3`); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := p.Exec(ctx, `VACUUM ANALYZE llm_calls; VACUUM ANALYZE llm_usage_totals; VACUUM ANALYZE myses`); err != nil {
-		b.Fatal(err)
+	for _, table := range []string{"llm_calls", "llm_usage_totals", "myses"} {
+		if _, err := p.Exec(ctx, `VACUUM ANALYZE `+table); err != nil {
+			b.Fatal(err)
+		}
 	}
 	b.Logf("seeded %d myses and %d calls in %v", myses, calls, time.Since(start).Round(time.Second))
 
