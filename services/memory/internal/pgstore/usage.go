@@ -171,13 +171,13 @@ func (s *Store) RecordLlmCalls(ctx context.Context, mysisID string, calls []memo
 
 // Aggregates over the two sources: the running totals (all time) and the call log (a time range).
 const (
-	totalsAggs = `coalesce(sum(u.calls), 0)::bigint, coalesce(sum(u.failed_calls), 0)::bigint,
+	totalsAggs = `coalesce(sum(u.calls), 0)::bigint AS calls, coalesce(sum(u.failed_calls), 0)::bigint,
 		coalesce(sum(u.prompt_tokens), 0)::bigint, coalesce(sum(u.cached_prompt_tokens), 0)::bigint,
 		coalesce(sum(u.completion_tokens), 0)::bigint, coalesce(sum(u.reasoning_tokens), 0)::bigint,
 		coalesce(sum(u.composed_tokens), 0)::bigint, coalesce(sum(u.latency_ms), 0)::bigint,
 		coalesce(sum(u.retries), 0)::bigint, coalesce(sum(u.cost_nanos), 0)::bigint,
 		min(u.first_call_at), max(u.last_call_at)`
-	callsAggs = `count(*), count(*) FILTER (WHERE u.error <> ''),
+	callsAggs = `count(*) AS calls, count(*) FILTER (WHERE u.error <> ''),
 		coalesce(sum(u.prompt_tokens), 0)::bigint, coalesce(sum(u.cached_prompt_tokens), 0)::bigint,
 		coalesce(sum(u.completion_tokens), 0)::bigint, coalesce(sum(u.reasoning_tokens), 0)::bigint,
 		coalesce(sum(u.composed_tokens), 0)::bigint, coalesce(sum(u.latency_ms), 0)::bigint,
@@ -251,10 +251,17 @@ func (s *Store) GetUsage(ctx context.Context, q memory.UsageQuery) (memory.Usage
 	b.Queue(`SELECT `+aggs+` FROM `+src+` WHERE `+cond, args...)
 	switch q.GroupBy {
 	case memory.GroupMysis:
+		// Walk myses in name order (its unique index) and sum each one's rows through the mysis-first index: a page
+		// reads its own myses' rows, not the swarm's; myses without calls are skipped.
 		rowArgs := append(slices.Clone(args), q.AfterName, size+1)
-		b.Queue(`SELECT m.id::text, m.name, '', '', `+aggs+` FROM `+src+` JOIN myses m ON m.id = u.mysis_id
-			WHERE `+cond+` AND m.name > $`+strconv.Itoa(base+1)+`
-			GROUP BY m.id, m.name ORDER BY m.name LIMIT $`+strconv.Itoa(base+2), rowArgs...)
+		mysisCond := "TRUE"
+		if len(ids) > 0 {
+			mysisCond = "m.id = ANY($" + strconv.Itoa(len(args)) + "::uuid[])"
+		}
+		b.Queue(`SELECT m.id::text, m.name, '', '', t.* FROM myses m
+			CROSS JOIN LATERAL (SELECT `+aggs+` FROM `+src+` WHERE u.mysis_id = m.id AND `+cond+`) t
+			WHERE `+mysisCond+` AND m.name > $`+strconv.Itoa(base+1)+` AND t.calls > 0
+			ORDER BY m.name LIMIT $`+strconv.Itoa(base+2), rowArgs...)
 	case memory.GroupModel:
 		rowArgs := append(slices.Clone(args), q.AfterProvider, q.AfterModel, size+1)
 		b.Queue(`SELECT '', '', u.provider, u.model, `+aggs+` FROM `+src+`
