@@ -171,18 +171,18 @@ func (s *Store) RecordLlmCalls(ctx context.Context, mysisID string, calls []memo
 
 // Aggregates over the two sources: the running totals (all time) and the call log (a time range).
 const (
-	totalsAggs = `coalesce(sum(u.calls), 0)::bigint AS calls, coalesce(sum(u.failed_calls), 0)::bigint,
-		coalesce(sum(u.prompt_tokens), 0)::bigint, coalesce(sum(u.cached_prompt_tokens), 0)::bigint,
-		coalesce(sum(u.completion_tokens), 0)::bigint, coalesce(sum(u.reasoning_tokens), 0)::bigint,
-		coalesce(sum(u.composed_tokens), 0)::bigint, coalesce(sum(u.latency_ms), 0)::bigint,
-		coalesce(sum(u.retries), 0)::bigint, coalesce(sum(u.cost_nanos), 0)::bigint,
-		min(u.first_call_at), max(u.last_call_at)`
-	callsAggs = `count(*) AS calls, count(*) FILTER (WHERE u.error <> ''),
-		coalesce(sum(u.prompt_tokens), 0)::bigint, coalesce(sum(u.cached_prompt_tokens), 0)::bigint,
-		coalesce(sum(u.completion_tokens), 0)::bigint, coalesce(sum(u.reasoning_tokens), 0)::bigint,
-		coalesce(sum(u.composed_tokens), 0)::bigint, coalesce(sum(u.latency_ms), 0)::bigint,
-		coalesce(sum(u.retries), 0)::bigint, coalesce(sum(u.cost_nanos), 0)::bigint,
-		min(u.started_at), max(u.started_at)`
+	totalsAggs = `coalesce(sum(u.calls), 0)::bigint AS calls, coalesce(sum(u.failed_calls), 0)::bigint AS failed,
+		coalesce(sum(u.prompt_tokens), 0)::bigint AS prompt, coalesce(sum(u.cached_prompt_tokens), 0)::bigint AS cached,
+		coalesce(sum(u.completion_tokens), 0)::bigint AS completion, coalesce(sum(u.reasoning_tokens), 0)::bigint AS reasoning,
+		coalesce(sum(u.composed_tokens), 0)::bigint AS composed, coalesce(sum(u.latency_ms), 0)::bigint AS latency,
+		coalesce(sum(u.retries), 0)::bigint AS retries, coalesce(sum(u.cost_nanos), 0)::bigint AS cost,
+		min(u.first_call_at) AS first_at, max(u.last_call_at) AS last_at`
+	callsAggs = `count(*) AS calls, count(*) FILTER (WHERE u.error <> '') AS failed,
+		coalesce(sum(u.prompt_tokens), 0)::bigint AS prompt, coalesce(sum(u.cached_prompt_tokens), 0)::bigint AS cached,
+		coalesce(sum(u.completion_tokens), 0)::bigint AS completion, coalesce(sum(u.reasoning_tokens), 0)::bigint AS reasoning,
+		coalesce(sum(u.composed_tokens), 0)::bigint AS composed, coalesce(sum(u.latency_ms), 0)::bigint AS latency,
+		coalesce(sum(u.retries), 0)::bigint AS retries, coalesce(sum(u.cost_nanos), 0)::bigint AS cost,
+		min(u.started_at) AS first_at, max(u.started_at) AS last_at`
 )
 
 func totalsDest(t *memory.UsageTotals, first, last **time.Time) []any {
@@ -257,6 +257,15 @@ func (s *Store) GetUsage(ctx context.Context, q memory.UsageQuery) (memory.Usage
 		mysisCond := "TRUE"
 		if len(ids) > 0 {
 			mysisCond = "m.id = ANY($" + strconv.Itoa(len(args)) + "::uuid[])"
+		}
+		if ranged {
+			// A range holds few myses' calls (an hour: a fraction of the swarm): sum them first, then name them.
+			b.Queue(`SELECT m.id::text, m.name, '', '', t.calls, t.failed, t.prompt, t.cached, t.completion,
+				t.reasoning, t.composed, t.latency, t.retries, t.cost, t.first_at, t.last_at
+				FROM (SELECT u.mysis_id, `+aggs+` FROM `+src+` WHERE `+cond+` GROUP BY u.mysis_id) t
+				JOIN myses m ON m.id = t.mysis_id
+				WHERE m.name > $`+strconv.Itoa(base+1)+` ORDER BY m.name LIMIT $`+strconv.Itoa(base+2), rowArgs...)
+			break
 		}
 		b.Queue(`SELECT m.id::text, m.name, '', '', t.* FROM myses m
 			CROSS JOIN LATERAL (SELECT `+aggs+` FROM `+src+` WHERE u.mysis_id = m.id AND `+cond+`) t

@@ -82,12 +82,12 @@ func TestUsageRecordedWithTheMemory(t *testing.T) {
 		len(r.Rows) != 1 || r.Rows[0].Model != "gpt-4o-mini" || r.Rows[0].Totals != r.Total {
 		t.Fatalf("range %+v", r)
 	}
-	all, err := s.GetUsage(ctx, memory.UsageQuery{From: t0.Add(-time.Hour)})
+	all, err := s.GetUsage(ctx, memory.UsageQuery{From: t0.Add(-time.Hour), GroupBy: memory.GroupMysis})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if all.Total != u.Total {
-		t.Fatalf("range over everything %+v != totals %+v", all.Total, u.Total)
+	if all.Total != u.Total || len(all.Rows) != 2 || all.Rows[0] != u.Rows[0] || all.Rows[1] != u.Rows[1] {
+		t.Fatalf("range over everything %+v != totals %+v", all, u)
 	}
 
 	// Paging by mysis name.
