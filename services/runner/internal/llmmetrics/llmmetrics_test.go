@@ -31,7 +31,7 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]metricdata.Aggr
 
 func attr(s attribute.Set, k string) string {
 	v, _ := s.Value(attribute.Key(k))
-	return v.Emit()
+	return v.String()
 }
 
 func TestRecorder(t *testing.T) {
@@ -117,7 +117,7 @@ func TestRecorder(t *testing.T) {
 	want := map[string]string{"gen_ai.usage.input_tokens": "2006", "gen_ai.usage.output_tokens": "300", "gen_ai.usage.cache_read.input_tokens": "1920", "gen_ai.provider.name": "openai"}
 	have := map[string]string{}
 	for _, kv := range ended[0].Attributes() {
-		have[string(kv.Key)] = kv.Value.Emit()
+		have[string(kv.Key)] = kv.Value.String()
 	}
 	for k, v := range want {
 		if have[k] != v {
