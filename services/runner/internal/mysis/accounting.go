@@ -140,6 +140,7 @@ func (a *Actor) checkSpend(ctx context.Context, m Mysis, promptTokens int) error
 	if a.deps.Spend == nil {
 		return nil
 	}
+	a.lastPrompt = promptTokens
 	stop, err := a.deps.Spend.Check(ctx, m, promptTokens)
 	if err != nil {
 		// Without the counts the call could overspend; the errored state retries with backoff.
@@ -163,7 +164,9 @@ func (a *Actor) spendIdle(ctx context.Context, m Mysis) bool {
 		return false
 	}
 	a.takeWakes()
-	stop, err := a.deps.Spend.Check(ctx, m, 0)
+	// Checked with the size of the request that was refused: a limit raised a little, but not enough for that
+	// request, must not resume the mysis only to stop it again at once, over and over.
+	stop, err := a.deps.Spend.Check(ctx, m, a.lastPrompt)
 	if err != nil {
 		if ctx.Err() == nil {
 			a.noteError(ctx, fmt.Errorf("spend check: %w", err))

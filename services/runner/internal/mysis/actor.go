@@ -92,6 +92,8 @@ type Actor struct {
 	prepared bool
 	backoff  time.Duration
 	retryAt  time.Time
+	// lastPrompt is the composer's count of the last request checked against the spend limits.
+	lastPrompt int
 }
 
 // New makes an actor for mysis id.
