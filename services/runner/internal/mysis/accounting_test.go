@@ -64,3 +64,46 @@ func TestSpendLimitIdlesAndResumes(t *testing.T) {
 		return false
 	})
 }
+
+type fakeCallLog struct {
+	mu    sync.Mutex
+	calls []LlmCall
+}
+
+func (f *fakeCallLog) RecordCalls(_ context.Context, _ string, calls []LlmCall) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, calls...)
+	return nil
+}
+
+func (f *fakeCallLog) get() []LlmCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]LlmCall(nil), f.calls...)
+}
+
+// TestFailedCallIsRecorded: a call that fails after retries is recorded alone, with its error and retry count;
+// the mysis errors (and retries later) as before.
+func TestFailedCallIsRecorded(t *testing.T) {
+	h := newHarness(t, Mysis{State: StateRunning, Provider: "fake", Model: "m"}, Config{})
+	log := &fakeCallLog{}
+	h.actor.deps.Calls = log
+	h.provider.script = func(int, llm.Request) (llm.Response, error) {
+		return llm.Response{}, &llm.RetriedError{Retries: 3, Err: &llm.StatusError{Provider: "fake", StatusCode: 503, Message: "overloaded"}}
+	}
+	h.start()
+	h.eventually("the failed call recorded", func() bool { return len(log.get()) > 0 })
+	c := log.get()[0]
+	if c.Retries != 3 || !strings.Contains(c.Error, "HTTP 503") || c.Provider != "fake" || c.Model != "m" || len(c.CallID) != 36 || c.StartedAt.IsZero() {
+		t.Fatalf("recorded %+v", c)
+	}
+	h.eventually("errored", func() bool {
+		for _, ev := range h.events.kinds(EventStateChanged) {
+			if ev.To == StateErrored {
+				return true
+			}
+		}
+		return false
+	})
+}
