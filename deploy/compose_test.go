@@ -36,6 +36,8 @@ var composeServices = map[string]composeService{
 	"ollama-pull":    {profile: "ollama", oneShot: true},
 	"otel-collector": {profile: "observability"},
 	"jaeger":         {profile: "observability"},
+	"prometheus":     {profile: "observability"},
+	"grafana":        {profile: "observability"},
 }
 
 // noHealthcheck lists long-running services that cannot have a container health check, and why. Nothing may

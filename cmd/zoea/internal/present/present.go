@@ -4,6 +4,7 @@ package present
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -67,12 +68,24 @@ func Credits(s *runnerv1.MysisStatus) string {
 	return fmt.Sprint(s.GetCredits())
 }
 
-// Usage is the tokens and cost columns of a mysis. The usage fields of MysisStatus are being added by the usage
-// issue (#11) in parallel; until they exist the columns say "—" rather than a made-up number.
-// ISSUE 11: fill tokens and cost from s's usage fields here once they are in runnerv1.MysisStatus.
+// Usage is the tokens and cost columns of a mysis: prompt plus completion tokens of every recorded LLM call and
+// their cost; "—" when the runner reported no usage.
 func Usage(s *runnerv1.MysisStatus) (tokens, cost string) {
-	_ = s
-	return "—", "—"
+	u := s.GetUsage()
+	if u == nil {
+		return "—", "—"
+	}
+	return strconv.FormatInt(u.GetPromptTokens()+u.GetCompletionTokens(), 10), USD(u.GetCostNanos())
+}
+
+// USD formats billionths of a dollar with at least two and at most six decimals: $0.00, $1.50, $0.000125.
+func USD(nanos int64) string {
+	s := strconv.FormatFloat(float64(nanos)/1e9, 'f', 6, 64)
+	s = strings.TrimRight(s, "0")
+	if i := strings.IndexByte(s, '.'); i >= 0 && len(s)-i-1 < 2 {
+		s += strings.Repeat("0", 2-(len(s)-i-1))
+	}
+	return "$" + s
 }
 
 // Event is one event as a line: "running → idle (no prompt after 3 nudges)", "tool mine (42 ms): ok …".

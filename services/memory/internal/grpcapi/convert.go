@@ -191,6 +191,8 @@ func fromProtoNewMemory(prefix string, n *memoryv1.NewMemory) (memory.NewMemory,
 		ToolName:       n.GetToolName(),
 		IdempotencyKey: n.GetIdempotencyKey(),
 		CallArguments:  n.GetCallArgumentsJson(),
+
+		LlmCall: fromProtoLlmCall(n.GetLlmCall()),
 	}, nil
 }
 

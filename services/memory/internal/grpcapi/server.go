@@ -6,6 +6,7 @@ package grpcapi
 import (
 	"context"
 	"fmt"
+	"time"
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
@@ -39,6 +40,11 @@ type Store interface {
 	ClaimAccount(ctx context.Context, mysisID string) (memory.Account, error)
 	GetAccountForMysis(ctx context.Context, mysisID string) (memory.Account, error)
 	ReleaseAccount(ctx context.Context, mysisID string) (string, error)
+
+	RecordLlmCalls(ctx context.Context, mysisID string, calls []memory.LlmCall) (int, error)
+	GetUsage(ctx context.Context, q memory.UsageQuery) (memory.Usage, error)
+	GetSpend(ctx context.Context, mysisID string, at time.Time) (memory.Spend, error)
+	SetSpendLimits(ctx context.Context, mysisID string, limits []memory.SpendLimit) ([]memory.SpendLimit, error)
 }
 
 // Server implements memoryv1.MemoryServiceServer on a Store.

@@ -175,6 +175,9 @@ type NewMemory struct {
 	// CallArguments (tool results only): the call's arguments, byte for byte as the assistant memory holds them.
 	// When empty, the store takes them from the assistant memory that made the call.
 	CallArguments string
+
+	// LlmCall is the accounting of the LLM call that produced this assistant memory, stored with it.
+	LlmCall *LlmCall
 }
 
 // OpensTurn reports whether this memory starts a new turn: a user prompt from the commander, the swarm or a nudge.

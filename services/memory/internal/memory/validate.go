@@ -189,6 +189,14 @@ func ValidateNewMemory(prefix string, m NewMemory) error {
 	if len(m.ToolCalls) > 0 && m.Role != RoleAssistant {
 		return errs.InvalidField(f("tool_calls"), "only assistant messages carry tool calls")
 	}
+	if m.LlmCall != nil {
+		if m.Role != RoleAssistant {
+			return errs.InvalidField(f("llm_call"), "only assistant messages carry an LLM call")
+		}
+		if err := ValidateLlmCall(f("llm_call"), *m.LlmCall); err != nil {
+			return err
+		}
+	}
 	if len(m.ToolCalls) > MaxToolCallsPerMsg {
 		return errs.InvalidField(f("tool_calls"), "at most %d tool calls per message", MaxToolCallsPerMsg)
 	}

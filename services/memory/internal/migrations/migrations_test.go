@@ -2,6 +2,7 @@ package migrations_test
 
 import (
 	"context"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -80,12 +81,13 @@ func TestConcurrentMigratorsApplyOnce(t *testing.T) {
 	for _, a := range applied {
 		total += a
 	}
-	_, latest, err := migrations.Version(ctx, pools[0])
-	if err != nil {
-		t.Fatal(err)
+	// Counted from the files, not the latest version: numbers may have gaps while branches each take their own.
+	files, err := filepath.Glob("sql/*.sql")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("migration files: %v %v", files, err)
 	}
-	if total != int(latest) {
-		t.Fatalf("migrations applied %v times in total across migrators, want each once (%d)", applied, latest)
+	if total != len(files) {
+		t.Fatalf("migrations applied %v times in total across migrators, want each once (%d)", applied, len(files))
 	}
 }
 

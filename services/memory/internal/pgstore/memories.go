@@ -117,8 +117,16 @@ func (s *Store) AppendMemories(ctx context.Context, mysisID string, ms []memory.
 			CallKey: deref(cKeys[i]),
 		}
 	}
+	// LLM call accounting travels in the same transaction (and, below, the same batch): no extra round trip.
+	calls, callSeqs := callsOf(ms, out)
 	if len(ins.idx) == 0 {
-		// A full retry: nothing to write.
+		// A full retry: nothing to write, unless a call that is not yet stored (a replica that raced for the same
+		// reply still paid for its call) came with it.
+		if len(calls) > 0 {
+			if _, err := tx.Exec(ctx, recordCallsSQL, recordCallsArgs(mysisID, calls, callSeqs)...); err != nil {
+				return nil, dbErr(err, "append memories")
+			}
+		}
 		return out, tx.Commit(ctx)
 	}
 
@@ -136,6 +144,9 @@ func (s *Store) AppendMemories(ctx context.Context, mysisID string, ms []memory.
 		mysisID, ins.seq, ins.turn, ins.role, ins.source, ins.sender, ins.content, ins.reasoning, ins.toolCalls,
 		ins.toolCallID, ins.toolName, ins.key, ins.callArgs, ins.callKey)
 	b.Queue(`UPDATE myses SET last_seq = $2, current_turn = $3, updated_at = now() WHERE id = $1`, mysisID, lastSeq, turn)
+	if len(calls) > 0 {
+		b.Queue(recordCallsSQL, recordCallsArgs(mysisID, calls, callSeqs)...)
+	}
 	br = tx.SendBatch(ctx, b)
 	rows, err := br.Query()
 	if err != nil {
@@ -165,6 +176,12 @@ func (s *Store) AppendMemories(ctx context.Context, mysisID string, ms []memory.
 	if _, err := br.Exec(); err != nil {
 		_ = br.Close()
 		return nil, dbErr(err, "append memories")
+	}
+	if len(calls) > 0 {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			return nil, dbErr(err, "append memories")
+		}
 	}
 	if err := br.Close(); err != nil {
 		return nil, dbErr(err, "append memories")

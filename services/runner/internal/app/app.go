@@ -16,6 +16,9 @@ import (
 	"time"
 
 	"github.com/ollama/ollama/envconfig"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -30,6 +33,7 @@ import (
 	"github.com/zoeaswarm/zoea/services/runner/internal/grpcapi"
 	"github.com/zoeaswarm/zoea/services/runner/internal/lease"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
+	"github.com/zoeaswarm/zoea/services/runner/internal/llmmetrics"
 	"github.com/zoeaswarm/zoea/services/runner/internal/memoryclient"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 	"github.com/zoeaswarm/zoea/services/runner/internal/natsbus"
@@ -37,6 +41,7 @@ import (
 	"github.com/zoeaswarm/zoea/services/runner/internal/provider/openai"
 	"github.com/zoeaswarm/zoea/services/runner/internal/providercheck"
 	"github.com/zoeaswarm/zoea/services/runner/internal/tools"
+	"github.com/zoeaswarm/zoea/services/runner/internal/usage"
 )
 
 // Config is the runner's configuration, from the environment.
@@ -72,6 +77,15 @@ type Config struct {
 	LeaseTTL         time.Duration `env:"ZOEA_LEASE_TTL" envDefault:"15s"`
 	ReplicaID        string        `env:"ZOEA_REPLICA_ID"`
 
+	// Prices override or extend the built-in price table: "provider/model=input,cached_input,output;…" in USD per
+	// million tokens. PricesFile is a JSON file of the same ({"openai/gpt-4o": {"input":2.5,…}}); ZOEA_PRICES wins.
+	Prices     string `env:"ZOEA_PRICES"`
+	PricesFile string `env:"ZOEA_PRICES_FILE"`
+	// SpendLimitsMysis apply to every mysis without its own ("cost/day=2.00,tokens/hour=200000");
+	// SpendLimitsSwarm to the whole swarm.
+	SpendLimitsMysis string `env:"ZOEA_SPEND_LIMITS_MYSIS"`
+	SpendLimitsSwarm string `env:"ZOEA_SPEND_LIMITS_SWARM"`
+
 	Empire              string        `env:"ZOEA_SPACEMOLT_EMPIRE" envDefault:"solarian"`
 	RegistrationCode    config.Secret `env:"ZOEA_SPACEMOLT_REGISTRATION_CODE"`
 	SimRegistrationCode config.Secret `env:"ZOEA_SIM_REGISTRATION_CODE"`
@@ -100,6 +114,12 @@ func (c *Config) Validate() error {
 	case c.BackoffMin <= 0 || c.BackoffMax < c.BackoffMin:
 		return errors.New("ZOEA_ERROR_BACKOFF_MIN must be positive and not above ZOEA_ERROR_BACKOFF_MAX")
 	}
+	if _, err := c.PriceTable(); err != nil {
+		return err
+	}
+	if _, err := c.SpendConfig(); err != nil {
+		return err
+	}
 	if c.ReplicaID == "" {
 		host, _ := os.Hostname()
 		if host == "" {
@@ -122,6 +142,41 @@ type Options struct {
 	OnReady func(addr net.Addr)
 	// WrapProvider, when set, wraps every registered provider (load tests measure model time with it).
 	WrapProvider func(llm.Provider) llm.Provider
+	// Clock, when set, is the clock of spend windows (tests roll a window over with it).
+	Clock mysis.Clock
+	// MeterProvider and TracerProvider, when set, replace the global OpenTelemetry providers.
+	MeterProvider  metric.MeterProvider
+	TracerProvider trace.TracerProvider
+}
+
+// PriceTable is the built-in price table with ZOEA_PRICES_FILE and ZOEA_PRICES applied.
+func (c *Config) PriceTable() (usage.Prices, error) {
+	tables := []map[string]usage.Price{usage.DefaultPrices()}
+	if c.PricesFile != "" {
+		t, err := usage.LoadPricesFile(c.PricesFile)
+		if err != nil {
+			return usage.Prices{}, fmt.Errorf("ZOEA_PRICES_FILE: %w", err)
+		}
+		tables = append(tables, t)
+	}
+	t, err := usage.ParsePrices(c.Prices)
+	if err != nil {
+		return usage.Prices{}, fmt.Errorf("ZOEA_PRICES: %w", err)
+	}
+	return usage.NewPrices(append(tables, t)...), nil
+}
+
+// SpendConfig parses the configured spend limits.
+func (c *Config) SpendConfig() (usage.Config, error) {
+	m, err := usage.ParseLimits(c.SpendLimitsMysis)
+	if err != nil {
+		return usage.Config{}, fmt.Errorf("ZOEA_SPEND_LIMITS_MYSIS: %w", err)
+	}
+	sw, err := usage.ParseLimits(c.SpendLimitsSwarm)
+	if err != nil {
+		return usage.Config{}, fmt.Errorf("ZOEA_SPEND_LIMITS_SWARM: %w", err)
+	}
+	return usage.Config{MysisDefaults: m, Swarm: sw}, nil
 }
 
 // Run runs the runner until ctx ends, then stops every actor at a safe point, releases its leases and stops the
@@ -176,9 +231,33 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 		MaxToolIterations: cfg.MaxToolIterations, MaxCallsPerReply: cfg.MaxCallsPerReply, TurnPause: cfg.TurnPause, BackoffMin: cfg.BackoffMin, BackoffMax: cfg.BackoffMax,
 		Owner: cfg.ReplicaID, Logger: log,
 	}
+	prices, err := cfg.PriceTable()
+	if err != nil {
+		return err
+	}
+	spendCfg, err := cfg.SpendConfig()
+	if err != nil {
+		return err
+	}
+	var now func() time.Time
+	if opts.Clock != nil {
+		now = opts.Clock.Now
+	}
+	mp, tp := opts.MeterProvider, opts.TracerProvider
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	metrics, err := llmmetrics.New(mp, tp)
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
 	deps := mysis.Deps{
 		Store: memory, Composer: composerclient.New(composerAPI, nil), Tools: router, Providers: registry,
 		Events: events, Status: statuses,
+		Spend: usage.NewGuard(memory, spendCfg, prices, now), Calls: memory, Metrics: metrics, Clock: opts.Clock,
 	}
 	mgr := lease.New(natsbus.Leases{L: leases}, memory, func(id string) lease.Actor { return mysis.New(id, deps, actorCfg) }, lease.Config{Logger: log})
 
@@ -192,7 +271,8 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	})
 	api := grpcapi.New(memAPI, composerAPI, natsbus.Wakes{Bus: bus}, live{statuses: statuses, mgr: mgr}, grpcapi.Defaults{
 		Provider: cfg.DefaultProvider, Providers: names, Check: checker.Check,
-		Models: map[string]string{"ollama": cfg.OllamaModel, "openai": cfg.OpenAIModel, "autopilot": "autopilot"},
+		Models:      map[string]string{"ollama": cfg.OllamaModel, "openai": cfg.OpenAIModel, "autopilot": "autopilot"},
+		SpendLimits: spendCfg.MysisDefaults,
 	})
 	srv.Register(&runnerv1.SwarmService_ServiceDesc, api)
 

@@ -60,6 +60,7 @@ func FromProto(resp *composerv1.ComposeContextResponse) mysis.Composition {
 	for _, e := range resp.GetManifest().GetEntries() {
 		out.MaxSeq = max(out.MaxSeq, e.GetSeq())
 	}
+	out.Tokens, out.Budget = int(resp.GetManifest().GetTokens().GetTotal()), int(resp.GetManifest().GetTokenBudget())
 	enc := resp.GetEncouragement()
 	out.NextCount, out.Nudge = int(enc.GetNextCount()), enc.GetNudge()
 	switch enc.GetAction() {

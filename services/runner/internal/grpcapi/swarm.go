@@ -20,6 +20,7 @@ import (
 	"github.com/zoeaswarm/zoea/libs/names"
 	"github.com/zoeaswarm/zoea/services/runner/internal/memoryclient"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
+	"github.com/zoeaswarm/zoea/services/runner/internal/usage"
 )
 
 // Waker announces a lifecycle change to the owning replica.
@@ -50,6 +51,9 @@ type Defaults struct {
 	// Check, when set, says whether a provider can serve a model now (reachable, key present, model known); create
 	// and configure refuse what it refuses, so a mistake is reported to the commander instead of failing the turn.
 	Check func(ctx context.Context, provider, model string) error
+	// SpendLimits are the configured per-mysis spend limits (ZOEA_SPEND_LIMITS_MYSIS), shown where a mysis has no
+	// own limit.
+	SpendLimits []usage.Limit
 }
 
 // Server implements runnerv1.SwarmServiceServer.
@@ -205,6 +209,9 @@ func (s *Server) ListMyses(ctx context.Context, req *runnerv1.ListMysesRequest) 
 	for _, m := range resp.GetMyses() {
 		out.Myses = append(out.Myses, s.statusOf(m))
 	}
+	if err := s.addUsage(ctx, out.Myses); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -214,7 +221,11 @@ func (s *Server) GetMysis(ctx context.Context, req *runnerv1.GetMysisRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	return &runnerv1.GetMysisResponse{Status: s.statusOf(m)}, nil
+	st := s.statusOf(m)
+	if err := s.addUsageAndLimits(ctx, st); err != nil {
+		return nil, err
+	}
+	return &runnerv1.GetMysisResponse{Status: st}, nil
 }
 
 // start sets a mysis running with a fresh encouragement count and wakes its owner.

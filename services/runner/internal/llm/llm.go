@@ -34,8 +34,15 @@ type Request struct {
 
 // Usage counts tokens as the provider reported them (zero when it did not).
 type Usage struct {
-	PromptTokens     int
+	// PromptTokens counts the whole prompt, cached tokens included.
+	PromptTokens int
+	// CachedPromptTokens is the part of the prompt served from the provider's cache (OpenAI
+	// prompt_tokens_details.cached_tokens); 0 when the provider does not say.
+	CachedPromptTokens int
+	// CompletionTokens counts the reply, reasoning included.
 	CompletionTokens int
+	// ReasoningTokens is the part of the completion spent reasoning, when the provider reports it.
+	ReasoningTokens int
 }
 
 // Response is the model's reply.
@@ -46,6 +53,8 @@ type Response struct {
 	// Reasoning is the model's thinking, stored with the memory and searchable, never sent back to the model.
 	Reasoning string
 	Usage     Usage
+	// Retries is how many failed attempts WithRetry made before this answer (0 without WithRetry).
+	Retries int
 }
 
 // Provider is a language model backend.
@@ -78,4 +87,24 @@ func (e *StatusError) Retryable() bool {
 func IsRetryable(err error) bool {
 	var se *StatusError
 	return errors.As(err, &se) && se.Retryable()
+}
+
+// RetriedError is a failure after retries: Error and Unwrap are the last attempt's, Retries says how many attempts
+// failed before it. WithRetry returns it whenever it retried at least once.
+type RetriedError struct {
+	Retries int
+	Err     error
+}
+
+func (e *RetriedError) Error() string { return e.Err.Error() }
+
+func (e *RetriedError) Unwrap() error { return e.Err }
+
+// RetriesOf returns how many retries an error from a WithRetry provider went through (0 when none).
+func RetriesOf(err error) int {
+	var re *RetriedError
+	if errors.As(err, &re) {
+		return re.Retries
+	}
+	return 0
 }

@@ -81,25 +81,34 @@ func (r *retrying) Chat(ctx context.Context, req Request) (Response, error) {
 	for attempt := 1; ; attempt++ {
 		resp, err := r.next.Chat(ctx, req)
 		if err == nil {
+			resp.Retries = attempt - 1
 			return resp, nil
 		}
 		if ctx.Err() != nil || !r.opts.Retryable(err) {
-			return Response{}, err
+			return Response{}, retried(attempt-1, err)
 		}
 		if attempt >= r.opts.MaxAttempts {
-			return Response{}, fmt.Errorf("llm: giving up after %d attempts: %w", attempt, err)
+			return Response{}, retried(attempt-1, fmt.Errorf("llm: giving up after %d attempts: %w", attempt, err))
 		}
 		wait, werr := r.wait(ctx, attempt, err)
 		if werr != nil {
-			return Response{}, werr
+			return Response{}, retried(attempt-1, werr)
 		}
 		if r.opts.OnRetry != nil {
 			r.opts.OnRetry(attempt, wait, err)
 		}
 		if serr := r.opts.Sleep(ctx, wait); serr != nil {
-			return Response{}, serr
+			return Response{}, retried(attempt-1, serr)
 		}
 	}
+}
+
+// retried wraps err with the retry count for the call's accounting; an error after no retry stays as it is.
+func retried(n int, err error) error {
+	if n == 0 {
+		return err
+	}
+	return &RetriedError{Retries: n, Err: err}
 }
 
 // wait is how long to pause after the attempt-th failure, or an error when the server's Retry-After or the

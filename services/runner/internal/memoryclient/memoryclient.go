@@ -195,6 +195,8 @@ func toProtoNewMemory(m mysis.NewMemory) *memoryv1.NewMemory {
 		// Empty (a call without arguments) lets the memory service take them from the stored call, which holds
 		// "{}" for it (see the tool calls below).
 		CallArgumentsJson: m.CallArguments,
+
+		LlmCall: ToProtoLlmCall(m.LlmCall),
 	}
 	for _, c := range m.ToolCalls {
 		args := c.Arguments

@@ -64,6 +64,12 @@ type Deps struct {
 	Providers Providers
 	Events    Events
 	Status    StatusSink
+	// Spend, Calls, Metrics and Clock may be nil: no limits and no cost, failed calls unrecorded, no metrics,
+	// the wall clock.
+	Spend   Spend
+	Calls   CallLog
+	Metrics Metrics
+	Clock   Clock
 }
 
 // errInterrupted ends a turn early because the stored state changed (stop, delete, idle): the loop re-reads it.
@@ -82,6 +88,8 @@ type Actor struct {
 	status   Status
 	sig      chan struct{}
 	stopping atomic.Bool
+	clock    Clock
+	metrics  Metrics
 
 	// Owned by the Run goroutine.
 	tools    ToolSession
@@ -90,13 +98,23 @@ type Actor struct {
 	prepared bool
 	backoff  time.Duration
 	retryAt  time.Time
+	// lastPrompt is the composer's count of the last request checked against the spend limits.
+	lastPrompt int
 }
 
 // New makes an actor for mysis id.
 func New(id string, deps Deps, cfg Config) *Actor {
 	cfg = cfg.withDefaults()
+	var clock Clock = realClock{}
+	if deps.Clock != nil {
+		clock = deps.Clock
+	}
+	var metrics Metrics = noMetrics{}
+	if deps.Metrics != nil {
+		metrics = deps.Metrics
+	}
 	return &Actor{
-		id: id, deps: deps, cfg: cfg,
+		id: id, deps: deps, cfg: cfg, clock: clock, metrics: metrics,
 		log:     cfg.Logger.With("mysis_id", id),
 		pending: map[WakeReason]bool{},
 		sig:     make(chan struct{}, 1),
@@ -208,6 +226,7 @@ func (a *Actor) Run(ctx context.Context) error {
 				continue
 			}
 			err := a.runTurn(ctx, m)
+			a.metrics.TurnDone(ctx, m, turnOutcome(err))
 			switch {
 			case err == nil:
 				a.backoff, a.retryAt = 0, time.Time{}
@@ -219,6 +238,9 @@ func (a *Actor) Run(ctx context.Context) error {
 				a.fail(ctx, err)
 			}
 		case StateIdle:
+			if a.spendIdle(ctx, m) {
+				continue
+			}
 			a.takeWakes()
 			if err := a.reconcileIdle(ctx); err != nil {
 				if ctx.Err() != nil {
@@ -354,4 +376,14 @@ func truncate(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+func turnOutcome(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, errInterrupted):
+		return "interrupted"
+	}
+	return "error"
 }

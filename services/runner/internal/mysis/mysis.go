@@ -99,6 +99,9 @@ type NewMemory struct {
 	// CallArguments (tool results): the arguments of the call the result answers, as the model sent them, so the
 	// memory service can key results by call (the same tool with other arguments is another call).
 	CallArguments string
+
+	// LlmCall is the accounting of the call that produced an assistant memory, stored in the same write.
+	LlmCall *LlmCall
 }
 
 // StateChange is a compare-and-set on the lifecycle state.
@@ -142,6 +145,8 @@ type Composition struct {
 	Nudge string
 	// MaxSeq is the newest memory seq the composer saw (0 when the mysis has no memories).
 	MaxSeq int64
+	// Tokens is the composer's count of the whole request (tools included) and Budget the budget it was held to.
+	Tokens, Budget int
 }
 
 // Composer composes the next request for a mysis. tools are the tools the request will be sent with: the
@@ -188,6 +193,8 @@ const (
 	EventMemoryAppended
 	EventToolCalled
 	EventError
+	// EventSpendLimited: a spend limit stopped the mysis before an LLM call (Reason says which; Message the scope).
+	EventSpendLimited
 )
 
 // Event is something that happened to a mysis, for UIs.
@@ -208,8 +215,10 @@ type Event struct {
 	CallID   string
 	IsError  bool
 	Duration time.Duration
-	// Errors.
+	// Errors; the scope of a spend stop.
 	Message string
+	// Until is when a spend stop's window rolls over (zero for a total limit).
+	Until time.Time
 }
 
 // Events publishes events; it must not block the actor for long and reports no errors (best effort).

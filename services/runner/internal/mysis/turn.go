@@ -142,15 +142,26 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis) error {
 		if err := chatvalid.Strict.Validate(comp.Messages); err != nil {
 			return fmt.Errorf("composed request rejected: %w", err)
 		}
-		start := time.Now()
-		resp, err := prov.Chat(ctx, llm.Request{Model: m.Model, Temperature: m.Temperature, Messages: comp.Messages, Tools: a.toolList})
+		a.metrics.Composed(ctx, m, comp.Tokens, comp.Budget)
+		if err := a.checkSpend(ctx, m, comp.Tokens); err != nil {
+			return err
+		}
+		// Windows count by the injected clock; latency is wall time.
+		start, wall, callID := a.clock.Now(), time.Now(), newCallID()
+		cctx, endCall := a.metrics.StartLLMCall(ctx, m)
+		resp, err := prov.Chat(cctx, llm.Request{Model: m.Model, Temperature: m.Temperature, Messages: comp.Messages, Tools: a.toolList})
+		call := a.callRecord(m, callID, start, time.Since(wall), comp.Tokens, resp, err)
+		endCall(call)
 		if err != nil {
+			a.recordAlone(ctx, call)
 			return fmt.Errorf("llm %s: %w", m.Provider, err)
 		}
 		if len(resp.Message.ToolCalls) == 0 && a.promptArrived(ctx, seq) {
 			// A commander message landed while the model was answering without seeing it: storing this final
 			// answer after it would mark the message as answered. Ask again with the message in view.
 			a.log.Debug("prompt arrived during the LLM call; composing again")
+			a.recordAlone(ctx, call) // paid for, but no reply stored: a call row without a memory and without an error
+
 			continue
 		}
 		// The reply is untrusted: store it in a form the store accepts (see reply.go).
@@ -163,7 +174,7 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis) error {
 		// same mysis, gets the stored row back instead of writing a second answer.
 		stored, err := a.append(ctx, NewMemory{
 			Role: chat.RoleAssistant, Source: SourceLLM, Content: content, Reasoning: reply.Reasoning,
-			ToolCalls: reply.Calls, IdempotencyKey: fmt.Sprintf("llm:%s:%d", a.id, seq),
+			ToolCalls: reply.Calls, IdempotencyKey: fmt.Sprintf("llm:%s:%d", a.id, seq), LlmCall: &call,
 		})
 		if err != nil {
 			return err
@@ -176,7 +187,7 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis) error {
 		a.setStatus(func(s *Status) {
 			s.LastAction, s.LastActionAt = "llm "+label(asst), time.Now()
 		})
-		a.log.Debug("llm replied", "seq", asst.Seq, "tool_calls", len(asst.ToolCalls), "took", time.Since(start))
+		a.log.Debug("llm replied", "seq", asst.Seq, "tool_calls", len(asst.ToolCalls), "took", call.Latency)
 		if len(asst.ToolCalls) == 0 {
 			break
 		}
@@ -294,6 +305,7 @@ func (a *Actor) storeResult(ctx context.Context, assistantSeq int64, c chat.Tool
 		return Memory{}, err
 	}
 	a.publish(ctx, Event{Kind: EventToolCalled, Tool: c.Name, CallID: c.ID, IsError: res.IsError, Duration: took, Excerpt: truncate(content, 200)})
+	a.metrics.ToolCalled(ctx, c.Name, res.IsError, took)
 	a.setStatus(func(s *Status) {
 		s.LastAction, s.LastActionAt = callLabel(c), time.Now()
 		if res.Credits != nil {

@@ -50,6 +50,13 @@ func ToProtoEvent(ev mysis.Event) *busv1.Event {
 	case mysis.EventError:
 		out.Kind = busv1.EventKind_EVENT_KIND_ERROR
 		out.Payload = &busv1.Event_Error{Error: &busv1.ErrorOccurred{Message: ev.Message}}
+	case mysis.EventSpendLimited:
+		out.Kind = busv1.EventKind_EVENT_KIND_SPEND_LIMITED
+		sl := &busv1.SpendLimited{Reason: ev.Reason, Scope: ev.Message}
+		if !ev.Until.IsZero() {
+			sl.ResetsAt = timestamppb.New(ev.Until)
+		}
+		out.Payload = &busv1.Event_SpendLimited{SpendLimited: sl}
 	}
 	return out
 }

@@ -41,6 +41,8 @@ const (
 	EventKind_EVENT_KIND_ERROR EventKind = 4
 	// A broadcast was delivered.
 	EventKind_EVENT_KIND_BROADCAST EventKind = 5
+	// A spend limit stopped a mysis before an LLM call.
+	EventKind_EVENT_KIND_SPEND_LIMITED EventKind = 6
 )
 
 // Enum value maps for EventKind.
@@ -52,6 +54,7 @@ var (
 		3: "EVENT_KIND_TOOL_CALLED",
 		4: "EVENT_KIND_ERROR",
 		5: "EVENT_KIND_BROADCAST",
+		6: "EVENT_KIND_SPEND_LIMITED",
 	}
 	EventKind_value = map[string]int32{
 		"EVENT_KIND_UNSPECIFIED":     0,
@@ -60,6 +63,7 @@ var (
 		"EVENT_KIND_TOOL_CALLED":     3,
 		"EVENT_KIND_ERROR":           4,
 		"EVENT_KIND_BROADCAST":       5,
+		"EVENT_KIND_SPEND_LIMITED":   6,
 	}
 )
 
@@ -439,6 +443,7 @@ type Event struct {
 	//	*Event_ToolCalled
 	//	*Event_Error
 	//	*Event_Broadcast
+	//	*Event_SpendLimited
 	Payload       isEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -554,6 +559,15 @@ func (x *Event) GetBroadcast() *BroadcastDelivered {
 	return nil
 }
 
+func (x *Event) GetSpendLimited() *SpendLimited {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_SpendLimited); ok {
+			return x.SpendLimited
+		}
+	}
+	return nil
+}
+
 type isEvent_Payload interface {
 	isEvent_Payload()
 }
@@ -583,6 +597,11 @@ type Event_Broadcast struct {
 	Broadcast *BroadcastDelivered `protobuf:"bytes,14,opt,name=broadcast,proto3,oneof"`
 }
 
+type Event_SpendLimited struct {
+	// EVENT_KIND_SPEND_LIMITED.
+	SpendLimited *SpendLimited `protobuf:"bytes,15,opt,name=spend_limited,json=spendLimited,proto3,oneof"`
+}
+
 func (*Event_StateChanged) isEvent_Payload() {}
 
 func (*Event_MemoryAppended) isEvent_Payload() {}
@@ -592,6 +611,72 @@ func (*Event_ToolCalled) isEvent_Payload() {}
 func (*Event_Error) isEvent_Payload() {}
 
 func (*Event_Broadcast) isEvent_Payload() {}
+
+func (*Event_SpendLimited) isEvent_Payload() {}
+
+// SpendLimited is the payload of EVENT_KIND_SPEND_LIMITED.
+type SpendLimited struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The state reason, e.g. "spend limit reached: $2.00 per day, resets 00:00 UTC".
+	Reason string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	// "mysis" or "swarm".
+	Scope string `protobuf:"bytes,2,opt,name=scope,proto3" json:"scope,omitempty"`
+	// When the limiting window rolls over; unset for a total limit.
+	ResetsAt      *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=resets_at,json=resetsAt,proto3" json:"resets_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SpendLimited) Reset() {
+	*x = SpendLimited{}
+	mi := &file_zoea_bus_v1_bus_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SpendLimited) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpendLimited) ProtoMessage() {}
+
+func (x *SpendLimited) ProtoReflect() protoreflect.Message {
+	mi := &file_zoea_bus_v1_bus_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpendLimited.ProtoReflect.Descriptor instead.
+func (*SpendLimited) Descriptor() ([]byte, []int) {
+	return file_zoea_bus_v1_bus_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *SpendLimited) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *SpendLimited) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *SpendLimited) GetResetsAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ResetsAt
+	}
+	return nil
+}
 
 // BroadcastRequest is a message to the swarm.
 type BroadcastRequest struct {
@@ -608,7 +693,7 @@ type BroadcastRequest struct {
 
 func (x *BroadcastRequest) Reset() {
 	*x = BroadcastRequest{}
-	mi := &file_zoea_bus_v1_bus_proto_msgTypes[6]
+	mi := &file_zoea_bus_v1_bus_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -620,7 +705,7 @@ func (x *BroadcastRequest) String() string {
 func (*BroadcastRequest) ProtoMessage() {}
 
 func (x *BroadcastRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_bus_v1_bus_proto_msgTypes[6]
+	mi := &file_zoea_bus_v1_bus_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -633,7 +718,7 @@ func (x *BroadcastRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BroadcastRequest.ProtoReflect.Descriptor instead.
 func (*BroadcastRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_bus_v1_bus_proto_rawDescGZIP(), []int{6}
+	return file_zoea_bus_v1_bus_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *BroadcastRequest) GetContent() string {
@@ -671,7 +756,7 @@ type BroadcastResponse struct {
 
 func (x *BroadcastResponse) Reset() {
 	*x = BroadcastResponse{}
-	mi := &file_zoea_bus_v1_bus_proto_msgTypes[7]
+	mi := &file_zoea_bus_v1_bus_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -683,7 +768,7 @@ func (x *BroadcastResponse) String() string {
 func (*BroadcastResponse) ProtoMessage() {}
 
 func (x *BroadcastResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_bus_v1_bus_proto_msgTypes[7]
+	mi := &file_zoea_bus_v1_bus_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -696,7 +781,7 @@ func (x *BroadcastResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BroadcastResponse.ProtoReflect.Descriptor instead.
 func (*BroadcastResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_bus_v1_bus_proto_rawDescGZIP(), []int{7}
+	return file_zoea_bus_v1_bus_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *BroadcastResponse) GetBroadcastId() string {
@@ -730,7 +815,7 @@ type SendDirectRequest struct {
 
 func (x *SendDirectRequest) Reset() {
 	*x = SendDirectRequest{}
-	mi := &file_zoea_bus_v1_bus_proto_msgTypes[8]
+	mi := &file_zoea_bus_v1_bus_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -742,7 +827,7 @@ func (x *SendDirectRequest) String() string {
 func (*SendDirectRequest) ProtoMessage() {}
 
 func (x *SendDirectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_bus_v1_bus_proto_msgTypes[8]
+	mi := &file_zoea_bus_v1_bus_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -755,7 +840,7 @@ func (x *SendDirectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendDirectRequest.ProtoReflect.Descriptor instead.
 func (*SendDirectRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_bus_v1_bus_proto_rawDescGZIP(), []int{8}
+	return file_zoea_bus_v1_bus_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SendDirectRequest) GetMysis() string {
@@ -797,7 +882,7 @@ type SendDirectResponse struct {
 
 func (x *SendDirectResponse) Reset() {
 	*x = SendDirectResponse{}
-	mi := &file_zoea_bus_v1_bus_proto_msgTypes[9]
+	mi := &file_zoea_bus_v1_bus_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -809,7 +894,7 @@ func (x *SendDirectResponse) String() string {
 func (*SendDirectResponse) ProtoMessage() {}
 
 func (x *SendDirectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_bus_v1_bus_proto_msgTypes[9]
+	mi := &file_zoea_bus_v1_bus_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -822,7 +907,7 @@ func (x *SendDirectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendDirectResponse.ProtoReflect.Descriptor instead.
 func (*SendDirectResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_bus_v1_bus_proto_rawDescGZIP(), []int{9}
+	return file_zoea_bus_v1_bus_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SendDirectResponse) GetMemory() *v1.Memory {
@@ -845,7 +930,7 @@ type WatchEventsRequest struct {
 
 func (x *WatchEventsRequest) Reset() {
 	*x = WatchEventsRequest{}
-	mi := &file_zoea_bus_v1_bus_proto_msgTypes[10]
+	mi := &file_zoea_bus_v1_bus_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -857,7 +942,7 @@ func (x *WatchEventsRequest) String() string {
 func (*WatchEventsRequest) ProtoMessage() {}
 
 func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_bus_v1_bus_proto_msgTypes[10]
+	mi := &file_zoea_bus_v1_bus_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -870,7 +955,7 @@ func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_bus_v1_bus_proto_rawDescGZIP(), []int{10}
+	return file_zoea_bus_v1_bus_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *WatchEventsRequest) GetMysisIds() []string {
@@ -898,7 +983,7 @@ type WatchEventsResponse struct {
 
 func (x *WatchEventsResponse) Reset() {
 	*x = WatchEventsResponse{}
-	mi := &file_zoea_bus_v1_bus_proto_msgTypes[11]
+	mi := &file_zoea_bus_v1_bus_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -910,7 +995,7 @@ func (x *WatchEventsResponse) String() string {
 func (*WatchEventsResponse) ProtoMessage() {}
 
 func (x *WatchEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_bus_v1_bus_proto_msgTypes[11]
+	mi := &file_zoea_bus_v1_bus_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -923,7 +1008,7 @@ func (x *WatchEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsResponse.ProtoReflect.Descriptor instead.
 func (*WatchEventsResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_bus_v1_bus_proto_rawDescGZIP(), []int{11}
+	return file_zoea_bus_v1_bus_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *WatchEventsResponse) GetEvent() *Event {
@@ -961,7 +1046,7 @@ const file_zoea_bus_v1_bus_proto_rawDesc = "" +
 	"\x12BroadcastDelivered\x12!\n" +
 	"\fbroadcast_id\x18\x01 \x01(\tR\vbroadcastId\x12\x1b\n" +
 	"\tsender_id\x18\x02 \x01(\tR\bsenderId\x12\x18\n" +
-	"\aexcerpt\x18\x03 \x01(\tR\aexcerpt\"\xd0\x03\n" +
+	"\aexcerpt\x18\x03 \x01(\tR\aexcerpt\"\x92\x04\n" +
 	"\x05Event\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
 	"\bmysis_id\x18\x02 \x01(\tR\amysisId\x12*\n" +
@@ -973,8 +1058,13 @@ const file_zoea_bus_v1_bus_proto_rawDesc = "" +
 	"\vtool_called\x18\f \x01(\v2\x17.zoea.bus.v1.ToolCalledH\x00R\n" +
 	"toolCalled\x122\n" +
 	"\x05error\x18\r \x01(\v2\x1a.zoea.bus.v1.ErrorOccurredH\x00R\x05error\x12?\n" +
-	"\tbroadcast\x18\x0e \x01(\v2\x1f.zoea.bus.v1.BroadcastDeliveredH\x00R\tbroadcastB\t\n" +
-	"\apayload\"l\n" +
+	"\tbroadcast\x18\x0e \x01(\v2\x1f.zoea.bus.v1.BroadcastDeliveredH\x00R\tbroadcast\x12@\n" +
+	"\rspend_limited\x18\x0f \x01(\v2\x19.zoea.bus.v1.SpendLimitedH\x00R\fspendLimitedB\t\n" +
+	"\apayload\"u\n" +
+	"\fSpendLimited\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05scope\x18\x02 \x01(\tR\x05scope\x127\n" +
+	"\tresets_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\bresetsAt\"l\n" +
 	"\x10BroadcastRequest\x12\x18\n" +
 	"\acontent\x18\x01 \x01(\tR\acontent\x12\x1b\n" +
 	"\tsender_id\x18\x02 \x01(\tR\bsenderId\x12!\n" +
@@ -994,14 +1084,15 @@ const file_zoea_bus_v1_bus_proto_rawDesc = "" +
 	"\tmysis_ids\x18\x01 \x03(\tR\bmysisIds\x12,\n" +
 	"\x05kinds\x18\x02 \x03(\x0e2\x16.zoea.bus.v1.EventKindR\x05kinds\"?\n" +
 	"\x13WatchEventsResponse\x12(\n" +
-	"\x05event\x18\x01 \x01(\v2\x12.zoea.bus.v1.EventR\x05event*\xb1\x01\n" +
+	"\x05event\x18\x01 \x01(\v2\x12.zoea.bus.v1.EventR\x05event*\xcf\x01\n" +
 	"\tEventKind\x12\x1a\n" +
 	"\x16EVENT_KIND_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18EVENT_KIND_STATE_CHANGED\x10\x01\x12\x1e\n" +
 	"\x1aEVENT_KIND_MEMORY_APPENDED\x10\x02\x12\x1a\n" +
 	"\x16EVENT_KIND_TOOL_CALLED\x10\x03\x12\x14\n" +
 	"\x10EVENT_KIND_ERROR\x10\x04\x12\x18\n" +
-	"\x14EVENT_KIND_BROADCAST\x10\x052\xfb\x01\n" +
+	"\x14EVENT_KIND_BROADCAST\x10\x05\x12\x1c\n" +
+	"\x18EVENT_KIND_SPEND_LIMITED\x10\x062\xfb\x01\n" +
 	"\n" +
 	"BusService\x12J\n" +
 	"\tBroadcast\x12\x1d.zoea.bus.v1.BroadcastRequest\x1a\x1e.zoea.bus.v1.BroadcastResponse\x12M\n" +
@@ -1022,7 +1113,7 @@ func file_zoea_bus_v1_bus_proto_rawDescGZIP() []byte {
 }
 
 var file_zoea_bus_v1_bus_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_zoea_bus_v1_bus_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_zoea_bus_v1_bus_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_zoea_bus_v1_bus_proto_goTypes = []any{
 	(EventKind)(0),                // 0: zoea.bus.v1.EventKind
 	(*StateChanged)(nil),          // 1: zoea.bus.v1.StateChanged
@@ -1031,42 +1122,45 @@ var file_zoea_bus_v1_bus_proto_goTypes = []any{
 	(*ErrorOccurred)(nil),         // 4: zoea.bus.v1.ErrorOccurred
 	(*BroadcastDelivered)(nil),    // 5: zoea.bus.v1.BroadcastDelivered
 	(*Event)(nil),                 // 6: zoea.bus.v1.Event
-	(*BroadcastRequest)(nil),      // 7: zoea.bus.v1.BroadcastRequest
-	(*BroadcastResponse)(nil),     // 8: zoea.bus.v1.BroadcastResponse
-	(*SendDirectRequest)(nil),     // 9: zoea.bus.v1.SendDirectRequest
-	(*SendDirectResponse)(nil),    // 10: zoea.bus.v1.SendDirectResponse
-	(*WatchEventsRequest)(nil),    // 11: zoea.bus.v1.WatchEventsRequest
-	(*WatchEventsResponse)(nil),   // 12: zoea.bus.v1.WatchEventsResponse
-	(v1.MysisState)(0),            // 13: zoea.memory.v1.MysisState
-	(v1.Role)(0),                  // 14: zoea.memory.v1.Role
-	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
-	(*v1.Memory)(nil),             // 16: zoea.memory.v1.Memory
+	(*SpendLimited)(nil),          // 7: zoea.bus.v1.SpendLimited
+	(*BroadcastRequest)(nil),      // 8: zoea.bus.v1.BroadcastRequest
+	(*BroadcastResponse)(nil),     // 9: zoea.bus.v1.BroadcastResponse
+	(*SendDirectRequest)(nil),     // 10: zoea.bus.v1.SendDirectRequest
+	(*SendDirectResponse)(nil),    // 11: zoea.bus.v1.SendDirectResponse
+	(*WatchEventsRequest)(nil),    // 12: zoea.bus.v1.WatchEventsRequest
+	(*WatchEventsResponse)(nil),   // 13: zoea.bus.v1.WatchEventsResponse
+	(v1.MysisState)(0),            // 14: zoea.memory.v1.MysisState
+	(v1.Role)(0),                  // 15: zoea.memory.v1.Role
+	(*timestamppb.Timestamp)(nil), // 16: google.protobuf.Timestamp
+	(*v1.Memory)(nil),             // 17: zoea.memory.v1.Memory
 }
 var file_zoea_bus_v1_bus_proto_depIdxs = []int32{
-	13, // 0: zoea.bus.v1.StateChanged.from:type_name -> zoea.memory.v1.MysisState
-	13, // 1: zoea.bus.v1.StateChanged.to:type_name -> zoea.memory.v1.MysisState
-	14, // 2: zoea.bus.v1.MemoryAppended.role:type_name -> zoea.memory.v1.Role
+	14, // 0: zoea.bus.v1.StateChanged.from:type_name -> zoea.memory.v1.MysisState
+	14, // 1: zoea.bus.v1.StateChanged.to:type_name -> zoea.memory.v1.MysisState
+	15, // 2: zoea.bus.v1.MemoryAppended.role:type_name -> zoea.memory.v1.Role
 	0,  // 3: zoea.bus.v1.Event.kind:type_name -> zoea.bus.v1.EventKind
-	15, // 4: zoea.bus.v1.Event.at:type_name -> google.protobuf.Timestamp
+	16, // 4: zoea.bus.v1.Event.at:type_name -> google.protobuf.Timestamp
 	1,  // 5: zoea.bus.v1.Event.state_changed:type_name -> zoea.bus.v1.StateChanged
 	2,  // 6: zoea.bus.v1.Event.memory_appended:type_name -> zoea.bus.v1.MemoryAppended
 	3,  // 7: zoea.bus.v1.Event.tool_called:type_name -> zoea.bus.v1.ToolCalled
 	4,  // 8: zoea.bus.v1.Event.error:type_name -> zoea.bus.v1.ErrorOccurred
 	5,  // 9: zoea.bus.v1.Event.broadcast:type_name -> zoea.bus.v1.BroadcastDelivered
-	16, // 10: zoea.bus.v1.SendDirectResponse.memory:type_name -> zoea.memory.v1.Memory
-	0,  // 11: zoea.bus.v1.WatchEventsRequest.kinds:type_name -> zoea.bus.v1.EventKind
-	6,  // 12: zoea.bus.v1.WatchEventsResponse.event:type_name -> zoea.bus.v1.Event
-	7,  // 13: zoea.bus.v1.BusService.Broadcast:input_type -> zoea.bus.v1.BroadcastRequest
-	9,  // 14: zoea.bus.v1.BusService.SendDirect:input_type -> zoea.bus.v1.SendDirectRequest
-	11, // 15: zoea.bus.v1.BusService.WatchEvents:input_type -> zoea.bus.v1.WatchEventsRequest
-	8,  // 16: zoea.bus.v1.BusService.Broadcast:output_type -> zoea.bus.v1.BroadcastResponse
-	10, // 17: zoea.bus.v1.BusService.SendDirect:output_type -> zoea.bus.v1.SendDirectResponse
-	12, // 18: zoea.bus.v1.BusService.WatchEvents:output_type -> zoea.bus.v1.WatchEventsResponse
-	16, // [16:19] is the sub-list for method output_type
-	13, // [13:16] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	7,  // 10: zoea.bus.v1.Event.spend_limited:type_name -> zoea.bus.v1.SpendLimited
+	16, // 11: zoea.bus.v1.SpendLimited.resets_at:type_name -> google.protobuf.Timestamp
+	17, // 12: zoea.bus.v1.SendDirectResponse.memory:type_name -> zoea.memory.v1.Memory
+	0,  // 13: zoea.bus.v1.WatchEventsRequest.kinds:type_name -> zoea.bus.v1.EventKind
+	6,  // 14: zoea.bus.v1.WatchEventsResponse.event:type_name -> zoea.bus.v1.Event
+	8,  // 15: zoea.bus.v1.BusService.Broadcast:input_type -> zoea.bus.v1.BroadcastRequest
+	10, // 16: zoea.bus.v1.BusService.SendDirect:input_type -> zoea.bus.v1.SendDirectRequest
+	12, // 17: zoea.bus.v1.BusService.WatchEvents:input_type -> zoea.bus.v1.WatchEventsRequest
+	9,  // 18: zoea.bus.v1.BusService.Broadcast:output_type -> zoea.bus.v1.BroadcastResponse
+	11, // 19: zoea.bus.v1.BusService.SendDirect:output_type -> zoea.bus.v1.SendDirectResponse
+	13, // 20: zoea.bus.v1.BusService.WatchEvents:output_type -> zoea.bus.v1.WatchEventsResponse
+	18, // [18:21] is the sub-list for method output_type
+	15, // [15:18] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_zoea_bus_v1_bus_proto_init() }
@@ -1080,6 +1174,7 @@ func file_zoea_bus_v1_bus_proto_init() {
 		(*Event_ToolCalled)(nil),
 		(*Event_Error)(nil),
 		(*Event_Broadcast)(nil),
+		(*Event_SpendLimited)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1087,7 +1182,7 @@ func file_zoea_bus_v1_bus_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zoea_bus_v1_bus_proto_rawDesc), len(file_zoea_bus_v1_bus_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

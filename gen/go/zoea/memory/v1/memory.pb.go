@@ -216,6 +216,169 @@ func (Source) EnumDescriptor() ([]byte, []int) {
 	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{2}
 }
 
+// UsageGroup says how GetUsage groups its rows.
+type UsageGroup int32
+
+const (
+	// No rows, the total only.
+	UsageGroup_USAGE_GROUP_UNSPECIFIED UsageGroup = 0
+	// One row per mysis, ordered by mysis name.
+	UsageGroup_USAGE_GROUP_MYSIS UsageGroup = 1
+	// One row per provider and model, ordered by provider then model.
+	UsageGroup_USAGE_GROUP_MODEL UsageGroup = 2
+)
+
+// Enum value maps for UsageGroup.
+var (
+	UsageGroup_name = map[int32]string{
+		0: "USAGE_GROUP_UNSPECIFIED",
+		1: "USAGE_GROUP_MYSIS",
+		2: "USAGE_GROUP_MODEL",
+	}
+	UsageGroup_value = map[string]int32{
+		"USAGE_GROUP_UNSPECIFIED": 0,
+		"USAGE_GROUP_MYSIS":       1,
+		"USAGE_GROUP_MODEL":       2,
+	}
+)
+
+func (x UsageGroup) Enum() *UsageGroup {
+	p := new(UsageGroup)
+	*p = x
+	return p
+}
+
+func (x UsageGroup) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (UsageGroup) Descriptor() protoreflect.EnumDescriptor {
+	return file_zoea_memory_v1_memory_proto_enumTypes[3].Descriptor()
+}
+
+func (UsageGroup) Type() protoreflect.EnumType {
+	return &file_zoea_memory_v1_memory_proto_enumTypes[3]
+}
+
+func (x UsageGroup) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use UsageGroup.Descriptor instead.
+func (UsageGroup) EnumDescriptor() ([]byte, []int) {
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{3}
+}
+
+// SpendWindow is the period a spend limit counts over. Hours and days are UTC calendar periods.
+type SpendWindow int32
+
+const (
+	// Invalid.
+	SpendWindow_SPEND_WINDOW_UNSPECIFIED SpendWindow = 0
+	// The current UTC hour.
+	SpendWindow_SPEND_WINDOW_HOUR SpendWindow = 1
+	// The current UTC day (resets 00:00 UTC).
+	SpendWindow_SPEND_WINDOW_DAY SpendWindow = 2
+	// Everything ever recorded.
+	SpendWindow_SPEND_WINDOW_TOTAL SpendWindow = 3
+)
+
+// Enum value maps for SpendWindow.
+var (
+	SpendWindow_name = map[int32]string{
+		0: "SPEND_WINDOW_UNSPECIFIED",
+		1: "SPEND_WINDOW_HOUR",
+		2: "SPEND_WINDOW_DAY",
+		3: "SPEND_WINDOW_TOTAL",
+	}
+	SpendWindow_value = map[string]int32{
+		"SPEND_WINDOW_UNSPECIFIED": 0,
+		"SPEND_WINDOW_HOUR":        1,
+		"SPEND_WINDOW_DAY":         2,
+		"SPEND_WINDOW_TOTAL":       3,
+	}
+)
+
+func (x SpendWindow) Enum() *SpendWindow {
+	p := new(SpendWindow)
+	*p = x
+	return p
+}
+
+func (x SpendWindow) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SpendWindow) Descriptor() protoreflect.EnumDescriptor {
+	return file_zoea_memory_v1_memory_proto_enumTypes[4].Descriptor()
+}
+
+func (SpendWindow) Type() protoreflect.EnumType {
+	return &file_zoea_memory_v1_memory_proto_enumTypes[4]
+}
+
+func (x SpendWindow) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SpendWindow.Descriptor instead.
+func (SpendWindow) EnumDescriptor() ([]byte, []int) {
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{4}
+}
+
+// SpendUnit is what a spend limit counts.
+type SpendUnit int32
+
+const (
+	// Invalid.
+	SpendUnit_SPEND_UNIT_UNSPECIFIED SpendUnit = 0
+	// Prompt plus completion tokens.
+	SpendUnit_SPEND_UNIT_TOKENS SpendUnit = 1
+	// Cost in billionths of a US dollar.
+	SpendUnit_SPEND_UNIT_COST_NANOS SpendUnit = 2
+)
+
+// Enum value maps for SpendUnit.
+var (
+	SpendUnit_name = map[int32]string{
+		0: "SPEND_UNIT_UNSPECIFIED",
+		1: "SPEND_UNIT_TOKENS",
+		2: "SPEND_UNIT_COST_NANOS",
+	}
+	SpendUnit_value = map[string]int32{
+		"SPEND_UNIT_UNSPECIFIED": 0,
+		"SPEND_UNIT_TOKENS":      1,
+		"SPEND_UNIT_COST_NANOS":  2,
+	}
+)
+
+func (x SpendUnit) Enum() *SpendUnit {
+	p := new(SpendUnit)
+	*p = x
+	return p
+}
+
+func (x SpendUnit) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SpendUnit) Descriptor() protoreflect.EnumDescriptor {
+	return file_zoea_memory_v1_memory_proto_enumTypes[5].Descriptor()
+}
+
+func (SpendUnit) Type() protoreflect.EnumType {
+	return &file_zoea_memory_v1_memory_proto_enumTypes[5]
+}
+
+func (x SpendUnit) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SpendUnit.Descriptor instead.
+func (SpendUnit) EnumDescriptor() ([]byte, []int) {
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{5}
+}
+
 // Mysis is one agent of the swarm.
 type Mysis struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -658,8 +821,10 @@ type NewMemory struct {
 	IdempotencyKey string `protobuf:"bytes,9,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
 	// For tool results: the arguments of the call this answers, byte for byte as the assistant memory holds them.
 	CallArgumentsJson string `protobuf:"bytes,10,opt,name=call_arguments_json,json=callArgumentsJson,proto3" json:"call_arguments_json,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// For assistant memories produced by an LLM call: that call's accounting, stored in the same transaction.
+	LlmCall       *LlmCall `protobuf:"bytes,11,opt,name=llm_call,json=llmCall,proto3" json:"llm_call,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NewMemory) Reset() {
@@ -762,6 +927,167 @@ func (x *NewMemory) GetCallArgumentsJson() string {
 	return ""
 }
 
+func (x *NewMemory) GetLlmCall() *LlmCall {
+	if x != nil {
+		return x.LlmCall
+	}
+	return nil
+}
+
+// LlmCall is the accounting of one LLM call (one logical call: retries inside it are counted, not repeated).
+type LlmCall struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Client-assigned id (UUID, required); a call recorded twice under the same id is stored once.
+	CallId string `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	// Provider registry name ("ollama", "openai", "autopilot", …).
+	Provider string `protobuf:"bytes,2,opt,name=provider,proto3" json:"provider,omitempty"`
+	// Model as requested.
+	Model string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	// Prompt (input) tokens as the provider reported them, cached ones included.
+	PromptTokens int64 `protobuf:"varint,4,opt,name=prompt_tokens,json=promptTokens,proto3" json:"prompt_tokens,omitempty"`
+	// Prompt tokens served from the provider's cache (OpenAI prompt_tokens_details.cached_tokens), 0 when unknown.
+	CachedPromptTokens int64 `protobuf:"varint,5,opt,name=cached_prompt_tokens,json=cachedPromptTokens,proto3" json:"cached_prompt_tokens,omitempty"`
+	// Completion (output) tokens, reasoning included.
+	CompletionTokens int64 `protobuf:"varint,6,opt,name=completion_tokens,json=completionTokens,proto3" json:"completion_tokens,omitempty"`
+	// Reasoning tokens within completion_tokens, when the provider reports them.
+	ReasoningTokens int64 `protobuf:"varint,7,opt,name=reasoning_tokens,json=reasoningTokens,proto3" json:"reasoning_tokens,omitempty"`
+	// The composer's own count of the request (o200k), so a gap with prompt_tokens shows.
+	ComposedTokens int64 `protobuf:"varint,8,opt,name=composed_tokens,json=composedTokens,proto3" json:"composed_tokens,omitempty"`
+	// Wall time of the call including retries and their waits, in milliseconds.
+	LatencyMs int64 `protobuf:"varint,9,opt,name=latency_ms,json=latencyMs,proto3" json:"latency_ms,omitempty"`
+	// Retries inside the call (0: the first attempt answered).
+	Retries int32 `protobuf:"varint,10,opt,name=retries,proto3" json:"retries,omitempty"`
+	// Why the call failed; empty for a successful call.
+	Error string `protobuf:"bytes,11,opt,name=error,proto3" json:"error,omitempty"`
+	// Cost in billionths of a US dollar (1e-9 USD), computed by the runner from its price table.
+	CostNanos int64 `protobuf:"varint,12,opt,name=cost_nanos,json=costNanos,proto3" json:"cost_nanos,omitempty"`
+	// When the call started; unset means the time of the write. Spend windows are counted by this time.
+	StartedAt     *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LlmCall) Reset() {
+	*x = LlmCall{}
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LlmCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LlmCall) ProtoMessage() {}
+
+func (x *LlmCall) ProtoReflect() protoreflect.Message {
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LlmCall.ProtoReflect.Descriptor instead.
+func (*LlmCall) Descriptor() ([]byte, []int) {
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *LlmCall) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *LlmCall) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *LlmCall) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *LlmCall) GetPromptTokens() int64 {
+	if x != nil {
+		return x.PromptTokens
+	}
+	return 0
+}
+
+func (x *LlmCall) GetCachedPromptTokens() int64 {
+	if x != nil {
+		return x.CachedPromptTokens
+	}
+	return 0
+}
+
+func (x *LlmCall) GetCompletionTokens() int64 {
+	if x != nil {
+		return x.CompletionTokens
+	}
+	return 0
+}
+
+func (x *LlmCall) GetReasoningTokens() int64 {
+	if x != nil {
+		return x.ReasoningTokens
+	}
+	return 0
+}
+
+func (x *LlmCall) GetComposedTokens() int64 {
+	if x != nil {
+		return x.ComposedTokens
+	}
+	return 0
+}
+
+func (x *LlmCall) GetLatencyMs() int64 {
+	if x != nil {
+		return x.LatencyMs
+	}
+	return 0
+}
+
+func (x *LlmCall) GetRetries() int32 {
+	if x != nil {
+		return x.Retries
+	}
+	return 0
+}
+
+func (x *LlmCall) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *LlmCall) GetCostNanos() int64 {
+	if x != nil {
+		return x.CostNanos
+	}
+	return 0
+}
+
+func (x *LlmCall) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
 // Broadcast is one message to the swarm.
 type Broadcast struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -779,7 +1105,7 @@ type Broadcast struct {
 
 func (x *Broadcast) Reset() {
 	*x = Broadcast{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[4]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -791,7 +1117,7 @@ func (x *Broadcast) String() string {
 func (*Broadcast) ProtoMessage() {}
 
 func (x *Broadcast) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[4]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -804,7 +1130,7 @@ func (x *Broadcast) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Broadcast.ProtoReflect.Descriptor instead.
 func (*Broadcast) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{4}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Broadcast) GetId() string {
@@ -854,7 +1180,7 @@ type Account struct {
 
 func (x *Account) Reset() {
 	*x = Account{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[5]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -866,7 +1192,7 @@ func (x *Account) String() string {
 func (*Account) ProtoMessage() {}
 
 func (x *Account) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[5]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -879,7 +1205,7 @@ func (x *Account) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Account.ProtoReflect.Descriptor instead.
 func (*Account) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{5}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Account) GetUsername() string {
@@ -936,7 +1262,7 @@ type CreateMysisRequest struct {
 
 func (x *CreateMysisRequest) Reset() {
 	*x = CreateMysisRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[6]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -948,7 +1274,7 @@ func (x *CreateMysisRequest) String() string {
 func (*CreateMysisRequest) ProtoMessage() {}
 
 func (x *CreateMysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[6]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -961,7 +1287,7 @@ func (x *CreateMysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateMysisRequest.ProtoReflect.Descriptor instead.
 func (*CreateMysisRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{6}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CreateMysisRequest) GetName() string {
@@ -1010,7 +1336,7 @@ type CreateMysisResponse struct {
 
 func (x *CreateMysisResponse) Reset() {
 	*x = CreateMysisResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[7]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1022,7 +1348,7 @@ func (x *CreateMysisResponse) String() string {
 func (*CreateMysisResponse) ProtoMessage() {}
 
 func (x *CreateMysisResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[7]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1035,7 +1361,7 @@ func (x *CreateMysisResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateMysisResponse.ProtoReflect.Descriptor instead.
 func (*CreateMysisResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{7}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CreateMysisResponse) GetMysis() *Mysis {
@@ -1056,7 +1382,7 @@ type GetMysisRequest struct {
 
 func (x *GetMysisRequest) Reset() {
 	*x = GetMysisRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[8]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1068,7 +1394,7 @@ func (x *GetMysisRequest) String() string {
 func (*GetMysisRequest) ProtoMessage() {}
 
 func (x *GetMysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[8]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1081,7 +1407,7 @@ func (x *GetMysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMysisRequest.ProtoReflect.Descriptor instead.
 func (*GetMysisRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{8}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetMysisRequest) GetMysisId() string {
@@ -1102,7 +1428,7 @@ type GetMysisResponse struct {
 
 func (x *GetMysisResponse) Reset() {
 	*x = GetMysisResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[9]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1114,7 +1440,7 @@ func (x *GetMysisResponse) String() string {
 func (*GetMysisResponse) ProtoMessage() {}
 
 func (x *GetMysisResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[9]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1127,7 +1453,7 @@ func (x *GetMysisResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMysisResponse.ProtoReflect.Descriptor instead.
 func (*GetMysisResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{9}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetMysisResponse) GetMysis() *Mysis {
@@ -1148,7 +1474,7 @@ type GetMysisByNameRequest struct {
 
 func (x *GetMysisByNameRequest) Reset() {
 	*x = GetMysisByNameRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[10]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1160,7 +1486,7 @@ func (x *GetMysisByNameRequest) String() string {
 func (*GetMysisByNameRequest) ProtoMessage() {}
 
 func (x *GetMysisByNameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[10]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1173,7 +1499,7 @@ func (x *GetMysisByNameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMysisByNameRequest.ProtoReflect.Descriptor instead.
 func (*GetMysisByNameRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{10}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetMysisByNameRequest) GetName() string {
@@ -1194,7 +1520,7 @@ type GetMysisByNameResponse struct {
 
 func (x *GetMysisByNameResponse) Reset() {
 	*x = GetMysisByNameResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[11]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1206,7 +1532,7 @@ func (x *GetMysisByNameResponse) String() string {
 func (*GetMysisByNameResponse) ProtoMessage() {}
 
 func (x *GetMysisByNameResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[11]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1219,7 +1545,7 @@ func (x *GetMysisByNameResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMysisByNameResponse.ProtoReflect.Descriptor instead.
 func (*GetMysisByNameResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{11}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetMysisByNameResponse) GetMysis() *Mysis {
@@ -1244,7 +1570,7 @@ type ListMysesRequest struct {
 
 func (x *ListMysesRequest) Reset() {
 	*x = ListMysesRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[12]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1256,7 +1582,7 @@ func (x *ListMysesRequest) String() string {
 func (*ListMysesRequest) ProtoMessage() {}
 
 func (x *ListMysesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[12]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1269,7 +1595,7 @@ func (x *ListMysesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMysesRequest.ProtoReflect.Descriptor instead.
 func (*ListMysesRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{12}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListMysesRequest) GetPageSize() int32 {
@@ -1306,7 +1632,7 @@ type ListMysesResponse struct {
 
 func (x *ListMysesResponse) Reset() {
 	*x = ListMysesResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[13]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1318,7 +1644,7 @@ func (x *ListMysesResponse) String() string {
 func (*ListMysesResponse) ProtoMessage() {}
 
 func (x *ListMysesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[13]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1331,7 +1657,7 @@ func (x *ListMysesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMysesResponse.ProtoReflect.Descriptor instead.
 func (*ListMysesResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{13}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListMysesResponse) GetMyses() []*Mysis {
@@ -1367,7 +1693,7 @@ type UpdateMysisConfigRequest struct {
 
 func (x *UpdateMysisConfigRequest) Reset() {
 	*x = UpdateMysisConfigRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[14]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1379,7 +1705,7 @@ func (x *UpdateMysisConfigRequest) String() string {
 func (*UpdateMysisConfigRequest) ProtoMessage() {}
 
 func (x *UpdateMysisConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[14]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1392,7 +1718,7 @@ func (x *UpdateMysisConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateMysisConfigRequest.ProtoReflect.Descriptor instead.
 func (*UpdateMysisConfigRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{14}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *UpdateMysisConfigRequest) GetMysisId() string {
@@ -1441,7 +1767,7 @@ type UpdateMysisConfigResponse struct {
 
 func (x *UpdateMysisConfigResponse) Reset() {
 	*x = UpdateMysisConfigResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[15]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1453,7 +1779,7 @@ func (x *UpdateMysisConfigResponse) String() string {
 func (*UpdateMysisConfigResponse) ProtoMessage() {}
 
 func (x *UpdateMysisConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[15]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1466,7 +1792,7 @@ func (x *UpdateMysisConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateMysisConfigResponse.ProtoReflect.Descriptor instead.
 func (*UpdateMysisConfigResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{15}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *UpdateMysisConfigResponse) GetMysis() *Mysis {
@@ -1495,7 +1821,7 @@ type SetMysisStateRequest struct {
 
 func (x *SetMysisStateRequest) Reset() {
 	*x = SetMysisStateRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[16]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1507,7 +1833,7 @@ func (x *SetMysisStateRequest) String() string {
 func (*SetMysisStateRequest) ProtoMessage() {}
 
 func (x *SetMysisStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[16]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1520,7 +1846,7 @@ func (x *SetMysisStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetMysisStateRequest.ProtoReflect.Descriptor instead.
 func (*SetMysisStateRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{16}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SetMysisStateRequest) GetMysisId() string {
@@ -1571,7 +1897,7 @@ type SetMysisStateResponse struct {
 
 func (x *SetMysisStateResponse) Reset() {
 	*x = SetMysisStateResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[17]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1583,7 +1909,7 @@ func (x *SetMysisStateResponse) String() string {
 func (*SetMysisStateResponse) ProtoMessage() {}
 
 func (x *SetMysisStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[17]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1596,7 +1922,7 @@ func (x *SetMysisStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetMysisStateResponse.ProtoReflect.Descriptor instead.
 func (*SetMysisStateResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{17}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SetMysisStateResponse) GetMysis() *Mysis {
@@ -1624,7 +1950,7 @@ type DeleteMysisRequest struct {
 
 func (x *DeleteMysisRequest) Reset() {
 	*x = DeleteMysisRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[18]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1636,7 +1962,7 @@ func (x *DeleteMysisRequest) String() string {
 func (*DeleteMysisRequest) ProtoMessage() {}
 
 func (x *DeleteMysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[18]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1649,7 +1975,7 @@ func (x *DeleteMysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteMysisRequest.ProtoReflect.Descriptor instead.
 func (*DeleteMysisRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{18}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DeleteMysisRequest) GetMysisId() string {
@@ -1668,7 +1994,7 @@ type DeleteMysisResponse struct {
 
 func (x *DeleteMysisResponse) Reset() {
 	*x = DeleteMysisResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[19]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1680,7 +2006,7 @@ func (x *DeleteMysisResponse) String() string {
 func (*DeleteMysisResponse) ProtoMessage() {}
 
 func (x *DeleteMysisResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[19]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1693,7 +2019,7 @@ func (x *DeleteMysisResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteMysisResponse.ProtoReflect.Descriptor instead.
 func (*DeleteMysisResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{19}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{20}
 }
 
 // AppendMemoriesRequest appends a batch to one mysis.
@@ -1709,7 +2035,7 @@ type AppendMemoriesRequest struct {
 
 func (x *AppendMemoriesRequest) Reset() {
 	*x = AppendMemoriesRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[20]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1721,7 +2047,7 @@ func (x *AppendMemoriesRequest) String() string {
 func (*AppendMemoriesRequest) ProtoMessage() {}
 
 func (x *AppendMemoriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[20]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1734,7 +2060,7 @@ func (x *AppendMemoriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendMemoriesRequest.ProtoReflect.Descriptor instead.
 func (*AppendMemoriesRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{20}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *AppendMemoriesRequest) GetMysisId() string {
@@ -1762,7 +2088,7 @@ type AppendMemoriesResponse struct {
 
 func (x *AppendMemoriesResponse) Reset() {
 	*x = AppendMemoriesResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[21]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1774,7 +2100,7 @@ func (x *AppendMemoriesResponse) String() string {
 func (*AppendMemoriesResponse) ProtoMessage() {}
 
 func (x *AppendMemoriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[21]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1787,7 +2113,7 @@ func (x *AppendMemoriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendMemoriesResponse.ProtoReflect.Descriptor instead.
 func (*AppendMemoriesResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{21}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *AppendMemoriesResponse) GetMemories() []*Memory {
@@ -1810,7 +2136,7 @@ type ListRecentMemoriesRequest struct {
 
 func (x *ListRecentMemoriesRequest) Reset() {
 	*x = ListRecentMemoriesRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[22]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1822,7 +2148,7 @@ func (x *ListRecentMemoriesRequest) String() string {
 func (*ListRecentMemoriesRequest) ProtoMessage() {}
 
 func (x *ListRecentMemoriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[22]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1835,7 +2161,7 @@ func (x *ListRecentMemoriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRecentMemoriesRequest.ProtoReflect.Descriptor instead.
 func (*ListRecentMemoriesRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{22}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListRecentMemoriesRequest) GetMysisId() string {
@@ -1863,7 +2189,7 @@ type ListRecentMemoriesResponse struct {
 
 func (x *ListRecentMemoriesResponse) Reset() {
 	*x = ListRecentMemoriesResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[23]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1875,7 +2201,7 @@ func (x *ListRecentMemoriesResponse) String() string {
 func (*ListRecentMemoriesResponse) ProtoMessage() {}
 
 func (x *ListRecentMemoriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[23]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1888,7 +2214,7 @@ func (x *ListRecentMemoriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRecentMemoriesResponse.ProtoReflect.Descriptor instead.
 func (*ListRecentMemoriesResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{23}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListRecentMemoriesResponse) GetMemories() []*Memory {
@@ -1915,7 +2241,7 @@ type ListMemoriesRangeRequest struct {
 
 func (x *ListMemoriesRangeRequest) Reset() {
 	*x = ListMemoriesRangeRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[24]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1927,7 +2253,7 @@ func (x *ListMemoriesRangeRequest) String() string {
 func (*ListMemoriesRangeRequest) ProtoMessage() {}
 
 func (x *ListMemoriesRangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[24]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1940,7 +2266,7 @@ func (x *ListMemoriesRangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMemoriesRangeRequest.ProtoReflect.Descriptor instead.
 func (*ListMemoriesRangeRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{24}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListMemoriesRangeRequest) GetMysisId() string {
@@ -1982,7 +2308,7 @@ type ListMemoriesRangeResponse struct {
 
 func (x *ListMemoriesRangeResponse) Reset() {
 	*x = ListMemoriesRangeResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[25]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1994,7 +2320,7 @@ func (x *ListMemoriesRangeResponse) String() string {
 func (*ListMemoriesRangeResponse) ProtoMessage() {}
 
 func (x *ListMemoriesRangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[25]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2007,7 +2333,7 @@ func (x *ListMemoriesRangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMemoriesRangeResponse.ProtoReflect.Descriptor instead.
 func (*ListMemoriesRangeResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{25}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListMemoriesRangeResponse) GetMemories() []*Memory {
@@ -2030,7 +2356,7 @@ type GetMemoryRequest struct {
 
 func (x *GetMemoryRequest) Reset() {
 	*x = GetMemoryRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[26]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2042,7 +2368,7 @@ func (x *GetMemoryRequest) String() string {
 func (*GetMemoryRequest) ProtoMessage() {}
 
 func (x *GetMemoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[26]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2055,7 +2381,7 @@ func (x *GetMemoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMemoryRequest.ProtoReflect.Descriptor instead.
 func (*GetMemoryRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{26}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetMemoryRequest) GetMysisId() string {
@@ -2083,7 +2409,7 @@ type GetMemoryResponse struct {
 
 func (x *GetMemoryResponse) Reset() {
 	*x = GetMemoryResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[27]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2095,7 +2421,7 @@ func (x *GetMemoryResponse) String() string {
 func (*GetMemoryResponse) ProtoMessage() {}
 
 func (x *GetMemoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[27]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2108,7 +2434,7 @@ func (x *GetMemoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMemoryResponse.ProtoReflect.Descriptor instead.
 func (*GetMemoryResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{27}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetMemoryResponse) GetMemory() *Memory {
@@ -2145,7 +2471,7 @@ type GetComposeWindowRequest struct {
 
 func (x *GetComposeWindowRequest) Reset() {
 	*x = GetComposeWindowRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[28]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2157,7 +2483,7 @@ func (x *GetComposeWindowRequest) String() string {
 func (*GetComposeWindowRequest) ProtoMessage() {}
 
 func (x *GetComposeWindowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[28]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2170,7 +2496,7 @@ func (x *GetComposeWindowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetComposeWindowRequest.ProtoReflect.Descriptor instead.
 func (*GetComposeWindowRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{28}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetComposeWindowRequest) GetMysisId() string {
@@ -2243,7 +2569,7 @@ type Mission struct {
 
 func (x *Mission) Reset() {
 	*x = Mission{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[29]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2255,7 +2581,7 @@ func (x *Mission) String() string {
 func (*Mission) ProtoMessage() {}
 
 func (x *Mission) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[29]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2268,7 +2594,7 @@ func (x *Mission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mission.ProtoReflect.Descriptor instead.
 func (*Mission) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{29}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Mission) GetMemory() *Memory {
@@ -2309,7 +2635,7 @@ type GetComposeWindowResponse struct {
 
 func (x *GetComposeWindowResponse) Reset() {
 	*x = GetComposeWindowResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[30]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2321,7 +2647,7 @@ func (x *GetComposeWindowResponse) String() string {
 func (*GetComposeWindowResponse) ProtoMessage() {}
 
 func (x *GetComposeWindowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[30]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2334,7 +2660,7 @@ func (x *GetComposeWindowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetComposeWindowResponse.ProtoReflect.Descriptor instead.
 func (*GetComposeWindowResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{30}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetComposeWindowResponse) GetMysis() *Mysis {
@@ -2396,7 +2722,7 @@ type RecordBroadcastRequest struct {
 
 func (x *RecordBroadcastRequest) Reset() {
 	*x = RecordBroadcastRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[31]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2408,7 +2734,7 @@ func (x *RecordBroadcastRequest) String() string {
 func (*RecordBroadcastRequest) ProtoMessage() {}
 
 func (x *RecordBroadcastRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[31]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2421,7 +2747,7 @@ func (x *RecordBroadcastRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordBroadcastRequest.ProtoReflect.Descriptor instead.
 func (*RecordBroadcastRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{31}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RecordBroadcastRequest) GetBroadcastId() string {
@@ -2467,7 +2793,7 @@ type RecordBroadcastResponse struct {
 
 func (x *RecordBroadcastResponse) Reset() {
 	*x = RecordBroadcastResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[32]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2479,7 +2805,7 @@ func (x *RecordBroadcastResponse) String() string {
 func (*RecordBroadcastResponse) ProtoMessage() {}
 
 func (x *RecordBroadcastResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[32]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2492,7 +2818,7 @@ func (x *RecordBroadcastResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordBroadcastResponse.ProtoReflect.Descriptor instead.
 func (*RecordBroadcastResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{32}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RecordBroadcastResponse) GetBroadcast() *Broadcast {
@@ -2529,7 +2855,7 @@ type DeliverBroadcastRequest struct {
 
 func (x *DeliverBroadcastRequest) Reset() {
 	*x = DeliverBroadcastRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[33]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2541,7 +2867,7 @@ func (x *DeliverBroadcastRequest) String() string {
 func (*DeliverBroadcastRequest) ProtoMessage() {}
 
 func (x *DeliverBroadcastRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[33]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2554,7 +2880,7 @@ func (x *DeliverBroadcastRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverBroadcastRequest.ProtoReflect.Descriptor instead.
 func (*DeliverBroadcastRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{33}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *DeliverBroadcastRequest) GetBroadcastId() string {
@@ -2586,7 +2912,7 @@ type DeliverBroadcastResponse struct {
 
 func (x *DeliverBroadcastResponse) Reset() {
 	*x = DeliverBroadcastResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[34]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2598,7 +2924,7 @@ func (x *DeliverBroadcastResponse) String() string {
 func (*DeliverBroadcastResponse) ProtoMessage() {}
 
 func (x *DeliverBroadcastResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[34]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2611,7 +2937,7 @@ func (x *DeliverBroadcastResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverBroadcastResponse.ProtoReflect.Descriptor instead.
 func (*DeliverBroadcastResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{34}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DeliverBroadcastResponse) GetDeliveredCount() int32 {
@@ -2652,7 +2978,7 @@ type SearchMessagesRequest struct {
 
 func (x *SearchMessagesRequest) Reset() {
 	*x = SearchMessagesRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[35]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2664,7 +2990,7 @@ func (x *SearchMessagesRequest) String() string {
 func (*SearchMessagesRequest) ProtoMessage() {}
 
 func (x *SearchMessagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[35]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2677,7 +3003,7 @@ func (x *SearchMessagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchMessagesRequest.ProtoReflect.Descriptor instead.
 func (*SearchMessagesRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{35}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SearchMessagesRequest) GetMysisId() string {
@@ -2723,7 +3049,7 @@ type MemoryHit struct {
 
 func (x *MemoryHit) Reset() {
 	*x = MemoryHit{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[36]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2735,7 +3061,7 @@ func (x *MemoryHit) String() string {
 func (*MemoryHit) ProtoMessage() {}
 
 func (x *MemoryHit) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[36]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2748,7 +3074,7 @@ func (x *MemoryHit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryHit.ProtoReflect.Descriptor instead.
 func (*MemoryHit) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{36}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *MemoryHit) GetMemory() *Memory {
@@ -2783,7 +3109,7 @@ type SearchMessagesResponse struct {
 
 func (x *SearchMessagesResponse) Reset() {
 	*x = SearchMessagesResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[37]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2795,7 +3121,7 @@ func (x *SearchMessagesResponse) String() string {
 func (*SearchMessagesResponse) ProtoMessage() {}
 
 func (x *SearchMessagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[37]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2808,7 +3134,7 @@ func (x *SearchMessagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchMessagesResponse.ProtoReflect.Descriptor instead.
 func (*SearchMessagesResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{37}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SearchMessagesResponse) GetHits() []*MemoryHit {
@@ -2833,7 +3159,7 @@ type SearchReasoningRequest struct {
 
 func (x *SearchReasoningRequest) Reset() {
 	*x = SearchReasoningRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[38]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2845,7 +3171,7 @@ func (x *SearchReasoningRequest) String() string {
 func (*SearchReasoningRequest) ProtoMessage() {}
 
 func (x *SearchReasoningRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[38]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2858,7 +3184,7 @@ func (x *SearchReasoningRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchReasoningRequest.ProtoReflect.Descriptor instead.
 func (*SearchReasoningRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{38}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *SearchReasoningRequest) GetMysisId() string {
@@ -2893,7 +3219,7 @@ type SearchReasoningResponse struct {
 
 func (x *SearchReasoningResponse) Reset() {
 	*x = SearchReasoningResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[39]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2905,7 +3231,7 @@ func (x *SearchReasoningResponse) String() string {
 func (*SearchReasoningResponse) ProtoMessage() {}
 
 func (x *SearchReasoningResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[39]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2918,7 +3244,7 @@ func (x *SearchReasoningResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchReasoningResponse.ProtoReflect.Descriptor instead.
 func (*SearchReasoningResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{39}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SearchReasoningResponse) GetHits() []*MemoryHit {
@@ -2941,7 +3267,7 @@ type SearchBroadcastsRequest struct {
 
 func (x *SearchBroadcastsRequest) Reset() {
 	*x = SearchBroadcastsRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[40]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2953,7 +3279,7 @@ func (x *SearchBroadcastsRequest) String() string {
 func (*SearchBroadcastsRequest) ProtoMessage() {}
 
 func (x *SearchBroadcastsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[40]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2966,7 +3292,7 @@ func (x *SearchBroadcastsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchBroadcastsRequest.ProtoReflect.Descriptor instead.
 func (*SearchBroadcastsRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{40}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SearchBroadcastsRequest) GetQuery() string {
@@ -2998,7 +3324,7 @@ type BroadcastHit struct {
 
 func (x *BroadcastHit) Reset() {
 	*x = BroadcastHit{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[41]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3010,7 +3336,7 @@ func (x *BroadcastHit) String() string {
 func (*BroadcastHit) ProtoMessage() {}
 
 func (x *BroadcastHit) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[41]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3023,7 +3349,7 @@ func (x *BroadcastHit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BroadcastHit.ProtoReflect.Descriptor instead.
 func (*BroadcastHit) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{41}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *BroadcastHit) GetBroadcast() *Broadcast {
@@ -3058,7 +3384,7 @@ type SearchBroadcastsResponse struct {
 
 func (x *SearchBroadcastsResponse) Reset() {
 	*x = SearchBroadcastsResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[42]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3070,7 +3396,7 @@ func (x *SearchBroadcastsResponse) String() string {
 func (*SearchBroadcastsResponse) ProtoMessage() {}
 
 func (x *SearchBroadcastsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[42]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3083,7 +3409,7 @@ func (x *SearchBroadcastsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchBroadcastsResponse.ProtoReflect.Descriptor instead.
 func (*SearchBroadcastsResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{42}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SearchBroadcastsResponse) GetHits() []*BroadcastHit {
@@ -3110,7 +3436,7 @@ type CreateAccountRequest struct {
 
 func (x *CreateAccountRequest) Reset() {
 	*x = CreateAccountRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[43]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3122,7 +3448,7 @@ func (x *CreateAccountRequest) String() string {
 func (*CreateAccountRequest) ProtoMessage() {}
 
 func (x *CreateAccountRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[43]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3135,7 +3461,7 @@ func (x *CreateAccountRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAccountRequest.ProtoReflect.Descriptor instead.
 func (*CreateAccountRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{43}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *CreateAccountRequest) GetUsername() string {
@@ -3177,7 +3503,7 @@ type CreateAccountResponse struct {
 
 func (x *CreateAccountResponse) Reset() {
 	*x = CreateAccountResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[44]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3189,7 +3515,7 @@ func (x *CreateAccountResponse) String() string {
 func (*CreateAccountResponse) ProtoMessage() {}
 
 func (x *CreateAccountResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[44]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3202,7 +3528,7 @@ func (x *CreateAccountResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAccountResponse.ProtoReflect.Descriptor instead.
 func (*CreateAccountResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{44}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *CreateAccountResponse) GetAccount() *Account {
@@ -3223,7 +3549,7 @@ type ClaimAccountRequest struct {
 
 func (x *ClaimAccountRequest) Reset() {
 	*x = ClaimAccountRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[45]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3235,7 +3561,7 @@ func (x *ClaimAccountRequest) String() string {
 func (*ClaimAccountRequest) ProtoMessage() {}
 
 func (x *ClaimAccountRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[45]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3248,7 +3574,7 @@ func (x *ClaimAccountRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimAccountRequest.ProtoReflect.Descriptor instead.
 func (*ClaimAccountRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{45}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ClaimAccountRequest) GetMysisId() string {
@@ -3269,7 +3595,7 @@ type ClaimAccountResponse struct {
 
 func (x *ClaimAccountResponse) Reset() {
 	*x = ClaimAccountResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[46]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3281,7 +3607,7 @@ func (x *ClaimAccountResponse) String() string {
 func (*ClaimAccountResponse) ProtoMessage() {}
 
 func (x *ClaimAccountResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[46]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3294,7 +3620,7 @@ func (x *ClaimAccountResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimAccountResponse.ProtoReflect.Descriptor instead.
 func (*ClaimAccountResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{46}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ClaimAccountResponse) GetAccount() *Account {
@@ -3315,7 +3641,7 @@ type GetAccountForMysisRequest struct {
 
 func (x *GetAccountForMysisRequest) Reset() {
 	*x = GetAccountForMysisRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[47]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3327,7 +3653,7 @@ func (x *GetAccountForMysisRequest) String() string {
 func (*GetAccountForMysisRequest) ProtoMessage() {}
 
 func (x *GetAccountForMysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[47]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3340,7 +3666,7 @@ func (x *GetAccountForMysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAccountForMysisRequest.ProtoReflect.Descriptor instead.
 func (*GetAccountForMysisRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{47}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *GetAccountForMysisRequest) GetMysisId() string {
@@ -3361,7 +3687,7 @@ type GetAccountForMysisResponse struct {
 
 func (x *GetAccountForMysisResponse) Reset() {
 	*x = GetAccountForMysisResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[48]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3373,7 +3699,7 @@ func (x *GetAccountForMysisResponse) String() string {
 func (*GetAccountForMysisResponse) ProtoMessage() {}
 
 func (x *GetAccountForMysisResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[48]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3386,7 +3712,7 @@ func (x *GetAccountForMysisResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAccountForMysisResponse.ProtoReflect.Descriptor instead.
 func (*GetAccountForMysisResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{48}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *GetAccountForMysisResponse) GetAccount() *Account {
@@ -3407,7 +3733,7 @@ type ReleaseAccountRequest struct {
 
 func (x *ReleaseAccountRequest) Reset() {
 	*x = ReleaseAccountRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[49]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3419,7 +3745,7 @@ func (x *ReleaseAccountRequest) String() string {
 func (*ReleaseAccountRequest) ProtoMessage() {}
 
 func (x *ReleaseAccountRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[49]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3432,7 +3758,7 @@ func (x *ReleaseAccountRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseAccountRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseAccountRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{49}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ReleaseAccountRequest) GetMysisId() string {
@@ -3453,7 +3779,7 @@ type ReleaseAccountResponse struct {
 
 func (x *ReleaseAccountResponse) Reset() {
 	*x = ReleaseAccountResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[50]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3465,7 +3791,7 @@ func (x *ReleaseAccountResponse) String() string {
 func (*ReleaseAccountResponse) ProtoMessage() {}
 
 func (x *ReleaseAccountResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[50]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3478,7 +3804,7 @@ func (x *ReleaseAccountResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseAccountResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseAccountResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{50}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ReleaseAccountResponse) GetUsername() string {
@@ -3486,6 +3812,846 @@ func (x *ReleaseAccountResponse) GetUsername() string {
 		return x.Username
 	}
 	return ""
+}
+
+// RecordLlmCallsRequest records calls without a memory.
+type RecordLlmCallsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Mysis id.
+	MysisId string `protobuf:"bytes,1,opt,name=mysis_id,json=mysisId,proto3" json:"mysis_id,omitempty"`
+	// Calls, 1–100.
+	Calls         []*LlmCall `protobuf:"bytes,2,rep,name=calls,proto3" json:"calls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordLlmCallsRequest) Reset() {
+	*x = RecordLlmCallsRequest{}
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordLlmCallsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordLlmCallsRequest) ProtoMessage() {}
+
+func (x *RecordLlmCallsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordLlmCallsRequest.ProtoReflect.Descriptor instead.
+func (*RecordLlmCallsRequest) Descriptor() ([]byte, []int) {
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *RecordLlmCallsRequest) GetMysisId() string {
+	if x != nil {
+		return x.MysisId
+	}
+	return ""
+}
+
+func (x *RecordLlmCallsRequest) GetCalls() []*LlmCall {
+	if x != nil {
+		return x.Calls
+	}
+	return nil
+}
+
+// RecordLlmCallsResponse says how many calls were new.
+type RecordLlmCallsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Calls stored by this request (a retried call_id is not counted again).
+	RecordedCount int32 `protobuf:"varint,1,opt,name=recorded_count,json=recordedCount,proto3" json:"recorded_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordLlmCallsResponse) Reset() {
+	*x = RecordLlmCallsResponse{}
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordLlmCallsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordLlmCallsResponse) ProtoMessage() {}
+
+func (x *RecordLlmCallsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordLlmCallsResponse.ProtoReflect.Descriptor instead.
+func (*RecordLlmCallsResponse) Descriptor() ([]byte, []int) {
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *RecordLlmCallsResponse) GetRecordedCount() int32 {
+	if x != nil {
+		return x.RecordedCount
+	}
+	return 0
+}
+
+// UsageTotals sums recorded LLM calls.
+type UsageTotals struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Calls, failed ones included.
+	Calls int64 `protobuf:"varint,1,opt,name=calls,proto3" json:"calls,omitempty"`
+	// Calls that failed.
+	FailedCalls int64 `protobuf:"varint,2,opt,name=failed_calls,json=failedCalls,proto3" json:"failed_calls,omitempty"`
+	// Prompt tokens (cached included).
+	PromptTokens int64 `protobuf:"varint,3,opt,name=prompt_tokens,json=promptTokens,proto3" json:"prompt_tokens,omitempty"`
+	// Cached prompt tokens.
+	CachedPromptTokens int64 `protobuf:"varint,4,opt,name=cached_prompt_tokens,json=cachedPromptTokens,proto3" json:"cached_prompt_tokens,omitempty"`
+	// Completion tokens (reasoning included).
+	CompletionTokens int64 `protobuf:"varint,5,opt,name=completion_tokens,json=completionTokens,proto3" json:"completion_tokens,omitempty"`
+	// Reasoning tokens.
+	ReasoningTokens int64 `protobuf:"varint,6,opt,name=reasoning_tokens,json=reasoningTokens,proto3" json:"reasoning_tokens,omitempty"`
+	// The composer's count of the requests.
+	ComposedTokens int64 `protobuf:"varint,7,opt,name=composed_tokens,json=composedTokens,proto3" json:"composed_tokens,omitempty"`
+	// Sum of call latencies in milliseconds (divide by calls for the mean).
+	LatencyMs int64 `protobuf:"varint,8,opt,name=latency_ms,json=latencyMs,proto3" json:"latency_ms,omitempty"`
+	// Retries.
+	Retries int64 `protobuf:"varint,9,opt,name=retries,proto3" json:"retries,omitempty"`
+	// Cost in billionths of a US dollar.
+	CostNanos int64 `protobuf:"varint,10,opt,name=cost_nanos,json=costNanos,proto3" json:"cost_nanos,omitempty"`
+	// Oldest call's start, unset when there are none.
+	FirstCallAt *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=first_call_at,json=firstCallAt,proto3" json:"first_call_at,omitempty"`
+	// Newest call's start, unset when there are none.
+	LastCallAt    *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=last_call_at,json=lastCallAt,proto3" json:"last_call_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageTotals) Reset() {
+	*x = UsageTotals{}
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageTotals) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageTotals) ProtoMessage() {}
+
+func (x *UsageTotals) ProtoReflect() protoreflect.Message {
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageTotals.ProtoReflect.Descriptor instead.
+func (*UsageTotals) Descriptor() ([]byte, []int) {
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *UsageTotals) GetCalls() int64 {
+	if x != nil {
+		return x.Calls
+	}
+	return 0
+}
+
+func (x *UsageTotals) GetFailedCalls() int64 {
+	if x != nil {
+		return x.FailedCalls
+	}
+	return 0
+}
+
+func (x *UsageTotals) GetPromptTokens() int64 {
+	if x != nil {
+		return x.PromptTokens
+	}
+	return 0
+}
+
+func (x *UsageTotals) GetCachedPromptTokens() int64 {
+	if x != nil {
+		return x.CachedPromptTokens
+	}
+	return 0
+}
+
+func (x *UsageTotals) GetCompletionTokens() int64 {
+	if x != nil {
+		return x.CompletionTokens
+	}
+	return 0
+}
+
+func (x *UsageTotals) GetReasoningTokens() int64 {
+	if x != nil {
+		return x.ReasoningTokens
+	}
+	return 0
+}
+
+func (x *UsageTotals) GetComposedTokens() int64 {
+	if x != nil {
+		return x.ComposedTokens
+	}
+	return 0
+}
+
+func (x *UsageTotals) GetLatencyMs() int64 {
+	if x != nil {
+		return x.LatencyMs
+	}
+	return 0
+}
+
+func (x *UsageTotals) GetRetries() int64 {
+	if x != nil {
+		return x.Retries
+	}
+	return 0
+}
+
+func (x *UsageTotals) GetCostNanos() int64 {
+	if x != nil {
+		return x.CostNanos
+	}
+	return 0
+}
+
+func (x *UsageTotals) GetFirstCallAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FirstCallAt
+	}
+	return nil
+}
+
+func (x *UsageTotals) GetLastCallAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastCallAt
+	}
+	return nil
+}
+
+// UsageRow is one group of GetUsage.
+type UsageRow struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Mysis id (group by mysis).
+	MysisId string `protobuf:"bytes,1,opt,name=mysis_id,json=mysisId,proto3" json:"mysis_id,omitempty"`
+	// Mysis name (group by mysis).
+	MysisName string `protobuf:"bytes,2,opt,name=mysis_name,json=mysisName,proto3" json:"mysis_name,omitempty"`
+	// Provider (group by model).
+	Provider string `protobuf:"bytes,3,opt,name=provider,proto3" json:"provider,omitempty"`
+	// Model (group by model).
+	Model string `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
+	// The group's sums.
+	Totals        *UsageTotals `protobuf:"bytes,5,opt,name=totals,proto3" json:"totals,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageRow) Reset() {
+	*x = UsageRow{}
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageRow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageRow) ProtoMessage() {}
+
+func (x *UsageRow) ProtoReflect() protoreflect.Message {
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageRow.ProtoReflect.Descriptor instead.
+func (*UsageRow) Descriptor() ([]byte, []int) {
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *UsageRow) GetMysisId() string {
+	if x != nil {
+		return x.MysisId
+	}
+	return ""
+}
+
+func (x *UsageRow) GetMysisName() string {
+	if x != nil {
+		return x.MysisName
+	}
+	return ""
+}
+
+func (x *UsageRow) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *UsageRow) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *UsageRow) GetTotals() *UsageTotals {
+	if x != nil {
+		return x.Totals
+	}
+	return nil
+}
+
+// GetUsageRequest selects calls and a grouping.
+type GetUsageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only these myses (ids); empty means the whole swarm. At most 1000.
+	MysisIds []string `protobuf:"bytes,1,rep,name=mysis_ids,json=mysisIds,proto3" json:"mysis_ids,omitempty"`
+	// Calls started at or after this time; unset: from the first call.
+	From *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=from,proto3" json:"from,omitempty"`
+	// Calls started before this time; unset: no upper bound.
+	To *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=to,proto3" json:"to,omitempty"`
+	// Grouping of rows.
+	GroupBy UsageGroup `protobuf:"varint,4,opt,name=group_by,json=groupBy,proto3,enum=zoea.memory.v1.UsageGroup" json:"group_by,omitempty"`
+	// Rows per page, default 100, max 1000.
+	PageSize int32 `protobuf:"varint,5,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// Token from a previous response; empty for the first page.
+	PageToken     string `protobuf:"bytes,6,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetUsageRequest) Reset() {
+	*x = GetUsageRequest{}
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUsageRequest) ProtoMessage() {}
+
+func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUsageRequest.ProtoReflect.Descriptor instead.
+func (*GetUsageRequest) Descriptor() ([]byte, []int) {
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *GetUsageRequest) GetMysisIds() []string {
+	if x != nil {
+		return x.MysisIds
+	}
+	return nil
+}
+
+func (x *GetUsageRequest) GetFrom() *timestamppb.Timestamp {
+	if x != nil {
+		return x.From
+	}
+	return nil
+}
+
+func (x *GetUsageRequest) GetTo() *timestamppb.Timestamp {
+	if x != nil {
+		return x.To
+	}
+	return nil
+}
+
+func (x *GetUsageRequest) GetGroupBy() UsageGroup {
+	if x != nil {
+		return x.GroupBy
+	}
+	return UsageGroup_USAGE_GROUP_UNSPECIFIED
+}
+
+func (x *GetUsageRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *GetUsageRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// GetUsageResponse carries the total of the whole selection and one page of rows.
+type GetUsageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Sums over every selected call (not only this page).
+	Total *UsageTotals `protobuf:"bytes,1,opt,name=total,proto3" json:"total,omitempty"`
+	// One page of groups.
+	Rows []*UsageRow `protobuf:"bytes,2,rep,name=rows,proto3" json:"rows,omitempty"`
+	// Token for the next page; empty on the last.
+	NextPageToken string `protobuf:"bytes,3,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetUsageResponse) Reset() {
+	*x = GetUsageResponse{}
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUsageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUsageResponse) ProtoMessage() {}
+
+func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUsageResponse.ProtoReflect.Descriptor instead.
+func (*GetUsageResponse) Descriptor() ([]byte, []int) {
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *GetUsageResponse) GetTotal() *UsageTotals {
+	if x != nil {
+		return x.Total
+	}
+	return nil
+}
+
+func (x *GetUsageResponse) GetRows() []*UsageRow {
+	if x != nil {
+		return x.Rows
+	}
+	return nil
+}
+
+func (x *GetUsageResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// SpendLimit caps tokens or cost over a window.
+type SpendLimit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Window.
+	Window SpendWindow `protobuf:"varint,1,opt,name=window,proto3,enum=zoea.memory.v1.SpendWindow" json:"window,omitempty"`
+	// Unit.
+	Unit SpendUnit `protobuf:"varint,2,opt,name=unit,proto3,enum=zoea.memory.v1.SpendUnit" json:"unit,omitempty"`
+	// The cap; 0 on a mysis's own limit means "no limit" for this window and unit, overriding a configured default.
+	Amount        int64 `protobuf:"varint,3,opt,name=amount,proto3" json:"amount,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SpendLimit) Reset() {
+	*x = SpendLimit{}
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SpendLimit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpendLimit) ProtoMessage() {}
+
+func (x *SpendLimit) ProtoReflect() protoreflect.Message {
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpendLimit.ProtoReflect.Descriptor instead.
+func (*SpendLimit) Descriptor() ([]byte, []int) {
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *SpendLimit) GetWindow() SpendWindow {
+	if x != nil {
+		return x.Window
+	}
+	return SpendWindow_SPEND_WINDOW_UNSPECIFIED
+}
+
+func (x *SpendLimit) GetUnit() SpendUnit {
+	if x != nil {
+		return x.Unit
+	}
+	return SpendUnit_SPEND_UNIT_UNSPECIFIED
+}
+
+func (x *SpendLimit) GetAmount() int64 {
+	if x != nil {
+		return x.Amount
+	}
+	return 0
+}
+
+// SpendCount is what was spent in one window.
+type SpendCount struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Window.
+	Window SpendWindow `protobuf:"varint,1,opt,name=window,proto3,enum=zoea.memory.v1.SpendWindow" json:"window,omitempty"`
+	// Start of the window (unset for TOTAL).
+	Start *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=start,proto3" json:"start,omitempty"`
+	// Prompt plus completion tokens.
+	Tokens int64 `protobuf:"varint,3,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	// Cost in billionths of a US dollar.
+	CostNanos     int64 `protobuf:"varint,4,opt,name=cost_nanos,json=costNanos,proto3" json:"cost_nanos,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SpendCount) Reset() {
+	*x = SpendCount{}
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SpendCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpendCount) ProtoMessage() {}
+
+func (x *SpendCount) ProtoReflect() protoreflect.Message {
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpendCount.ProtoReflect.Descriptor instead.
+func (*SpendCount) Descriptor() ([]byte, []int) {
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *SpendCount) GetWindow() SpendWindow {
+	if x != nil {
+		return x.Window
+	}
+	return SpendWindow_SPEND_WINDOW_UNSPECIFIED
+}
+
+func (x *SpendCount) GetStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *SpendCount) GetTokens() int64 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
+}
+
+func (x *SpendCount) GetCostNanos() int64 {
+	if x != nil {
+		return x.CostNanos
+	}
+	return 0
+}
+
+// GetSpendRequest names a mysis and a time.
+type GetSpendRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Mysis id.
+	MysisId string `protobuf:"bytes,1,opt,name=mysis_id,json=mysisId,proto3" json:"mysis_id,omitempty"`
+	// The time whose windows are counted; unset means now.
+	At            *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSpendRequest) Reset() {
+	*x = GetSpendRequest{}
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSpendRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSpendRequest) ProtoMessage() {}
+
+func (x *GetSpendRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSpendRequest.ProtoReflect.Descriptor instead.
+func (*GetSpendRequest) Descriptor() ([]byte, []int) {
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *GetSpendRequest) GetMysisId() string {
+	if x != nil {
+		return x.MysisId
+	}
+	return ""
+}
+
+func (x *GetSpendRequest) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+// GetSpendResponse carries limits and counts.
+type GetSpendResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The mysis's own limits (empty: it uses the configured defaults).
+	Limits []*SpendLimit `protobuf:"bytes,1,rep,name=limits,proto3" json:"limits,omitempty"`
+	// The mysis's counts, one per window.
+	Mysis []*SpendCount `protobuf:"bytes,2,rep,name=mysis,proto3" json:"mysis,omitempty"`
+	// The swarm's counts, one per window.
+	Swarm         []*SpendCount `protobuf:"bytes,3,rep,name=swarm,proto3" json:"swarm,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSpendResponse) Reset() {
+	*x = GetSpendResponse{}
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSpendResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSpendResponse) ProtoMessage() {}
+
+func (x *GetSpendResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSpendResponse.ProtoReflect.Descriptor instead.
+func (*GetSpendResponse) Descriptor() ([]byte, []int) {
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *GetSpendResponse) GetLimits() []*SpendLimit {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+func (x *GetSpendResponse) GetMysis() []*SpendCount {
+	if x != nil {
+		return x.Mysis
+	}
+	return nil
+}
+
+func (x *GetSpendResponse) GetSwarm() []*SpendCount {
+	if x != nil {
+		return x.Swarm
+	}
+	return nil
+}
+
+// SetSpendLimitsRequest replaces a mysis's own limits.
+type SetSpendLimitsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Mysis id.
+	MysisId string `protobuf:"bytes,1,opt,name=mysis_id,json=mysisId,proto3" json:"mysis_id,omitempty"`
+	// The limits, at most one per window and unit; empty clears them.
+	Limits        []*SpendLimit `protobuf:"bytes,2,rep,name=limits,proto3" json:"limits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetSpendLimitsRequest) Reset() {
+	*x = SetSpendLimitsRequest{}
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetSpendLimitsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetSpendLimitsRequest) ProtoMessage() {}
+
+func (x *SetSpendLimitsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetSpendLimitsRequest.ProtoReflect.Descriptor instead.
+func (*SetSpendLimitsRequest) Descriptor() ([]byte, []int) {
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *SetSpendLimitsRequest) GetMysisId() string {
+	if x != nil {
+		return x.MysisId
+	}
+	return ""
+}
+
+func (x *SetSpendLimitsRequest) GetLimits() []*SpendLimit {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+// SetSpendLimitsResponse echoes the stored limits.
+type SetSpendLimitsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Stored limits, ordered by window then unit.
+	Limits        []*SpendLimit `protobuf:"bytes,1,rep,name=limits,proto3" json:"limits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetSpendLimitsResponse) Reset() {
+	*x = SetSpendLimitsResponse{}
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetSpendLimitsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetSpendLimitsResponse) ProtoMessage() {}
+
+func (x *SetSpendLimitsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetSpendLimitsResponse.ProtoReflect.Descriptor instead.
+func (*SetSpendLimitsResponse) Descriptor() ([]byte, []int) {
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *SetSpendLimitsResponse) GetLimits() []*SpendLimit {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
 }
 
 var File_zoea_memory_v1_memory_proto protoreflect.FileDescriptor
@@ -3536,7 +4702,7 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12.\n" +
 	"\x13call_arguments_json\x18\x10 \x01(\tR\x11callArgumentsJson\x12\x19\n" +
-	"\bcall_key\x18\x11 \x01(\tR\acallKey\"\x8b\x03\n" +
+	"\bcall_key\x18\x11 \x01(\tR\acallKey\"\xbf\x03\n" +
 	"\tNewMemory\x12(\n" +
 	"\x04role\x18\x01 \x01(\x0e2\x14.zoea.memory.v1.RoleR\x04role\x12.\n" +
 	"\x06source\x18\x02 \x01(\x0e2\x16.zoea.memory.v1.SourceR\x06source\x12\x1b\n" +
@@ -3550,7 +4716,26 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\ttool_name\x18\b \x01(\tR\btoolName\x12'\n" +
 	"\x0fidempotency_key\x18\t \x01(\tR\x0eidempotencyKey\x12.\n" +
 	"\x13call_arguments_json\x18\n" +
-	" \x01(\tR\x11callArgumentsJson\"\x8d\x01\n" +
+	" \x01(\tR\x11callArgumentsJson\x122\n" +
+	"\bllm_call\x18\v \x01(\v2\x17.zoea.memory.v1.LlmCallR\allmCall\"\xd5\x03\n" +
+	"\aLlmCall\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x1a\n" +
+	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x14\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\x12#\n" +
+	"\rprompt_tokens\x18\x04 \x01(\x03R\fpromptTokens\x120\n" +
+	"\x14cached_prompt_tokens\x18\x05 \x01(\x03R\x12cachedPromptTokens\x12+\n" +
+	"\x11completion_tokens\x18\x06 \x01(\x03R\x10completionTokens\x12)\n" +
+	"\x10reasoning_tokens\x18\a \x01(\x03R\x0freasoningTokens\x12'\n" +
+	"\x0fcomposed_tokens\x18\b \x01(\x03R\x0ecomposedTokens\x12\x1d\n" +
+	"\n" +
+	"latency_ms\x18\t \x01(\x03R\tlatencyMs\x12\x18\n" +
+	"\aretries\x18\n" +
+	" \x01(\x05R\aretries\x12\x14\n" +
+	"\x05error\x18\v \x01(\tR\x05error\x12\x1d\n" +
+	"\n" +
+	"cost_nanos\x18\f \x01(\x03R\tcostNanos\x129\n" +
+	"\n" +
+	"started_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\"\x8d\x01\n" +
 	"\tBroadcast\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tsender_id\x18\x02 \x01(\tR\bsenderId\x12\x18\n" +
@@ -3716,7 +4901,72 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\x15ReleaseAccountRequest\x12\x19\n" +
 	"\bmysis_id\x18\x01 \x01(\tR\amysisId\"4\n" +
 	"\x16ReleaseAccountResponse\x12\x1a\n" +
-	"\busername\x18\x01 \x01(\tR\busername*\x8a\x01\n" +
+	"\busername\x18\x01 \x01(\tR\busername\"a\n" +
+	"\x15RecordLlmCallsRequest\x12\x19\n" +
+	"\bmysis_id\x18\x01 \x01(\tR\amysisId\x12-\n" +
+	"\x05calls\x18\x02 \x03(\v2\x17.zoea.memory.v1.LlmCallR\x05calls\"?\n" +
+	"\x16RecordLlmCallsResponse\x12%\n" +
+	"\x0erecorded_count\x18\x01 \x01(\x05R\rrecordedCount\"\xf4\x03\n" +
+	"\vUsageTotals\x12\x14\n" +
+	"\x05calls\x18\x01 \x01(\x03R\x05calls\x12!\n" +
+	"\ffailed_calls\x18\x02 \x01(\x03R\vfailedCalls\x12#\n" +
+	"\rprompt_tokens\x18\x03 \x01(\x03R\fpromptTokens\x120\n" +
+	"\x14cached_prompt_tokens\x18\x04 \x01(\x03R\x12cachedPromptTokens\x12+\n" +
+	"\x11completion_tokens\x18\x05 \x01(\x03R\x10completionTokens\x12)\n" +
+	"\x10reasoning_tokens\x18\x06 \x01(\x03R\x0freasoningTokens\x12'\n" +
+	"\x0fcomposed_tokens\x18\a \x01(\x03R\x0ecomposedTokens\x12\x1d\n" +
+	"\n" +
+	"latency_ms\x18\b \x01(\x03R\tlatencyMs\x12\x18\n" +
+	"\aretries\x18\t \x01(\x03R\aretries\x12\x1d\n" +
+	"\n" +
+	"cost_nanos\x18\n" +
+	" \x01(\x03R\tcostNanos\x12>\n" +
+	"\rfirst_call_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\vfirstCallAt\x12<\n" +
+	"\flast_call_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"lastCallAt\"\xab\x01\n" +
+	"\bUsageRow\x12\x19\n" +
+	"\bmysis_id\x18\x01 \x01(\tR\amysisId\x12\x1d\n" +
+	"\n" +
+	"mysis_name\x18\x02 \x01(\tR\tmysisName\x12\x1a\n" +
+	"\bprovider\x18\x03 \x01(\tR\bprovider\x12\x14\n" +
+	"\x05model\x18\x04 \x01(\tR\x05model\x123\n" +
+	"\x06totals\x18\x05 \x01(\v2\x1b.zoea.memory.v1.UsageTotalsR\x06totals\"\xfd\x01\n" +
+	"\x0fGetUsageRequest\x12\x1b\n" +
+	"\tmysis_ids\x18\x01 \x03(\tR\bmysisIds\x12.\n" +
+	"\x04from\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12*\n" +
+	"\x02to\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x02to\x125\n" +
+	"\bgroup_by\x18\x04 \x01(\x0e2\x1a.zoea.memory.v1.UsageGroupR\agroupBy\x12\x1b\n" +
+	"\tpage_size\x18\x05 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x06 \x01(\tR\tpageToken\"\x9b\x01\n" +
+	"\x10GetUsageResponse\x121\n" +
+	"\x05total\x18\x01 \x01(\v2\x1b.zoea.memory.v1.UsageTotalsR\x05total\x12,\n" +
+	"\x04rows\x18\x02 \x03(\v2\x18.zoea.memory.v1.UsageRowR\x04rows\x12&\n" +
+	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\"\x88\x01\n" +
+	"\n" +
+	"SpendLimit\x123\n" +
+	"\x06window\x18\x01 \x01(\x0e2\x1b.zoea.memory.v1.SpendWindowR\x06window\x12-\n" +
+	"\x04unit\x18\x02 \x01(\x0e2\x19.zoea.memory.v1.SpendUnitR\x04unit\x12\x16\n" +
+	"\x06amount\x18\x03 \x01(\x03R\x06amount\"\xaa\x01\n" +
+	"\n" +
+	"SpendCount\x123\n" +
+	"\x06window\x18\x01 \x01(\x0e2\x1b.zoea.memory.v1.SpendWindowR\x06window\x120\n" +
+	"\x05start\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12\x16\n" +
+	"\x06tokens\x18\x03 \x01(\x03R\x06tokens\x12\x1d\n" +
+	"\n" +
+	"cost_nanos\x18\x04 \x01(\x03R\tcostNanos\"X\n" +
+	"\x0fGetSpendRequest\x12\x19\n" +
+	"\bmysis_id\x18\x01 \x01(\tR\amysisId\x12*\n" +
+	"\x02at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\xaa\x01\n" +
+	"\x10GetSpendResponse\x122\n" +
+	"\x06limits\x18\x01 \x03(\v2\x1a.zoea.memory.v1.SpendLimitR\x06limits\x120\n" +
+	"\x05mysis\x18\x02 \x03(\v2\x1a.zoea.memory.v1.SpendCountR\x05mysis\x120\n" +
+	"\x05swarm\x18\x03 \x03(\v2\x1a.zoea.memory.v1.SpendCountR\x05swarm\"f\n" +
+	"\x15SetSpendLimitsRequest\x12\x19\n" +
+	"\bmysis_id\x18\x01 \x01(\tR\amysisId\x122\n" +
+	"\x06limits\x18\x02 \x03(\v2\x1a.zoea.memory.v1.SpendLimitR\x06limits\"L\n" +
+	"\x16SetSpendLimitsResponse\x122\n" +
+	"\x06limits\x18\x01 \x03(\v2\x1a.zoea.memory.v1.SpendLimitR\x06limits*\x8a\x01\n" +
 	"\n" +
 	"MysisState\x12\x1b\n" +
 	"\x17MYSIS_STATE_UNSPECIFIED\x10\x00\x12\x14\n" +
@@ -3738,7 +4988,21 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\n" +
 	"SOURCE_LLM\x10\x04\x12\x0f\n" +
 	"\vSOURCE_TOOL\x10\x05\x12\x11\n" +
-	"\rSOURCE_SYSTEM\x10\x062\xf8\x0f\n" +
+	"\rSOURCE_SYSTEM\x10\x06*W\n" +
+	"\n" +
+	"UsageGroup\x12\x1b\n" +
+	"\x17USAGE_GROUP_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11USAGE_GROUP_MYSIS\x10\x01\x12\x15\n" +
+	"\x11USAGE_GROUP_MODEL\x10\x02*p\n" +
+	"\vSpendWindow\x12\x1c\n" +
+	"\x18SPEND_WINDOW_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11SPEND_WINDOW_HOUR\x10\x01\x12\x14\n" +
+	"\x10SPEND_WINDOW_DAY\x10\x02\x12\x16\n" +
+	"\x12SPEND_WINDOW_TOTAL\x10\x03*Y\n" +
+	"\tSpendUnit\x12\x1a\n" +
+	"\x16SPEND_UNIT_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11SPEND_UNIT_TOKENS\x10\x01\x12\x19\n" +
+	"\x15SPEND_UNIT_COST_NANOS\x10\x022\xd8\x12\n" +
 	"\rMemoryService\x12V\n" +
 	"\vCreateMysis\x12\".zoea.memory.v1.CreateMysisRequest\x1a#.zoea.memory.v1.CreateMysisResponse\x12M\n" +
 	"\bGetMysis\x12\x1f.zoea.memory.v1.GetMysisRequest\x1a .zoea.memory.v1.GetMysisResponse\x12_\n" +
@@ -3760,7 +5024,11 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\rCreateAccount\x12$.zoea.memory.v1.CreateAccountRequest\x1a%.zoea.memory.v1.CreateAccountResponse\x12Y\n" +
 	"\fClaimAccount\x12#.zoea.memory.v1.ClaimAccountRequest\x1a$.zoea.memory.v1.ClaimAccountResponse\x12k\n" +
 	"\x12GetAccountForMysis\x12).zoea.memory.v1.GetAccountForMysisRequest\x1a*.zoea.memory.v1.GetAccountForMysisResponse\x12_\n" +
-	"\x0eReleaseAccount\x12%.zoea.memory.v1.ReleaseAccountRequest\x1a&.zoea.memory.v1.ReleaseAccountResponseB:Z8github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1;memoryv1b\x06proto3"
+	"\x0eReleaseAccount\x12%.zoea.memory.v1.ReleaseAccountRequest\x1a&.zoea.memory.v1.ReleaseAccountResponse\x12_\n" +
+	"\x0eRecordLlmCalls\x12%.zoea.memory.v1.RecordLlmCallsRequest\x1a&.zoea.memory.v1.RecordLlmCallsResponse\x12M\n" +
+	"\bGetUsage\x12\x1f.zoea.memory.v1.GetUsageRequest\x1a .zoea.memory.v1.GetUsageResponse\x12M\n" +
+	"\bGetSpend\x12\x1f.zoea.memory.v1.GetSpendRequest\x1a .zoea.memory.v1.GetSpendResponse\x12_\n" +
+	"\x0eSetSpendLimits\x12%.zoea.memory.v1.SetSpendLimitsRequest\x1a&.zoea.memory.v1.SetSpendLimitsResponseB:Z8github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1;memoryv1b\x06proto3"
 
 var (
 	file_zoea_memory_v1_memory_proto_rawDescOnce sync.Once
@@ -3774,154 +5042,199 @@ func file_zoea_memory_v1_memory_proto_rawDescGZIP() []byte {
 	return file_zoea_memory_v1_memory_proto_rawDescData
 }
 
-var file_zoea_memory_v1_memory_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_zoea_memory_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
+var file_zoea_memory_v1_memory_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_zoea_memory_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 64)
 var file_zoea_memory_v1_memory_proto_goTypes = []any{
 	(MysisState)(0),                    // 0: zoea.memory.v1.MysisState
 	(Role)(0),                          // 1: zoea.memory.v1.Role
 	(Source)(0),                        // 2: zoea.memory.v1.Source
-	(*Mysis)(nil),                      // 3: zoea.memory.v1.Mysis
-	(*ToolCall)(nil),                   // 4: zoea.memory.v1.ToolCall
-	(*Memory)(nil),                     // 5: zoea.memory.v1.Memory
-	(*NewMemory)(nil),                  // 6: zoea.memory.v1.NewMemory
-	(*Broadcast)(nil),                  // 7: zoea.memory.v1.Broadcast
-	(*Account)(nil),                    // 8: zoea.memory.v1.Account
-	(*CreateMysisRequest)(nil),         // 9: zoea.memory.v1.CreateMysisRequest
-	(*CreateMysisResponse)(nil),        // 10: zoea.memory.v1.CreateMysisResponse
-	(*GetMysisRequest)(nil),            // 11: zoea.memory.v1.GetMysisRequest
-	(*GetMysisResponse)(nil),           // 12: zoea.memory.v1.GetMysisResponse
-	(*GetMysisByNameRequest)(nil),      // 13: zoea.memory.v1.GetMysisByNameRequest
-	(*GetMysisByNameResponse)(nil),     // 14: zoea.memory.v1.GetMysisByNameResponse
-	(*ListMysesRequest)(nil),           // 15: zoea.memory.v1.ListMysesRequest
-	(*ListMysesResponse)(nil),          // 16: zoea.memory.v1.ListMysesResponse
-	(*UpdateMysisConfigRequest)(nil),   // 17: zoea.memory.v1.UpdateMysisConfigRequest
-	(*UpdateMysisConfigResponse)(nil),  // 18: zoea.memory.v1.UpdateMysisConfigResponse
-	(*SetMysisStateRequest)(nil),       // 19: zoea.memory.v1.SetMysisStateRequest
-	(*SetMysisStateResponse)(nil),      // 20: zoea.memory.v1.SetMysisStateResponse
-	(*DeleteMysisRequest)(nil),         // 21: zoea.memory.v1.DeleteMysisRequest
-	(*DeleteMysisResponse)(nil),        // 22: zoea.memory.v1.DeleteMysisResponse
-	(*AppendMemoriesRequest)(nil),      // 23: zoea.memory.v1.AppendMemoriesRequest
-	(*AppendMemoriesResponse)(nil),     // 24: zoea.memory.v1.AppendMemoriesResponse
-	(*ListRecentMemoriesRequest)(nil),  // 25: zoea.memory.v1.ListRecentMemoriesRequest
-	(*ListRecentMemoriesResponse)(nil), // 26: zoea.memory.v1.ListRecentMemoriesResponse
-	(*ListMemoriesRangeRequest)(nil),   // 27: zoea.memory.v1.ListMemoriesRangeRequest
-	(*ListMemoriesRangeResponse)(nil),  // 28: zoea.memory.v1.ListMemoriesRangeResponse
-	(*GetMemoryRequest)(nil),           // 29: zoea.memory.v1.GetMemoryRequest
-	(*GetMemoryResponse)(nil),          // 30: zoea.memory.v1.GetMemoryResponse
-	(*GetComposeWindowRequest)(nil),    // 31: zoea.memory.v1.GetComposeWindowRequest
-	(*Mission)(nil),                    // 32: zoea.memory.v1.Mission
-	(*GetComposeWindowResponse)(nil),   // 33: zoea.memory.v1.GetComposeWindowResponse
-	(*RecordBroadcastRequest)(nil),     // 34: zoea.memory.v1.RecordBroadcastRequest
-	(*RecordBroadcastResponse)(nil),    // 35: zoea.memory.v1.RecordBroadcastResponse
-	(*DeliverBroadcastRequest)(nil),    // 36: zoea.memory.v1.DeliverBroadcastRequest
-	(*DeliverBroadcastResponse)(nil),   // 37: zoea.memory.v1.DeliverBroadcastResponse
-	(*SearchMessagesRequest)(nil),      // 38: zoea.memory.v1.SearchMessagesRequest
-	(*MemoryHit)(nil),                  // 39: zoea.memory.v1.MemoryHit
-	(*SearchMessagesResponse)(nil),     // 40: zoea.memory.v1.SearchMessagesResponse
-	(*SearchReasoningRequest)(nil),     // 41: zoea.memory.v1.SearchReasoningRequest
-	(*SearchReasoningResponse)(nil),    // 42: zoea.memory.v1.SearchReasoningResponse
-	(*SearchBroadcastsRequest)(nil),    // 43: zoea.memory.v1.SearchBroadcastsRequest
-	(*BroadcastHit)(nil),               // 44: zoea.memory.v1.BroadcastHit
-	(*SearchBroadcastsResponse)(nil),   // 45: zoea.memory.v1.SearchBroadcastsResponse
-	(*CreateAccountRequest)(nil),       // 46: zoea.memory.v1.CreateAccountRequest
-	(*CreateAccountResponse)(nil),      // 47: zoea.memory.v1.CreateAccountResponse
-	(*ClaimAccountRequest)(nil),        // 48: zoea.memory.v1.ClaimAccountRequest
-	(*ClaimAccountResponse)(nil),       // 49: zoea.memory.v1.ClaimAccountResponse
-	(*GetAccountForMysisRequest)(nil),  // 50: zoea.memory.v1.GetAccountForMysisRequest
-	(*GetAccountForMysisResponse)(nil), // 51: zoea.memory.v1.GetAccountForMysisResponse
-	(*ReleaseAccountRequest)(nil),      // 52: zoea.memory.v1.ReleaseAccountRequest
-	(*ReleaseAccountResponse)(nil),     // 53: zoea.memory.v1.ReleaseAccountResponse
-	(*timestamppb.Timestamp)(nil),      // 54: google.protobuf.Timestamp
+	(UsageGroup)(0),                    // 3: zoea.memory.v1.UsageGroup
+	(SpendWindow)(0),                   // 4: zoea.memory.v1.SpendWindow
+	(SpendUnit)(0),                     // 5: zoea.memory.v1.SpendUnit
+	(*Mysis)(nil),                      // 6: zoea.memory.v1.Mysis
+	(*ToolCall)(nil),                   // 7: zoea.memory.v1.ToolCall
+	(*Memory)(nil),                     // 8: zoea.memory.v1.Memory
+	(*NewMemory)(nil),                  // 9: zoea.memory.v1.NewMemory
+	(*LlmCall)(nil),                    // 10: zoea.memory.v1.LlmCall
+	(*Broadcast)(nil),                  // 11: zoea.memory.v1.Broadcast
+	(*Account)(nil),                    // 12: zoea.memory.v1.Account
+	(*CreateMysisRequest)(nil),         // 13: zoea.memory.v1.CreateMysisRequest
+	(*CreateMysisResponse)(nil),        // 14: zoea.memory.v1.CreateMysisResponse
+	(*GetMysisRequest)(nil),            // 15: zoea.memory.v1.GetMysisRequest
+	(*GetMysisResponse)(nil),           // 16: zoea.memory.v1.GetMysisResponse
+	(*GetMysisByNameRequest)(nil),      // 17: zoea.memory.v1.GetMysisByNameRequest
+	(*GetMysisByNameResponse)(nil),     // 18: zoea.memory.v1.GetMysisByNameResponse
+	(*ListMysesRequest)(nil),           // 19: zoea.memory.v1.ListMysesRequest
+	(*ListMysesResponse)(nil),          // 20: zoea.memory.v1.ListMysesResponse
+	(*UpdateMysisConfigRequest)(nil),   // 21: zoea.memory.v1.UpdateMysisConfigRequest
+	(*UpdateMysisConfigResponse)(nil),  // 22: zoea.memory.v1.UpdateMysisConfigResponse
+	(*SetMysisStateRequest)(nil),       // 23: zoea.memory.v1.SetMysisStateRequest
+	(*SetMysisStateResponse)(nil),      // 24: zoea.memory.v1.SetMysisStateResponse
+	(*DeleteMysisRequest)(nil),         // 25: zoea.memory.v1.DeleteMysisRequest
+	(*DeleteMysisResponse)(nil),        // 26: zoea.memory.v1.DeleteMysisResponse
+	(*AppendMemoriesRequest)(nil),      // 27: zoea.memory.v1.AppendMemoriesRequest
+	(*AppendMemoriesResponse)(nil),     // 28: zoea.memory.v1.AppendMemoriesResponse
+	(*ListRecentMemoriesRequest)(nil),  // 29: zoea.memory.v1.ListRecentMemoriesRequest
+	(*ListRecentMemoriesResponse)(nil), // 30: zoea.memory.v1.ListRecentMemoriesResponse
+	(*ListMemoriesRangeRequest)(nil),   // 31: zoea.memory.v1.ListMemoriesRangeRequest
+	(*ListMemoriesRangeResponse)(nil),  // 32: zoea.memory.v1.ListMemoriesRangeResponse
+	(*GetMemoryRequest)(nil),           // 33: zoea.memory.v1.GetMemoryRequest
+	(*GetMemoryResponse)(nil),          // 34: zoea.memory.v1.GetMemoryResponse
+	(*GetComposeWindowRequest)(nil),    // 35: zoea.memory.v1.GetComposeWindowRequest
+	(*Mission)(nil),                    // 36: zoea.memory.v1.Mission
+	(*GetComposeWindowResponse)(nil),   // 37: zoea.memory.v1.GetComposeWindowResponse
+	(*RecordBroadcastRequest)(nil),     // 38: zoea.memory.v1.RecordBroadcastRequest
+	(*RecordBroadcastResponse)(nil),    // 39: zoea.memory.v1.RecordBroadcastResponse
+	(*DeliverBroadcastRequest)(nil),    // 40: zoea.memory.v1.DeliverBroadcastRequest
+	(*DeliverBroadcastResponse)(nil),   // 41: zoea.memory.v1.DeliverBroadcastResponse
+	(*SearchMessagesRequest)(nil),      // 42: zoea.memory.v1.SearchMessagesRequest
+	(*MemoryHit)(nil),                  // 43: zoea.memory.v1.MemoryHit
+	(*SearchMessagesResponse)(nil),     // 44: zoea.memory.v1.SearchMessagesResponse
+	(*SearchReasoningRequest)(nil),     // 45: zoea.memory.v1.SearchReasoningRequest
+	(*SearchReasoningResponse)(nil),    // 46: zoea.memory.v1.SearchReasoningResponse
+	(*SearchBroadcastsRequest)(nil),    // 47: zoea.memory.v1.SearchBroadcastsRequest
+	(*BroadcastHit)(nil),               // 48: zoea.memory.v1.BroadcastHit
+	(*SearchBroadcastsResponse)(nil),   // 49: zoea.memory.v1.SearchBroadcastsResponse
+	(*CreateAccountRequest)(nil),       // 50: zoea.memory.v1.CreateAccountRequest
+	(*CreateAccountResponse)(nil),      // 51: zoea.memory.v1.CreateAccountResponse
+	(*ClaimAccountRequest)(nil),        // 52: zoea.memory.v1.ClaimAccountRequest
+	(*ClaimAccountResponse)(nil),       // 53: zoea.memory.v1.ClaimAccountResponse
+	(*GetAccountForMysisRequest)(nil),  // 54: zoea.memory.v1.GetAccountForMysisRequest
+	(*GetAccountForMysisResponse)(nil), // 55: zoea.memory.v1.GetAccountForMysisResponse
+	(*ReleaseAccountRequest)(nil),      // 56: zoea.memory.v1.ReleaseAccountRequest
+	(*ReleaseAccountResponse)(nil),     // 57: zoea.memory.v1.ReleaseAccountResponse
+	(*RecordLlmCallsRequest)(nil),      // 58: zoea.memory.v1.RecordLlmCallsRequest
+	(*RecordLlmCallsResponse)(nil),     // 59: zoea.memory.v1.RecordLlmCallsResponse
+	(*UsageTotals)(nil),                // 60: zoea.memory.v1.UsageTotals
+	(*UsageRow)(nil),                   // 61: zoea.memory.v1.UsageRow
+	(*GetUsageRequest)(nil),            // 62: zoea.memory.v1.GetUsageRequest
+	(*GetUsageResponse)(nil),           // 63: zoea.memory.v1.GetUsageResponse
+	(*SpendLimit)(nil),                 // 64: zoea.memory.v1.SpendLimit
+	(*SpendCount)(nil),                 // 65: zoea.memory.v1.SpendCount
+	(*GetSpendRequest)(nil),            // 66: zoea.memory.v1.GetSpendRequest
+	(*GetSpendResponse)(nil),           // 67: zoea.memory.v1.GetSpendResponse
+	(*SetSpendLimitsRequest)(nil),      // 68: zoea.memory.v1.SetSpendLimitsRequest
+	(*SetSpendLimitsResponse)(nil),     // 69: zoea.memory.v1.SetSpendLimitsResponse
+	(*timestamppb.Timestamp)(nil),      // 70: google.protobuf.Timestamp
 }
 var file_zoea_memory_v1_memory_proto_depIdxs = []int32{
 	0,  // 0: zoea.memory.v1.Mysis.state:type_name -> zoea.memory.v1.MysisState
-	54, // 1: zoea.memory.v1.Mysis.created_at:type_name -> google.protobuf.Timestamp
-	54, // 2: zoea.memory.v1.Mysis.updated_at:type_name -> google.protobuf.Timestamp
+	70, // 1: zoea.memory.v1.Mysis.created_at:type_name -> google.protobuf.Timestamp
+	70, // 2: zoea.memory.v1.Mysis.updated_at:type_name -> google.protobuf.Timestamp
 	1,  // 3: zoea.memory.v1.Memory.role:type_name -> zoea.memory.v1.Role
 	2,  // 4: zoea.memory.v1.Memory.source:type_name -> zoea.memory.v1.Source
-	4,  // 5: zoea.memory.v1.Memory.tool_calls:type_name -> zoea.memory.v1.ToolCall
-	54, // 6: zoea.memory.v1.Memory.created_at:type_name -> google.protobuf.Timestamp
+	7,  // 5: zoea.memory.v1.Memory.tool_calls:type_name -> zoea.memory.v1.ToolCall
+	70, // 6: zoea.memory.v1.Memory.created_at:type_name -> google.protobuf.Timestamp
 	1,  // 7: zoea.memory.v1.NewMemory.role:type_name -> zoea.memory.v1.Role
 	2,  // 8: zoea.memory.v1.NewMemory.source:type_name -> zoea.memory.v1.Source
-	4,  // 9: zoea.memory.v1.NewMemory.tool_calls:type_name -> zoea.memory.v1.ToolCall
-	54, // 10: zoea.memory.v1.Broadcast.created_at:type_name -> google.protobuf.Timestamp
-	54, // 11: zoea.memory.v1.Account.created_at:type_name -> google.protobuf.Timestamp
-	3,  // 12: zoea.memory.v1.CreateMysisResponse.mysis:type_name -> zoea.memory.v1.Mysis
-	3,  // 13: zoea.memory.v1.GetMysisResponse.mysis:type_name -> zoea.memory.v1.Mysis
-	3,  // 14: zoea.memory.v1.GetMysisByNameResponse.mysis:type_name -> zoea.memory.v1.Mysis
-	0,  // 15: zoea.memory.v1.ListMysesRequest.state:type_name -> zoea.memory.v1.MysisState
-	3,  // 16: zoea.memory.v1.ListMysesResponse.myses:type_name -> zoea.memory.v1.Mysis
-	3,  // 17: zoea.memory.v1.UpdateMysisConfigResponse.mysis:type_name -> zoea.memory.v1.Mysis
-	0,  // 18: zoea.memory.v1.SetMysisStateRequest.state:type_name -> zoea.memory.v1.MysisState
-	0,  // 19: zoea.memory.v1.SetMysisStateRequest.expected_state:type_name -> zoea.memory.v1.MysisState
-	3,  // 20: zoea.memory.v1.SetMysisStateResponse.mysis:type_name -> zoea.memory.v1.Mysis
-	0,  // 21: zoea.memory.v1.SetMysisStateResponse.previous_state:type_name -> zoea.memory.v1.MysisState
-	6,  // 22: zoea.memory.v1.AppendMemoriesRequest.memories:type_name -> zoea.memory.v1.NewMemory
-	5,  // 23: zoea.memory.v1.AppendMemoriesResponse.memories:type_name -> zoea.memory.v1.Memory
-	5,  // 24: zoea.memory.v1.ListRecentMemoriesResponse.memories:type_name -> zoea.memory.v1.Memory
-	5,  // 25: zoea.memory.v1.ListMemoriesRangeResponse.memories:type_name -> zoea.memory.v1.Memory
-	5,  // 26: zoea.memory.v1.GetMemoryResponse.memory:type_name -> zoea.memory.v1.Memory
-	5,  // 27: zoea.memory.v1.Mission.memory:type_name -> zoea.memory.v1.Memory
-	3,  // 28: zoea.memory.v1.GetComposeWindowResponse.mysis:type_name -> zoea.memory.v1.Mysis
-	5,  // 29: zoea.memory.v1.GetComposeWindowResponse.memories:type_name -> zoea.memory.v1.Memory
-	32, // 30: zoea.memory.v1.GetComposeWindowResponse.mission:type_name -> zoea.memory.v1.Mission
-	7,  // 31: zoea.memory.v1.RecordBroadcastResponse.broadcast:type_name -> zoea.memory.v1.Broadcast
-	5,  // 32: zoea.memory.v1.DeliverBroadcastResponse.memories:type_name -> zoea.memory.v1.Memory
-	5,  // 33: zoea.memory.v1.MemoryHit.memory:type_name -> zoea.memory.v1.Memory
-	39, // 34: zoea.memory.v1.SearchMessagesResponse.hits:type_name -> zoea.memory.v1.MemoryHit
-	39, // 35: zoea.memory.v1.SearchReasoningResponse.hits:type_name -> zoea.memory.v1.MemoryHit
-	7,  // 36: zoea.memory.v1.BroadcastHit.broadcast:type_name -> zoea.memory.v1.Broadcast
-	44, // 37: zoea.memory.v1.SearchBroadcastsResponse.hits:type_name -> zoea.memory.v1.BroadcastHit
-	8,  // 38: zoea.memory.v1.CreateAccountResponse.account:type_name -> zoea.memory.v1.Account
-	8,  // 39: zoea.memory.v1.ClaimAccountResponse.account:type_name -> zoea.memory.v1.Account
-	8,  // 40: zoea.memory.v1.GetAccountForMysisResponse.account:type_name -> zoea.memory.v1.Account
-	9,  // 41: zoea.memory.v1.MemoryService.CreateMysis:input_type -> zoea.memory.v1.CreateMysisRequest
-	11, // 42: zoea.memory.v1.MemoryService.GetMysis:input_type -> zoea.memory.v1.GetMysisRequest
-	13, // 43: zoea.memory.v1.MemoryService.GetMysisByName:input_type -> zoea.memory.v1.GetMysisByNameRequest
-	15, // 44: zoea.memory.v1.MemoryService.ListMyses:input_type -> zoea.memory.v1.ListMysesRequest
-	17, // 45: zoea.memory.v1.MemoryService.UpdateMysisConfig:input_type -> zoea.memory.v1.UpdateMysisConfigRequest
-	19, // 46: zoea.memory.v1.MemoryService.SetMysisState:input_type -> zoea.memory.v1.SetMysisStateRequest
-	21, // 47: zoea.memory.v1.MemoryService.DeleteMysis:input_type -> zoea.memory.v1.DeleteMysisRequest
-	23, // 48: zoea.memory.v1.MemoryService.AppendMemories:input_type -> zoea.memory.v1.AppendMemoriesRequest
-	25, // 49: zoea.memory.v1.MemoryService.ListRecentMemories:input_type -> zoea.memory.v1.ListRecentMemoriesRequest
-	27, // 50: zoea.memory.v1.MemoryService.ListMemoriesRange:input_type -> zoea.memory.v1.ListMemoriesRangeRequest
-	29, // 51: zoea.memory.v1.MemoryService.GetMemory:input_type -> zoea.memory.v1.GetMemoryRequest
-	31, // 52: zoea.memory.v1.MemoryService.GetComposeWindow:input_type -> zoea.memory.v1.GetComposeWindowRequest
-	34, // 53: zoea.memory.v1.MemoryService.RecordBroadcast:input_type -> zoea.memory.v1.RecordBroadcastRequest
-	36, // 54: zoea.memory.v1.MemoryService.DeliverBroadcast:input_type -> zoea.memory.v1.DeliverBroadcastRequest
-	38, // 55: zoea.memory.v1.MemoryService.SearchMessages:input_type -> zoea.memory.v1.SearchMessagesRequest
-	41, // 56: zoea.memory.v1.MemoryService.SearchReasoning:input_type -> zoea.memory.v1.SearchReasoningRequest
-	43, // 57: zoea.memory.v1.MemoryService.SearchBroadcasts:input_type -> zoea.memory.v1.SearchBroadcastsRequest
-	46, // 58: zoea.memory.v1.MemoryService.CreateAccount:input_type -> zoea.memory.v1.CreateAccountRequest
-	48, // 59: zoea.memory.v1.MemoryService.ClaimAccount:input_type -> zoea.memory.v1.ClaimAccountRequest
-	50, // 60: zoea.memory.v1.MemoryService.GetAccountForMysis:input_type -> zoea.memory.v1.GetAccountForMysisRequest
-	52, // 61: zoea.memory.v1.MemoryService.ReleaseAccount:input_type -> zoea.memory.v1.ReleaseAccountRequest
-	10, // 62: zoea.memory.v1.MemoryService.CreateMysis:output_type -> zoea.memory.v1.CreateMysisResponse
-	12, // 63: zoea.memory.v1.MemoryService.GetMysis:output_type -> zoea.memory.v1.GetMysisResponse
-	14, // 64: zoea.memory.v1.MemoryService.GetMysisByName:output_type -> zoea.memory.v1.GetMysisByNameResponse
-	16, // 65: zoea.memory.v1.MemoryService.ListMyses:output_type -> zoea.memory.v1.ListMysesResponse
-	18, // 66: zoea.memory.v1.MemoryService.UpdateMysisConfig:output_type -> zoea.memory.v1.UpdateMysisConfigResponse
-	20, // 67: zoea.memory.v1.MemoryService.SetMysisState:output_type -> zoea.memory.v1.SetMysisStateResponse
-	22, // 68: zoea.memory.v1.MemoryService.DeleteMysis:output_type -> zoea.memory.v1.DeleteMysisResponse
-	24, // 69: zoea.memory.v1.MemoryService.AppendMemories:output_type -> zoea.memory.v1.AppendMemoriesResponse
-	26, // 70: zoea.memory.v1.MemoryService.ListRecentMemories:output_type -> zoea.memory.v1.ListRecentMemoriesResponse
-	28, // 71: zoea.memory.v1.MemoryService.ListMemoriesRange:output_type -> zoea.memory.v1.ListMemoriesRangeResponse
-	30, // 72: zoea.memory.v1.MemoryService.GetMemory:output_type -> zoea.memory.v1.GetMemoryResponse
-	33, // 73: zoea.memory.v1.MemoryService.GetComposeWindow:output_type -> zoea.memory.v1.GetComposeWindowResponse
-	35, // 74: zoea.memory.v1.MemoryService.RecordBroadcast:output_type -> zoea.memory.v1.RecordBroadcastResponse
-	37, // 75: zoea.memory.v1.MemoryService.DeliverBroadcast:output_type -> zoea.memory.v1.DeliverBroadcastResponse
-	40, // 76: zoea.memory.v1.MemoryService.SearchMessages:output_type -> zoea.memory.v1.SearchMessagesResponse
-	42, // 77: zoea.memory.v1.MemoryService.SearchReasoning:output_type -> zoea.memory.v1.SearchReasoningResponse
-	45, // 78: zoea.memory.v1.MemoryService.SearchBroadcasts:output_type -> zoea.memory.v1.SearchBroadcastsResponse
-	47, // 79: zoea.memory.v1.MemoryService.CreateAccount:output_type -> zoea.memory.v1.CreateAccountResponse
-	49, // 80: zoea.memory.v1.MemoryService.ClaimAccount:output_type -> zoea.memory.v1.ClaimAccountResponse
-	51, // 81: zoea.memory.v1.MemoryService.GetAccountForMysis:output_type -> zoea.memory.v1.GetAccountForMysisResponse
-	53, // 82: zoea.memory.v1.MemoryService.ReleaseAccount:output_type -> zoea.memory.v1.ReleaseAccountResponse
-	62, // [62:83] is the sub-list for method output_type
-	41, // [41:62] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	7,  // 9: zoea.memory.v1.NewMemory.tool_calls:type_name -> zoea.memory.v1.ToolCall
+	10, // 10: zoea.memory.v1.NewMemory.llm_call:type_name -> zoea.memory.v1.LlmCall
+	70, // 11: zoea.memory.v1.LlmCall.started_at:type_name -> google.protobuf.Timestamp
+	70, // 12: zoea.memory.v1.Broadcast.created_at:type_name -> google.protobuf.Timestamp
+	70, // 13: zoea.memory.v1.Account.created_at:type_name -> google.protobuf.Timestamp
+	6,  // 14: zoea.memory.v1.CreateMysisResponse.mysis:type_name -> zoea.memory.v1.Mysis
+	6,  // 15: zoea.memory.v1.GetMysisResponse.mysis:type_name -> zoea.memory.v1.Mysis
+	6,  // 16: zoea.memory.v1.GetMysisByNameResponse.mysis:type_name -> zoea.memory.v1.Mysis
+	0,  // 17: zoea.memory.v1.ListMysesRequest.state:type_name -> zoea.memory.v1.MysisState
+	6,  // 18: zoea.memory.v1.ListMysesResponse.myses:type_name -> zoea.memory.v1.Mysis
+	6,  // 19: zoea.memory.v1.UpdateMysisConfigResponse.mysis:type_name -> zoea.memory.v1.Mysis
+	0,  // 20: zoea.memory.v1.SetMysisStateRequest.state:type_name -> zoea.memory.v1.MysisState
+	0,  // 21: zoea.memory.v1.SetMysisStateRequest.expected_state:type_name -> zoea.memory.v1.MysisState
+	6,  // 22: zoea.memory.v1.SetMysisStateResponse.mysis:type_name -> zoea.memory.v1.Mysis
+	0,  // 23: zoea.memory.v1.SetMysisStateResponse.previous_state:type_name -> zoea.memory.v1.MysisState
+	9,  // 24: zoea.memory.v1.AppendMemoriesRequest.memories:type_name -> zoea.memory.v1.NewMemory
+	8,  // 25: zoea.memory.v1.AppendMemoriesResponse.memories:type_name -> zoea.memory.v1.Memory
+	8,  // 26: zoea.memory.v1.ListRecentMemoriesResponse.memories:type_name -> zoea.memory.v1.Memory
+	8,  // 27: zoea.memory.v1.ListMemoriesRangeResponse.memories:type_name -> zoea.memory.v1.Memory
+	8,  // 28: zoea.memory.v1.GetMemoryResponse.memory:type_name -> zoea.memory.v1.Memory
+	8,  // 29: zoea.memory.v1.Mission.memory:type_name -> zoea.memory.v1.Memory
+	6,  // 30: zoea.memory.v1.GetComposeWindowResponse.mysis:type_name -> zoea.memory.v1.Mysis
+	8,  // 31: zoea.memory.v1.GetComposeWindowResponse.memories:type_name -> zoea.memory.v1.Memory
+	36, // 32: zoea.memory.v1.GetComposeWindowResponse.mission:type_name -> zoea.memory.v1.Mission
+	11, // 33: zoea.memory.v1.RecordBroadcastResponse.broadcast:type_name -> zoea.memory.v1.Broadcast
+	8,  // 34: zoea.memory.v1.DeliverBroadcastResponse.memories:type_name -> zoea.memory.v1.Memory
+	8,  // 35: zoea.memory.v1.MemoryHit.memory:type_name -> zoea.memory.v1.Memory
+	43, // 36: zoea.memory.v1.SearchMessagesResponse.hits:type_name -> zoea.memory.v1.MemoryHit
+	43, // 37: zoea.memory.v1.SearchReasoningResponse.hits:type_name -> zoea.memory.v1.MemoryHit
+	11, // 38: zoea.memory.v1.BroadcastHit.broadcast:type_name -> zoea.memory.v1.Broadcast
+	48, // 39: zoea.memory.v1.SearchBroadcastsResponse.hits:type_name -> zoea.memory.v1.BroadcastHit
+	12, // 40: zoea.memory.v1.CreateAccountResponse.account:type_name -> zoea.memory.v1.Account
+	12, // 41: zoea.memory.v1.ClaimAccountResponse.account:type_name -> zoea.memory.v1.Account
+	12, // 42: zoea.memory.v1.GetAccountForMysisResponse.account:type_name -> zoea.memory.v1.Account
+	10, // 43: zoea.memory.v1.RecordLlmCallsRequest.calls:type_name -> zoea.memory.v1.LlmCall
+	70, // 44: zoea.memory.v1.UsageTotals.first_call_at:type_name -> google.protobuf.Timestamp
+	70, // 45: zoea.memory.v1.UsageTotals.last_call_at:type_name -> google.protobuf.Timestamp
+	60, // 46: zoea.memory.v1.UsageRow.totals:type_name -> zoea.memory.v1.UsageTotals
+	70, // 47: zoea.memory.v1.GetUsageRequest.from:type_name -> google.protobuf.Timestamp
+	70, // 48: zoea.memory.v1.GetUsageRequest.to:type_name -> google.protobuf.Timestamp
+	3,  // 49: zoea.memory.v1.GetUsageRequest.group_by:type_name -> zoea.memory.v1.UsageGroup
+	60, // 50: zoea.memory.v1.GetUsageResponse.total:type_name -> zoea.memory.v1.UsageTotals
+	61, // 51: zoea.memory.v1.GetUsageResponse.rows:type_name -> zoea.memory.v1.UsageRow
+	4,  // 52: zoea.memory.v1.SpendLimit.window:type_name -> zoea.memory.v1.SpendWindow
+	5,  // 53: zoea.memory.v1.SpendLimit.unit:type_name -> zoea.memory.v1.SpendUnit
+	4,  // 54: zoea.memory.v1.SpendCount.window:type_name -> zoea.memory.v1.SpendWindow
+	70, // 55: zoea.memory.v1.SpendCount.start:type_name -> google.protobuf.Timestamp
+	70, // 56: zoea.memory.v1.GetSpendRequest.at:type_name -> google.protobuf.Timestamp
+	64, // 57: zoea.memory.v1.GetSpendResponse.limits:type_name -> zoea.memory.v1.SpendLimit
+	65, // 58: zoea.memory.v1.GetSpendResponse.mysis:type_name -> zoea.memory.v1.SpendCount
+	65, // 59: zoea.memory.v1.GetSpendResponse.swarm:type_name -> zoea.memory.v1.SpendCount
+	64, // 60: zoea.memory.v1.SetSpendLimitsRequest.limits:type_name -> zoea.memory.v1.SpendLimit
+	64, // 61: zoea.memory.v1.SetSpendLimitsResponse.limits:type_name -> zoea.memory.v1.SpendLimit
+	13, // 62: zoea.memory.v1.MemoryService.CreateMysis:input_type -> zoea.memory.v1.CreateMysisRequest
+	15, // 63: zoea.memory.v1.MemoryService.GetMysis:input_type -> zoea.memory.v1.GetMysisRequest
+	17, // 64: zoea.memory.v1.MemoryService.GetMysisByName:input_type -> zoea.memory.v1.GetMysisByNameRequest
+	19, // 65: zoea.memory.v1.MemoryService.ListMyses:input_type -> zoea.memory.v1.ListMysesRequest
+	21, // 66: zoea.memory.v1.MemoryService.UpdateMysisConfig:input_type -> zoea.memory.v1.UpdateMysisConfigRequest
+	23, // 67: zoea.memory.v1.MemoryService.SetMysisState:input_type -> zoea.memory.v1.SetMysisStateRequest
+	25, // 68: zoea.memory.v1.MemoryService.DeleteMysis:input_type -> zoea.memory.v1.DeleteMysisRequest
+	27, // 69: zoea.memory.v1.MemoryService.AppendMemories:input_type -> zoea.memory.v1.AppendMemoriesRequest
+	29, // 70: zoea.memory.v1.MemoryService.ListRecentMemories:input_type -> zoea.memory.v1.ListRecentMemoriesRequest
+	31, // 71: zoea.memory.v1.MemoryService.ListMemoriesRange:input_type -> zoea.memory.v1.ListMemoriesRangeRequest
+	33, // 72: zoea.memory.v1.MemoryService.GetMemory:input_type -> zoea.memory.v1.GetMemoryRequest
+	35, // 73: zoea.memory.v1.MemoryService.GetComposeWindow:input_type -> zoea.memory.v1.GetComposeWindowRequest
+	38, // 74: zoea.memory.v1.MemoryService.RecordBroadcast:input_type -> zoea.memory.v1.RecordBroadcastRequest
+	40, // 75: zoea.memory.v1.MemoryService.DeliverBroadcast:input_type -> zoea.memory.v1.DeliverBroadcastRequest
+	42, // 76: zoea.memory.v1.MemoryService.SearchMessages:input_type -> zoea.memory.v1.SearchMessagesRequest
+	45, // 77: zoea.memory.v1.MemoryService.SearchReasoning:input_type -> zoea.memory.v1.SearchReasoningRequest
+	47, // 78: zoea.memory.v1.MemoryService.SearchBroadcasts:input_type -> zoea.memory.v1.SearchBroadcastsRequest
+	50, // 79: zoea.memory.v1.MemoryService.CreateAccount:input_type -> zoea.memory.v1.CreateAccountRequest
+	52, // 80: zoea.memory.v1.MemoryService.ClaimAccount:input_type -> zoea.memory.v1.ClaimAccountRequest
+	54, // 81: zoea.memory.v1.MemoryService.GetAccountForMysis:input_type -> zoea.memory.v1.GetAccountForMysisRequest
+	56, // 82: zoea.memory.v1.MemoryService.ReleaseAccount:input_type -> zoea.memory.v1.ReleaseAccountRequest
+	58, // 83: zoea.memory.v1.MemoryService.RecordLlmCalls:input_type -> zoea.memory.v1.RecordLlmCallsRequest
+	62, // 84: zoea.memory.v1.MemoryService.GetUsage:input_type -> zoea.memory.v1.GetUsageRequest
+	66, // 85: zoea.memory.v1.MemoryService.GetSpend:input_type -> zoea.memory.v1.GetSpendRequest
+	68, // 86: zoea.memory.v1.MemoryService.SetSpendLimits:input_type -> zoea.memory.v1.SetSpendLimitsRequest
+	14, // 87: zoea.memory.v1.MemoryService.CreateMysis:output_type -> zoea.memory.v1.CreateMysisResponse
+	16, // 88: zoea.memory.v1.MemoryService.GetMysis:output_type -> zoea.memory.v1.GetMysisResponse
+	18, // 89: zoea.memory.v1.MemoryService.GetMysisByName:output_type -> zoea.memory.v1.GetMysisByNameResponse
+	20, // 90: zoea.memory.v1.MemoryService.ListMyses:output_type -> zoea.memory.v1.ListMysesResponse
+	22, // 91: zoea.memory.v1.MemoryService.UpdateMysisConfig:output_type -> zoea.memory.v1.UpdateMysisConfigResponse
+	24, // 92: zoea.memory.v1.MemoryService.SetMysisState:output_type -> zoea.memory.v1.SetMysisStateResponse
+	26, // 93: zoea.memory.v1.MemoryService.DeleteMysis:output_type -> zoea.memory.v1.DeleteMysisResponse
+	28, // 94: zoea.memory.v1.MemoryService.AppendMemories:output_type -> zoea.memory.v1.AppendMemoriesResponse
+	30, // 95: zoea.memory.v1.MemoryService.ListRecentMemories:output_type -> zoea.memory.v1.ListRecentMemoriesResponse
+	32, // 96: zoea.memory.v1.MemoryService.ListMemoriesRange:output_type -> zoea.memory.v1.ListMemoriesRangeResponse
+	34, // 97: zoea.memory.v1.MemoryService.GetMemory:output_type -> zoea.memory.v1.GetMemoryResponse
+	37, // 98: zoea.memory.v1.MemoryService.GetComposeWindow:output_type -> zoea.memory.v1.GetComposeWindowResponse
+	39, // 99: zoea.memory.v1.MemoryService.RecordBroadcast:output_type -> zoea.memory.v1.RecordBroadcastResponse
+	41, // 100: zoea.memory.v1.MemoryService.DeliverBroadcast:output_type -> zoea.memory.v1.DeliverBroadcastResponse
+	44, // 101: zoea.memory.v1.MemoryService.SearchMessages:output_type -> zoea.memory.v1.SearchMessagesResponse
+	46, // 102: zoea.memory.v1.MemoryService.SearchReasoning:output_type -> zoea.memory.v1.SearchReasoningResponse
+	49, // 103: zoea.memory.v1.MemoryService.SearchBroadcasts:output_type -> zoea.memory.v1.SearchBroadcastsResponse
+	51, // 104: zoea.memory.v1.MemoryService.CreateAccount:output_type -> zoea.memory.v1.CreateAccountResponse
+	53, // 105: zoea.memory.v1.MemoryService.ClaimAccount:output_type -> zoea.memory.v1.ClaimAccountResponse
+	55, // 106: zoea.memory.v1.MemoryService.GetAccountForMysis:output_type -> zoea.memory.v1.GetAccountForMysisResponse
+	57, // 107: zoea.memory.v1.MemoryService.ReleaseAccount:output_type -> zoea.memory.v1.ReleaseAccountResponse
+	59, // 108: zoea.memory.v1.MemoryService.RecordLlmCalls:output_type -> zoea.memory.v1.RecordLlmCallsResponse
+	63, // 109: zoea.memory.v1.MemoryService.GetUsage:output_type -> zoea.memory.v1.GetUsageResponse
+	67, // 110: zoea.memory.v1.MemoryService.GetSpend:output_type -> zoea.memory.v1.GetSpendResponse
+	69, // 111: zoea.memory.v1.MemoryService.SetSpendLimits:output_type -> zoea.memory.v1.SetSpendLimitsResponse
+	87, // [87:112] is the sub-list for method output_type
+	62, // [62:87] is the sub-list for method input_type
+	62, // [62:62] is the sub-list for extension type_name
+	62, // [62:62] is the sub-list for extension extendee
+	0,  // [0:62] is the sub-list for field type_name
 }
 
 func init() { file_zoea_memory_v1_memory_proto_init() }
@@ -3929,15 +5242,15 @@ func file_zoea_memory_v1_memory_proto_init() {
 	if File_zoea_memory_v1_memory_proto != nil {
 		return
 	}
-	file_zoea_memory_v1_memory_proto_msgTypes[14].OneofWrappers = []any{}
-	file_zoea_memory_v1_memory_proto_msgTypes[16].OneofWrappers = []any{}
+	file_zoea_memory_v1_memory_proto_msgTypes[15].OneofWrappers = []any{}
+	file_zoea_memory_v1_memory_proto_msgTypes[17].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zoea_memory_v1_memory_proto_rawDesc), len(file_zoea_memory_v1_memory_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   51,
+			NumEnums:      6,
+			NumMessages:   64,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

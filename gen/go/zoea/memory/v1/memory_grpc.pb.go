@@ -43,6 +43,10 @@ const (
 	MemoryService_ClaimAccount_FullMethodName       = "/zoea.memory.v1.MemoryService/ClaimAccount"
 	MemoryService_GetAccountForMysis_FullMethodName = "/zoea.memory.v1.MemoryService/GetAccountForMysis"
 	MemoryService_ReleaseAccount_FullMethodName     = "/zoea.memory.v1.MemoryService/ReleaseAccount"
+	MemoryService_RecordLlmCalls_FullMethodName     = "/zoea.memory.v1.MemoryService/RecordLlmCalls"
+	MemoryService_GetUsage_FullMethodName           = "/zoea.memory.v1.MemoryService/GetUsage"
+	MemoryService_GetSpend_FullMethodName           = "/zoea.memory.v1.MemoryService/GetSpend"
+	MemoryService_SetSpendLimits_FullMethodName     = "/zoea.memory.v1.MemoryService/SetSpendLimits"
 )
 
 // MemoryServiceClient is the client API for MemoryService service.
@@ -97,6 +101,17 @@ type MemoryServiceClient interface {
 	GetAccountForMysis(ctx context.Context, in *GetAccountForMysisRequest, opts ...grpc.CallOption) (*GetAccountForMysisResponse, error)
 	// ReleaseAccount unbinds the mysis's account so another mysis may claim it. Releasing nothing is not an error.
 	ReleaseAccount(ctx context.Context, in *ReleaseAccountRequest, opts ...grpc.CallOption) (*ReleaseAccountResponse, error)
+	// RecordLlmCalls records LLM calls that produced no memory: failed calls and replies that were discarded. A call
+	// that produced a memory travels with it instead (NewMemory.llm_call), in the same write. Idempotent on call_id.
+	RecordLlmCalls(ctx context.Context, in *RecordLlmCallsRequest, opts ...grpc.CallOption) (*RecordLlmCallsResponse, error)
+	// GetUsage sums recorded LLM calls, in total or over a time range, for the swarm or some myses, optionally
+	// grouped by mysis or by provider and model (paged).
+	GetUsage(ctx context.Context, in *GetUsageRequest, opts ...grpc.CallOption) (*GetUsageResponse, error)
+	// GetSpend returns what a spend check needs in one round trip: the mysis's own limits and the mysis's and the
+	// swarm's counts in the hour, day and total windows that contain `at`.
+	GetSpend(ctx context.Context, in *GetSpendRequest, opts ...grpc.CallOption) (*GetSpendResponse, error)
+	// SetSpendLimits replaces a mysis's own spend limits (an empty list falls back to the configured defaults).
+	SetSpendLimits(ctx context.Context, in *SetSpendLimitsRequest, opts ...grpc.CallOption) (*SetSpendLimitsResponse, error)
 }
 
 type memoryServiceClient struct {
@@ -317,6 +332,46 @@ func (c *memoryServiceClient) ReleaseAccount(ctx context.Context, in *ReleaseAcc
 	return out, nil
 }
 
+func (c *memoryServiceClient) RecordLlmCalls(ctx context.Context, in *RecordLlmCallsRequest, opts ...grpc.CallOption) (*RecordLlmCallsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RecordLlmCallsResponse)
+	err := c.cc.Invoke(ctx, MemoryService_RecordLlmCalls_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *memoryServiceClient) GetUsage(ctx context.Context, in *GetUsageRequest, opts ...grpc.CallOption) (*GetUsageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetUsageResponse)
+	err := c.cc.Invoke(ctx, MemoryService_GetUsage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *memoryServiceClient) GetSpend(ctx context.Context, in *GetSpendRequest, opts ...grpc.CallOption) (*GetSpendResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetSpendResponse)
+	err := c.cc.Invoke(ctx, MemoryService_GetSpend_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *memoryServiceClient) SetSpendLimits(ctx context.Context, in *SetSpendLimitsRequest, opts ...grpc.CallOption) (*SetSpendLimitsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetSpendLimitsResponse)
+	err := c.cc.Invoke(ctx, MemoryService_SetSpendLimits_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MemoryServiceServer is the server API for MemoryService service.
 // All implementations must embed UnimplementedMemoryServiceServer
 // for forward compatibility.
@@ -369,6 +424,17 @@ type MemoryServiceServer interface {
 	GetAccountForMysis(context.Context, *GetAccountForMysisRequest) (*GetAccountForMysisResponse, error)
 	// ReleaseAccount unbinds the mysis's account so another mysis may claim it. Releasing nothing is not an error.
 	ReleaseAccount(context.Context, *ReleaseAccountRequest) (*ReleaseAccountResponse, error)
+	// RecordLlmCalls records LLM calls that produced no memory: failed calls and replies that were discarded. A call
+	// that produced a memory travels with it instead (NewMemory.llm_call), in the same write. Idempotent on call_id.
+	RecordLlmCalls(context.Context, *RecordLlmCallsRequest) (*RecordLlmCallsResponse, error)
+	// GetUsage sums recorded LLM calls, in total or over a time range, for the swarm or some myses, optionally
+	// grouped by mysis or by provider and model (paged).
+	GetUsage(context.Context, *GetUsageRequest) (*GetUsageResponse, error)
+	// GetSpend returns what a spend check needs in one round trip: the mysis's own limits and the mysis's and the
+	// swarm's counts in the hour, day and total windows that contain `at`.
+	GetSpend(context.Context, *GetSpendRequest) (*GetSpendResponse, error)
+	// SetSpendLimits replaces a mysis's own spend limits (an empty list falls back to the configured defaults).
+	SetSpendLimits(context.Context, *SetSpendLimitsRequest) (*SetSpendLimitsResponse, error)
 	mustEmbedUnimplementedMemoryServiceServer()
 }
 
@@ -441,6 +507,18 @@ func (UnimplementedMemoryServiceServer) GetAccountForMysis(context.Context, *Get
 }
 func (UnimplementedMemoryServiceServer) ReleaseAccount(context.Context, *ReleaseAccountRequest) (*ReleaseAccountResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ReleaseAccount not implemented")
+}
+func (UnimplementedMemoryServiceServer) RecordLlmCalls(context.Context, *RecordLlmCallsRequest) (*RecordLlmCallsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method RecordLlmCalls not implemented")
+}
+func (UnimplementedMemoryServiceServer) GetUsage(context.Context, *GetUsageRequest) (*GetUsageResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetUsage not implemented")
+}
+func (UnimplementedMemoryServiceServer) GetSpend(context.Context, *GetSpendRequest) (*GetSpendResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetSpend not implemented")
+}
+func (UnimplementedMemoryServiceServer) SetSpendLimits(context.Context, *SetSpendLimitsRequest) (*SetSpendLimitsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SetSpendLimits not implemented")
 }
 func (UnimplementedMemoryServiceServer) mustEmbedUnimplementedMemoryServiceServer() {}
 func (UnimplementedMemoryServiceServer) testEmbeddedByValue()                       {}
@@ -841,6 +919,78 @@ func _MemoryService_ReleaseAccount_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MemoryService_RecordLlmCalls_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RecordLlmCallsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MemoryServiceServer).RecordLlmCalls(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MemoryService_RecordLlmCalls_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MemoryServiceServer).RecordLlmCalls(ctx, req.(*RecordLlmCallsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MemoryService_GetUsage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetUsageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MemoryServiceServer).GetUsage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MemoryService_GetUsage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MemoryServiceServer).GetUsage(ctx, req.(*GetUsageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MemoryService_GetSpend_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetSpendRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MemoryServiceServer).GetSpend(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MemoryService_GetSpend_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MemoryServiceServer).GetSpend(ctx, req.(*GetSpendRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MemoryService_SetSpendLimits_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetSpendLimitsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MemoryServiceServer).SetSpendLimits(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MemoryService_SetSpendLimits_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MemoryServiceServer).SetSpendLimits(ctx, req.(*SetSpendLimitsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // MemoryService_ServiceDesc is the grpc.ServiceDesc for MemoryService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -931,6 +1081,22 @@ var MemoryService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReleaseAccount",
 			Handler:    _MemoryService_ReleaseAccount_Handler,
+		},
+		{
+			MethodName: "RecordLlmCalls",
+			Handler:    _MemoryService_RecordLlmCalls_Handler,
+		},
+		{
+			MethodName: "GetUsage",
+			Handler:    _MemoryService_GetUsage_Handler,
+		},
+		{
+			MethodName: "GetSpend",
+			Handler:    _MemoryService_GetSpend_Handler,
+		},
+		{
+			MethodName: "SetSpendLimits",
+			Handler:    _MemoryService_SetSpendLimits_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

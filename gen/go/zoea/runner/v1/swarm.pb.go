@@ -42,7 +42,11 @@ type MysisStatus struct {
 	// Turns run by this replica since it took the lease.
 	Turns int64 `protobuf:"varint,6,opt,name=turns,proto3" json:"turns,omitempty"`
 	// Last error, empty when none.
-	LastError     string `protobuf:"bytes,7,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	LastError string `protobuf:"bytes,7,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	// Everything this mysis's LLM calls used and cost (all time).
+	Usage *v1.UsageTotals `protobuf:"bytes,8,opt,name=usage,proto3" json:"usage,omitempty"`
+	// The spend limits that apply to it: its own where set, else the configured defaults.
+	SpendLimits   []*v1.SpendLimit `protobuf:"bytes,9,rep,name=spend_limits,json=spendLimits,proto3" json:"spend_limits,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -124,6 +128,20 @@ func (x *MysisStatus) GetLastError() string {
 		return x.LastError
 	}
 	return ""
+}
+
+func (x *MysisStatus) GetUsage() *v1.UsageTotals {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+func (x *MysisStatus) GetSpendLimits() []*v1.SpendLimit {
+	if x != nil {
+		return x.SpendLimits
+	}
+	return nil
 }
 
 // CreateMysisRequest describes the new mysis.
@@ -997,11 +1015,267 @@ func (x *PreviewContextResponse) GetEncouragement() *v11.Encouragement {
 	return nil
 }
 
+// GetUsageRequest selects calls and a grouping.
+type GetUsageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Myses (ids or names); empty means the whole swarm.
+	Myses []string `protobuf:"bytes,1,rep,name=myses,proto3" json:"myses,omitempty"`
+	// Calls started at or after this time; unset: from the first call.
+	From *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=from,proto3" json:"from,omitempty"`
+	// Calls started before this time; unset: no upper bound.
+	To *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=to,proto3" json:"to,omitempty"`
+	// Grouping of rows.
+	GroupBy v1.UsageGroup `protobuf:"varint,4,opt,name=group_by,json=groupBy,proto3,enum=zoea.memory.v1.UsageGroup" json:"group_by,omitempty"`
+	// Rows per page, default 100, max 1000.
+	PageSize int32 `protobuf:"varint,5,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// Token from a previous response.
+	PageToken     string `protobuf:"bytes,6,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetUsageRequest) Reset() {
+	*x = GetUsageRequest{}
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUsageRequest) ProtoMessage() {}
+
+func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUsageRequest.ProtoReflect.Descriptor instead.
+func (*GetUsageRequest) Descriptor() ([]byte, []int) {
+	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *GetUsageRequest) GetMyses() []string {
+	if x != nil {
+		return x.Myses
+	}
+	return nil
+}
+
+func (x *GetUsageRequest) GetFrom() *timestamppb.Timestamp {
+	if x != nil {
+		return x.From
+	}
+	return nil
+}
+
+func (x *GetUsageRequest) GetTo() *timestamppb.Timestamp {
+	if x != nil {
+		return x.To
+	}
+	return nil
+}
+
+func (x *GetUsageRequest) GetGroupBy() v1.UsageGroup {
+	if x != nil {
+		return x.GroupBy
+	}
+	return v1.UsageGroup(0)
+}
+
+func (x *GetUsageRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *GetUsageRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// GetUsageResponse carries the total and one page of rows.
+type GetUsageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Sums over every selected call.
+	Total *v1.UsageTotals `protobuf:"bytes,1,opt,name=total,proto3" json:"total,omitempty"`
+	// One page of groups.
+	Rows []*v1.UsageRow `protobuf:"bytes,2,rep,name=rows,proto3" json:"rows,omitempty"`
+	// Token for the next page, empty on the last.
+	NextPageToken string `protobuf:"bytes,3,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetUsageResponse) Reset() {
+	*x = GetUsageResponse{}
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUsageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUsageResponse) ProtoMessage() {}
+
+func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUsageResponse.ProtoReflect.Descriptor instead.
+func (*GetUsageResponse) Descriptor() ([]byte, []int) {
+	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *GetUsageResponse) GetTotal() *v1.UsageTotals {
+	if x != nil {
+		return x.Total
+	}
+	return nil
+}
+
+func (x *GetUsageResponse) GetRows() []*v1.UsageRow {
+	if x != nil {
+		return x.Rows
+	}
+	return nil
+}
+
+func (x *GetUsageResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// SetSpendLimitsRequest replaces a mysis's own limits.
+type SetSpendLimitsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Id or name.
+	Mysis string `protobuf:"bytes,1,opt,name=mysis,proto3" json:"mysis,omitempty"`
+	// At most one per window and unit; amount 0 lifts a configured default; empty falls back to the defaults.
+	Limits        []*v1.SpendLimit `protobuf:"bytes,2,rep,name=limits,proto3" json:"limits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetSpendLimitsRequest) Reset() {
+	*x = SetSpendLimitsRequest{}
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetSpendLimitsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetSpendLimitsRequest) ProtoMessage() {}
+
+func (x *SetSpendLimitsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetSpendLimitsRequest.ProtoReflect.Descriptor instead.
+func (*SetSpendLimitsRequest) Descriptor() ([]byte, []int) {
+	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *SetSpendLimitsRequest) GetMysis() string {
+	if x != nil {
+		return x.Mysis
+	}
+	return ""
+}
+
+func (x *SetSpendLimitsRequest) GetLimits() []*v1.SpendLimit {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+// SetSpendLimitsResponse carries the mysis with its effective limits.
+type SetSpendLimitsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Status.
+	Status        *MysisStatus `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetSpendLimitsResponse) Reset() {
+	*x = SetSpendLimitsResponse{}
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetSpendLimitsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetSpendLimitsResponse) ProtoMessage() {}
+
+func (x *SetSpendLimitsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetSpendLimitsResponse.ProtoReflect.Descriptor instead.
+func (*SetSpendLimitsResponse) Descriptor() ([]byte, []int) {
+	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *SetSpendLimitsResponse) GetStatus() *MysisStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
 var File_zoea_runner_v1_swarm_proto protoreflect.FileDescriptor
 
 const file_zoea_runner_v1_swarm_proto_rawDesc = "" +
 	"\n" +
-	"\x1azoea/runner/v1/swarm.proto\x12\x0ezoea.runner.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1fzoea/composer/v1/composer.proto\x1a\x1bzoea/memory/v1/memory.proto\"\x82\x02\n" +
+	"\x1azoea/runner/v1/swarm.proto\x12\x0ezoea.runner.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1fzoea/composer/v1/composer.proto\x1a\x1bzoea/memory/v1/memory.proto\"\xf4\x02\n" +
 	"\vMysisStatus\x12+\n" +
 	"\x05mysis\x18\x01 \x01(\v2\x15.zoea.memory.v1.MysisR\x05mysis\x12\x14\n" +
 	"\x05owner\x18\x02 \x01(\tR\x05owner\x12\x1f\n" +
@@ -1011,7 +1285,9 @@ const file_zoea_runner_v1_swarm_proto_rawDesc = "" +
 	"\acredits\x18\x05 \x01(\x03R\acredits\x12\x14\n" +
 	"\x05turns\x18\x06 \x01(\x03R\x05turns\x12\x1d\n" +
 	"\n" +
-	"last_error\x18\a \x01(\tR\tlastError\"\xcc\x01\n" +
+	"last_error\x18\a \x01(\tR\tlastError\x121\n" +
+	"\x05usage\x18\b \x01(\v2\x1b.zoea.memory.v1.UsageTotalsR\x05usage\x12=\n" +
+	"\fspend_limits\x18\t \x03(\v2\x1a.zoea.memory.v1.SpendLimitR\vspendLimits\"\xcc\x01\n" +
 	"\x12CreateMysisRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x14\n" +
@@ -1064,7 +1340,24 @@ const file_zoea_runner_v1_swarm_proto_rawDesc = "" +
 	"\x16PreviewContextResponse\x129\n" +
 	"\bmessages\x18\x01 \x03(\v2\x1d.zoea.composer.v1.ChatMessageR\bmessages\x126\n" +
 	"\bmanifest\x18\x02 \x01(\v2\x1a.zoea.composer.v1.ManifestR\bmanifest\x12E\n" +
-	"\rencouragement\x18\x03 \x01(\v2\x1f.zoea.composer.v1.EncouragementR\rencouragement2\xc8\x05\n" +
+	"\rencouragement\x18\x03 \x01(\v2\x1f.zoea.composer.v1.EncouragementR\rencouragement\"\xf6\x01\n" +
+	"\x0fGetUsageRequest\x12\x14\n" +
+	"\x05myses\x18\x01 \x03(\tR\x05myses\x12.\n" +
+	"\x04from\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12*\n" +
+	"\x02to\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x02to\x125\n" +
+	"\bgroup_by\x18\x04 \x01(\x0e2\x1a.zoea.memory.v1.UsageGroupR\agroupBy\x12\x1b\n" +
+	"\tpage_size\x18\x05 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x06 \x01(\tR\tpageToken\"\x9b\x01\n" +
+	"\x10GetUsageResponse\x121\n" +
+	"\x05total\x18\x01 \x01(\v2\x1b.zoea.memory.v1.UsageTotalsR\x05total\x12,\n" +
+	"\x04rows\x18\x02 \x03(\v2\x18.zoea.memory.v1.UsageRowR\x04rows\x12&\n" +
+	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\"a\n" +
+	"\x15SetSpendLimitsRequest\x12\x14\n" +
+	"\x05mysis\x18\x01 \x01(\tR\x05mysis\x122\n" +
+	"\x06limits\x18\x02 \x03(\v2\x1a.zoea.memory.v1.SpendLimitR\x06limits\"M\n" +
+	"\x16SetSpendLimitsResponse\x123\n" +
+	"\x06status\x18\x01 \x01(\v2\x1b.zoea.runner.v1.MysisStatusR\x06status2\xf8\x06\n" +
 	"\fSwarmService\x12V\n" +
 	"\vCreateMysis\x12\".zoea.runner.v1.CreateMysisRequest\x1a#.zoea.runner.v1.CreateMysisResponse\x12P\n" +
 	"\tListMyses\x12 .zoea.runner.v1.ListMysesRequest\x1a!.zoea.runner.v1.ListMysesResponse\x12M\n" +
@@ -1074,7 +1367,9 @@ const file_zoea_runner_v1_swarm_proto_rawDesc = "" +
 	"\tStopMysis\x12 .zoea.runner.v1.StopMysisRequest\x1a!.zoea.runner.v1.StopMysisResponse\x12_\n" +
 	"\x0eConfigureMysis\x12%.zoea.runner.v1.ConfigureMysisRequest\x1a&.zoea.runner.v1.ConfigureMysisResponse\x12V\n" +
 	"\vDeleteMysis\x12\".zoea.runner.v1.DeleteMysisRequest\x1a#.zoea.runner.v1.DeleteMysisResponse\x12_\n" +
-	"\x0ePreviewContext\x12%.zoea.runner.v1.PreviewContextRequest\x1a&.zoea.runner.v1.PreviewContextResponseB:Z8github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1;runnerv1b\x06proto3"
+	"\x0ePreviewContext\x12%.zoea.runner.v1.PreviewContextRequest\x1a&.zoea.runner.v1.PreviewContextResponse\x12M\n" +
+	"\bGetUsage\x12\x1f.zoea.runner.v1.GetUsageRequest\x1a .zoea.runner.v1.GetUsageResponse\x12_\n" +
+	"\x0eSetSpendLimits\x12%.zoea.runner.v1.SetSpendLimitsRequest\x1a&.zoea.runner.v1.SetSpendLimitsResponseB:Z8github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1;runnerv1b\x06proto3"
 
 var (
 	file_zoea_runner_v1_swarm_proto_rawDescOnce sync.Once
@@ -1088,7 +1383,7 @@ func file_zoea_runner_v1_swarm_proto_rawDescGZIP() []byte {
 	return file_zoea_runner_v1_swarm_proto_rawDescData
 }
 
-var file_zoea_runner_v1_swarm_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_zoea_runner_v1_swarm_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_zoea_runner_v1_swarm_proto_goTypes = []any{
 	(*MysisStatus)(nil),            // 0: zoea.runner.v1.MysisStatus
 	(*CreateMysisRequest)(nil),     // 1: zoea.runner.v1.CreateMysisRequest
@@ -1107,49 +1402,70 @@ var file_zoea_runner_v1_swarm_proto_goTypes = []any{
 	(*DeleteMysisResponse)(nil),    // 14: zoea.runner.v1.DeleteMysisResponse
 	(*PreviewContextRequest)(nil),  // 15: zoea.runner.v1.PreviewContextRequest
 	(*PreviewContextResponse)(nil), // 16: zoea.runner.v1.PreviewContextResponse
-	(*v1.Mysis)(nil),               // 17: zoea.memory.v1.Mysis
-	(*timestamppb.Timestamp)(nil),  // 18: google.protobuf.Timestamp
-	(v1.MysisState)(0),             // 19: zoea.memory.v1.MysisState
-	(*v11.Policy)(nil),             // 20: zoea.composer.v1.Policy
-	(*v11.ChatMessage)(nil),        // 21: zoea.composer.v1.ChatMessage
-	(*v11.Manifest)(nil),           // 22: zoea.composer.v1.Manifest
-	(*v11.Encouragement)(nil),      // 23: zoea.composer.v1.Encouragement
+	(*GetUsageRequest)(nil),        // 17: zoea.runner.v1.GetUsageRequest
+	(*GetUsageResponse)(nil),       // 18: zoea.runner.v1.GetUsageResponse
+	(*SetSpendLimitsRequest)(nil),  // 19: zoea.runner.v1.SetSpendLimitsRequest
+	(*SetSpendLimitsResponse)(nil), // 20: zoea.runner.v1.SetSpendLimitsResponse
+	(*v1.Mysis)(nil),               // 21: zoea.memory.v1.Mysis
+	(*timestamppb.Timestamp)(nil),  // 22: google.protobuf.Timestamp
+	(*v1.UsageTotals)(nil),         // 23: zoea.memory.v1.UsageTotals
+	(*v1.SpendLimit)(nil),          // 24: zoea.memory.v1.SpendLimit
+	(v1.MysisState)(0),             // 25: zoea.memory.v1.MysisState
+	(*v11.Policy)(nil),             // 26: zoea.composer.v1.Policy
+	(*v11.ChatMessage)(nil),        // 27: zoea.composer.v1.ChatMessage
+	(*v11.Manifest)(nil),           // 28: zoea.composer.v1.Manifest
+	(*v11.Encouragement)(nil),      // 29: zoea.composer.v1.Encouragement
+	(v1.UsageGroup)(0),             // 30: zoea.memory.v1.UsageGroup
+	(*v1.UsageRow)(nil),            // 31: zoea.memory.v1.UsageRow
 }
 var file_zoea_runner_v1_swarm_proto_depIdxs = []int32{
-	17, // 0: zoea.runner.v1.MysisStatus.mysis:type_name -> zoea.memory.v1.Mysis
-	18, // 1: zoea.runner.v1.MysisStatus.last_action_at:type_name -> google.protobuf.Timestamp
-	0,  // 2: zoea.runner.v1.CreateMysisResponse.status:type_name -> zoea.runner.v1.MysisStatus
-	19, // 3: zoea.runner.v1.ListMysesRequest.state:type_name -> zoea.memory.v1.MysisState
-	0,  // 4: zoea.runner.v1.ListMysesResponse.myses:type_name -> zoea.runner.v1.MysisStatus
-	0,  // 5: zoea.runner.v1.GetMysisResponse.status:type_name -> zoea.runner.v1.MysisStatus
-	0,  // 6: zoea.runner.v1.StartMysisResponse.status:type_name -> zoea.runner.v1.MysisStatus
-	0,  // 7: zoea.runner.v1.StopMysisResponse.status:type_name -> zoea.runner.v1.MysisStatus
-	0,  // 8: zoea.runner.v1.ConfigureMysisResponse.status:type_name -> zoea.runner.v1.MysisStatus
-	20, // 9: zoea.runner.v1.PreviewContextRequest.policy:type_name -> zoea.composer.v1.Policy
-	21, // 10: zoea.runner.v1.PreviewContextResponse.messages:type_name -> zoea.composer.v1.ChatMessage
-	22, // 11: zoea.runner.v1.PreviewContextResponse.manifest:type_name -> zoea.composer.v1.Manifest
-	23, // 12: zoea.runner.v1.PreviewContextResponse.encouragement:type_name -> zoea.composer.v1.Encouragement
-	1,  // 13: zoea.runner.v1.SwarmService.CreateMysis:input_type -> zoea.runner.v1.CreateMysisRequest
-	3,  // 14: zoea.runner.v1.SwarmService.ListMyses:input_type -> zoea.runner.v1.ListMysesRequest
-	5,  // 15: zoea.runner.v1.SwarmService.GetMysis:input_type -> zoea.runner.v1.GetMysisRequest
-	7,  // 16: zoea.runner.v1.SwarmService.StartMysis:input_type -> zoea.runner.v1.StartMysisRequest
-	9,  // 17: zoea.runner.v1.SwarmService.StopMysis:input_type -> zoea.runner.v1.StopMysisRequest
-	11, // 18: zoea.runner.v1.SwarmService.ConfigureMysis:input_type -> zoea.runner.v1.ConfigureMysisRequest
-	13, // 19: zoea.runner.v1.SwarmService.DeleteMysis:input_type -> zoea.runner.v1.DeleteMysisRequest
-	15, // 20: zoea.runner.v1.SwarmService.PreviewContext:input_type -> zoea.runner.v1.PreviewContextRequest
-	2,  // 21: zoea.runner.v1.SwarmService.CreateMysis:output_type -> zoea.runner.v1.CreateMysisResponse
-	4,  // 22: zoea.runner.v1.SwarmService.ListMyses:output_type -> zoea.runner.v1.ListMysesResponse
-	6,  // 23: zoea.runner.v1.SwarmService.GetMysis:output_type -> zoea.runner.v1.GetMysisResponse
-	8,  // 24: zoea.runner.v1.SwarmService.StartMysis:output_type -> zoea.runner.v1.StartMysisResponse
-	10, // 25: zoea.runner.v1.SwarmService.StopMysis:output_type -> zoea.runner.v1.StopMysisResponse
-	12, // 26: zoea.runner.v1.SwarmService.ConfigureMysis:output_type -> zoea.runner.v1.ConfigureMysisResponse
-	14, // 27: zoea.runner.v1.SwarmService.DeleteMysis:output_type -> zoea.runner.v1.DeleteMysisResponse
-	16, // 28: zoea.runner.v1.SwarmService.PreviewContext:output_type -> zoea.runner.v1.PreviewContextResponse
-	21, // [21:29] is the sub-list for method output_type
-	13, // [13:21] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	21, // 0: zoea.runner.v1.MysisStatus.mysis:type_name -> zoea.memory.v1.Mysis
+	22, // 1: zoea.runner.v1.MysisStatus.last_action_at:type_name -> google.protobuf.Timestamp
+	23, // 2: zoea.runner.v1.MysisStatus.usage:type_name -> zoea.memory.v1.UsageTotals
+	24, // 3: zoea.runner.v1.MysisStatus.spend_limits:type_name -> zoea.memory.v1.SpendLimit
+	0,  // 4: zoea.runner.v1.CreateMysisResponse.status:type_name -> zoea.runner.v1.MysisStatus
+	25, // 5: zoea.runner.v1.ListMysesRequest.state:type_name -> zoea.memory.v1.MysisState
+	0,  // 6: zoea.runner.v1.ListMysesResponse.myses:type_name -> zoea.runner.v1.MysisStatus
+	0,  // 7: zoea.runner.v1.GetMysisResponse.status:type_name -> zoea.runner.v1.MysisStatus
+	0,  // 8: zoea.runner.v1.StartMysisResponse.status:type_name -> zoea.runner.v1.MysisStatus
+	0,  // 9: zoea.runner.v1.StopMysisResponse.status:type_name -> zoea.runner.v1.MysisStatus
+	0,  // 10: zoea.runner.v1.ConfigureMysisResponse.status:type_name -> zoea.runner.v1.MysisStatus
+	26, // 11: zoea.runner.v1.PreviewContextRequest.policy:type_name -> zoea.composer.v1.Policy
+	27, // 12: zoea.runner.v1.PreviewContextResponse.messages:type_name -> zoea.composer.v1.ChatMessage
+	28, // 13: zoea.runner.v1.PreviewContextResponse.manifest:type_name -> zoea.composer.v1.Manifest
+	29, // 14: zoea.runner.v1.PreviewContextResponse.encouragement:type_name -> zoea.composer.v1.Encouragement
+	22, // 15: zoea.runner.v1.GetUsageRequest.from:type_name -> google.protobuf.Timestamp
+	22, // 16: zoea.runner.v1.GetUsageRequest.to:type_name -> google.protobuf.Timestamp
+	30, // 17: zoea.runner.v1.GetUsageRequest.group_by:type_name -> zoea.memory.v1.UsageGroup
+	23, // 18: zoea.runner.v1.GetUsageResponse.total:type_name -> zoea.memory.v1.UsageTotals
+	31, // 19: zoea.runner.v1.GetUsageResponse.rows:type_name -> zoea.memory.v1.UsageRow
+	24, // 20: zoea.runner.v1.SetSpendLimitsRequest.limits:type_name -> zoea.memory.v1.SpendLimit
+	0,  // 21: zoea.runner.v1.SetSpendLimitsResponse.status:type_name -> zoea.runner.v1.MysisStatus
+	1,  // 22: zoea.runner.v1.SwarmService.CreateMysis:input_type -> zoea.runner.v1.CreateMysisRequest
+	3,  // 23: zoea.runner.v1.SwarmService.ListMyses:input_type -> zoea.runner.v1.ListMysesRequest
+	5,  // 24: zoea.runner.v1.SwarmService.GetMysis:input_type -> zoea.runner.v1.GetMysisRequest
+	7,  // 25: zoea.runner.v1.SwarmService.StartMysis:input_type -> zoea.runner.v1.StartMysisRequest
+	9,  // 26: zoea.runner.v1.SwarmService.StopMysis:input_type -> zoea.runner.v1.StopMysisRequest
+	11, // 27: zoea.runner.v1.SwarmService.ConfigureMysis:input_type -> zoea.runner.v1.ConfigureMysisRequest
+	13, // 28: zoea.runner.v1.SwarmService.DeleteMysis:input_type -> zoea.runner.v1.DeleteMysisRequest
+	15, // 29: zoea.runner.v1.SwarmService.PreviewContext:input_type -> zoea.runner.v1.PreviewContextRequest
+	17, // 30: zoea.runner.v1.SwarmService.GetUsage:input_type -> zoea.runner.v1.GetUsageRequest
+	19, // 31: zoea.runner.v1.SwarmService.SetSpendLimits:input_type -> zoea.runner.v1.SetSpendLimitsRequest
+	2,  // 32: zoea.runner.v1.SwarmService.CreateMysis:output_type -> zoea.runner.v1.CreateMysisResponse
+	4,  // 33: zoea.runner.v1.SwarmService.ListMyses:output_type -> zoea.runner.v1.ListMysesResponse
+	6,  // 34: zoea.runner.v1.SwarmService.GetMysis:output_type -> zoea.runner.v1.GetMysisResponse
+	8,  // 35: zoea.runner.v1.SwarmService.StartMysis:output_type -> zoea.runner.v1.StartMysisResponse
+	10, // 36: zoea.runner.v1.SwarmService.StopMysis:output_type -> zoea.runner.v1.StopMysisResponse
+	12, // 37: zoea.runner.v1.SwarmService.ConfigureMysis:output_type -> zoea.runner.v1.ConfigureMysisResponse
+	14, // 38: zoea.runner.v1.SwarmService.DeleteMysis:output_type -> zoea.runner.v1.DeleteMysisResponse
+	16, // 39: zoea.runner.v1.SwarmService.PreviewContext:output_type -> zoea.runner.v1.PreviewContextResponse
+	18, // 40: zoea.runner.v1.SwarmService.GetUsage:output_type -> zoea.runner.v1.GetUsageResponse
+	20, // 41: zoea.runner.v1.SwarmService.SetSpendLimits:output_type -> zoea.runner.v1.SetSpendLimitsResponse
+	32, // [32:42] is the sub-list for method output_type
+	22, // [22:32] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_zoea_runner_v1_swarm_proto_init() }
@@ -1165,7 +1481,7 @@ func file_zoea_runner_v1_swarm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zoea_runner_v1_swarm_proto_rawDesc), len(file_zoea_runner_v1_swarm_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

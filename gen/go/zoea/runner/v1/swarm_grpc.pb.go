@@ -29,6 +29,8 @@ const (
 	SwarmService_ConfigureMysis_FullMethodName = "/zoea.runner.v1.SwarmService/ConfigureMysis"
 	SwarmService_DeleteMysis_FullMethodName    = "/zoea.runner.v1.SwarmService/DeleteMysis"
 	SwarmService_PreviewContext_FullMethodName = "/zoea.runner.v1.SwarmService/PreviewContext"
+	SwarmService_GetUsage_FullMethodName       = "/zoea.runner.v1.SwarmService/GetUsage"
+	SwarmService_SetSpendLimits_FullMethodName = "/zoea.runner.v1.SwarmService/SetSpendLimits"
 )
 
 // SwarmServiceClient is the client API for SwarmService service.
@@ -54,6 +56,11 @@ type SwarmServiceClient interface {
 	DeleteMysis(ctx context.Context, in *DeleteMysisRequest, opts ...grpc.CallOption) (*DeleteMysisResponse, error)
 	// PreviewContext returns what the composer would send for this mysis now, without calling the LLM.
 	PreviewContext(ctx context.Context, in *PreviewContextRequest, opts ...grpc.CallOption) (*PreviewContextResponse, error)
+	// GetUsage reports recorded LLM usage and cost for the swarm or some myses, in total or over a time range,
+	// grouped by mysis or by model, paged.
+	GetUsage(ctx context.Context, in *GetUsageRequest, opts ...grpc.CallOption) (*GetUsageResponse, error)
+	// SetSpendLimits replaces a mysis's own spend limits; a mysis stopped by a limit resumes when it is raised.
+	SetSpendLimits(ctx context.Context, in *SetSpendLimitsRequest, opts ...grpc.CallOption) (*SetSpendLimitsResponse, error)
 }
 
 type swarmServiceClient struct {
@@ -144,6 +151,26 @@ func (c *swarmServiceClient) PreviewContext(ctx context.Context, in *PreviewCont
 	return out, nil
 }
 
+func (c *swarmServiceClient) GetUsage(ctx context.Context, in *GetUsageRequest, opts ...grpc.CallOption) (*GetUsageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetUsageResponse)
+	err := c.cc.Invoke(ctx, SwarmService_GetUsage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *swarmServiceClient) SetSpendLimits(ctx context.Context, in *SetSpendLimitsRequest, opts ...grpc.CallOption) (*SetSpendLimitsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetSpendLimitsResponse)
+	err := c.cc.Invoke(ctx, SwarmService_SetSpendLimits_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SwarmServiceServer is the server API for SwarmService service.
 // All implementations must embed UnimplementedSwarmServiceServer
 // for forward compatibility.
@@ -167,6 +194,11 @@ type SwarmServiceServer interface {
 	DeleteMysis(context.Context, *DeleteMysisRequest) (*DeleteMysisResponse, error)
 	// PreviewContext returns what the composer would send for this mysis now, without calling the LLM.
 	PreviewContext(context.Context, *PreviewContextRequest) (*PreviewContextResponse, error)
+	// GetUsage reports recorded LLM usage and cost for the swarm or some myses, in total or over a time range,
+	// grouped by mysis or by model, paged.
+	GetUsage(context.Context, *GetUsageRequest) (*GetUsageResponse, error)
+	// SetSpendLimits replaces a mysis's own spend limits; a mysis stopped by a limit resumes when it is raised.
+	SetSpendLimits(context.Context, *SetSpendLimitsRequest) (*SetSpendLimitsResponse, error)
 	mustEmbedUnimplementedSwarmServiceServer()
 }
 
@@ -200,6 +232,12 @@ func (UnimplementedSwarmServiceServer) DeleteMysis(context.Context, *DeleteMysis
 }
 func (UnimplementedSwarmServiceServer) PreviewContext(context.Context, *PreviewContextRequest) (*PreviewContextResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method PreviewContext not implemented")
+}
+func (UnimplementedSwarmServiceServer) GetUsage(context.Context, *GetUsageRequest) (*GetUsageResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetUsage not implemented")
+}
+func (UnimplementedSwarmServiceServer) SetSpendLimits(context.Context, *SetSpendLimitsRequest) (*SetSpendLimitsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SetSpendLimits not implemented")
 }
 func (UnimplementedSwarmServiceServer) mustEmbedUnimplementedSwarmServiceServer() {}
 func (UnimplementedSwarmServiceServer) testEmbeddedByValue()                      {}
@@ -366,6 +404,42 @@ func _SwarmService_PreviewContext_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SwarmService_GetUsage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetUsageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SwarmServiceServer).GetUsage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SwarmService_GetUsage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SwarmServiceServer).GetUsage(ctx, req.(*GetUsageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SwarmService_SetSpendLimits_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetSpendLimitsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SwarmServiceServer).SetSpendLimits(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SwarmService_SetSpendLimits_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SwarmServiceServer).SetSpendLimits(ctx, req.(*SetSpendLimitsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SwarmService_ServiceDesc is the grpc.ServiceDesc for SwarmService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -404,6 +478,14 @@ var SwarmService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "PreviewContext",
 			Handler:    _SwarmService_PreviewContext_Handler,
+		},
+		{
+			MethodName: "GetUsage",
+			Handler:    _SwarmService_GetUsage_Handler,
+		},
+		{
+			MethodName: "SetSpendLimits",
+			Handler:    _SwarmService_SetSpendLimits_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

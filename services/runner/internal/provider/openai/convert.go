@@ -114,7 +114,10 @@ func fromOpenAIResponse(conversation []chat.Message, cc *openai.ChatCompletion) 
 	return llm.Response{
 		Message:   msg,
 		Reasoning: fromOpenAIReasoning(m.RawJSON()),
-		Usage:     llm.Usage{PromptTokens: int(cc.Usage.PromptTokens), CompletionTokens: int(cc.Usage.CompletionTokens)},
+		Usage: llm.Usage{
+			PromptTokens: int(cc.Usage.PromptTokens), CachedPromptTokens: int(cc.Usage.PromptTokensDetails.CachedTokens),
+			CompletionTokens: int(cc.Usage.CompletionTokens), ReasoningTokens: int(cc.Usage.CompletionTokensDetails.ReasoningTokens),
+		},
 	}, nil
 }
 

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/zoeaswarm/zoea/cmd/zoea/internal/present"
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+)
+
+// usageRange turns --since/--today/--from/--to into a time range; both zero means all time.
+func usageRange(now time.Time, since time.Duration, today bool, from, to string) (time.Time, time.Time, error) {
+	var f, t time.Time
+	n := 0
+	if since > 0 {
+		f, n = now.Add(-since), n+1
+	}
+	if today {
+		u := now.UTC()
+		f, n = time.Date(u.Year(), u.Month(), u.Day(), 0, 0, 0, 0, time.UTC), n+1
+	}
+	if from != "" {
+		v, err := time.Parse(time.RFC3339, from)
+		if err != nil {
+			return f, t, fmt.Errorf("--from: %q is not a time like 2026-11-23T00:00:00Z", from)
+		}
+		f, n = v, n+1
+	}
+	if n > 1 {
+		return f, t, fmt.Errorf("use one of --since, --today and --from")
+	}
+	if to != "" {
+		v, err := time.Parse(time.RFC3339, to)
+		if err != nil {
+			return f, t, fmt.Errorf("--to: %q is not a time like 2026-11-23T12:00:00Z", to)
+		}
+		t = v
+	}
+	if !f.IsZero() && !t.IsZero() && !t.After(f) {
+		return f, t, fmt.Errorf("--to must be after the start of the range")
+	}
+	return f, t, nil
+}
+
+func usageCmd(ep *endpoints) *cobra.Command {
+	var (
+		asJSON       bool
+		by, from, to string
+		since        time.Duration
+		today        bool
+		pageSize     int
+	)
+	cmd := &cobra.Command{
+		Use:   "usage [MYSIS...]",
+		Short: "Show LLM usage and cost of the swarm or some myses (all time, --since 1h, --today, or --from/--to)",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, t, err := usageRange(time.Now(), since, today, from, to)
+			if err != nil {
+				return err
+			}
+			req := &runnerv1.GetUsageRequest{Myses: args, PageSize: int32(pageSize)}
+			switch by {
+			case "mysis":
+				req.GroupBy = memoryv1.UsageGroup_USAGE_GROUP_MYSIS
+			case "model":
+				req.GroupBy = memoryv1.UsageGroup_USAGE_GROUP_MODEL
+			case "none":
+			default:
+				return fmt.Errorf("--by: %q is not mysis, model or none", by)
+			}
+			if !f.IsZero() {
+				req.From = timestamppb.New(f)
+			}
+			if !t.IsZero() {
+				req.To = timestamppb.New(t)
+			}
+			return ep.call(cmd, present.Subject{}, func(ctx context.Context, c *clients) error {
+				all := &runnerv1.GetUsageResponse{}
+				for {
+					resp, err := c.swarm.GetUsage(ctx, req)
+					if err != nil {
+						return err
+					}
+					all.Total = resp.GetTotal()
+					all.Rows = append(all.Rows, resp.GetRows()...)
+					if resp.GetNextPageToken() == "" {
+						break
+					}
+					req.PageToken = resp.GetNextPageToken()
+				}
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), all)
+				}
+				printUsage(cmd.OutOrStdout(), by, all)
+				return nil
+			})
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&asJSON, "json", false, "print JSON")
+	fl.StringVar(&by, "by", "mysis", "group rows by mysis, model or none")
+	fl.DurationVar(&since, "since", 0, "only calls of the last duration, e.g. 1h")
+	fl.BoolVar(&today, "today", false, "only calls since 00:00 UTC")
+	fl.StringVar(&from, "from", "", "only calls from this time (RFC 3339)")
+	fl.StringVar(&to, "to", "", "only calls before this time (RFC 3339)")
+	fl.IntVar(&pageSize, "page-size", 1000, "rows per request")
+	return cmd
+}
+
+func printUsage(w io.Writer, by string, u *runnerv1.GetUsageResponse) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	first := "MYSIS"
+	if by == "model" {
+		first = "MODEL"
+	}
+	fmt.Fprintf(tw, "%s\tCALLS\tFAILED\tPROMPT\tCACHED\tCOMPLETION\tREASONING\tCOMPOSED\tCOST\tAVG LATENCY\t\n", first)
+	line := func(name string, t *memoryv1.UsageTotals) {
+		avg := "-"
+		if t.GetCalls() > 0 {
+			avg = (time.Duration(math.Round(float64(t.GetLatencyMs())/float64(t.GetCalls()))) * time.Millisecond).String()
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t\n", name, t.GetCalls(), t.GetFailedCalls(), t.GetPromptTokens(),
+			t.GetCachedPromptTokens(), t.GetCompletionTokens(), t.GetReasoningTokens(), t.GetComposedTokens(), present.USD(t.GetCostNanos()), avg)
+	}
+	for _, r := range u.GetRows() {
+		name := r.GetMysisName()
+		if by == "model" {
+			name = r.GetProvider() + "/" + r.GetModel()
+		}
+		line(name, r.GetTotals())
+	}
+	line("TOTAL", u.GetTotal())
+	tw.Flush()
+}
+
+// parseLimits reads "unit/window=amount,…" (unit tokens or cost in USD; window hour, day or total), the same
+// syntax as ZOEA_SPEND_LIMITS_MYSIS. An amount of 0 lifts a configured default for that window and unit.
+func parseLimits(s string) ([]*memoryv1.SpendLimit, error) {
+	var out []*memoryv1.SpendLimit
+	for entry := range strings.SplitSeq(s, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		key, val, ok := strings.Cut(entry, "=")
+		unit, win, ok2 := strings.Cut(strings.TrimSpace(key), "/")
+		if !ok || !ok2 {
+			return nil, fmt.Errorf("limit %q: write unit/window=amount, e.g. cost/day=2.00 or tokens/hour=200000", entry)
+		}
+		l := &memoryv1.SpendLimit{}
+		switch strings.ToLower(win) {
+		case "hour":
+			l.Window = memoryv1.SpendWindow_SPEND_WINDOW_HOUR
+		case "day":
+			l.Window = memoryv1.SpendWindow_SPEND_WINDOW_DAY
+		case "total":
+			l.Window = memoryv1.SpendWindow_SPEND_WINDOW_TOTAL
+		default:
+			return nil, fmt.Errorf("limit %q: the window must be hour, day or total", entry)
+		}
+		val = strings.TrimSpace(val)
+		switch strings.ToLower(unit) {
+		case "tokens":
+			n, err := strconv.ParseInt(val, 10, 64)
+			if err != nil || n < 0 {
+				return nil, fmt.Errorf("limit %q: %q is not a token count", entry, val)
+			}
+			l.Unit, l.Amount = memoryv1.SpendUnit_SPEND_UNIT_TOKENS, n
+		case "cost":
+			f, err := strconv.ParseFloat(strings.TrimPrefix(val, "$"), 64)
+			if err != nil || f < 0 || f > 9e9 || math.IsNaN(f) {
+				return nil, fmt.Errorf("limit %q: %q is not an amount in US dollars", entry, val)
+			}
+			l.Unit, l.Amount = memoryv1.SpendUnit_SPEND_UNIT_COST_NANOS, int64(math.Round(f*1e9))
+		default:
+			return nil, fmt.Errorf("limit %q: the unit must be tokens or cost", entry)
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+func formatLimit(l *memoryv1.SpendLimit) string {
+	amount := strconv.FormatInt(l.GetAmount(), 10) + " tokens"
+	if l.GetUnit() == memoryv1.SpendUnit_SPEND_UNIT_COST_NANOS {
+		amount = present.USD(l.GetAmount())
+	}
+	switch l.GetWindow() {
+	case memoryv1.SpendWindow_SPEND_WINDOW_HOUR:
+		return amount + " per hour"
+	case memoryv1.SpendWindow_SPEND_WINDOW_DAY:
+		return amount + " per day"
+	}
+	return amount + " in total"
+}
+
+func limitsCmd(ep *endpoints) *cobra.Command {
+	var clear bool
+	cmd := &cobra.Command{
+		Use:   "limits MYSIS [unit/window=amount,...]",
+		Short: "Show or set a mysis's spend limits, e.g. `zoea limits miner-1 cost/day=2.00,tokens/hour=200000`",
+		Args:  cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return ep.call(cmd, present.Subject{Mysis: args[0]}, func(ctx context.Context, c *clients) error {
+				var st *runnerv1.MysisStatus
+				switch {
+				case len(args) == 2 || clear:
+					var ls []*memoryv1.SpendLimit
+					if len(args) == 2 {
+						var err error
+						if ls, err = parseLimits(args[1]); err != nil {
+							return err
+						}
+					}
+					resp, err := c.swarm.SetSpendLimits(ctx, &runnerv1.SetSpendLimitsRequest{Mysis: args[0], Limits: ls})
+					if err != nil {
+						return err
+					}
+					st = resp.GetStatus()
+				default:
+					resp, err := c.swarm.GetMysis(ctx, &runnerv1.GetMysisRequest{Mysis: args[0]})
+					if err != nil {
+						return err
+					}
+					st = resp.GetStatus()
+				}
+				w := cmd.OutOrStdout()
+				if len(st.GetSpendLimits()) == 0 {
+					fmt.Fprintf(w, "%s has no spend limit\n", st.GetMysis().GetName())
+				}
+				for _, l := range st.GetSpendLimits() {
+					fmt.Fprintf(w, "%s: %s\n", st.GetMysis().GetName(), formatLimit(l))
+				}
+				fmt.Fprintf(w, "spent so far: %d tokens, %s\n", st.GetUsage().GetPromptTokens()+st.GetUsage().GetCompletionTokens(), present.USD(st.GetUsage().GetCostNanos()))
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&clear, "clear", false, "remove the mysis's own limits (the configured defaults apply again)")
+	return cmd
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+)
+
+func TestParseLimits(t *testing.T) {
+	ls, err := parseLimits("cost/day=2.00, tokens/hour=200000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ls) != 2 || ls[0].GetAmount() != 2e9 || ls[0].GetUnit() != memoryv1.SpendUnit_SPEND_UNIT_COST_NANOS ||
+		ls[1].GetWindow() != memoryv1.SpendWindow_SPEND_WINDOW_HOUR || formatLimit(ls[0]) != "$2.00 per day" {
+		t.Fatalf("limits %v", ls)
+	}
+	for _, bad := range []string{"cost/week=1", "coins/day=1", "tokens/day=x", "cost/day"} {
+		if _, err := parseLimits(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestUsageRangeAndTable(t *testing.T) {
+	now := time.Date(2026, 11, 23, 22, 30, 0, 0, time.UTC)
+	f, to, err := usageRange(now, 0, true, "", "")
+	if err != nil || !f.Equal(time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)) || !to.IsZero() {
+		t.Fatalf("--today: %v %v %v", f, to, err)
+	}
+	if _, _, err := usageRange(now, time.Hour, true, "", ""); err == nil {
+		t.Fatal("--since with --today accepted")
+	}
+	if _, _, err := usageRange(now, 0, false, "yesterday", ""); err == nil || !strings.Contains(err.Error(), "--from") {
+		t.Fatalf("bad --from: %v", err)
+	}
+	var b bytes.Buffer
+	printUsage(&b, "mysis", &runnerv1.GetUsageResponse{
+		Rows:  []*memoryv1.UsageRow{{MysisName: "miner-1", Totals: &memoryv1.UsageTotals{Calls: 2, PromptTokens: 2006, CachedPromptTokens: 1920, CompletionTokens: 300, CostNanos: 336_900, LatencyMs: 300}}},
+		Total: &memoryv1.UsageTotals{Calls: 2, PromptTokens: 2006, CostNanos: 336_900, LatencyMs: 300},
+	})
+	out := b.String()
+	for _, want := range []string{"MYSIS", "miner-1", "2006", "1920", "$0.000337", "150ms", "TOTAL"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("table lacks %q:\n%s", want, out)
+		}
+	}
+}

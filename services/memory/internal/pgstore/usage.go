@@ -1,0 +1,439 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
+)
+
+// swarmShards is the number of swarm_spend rows per window (see 00004_llm_usage.sql).
+const swarmShards = 16
+
+// recordCallsSQL stores calls and keeps the running totals and the spend counters current, in one statement: the
+// data-modifying CTEs run exactly once whether or not the final SELECT reads them, and only calls that were new
+// (not a retried call_id) reach the totals and counters. Per window only the newest window's calls are added; a
+// row of an older window restarts at them.
+const recordCallsSQL = `
+WITH c AS (
+	INSERT INTO llm_calls (call_id, mysis_id, memory_seq, started_at, provider, model, prompt_tokens,
+		cached_prompt_tokens, completion_tokens, reasoning_tokens, composed_tokens, latency_ms, retries, error, cost_nanos)
+	SELECT u.call_id, $1, u.memory_seq, coalesce(u.started_at, now()), u.provider, u.model, u.prompt_tokens,
+		u.cached_prompt_tokens, u.completion_tokens, u.reasoning_tokens, u.composed_tokens, u.latency_ms, u.retries,
+		u.error, u.cost_nanos
+	FROM unnest($2::uuid[], $3::bigint[], $4::timestamptz[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
+		$9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::int[], $14::text[], $15::bigint[])
+		AS u(call_id, memory_seq, started_at, provider, model, prompt_tokens, cached_prompt_tokens, completion_tokens,
+			reasoning_tokens, composed_tokens, latency_ms, retries, error, cost_nanos)
+	ON CONFLICT (call_id) DO NOTHING
+	RETURNING mysis_id, started_at, provider, model, prompt_tokens, cached_prompt_tokens, completion_tokens,
+		reasoning_tokens, composed_tokens, latency_ms, retries, error, cost_nanos
+), totals AS (
+	INSERT INTO llm_usage_totals AS t (mysis_id, provider, model, calls, failed_calls, prompt_tokens,
+		cached_prompt_tokens, completion_tokens, reasoning_tokens, composed_tokens, latency_ms, retries, cost_nanos,
+		first_call_at, last_call_at)
+	SELECT mysis_id, provider, model, count(*), count(*) FILTER (WHERE error <> ''), sum(prompt_tokens),
+		sum(cached_prompt_tokens), sum(completion_tokens), sum(reasoning_tokens), sum(composed_tokens),
+		sum(latency_ms), sum(retries), sum(cost_nanos), min(started_at), max(started_at)
+	FROM c GROUP BY mysis_id, provider, model
+	ON CONFLICT (mysis_id, provider, model) DO UPDATE SET
+		calls = t.calls + excluded.calls,
+		failed_calls = t.failed_calls + excluded.failed_calls,
+		prompt_tokens = t.prompt_tokens + excluded.prompt_tokens,
+		cached_prompt_tokens = t.cached_prompt_tokens + excluded.cached_prompt_tokens,
+		completion_tokens = t.completion_tokens + excluded.completion_tokens,
+		reasoning_tokens = t.reasoning_tokens + excluded.reasoning_tokens,
+		composed_tokens = t.composed_tokens + excluded.composed_tokens,
+		latency_ms = t.latency_ms + excluded.latency_ms,
+		retries = t.retries + excluded.retries,
+		cost_nanos = t.cost_nanos + excluded.cost_nanos,
+		first_call_at = least(t.first_call_at, excluded.first_call_at),
+		last_call_at = greatest(t.last_call_at, excluded.last_call_at)
+	RETURNING 1
+), win AS (
+	SELECT DISTINCT ON (w.win) w.win, w.start, sum(c.prompt_tokens + c.completion_tokens) AS tokens,
+		sum(c.cost_nanos) AS cost_nanos
+	FROM c CROSS JOIN LATERAL (VALUES
+		(1::smallint, date_trunc('hour', c.started_at, 'UTC')),
+		(2::smallint, date_trunc('day', c.started_at, 'UTC')),
+		(3::smallint, 'epoch'::timestamptz)) AS w(win, start)
+	GROUP BY w.win, w.start
+	ORDER BY w.win, w.start DESC
+), ms AS (
+	INSERT INTO mysis_spend AS s (mysis_id, win, start, tokens, cost_nanos)
+	SELECT $1, win, start, tokens, cost_nanos FROM win
+	ON CONFLICT (mysis_id, win) DO UPDATE SET
+		tokens = CASE WHEN s.start = excluded.start THEN s.tokens + excluded.tokens
+			WHEN s.start < excluded.start THEN excluded.tokens ELSE s.tokens END,
+		cost_nanos = CASE WHEN s.start = excluded.start THEN s.cost_nanos + excluded.cost_nanos
+			WHEN s.start < excluded.start THEN excluded.cost_nanos ELSE s.cost_nanos END,
+		start = greatest(s.start, excluded.start)
+	RETURNING 1
+), ss AS (
+	INSERT INTO swarm_spend AS s (shard, win, start, tokens, cost_nanos)
+	SELECT $16, win, start, tokens, cost_nanos FROM win
+	ON CONFLICT (shard, win) DO UPDATE SET
+		tokens = CASE WHEN s.start = excluded.start THEN s.tokens + excluded.tokens
+			WHEN s.start < excluded.start THEN excluded.tokens ELSE s.tokens END,
+		cost_nanos = CASE WHEN s.start = excluded.start THEN s.cost_nanos + excluded.cost_nanos
+			WHEN s.start < excluded.start THEN excluded.cost_nanos ELSE s.cost_nanos END,
+		start = greatest(s.start, excluded.start)
+	RETURNING 1
+)
+SELECT count(*) FROM c`
+
+// swarmShard spreads myses over the swarm_spend rows.
+func swarmShard(mysisID string) int16 {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(mysisID))
+	return int16(h.Sum32() % swarmShards)
+}
+
+// recordCallsArgs are recordCallsSQL's parameters; seqs[i] is the memory seq of calls[i] (0: none).
+func recordCallsArgs(mysisID string, calls []memory.LlmCall, seqs []int64) []any {
+	n := len(calls)
+	var (
+		ids, providers, models, errTexts                         = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		memSeq                                                   = make([]*int64, n)
+		started                                                  = make([]*time.Time, n)
+		prompt, cached, completion, reasoning, composed, latency = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		cost                                                     = make([]int64, n)
+		retries                                                  = make([]int32, n)
+	)
+	for i, c := range calls {
+		ids[i], providers[i], models[i], errTexts[i] = c.CallID, c.Provider, c.Model, c.Error
+		if seqs != nil && seqs[i] > 0 {
+			memSeq[i] = &seqs[i]
+		}
+		if !c.StartedAt.IsZero() {
+			t := c.StartedAt
+			started[i] = &t
+		}
+		prompt[i], cached[i], completion[i] = c.PromptTokens, c.CachedPromptTokens, c.CompletionTokens
+		reasoning[i], composed[i], latency[i] = c.ReasoningTokens, c.ComposedTokens, c.LatencyMS
+		retries[i], cost[i] = c.Retries, c.CostNanos
+	}
+	return []any{mysisID, ids, memSeq, started, providers, models, prompt, cached, completion, reasoning, composed,
+		latency, retries, errTexts, cost, swarmShard(mysisID)}
+}
+
+// callsOf collects the LLM calls that travel with memories, with the seq each memory was stored under.
+func callsOf(ms []memory.NewMemory, stored []memory.Memory) ([]memory.LlmCall, []int64) {
+	var calls []memory.LlmCall
+	var seqs []int64
+	for i, n := range ms {
+		if n.LlmCall != nil {
+			calls = append(calls, *n.LlmCall)
+			seqs = append(seqs, stored[i].Seq)
+		}
+	}
+	return calls, seqs
+}
+
+// RecordLlmCalls stores calls that produced no memory (failed or discarded); a call_id already stored is skipped.
+// It returns how many calls were new.
+func (s *Store) RecordLlmCalls(ctx context.Context, mysisID string, calls []memory.LlmCall) (int, error) {
+	mysisID, err := memory.ParseID("mysis_id", mysisID)
+	if err != nil {
+		return 0, err
+	}
+	if len(calls) == 0 {
+		return 0, errs.InvalidField("calls", "at least one call is required")
+	}
+	if len(calls) > memory.MaxCallsPerCall {
+		return 0, errs.InvalidField("calls", "at most %d calls per request, got %d", memory.MaxCallsPerCall, len(calls))
+	}
+	seen := make(map[string]bool, len(calls))
+	for i, c := range calls {
+		p := "calls[" + strconv.Itoa(i) + "]"
+		if err := memory.ValidateLlmCall(p, c); err != nil {
+			return 0, err
+		}
+		if seen[c.CallID] {
+			return 0, errs.InvalidField(p+".call_id", "repeats an earlier call_id of this request")
+		}
+		seen[c.CallID] = true
+	}
+	var n int
+	if err := s.pool.QueryRow(ctx, recordCallsSQL, recordCallsArgs(mysisID, calls, nil)...).Scan(&n); err != nil {
+		return 0, dbErr(err, "record llm calls")
+	}
+	return n, nil
+}
+
+// Aggregates over the two sources: the running totals (all time) and the call log (a time range).
+const (
+	totalsAggs = `coalesce(sum(u.calls), 0)::bigint AS calls, coalesce(sum(u.failed_calls), 0)::bigint AS failed,
+		coalesce(sum(u.prompt_tokens), 0)::bigint AS prompt, coalesce(sum(u.cached_prompt_tokens), 0)::bigint AS cached,
+		coalesce(sum(u.completion_tokens), 0)::bigint AS completion, coalesce(sum(u.reasoning_tokens), 0)::bigint AS reasoning,
+		coalesce(sum(u.composed_tokens), 0)::bigint AS composed, coalesce(sum(u.latency_ms), 0)::bigint AS latency,
+		coalesce(sum(u.retries), 0)::bigint AS retries, coalesce(sum(u.cost_nanos), 0)::bigint AS cost,
+		min(u.first_call_at) AS first_at, max(u.last_call_at) AS last_at`
+	callsAggs = `count(*) AS calls, count(*) FILTER (WHERE u.error <> '') AS failed,
+		coalesce(sum(u.prompt_tokens), 0)::bigint AS prompt, coalesce(sum(u.cached_prompt_tokens), 0)::bigint AS cached,
+		coalesce(sum(u.completion_tokens), 0)::bigint AS completion, coalesce(sum(u.reasoning_tokens), 0)::bigint AS reasoning,
+		coalesce(sum(u.composed_tokens), 0)::bigint AS composed, coalesce(sum(u.latency_ms), 0)::bigint AS latency,
+		coalesce(sum(u.retries), 0)::bigint AS retries, coalesce(sum(u.cost_nanos), 0)::bigint AS cost,
+		min(u.started_at) AS first_at, max(u.started_at) AS last_at`
+)
+
+func totalsDest(t *memory.UsageTotals, first, last **time.Time) []any {
+	return []any{&t.Calls, &t.FailedCalls, &t.PromptTokens, &t.CachedPromptTokens, &t.CompletionTokens,
+		&t.ReasoningTokens, &t.ComposedTokens, &t.LatencyMS, &t.Retries, &t.CostNanos, first, last}
+}
+
+func setTimes(t *memory.UsageTotals, first, last *time.Time) {
+	if first != nil {
+		t.FirstCallAt = first.UTC()
+	}
+	if last != nil {
+		t.LastCallAt = last.UTC()
+	}
+}
+
+// GetUsage sums calls: all time from the running totals, a time range from the call log. The total and one page
+// of groups travel in one batch.
+func (s *Store) GetUsage(ctx context.Context, q memory.UsageQuery) (memory.Usage, error) {
+	if len(q.MysisIDs) > memory.MaxUsageMyses {
+		return memory.Usage{}, errs.InvalidField("mysis_ids", "at most %d myses, got %d", memory.MaxUsageMyses, len(q.MysisIDs))
+	}
+	ids := make([]string, 0, len(q.MysisIDs))
+	for i, id := range q.MysisIDs {
+		id, err := memory.ParseID("mysis_ids["+strconv.Itoa(i)+"]", id)
+		if err != nil {
+			return memory.Usage{}, err
+		}
+		ids = append(ids, id)
+	}
+	if !q.From.IsZero() && !q.To.IsZero() && !q.To.After(q.From) {
+		return memory.Usage{}, errs.InvalidField("to", "must be after from")
+	}
+	size, err := memory.Limit("page_size", q.PageSize, memory.DefaultPageSize, memory.MaxPageSize)
+	if err != nil {
+		return memory.Usage{}, err
+	}
+
+	ranged := !q.From.IsZero() || !q.To.IsZero()
+	src, aggs := "llm_usage_totals u", totalsAggs
+	var where []string
+	args := []any{}
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if ranged {
+		src, aggs = "llm_calls u", callsAggs
+		if !q.From.IsZero() {
+			where = append(where, "u.started_at >= "+arg(q.From))
+		}
+		if !q.To.IsZero() {
+			where = append(where, "u.started_at < "+arg(q.To))
+		}
+	}
+	if len(ids) > 0 {
+		where = append(where, "u.mysis_id = ANY("+arg(ids)+"::uuid[])")
+	}
+	cond := "TRUE"
+	if len(where) > 0 {
+		cond = strings.Join(where, " AND ")
+	}
+	base := len(args)
+
+	b := &pgx.Batch{}
+	b.Queue(`SELECT `+aggs+` FROM `+src+` WHERE `+cond, args...)
+	switch q.GroupBy {
+	case memory.GroupMysis:
+		// Walk myses in name order (its unique index) and sum each one's rows through the mysis-first index: a page
+		// reads its own myses' rows, not the swarm's; myses without calls are skipped.
+		rowArgs := append(slices.Clone(args), q.AfterName, size+1)
+		mysisCond := "TRUE"
+		if len(ids) > 0 {
+			mysisCond = "m.id = ANY($" + strconv.Itoa(len(args)) + "::uuid[])"
+		}
+		if ranged {
+			// A range holds few myses' calls (an hour: a fraction of the swarm): sum them first, then name them.
+			b.Queue(`SELECT m.id::text, m.name, '', '', t.calls, t.failed, t.prompt, t.cached, t.completion,
+				t.reasoning, t.composed, t.latency, t.retries, t.cost, t.first_at, t.last_at
+				FROM (SELECT u.mysis_id, `+aggs+` FROM `+src+` WHERE `+cond+` GROUP BY u.mysis_id) t
+				JOIN myses m ON m.id = t.mysis_id
+				WHERE m.name > $`+strconv.Itoa(base+1)+` ORDER BY m.name LIMIT $`+strconv.Itoa(base+2), rowArgs...)
+			break
+		}
+		b.Queue(`SELECT m.id::text, m.name, '', '', t.* FROM myses m
+			CROSS JOIN LATERAL (SELECT `+aggs+` FROM `+src+` WHERE u.mysis_id = m.id AND `+cond+`) t
+			WHERE `+mysisCond+` AND m.name > $`+strconv.Itoa(base+1)+` AND t.calls > 0
+			ORDER BY m.name LIMIT $`+strconv.Itoa(base+2), rowArgs...)
+	case memory.GroupModel:
+		rowArgs := append(slices.Clone(args), q.AfterProvider, q.AfterModel, size+1)
+		b.Queue(`SELECT '', '', u.provider, u.model, `+aggs+` FROM `+src+`
+			WHERE `+cond+` AND (u.provider, u.model) > ($`+strconv.Itoa(base+1)+`, $`+strconv.Itoa(base+2)+`)
+			GROUP BY u.provider, u.model ORDER BY u.provider, u.model LIMIT $`+strconv.Itoa(base+3), rowArgs...)
+	}
+	br := s.pool.SendBatch(ctx, b)
+	defer func() { _ = br.Close() }()
+
+	var out memory.Usage
+	var first, last *time.Time
+	if err := br.QueryRow().Scan(totalsDest(&out.Total, &first, &last)...); err != nil {
+		return memory.Usage{}, dbErr(err, "get usage")
+	}
+	setTimes(&out.Total, first, last)
+	if q.GroupBy == memory.GroupNone {
+		return out, nil
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return memory.Usage{}, dbErr(err, "get usage")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r memory.UsageRow
+		var first, last *time.Time
+		dest := append([]any{&r.MysisID, &r.MysisName, &r.Provider, &r.Model}, totalsDest(&r.Totals, &first, &last)...)
+		if err := rows.Scan(dest...); err != nil {
+			return memory.Usage{}, dbErr(err, "get usage")
+		}
+		setTimes(&r.Totals, first, last)
+		out.Rows = append(out.Rows, r)
+	}
+	if err := rows.Err(); err != nil {
+		return memory.Usage{}, dbErr(err, "get usage")
+	}
+	if len(out.Rows) > size {
+		out.Rows, out.More = out.Rows[:size], true
+	}
+	return out, nil
+}
+
+// GetSpend returns the mysis's own limits and the mysis's and the swarm's counts in the windows containing at,
+// in one batch.
+func (s *Store) GetSpend(ctx context.Context, mysisID string, at time.Time) (memory.Spend, error) {
+	mysisID, err := memory.ParseID("mysis_id", mysisID)
+	if err != nil {
+		return memory.Spend{}, err
+	}
+	if at.IsZero() {
+		at = time.Now()
+	}
+	b := &pgx.Batch{}
+	b.Queue(`SELECT EXISTS (SELECT 1 FROM myses WHERE id = $1)`, mysisID)
+	b.Queue(`SELECT win, unit, amount FROM spend_limits WHERE mysis_id = $1 ORDER BY win, unit`, mysisID)
+	b.Queue(`SELECT win, start, tokens, cost_nanos FROM mysis_spend WHERE mysis_id = $1`, mysisID)
+	b.Queue(`SELECT win, start, sum(tokens)::bigint, sum(cost_nanos)::bigint FROM swarm_spend GROUP BY win, start`)
+	br := s.pool.SendBatch(ctx, b)
+	defer func() { _ = br.Close() }()
+
+	var ok bool
+	if err := br.QueryRow().Scan(&ok); err != nil {
+		return memory.Spend{}, dbErr(err, "get spend")
+	}
+	if !ok {
+		return memory.Spend{}, errMysisNotFound(mysisID)
+	}
+	var out memory.Spend
+	rows, err := br.Query()
+	if err != nil {
+		return memory.Spend{}, dbErr(err, "get spend")
+	}
+	for rows.Next() {
+		var l memory.SpendLimit
+		if err := rows.Scan(&l.Window, &l.Unit, &l.Amount); err != nil {
+			rows.Close()
+			return memory.Spend{}, dbErr(err, "get spend")
+		}
+		out.Limits = append(out.Limits, l)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return memory.Spend{}, dbErr(err, "get spend")
+	}
+	if out.Mysis, err = scanCounts(br, at); err != nil {
+		return memory.Spend{}, err
+	}
+	if out.Swarm, err = scanCounts(br, at); err != nil {
+		return memory.Spend{}, err
+	}
+	return out, nil
+}
+
+// scanCounts reads (win, start, tokens, cost) rows and keeps, per window, the ones of the window containing at.
+func scanCounts(br pgx.BatchResults, at time.Time) ([]memory.SpendCount, error) {
+	out := []memory.SpendCount{
+		{Window: memory.WindowHour, Start: memory.WindowHour.Start(at)},
+		{Window: memory.WindowDay, Start: memory.WindowDay.Start(at)},
+		{Window: memory.WindowTotal, Start: memory.TotalStart},
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, dbErr(err, "get spend")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var w memory.SpendWindow
+		var start time.Time
+		var tokens, cost int64
+		if err := rows.Scan(&w, &start, &tokens, &cost); err != nil {
+			return nil, dbErr(err, "get spend")
+		}
+		for i := range out {
+			if out[i].Window == w && out[i].Start.Equal(start) {
+				out[i].Tokens += tokens
+				out[i].CostNanos += cost
+			}
+		}
+	}
+	return out, dbErr(rows.Err(), "get spend")
+}
+
+// SetSpendLimits replaces a mysis's own limits and returns them ordered by window and unit.
+func (s *Store) SetSpendLimits(ctx context.Context, mysisID string, limits []memory.SpendLimit) ([]memory.SpendLimit, error) {
+	mysisID, err := memory.ParseID("mysis_id", mysisID)
+	if err != nil {
+		return nil, err
+	}
+	if err := memory.ValidateSpendLimits(limits); err != nil {
+		return nil, err
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, dbErr(err, "set spend limits")
+	}
+	defer rollback(ctx, tx)
+	var one int
+	if err := tx.QueryRow(ctx, `SELECT 1 FROM myses WHERE id = $1 FOR KEY SHARE`, mysisID).Scan(&one); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, errMysisNotFound(mysisID)
+		}
+		return nil, dbErr(err, "set spend limits")
+	}
+	wins, units, amounts := make([]int16, len(limits)), make([]int16, len(limits)), make([]int64, len(limits))
+	for i, l := range limits {
+		wins[i], units[i], amounts[i] = int16(l.Window), int16(l.Unit), l.Amount
+	}
+	b := &pgx.Batch{}
+	b.Queue(`DELETE FROM spend_limits WHERE mysis_id = $1`, mysisID)
+	b.Queue(`INSERT INTO spend_limits (mysis_id, win, unit, amount)
+		SELECT $1, w, u, a FROM unnest($2::smallint[], $3::smallint[], $4::bigint[]) AS x(w, u, a)`, mysisID, wins, units, amounts)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, dbErr(err, "set spend limits")
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, dbErr(err, "set spend limits")
+	}
+	out := slices.Clone(limits)
+	slices.SortFunc(out, func(a, b memory.SpendLimit) int {
+		if a.Window != b.Window {
+			return int(a.Window) - int(b.Window)
+		}
+		return int(a.Unit) - int(b.Unit)
+	})
+	return out, nil
+}

@@ -1,0 +1,177 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/zoeaswarm/zoea/libs/pgtest"
+	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
+	"github.com/zoeaswarm/zoea/services/memory/internal/migrations"
+	"github.com/zoeaswarm/zoea/services/memory/internal/pgstore"
+)
+
+// roundTrips counts what goes over the wire: every statement sent alone and every pipelined batch.
+type roundTrips struct{ n atomic.Int64 }
+
+func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+func tracedStore(t testing.TB) (*pgstore.Store, *roundTrips) {
+	t.Helper()
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(pgtest.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &roundTrips{}
+	cfg.ConnConfig.Tracer = rt
+	p, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	if _, err := migrations.Up(ctx, p, nil); err != nil {
+		t.Fatal(err)
+	}
+	return pgstore.New(p, testBox(t)), rt
+}
+
+// TestRecordingAddsNoRoundTrip: an assistant append that carries its LLM call takes exactly as many round trips
+// as one that does not.
+func TestRecordingAddsNoRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	s, rt := tracedStore(t)
+	m := mkMysis(t, s)
+	measure := func(key string, c *memory.LlmCall) int64 {
+		before := rt.n.Load()
+		if _, err := s.AppendMemories(ctx, m.ID, []memory.NewMemory{{Role: memory.RoleAssistant, Source: memory.SourceLLM, Content: "ok", IdempotencyKey: key, LlmCall: c}}); err != nil {
+			t.Fatal(err)
+		}
+		return rt.n.Load() - before
+	}
+	for i := range 3 {
+		plain := measure(fmt.Sprintf("plain-%d", i), nil)
+		with := measure(fmt.Sprintf("with-%d", i), call(uuidN(100+i), time.Now(), 900, 512, 40, 1000))
+		if plain != with || plain == 0 {
+			t.Fatalf("append without a call: %d round trips, with one: %d", plain, with)
+		}
+		t.Logf("append: %d round trips with or without the call", with)
+	}
+	u, err := s.GetUsage(ctx, memory.UsageQuery{MysisIDs: []string{m.ID}})
+	if err != nil || u.Total.Calls != 3 || u.Total.PromptTokens != 2700 {
+		t.Fatalf("recorded %+v %v", u.Total, err)
+	}
+}
+
+// BenchmarkUsageSwarmByMysis seeds 10,000 myses and 1,000,000 calls over 7 days with COPY (the running totals are
+// built from the copied calls in one statement, as the online write path would have kept them), then measures
+// the swarm's usage grouped by mysis: all time (first page and the whole swarm in pages of 1,000), today, and
+// the last hour. It reports p50/p95/p99 per query.
+//
+//	go test -run '^$' -bench UsageSwarmByMysis -benchtime 200x ./internal/pgstore/
+func BenchmarkUsageSwarmByMysis(b *testing.B) {
+	const myses, calls = 10_000, 1_000_000
+	ctx := context.Background()
+	s, p := freshStore(b)
+	now := time.Now().UTC()
+	ms := make([]memory.Mysis, myses)
+	for i := range ms {
+		ms[i] = memory.Mysis{ID: uuidN(i + 1), Name: fmt.Sprintf("mysis-%05d", i), Provider: "openai", Model: "gpt-4o-mini", State: memory.StateIdle, CreatedAt: now}
+	}
+	if err := s.CopyMyses(ctx, ms); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	span := 7 * 24 * time.Hour
+	_, err := p.CopyFrom(ctx, pgx.Identifier{"llm_calls"},
+		[]string{"call_id", "mysis_id", "memory_seq", "started_at", "provider", "model", "prompt_tokens", "cached_prompt_tokens",
+			"completion_tokens", "reasoning_tokens", "composed_tokens", "latency_ms", "retries", "error", "cost_nanos"},
+		pgx.CopyFromFunc(func() func() ([]any, error) {
+			i := 0
+			return func() ([]any, error) {
+				if i == calls {
+					return nil, nil
+				}
+				i++
+				at := now.Add(-time.Duration(int64(span) * int64(i) / calls))
+				model := "gpt-4o-mini"
+				if i%5 == 0 {
+					model = "gpt-4.1-mini"
+				}
+				return []any{fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i), uuidN(i%myses + 1), int64(i), at, "openai", model,
+					int64(1000 + i%500), int64(512), int64(20 + i%50), int64(0), int64(990 + i%500), int64(400 + i%300), int32(i % 2), "", int64(150_000 + i%1000)}, nil
+			}
+		}()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := p.Exec(ctx, `INSERT INTO llm_usage_totals (mysis_id, provider, model, calls, failed_calls, prompt_tokens,
+			cached_prompt_tokens, completion_tokens, reasoning_tokens, composed_tokens, latency_ms, retries, cost_nanos,
+			first_call_at, last_call_at)
+		SELECT mysis_id, provider, model, count(*), count(*) FILTER (WHERE error <> ''), sum(prompt_tokens),
+			sum(cached_prompt_tokens), sum(completion_tokens), sum(reasoning_tokens), sum(composed_tokens), sum(latency_ms),
+			sum(retries), sum(cost_nanos), min(started_at), max(started_at)
+		FROM llm_calls GROUP BY 1, 2, 3`); err != nil {
+		b.Fatal(err)
+	}
+	for _, table := range []string{"llm_calls", "llm_usage_totals", "myses"} {
+		if _, err := p.Exec(ctx, `VACUUM ANALYZE `+table); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Logf("seeded %d myses and %d calls in %v", myses, calls, time.Since(start).Round(time.Second))
+
+	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name string
+		q    memory.UsageQuery
+		all  bool // page through the whole swarm
+	}{
+		{"all-time first page of 100", memory.UsageQuery{GroupBy: memory.GroupMysis}, false},
+		{"all-time whole swarm, pages of 1000", memory.UsageQuery{GroupBy: memory.GroupMysis, PageSize: 1000}, true},
+		{"all-time by model", memory.UsageQuery{GroupBy: memory.GroupModel}, false},
+		{"today first page of 100", memory.UsageQuery{GroupBy: memory.GroupMysis, From: today}, false},
+		{"last hour first page of 100", memory.UsageQuery{GroupBy: memory.GroupMysis, From: now.Add(-time.Hour)}, false},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			var lat []time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				q := c.q
+				for {
+					u, err := s.GetUsage(ctx, q)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if !c.all || !u.More {
+						break
+					}
+					q.AfterName = u.Rows[len(u.Rows)-1].MysisName
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			slices.Sort(lat)
+			pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))]) / 1e6 }
+			b.ReportMetric(pct(0.50), "p50_ms")
+			b.ReportMetric(pct(0.95), "p95_ms")
+			b.ReportMetric(pct(0.99), "p99_ms")
+		})
+	}
+}

@@ -1,0 +1,93 @@
+package grpcapi
+
+import (
+	"context"
+
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/services/runner/internal/memoryclient"
+	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
+	"github.com/zoeaswarm/zoea/services/runner/internal/usage"
+)
+
+// GetUsage implements SwarmService: myses are named by id or name, the memory service sums.
+func (s *Server) GetUsage(ctx context.Context, req *runnerv1.GetUsageRequest) (*runnerv1.GetUsageResponse, error) {
+	if len(req.GetMyses()) > 1000 {
+		return nil, errs.InvalidField("myses", "at most 1000 myses, got %d", len(req.GetMyses()))
+	}
+	ids := make([]string, 0, len(req.GetMyses()))
+	for _, ref := range req.GetMyses() {
+		m, err := s.resolve(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, m.GetId())
+	}
+	resp, err := s.memory.GetUsage(ctx, &memoryv1.GetUsageRequest{
+		MysisIds: ids, From: req.GetFrom(), To: req.GetTo(), GroupBy: req.GetGroupBy(),
+		PageSize: req.GetPageSize(), PageToken: req.GetPageToken(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &runnerv1.GetUsageResponse{Total: resp.GetTotal(), Rows: resp.GetRows(), NextPageToken: resp.GetNextPageToken()}, nil
+}
+
+// SetSpendLimits implements SwarmService. The owner is woken so a mysis idled by a limit re-checks at once.
+func (s *Server) SetSpendLimits(ctx context.Context, req *runnerv1.SetSpendLimitsRequest) (*runnerv1.SetSpendLimitsResponse, error) {
+	m, err := s.resolve(ctx, req.GetMysis())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.memory.SetSpendLimits(ctx, &memoryv1.SetSpendLimitsRequest{MysisId: m.GetId(), Limits: req.GetLimits()}); err != nil {
+		return nil, err
+	}
+	if err := s.wakes.Wake(ctx, m.GetId(), mysis.WakeConfigure); err != nil {
+		return nil, err
+	}
+	st := s.statusOf(m)
+	if err := s.addUsageAndLimits(ctx, st); err != nil {
+		return nil, err
+	}
+	return &runnerv1.SetSpendLimitsResponse{Status: st}, nil
+}
+
+// addUsage fills the all-time usage of a page of statuses with one memory call.
+func (s *Server) addUsage(ctx context.Context, sts []*runnerv1.MysisStatus) error {
+	if len(sts) == 0 {
+		return nil
+	}
+	ids := make([]string, len(sts))
+	for i, st := range sts {
+		ids[i] = st.GetMysis().GetId()
+		st.Usage = &memoryv1.UsageTotals{}
+	}
+	resp, err := s.memory.GetUsage(ctx, &memoryv1.GetUsageRequest{MysisIds: ids, GroupBy: memoryv1.UsageGroup_USAGE_GROUP_MYSIS, PageSize: int32(len(ids))})
+	if err != nil {
+		return err
+	}
+	byID := make(map[string]*memoryv1.UsageTotals, len(resp.GetRows()))
+	for _, r := range resp.GetRows() {
+		byID[r.GetMysisId()] = r.GetTotals()
+	}
+	for _, st := range sts {
+		if t, ok := byID[st.GetMysis().GetId()]; ok {
+			st.Usage = t
+		}
+	}
+	return nil
+}
+
+// addUsageAndLimits fills one status's usage and its effective spend limits.
+func (s *Server) addUsageAndLimits(ctx context.Context, st *runnerv1.MysisStatus) error {
+	if err := s.addUsage(ctx, []*runnerv1.MysisStatus{st}); err != nil {
+		return err
+	}
+	sp, err := s.memory.GetSpend(ctx, &memoryv1.GetSpendRequest{MysisId: st.GetMysis().GetId()})
+	if err != nil {
+		return err
+	}
+	st.SpendLimits = memoryclient.ToProtoLimits(usage.Effective(s.defaults.SpendLimits, memoryclient.FromProtoLimits(sp.GetLimits())))
+	return nil
+}
