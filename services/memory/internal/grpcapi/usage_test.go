@@ -18,7 +18,7 @@ func TestUsageOverGRPC(t *testing.T) {
 	c, _ := start(t, dbURL, true)
 	var ids []string
 	for i := range 3 {
-		m, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: fmt.Sprintf("usage-%d", i), Provider: "openai", Model: "gpt-4o-mini"})
+		m, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: fmt.Sprintf("usage-%d", i), Provider: "openai", Model: "gpt-4o-mini", SystemPrompt: "You play SpaceMolt."})
 		if err != nil {
 			t.Fatal(err)
 		}
