@@ -124,6 +124,24 @@ func Coverage(rows []compose.Memory, msgs []chat.Message) (cases, covered int) {
 			break
 		}
 	}
+	return coverageSince(rows, start, msgs)
+}
+
+// TurnCoverage is Coverage over the current turn only (since the newest prompt of any kind, nudges included): the
+// issue's "inside the runner's own turns" figure, a calibration point against recorded play.
+func TurnCoverage(rows []compose.Memory, msgs []chat.Message) (cases, covered int) {
+	start := -1
+	for i := len(rows) - 1; i >= 0; i-- {
+		if r := rows[i]; r.Role == chat.RoleUser && (r.Source == compose.SourceDirect || r.Source == compose.SourceBroadcast ||
+			r.Source == compose.SourceNudge) {
+			start = i
+			break
+		}
+	}
+	return coverageSince(rows, start, msgs)
+}
+
+func coverageSince(rows []compose.Memory, start int, msgs []chat.Message) (cases, covered int) {
 	if start < 0 {
 		return 0, 0
 	}

@@ -130,6 +130,10 @@ func TestCoverage(t *testing.T) {
 	if n, _ := Coverage(other, nil); n != 3 {
 		t.Errorf("after a swarm broadcast: %d cases, want 3", n)
 	}
+	// Inside the current turn (since the nudge at row 6) only get_status and mine count.
+	if n, k := TurnCoverage(rows, []chat.Message{tool("c1", "status-old"), tool("c4", "mined")}); n != 2 || k != 1 {
+		t.Errorf("turn coverage %d/%d, want 1/2", k, n)
+	}
 	if n, _ := Coverage(rows[:3], nil); n != 0 {
 		t.Errorf("no tool called since the prompt: %d cases, want 0", n)
 	}

@@ -1,0 +1,244 @@
+package replaybench
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/libs/chat/chatvalid"
+	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
+	"github.com/zoeaswarm/zoea/services/composer/internal/histgen"
+	"github.com/zoeaswarm/zoea/services/composer/internal/o200k"
+)
+
+// Options selects the replay.
+type Options struct {
+	Sessions int    // generated sessions (one mysis each), personalities round robin
+	Seed     uint64 // session i uses Seed+i
+	Calls    int    // tool calls per session at least; each session adds 0–150 more
+	// Budget is the token ceiling a request must respect with its tool definitions; 0 = compose.DefaultPolicy's.
+	Budget int
+	// Only, if set, runs only the systems whose name contains it (case-insensitive).
+	Only string
+}
+
+// Stats is one system's measurements over every request of every session.
+type Stats struct {
+	System      string
+	Requests    int
+	Errors      int // composition refused (e.g. a *BudgetError); nothing would be sent
+	InvalidOAI  int // rejected under chatvalid.OpenAI
+	InvalidAnth int // rejected under chatvalid.Anthropic
+	HistSum     int64
+	HistMax     int
+	ReqSum      int64 // history + tool definitions
+	OverBudget  int   // history + tool definitions above the budget
+	CovCases    int
+	Covered     int
+	TurnCases   int
+	TurnCovered int
+	MissionReqs int
+	MissionHave int
+	PrefixShare float64 // sum over sent requests of cached prefix / request tokens
+	BilledA     float64
+	BilledB     float64
+	ComposeTime time.Duration
+}
+
+func pct(a, b int) float64 {
+	if b == 0 {
+		return 0
+	}
+	return 100 * float64(a) / float64(b)
+}
+
+// Sent is the number of requests that produced messages.
+func (s Stats) Sent() int { return s.Requests - s.Errors }
+
+// MeanHist is the mean history tokens per sent request.
+func (s Stats) MeanHist() float64 { return float64(s.HistSum) / float64(max(s.Sent(), 1)) }
+
+// CoveragePct is the state coverage in percent (refused requests count as uncovered).
+func (s Stats) CoveragePct() float64 { return pct(s.Covered, s.CovCases) }
+
+// MissionPct is the share of requests, among those with a mission, that carry it.
+func (s Stats) MissionPct() float64 { return pct(s.MissionHave, s.MissionReqs) }
+
+// PrefixPct is the mean cached-prefix share of a sent request, in percent.
+func (s Stats) PrefixPct() float64 { return 100 * s.PrefixShare / float64(max(s.Sent(), 1)) }
+
+// Result is a whole replay.
+type Result struct {
+	Options    Options
+	Sessions   int
+	Rows       int
+	Requests   int
+	Calls      int
+	ToolTokens int
+	Budget     int
+	Stats      []Stats
+}
+
+// Run replays the generated sessions through every system.
+func Run(o Options) (Result, error) {
+	tok, err := o200k.Load()
+	if err != nil {
+		return Result{}, err
+	}
+	tools := SpaceMoltTools()
+	budget := o.Budget
+	if budget == 0 {
+		budget = compose.DefaultPolicy().TokenBudget
+	}
+	res := Result{Options: o, Budget: budget}
+	res.ToolTokens = ToolTokens(tok.NewCounter(), tools)
+	pers := histgen.Personalities()
+	var stats []Stats
+	for i := range o.Sessions {
+		seed := o.Seed + uint64(i)
+		extra := rand.New(rand.NewPCG(seed, 1)).IntN(151)
+		s := histgen.Play(seed, o.Calls+extra, pers[i%len(pers)])
+		res.Sessions++
+		res.Rows += len(s.Rows)
+		res.Requests += len(s.Requests)
+		res.Calls += s.Calls
+		systems := Systems(tok, tools, o.Budget)
+		if stats == nil {
+			for _, sys := range systems {
+				if o.Only == "" || strings.Contains(strings.ToLower(sys.Name), strings.ToLower(o.Only)) {
+					stats = append(stats, Stats{System: sys.Name})
+				}
+			}
+		}
+		mtok := tok.NewCounter() // per session, so its memo stays bounded
+		k := 0
+		for _, sys := range systems {
+			if o.Only != "" && !strings.Contains(strings.ToLower(sys.Name), strings.ToLower(o.Only)) {
+				continue
+			}
+			if err := replaySession(&stats[k], sys, s, mtok, tools, res.ToolTokens, budget); err != nil {
+				return res, err
+			}
+			k++
+		}
+	}
+	res.Stats = stats
+	return res, nil
+}
+
+// Systems returns the compared systems, in table order.
+func Systems(tok *o200k.Tokenizer, tools []ToolDef, budget int) []System {
+	return []System{
+		FullHistory(histgen.PlayPrompt),
+		LastN(histgen.PlayPrompt, 20),
+		SeedLoopSlice(histgen.PlayPrompt),
+		SeedTurnAware(histgen.PlayPrompt),
+		ZoeaV1(histgen.PlayPrompt, tok, budget),
+		ZoeaV2(histgen.PlayPrompt, tok, tools, budget),
+	}
+}
+
+func replaySession(st *Stats, sys System, s histgen.PlaySession, tok Counter, tools []ToolDef, toolTokens, budget int) error {
+	var prev []chat.Message
+	for _, at := range s.Requests {
+		rows := s.Rows[:at]
+		st.Requests++
+		t0 := time.Now()
+		msgs, err := sys.Compose(rows)
+		st.ComposeTime += time.Since(t0)
+		cases, covered := Coverage(rows, msgs)
+		st.CovCases += cases
+		tcases, tcovered := TurnCoverage(rows, msgs)
+		st.TurnCases += tcases
+		present, hasMission := MissionPresent(rows, msgs)
+		if hasMission {
+			st.MissionReqs++
+		}
+		if err != nil {
+			st.Errors++
+			continue
+		}
+		st.Covered += covered
+		st.TurnCovered += tcovered
+		if present {
+			st.MissionHave++
+		}
+		if chatvalid.OpenAI.Validate(msgs) != nil {
+			st.InvalidOAI++
+		}
+		if chatvalid.Anthropic.Validate(msgs) != nil {
+			st.InvalidAnth++
+		}
+		hist := HistoryTokens(tok, msgs)
+		total := hist + toolTokens
+		st.HistSum += int64(hist)
+		st.HistMax = max(st.HistMax, hist)
+		st.ReqSum += int64(total)
+		if total > budget {
+			st.OverBudget++
+		}
+		prefix := CachedPrefix(tok, toolTokens, prev, msgs)
+		if prefix > total {
+			return fmt.Errorf("%s: cached prefix %d above request %d", sys.Name, prefix, total)
+		}
+		st.PrefixShare += float64(prefix) / float64(total)
+		st.BilledA += BilledAnthropic(total, prefix)
+		st.BilledB += BilledOpenAI(total, prefix)
+		prev = msgs
+	}
+	return nil
+}
+
+// Table writes the side-by-side table in Markdown.
+func (r Result) Table(w io.Writer) {
+	var v1 *Stats
+	for i := range r.Stats {
+		if r.Stats[i].System == "Zoea v1" {
+			v1 = &r.Stats[i]
+		}
+	}
+	rel := func(x, base float64) string {
+		if v1 == nil || base == 0 {
+			return "—"
+		}
+		return fmt.Sprintf("%+.0f%%", 100*(x-base)/base)
+	}
+	fmt.Fprintf(w, "%d sessions, %d tool calls, %d rows, %d requests; tool definitions %d tokens; budget %d tokens with tools\n\n",
+		r.Sessions, r.Calls, r.Rows, r.Requests, r.ToolTokens, r.Budget)
+	fmt.Fprintln(w, "| system | mean history tok | max history tok | invalid OpenAI | invalid Anthropic | state coverage | in-turn coverage | mission present | prefix cached | billed (a) / req | (a) vs v1 | billed (b) / req | (b) vs v1 | over budget | refused | compose µs/req |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, s := range r.Stats {
+		n := float64(max(s.Sent(), 1))
+		a, b := s.BilledA/n, s.BilledB/n
+		var ra, rb string
+		if v1 != nil {
+			v1n := float64(max(v1.Sent(), 1))
+			ra, rb = rel(s.BilledA, v1.BilledA), rel(s.BilledB, v1.BilledB)
+			if v1.Sent() != s.Sent() { // compare per sent request when refusals differ
+				ra, rb = rel(a, v1.BilledA/v1n), rel(b, v1.BilledB/v1n)
+			}
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %.1f%% | %.1f%% | %.1f%% | %.1f%% | %.1f%% | %.1f%% | %s | %s | %s | %s | %d | %d | %.0f |\n",
+			s.System, thousands(int64(s.MeanHist()+0.5)), thousands(int64(s.HistMax)), pct(s.InvalidOAI, s.Sent()),
+			pct(s.InvalidAnth, s.Sent()), s.CoveragePct(), pct(s.TurnCovered, s.TurnCases), s.MissionPct(), s.PrefixPct(), thousands(int64(a+0.5)), ra,
+			thousands(int64(b+0.5)), rb, s.OverBudget, s.Errors, float64(s.ComposeTime.Microseconds())/float64(max(s.Requests, 1)))
+	}
+}
+
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
