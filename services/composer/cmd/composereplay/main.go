@@ -39,6 +39,7 @@ func run(_ context.Context, args []string) error {
 	seed := fs.Uint64("seed", 1, "random seed: session i uses seed+i")
 	budget := fs.Int("budget", 0, "token budget of Zoea's policy, tool definitions included (0: the default policy's)")
 	only := fs.String("only", "", "run only the systems whose name contains this text")
+	parallel := fs.Int("parallel", 2, "sessions replayed at once")
 	turns := fs.Int("turns", 0, "run the older single-session replay with this many turns instead")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -55,7 +56,8 @@ func run(_ context.Context, args []string) error {
 		return legacy(*turns, *seed)
 	}
 	start := time.Now()
-	res, err := replaybench.Run(replaybench.Options{Sessions: *sessions, Calls: *calls, Seed: *seed, Budget: *budget, Only: *only})
+	res, err := replaybench.Run(replaybench.Options{Sessions: *sessions, Calls: *calls, Seed: *seed, Budget: *budget, Only: *only,
+		Parallel: *parallel})
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,13 @@
 package replaybench
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zoeaswarm/zoea/libs/chat"
@@ -23,6 +26,8 @@ type Options struct {
 	Budget int
 	// Only, if set, runs only the systems whose name contains it (case-insensitive).
 	Only string
+	// Parallel is the number of sessions replayed at once (at least 1).
+	Parallel int
 }
 
 // Stats is one system's measurements over every request of every session.
@@ -96,37 +101,84 @@ func Run(o Options) (Result, error) {
 	res := Result{Options: o, Budget: budget}
 	res.ToolTokens = ToolTokens(tok.NewCounter(), tools)
 	pers := histgen.Personalities()
-	var stats []Stats
-	for i := range o.Sessions {
-		seed := o.Seed + uint64(i)
-		extra := rand.New(rand.NewPCG(seed, 1)).IntN(151)
-		s := histgen.Play(seed, o.Calls+extra, pers[i%len(pers)])
-		res.Sessions++
-		res.Rows += len(s.Rows)
-		res.Requests += len(s.Requests)
-		res.Calls += s.Calls
-		systems := Systems(tok, tools, o.Budget)
-		if stats == nil {
-			for _, sys := range systems {
-				if o.Only == "" || strings.Contains(strings.ToLower(sys.Name), strings.ToLower(o.Only)) {
-					stats = append(stats, Stats{System: sys.Name})
+	keep := func(name string) bool {
+		return o.Only == "" || strings.Contains(strings.ToLower(name), strings.ToLower(o.Only))
+	}
+	// Sessions run on Parallel workers; each session's stats are summed in session order, so the result does not
+	// depend on scheduling.
+	per := make([][]Stats, o.Sessions)
+	errs := make([]error, o.Sessions)
+	var next atomic.Int64
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range max(o.Parallel, 1) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= o.Sessions {
+					return
+				}
+				seed := o.Seed + uint64(i)
+				extra := rand.New(rand.NewPCG(seed, 1)).IntN(151)
+				s := histgen.Play(seed, o.Calls+extra, pers[i%len(pers)])
+				mu.Lock()
+				res.Sessions++
+				res.Rows += len(s.Rows)
+				res.Requests += len(s.Requests)
+				res.Calls += s.Calls
+				mu.Unlock()
+				mtok := tok.NewCounter() // per session, so its memo stays bounded
+				for _, sys := range Systems(tok, tools, o.Budget) {
+					if !keep(sys.Name) {
+						continue
+					}
+					st := Stats{System: sys.Name}
+					if err := replaySession(&st, sys, s, mtok, res.ToolTokens, budget); err != nil {
+						errs[i] = err
+						break
+					}
+					per[i] = append(per[i], st)
 				}
 			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return res, err
+	}
+	for _, ss := range per {
+		if res.Stats == nil {
+			res.Stats = make([]Stats, len(ss))
+			for k := range ss {
+				res.Stats[k].System = ss[k].System
+			}
 		}
-		mtok := tok.NewCounter() // per session, so its memo stays bounded
-		k := 0
-		for _, sys := range systems {
-			if o.Only != "" && !strings.Contains(strings.ToLower(sys.Name), strings.ToLower(o.Only)) {
-				continue
-			}
-			if err := replaySession(&stats[k], sys, s, mtok, tools, res.ToolTokens, budget); err != nil {
-				return res, err
-			}
-			k++
+		for k := range ss {
+			res.Stats[k].add(ss[k])
 		}
 	}
-	res.Stats = stats
 	return res, nil
+}
+
+func (s *Stats) add(o Stats) {
+	s.Requests += o.Requests
+	s.Errors += o.Errors
+	s.InvalidOAI += o.InvalidOAI
+	s.InvalidAnth += o.InvalidAnth
+	s.HistSum += o.HistSum
+	s.HistMax = max(s.HistMax, o.HistMax)
+	s.ReqSum += o.ReqSum
+	s.OverBudget += o.OverBudget
+	s.CovCases += o.CovCases
+	s.Covered += o.Covered
+	s.TurnCases += o.TurnCases
+	s.TurnCovered += o.TurnCovered
+	s.MissionReqs += o.MissionReqs
+	s.MissionHave += o.MissionHave
+	s.PrefixShare += o.PrefixShare
+	s.BilledA += o.BilledA
+	s.BilledB += o.BilledB
+	s.ComposeTime += o.ComposeTime
 }
 
 // Systems returns the compared systems, in table order.
@@ -141,7 +193,7 @@ func Systems(tok *o200k.Tokenizer, tools []ToolDef, budget int) []System {
 	}
 }
 
-func replaySession(st *Stats, sys System, s histgen.PlaySession, tok Counter, tools []ToolDef, toolTokens, budget int) error {
+func replaySession(st *Stats, sys System, s histgen.PlaySession, tok Counter, toolTokens, budget int) error {
 	var prev []chat.Message
 	for _, at := range s.Requests {
 		rows := s.Rows[:at]
