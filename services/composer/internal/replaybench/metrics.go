@@ -7,6 +7,8 @@
 package replaybench
 
 import (
+	"bytes"
+	"encoding/json"
 	"slices"
 	"strings"
 
@@ -25,7 +27,6 @@ const (
 	framingPerMessage = 4
 	framingPerCall    = 4
 	framingReply      = 3
-	framingPerTool    = 8 // {"type":"function","function":{…}} wrapper of one tool definition
 )
 
 // MessageTokens is what one message adds to a request.
@@ -54,11 +55,31 @@ type ToolDef struct {
 	Parameters  string // JSON schema text
 }
 
-// ToolTokens is what the tool definitions add to every request.
+// JSON is the definition as providers receive it, OpenAI's function-tool shape (Anthropic's has the same fields
+// renamed): the text whose tokens a request pays for.
+func (t ToolDef) JSON() string {
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	_ = e.Encode(struct {
+		Type     string  `json:"type"`
+		Function toolFun `json:"function"`
+	}{"function", toolFun{t.Name, t.Description, json.RawMessage(t.Parameters)}})
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+type toolFun struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// ToolTokens is what the tool definitions add to every request: each definition's JSON plus a message's framing,
+// as the v2 composer counts them.
 func ToolTokens(tok Counter, tools []ToolDef) int {
 	n := 0
 	for _, t := range tools {
-		n += framingPerTool + tok.Count(t.Name) + tok.Count(t.Description) + tok.Count(t.Parameters)
+		n += framingPerMessage + tok.Count(t.JSON())
 	}
 	return n
 }

@@ -28,7 +28,11 @@ func TestMessageAndHistoryTokens(t *testing.T) {
 		t.Fatalf("history: %d tokens", got)
 	}
 	tools := []ToolDef{{Name: "mine", Description: "Mine.", Parameters: "{}"}}
-	if got := ToolTokens(tok, tools); got != 8+4+5+2 {
+	js := `{"type":"function","function":{"name":"mine","description":"Mine.","parameters":{}}}`
+	if got := tools[0].JSON(); got != js {
+		t.Fatalf("tool JSON %s, want %s", got, js)
+	}
+	if got := ToolTokens(tok, tools); got != 4+len(js) {
 		t.Fatalf("tools: %d tokens", got)
 	}
 }
