@@ -86,33 +86,33 @@ Be concise: short reasoning, decisive actions. Report to the commander in plain 
 // PlayNudge is the runner's gentle nudge, stored as the prompt of every autonomous turn.
 const PlayNudge = "Continue your mission. Check notifications and coordinate with the swarm."
 
-type missionKind int
+type playMission int
 
 const (
-	missionMine missionKind = iota
-	missionTrade
-	missionExplore
+	playMine playMission = iota
+	playTrade
+	playExplore
 )
 
-var missionTexts = map[missionKind][]string{
-	missionMine: {
+var playMissionTexts = map[playMission][]string{
+	playMine: {
 		"Commander: mine iron and copper ore in %s and sell it at the station. Keep fuel above 40%%.",
 		"Commander: we need credits. Fill your hold at the nearest belt in %s, sell, repeat. Report every 1,000 credits.",
 	},
-	missionTrade: {
+	playTrade: {
 		"Commander: run trades out of %s: buy where best_sell is low, sell where best_buy is high. Log the prices you see.",
 		"Commander: check the markets around %s and haul whatever pays best. Never let credits drop below 200.",
 	},
-	missionExplore: {
+	playExplore: {
 		"Commander: explore beyond %s. Visit at least five new systems, log every station and belt, share rich deposits in chat.",
 		"Commander: scout the routes from %s outward and find a system with titanium or gold. Report back in faction chat.",
 	},
 }
 
-var oreNames = map[string]string{"iron_ore": "Iron Ore", "copper_ore": "Copper Ore", "silicon_ore": "Silicon Ore",
+var playOres = map[string]string{"iron_ore": "Iron Ore", "copper_ore": "Copper Ore", "silicon_ore": "Silicon Ore",
 	"titanium_ore": "Titanium Ore", "gold_ore": "Gold Ore"}
 
-var marketItems = []struct {
+var playItems = []struct {
 	id, name string
 	guide    int
 }{
@@ -124,40 +124,40 @@ var marketItems = []struct {
 	{"shield_cell", "Shield Cell", 175}, {"nav_chip", "Nav Chip", 260}, {"reactor_coil", "Reactor Coil", 420},
 }
 
-type poi struct {
+type playPOI struct {
 	id, name, kind string
 	base           bool
 	x, y           float64
 }
 
-type system struct {
+type playSystem struct {
 	id, name, empire, security string
 	x, y                       float64
 	links                      []int
-	pois                       []poi
+	pois                       []playPOI
 }
 
-type galaxy struct{ systems []system }
+type playGalaxy struct{ systems []playSystem }
 
-var sysSyllables = []string{"al", "be", "cor", "dra", "el", "fen", "gar", "hel", "ix", "jun", "ka", "lor", "mir", "nox",
+var playSyllables = []string{"al", "be", "cor", "dra", "el", "fen", "gar", "hel", "ix", "jun", "ka", "lor", "mir", "nox",
 	"or", "pra", "qu", "ros", "sol", "tau", "ul", "vex", "wy", "zen"}
 
-func newGalaxy(r *rand.Rand, n int) *galaxy {
-	g := &galaxy{}
+func newPlayGalaxy(r *rand.Rand, n int) *playGalaxy {
+	g := &playGalaxy{}
 	empires := []string{"solarian", "voidborn", "crimson", "nebula", "outerrim"}
 	for i := range n {
 		name := "Sol"
 		id := "sol"
 		if i > 0 {
-			name = strings.ToUpper(sysSyllables[r.IntN(len(sysSyllables))][:1]) + sysSyllables[r.IntN(len(sysSyllables))][1:] +
-				sysSyllables[r.IntN(len(sysSyllables))] + fmt.Sprintf("-%d", 100+r.IntN(900))
+			name = strings.ToUpper(playSyllables[r.IntN(len(playSyllables))][:1]) + playSyllables[r.IntN(len(playSyllables))][1:] +
+				playSyllables[r.IntN(len(playSyllables))] + fmt.Sprintf("-%d", 100+r.IntN(900))
 			id = strings.ToLower(strings.ReplaceAll(name, "-", "_"))
 		}
-		s := system{id: id, name: name, empire: empires[r.IntN(len(empires))], x: float64(r.IntN(4000)-2000) / 10,
+		s := playSystem{id: id, name: name, empire: empires[r.IntN(len(empires))], x: float64(r.IntN(4000)-2000) / 10,
 			y: float64(r.IntN(4000)-2000) / 10, security: []string{"high", "medium", "low", "lawless"}[r.IntN(4)]}
 		np := 3 + r.IntN(6)
 		for j := range np {
-			p := poi{x: float64(r.IntN(200)) / 10, y: float64(r.IntN(200)) / 10}
+			p := playPOI{x: float64(r.IntN(200)) / 10, y: float64(r.IntN(200)) / 10}
 			switch {
 			case j == 0:
 				p.kind, p.base, p.id, p.name = "station", true, id+"_central", name+" Central"
@@ -182,7 +182,7 @@ func newGalaxy(r *rand.Rand, n int) *galaxy {
 	return g
 }
 
-func (g *galaxy) link(a, b int) {
+func (g *playGalaxy) link(a, b int) {
 	if a == b || slices.Contains(g.systems[a].links, b) {
 		return
 	}
@@ -190,8 +190,8 @@ func (g *galaxy) link(a, b int) {
 	g.systems[b].links = append(g.systems[b].links, a)
 }
 
-// player is the simulated game state the results are generated from.
-type player struct {
+// playPlayer is the simulated game state the results are generated from.
+type playPlayer struct {
 	name                        string
 	sys, poi                    int
 	docked                      bool
@@ -204,7 +204,7 @@ type player struct {
 	prices                      map[string]int // this session's price drift per item
 }
 
-func (p *player) used() int {
+func (p *playPlayer) used() int {
 	n := 0
 	for _, q := range p.cargo {
 		n += q
@@ -212,18 +212,18 @@ func (p *player) used() int {
 	return n
 }
 
-const cargoMax = 70
+const playCargoMax = 70
 
 type playGen struct {
 	r       *rand.Rand
 	pers    Personality
-	g       *galaxy
-	p       *player
+	g       *playGalaxy
+	p       *playPlayer
 	s       PlaySession
 	seq, id int64
 	turn    int64
 	callN   int
-	mission missionKind
+	mission playMission
 	// plan progress for explore/trade missions
 	target int
 }
@@ -231,8 +231,8 @@ type playGen struct {
 // Play generates one session of at least calls tool calls with personality pers, deterministically from seed.
 func Play(seed uint64, calls int, pers Personality) PlaySession {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
-	pg := &playGen{r: r, pers: pers, g: newGalaxy(r, 70+r.IntN(170))}
-	pg.p = &player{name: fmt.Sprintf("mysis-%d", seed%1000), credits: 100 + r.IntN(50), fuel: 100, hull: 100, shield: 55,
+	pg := &playGen{r: r, pers: pers, g: newPlayGalaxy(r, 70+r.IntN(170))}
+	pg.p = &playPlayer{name: fmt.Sprintf("mysis-%d", seed%1000), credits: 100 + r.IntN(50), fuel: 100, hull: 100, shield: 55,
 		cargo: map[string]int{}, tick: 1000 + int64(r.IntN(50000)), visited: map[int]bool{0: true}, prices: map[string]int{}}
 	pg.s.Personality = pers.Name
 	pg.run(calls)
@@ -286,14 +286,14 @@ func (pg *playGen) pick(formats ...string) string {
 }
 
 func (pg *playGen) newMission(first bool) {
-	pg.mission = missionKind(pg.r.IntN(3))
+	pg.mission = playMission(pg.r.IntN(3))
 	if pg.pers.Name == "explorer" && pg.chance(0.5) {
-		pg.mission = missionExplore
+		pg.mission = playExplore
 	}
 	if pg.pers.Name == "trader" && pg.chance(0.5) {
-		pg.mission = missionTrade
+		pg.mission = playTrade
 	}
-	texts := missionTexts[pg.mission]
+	texts := playMissionTexts[pg.mission]
 	content := fmt.Sprintf(texts[pg.r.IntN(len(texts))], pg.g.systems[pg.p.sys].name)
 	src := compose.SourceBroadcast
 	if !first && pg.chance(0.4) {
@@ -344,7 +344,7 @@ func (pg *playGen) turnLoops(first bool) {
 func (pg *playGen) narration() string {
 	p := pg.p
 	opts := []string{
-		fmt.Sprintf("I'm at %s with %d/%d cargo and %d fuel. Next I'll %s.", pg.poiName(), p.used(), cargoMax, p.fuel, pg.intent()),
+		fmt.Sprintf("I'm at %s with %d/%d cargo and %d fuel. Next I'll %s.", pg.poiName(), p.used(), playCargoMax, p.fuel, pg.intent()),
 		fmt.Sprintf("Status: %d credits, hull %d%%. Continuing with the plan: %s.", p.credits, p.hull, pg.intent()),
 		fmt.Sprintf("Market checked. %s", pg.intent()),
 	}
@@ -354,7 +354,7 @@ func (pg *playGen) narration() string {
 func (pg *playGen) summary() string {
 	p := pg.p
 	var b strings.Builder
-	fmt.Fprintf(&b, "Progress report: %d credits, %d/%d cargo, fuel %d, located at %s in %s.", p.credits, p.used(), cargoMax,
+	fmt.Fprintf(&b, "Progress report: %d credits, %d/%d cargo, fuel %d, located at %s in %s.", p.credits, p.used(), playCargoMax,
 		p.fuel, pg.poiName(), pg.g.systems[p.sys].name)
 	if pg.chance(0.6) {
 		fmt.Fprintf(&b, " Visited %d systems so far. Next: %s.", len(p.visited), pg.intent())
@@ -367,12 +367,12 @@ func (pg *playGen) summary() string {
 
 func (pg *playGen) intent() string {
 	switch pg.mission {
-	case missionTrade:
+	case playTrade:
 		return "compare prices and haul the best-paying cargo"
-	case missionExplore:
+	case playExplore:
 		return fmt.Sprintf("jump toward %s and survey it", pg.g.systems[pg.target].name)
 	}
-	if pg.p.used() >= cargoMax-5 {
+	if pg.p.used() >= playCargoMax-5 {
 		return "return to the station and sell the ore"
 	}
 	return "keep mining at the belt until the hold is full"
@@ -437,14 +437,14 @@ func (pg *playGen) read() chat.ToolCall {
 			return chat.ToolCall{Name: "find_route", Arguments: fmt.Sprintf(`{"target_system":%q}`, pg.g.systems[pg.target].id)}
 		}},
 	}
-	if p.docked || pg.mission == missionTrade {
+	if p.docked || pg.mission == playTrade {
 		ws = append(ws, w{14, func() chat.ToolCall {
 			if pg.chance(0.45) {
 				return chat.ToolCall{Name: "view_market", Arguments: "{}"}
 			}
-			it := marketItems[pg.r.IntN(6)].id
-			if pg.mission == missionTrade {
-				it = marketItems[pg.r.IntN(len(marketItems))].id
+			it := playItems[pg.r.IntN(6)].id
+			if pg.mission == playTrade {
+				it = playItems[pg.r.IntN(len(playItems))].id
 			}
 			return chat.ToolCall{Name: "view_market", Arguments: fmt.Sprintf(`{"item_id":%q}`, it)}
 		}})
@@ -480,28 +480,28 @@ func (pg *playGen) next() chat.ToolCall {
 	}
 	here := s.pois[p.poi]
 	switch {
-	case p.docked && p.used() > 0 && pg.mission != missionExplore:
+	case p.docked && p.used() > 0 && pg.mission != playExplore:
 		item := pg.cargoItem()
 		return chat.ToolCall{Name: "sell", Arguments: fmt.Sprintf(`{"item_id":%q,"quantity":%d}`, item, p.cargo[item])}
 	case p.docked && p.fuel < 70:
 		return chat.ToolCall{Name: "refuel", Arguments: "{}"}
-	case p.docked && pg.mission == missionTrade && p.credits > 300 && pg.chance(0.5):
-		it := marketItems[pg.r.IntN(len(marketItems))]
+	case p.docked && pg.mission == playTrade && p.credits > 300 && pg.chance(0.5):
+		it := playItems[pg.r.IntN(len(playItems))]
 		return chat.ToolCall{Name: "buy", Arguments: fmt.Sprintf(`{"item_id":%q,"quantity":%d}`, it.id, 1+pg.r.IntN(20))}
 	case p.docked:
 		return chat.ToolCall{Name: "undock", Arguments: "{}"}
-	case pg.mission == missionExplore || (pg.mission == missionTrade && pg.chance(0.3)):
+	case pg.mission == playExplore || (pg.mission == playTrade && pg.chance(0.3)):
 		if pg.chance(0.5) && len(s.links) > 0 {
 			return chat.ToolCall{Name: "jump", Arguments: fmt.Sprintf(`{"target_system":%q}`, pg.g.systems[s.links[pg.r.IntN(len(s.links))]].id)}
 		}
 		return chat.ToolCall{Name: "travel", Arguments: fmt.Sprintf(`{"target_poi":%q}`, s.pois[pg.r.IntN(len(s.pois))].id)}
-	case here.kind == "asteroid_belt" && p.used() < cargoMax:
+	case here.kind == "asteroid_belt" && p.used() < playCargoMax:
 		return chat.ToolCall{Name: "mine", Arguments: "{}"}
 	case here.base:
 		return chat.ToolCall{Name: "dock", Arguments: "{}"}
-	case p.used() >= cargoMax || here.kind != "asteroid_belt":
+	case p.used() >= playCargoMax || here.kind != "asteroid_belt":
 		target := s.pois[0].id
-		if p.used() < cargoMax {
+		if p.used() < playCargoMax {
 			for _, q := range s.pois {
 				if q.kind == "asteroid_belt" {
 					target = q.id
@@ -526,7 +526,7 @@ func (pg *playGen) cargoItem() string {
 }
 
 func (pg *playGen) price(item string) int {
-	for _, it := range marketItems {
+	for _, it := range playItems {
 		if it.id == item {
 			return max(1, it.guide+pg.p.prices[item]+pg.r.IntN(3)-1)
 		}
@@ -534,7 +534,7 @@ func (pg *playGen) price(item string) int {
 	return 5
 }
 
-func jsonOf(v any) string {
+func playJSON(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic(err) // only the generator's own literal types are marshalled
@@ -542,10 +542,10 @@ func jsonOf(v any) string {
 	return string(b)
 }
 
-type obj = map[string]any
+type playObj = map[string]any
 
-// errorResult is a SpaceMolt error as the MCP client stores it.
-func errorResult(code, msg string) string { return "Error: " + code + ": " + msg }
+// playError is a SpaceMolt error as the MCP client stores it.
+func playError(code, msg string) string { return "Error: " + code + ": " + msg }
 
 // result plays call c against the simulated state and returns its result body.
 func (pg *playGen) result(c chat.ToolCall) string {
@@ -555,7 +555,7 @@ func (pg *playGen) result(c chat.ToolCall) string {
 	_ = json.Unmarshal([]byte(c.Arguments), &args)
 	str := func(k string) string { v, _ := args[k].(string); return v }
 	if pg.chance(0.003) && c.Name != "login" && c.Name != "register" {
-		return errorResult("session_invalid", "your session has expired; log in again")
+		return playError("session_invalid", "your session has expired; log in again")
 	}
 	mutation := !slices.Contains([]string{"get_status", "get_ship", "get_cargo", "get_system", "get_poi", "get_nearby",
 		"get_map", "find_route", "view_market", "catalog", "get_notifications", "help", "captains_log_list",
@@ -563,30 +563,30 @@ func (pg *playGen) result(c chat.ToolCall) string {
 	if mutation && pg.chance(0.05) {
 		switch pg.r.IntN(3) {
 		case 0:
-			return errorResult("action_pending", "an action is already queued for this tick")
+			return playError("action_pending", "an action is already queued for this tick")
 		case 1:
 			return "Error: in_transit"
 		default:
-			return errorResult("rate_limited", fmt.Sprintf("too many requests, retry_after %d", 2+pg.r.IntN(8)))
+			return playError("rate_limited", fmt.Sprintf("too many requests, retry_after %d", 2+pg.r.IntN(8)))
 		}
 	}
 	switch c.Name {
 	case "login", "register":
 		p.sessionID = fmt.Sprintf("%08x-%04x-%04x", pg.r.Uint32(), pg.r.IntN(1<<16), pg.r.IntN(1<<16))
-		res := obj{"player": pg.playerView(), "ship": pg.shipView(), "system": s.id, "poi": s.pois[p.poi].id,
+		res := playObj{"player": pg.playerView(), "ship": pg.shipView(), "system": s.id, "poi": s.pois[p.poi].id,
 			"session_id": p.sessionID, "message": "Welcome back, captain."}
 		if c.Name == "register" {
 			res["password"] = fmt.Sprintf("%016x%016x%016x%016x", pg.r.Uint64(), pg.r.Uint64(), pg.r.Uint64(), pg.r.Uint64())
 			res["player_id"] = "pl_" + p.sessionID[:8]
 			res["message"] = "Registered. Save your password: it is shown only once."
 		}
-		return jsonOf(res)
+		return playJSON(res)
 	case "get_status":
-		return jsonOf(obj{"player": pg.playerView(), "ship": pg.shipView(), "modules": pg.modules(), "current_tick": p.tick})
+		return playJSON(playObj{"player": pg.playerView(), "ship": pg.shipView(), "modules": pg.modules(), "current_tick": p.tick})
 	case "get_ship":
-		return jsonOf(obj{"ship": pg.shipView(), "modules": pg.modules()})
+		return playJSON(playObj{"ship": pg.shipView(), "modules": pg.modules()})
 	case "get_cargo":
-		var items []obj
+		var items []playObj
 		keys := make([]string, 0, len(p.cargo))
 		for k := range p.cargo {
 			keys = append(keys, k)
@@ -594,78 +594,78 @@ func (pg *playGen) result(c chat.ToolCall) string {
 		slices.Sort(keys)
 		for _, k := range keys {
 			if p.cargo[k] > 0 {
-				items = append(items, obj{"item_id": k, "name": itemName(k), "quantity": p.cargo[k]})
+				items = append(items, playObj{"item_id": k, "name": playItemName(k), "quantity": p.cargo[k]})
 			}
 		}
-		return jsonOf(obj{"cargo": items, "used": p.used(), "capacity": cargoMax, "available": cargoMax - p.used()})
+		return playJSON(playObj{"cargo": items, "used": p.used(), "capacity": playCargoMax, "available": playCargoMax - p.used()})
 	case "get_system":
-		return jsonOf(obj{"system": pg.systemView(p.sys, true), "in_transit": false})
+		return playJSON(playObj{"system": pg.systemView(p.sys, true), "in_transit": false})
 	case "get_poi":
 		q := s.pois[p.poi]
-		res := obj{"poi": obj{"id": q.id, "system_id": s.id, "type": q.kind, "name": q.name,
-			"description": "A " + strings.ReplaceAll(q.kind, "_", " ") + " in the " + s.name + " system.", "position": obj{"x": q.x, "y": q.y}}}
+		res := playObj{"poi": playObj{"id": q.id, "system_id": s.id, "type": q.kind, "name": q.name,
+			"description": "A " + strings.ReplaceAll(q.kind, "_", " ") + " in the " + s.name + " system.", "position": playObj{"x": q.x, "y": q.y}}}
 		if q.kind == "asteroid_belt" {
-			res["resources"] = []obj{{"resource_id": "iron_ore", "name": "Iron Ore", "richness": 3 + pg.r.IntN(5), "remaining": 200 + pg.r.IntN(5000)},
+			res["resources"] = []playObj{{"resource_id": "iron_ore", "name": "Iron Ore", "richness": 3 + pg.r.IntN(5), "remaining": 200 + pg.r.IntN(5000)},
 				{"resource_id": "copper_ore", "name": "Copper Ore", "richness": 1 + pg.r.IntN(4), "remaining": 100 + pg.r.IntN(3000)}}
 		}
 		if q.base {
-			res["base"] = obj{"id": q.id + "_base", "name": q.name + " Base", "services": []string{"market", "fuel", "repair"}, "fuel_price": 2}
+			res["base"] = playObj{"id": q.id + "_base", "name": q.name + " Base", "services": []string{"market", "fuel", "repair"}, "fuel_price": 2}
 			res["services"] = []string{"market", "fuel", "repair"}
 		}
-		return jsonOf(res)
+		return playJSON(res)
 	case "get_nearby":
-		var ps []obj
+		var ps []playObj
 		for i := range pg.r.IntN(6) {
-			ps = append(ps, obj{"player_id": fmt.Sprintf("pl_%06x", pg.r.IntN(1<<24)), "username": fmt.Sprintf("pilot_%d", i*37+pg.r.IntN(30)),
+			ps = append(ps, playObj{"player_id": fmt.Sprintf("pl_%06x", pg.r.IntN(1<<24)), "username": fmt.Sprintf("pilot_%d", i*37+pg.r.IntN(30)),
 				"empire": "nebula", "ship_class": "theoria", "docked": pg.chance(0.5)})
 		}
-		return jsonOf(obj{"poi_id": s.pois[p.poi].id, "players": ps, "pirates": []any{}, "count": len(ps)})
+		return playJSON(playObj{"poi_id": s.pois[p.poi].id, "players": ps, "pirates": []any{}, "count": len(ps)})
 	case "get_map":
 		// The galaxy map is the one huge result: 50–200 KB.
-		var systems []obj
+		var systems []playObj
 		for i := range pg.g.systems {
 			v := pg.systemView(i, false)
 			v["has_station"] = true
 			v["visited"] = p.visited[i]
 			systems = append(systems, v)
 		}
-		return jsonOf(obj{"systems": systems, "count": len(systems), "current_system": s.id})
+		return playJSON(playObj{"systems": systems, "count": len(systems), "current_system": s.id})
 	case "find_route":
 		n := 1 + pg.r.IntN(7)
-		var route []obj
+		var route []playObj
 		for i := range n {
 			t := pg.g.systems[(pg.target+i*7)%len(pg.g.systems)]
-			route = append(route, obj{"system_id": t.id, "name": t.name, "jumps": i + 1})
+			route = append(route, playObj{"system_id": t.id, "name": t.name, "jumps": i + 1})
 		}
-		return jsonOf(obj{"found": true, "route": route, "total_jumps": n, "estimated_fuel": n * 6, "fuel": p.fuel})
+		return playJSON(playObj{"found": true, "route": route, "total_jumps": n, "estimated_fuel": n * 6, "fuel": p.fuel})
 	case "view_market":
-		if !p.docked && pg.mission != missionTrade {
-			return errorResult("not_docked", "dock at a base to view its market")
+		if !p.docked && pg.mission != playTrade {
+			return playError("not_docked", "dock at a base to view its market")
 		}
 		item := str("item_id")
-		var items []obj
-		for _, it := range marketItems {
+		var items []playObj
+		for _, it := range playItems {
 			if item != "" && it.id != item {
 				continue
 			}
 			pr := pg.price(it.id)
-			line := obj{"item_id": it.id, "name": it.name, "guide_price": it.guide, "best_buy": pr, "buy_volume": 50 + pg.r.IntN(900),
+			line := playObj{"item_id": it.id, "name": it.name, "guide_price": it.guide, "best_buy": pr, "buy_volume": 50 + pg.r.IntN(900),
 				"best_sell": pr + 1 + pr/5, "sell_volume": pg.r.IntN(400)}
 			if item != "" {
-				var buys, sells []obj
+				var buys, sells []playObj
 				for k := range 6 + pg.r.IntN(6) {
-					buys = append(buys, obj{"price": max(1, pr-k), "quantity": 10 + pg.r.IntN(200)})
-					sells = append(sells, obj{"price": pr + 1 + pr/5 + k, "quantity": 10 + pg.r.IntN(200)})
+					buys = append(buys, playObj{"price": max(1, pr-k), "quantity": 10 + pg.r.IntN(200)})
+					sells = append(sells, playObj{"price": pr + 1 + pr/5 + k, "quantity": 10 + pg.r.IntN(200)})
 				}
 				line["buy_orders"], line["sell_orders"] = buys, sells
 			}
 			items = append(items, line)
 		}
-		return jsonOf(obj{"base_id": s.pois[0].id + "_base", "items": items})
+		return playJSON(playObj{"base_id": s.pois[0].id + "_base", "items": items})
 	case "catalog":
 		t := str("type")
-		var items []obj
-		for i, it := range marketItems {
+		var items []playObj
+		for i, it := range playItems {
 			kind := "component"
 			switch {
 			case strings.HasSuffix(it.id, "_ore") || it.id == "water_ice":
@@ -676,48 +676,48 @@ func (pg *playGen) result(c chat.ToolCall) string {
 			if t != "" && kind != t {
 				continue
 			}
-			items = append(items, obj{"item_id": it.id, "name": it.name, "type": kind, "guide_price": it.guide, "volume": 1 + i%4,
+			items = append(items, playObj{"item_id": it.id, "name": it.name, "type": kind, "guide_price": it.guide, "volume": 1 + i%4,
 				"description": fmt.Sprintf("%s: traded at most stations; refined from raw materials or mined in belts of %s-rich systems.", it.name, strings.Split(it.id, "_")[0])})
 		}
-		return jsonOf(obj{"items": items, "count": len(items)})
+		return playJSON(playObj{"items": items, "count": len(items)})
 	case "get_notifications":
-		var ns []obj
+		var ns []playObj
 		for i := range pg.r.IntN(12) {
 			kinds := []string{"chat", "market", "system", "trade"}
-			ns = append(ns, obj{"id": fmt.Sprintf("n_%d", p.tick*10+int64(i)), "type": kinds[pg.r.IntN(4)], "msg_type": "info",
+			ns = append(ns, playObj{"id": fmt.Sprintf("n_%d", p.tick*10+int64(i)), "type": kinds[pg.r.IntN(4)], "msg_type": "info",
 				"timestamp": fmt.Sprintf("2026-11-23T%02d:%02d:%02dZ", pg.r.IntN(24), pg.r.IntN(60), pg.r.IntN(60)),
-				"data":      obj{"from": fmt.Sprintf("pilot_%d", pg.r.IntN(300)), "content": "Selling copper at " + pg.g.systems[pg.r.IntN(len(pg.g.systems))].name + ", anyone buying?"}})
+				"data":      playObj{"from": fmt.Sprintf("pilot_%d", pg.r.IntN(300)), "content": "Selling copper at " + pg.g.systems[pg.r.IntN(len(pg.g.systems))].name + ", anyone buying?"}})
 		}
 		if len(ns) == 0 {
-			return jsonOf(obj{"notifications": []any{}, "count": 0, "remaining": 0, "current_tick": p.tick})
+			return playJSON(playObj{"notifications": []any{}, "count": 0, "remaining": 0, "current_tick": p.tick})
 		}
-		return jsonOf(obj{"notifications": ns, "count": len(ns), "remaining": pg.r.IntN(5), "current_tick": p.tick})
+		return playJSON(playObj{"notifications": ns, "count": len(ns), "remaining": pg.r.IntN(5), "current_tick": p.tick})
 	case "help":
-		return jsonOf(obj{"topic": str("topic"), "text": strings.Repeat("Mining: travel to an asteroid belt and call mine once per tick; each call yields ore by your mining power and the deposit's richness. Deposits deplete and refill slowly. Sell at a station market: sell fills against buy orders, best price first. ", 3+pg.r.IntN(5))})
+		return playJSON(playObj{"topic": str("topic"), "text": strings.Repeat("Mining: travel to an asteroid belt and call mine once per tick; each call yields ore by your mining power and the deposit's richness. Deposits deplete and refill slowly. Sell at a station market: sell fills against buy orders, best price first. ", 3+pg.r.IntN(5))})
 	case "captains_log_list":
 		if p.logCount == 0 {
-			return jsonOf(obj{"entry": nil, "index": 0, "total_count": 0})
+			return playJSON(playObj{"entry": nil, "index": 0, "total_count": 0})
 		}
-		return jsonOf(obj{"entry": fmt.Sprintf("Tick %d: plan is to %s.", p.tick-int64(pg.r.IntN(500)), pg.intent()), "index": 0, "total_count": p.logCount})
+		return playJSON(playObj{"entry": fmt.Sprintf("Tick %d: plan is to %s.", p.tick-int64(pg.r.IntN(500)), pg.intent()), "index": 0, "total_count": p.logCount})
 	case "captains_log_add":
 		p.logCount = min(p.logCount+1, 20)
-		return jsonOf(obj{"index": 0, "total_count": p.logCount, "message": "Log entry added."})
+		return playJSON(playObj{"index": 0, "total_count": p.logCount, "message": "Log entry added."})
 	case "chat":
-		return jsonOf(obj{"sent_at": fmt.Sprintf("tick %d", p.tick), "channel": "faction", "recipients": pg.r.IntN(12)})
+		return playJSON(playObj{"sent_at": fmt.Sprintf("tick %d", p.tick), "channel": "faction", "recipients": pg.r.IntN(12)})
 	case "zoea_search_messages":
-		var hits []obj
+		var hits []playObj
 		for i := range pg.r.IntN(8) {
-			hits = append(hits, obj{"memory_id": pg.id - int64(10+pg.r.IntN(2000)), "role": "tool", "tool_name": "view_market",
+			hits = append(hits, playObj{"memory_id": pg.id - int64(10+pg.r.IntN(2000)), "role": "tool", "tool_name": "view_market",
 				"snippet": fmt.Sprintf("…\"item_id\":\"iron_ore\",\"best_buy\":%d,\"buy_volume\":%d… (%d)", pg.price("iron_ore"), pg.r.IntN(900), i)})
 		}
-		return jsonOf(obj{"results": hits, "count": len(hits)})
+		return playJSON(playObj{"results": hits, "count": len(hits)})
 	case "undock":
 		p.docked = false
-		return jsonOf(obj{"ok": true, "poi_id": s.pois[p.poi].id, "message": "Undocked."})
+		return playJSON(playObj{"ok": true, "poi_id": s.pois[p.poi].id, "message": "Undocked."})
 	case "dock":
 		p.docked = true
 		q := s.pois[p.poi]
-		return jsonOf(obj{"base": obj{"id": q.id + "_base", "name": q.name + " Base", "services": []string{"market", "fuel", "repair"}, "fuel_price": 2},
+		return playJSON(playObj{"base": playObj{"id": q.id + "_base", "name": q.name + " Base", "services": []string{"market", "fuel", "repair"}, "fuel_price": 2},
 			"poi_id": q.id, "message": "Docked at " + q.name + "."})
 	case "travel":
 		target := str("target_poi")
@@ -725,11 +725,11 @@ func (pg *playGen) result(c chat.ToolCall) string {
 			if q.id == target {
 				used := max(1, pg.r.IntN(6))
 				p.poi, p.docked, p.fuel = i, false, max(0, p.fuel-used)
-				return jsonOf(obj{"poi": q.name, "poi_id": q.id, "system_id": s.id, "fuel_used": used, "fuel": p.fuel,
+				return playJSON(playObj{"poi": q.name, "poi_id": q.id, "system_id": s.id, "fuel_used": used, "fuel": p.fuel,
 					"ticks": 1 + pg.r.IntN(4), "message": "Arrived at " + q.name + "."})
 			}
 		}
-		return errorResult("invalid_poi", "no POI "+target+" in this system")
+		return playError("invalid_poi", "no POI "+target+" in this system")
 	case "jump":
 		target := str("target_system")
 		for _, l := range s.links {
@@ -741,69 +741,69 @@ func (pg *playGen) result(c chat.ToolCall) string {
 				if l == pg.target || pg.chance(0.1) {
 					pg.target = pg.r.IntN(len(pg.g.systems))
 				}
-				return jsonOf(obj{"from_system": s.id, "system_id": t.id, "system_name": t.name, "poi_id": t.pois[0].id,
+				return playJSON(playObj{"from_system": s.id, "system_id": t.id, "system_name": t.name, "poi_id": t.pois[0].id,
 					"fuel_used": used, "fuel": p.fuel, "ticks": 6, "message": "Jumped to " + t.name + "."})
 			}
 		}
-		return errorResult("not_connected", target+" is not adjacent to "+s.id)
+		return playError("not_connected", target+" is not adjacent to "+s.id)
 	case "mine":
 		if s.pois[p.poi].kind != "asteroid_belt" {
-			return errorResult("invalid_poi", "nothing to mine here")
+			return playError("invalid_poi", "nothing to mine here")
 		}
-		if p.used() >= cargoMax {
-			return errorResult("cargo_full", "your hold is full")
+		if p.used() >= playCargoMax {
+			return playError("cargo_full", "your hold is full")
 		}
 		ore := "iron_ore"
 		if pg.chance(0.3) {
 			ore = "copper_ore"
 		}
-		q := min(cargoMax-p.used(), 3+pg.r.IntN(5))
+		q := min(playCargoMax-p.used(), 3+pg.r.IntN(5))
 		p.cargo[ore] += q
-		return jsonOf(obj{"kind": "yield", "resource_id": ore, "name": oreNames[ore], "quantity": q, "remaining": 100 + pg.r.IntN(4000),
-			"cargo_used": p.used(), "cargo_max": cargoMax, "message": fmt.Sprintf("Mined %d %s.", q, oreNames[ore])})
+		return playJSON(playObj{"kind": "yield", "resource_id": ore, "name": playOres[ore], "quantity": q, "remaining": 100 + pg.r.IntN(4000),
+			"cargo_used": p.used(), "cargo_max": playCargoMax, "message": fmt.Sprintf("Mined %d %s.", q, playOres[ore])})
 	case "sell":
 		item := str("item_id")
-		q := min(p.cargo[item], int(argInt(args, "quantity")))
+		q := min(p.cargo[item], int(playArgInt(args, "quantity")))
 		if q <= 0 {
-			return errorResult("no_cargo", "you have no "+item)
+			return playError("no_cargo", "you have no "+item)
 		}
 		pr := pg.price(item)
 		p.cargo[item] -= q
 		p.credits += q * pr
 		pg.p.prices[item] -= pg.r.IntN(2)
-		return jsonOf(obj{"item_id": item, "quantity_requested": q, "quantity_sold": q, "total_earned": q * pr,
-			"fills": []obj{{"quantity": q, "price_each": pr}}, "credits": p.credits, "message": fmt.Sprintf("Sold %d %s.", q, itemName(item))})
+		return playJSON(playObj{"item_id": item, "quantity_requested": q, "quantity_sold": q, "total_earned": q * pr,
+			"fills": []playObj{{"quantity": q, "price_each": pr}}, "credits": p.credits, "message": fmt.Sprintf("Sold %d %s.", q, playItemName(item))})
 	case "buy":
 		item := str("item_id")
-		q := int(argInt(args, "quantity"))
+		q := int(playArgInt(args, "quantity"))
 		pr := pg.price(item) + 2
 		if q*pr > p.credits {
-			return errorResult("no_credits", fmt.Sprintf("need %d credits, have %d", q*pr, p.credits))
+			return playError("no_credits", fmt.Sprintf("need %d credits, have %d", q*pr, p.credits))
 		}
-		if p.used()+q > cargoMax {
-			return errorResult("no_cargo_space", "not enough cargo space")
+		if p.used()+q > playCargoMax {
+			return playError("no_cargo_space", "not enough cargo space")
 		}
 		p.credits -= q * pr
 		p.cargo[item] += q
-		return jsonOf(obj{"item_id": item, "quantity": q, "total_cost": q * pr, "fills": []obj{{"quantity": q, "price_each": pr}},
-			"credits": p.credits, "message": fmt.Sprintf("Bought %d %s.", q, itemName(item))})
+		return playJSON(playObj{"item_id": item, "quantity": q, "total_cost": q * pr, "fills": []playObj{{"quantity": q, "price_each": pr}},
+			"credits": p.credits, "message": fmt.Sprintf("Bought %d %s.", q, playItemName(item))})
 	case "refuel":
 		add := 100 - p.fuel
 		cost := min(add*2, p.credits)
 		p.fuel += cost / 2
 		p.credits -= cost
-		return jsonOf(obj{"fuel": p.fuel, "fuel_max": 100, "fuel_added": cost / 2, "cost": cost, "credits": p.credits, "message": "Refuelled."})
+		return playJSON(playObj{"fuel": p.fuel, "fuel_max": 100, "fuel_added": cost / 2, "cost": cost, "credits": p.credits, "message": "Refuelled."})
 	}
-	return errorResult("unknown_tool", c.Name)
+	return playError("unknown_tool", c.Name)
 }
 
-func argInt(args map[string]any, k string) float64 {
+func playArgInt(args map[string]any, k string) float64 {
 	v, _ := args[k].(float64)
 	return v
 }
 
-func itemName(id string) string {
-	for _, it := range marketItems {
+func playItemName(id string) string {
+	for _, it := range playItems {
 		if it.id == id {
 			return it.name
 		}
@@ -811,7 +811,7 @@ func itemName(id string) string {
 	return id
 }
 
-func (pg *playGen) playerView() obj {
+func (pg *playGen) playerView() playObj {
 	p := pg.p
 	s := pg.g.systems[p.sys]
 	q := s.pois[p.poi]
@@ -819,47 +819,47 @@ func (pg *playGen) playerView() obj {
 	if p.docked {
 		docked = q.id + "_base"
 	}
-	return obj{"id": "pl_" + p.name, "username": p.name, "empire": "solarian", "credits": p.credits, "system_id": s.id,
+	return playObj{"id": "pl_" + p.name, "username": p.name, "empire": "solarian", "credits": p.credits, "system_id": s.id,
 		"system_name": s.name, "poi_id": q.id, "poi_name": q.name, "docked_at": docked, "in_transit": false}
 }
 
-func (pg *playGen) shipView() obj {
+func (pg *playGen) shipView() playObj {
 	p := pg.p
-	return obj{"id": "sh_" + p.name, "class": "theoria", "name": p.name + "'s Theoria", "hull": p.hull, "hull_max": 100,
-		"shield": p.shield, "shield_max": 55, "fuel": p.fuel, "fuel_max": 100, "cargo_used": p.used(), "cargo_max": cargoMax,
+	return playObj{"id": "sh_" + p.name, "class": "theoria", "name": p.name + "'s Theoria", "hull": p.hull, "hull_max": 100,
+		"shield": p.shield, "shield_max": 55, "fuel": p.fuel, "fuel_max": 100, "cargo_used": p.used(), "cargo_max": playCargoMax,
 		"speed": 1, "mining_power": 5}
 }
 
-func (pg *playGen) modules() []obj {
-	return []obj{
-		{"id": "mod_1", "name": "Basic Mining Laser", "type": "mining", "stats": obj{"mining_power": 5, "power_draw": 3}},
-		{"id": "mod_2", "name": "Cargo Pod Mk I", "type": "cargo", "stats": obj{"capacity": 40}},
-		{"id": "mod_3", "name": "Light Shield Emitter", "type": "shield", "stats": obj{"shield": 55, "recharge": 2}},
-		{"id": "mod_4", "name": "Ion Thruster", "type": "engine", "stats": obj{"speed": 1, "fuel_efficiency": 7}},
+func (pg *playGen) modules() []playObj {
+	return []playObj{
+		{"id": "mod_1", "name": "Basic Mining Laser", "type": "mining", "stats": playObj{"mining_power": 5, "power_draw": 3}},
+		{"id": "mod_2", "name": "Cargo Pod Mk I", "type": "cargo", "stats": playObj{"capacity": 40}},
+		{"id": "mod_3", "name": "Light Shield Emitter", "type": "shield", "stats": playObj{"shield": 55, "recharge": 2}},
+		{"id": "mod_4", "name": "Ion Thruster", "type": "engine", "stats": playObj{"speed": 1, "fuel_efficiency": 7}},
 	}
 }
 
-func (pg *playGen) systemView(i int, detail bool) obj {
+func (pg *playGen) systemView(i int, detail bool) playObj {
 	s := pg.g.systems[i]
-	var conns []obj
+	var conns []playObj
 	for _, l := range s.links {
 		t := pg.g.systems[l]
-		d := int(abs(t.x-s.x) + abs(t.y-s.y))
-		conns = append(conns, obj{"system_id": t.id, "name": t.name, "distance": d})
+		d := int(playAbs(t.x-s.x) + playAbs(t.y-s.y))
+		conns = append(conns, playObj{"system_id": t.id, "name": t.name, "distance": d})
 	}
-	var pois []obj
+	var pois []playObj
 	for _, q := range s.pois {
-		b := obj{"id": q.id, "name": q.name, "type": q.kind, "has_base": q.base}
+		b := playObj{"id": q.id, "name": q.name, "type": q.kind, "has_base": q.base}
 		if detail {
-			b["distance"] = int(abs(q.x-s.pois[pg.p.poi].x) + abs(q.y-s.pois[pg.p.poi].y))
+			b["distance"] = int(playAbs(q.x-s.pois[pg.p.poi].x) + playAbs(q.y-s.pois[pg.p.poi].y))
 		}
 		pois = append(pois, b)
 	}
-	return obj{"id": s.id, "name": s.name, "empire": s.empire, "security_status": s.security, "position": obj{"x": s.x, "y": s.y},
+	return playObj{"id": s.id, "name": s.name, "empire": s.empire, "security_status": s.security, "position": playObj{"x": s.x, "y": s.y},
 		"connections": conns, "pois": pois}
 }
 
-func abs(f float64) float64 {
+func playAbs(f float64) float64 {
 	if f < 0 {
 		return -f
 	}
