@@ -40,6 +40,7 @@ func run(_ context.Context, args []string) error {
 	budget := fs.Int("budget", 0, "token budget of Zoea's policy, tool definitions included (0: the default policy's)")
 	only := fs.String("only", "", "run only the systems whose name contains this text")
 	parallel := fs.Int("parallel", 2, "sessions replayed at once")
+	byPers := fs.Bool("personalities", false, "also print state coverage, mean history tokens and billed (a) per personality")
 	turns := fs.Int("turns", 0, "run the older single-session replay with this many turns instead")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -62,6 +63,11 @@ func run(_ context.Context, args []string) error {
 		return err
 	}
 	res.Table(os.Stdout)
+	if *byPers {
+		fmt.Println("\nPer personality: state coverage · mean history tokens · billed (a) per request")
+		fmt.Println()
+		res.PersonalityTable(os.Stdout)
+	}
 	fmt.Printf("\nreplayed in %s\n", time.Since(start).Round(time.Second))
 	return nil
 }

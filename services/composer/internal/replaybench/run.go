@@ -85,6 +85,15 @@ type Result struct {
 	ToolTokens int
 	Budget     int
 	Stats      []Stats
+	// ByPersonality holds the same stats per personality, in histgen.Personalities order.
+	ByPersonality []PersonalityStats
+}
+
+// PersonalityStats is the replay of one personality's sessions.
+type PersonalityStats struct {
+	Personality string
+	Sessions    int
+	Stats       []Stats
 }
 
 // Run replays the generated sessions through every system.
@@ -146,16 +155,24 @@ func Run(o Options) (Result, error) {
 	if err := errors.Join(errs...); err != nil {
 		return res, err
 	}
-	for _, ss := range per {
-		if res.Stats == nil {
-			res.Stats = make([]Stats, len(ss))
+	sum := func(dst *[]Stats, ss []Stats) {
+		if *dst == nil {
+			*dst = make([]Stats, len(ss))
 			for k := range ss {
-				res.Stats[k].System = ss[k].System
+				(*dst)[k].System = ss[k].System
 			}
 		}
 		for k := range ss {
-			res.Stats[k].add(ss[k])
+			(*dst)[k].add(ss[k])
 		}
+	}
+	res.ByPersonality = make([]PersonalityStats, min(len(pers), o.Sessions))
+	for i, ss := range per {
+		sum(&res.Stats, ss)
+		bp := &res.ByPersonality[i%len(pers)]
+		bp.Personality = pers[i%len(pers)].Name
+		bp.Sessions++
+		sum(&bp.Stats, ss)
 	}
 	return res, nil
 }
@@ -242,6 +259,30 @@ func replaySession(st *Stats, sys System, s histgen.PlaySession, tok Counter, to
 		prev = msgs
 	}
 	return nil
+}
+
+// PersonalityTable writes state coverage, mean history tokens and billed (a) per personality and system.
+func (r Result) PersonalityTable(w io.Writer) {
+	if len(r.ByPersonality) == 0 {
+		return
+	}
+	fmt.Fprint(w, "| personality (sessions) |")
+	for _, s := range r.ByPersonality[0].Stats {
+		fmt.Fprintf(w, " %s |", s.System)
+	}
+	fmt.Fprint(w, "\n|---|")
+	for range r.ByPersonality[0].Stats {
+		fmt.Fprint(w, "---:|")
+	}
+	fmt.Fprintln(w)
+	for _, p := range r.ByPersonality {
+		fmt.Fprintf(w, "| %s (%d) |", p.Personality, p.Sessions)
+		for _, s := range p.Stats {
+			fmt.Fprintf(w, " %.1f%% · %s tok · %s |", s.CoveragePct(), thousands(int64(s.MeanHist()+0.5)),
+				thousands(int64(s.BilledA/float64(max(s.Sent(), 1))+0.5)))
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 // Table writes the side-by-side table in Markdown.

@@ -192,6 +192,13 @@ func TestReplayInvariants(t *testing.T) {
 			t.Errorf("%s: invalid %d+%d, mission %d/%d", name, s.InvalidOAI, s.InvalidAnth, s.MissionHave, s.MissionReqs)
 		}
 	}
+	n := 0
+	for _, p := range res.ByPersonality {
+		n += p.Stats[0].Requests
+	}
+	if n != res.Requests {
+		t.Errorf("per-personality requests add up to %d, want %d", n, res.Requests)
+	}
 	if by["last-20"].InvalidOAI == 0 {
 		t.Error("last-20 never cut a loop in half: the replay is not exercising windows")
 	}
