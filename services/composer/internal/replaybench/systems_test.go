@@ -133,12 +133,17 @@ func TestV2Window(t *testing.T) {
 	if w.RecentStartSeq != 11 || w.ObjectiveSeq != 3 || w.TurnTruncated || w.Mission == nil || w.Mission.Content != "mine" {
 		t.Fatalf("window metadata %+v", w)
 	}
-	// A recent part that would start on a tool result starts on its call instead; a turn longer than MaxTurnRows
-	// is cut and says so.
+	// A turn longer than MaxTurnRows is cut and says so; a cut part that would start on a tool result (15) starts
+	// after that loop's results instead (16), since the bound is hard.
 	o.MaxTurnRows = 3
 	w = V2Window(rows, o)
-	if !w.TurnTruncated || w.RecentStartSeq != 14 {
+	if !w.TurnTruncated || w.RecentStartSeq != 16 {
 		t.Fatalf("truncated turn: start %d truncated %v", w.RecentStartSeq, w.TurnTruncated)
+	}
+	// A recent part that would start on a tool result starts on the call that made it.
+	short := hist("B mine", "C get_status {}", "C mine {}", "N", "C mine {}")
+	if w := V2Window(short, WindowOptions{Window: 4}); w.RecentStartSeq != 4 || w.TurnTruncated {
+		t.Fatalf("loop boundary: recent part starts at %d", w.RecentStartSeq)
 	}
 	// CarryLimit 0 is the v1 window plus pinned results.
 	o.CarryLimit, o.ReplyLimit, o.MaxTurnRows = 0, 0, 0

@@ -10,7 +10,8 @@ import (
 
 // The memory service's GetComposeWindow, simulated over an in-memory history so that the replay needs no database.
 // V1Window is the v1 contract (the newest rows plus the mission); V2Window follows the v2 contract in
-// proto/zoea/memory/v1/memory.proto (carried rows before a recent part that holds the whole current turn).
+// proto/zoea/memory/v1/memory.proto (carried rows before a recent part that holds the whole current turn), with the
+// memory service's rules (services/memory/README.md, GetComposeWindow v2) for a well-formed history.
 
 // Mission returns the mysis's mission: its newest commander prompt, or nil.
 func Mission(rows []compose.Memory) *compose.Mission {
@@ -85,7 +86,14 @@ func V2Window(rows []compose.Memory, o WindowOptions) V2Result {
 			start, res.TurnTruncated = n-maxTurn, true
 		}
 	}
-	for start > 0 && rows[start].Role == chat.RoleTool { // start on a loop boundary
+	// Start on a loop boundary: back to the call of a result the part would begin with — or, when the turn was cut
+	// (the bound is hard), forward past that loop's results, as the memory service does.
+	if res.TurnTruncated {
+		for start < n-1 && rows[start].Role == chat.RoleTool {
+			start++
+		}
+	}
+	for start > 0 && rows[start].Role == chat.RoleTool {
 		start--
 	}
 	res.RecentStartSeq = rows[start].Seq
