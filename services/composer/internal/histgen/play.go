@@ -202,6 +202,7 @@ type playPlayer struct {
 	logCount                    int
 	sessionID                   string
 	prices                      map[string]int // this session's price drift per item
+	password                    uint64
 }
 
 func (p *playPlayer) used() int {
@@ -226,6 +227,8 @@ type playGen struct {
 	mission playMission
 	// plan progress for explore/trade missions
 	target int
+	// relogin is set by a session_invalid error: the model logs in again next.
+	relogin bool
 }
 
 // Play generates one session of at least calls tool calls with personality pers, deterministically from seed.
@@ -233,7 +236,7 @@ func Play(seed uint64, calls int, pers Personality) PlaySession {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
 	pg := &playGen{r: r, pers: pers, g: newPlayGalaxy(r, 70+r.IntN(170))}
 	pg.p = &playPlayer{name: fmt.Sprintf("mysis-%d", seed%1000), credits: 100 + r.IntN(50), fuel: 100, hull: 100, shield: 55,
-		cargo: map[string]int{}, tick: 1000 + int64(r.IntN(50000)), visited: map[int]bool{0: true}, prices: map[string]int{}}
+		cargo: map[string]int{}, tick: 1000 + int64(r.IntN(50000)), visited: map[int]bool{0: true}, prices: map[string]int{}, password: r.Uint64()}
 	pg.s.Personality = pers.Name
 	pg.run(calls)
 	return pg.s
@@ -308,7 +311,7 @@ func (pg *playGen) turnLoops(first bool) {
 	budget := pg.between(pg.pers.TurnCalls[0], pg.pers.TurnCalls[1])
 	done := 0
 	if first {
-		name, args := "login", fmt.Sprintf(`{"username":%q,"password":"%x"}`, pg.p.name, pg.r.Uint64())
+		name, args := "login", pg.loginArgs()
 		if pg.chance(pg.pers.Register) {
 			name, args = "register", fmt.Sprintf(`{"username":%q,"empire":"solarian","registration_code":"SM-%d"}`, pg.p.name, 1000+pg.r.IntN(9000))
 		}
@@ -317,9 +320,22 @@ func (pg *playGen) turnLoops(first bool) {
 	}
 	for done < budget {
 		var calls []chat.ToolCall
+		if pg.relogin {
+			pg.relogin = false
+			pg.loop([]chat.ToolCall{{Name: "login", Arguments: pg.loginArgs()}})
+			done++
+			continue
+		}
 		if pg.chance(pg.pers.Parallel) {
+			// Models batch different reads, never the same call twice in one message.
 			for range pg.between(2, 4) {
-				calls = append(calls, pg.read())
+				for range 5 {
+					c := pg.read()
+					if !slices.ContainsFunc(calls, func(o chat.ToolCall) bool { return o.Name == c.Name && o.Arguments == c.Arguments }) {
+						calls = append(calls, c)
+						break
+					}
+				}
 			}
 			if pg.chance(0.3) {
 				calls = append(calls, pg.next())
@@ -389,8 +405,7 @@ func (pg *playGen) loop(calls []chat.ToolCall) {
 	}
 	content := ""
 	if pg.chance(pg.pers.TalkWithCalls) {
-		content = []string{"Let me check my status first.", "Checking the market before selling.", "Heading out.",
-			"I'll look at the system map.", "Mining until the hold is full.", "Refuel, then continue."}[pg.r.IntN(6)]
+		content = playTalk(calls[0].Name)
 	}
 	pg.reply(compose.Memory{Role: chat.RoleAssistant, Source: compose.SourceLLM, Content: content, ToolCalls: calls,
 		Reasoning: "Plan the next step from the latest state."})
@@ -555,6 +570,7 @@ func (pg *playGen) result(c chat.ToolCall) string {
 	_ = json.Unmarshal([]byte(c.Arguments), &args)
 	str := func(k string) string { v, _ := args[k].(string); return v }
 	if pg.chance(0.003) && c.Name != "login" && c.Name != "register" {
+		pg.relogin = true
 		return playError("session_invalid", "your session has expired; log in again")
 	}
 	mutation := !slices.Contains([]string{"get_status", "get_ship", "get_cargo", "get_system", "get_poi", "get_nearby",
@@ -586,7 +602,7 @@ func (pg *playGen) result(c chat.ToolCall) string {
 	case "get_ship":
 		return playJSON(playObj{"ship": pg.shipView(), "modules": pg.modules()})
 	case "get_cargo":
-		var items []playObj
+		items := []playObj{}
 		keys := make([]string, 0, len(p.cargo))
 		for k := range p.cargo {
 			keys = append(keys, k)
@@ -614,7 +630,7 @@ func (pg *playGen) result(c chat.ToolCall) string {
 		}
 		return playJSON(res)
 	case "get_nearby":
-		var ps []playObj
+		ps := []playObj{}
 		for i := range pg.r.IntN(6) {
 			ps = append(ps, playObj{"player_id": fmt.Sprintf("pl_%06x", pg.r.IntN(1<<24)), "username": fmt.Sprintf("pilot_%d", i*37+pg.r.IntN(30)),
 				"empire": "nebula", "ship_class": "theoria", "docked": pg.chance(0.5)})
@@ -795,6 +811,30 @@ func (pg *playGen) result(c chat.ToolCall) string {
 		return playJSON(playObj{"fuel": p.fuel, "fuel_max": 100, "fuel_added": cost / 2, "cost": cost, "credits": p.credits, "message": "Refuelled."})
 	}
 	return playError("unknown_tool", c.Name)
+}
+
+// loginArgs are the account's credentials, the same on every login of the session.
+func (pg *playGen) loginArgs() string {
+	return fmt.Sprintf(`{"username":%q,"password":"%016x"}`, pg.p.name, pg.p.password)
+}
+
+// playTalk is a sentence a model writes next to its calls, matching the first call.
+func playTalk(name string) string {
+	switch name {
+	case "get_status", "get_ship", "get_cargo":
+		return "Let me check my status first."
+	case "view_market", "catalog", "sell", "buy":
+		return "Checking the market before trading."
+	case "get_system", "get_map", "find_route", "get_poi", "get_nearby":
+		return "Looking at the map around me."
+	case "travel", "jump", "undock", "dock":
+		return "Heading out."
+	case "mine":
+		return "Mining until the hold is full."
+	case "refuel":
+		return "Refuelling before the next trip."
+	}
+	return "Next step."
 }
 
 func playArgInt(args map[string]any, k string) float64 {
