@@ -1,4 +1,4 @@
-// Command composereplay replays generated SpaceMolt play (histgen.Play: realistic sessions of several model
+// Command composereplay replays generated SpaceMolt play (histgen.RealPlay: realistic sessions of several model
 // personalities) request by request through six context-composition systems side by side — full history, last-20,
 // the seed's loop slice, the seed's turn-aware composition, Zoea v1 (frozen copy) and Zoea v2 (live compose) — and
 // prints one Markdown table: history tokens, invalid requests under OpenAI and Anthropic rules, state coverage,

@@ -1,4 +1,4 @@
-// Package replaybench is benchmark tooling: it replays generated SpaceMolt play (histgen.Play) request by request
+// Package replaybench is benchmark tooling: it replays generated SpaceMolt play (histgen.RealPlay) request by request
 // through several context-composition systems side by side — full history, the last 20 messages, the seed's loop
 // slice, the seed's turn-aware composition as coded, Zoea v1 (a frozen copy) and Zoea v2 (the live compose package)
 // — and measures what each would send: tokens, validity under both providers' rules, whether the state the model

@@ -129,7 +129,7 @@ func Run(o Options) (Result, error) {
 				}
 				seed := o.Seed + uint64(i)
 				extra := rand.New(rand.NewPCG(seed, 1)).IntN(151)
-				s := histgen.Play(seed, o.Calls+extra, pers[i%len(pers)])
+				s := histgen.RealPlay(seed, o.Calls+extra, pers[i%len(pers)])
 				mu.Lock()
 				res.Sessions++
 				res.Rows += len(s.Rows)
@@ -201,16 +201,16 @@ func (s *Stats) add(o Stats) {
 // Systems returns the compared systems, in table order.
 func Systems(tok *o200k.Tokenizer, tools []ToolDef, budget int) []System {
 	return []System{
-		FullHistory(histgen.PlayPrompt),
-		LastN(histgen.PlayPrompt, 20),
-		SeedLoopSlice(histgen.PlayPrompt),
-		SeedTurnAware(histgen.PlayPrompt),
-		ZoeaV1(histgen.PlayPrompt, tok, budget),
-		ZoeaV2(histgen.PlayPrompt, tok, tools, budget),
+		FullHistory(histgen.RealPrompt),
+		LastN(histgen.RealPrompt, 20),
+		SeedLoopSlice(histgen.RealPrompt),
+		SeedTurnAware(histgen.RealPrompt),
+		ZoeaV1(histgen.RealPrompt, tok, budget),
+		ZoeaV2(histgen.RealPrompt, tok, tools, budget),
 	}
 }
 
-func replaySession(st *Stats, sys System, s histgen.PlaySession, tok Counter, toolTokens, budget int) error {
+func replaySession(st *Stats, sys System, s histgen.RealSession, tok Counter, toolTokens, budget int) error {
 	var prev []chat.Message
 	for _, at := range s.Requests {
 		rows := s.Rows[:at]

@@ -1,7 +1,7 @@
 package histgen
 
 // Realistic play sessions for the replay benchmark (internal/replaybench, cmd/composereplay). Unlike Case, which
-// produces every way a stored history breaks, Play produces well-formed histories shaped like recorded LLM play of
+// produces every way a stored history breaks, RealPlay produces well-formed histories shaped like recorded LLM play of
 // SpaceMolt: a commander mission, login or register first, turns of 20–50 tool calls, repeated reads of the same
 // tools with the same or other arguments, results from a dozen characters to a few KB with an occasional 50–200 KB
 // galaxy map, parallel calls, text replies between loops for the personalities that write them, and missions that
@@ -56,17 +56,17 @@ func Personalities() []Personality {
 	}
 }
 
-// PlaySession is one generated mysis history. Requests are the indexes of the assistant rows: the runner called
+// RealSession is one generated mysis history. Requests are the indexes of the assistant rows: the runner called
 // the LLM with the history Rows[:i] and stored its reply as Rows[i].
-type PlaySession struct {
+type RealSession struct {
 	Personality string
 	Rows        []compose.Memory
 	Requests    []int
 	Calls       int
 }
 
-// PlayPrompt is the system prompt sessions are composed with: the runner's default prompt in length and content.
-const PlayPrompt = `You are a mysis: an autonomous captain in SpaceMolt, a multiplayer space game, flying one ship as part of a swarm commanded by a human, the commander.
+// RealPrompt is the system prompt sessions are composed with: the runner's default prompt in length and content.
+const RealPrompt = `You are a mysis: an autonomous captain in SpaceMolt, a multiplayer space game, flying one ship as part of a swarm commanded by a human, the commander.
 
 Goals, in order:
 1. Follow the commander's current mission (the latest broadcast or direct order). If there is none, build wealth: mine ore, sell it, keep your ship fuelled and safe.
@@ -83,36 +83,36 @@ Memory: you only see recent history. Use zoea_search_messages to recall facts yo
 
 Be concise: short reasoning, decisive actions. Report to the commander in plain words when you finish a mission step.`
 
-// PlayNudge is the runner's gentle nudge, stored as the prompt of every autonomous turn.
-const PlayNudge = "Continue your mission. Check notifications and coordinate with the swarm."
+// RealNudge is the runner's gentle nudge, stored as the prompt of every autonomous turn.
+const RealNudge = "Continue your mission. Check notifications and coordinate with the swarm."
 
-type playMission int
+type realMission int
 
 const (
-	playMine playMission = iota
-	playTrade
-	playExplore
+	realMine realMission = iota
+	realTrade
+	realExplore
 )
 
-var playMissionTexts = map[playMission][]string{
-	playMine: {
+var realMissionTexts = map[realMission][]string{
+	realMine: {
 		"Commander: mine iron and copper ore in %s and sell it at the station. Keep fuel above 40%%.",
 		"Commander: we need credits. Fill your hold at the nearest belt in %s, sell, repeat. Report every 1,000 credits.",
 	},
-	playTrade: {
+	realTrade: {
 		"Commander: run trades out of %s: buy where best_sell is low, sell where best_buy is high. Log the prices you see.",
 		"Commander: check the markets around %s and haul whatever pays best. Never let credits drop below 200.",
 	},
-	playExplore: {
+	realExplore: {
 		"Commander: explore beyond %s. Visit at least five new systems, log every station and belt, share rich deposits in chat.",
 		"Commander: scout the routes from %s outward and find a system with titanium or gold. Report back in faction chat.",
 	},
 }
 
-var playOres = map[string]string{"iron_ore": "Iron Ore", "copper_ore": "Copper Ore", "silicon_ore": "Silicon Ore",
+var realOres = map[string]string{"iron_ore": "Iron Ore", "copper_ore": "Copper Ore", "silicon_ore": "Silicon Ore",
 	"titanium_ore": "Titanium Ore", "gold_ore": "Gold Ore"}
 
-var playItems = []struct {
+var realItems = []struct {
 	id, name string
 	guide    int
 }{
@@ -124,40 +124,40 @@ var playItems = []struct {
 	{"shield_cell", "Shield Cell", 175}, {"nav_chip", "Nav Chip", 260}, {"reactor_coil", "Reactor Coil", 420},
 }
 
-type playPOI struct {
+type realPOI struct {
 	id, name, kind string
 	base           bool
 	x, y           float64
 }
 
-type playSystem struct {
+type realSystem struct {
 	id, name, empire, security string
 	x, y                       float64
 	links                      []int
-	pois                       []playPOI
+	pois                       []realPOI
 }
 
-type playGalaxy struct{ systems []playSystem }
+type realGalaxy struct{ systems []realSystem }
 
-var playSyllables = []string{"al", "be", "cor", "dra", "el", "fen", "gar", "hel", "ix", "jun", "ka", "lor", "mir", "nox",
+var realSyllables = []string{"al", "be", "cor", "dra", "el", "fen", "gar", "hel", "ix", "jun", "ka", "lor", "mir", "nox",
 	"or", "pra", "qu", "ros", "sol", "tau", "ul", "vex", "wy", "zen"}
 
-func newPlayGalaxy(r *rand.Rand, n int) *playGalaxy {
-	g := &playGalaxy{}
+func newPlayGalaxy(r *rand.Rand, n int) *realGalaxy {
+	g := &realGalaxy{}
 	empires := []string{"solarian", "voidborn", "crimson", "nebula", "outerrim"}
 	for i := range n {
 		name := "Sol"
 		id := "sol"
 		if i > 0 {
-			name = strings.ToUpper(playSyllables[r.IntN(len(playSyllables))][:1]) + playSyllables[r.IntN(len(playSyllables))][1:] +
-				playSyllables[r.IntN(len(playSyllables))] + fmt.Sprintf("-%d", 100+r.IntN(900))
+			name = strings.ToUpper(realSyllables[r.IntN(len(realSyllables))][:1]) + realSyllables[r.IntN(len(realSyllables))][1:] +
+				realSyllables[r.IntN(len(realSyllables))] + fmt.Sprintf("-%d", 100+r.IntN(900))
 			id = strings.ToLower(strings.ReplaceAll(name, "-", "_"))
 		}
-		s := playSystem{id: id, name: name, empire: empires[r.IntN(len(empires))], x: float64(r.IntN(4000)-2000) / 10,
+		s := realSystem{id: id, name: name, empire: empires[r.IntN(len(empires))], x: float64(r.IntN(4000)-2000) / 10,
 			y: float64(r.IntN(4000)-2000) / 10, security: []string{"high", "medium", "low", "lawless"}[r.IntN(4)]}
 		np := 3 + r.IntN(6)
 		for j := range np {
-			p := playPOI{x: float64(r.IntN(200)) / 10, y: float64(r.IntN(200)) / 10}
+			p := realPOI{x: float64(r.IntN(200)) / 10, y: float64(r.IntN(200)) / 10}
 			switch {
 			case j == 0:
 				p.kind, p.base, p.id, p.name = "station", true, id+"_central", name+" Central"
@@ -182,7 +182,7 @@ func newPlayGalaxy(r *rand.Rand, n int) *playGalaxy {
 	return g
 }
 
-func (g *playGalaxy) link(a, b int) {
+func (g *realGalaxy) link(a, b int) {
 	if a == b || slices.Contains(g.systems[a].links, b) {
 		return
 	}
@@ -190,8 +190,8 @@ func (g *playGalaxy) link(a, b int) {
 	g.systems[b].links = append(g.systems[b].links, a)
 }
 
-// playPlayer is the simulated game state the results are generated from.
-type playPlayer struct {
+// realPlayer is the simulated game state the results are generated from.
+type realPlayer struct {
 	name                        string
 	sys, poi                    int
 	docked                      bool
@@ -205,7 +205,7 @@ type playPlayer struct {
 	password                    uint64
 }
 
-func (p *playPlayer) used() int {
+func (p *realPlayer) used() int {
 	n := 0
 	for _, q := range p.cargo {
 		n += q
@@ -213,36 +213,36 @@ func (p *playPlayer) used() int {
 	return n
 }
 
-const playCargoMax = 70
+const realCargoMax = 70
 
-type playGen struct {
+type realGen struct {
 	r       *rand.Rand
 	pers    Personality
-	g       *playGalaxy
-	p       *playPlayer
-	s       PlaySession
+	g       *realGalaxy
+	p       *realPlayer
+	s       RealSession
 	seq, id int64
 	turn    int64
 	callN   int
-	mission playMission
+	mission realMission
 	// plan progress for explore/trade missions
 	target int
 	// relogin is set by a session_invalid error: the model logs in again next.
 	relogin bool
 }
 
-// Play generates one session of at least calls tool calls with personality pers, deterministically from seed.
-func Play(seed uint64, calls int, pers Personality) PlaySession {
+// RealPlay generates one session of at least calls tool calls with personality pers, deterministically from seed.
+func RealPlay(seed uint64, calls int, pers Personality) RealSession {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
-	pg := &playGen{r: r, pers: pers, g: newPlayGalaxy(r, 70+r.IntN(170))}
-	pg.p = &playPlayer{name: fmt.Sprintf("mysis-%d", seed%1000), credits: 100 + r.IntN(50), fuel: 100, hull: 100, shield: 55,
+	pg := &realGen{r: r, pers: pers, g: newPlayGalaxy(r, 70+r.IntN(170))}
+	pg.p = &realPlayer{name: fmt.Sprintf("mysis-%d", seed%1000), credits: 100 + r.IntN(50), fuel: 100, hull: 100, shield: 55,
 		cargo: map[string]int{}, tick: 1000 + int64(r.IntN(50000)), visited: map[int]bool{0: true}, prices: map[string]int{}, password: r.Uint64()}
 	pg.s.Personality = pers.Name
 	pg.run(calls)
 	return pg.s
 }
 
-func (pg *playGen) add(m compose.Memory) {
+func (pg *realGen) add(m compose.Memory) {
 	pg.seq++
 	pg.id += 1 + int64(pg.r.IntN(4)) // other myses' rows interleave in the id space
 	m.Seq, m.ID = pg.seq, pg.id
@@ -253,16 +253,16 @@ func (pg *playGen) add(m compose.Memory) {
 	pg.s.Rows = append(pg.s.Rows, m)
 }
 
-func (pg *playGen) reply(m compose.Memory) {
+func (pg *realGen) reply(m compose.Memory) {
 	pg.s.Requests = append(pg.s.Requests, len(pg.s.Rows))
 	pg.add(m)
 }
 
-func (pg *playGen) chance(p float64) bool { return pg.r.Float64() < p }
+func (pg *realGen) chance(p float64) bool { return pg.r.Float64() < p }
 
-func (pg *playGen) between(a, b int) int { return a + pg.r.IntN(b-a+1) }
+func (pg *realGen) between(a, b int) int { return a + pg.r.IntN(b-a+1) }
 
-func (pg *playGen) run(calls int) {
+func (pg *realGen) run(calls int) {
 	nextMission := 0
 	first := true
 	for pg.callN < calls {
@@ -275,7 +275,7 @@ func (pg *playGen) run(calls int) {
 				Content: pg.pick("mysis-%d: found a rich titanium deposit at %s, prices at %s Central are good.",
 					"mysis-%d: pirates near %s, avoid it. Market at %s pays 9 for iron.")})
 		default:
-			pg.add(compose.Memory{Role: chat.RoleUser, Source: compose.SourceNudge, Content: PlayNudge})
+			pg.add(compose.Memory{Role: chat.RoleUser, Source: compose.SourceNudge, Content: RealNudge})
 		}
 		pg.turnLoops(first)
 		first = false
@@ -283,20 +283,20 @@ func (pg *playGen) run(calls int) {
 	pg.s.Calls = pg.callN
 }
 
-func (pg *playGen) pick(formats ...string) string {
+func (pg *realGen) pick(formats ...string) string {
 	f := formats[pg.r.IntN(len(formats))]
 	return fmt.Sprintf(f, pg.r.IntN(9), pg.g.systems[pg.r.IntN(len(pg.g.systems))].name, pg.g.systems[pg.r.IntN(len(pg.g.systems))].name)
 }
 
-func (pg *playGen) newMission(first bool) {
-	pg.mission = playMission(pg.r.IntN(3))
+func (pg *realGen) newMission(first bool) {
+	pg.mission = realMission(pg.r.IntN(3))
 	if pg.pers.Name == "explorer" && pg.chance(0.5) {
-		pg.mission = playExplore
+		pg.mission = realExplore
 	}
 	if pg.pers.Name == "trader" && pg.chance(0.5) {
-		pg.mission = playTrade
+		pg.mission = realTrade
 	}
-	texts := playMissionTexts[pg.mission]
+	texts := realMissionTexts[pg.mission]
 	content := fmt.Sprintf(texts[pg.r.IntN(len(texts))], pg.g.systems[pg.p.sys].name)
 	src := compose.SourceBroadcast
 	if !first && pg.chance(0.4) {
@@ -307,7 +307,7 @@ func (pg *playGen) newMission(first bool) {
 }
 
 // turnLoops plays one turn: loops of calls until the turn's call budget is spent or the model replies with text.
-func (pg *playGen) turnLoops(first bool) {
+func (pg *realGen) turnLoops(first bool) {
 	budget := pg.between(pg.pers.TurnCalls[0], pg.pers.TurnCalls[1])
 	done := 0
 	if first {
@@ -357,20 +357,20 @@ func (pg *playGen) turnLoops(first bool) {
 		Reasoning: "That completes this step of the mission; report and wait for the next turn."})
 }
 
-func (pg *playGen) narration() string {
+func (pg *realGen) narration() string {
 	p := pg.p
 	opts := []string{
-		fmt.Sprintf("I'm at %s with %d/%d cargo and %d fuel. Next I'll %s.", pg.poiName(), p.used(), playCargoMax, p.fuel, pg.intent()),
+		fmt.Sprintf("I'm at %s with %d/%d cargo and %d fuel. Next I'll %s.", pg.poiName(), p.used(), realCargoMax, p.fuel, pg.intent()),
 		fmt.Sprintf("Status: %d credits, hull %d%%. Continuing with the plan: %s.", p.credits, p.hull, pg.intent()),
 		fmt.Sprintf("Market checked. %s", pg.intent()),
 	}
 	return opts[pg.r.IntN(len(opts))]
 }
 
-func (pg *playGen) summary() string {
+func (pg *realGen) summary() string {
 	p := pg.p
 	var b strings.Builder
-	fmt.Fprintf(&b, "Progress report: %d credits, %d/%d cargo, fuel %d, located at %s in %s.", p.credits, p.used(), playCargoMax,
+	fmt.Fprintf(&b, "Progress report: %d credits, %d/%d cargo, fuel %d, located at %s in %s.", p.credits, p.used(), realCargoMax,
 		p.fuel, pg.poiName(), pg.g.systems[p.sys].name)
 	if pg.chance(0.6) {
 		fmt.Fprintf(&b, " Visited %d systems so far. Next: %s.", len(p.visited), pg.intent())
@@ -381,31 +381,31 @@ func (pg *playGen) summary() string {
 	return b.String()
 }
 
-func (pg *playGen) intent() string {
+func (pg *realGen) intent() string {
 	switch pg.mission {
-	case playTrade:
+	case realTrade:
 		return "compare prices and haul the best-paying cargo"
-	case playExplore:
+	case realExplore:
 		return fmt.Sprintf("jump toward %s and survey it", pg.g.systems[pg.target].name)
 	}
-	if pg.p.used() >= playCargoMax-5 {
+	if pg.p.used() >= realCargoMax-5 {
 		return "return to the station and sell the ore"
 	}
 	return "keep mining at the belt until the hold is full"
 }
 
-func (pg *playGen) poiName() string {
+func (pg *realGen) poiName() string {
 	return pg.g.systems[pg.p.sys].pois[pg.p.poi].name
 }
 
 // loop stores one assistant message with calls and their results.
-func (pg *playGen) loop(calls []chat.ToolCall) {
+func (pg *realGen) loop(calls []chat.ToolCall) {
 	for k := range calls {
 		calls[k].ID = fmt.Sprintf("call_%s_%d_%d", pg.p.name, pg.seq+1, k)
 	}
 	content := ""
 	if pg.chance(pg.pers.TalkWithCalls) {
-		content = playTalk(calls[0].Name)
+		content = realTalk(calls[0].Name)
 	}
 	pg.reply(compose.Memory{Role: chat.RoleAssistant, Source: compose.SourceLLM, Content: content, ToolCalls: calls,
 		Reasoning: "Plan the next step from the latest state."})
@@ -418,7 +418,7 @@ func (pg *playGen) loop(calls []chat.ToolCall) {
 }
 
 // read picks a read-only call, weighted by the personality.
-func (pg *playGen) read() chat.ToolCall {
+func (pg *realGen) read() chat.ToolCall {
 	if pg.chance(pg.pers.StatusHabit) {
 		return chat.ToolCall{Name: "get_status", Arguments: "{}"}
 	}
@@ -452,14 +452,14 @@ func (pg *playGen) read() chat.ToolCall {
 			return chat.ToolCall{Name: "find_route", Arguments: fmt.Sprintf(`{"target_system":%q}`, pg.g.systems[pg.target].id)}
 		}},
 	}
-	if p.docked || pg.mission == playTrade {
+	if p.docked || pg.mission == realTrade {
 		ws = append(ws, w{14, func() chat.ToolCall {
 			if pg.chance(0.45) {
 				return chat.ToolCall{Name: "view_market", Arguments: "{}"}
 			}
-			it := playItems[pg.r.IntN(6)].id
-			if pg.mission == playTrade {
-				it = playItems[pg.r.IntN(len(playItems))].id
+			it := realItems[pg.r.IntN(6)].id
+			if pg.mission == realTrade {
+				it = realItems[pg.r.IntN(len(realItems))].id
 			}
 			return chat.ToolCall{Name: "view_market", Arguments: fmt.Sprintf(`{"item_id":%q}`, it)}
 		}})
@@ -479,7 +479,7 @@ func (pg *playGen) read() chat.ToolCall {
 }
 
 // next is the plan's next action for the current mission.
-func (pg *playGen) next() chat.ToolCall {
+func (pg *realGen) next() chat.ToolCall {
 	p := pg.p
 	s := &pg.g.systems[p.sys]
 	if pg.chance(pg.pers.MapRate * 2) { // next() makes about half the calls
@@ -495,28 +495,28 @@ func (pg *playGen) next() chat.ToolCall {
 	}
 	here := s.pois[p.poi]
 	switch {
-	case p.docked && p.used() > 0 && pg.mission != playExplore:
+	case p.docked && p.used() > 0 && pg.mission != realExplore:
 		item := pg.cargoItem()
 		return chat.ToolCall{Name: "sell", Arguments: fmt.Sprintf(`{"item_id":%q,"quantity":%d}`, item, p.cargo[item])}
 	case p.docked && p.fuel < 70:
 		return chat.ToolCall{Name: "refuel", Arguments: "{}"}
-	case p.docked && pg.mission == playTrade && p.credits > 300 && pg.chance(0.5):
-		it := playItems[pg.r.IntN(len(playItems))]
+	case p.docked && pg.mission == realTrade && p.credits > 300 && pg.chance(0.5):
+		it := realItems[pg.r.IntN(len(realItems))]
 		return chat.ToolCall{Name: "buy", Arguments: fmt.Sprintf(`{"item_id":%q,"quantity":%d}`, it.id, 1+pg.r.IntN(20))}
 	case p.docked:
 		return chat.ToolCall{Name: "undock", Arguments: "{}"}
-	case pg.mission == playExplore || (pg.mission == playTrade && pg.chance(0.3)):
+	case pg.mission == realExplore || (pg.mission == realTrade && pg.chance(0.3)):
 		if pg.chance(0.5) && len(s.links) > 0 {
 			return chat.ToolCall{Name: "jump", Arguments: fmt.Sprintf(`{"target_system":%q}`, pg.g.systems[s.links[pg.r.IntN(len(s.links))]].id)}
 		}
 		return chat.ToolCall{Name: "travel", Arguments: fmt.Sprintf(`{"target_poi":%q}`, s.pois[pg.r.IntN(len(s.pois))].id)}
-	case here.kind == "asteroid_belt" && p.used() < playCargoMax:
+	case here.kind == "asteroid_belt" && p.used() < realCargoMax:
 		return chat.ToolCall{Name: "mine", Arguments: "{}"}
 	case here.base:
 		return chat.ToolCall{Name: "dock", Arguments: "{}"}
-	case p.used() >= playCargoMax || here.kind != "asteroid_belt":
+	case p.used() >= realCargoMax || here.kind != "asteroid_belt":
 		target := s.pois[0].id
-		if p.used() < playCargoMax {
+		if p.used() < realCargoMax {
 			for _, q := range s.pois {
 				if q.kind == "asteroid_belt" {
 					target = q.id
@@ -529,7 +529,7 @@ func (pg *playGen) next() chat.ToolCall {
 	return chat.ToolCall{Name: "mine", Arguments: "{}"}
 }
 
-func (pg *playGen) cargoItem() string {
+func (pg *realGen) cargoItem() string {
 	keys := make([]string, 0, len(pg.p.cargo))
 	for k, q := range pg.p.cargo {
 		if q > 0 {
@@ -540,8 +540,8 @@ func (pg *playGen) cargoItem() string {
 	return keys[pg.r.IntN(len(keys))]
 }
 
-func (pg *playGen) price(item string) int {
-	for _, it := range playItems {
+func (pg *realGen) price(item string) int {
+	for _, it := range realItems {
 		if it.id == item {
 			return max(1, it.guide+pg.p.prices[item]+pg.r.IntN(3)-1)
 		}
@@ -549,7 +549,7 @@ func (pg *playGen) price(item string) int {
 	return 5
 }
 
-func playJSON(v any) string {
+func realJSON(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic(err) // only the generator's own literal types are marshalled
@@ -557,13 +557,13 @@ func playJSON(v any) string {
 	return string(b)
 }
 
-type playObj = map[string]any
+type realObj = map[string]any
 
-// playError is a SpaceMolt error as the MCP client stores it.
-func playError(code, msg string) string { return "Error: " + code + ": " + msg }
+// realError is a SpaceMolt error as the MCP client stores it.
+func realError(code, msg string) string { return "Error: " + code + ": " + msg }
 
 // result plays call c against the simulated state and returns its result body.
-func (pg *playGen) result(c chat.ToolCall) string {
+func (pg *realGen) result(c chat.ToolCall) string {
 	p := pg.p
 	s := &pg.g.systems[p.sys]
 	var args map[string]any
@@ -571,7 +571,7 @@ func (pg *playGen) result(c chat.ToolCall) string {
 	str := func(k string) string { v, _ := args[k].(string); return v }
 	if pg.chance(0.003) && c.Name != "login" && c.Name != "register" {
 		pg.relogin = true
-		return playError("session_invalid", "your session has expired; log in again")
+		return realError("session_invalid", "your session has expired; log in again")
 	}
 	mutation := !slices.Contains([]string{"get_status", "get_ship", "get_cargo", "get_system", "get_poi", "get_nearby",
 		"get_map", "find_route", "view_market", "catalog", "get_notifications", "help", "captains_log_list",
@@ -579,30 +579,30 @@ func (pg *playGen) result(c chat.ToolCall) string {
 	if mutation && pg.chance(0.05) {
 		switch pg.r.IntN(3) {
 		case 0:
-			return playError("action_pending", "an action is already queued for this tick")
+			return realError("action_pending", "an action is already queued for this tick")
 		case 1:
 			return "Error: in_transit"
 		default:
-			return playError("rate_limited", fmt.Sprintf("too many requests, retry_after %d", 2+pg.r.IntN(8)))
+			return realError("rate_limited", fmt.Sprintf("too many requests, retry_after %d", 2+pg.r.IntN(8)))
 		}
 	}
 	switch c.Name {
 	case "login", "register":
 		p.sessionID = fmt.Sprintf("%08x-%04x-%04x", pg.r.Uint32(), pg.r.IntN(1<<16), pg.r.IntN(1<<16))
-		res := playObj{"player": pg.playerView(), "ship": pg.shipView(), "system": s.id, "poi": s.pois[p.poi].id,
+		res := realObj{"player": pg.playerView(), "ship": pg.shipView(), "system": s.id, "poi": s.pois[p.poi].id,
 			"session_id": p.sessionID, "message": "Welcome back, captain."}
 		if c.Name == "register" {
 			res["password"] = fmt.Sprintf("%016x%016x%016x%016x", pg.r.Uint64(), pg.r.Uint64(), pg.r.Uint64(), pg.r.Uint64())
 			res["player_id"] = "pl_" + p.sessionID[:8]
 			res["message"] = "Registered. Save your password: it is shown only once."
 		}
-		return playJSON(res)
+		return realJSON(res)
 	case "get_status":
-		return playJSON(playObj{"player": pg.playerView(), "ship": pg.shipView(), "modules": pg.modules(), "current_tick": p.tick})
+		return realJSON(realObj{"player": pg.playerView(), "ship": pg.shipView(), "modules": pg.modules(), "current_tick": p.tick})
 	case "get_ship":
-		return playJSON(playObj{"ship": pg.shipView(), "modules": pg.modules()})
+		return realJSON(realObj{"ship": pg.shipView(), "modules": pg.modules()})
 	case "get_cargo":
-		items := []playObj{}
+		items := []realObj{}
 		keys := make([]string, 0, len(p.cargo))
 		for k := range p.cargo {
 			keys = append(keys, k)
@@ -610,78 +610,78 @@ func (pg *playGen) result(c chat.ToolCall) string {
 		slices.Sort(keys)
 		for _, k := range keys {
 			if p.cargo[k] > 0 {
-				items = append(items, playObj{"item_id": k, "name": playItemName(k), "quantity": p.cargo[k]})
+				items = append(items, realObj{"item_id": k, "name": realItemName(k), "quantity": p.cargo[k]})
 			}
 		}
-		return playJSON(playObj{"cargo": items, "used": p.used(), "capacity": playCargoMax, "available": playCargoMax - p.used()})
+		return realJSON(realObj{"cargo": items, "used": p.used(), "capacity": realCargoMax, "available": realCargoMax - p.used()})
 	case "get_system":
-		return playJSON(playObj{"system": pg.systemView(p.sys, true), "in_transit": false})
+		return realJSON(realObj{"system": pg.systemView(p.sys, true), "in_transit": false})
 	case "get_poi":
 		q := s.pois[p.poi]
-		res := playObj{"poi": playObj{"id": q.id, "system_id": s.id, "type": q.kind, "name": q.name,
-			"description": "A " + strings.ReplaceAll(q.kind, "_", " ") + " in the " + s.name + " system.", "position": playObj{"x": q.x, "y": q.y}}}
+		res := realObj{"poi": realObj{"id": q.id, "system_id": s.id, "type": q.kind, "name": q.name,
+			"description": "A " + strings.ReplaceAll(q.kind, "_", " ") + " in the " + s.name + " system.", "position": realObj{"x": q.x, "y": q.y}}}
 		if q.kind == "asteroid_belt" {
-			res["resources"] = []playObj{{"resource_id": "iron_ore", "name": "Iron Ore", "richness": 3 + pg.r.IntN(5), "remaining": 200 + pg.r.IntN(5000)},
+			res["resources"] = []realObj{{"resource_id": "iron_ore", "name": "Iron Ore", "richness": 3 + pg.r.IntN(5), "remaining": 200 + pg.r.IntN(5000)},
 				{"resource_id": "copper_ore", "name": "Copper Ore", "richness": 1 + pg.r.IntN(4), "remaining": 100 + pg.r.IntN(3000)}}
 		}
 		if q.base {
-			res["base"] = playObj{"id": q.id + "_base", "name": q.name + " Base", "services": []string{"market", "fuel", "repair"}, "fuel_price": 2}
+			res["base"] = realObj{"id": q.id + "_base", "name": q.name + " Base", "services": []string{"market", "fuel", "repair"}, "fuel_price": 2}
 			res["services"] = []string{"market", "fuel", "repair"}
 		}
-		return playJSON(res)
+		return realJSON(res)
 	case "get_nearby":
-		ps := []playObj{}
+		ps := []realObj{}
 		for i := range pg.r.IntN(6) {
-			ps = append(ps, playObj{"player_id": fmt.Sprintf("pl_%06x", pg.r.IntN(1<<24)), "username": fmt.Sprintf("pilot_%d", i*37+pg.r.IntN(30)),
+			ps = append(ps, realObj{"player_id": fmt.Sprintf("pl_%06x", pg.r.IntN(1<<24)), "username": fmt.Sprintf("pilot_%d", i*37+pg.r.IntN(30)),
 				"empire": "nebula", "ship_class": "theoria", "docked": pg.chance(0.5)})
 		}
-		return playJSON(playObj{"poi_id": s.pois[p.poi].id, "players": ps, "pirates": []any{}, "count": len(ps)})
+		return realJSON(realObj{"poi_id": s.pois[p.poi].id, "players": ps, "pirates": []any{}, "count": len(ps)})
 	case "get_map":
 		// The galaxy map is the one huge result: 50–200 KB.
-		var systems []playObj
+		var systems []realObj
 		for i := range pg.g.systems {
 			v := pg.systemView(i, false)
 			v["has_station"] = true
 			v["visited"] = p.visited[i]
 			systems = append(systems, v)
 		}
-		return playJSON(playObj{"systems": systems, "count": len(systems), "current_system": s.id})
+		return realJSON(realObj{"systems": systems, "count": len(systems), "current_system": s.id})
 	case "find_route":
 		n := 1 + pg.r.IntN(7)
-		var route []playObj
+		var route []realObj
 		for i := range n {
 			t := pg.g.systems[(pg.target+i*7)%len(pg.g.systems)]
-			route = append(route, playObj{"system_id": t.id, "name": t.name, "jumps": i + 1})
+			route = append(route, realObj{"system_id": t.id, "name": t.name, "jumps": i + 1})
 		}
-		return playJSON(playObj{"found": true, "route": route, "total_jumps": n, "estimated_fuel": n * 6, "fuel": p.fuel})
+		return realJSON(realObj{"found": true, "route": route, "total_jumps": n, "estimated_fuel": n * 6, "fuel": p.fuel})
 	case "view_market":
-		if !p.docked && pg.mission != playTrade {
-			return playError("not_docked", "dock at a base to view its market")
+		if !p.docked && pg.mission != realTrade {
+			return realError("not_docked", "dock at a base to view its market")
 		}
 		item := str("item_id")
-		var items []playObj
-		for _, it := range playItems {
+		var items []realObj
+		for _, it := range realItems {
 			if item != "" && it.id != item {
 				continue
 			}
 			pr := pg.price(it.id)
-			line := playObj{"item_id": it.id, "name": it.name, "guide_price": it.guide, "best_buy": pr, "buy_volume": 50 + pg.r.IntN(900),
+			line := realObj{"item_id": it.id, "name": it.name, "guide_price": it.guide, "best_buy": pr, "buy_volume": 50 + pg.r.IntN(900),
 				"best_sell": pr + 1 + pr/5, "sell_volume": pg.r.IntN(400)}
 			if item != "" {
-				var buys, sells []playObj
+				var buys, sells []realObj
 				for k := range 6 + pg.r.IntN(6) {
-					buys = append(buys, playObj{"price": max(1, pr-k), "quantity": 10 + pg.r.IntN(200)})
-					sells = append(sells, playObj{"price": pr + 1 + pr/5 + k, "quantity": 10 + pg.r.IntN(200)})
+					buys = append(buys, realObj{"price": max(1, pr-k), "quantity": 10 + pg.r.IntN(200)})
+					sells = append(sells, realObj{"price": pr + 1 + pr/5 + k, "quantity": 10 + pg.r.IntN(200)})
 				}
 				line["buy_orders"], line["sell_orders"] = buys, sells
 			}
 			items = append(items, line)
 		}
-		return playJSON(playObj{"base_id": s.pois[0].id + "_base", "items": items})
+		return realJSON(realObj{"base_id": s.pois[0].id + "_base", "items": items})
 	case "catalog":
 		t := str("type")
-		var items []playObj
-		for i, it := range playItems {
+		var items []realObj
+		for i, it := range realItems {
 			kind := "component"
 			switch {
 			case strings.HasSuffix(it.id, "_ore") || it.id == "water_ice":
@@ -692,48 +692,48 @@ func (pg *playGen) result(c chat.ToolCall) string {
 			if t != "" && kind != t {
 				continue
 			}
-			items = append(items, playObj{"item_id": it.id, "name": it.name, "type": kind, "guide_price": it.guide, "volume": 1 + i%4,
+			items = append(items, realObj{"item_id": it.id, "name": it.name, "type": kind, "guide_price": it.guide, "volume": 1 + i%4,
 				"description": fmt.Sprintf("%s: traded at most stations; refined from raw materials or mined in belts of %s-rich systems.", it.name, strings.Split(it.id, "_")[0])})
 		}
-		return playJSON(playObj{"items": items, "count": len(items)})
+		return realJSON(realObj{"items": items, "count": len(items)})
 	case "get_notifications":
-		var ns []playObj
+		var ns []realObj
 		for i := range pg.r.IntN(12) {
 			kinds := []string{"chat", "market", "system", "trade"}
-			ns = append(ns, playObj{"id": fmt.Sprintf("n_%d", p.tick*10+int64(i)), "type": kinds[pg.r.IntN(4)], "msg_type": "info",
+			ns = append(ns, realObj{"id": fmt.Sprintf("n_%d", p.tick*10+int64(i)), "type": kinds[pg.r.IntN(4)], "msg_type": "info",
 				"timestamp": fmt.Sprintf("2026-11-23T%02d:%02d:%02dZ", pg.r.IntN(24), pg.r.IntN(60), pg.r.IntN(60)),
-				"data":      playObj{"from": fmt.Sprintf("pilot_%d", pg.r.IntN(300)), "content": "Selling copper at " + pg.g.systems[pg.r.IntN(len(pg.g.systems))].name + ", anyone buying?"}})
+				"data":      realObj{"from": fmt.Sprintf("pilot_%d", pg.r.IntN(300)), "content": "Selling copper at " + pg.g.systems[pg.r.IntN(len(pg.g.systems))].name + ", anyone buying?"}})
 		}
 		if len(ns) == 0 {
-			return playJSON(playObj{"notifications": []any{}, "count": 0, "remaining": 0, "current_tick": p.tick})
+			return realJSON(realObj{"notifications": []any{}, "count": 0, "remaining": 0, "current_tick": p.tick})
 		}
-		return playJSON(playObj{"notifications": ns, "count": len(ns), "remaining": pg.r.IntN(5), "current_tick": p.tick})
+		return realJSON(realObj{"notifications": ns, "count": len(ns), "remaining": pg.r.IntN(5), "current_tick": p.tick})
 	case "help":
-		return playJSON(playObj{"topic": str("topic"), "text": strings.Repeat("Mining: travel to an asteroid belt and call mine once per tick; each call yields ore by your mining power and the deposit's richness. Deposits deplete and refill slowly. Sell at a station market: sell fills against buy orders, best price first. ", 3+pg.r.IntN(5))})
+		return realJSON(realObj{"topic": str("topic"), "text": strings.Repeat("Mining: travel to an asteroid belt and call mine once per tick; each call yields ore by your mining power and the deposit's richness. Deposits deplete and refill slowly. Sell at a station market: sell fills against buy orders, best price first. ", 3+pg.r.IntN(5))})
 	case "captains_log_list":
 		if p.logCount == 0 {
-			return playJSON(playObj{"entry": nil, "index": 0, "total_count": 0})
+			return realJSON(realObj{"entry": nil, "index": 0, "total_count": 0})
 		}
-		return playJSON(playObj{"entry": fmt.Sprintf("Tick %d: plan is to %s.", p.tick-int64(pg.r.IntN(500)), pg.intent()), "index": 0, "total_count": p.logCount})
+		return realJSON(realObj{"entry": fmt.Sprintf("Tick %d: plan is to %s.", p.tick-int64(pg.r.IntN(500)), pg.intent()), "index": 0, "total_count": p.logCount})
 	case "captains_log_add":
 		p.logCount = min(p.logCount+1, 20)
-		return playJSON(playObj{"index": 0, "total_count": p.logCount, "message": "Log entry added."})
+		return realJSON(realObj{"index": 0, "total_count": p.logCount, "message": "Log entry added."})
 	case "chat":
-		return playJSON(playObj{"sent_at": fmt.Sprintf("tick %d", p.tick), "channel": "faction", "recipients": pg.r.IntN(12)})
+		return realJSON(realObj{"sent_at": fmt.Sprintf("tick %d", p.tick), "channel": "faction", "recipients": pg.r.IntN(12)})
 	case "zoea_search_messages":
-		var hits []playObj
+		var hits []realObj
 		for i := range pg.r.IntN(8) {
-			hits = append(hits, playObj{"memory_id": pg.id - int64(10+pg.r.IntN(2000)), "role": "tool", "tool_name": "view_market",
+			hits = append(hits, realObj{"memory_id": pg.id - int64(10+pg.r.IntN(2000)), "role": "tool", "tool_name": "view_market",
 				"snippet": fmt.Sprintf("…\"item_id\":\"iron_ore\",\"best_buy\":%d,\"buy_volume\":%d… (%d)", pg.price("iron_ore"), pg.r.IntN(900), i)})
 		}
-		return playJSON(playObj{"results": hits, "count": len(hits)})
+		return realJSON(realObj{"results": hits, "count": len(hits)})
 	case "undock":
 		p.docked = false
-		return playJSON(playObj{"ok": true, "poi_id": s.pois[p.poi].id, "message": "Undocked."})
+		return realJSON(realObj{"ok": true, "poi_id": s.pois[p.poi].id, "message": "Undocked."})
 	case "dock":
 		p.docked = true
 		q := s.pois[p.poi]
-		return playJSON(playObj{"base": playObj{"id": q.id + "_base", "name": q.name + " Base", "services": []string{"market", "fuel", "repair"}, "fuel_price": 2},
+		return realJSON(realObj{"base": realObj{"id": q.id + "_base", "name": q.name + " Base", "services": []string{"market", "fuel", "repair"}, "fuel_price": 2},
 			"poi_id": q.id, "message": "Docked at " + q.name + "."})
 	case "travel":
 		target := str("target_poi")
@@ -741,11 +741,11 @@ func (pg *playGen) result(c chat.ToolCall) string {
 			if q.id == target {
 				used := max(1, pg.r.IntN(6))
 				p.poi, p.docked, p.fuel = i, false, max(0, p.fuel-used)
-				return playJSON(playObj{"poi": q.name, "poi_id": q.id, "system_id": s.id, "fuel_used": used, "fuel": p.fuel,
+				return realJSON(realObj{"poi": q.name, "poi_id": q.id, "system_id": s.id, "fuel_used": used, "fuel": p.fuel,
 					"ticks": 1 + pg.r.IntN(4), "message": "Arrived at " + q.name + "."})
 			}
 		}
-		return playError("invalid_poi", "no POI "+target+" in this system")
+		return realError("invalid_poi", "no POI "+target+" in this system")
 	case "jump":
 		target := str("target_system")
 		for _, l := range s.links {
@@ -757,69 +757,69 @@ func (pg *playGen) result(c chat.ToolCall) string {
 				if l == pg.target || pg.chance(0.1) {
 					pg.target = pg.r.IntN(len(pg.g.systems))
 				}
-				return playJSON(playObj{"from_system": s.id, "system_id": t.id, "system_name": t.name, "poi_id": t.pois[0].id,
+				return realJSON(realObj{"from_system": s.id, "system_id": t.id, "system_name": t.name, "poi_id": t.pois[0].id,
 					"fuel_used": used, "fuel": p.fuel, "ticks": 6, "message": "Jumped to " + t.name + "."})
 			}
 		}
-		return playError("not_connected", target+" is not adjacent to "+s.id)
+		return realError("not_connected", target+" is not adjacent to "+s.id)
 	case "mine":
 		if s.pois[p.poi].kind != "asteroid_belt" {
-			return playError("invalid_poi", "nothing to mine here")
+			return realError("invalid_poi", "nothing to mine here")
 		}
-		if p.used() >= playCargoMax {
-			return playError("cargo_full", "your hold is full")
+		if p.used() >= realCargoMax {
+			return realError("cargo_full", "your hold is full")
 		}
 		ore := "iron_ore"
 		if pg.chance(0.3) {
 			ore = "copper_ore"
 		}
-		q := min(playCargoMax-p.used(), 3+pg.r.IntN(5))
+		q := min(realCargoMax-p.used(), 3+pg.r.IntN(5))
 		p.cargo[ore] += q
-		return playJSON(playObj{"kind": "yield", "resource_id": ore, "name": playOres[ore], "quantity": q, "remaining": 100 + pg.r.IntN(4000),
-			"cargo_used": p.used(), "cargo_max": playCargoMax, "message": fmt.Sprintf("Mined %d %s.", q, playOres[ore])})
+		return realJSON(realObj{"kind": "yield", "resource_id": ore, "name": realOres[ore], "quantity": q, "remaining": 100 + pg.r.IntN(4000),
+			"cargo_used": p.used(), "cargo_max": realCargoMax, "message": fmt.Sprintf("Mined %d %s.", q, realOres[ore])})
 	case "sell":
 		item := str("item_id")
-		q := min(p.cargo[item], int(playArgInt(args, "quantity")))
+		q := min(p.cargo[item], int(realArgInt(args, "quantity")))
 		if q <= 0 {
-			return playError("no_cargo", "you have no "+item)
+			return realError("no_cargo", "you have no "+item)
 		}
 		pr := pg.price(item)
 		p.cargo[item] -= q
 		p.credits += q * pr
 		pg.p.prices[item] -= pg.r.IntN(2)
-		return playJSON(playObj{"item_id": item, "quantity_requested": q, "quantity_sold": q, "total_earned": q * pr,
-			"fills": []playObj{{"quantity": q, "price_each": pr}}, "credits": p.credits, "message": fmt.Sprintf("Sold %d %s.", q, playItemName(item))})
+		return realJSON(realObj{"item_id": item, "quantity_requested": q, "quantity_sold": q, "total_earned": q * pr,
+			"fills": []realObj{{"quantity": q, "price_each": pr}}, "credits": p.credits, "message": fmt.Sprintf("Sold %d %s.", q, realItemName(item))})
 	case "buy":
 		item := str("item_id")
-		q := int(playArgInt(args, "quantity"))
+		q := int(realArgInt(args, "quantity"))
 		pr := pg.price(item) + 2
 		if q*pr > p.credits {
-			return playError("no_credits", fmt.Sprintf("need %d credits, have %d", q*pr, p.credits))
+			return realError("no_credits", fmt.Sprintf("need %d credits, have %d", q*pr, p.credits))
 		}
-		if p.used()+q > playCargoMax {
-			return playError("no_cargo_space", "not enough cargo space")
+		if p.used()+q > realCargoMax {
+			return realError("no_cargo_space", "not enough cargo space")
 		}
 		p.credits -= q * pr
 		p.cargo[item] += q
-		return playJSON(playObj{"item_id": item, "quantity": q, "total_cost": q * pr, "fills": []playObj{{"quantity": q, "price_each": pr}},
-			"credits": p.credits, "message": fmt.Sprintf("Bought %d %s.", q, playItemName(item))})
+		return realJSON(realObj{"item_id": item, "quantity": q, "total_cost": q * pr, "fills": []realObj{{"quantity": q, "price_each": pr}},
+			"credits": p.credits, "message": fmt.Sprintf("Bought %d %s.", q, realItemName(item))})
 	case "refuel":
 		add := 100 - p.fuel
 		cost := min(add*2, p.credits)
 		p.fuel += cost / 2
 		p.credits -= cost
-		return playJSON(playObj{"fuel": p.fuel, "fuel_max": 100, "fuel_added": cost / 2, "cost": cost, "credits": p.credits, "message": "Refuelled."})
+		return realJSON(realObj{"fuel": p.fuel, "fuel_max": 100, "fuel_added": cost / 2, "cost": cost, "credits": p.credits, "message": "Refuelled."})
 	}
-	return playError("unknown_tool", c.Name)
+	return realError("unknown_tool", c.Name)
 }
 
 // loginArgs are the account's credentials, the same on every login of the session.
-func (pg *playGen) loginArgs() string {
+func (pg *realGen) loginArgs() string {
 	return fmt.Sprintf(`{"username":%q,"password":"%016x"}`, pg.p.name, pg.p.password)
 }
 
-// playTalk is a sentence a model writes next to its calls, matching the first call.
-func playTalk(name string) string {
+// realTalk is a sentence a model writes next to its calls, matching the first call.
+func realTalk(name string) string {
 	switch name {
 	case "get_status", "get_ship", "get_cargo":
 		return "Let me check my status first."
@@ -837,13 +837,13 @@ func playTalk(name string) string {
 	return "Next step."
 }
 
-func playArgInt(args map[string]any, k string) float64 {
+func realArgInt(args map[string]any, k string) float64 {
 	v, _ := args[k].(float64)
 	return v
 }
 
-func playItemName(id string) string {
-	for _, it := range playItems {
+func realItemName(id string) string {
+	for _, it := range realItems {
 		if it.id == id {
 			return it.name
 		}
@@ -851,7 +851,7 @@ func playItemName(id string) string {
 	return id
 }
 
-func (pg *playGen) playerView() playObj {
+func (pg *realGen) playerView() realObj {
 	p := pg.p
 	s := pg.g.systems[p.sys]
 	q := s.pois[p.poi]
@@ -859,47 +859,47 @@ func (pg *playGen) playerView() playObj {
 	if p.docked {
 		docked = q.id + "_base"
 	}
-	return playObj{"id": "pl_" + p.name, "username": p.name, "empire": "solarian", "credits": p.credits, "system_id": s.id,
+	return realObj{"id": "pl_" + p.name, "username": p.name, "empire": "solarian", "credits": p.credits, "system_id": s.id,
 		"system_name": s.name, "poi_id": q.id, "poi_name": q.name, "docked_at": docked, "in_transit": false}
 }
 
-func (pg *playGen) shipView() playObj {
+func (pg *realGen) shipView() realObj {
 	p := pg.p
-	return playObj{"id": "sh_" + p.name, "class": "theoria", "name": p.name + "'s Theoria", "hull": p.hull, "hull_max": 100,
-		"shield": p.shield, "shield_max": 55, "fuel": p.fuel, "fuel_max": 100, "cargo_used": p.used(), "cargo_max": playCargoMax,
+	return realObj{"id": "sh_" + p.name, "class": "theoria", "name": p.name + "'s Theoria", "hull": p.hull, "hull_max": 100,
+		"shield": p.shield, "shield_max": 55, "fuel": p.fuel, "fuel_max": 100, "cargo_used": p.used(), "cargo_max": realCargoMax,
 		"speed": 1, "mining_power": 5}
 }
 
-func (pg *playGen) modules() []playObj {
-	return []playObj{
-		{"id": "mod_1", "name": "Basic Mining Laser", "type": "mining", "stats": playObj{"mining_power": 5, "power_draw": 3}},
-		{"id": "mod_2", "name": "Cargo Pod Mk I", "type": "cargo", "stats": playObj{"capacity": 40}},
-		{"id": "mod_3", "name": "Light Shield Emitter", "type": "shield", "stats": playObj{"shield": 55, "recharge": 2}},
-		{"id": "mod_4", "name": "Ion Thruster", "type": "engine", "stats": playObj{"speed": 1, "fuel_efficiency": 7}},
+func (pg *realGen) modules() []realObj {
+	return []realObj{
+		{"id": "mod_1", "name": "Basic Mining Laser", "type": "mining", "stats": realObj{"mining_power": 5, "power_draw": 3}},
+		{"id": "mod_2", "name": "Cargo Pod Mk I", "type": "cargo", "stats": realObj{"capacity": 40}},
+		{"id": "mod_3", "name": "Light Shield Emitter", "type": "shield", "stats": realObj{"shield": 55, "recharge": 2}},
+		{"id": "mod_4", "name": "Ion Thruster", "type": "engine", "stats": realObj{"speed": 1, "fuel_efficiency": 7}},
 	}
 }
 
-func (pg *playGen) systemView(i int, detail bool) playObj {
+func (pg *realGen) systemView(i int, detail bool) realObj {
 	s := pg.g.systems[i]
-	var conns []playObj
+	var conns []realObj
 	for _, l := range s.links {
 		t := pg.g.systems[l]
-		d := int(playAbs(t.x-s.x) + playAbs(t.y-s.y))
-		conns = append(conns, playObj{"system_id": t.id, "name": t.name, "distance": d})
+		d := int(realAbs(t.x-s.x) + realAbs(t.y-s.y))
+		conns = append(conns, realObj{"system_id": t.id, "name": t.name, "distance": d})
 	}
-	var pois []playObj
+	var pois []realObj
 	for _, q := range s.pois {
-		b := playObj{"id": q.id, "name": q.name, "type": q.kind, "has_base": q.base}
+		b := realObj{"id": q.id, "name": q.name, "type": q.kind, "has_base": q.base}
 		if detail {
-			b["distance"] = int(playAbs(q.x-s.pois[pg.p.poi].x) + playAbs(q.y-s.pois[pg.p.poi].y))
+			b["distance"] = int(realAbs(q.x-s.pois[pg.p.poi].x) + realAbs(q.y-s.pois[pg.p.poi].y))
 		}
 		pois = append(pois, b)
 	}
-	return playObj{"id": s.id, "name": s.name, "empire": s.empire, "security_status": s.security, "position": playObj{"x": s.x, "y": s.y},
+	return realObj{"id": s.id, "name": s.name, "empire": s.empire, "security_status": s.security, "position": realObj{"x": s.x, "y": s.y},
 		"connections": conns, "pois": pois}
 }
 
-func playAbs(f float64) float64 {
+func realAbs(f float64) float64 {
 	if f < 0 {
 		return -f
 	}

@@ -12,28 +12,28 @@ import (
 	"github.com/zoeaswarm/zoea/services/composer/internal/histgen"
 )
 
-func TestPlayIsDeterministic(t *testing.T) {
+func TestRealPlayIsDeterministic(t *testing.T) {
 	p := histgen.Personalities()[1]
-	a, b := histgen.Play(7, 300, p), histgen.Play(7, 300, p)
+	a, b := histgen.RealPlay(7, 300, p), histgen.RealPlay(7, 300, p)
 	if !reflect.DeepEqual(a, b) {
 		t.Fatal("two sessions from the same seed differ")
 	}
-	if c := histgen.Play(8, 300, p); reflect.DeepEqual(a.Rows, c.Rows) {
+	if c := histgen.RealPlay(8, 300, p); reflect.DeepEqual(a.Rows, c.Rows) {
 		t.Fatal("sessions from different seeds are identical")
 	}
 }
 
-// TestPlayShape checks the properties the benchmark relies on, over every personality: a commander mission first,
+// TestRealPlayShape checks the properties the benchmark relies on, over every personality: a commander mission first,
 // login or register as the first call, at least the asked number of calls, requests exactly at the assistant rows,
 // every call answered right after its message, result sizes from tiny to 50–200 KB maps, repeated reads with the
 // same and with other arguments, missions changing, and turns of 20–50 calls for the personalities without text
 // replies between loops.
-func TestPlayShape(t *testing.T) {
+func TestRealPlayShape(t *testing.T) {
 	var sizes []int
 	var maps, parallel, textBetween, missions, withArgs, sameArgs int
 	for i, pers := range histgen.Personalities() {
 		for seed := range uint64(3) {
-			s := histgen.Play(seed*31+uint64(i), 320, pers)
+			s := histgen.RealPlay(seed*31+uint64(i), 320, pers)
 			if s.Calls < 320 {
 				t.Fatalf("%s: %d calls, want ≥ 320", pers.Name, s.Calls)
 			}
@@ -113,9 +113,9 @@ func TestPlayShape(t *testing.T) {
 	}
 }
 
-func TestPlayTurnLengths(t *testing.T) {
+func TestRealPlayTurnLengths(t *testing.T) {
 	grinder := histgen.Personalities()[0]
-	s := histgen.Play(3, 400, grinder)
+	s := histgen.RealPlay(3, 400, grinder)
 	calls := 0
 	var lengths []int
 	for _, r := range s.Rows {
