@@ -148,6 +148,38 @@ func Coverage(rows []compose.Memory, msgs []chat.Message) (cases, covered int) {
 	return coverageSince(rows, start, msgs)
 }
 
+// StateRows returns the row indexes of Coverage's cases: the newest result of each tool called since the newest
+// commander prompt.
+func StateRows(rows []compose.Memory) []int {
+	start := -1
+	for i := len(rows) - 1; i >= 0; i-- {
+		if IsCommanderPrompt(rows[i]) {
+			start = i
+			break
+		}
+	}
+	if start < 0 {
+		return nil
+	}
+	newest := newestByTool(rows, start)
+	out := make([]int, 0, len(newest))
+	for _, i := range newest {
+		out = append(out, i)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func newestByTool(rows []compose.Memory, start int) map[string]int {
+	newest := map[string]int{} // tool name → row index of its newest result
+	for i := start + 1; i < len(rows); i++ {
+		if rows[i].Role == chat.RoleTool && rows[i].ToolName != "" {
+			newest[rows[i].ToolName] = i
+		}
+	}
+	return newest
+}
+
 // TurnCoverage is Coverage over the current turn only (since the newest prompt of any kind, nudges included): the
 // issue's "inside the runner's own turns" figure, a calibration point against recorded play.
 func TurnCoverage(rows []compose.Memory, msgs []chat.Message) (cases, covered int) {
@@ -166,12 +198,7 @@ func coverageSince(rows []compose.Memory, start int, msgs []chat.Message) (cases
 	if start < 0 {
 		return 0, 0
 	}
-	newest := map[string]int{} // tool name → row index of its newest result
-	for i := start + 1; i < len(rows); i++ {
-		if rows[i].Role == chat.RoleTool && rows[i].ToolName != "" {
-			newest[rows[i].ToolName] = i
-		}
-	}
+	newest := newestByTool(rows, start)
 	if len(newest) == 0 {
 		return 0, 0
 	}

@@ -2,6 +2,7 @@ package replaybench
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/zoeaswarm/zoea/libs/chat"
@@ -133,6 +134,9 @@ func TestCoverage(t *testing.T) {
 	other := append(rows[:len(rows):len(rows)], compose.Memory{ID: 9, Seq: 9, Role: chat.RoleUser, Source: compose.SourceBroadcast, SenderID: "mysis-2", Content: "hi"})
 	if n, _ := Coverage(other, nil); n != 3 {
 		t.Errorf("after a swarm broadcast: %d cases, want 3", n)
+	}
+	if got := StateRows(rows); !slices.Equal(got, []int{4, 6, 7}) {
+		t.Errorf("state rows %v, want [4 6 7] (view_market, newest get_status, mine)", got)
 	}
 	// Inside the current turn (since the nudge at row 6) only get_status and mine count.
 	if n, k := TurnCoverage(rows, []chat.Message{tool("c1", "status-old"), tool("c4", "mined")}); n != 2 || k != 1 {

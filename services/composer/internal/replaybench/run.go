@@ -84,7 +84,10 @@ type Result struct {
 	Calls      int
 	ToolTokens int
 	Budget     int
-	Stats      []Stats
+	// StateCases are the coverage cases (the same for every system); Oversize of them are results above the default
+	// result cap (compose.DefaultPolicy().ToolResultCap tokens), which no budgeted system can send in full.
+	StateCases, Oversize int
+	Stats                []Stats
 	// ByPersonality holds the same stats per personality, in histgen.Personalities order.
 	ByPersonality []PersonalityStats
 }
@@ -137,6 +140,11 @@ func Run(o Options) (Result, error) {
 				res.Calls += s.Calls
 				mu.Unlock()
 				mtok := tok.NewCounter() // per session, so its memo stays bounded
+				cases, over := stateCases(s, mtok, compose.DefaultPolicy().ToolResultCap)
+				mu.Lock()
+				res.StateCases += cases
+				res.Oversize += over
+				mu.Unlock()
 				for _, sys := range Systems(tok, tools, o.Budget) {
 					if !keep(sys.Name) {
 						continue
@@ -175,6 +183,19 @@ func Run(o Options) (Result, error) {
 		sum(&bp.Stats, ss)
 	}
 	return res, nil
+}
+
+// stateCases counts a session's coverage cases and those whose result has more than capTokens tokens.
+func stateCases(s histgen.RealSession, tok Counter, capTokens int) (cases, over int) {
+	for _, at := range s.Requests {
+		for _, i := range StateRows(s.Rows[:at]) {
+			cases++
+			if tok.Count(s.Rows[i].Content) > capTokens {
+				over++
+			}
+		}
+	}
+	return cases, over
 }
 
 func (s *Stats) add(o Stats) {
@@ -299,8 +320,10 @@ func (r Result) Table(w io.Writer) {
 		}
 		return fmt.Sprintf("%+.0f%%", 100*(x-base)/base)
 	}
-	fmt.Fprintf(w, "%d sessions, %d tool calls, %d rows, %d requests; tool definitions %d tokens; budget %d tokens with tools\n\n",
-		r.Sessions, r.Calls, r.Rows, r.Requests, r.ToolTokens, r.Budget)
+	fmt.Fprintf(w, "%d sessions, %d tool calls, %d rows, %d requests; tool definitions %d tokens; budget %d tokens with tools; "+
+		"%d state-coverage cases, %d (%.1f%%) of them results above the %d-token result cap\n\n",
+		r.Sessions, r.Calls, r.Rows, r.Requests, r.ToolTokens, r.Budget, r.StateCases, r.Oversize, pct(r.Oversize, r.StateCases),
+		compose.DefaultPolicy().ToolResultCap)
 	fmt.Fprintln(w, "| system | mean history tok | max history tok | invalid OpenAI | invalid Anthropic | state coverage | in-turn coverage | mission present | prefix cached | billed (a) / req | (a) vs v1 | billed (b) / req | (b) vs v1 | over budget | refused | compose µs/req |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, s := range r.Stats {

@@ -178,6 +178,9 @@ func TestReplayInvariants(t *testing.T) {
 	by := map[string]Stats{}
 	for _, s := range res.Stats {
 		by[s.System] = s
+		if s.CovCases != res.StateCases {
+			t.Errorf("%s has %d coverage cases, want %d", s.System, s.CovCases, res.StateCases)
+		}
 		if s.Requests != res.Requests {
 			t.Errorf("%s composed %d requests of %d", s.System, s.Requests, res.Requests)
 		}
