@@ -63,6 +63,8 @@ func run(_ context.Context, args []string) error {
 		return err
 	}
 	res.Table(os.Stdout)
+	fmt.Println()
+	res.Targets(os.Stdout)
 	if *byPers {
 		fmt.Println("\nPer personality: state coverage · mean history tokens · billed (a) per request")
 		fmt.Println()

@@ -3,6 +3,7 @@ package replaybench
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/zoeaswarm/zoea/libs/chat"
@@ -164,5 +165,29 @@ func TestMissionPresent(t *testing.T) {
 	}
 	if _, ok := MissionPresent(rows[2:], nil); ok {
 		t.Error("no commander prompt, yet a mission case")
+	}
+}
+
+func TestTargets(t *testing.T) {
+	v1 := Stats{System: "Zoea v1", Requests: 100, BilledA: 100_000}
+	v2 := Stats{System: "Zoea v2", Requests: 100, HistSum: 290_000, CovCases: 1000, Covered: 975, BilledA: 74_000}
+	var b strings.Builder
+	Result{Budget: 8192, Stats: []Stats{v1, v2}}.Targets(&b)
+	out := b.String()
+	for _, want := range []string{
+		"| 97.5% at 2,900 tokens | **met** |",
+		"| 0 invalid OpenAI, 0 invalid Anthropic, 0 refused | **met** |",
+		"| 0 of 100 requests over 8,192 tokens | **met** |",
+		"| -26.0% per request (740 vs 1,000) | **met** |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("targets lack %q:\n%s", want, out)
+		}
+	}
+	v2.Covered, v2.OverBudget, v2.Errors, v2.BilledA = 960, 1, 1, 80_000
+	b.Reset()
+	Result{Budget: 8192, Stats: []Stats{v1, v2}}.Targets(&b)
+	if n := strings.Count(b.String(), "**missed**"); n != 4 {
+		t.Errorf("%d targets missed, want 4:\n%s", n, b.String())
 	}
 }

@@ -306,6 +306,41 @@ func (r Result) PersonalityTable(w io.Writer) {
 	}
 }
 
+// Targets writes issue 10's targets for Zoea v2 as met or missed, measured against Zoea v1 on the same histories.
+func (r Result) Targets(w io.Writer) {
+	var v1, v2 *Stats
+	for i := range r.Stats {
+		switch r.Stats[i].System {
+		case "Zoea v1":
+			v1 = &r.Stats[i]
+		case "Zoea v2":
+			v2 = &r.Stats[i]
+		}
+	}
+	if v1 == nil || v2 == nil {
+		return
+	}
+	verdict := func(ok bool) string {
+		if ok {
+			return "**met**"
+		}
+		return "**missed**"
+	}
+	fmt.Fprintln(w, "| target (Zoea v2, default policy) | measured | verdict |")
+	fmt.Fprintln(w, "|---|---|---|")
+	fmt.Fprintf(w, "| state coverage ≥ 97%% with mean history tokens ≤ 3,000 | %.1f%% at %s tokens | %s |\n", v2.CoveragePct(),
+		thousands(int64(v2.MeanHist()+0.5)), verdict(v2.CoveragePct() >= 97 && v2.MeanHist() <= 3000))
+	inv := v2.InvalidOAI + v2.InvalidAnth + v2.Errors
+	fmt.Fprintf(w, "| 0 invalid (OpenAI and Anthropic rules; refusals counted) | %d invalid OpenAI, %d invalid Anthropic, %d refused | %s |\n",
+		v2.InvalidOAI, v2.InvalidAnth, v2.Errors, verdict(inv == 0))
+	fmt.Fprintf(w, "| never over budget with tool schemas counted | %d of %d requests over %s tokens | %s |\n", v2.OverBudget,
+		v2.Sent(), thousands(int64(r.Budget)), verdict(v2.OverBudget == 0))
+	a := 100 * (v2.BilledA/float64(max(v2.Sent(), 1)) - v1.BilledA/float64(max(v1.Sent(), 1))) / (v1.BilledA / float64(max(v1.Sent(), 1)))
+	fmt.Fprintf(w, "| billed-equivalent (a) ≥ 25%% below Zoea v1 | %+.1f%% per request (%s vs %s) | %s |\n", a,
+		thousands(int64(v2.BilledA/float64(max(v2.Sent(), 1))+0.5)), thousands(int64(v1.BilledA/float64(max(v1.Sent(), 1))+0.5)),
+		verdict(a <= -25))
+}
+
 // Table writes the side-by-side table in Markdown.
 func (r Result) Table(w io.Writer) {
 	var v1 *Stats
