@@ -56,6 +56,12 @@ type PolicyConfig struct {
 	NudgeFirm       string   `env:"ZOEA_COMPOSE_NUDGE_FIRM"`
 	NudgeUrgent     string   `env:"ZOEA_COMPOSE_NUDGE_URGENT"`
 	MissionFallback bool     `env:"ZOEA_COMPOSE_MISSION_FALLBACK"`
+	CarryLimit      int      `env:"ZOEA_COMPOSE_CARRY_LIMIT"`
+	ReplyLimit      int      `env:"ZOEA_COMPOSE_REPLY_LIMIT"`
+	ReplyCap        int      `env:"ZOEA_COMPOSE_REPLY_CAP"`
+	MaxTurnRows     int      `env:"ZOEA_COMPOSE_MAX_TURN_ROWS"`
+	HighWater       int      `env:"ZOEA_COMPOSE_HIGH_WATER"`
+	CompactStep     int      `env:"ZOEA_COMPOSE_COMPACT_STEP"`
 }
 
 func main() {
@@ -79,6 +85,8 @@ func loadConfig() (Config, error) {
 			HistoryLoops: d.HistoryLoops, SnapshotTools: d.SnapshotTools, PinnedTools: d.PinnedTools,
 			NudgeGentle: d.Nudges.Gentle, NudgeFirm: d.Nudges.Firm, NudgeUrgent: d.Nudges.Urgent,
 			MissionFallback: !d.DisableMissionFallback,
+			CarryLimit:      d.CarryLimit, ReplyLimit: d.ReplyLimit, ReplyCap: d.ReplyCap, MaxTurnRows: d.MaxTurnRows,
+			HighWater: d.HighWater, CompactStep: d.CompactStep,
 		},
 	}
 	err := config.LoadWith(&cfg)
@@ -91,6 +99,8 @@ func (pc PolicyConfig) policy() compose.Policy {
 		SnapshotTools: pc.SnapshotTools, PinnedTools: pc.PinnedTools, HistoryLoops: pc.HistoryLoops,
 		Nudges:                 compose.Nudges{Gentle: pc.NudgeGentle, Firm: pc.NudgeFirm, Urgent: pc.NudgeUrgent},
 		DisableMissionFallback: !pc.MissionFallback,
+		CarryLimit:             pc.CarryLimit, ReplyLimit: pc.ReplyLimit, ReplyCap: pc.ReplyCap, MaxTurnRows: pc.MaxTurnRows,
+		HighWater: pc.HighWater, CompactStep: pc.CompactStep,
 	}
 }
 

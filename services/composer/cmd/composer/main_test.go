@@ -29,6 +29,8 @@ func TestConfigFromEnvironment(t *testing.T) {
 	t.Setenv("ZOEA_COMPOSE_SNAPSHOT_TOOLS", "get_status,get_ship")
 	t.Setenv("ZOEA_COMPOSE_MISSION_FALLBACK", "false")
 	t.Setenv("ZOEA_COMPOSE_NUDGE_URGENT", "Now!")
+	t.Setenv("ZOEA_COMPOSE_HIGH_WATER", "3000")
+	t.Setenv("ZOEA_COMPOSE_CARRY_LIMIT", "12")
 	cfg, err := loadConfig()
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +38,8 @@ func TestConfigFromEnvironment(t *testing.T) {
 	p := cfg.Policy.policy()
 	if cfg.Server.ListenAddr != "127.0.0.1:9" || cfg.MemoryAddr != "memory:7001" || cfg.Server.AdminToken.Reveal() != "s3cret" ||
 		p.TokenBudget != 4000 || p.ScanWindow != 30 || !reflect.DeepEqual(p.SnapshotTools, []string{"get_status", "get_ship"}) ||
-		!p.DisableMissionFallback || p.Nudges.Urgent != "Now!" || p.Nudges.Gentle != compose.DefaultPolicy().Nudges.Gentle {
+		!p.DisableMissionFallback || p.Nudges.Urgent != "Now!" || p.Nudges.Gentle != compose.DefaultPolicy().Nudges.Gentle ||
+		p.HighWater != 3000 || p.CarryLimit != 12 || p.CompactStep != compose.DefaultPolicy().CompactStep {
 		t.Fatalf("config %+v policy %+v", cfg, p)
 	}
 	if s := cfg.Server.AdminToken.String(); s != "****" {

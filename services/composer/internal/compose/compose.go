@@ -59,6 +59,11 @@ type composer struct {
 	repairs  []Repair
 	// missionID is the memory id of a mission sent outside the window (0: a swarm-wide fallback).
 	missionID int64
+	// recentStart is Input.RecentStartSeq: rows before it are carried rows of a v2 window.
+	recentStart int64
+	toolTokens  int
+	boundary    int64
+	objective   int64
 }
 
 func (c *composer) count(s string) int {
@@ -83,6 +88,7 @@ const (
 	kindLoop                    // an assistant memory with tool calls, plus one result per call
 	kindMission                 // a mission that is not one of the window's memories
 	kindNudge                   // a synthetic nudge, not to be persisted
+	kindHeader                  // a synthetic user line before carried state that no prompt precedes
 )
 
 type section int
@@ -91,6 +97,7 @@ const (
 	secSystem section = iota
 	secMission
 	secHistory
+	secCarried
 	secCurrent
 	secSynthetic
 )
@@ -118,6 +125,13 @@ type toolResult struct {
 	bodyTokens int
 	sentTokens int
 	sentFor    string // the content sentTokens counts
+	// key is the distinct-call key (Policy.CallKey); newest says no later result in the window has it.
+	key    string
+	newest bool
+	// carry: the newest result of its call since the objective (within CarryLimit), or the newest of a pinned tool.
+	carry bool
+	// nextSeq is the seq of the loop holding the next newer result with the same key (MaxInt64 when newest).
+	nextSeq int64
 }
 
 // resultTokens returns the tokens of r.content.
@@ -154,6 +168,11 @@ type unit struct {
 	reason  Reason
 	// promptFor is set on a history prompt kept only because loop promptFor follows it.
 	promptFor *unit
+	// reply: the final text reply of an earlier turn.
+	reply  bool
+	capped bool // an earlier reply cut to the reply cap
+	// full and compact are the unit's estimated tokens sent as is and compacted (0: dropped when compacted).
+	full, compact int
 }
 
 func (u *unit) isOpener() bool {
@@ -181,8 +200,12 @@ func (u *unit) complete() bool {
 // ---- the pipeline ----
 
 func (c *composer) run(in Input) (Result, error) {
+	c.recentStart = in.RecentStartSeq
 	window := c.intake(in.Window)
 	mission := c.mission(in.Mission)
+	for _, t := range in.Tools {
+		c.toolTokens += framingPerMessage + c.count(t.JSON())
+	}
 
 	enc := Encouragement{Decision: DecisionNone, Count: in.EncouragementCount}
 	var nudge *Nudge
@@ -195,7 +218,7 @@ func (c *composer) run(in Input) (Result, error) {
 		enc = Encouragement{Decision: DecisionReset, Count: 0}
 	case begin && in.EncouragementCount >= IdleAfter:
 		return Result{
-			Manifest:      Manifest{Items: c.finishItems(window)},
+			Manifest:      Manifest{Items: c.finishItems(window), TurnTruncated: in.TurnTruncated},
 			Encouragement: Encouragement{Decision: DecisionIdle, Count: in.EncouragementCount},
 		}, nil
 	case begin:
@@ -206,8 +229,9 @@ func (c *composer) run(in Input) (Result, error) {
 		enc = Encouragement{Decision: DecisionReset, Count: 0}
 	}
 	if nudge != nil {
-		// Exactly what the memory service will return once the nudge is stored: the newest ScanWindow rows.
-		if len(window) >= c.p.ScanWindow {
+		// Exactly what the memory service will return once the nudge is stored: for a v1 window the newest
+		// ScanWindow rows. (A v2 window keeps its rows; see COMPOSITION.md on nudge persistence.)
+		if c.recentStart == 0 && len(window) >= c.p.ScanWindow {
 			c.preItems = append(c.preItems, itemOf(&window[0], Dropped, ReasonOutsideWindow))
 			window = window[1:]
 			c.items = c.items[1:]
@@ -261,8 +285,12 @@ func (c *composer) run(in Input) (Result, error) {
 		level = l
 	}
 
-	c.selectUnits(units, currentStart, missionUnit)
-	c.compactSnapshots(units)
+	objective := in.ObjectiveSeq
+	if objective == 0 && mission != nil && mission.MemoryID != 0 {
+		objective = mission.Seq
+	}
+	c.classify(units, currentStart, objective)
+	c.selectUnits(units, currentStart, missionUnit, in.SystemPrompt)
 	for _, u := range units {
 		if u.keep {
 			for _, r := range u.results {
@@ -270,6 +298,7 @@ func (c *composer) run(in Input) (Result, error) {
 			}
 		}
 	}
+	units = c.promptBefore(units)
 
 	red := reducer{c: c, units: units}
 	for {
@@ -279,18 +308,20 @@ func (c *composer) run(in Input) (Result, error) {
 			return Result{
 				Messages: r.msgs,
 				Manifest: Manifest{
-					Items:      c.finishUnits(units, r.memTokens),
-					Mission:    outOfWindowMission(missionUnit, mission, r.missionTokens),
-					Tokens:     r.tokens,
-					Synthetic:  r.synthetic,
-					NudgeLevel: level,
-					Repairs:    c.repairs,
+					Items:         c.finishUnits(units, r.memTokens),
+					Mission:       outOfWindowMission(missionUnit, mission, r.missionTokens),
+					Tokens:        r.tokens,
+					Synthetic:     r.synthetic,
+					NudgeLevel:    level,
+					Repairs:       c.repairs,
+					Boundary:      c.boundary,
+					TurnTruncated: in.TurnTruncated,
 				},
 				Encouragement: enc,
 				Nudge:         nudge,
 			}, nil
 		}
-		if !red.step() {
+		if !red.step(r.tokens.Total - c.p.TokenBudget) {
 			return Result{}, &BudgetError{Budget: c.p.TokenBudget, Need: r.tokens.Total}
 		}
 		needPromptBefore(units)
@@ -326,7 +357,7 @@ func (c *composer) intake(in []Memory) []Memory {
 			out = append(out, m)
 		}
 	}
-	if len(out) > c.p.ScanWindow {
+	if c.recentStart == 0 && len(out) > c.p.ScanWindow { // a v2 window's recent part is as long as its turn
 		for i := range out[:len(out)-c.p.ScanWindow] {
 			dropped = append(dropped, itemOf(&out[i], Dropped, ReasonOutsideWindow))
 		}
@@ -453,6 +484,12 @@ func (c *composer) pair(window []Memory) []*unit {
 		case chat.RoleTool:
 			id := sanitize(m.ToolCallID)
 			q := pending[id]
+			if len(q) == 0 && !called[id] && (len(units) == 0 || m.Seq < c.recentStart) {
+				// The window starts inside a loop whose call is just outside it, or a carried row lost its call:
+				// nothing is broken, the result is simply not composable.
+				c.items[i] = itemOf(m, Dropped, ReasonCallOutsideWindow)
+				continue
+			}
 			if len(q) == 0 {
 				reason := ReasonOrphanResult
 				if called[id] {
@@ -478,7 +515,22 @@ func (c *composer) pair(window []Memory) []*unit {
 			c.items[i] = itemOf(m, Dropped, ReasonUnknownRole)
 		}
 	}
+	out := units[:0]
 	for _, u := range units {
+		if u.kind == kindLoop && u.seq < c.recentStart && slices.Contains(u.results, nil) {
+			// A carried assistant memory: only the calls whose results were carried are sent.
+			calls, results := u.calls[:0:0], u.results[:0:0]
+			for k, r := range u.results {
+				if r != nil {
+					calls, results = append(calls, u.calls[k]), append(results, r)
+				}
+			}
+			if len(calls) == 0 {
+				c.items[u.idx] = itemOf(u.mem, Dropped, ReasonNotCarried)
+				continue
+			}
+			u.calls, u.results = calls, results
+		}
 		for k, r := range u.results {
 			if r == nil {
 				u.results[k] = &toolResult{idx: -1, name: u.calls[k].Name, content: interruptedResult, state: resSynthetic,
@@ -486,8 +538,9 @@ func (c *composer) pair(window []Memory) []*unit {
 				c.repair(u.mem.ID, "interrupted", fmt.Sprintf("tool call %q has no recorded result", u.calls[k].ID))
 			}
 		}
+		out = append(out, u)
 	}
-	return units
+	return out
 }
 
 // arguments returns the call's arguments as a JSON object text. Valid objects pass through byte for byte (LESSONS 5);
@@ -507,91 +560,6 @@ func (c *composer) arguments(memID int64, k int, args string) string {
 
 func (c *composer) repair(memID int64, kind, detail string) {
 	c.repairs = append(c.repairs, Repair{MemoryID: memID, Kind: kind, Detail: detail})
-}
-
-// selectUnits decides what is sent: the mission, the current turn complete, and from earlier turns only the latest
-// complete tool loop(s), each after the prompt of its turn.
-func (c *composer) selectUnits(units []*unit, currentStart int, missionUnit *unit) {
-	for i, u := range units {
-		if i >= currentStart {
-			u.keep, u.section, u.reason = true, secCurrent, ReasonCurrentTurn
-			if u.kind == kindNudge || u.virtual {
-				u.section = secSynthetic // nudges are the composer's words until the runner stores one
-			}
-		} else {
-			u.section, u.reason = secHistory, ReasonCompressed
-		}
-	}
-	if missionUnit != nil && missionUnit.section != secCurrent {
-		missionUnit.keep, missionUnit.section, missionUnit.reason = true, secMission, ReasonMission
-	}
-	kept := 0
-	for i := currentStart - 1; i >= 0 && kept < c.p.HistoryLoops; i-- {
-		u := units[i]
-		if u.kind != kindLoop || !u.complete() {
-			continue
-		}
-		u.keep, u.reason = true, ReasonHistoryLoop
-		kept++
-		// The prompt that opened the loop's turn gives it its meaning (and a user message to follow).
-		first := -1
-		for j := i; j >= 0; j-- {
-			if units[j].kind == kindMission {
-				continue
-			}
-			if units[j].turn != u.turn {
-				break
-			}
-			first = j
-		}
-		if p := units[first]; p.isOpener() && !p.keep {
-			p.keep, p.reason, p.promptFor = true, ReasonHistoryPrompt, u
-		}
-	}
-	needPromptBefore(units)
-}
-
-// needPromptBefore drops kept earlier-turn replies and loops that no user message precedes: the first message after
-// the system prompt must be a user message (for both providers), and a loop whose prompt scrolled out of the window
-// (or was dropped for the budget) has nothing to follow.
-func needPromptBefore(units []*unit) {
-	sawUser := false
-	for _, u := range units {
-		if !u.keep {
-			continue
-		}
-		switch u.kind {
-		case kindUser, kindMission, kindNudge:
-			sawUser = true
-		case kindLoop, kindText:
-			if !sawUser && u.section == secHistory {
-				u.keep, u.reason = false, ReasonNoPromptBefore
-			}
-		}
-	}
-}
-
-// compactSnapshots keeps the body of only the newest result of each snapshot tool among the kept units.
-func (c *composer) compactSnapshots(units []*unit) {
-	seen := make(map[string]bool)
-	for i := len(units) - 1; i >= 0; i-- {
-		u := units[i]
-		if !u.keep {
-			continue
-		}
-		for k := len(u.results) - 1; k >= 0; k-- {
-			r := u.results[k]
-			if r.state == resSynthetic || !slices.Contains(c.p.SnapshotTools, r.name) {
-				continue
-			}
-			if seen[r.name] {
-				r.content = fmt.Sprintf("[superseded: a newer %s result follows; this one is memory #%d]", r.name, r.mem.ID)
-				r.state, r.reason = resStub, ReasonSuperseded
-				continue
-			}
-			seen[r.name] = true
-		}
-	}
 }
 
 // capResult cuts r's body to at most limit tokens (notice included), pointing at the memory that holds it all.

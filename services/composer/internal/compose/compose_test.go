@@ -3,6 +3,7 @@ package compose_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -110,7 +111,8 @@ func TestNudgeWhenNoPrompt(t *testing.T) {
 	golden(t, "nudge_when_no_prompt", res)
 }
 
-// Seed: only historical turns (the runner begins a new autonomous turn): history keeps its latest complete loop.
+// Seed: only historical turns (the runner begins a new autonomous turn). Below the high-water mark history is sent
+// as it was (append-only, v2); compacted, it keeps its state and its latest complete loop with its prompt.
 func TestOnlyHistoricalTurns(t *testing.T) {
 	var h hist
 	h.user(compose.SourceDirect, "old question")
@@ -118,11 +120,14 @@ func TestOnlyHistoricalTurns(t *testing.T) {
 	h.loop("sell", `{"item":"iron_ore"}`, `{"credits":36}`)
 	h.text("Sold.")
 	res := mustCompose(t, compose.Input{SystemPrompt: systemPrompt, Window: h.rows, BeginTurn: true}, compose.DefaultPolicy())
-	if got := roles(res.Messages); got != "suatu" {
+	if got := roles(res.Messages); got != "suatatau" {
 		t.Fatalf("roles %s\n%s", got, dump(res.Messages))
 	}
-	if res.Messages[2].ToolCalls[0].Name != "sell" {
-		t.Fatal("history must keep the latest loop")
+	p := compose.DefaultPolicy()
+	p.HighWater, p.CompactStep, p.CarryLimit, p.ReplyLimit = 1, 1, 0, 0
+	small := mustCompose(t, compose.Input{SystemPrompt: systemPrompt, Window: h.rows, BeginTurn: true}, p)
+	if got := roles(small.Messages); got != "suatu" || small.Messages[2].ToolCalls[0].Name != "sell" {
+		t.Fatalf("compacted history must keep the latest loop: %s\n%s", got, dump(small.Messages))
 	}
 	if res.Encouragement != (compose.Encouragement{Decision: compose.DecisionIncrement, Count: 1}) || res.Nudge.Level != compose.NudgeGentle {
 		t.Fatalf("%+v %+v", res.Encouragement, res.Nudge)
@@ -188,12 +193,15 @@ func TestFifteenGetShipKeepsNewest(t *testing.T) {
 	for i := range 15 {
 		id := "ship_" + string(rune('a'+i))
 		h.calls(chat.ToolCall{ID: id, Name: "get_ship", Arguments: "{}"})
-		last = h.result(id, "get_ship", `{"hull":`+strings.Repeat("9", i+1)+`}`)
+		last = h.result(id, "get_ship", `{"hull":`+strings.Repeat("9", i+1)+`,"modules":"`+strings.Repeat("laser ", 40)+`"}`)
 	}
-	res := mustCompose(t, compose.Input{SystemPrompt: systemPrompt, Window: h.rows}, compose.DefaultPolicy())
+	h.loop("mine", "{}", "ok")
+	p := compose.DefaultPolicy()
+	p.HighWater, p.CompactStep = 200, 4 // v2 stubs superseded results when the boundary passes them
+	res := mustCompose(t, compose.Input{SystemPrompt: systemPrompt, Window: h.rows}, p)
 	bodies, stubs := 0, 0
 	for _, m := range res.Messages {
-		if m.Role == chat.RoleTool {
+		if m.Role == chat.RoleTool && m.Name == "get_ship" {
 			if strings.HasPrefix(m.Content, "[superseded") {
 				stubs++
 			} else {
@@ -285,12 +293,18 @@ func TestLesson2MultiCallCompaction(t *testing.T) {
 	h.user(compose.SourceDirect, "status")
 	h.calls(chat.ToolCall{ID: "a", Name: "get_ship", Arguments: "{}"}, chat.ToolCall{ID: "b", Name: "get_cargo", Arguments: "{}"},
 		chat.ToolCall{ID: "c", Name: "mine", Arguments: "{}"})
-	h.result("a", "get_ship", `{"hull":1}`)
+	ship := func(hull int) string {
+		return fmt.Sprintf(`{"hull":%d,"modules":"%s"}`, hull, strings.Repeat("laser ", 40))
+	}
+	h.result("a", "get_ship", ship(1))
 	h.result("b", "get_cargo", `{"iron":1}`)
 	h.result("c", "mine", `ok`)
-	h.loop("get_ship", "{}", `{"hull":2}`) // supersedes result a only
-	res := mustCompose(t, compose.Input{SystemPrompt: systemPrompt, Window: h.rows}, compose.DefaultPolicy())
-	if got := roles(res.Messages); got != "suatttat" {
+	h.loop("get_ship", "{}", ship(2)) // supersedes result a only
+	h.loop("mine", "{}", "ok")
+	p := compose.DefaultPolicy()
+	p.HighWater, p.CompactStep = 100, 1
+	res := mustCompose(t, compose.Input{SystemPrompt: systemPrompt, Window: h.rows}, p)
+	if got := roles(res.Messages); got != "suatttatat" {
 		t.Fatalf("roles %s", got)
 	}
 	if !strings.HasPrefix(res.Messages[3].Content, "[superseded") || res.Messages[4].Content != `{"iron":1}` {
@@ -323,7 +337,9 @@ func TestLesson3NudgedTurnKeepsItsLoops(t *testing.T) {
 			names = append(names, tc.Name)
 		}
 	}
-	if !slices.Equal(names, []string{"mine", "login", "get_status", "travel"}) || !strings.Contains(res.Messages[1].Content, "outpost") {
+	// v2: below the high-water mark the earlier turn's loops are sent as before (append-only); the nudged turn's own
+	// loops all follow the mission.
+	if !slices.Equal(names[len(names)-3:], []string{"login", "get_status", "travel"}) || names[0] != "mine" || !strings.Contains(res.Messages[1].Content, "outpost") {
 		t.Fatalf("calls %v\n%s", names, dump(res.Messages))
 	}
 }

@@ -34,12 +34,34 @@ const (
 	ReasonUnknownRole     Reason = "unknown role"
 	ReasonOrphanResult    Reason = "tool result with no matching call"
 	ReasonDuplicateResult Reason = "second result for an answered call"
-	ReasonSuperseded      Reason = "snapshot superseded by a newer result"
+	ReasonSuperseded      Reason = "superseded by a newer result of the same call"
 	ReasonOverCap         Reason = "result above the per-result cap"
 	ReasonBudget          Reason = "compressed to fit the token budget"
 	ReasonBudgetDropped   Reason = "dropped to fit the token budget"
 	ReasonNoCalls         Reason = "every tool call of the message was unusable"
 	ReasonIdle            Reason = "mysis goes idle: no request"
+
+	// Composition v2.
+	ReasonCarried           Reason = "newest result of its call, carried from an earlier turn"
+	ReasonCarriedPinned     Reason = "pinned result (login/session), carried"
+	ReasonCarriedCall       Reason = "assistant call of a carried result"
+	ReasonLive              Reason = "recent history above the compaction boundary, kept as sent before"
+	ReasonEarlierReply      Reason = "final reply of an earlier turn"
+	ReasonReplyCapped       Reason = "earlier final reply cut to the reply cap"
+	ReasonAllSuperseded     Reason = "earlier tool loop whose every result is superseded"
+	ReasonBeforeObjective   Reason = "earlier than the current objective"
+	ReasonOverCarryLimit    Reason = "beyond the carry limit"
+	ReasonStubLonger        Reason = "superseded, but shorter than its stub: kept"
+	ReasonCallOutsideWindow Reason = "result of a call outside the window"
+	ReasonNotCarried        Reason = "call not carried: its result is not in the window"
+
+	// Budget stages, in order of sacrifice (see budgetStages).
+	ReasonBudgetSuperseded     Reason = "budget: superseded result stubbed"
+	ReasonBudgetSupersededLoop Reason = "budget: loop of superseded results dropped"
+	ReasonBudgetText           Reason = "budget: text dropped"
+	ReasonBudgetOlderState     Reason = "budget: older state compressed"
+	ReasonBudgetTurnLoop       Reason = "budget: early loop of the current turn compressed"
+	ReasonBudgetPinned         Reason = "budget: pinned result compressed"
 )
 
 // Item records one window memory's fate. Tool results are listed under their own memory ids.
@@ -60,9 +82,11 @@ type Item struct {
 type Tokens struct {
 	System    int `json:"system"`
 	Mission   int `json:"mission"`
-	History   int `json:"history"`
+	History   int `json:"history"` // earlier turns above the compaction boundary and kept history loops
+	Carried   int `json:"carried"` // state and final replies carried from below the compaction boundary
 	Current   int `json:"current"`
 	Synthetic int `json:"synthetic"`
+	Tools     int `json:"tools"` // the tool definitions, as the provider receives them
 	Framing   int `json:"framing"`
 	Total     int `json:"total"`
 }
@@ -71,7 +95,7 @@ type Tokens struct {
 type Synthetic struct {
 	Index  int    `json:"index"` // position in Result.Messages
 	Role   string `json:"role"`
-	Kind   string `json:"kind"` // SynthNudge, SynthMission or SynthMissingResult
+	Kind   string `json:"kind"` // SynthNudge, SynthMission, SynthMissingResult or SynthCarriedHeader
 	Reason string `json:"reason"`
 }
 
@@ -80,6 +104,7 @@ const (
 	SynthNudge         = "nudge"          // an encouragement prompt (to persist when it is Result.Nudge)
 	SynthMission       = "mission"        // a mission that is not one of the window's memories, re-injected
 	SynthMissingResult = "missing_result" // the stand-in result of a tool call that has none recorded
+	SynthCarriedHeader = "carried_header" // a user line opening carried state that no prompt precedes
 )
 
 // Repair records a fix applied to a broken history.
@@ -98,6 +123,11 @@ type Manifest struct {
 	Synthetic  []Synthetic `json:"synthetic,omitempty"`
 	NudgeLevel NudgeLevel  `json:"nudge_level"`
 	Repairs    []Repair    `json:"repairs,omitempty"`
+	// Boundary is the seq of the compaction boundary: memories from it on are sent as before (append-only), older
+	// ones are compacted to carried state. 0 when nothing is below it.
+	Boundary int64 `json:"boundary,omitempty"`
+	// TurnTruncated echoes Input.TurnTruncated: the current turn's oldest rows were not in the window.
+	TurnTruncated bool `json:"turn_truncated,omitempty"`
 }
 
 // Errors.

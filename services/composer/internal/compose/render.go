@@ -38,9 +38,11 @@ func (c *composer) render(system string, units []*unit) rendered {
 			continue
 		}
 		switch u.kind {
-		case kindUser, kindMission, kindNudge:
+		case kindUser, kindMission, kindNudge, kindHeader:
 			p := part{msg: chat.Message{Role: chat.RoleUser, Content: u.content}, sec: u.section, idx: u.idx}
 			switch {
+			case u.kind == kindHeader:
+				p.kind, p.synth = SynthCarriedHeader, "carried state that no prompt precedes"
 			case u.kind == kindNudge:
 				p.kind, p.synth = SynthNudge, "no prompt in the window and no mission: encouragement (not persisted)"
 			case u.virtual:
@@ -109,11 +111,11 @@ func (c *composer) render(system string, units []*unit) rendered {
 		}
 	}
 	out.tokens = Tokens{
-		System: sec[secSystem], Mission: sec[secMission], History: sec[secHistory], Current: sec[secCurrent],
-		Synthetic: sec[secSynthetic], Framing: framingReply,
+		System: sec[secSystem], Mission: sec[secMission], History: sec[secHistory], Carried: sec[secCarried],
+		Current: sec[secCurrent], Synthetic: sec[secSynthetic], Tools: c.toolTokens, Framing: framingReply,
 	}
-	out.tokens.Total = out.tokens.System + out.tokens.Mission + out.tokens.History + out.tokens.Current +
-		out.tokens.Synthetic + out.tokens.Framing
+	out.tokens.Total = out.tokens.System + out.tokens.Mission + out.tokens.History + out.tokens.Carried +
+		out.tokens.Current + out.tokens.Synthetic + out.tokens.Tools + out.tokens.Framing
 	out.repairs = repairs
 	return out
 }
@@ -161,102 +163,6 @@ func (c *composer) messageTokensWith(m chat.Message, content int) int {
 	return n
 }
 
-// reducer shrinks the request one step at a time until it fits: earlier turns first, then the current turn's early
-// iterations (results stubbed, then whole loops dropped), the pinned login/session result last, then the newest
-// loop's results cut ever shorter.
-type reducer struct {
-	c         *composer
-	units     []*unit
-	shrinkCap int
-}
-
-func (r *reducer) step() bool {
-	for _, u := range r.units {
-		if u.keep && u.section == secHistory && u.kind == kindLoop {
-			u.keep, u.reason = false, ReasonBudgetDropped
-			for _, p := range r.units {
-				if p.promptFor == u && p.keep {
-					p.keep, p.reason = false, ReasonBudgetDropped
-				}
-			}
-			return true
-		}
-	}
-	var early []*unit
-	var last *unit
-	for _, u := range r.units {
-		if !u.keep || u.section != secCurrent || (u.kind != kindLoop && u.kind != kindText) {
-			continue
-		}
-		if last != nil {
-			early = append(early, last)
-		}
-		last = u
-	}
-	if last != nil && last.kind != kindLoop {
-		// The newest unit is a reply; the newest loop before it is the one to protect.
-		early, last = early[:0], nil
-		for _, u := range r.units {
-			if u.keep && u.section == secCurrent && (u.kind == kindLoop || u.kind == kindText) {
-				early = append(early, u)
-			}
-		}
-		for i := len(early) - 1; i >= 0; i-- {
-			if early[i].kind == kindLoop {
-				last = early[i]
-				early = slices.Delete(early, i, i+1)
-				break
-			}
-		}
-	}
-	stub := func(u *unit, pinned bool) bool {
-		changed := false
-		for _, res := range u.results {
-			if res.pinned != pinned || res.state == resSynthetic || res.state == resStub {
-				continue
-			}
-			res.content = fmt.Sprintf("[compacted to fit the token budget: %s result is memory #%d, %s]", res.name, res.mem.ID, searchHint)
-			res.state, res.reason = resStub, ReasonBudget
-			changed = true
-		}
-		return changed
-	}
-	for _, u := range early {
-		if u.kind == kindLoop && stub(u, false) {
-			return true
-		}
-	}
-	for _, u := range early {
-		if !u.hasPinned() {
-			u.keep, u.reason = false, ReasonBudgetDropped
-			return true
-		}
-	}
-	for _, u := range early {
-		if stub(u, true) {
-			return true
-		}
-	}
-	for _, u := range early {
-		u.keep, u.reason = false, ReasonBudgetDropped
-		return true
-	}
-	if last != nil {
-		if r.shrinkCap == 0 {
-			r.shrinkCap = r.c.p.ToolResultCap
-		}
-		r.shrinkCap /= 2
-		if r.shrinkCap < minToolResultCap {
-			return false
-		}
-		for _, res := range last.results {
-			r.c.capResult(res, r.shrinkCap, ReasonBudget)
-		}
-		return true
-	}
-	return false
-}
-
 // finishUnits lists every window memory's fate, oldest first.
 func (c *composer) finishUnits(units []*unit, memTokens []int) []Item {
 	for _, u := range units {
@@ -270,6 +176,9 @@ func (c *composer) finishUnits(units []*unit, memTokens []int) []Item {
 		c.items[u.idx] = itemOf(u.mem, d, u.reason)
 		if u.keep {
 			c.items[u.idx].Tokens = memTokens[u.idx]
+			if u.capped {
+				c.items[u.idx].Disposition, c.items[u.idx].Reason = Truncated, ReasonReplyCapped
+			}
 		}
 		for _, r := range u.results {
 			if r.mem == nil {
@@ -278,11 +187,14 @@ func (c *composer) finishUnits(units []*unit, memTokens []int) []Item {
 			it := itemOf(r.mem, Dropped, u.reason)
 			if u.keep {
 				it.Disposition, it.Reason, it.Tokens = Included, u.reason, memTokens[r.idx]
+				if r.reason != "" {
+					it.Reason = r.reason
+				}
 				switch r.state {
 				case resStub:
-					it.Disposition, it.Reason = Stubbed, r.reason
+					it.Disposition = Stubbed
 				case resTruncated:
-					it.Disposition, it.Reason = Truncated, r.reason
+					it.Disposition = Truncated
 				}
 			}
 			c.items[r.idx] = it

@@ -2,16 +2,23 @@
 // its input — no I/O, no clock, no randomness, no dependence on map iteration order — so the same input always gives
 // byte-identical output and providers' prompt caches stay warm.
 //
-// # What goes in the request
+// # What goes in the request (composition v2, docs/COMPOSITION.md)
 //
 // System prompt once, first. Then, in chronological order: the mission (the latest commander broadcast or direct
-// order) when it is not the prompt of the current turn; the latest complete tool loop(s) of earlier turns, each after
-// the prompt of its turn; and the current turn complete (its prompt, every assistant message and every tool result).
-// Snapshot tools (get_status, get_ship, …) keep only their newest body; older results become one-line stubs that still
-// answer their call. Results above the per-result cap are cut with a pointer to the memory id, which the mysis can
-// look up with zoea_search_messages. If the request is still over the token budget, the current turn's early
-// iterations are compressed (results stubbed, then whole loops dropped), the login/session result last; if even that
-// cannot fit, Compose returns a *BudgetError instead of an oversized request.
+// order) when it is not the prompt of the current turn; the history; and the current turn complete (its prompt,
+// every assistant message and every tool result). History at or above the compaction boundary is sent exactly as in
+// the previous request, so requests extend each other and providers' prompt caches stay warm; the boundary sits on a
+// seq grid and moves, in steps, only when the request outgrows the high-water mark. Below it, earlier turns are
+// compacted to what they carry: the newest result of each distinct call (tool name + canonical arguments; snapshot
+// tools by name) since the objective with the call that made it, pinned login/register results however old, the
+// final replies of recent earlier turns (capped) and the latest complete loop(s) with their prompt. Superseded
+// results become one-line stubs that still answer their call, only where the stub is shorter. Results above the
+// per-result cap are cut with a pointer to the memory id, which the mysis can look up with zoea_search_messages. The
+// budget covers the whole request, tool definitions included; over it, a table of stages takes tokens where they
+// are worth least (superseded results, loops of superseded results, text, older state, the current turn's early
+// loops, pinned results, and last the newest loop's results cut shorter); if even that cannot fit, Compose returns a
+// *BudgetError instead of an oversized request. The manifest says for every memory why it was kept, stubbed, cut or
+// dropped.
 //
 // Broken histories (a crash mid-loop, a lost row, duplicated ids, a tool result separated from its call) are repaired
 // in the output, so every message list passes chatvalid.Strict.
@@ -37,7 +44,10 @@
 package compose
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/zoeaswarm/zoea/libs/chat"
 )
@@ -74,6 +84,19 @@ type Memory struct {
 	// ToolCallID and ToolName are set on tool results.
 	ToolCallID string
 	ToolName   string
+	// CallArguments and CallKey are set on tool results by a v2 memory service (the arguments of the call answered,
+	// and the server's distinct-call key). They are informational: the composer derives its own key (CallKey) from
+	// the call it pairs the result with, so rows from before the column existed compare the same way.
+	CallArguments string
+	CallKey       string
+}
+
+// Tool is one tool definition sent with the request. Its tokens count against the budget as the provider receives
+// it: one JSON function definition {"type":"function","function":{"name","description","parameters"}}.
+type Tool struct {
+	Name        string
+	Description string
+	Parameters  string // JSON schema of the parameters, a JSON object text ("" = no parameters)
 }
 
 // Mission is the standing order that drives an autonomous mysis: the latest commander broadcast or direct order to
@@ -91,8 +114,21 @@ type Mission struct {
 type Input struct {
 	SystemPrompt string
 	Mission      *Mission // nil: no mission
-	// Window is the last Policy.ScanWindow memories of the mysis, oldest first.
+	// Window is the memory service's compose window, oldest first. A v1 window (RecentStartSeq 0) is the last
+	// Policy.ScanWindow memories, all contiguous. A v2 window is carried rows (the newest result of each distinct
+	// call since the objective with the assistant memory that made the call, pinned results, earlier turns' final
+	// replies; not contiguous) followed by the contiguous recent rows from RecentStartSeq on.
 	Window []Memory
+	// RecentStartSeq is the seq of the first contiguous recent row of a v2 window; 0 means the whole window is
+	// recent (a v1 window, trimmed to its newest Policy.ScanWindow rows).
+	RecentStartSeq int64
+	// ObjectiveSeq is the seq of the prompt that set the current objective; state is carried from there on. 0 means
+	// the mission's seq when the mission is a memory of this mysis, else the whole window.
+	ObjectiveSeq int64
+	// TurnTruncated says the memory service left out the oldest rows of an overlong current turn (max_turn_rows).
+	TurnTruncated bool
+	// Tools are the tool definitions sent with the request; their tokens count against Policy.TokenBudget.
+	Tools []Tool
 	// EncouragementCount is the runner's count of consecutive nudged turns.
 	EncouragementCount int
 	// BeginTurn is set when the runner is about to start a new autonomous turn (no new prompt arrived).
@@ -149,15 +185,29 @@ func (n Nudges) Text(l NudgeLevel) string {
 
 // Policy tunes composition. Build it with DefaultPolicy and change fields; Compose rejects nonsensical values.
 type Policy struct {
-	ScanWindow    int // memories the runner fetches per compose; a longer Window is trimmed to its newest ScanWindow
-	TokenBudget   int // hard ceiling for the whole request, o200k_base tokens including framing
-	ToolResultCap int // tokens one tool result may keep before it is cut
-	SnapshotTools []string
-	PinnedTools   []string // results compressed last (the login/session result)
-	HistoryLoops  int      // complete tool loops kept from earlier turns
+	ScanWindow    int      // recent memories fetched per compose; a longer v1 Window is trimmed to its newest ScanWindow
+	TokenBudget   int      // hard ceiling for the whole request (tool definitions included), o200k_base tokens
+	ToolResultCap int      // tokens one tool result may keep before it is cut
+	SnapshotTools []string // state tools whose results are keyed by name alone (any arguments supersede)
+	PinnedTools   []string // results carried even from before the objective and compressed last (login/session)
+	HistoryLoops  int      // latest complete tool loops of earlier turns kept with their prompt, beyond carried state
 	Nudges        Nudges
 	// DisableMissionFallback ignores a swarm-wide fallback mission (one with no memory row for this mysis).
 	DisableMissionFallback bool
+	// CarryLimit is how many distinct calls (newest first) earlier turns may carry; 0 carries none.
+	CarryLimit int
+	// ReplyLimit is how many earlier turns' final text replies (newest first, since the objective) are kept.
+	ReplyLimit int
+	// ReplyCap is the tokens one kept earlier reply may have before it is cut.
+	ReplyCap int
+	// MaxTurnRows bounds the recent part of a v2 window (passed to the memory service); 0 = the server's default.
+	MaxTurnRows int
+	// HighWater is the message tokens (system prompt and tools excluded) the request may grow to append-only before
+	// the compaction boundary moves; it is capped by what the budget leaves. 0 means the budget alone.
+	HighWater int
+	// CompactStep is the seq grid of the compaction boundary: it only ever sits on the first unit at or after a
+	// multiple of CompactStep, so it moves in steps and the requests between steps extend each other.
+	CompactStep int
 }
 
 // DefaultPolicy returns the production defaults.
@@ -169,6 +219,12 @@ func DefaultPolicy() Policy {
 		SnapshotTools: []string{"get_status", "get_ship", "get_system", "get_poi", "get_nearby", "get_cargo"},
 		PinnedTools:   []string{"login", "register"},
 		HistoryLoops:  1,
+		CarryLimit:    64,
+		ReplyLimit:    3,
+		ReplyCap:      200,
+		MaxTurnRows:   2000,
+		HighWater:     4000,
+		CompactStep:   48,
 		Nudges: Nudges{
 			Gentle: "Continue your mission. Check notifications and coordinate with the swarm.",
 			Firm:   "You need to respond. Check your notifications and status.",
@@ -181,6 +237,7 @@ func DefaultPolicy() Policy {
 const (
 	minTokenBudget   = 256
 	minToolResultCap = 64
+	minReplyCap      = 32
 )
 
 func (p Policy) validate() error {
@@ -193,6 +250,18 @@ func (p Policy) validate() error {
 		return fmt.Errorf("%w: tool result cap %d < %d", ErrInvalidPolicy, p.ToolResultCap, minToolResultCap)
 	case p.HistoryLoops < 0:
 		return fmt.Errorf("%w: history loops %d < 0", ErrInvalidPolicy, p.HistoryLoops)
+	case p.CarryLimit < 0:
+		return fmt.Errorf("%w: carry limit %d < 0", ErrInvalidPolicy, p.CarryLimit)
+	case p.ReplyLimit < 0:
+		return fmt.Errorf("%w: reply limit %d < 0", ErrInvalidPolicy, p.ReplyLimit)
+	case p.ReplyCap < minReplyCap:
+		return fmt.Errorf("%w: reply cap %d < %d", ErrInvalidPolicy, p.ReplyCap, minReplyCap)
+	case p.MaxTurnRows < 0:
+		return fmt.Errorf("%w: max turn rows %d < 0", ErrInvalidPolicy, p.MaxTurnRows)
+	case p.HighWater < 0:
+		return fmt.Errorf("%w: high water %d < 0", ErrInvalidPolicy, p.HighWater)
+	case p.CompactStep < 1:
+		return fmt.Errorf("%w: compact step %d < 1", ErrInvalidPolicy, p.CompactStep)
 	case p.Nudges.Gentle == "" || p.Nudges.Firm == "" || p.Nudges.Urgent == "":
 		return fmt.Errorf("%w: every nudge level needs wording", ErrInvalidPolicy)
 	}
@@ -245,4 +314,30 @@ type Result struct {
 	Manifest      Manifest
 	Encouragement Encouragement
 	Nudge         *Nudge
+}
+
+// JSON is the tool's definition as providers receive it (OpenAI's function-tool shape; Anthropic's is the same
+// fields renamed), the text whose tokens count against the budget. Parameters that are not a JSON object count as an
+// empty object schema.
+func (t Tool) JSON() string {
+	params := json.RawMessage(`{"type":"object","properties":{}}`)
+	if p := strings.TrimSpace(t.Parameters); p != "" && p[0] == '{' && json.Valid([]byte(p)) {
+		params = json.RawMessage(p)
+	}
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	_ = e.Encode(struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description,omitempty"`
+			Parameters  json.RawMessage `json:"parameters"`
+		} `json:"function"`
+	}{Type: "function", Function: struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters"`
+	}{t.Name, t.Description, params}})
+	return strings.TrimSuffix(b.String(), "\n")
 }

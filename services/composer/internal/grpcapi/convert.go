@@ -1,6 +1,7 @@
 package grpcapi
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -23,6 +24,13 @@ const (
 	maxSnapshotTools = 64
 	maxToolName      = 128
 	maxNudgeText     = 4096
+	maxCarryLimit    = 1000 // the memory service's GetComposeWindow maximums
+	maxReplyLimit    = 100
+	minReplyCap      = 32
+	maxTurnRows      = 100_000
+	maxCompactStep   = 10_000
+	maxTools         = 512
+	maxToolJSON      = 64 << 10 // one tool definition's description plus schema
 )
 
 // fromProtoPolicy applies a request's overrides to the server's defaults. Every rejected value names its field, e.g.
@@ -61,16 +69,46 @@ func fromProtoPolicy(pp *composerv1.Policy, defaults compose.Policy) (compose.Po
 		}
 		p.HistoryLoops = int(v)
 	}
-	if tools := pp.GetSnapshotTools(); len(tools) > 0 {
-		if len(tools) > maxSnapshotTools {
-			return p, errs.InvalidField("policy.snapshot_tools", "at most %d tools, got %d", maxSnapshotTools, len(tools))
+	for _, f := range []struct {
+		field string
+		tools []string
+		dst   *[]string
+	}{{"policy.snapshot_tools", pp.GetSnapshotTools(), &p.SnapshotTools}, {"policy.pinned_tools", pp.GetPinnedTools(), &p.PinnedTools}} {
+		if len(f.tools) == 0 {
+			continue
 		}
-		for i, t := range tools {
+		if len(f.tools) > maxSnapshotTools {
+			return p, errs.InvalidField(f.field, "at most %d tools, got %d", maxSnapshotTools, len(f.tools))
+		}
+		for i, t := range f.tools {
 			if strings.TrimSpace(t) == "" || len(t) > maxToolName {
-				return p, errs.InvalidField(fmt.Sprintf("policy.snapshot_tools[%d]", i), "a tool name of 1 to %d bytes is required", maxToolName)
+				return p, errs.InvalidField(fmt.Sprintf("%s[%d]", f.field, i), "a tool name of 1 to %d bytes is required", maxToolName)
 			}
 		}
-		p.SnapshotTools = tools
+		*f.dst = f.tools
+	}
+	ints := []struct {
+		field    string
+		set      bool
+		v        int32
+		min, max int
+		dst      *int
+	}{
+		{"policy.carry_limit", pp.CarryLimit != nil, pp.GetCarryLimit(), 0, maxCarryLimit, &p.CarryLimit},
+		{"policy.reply_limit", pp.ReplyLimit != nil, pp.GetReplyLimit(), 0, maxReplyLimit, &p.ReplyLimit},
+		{"policy.reply_cap_tokens", pp.ReplyCapTokens != nil, pp.GetReplyCapTokens(), minReplyCap, p.TokenBudget, &p.ReplyCap},
+		{"policy.max_turn_rows", pp.MaxTurnRows != nil, pp.GetMaxTurnRows(), 0, maxTurnRows, &p.MaxTurnRows},
+		{"policy.high_water_tokens", pp.HighWaterTokens != nil, pp.GetHighWaterTokens(), 0, p.TokenBudget, &p.HighWater},
+		{"policy.compact_step", pp.CompactStep != nil, pp.GetCompactStep(), 1, maxCompactStep, &p.CompactStep},
+	}
+	for _, f := range ints {
+		if !f.set {
+			continue
+		}
+		if int(f.v) < f.min || int(f.v) > f.max {
+			return p, errs.InvalidField(f.field, "must be between %d and %d, got %d", f.min, f.max, f.v)
+		}
+		*f.dst = int(f.v)
 	}
 	if levels := pp.GetNudgeLevels(); len(levels) > 0 {
 		if len(levels) > 3 {
@@ -105,6 +143,13 @@ func validatePolicy(p compose.Policy) error {
 		SnapshotTools:         p.SnapshotTools,
 		NudgeLevels:           nudges,
 		GlobalMissionFallback: &fallback,
+		CarryLimit:            int32Ptr(p.CarryLimit),
+		PinnedTools:           p.PinnedTools,
+		ReplyLimit:            int32Ptr(p.ReplyLimit),
+		ReplyCapTokens:        int32Ptr(p.ReplyCap),
+		MaxTurnRows:           int32Ptr(p.MaxTurnRows),
+		HighWaterTokens:       int32Ptr(p.HighWater),
+		CompactStep:           int32Ptr(p.CompactStep),
 	}, compose.Policy{TokenBudget: p.TokenBudget})
 	return err
 }
@@ -120,13 +165,52 @@ func int32Ptr(v int) *int32 {
 	return &x
 }
 
-// fromProtoWindow builds the compose input from the memory service's window.
-func fromProtoWindow(w *memoryv1.GetComposeWindowResponse, beginTurn bool) compose.Input {
+// fromProtoTools validates and converts the tool definitions sent with the request. Every rejected value names its
+// field, e.g. "tools[3].parameters_json".
+func fromProtoTools(ts []*composerv1.ToolDefinition) ([]compose.Tool, error) {
+	if len(ts) == 0 {
+		return nil, nil
+	}
+	if len(ts) > maxTools {
+		return nil, errs.InvalidField("tools", "at most %d tools, got %d", maxTools, len(ts))
+	}
+	out := make([]compose.Tool, len(ts))
+	for i, t := range ts {
+		name, params := t.GetName(), strings.TrimSpace(t.GetParametersJson())
+		switch {
+		case strings.TrimSpace(name) == "" || len(name) > maxToolName:
+			return nil, errs.InvalidField(fmt.Sprintf("tools[%d].name", i), "a tool name of 1 to %d bytes is required", maxToolName)
+		case len(t.GetDescription())+len(params) > maxToolJSON:
+			return nil, errs.InvalidField(fmt.Sprintf("tools[%d]", i), "description and parameters_json may hold at most %d bytes", maxToolJSON)
+		case params != "" && (params[0] != '{' || !json.Valid([]byte(params))):
+			return nil, errs.InvalidField(fmt.Sprintf("tools[%d].parameters_json", i), "must be a JSON object (a JSON schema)")
+		}
+		out[i] = compose.Tool{Name: name, Description: t.GetDescription(), Parameters: params}
+	}
+	return out, nil
+}
+
+// toProtoWindowRequest asks the memory service for what composition needs under policy p.
+func toProtoWindowRequest(id string, p compose.Policy) *memoryv1.GetComposeWindowRequest {
+	return &memoryv1.GetComposeWindowRequest{
+		MysisId: id, Window: int32(p.ScanWindow), GlobalMissionFallback: !p.DisableMissionFallback,
+		CarryLimit: int32(p.CarryLimit), SnapshotTools: p.SnapshotTools, PinnedTools: p.PinnedTools,
+		ReplyLimit: int32(p.ReplyLimit), MaxTurnRows: int32(p.MaxTurnRows),
+	}
+}
+
+// fromProtoWindow builds the compose input from the memory service's window. A v1 memory service leaves
+// recent_start_seq at 0: the whole window is then recent, as before.
+func fromProtoWindow(w *memoryv1.GetComposeWindowResponse, beginTurn bool, tools []compose.Tool) compose.Input {
 	mems := w.GetMemories()
 	in := compose.Input{
 		SystemPrompt:       w.GetMysis().GetSystemPrompt(),
 		Mission:            fromProtoMission(w.GetMission()),
 		Window:             make([]compose.Memory, len(mems)),
+		RecentStartSeq:     w.GetRecentStartSeq(),
+		ObjectiveSeq:       w.GetObjectiveSeq(),
+		TurnTruncated:      w.GetTurnTruncated(),
+		Tools:              tools,
 		EncouragementCount: int(w.GetMysis().GetEncouragementCount()),
 		BeginTurn:          beginTurn,
 	}
@@ -142,6 +226,7 @@ func fromProtoMemory(m *memoryv1.Memory) compose.Memory {
 		Role: chatpb.FromProtoRole(m.GetRole()), Source: fromProtoSource(m.GetSource()), SenderID: m.GetSenderId(),
 		Content: m.GetContent(), Reasoning: m.GetReasoning(),
 		ToolCallID: m.GetToolCallId(), ToolName: m.GetToolName(),
+		CallArguments: m.GetCallArgumentsJson(), CallKey: m.GetCallKey(),
 	}
 	out.ToolCalls = chatpb.FromProtoToolCalls(m.GetToolCalls())
 	return out
@@ -197,11 +282,13 @@ const Tokenizer = "o200k_base"
 
 func toProtoManifest(m compose.Manifest, p compose.Policy) *composerv1.Manifest {
 	out := &composerv1.Manifest{
-		Entries:     make([]*composerv1.ManifestEntry, len(m.Items)),
-		Tokens:      toProtoTokens(m.Tokens),
-		TokenBudget: clampInt32(p.TokenBudget),
-		NudgeLevel:  int32(m.NudgeLevel),
-		Tokenizer:   Tokenizer,
+		Entries:               make([]*composerv1.ManifestEntry, len(m.Items)),
+		Tokens:                toProtoTokens(m.Tokens),
+		TokenBudget:           clampInt32(p.TokenBudget),
+		NudgeLevel:            int32(m.NudgeLevel),
+		Tokenizer:             Tokenizer,
+		CompactionBoundarySeq: m.Boundary,
+		TurnTruncated:         m.TurnTruncated,
 	}
 	for i, it := range m.Items {
 		out.Entries[i] = &composerv1.ManifestEntry{MemoryId: it.MemoryID, Seq: it.Seq,
@@ -217,11 +304,12 @@ func toProtoManifest(m compose.Manifest, p compose.Policy) *composerv1.Manifest 
 }
 
 // toProtoTokens converts the section counts. Total also includes the reply priming (compose.Tokens.Framing), which
-// has no section of its own in the API.
+// has no section of its own in the API; tools and carried are sections of their own.
 func toProtoTokens(t compose.Tokens) *composerv1.SectionTokens {
 	return &composerv1.SectionTokens{
 		System: clampInt32(t.System), Mission: clampInt32(t.Mission), History: clampInt32(t.History),
 		CurrentTurn: clampInt32(t.Current), Synthetic: clampInt32(t.Synthetic), Total: clampInt32(t.Total),
+		Tools: clampInt32(t.Tools), Carried: clampInt32(t.Carried),
 	}
 }
 

@@ -21,13 +21,17 @@ import (
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
 	"github.com/zoeaswarm/zoea/services/composer/internal/grpcapi"
+	"github.com/zoeaswarm/zoea/services/composer/internal/histgen"
 )
 
 // fakeMemory is a hand-written MemoryService that serves stored windows and counts GetComposeWindow calls. It
-// answers the way the real service does: the newest `window` memories, oldest first; NotFound for unknown myses.
+// answers the way the real service does: a v2 compose window (the recent rows reaching back to the current turn's
+// start, preceded by the carried rows; histgen.ComposeWindow is the reference of that contract), or with v1 set the
+// newest `window` memories as before; NotFound for unknown myses.
 type fakeMemory struct {
 	memoryv1.UnimplementedMemoryServiceServer
 
+	v1    bool
 	calls atomic.Int64
 	mu    sync.Mutex
 	myses map[string]*fakeMysis
@@ -82,12 +86,59 @@ func (f *fakeMemory) GetComposeWindow(_ context.Context, req *memoryv1.GetCompos
 	if m.upTo > 0 {
 		all = all[:m.upTo]
 	}
-	mems := all[max(0, len(all)-n):]
-	resp := &memoryv1.GetComposeWindowResponse{Mysis: m.mysis, Memories: mems, Mission: m.mission}
+	resp := &memoryv1.GetComposeWindowResponse{Mysis: m.mysis, Mission: m.mission}
 	if resp.Mission == nil && req.GetGlobalMissionFallback() {
 		resp.Mission = m.fallback
 	}
+	if f.v1 {
+		resp.Memories = all[max(0, len(all)-n):]
+		return resp, nil
+	}
+	var objective int64
+	if m.mission != nil {
+		objective = m.mission.GetMemory().GetSeq()
+	}
+	w := histgen.ComposeWindow(fromProto(all), windowPolicy(req), objective)
+	byID := make(map[int64]*memoryv1.Memory, len(all))
+	for _, pm := range all {
+		byID[pm.GetId()] = pm
+	}
+	for _, r := range w.Rows {
+		resp.Memories = append(resp.Memories, byID[r.ID])
+	}
+	resp.RecentStartSeq, resp.ObjectiveSeq, resp.TurnTruncated = w.RecentStartSeq, w.ObjectiveSeq, w.TurnTruncated
 	return resp, nil
+}
+
+// windowPolicy is the part of a policy GetComposeWindow receives.
+func windowPolicy(req *memoryv1.GetComposeWindowRequest) compose.Policy {
+	p := compose.DefaultPolicy()
+	p.ScanWindow = max(int(req.GetWindow()), 1)
+	if req.GetWindow() <= 0 {
+		p.ScanWindow = 20
+	}
+	p.CarryLimit, p.ReplyLimit, p.MaxTurnRows = int(req.GetCarryLimit()), int(req.GetReplyLimit()), int(req.GetMaxTurnRows())
+	p.SnapshotTools, p.PinnedTools = req.GetSnapshotTools(), req.GetPinnedTools()
+	return p
+}
+
+// fromProto reads stored rows back as compose memories (the fields the window contract looks at).
+func fromProto(ms []*memoryv1.Memory) []compose.Memory {
+	roles := map[memoryv1.Role]chat.Role{memoryv1.Role_ROLE_SYSTEM: chat.RoleSystem, memoryv1.Role_ROLE_USER: chat.RoleUser,
+		memoryv1.Role_ROLE_ASSISTANT: chat.RoleAssistant, memoryv1.Role_ROLE_TOOL: chat.RoleTool}
+	sources := map[memoryv1.Source]compose.Source{}
+	for _, s := range []compose.Source{compose.SourceDirect, compose.SourceBroadcast, compose.SourceNudge, compose.SourceLLM, compose.SourceTool, compose.SourceSystem} {
+		sources[protoSource(s)] = s
+	}
+	out := make([]compose.Memory, len(ms))
+	for i, m := range ms {
+		out[i] = compose.Memory{ID: m.GetId(), Seq: m.GetSeq(), Turn: m.GetTurn(), Role: roles[m.GetRole()], Source: sources[m.GetSource()],
+			Content: m.GetContent(), ToolCallID: m.GetToolCallId(), ToolName: m.GetToolName()}
+		for _, tc := range m.GetToolCalls() {
+			out[i].ToolCalls = append(out[i].ToolCalls, chat.ToolCall{ID: tc.GetId(), Name: tc.GetName(), Arguments: tc.GetArgumentsJson()})
+		}
+	}
+	return out
 }
 
 // memoryServer runs the fake on a real loopback listener with a controllable health service.

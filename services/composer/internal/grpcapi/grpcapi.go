@@ -76,13 +76,15 @@ func (s *Service) ComposeContext(ctx context.Context, req *composerv1.ComposeCon
 	if err != nil {
 		return nil, err
 	}
-	w, err := s.memory.GetComposeWindow(ctx, &memoryv1.GetComposeWindowRequest{
-		MysisId: id, Window: int32(p.ScanWindow), GlobalMissionFallback: !p.DisableMissionFallback,
-	})
+	tools, err := fromProtoTools(req.GetTools())
+	if err != nil {
+		return nil, err
+	}
+	w, err := s.memory.GetComposeWindow(ctx, toProtoWindowRequest(id, p))
 	if err != nil {
 		return nil, fromMemoryError(ctx, id, err)
 	}
-	in := fromProtoWindow(w, req.GetBeginAutonomousTurn())
+	in := fromProtoWindow(w, req.GetBeginAutonomousTurn(), tools)
 	var res compose.Result
 	if s.counter != nil {
 		res, err = compose.ComposeWith(in, p, s.counter)

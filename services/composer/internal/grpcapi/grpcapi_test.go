@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +26,7 @@ import (
 	"github.com/zoeaswarm/zoea/libs/chat/chatvalid"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
 	"github.com/zoeaswarm/zoea/services/composer/internal/grpcapi"
+	"github.com/zoeaswarm/zoea/services/composer/internal/histgen"
 	"github.com/zoeaswarm/zoea/services/composer/internal/o200k"
 	"github.com/zoeaswarm/zoea/services/composer/internal/replay"
 	"github.com/zoeaswarm/zoea/services/composer/internal/tokcache"
@@ -88,14 +90,18 @@ func TestComposeContextOneRoundTripSameAsCompose(t *testing.T) {
 			t.Fatalf("after %d ComposeContext calls the memory service saw %d GetComposeWindow calls", i+1, got)
 		}
 		req := mem.fake.lastRequest()
-		if req.GetWindow() != int32(window) || !req.GetGlobalMissionFallback() || req.GetMysisId() != mysisID {
+		if req.GetWindow() != int32(window) || !req.GetGlobalMissionFallback() || req.GetMysisId() != mysisID ||
+			req.GetCarryLimit() != int32(p.CarryLimit) || req.GetReplyLimit() != int32(p.ReplyLimit) ||
+			req.GetMaxTurnRows() != int32(p.MaxTurnRows) || !slices.Equal(req.GetSnapshotTools(), p.SnapshotTools) ||
+			!slices.Equal(req.GetPinnedTools(), p.PinnedTools) {
 			t.Fatalf("GetComposeWindow request %v", req)
 		}
 
 		p.ScanWindow = window
-		rows := s.Rows[len(s.Rows)-window:]
-		want, err := compose.Compose(compose.Input{SystemPrompt: replay.SystemPrompt, Window: rows,
-			Mission: &compose.Mission{MemoryID: s.Rows[0].ID, Seq: s.Rows[0].Seq, Source: s.Rows[0].Source, Content: s.Rows[0].Content}}, p)
+		w := histgen.ComposeWindow(s.Rows, p, s.Rows[0].Seq)
+		want, err := compose.Compose(compose.Input{SystemPrompt: replay.SystemPrompt, Window: w.Rows, RecentStartSeq: w.RecentStartSeq,
+			ObjectiveSeq: w.ObjectiveSeq,
+			Mission:      &compose.Mission{MemoryID: s.Rows[0].ID, Seq: s.Rows[0].Seq, Source: s.Rows[0].Source, Content: s.Rows[0].Content}}, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -228,6 +234,13 @@ func TestInvalidPolicyNamesField(t *testing.T) {
 		{"policy.snapshot_tools[1]", &composerv1.Policy{SnapshotTools: []string{"get_ship", " "}}, mysisID},
 		{"policy.nudge_levels", &composerv1.Policy{NudgeLevels: []string{"a", "b", "c", "d"}}, mysisID},
 		{"policy.nudge_levels[0]", &composerv1.Policy{NudgeLevels: []string{""}}, mysisID},
+		{"policy.carry_limit", &composerv1.Policy{CarryLimit: proto.Int32(1001)}, mysisID},
+		{"policy.pinned_tools[0]", &composerv1.Policy{PinnedTools: []string{""}}, mysisID},
+		{"policy.reply_limit", &composerv1.Policy{ReplyLimit: proto.Int32(-1)}, mysisID},
+		{"policy.reply_cap_tokens", &composerv1.Policy{ReplyCapTokens: proto.Int32(8)}, mysisID},
+		{"policy.max_turn_rows", &composerv1.Policy{MaxTurnRows: proto.Int32(-5)}, mysisID},
+		{"policy.high_water_tokens", &composerv1.Policy{HighWaterTokens: proto.Int32(9000)}, mysisID},
+		{"policy.compact_step", &composerv1.Policy{CompactStep: proto.Int32(0)}, mysisID},
 	} {
 		_, err := c.client.ComposeContext(context.Background(), &composerv1.ComposeContextRequest{MysisId: tc.id, Policy: tc.policy})
 		if got := fieldOf(t, err, codes.InvalidArgument); got != tc.field {
@@ -397,5 +410,71 @@ func TestNewRejectsInvalidDefaultPolicy(t *testing.T) {
 	p.Nudges.Firm = ""
 	if _, err := grpcapi.New(nil, grpcapi.Options{Policy: &p}); err == nil {
 		t.Fatal("an empty default nudge was accepted")
+	}
+}
+
+// A v1 memory service (no recent_start_seq, no carried rows, a window that may start inside a loop) still gets a
+// valid composition, and a result whose call is just outside the window is no repair.
+func TestV1WindowStillComposes(t *testing.T) {
+	mem := startMemory(t)
+	mem.fake.v1 = true
+	s := session(t, mem.fake, 0)
+	c := startComposer(t, mem.addr, grpcapi.Options{Logger: discardLogger()})
+	for i := 10; i < len(s.Requests); i += 13 {
+		n := s.Requests[i] // the runner composes with every loop's results stored
+		mem.fake.advance(mysisID, n)
+		for _, window := range []int32{5, 12, 50} {
+			resp, err := c.client.ComposeContext(context.Background(), &composerv1.ComposeContextRequest{MysisId: mysisID,
+				Policy: &composerv1.Policy{ScanWindow: proto.Int32(window)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := chatvalid.Strict.Validate(fromProtoMessages(resp.GetMessages())); err != nil {
+				t.Fatalf("%d rows, window %d: %v", n, window, err)
+			}
+			for _, r := range resp.GetManifest().GetRepairs() {
+				t.Errorf("%d rows, window %d: repair %q in a history that has none", n, window, r)
+			}
+		}
+	}
+}
+
+// Tool definitions travel with the request: counted in the budget (manifest tokens.tools) and validated by field.
+func TestToolsCountedAndValidated(t *testing.T) {
+	mem := startMemory(t)
+	session(t, mem.fake, 0)
+	c := startComposer(t, mem.addr, grpcapi.Options{Logger: discardLogger()})
+	tools := []*composerv1.ToolDefinition{
+		{Name: "get_status", Description: "Your ship's status.", ParametersJson: `{"type":"object","properties":{}}`},
+		{Name: "travel", Description: "Travel to a point of interest.", ParametersJson: `{"type":"object","properties":{"to":{"type":"string"}},"required":["to"]}`},
+	}
+	resp, err := c.client.ComposeContext(context.Background(), &composerv1.ComposeContextRequest{MysisId: mysisID, Tools: tools,
+		Policy: &composerv1.Policy{TokenBudget: proto.Int32(3000)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := o200k.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := histgen.ToolTokens(tok, []compose.Tool{{Name: tools[0].GetName(), Description: tools[0].GetDescription(), Parameters: tools[0].GetParametersJson()},
+		{Name: tools[1].GetName(), Description: tools[1].GetDescription(), Parameters: tools[1].GetParametersJson()}})
+	m := resp.GetManifest()
+	if int(m.GetTokens().GetTools()) != want || m.GetTokens().GetTotal() > 3000 ||
+		int(m.GetTokens().GetTotal()) != histgen.RequestTokens(tok, fromProtoMessages(resp.GetMessages()))+want {
+		t.Fatalf("tokens %v, tools recount %d", m.GetTokens(), want)
+	}
+	for _, tc := range []struct {
+		field string
+		tools []*composerv1.ToolDefinition
+	}{
+		{"tools[0].name", []*composerv1.ToolDefinition{{Name: " "}}},
+		{"tools[1].parameters_json", []*composerv1.ToolDefinition{tools[0], {Name: "x", ParametersJson: `[1]`}}},
+		{"tools[0].parameters_json", []*composerv1.ToolDefinition{{Name: "x", ParametersJson: `{"type":`}}},
+	} {
+		_, err := c.client.ComposeContext(context.Background(), &composerv1.ComposeContextRequest{MysisId: mysisID, Tools: tc.tools})
+		if got := fieldOf(t, err, codes.InvalidArgument); got != tc.field {
+			t.Errorf("field %q, want %q (err %v)", got, tc.field, err)
+		}
 	}
 }

@@ -242,9 +242,24 @@ func (g *Generator) Case(src Source) Case {
 	p.HistoryLoops = b.src.IntN(4)
 	p.DisableMissionFallback = b.src.IntN(5) == 0
 
+	p.CarryLimit = b.src.IntN(80)
+	p.ReplyLimit = b.src.IntN(5)
+	p.ReplyCap = 32 + b.src.IntN(300)
+	p.HighWater = b.src.IntN(8000)
+	p.CompactStep = 1 + b.src.IntN(32)
+
 	rows := b.rows
 	if len(rows) > p.ScanWindow {
 		rows = rows[len(rows)-p.ScanWindow:]
+	}
+	var v2 Window
+	if b.src.IntN(2) == 0 { // a v2 window: carried rows before the recent part
+		var objective int64
+		if len(prompts) > 0 && b.src.IntN(2) == 0 {
+			objective = prompts[len(prompts)-1].Seq
+		}
+		v2 = ComposeWindow(b.rows, p, objective)
+		rows = v2.Rows
 	}
 	rows = slices.Clone(rows)
 	for range b.src.IntN(3) { // rows lost at random cut points
@@ -258,6 +273,12 @@ func (g *Generator) Case(src Source) Case {
 		Window:             rows,
 		EncouragementCount: b.src.IntN(5),
 		BeginTurn:          b.src.IntN(2) == 0,
+		RecentStartSeq:     v2.RecentStartSeq,
+		ObjectiveSeq:       v2.ObjectiveSeq,
+		TurnTruncated:      v2.TurnTruncated,
+	}
+	for i := range b.src.IntN(4) {
+		in.Tools = append(in.Tools, Tool(i, b.src.IntN(3)))
 	}
 	switch v := b.src.IntN(4); {
 	case v == 0 && len(prompts) > 0:
@@ -300,7 +321,7 @@ func Check(c Case, tok *o200k.Tokenizer) (Outcome, error) {
 	if err := chatvalid.Strict.Validate(res.Messages); err != nil {
 		return Invalid, err
 	}
-	if n := RequestTokens(tok, res.Messages); n > c.Policy.TokenBudget || n != res.Manifest.Tokens.Total {
+	if n := RequestTokens(tok, res.Messages) + ToolTokens(tok, c.Input.Tools); n > c.Policy.TokenBudget || n != res.Manifest.Tokens.Total {
 		if n > c.Policy.TokenBudget {
 			return OverBudget, fmt.Errorf("request has %d tokens, budget %d", n, c.Policy.TokenBudget)
 		}
@@ -315,7 +336,7 @@ func Check(c Case, tok *o200k.Tokenizer) (Outcome, error) {
 // checkItemTokens verifies the per-memory accounting: what each memory adds, plus the system prompt, the synthetic
 // messages, an out-of-window mission and the reply priming, is the request's total; dropped memories add nothing.
 func checkItemTokens(m compose.Manifest) error {
-	sum := m.Tokens.System + m.Tokens.Synthetic + m.Tokens.Framing
+	sum := m.Tokens.System + m.Tokens.Synthetic + m.Tokens.Tools + m.Tokens.Framing
 	if m.Mission != nil {
 		sum += m.Mission.Tokens
 	}
@@ -376,7 +397,7 @@ func Persisted(c Case, res compose.Result) Case {
 	}
 	w = append(slices.Clone(w), compose.Memory{ID: id + 1000, Seq: seq + 1, Turn: turn + 1, Role: chat.RoleUser,
 		Source: compose.SourceNudge, Content: res.Nudge.Content})
-	if len(w) > c.Policy.ScanWindow {
+	if c.Input.RecentStartSeq == 0 && len(w) > c.Policy.ScanWindow { // a v2 window keeps its rows (see COMPOSITION.md)
 		w = w[len(w)-c.Policy.ScanWindow:]
 	}
 	next := c
@@ -396,4 +417,17 @@ func RequestTokens(tok *o200k.Tokenizer, msgs []chat.Message) int {
 		}
 	}
 	return n
+}
+
+// Tool returns a generated tool definition: a plain one, a big one, or one with parameters that are not a schema.
+func Tool(i, kind int) compose.Tool {
+	t := compose.Tool{Name: fmt.Sprintf("tool_%d", i), Description: "Does one SpaceMolt thing.",
+		Parameters: `{"type":"object","properties":{"target":{"type":"string"}}}`}
+	switch kind {
+	case 1:
+		t.Description = strings.Repeat("A long description of a complicated tool. ", 40)
+	case 2:
+		t.Parameters = `not json`
+	}
+	return t
 }

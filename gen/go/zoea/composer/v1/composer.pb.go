@@ -159,14 +159,34 @@ type Policy struct {
 	// State-snapshot tools whose superseded results become stubs. When empty the defaults apply
 	// (get_status, get_ship, get_system, get_poi, get_nearby, get_cargo).
 	SnapshotTools []string `protobuf:"bytes,4,rep,name=snapshot_tools,json=snapshotTools,proto3" json:"snapshot_tools,omitempty"`
-	// How many complete tool loops of earlier turns to keep (default 1).
+	// How many of the latest complete tool loops of earlier turns to keep with their prompt when older history is
+	// compacted (default 1); carried state (carry_limit) is kept besides.
 	HistoryToolLoops *int32 `protobuf:"varint,5,opt,name=history_tool_loops,json=historyToolLoops,proto3,oneof" json:"history_tool_loops,omitempty"`
 	// Nudge wording by level (gentle, firm, urgent); when empty the defaults apply.
 	NudgeLevels []string `protobuf:"bytes,6,rep,name=nudge_levels,json=nudgeLevels,proto3" json:"nudge_levels,omitempty"`
 	// Fall back to the swarm's latest commander broadcast when the mysis has no mission (default true).
 	GlobalMissionFallback *bool `protobuf:"varint,7,opt,name=global_mission_fallback,json=globalMissionFallback,proto3,oneof" json:"global_mission_fallback,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// How many distinct calls (tool name + canonical arguments; snapshot tools by name) since the objective earlier
+	// turns may carry, newest first (default 64, 0 to 1000). Passed to the memory service's GetComposeWindow.
+	CarryLimit *int32 `protobuf:"varint,8,opt,name=carry_limit,json=carryLimit,proto3,oneof" json:"carry_limit,omitempty"`
+	// Tools whose newest result is carried even from before the objective and compressed last. When empty the
+	// defaults apply (login, register).
+	PinnedTools []string `protobuf:"bytes,9,rep,name=pinned_tools,json=pinnedTools,proto3" json:"pinned_tools,omitempty"`
+	// How many earlier turns' final text replies are kept, newest first (default 3, 0 to 100).
+	ReplyLimit *int32 `protobuf:"varint,10,opt,name=reply_limit,json=replyLimit,proto3,oneof" json:"reply_limit,omitempty"`
+	// Tokens one kept earlier reply may have before it is cut (default 200, min 32).
+	ReplyCapTokens *int32 `protobuf:"varint,11,opt,name=reply_cap_tokens,json=replyCapTokens,proto3,oneof" json:"reply_cap_tokens,omitempty"`
+	// Upper bound on the recent rows the memory service returns for an overlong current turn (default 2000, 0 means
+	// the memory service's default, max 100000).
+	MaxTurnRows *int32 `protobuf:"varint,12,opt,name=max_turn_rows,json=maxTurnRows,proto3,oneof" json:"max_turn_rows,omitempty"`
+	// Message tokens (system prompt and tools excluded) the request grows to append-only before older history is
+	// compacted in one step (default 4000; 0 means the token budget alone).
+	HighWaterTokens *int32 `protobuf:"varint,13,opt,name=high_water_tokens,json=highWaterTokens,proto3,oneof" json:"high_water_tokens,omitempty"`
+	// Grid, in memory seqs, on which the compaction boundary moves (default 48, 1 to 10000): larger steps mean
+	// fewer, bigger compactions and more requests that extend the previous one.
+	CompactStep   *int32 `protobuf:"varint,14,opt,name=compact_step,json=compactStep,proto3,oneof" json:"compact_step,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Policy) Reset() {
@@ -246,6 +266,55 @@ func (x *Policy) GetGlobalMissionFallback() bool {
 		return *x.GlobalMissionFallback
 	}
 	return false
+}
+
+func (x *Policy) GetCarryLimit() int32 {
+	if x != nil && x.CarryLimit != nil {
+		return *x.CarryLimit
+	}
+	return 0
+}
+
+func (x *Policy) GetPinnedTools() []string {
+	if x != nil {
+		return x.PinnedTools
+	}
+	return nil
+}
+
+func (x *Policy) GetReplyLimit() int32 {
+	if x != nil && x.ReplyLimit != nil {
+		return *x.ReplyLimit
+	}
+	return 0
+}
+
+func (x *Policy) GetReplyCapTokens() int32 {
+	if x != nil && x.ReplyCapTokens != nil {
+		return *x.ReplyCapTokens
+	}
+	return 0
+}
+
+func (x *Policy) GetMaxTurnRows() int32 {
+	if x != nil && x.MaxTurnRows != nil {
+		return *x.MaxTurnRows
+	}
+	return 0
+}
+
+func (x *Policy) GetHighWaterTokens() int32 {
+	if x != nil && x.HighWaterTokens != nil {
+		return *x.HighWaterTokens
+	}
+	return 0
+}
+
+func (x *Policy) GetCompactStep() int32 {
+	if x != nil && x.CompactStep != nil {
+		return *x.CompactStep
+	}
+	return 0
 }
 
 // ChatMessage is one message of the composed request, in the provider-neutral OpenAI shape.
@@ -339,7 +408,8 @@ type ManifestEntry struct {
 	Seq int64 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
 	// What happened to it.
 	Disposition Disposition `protobuf:"varint,3,opt,name=disposition,proto3,enum=zoea.composer.v1.Disposition" json:"disposition,omitempty"`
-	// Why, e.g. "historical turn", "superseded snapshot", "over budget", "orphan tool result".
+	// Why, a stable text documented in docs/COMPOSITION.md, e.g. "current turn", "newest result of its call, carried
+	// from an earlier turn", "budget: superseded result stubbed", "tool result with no matching call".
 	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	// Tokens it contributes to the request (0 when dropped).
 	Tokens        int32 `protobuf:"varint,5,opt,name=tokens,proto3" json:"tokens,omitempty"`
@@ -483,13 +553,13 @@ type SectionTokens struct {
 	System int32 `protobuf:"varint,1,opt,name=system,proto3" json:"system,omitempty"`
 	// Re-injected mission.
 	Mission int32 `protobuf:"varint,2,opt,name=mission,proto3" json:"mission,omitempty"`
-	// Compressed earlier turns.
+	// Earlier turns sent as in the previous request (above the compaction boundary) and kept history loops.
 	History int32 `protobuf:"varint,3,opt,name=history,proto3" json:"history,omitempty"`
 	// The current turn.
 	CurrentTurn int32 `protobuf:"varint,4,opt,name=current_turn,json=currentTurn,proto3" json:"current_turn,omitempty"`
 	// Synthetic messages (nudges, repairs).
 	Synthetic int32 `protobuf:"varint,5,opt,name=synthetic,proto3" json:"synthetic,omitempty"`
-	// Sum, never above the budget.
+	// Sum of every section (tools included) plus the reply priming, never above the budget.
 	Total int32 `protobuf:"varint,6,opt,name=total,proto3" json:"total,omitempty"`
 	// Tool definitions sent with the request.
 	Tools int32 `protobuf:"varint,7,opt,name=tools,proto3" json:"tools,omitempty"`
@@ -601,7 +671,12 @@ type Manifest struct {
 	// Repairs made to a broken history, human-readable.
 	Repairs []string `protobuf:"bytes,6,rep,name=repairs,proto3" json:"repairs,omitempty"`
 	// Tokenizer used for counting, e.g. "o200k_base".
-	Tokenizer     string `protobuf:"bytes,7,opt,name=tokenizer,proto3" json:"tokenizer,omitempty"`
+	Tokenizer string `protobuf:"bytes,7,opt,name=tokenizer,proto3" json:"tokenizer,omitempty"`
+	// Seq of the compaction boundary: memories from it on are sent as in the previous request, older ones are
+	// compacted to carried state; 0 when nothing is below it.
+	CompactionBoundarySeq int64 `protobuf:"varint,8,opt,name=compaction_boundary_seq,json=compactionBoundarySeq,proto3" json:"compaction_boundary_seq,omitempty"`
+	// The memory service left out the oldest rows of an overlong current turn (policy.max_turn_rows).
+	TurnTruncated bool `protobuf:"varint,9,opt,name=turn_truncated,json=turnTruncated,proto3" json:"turn_truncated,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -683,6 +758,20 @@ func (x *Manifest) GetTokenizer() string {
 		return x.Tokenizer
 	}
 	return ""
+}
+
+func (x *Manifest) GetCompactionBoundarySeq() int64 {
+	if x != nil {
+		return x.CompactionBoundarySeq
+	}
+	return 0
+}
+
+func (x *Manifest) GetTurnTruncated() bool {
+	if x != nil {
+		return x.TurnTruncated
+	}
+	return false
 }
 
 // Encouragement is the composer's decision on the nudge counter.
@@ -955,7 +1044,7 @@ var File_zoea_composer_v1_composer_proto protoreflect.FileDescriptor
 
 const file_zoea_composer_v1_composer_proto_rawDesc = "" +
 	"\n" +
-	"\x1fzoea/composer/v1/composer.proto\x12\x10zoea.composer.v1\x1a\x1bzoea/memory/v1/memory.proto\"\xb9\x03\n" +
+	"\x1fzoea/composer/v1/composer.proto\x12\x10zoea.composer.v1\x1a\x1bzoea/memory/v1/memory.proto\"\xc7\x06\n" +
 	"\x06Policy\x12$\n" +
 	"\vscan_window\x18\x01 \x01(\x05H\x00R\n" +
 	"scanWindow\x88\x01\x01\x12&\n" +
@@ -964,12 +1053,29 @@ const file_zoea_composer_v1_composer_proto_rawDesc = "" +
 	"\x0esnapshot_tools\x18\x04 \x03(\tR\rsnapshotTools\x121\n" +
 	"\x12history_tool_loops\x18\x05 \x01(\x05H\x03R\x10historyToolLoops\x88\x01\x01\x12!\n" +
 	"\fnudge_levels\x18\x06 \x03(\tR\vnudgeLevels\x12;\n" +
-	"\x17global_mission_fallback\x18\a \x01(\bH\x04R\x15globalMissionFallback\x88\x01\x01B\x0e\n" +
+	"\x17global_mission_fallback\x18\a \x01(\bH\x04R\x15globalMissionFallback\x88\x01\x01\x12$\n" +
+	"\vcarry_limit\x18\b \x01(\x05H\x05R\n" +
+	"carryLimit\x88\x01\x01\x12!\n" +
+	"\fpinned_tools\x18\t \x03(\tR\vpinnedTools\x12$\n" +
+	"\vreply_limit\x18\n" +
+	" \x01(\x05H\x06R\n" +
+	"replyLimit\x88\x01\x01\x12-\n" +
+	"\x10reply_cap_tokens\x18\v \x01(\x05H\aR\x0ereplyCapTokens\x88\x01\x01\x12'\n" +
+	"\rmax_turn_rows\x18\f \x01(\x05H\bR\vmaxTurnRows\x88\x01\x01\x12/\n" +
+	"\x11high_water_tokens\x18\r \x01(\x05H\tR\x0fhighWaterTokens\x88\x01\x01\x12&\n" +
+	"\fcompact_step\x18\x0e \x01(\x05H\n" +
+	"R\vcompactStep\x88\x01\x01B\x0e\n" +
 	"\f_scan_windowB\x0f\n" +
 	"\r_token_budgetB\x19\n" +
 	"\x17_tool_result_cap_tokensB\x15\n" +
 	"\x13_history_tool_loopsB\x1a\n" +
-	"\x18_global_mission_fallback\"\xc0\x01\n" +
+	"\x18_global_mission_fallbackB\x0e\n" +
+	"\f_carry_limitB\x0e\n" +
+	"\f_reply_limitB\x13\n" +
+	"\x11_reply_cap_tokensB\x10\n" +
+	"\x0e_max_turn_rowsB\x14\n" +
+	"\x12_high_water_tokensB\x0f\n" +
+	"\r_compact_step\"\xc0\x01\n" +
 	"\vChatMessage\x12(\n" +
 	"\x04role\x18\x01 \x01(\x0e2\x14.zoea.memory.v1.RoleR\x04role\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x127\n" +
@@ -996,7 +1102,7 @@ const file_zoea_composer_v1_composer_proto_rawDesc = "" +
 	"\tsynthetic\x18\x05 \x01(\x05R\tsynthetic\x12\x14\n" +
 	"\x05total\x18\x06 \x01(\x05R\x05total\x12\x14\n" +
 	"\x05tools\x18\a \x01(\x05R\x05tools\x12\x18\n" +
-	"\acarried\x18\b \x01(\x05R\acarried\"\xbc\x02\n" +
+	"\acarried\x18\b \x01(\x05R\acarried\"\x9b\x03\n" +
 	"\bManifest\x129\n" +
 	"\aentries\x18\x01 \x03(\v2\x1f.zoea.composer.v1.ManifestEntryR\aentries\x127\n" +
 	"\x06tokens\x18\x02 \x01(\v2\x1f.zoea.composer.v1.SectionTokensR\x06tokens\x12!\n" +
@@ -1005,7 +1111,9 @@ const file_zoea_composer_v1_composer_proto_rawDesc = "" +
 	"\vnudge_level\x18\x05 \x01(\x05R\n" +
 	"nudgeLevel\x12\x18\n" +
 	"\arepairs\x18\x06 \x03(\tR\arepairs\x12\x1c\n" +
-	"\ttokenizer\x18\a \x01(\tR\ttokenizer\"\x83\x01\n" +
+	"\ttokenizer\x18\a \x01(\tR\ttokenizer\x126\n" +
+	"\x17compaction_boundary_seq\x18\b \x01(\x03R\x15compactionBoundarySeq\x12%\n" +
+	"\x0eturn_truncated\x18\t \x01(\bR\rturnTruncated\"\x83\x01\n" +
 	"\rEncouragement\x12=\n" +
 	"\x06action\x18\x01 \x01(\x0e2%.zoea.composer.v1.EncouragementActionR\x06action\x12\x1d\n" +
 	"\n" +

@@ -1,0 +1,289 @@
+package compose
+
+import (
+	"cmp"
+	"math"
+	"slices"
+)
+
+// The budget reducer takes tokens where they are worth least. Its stages run in order; a stage that has nothing left
+// hands over to the next one. The mission, the current turn's prompt and the newest loop are never dropped; the
+// newest loop's results are only cut shorter, last.
+//
+// Within a stage, sacrifices go oldest first and in steps of the seq grid (Policy.CompactStep): a step applies the
+// stage to everything below the lowest grid point that saves what the request is over plus a margin (budgetSlack).
+// Successive requests of a growing history then pick the same grid point until the margin is used up, so they
+// extend each other instead of each compressing one more result (prompt caches stay warm).
+type budgetStage struct {
+	reason Reason
+	// last: only once the stages before have also taken from the newest grid cell (the pinned results).
+	last bool
+	// actions lists what the stage may sacrifice now.
+	actions func(r *reducer, reason Reason) []action
+}
+
+var budgetStages = []budgetStage{
+	{ReasonBudgetSuperseded, false, (*reducer).supersededResults},   // superseded results become stubs
+	{ReasonBudgetSupersededLoop, false, (*reducer).supersededLoops}, // loops whose every result is superseded
+	{ReasonBudgetText, false, (*reducer).text},                      // replies and earlier prompts
+	{ReasonBudgetOlderState, false, (*reducer).olderStateStubs},     // earlier turns' state: stubbed,
+	{ReasonBudgetOlderState, false, (*reducer).olderStateLoops},     // then dropped
+	{ReasonBudgetTurnLoop, false, (*reducer).turnStubs},             // the current turn's early loops: stubbed,
+	{ReasonBudgetTurnLoop, false, (*reducer).turnLoops},             // then dropped
+	{ReasonBudgetPinned, true, (*reducer).pinnedStubs},              // login/session results: stubbed,
+	{ReasonBudgetPinned, true, (*reducer).pinnedLoops},              // then dropped
+}
+
+// budgetSlack is the margin a reduction step frees beyond what the request is over, as a share of the budget.
+const budgetSlack = 8
+
+// action is one possible sacrifice: it is applied when the step's grid point is above seq.
+type action struct {
+	seq   int64
+	save  int
+	apply func() bool // reports whether it changed anything
+}
+
+type reducer struct {
+	c         *composer
+	units     []*unit
+	stage     int
+	pass      int
+	shrinkCap int
+}
+
+// step runs the stages twice: first leaving alone the newest grid cell (where each new loop lands, so what it
+// supersedes waits for the cell to close), then, if that was not enough, everything.
+func (r *reducer) step(need int) bool {
+	for r.pass < 2 {
+		for r.stage < len(budgetStages) {
+			st := budgetStages[r.stage]
+			if (r.pass > 0 || !st.last) && r.applyStep(st.actions(r, st.reason), need) {
+				return true
+			}
+			r.stage++
+		}
+		r.pass, r.stage = r.pass+1, 0
+	}
+	return r.shrinkNewest()
+}
+
+// applyStep applies every action below the lowest grid point whose actions save need plus the slack (all of them
+// when none does). It reports whether anything changed.
+func (r *reducer) applyStep(acts []action, need int) bool {
+	if len(acts) == 0 {
+		return false
+	}
+	step := int64(r.c.p.CompactStep)
+	grid := func(a action) int64 { return (a.seq/step + 1) * step }
+	slices.SortStableFunc(acts, func(a, b action) int { return cmp.Compare(grid(a), grid(b)) })
+	ceiling := int64(math.MaxInt64)
+	if r.pass == 0 {
+		var newest int64
+		for _, u := range r.units {
+			newest = max(newest, u.seq)
+		}
+		ceiling = newest / step * step
+		n := 0
+		for n < len(acts) && grid(acts[n]) <= ceiling {
+			n++
+		}
+		acts = acts[:n]
+		if n == 0 {
+			return false
+		}
+	}
+	want := need + r.c.p.TokenBudget/budgetSlack
+	limit := ceiling
+	saved := 0
+	for i, a := range acts {
+		saved += a.save
+		if saved >= want && (i+1 == len(acts) || grid(acts[i+1]) != grid(a)) {
+			limit = grid(a)
+			break
+		}
+	}
+	changed := false
+	for _, a := range acts {
+		if grid(a) <= limit && a.apply() {
+			changed = true
+		}
+	}
+	return changed // a step that changes nothing hands over to the next stage: the reducer always ends
+}
+
+// protected reports units no stage may drop: prompts that frame the request and the newest loop.
+func (r *reducer) protected(u *unit) bool {
+	switch u.kind {
+	case kindMission, kindNudge, kindHeader:
+		return true
+	case kindUser:
+		return u.section == secMission || u.section == secSynthetic || (u.section == secCurrent && u.isOpener())
+	}
+	return u == r.newestLoop()
+}
+
+func (r *reducer) newestLoop() *unit {
+	var last, lastCurrent *unit
+	for _, u := range r.units {
+		if u.keep && u.kind == kindLoop {
+			last = u
+			if u.section == secCurrent {
+				lastCurrent = u
+			}
+		}
+	}
+	if lastCurrent != nil {
+		return lastCurrent
+	}
+	return last
+}
+
+func isCurrent(u *unit) bool { return u.section == secCurrent || u.section == secSynthetic }
+
+func (r *reducer) dropAction(u *unit, reason Reason) action {
+	save := r.c.unitTokens(u)
+	for _, p := range r.units {
+		if p.promptFor == u && p.keep {
+			save += r.c.unitTokens(p)
+		}
+	}
+	return action{seq: u.seq, save: save, apply: func() bool {
+		if !u.keep {
+			return false
+		}
+		u.keep, u.reason = false, reason
+		for _, p := range r.units {
+			if p.promptFor == u && p.keep {
+				p.keep, p.reason = false, reason
+			}
+		}
+		return true
+	}}
+}
+
+// stubActions lists the stubs shorter than the results they replace, for the results ok selects.
+func (r *reducer) stubActions(acts []action, u *unit, reason Reason, superseded bool, ok func(*toolResult) bool) []action {
+	for _, res := range u.results {
+		if res.mem == nil || res.state == resStub || res.state == resSynthetic || !ok(res) {
+			continue
+		}
+		text := budgetStub(res)
+		seq := res.mem.Seq
+		if superseded {
+			text, seq = supersededStub(res), max(seq, res.nextSeq)
+		}
+		if !r.c.stubShorter(res, text) {
+			continue
+		}
+		save := r.c.resultTokens(res) - r.c.count(text)
+		acts = append(acts, action{seq: seq, save: save, apply: func() bool { return r.c.stubIfShorter(res, text, reason) }})
+	}
+	return acts
+}
+
+// supersededResults: a result is stubbed once the grid point is above the newer result that supersedes it, so the
+// stub and what supersedes it move below the boundary together.
+func (r *reducer) supersededResults(reason Reason) []action {
+	var acts []action
+	for _, u := range r.units {
+		if u.keep {
+			acts = r.stubActions(acts, u, reason, true, func(res *toolResult) bool { return !res.newest })
+		}
+	}
+	return acts
+}
+
+func (r *reducer) supersededLoops(reason Reason) []action {
+	var acts []action
+	for _, u := range r.units {
+		if !u.keep || u.kind != kindLoop || r.protected(u) {
+			continue
+		}
+		all, last := true, u.seq
+		for _, res := range u.results {
+			if res.newest || res.carry {
+				all = false
+			}
+			last = max(last, res.nextSeq)
+		}
+		if all {
+			a := r.dropAction(u, reason)
+			a.seq = last
+			acts = append(acts, a)
+		}
+	}
+	return acts
+}
+
+func (r *reducer) text(reason Reason) []action {
+	var acts []action
+	sawUser := false
+	for _, u := range r.units {
+		if !u.keep {
+			continue
+		}
+		switch {
+		case u.kind == kindText && !r.protected(u):
+			acts = append(acts, r.dropAction(u, reason))
+		case u.kind == kindUser && sawUser && !r.protected(u):
+			acts = append(acts, r.dropAction(u, reason)) // an earlier prompt, after another user message
+		case u.kind == kindUser || u.kind == kindMission || u.kind == kindNudge || u.kind == kindHeader:
+			sawUser = true
+		}
+	}
+	return acts
+}
+
+func (r *reducer) loopStubs(reason Reason, pinned bool, pick func(*unit) bool) []action {
+	var acts []action
+	for _, u := range r.units {
+		if u.keep && u.kind == kindLoop && !r.protected(u) && pick(u) {
+			acts = r.stubActions(acts, u, reason, false, func(res *toolResult) bool { return res.pinned == pinned })
+		}
+	}
+	return acts
+}
+
+func (r *reducer) loopDrops(reason Reason, pinned bool, pick func(*unit) bool) []action {
+	var acts []action
+	for _, u := range r.units {
+		if u.keep && u.kind == kindLoop && !r.protected(u) && pick(u) && (pinned || !u.hasPinned()) {
+			acts = append(acts, r.dropAction(u, reason))
+		}
+	}
+	return acts
+}
+
+func notCurrent(u *unit) bool { return !isCurrent(u) }
+func anyUnit(*unit) bool      { return true }
+
+func (r *reducer) olderStateStubs(reason Reason) []action {
+	return r.loopStubs(reason, false, notCurrent)
+}
+func (r *reducer) olderStateLoops(reason Reason) []action {
+	return r.loopDrops(reason, false, notCurrent)
+}
+func (r *reducer) turnStubs(reason Reason) []action   { return r.loopStubs(reason, false, isCurrent) }
+func (r *reducer) turnLoops(reason Reason) []action   { return r.loopDrops(reason, false, isCurrent) }
+func (r *reducer) pinnedStubs(reason Reason) []action { return r.loopStubs(reason, true, anyUnit) }
+func (r *reducer) pinnedLoops(reason Reason) []action { return r.loopDrops(reason, true, anyUnit) }
+
+// shrinkNewest cuts the newest loop's results ever shorter, the last resort.
+func (r *reducer) shrinkNewest() bool {
+	last := r.newestLoop()
+	if last == nil {
+		return false
+	}
+	if r.shrinkCap == 0 {
+		r.shrinkCap = r.c.p.ToolResultCap
+	}
+	r.shrinkCap /= 2
+	if r.shrinkCap < minToolResultCap {
+		return false
+	}
+	for _, res := range last.results {
+		r.c.capResult(res, r.shrinkCap, ReasonBudget)
+	}
+	return true
+}

@@ -1,0 +1,417 @@
+package compose
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Text of the stubs and notes the composer writes itself.
+const (
+	headerText = "[State carried over from earlier in this session.]"
+)
+
+func supersededStub(r *toolResult) string {
+	return fmt.Sprintf("[superseded: a newer %s result follows; this one is memory #%d]", r.name, r.mem.ID)
+}
+
+func budgetStub(r *toolResult) string {
+	return fmt.Sprintf("[compacted to fit the token budget: %s result is memory #%d, %s]", r.name, r.mem.ID, searchHint)
+}
+
+// stubIfShorter replaces r's content with stub when the stub has fewer tokens: a stub never makes a message longer.
+func (c *composer) stubIfShorter(r *toolResult, stub string, reason Reason) bool {
+	if !c.stubShorter(r, stub) {
+		return false
+	}
+	r.content, r.state, r.reason = stub, resStub, reason
+	return true
+}
+
+// stubShorter reports whether stub would replace r: r is a stored result not yet stubbed, and stub has fewer tokens.
+func (c *composer) stubShorter(r *toolResult, stub string) bool {
+	if r.mem == nil || r.state == resStub || r.state == resSynthetic {
+		return false
+	}
+	return c.count(stub) < c.resultTokens(r)
+}
+
+// classify keys every result by its call, marks the newest result of each call, what earlier turns carry (the
+// newest result of each distinct call since the objective, CarryLimit of them newest first, and the newest result of
+// each pinned tool however old), and the final replies of earlier turns.
+func (c *composer) classify(units []*unit, currentStart int, objective int64) {
+	c.objective = objective
+	seen := make(map[string]int64, 2*len(units)) // key → seq of the loop of the newest result seen so far
+	var seenPinned map[string]bool
+	carried := 0
+	for i := len(units) - 1; i >= 0; i-- {
+		u := units[i]
+		for k := len(u.results) - 1; k >= 0; k-- {
+			r := u.results[k]
+			if r.state == resSynthetic {
+				continue
+			}
+			r.key = c.p.CallKey(r.name, u.calls[k].Arguments)
+			next, ok := seen[r.key]
+			seen[r.key], r.nextSeq = u.seq, next
+			if !ok {
+				r.newest, r.nextSeq = true, math.MaxInt64
+				if r.mem.Seq >= objective && carried < c.p.CarryLimit {
+					r.carry = true
+					carried++
+				}
+			}
+			if r.pinned {
+				if seenPinned == nil {
+					seenPinned = make(map[string]bool)
+				}
+				if !seenPinned[r.name] {
+					seenPinned[r.name], r.carry = true, true
+				}
+			}
+		}
+	}
+	for i := 0; i < currentStart; i++ {
+		u := units[i]
+		if u.kind != kindText || u.seq < objective {
+			continue
+		}
+		j := i + 1
+		for j < len(units) && (units[j].kind == kindMission || units[j].kind == kindNudge) {
+			j++
+		}
+		u.reply = j == len(units) || units[j].turn != u.turn
+	}
+}
+
+// loopTokens estimates a loop's tokens with each result's tokens given by result (after the per-result cap).
+func (c *composer) loopTokens(u *unit, result func(r *toolResult) int) int {
+	n := framingPerMessage + c.count(u.content)
+	for k, tc := range u.calls {
+		c.capResult(u.results[k], c.p.ToolResultCap, ReasonOverCap)
+		n += framingPerCall + c.count(tc.ID) + c.count(tc.Name) + c.count(tc.Arguments)
+		n += framingPerMessage + result(u.results[k]) + c.count(u.results[k].name) + c.count(tc.ID)
+	}
+	return n
+}
+
+func (c *composer) unitTokens(u *unit) int {
+	if u.kind == kindLoop {
+		return c.loopTokens(u, c.resultTokens)
+	}
+	return framingPerMessage + c.count(u.content)
+}
+
+// compactResultTokens is what a result costs once superseded results are stubbed.
+func (c *composer) compactResultTokens(r *toolResult) int {
+	n := c.resultTokens(r)
+	if r.newest || r.mem == nil || r.state == resStub || len(r.content) < 40 { // a stub is longer than 40 bytes
+		return n
+	}
+	return min(n, c.count(supersededStub(r)))
+}
+
+// selectUnits decides what is sent. Units at or above the compaction boundary (and the current turn) are sent as
+// they were in the previous request; below it, earlier turns are compacted to what they carry: the mission, the
+// newest result of each distinct call with its call, pinned results, the newest final replies and the latest
+// HistoryLoops complete loops with their prompt, and superseded results are stubbed. The boundary is the lowest
+// point of a seq grid (multiples of CompactStep) at which the request fits the high-water mark, so it moves in steps
+// and the requests between two steps are pure extensions of each other.
+func (c *composer) selectUnits(units []*unit, currentStart int, missionUnit *unit, system string) {
+	// Estimates per unit.
+	fixedUnit := func(u *unit) bool {
+		return u == missionUnit || u.kind == kindNudge || u.virtual || u.kind == kindMission
+	}
+	var fixed, firstSeq, lastLoopSeq int64 = 0, math.MaxInt64, 0
+	for _, u := range units {
+		if !fixedUnit(u) {
+			firstSeq = min(firstSeq, u.seq)
+		}
+	}
+	// Only rows of the contiguous recent part can be sent as they were: carried rows come and go as newer results
+	// supersede them. So the boundary starts at the first grid point of the recent part, and what lies below it is
+	// only ever compacted (its full size is never needed, nor counted).
+	step := int64(c.p.CompactStep)
+	low := firstSeq
+	if c.recentStart > 0 {
+		low = max(low, c.recentStart)
+	}
+	g0 := (low + step - 1) / step * step
+	for i, u := range units {
+		if fixedUnit(u) {
+			fixed += int64(c.unitTokens(u))
+			continue
+		}
+		switch {
+		case i >= currentStart:
+			u.full = c.unitTokens(u)
+			u.compact = u.full
+			continue
+		case u.kind == kindLoop && u.carries():
+			u.compact = c.loopTokens(u, c.compactResultTokens)
+		case u.kind == kindText && u.reply:
+			u.compact = min(c.unitTokens(u), framingPerMessage+c.p.ReplyCap)
+		}
+		u.full = u.compact
+		if u.seq >= g0 {
+			u.full = c.unitTokens(u)
+		}
+	}
+	// The boundary may pass everything but the current turn's newest loop (or the current turn, when it has none).
+	lastLoopSeq = 0
+	for _, u := range units[currentStart:] {
+		if u.kind == kindLoop {
+			lastLoopSeq = u.seq
+		}
+	}
+	if lastLoopSeq == 0 {
+		for _, u := range units[currentStart:] {
+			if u.seq > 0 {
+				lastLoopSeq = u.seq
+				break
+			}
+		}
+	}
+	if lastLoopSeq == 0 && len(units) > 0 {
+		lastLoopSeq = units[len(units)-1].seq + 1 // only a synthetic nudge: everything before it may be compacted
+	}
+	// The boundary: the lowest grid point whose request fits the high-water mark.
+	high := c.p.TokenBudget - c.count(system) - framingPerMessage - c.toolTokens - framingReply
+	if c.p.HighWater > 0 {
+		high = min(high, c.p.HighWater)
+	}
+	boundary := int64(0)
+	if firstSeq != math.MaxInt64 {
+		var total int64
+		for _, u := range units {
+			total += int64(u.full)
+		}
+		// What compaction saves, by the seq the boundary must pass: a unit below it is compacted; a superseded
+		// result of the current turn is stubbed once the boundary passes the loop that supersedes it too.
+		type saving struct {
+			at   int64
+			save int
+		}
+		var savings []saving
+		for i, u := range units {
+			if fixedUnit(u) {
+				continue
+			}
+			if i < currentStart {
+				if u.full != u.compact {
+					savings = append(savings, saving{u.seq, u.full - u.compact})
+				}
+				continue
+			}
+			for _, r := range u.results {
+				if !r.newest && r.mem != nil && len(r.content) >= 40 {
+					if d := c.resultTokens(r) - c.count(supersededStub(r)); d > 0 {
+						savings = append(savings, saving{max(u.seq, r.nextSeq), d})
+					}
+				}
+			}
+		}
+		slices.SortStableFunc(savings, func(a, b saving) int { return cmp.Compare(a.at, b.at) })
+		g := g0
+		boundary = g
+		saved := int64(0) // tokens saved by compacting below g
+		j := 0
+		for ; g <= lastLoopSeq; g += step {
+			for ; j < len(savings) && savings[j].at < g; j++ {
+				saved += int64(savings[j].save)
+			}
+			boundary = g
+			if fixed+total-saved <= int64(high) {
+				break
+			}
+		}
+		boundary = min(boundary, lastLoopSeq/step*step)
+	}
+	if boundary > firstSeq {
+		c.boundary = boundary
+	}
+
+	replies := 0
+	historyLoops := 0
+	for i := len(units) - 1; i >= 0; i-- {
+		u := units[i]
+		switch {
+		case u == missionUnit:
+			if i < currentStart {
+				u.keep, u.section, u.reason = true, secMission, ReasonMission
+				continue
+			}
+			u.keep, u.section, u.reason = true, secCurrent, ReasonCurrentTurn
+		case u.kind == kindNudge || u.virtual:
+			u.keep, u.section, u.reason = true, secSynthetic, ReasonCurrentTurn // nudges are the composer's words until stored
+		case i >= currentStart:
+			u.keep, u.section, u.reason = true, secCurrent, ReasonCurrentTurn
+			for _, r := range u.results {
+				if !r.newest && max(u.seq, r.nextSeq) < boundary {
+					c.stubOrKeep(r)
+				}
+			}
+		case u.seq >= boundary:
+			u.keep, u.section, u.reason = true, secHistory, ReasonLive
+		case u.kind == kindLoop:
+			if historyLoops < c.p.HistoryLoops && u.complete() {
+				historyLoops++
+				if !u.carries() {
+					u.keep, u.section, u.reason = true, secHistory, ReasonHistoryLoop
+					c.stubSuperseded(u)
+					c.keepPrompt(units, i)
+					continue
+				}
+			}
+			if u.carries() {
+				u.keep, u.section, u.reason = true, secCarried, ReasonCarriedCall
+				for _, r := range u.results {
+					switch {
+					case r.carry && r.pinned:
+						r.reason = ReasonCarriedPinned
+					case !r.newest:
+						c.stubOrKeep(r)
+					default:
+						r.reason = ReasonCarried
+					}
+				}
+				continue
+			}
+			u.section, u.reason = secHistory, u.dropReason(c.objective)
+		case u.kind == kindText && u.reply && replies < c.p.ReplyLimit:
+			replies++
+			u.keep, u.section, u.reason = true, secCarried, ReasonEarlierReply
+			c.capReply(u)
+		default:
+			if !u.keep { // a prompt kept for a history loop keeps its reason
+				u.section, u.reason = secHistory, ReasonCompressed
+			}
+		}
+	}
+}
+
+func (u *unit) carries() bool {
+	for _, r := range u.results {
+		if r.carry {
+			return true
+		}
+	}
+	return false
+}
+
+// dropReason says why an earlier loop below the boundary is not sent: none of its results is the newest of its
+// call, or those that are come from before the objective, or are beyond the carry limit.
+func (u *unit) dropReason(objective int64) Reason {
+	reason := ReasonAllSuperseded
+	for _, r := range u.results {
+		switch {
+		case !r.newest || r.mem == nil:
+		case r.mem.Seq < objective:
+			reason = ReasonBeforeObjective
+		default:
+			return ReasonOverCarryLimit
+		}
+	}
+	if reason == ReasonAllSuperseded && !u.complete() {
+		return ReasonCompressed // an interrupted loop: nothing to carry
+	}
+	return reason
+}
+
+func (c *composer) stubSuperseded(u *unit) {
+	for _, r := range u.results {
+		if !r.newest {
+			c.stubOrKeep(r)
+		}
+	}
+}
+
+func (c *composer) stubOrKeep(r *toolResult) {
+	if r.mem == nil || r.state == resStub {
+		return
+	}
+	if !c.stubIfShorter(r, supersededStub(r), ReasonSuperseded) {
+		r.reason = ReasonStubLonger
+	}
+}
+
+// keepPrompt keeps the prompt that opened the turn of units[i], which gives a kept history loop its meaning.
+func (c *composer) keepPrompt(units []*unit, i int) {
+	u := units[i]
+	first := -1
+	for j := i; j >= 0; j-- {
+		if units[j].kind == kindMission {
+			continue
+		}
+		if units[j].turn != u.turn {
+			break
+		}
+		first = j
+	}
+	if first >= 0 {
+		if p := units[first]; p.isOpener() && !p.keep {
+			p.keep, p.section, p.reason, p.promptFor = true, secHistory, ReasonHistoryPrompt, u
+		}
+	}
+}
+
+// capReply cuts an earlier reply to the reply cap, pointing at the memory that holds it whole.
+func (c *composer) capReply(u *unit) {
+	n := c.count(u.content)
+	if n <= c.p.ReplyCap {
+		return
+	}
+	notice := fmt.Sprintf("…[cut: the whole reply is memory #%d]", u.mem.ID)
+	keep := c.p.ReplyCap - c.count(notice) - 1
+	for range 8 {
+		keep = max(keep, 0)
+		content := u.content[:c.tok.PrefixLen(u.content, keep)] + notice
+		if m := c.count(content); m <= c.p.ReplyCap || keep == 0 {
+			u.content, u.capped = content, true
+			return
+		} else {
+			keep -= m - c.p.ReplyCap
+		}
+	}
+	u.content, u.capped = notice, true
+}
+
+// promptBefore puts a synthetic user line first when kept earlier units would otherwise come before any user
+// message (carried state from before the mission, a window that starts inside an earlier turn): the first message
+// after the system prompt must be a user message.
+func (c *composer) promptBefore(units []*unit) []*unit {
+	for _, u := range units {
+		if !u.keep {
+			continue
+		}
+		switch u.kind {
+		case kindUser, kindMission, kindNudge:
+			return units
+		case kindLoop, kindText:
+			h := &unit{kind: kindHeader, idx: -1, turn: -1, content: headerText, keep: true, section: secSynthetic}
+			out := make([]*unit, 0, len(units)+1)
+			return append(append(out, h), units...)
+		}
+	}
+	return units
+}
+
+// needPromptBefore drops kept earlier-turn replies and loops that no user message precedes (after the budget took
+// their prompt): the first message after the system prompt must be a user message.
+func needPromptBefore(units []*unit) {
+	sawUser := false
+	for _, u := range units {
+		if !u.keep {
+			continue
+		}
+		switch u.kind {
+		case kindUser, kindMission, kindNudge, kindHeader:
+			sawUser = true
+		case kindLoop, kindText:
+			if !sawUser && (u.section == secHistory || u.section == secCarried) {
+				u.keep, u.reason = false, ReasonNoPromptBefore
+			}
+		}
+	}
+}
