@@ -35,16 +35,44 @@ func ZoeaV1(system string, tok *o200k.Tokenizer, budget int) System {
 	}}
 }
 
-// ZoeaV2 is the live compose package at its default policy (budget overridable), fed what the v2 GetComposeWindow returns.
+// ZoeaV2 is the live compose package at its default policy (budget overridable), fed what the v2 GetComposeWindow
+// returns for the policy's carry options (V2Window, with each tool result's call arguments and key as the memory
+// service stores them) and the tool definitions, which it budgets for.
 func ZoeaV2(system string, tok *o200k.Tokenizer, tools []ToolDef, budget int) System {
 	p := compose.DefaultPolicy()
 	if budget > 0 {
 		p.TokenBudget = budget
 	}
 	c := tok.NewCounter()
+	ctools := make([]compose.Tool, len(tools))
+	for i, t := range tools {
+		ctools[i] = compose.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters}
+	}
+	o := WindowOptions{Window: p.ScanWindow, CarryLimit: p.CarryLimit, SnapshotTools: p.SnapshotTools,
+		PinnedTools: p.PinnedTools, ReplyLimit: p.ReplyLimit, MaxTurnRows: p.MaxTurnRows}
 	return System{Name: "Zoea v2", Compose: func(rows []compose.Memory) ([]chat.Message, error) {
-		in := compose.Input{SystemPrompt: system, Mission: Mission(rows), Window: V1Window(rows, p.ScanWindow)}
+		w := V2Window(rows, o)
+		in := compose.Input{SystemPrompt: system, Mission: w.Mission, Window: withCallKeys(w.Memories),
+			RecentStartSeq: w.RecentStartSeq, ObjectiveSeq: w.ObjectiveSeq, TurnTruncated: w.TurnTruncated, Tools: ctools}
+
 		res, err := compose.ComposeWith(in, p, c)
 		return res.Messages, err
 	}}
+}
+
+// withCallKeys sets CallArguments and CallKey on the tool results of a window, as a v2 memory service returns them.
+func withCallKeys(rows []compose.Memory) []compose.Memory {
+	args := map[string]string{}
+	out := make([]compose.Memory, len(rows))
+	for i, r := range rows {
+		for _, tc := range r.ToolCalls {
+			args[tc.ID] = tc.Arguments
+		}
+		if r.Role == chat.RoleTool {
+			r.CallArguments = args[r.ToolCallID]
+			r.CallKey = CallKey(r.ToolName, r.CallArguments)
+		}
+		out[i] = r
+	}
+	return out
 }
