@@ -333,8 +333,8 @@ func (r Result) Targets(w io.Writer) {
 	inv := v2.InvalidOAI + v2.InvalidAnth + v2.Errors
 	fmt.Fprintf(w, "| 0 invalid (OpenAI and Anthropic rules; refusals counted) | %d invalid OpenAI, %d invalid Anthropic, %d refused | %s |\n",
 		v2.InvalidOAI, v2.InvalidAnth, v2.Errors, verdict(inv == 0))
-	fmt.Fprintf(w, "| never over budget with tool schemas counted | %d of %d requests over %s tokens | %s |\n", v2.OverBudget,
-		v2.Sent(), thousands(int64(r.Budget)), verdict(v2.OverBudget == 0))
+	fmt.Fprintf(w, "| never over budget with tool schemas counted | %s of %s requests over %s tokens | %s |\n", thousands(int64(v2.OverBudget)),
+		thousands(int64(v2.Sent())), thousands(int64(r.Budget)), verdict(v2.OverBudget == 0))
 	a := 100 * (v2.BilledA/float64(max(v2.Sent(), 1)) - v1.BilledA/float64(max(v1.Sent(), 1))) / (v1.BilledA / float64(max(v1.Sent(), 1)))
 	fmt.Fprintf(w, "| billed-equivalent (a) ≥ 25%% below Zoea v1 | %+.1f%% per request (%s vs %s) | %s |\n", a,
 		thousands(int64(v2.BilledA/float64(max(v2.Sent(), 1))+0.5)), thousands(int64(v1.BilledA/float64(max(v1.Sent(), 1))+0.5)),
@@ -356,9 +356,9 @@ func (r Result) Table(w io.Writer) {
 		return fmt.Sprintf("%+.0f%%", 100*(x-base)/base)
 	}
 	fmt.Fprintf(w, "%d sessions, %d tool calls, %d rows, %d requests; tool definitions %d tokens; budget %d tokens with tools; "+
-		"%d state-coverage cases, %d (%.1f%%) of them results above the %d-token result cap\n\n",
-		r.Sessions, r.Calls, r.Rows, r.Requests, r.ToolTokens, r.Budget, r.StateCases, r.Oversize, pct(r.Oversize, r.StateCases),
-		compose.DefaultPolicy().ToolResultCap)
+		"%s state-coverage cases, %s (%.1f%%) of them results above the %s-token result cap\n\n",
+		r.Sessions, r.Calls, r.Rows, r.Requests, r.ToolTokens, r.Budget, thousands(int64(r.StateCases)), thousands(int64(r.Oversize)),
+		pct(r.Oversize, r.StateCases), thousands(int64(compose.DefaultPolicy().ToolResultCap)))
 	fmt.Fprintln(w, "| system | mean history tok | max history tok | invalid OpenAI | invalid Anthropic | state coverage | in-turn coverage | mission present | prefix cached | billed (a) / req | (a) vs v1 | billed (b) / req | (b) vs v1 | over budget | refused | compose µs/req |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, s := range r.Stats {
