@@ -1,29 +1,80 @@
-// Command composereplay replays a generated SpaceMolt-like session (internal/replay) through four context strategies
-// and prints tokens per request and how many requests each would send that fail chatvalid.Strict:
+// Command composereplay replays generated SpaceMolt play (histgen.RealPlay: realistic sessions of several model
+// personalities) request by request through six context-composition systems side by side — full history, last-20,
+// the seed's loop slice, the seed's turn-aware composition, Zoea v1 (frozen copy) and Zoea v2 (live compose) — and
+// prints one Markdown table: history tokens, invalid requests under OpenAI and Anthropic rules, state coverage,
+// mission presence, prompt-cache prefix share and billed-equivalent input tokens (internal/replaybench):
 //
-//	go run ./cmd/composereplay -turns 200 -seed 1
+//	go run ./cmd/composereplay -sessions 40 -calls 300 -seed 1
+//
+// With -turns it runs the older single-session replay of internal/replay instead (docs/BENCHMARKS.md, 2026-11-22).
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
+	"time"
 
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
 	"github.com/zoeaswarm/zoea/services/composer/internal/replay"
+	"github.com/zoeaswarm/zoea/services/composer/internal/replaybench"
 )
 
 func main() {
-	turns := flag.Int("turns", 200, "turns in the session")
-	seed := flag.Uint64("seed", 1, "random seed")
-	flag.Parse()
-	if err := run(*turns, *seed); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "composereplay:", err)
 		os.Exit(1)
 	}
 }
 
-func run(turns int, seed uint64) error {
+func run(_ context.Context, args []string) error {
+	fs := flag.NewFlagSet("composereplay", flag.ContinueOnError)
+	sessions := fs.Int("sessions", 40, "generated sessions (one mysis each; personalities round robin)")
+	calls := fs.Int("calls", 300, "tool calls per session at least (each session adds 0-150 more)")
+	seed := fs.Uint64("seed", 1, "random seed: session i uses seed+i")
+	budget := fs.Int("budget", 0, "token budget of Zoea's policy, tool definitions included (0: the default policy's)")
+	only := fs.String("only", "", "run only the systems whose name contains this text")
+	parallel := fs.Int("parallel", 2, "sessions replayed at once")
+	byPers := fs.Bool("personalities", false, "also print state coverage, mean history tokens and billed (a) per personality")
+	turns := fs.Int("turns", 0, "run the older single-session replay with this many turns instead")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	switch {
+	case *sessions < 1:
+		return errors.New("-sessions must be at least 1")
+	case *calls < 1:
+		return errors.New("-calls must be at least 1")
+	case *budget < 0:
+		return errors.New("-budget must not be negative")
+	}
+	if *turns > 0 {
+		return legacy(*turns, *seed)
+	}
+	start := time.Now()
+	res, err := replaybench.Run(replaybench.Options{Sessions: *sessions, Calls: *calls, Seed: *seed, Budget: *budget, Only: *only,
+		Parallel: *parallel})
+	if err != nil {
+		return err
+	}
+	res.Table(os.Stdout)
+	fmt.Println()
+	res.Targets(os.Stdout)
+	if *byPers {
+		fmt.Println("\nPer personality: state coverage · mean history tokens · billed (a) per request")
+		fmt.Println()
+		res.PersonalityTable(os.Stdout)
+	}
+	fmt.Printf("\nreplayed in %s\n", time.Since(start).Round(time.Second))
+	return nil
+}
+
+func legacy(turns int, seed uint64) error {
 	s := replay.Generate(turns, seed)
 	p := compose.DefaultPolicy()
 	at := []int64{1, 50, 100, int64(turns)}

@@ -1,0 +1,78 @@
+package replaybench
+
+import (
+	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
+	"github.com/zoeaswarm/zoea/services/composer/internal/o200k"
+	"github.com/zoeaswarm/zoea/services/composer/internal/replay/baseline/v1compose"
+)
+
+func v1Memories(rows []compose.Memory) []v1compose.Memory {
+	out := make([]v1compose.Memory, len(rows))
+	for i, r := range rows {
+		out[i] = v1compose.Memory{ID: r.ID, Seq: r.Seq, Turn: r.Turn, Role: r.Role, Source: v1compose.Source(r.Source),
+			SenderID: r.SenderID, Content: r.Content, Reasoning: r.Reasoning, ToolCalls: r.ToolCalls,
+			ToolCallID: r.ToolCallID, ToolName: r.ToolName}
+	}
+	return out
+}
+
+// ZoeaV1 is composition v1 (the frozen copy) at its default policy (budget overridable), fed what v1's GetComposeWindow returned: the
+// newest ScanWindow rows and the mission. v1 does not know the tool definitions.
+func ZoeaV1(system string, tok *o200k.Tokenizer, budget int) System {
+	p := v1compose.DefaultPolicy()
+	if budget > 0 {
+		p.TokenBudget = budget
+	}
+	c := tok.NewCounter()
+	return System{Name: "Zoea v1", Compose: func(rows []compose.Memory) ([]chat.Message, error) {
+		in := v1compose.Input{SystemPrompt: system, Window: v1Memories(V1Window(rows, p.ScanWindow))}
+		if m := Mission(rows); m != nil {
+			in.Mission = &v1compose.Mission{MemoryID: m.MemoryID, Seq: m.Seq, Source: v1compose.Source(m.Source), SenderID: m.SenderID, Content: m.Content}
+		}
+		res, err := v1compose.ComposeWith(in, p, c)
+		return res.Messages, err
+	}}
+}
+
+// ZoeaV2 is the live compose package at its default policy (budget overridable), fed what the v2 GetComposeWindow
+// returns for the policy's carry options (V2Window, with each tool result's call arguments and key as the memory
+// service stores them) and the tool definitions, which it budgets for.
+func ZoeaV2(system string, tok *o200k.Tokenizer, tools []ToolDef, budget int) System {
+	p := compose.DefaultPolicy()
+	if budget > 0 {
+		p.TokenBudget = budget
+	}
+	c := tok.NewCounter()
+	ctools := make([]compose.Tool, len(tools))
+	for i, t := range tools {
+		ctools[i] = compose.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters}
+	}
+	o := WindowOptions{Window: p.ScanWindow, CarryLimit: p.CarryLimit, SnapshotTools: p.SnapshotTools,
+		PinnedTools: p.PinnedTools, ReplyLimit: p.ReplyLimit, MaxTurnRows: p.MaxTurnRows}
+	return System{Name: "Zoea v2", Compose: func(rows []compose.Memory) ([]chat.Message, error) {
+		w := V2Window(rows, o)
+		in := compose.Input{SystemPrompt: system, Mission: w.Mission, Window: withCallKeys(w.Memories),
+			RecentStartSeq: w.RecentStartSeq, ObjectiveSeq: w.ObjectiveSeq, TurnTruncated: w.TurnTruncated, Tools: ctools}
+
+		res, err := compose.ComposeWith(in, p, c)
+		return res.Messages, err
+	}}
+}
+
+// withCallKeys sets CallArguments and CallKey on the tool results of a window, as a v2 memory service returns them.
+func withCallKeys(rows []compose.Memory) []compose.Memory {
+	args := map[string]string{}
+	out := make([]compose.Memory, len(rows))
+	for i, r := range rows {
+		for _, tc := range r.ToolCalls {
+			args[tc.ID] = tc.Arguments
+		}
+		if r.Role == chat.RoleTool {
+			r.CallArguments = args[r.ToolCallID]
+			r.CallKey = CallKey(r.ToolName, r.CallArguments)
+		}
+		out[i] = r
+	}
+	return out
+}
