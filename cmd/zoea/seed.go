@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,10 +28,14 @@ type demoSeed struct {
 // missionNamespace scopes the broadcast ids of seeded missions (a fixed random UUID).
 var missionNamespace = uuid.MustParse("5b0f4c1e-9a57-4d0e-8d0c-2f6a8e1c7b21")
 
-// missionID is the broadcast id of a seeded mission: the same text always gets the same id, so seeding again
-// (a restarted `zoea dev`, a re-run compose job) does not broadcast it twice; the bus and memory service deliver a
-// broadcast id once.
-func missionID(mission string) string { return uuid.NewSHA1(missionNamespace, []byte(mission)).String() }
+// missionID is the broadcast id of a seeded mission, fixed by its text and the ids of the myses it is for: seeding
+// the same swarm again (a restarted `zoea dev`, a re-run compose job) does not broadcast it twice, since the bus and
+// the memory service deliver a broadcast id once. The mysis ids make it differ between databases (a --fresh start,
+// another test), which matters because JetStream drops a message id it has seen recently on the same server.
+func missionID(mission string, mysisIDs []string) string {
+	ids := slices.Sorted(slices.Values(mysisIDs))
+	return uuid.NewSHA1(missionNamespace, []byte(mission+"\x00"+strings.Join(ids, ","))).String()
+}
 
 func seedDemoCmd(ep *endpoints) *cobra.Command {
 	s := demoSeed{}
@@ -66,21 +72,28 @@ mysis. docker compose runs it as a one-shot job after the runner is healthy; 'zo
 // seedDemo creates the demo myses that do not exist yet, broadcasts the mission once and starts them all.
 func seedDemo(ctx context.Context, c *clients, s demoSeed, out io.Writer) error {
 	names := make([]string, s.myses)
+	ids := make([]string, s.myses)
 	for i := range names {
 		names[i] = fmt.Sprintf("mysis-%d", i+1)
-		_, err := c.swarm.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: names[i], Provider: s.provider, Model: s.model})
+		resp, err := c.swarm.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: names[i], Provider: s.provider, Model: s.model})
 		switch {
 		case err == nil:
+			ids[i] = resp.GetStatus().GetMysis().GetId()
 			fmt.Fprintf(out, "swarm: created %s (%s)\n", names[i], orDefault(s.provider, "runner's default provider"))
 		case status.Code(err) == codes.AlreadyExists:
+			got, err := c.swarm.GetMysis(ctx, &runnerv1.GetMysisRequest{Mysis: names[i]})
+			if err != nil {
+				return fmt.Errorf("get %s: %w", names[i], err)
+			}
+			ids[i] = got.GetStatus().GetMysis().GetId()
 			fmt.Fprintf(out, "swarm: %s exists (history kept)\n", names[i])
 		default:
 			return fmt.Errorf("create %s: %w", names[i], err)
 		}
 	}
 	// The mission goes out before anyone starts, so the first turn answers it instead of nudging an idle crew. Its
-	// id is fixed by its text: a second seed delivers it only to myses that never had it.
-	id := missionID(s.mission)
+	// id is fixed by its text and the swarm: a second seed delivers nothing new.
+	id := missionID(s.mission, ids)
 	resp, err := c.bus.Broadcast(ctx, &busv1.BroadcastRequest{Content: s.mission, BroadcastId: id})
 	if err != nil {
 		return fmt.Errorf("broadcast: %w", err)
