@@ -16,7 +16,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 )
 
-// composeService is what the compose file must contain, beyond DESIGN.md's servers.
+// composeService is what the compose file must contain, beyond README's servers.
 type composeService struct {
 	profile string // "" = default (started by plain `docker compose up`)
 	oneShot bool   // runs to completion: no healthcheck, restart "no"
@@ -179,7 +179,7 @@ func TestComposeHealthAndDependencies(t *testing.T) {
 		}
 	}
 
-	// The startup order DESIGN.md implies.
+	// The startup order docs/DEPLOY.md describes.
 	wantDeps := map[string]map[string]string{
 		"migrate":     {"postgres": types.ServiceConditionHealthy},
 		"memory":      {"postgres": types.ServiceConditionHealthy, "migrate": types.ServiceConditionCompletedSuccessfully},
@@ -236,7 +236,7 @@ func TestComposeZoeaServices(t *testing.T) {
 			if !slices.ContainsFunc(svc.Ports, func(pc types.ServicePortConfig) bool {
 				return pc.Target == uint32(z.port) && pc.Published == strconv.Itoa(z.port)
 			}) {
-				t.Errorf("port %d is not published as %d (DESIGN.md defaults)", z.port, z.port)
+				t.Errorf("port %d is not published as %d (README defaults)", z.port, z.port)
 			}
 			if got := envValue(svc, "ZOEA_ADMIN_TOKEN"); got != devToken {
 				t.Errorf("ZOEA_ADMIN_TOKEN=%q, want the documented dev default %q", got, devToken)

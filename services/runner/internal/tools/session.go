@@ -95,7 +95,7 @@ func (s *Session) connectLocked(ctx context.Context) error {
 	return nil
 }
 
-// knownReads are SpaceMolt's documented reads (SPACEMOLT.md) that change nothing in the game, for a server that
+// knownReads are SpaceMolt's documented reads (docs/SPACEMOLT.md) that change nothing in the game, for a server that
 // does not annotate its tools. Not here on purpose: chat and captains_log_add (rate-limited as reads, but they
 // write) and get_notifications (it clears the queue).
 var knownReads = map[string]bool{
