@@ -17,11 +17,11 @@ type Problem int
 
 // The causes Diagnose tells apart.
 const (
-	ProblemOther          Problem = iota // anything else: the server's own message says more
-	ProblemNotListening                  // nothing accepts connections at the address
-	ProblemAuthFailed                    // the server asked for a password and refused the one given (or none)
-	ProblemRoleRefused                   // the role does not exist, or pg_hba.conf has no entry for it from here
-	ProblemDatabaseMissing               // the server answered, but the database does not exist
+	ProblemOther           Problem = iota // anything else: the server's own message says more
+	ProblemNotListening                   // nothing accepts connections at the address
+	ProblemAuthFailed                     // the server asked for a password and refused the one given (or none)
+	ProblemRoleRefused                    // the role does not exist, or pg_hba.conf has no entry for it from here
+	ProblemDatabaseMissing                // the server answered, but the database does not exist
 )
 
 func (p Problem) String() string {
