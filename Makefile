@@ -50,10 +50,12 @@ lint: ## go vet + staticcheck + gofmt on every module
 	exit $$fail
 
 .PHONY: test
+# cmd/zoea runs whole swarms for minutes: -v streams the milestones its tests log (t.Log) as they happen.
 test: ## Run every module's tests with -race (needs Postgres and NATS; see README)
 	@fail=0; for m in $(MODULES); do \
 	  echo "== test $$m"; \
-	  (cd $$m && go test $(TEST_FLAGS) ./...) || fail=1; \
+	  v=""; [ "$$m" != cmd/zoea ] || v=-v; \
+	  (cd $$m && go test $(TEST_FLAGS) $$v ./...) || fail=1; \
 	done; exit $$fail
 
 .PHONY: chaos

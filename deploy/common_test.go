@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// zoeaService is one Zoea server as DESIGN.md defines it; every check derives its expectations from this table.
+// zoeaService is one Zoea server as README's service table defines it; every check derives its expectations from this table.
 type zoeaService struct {
 	name string
 	port int

@@ -16,7 +16,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 )
 
-// composeService is what the compose file must contain, beyond DESIGN.md's servers.
+// composeService is what the compose file must contain, beyond README's servers.
 type composeService struct {
 	profile string // "" = default (started by plain `docker compose up`)
 	oneShot bool   // runs to completion: no healthcheck, restart "no"
@@ -26,6 +26,7 @@ var composeServices = map[string]composeService{
 	"postgres":       {},
 	"nats":           {},
 	"migrate":        {oneShot: true},
+	"seed":           {oneShot: true},
 	"memory":         {},
 	"composer":       {},
 	"bus":            {},
@@ -52,12 +53,22 @@ const devToken = "dev-admin-token-change-me"
 // normalisation), with only the given environment and profiles.
 func loadCompose(t *testing.T, env map[string]string, profiles ...string) *types.Project {
 	t.Helper()
+	return loadComposeFiles(t, []string{"docker-compose.yml"}, env, profiles...)
+}
+
+// loadComposeFiles loads several compose files (paths relative to the repository root) as `docker compose -f … -f …`.
+func loadComposeFiles(t *testing.T, files []string, env map[string]string, profiles ...string) *types.Project {
+	t.Helper()
 	root := repoRoot(t)
 	var envList []string
 	for k, v := range env {
 		envList = append(envList, k+"="+v)
 	}
-	opts, err := cli.NewProjectOptions([]string{filepath.Join(root, "docker-compose.yml")},
+	var paths []string
+	for _, f := range files {
+		paths = append(paths, filepath.Join(root, f))
+	}
+	opts, err := cli.NewProjectOptions(paths,
 		cli.WithWorkingDirectory(root),
 		cli.WithEnv(envList),
 		cli.WithProfiles(profiles),
@@ -170,7 +181,7 @@ func TestComposeHealthAndDependencies(t *testing.T) {
 		}
 	}
 
-	// The startup order DESIGN.md implies.
+	// The startup order docs/DEPLOY.md describes.
 	wantDeps := map[string]map[string]string{
 		"migrate":     {"postgres": types.ServiceConditionHealthy},
 		"memory":      {"postgres": types.ServiceConditionHealthy, "migrate": types.ServiceConditionCompletedSuccessfully},
@@ -178,6 +189,7 @@ func TestComposeHealthAndDependencies(t *testing.T) {
 		"bus":         {"nats": types.ServiceConditionHealthy},
 		"runner":      {"memory": types.ServiceConditionHealthy, "composer": types.ServiceConditionHealthy, "bus": types.ServiceConditionHealthy, "nats": types.ServiceConditionHealthy, "spacemolt-sim": types.ServiceConditionHealthy, "ollama-pull": types.ServiceConditionCompletedSuccessfully},
 		"ollama-pull": {"ollama": types.ServiceConditionHealthy},
+		"seed":        {"runner": types.ServiceConditionHealthy, "bus": types.ServiceConditionHealthy},
 	}
 	for name, deps := range wantDeps {
 		for dep, cond := range deps {
@@ -226,7 +238,7 @@ func TestComposeZoeaServices(t *testing.T) {
 			if !slices.ContainsFunc(svc.Ports, func(pc types.ServicePortConfig) bool {
 				return pc.Target == uint32(z.port) && pc.Published == strconv.Itoa(z.port)
 			}) {
-				t.Errorf("port %d is not published as %d (DESIGN.md defaults)", z.port, z.port)
+				t.Errorf("port %d is not published as %d (README defaults)", z.port, z.port)
 			}
 			if got := envValue(svc, "ZOEA_ADMIN_TOKEN"); got != devToken {
 				t.Errorf("ZOEA_ADMIN_TOKEN=%q, want the documented dev default %q", got, devToken)
@@ -246,6 +258,73 @@ func TestComposeZoeaServices(t *testing.T) {
 		t.Error("migrate and memory use different ZOEA_DATABASE_URLs")
 	}
 	checkZoeaImage(t, root, p.Services["zoea"], "zoea")
+
+	// The seed job is what makes a plain `docker compose up` play: the CLI image running seed-demo, the command
+	// zoea dev runs, in the default profile, against the compose services.
+	seed := p.Services["seed"]
+	checkZoeaImage(t, root, seed, "zoea")
+	checkHardening(t, seed)
+	if len(seed.Profiles) != 0 {
+		t.Errorf("seed runs only with profiles %v; plain `docker compose up` must run it", seed.Profiles)
+	}
+	if !slices.Equal(seed.Command, types.ShellCommand{"seed-demo"}) {
+		t.Errorf("seed command %v, want [seed-demo]", seed.Command)
+	}
+	if seed.Image != p.Services["zoea"].Image {
+		t.Errorf("seed runs image %s, the cli profile %s: they must be the same build", seed.Image, p.Services["zoea"].Image)
+	}
+	for _, k := range []string{"ZOEA_RUNNER_ADDR", "ZOEA_BUS_ADDR", "ZOEA_ADMIN_TOKEN"} {
+		if envValue(seed, k) == "" || envValue(seed, k) != envValue(p.Services["zoea"], k) {
+			t.Errorf("seed %s=%q, want the CLI's %q", k, envValue(seed, k), envValue(p.Services["zoea"], k))
+		}
+	}
+	if envValue(seed, "ZOEA_DEMO_MYSES") != "3" {
+		t.Errorf("seed ZOEA_DEMO_MYSES=%q, want 3 as zoea dev", envValue(seed, "ZOEA_DEMO_MYSES"))
+	}
+}
+
+// Postgres and NATS stay off the host unless asked for, so compose runs beside the local services README sets up;
+// deploy/compose.host-ports.yml publishes them on loopback.
+func TestComposeHostPortsAreOptIn(t *testing.T) {
+	p := loadCompose(t, nil, "*")
+	for _, name := range []string{"postgres", "nats"} {
+		if ports := p.Services[name].Ports; len(ports) != 0 {
+			t.Errorf("%s publishes %v by default; host ports for it belong in deploy/compose.host-ports.yml", name, ports)
+		}
+	}
+	withPorts := loadComposeFiles(t, []string{"docker-compose.yml", "deploy/compose.host-ports.yml"}, nil)
+	want := map[string][]uint32{"postgres": {5432}, "nats": {4222, 8222}}
+	for name, targets := range want {
+		svc := withPorts.Services[name]
+		for _, target := range targets {
+			if !slices.ContainsFunc(svc.Ports, func(pc types.ServicePortConfig) bool {
+				return pc.Target == target && pc.Published == strconv.Itoa(int(target)) && pc.HostIP == "127.0.0.1"
+			}) {
+				t.Errorf("with deploy/compose.host-ports.yml, %s does not publish 127.0.0.1:%d:%d (got %v)", name, target, target, svc.Ports)
+			}
+		}
+	}
+	if len(withPorts.Services["memory"].Ports) != len(p.Services["memory"].Ports) {
+		t.Error("the override file must touch only Postgres and NATS")
+	}
+}
+
+// README and compose name the model the same way: ZOEA_OLLAMA_MODEL reaches the runner and the model pull.
+func TestComposeModelVariableMatchesReadme(t *testing.T) {
+	p := loadCompose(t, map[string]string{"ZOEA_OLLAMA_MODEL": "qwen3:1.7b"}, "*")
+	if got := envValue(p.Services["runner"], "ZOEA_OLLAMA_MODEL"); got != "qwen3:1.7b" {
+		t.Errorf("runner ZOEA_OLLAMA_MODEL=%q, want the caller's qwen3:1.7b", got)
+	}
+	if got := strings.Join(p.Services["ollama-pull"].Command, " "); got != "pull qwen3:1.7b" {
+		t.Errorf("ollama-pull command %q, want pull qwen3:1.7b", got)
+	}
+	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "ZOEA_OLLAMA_MODEL") || strings.Contains(string(readme), "ZOEA_MODEL`") {
+		t.Error("README must name the model variable compose reads, ZOEA_OLLAMA_MODEL (and not ZOEA_MODEL)")
+	}
 }
 
 func healthTest(svc types.ServiceConfig) []string {

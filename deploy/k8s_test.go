@@ -257,7 +257,7 @@ func checkResources(t *testing.T, where string, r corev1.ResourceRequirements) {
 	}
 }
 
-// Every Zoea server probes itself the way DESIGN.md says: native gRPC health on its port (HTTP /healthz for the
+// Every Zoea server probes itself the way docs/DEPLOY.md says: native gRPC health on its port (HTTP /healthz for the
 // simulator), with startup, readiness and liveness probes; every other container has all three probes too.
 func TestK8sProbes(t *testing.T) {
 	forEachOverlay(t, func(t *testing.T, m *manifests) {

@@ -12,21 +12,23 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
-	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+	"github.com/zoeaswarm/zoea/libs/pgutil"
 	zserver "github.com/zoeaswarm/zoea/libs/server"
 )
 
@@ -38,6 +40,9 @@ type devOptions struct {
 	natsURL     string
 	provider    string
 	model       string
+	host        string
+	portBase    int
+	addrs       devAddrs // derived from host and portBase unless set (tests take free ports)
 	tick        time.Duration
 	turnPause   time.Duration
 	myses       int
@@ -45,7 +50,37 @@ type devOptions struct {
 	duration    time.Duration
 	minEarners  int
 	quiet       bool
+	fresh       bool
+	stop        bool
 }
+
+// devAddrs are where the local swarm's services listen.
+type devAddrs struct {
+	memory, composer, runner, bus, sim string
+}
+
+// devAddrsFor puts the services on host at base+1…base+4 and base+100 (7001–7004 and 7100 by default).
+func devAddrsFor(host string, base int) devAddrs {
+	at := func(off int) string { return net.JoinHostPort(host, strconv.Itoa(base+off)) }
+	return devAddrs{memory: at(1), composer: at(2), runner: at(3), bus: at(4), sim: at(100)}
+}
+
+func (a devAddrs) of(svc string) string {
+	switch svc {
+	case "memory":
+		return a.memory
+	case "composer":
+		return a.composer
+	case "runner":
+		return a.runner
+	case "bus":
+		return a.bus
+	}
+	return a.sim
+}
+
+// simStateFile is where the local simulator keeps its universe between runs.
+func (o *devOptions) simStateFile() string { return filepath.Join(o.stateDir, "sim-state.json") }
 
 const defaultMission = "Commander here. Mission for the whole swarm: mine ore at main_belt in sol, sell it at " +
 	"sol_central, keep your ship fuelled, and grow your credits. Report progress in your captain's log."
@@ -57,18 +92,31 @@ func devCmd() *cobra.Command {
 		Short: "Run a local swarm: every service on this machine, a demo swarm, live progress until Ctrl-C",
 		Long: `dev starts memory, composer, bus, runner and spacemolt-sim from --bin against the local Postgres
 (creating and migrating the database) and the local NATS (or an embedded one when none answers), creates a demo
-swarm, broadcasts a mission and shows each mysis's state, last action and credits until Ctrl-C, which stops
-everything cleanly. ZOEA_PROVIDER=ollama (with OLLAMA_HOST) or openai (with OPENAI_API_KEY) uses a real model.`,
+swarm, broadcasts a mission and shows each mysis's state, last action and credits until Ctrl-C (or SIGTERM, or
+SIGHUP when the terminal closes), which stops everything cleanly. The services listen on 127.0.0.1 only.
+
+A second run continues the first: the database keeps the myses' histories and accounts, the simulator keeps its
+universe in <state-dir>/sim-state.json, and the mission is not broadcast twice. --fresh starts over on purpose.
+The children's process ids are recorded in <state-dir>/dev.pids; --stop stops a swarm left running (a killed
+terminal, a crashed launcher). ZOEA_PROVIDER=ollama (with OLLAMA_HOST, ZOEA_OLLAMA_MODEL) or openai (with
+OPENAI_API_KEY, ZOEA_OPENAI_MODEL) uses a real model.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runDev(cmd.Context(), o, cmd.OutOrStdout()) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.stop {
+				return stopStale(o.stateDir, cmd.OutOrStdout())
+			}
+			return runDev(cmd.Context(), o, cmd.OutOrStdout())
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.bin, "bin", "./bin", "directory with the service binaries (make build)")
-	f.StringVar(&o.stateDir, "state-dir", ".zoea", "directory for logs and the embedded NATS store")
-	f.StringVar(&o.databaseURL, "database-url", envOr("ZOEA_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/zoea?sslmode=disable"), "Postgres database (created if missing)")
+	f.StringVar(&o.stateDir, "state-dir", ".zoea", "directory for logs, process ids, the simulator's universe and the embedded NATS store")
+	f.StringVar(&o.databaseURL, "database-url", envOr("ZOEA_DATABASE_URL", pgutil.DefaultURL), "Postgres database (created if missing)")
 	f.StringVar(&o.natsURL, "nats-url", envOr("ZOEA_NATS_URL", "nats://127.0.0.1:4222"), "NATS server (an embedded one starts when none answers)")
 	f.StringVar(&o.provider, "provider", envOr("ZOEA_PROVIDER", "autopilot"), "LLM provider for the demo myses: autopilot, ollama or openai")
-	f.StringVar(&o.model, "model", os.Getenv("ZOEA_MODEL"), "model for the demo myses (default: the provider's)")
+	f.StringVar(&o.model, "model", "", "model for the demo myses (default: the runner's ZOEA_OLLAMA_MODEL or ZOEA_OPENAI_MODEL)")
+	f.StringVar(&o.host, "host", envOr("ZOEA_DEV_HOST", "127.0.0.1"), "address the services listen on (0.0.0.0 exposes them to the network, without a token unless ZOEA_ADMIN_TOKEN is set)")
+	f.IntVar(&o.portBase, "port-base", envInt("ZOEA_DEV_PORT_BASE", 7000), "services listen on base+1…base+4 (memory, composer, runner, bus) and base+100 (spacemolt-sim)")
 	f.DurationVar(&o.tick, "tick", envDuration("ZOEA_SIM_TICK", time.Second), "simulator tick (the real game's is 10s)")
 	f.DurationVar(&o.turnPause, "turn-pause", envDuration("ZOEA_TURN_PAUSE", time.Second), "pause between autonomous turns")
 	f.IntVar(&o.myses, "myses", 3, "size of the demo swarm")
@@ -76,7 +124,16 @@ everything cleanly. ZOEA_PROVIDER=ollama (with OLLAMA_HOST) or openai (with OPEN
 	f.DurationVar(&o.duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
 	f.IntVar(&o.minEarners, "expect-earners", 0, "stop with success once this many myses earned credits; with --duration, fail if they have not by then")
 	f.BoolVar(&o.quiet, "quiet", false, "print progress as plain lines instead of redrawing the screen")
+	f.BoolVar(&o.fresh, "fresh", false, "start over: drop the database, forget the simulator's universe and the embedded NATS store")
+	f.BoolVar(&o.stop, "stop", false, "stop a swarm an earlier 'zoea dev' left running (process ids in <state-dir>/dev.pids), then exit")
 	return cmd
+}
+
+func envInt(key string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(key)); err == nil {
+		return n
+	}
+	return def
 }
 
 func envDuration(key string, def time.Duration) time.Duration {
@@ -99,14 +156,32 @@ func runDev(ctx context.Context, o *devOptions, out io.Writer) error {
 		ctx, cancel = context.WithTimeout(ctx, o.duration)
 		defer cancel()
 	}
+	if o.addrs == (devAddrs{}) {
+		o.addrs = devAddrsFor(o.host, o.portBase)
+	}
 	for _, b := range []string{"memory", "composer", "bus", "runner", "spacemolt-sim"} {
 		if _, err := os.Stat(filepath.Join(o.bin, b)); err != nil {
 			return fmt.Errorf("missing binary %s in %s: run 'make build' (or 'make dev', which builds first)", b, o.bin)
 		}
 	}
+	// Every port is checked before anything starts, so a swarm left running is reported whole, with its pids.
+	if err := portsFree(o.stateDir, o.addrs); err != nil {
+		return err
+	}
 	logDir := filepath.Join(o.stateDir, "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return err
+	}
+	if o.fresh {
+		if err := dropDatabase(ctx, o.databaseURL); err != nil {
+			return err
+		}
+		for _, p := range []string{o.simStateFile(), filepath.Join(o.stateDir, "nats")} {
+			if err := os.RemoveAll(p); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(out, "fresh: dropped database %s, forgot %s\n", redactURL(o.databaseURL), o.simStateFile())
 	}
 	if err := ensureDatabase(ctx, o.databaseURL); err != nil {
 		return err
@@ -127,12 +202,14 @@ func runDev(ctx context.Context, o *devOptions, out io.Writer) error {
 	env := append(os.Environ(),
 		"ZOEA_DATABASE_URL="+o.databaseURL,
 		"ZOEA_NATS_URL="+natsURL,
-		"ZOEA_MEMORY_ADDR=127.0.0.1:7001",
-		"ZOEA_COMPOSER_ADDR=127.0.0.1:7002",
-		"ZOEA_RUNNER_ADDR=127.0.0.1:7003",
-		"ZOEA_BUS_ADDR=127.0.0.1:7004",
-		"ZOEA_SPACEMOLT_URL=http://127.0.0.1:7100/mcp",
+		"ZOEA_MEMORY_ADDR="+o.addrs.memory,
+		"ZOEA_COMPOSER_ADDR="+o.addrs.composer,
+		"ZOEA_RUNNER_ADDR="+o.addrs.runner,
+		"ZOEA_BUS_ADDR="+o.addrs.bus,
+		"ZOEA_SPACEMOLT_URL=http://"+o.addrs.sim+"/mcp",
 		"ZOEA_SIM_TICK="+o.tick.String(),
+		"ZOEA_SIM_STATE_FILE="+o.simStateFile(),
+		"ZOEA_SIM_SAVE_INTERVAL=10s",
 		"ZOEA_TURN_PAUSE="+o.turnPause.String(),
 		"ZOEA_DEFAULT_PROVIDER="+o.provider,
 	)
@@ -148,40 +225,67 @@ func runDev(ctx context.Context, o *devOptions, out io.Writer) error {
 	}
 	fmt.Fprintln(out, "memory: schema migrated")
 
+	pids := &pidFile{path: filepath.Join(o.stateDir, pidFileName), Launcher: selfProcess()}
 	var procs []*proc
-	defer func() { stopAll(procs, out) }()
-	for _, svc := range []struct{ name, addr string }{
-		{"memory", "127.0.0.1:7001"},
-		{"composer", "127.0.0.1:7002"},
-		{"spacemolt-sim", "127.0.0.1:7100"},
-		{"bus", "127.0.0.1:7004"},
-		{"runner", "127.0.0.1:7003"},
-	} {
-		if conn, err := net.DialTimeout("tcp", svc.addr, 200*time.Millisecond); err == nil {
-			conn.Close()
-			return fmt.Errorf("%s: something already listens on %s (an earlier 'zoea dev'?); stop it first", svc.name, svc.addr)
-		}
-		p, err := startProc(o.bin, svc.name, env, logDir)
+	defer func() {
+		stopAll(procs, out)
+		pids.remove()
+	}()
+	for _, name := range []string{"memory", "composer", "spacemolt-sim", "bus", "runner"} {
+		addr := o.addrs.of(name)
+		// Each child listens on its own address; later entries of Env win over the inherited ones.
+		p, err := startProc(o.bin, name, append(slices.Clip(env), "ZOEA_LISTEN_ADDR="+addr), logDir)
 		if err != nil {
 			return err
 		}
 		procs = append(procs, p)
-		if err := waitHealthy(ctx, p, svc.addr); err != nil {
-			return fmt.Errorf("%s did not become healthy: %w (log: %s)", svc.name, err, filepath.Join(logDir, svc.name+".log"))
+		if err := pids.add(name, addr, p.cmd.Process.Pid); err != nil {
+			return fmt.Errorf("record process ids: %w", err)
 		}
-		fmt.Fprintf(out, "%s: serving on %s\n", svc.name, svc.addr)
+		if err := waitHealthy(ctx, p, addr); err != nil {
+			return fmt.Errorf("%s did not become healthy: %w (log: %s)", name, err, filepath.Join(logDir, name+".log"))
+		}
+		fmt.Fprintf(out, "%s: serving on %s\n", name, addr)
 	}
 
-	c, err := (&endpoints{runner: "127.0.0.1:7003", bus: "127.0.0.1:7004", memory: "127.0.0.1:7001",
+	c, err := (&endpoints{runner: o.addrs.runner, bus: o.addrs.bus, memory: o.addrs.memory,
 		token: os.Getenv("ZOEA_ADMIN_TOKEN"), timeout: 30 * time.Second}).dial()
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	if err := createDemoSwarm(ctx, c, o, out); err != nil {
+	if err := seedDemo(ctx, c, demoSeed{myses: o.myses, provider: o.provider, model: o.model, mission: o.mission}, out); err != nil {
 		return err
 	}
 	return devView(o, out)(ctx, c, o, procs, out) // devconsole.go: the console on a terminal, plain lines otherwise
+}
+
+// portsFree fails when any service address is taken, naming the process when an earlier 'zoea dev' recorded it.
+func portsFree(stateDir string, addrs devAddrs) error {
+	known, _ := readPidFile(filepath.Join(stateDir, pidFileName))
+	var taken []string
+	for _, name := range []string{"memory", "composer", "spacemolt-sim", "bus", "runner"} {
+		addr := addrs.of(name)
+		conn, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err != nil {
+			continue
+		}
+		conn.Close()
+		who := "a process zoea did not start (ss -ltnp shows which)"
+		if known != nil {
+			for _, r := range known.Services {
+				if r.Addr == addr && r.alive() {
+					who = fmt.Sprintf("pid %d (%s from an earlier 'zoea dev')", r.PID, r.Name)
+				}
+			}
+		}
+		taken = append(taken, fmt.Sprintf("%s: %s is taken by %s", name, addr, who))
+	}
+	if len(taken) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s\n  stop an earlier swarm with 'zoea dev --stop' (./bin/zoea dev --stop), "+
+		"or use other ports with --port-base (ZOEA_DEV_PORT_BASE)", strings.Join(taken, "\n  "))
 }
 
 func redactURL(raw string) string {
@@ -192,32 +296,68 @@ func redactURL(raw string) string {
 	return u.Redacted()
 }
 
-// ensureDatabase creates the database named in dbURL on its server when it does not exist yet.
+// dbSetup is the advice for a Postgres that refuses the default URL.
+const dbSetup = "sudo bash .ci/services.sh"
+
+// ensureDatabase creates the database named in dbURL on its server when it does not exist yet, and explains any
+// other reason it cannot be reached (nothing listening, password refused, role missing).
 func ensureDatabase(ctx context.Context, dbURL string) error {
 	u, err := url.Parse(dbURL)
 	if err != nil {
 		return fmt.Errorf("ZOEA_DATABASE_URL: %w", err)
 	}
 	name := strings.TrimPrefix(u.Path, "/")
-	admin := *u
-	admin.Path = "/postgres"
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(cctx, admin.String())
-	if err != nil {
-		return fmt.Errorf("postgres is not answering at %s: %v\n"+
-			"  start it (Debian: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start, or bash .ci/services.sh),\n"+
-			"  or point ZOEA_DATABASE_URL at a server you can reach", u.Host, err)
+	conn, err := pgx.Connect(cctx, dbURL)
+	if err == nil {
+		return conn.Close(ctx)
 	}
-	defer conn.Close(ctx)
-	var exists bool
-	if err := conn.QueryRow(cctx, "select exists(select 1 from pg_database where datname = $1)", name).Scan(&exists); err != nil {
+	if pgutil.Diagnose(err) != pgutil.ProblemDatabaseMissing {
+		return pgutil.ExplainConnect(err, dbURL, dbSetup)
+	}
+	admin, err := adminConn(cctx, u)
+	if err != nil {
 		return err
 	}
-	if !exists {
-		if _, err := conn.Exec(cctx, "create database "+pgx.Identifier{name}.Sanitize()); err != nil {
-			return fmt.Errorf("create database %s: %w", name, err)
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(cctx, "create database "+pgx.Identifier{name}.Sanitize()); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == pgerrcode.DuplicateDatabase {
+			return nil // created meanwhile by someone else
 		}
+		return fmt.Errorf("create database %s as role %s: %w (%s creates it)", name, u.User.Username(), err, dbSetup)
+	}
+	return nil
+}
+
+// adminConn connects to the server's maintenance database with the credentials of u.
+func adminConn(ctx context.Context, u *url.URL) (*pgx.Conn, error) {
+	admin := *u
+	admin.Path = "/postgres"
+	conn, err := pgx.Connect(ctx, admin.String())
+	if err != nil {
+		return nil, pgutil.ExplainConnect(err, admin.String(), dbSetup)
+	}
+	return conn, nil
+}
+
+// dropDatabase removes the database of dbURL (for --fresh); a database that does not exist is fine.
+func dropDatabase(ctx context.Context, dbURL string) error {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return fmt.Errorf("ZOEA_DATABASE_URL: %w", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	admin, err := adminConn(cctx, u)
+	if err != nil {
+		return err
+	}
+	defer admin.Close(ctx)
+	name := strings.TrimPrefix(u.Path, "/")
+	if _, err := admin.Exec(cctx, "drop database if exists "+pgx.Identifier{name}.Sanitize()+" with (force)"); err != nil {
+		return fmt.Errorf("--fresh: drop database %s: %w", name, err)
 	}
 	return nil
 }
@@ -324,35 +464,6 @@ func stopAll(procs []*proc, out io.Writer) {
 	}
 }
 
-func createDemoSwarm(ctx context.Context, c *clients, o *devOptions, out io.Writer) error {
-	names := make([]string, o.myses)
-	for i := range names {
-		names[i] = fmt.Sprintf("mysis-%d", i+1)
-		_, err := c.swarm.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: names[i], Provider: o.provider, Model: o.model})
-		switch {
-		case err == nil:
-			fmt.Fprintf(out, "swarm: created %s (%s)\n", names[i], o.provider)
-		case status.Code(err) == codes.AlreadyExists:
-			fmt.Fprintf(out, "swarm: %s exists (history kept)\n", names[i])
-		default:
-			return fmt.Errorf("create %s: %w", names[i], err)
-		}
-	}
-	// The mission goes out before anyone starts, so the first turn answers it instead of nudging an idle crew.
-	resp, err := c.bus.Broadcast(ctx, &busv1.BroadcastRequest{Content: o.mission})
-	if err != nil {
-		return fmt.Errorf("broadcast: %w", err)
-	}
-	fmt.Fprintf(out, "swarm: mission broadcast %s to %d myses\n", resp.GetBroadcastId(), resp.GetTargetCount())
-	// A broadcast wakes idle myses by itself; starting explicitly also resumes myses a previous run left stopped.
-	for _, name := range names {
-		if _, err := c.swarm.StartMysis(ctx, &runnerv1.StartMysisRequest{Mysis: name}); err != nil {
-			return fmt.Errorf("start %s: %w", name, err)
-		}
-	}
-	return nil
-}
-
 // simStats is the part of the simulator's /admin/stats the progress view shows.
 type simStats struct {
 	Players []struct {
@@ -364,8 +475,8 @@ type simStats struct {
 	Tick int64 `json:"tick"`
 }
 
-func fetchSimStats(ctx context.Context) (*simStats, error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:7100/admin/stats", nil)
+func fetchSimStats(ctx context.Context, simAddr string) (*simStats, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+simAddr+"/admin/stats", nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, err
@@ -403,7 +514,7 @@ func watchProgress(ctx context.Context, c *clients, o *devOptions, procs []*proc
 		}
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		list, err := c.swarm.ListMyses(cctx, &runnerv1.ListMysesRequest{PageSize: 1000})
-		stats, serr := fetchSimStats(cctx)
+		stats, serr := fetchSimStats(cctx, o.addrs.sim)
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {

@@ -1,24 +1,32 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/zoeaswarm/zoea/libs/pgtest"
 )
 
-// TestDevRunsALocalSwarm is the README's first command end to end: every service binary is built, `zoea dev`
-// starts them against a fresh database, creates three autopilot myses, broadcasts the mission, and each of them
-// must earn credits in the simulator within two minutes; then everything stops cleanly.
-func TestDevRunsALocalSwarm(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds every service and runs a swarm")
-	}
+// buildServices builds every service binary (and the zoea CLI when withCLI) into a temporary directory.
+func buildServices(t *testing.T, withCLI bool) string {
+	t.Helper()
 	bin := t.TempDir()
 	for _, svc := range []string{"memory", "composer", "runner", "bus", "spacemolt-sim"} {
 		cmd := exec.Command("go", "build", "-o", filepath.Join(bin, svc), "./cmd/"+svc)
@@ -27,12 +35,107 @@ func TestDevRunsALocalSwarm(t *testing.T) {
 			t.Fatalf("build %s: %v\n%s", svc, err, out)
 		}
 	}
+	if withCLI {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(bin, "zoea"), ".")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build zoea: %v\n%s", err, out)
+		}
+	}
+	t.Logf("built the services into %s", bin)
+	return bin
+}
+
+// milestones copies zoea dev's output into a buffer and reports its milestones (not the per-second table) with
+// t.Log, so a long run shows where it is.
+type milestones struct {
+	t   *testing.T
+	mu  sync.Mutex
+	buf bytes.Buffer
+	tag string
+}
+
+func (m *milestones) Write(p []byte) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.buf.Write(p)
+	for _, line := range strings.Split(string(p), "\n") {
+		for _, k := range []string{"postgres:", "nats:", "serving on", "swarm:", "stopped", "earned credits", "fresh:", "memory: schema"} {
+			if strings.Contains(line, k) {
+				m.t.Logf("%s %s", m.tag, line)
+				break
+			}
+		}
+	}
+	return len(p), nil
+}
+
+func (m *milestones) String() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.buf.String()
+}
+
+// simPlayers reads the simulator's state file: username → (credits_earned, calls, id).
+type savedPlayer struct {
+	ID            string `json:"id"`
+	Username      string `json:"username"`
+	Credits       int    `json:"credits"`
+	CreditsEarned int    `json:"credits_earned"`
+	Calls         int64  `json:"calls"`
+}
+
+func readSimState(t *testing.T, path string) map[string]savedPlayer {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("simulator state file: %v", err)
+	}
+	var st struct {
+		Players []savedPlayer `json:"players"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]savedPlayer{}
+	for _, p := range st.Players {
+		out[p.Username] = p
+	}
+	return out
+}
+
+func countRows(t *testing.T, dbURL, table string) int {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, "select count(*) from "+pgx.Identifier{table}.Sanitize()).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestDevRunsALocalSwarm is the README's first command end to end, twice: every service binary is built, `zoea
+// dev` starts them on free loopback ports against a fresh database, creates three autopilot myses, broadcasts the
+// mission, and each of them must earn credits in the simulator within two minutes; then everything stops cleanly.
+// The second run continues the first: the same game accounts with their credits, no new registration, no error,
+// the mission not broadcast again.
+func TestDevRunsALocalSwarm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds every service and runs a swarm")
+	}
+	bin := buildServices(t, false)
+	dbURL := pgtest.New(t)
 	o := &devOptions{
 		bin:         bin,
 		stateDir:    t.TempDir(),
-		databaseURL: pgtest.New(t),
+		databaseURL: dbURL,
 		natsURL:     "nats://127.0.0.1:4222", // the local server, or an embedded one when none answers
 		provider:    "autopilot",
+		addrs:       freeAddrs(t),
 		tick:        time.Second,
 		turnPause:   time.Second,
 		myses:       3,
@@ -41,9 +144,9 @@ func TestDevRunsALocalSwarm(t *testing.T) {
 		minEarners:  3,
 		quiet:       true,
 	}
-	var out bytes.Buffer
+	out := &milestones{t: t, tag: "run 1:"}
 	began := time.Now()
-	if err := runDev(context.Background(), o, &out); err != nil {
+	if err := runDev(context.Background(), o, out); err != nil {
 		t.Fatalf("zoea dev: %v\n%s", err, tail(out.String(), 3000))
 	}
 	got := out.String()
@@ -56,6 +159,191 @@ func TestDevRunsALocalSwarm(t *testing.T) {
 		}
 	}
 	t.Logf("three myses earned credits %s after start", time.Since(began).Round(time.Second))
+	if _, err := os.Stat(filepath.Join(o.stateDir, pidFileName)); !os.IsNotExist(err) {
+		t.Errorf("a clean stop must remove %s (stat: %v)", pidFileName, err)
+	}
+	first := readSimState(t, o.simStateFile())
+	if len(first) != 3 {
+		t.Fatalf("the simulator saved %d players, want 3: %+v", len(first), first)
+	}
+
+	// Run 2: the same database and state directory, for long enough that every mysis plays again.
+	o.addrs, o.duration, o.minEarners = freeAddrs(t), 25*time.Second, 0
+	out2 := &milestones{t: t, tag: "run 2:"}
+	if err := runDev(context.Background(), o, out2); err != nil {
+		t.Fatalf("restarted zoea dev: %v\n%s", err, tail(out2.String(), 3000))
+	}
+	got2 := out2.String()
+	if strings.Count(got2, "exists (history kept)") != 3 || strings.Contains(got2, "swarm: created") {
+		t.Errorf("the restart must keep the three myses:\n%s", tail(got2, 2000))
+	}
+	runnerLog, err := os.ReadFile(filepath.Join(o.stateDir, "logs", "runner.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"duplicate key", "accounts_pkey", "registered a SpaceMolt account", "rejected by the game"} {
+		if bytes.Contains(runnerLog, []byte(bad)) {
+			t.Errorf("runner log of the restart contains %q:\n%s", bad, tail(string(runnerLog), 3000))
+		}
+	}
+	second := readSimState(t, o.simStateFile())
+	if len(second) != 3 {
+		t.Fatalf("after the restart the simulator has %d players, want the same 3: %+v", len(second), second)
+	}
+	for name, p1 := range first {
+		p2, ok := second[name]
+		switch {
+		case !ok || p2.ID != p1.ID:
+			t.Errorf("%s is not the same game account after the restart: %+v → %+v", name, p1, p2)
+		case p2.CreditsEarned < p1.CreditsEarned:
+			t.Errorf("%s lost its earnings: %d → %d", name, p1.CreditsEarned, p2.CreditsEarned)
+		case p2.Calls <= p1.Calls:
+			t.Errorf("%s did not play after the restart (%d calls before, %d after)", name, p1.Calls, p2.Calls)
+		}
+		t.Logf("%s: credits %d → %d, earned %d → %d, calls %d → %d", name, p1.Credits, p2.Credits, p1.CreditsEarned, p2.CreditsEarned, p1.Calls, p2.Calls)
+	}
+	if n := countRows(t, dbURL, "accounts"); n != 3 {
+		t.Errorf("%d stored accounts after a restart, want 3 (no orphans)", n)
+	}
+	if n := countRows(t, dbURL, "broadcasts"); n != 1 {
+		t.Errorf("%d broadcasts after a restart, want the one mission", n)
+	}
+}
+
+// freePortBase finds a base whose five service ports (base+1…+4, base+100) are free on loopback.
+func freePortBase(t *testing.T) int {
+	t.Helper()
+	for range 100 {
+		base := 20000 + rand.IntN(30000)
+		ok := true
+		for _, off := range []int{1, 2, 3, 4, 100} {
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+off))
+			if err != nil {
+				ok = false
+				break
+			}
+			l.Close()
+		}
+		if ok {
+			return base
+		}
+	}
+	t.Fatal("no free port base")
+	return 0
+}
+
+// devProcess is a `zoea dev` running as its own process; exited delivers its Wait result.
+type devProcess struct {
+	cmd    *exec.Cmd
+	out    *milestones
+	exited chan error
+}
+
+// startDevProcess runs the built `zoea dev` as its own process and waits until the mission is out.
+func startDevProcess(t *testing.T, bin, stateDir, dbURL string, base int) devProcess {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(bin, "zoea"), "dev", "--bin", bin, "--state-dir", stateDir, "--database-url", dbURL,
+		"--port-base", strconv.Itoa(base), "--quiet", "--duration", "5m", "--tick", "1s")
+	out := &milestones{t: t, tag: "zoea dev:"}
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(pr)
+		once := sync.Once{}
+		for sc.Scan() {
+			line := sc.Text()
+			fmt.Fprintln(out, line)
+			if strings.Contains(line, "swarm: mission") {
+				once.Do(func() { close(ready) })
+			}
+		}
+	}()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait(); pw.Close() }()
+	select {
+	case <-ready:
+	case err := <-exited:
+		t.Fatalf("zoea dev exited before the swarm was up: %v\n%s", err, out.String())
+	case <-time.After(2 * time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatalf("zoea dev did not bring the swarm up in 2 minutes:\n%s", out.String())
+	}
+	t.Cleanup(func() { _ = stopStale(stateDir, io.Discard) })
+	return devProcess{cmd: cmd, out: out, exited: exited}
+}
+
+// TestDevStopsOnHangupAndStopFindsAnOrphanedSwarm closes the launcher the two ways a terminal does: SIGKILL
+// (nothing runs on the way out: the services are orphaned, holding their ports) and SIGHUP (the launcher stops them).
+func TestDevStopsOnHangupAndStopFindsAnOrphanedSwarm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds every service and runs a swarm")
+	}
+	bin := buildServices(t, true)
+	dbURL := pgtest.New(t)
+	stateDir := t.TempDir()
+	base := freePortBase(t)
+
+	dev := startDevProcess(t, bin, stateDir, dbURL, base)
+	pf, err := readPidFile(filepath.Join(stateDir, pidFileName))
+	if err != nil || len(pf.Services) != 5 || pf.Launcher.PID != dev.cmd.Process.Pid {
+		t.Fatalf("pid file: %+v, %v", pf, err)
+	}
+	_ = dev.cmd.Process.Signal(syscall.SIGKILL)
+	<-dev.exited
+	for _, r := range pf.Services {
+		if !r.alive() {
+			t.Fatalf("%s (pid %d) died with its launcher; this test needs it orphaned", r.Name, r.PID)
+		}
+	}
+	t.Log("launcher killed; the five services are orphaned")
+	err = portsFree(stateDir, devAddrsFor("127.0.0.1", base))
+	runner := pf.Services[4]
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("pid %d (runner from an earlier 'zoea dev')", runner.PID)) ||
+		!strings.Contains(err.Error(), "zoea dev --stop") {
+		t.Fatalf("the next start must name the orphans and the advice, got: %v", err)
+	}
+	var stopOut bytes.Buffer
+	if err := stopStale(stateDir, &stopOut); err != nil {
+		t.Fatalf("zoea dev --stop: %v\n%s", err, stopOut.String())
+	}
+	t.Logf("zoea dev --stop:\n%s", stopOut.String())
+	for _, r := range pf.Services {
+		if r.alive() {
+			t.Errorf("%s (pid %d) survived --stop", r.Name, r.PID)
+		}
+	}
+	if err := portsFree(stateDir, devAddrsFor("127.0.0.1", base)); err != nil {
+		t.Fatalf("ports still taken after --stop: %v", err)
+	}
+
+	// SIGHUP: the terminal closed. The launcher stops every service and removes its record.
+	dev = startDevProcess(t, bin, stateDir, dbURL, base)
+	out := dev.out
+	pf, err = readPidFile(filepath.Join(stateDir, pidFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = dev.cmd.Process.Signal(syscall.SIGHUP)
+	select {
+	case <-dev.exited:
+	case <-time.After(90 * time.Second):
+		t.Fatalf("zoea dev did not exit on SIGHUP:\n%s", out.String())
+	}
+	for _, r := range pf.Services {
+		if r.alive() {
+			t.Errorf("%s (pid %d) still runs after SIGHUP", r.Name, r.PID)
+		}
+		if !strings.Contains(out.String(), r.Name+": stopped") {
+			t.Errorf("%s was not stopped in order:\n%s", r.Name, tail(out.String(), 1500))
+		}
+	}
+	if _, err := os.Stat(filepath.Join(stateDir, pidFileName)); !os.IsNotExist(err) {
+		t.Errorf("the pid file outlived a clean stop: %v", err)
+	}
 }
 
 func tail(s string, n int) string {

@@ -14,10 +14,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/zoeaswarm/zoea/libs/pgutil"
 )
 
-// DefaultAdminURL is used when ZOEA_TEST_DATABASE_URL is unset.
-const DefaultAdminURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+// DefaultAdminURL is used when ZOEA_TEST_DATABASE_URL is unset: role zoea (CREATEDB), which .ci/services.sh creates.
+const DefaultAdminURL = "postgres://zoea:zoea@127.0.0.1:5432/postgres?sslmode=disable"
 
 // AdminURL returns the URL of the database used to create and drop test databases.
 func AdminURL() string {
@@ -35,7 +37,7 @@ func Create(ctx context.Context, prefix string) (string, func() error, error) {
 	name := "zt_" + sanitize(prefix) + "_" + hex.EncodeToString(b[:])
 	conn, err := pgx.Connect(ctx, admin)
 	if err != nil {
-		return "", nil, fmt.Errorf("pgtest: connect %s: %w (is Postgres running? see README)", admin, err)
+		return "", nil, fmt.Errorf("pgtest: %w", pgutil.ExplainConnect(err, admin, "sudo bash .ci/services.sh (or set ZOEA_TEST_DATABASE_URL)"))
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {

@@ -31,3 +31,8 @@ func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error
 	}
 	return pool, nil
 }
+
+// DefaultURL is the database every local tool uses when ZOEA_DATABASE_URL is unset: the zoea role and database
+// that .ci/services.sh creates on the local Postgres. The password works with Debian's default pg_hba.conf
+// (scram-sha-256 on 127.0.0.1) and is ignored where the server trusts local connections.
+const DefaultURL = "postgres://zoea:zoea@127.0.0.1:5432/zoea?sslmode=disable"

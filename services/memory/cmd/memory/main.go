@@ -39,7 +39,7 @@ var version = "dev"
 // Config is the memory service's configuration, read from the environment.
 type Config struct {
 	Server         server.Config
-	DatabaseURL    string        `env:"ZOEA_DATABASE_URL" envDefault:"postgres://postgres@127.0.0.1:5432/zoea?sslmode=disable" secret:"true"`
+	DatabaseURL    string        `env:"ZOEA_DATABASE_URL" envDefault:"postgres://zoea:zoea@127.0.0.1:5432/zoea?sslmode=disable" secret:"true"`
 	DBMaxConns     int32         `env:"ZOEA_DB_MAX_CONNS" envDefault:"16"`
 	SecretKey      config.Secret `env:"ZOEA_SECRET_KEY"`
 	MigrateOnStart bool          `env:"ZOEA_MIGRATE_ON_START"`

@@ -37,7 +37,8 @@ func (s *Store) open(r accountRow) (memory.Account, error) {
 	return a, nil
 }
 
-// CreateAccount adds a login to the pool, optionally bound to a mysis, and returns it without its password.
+// CreateAccount adds a login to the pool, optionally bound to a mysis, and returns it without its password. Storing
+// a username again for the mysis that holds it renews its password.
 func (s *Store) CreateAccount(ctx context.Context, a memory.Account) (memory.Account, error) {
 	if err := memory.ValidateAccount(a); err != nil {
 		return memory.Account{}, err
@@ -56,10 +57,17 @@ func (s *Store) CreateAccount(ctx context.Context, a memory.Account) (memory.Acc
 	if err != nil {
 		return memory.Account{}, err
 	}
+	// The same username for the same mysis replaces the stored password: the game forgot the account (a fresh
+	// universe) and the mysis registered it again. Any other existing username is a conflict.
 	var r accountRow
 	err = s.pool.QueryRow(ctx, `
 		INSERT INTO accounts AS a (username, password_enc, empire, mysis_id) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (username) DO UPDATE SET password_enc = EXCLUDED.password_enc, empire = EXCLUDED.empire
+			WHERE a.mysis_id = EXCLUDED.mysis_id
 		RETURNING `+accountCols, a.Username, enc, a.Empire, nullable(a.MysisID)).Scan(r.dest()...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return memory.Account{}, &errs.Error{Kind: errs.Exists, Msg: "an account with this username already exists"}
+	}
 	if err != nil {
 		return memory.Account{}, dbErr(err, "create account")
 	}

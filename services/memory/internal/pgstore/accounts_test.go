@@ -102,6 +102,19 @@ func TestAccounts(t *testing.T) {
 	_, err = s.CreateAccount(ctx, memory.Account{Username: "pilot_e", Password: "pw", MysisID: d.ID})
 	wantKind(t, err, errs.Conflict, "")
 
+	// The mysis registering its own username again (the game forgot it) renews the password, keeping one row; the
+	// same username for another mysis stays a conflict and leaves the password alone.
+	must[memory.Account](t)(s.CreateAccount(ctx, memory.Account{Username: "pilot_d", Password: "pw-new", MysisID: d.ID}))
+	if got := must[memory.Account](t)(s.GetAccountForMysis(ctx, d.ID)); got.Username != "pilot_d" || got.Password != "pw-new" {
+		t.Fatalf("re-registration did not renew the password: %+v", got)
+	}
+	e := mkMysis(t, s)
+	_, err = s.CreateAccount(ctx, memory.Account{Username: "pilot_d", Password: "stolen", MysisID: e.ID})
+	wantKind(t, err, errs.Exists, "")
+	if got := must[memory.Account](t)(s.GetAccountForMysis(ctx, d.ID)); got.Password != "pw-new" {
+		t.Fatalf("another mysis overwrote the password: %+v", got)
+	}
+
 	// A wrong key cannot read, and says so without leaking anything.
 	other := pgstore.New(p, testBox(t))
 	_, err = other.GetAccountForMysis(ctx, d.ID)

@@ -95,7 +95,7 @@ func (s *Session) connectLocked(ctx context.Context) error {
 	return nil
 }
 
-// knownReads are SpaceMolt's documented reads (SPACEMOLT.md) that change nothing in the game, for a server that
+// knownReads are SpaceMolt's documented reads (docs/SPACEMOLT.md) that change nothing in the game, for a server that
 // does not annotate its tools. Not here on purpose: chat and captains_log_add (rate-limited as reads, but they
 // write) and get_notifications (it clears the queue).
 var knownReads = map[string]bool{
@@ -282,13 +282,13 @@ func (s *Session) loginLocked(ctx context.Context) (string, error) {
 	text := textOf(res)
 	if res.IsError && gameErrorCode(text) == "auth_failed" {
 		// The game no longer knows this login (a fresh simulator, a wiped account). Retrying it forever would
-		// leave the mysis errored; a new registration gets it playing again.
-		s.log.Warn("stored account rejected by the game; registering a new one", "username", s.account.Username)
-		if err := s.r.accounts.ReleaseAccount(ctx, s.mysisID); err != nil {
-			return "", fmt.Errorf("release rejected account: %w", err)
-		}
+		// leave the mysis errored; registering the same username again gets it playing and renews the stored
+		// password in place. Releasing the dead account to the pool instead would hand it to the next mysis, which
+		// would fail the same way, and the re-registration would collide with the released row.
+		s.log.Warn("stored account rejected by the game; registering it again", "username", s.account.Username)
+		stale := s.account.Username
 		s.account = nil
-		text, err := s.registerLocked(ctx)
+		text, err := s.registerLocked(ctx, stale)
 		if err != nil {
 			return "", err
 		}
@@ -320,13 +320,17 @@ func (s *Session) ensureAccountLocked(ctx context.Context) (string, error) {
 	if !errs.Is(err, errs.NotFound) {
 		return "", fmt.Errorf("claim account: %w", err)
 	}
-	return s.registerLocked(ctx)
+	return s.registerLocked(ctx, "")
 }
 
 // registerLocked registers a new game account for the mysis, stores it bound to the mysis and returns the register
-// result (register also logs in).
-func (s *Session) registerLocked(ctx context.Context) (string, error) {
+// result (register also logs in). stale is the username of an account the mysis still holds but the game rejected
+// ("" when it holds none): it is tried first, and released only if the game gave that name to someone else.
+func (s *Session) registerLocked(ctx context.Context, stale string) (string, error) {
 	username := usernameFor(s.name)
+	if stale != "" {
+		username = stale
+	}
 	for attempt := range 5 {
 		if attempt > 0 {
 			username = withSuffix(usernameFor(s.name))
@@ -352,6 +356,13 @@ func (s *Session) registerLocked(ctx context.Context) (string, error) {
 		}
 		if err := json.Unmarshal([]byte(text), &reg); err != nil || reg.Password == "" {
 			return "", fmt.Errorf("register %s: no password in the result", username)
+		}
+		if stale != "" && username != stale {
+			// The mysis may hold one account: let go of the dead one before storing its replacement.
+			if err := s.r.accounts.ReleaseAccount(ctx, s.mysisID); err != nil {
+				return "", fmt.Errorf("release rejected account %s: %w", stale, err)
+			}
+			stale = ""
 		}
 		acct := Account{Username: username, Password: reg.Password, Empire: s.r.cfg.Empire, MysisID: s.mysisID}
 		if err := s.r.accounts.CreateAccount(ctx, acct); err != nil {

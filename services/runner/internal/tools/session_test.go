@@ -45,9 +45,24 @@ func (f *fakeAccounts) ClaimAccount(_ context.Context, id string) (Account, erro
 	return Account{}, errs.NotFoundf("pool empty")
 }
 
+// CreateAccount keeps the memory store's rules: usernames are unique, a mysis holds at most one account, and the
+// mysis holding a username may store it again to renew its password.
 func (f *fakeAccounts) CreateAccount(_ context.Context, a Account) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	for i, old := range f.accounts {
+		if old.Username == a.Username {
+			if a.MysisID == "" || old.MysisID != a.MysisID {
+				return errs.Existsf("an account with this username already exists")
+			}
+			f.creates++
+			f.accounts[i].Password, f.accounts[i].Empire = a.Password, a.Empire
+			return nil
+		}
+		if a.MysisID != "" && old.MysisID == a.MysisID {
+			return errs.Conflictf("the mysis already holds an account")
+		}
+	}
 	f.creates++
 	f.accounts = append(f.accounts, a)
 	return nil
@@ -258,8 +273,9 @@ func TestSessionClaimsPoolAccount(t *testing.T) {
 }
 
 // A stored account the game does not know (the simulator restarted with a fresh world) must not leave the mysis
-// errored for ever: the runner releases it and registers a new one.
-func TestSessionReplacesAnAccountTheGameRejects(t *testing.T) {
+// errored for ever: the runner registers the same username again and renews the stored password in place, so no
+// dead account is left in the pool and no duplicate username is stored.
+func TestSessionRenewsAnAccountTheGameForgot(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the simulator")
 	}
@@ -267,6 +283,47 @@ func TestSessionReplacesAnAccountTheGameRejects(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	accounts := &fakeAccounts{accounts: []Account{{Username: "ghost_pilot", Password: strings.Repeat("ab", 32), Empire: "solarian", MysisID: "m3"}}}
+	s := NewRouter(Config{Endpoint: sim.MCPURL()}, accounts, &fakeSearch{}).Open(mysis.Mysis{ID: "m3", Name: "m3"})
+	defer s.Close()
+	if _, err := s.Prepare(ctx); err != nil {
+		t.Fatalf("prepare with a forgotten account: %v", err)
+	}
+	if accounts.creates != 1 || len(accounts.accounts) != 1 {
+		t.Fatalf("want the one account renewed, got %d stores and %d accounts: %+v", accounts.creates, len(accounts.accounts), accounts.accounts)
+	}
+	bound, err := accounts.AccountForMysis(ctx, "m3")
+	if err != nil || bound.Username != "ghost_pilot" || bound.Password == strings.Repeat("ab", 32) {
+		t.Fatalf("bound account = %+v, %v; want ghost_pilot with a new password", bound, err)
+	}
+	got, err := s.Call(ctx, call("1", "get_status", `{}`))
+	if err != nil || got.IsError || !strings.Contains(got.Content, "ghost_pilot") {
+		t.Errorf("get_status after re-registration = %+v, %v", got, err)
+	}
+	if strings.Contains(got.Content, bound.Password) {
+		t.Error("password leaked into a tool result")
+	}
+}
+
+// When the game has given the forgotten username to someone else, the runner lets go of the dead account and
+// registers a new name.
+func TestSessionReplacesAnAccountTheGameRejects(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the simulator")
+	}
+	sim := testenv.StartSim(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Someone else registers the name the mysis's dead account had.
+	setup := NewRouter(Config{Endpoint: sim.MCPURL()}, &fakeAccounts{}, &fakeSearch{})
+	cs, err := setup.connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "register", Arguments: map[string]any{"username": "taken_pilot", "empire": "nebula"}}); err != nil || res.IsError {
+		t.Fatalf("register: %v %s", err, textOf(res))
+	}
+	_ = cs.Close()
+	accounts := &fakeAccounts{accounts: []Account{{Username: "taken_pilot", Password: strings.Repeat("ab", 32), Empire: "solarian", MysisID: "m3"}}}
 	s := NewRouter(Config{Endpoint: sim.MCPURL()}, accounts, &fakeSearch{}).Open(mysis.Mysis{ID: "m3", Name: "m3"})
 	defer s.Close()
 	if _, err := s.Prepare(ctx); err != nil {
@@ -279,7 +336,7 @@ func TestSessionReplacesAnAccountTheGameRejects(t *testing.T) {
 		t.Errorf("the rejected account is still bound to the mysis")
 	}
 	bound, err := accounts.AccountForMysis(ctx, "m3")
-	if err != nil || bound.Username == "ghost_pilot" {
+	if err != nil || bound.Username == "taken_pilot" {
 		t.Fatalf("bound account = %+v, %v", bound, err)
 	}
 	got, err := s.Call(ctx, call("1", "get_status", `{}`))

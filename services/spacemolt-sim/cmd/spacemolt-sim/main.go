@@ -22,6 +22,7 @@ import (
 	"github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/admin"
 	"github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/game"
 	"github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/mcpserver"
+	"github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/statefile"
 )
 
 // config is read from the environment. Rate limits are per account per
@@ -37,7 +38,11 @@ type config struct {
 	ReadsPerMinute     int           `env:"ZOEA_SIM_READS_PER_MIN" envDefault:"300"`
 	ChatPerMinute      int           `env:"ZOEA_SIM_CHAT_PER_MIN" envDefault:"20"`
 	AdminToken         string        `env:"ZOEA_ADMIN_TOKEN"`
-	ShutdownTimeout    time.Duration `env:"ZOEA_SHUTDOWN_TIMEOUT" envDefault:"10s"`
+	// StateFile keeps the universe between runs: loaded at start when it exists, saved every SaveInterval and at
+	// shutdown. Empty: every start is a fresh universe.
+	StateFile       string        `env:"ZOEA_SIM_STATE_FILE"`
+	SaveInterval    time.Duration `env:"ZOEA_SIM_SAVE_INTERVAL" envDefault:"30s"`
+	ShutdownTimeout time.Duration `env:"ZOEA_SHUTDOWN_TIMEOUT" envDefault:"10s"`
 	// GOGC defaults to 400 here: the MCP SDK allocates a 32 KiB decode buffer
 	// per JSON message, so with Go's default of 100 garbage collection costs
 	// about a third of the CPU of every call, while the live heap stays small.
@@ -50,6 +55,8 @@ func (c config) validate() error {
 		return errors.New("ZOEA_SIM_TICK must be positive")
 	case c.SessionTTL <= 0:
 		return errors.New("ZOEA_SIM_SESSION_TTL must be positive")
+	case c.StateFile != "" && c.SaveInterval <= 0:
+		return errors.New("ZOEA_SIM_SAVE_INTERVAL must be positive")
 	case c.MCPSessionTTL < 0:
 		return errors.New("ZOEA_SIM_MCP_SESSION_TTL must not be negative")
 	case c.MutationsPerMinute == 0 || c.ReadsPerMinute == 0 || c.ChatPerMinute == 0:
@@ -87,7 +94,7 @@ func (c config) logAttrs() []any {
 		"registration_code", mask(c.RegistrationCode), "admin_token", mask(c.AdminToken),
 		"session_ttl", c.SessionTTL.String(), "mcp_session_ttl", c.MCPSessionTTL.String(),
 		"mutations_per_min", c.MutationsPerMinute, "reads_per_min", c.ReadsPerMinute, "chat_per_min", c.ChatPerMinute,
-		"gogc", c.GOGC,
+		"gogc", c.GOGC, "state_file", c.StateFile, "save_interval", c.SaveInterval.String(),
 	}
 }
 
@@ -122,10 +129,10 @@ func run(ctx context.Context) error {
 	debug.SetGCPercent(gc)
 	log.Info("starting spacemolt-sim", cfg.logAttrs()...)
 
-	engine := game.New(game.Config{
-		Seed: cfg.Seed, Tick: cfg.Tick, RegistrationCode: cfg.RegistrationCode, SessionTTL: cfg.SessionTTL,
-		MutationsPerMinute: cfg.MutationsPerMinute, ReadsPerMinute: cfg.ReadsPerMinute, ChatPerMinute: cfg.ChatPerMinute,
-	})
+	engine, err := openEngine(cfg, log)
+	if err != nil {
+		return err
+	}
 	// The SDK logs every session at info level; a swarm would drown the log.
 	sdkLog := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	mcpSrv := mcpserver.New(engine, mcpserver.Options{SessionTimeout: cfg.MCPSessionTTL, Logger: sdkLog})
@@ -141,6 +148,9 @@ func run(ctx context.Context) error {
 	defer stopEngine()
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return engine.Run(engineCtx) })
+	if cfg.StateFile != "" {
+		g.Go(func() error { return saveEvery(engineCtx, engine, cfg, log) })
+	}
 	g.Go(func() error {
 		if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
 			return fmt.Errorf("listen: %w", err)
@@ -160,7 +170,65 @@ func run(ctx context.Context) error {
 		}
 		return nil
 	})
-	return g.Wait()
+	err = g.Wait()
+	if cfg.StateFile != "" {
+		// The engine has stopped ticking: this save holds everything the last calls did.
+		if serr := save(engine, cfg.StateFile); serr != nil {
+			return errors.Join(err, fmt.Errorf("save state at shutdown: %w", serr))
+		}
+		log.Info("state saved", "file", cfg.StateFile)
+	}
+	return err
+}
+
+// openEngine continues the universe in cfg.StateFile when there is one, else starts a fresh one from the seed.
+func openEngine(cfg config, log *slog.Logger) (*game.Engine, error) {
+	gcfg := game.Config{
+		Seed: cfg.Seed, Tick: cfg.Tick, RegistrationCode: cfg.RegistrationCode, SessionTTL: cfg.SessionTTL,
+		MutationsPerMinute: cfg.MutationsPerMinute, ReadsPerMinute: cfg.ReadsPerMinute, ChatPerMinute: cfg.ChatPerMinute,
+	}
+	if cfg.StateFile == "" {
+		return game.New(gcfg), nil
+	}
+	st, found, err := statefile.Load(cfg.StateFile)
+	if err != nil {
+		return nil, fmt.Errorf("ZOEA_SIM_STATE_FILE: %w", err)
+	}
+	if !found {
+		log.Info("no state file yet: a fresh universe", "file", cfg.StateFile)
+		return game.New(gcfg), nil
+	}
+	engine, err := game.Restore(gcfg, st)
+	if err != nil {
+		return nil, fmt.Errorf("ZOEA_SIM_STATE_FILE %s: %w", cfg.StateFile, err)
+	}
+	log.Info("universe restored", "file", cfg.StateFile, "players", len(st.Players), "tick", st.Tick)
+	return engine, nil
+}
+
+func save(engine *game.Engine, path string) error {
+	st, err := engine.Snapshot()
+	if err != nil {
+		return err
+	}
+	return statefile.Save(path, st)
+}
+
+// saveEvery saves the universe every cfg.SaveInterval until ctx ends; a failed save is logged and retried at the
+// next interval rather than stopping the game.
+func saveEvery(ctx context.Context, engine *game.Engine, cfg config, log *slog.Logger) error {
+	t := time.NewTicker(cfg.SaveInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if err := save(engine, cfg.StateFile); err != nil {
+			log.Error("saving state failed", "file", cfg.StateFile, "err", err)
+		}
+	}
 }
 
 // healthcheck asks the server on ZOEA_LISTEN_ADDR for /healthz.

@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -58,5 +61,34 @@ func TestHealthcheckAsksHealthz(t *testing.T) {
 	t.Setenv("ZOEA_LISTEN_ADDR", "127.0.0.1:1")
 	if err := healthcheck(context.Background()); err == nil {
 		t.Fatal("healthcheck of a closed port succeeded")
+	}
+}
+
+// TestStateFileCarriesAccountsAcrossRuns is what a restart does: open (fresh), play, save at shutdown, open again.
+func TestStateFileCarriesAccountsAcrossRuns(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg := config{Seed: 5, Tick: time.Second, SessionTTL: time.Minute, MutationsPerMinute: -1, ReadsPerMinute: -1,
+		ChatPerMinute: -1, StateFile: filepath.Join(t.TempDir(), ".zoea", "sim-state.json"), SaveInterval: time.Second}
+	first, err := openEngine(cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := first.Register("mysis-1", "solarian", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := save(first, cfg.StateFile); err != nil {
+		t.Fatal(err)
+	}
+	second, err := openEngine(cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := second.Login("mysis-1", reg.Password); err != nil {
+		t.Fatalf("the account did not survive the restart: %v", err)
+	}
+	cfg.Seed = 6
+	if _, err := openEngine(cfg, log); err == nil || !strings.Contains(err.Error(), "ZOEA_SIM_SEED=5") {
+		t.Fatalf("a state file of another seed must stop the start, got %v", err)
 	}
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // The fixtures below reproduce the result JSON of services/spacemolt-sim (internal/game/views.go) field for field,
-// which follows SPACEMOLT.md: the autopilot must read what the game really sends.
+// which follows docs/SPACEMOLT.md: the autopilot must read what the game really sends.
 
 func str(s string) *string { return &s }
 
