@@ -26,14 +26,15 @@ func StartDir(tb testing.TB, dir string) *server.Server {
 // as they would find a NATS pod that came back.
 func StartDirPort(tb testing.TB, dir string, port int) *server.Server {
 	tb.Helper()
-	srv, err := server.NewServer(&server.Options{
-		Host:      "127.0.0.1",
-		Port:      port,
-		JetStream: true,
-		StoreDir:  dir,
-		NoLog:     true,
-		NoSigs:    true,
-	})
+	return run(tb, &server.Options{Port: port, StoreDir: dir})
+}
+
+// run starts an in-process JetStream server on 127.0.0.1 with opts (Port and StoreDir at least) and stops it when
+// the test ends.
+func run(tb testing.TB, opts *server.Options) *server.Server {
+	tb.Helper()
+	opts.Host, opts.JetStream, opts.NoLog, opts.NoSigs = "127.0.0.1", true, true, true
+	srv, err := server.NewServer(opts)
 	if err != nil {
 		tb.Fatalf("natstest: %v", err)
 	}
