@@ -133,16 +133,18 @@ func TestDevRunsALocalSwarm(t *testing.T) {
 		bin:         bin,
 		stateDir:    t.TempDir(),
 		databaseURL: dbURL,
-		natsURL:     "nats://127.0.0.1:4222", // the local server, or an embedded one when none answers
-		provider:    "autopilot",
-		addrs:       freeAddrs(t),
-		tick:        time.Second,
-		turnPause:   time.Second,
-		myses:       3,
-		mission:     defaultMission,
-		duration:    2 * time.Minute,
-		minEarners:  3,
-		quiet:       true,
+		// Nothing answers there, so zoea dev starts its own embedded JetStream: a swarm on the machine's NATS (a
+		// developer's make dev) shares the broadcast stream's delivery consumer and would take this test's mission.
+		natsURL:    "nats://" + freeAddr(t),
+		provider:   "autopilot",
+		addrs:      freeAddrs(t),
+		tick:       time.Second,
+		turnPause:  time.Second,
+		myses:      3,
+		mission:    defaultMission,
+		duration:   2 * time.Minute,
+		minEarners: 3,
+		quiet:      true,
 	}
 	out := &milestones{t: t, tag: "run 1:"}
 	began := time.Now()

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+	"github.com/zoeaswarm/zoea/libs/natstest"
 	"github.com/zoeaswarm/zoea/libs/pgtest"
 )
 
@@ -63,7 +64,8 @@ func startLocalSwarm(t *testing.T) *localSwarm {
 	s.runner, s.bus, s.memory = addr["runner"], addr["bus"], addr["memory"]
 	base := append(os.Environ(),
 		"ZOEA_DATABASE_URL="+pgtest.New(t),
-		"ZOEA_NATS_URL=nats://127.0.0.1:4222",
+		// Its own JetStream: on the machine's NATS a running make dev would share the broadcast delivery consumer.
+		"ZOEA_NATS_URL="+natstest.Start(t).ClientURL(),
 		"ZOEA_MEMORY_ADDR="+addr["memory"], "ZOEA_COMPOSER_ADDR="+addr["composer"], "ZOEA_RUNNER_ADDR="+addr["runner"],
 		"ZOEA_BUS_ADDR="+addr["bus"], "ZOEA_SPACEMOLT_URL=http://"+addr["spacemolt-sim"]+"/mcp",
 		"ZOEA_SIM_TICK=200ms", "ZOEA_TURN_PAUSE=200ms", "ZOEA_DEFAULT_PROVIDER=autopilot", "ZOEA_ADMIN_TOKEN=",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,6 +23,8 @@ type badModel struct {
 	replies [][]chat.ToolCall
 	calls   atomic.Int64
 	invalid atomic.Int64
+	mu      sync.Mutex
+	done    map[int]bool // orders already carried out
 }
 
 func (p *badModel) Name() string { return "openai" }
@@ -31,15 +34,30 @@ func (p *badModel) Chat(_ context.Context, req llm.Request) (llm.Response, error
 	if err := chatvalid.Strict.Validate(req.Messages); err != nil {
 		p.invalid.Add(1)
 	}
-	last := req.Messages[len(req.Messages)-1]
-	// The composer may join a prompt with a nudge, so look for the order anywhere in the last user message.
-	_, order, ok := strings.Cut(last.Content, "BAD ")
-	var i int
-	if last.Role == chat.RoleTool || !ok {
-		return llm.Response{Message: chat.Message{Role: chat.RoleAssistant, Content: "Understood."}}, nil
+	// The newest order anywhere in the request: a direct message that lands while the model answers a nudge is
+	// stored after that answer's prompt (the runner's check for it is best effort), so it need not be the last
+	// message. Each order is carried out once; anything else gets a plain answer.
+	i := -1
+	for _, m := range req.Messages {
+		if m.Role != chat.RoleUser {
+			continue
+		}
+		for _, part := range strings.Split(m.Content, "BAD ")[1:] {
+			var n int
+			if _, err := fmt.Sscanf(part, "%d", &n); err != nil || n < 0 || n >= len(p.replies) {
+				return llm.Response{}, fmt.Errorf("bad order %q", part)
+			}
+			i = max(i, n)
+		}
 	}
-	if _, err := fmt.Sscanf(order, "%d", &i); err != nil || i < 0 || i >= len(p.replies) {
-		return llm.Response{}, fmt.Errorf("bad order %q", order)
+	p.mu.Lock()
+	fresh := i >= 0 && !p.done[i]
+	if fresh {
+		p.done[i] = true
+	}
+	p.mu.Unlock()
+	if !fresh {
+		return llm.Response{Message: chat.Message{Role: chat.RoleAssistant, Content: "Understood."}}, nil
 	}
 	return llm.Response{Message: chat.Message{Role: chat.RoleAssistant, Content: "\x00trying\xff", ToolCalls: p.replies[i]}}, nil
 }
@@ -53,7 +71,7 @@ func TestBadModelRepliesAreStoredAndAnswered(t *testing.T) {
 	for i := range many {
 		many[i] = chat.ToolCall{ID: fmt.Sprintf("m%d", i), Name: "get_status", Arguments: `{}`}
 	}
-	p := &badModel{replies: [][]chat.ToolCall{
+	p := &badModel{done: map[int]bool{}, replies: [][]chat.ToolCall{
 		{{ID: "a", Name: "get_status", Arguments: `{"a":1`}},
 		{{ID: "b", Name: "get_status", Arguments: `{} extra`}},
 		{{ID: "dup", Name: "get_status", Arguments: `{}`}, {ID: "dup", Name: "get_status", Arguments: `{}`}},

@@ -57,6 +57,16 @@ func (w *wireModel) serve(rw http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(rw, `{"capabilities":["completion","tools"],"details":{"family":"qwen3"}}`)
 		return
 	}
+	// The model lists the runner's provider check reads at create time.
+	if r.URL.Path == "/api/tags" {
+		_, _ = io.WriteString(rw, `{"models":[{"name":"qwen3:8b","model":"qwen3:8b","modified_at":"2026-11-01T10:00:00Z","size":5225388164,`+
+			`"digest":"500a1f067a9f","details":{"format":"gguf","family":"qwen3","parameter_size":"8.2B","quantization_level":"Q4_K_M"}}]}`)
+		return
+	}
+	if r.URL.Path == "/v1/models" {
+		_, _ = io.WriteString(rw, `{"object":"list","data":[{"id":"gpt-4o-mini","object":"model","created":1721172741,"owned_by":"system"}]}`)
+		return
+	}
 	var req struct {
 		Messages []struct {
 			Role string `json:"role"`
