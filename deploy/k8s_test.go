@@ -402,8 +402,12 @@ func TestK8sConfigAndSecrets(t *testing.T) {
 				t.Errorf("ConfigMap holds %s: it is per-container or secret", k)
 			}
 		}
-		if cm.Data["ZOEA_NATS_URL"] == "" || cm.Data["ZOEA_SPACEMOLT_URL"] == "" {
-			t.Error("ConfigMap lacks ZOEA_NATS_URL or ZOEA_SPACEMOLT_URL")
+		if cm.Data["ZOEA_SPACEMOLT_URL"] == "" {
+			t.Error("ConfigMap lacks ZOEA_SPACEMOLT_URL")
+		}
+		// NATS URLs carry credentials, so each service's comes from Secret zoea-nats, never the shared ConfigMap.
+		if v, ok := cm.Data["ZOEA_NATS_URL"]; ok {
+			t.Errorf("ConfigMap holds ZOEA_NATS_URL=%q: it carries per-service credentials and belongs in Secret zoea-nats", v)
 		}
 	})
 }
@@ -639,11 +643,6 @@ func TestK8sDevOverlay(t *testing.T) {
 			cm = c
 		}
 	}
-	nu, err := url.Parse(cm.Data["ZOEA_NATS_URL"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkServicePort(t, m, "ZOEA_NATS_URL", nu.Hostname(), nu.Port())
 	su, err := url.Parse(cm.Data["ZOEA_SPACEMOLT_URL"])
 	if err != nil {
 		t.Fatal(err)
@@ -712,9 +711,6 @@ func TestK8sProdOverlay(t *testing.T) {
 		if strings.HasPrefix(name, "zoea-config") {
 			cm = c
 		}
-	}
-	if want := "nats://" + natsHelmService(t) + ":4222"; cm.Data["ZOEA_NATS_URL"] != want {
-		t.Errorf("prod ZOEA_NATS_URL=%q, want %q (the NATS Helm release's Service)", cm.Data["ZOEA_NATS_URL"], want)
 	}
 	if u, err := url.Parse(cm.Data["ZOEA_SPACEMOLT_URL"]); err != nil || u.Scheme != "https" {
 		t.Errorf("prod ZOEA_SPACEMOLT_URL=%q, want the real game over https", cm.Data["ZOEA_SPACEMOLT_URL"])

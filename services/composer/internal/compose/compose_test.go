@@ -498,3 +498,30 @@ func TestItemsNameTheirMessage(t *testing.T) {
 		t.Errorf("order names message %+v", m)
 	}
 }
+
+// A result the memory service already cut (its marker at the end, pointing at the memory) composes like any other:
+// the composer's own cap still cuts it with its own pointer; a short one passes through with the service's marker
+// intact, so the model learns either way where the whole result is.
+func TestResultCutByMemoryService(t *testing.T) {
+	var h hist
+	h.user(compose.SourceDirect, "map")
+	h.calls(chat.ToolCall{ID: "m", Name: "get_map", Arguments: "{}"})
+	body := strings.Repeat(`{"system":"S1","links":["S2","S3"]},`, 2000)[:64<<10]
+	rid := h.result("m", "get_map", body+fmt.Sprintf("…[cut: %d bytes more; full result is memory #%d, search for it]", 8<<20, h.id+10))
+	res := mustCompose(t, compose.Input{SystemPrompt: systemPrompt, Window: h.rows}, compose.DefaultPolicy())
+	c := res.Messages[3].Content
+	if !strings.Contains(c, fmt.Sprintf("full result is memory #%d", rid)) || !strings.Contains(c, "tokens omitted") ||
+		reasonsByID(res)[rid].Disposition != compose.Truncated {
+		t.Fatalf("composer cap on a cut result: %q", c[max(0, len(c)-160):])
+	}
+
+	var s hist
+	s.user(compose.SourceDirect, "map")
+	s.calls(chat.ToolCall{ID: "m", Name: "get_map", Arguments: "{}"})
+	marker := fmt.Sprintf("…[cut: 5000 bytes more; full result is memory #%d, search for it]", s.id+10)
+	sid := s.result("m", "get_map", body[:1024]+marker)
+	res = mustCompose(t, compose.Input{SystemPrompt: systemPrompt, Window: s.rows}, compose.DefaultPolicy())
+	if c := res.Messages[3].Content; !strings.HasSuffix(c, marker) || reasonsByID(res)[sid].Disposition == compose.Truncated {
+		t.Fatalf("short cut result: %q", c[max(0, len(c)-160):])
+	}
+}

@@ -192,12 +192,21 @@ func fromProtoTools(ts []*composerv1.ToolDefinition) ([]compose.Tool, error) {
 	return out, nil
 }
 
+// resultBytesPerToken sizes the memory service's cut of tool results from the policy's cap in tokens: no tokenizer
+// averages anywhere near 32 bytes per token, so a result cut there still holds more than ToolResultCap tokens and
+// the composer's own cap (with its pointer) is what decides what the model sees.
+const (
+	resultBytesPerToken = 32
+	minResultCutBytes   = 64 << 10
+)
+
 // toProtoWindowRequest asks the memory service for what composition needs under policy p.
 func toProtoWindowRequest(id string, p compose.Policy) *memoryv1.GetComposeWindowRequest {
 	return &memoryv1.GetComposeWindowRequest{
 		MysisId: id, Window: int32(p.ScanWindow), GlobalMissionFallback: !p.DisableMissionFallback,
 		CarryLimit: int32(p.CarryLimit), SnapshotTools: p.SnapshotTools, PinnedTools: p.PinnedTools,
 		ReplyLimit: int32(p.ReplyLimit), MaxTurnRows: int32(p.MaxTurnRows),
+		MaxResultBytes: int32(min(max(minResultCutBytes, p.ToolResultCap*resultBytesPerToken), 1<<30)),
 	}
 }
 

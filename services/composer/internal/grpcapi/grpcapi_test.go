@@ -93,7 +93,9 @@ func TestComposeContextOneRoundTripSameAsCompose(t *testing.T) {
 		if req.GetWindow() != int32(window) || !req.GetGlobalMissionFallback() || req.GetMysisId() != mysisID ||
 			req.GetCarryLimit() != int32(p.CarryLimit) || req.GetReplyLimit() != int32(p.ReplyLimit) ||
 			req.GetMaxTurnRows() != int32(p.MaxTurnRows) || !slices.Equal(req.GetSnapshotTools(), p.SnapshotTools) ||
-			!slices.Equal(req.GetPinnedTools(), p.PinnedTools) {
+			!slices.Equal(req.GetPinnedTools(), p.PinnedTools) ||
+			// Results are cut by the memory service well above the composer's own cap (32 bytes per token).
+			req.GetMaxResultBytes() != int32(max(64<<10, p.ToolResultCap*32)) {
 			t.Fatalf("GetComposeWindow request %v", req)
 		}
 

@@ -1,5 +1,10 @@
 package memory
 
+import (
+	"fmt"
+	"unicode/utf8"
+)
+
 // MaxResponseBytes bounds the text one read of recent memories returns. Rows count alone is no bound: 1000 rows of
 // 8 MiB tool results once made a single ListRecentMemories answer hundreds of MB (memory RSS 84 → 531 MB), and a
 // window of 50 such rows can never be composed. The newest row is always returned, whatever its size (at most
@@ -27,4 +32,53 @@ func KeepNewestWithin(ms []Memory, max int) []Memory {
 		}
 	}
 	return ms
+}
+
+// Compose-window byte bounds: a window of 50 rows of 2 MiB tool results, or one 20 MiB result, must still compose
+// (the composer receives at most ZOEA_COMPOSE_MAX_WINDOW_BYTES, 64 MiB by default), never loop on an error.
+const (
+	// DefaultMaxResultBytes is the tool-result cut when the request names none: far above any composer's own
+	// result cap (a few thousand tokens), so the composer's cap still decides what the model sees.
+	DefaultMaxResultBytes = 256 << 10
+	// MinMaxResultBytes is the smallest cut a request may ask for: enough to show what kind of result it was.
+	MinMaxResultBytes = 1 << 10
+)
+
+// CutResult returns m with its content cut to at most max bytes (at a UTF-8 boundary) when it is a tool result
+// longer than that, followed by a marker saying how much was left out and which memory holds all of it. Other
+// roles are never cut: their size is bounded by the content limit and the response bound.
+func CutResult(m Memory, max int) Memory {
+	if m.Role != RoleTool || len(m.Content) <= max {
+		return m
+	}
+	keep := max
+	for keep > 0 && !utf8.RuneStart(m.Content[keep]) {
+		keep--
+	}
+	m.Content = m.Content[:keep] + fmt.Sprintf("…[cut: %d bytes more; full result is memory #%d, search for it]",
+		len(m.Content)-keep, m.ID)
+	return m
+}
+
+// Bound applies a window's byte bounds: tool results cut to maxResult bytes, then the newest memories within
+// MaxResponseBytes minus what the mission and the system prompt take (always at least the newest one). When rows
+// are left out the window reports its turn as truncated and its recent part as starting at the first row kept, so
+// the composer says so instead of presenting a partial turn as whole.
+func (w *ComposeWindow) Bound(maxResult int) {
+	for i := range w.Memories {
+		w.Memories[i] = CutResult(w.Memories[i], maxResult)
+	}
+	budget := MaxResponseBytes - len(w.Mysis.SystemPrompt)
+	if w.Mission != nil {
+		budget -= w.Mission.Memory.Bytes()
+	}
+	kept := KeepNewestWithin(w.Memories, budget)
+	if len(kept) == len(w.Memories) {
+		return
+	}
+	w.Memories = kept
+	if first := kept[0].Seq; first > w.RecentStartSeq {
+		w.RecentStartSeq = first
+		w.TurnTruncated = true
+	}
 }

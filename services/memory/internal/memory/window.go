@@ -36,6 +36,9 @@ type WindowQuery struct {
 	PinnedTools    []string
 	ReplyLimit     int
 	MaxTurnRows    int
+	// MaxResultBytes cuts longer tool results (CutResult); 0 means DefaultMaxResultBytes. It does not make the
+	// window v2.
+	MaxResultBytes int
 }
 
 // V2 reports whether q asks for more than the v1 window.
@@ -58,6 +61,14 @@ func (q WindowQuery) Normalize() (WindowQuery, error) {
 	}
 	if q.ReplyLimit, err = capped("reply_limit", q.ReplyLimit, MaxReplyLimit); err != nil {
 		return q, err
+	}
+	switch {
+	case q.MaxResultBytes == 0:
+		q.MaxResultBytes = DefaultMaxResultBytes
+	case q.MaxResultBytes < MinMaxResultBytes:
+		return q, errs.InvalidField("max_result_bytes", "must be 0 (the server default) or at least %d, got %d", MinMaxResultBytes, q.MaxResultBytes)
+	case q.MaxResultBytes > MaxContentBytes:
+		q.MaxResultBytes = MaxContentBytes
 	}
 	if q.MaxTurnRows < 0 {
 		return q, errs.InvalidField("max_turn_rows", "must not be negative")

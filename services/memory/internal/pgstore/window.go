@@ -170,5 +170,8 @@ func (s *Store) GetComposeWindow(ctx context.Context, q memory.WindowQuery) (mem
 	}
 	// Rows come in index order per part; the composer wants one chronological list.
 	slices.SortFunc(out.Memories, func(a, b memory.Memory) int { return cmp.Compare(a.Seq, b.Seq) })
+	// Bounded by bytes as well as rows: oversized tool results cut with their pointer, the whole within
+	// memory.MaxResponseBytes, so no window is too large for the composer to receive.
+	out.Bound(q.MaxResultBytes)
 	return out, nil
 }

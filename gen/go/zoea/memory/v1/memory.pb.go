@@ -2464,9 +2464,15 @@ type GetComposeWindowRequest struct {
 	ReplyLimit int32 `protobuf:"varint,7,opt,name=reply_limit,json=replyLimit,proto3" json:"reply_limit,omitempty"`
 	// Upper bound on the recent, contiguous part when it is extended back to hold the whole current turn; 0 means the
 	// server default (2000). The recent part never grows past it, and the manifest says so when it is hit.
-	MaxTurnRows   int32 `protobuf:"varint,8,opt,name=max_turn_rows,json=maxTurnRows,proto3" json:"max_turn_rows,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MaxTurnRows int32 `protobuf:"varint,8,opt,name=max_turn_rows,json=maxTurnRows,proto3" json:"max_turn_rows,omitempty"`
+	// Tool results longer than this many bytes come back cut to it (at a UTF-8 boundary), ending in
+	// "…[cut: N bytes more; full result is memory #ID, search for it]". 0 means the server default (256 KiB); at
+	// least 1024, at most the content limit. The whole response is also bounded by bytes (16 MiB of memories): when
+	// the window is larger, its oldest rows are left out (the newest row and the mission always stay) and
+	// turn_truncated is set.
+	MaxResultBytes int32 `protobuf:"varint,9,opt,name=max_result_bytes,json=maxResultBytes,proto3" json:"max_result_bytes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *GetComposeWindowRequest) Reset() {
@@ -2551,6 +2557,13 @@ func (x *GetComposeWindowRequest) GetReplyLimit() int32 {
 func (x *GetComposeWindowRequest) GetMaxTurnRows() int32 {
 	if x != nil {
 		return x.MaxTurnRows
+	}
+	return 0
+}
+
+func (x *GetComposeWindowRequest) GetMaxResultBytes() int32 {
+	if x != nil {
+		return x.MaxResultBytes
 	}
 	return 0
 }
@@ -4819,7 +4832,7 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\bmysis_id\x18\x01 \x01(\tR\amysisId\x12\x1b\n" +
 	"\tmemory_id\x18\x02 \x01(\x03R\bmemoryId\"C\n" +
 	"\x11GetMemoryResponse\x12.\n" +
-	"\x06memory\x18\x01 \x01(\v2\x16.zoea.memory.v1.MemoryR\x06memory\"\xb4\x02\n" +
+	"\x06memory\x18\x01 \x01(\v2\x16.zoea.memory.v1.MemoryR\x06memory\"\xde\x02\n" +
 	"\x17GetComposeWindowRequest\x12\x19\n" +
 	"\bmysis_id\x18\x01 \x01(\tR\amysisId\x12\x16\n" +
 	"\x06window\x18\x02 \x01(\x05R\x06window\x126\n" +
@@ -4830,7 +4843,8 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\fpinned_tools\x18\x06 \x03(\tR\vpinnedTools\x12\x1f\n" +
 	"\vreply_limit\x18\a \x01(\x05R\n" +
 	"replyLimit\x12\"\n" +
-	"\rmax_turn_rows\x18\b \x01(\x05R\vmaxTurnRows\"b\n" +
+	"\rmax_turn_rows\x18\b \x01(\x05R\vmaxTurnRows\x12(\n" +
+	"\x10max_result_bytes\x18\t \x01(\x05R\x0emaxResultBytes\"b\n" +
 	"\aMission\x12.\n" +
 	"\x06memory\x18\x01 \x01(\v2\x16.zoea.memory.v1.MemoryR\x06memory\x12'\n" +
 	"\x0fglobal_fallback\x18\x02 \x01(\bR\x0eglobalFallback\"\xa4\x02\n" +

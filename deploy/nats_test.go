@@ -1,0 +1,211 @@
+package deploy
+
+import (
+	"bytes"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// NATS authorization in the deployments. deploy/nats/nats.conf gives the bus and the runner their own users with
+// swarmbus.Permissions (libs/swarmbus TestDeployNATSConfig parses it with nats-server's loader and compares); here:
+// nats-server accepts it, compose and the dev overlay mount it, every service that connects to NATS has credentials
+// the server knows, and prod carries none in the repository.
+
+// natsUsers are the services that connect to NATS, each as the user of its own name.
+var natsUsers = []string{"bus", "runner"}
+
+const natsConf = "deploy/nats/nats.conf"
+
+func natsPasswordVar(user string) string { return "ZOEA_NATS_" + strings.ToUpper(user) + "_PASSWORD" }
+
+// nats-server itself checks the config (-t). CI installs nats-server (.ci/services.sh), so there a missing binary
+// fails; elsewhere the test says why it did not run.
+func TestNATSConfigAcceptedByServer(t *testing.T) {
+	bin, err := exec.LookPath("nats-server")
+	if err != nil {
+		if _, statErr := os.Stat("/usr/sbin/nats-server"); statErr == nil {
+			bin = "/usr/sbin/nats-server"
+		} else if os.Getenv("CI") != "" {
+			t.Fatal("nats-server is not installed: CI installs it with .ci/services.sh, and this check must run there")
+		} else {
+			t.Skip("nats-server is not installed here (apt-get install nats-server); CI runs this check")
+		}
+	}
+	conf := filepath.Join(repoRoot(t), natsConf)
+	env := os.Environ()
+	for _, u := range natsUsers {
+		env = append(env, natsPasswordVar(u)+"=test-"+u)
+	}
+	cmd := exec.Command(bin, "-t", "-c", conf)
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("nats-server -t -c %s: %v\n%s", natsConf, err, out)
+	}
+	// The passwords really come from the environment: without them the server refuses to start.
+	cmd = exec.Command(bin, "-t", "-c", conf)
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "ZOEA_NATS_") {
+			cmd.Env = append(cmd.Env, e)
+		}
+	}
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), natsPasswordVar(natsUsers[0])) {
+		t.Fatalf("nats-server -t without the password variables: %v\n%s\nwant a refusal naming %s", err, out, natsPasswordVar(natsUsers[0]))
+	}
+}
+
+// The dev overlay's copy (kustomize reads files inside the overlay only) is the same file.
+func TestNATSConfigCopiesIdentical(t *testing.T) {
+	root := repoRoot(t)
+	a, err := os.ReadFile(filepath.Join(root, natsConf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "deploy/k8s/overlays/dev/nats.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Errorf("deploy/k8s/overlays/dev/nats.conf differs from %s: copy it", natsConf)
+	}
+	for _, u := range natsUsers {
+		if !strings.Contains(string(a), "user: "+u) || !strings.Contains(string(a), "$"+natsPasswordVar(u)) {
+			t.Errorf("%s lacks user %s with password $%s", natsConf, u, natsPasswordVar(u))
+		}
+	}
+}
+
+// Compose: NATS runs with the config and the passwords; the bus and the runner connect as their own users with the
+// same passwords; no other service connects; overriding a password changes server and client together.
+func TestComposeNATSAuth(t *testing.T) {
+	for _, env := range []map[string]string{nil, {"ZOEA_NATS_BUS_PASSWORD": "own-bus", "ZOEA_NATS_RUNNER_PASSWORD": "own-runner"}} {
+		p := loadCompose(t, env, "*")
+		nats := p.Services["nats"]
+		if !slices.Contains(nats.Command, "--config") || !slices.Contains(nats.Command, "/etc/nats/nats.conf") {
+			t.Errorf("nats command %v does not load /etc/nats/nats.conf", nats.Command)
+		}
+		mounted := false
+		for _, v := range nats.Volumes {
+			if v.Target == "/etc/nats/nats.conf" && v.Source == filepath.Join(repoRoot(t), natsConf) && v.ReadOnly {
+				mounted = true
+			}
+		}
+		if !mounted {
+			t.Errorf("nats does not mount %s read-only at /etc/nats/nats.conf: %+v", natsConf, nats.Volumes)
+		}
+		for name, svc := range p.Services {
+			raw := envValue(svc, "ZOEA_NATS_URL")
+			if raw == "" {
+				if slices.Contains(natsUsers, name) {
+					t.Errorf("%s has no ZOEA_NATS_URL", name)
+				}
+				continue
+			}
+			if !slices.Contains(natsUsers, name) {
+				t.Errorf("%s connects to NATS but has no user in %s", name, natsConf)
+				continue
+			}
+			u, err := url.Parse(raw)
+			if err != nil {
+				t.Errorf("%s ZOEA_NATS_URL: %v", name, err)
+				continue
+			}
+			pw, ok := u.User.Password()
+			want := envValue(nats, natsPasswordVar(name))
+			if u.User.Username() != name || !ok || pw == "" || pw != want {
+				t.Errorf("%s ZOEA_NATS_URL user %q password %q, want user %s with the nats service's %s (%q)",
+					name, u.User.Username(), pw, name, natsPasswordVar(name), want)
+			}
+			if env != nil && pw != env[natsPasswordVar(name)] {
+				t.Errorf("%s: %s=%q does not reach its URL (password %q)", name, natsPasswordVar(name), env[natsPasswordVar(name)], pw)
+			}
+		}
+	}
+}
+
+// k8s: bus and runner read ZOEA_NATS_URL from Secret zoea-nats; the dev overlay generates it with URLs whose
+// passwords are the ones its NATS (running nats.conf) reads; prod generates none and puts no NATS URL in a ConfigMap.
+func TestK8sNATSAuth(t *testing.T) {
+	forEachOverlay(t, func(t *testing.T, m *manifests) {
+		for _, name := range natsUsers {
+			d := m.deployments[name]
+			if d == nil {
+				t.Fatalf("no Deployment %s", name)
+			}
+			e := containerEnvVar(d.Spec.Template.Spec.Containers[0], "ZOEA_NATS_URL")
+			if e == nil || e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil ||
+				!strings.HasPrefix(e.ValueFrom.SecretKeyRef.Name, "zoea-nats") || e.ValueFrom.SecretKeyRef.Key != name+"-url" {
+				t.Errorf("%s: ZOEA_NATS_URL must come from Secret zoea-nats key %s-url, got %+v", name, name, e)
+			}
+		}
+		for cmName, cm := range m.configMaps {
+			for k, v := range cm.Data {
+				if strings.HasPrefix(v, "nats://") || strings.HasPrefix(v, "tls://") {
+					t.Errorf("ConfigMap %s %s=%q: NATS URLs carry credentials and live in Secret zoea-nats", cmName, k, v)
+				}
+			}
+		}
+		if m.overlay != "overlays/dev" {
+			// The Helm values run the clustered JetStream the prod URLs (nats://bus:…@<this>:4222) point at.
+			natsHelmService(t)
+			if len(m.secrets) != 0 {
+				t.Errorf("%s generates Secrets %v: NATS credentials must be supplied from outside", m.overlay, keys(m.secrets))
+			}
+			return
+		}
+		var secret *corev1.Secret
+		for n, s := range m.secrets {
+			if strings.HasPrefix(n, "zoea-nats") {
+				secret = s
+			}
+		}
+		if secret == nil {
+			t.Fatal("dev overlay does not generate Secret zoea-nats")
+		}
+		nats := m.statefulSets["nats"]
+		if nats == nil {
+			t.Fatal("dev overlay has no NATS")
+		}
+		c := nats.Spec.Template.Spec.Containers[0]
+		if i := slices.Index(c.Args, "--config"); i < 0 || i+1 >= len(c.Args) || c.Args[i+1] != "/etc/nats/nats.conf" {
+			t.Errorf("dev NATS args %v do not load /etc/nats/nats.conf", c.Args)
+		}
+		var cfgMap string
+		for _, v := range nats.Spec.Template.Spec.Volumes {
+			if v.ConfigMap != nil && slices.ContainsFunc(c.VolumeMounts, func(vm corev1.VolumeMount) bool { return vm.Name == v.Name && vm.MountPath == "/etc/nats" }) {
+				cfgMap = v.ConfigMap.Name
+			}
+		}
+		want, err := os.ReadFile(filepath.Join(repoRoot(t), natsConf))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cm := m.configMaps[cfgMap]; cm == nil || cm.Data["nats.conf"] != string(want) {
+			t.Errorf("dev NATS does not mount %s at /etc/nats (ConfigMap %q)", natsConf, cfgMap)
+		}
+		for _, user := range natsUsers {
+			pwVar := natsPasswordVar(user)
+			e := containerEnvVar(c, pwVar)
+			if e == nil || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil || e.ValueFrom.SecretKeyRef.Name != secret.Name || e.ValueFrom.SecretKeyRef.Key != pwVar {
+				t.Errorf("dev NATS: %s must come from Secret %s, got %+v", pwVar, secret.Name, e)
+			}
+			u, err := url.Parse(secretValue(secret, user+"-url"))
+			if err != nil {
+				t.Errorf("zoea-nats %s-url: %v", user, err)
+				continue
+			}
+			pw, _ := u.User.Password()
+			if u.User.Username() != user || pw == "" || pw != secretValue(secret, pwVar) {
+				t.Errorf("zoea-nats %s-url has user %q password %q, want user %s with %s", user, u.User.Username(), pw, user, pwVar)
+			}
+			checkServicePort(t, m, user+"-url", u.Hostname(), u.Port())
+		}
+	})
+}

@@ -1,0 +1,107 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
+)
+
+// A window of 50 tool results of 2 MiB each (100 MiB of rows) composes: every result comes back cut to the result
+// cap with its pointer, so the 50 rows fit. Asked for uncut results, the response is bounded by bytes instead: the
+// newest rows within memory.MaxResponseBytes, the mission kept, the turn reported truncated.
+func TestComposeWindowBoundedByBytes(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	m := mkMysis(t, s)
+	mission := must[[]memory.Memory](t)(s.AppendMemories(ctx, m.ID, []memory.NewMemory{user("Mine ore and sell it.")}))[0]
+	big := strings.Repeat("r", 2<<20)
+	var results []memory.Memory
+	for i := range 50 {
+		id := fmt.Sprintf("c%d", i)
+		got := must[[]memory.Memory](t)(s.AppendMemories(ctx, m.ID, []memory.NewMemory{
+			assistant("", memory.ToolCall{ID: id, Name: "get_map", Arguments: "{}"}), toolResult(id, "get_map", big)}))
+		results = append(results, got[1])
+	}
+
+	w := must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, memory.WindowQuery{MysisID: m.ID, Window: 100}))
+	if len(w.Memories) != 100 || w.Mission == nil || w.Mission.Memory.ID != mission.ID || w.TurnTruncated {
+		t.Fatalf("default cap: %d rows, mission %v, truncated %t; want all 100 rows and the mission", len(w.Memories), w.Mission, w.TurnTruncated)
+	}
+	total := 0
+	cut := 0
+	for _, r := range w.Memories {
+		total += r.Bytes()
+		if r.Role != memory.RoleTool {
+			continue
+		}
+		want := fmt.Sprintf("…[cut: %d bytes more; full result is memory #%d, search for it]", len(big)-memory.DefaultMaxResultBytes, r.ID)
+		if !strings.HasPrefix(r.Content, big[:memory.DefaultMaxResultBytes]) || !strings.HasSuffix(r.Content, want) ||
+			len(r.Content) != memory.DefaultMaxResultBytes+len(want) {
+			t.Fatalf("result %d: %d bytes ending %q; want %d bytes of the result, then %q", r.ID, len(r.Content),
+				r.Content[max(0, len(r.Content)-90):], memory.DefaultMaxResultBytes, want)
+		}
+		cut++
+	}
+	if cut != 50 || total > memory.MaxResponseBytes {
+		t.Fatalf("%d results cut, %d bytes in all (bound %d)", cut, total, memory.MaxResponseBytes)
+	}
+
+	// Uncut (the largest cap): the newest rows within the response bound, at least the newest, contiguous.
+	w = must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, memory.WindowQuery{MysisID: m.ID, Window: 100, MaxResultBytes: memory.MaxContentBytes}))
+	total = 0
+	for _, r := range w.Memories {
+		total += r.Bytes()
+	}
+	newest := results[len(results)-1]
+	if total > memory.MaxResponseBytes || len(w.Memories) < 2 || len(w.Memories) >= 100 || w.Memories[len(w.Memories)-1].ID != newest.ID ||
+		w.Mission == nil || !w.TurnTruncated || w.RecentStartSeq != w.Memories[0].Seq || w.Memories[len(w.Memories)-1].Content != big {
+		t.Fatalf("uncut: %d rows, %d bytes, truncated %t, recent start %d (first %d), mission %v",
+			len(w.Memories), total, w.TurnTruncated, w.RecentStartSeq, w.Memories[0].Seq, w.Mission)
+	}
+	for i := 1; i < len(w.Memories); i++ {
+		if w.Memories[i].Seq != w.Memories[i-1].Seq+1 {
+			t.Fatalf("not contiguous: seq %d after %d", w.Memories[i].Seq, w.Memories[i-1].Seq)
+		}
+	}
+
+	// The v2 window (carry-over, turn extension) is bounded the same way.
+	w = must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, memory.WindowQuery{MysisID: m.ID, Window: 20, CarryLimit: 10, ReplyLimit: 3}))
+	total = 0
+	for _, r := range w.Memories {
+		total += r.Bytes()
+		if r.Role == memory.RoleTool && len(r.Content) > memory.DefaultMaxResultBytes+100 {
+			t.Fatalf("v2 window: result %d is %d bytes, not cut", r.ID, len(r.Content))
+		}
+	}
+	if total > memory.MaxResponseBytes || len(w.Memories) == 0 {
+		t.Fatalf("v2 window: %d rows, %d bytes", len(w.Memories), total)
+	}
+}
+
+// The largest result the store takes (memory.MaxContentBytes) comes back cut to the requested cap at a UTF-8
+// boundary, pointing at its memory; a cap below the minimum is refused naming the field.
+func TestComposeWindowCutsLargestResult(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	m := mkMysis(t, s)
+	huge := strings.Repeat("é", memory.MaxContentBytes/2) // 2-byte runes: an odd cap falls inside one
+	got := must[[]memory.Memory](t)(s.AppendMemories(ctx, m.ID, []memory.NewMemory{
+		assistant("", memory.ToolCall{ID: "c", Name: "view_market", Arguments: "{}"}), toolResult("c", "view_market", huge)}))
+	w := must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, memory.WindowQuery{MysisID: m.ID, Window: 10, MaxResultBytes: 1025}))
+	if len(w.Memories) != 2 {
+		t.Fatalf("%d rows, want 2", len(w.Memories))
+	}
+	r := w.Memories[1]
+	want := fmt.Sprintf("%s…[cut: %d bytes more; full result is memory #%d, search for it]", huge[:1024], len(huge)-1024, got[1].ID)
+	if r.Content != want || !utf8.ValidString(r.Content) {
+		t.Fatalf("cut result: %d bytes, valid UTF-8 %t, ends %q; want %q", len(r.Content), utf8.ValidString(r.Content),
+			r.Content[max(0, len(r.Content)-90):], want[1024:])
+	}
+	_, err := s.GetComposeWindow(ctx, memory.WindowQuery{MysisID: m.ID, MaxResultBytes: 10})
+	wantKind(t, err, errs.Invalid, "max_result_bytes")
+}
