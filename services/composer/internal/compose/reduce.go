@@ -26,6 +26,8 @@ var budgetStages = []budgetStage{
 	{ReasonBudgetSuperseded, false, (*reducer).supersededResults},   // superseded results become stubs
 	{ReasonBudgetSupersededLoop, false, (*reducer).supersededLoops}, // loops whose every result is superseded
 	{ReasonBudgetText, false, (*reducer).text},                      // replies and earlier prompts
+	{ReasonBudgetOtherCall, false, (*reducer).otherCallStubs},       // results a newer call of their tool follows:
+	{ReasonBudgetOtherCall, false, (*reducer).otherCallLoops},       // stubbed, then their loops dropped
 	{ReasonBudgetOlderState, false, (*reducer).olderStateStubs},     // earlier turns' state: stubbed,
 	{ReasonBudgetOlderState, false, (*reducer).olderStateLoops},     // then dropped
 	{ReasonBudgetTurnLoop, false, (*reducer).turnStubs},             // the current turn's early loops: stubbed,
@@ -249,6 +251,38 @@ func (r *reducer) loopDrops(reason Reason, pinned bool, pick func(*unit) bool) [
 	var acts []action
 	for _, u := range r.units {
 		if u.keep && u.kind == kindLoop && !r.protected(u) && pick(u) && (pinned || !u.hasPinned()) {
+			acts = append(acts, r.dropAction(u, reason))
+		}
+	}
+	return acts
+}
+
+// otherCallStubs: results that are the newest of their call but not of their tool (an earlier get_system of another
+// system, say) — the model's latest view of each tool is worth more per token, so these go before any of it.
+func (r *reducer) otherCallStubs(reason Reason) []action {
+	var acts []action
+	for _, u := range r.units {
+		if u.keep && u.kind == kindLoop && !r.protected(u) {
+			acts = r.stubActions(acts, u, reason, false, func(res *toolResult) bool { return !res.pinned && !res.toolNewest })
+		}
+	}
+	return acts
+}
+
+// otherCallLoops drops the loops none of whose results is the newest of its tool or pinned.
+func (r *reducer) otherCallLoops(reason Reason) []action {
+	var acts []action
+	for _, u := range r.units {
+		if !u.keep || u.kind != kindLoop || r.protected(u) {
+			continue
+		}
+		all := true
+		for _, res := range u.results {
+			if res.toolNewest || res.pinned {
+				all = false
+			}
+		}
+		if all {
 			acts = append(acts, r.dropAction(u, reason))
 		}
 	}
