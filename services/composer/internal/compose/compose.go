@@ -132,6 +132,9 @@ type toolResult struct {
 	carry bool
 	// nextSeq is the seq of the loop holding the next newer result with the same key (MaxInt64 when newest).
 	nextSeq int64
+	// toolNewest: no later result in the window comes from the same tool (whatever its arguments) — the state the
+	// model last saw from that tool, worth more per token than an older call's result with other arguments.
+	toolNewest bool
 }
 
 // resultTokens returns the tokens of r.content.

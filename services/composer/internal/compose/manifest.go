@@ -59,6 +59,7 @@ const (
 	ReasonBudgetSuperseded     Reason = "budget: superseded result stubbed"
 	ReasonBudgetSupersededLoop Reason = "budget: loop of superseded results dropped"
 	ReasonBudgetText           Reason = "budget: text dropped"
+	ReasonBudgetOtherCall      Reason = "budget: older call of a tool compressed"
 	ReasonBudgetOlderState     Reason = "budget: older state compressed"
 	ReasonBudgetTurnLoop       Reason = "budget: early loop of the current turn compressed"
 	ReasonBudgetPinned         Reason = "budget: pinned result compressed"

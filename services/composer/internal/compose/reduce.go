@@ -16,8 +16,8 @@ import (
 // extend each other instead of each compressing one more result (prompt caches stay warm).
 type budgetStage struct {
 	reason Reason
-	// last: only once the stages before have also taken from the newest grid cell (the pinned results).
-	last bool
+	// state: the stage compresses the newest result of some tool (or a pinned one); see stageOrder.
+	state bool
 	// actions lists what the stage may sacrifice now.
 	actions func(r *reducer, reason Reason) []action
 }
@@ -26,10 +26,12 @@ var budgetStages = []budgetStage{
 	{ReasonBudgetSuperseded, false, (*reducer).supersededResults},   // superseded results become stubs
 	{ReasonBudgetSupersededLoop, false, (*reducer).supersededLoops}, // loops whose every result is superseded
 	{ReasonBudgetText, false, (*reducer).text},                      // replies and earlier prompts
-	{ReasonBudgetOlderState, false, (*reducer).olderStateStubs},     // earlier turns' state: stubbed,
-	{ReasonBudgetOlderState, false, (*reducer).olderStateLoops},     // then dropped
-	{ReasonBudgetTurnLoop, false, (*reducer).turnStubs},             // the current turn's early loops: stubbed,
-	{ReasonBudgetTurnLoop, false, (*reducer).turnLoops},             // then dropped
+	{ReasonBudgetOtherCall, false, (*reducer).otherCallStubs},       // results a newer call of their tool follows:
+	{ReasonBudgetOtherCall, false, (*reducer).otherCallLoops},       // stubbed, then their loops dropped
+	{ReasonBudgetOlderState, true, (*reducer).olderStateStubs},      // earlier turns' state: stubbed,
+	{ReasonBudgetOlderState, true, (*reducer).olderStateLoops},      // then dropped
+	{ReasonBudgetTurnLoop, true, (*reducer).turnStubs},              // the current turn's early loops: stubbed,
+	{ReasonBudgetTurnLoop, true, (*reducer).turnLoops},              // then dropped
 	{ReasonBudgetPinned, true, (*reducer).pinnedStubs},              // login/session results: stubbed,
 	{ReasonBudgetPinned, true, (*reducer).pinnedLoops},              // then dropped
 }
@@ -47,7 +49,7 @@ type action struct {
 type reducer struct {
 	c         *composer
 	units     []*unit
-	stage     int
+	pos       int // index in stageOrder
 	pass      int
 	shrinkCap int
 }
@@ -55,18 +57,41 @@ type reducer struct {
 // step runs the stages twice: first leaving alone the newest grid cell (where each new loop lands, so what it
 // supersedes waits for the cell to close), then, if that was not enough, everything.
 func (r *reducer) step(need int) bool {
-	for r.pass < 2 {
-		for r.stage < len(budgetStages) {
-			st := budgetStages[r.stage]
-			if (r.pass > 0 || !st.last) && r.applyStep(st.actions(r, st.reason), need) {
-				return true
-			}
-			r.stage++
+	for r.pos < len(stageOrder) {
+		sp := stageOrder[r.pos]
+		st := budgetStages[sp.stage]
+		r.pass = sp.pass
+		if r.applyStep(st.actions(r, st.reason), need) {
+			return true
 		}
-		r.pass, r.stage = r.pass+1, 0
+		r.pos++
 	}
 	return r.shrinkNewest()
 }
+
+// stageOrder is the order the reducer tries (stage, pass) pairs in: the stages that take no newest state
+// (superseded results, text, older calls of a tool) first outside the newest grid cell, then everywhere; only then the
+// state stages, each first outside the newest cell, then everywhere. So the newest result of a tool is never
+// compressed while an older call, a superseded result or text is left anywhere, and what a new loop supersedes
+// waits for its cell to close when older material can pay.
+var stageOrder = func() []stagePass {
+	var o []stagePass
+	for pass := range 2 {
+		for i, st := range budgetStages {
+			if !st.state {
+				o = append(o, stagePass{i, pass})
+			}
+		}
+	}
+	for i, st := range budgetStages {
+		if st.state {
+			o = append(o, stagePass{i, 0}, stagePass{i, 1})
+		}
+	}
+	return o
+}()
+
+type stagePass struct{ stage, pass int }
 
 // applyStep applies every action below the lowest grid point whose actions save need plus the slack (all of them
 // when none does). It reports whether anything changed.
@@ -249,6 +274,38 @@ func (r *reducer) loopDrops(reason Reason, pinned bool, pick func(*unit) bool) [
 	var acts []action
 	for _, u := range r.units {
 		if u.keep && u.kind == kindLoop && !r.protected(u) && pick(u) && (pinned || !u.hasPinned()) {
+			acts = append(acts, r.dropAction(u, reason))
+		}
+	}
+	return acts
+}
+
+// otherCallStubs: results that are the newest of their call but not of their tool (an earlier get_system of another
+// system, say) — the model's latest view of each tool is worth more per token, so these go before any of it.
+func (r *reducer) otherCallStubs(reason Reason) []action {
+	var acts []action
+	for _, u := range r.units {
+		if u.keep && u.kind == kindLoop && !r.protected(u) {
+			acts = r.stubActions(acts, u, reason, false, func(res *toolResult) bool { return !res.pinned && !res.toolNewest })
+		}
+	}
+	return acts
+}
+
+// otherCallLoops drops the loops none of whose results is the newest of its tool or pinned.
+func (r *reducer) otherCallLoops(reason Reason) []action {
+	var acts []action
+	for _, u := range r.units {
+		if !u.keep || u.kind != kindLoop || r.protected(u) {
+			continue
+		}
+		all := true
+		for _, res := range u.results {
+			if res.toolNewest || res.pinned {
+				all = false
+			}
+		}
+		if all {
 			acts = append(acts, r.dropAction(u, reason))
 		}
 	}

@@ -44,6 +44,7 @@ func (c *composer) classify(units []*unit, currentStart int, objective int64) {
 	c.objective = objective
 	seen := make(map[string]int64, 2*len(units)) // key → seq of the loop of the newest result seen so far
 	var seenPinned map[string]bool
+	seenTool := make(map[string]bool)
 	carried := 0
 	for i := len(units) - 1; i >= 0; i-- {
 		u := units[i]
@@ -53,6 +54,9 @@ func (c *composer) classify(units []*unit, currentStart int, objective int64) {
 				continue
 			}
 			r.key = c.p.CallKey(r.name, u.calls[k].Arguments)
+			if !seenTool[r.name] {
+				seenTool[r.name], r.toolNewest = true, true
+			}
 			next, ok := seen[r.key]
 			seen[r.key], r.nextSeq = u.seq, next
 			if !ok {

@@ -15,10 +15,10 @@
 // results become one-line stubs that still answer their call, only where the stub is shorter. Results above the
 // per-result cap are cut with a pointer to the memory id, which the mysis can look up with zoea_search_messages. The
 // budget covers the whole request, tool definitions included; over it, a table of stages takes tokens where they
-// are worth least (superseded results, loops of superseded results, text, older state, the current turn's early
-// loops, pinned results, and last the newest loop's results cut shorter); if even that cannot fit, Compose returns a
-// *BudgetError instead of an oversized request. The manifest says for every memory why it was kept, stubbed, cut or
-// dropped.
+// are worth least (superseded results, loops of superseded results, text, older calls of a tool whose newest result
+// is sent, older state, the current turn's early loops, pinned results, and last the newest loop's results cut
+// shorter); if even that cannot fit, Compose returns a *BudgetError instead of an oversized request. The manifest
+// says for every memory why it was kept, stubbed, cut or dropped.
 //
 // Broken histories (a crash mid-loop, a lost row, duplicated ids, a tool result separated from its call) are repaired
 // in the output, so every message list passes chatvalid.Strict.
