@@ -142,6 +142,12 @@ func (r *runner) Stop(t *testing.T) {
 
 func (s *stack) startRunner(t *testing.T, id string, providers []llm.Provider, mod func(*app.Config)) *runner {
 	t.Helper()
+	return s.startRunnerOpts(t, id, providers, mod, app.Options{})
+}
+
+// startRunnerOpts is startRunner with app.Options (clock, telemetry providers).
+func (s *stack) startRunnerOpts(t *testing.T, id string, providers []llm.Provider, mod func(*app.Config), opts app.Options) *runner {
+	t.Helper()
 	cfg := app.Config{
 		Server:     server.Config{ListenAddr: "127.0.0.1:0", ShutdownTimeout: 5 * time.Second},
 		MemoryAddr: s.memAddr, ComposerAddr: s.compAddr, NATSURL: s.natsURL, SpaceMoltURL: s.sim.MCPURL(),
@@ -165,9 +171,10 @@ func (s *stack) startRunner(t *testing.T, id string, providers []llm.Provider, m
 	if os.Getenv("ZOEA_TEST_VERBOSE") != "" {
 		level = slog.LevelDebug
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	opts.Providers, opts.Listener = providers, lis
 	go func() {
-		r.err = app.Run(ctx, cfg, app.Options{Logger: log, Providers: providers, Listener: lis})
+		r.err = app.Run(ctx, cfg, opts)
 		close(r.done)
 	}()
 	r.swarm = runnerv1.NewSwarmServiceClient(dial(t, lis.Addr().String()))

@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -22,7 +19,6 @@ import (
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
-	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/services/runner/internal/app"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
@@ -120,46 +116,6 @@ func (w *wireModel) totals() (int, llm.Usage, int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.calls, w.sum, w.cost
-}
-
-// startRunnerOpts is startRunner with app.Options (clock, telemetry providers).
-func (s *stack) startRunnerOpts(t *testing.T, id string, providers []llm.Provider, mod func(*app.Config), opts app.Options) *runner {
-	t.Helper()
-	cfg := app.Config{
-		Server:     server.Config{ListenAddr: "127.0.0.1:0", ShutdownTimeout: 5 * time.Second},
-		MemoryAddr: s.memAddr, ComposerAddr: s.compAddr, NATSURL: s.natsURL, SpaceMoltURL: s.sim.MCPURL(),
-		DefaultProvider: "openai", OllamaModel: "none", OpenAIModel: "none", ProviderConcurrency: 8,
-		MaxToolIterations: 10, TurnPause: 50 * time.Millisecond, BackoffMin: 100 * time.Millisecond, BackoffMax: time.Second,
-		LeaseTTL: 3 * time.Second, ReplicaID: id, Empire: "solarian", OpenAIKey: "unused",
-	}
-	if mod != nil {
-		mod(&cfg)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &runner{id: id, cancel: cancel, done: make(chan struct{})}
-	level := slog.LevelWarn
-	if os.Getenv("ZOEA_TEST_VERBOSE") != "" {
-		level = slog.LevelDebug
-	}
-	opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	opts.Providers, opts.Listener = providers, lis
-	go func() {
-		r.err = app.Run(ctx, cfg, opts)
-		close(r.done)
-	}()
-	r.swarm = runnerv1.NewSwarmServiceClient(dial(t, lis.Addr().String()))
-	hctx, hcancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer hcancel()
-	waitHealthy(t, hctx, lis.Addr().String())
-	t.Cleanup(func() { r.Stop(t) })
-	return r
 }
 
 // TestUsageOverTheWire: the real OpenAI and Ollama adapters talk to HTTP servers that report usage (OpenAI with
