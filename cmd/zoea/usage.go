@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/zoeaswarm/zoea/cmd/zoea/internal/present"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+	"github.com/zoeaswarm/zoea/libs/spend"
 )
 
 // usageRange turns --since/--today/--from/--to into a time range; both zero means all time.
@@ -130,7 +130,7 @@ func printUsage(w io.Writer, by string, u *runnerv1.GetUsageResponse) {
 			avg = (time.Duration(math.Round(float64(t.GetLatencyMs())/float64(t.GetCalls()))) * time.Millisecond).String()
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t\n", name, t.GetCalls(), t.GetFailedCalls(), t.GetPromptTokens(),
-			t.GetCachedPromptTokens(), t.GetCompletionTokens(), t.GetReasoningTokens(), t.GetComposedTokens(), present.USD(t.GetCostNanos()), avg)
+			t.GetCachedPromptTokens(), t.GetCompletionTokens(), t.GetReasoningTokens(), t.GetComposedTokens(), spend.USD(t.GetCostNanos()), avg)
 	}
 	for _, r := range u.GetRows() {
 		name := r.GetMysisName()
@@ -143,57 +143,10 @@ func printUsage(w io.Writer, by string, u *runnerv1.GetUsageResponse) {
 	tw.Flush()
 }
 
-// parseLimits reads "unit/window=amount,…" (unit tokens or cost in USD; window hour, day or total), the same
-// syntax as ZOEA_SPEND_LIMITS_MYSIS. An amount of 0 lifts a configured default for that window and unit.
-func parseLimits(s string) ([]*memoryv1.SpendLimit, error) {
-	var out []*memoryv1.SpendLimit
-	for entry := range strings.SplitSeq(s, ",") {
-		entry = strings.TrimSpace(entry)
-		if entry == "" {
-			continue
-		}
-		key, val, ok := strings.Cut(entry, "=")
-		unit, win, ok2 := strings.Cut(strings.TrimSpace(key), "/")
-		if !ok || !ok2 {
-			return nil, fmt.Errorf("limit %q: write unit/window=amount, e.g. cost/day=2.00 or tokens/hour=200000", entry)
-		}
-		l := &memoryv1.SpendLimit{}
-		switch strings.ToLower(win) {
-		case "hour":
-			l.Window = memoryv1.SpendWindow_SPEND_WINDOW_HOUR
-		case "day":
-			l.Window = memoryv1.SpendWindow_SPEND_WINDOW_DAY
-		case "total":
-			l.Window = memoryv1.SpendWindow_SPEND_WINDOW_TOTAL
-		default:
-			return nil, fmt.Errorf("limit %q: the window must be hour, day or total", entry)
-		}
-		val = strings.TrimSpace(val)
-		switch strings.ToLower(unit) {
-		case "tokens":
-			n, err := strconv.ParseInt(val, 10, 64)
-			if err != nil || n < 0 {
-				return nil, fmt.Errorf("limit %q: %q is not a token count", entry, val)
-			}
-			l.Unit, l.Amount = memoryv1.SpendUnit_SPEND_UNIT_TOKENS, n
-		case "cost":
-			f, err := strconv.ParseFloat(strings.TrimPrefix(val, "$"), 64)
-			if err != nil || f < 0 || f > 9e9 || math.IsNaN(f) {
-				return nil, fmt.Errorf("limit %q: %q is not an amount in US dollars", entry, val)
-			}
-			l.Unit, l.Amount = memoryv1.SpendUnit_SPEND_UNIT_COST_NANOS, int64(math.Round(f*1e9))
-		default:
-			return nil, fmt.Errorf("limit %q: the unit must be tokens or cost", entry)
-		}
-		out = append(out, l)
-	}
-	return out, nil
-}
-
 func formatLimit(l *memoryv1.SpendLimit) string {
 	amount := strconv.FormatInt(l.GetAmount(), 10) + " tokens"
 	if l.GetUnit() == memoryv1.SpendUnit_SPEND_UNIT_COST_NANOS {
-		amount = present.USD(l.GetAmount())
+		amount = spend.USD(l.GetAmount())
 	}
 	switch l.GetWindow() {
 	case memoryv1.SpendWindow_SPEND_WINDOW_HOUR:
@@ -218,7 +171,7 @@ func limitsCmd(ep *endpoints) *cobra.Command {
 					var ls []*memoryv1.SpendLimit
 					if len(args) == 2 {
 						var err error
-						if ls, err = parseLimits(args[1]); err != nil {
+						if ls, err = spend.Parse(args[1]); err != nil {
 							return err
 						}
 					}
@@ -241,7 +194,7 @@ func limitsCmd(ep *endpoints) *cobra.Command {
 				for _, l := range st.GetSpendLimits() {
 					fmt.Fprintf(w, "%s: %s\n", st.GetMysis().GetName(), formatLimit(l))
 				}
-				fmt.Fprintf(w, "spent so far: %d tokens, %s\n", st.GetUsage().GetPromptTokens()+st.GetUsage().GetCompletionTokens(), present.USD(st.GetUsage().GetCostNanos()))
+				fmt.Fprintf(w, "spent so far: %d tokens, %s\n", st.GetUsage().GetPromptTokens()+st.GetUsage().GetCompletionTokens(), spend.USD(st.GetUsage().GetCostNanos()))
 				return nil
 			})
 		},

@@ -8,10 +8,11 @@ import (
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+	"github.com/zoeaswarm/zoea/libs/spend"
 )
 
 func TestParseLimits(t *testing.T) {
-	ls, err := parseLimits("cost/day=2.00, tokens/hour=200000")
+	ls, err := spend.Parse("cost/day=2.00, tokens/hour=200000")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,7 +21,7 @@ func TestParseLimits(t *testing.T) {
 		t.Fatalf("limits %v", ls)
 	}
 	for _, bad := range []string{"cost/week=1", "coins/day=1", "tokens/day=x", "cost/day"} {
-		if _, err := parseLimits(bad); err == nil {
+		if _, err := spend.Parse(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+	"github.com/zoeaswarm/zoea/libs/spend"
 )
 
 // State is a mysis state in lower case: idle, running, stopped, errored.
@@ -75,17 +76,7 @@ func Usage(s *runnerv1.MysisStatus) (tokens, cost string) {
 	if u == nil {
 		return "—", "—"
 	}
-	return strconv.FormatInt(u.GetPromptTokens()+u.GetCompletionTokens(), 10), USD(u.GetCostNanos())
-}
-
-// USD formats billionths of a dollar with at least two and at most six decimals: $0.00, $1.50, $0.000125.
-func USD(nanos int64) string {
-	s := strconv.FormatFloat(float64(nanos)/1e9, 'f', 6, 64)
-	s = strings.TrimRight(s, "0")
-	if i := strings.IndexByte(s, '.'); i >= 0 && len(s)-i-1 < 2 {
-		s += strings.Repeat("0", 2-(len(s)-i-1))
-	}
-	return "$" + s
+	return strconv.FormatInt(u.GetPromptTokens()+u.GetCompletionTokens(), 10), spend.USD(u.GetCostNanos())
 }
 
 // Event is one event as a line: "running → idle (no prompt after 3 nudges)", "tool mine (42 ms): ok …".

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zoeaswarm/zoea/libs/spend"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 )
@@ -182,7 +183,7 @@ type Limit struct {
 func (l Limit) String() string {
 	amount := strconv.FormatInt(l.Amount, 10) + " tokens"
 	if l.Unit == Cost {
-		amount = FormatUSD(l.Amount)
+		amount = spend.USD(l.Amount)
 	}
 	switch l.Window {
 	case Hour:
@@ -193,75 +194,17 @@ func (l Limit) String() string {
 	return amount + " in total"
 }
 
-// FormatUSD formats nanodollars as dollars: at least cents, more digits only when they matter ("$0.000150").
-func FormatUSD(nanos int64) string {
-	s := strconv.FormatFloat(float64(nanos)/1e9, 'f', 6, 64)
-	s = strings.TrimRight(s, "0")
-	if i := strings.IndexByte(s, '.'); i >= 0 && len(s)-i-1 < 2 {
-		s += strings.Repeat("0", 2-(len(s)-i-1))
-	}
-	return "$" + s
-}
-
-// ParseLimits reads "unit/window=amount" entries separated by ',' — unit tokens or cost (USD), window hour, day or
-// total — e.g. "cost/day=2.00,tokens/hour=200000".
+// ParseLimits reads limits in the shared syntax of libs/spend ("cost/day=2.00,tokens/hour=200000").
 func ParseLimits(s string) ([]Limit, error) {
-	var out []Limit
-	for entry := range strings.SplitSeq(s, ",") {
-		entry = strings.TrimSpace(entry)
-		if entry == "" {
-			continue
-		}
-		key, val, ok := strings.Cut(entry, "=")
-		unit, win, ok2 := strings.Cut(strings.TrimSpace(key), "/")
-		if !ok || !ok2 {
-			return nil, fmt.Errorf("limit %q: want unit/window=amount, e.g. cost/day=2.00 or tokens/hour=200000", entry)
-		}
-		l, err := NewLimit(unit, win, strings.TrimSpace(val))
-		if err != nil {
-			return nil, fmt.Errorf("limit %q: %w", entry, err)
-		}
-		if slices.ContainsFunc(out, func(o Limit) bool { return o.Window == l.Window && o.Unit == l.Unit }) {
-			return nil, fmt.Errorf("limit %q: %s/%s is given twice", entry, unit, win)
-		}
-		out = append(out, l)
+	ls, err := spend.Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Limit, len(ls))
+	for i, l := range ls {
+		out[i] = Limit{Window: Window(l.GetWindow()), Unit: Unit(l.GetUnit()), Amount: l.GetAmount()}
 	}
 	return out, nil
-}
-
-// NewLimit parses one limit from its parts: unit "tokens" or "cost", window "hour", "day" or "total", amount a
-// token count or US dollars.
-func NewLimit(unit, window, amount string) (Limit, error) {
-	var l Limit
-	switch strings.ToLower(window) {
-	case "hour":
-		l.Window = Hour
-	case "day":
-		l.Window = Day
-	case "total":
-		l.Window = Total
-	default:
-		return Limit{}, fmt.Errorf("window %q is not hour, day or total", window)
-	}
-	switch strings.ToLower(unit) {
-	case "tokens":
-		l.Unit = Tokens
-		n, err := strconv.ParseInt(amount, 10, 64)
-		if err != nil || n < 0 {
-			return Limit{}, fmt.Errorf("%q is not a token count", amount)
-		}
-		l.Amount = n
-	case "cost":
-		l.Unit = Cost
-		f, err := strconv.ParseFloat(strings.TrimPrefix(amount, "$"), 64)
-		if err != nil || f < 0 || f > 9e9 || math.IsNaN(f) {
-			return Limit{}, fmt.Errorf("%q is not an amount in US dollars", amount)
-		}
-		l.Amount = int64(math.Round(f * 1e9))
-	default:
-		return Limit{}, fmt.Errorf("unit %q is not tokens or cost", unit)
-	}
-	return l, nil
 }
 
 // Effective merges a mysis's own limits over the defaults: an own limit replaces the default of the same window

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zoeaswarm/zoea/libs/spend"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 )
@@ -64,7 +65,7 @@ func TestParseLimitsAndReason(t *testing.T) {
 	if got := Reason("mysis", ls[2], now); got != "spend limit reached: $10.00 in total; raise the limit to resume" {
 		t.Fatalf("reason %q", got)
 	}
-	if a, b, c := FormatUSD(150), FormatUSD(336_900), FormatUSD(12e9); a != "$0.00" || b != "$0.000337" || c != "$12.00" {
+	if a, b, c := spend.USD(150), spend.USD(336_900), spend.USD(12e9); a != "$0.00" || b != "$0.000337" || c != "$12.00" {
 		t.Fatalf("FormatUSD: %s %s %s", a, b, c)
 	}
 	for _, bad := range []string{"cost/week=1", "coins/day=1", "tokens/day=1.5", "cost/day=-1", "cost/day", "tokens/day=1,tokens/day=2"} {
