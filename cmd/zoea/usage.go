@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -143,20 +142,6 @@ func printUsage(w io.Writer, by string, u *runnerv1.GetUsageResponse) {
 	tw.Flush()
 }
 
-func formatLimit(l *memoryv1.SpendLimit) string {
-	amount := strconv.FormatInt(l.GetAmount(), 10) + " tokens"
-	if l.GetUnit() == memoryv1.SpendUnit_SPEND_UNIT_COST_NANOS {
-		amount = spend.USD(l.GetAmount())
-	}
-	switch l.GetWindow() {
-	case memoryv1.SpendWindow_SPEND_WINDOW_HOUR:
-		return amount + " per hour"
-	case memoryv1.SpendWindow_SPEND_WINDOW_DAY:
-		return amount + " per day"
-	}
-	return amount + " in total"
-}
-
 func limitsCmd(ep *endpoints) *cobra.Command {
 	var clear bool
 	cmd := &cobra.Command{
@@ -192,7 +177,7 @@ func limitsCmd(ep *endpoints) *cobra.Command {
 					fmt.Fprintf(w, "%s has no spend limit\n", st.GetMysis().GetName())
 				}
 				for _, l := range st.GetSpendLimits() {
-					fmt.Fprintf(w, "%s: %s\n", st.GetMysis().GetName(), formatLimit(l))
+					fmt.Fprintf(w, "%s: %s\n", st.GetMysis().GetName(), spend.Describe(l))
 				}
 				fmt.Fprintf(w, "spent so far: %d tokens, %s\n", st.GetUsage().GetPromptTokens()+st.GetUsage().GetCompletionTokens(), spend.USD(st.GetUsage().GetCostNanos()))
 				return nil

@@ -8,24 +8,7 @@ import (
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
-	"github.com/zoeaswarm/zoea/libs/spend"
 )
-
-func TestParseLimits(t *testing.T) {
-	ls, err := spend.Parse("cost/day=2.00, tokens/hour=200000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ls) != 2 || ls[0].GetAmount() != 2e9 || ls[0].GetUnit() != memoryv1.SpendUnit_SPEND_UNIT_COST_NANOS ||
-		ls[1].GetWindow() != memoryv1.SpendWindow_SPEND_WINDOW_HOUR || formatLimit(ls[0]) != "$2.00 per day" {
-		t.Fatalf("limits %v", ls)
-	}
-	for _, bad := range []string{"cost/week=1", "coins/day=1", "tokens/day=x", "cost/day"} {
-		if _, err := spend.Parse(bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-}
 
 func TestUsageRangeAndTable(t *testing.T) {
 	now := time.Date(2026, 11, 23, 22, 30, 0, 0, time.UTC)

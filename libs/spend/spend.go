@@ -72,6 +72,21 @@ func parseOne(unit, window, amount string) (*memoryv1.SpendLimit, error) {
 	return l, nil
 }
 
+// Describe is how a person reads a limit: "$2.00 per day", "100000 tokens per hour", "$10.00 in total".
+func Describe(l *memoryv1.SpendLimit) string {
+	amount := strconv.FormatInt(l.GetAmount(), 10) + " tokens"
+	if l.GetUnit() == memoryv1.SpendUnit_SPEND_UNIT_COST_NANOS {
+		amount = USD(l.GetAmount())
+	}
+	switch l.GetWindow() {
+	case memoryv1.SpendWindow_SPEND_WINDOW_HOUR:
+		return amount + " per hour"
+	case memoryv1.SpendWindow_SPEND_WINDOW_DAY:
+		return amount + " per day"
+	}
+	return amount + " in total"
+}
+
 // USD formats billionths of a dollar with at least cents and more digits only when they matter: $0.00, $1.50,
 // $0.000125.
 func USD(nanos int64) string {

@@ -50,3 +50,16 @@ func TestUSD(t *testing.T) {
 		}
 	}
 }
+
+func TestDescribe(t *testing.T) {
+	ls, err := spend.Parse("cost/day=2.00,tokens/hour=200000,cost/total=0.000125")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"$2.00 per day", "200000 tokens per hour", "$0.000125 in total"}
+	for i, l := range ls {
+		if got := spend.Describe(l); got != want[i] {
+			t.Errorf("Describe(%v) = %q, want %q", l, got, want[i])
+		}
+	}
+}

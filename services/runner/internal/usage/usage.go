@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/spend"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
@@ -181,17 +182,7 @@ type Limit struct {
 
 // String is how a person reads the limit: "$2.00 per day", "100000 tokens per hour", "$10.00 in total".
 func (l Limit) String() string {
-	amount := strconv.FormatInt(l.Amount, 10) + " tokens"
-	if l.Unit == Cost {
-		amount = spend.USD(l.Amount)
-	}
-	switch l.Window {
-	case Hour:
-		return amount + " per hour"
-	case Day:
-		return amount + " per day"
-	}
-	return amount + " in total"
+	return spend.Describe(&memoryv1.SpendLimit{Window: memoryv1.SpendWindow(l.Window), Unit: memoryv1.SpendUnit(l.Unit), Amount: l.Amount})
 }
 
 // ParseLimits reads limits in the shared syntax of libs/spend ("cost/day=2.00,tokens/hour=200000").
