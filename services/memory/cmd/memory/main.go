@@ -3,8 +3,9 @@
 //
 //	memory [serve] [-migrate]   run the gRPC server (ZOEA_MIGRATE_ON_START=true also migrates first)
 //	memory migrate              apply pending schema migrations and exit
-//	memory seed [flags]         bulk-load synthetic SpaceMolt-like data for benchmarks (COPY)
-//	memory bench [flags]        measure a seeded database (compose window, append, search, size)
+//	memory healthcheck          exit 0 when the server on ZOEA_LISTEN_ADDR is SERVING
+//
+// Benchmark seeding and measuring live in cmd/memorybench, not in this binary.
 package main
 
 import (
@@ -26,7 +27,6 @@ import (
 	"github.com/zoeaswarm/zoea/libs/pgutil"
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/libs/telemetry"
-	"github.com/zoeaswarm/zoea/services/memory/internal/bench"
 	"github.com/zoeaswarm/zoea/services/memory/internal/grpcapi"
 	"github.com/zoeaswarm/zoea/services/memory/internal/migrations"
 	"github.com/zoeaswarm/zoea/services/memory/internal/pgstore"
@@ -43,6 +43,9 @@ type Config struct {
 	DBMaxConns     int32         `env:"ZOEA_DB_MAX_CONNS" envDefault:"16"`
 	SecretKey      config.Secret `env:"ZOEA_SECRET_KEY"`
 	MigrateOnStart bool          `env:"ZOEA_MIGRATE_ON_START"`
+	// FTSIndexInterval > 0: tool results are full-text indexed by a background indexer running this often (they
+	// become searchable within about one interval); 0: every row is indexed in its own append.
+	FTSIndexInterval time.Duration `env:"ZOEA_FTS_INDEX_INTERVAL" envDefault:"1s"`
 }
 
 func main() {
@@ -70,18 +73,16 @@ func run(ctx context.Context, args []string) error {
 		return serve(ctx, log, cfg, args)
 	case "migrate":
 		return migrate(ctx, log, cfg, args)
-	case "seed":
-		return bench.SeedMain(ctx, log, cfg.DatabaseURL, args)
-	case "bench":
-		return bench.BenchMain(ctx, log, cfg.DatabaseURL, args)
+	case "seed", "bench":
+		return fmt.Errorf("%q moved to the memorybench command (services/memory/cmd/memorybench)", cmd)
 	case "healthcheck":
 		// Container probes run this: distroless images have no shell or grpc_health_probe.
 		return server.Healthcheck(ctx, cfg.Server.ListenAddr)
 	case "help":
-		fmt.Fprintln(os.Stderr, "usage: memory [serve [-migrate] | migrate | seed [flags] | bench [flags] | healthcheck]")
+		fmt.Fprintln(os.Stderr, "usage: memory [serve [-migrate] | migrate | healthcheck]")
 		return nil
 	}
-	return fmt.Errorf("unknown command %q (serve, migrate, seed, bench, healthcheck)", cmd)
+	return fmt.Errorf("unknown command %q (serve, migrate, healthcheck)", cmd)
 }
 
 // redactURL hides the password of a database URL for logs.
@@ -138,7 +139,24 @@ func serve(ctx context.Context, log *slog.Logger, cfg Config, args []string) err
 		checkSchema(ctx, log, pool)
 	}
 
-	store := pgstore.New(pool, box)
+	if cfg.FTSIndexInterval < 0 {
+		return fmt.Errorf("ZOEA_FTS_INDEX_INTERVAL must not be negative, got %s", cfg.FTSIndexInterval)
+	}
+	var opts []pgstore.Option
+	if cfg.FTSIndexInterval > 0 {
+		opts = append(opts, pgstore.WithAsyncFTS())
+	}
+	store := pgstore.New(pool, box, opts...)
+	if cfg.FTSIndexInterval > 0 {
+		ictx, stopIndexer := context.WithCancel(ctx)
+		tick := time.NewTicker(cfg.FTSIndexInterval)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			(&pgstore.Indexer{Store: store, Log: log}).Run(ictx, tick.C)
+		}()
+		defer func() { stopIndexer(); tick.Stop(); <-done }()
+	}
 	srv := server.New(server.Options{
 		Name:   "memory",
 		Config: cfg.Server,

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -33,18 +34,39 @@ func (s *Store) CopyBroadcasts(ctx context.Context, bs []memory.Broadcast) error
 	return dbErr(err, "copy broadcasts")
 }
 
-// CopyMemories streams memories from next (which returns false when done) into the table with one COPY. Each
-// memory must carry MysisID, Seq, Turn and CreatedAt; IDs are assigned by the database.
+// memoryCopyCols are the columns CopyMemories loads.
+var memoryCopyCols = []string{"mysis_id", "seq", "turn", "role", "source", "sender_id", "content", "reasoning",
+	"tool_calls", "tool_call_id", "tool_name", "idempotency_key", "broadcast_id", "created_at", "call_arguments_json",
+	"call_key"}
+
+// CopyMemories streams memories from next (which returns false when done) into the table. Each memory must carry
+// MysisID, Seq, Turn and CreatedAt; IDs are assigned by the database. Broadcast deliveries are stored as the
+// online path stores them: without content (it is the broadcast's). Rows are COPYed into a temporary table and
+// moved with one INSERT … SELECT that computes every content_tsv (seeded rows are fully indexed), all in one
+// transaction.
 func (s *Store) CopyMemories(ctx context.Context, next func() (memory.Memory, bool)) (int64, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return 0, dbErr(err, "copy memories")
+	}
+	defer rollback(ctx, tx)
+	cols := strings.Join(memoryCopyCols, ", ")
+	if _, err := tx.Exec(ctx, `CREATE TEMP TABLE seed_memories ON COMMIT DROP AS SELECT `+cols+` FROM memories WITH NO DATA`); err != nil {
+		return 0, dbErr(err, "copy memories")
+	}
 	src := &memorySource{next: next}
-	n, err := s.pool.CopyFrom(ctx, pgx.Identifier{"memories"},
-		[]string{"mysis_id", "seq", "turn", "role", "source", "sender_id", "content", "reasoning", "tool_calls",
-			"tool_call_id", "tool_name", "idempotency_key", "broadcast_id", "created_at", "call_arguments_json",
-			"call_key"}, src)
+	n, err := tx.CopyFrom(ctx, pgx.Identifier{"seed_memories"}, memoryCopyCols, src)
 	if err == nil {
 		err = src.err
 	}
-	return n, dbErr(err, "copy memories")
+	if err != nil {
+		return n, dbErr(err, "copy memories")
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO memories (`+cols+`, content_tsv)
+		SELECT `+cols+`, to_tsvector('english', zoea_fts_text(content)) FROM seed_memories`); err != nil {
+		return n, dbErr(err, "copy memories")
+	}
+	return n, dbErr(tx.Commit(ctx), "copy memories")
 }
 
 type memorySource struct {
@@ -72,7 +94,11 @@ func (m *memorySource) Values() ([]any, error) {
 		k := memory.CallKey(c.ToolName, c.CallArguments)
 		key = &k
 	}
-	return []any{c.MysisID, c.Seq, c.Turn, int16(c.Role), int16(c.Source), c.SenderID, c.Content, c.Reasoning, tcs,
+	content := c.Content
+	if c.BroadcastID != "" {
+		content = "" // stored once, in broadcasts
+	}
+	return []any{c.MysisID, c.Seq, c.Turn, int16(c.Role), int16(c.Source), c.SenderID, content, c.Reasoning, tcs,
 		c.ToolCallID, c.ToolName, nullable(c.IdempotencyKey), nullable(c.BroadcastID), c.CreatedAt,
 		nullable(c.CallArguments), key}, nil
 }
@@ -109,7 +135,11 @@ func (s *Store) DropSecondaryIndexes(ctx context.Context) ([]IndexDef, error) {
 	}
 	defs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (IndexDef, error) {
 		var d IndexDef
-		return d, r.Scan(&d.Name, &d.SQL)
+		err := r.Scan(&d.Name, &d.SQL)
+		// An index of the partitioned table (00008) is defined "ON ONLY memories"; rebuilt without ONLY, it is
+		// built on every partition too.
+		d.SQL = strings.Replace(d.SQL, " ON ONLY ", " ON ", 1)
+		return d, err
 	})
 	if err != nil {
 		return nil, dbErr(err, "list indexes")
@@ -162,7 +192,12 @@ func (s *Store) RecreateIndexes(ctx context.Context, defs []IndexDef, workMem st
 			first = err
 		}
 	}
-	return first
+	if first != nil {
+		return first
+	}
+	// Partitions' copies get their <index>_pNN names back (00008), as error handling expects.
+	_, err := s.pool.Exec(ctx, `SELECT zoea_name_partition_indexes('memories'::regclass)`)
+	return dbErr(err, "name partition indexes")
 }
 
 // SizeStats describes the on-disk size of the memories table.
@@ -176,20 +211,24 @@ type SizeStats struct {
 	Broadcasts int64
 }
 
-// Sizes measures the memories table (exact row count, so it scans the table once).
+// Sizes measures the memories table (exact row count, so it scans the table once). A partitioned table's sizes
+// are the sums over its partitions.
 func (s *Store) Sizes(ctx context.Context) (SizeStats, error) {
 	st := SizeStats{Indexes: map[string]int64{}}
 	err := s.pool.QueryRow(ctx, `
-		SELECT (SELECT count(*) FROM memories), pg_total_relation_size('memories'), pg_relation_size('memories'),
-			coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0),
+		SELECT (SELECT count(*) FROM memories),
+			coalesce(sum(pg_total_relation_size(c.oid)), 0)::int8, coalesce(sum(pg_relation_size(c.oid)), 0)::int8,
+			coalesce(sum(pg_total_relation_size(nullif(c.reltoastrelid, 0))), 0)::int8,
 			(SELECT count(*) FROM myses), (SELECT count(*) FROM broadcasts)
-		FROM pg_class c WHERE c.oid = 'memories'::regclass`).
+		FROM pg_partition_tree('memories') t JOIN pg_class c ON c.oid = t.relid WHERE t.isleaf`).
 		Scan(&st.Rows, &st.Total, &st.Heap, &st.Toast, &st.Myses, &st.Broadcasts)
 	if err != nil {
 		return st, dbErr(err, "sizes")
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT i.relname, pg_relation_size(i.oid) FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+		SELECT i.relname, (SELECT coalesce(sum(pg_relation_size(t.relid)), 0)::int8
+			FROM pg_partition_tree(i.oid) t WHERE t.isleaf)
+		FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
 		WHERE x.indrelid = 'memories'::regclass ORDER BY 1`)
 	if err != nil {
 		return st, dbErr(err, "sizes")

@@ -15,7 +15,8 @@ import (
 // The mysis row is locked first (FOR NO KEY UPDATE), which serialises every writer of that mysis: seq numbers are
 // taken from myses.last_seq under the lock, so they are gapless and strictly increasing however many appenders
 // race, and the idempotency-key lookup that follows sees every row committed before the lock was granted, so a
-// retry returns the rows stored the first time instead of writing them again.
+// retry returns the rows stored the first time instead of writing them again. Four round trips: begin, the lock
+// batch (lockForAppend), the write batch (writeAppend), commit.
 func (s *Store) AppendMemories(ctx context.Context, mysisID string, ms []memory.NewMemory) ([]memory.Memory, error) {
 	mysisID, err := memory.ParseID("mysis_id", mysisID)
 	if err != nil {
@@ -24,100 +25,21 @@ func (s *Store) AppendMemories(ctx context.Context, mysisID string, ms []memory.
 	if err := memory.ValidateNewMemories(ms); err != nil {
 		return nil, err
 	}
-	var keys []string
-	for _, m := range ms {
-		if m.IdempotencyKey != "" {
-			keys = append(keys, m.IdempotencyKey)
-		}
-	}
-
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, dbErr(err, "append memories")
 	}
 	defer rollback(ctx, tx)
 
-	// The lock and the key lookup travel in one pipelined batch; they still run as two statements, so the lookup's
-	// snapshot is taken after the lock is granted and sees what a concurrent retry committed meanwhile.
-	var lastSeq, turn int64
-	existing := map[string]memory.Memory{}
-	lock := &pgx.Batch{}
-	lock.Queue(`SELECT last_seq, current_turn FROM myses WHERE id = $1 FOR NO KEY UPDATE`, mysisID)
-	if len(keys) > 0 {
-		lock.Queue(`SELECT `+memCols+` FROM memories m WHERE m.mysis_id = $1 AND m.idempotency_key = ANY($2)`, mysisID, keys)
-	}
-	// A tool result sent without its call's arguments (an older client) takes them from the assistant memory that
-	// made the call; only when that memory is not in the batch is it read, in the same round trip as the lock.
-	lookupCalls := needsStoredCalls(ms)
-	if lookupCalls {
-		lock.Queue(lastCallsSQL, mysisID, memory.CallLookback)
-	}
-	br := tx.SendBatch(ctx, lock)
-	err = br.QueryRow().Scan(&lastSeq, &turn)
-	if errors.Is(err, pgx.ErrNoRows) {
-		_ = br.Close()
-		return nil, errMysisNotFound(mysisID)
-	}
+	st, err := lockForAppend(ctx, tx, mysisID, ms)
 	if err != nil {
-		_ = br.Close()
-		return nil, dbErr(err, "append memories")
+		return nil, err
 	}
-	if len(keys) > 0 {
-		rows, err := br.Query()
-		if err != nil {
-			_ = br.Close()
-			return nil, dbErr(err, "append memories")
-		}
-		found, err := collectMemories(rows, "append memories")
-		if err != nil {
-			_ = br.Close()
-			return nil, err
-		}
-		for _, m := range found {
-			existing[m.IdempotencyKey] = m
-		}
+	out, ins, err := planAppend(mysisID, ms, &st)
+	if err != nil {
+		return nil, err
 	}
-	var storedCalls []memory.ToolCall
-	if lookupCalls {
-		var raw []byte
-		if err := br.QueryRow().Scan(&raw); err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			_ = br.Close()
-			return nil, dbErr(err, "append memories")
-		}
-		if storedCalls, err = fromDBToolCalls(raw); err != nil {
-			_ = br.Close()
-			return nil, err
-		}
-	}
-	cArgs, cKeys := callArgs(ms, storedCalls)
-	if err := br.Close(); err != nil {
-		return nil, dbErr(err, "append memories")
-	}
-
-	out := make([]memory.Memory, len(ms))
-	var ins insertBatch
-	for i, n := range ms {
-		if m, ok := existing[n.IdempotencyKey]; ok && n.IdempotencyKey != "" {
-			out[i] = m
-			continue
-		}
-		lastSeq++
-		if memory.OpensTurn(n.Role, n.Source) {
-			turn++
-		}
-		tcs, err := toDBToolCalls(n.ToolCalls)
-		if err != nil {
-			return nil, err
-		}
-		ins.add(i, lastSeq, turn, n, tcs, cArgs[i], cKeys[i])
-		out[i] = memory.Memory{
-			MysisID: mysisID, Seq: lastSeq, Turn: turn, Role: n.Role, Source: n.Source, SenderID: n.SenderID,
-			Content: n.Content, Reasoning: n.Reasoning, ToolCalls: n.ToolCalls, ToolCallID: n.ToolCallID,
-			ToolName: n.ToolName, IdempotencyKey: n.IdempotencyKey, CallArguments: deref(cArgs[i]),
-			CallKey: deref(cKeys[i]),
-		}
-	}
-	// LLM call accounting travels in the same transaction (and, below, the same batch): no extra round trip.
+	// LLM call accounting travels in the same transaction (and the same batch): no extra round trip.
 	calls, callSeqs := callsOf(ms, out)
 	if len(ins.idx) == 0 {
 		// A full retry: nothing to write, unless a call that is not yet stored (a replica that raced for the same
@@ -129,67 +51,178 @@ func (s *Store) AppendMemories(ctx context.Context, mysisID string, ms []memory.
 		}
 		return out, tx.Commit(ctx)
 	}
-
 	b := &pgx.Batch{}
-	b.Queue(`
-		INSERT INTO memories (mysis_id, seq, turn, role, source, sender_id, content, reasoning, tool_calls,
-			tool_call_id, tool_name, idempotency_key, call_arguments_json, call_key)
-		SELECT $1, u.seq, u.turn, u.role, u.source, u.sender_id, u.content, u.reasoning, u.tool_calls::jsonb,
-			u.tool_call_id, u.tool_name, u.idem, u.call_args, u.call_key
-		FROM unnest($2::bigint[], $3::bigint[], $4::smallint[], $5::smallint[], $6::text[], $7::text[], $8::text[],
-			$9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[])
-			AS u(seq, turn, role, source, sender_id, content, reasoning, tool_calls, tool_call_id, tool_name, idem,
-				call_args, call_key)
-		RETURNING seq, id, created_at`,
-		mysisID, ins.seq, ins.turn, ins.role, ins.source, ins.sender, ins.content, ins.reasoning, ins.toolCalls,
-		ins.toolCallID, ins.toolName, ins.key, ins.callArgs, ins.callKey)
-	b.Queue(`UPDATE myses SET last_seq = $2, current_turn = $3, updated_at = now() WHERE id = $1`, mysisID, lastSeq, turn)
+	b.Queue(appendSQL, mysisID, ins.seq, ins.turn, ins.role, ins.source, ins.sender, ins.content, ins.reasoning,
+		ins.toolCalls, ins.toolCallID, ins.toolName, ins.key, ins.callArgs, ins.callKey, s.asyncFTS)
+	b.Queue(`UPDATE myses SET last_seq = $2, current_turn = $3, updated_at = now() WHERE id = $1`, mysisID, st.lastSeq, st.turn)
 	if len(calls) > 0 {
 		b.Queue(recordCallsSQL, recordCallsArgs(mysisID, calls, callSeqs)...)
 	}
-	br = tx.SendBatch(ctx, b)
-	rows, err := br.Query()
-	if err != nil {
-		_ = br.Close()
-		return nil, dbErr(err, "append memories")
-	}
-	bySeq := make(map[int64]int, len(ins.idx))
-	for j, i := range ins.idx {
-		bySeq[ins.seq[j]] = i
-	}
-	for rows.Next() {
-		var seq int64
-		var m memory.Memory
-		if err := rows.Scan(&seq, &m.ID, &m.CreatedAt); err != nil {
-			rows.Close()
-			_ = br.Close()
-			return nil, dbErr(err, "append memories")
-		}
-		i := bySeq[seq]
-		out[i].ID, out[i].CreatedAt = m.ID, m.CreatedAt
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		_ = br.Close()
-		return nil, dbErr(err, "append memories")
-	}
-	if _, err := br.Exec(); err != nil {
-		_ = br.Close()
-		return nil, dbErr(err, "append memories")
-	}
-	if len(calls) > 0 {
-		if _, err := br.Exec(); err != nil {
-			_ = br.Close()
-			return nil, dbErr(err, "append memories")
-		}
-	}
-	if err := br.Close(); err != nil {
-		return nil, dbErr(err, "append memories")
+	if err := writeAppend(tx.SendBatch(ctx, b), &ins, out, len(calls) > 0); err != nil {
+		return nil, err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, dbErr(err, "append memories")
 	}
 	return out, nil
+}
+
+// appendSQL inserts a batch's new rows from arrays. The content's full-text vector is computed here for every row
+// except tool results when $15 (asynchronous indexing) is set: those are left NULL for the background indexer
+// (IndexPending), which takes the most expensive part of a write — tool results are most of the indexed text — off
+// the append's critical path.
+const appendSQL = `
+INSERT INTO memories (mysis_id, seq, turn, role, source, sender_id, content, reasoning, tool_calls,
+	tool_call_id, tool_name, idempotency_key, call_arguments_json, call_key, content_tsv)
+SELECT $1, u.seq, u.turn, u.role, u.source, u.sender_id, u.content, u.reasoning, u.tool_calls::jsonb,
+	u.tool_call_id, u.tool_name, u.idem, u.call_args, u.call_key,
+	CASE WHEN u.role = 4 AND $15::boolean THEN NULL ELSE to_tsvector('english', zoea_fts_text(u.content)) END
+FROM unnest($2::bigint[], $3::bigint[], $4::smallint[], $5::smallint[], $6::text[], $7::text[], $8::text[],
+	$9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[])
+	AS u(seq, turn, role, source, sender_id, content, reasoning, tool_calls, tool_call_id, tool_name, idem,
+		call_args, call_key)
+RETURNING seq, id, created_at`
+
+// appendState is what an append reads under the mysis lock.
+type appendState struct {
+	lastSeq, turn int64
+	existing      map[string]memory.Memory // rows stored before under the batch's idempotency keys
+	storedCalls   []memory.ToolCall        // the newest stored assistant tool calls, when the batch needs them
+}
+
+// lockForAppend locks the mysis row and reads, in the same pipelined batch, the rows already stored under the
+// batch's idempotency keys and — when a tool result of the batch comes without its call's arguments and without
+// that call earlier in the batch — the newest stored tool calls. The statements still run one after another, so
+// the lookups' snapshots are taken after the lock is granted and see what a concurrent retry committed meanwhile.
+func lockForAppend(ctx context.Context, tx pgx.Tx, mysisID string, ms []memory.NewMemory) (appendState, error) {
+	st := appendState{existing: map[string]memory.Memory{}}
+	var keys []string
+	for _, m := range ms {
+		if m.IdempotencyKey != "" {
+			keys = append(keys, m.IdempotencyKey)
+		}
+	}
+	lookupCalls := needsStoredCalls(ms)
+	b := &pgx.Batch{}
+	b.Queue(`SELECT last_seq, current_turn FROM myses WHERE id = $1 FOR NO KEY UPDATE`, mysisID)
+	if len(keys) > 0 {
+		b.Queue(`SELECT `+memCols+` FROM memories m WHERE m.mysis_id = $1 AND m.idempotency_key = ANY($2)`, mysisID, keys)
+	}
+	if lookupCalls {
+		b.Queue(lastCallsSQL, mysisID, memory.CallLookback)
+	}
+	br := tx.SendBatch(ctx, b)
+	err := readAppendState(br, mysisID, len(keys) > 0, lookupCalls, &st)
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = dbErr(cerr, "append memories")
+	}
+	return st, err
+}
+
+// readAppendState reads lockForAppend's batch results into st.
+func readAppendState(br pgx.BatchResults, mysisID string, keys, calls bool, st *appendState) error {
+	err := br.QueryRow().Scan(&st.lastSeq, &st.turn)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errMysisNotFound(mysisID)
+	}
+	if err != nil {
+		return dbErr(err, "append memories")
+	}
+	if keys {
+		rows, err := br.Query()
+		if err != nil {
+			return dbErr(err, "append memories")
+		}
+		found, err := collectMemories(rows, "append memories")
+		if err != nil {
+			return err
+		}
+		for _, m := range found {
+			st.existing[m.IdempotencyKey] = m
+		}
+	}
+	if calls {
+		var raw []byte
+		if err := br.QueryRow().Scan(&raw); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return dbErr(err, "append memories")
+		}
+		if st.storedCalls, err = fromDBToolCalls(raw); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// planAppend assigns seq and turn to the batch's new rows (advancing st's counters) and returns every row of the
+// batch as it will be stored — a retried row as stored the first time — and the new rows as insert arrays.
+func planAppend(mysisID string, ms []memory.NewMemory, st *appendState) ([]memory.Memory, insertBatch, error) {
+	cArgs, cKeys := callArgs(ms, st.storedCalls)
+	out := make([]memory.Memory, len(ms))
+	var ins insertBatch
+	for i, n := range ms {
+		if m, ok := st.existing[n.IdempotencyKey]; ok && n.IdempotencyKey != "" {
+			out[i] = m
+			continue
+		}
+		st.lastSeq++
+		if memory.OpensTurn(n.Role, n.Source) {
+			st.turn++
+		}
+		tcs, err := toDBToolCalls(n.ToolCalls)
+		if err != nil {
+			return nil, ins, err
+		}
+		ins.add(i, st.lastSeq, st.turn, n, tcs, cArgs[i], cKeys[i])
+		out[i] = memory.Memory{
+			MysisID: mysisID, Seq: st.lastSeq, Turn: st.turn, Role: n.Role, Source: n.Source, SenderID: n.SenderID,
+			Content: n.Content, Reasoning: n.Reasoning, ToolCalls: n.ToolCalls, ToolCallID: n.ToolCallID,
+			ToolName: n.ToolName, IdempotencyKey: n.IdempotencyKey, CallArguments: deref(cArgs[i]),
+			CallKey: deref(cKeys[i]),
+		}
+	}
+	return out, ins, nil
+}
+
+// writeAppend reads the results of the write batch (insert, counters, optional call accounting), filling in the
+// ids and creation times of the inserted rows, and closes it.
+func writeAppend(br pgx.BatchResults, ins *insertBatch, out []memory.Memory, withCalls bool) error {
+	err := func() error {
+		rows, err := br.Query()
+		if err != nil {
+			return dbErr(err, "append memories")
+		}
+		bySeq := make(map[int64]int, len(ins.idx))
+		for j, i := range ins.idx {
+			bySeq[ins.seq[j]] = i
+		}
+		for rows.Next() {
+			var seq int64
+			var m memory.Memory
+			if err := rows.Scan(&seq, &m.ID, &m.CreatedAt); err != nil {
+				rows.Close()
+				return dbErr(err, "append memories")
+			}
+			i := bySeq[seq]
+			out[i].ID, out[i].CreatedAt = m.ID, m.CreatedAt
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return dbErr(err, "append memories")
+		}
+		if _, err := br.Exec(); err != nil {
+			return dbErr(err, "append memories")
+		}
+		if withCalls {
+			if _, err := br.Exec(); err != nil {
+				return dbErr(err, "append memories")
+			}
+		}
+		return nil
+	}()
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = dbErr(cerr, "append memories")
+	}
+	return err
 }
 
 // insertBatch holds the columns of the rows to insert, as arrays for one unnest() INSERT.
@@ -319,6 +352,8 @@ func (s *Store) mustExist(ctx context.Context, mysisID string) error {
 
 // rowBytesSQL is a memory row's text size as memory.Memory.Bytes counts it, for byte-bounded reads of memories m2.
 // The compose window can bound its rows with the same expression (or with memory.KeepNewestWithin in Go).
-const rowBytesSQL = `octet_length(m2.content) + octet_length(m2.reasoning) + coalesce((
+const rowBytesSQL = `octet_length(CASE WHEN m2.broadcast_id IS NULL THEN m2.content
+	ELSE coalesce((SELECT bc.content FROM broadcasts bc WHERE bc.id = m2.broadcast_id), m2.content) END)
+	+ octet_length(m2.reasoning) + coalesce((
 	SELECT sum(octet_length(c->>'id') + octet_length(c->>'name') + octet_length(c->>'arguments'))
 	FROM jsonb_array_elements(m2.tool_calls) c), 0)`

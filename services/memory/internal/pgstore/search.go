@@ -17,6 +17,12 @@ import (
 // because the parser treats both sides alike: iron_ore becomes the phrase iron <-> ore on both sides, a hex
 // session id like a3f9c2e1b7d04f55 stays one lexeme, and a UUID is indexed whole and in its parts.
 //
+// Broadcast deliveries carry no text or vector of their own (a broadcast is stored once, see broadcasts.go): the
+// second branch of searchMessagesSQL matches the broadcasts' own vectors (broadcasts_content_fts_idx) and joins the
+// mysis's deliveries of them through memories_broadcast_delivery_key (broadcast_id, mysis_id), ranked like any
+// message people wrote. A search query written elsewhere gets deliveries the same way: match broadcasts.content_tsv,
+// join memories on broadcast_id and mysis_id.
+//
 // Snippets are computed in an outer query, only for the rows that survived LIMIT, because ts_headline re-parses
 // the whole text; texts are cut at snippetInputChars first so a 1 MB tool result cannot make a search slow.
 
@@ -33,7 +39,12 @@ FROM (
 	SELECT ` + memCols + `, q, ts_rank(m.content_tsv, q, 1|32) + CASE WHEN m.role = 4 THEN 0 ELSE 1 END AS rank
 	FROM memories m, websearch_to_tsquery('english', $2) q
 	WHERE m.mysis_id = $1 AND m.content_tsv @@ q AND ($3 OR m.source <> 3)
-	ORDER BY rank DESC, m.seq DESC
+	UNION ALL
+	SELECT ` + memCols + `, q, ts_rank(b.content_tsv, q, 1|32) + 1 AS rank
+	FROM websearch_to_tsquery('english', $2) q, broadcasts b
+	JOIN memories m ON m.broadcast_id = b.id AND m.mysis_id = $1 AND m.broadcast_id IS NOT NULL
+	WHERE b.content_tsv @@ q
+	ORDER BY rank DESC, seq DESC
 	LIMIT $4
 ) h
 ORDER BY h.rank DESC, h.seq DESC`

@@ -27,14 +27,29 @@ type Sealer interface {
 
 // Store is the Postgres implementation of the memory service's storage.
 type Store struct {
-	pool *pgxpool.Pool
-	box  Sealer
+	pool     *pgxpool.Pool
+	box      Sealer
+	asyncFTS bool
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithAsyncFTS makes appends leave the full-text vector of tool results to the background indexer (Indexer,
+// IndexPending): a tool result becomes searchable within one indexer interval instead of at once, and the append
+// skips the most expensive part of its work. Without it every row is indexed in its own append.
+func WithAsyncFTS() Option {
+	return func(s *Store) { s.asyncFTS = true }
 }
 
 // New returns a Store on pool. box may be nil: then account creation and reads fail with a Conflict
 // (FailedPrecondition) that names ZOEA_SECRET_KEY, and everything else works.
-func New(pool *pgxpool.Pool, box Sealer) *Store {
-	return &Store{pool: pool, box: box}
+func New(pool *pgxpool.Pool, box Sealer, opts ...Option) *Store {
+	s := &Store{pool: pool, box: box}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // Ping checks that Postgres answers; it is the service's readiness check.
@@ -132,9 +147,22 @@ func fromDBToolCalls(b []byte) ([]memory.ToolCall, error) {
 	return out, nil
 }
 
-// memCols is the column list every memory read returns, in memRow.dest order.
-const memCols = `m.id, m.mysis_id, m.seq, m.turn, m.role, m.source, m.sender_id, m.content, m.reasoning, m.tool_calls,
-	m.tool_call_id, m.tool_name, m.idempotency_key, m.broadcast_id, m.created_at, m.call_arguments_json, m.call_key`
+// memCols is the column list every memory read returns, in memRow.dest order: memColsHead, the content, then
+// memColsTail.
+const memCols = memColsHead + memContentSQL + ` AS content, ` + memColsTail
+
+const (
+	memColsHead = `m.id, m.mysis_id, m.seq, m.turn, m.role, m.source, m.sender_id, `
+	memColsTail = `m.reasoning, m.tool_calls, m.tool_call_id, m.tool_name, m.idempotency_key, m.broadcast_id,
+	m.created_at, m.call_arguments_json, m.call_key`
+)
+
+// memContentSQL is the content of memory m. A broadcast is stored once, in broadcasts (migration 00005): its
+// deliveries are light memory rows (role user, source broadcast, broadcast_id set) with empty content and no
+// full-text vector of their own, and every read resolves their content from the broadcast row by primary key. A
+// delivery whose broadcast row is missing (none today: broadcasts are never deleted) falls back to its own column.
+const memContentSQL = `CASE WHEN m.broadcast_id IS NULL THEN m.content
+	ELSE coalesce((SELECT bc.content FROM broadcasts bc WHERE bc.id = m.broadcast_id), m.content) END`
 
 // memRow receives one memory row.
 type memRow struct {

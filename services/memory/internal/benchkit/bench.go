@@ -1,7 +1,8 @@
-// Package bench seeds a database with synthetic SpaceMolt-like history (`memory seed`) and measures the memory
-// store against it (`memory bench`): compose-window latency by history length, append throughput, search
-// latency, broadcast fan-out and on-disk size per memory.
-package bench
+// Package benchkit seeds a database with synthetic SpaceMolt-like history (`memorybench seed`) and measures the
+// memory store against it (`memorybench bench`): compose-window latency by history length, append throughput,
+// search latency, broadcast fan-out and on-disk size per memory. It is linked into cmd/memorybench only, never
+// into the memory server.
+package benchkit
 
 import (
 	"context"
@@ -26,7 +27,7 @@ import (
 	"github.com/zoeaswarm/zoea/services/memory/internal/pgstore"
 )
 
-// BenchMain runs `memory bench` against a database filled by `memory seed` and prints a Markdown report.
+// BenchMain runs `memorybench bench` against a database filled by `memorybench seed` and prints a Markdown report.
 func BenchMain(ctx context.Context, log *slog.Logger, dbURL string, args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	db := fs.String("db", dbURL, "database URL of a seeded database (default ZOEA_DATABASE_URL)")
@@ -47,6 +48,10 @@ func BenchMain(ctx context.Context, log *slog.Logger, dbURL string, args []strin
 	snapshot := fs.String("snapshot", "get_status,get_ship,get_cargo,get_system,get_poi", "v2 compose window: snapshot_tools")
 	pinned := fs.String("pinned", "login,register", "v2 compose window: pinned_tools")
 	composeOnly := fs.Bool("compose-only", false, "measure the compose window only (no searches, appends, broadcasts)")
+	writesOnly := fs.Bool("writes-only", false, "measure writes only (appends, broadcasts, size)")
+	clients := fs.Int("clients", 16, "concurrent clients of the 1–2-row append test")
+	smallCalls := fs.Int("small-calls", 300, "1–2-row appends per client")
+	bcast10k := fs.Int("broadcasts-10k", 5, "10,000-target broadcasts to record (needs 10,000 seeded myses)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -63,13 +68,18 @@ func BenchMain(ctx context.Context, log *slog.Logger, dbURL string, args []strin
 		return err
 	}
 	if sizes.Rows == 0 {
-		return fmt.Errorf("the database has no memories: run `memory seed -db …` first")
+		return fmt.Errorf("the database has no memories: run `memorybench seed -db …` first")
 	}
 	b.report("## Memory service benchmark\n\nDatabase: %d memories, %d myses, %d broadcasts.\n", sizes.Rows, sizes.Myses, sizes.Broadcasts)
 	if err := b.loadMyses(*longs); err != nil {
 		return err
 	}
 
+	w := writeRun{appendRows: *appendRows, appendBatch: *appendBatch, appenders: *appenders, single: *singleN,
+		clients: *clients, smallCalls: *smallCalls, bcast1k: *bcastN, bcast10k: *bcast10k}
+	if *writesOnly {
+		return b.finish(w, *out)
+	}
 	// Warm the caches the way a running swarm keeps them warm.
 	v1 := memory.WindowQuery{Window: *window, GlobalFallback: true}
 	v2 := memory.WindowQuery{Window: *window, GlobalFallback: true, CarryLimit: *carry, ReplyLimit: *replies,
@@ -107,14 +117,44 @@ func BenchMain(ctx context.Context, log *slog.Logger, dbURL string, args []strin
 	if err := b.searches(*searchN, *searchLongN); err != nil {
 		return err
 	}
-	if err := b.appends(*appendRows, *appendBatch, *appenders, *singleN); err != nil {
-		return err
-	}
-	if err := b.broadcasts(*bcastN); err != nil {
-		return err
-	}
+	return b.finish(w, *out)
+}
 
-	if sizes, err = store.Sizes(ctx); err != nil {
+// writeRun holds the write benchmarks' flags.
+type writeRun struct {
+	appendRows, appendBatch, appenders, single int
+	clients, smallCalls                        int
+	bcast1k, bcast10k                          int
+}
+
+// finish runs the write benchmarks, reports the table's size and prints (and writes to out) the report.
+func (b *bencher) finish(w writeRun, out string) error {
+	if err := b.appends(w.appendRows, w.appendBatch, w.appenders, w.single); err != nil {
+		return err
+	}
+	if err := b.smallAppends(w.clients, w.smallCalls); err != nil {
+		return err
+	}
+	if err := b.fanout(1000, w.bcast1k); err != nil {
+		return err
+	}
+	if err := b.fanout(10000, w.bcast10k); err != nil {
+		return err
+	}
+	if err := b.sizes(); err != nil {
+		return err
+	}
+	fmt.Print(b.buf.String())
+	if out != "" {
+		return os.WriteFile(out, []byte(b.buf.String()), 0o644)
+	}
+	return nil
+}
+
+// sizes reports the on-disk size of the memories table.
+func (b *bencher) sizes() error {
+	sizes, err := b.store.Sizes(b.ctx)
+	if err != nil {
 		return err
 	}
 	b.report("\n### On-disk size (memories table, after the benchmark's own writes)\n\n| part | bytes | per memory |\n|---|---|---|\n")
@@ -129,11 +169,6 @@ func BenchMain(ctx context.Context, log *slog.Logger, dbURL string, args []strin
 	slices.Sort(names)
 	for _, n := range names {
 		b.report("| index %s | %s | %s |\n", n, human(sizes.Indexes[n]), per(sizes.Indexes[n]))
-	}
-
-	fmt.Print(b.buf.String())
-	if *out != "" {
-		return os.WriteFile(*out, []byte(b.buf.String()), 0o644)
 	}
 	return nil
 }
@@ -170,7 +205,7 @@ func (b *bencher) loadMyses(longs string) error {
 		b.longs = append(b.longs, m)
 	}
 	after := ""
-	for len(b.typIDs) < 2000 {
+	for len(b.typIDs) < 10000 {
 		page, more, err := b.store.ListMyses(b.ctx, memory.ListFilter{PageSize: 1000, AfterName: after})
 		if err != nil {
 			return err
@@ -477,28 +512,5 @@ func (b *bencher) appends(rows, batch, appenders, singleN int) error {
 		return err
 	}
 	b.report("\nSingle call of 2 rows (the runner's usual step): p50 %s, p95 %s, p99 %s over %d calls.\n", ms(pct(d, 50)), ms(pct(d, 95)), ms(pct(d, 99)), len(d))
-	return nil
-}
-
-// broadcasts measures RecordBroadcast with 1,000 explicit targets.
-func (b *bencher) broadcasts(n int) error {
-	if len(b.typIDs) < 1000 {
-		b.report("\n(broadcast fan-out skipped: fewer than 1,000 seeded myses)\n")
-		return nil
-	}
-	d, err := b.time(n, func(i int) error {
-		ids := slices.Clone(b.typIDs)
-		b.r.Shuffle(len(ids), func(a, c int) { ids[a], ids[c] = ids[c], ids[a] })
-		res, err := b.store.RecordBroadcast(b.ctx, memory.Broadcast{Content: fmt.Sprintf("Bench order %d: regroup at haven_station", i)}, ids[:1000])
-		if err == nil && res.Delivered != 1000 {
-			err = fmt.Errorf("delivered %d of 1000", res.Delivered)
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	b.report("\n### RecordBroadcast to 1,000 myses (one transaction: record + lock + one delivery statement)\n\n| calls | p50 | p95 | p99 | max |\n|---|---|---|---|---|\n| %d | %s | %s | %s | %s |\n",
-		len(d), ms(pct(d, 50)), ms(pct(d, 95)), ms(pct(d, 99)), ms(d[len(d)-1]))
 	return nil
 }

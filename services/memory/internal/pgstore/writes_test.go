@@ -1,0 +1,163 @@
+package pgstore_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
+	"github.com/zoeaswarm/zoea/services/memory/internal/pgstore"
+)
+
+// A broadcast is stored once: deliveries hold no text and no vector of their own, and every read resolves them.
+func TestBroadcastStoredOnce(t *testing.T) {
+	ctx := context.Background()
+	s, p := freshStore(t)
+	a, b, c := mkMysis(t, s), mkMysis(t, s), mkMysis(t, s)
+	must[[]memory.Memory](t)(s.AppendMemories(ctx, a.ID, []memory.NewMemory{user("mine copper"), assistant("on it")}))
+	const text = "Regroup at haven_station before the pirate raid"
+	d := must[memory.Delivery](t)(s.RecordBroadcast(ctx, memory.Broadcast{Content: text}, []string{a.ID, b.ID}))
+	if d.Delivered != 2 {
+		t.Fatalf("delivered %d", d.Delivered)
+	}
+	for _, m := range d.Memories {
+		if m.Content != text {
+			t.Fatalf("returned delivery without its content: %+v", m)
+		}
+	}
+
+	// Stored: one copy of the text (the broadcast), light delivery rows.
+	var copies, withVector int
+	if err := p.QueryRow(ctx, `SELECT count(*) FILTER (WHERE content <> ''), count(*) FILTER (WHERE content_tsv IS NOT NULL AND content_tsv <> ''::tsvector)
+		FROM memories WHERE broadcast_id = $1`, d.Broadcast.ID).Scan(&copies, &withVector); err != nil {
+		t.Fatal(err)
+	}
+	if copies != 0 || withVector != 0 {
+		t.Fatalf("deliveries store %d copies of the text and %d vectors", copies, withVector)
+	}
+
+	// Read back: recent, range, get, compose window (as the mission), search.
+	recent := must[[]memory.Memory](t)(s.ListRecentMemories(ctx, a.ID, 5))
+	last := recent[len(recent)-1]
+	if last.Content != text || last.BroadcastID != d.Broadcast.ID || last.Seq != 3 || last.Turn != 2 {
+		t.Fatalf("recent: %+v", last)
+	}
+	if got := must[[]memory.Memory](t)(s.ListMemoriesRange(ctx, a.ID, 3, 3, 10)); len(got) != 1 || got[0].Content != text {
+		t.Fatalf("range: %+v", got)
+	}
+	if got := must[memory.Memory](t)(s.GetMemory(ctx, a.ID, last.ID)); got.Content != text {
+		t.Fatalf("get: %+v", got)
+	}
+	w := must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, memory.WindowQuery{MysisID: a.ID, Window: 10}))
+	if w.Mission == nil || w.Mission.Memory.Content != text || w.Memories[len(w.Memories)-1].Content != text {
+		t.Fatalf("compose window: %+v", w)
+	}
+	hits := must[[]memory.MemoryHit](t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: b.ID, Text: "pirate raid"}))
+	if len(hits) != 1 || hits[0].Memory.ID != d.Memories[1].ID || hits[0].Memory.Content != text ||
+		!strings.Contains(hits[0].Snippet, "«pirate» «raid»") {
+		t.Fatalf("search of a recipient: %+v", hits)
+	}
+	// Only recipients find it among their messages.
+	if hits := must[[]memory.MemoryHit](t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: c.ID, Text: "pirate raid"})); len(hits) != 0 {
+		t.Fatalf("a mysis that did not receive the broadcast found it: %+v", hits)
+	}
+	// A delivery to a late joiner resolves the same way.
+	late := must[memory.Delivery](t)(s.DeliverBroadcast(ctx, d.Broadcast.ID, []string{c.ID, a.ID}))
+	if late.Delivered != 1 || late.AlreadyDelivered != 1 || late.Memories[0].Content != text || late.Memories[1].Content != text {
+		t.Fatalf("late delivery: %+v", late)
+	}
+}
+
+// With asynchronous indexing a tool result is not searchable until the indexer's next pass, then it is; every
+// other row is searchable at once. The indexer is driven by a tick channel and reports each pass, so the test
+// never sleeps.
+func TestAsyncIndexingMakesToolResultsSearchableOnTheNextPass(t *testing.T) {
+	ctx := context.Background()
+	s := pgstore.New(pool(t), testBox(t), pgstore.WithAsyncFTS())
+	m := mkMysis(t, s)
+	must[[]memory.Memory](t)(s.AppendMemories(ctx, m.ID, []memory.NewMemory{
+		user("sell the zirconium stock"),
+		assistant("", memory.ToolCall{ID: "c1", Name: "view_market", Arguments: `{}`}),
+		toolResult("c1", "view_market", `{"items":[{"item_id":"zirconium_ore","price":41}]}`),
+	}))
+	search := func(q string) int {
+		return len(must[[]memory.MemoryHit](t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: q})))
+	}
+	if search("stock") != 1 {
+		t.Fatal("a user message is not searchable at once")
+	}
+	if search("zirconium_ore") != 0 {
+		t.Fatal("a tool result was indexed synchronously")
+	}
+
+	ticks := make(chan time.Time)
+	passes := make(chan int, 16)
+	ictx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	x := &pgstore.Indexer{Store: s, Passed: func(n int, err error) {
+		if err != nil {
+			t.Error(err)
+		}
+		passes <- n
+	}}
+	go func() { defer close(done); x.Run(ictx, ticks) }()
+	defer func() { cancel(); <-done }()
+
+	<-passes // the pass at start indexes what was pending
+	if search("zirconium_ore") != 1 {
+		t.Fatal("the tool result is not searchable after the indexer's first pass")
+	}
+	// A result appended later waits for the next tick.
+	must[[]memory.Memory](t)(s.AppendMemories(ctx, m.ID, []memory.NewMemory{
+		assistant("", memory.ToolCall{ID: "c2", Name: "get_cargo", Arguments: `{}`}),
+		toolResult("c2", "get_cargo", `{"cargo":[{"item_id":"hafnium_ore","quantity":9}]}`),
+	}))
+	if search("hafnium_ore") != 0 {
+		t.Fatal("indexed before the tick")
+	}
+	ticks <- time.Now()
+	if n := <-passes; n < 1 {
+		t.Fatalf("the pass after the tick indexed %d rows", n)
+	}
+	if search("hafnium_ore") != 1 {
+		t.Fatal("the tool result is not searchable after the tick's pass")
+	}
+	if n, _, err := s.PendingIndex(ctx); err != nil || n != 0 {
+		t.Fatalf("pending after a pass: %d %v", n, err)
+	}
+}
+
+// A backlog larger than one batch is drained in one pass.
+func TestIndexerDrainsABacklogInOnePass(t *testing.T) {
+	ctx := context.Background()
+	async := pgstore.New(pool(t), nil, pgstore.WithAsyncFTS())
+	m := mkMysis(t, async)
+	rows := make([]memory.NewMemory, 0, pgstore.IndexBatch+2)
+	rows = append(rows, assistant("", memory.ToolCall{ID: "c", Name: "mine", Arguments: `{}`}))
+	for len(rows) < cap(rows) {
+		rows = append(rows, toolResult("c", "mine", `{"mined":"beryllium_ore"}`))
+	}
+	must[[]memory.Memory](t)(async.AppendMemories(ctx, m.ID, rows))
+	n, oldest, err := async.PendingIndex(ctx)
+	if err != nil || n < int64(pgstore.IndexBatch+1) || oldest < 0 {
+		t.Fatalf("pending %d (oldest %s) %v", n, oldest, err)
+	}
+	passes := make(chan int, 1)
+	ictx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		(&pgstore.Indexer{Store: async, Passed: func(n int, _ error) { passes <- n }}).Run(ictx, nil)
+	}()
+	got := <-passes
+	cancel()
+	<-done
+	if got < pgstore.IndexBatch+1 {
+		t.Fatalf("first pass indexed %d of %d", got, pgstore.IndexBatch+1)
+	}
+	hits := must[[]memory.MemoryHit](t)(async.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "beryllium_ore", Limit: 100}))
+	if len(hits) != 100 {
+		t.Fatalf("hits after the pass: %d", len(hits))
+	}
+}
