@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"net"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,5 +72,23 @@ func TestHealthcheckSubcommand(t *testing.T) {
 			t.Fatalf("healthcheck never passed against a serving memory: %v", err)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// The server binary links no benchmark tooling (seeding and measuring live in cmd/memorybench) and no testing
+// package.
+func TestServerLinksNoBenchTooling(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 10 {
+		t.Fatalf("go list -deps listed %d packages", len(deps))
+	}
+	for _, p := range deps {
+		if strings.Contains(p, "/internal/bench") || p == "testing" || strings.HasPrefix(p, "testing/") {
+			t.Errorf("the memory server links %s", p)
+		}
 	}
 }

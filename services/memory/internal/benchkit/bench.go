@@ -52,6 +52,7 @@ func BenchMain(ctx context.Context, log *slog.Logger, dbURL string, args []strin
 	clients := fs.Int("clients", 16, "concurrent clients of the 1–2-row append test")
 	smallCalls := fs.Int("small-calls", 300, "1–2-row appends per client")
 	bcast10k := fs.Int("broadcasts-10k", 5, "10,000-target broadcasts to record (needs 10,000 seeded myses)")
+	ftsInterval := fs.Duration("fts-index-interval", time.Second, "as ZOEA_FTS_INDEX_INTERVAL: > 0 indexes tool results in a background indexer running this often, 0 in their appends")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -60,8 +61,20 @@ func BenchMain(ctx context.Context, log *slog.Logger, dbURL string, args []strin
 		return err
 	}
 	defer pool.Close()
-	store := pgstore.New(pool, nil)
-	b := &bencher{ctx: ctx, log: log, store: store, r: rand.New(rand.NewPCG(42, 42))}
+	var opts []pgstore.Option
+	if *ftsInterval > 0 {
+		opts = append(opts, pgstore.WithAsyncFTS())
+	}
+	store := pgstore.New(pool, nil, opts...)
+	b := &bencher{ctx: ctx, log: log, store: store, r: rand.New(rand.NewPCG(42, 42)), async: *ftsInterval > 0}
+	if b.async {
+		// The indexer runs beside the benchmark, as it does beside a serving memory, competing for the same cores.
+		ictx, stop := context.WithCancel(ctx)
+		tick := time.NewTicker(*ftsInterval)
+		done := make(chan struct{})
+		go func() { defer close(done); (&pgstore.Indexer{Store: store, Log: log}).Run(ictx, tick.C) }()
+		defer func() { stop(); tick.Stop(); <-done }()
+	}
 
 	sizes, err := store.Sizes(ctx)
 	if err != nil {
@@ -129,6 +142,7 @@ type writeRun struct {
 
 // finish runs the write benchmarks, reports the table's size and prints (and writes to out) the report.
 func (b *bencher) finish(w writeRun, out string) error {
+	b.report("\nFull-text indexing of tool results: %s.\n", map[bool]string{true: "asynchronous (background indexer)", false: "in the append"}[b.async])
 	if err := b.appends(w.appendRows, w.appendBatch, w.appenders, w.single); err != nil {
 		return err
 	}
@@ -184,6 +198,33 @@ type bencher struct {
 	typical func() string
 	typIDs  []string
 	warmup  int
+	async   bool // tool results are indexed by a background indexer
+}
+
+// drained reports how long after a write run the background indexer took to index everything pending, which
+// is how far search lagged the writes at that point.
+func (b *bencher) drained(what string) error {
+	if !b.async {
+		return nil
+	}
+	start := time.Now()
+	n0, oldest, err := b.store.PendingIndex(b.ctx)
+	if err != nil {
+		return err
+	}
+	for n := n0; n > 0; {
+		select {
+		case <-b.ctx.Done():
+			return b.ctx.Err()
+		case <-time.After(50 * time.Millisecond): // a poll in a benchmark tool, not a test
+		}
+		if n, _, err = b.store.PendingIndex(b.ctx); err != nil {
+			return err
+		}
+	}
+	b.report("\nAsynchronous indexing after %s: %d tool results pending at the end (oldest %s old), all searchable %.2f s later.\n",
+		what, n0, oldest.Round(time.Millisecond), time.Since(start).Seconds())
+	return nil
 }
 
 func (b *bencher) report(format string, args ...any) {
@@ -497,6 +538,10 @@ func (b *bencher) appends(rows, batch, appenders, singleN int) error {
 		}
 		slices.Sort(lat)
 		b.report("| %d | %d | %d | %.2f | **%d** | %s | %s |\n", par, batch, per*par, took.Seconds(), int(float64(per*par)/took.Seconds()), ms(pct(lat, 50)), ms(pct(lat, 99)))
+	}
+	// Before the deferred cleanup deletes the rows the indexer still has to do.
+	if err := b.drained("the batched appends"); err != nil {
+		return err
 	}
 	// The runner's usual write: one or two rows per step.
 	single := gen(7, 2*singleN)

@@ -86,6 +86,9 @@ func (b *bencher) smallAppends(clients, calls int) error {
 	if err := <-errc; err != nil {
 		return err
 	}
+	if err := b.drained("the small appends"); err != nil {
+		return err
+	}
 	slices.Sort(lat)
 	b.report("\n### AppendMemories, 1–2 rows per call from %d concurrent clients (own mysis each)\n\n"+
 		"| clients | calls | rows | seconds | rows/s | p50 per call | p99 per call |\n|---|---|---|---|---|---|---|\n"+
