@@ -82,6 +82,13 @@ bench: ## Run Go benchmarks of every module (BENCH=regexp to filter); big-data r
 	  (cd $$m && go test -run '^$$' -bench '$(BENCH)' -benchmem ./...); \
 	done
 
+.PHONY: bench-memory
+bench-memory: ## Seed BENCH_DB (an empty database) and measure the memory service at scale (SEED_FLAGS, BENCH_FLAGS; see services/memory/README.md)
+	@test -n "$(BENCH_DB)" || { echo "set BENCH_DB to an empty database's URL (createdb zoea_bench)"; exit 1; }
+	cd services/memory && go build -o ../../bin/memorybench ./cmd/memorybench
+	./bin/memorybench seed -db '$(BENCH_DB)' $(SEED_FLAGS)
+	./bin/memorybench bench -db '$(BENCH_DB)' $(BENCH_FLAGS)
+
 .PHONY: up
 up: ## docker compose up (Postgres, NATS, migrations, every service)
 	docker compose up -d --build

@@ -12,7 +12,7 @@ import (
 	"github.com/zoeaswarm/zoea/services/memory/internal/pgstore"
 )
 
-// The large-scale numbers come from `memory bench` against a database filled by `memory seed` (see README and
+// The large-scale numbers come from `memorybench bench` against a database filled by `memorybench seed` (see README and
 // docs/BENCHMARKS.md). These Go benchmarks are the quick, always-runnable versions:
 //
 //	go test -run '^$' -bench . ./internal/pgstore/
@@ -107,7 +107,7 @@ func BenchmarkAppendBatch1000(b *testing.B) {
 func seeded(b *testing.B) *pgstore.Store {
 	url := os.Getenv("ZOEA_BENCH_DATABASE_URL")
 	if url == "" {
-		b.Skip("set ZOEA_BENCH_DATABASE_URL to a database filled by `memory seed`")
+		b.Skip("set ZOEA_BENCH_DATABASE_URL to a database filled by `memorybench seed`")
 	}
 	p, err := pgutil.Open(context.Background(), url, 4)
 	if err != nil {

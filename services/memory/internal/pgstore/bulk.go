@@ -9,7 +9,7 @@ import (
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
 )
 
-// Bulk loading for `memory seed`: COPY straight into the tables, bypassing the per-mysis lock that the online
+// Bulk loading for `memorybench seed`: COPY straight into the tables, bypassing the per-mysis lock that the online
 // write path takes. It is only safe on a database nothing else writes to, and the caller must set each mysis's
 // counters (SetCounters) to match what it loaded.
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
@@ -15,8 +16,11 @@ import (
 // The mysis row is locked first (FOR NO KEY UPDATE), which serialises every writer of that mysis: seq numbers are
 // taken from myses.last_seq under the lock, so they are gapless and strictly increasing however many appenders
 // race, and the idempotency-key lookup that follows sees every row committed before the lock was granted, so a
-// retry returns the rows stored the first time instead of writing them again. Four round trips: begin, the lock
-// batch (lockForAppend), the write batch (writeAppend), commit.
+// retry returns the rows stored the first time instead of writing them again.
+//
+// Two round trips on one connection: BEGIN travels in the lock batch (lockForAppend) and COMMIT at the end of the
+// write batch (writeAppend), so a 1-row append pays two network and scheduling waits, not four. Any failure rolls
+// the transaction back before the connection returns to the pool.
 func (s *Store) AppendMemories(ctx context.Context, mysisID string, ms []memory.NewMemory) ([]memory.Memory, error) {
 	mysisID, err := memory.ParseID("mysis_id", mysisID)
 	if err != nil {
@@ -25,13 +29,22 @@ func (s *Store) AppendMemories(ctx context.Context, mysisID string, ms []memory.
 	if err := memory.ValidateNewMemories(ms); err != nil {
 		return nil, err
 	}
-	tx, err := s.pool.Begin(ctx)
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, dbErr(err, "append memories")
 	}
-	defer rollback(ctx, tx)
+	defer conn.Release()
+	out, err := s.appendOn(ctx, conn, mysisID, ms)
+	if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+	}
+	return out, err
+}
 
-	st, err := lockForAppend(ctx, tx, mysisID, ms)
+// appendOn runs AppendMemories' transaction on conn, from the BEGIN in the lock batch to the COMMIT in the write
+// batch; on an error the caller rolls back.
+func (s *Store) appendOn(ctx context.Context, conn *pgxpool.Conn, mysisID string, ms []memory.NewMemory) ([]memory.Memory, error) {
+	st, err := lockForAppend(ctx, conn, mysisID, ms)
 	if err != nil {
 		return nil, err
 	}
@@ -41,30 +54,41 @@ func (s *Store) AppendMemories(ctx context.Context, mysisID string, ms []memory.
 	}
 	// LLM call accounting travels in the same transaction (and the same batch): no extra round trip.
 	calls, callSeqs := callsOf(ms, out)
+	b := &pgx.Batch{}
 	if len(ins.idx) == 0 {
 		// A full retry: nothing to write, unless a call that is not yet stored (a replica that raced for the same
 		// reply still paid for its call) came with it.
 		if len(calls) > 0 {
-			if _, err := tx.Exec(ctx, recordCallsSQL, recordCallsArgs(mysisID, calls, callSeqs)...); err != nil {
-				return nil, dbErr(err, "append memories")
-			}
+			b.Queue(recordCallsSQL, recordCallsArgs(mysisID, calls, callSeqs)...)
 		}
-		return out, tx.Commit(ctx)
+		b.Queue(`COMMIT`)
+		return out, closeBatch(conn.SendBatch(ctx, b), b.Len())
 	}
-	b := &pgx.Batch{}
 	b.Queue(appendSQL, mysisID, ins.seq, ins.turn, ins.role, ins.source, ins.sender, ins.content, ins.reasoning,
 		ins.toolCalls, ins.toolCallID, ins.toolName, ins.key, ins.callArgs, ins.callKey, s.asyncFTS)
 	b.Queue(`UPDATE myses SET last_seq = $2, current_turn = $3, updated_at = now() WHERE id = $1`, mysisID, st.lastSeq, st.turn)
 	if len(calls) > 0 {
 		b.Queue(recordCallsSQL, recordCallsArgs(mysisID, calls, callSeqs)...)
 	}
-	if err := writeAppend(tx.SendBatch(ctx, b), &ins, out, len(calls) > 0); err != nil {
+	b.Queue(`COMMIT`)
+	if err := writeAppend(conn.SendBatch(ctx, b), &ins, out, b.Len()-1); err != nil {
 		return nil, err
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, dbErr(err, "append memories")
-	}
 	return out, nil
+}
+
+// closeBatch runs the n statements of a batch that returns no rows and closes it.
+func closeBatch(br pgx.BatchResults, n int) error {
+	var err error
+	for range n {
+		if _, err = br.Exec(); err != nil {
+			break
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return dbErr(err, "append memories")
 }
 
 // appendSQL inserts a batch's new rows from arrays. The content's full-text vector is computed here for every row
@@ -94,7 +118,7 @@ type appendState struct {
 // batch's idempotency keys and — when a tool result of the batch comes without its call's arguments and without
 // that call earlier in the batch — the newest stored tool calls. The statements still run one after another, so
 // the lookups' snapshots are taken after the lock is granted and see what a concurrent retry committed meanwhile.
-func lockForAppend(ctx context.Context, tx pgx.Tx, mysisID string, ms []memory.NewMemory) (appendState, error) {
+func lockForAppend(ctx context.Context, conn *pgxpool.Conn, mysisID string, ms []memory.NewMemory) (appendState, error) {
 	st := appendState{existing: map[string]memory.Memory{}}
 	var keys []string
 	for _, m := range ms {
@@ -104,6 +128,7 @@ func lockForAppend(ctx context.Context, tx pgx.Tx, mysisID string, ms []memory.N
 	}
 	lookupCalls := needsStoredCalls(ms)
 	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
 	b.Queue(`SELECT last_seq, current_turn FROM myses WHERE id = $1 FOR NO KEY UPDATE`, mysisID)
 	if len(keys) > 0 {
 		b.Queue(`SELECT `+memCols+` FROM memories m WHERE m.mysis_id = $1 AND m.idempotency_key = ANY($2)`, mysisID, keys)
@@ -111,7 +136,7 @@ func lockForAppend(ctx context.Context, tx pgx.Tx, mysisID string, ms []memory.N
 	if lookupCalls {
 		b.Queue(lastCallsSQL, mysisID, memory.CallLookback)
 	}
-	br := tx.SendBatch(ctx, b)
+	br := conn.SendBatch(ctx, b)
 	err := readAppendState(br, mysisID, len(keys) > 0, lookupCalls, &st)
 	if cerr := br.Close(); err == nil && cerr != nil {
 		err = dbErr(cerr, "append memories")
@@ -121,6 +146,9 @@ func lockForAppend(ctx context.Context, tx pgx.Tx, mysisID string, ms []memory.N
 
 // readAppendState reads lockForAppend's batch results into st.
 func readAppendState(br pgx.BatchResults, mysisID string, keys, calls bool, st *appendState) error {
+	if _, err := br.Exec(); err != nil { // BEGIN
+		return dbErr(err, "append memories")
+	}
 	err := br.QueryRow().Scan(&st.lastSeq, &st.turn)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return errMysisNotFound(mysisID)
@@ -183,9 +211,9 @@ func planAppend(mysisID string, ms []memory.NewMemory, st *appendState) ([]memor
 	return out, ins, nil
 }
 
-// writeAppend reads the results of the write batch (insert, counters, optional call accounting), filling in the
-// ids and creation times of the inserted rows, and closes it.
-func writeAppend(br pgx.BatchResults, ins *insertBatch, out []memory.Memory, withCalls bool) error {
+// writeAppend reads the results of the write batch (the insert, then execs statements: counters, optional call
+// accounting, COMMIT), filling in the ids and creation times of the inserted rows, and closes it.
+func writeAppend(br pgx.BatchResults, ins *insertBatch, out []memory.Memory, execs int) error {
 	err := func() error {
 		rows, err := br.Query()
 		if err != nil {
@@ -209,10 +237,7 @@ func writeAppend(br pgx.BatchResults, ins *insertBatch, out []memory.Memory, wit
 		if err := rows.Err(); err != nil {
 			return dbErr(err, "append memories")
 		}
-		if _, err := br.Exec(); err != nil {
-			return dbErr(err, "append memories")
-		}
-		if withCalls {
+		for range execs {
 			if _, err := br.Exec(); err != nil {
 				return dbErr(err, "append memories")
 			}

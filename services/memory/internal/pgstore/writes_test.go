@@ -2,10 +2,12 @@ package pgstore_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
 	"github.com/zoeaswarm/zoea/services/memory/internal/pgstore"
 )
@@ -159,5 +161,39 @@ func TestIndexerDrainsABacklogInOnePass(t *testing.T) {
 	hits := must[[]memory.MemoryHit](t)(async.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "beryllium_ore", Limit: 100}))
 	if len(hits) != 100 {
 		t.Fatalf("hits after the pass: %d", len(hits))
+	}
+}
+
+// An append is two round trips whatever it carries: BEGIN rides with the lock batch, COMMIT with the write batch.
+// A failed append leaves no transaction open on the pooled connection.
+func TestAppendTakesTwoRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	s, rt := tracedStore(t)
+	m := mkMysis(t, s)
+	for i, batch := range [][]memory.NewMemory{
+		{user("one row")},
+		{assistant("", memory.ToolCall{ID: "c", Name: "mine", Arguments: `{}`}), toolResult("c", "mine", `{"ok":true}`)},
+		{toolResult("c", "mine", `{"again":true}`)}, // its call's arguments are looked up in the same batch
+		{{Role: memory.RoleUser, Source: memory.SourceDirect, Content: "keyed", IdempotencyKey: "k"}},
+		{{Role: memory.RoleUser, Source: memory.SourceDirect, Content: "keyed", IdempotencyKey: "k"}}, // a retry
+	} {
+		before := rt.n.Load()
+		if _, err := s.AppendMemories(ctx, m.ID, batch); err != nil {
+			t.Fatal(err)
+		}
+		if n := rt.n.Load() - before; n != 2 {
+			t.Fatalf("append %d: %d round trips, want 2", i, n)
+		}
+	}
+	_, err := s.AppendMemories(ctx, memory.NewID(), []memory.NewMemory{user("nobody")})
+	wantKind(t, err, errs.NotFound, "")
+	// Every pooled connection is idle (not inside an aborted transaction): a burst of appends works.
+	for i := range 20 {
+		if _, err := s.AppendMemories(ctx, m.ID, []memory.NewMemory{user(fmt.Sprintf("after %d", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := must[[]memory.Memory](t)(s.ListRecentMemories(ctx, m.ID, 1)); got[0].Seq != 25 {
+		t.Fatalf("seq after the burst: %d", got[0].Seq)
 	}
 }
