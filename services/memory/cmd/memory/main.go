@@ -45,7 +45,7 @@ type Config struct {
 	MigrateOnStart bool          `env:"ZOEA_MIGRATE_ON_START"`
 	// FTSIndexInterval > 0: tool results are full-text indexed by a background indexer running this often (they
 	// become searchable within about one interval); 0: every row is indexed in its own append.
-	FTSIndexInterval time.Duration `env:"ZOEA_FTS_INDEX_INTERVAL" envDefault:"1s"`
+	FTSIndexInterval time.Duration `env:"ZOEA_FTS_INDEX_INTERVAL" envDefault:"500ms"`
 }
 
 func main() {

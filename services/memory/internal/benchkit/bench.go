@@ -52,7 +52,7 @@ func BenchMain(ctx context.Context, log *slog.Logger, dbURL string, args []strin
 	clients := fs.Int("clients", 16, "concurrent clients of the 1–2-row append test")
 	smallCalls := fs.Int("small-calls", 300, "1–2-row appends per client")
 	bcast10k := fs.Int("broadcasts-10k", 5, "10,000-target broadcasts to record (needs 10,000 seeded myses)")
-	ftsInterval := fs.Duration("fts-index-interval", time.Second, "as ZOEA_FTS_INDEX_INTERVAL: > 0 indexes tool results in a background indexer running this often, 0 in their appends")
+	ftsInterval := fs.Duration("fts-index-interval", 500*time.Millisecond, "as ZOEA_FTS_INDEX_INTERVAL: > 0 indexes tool results in a background indexer running this often, 0 in their appends")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
