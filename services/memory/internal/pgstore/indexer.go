@@ -67,13 +67,24 @@ type Indexer struct {
 }
 
 // Run indexes everything pending once at start and again on every tick, until ctx ends. A pass repeats
-// IndexPending until a batch comes back short, so a backlog is drained in one pass. Errors are logged and retried
-// on the next tick (Postgres may be restarting).
+// IndexPending until a batch comes back short, so a backlog is drained in one pass. Errors are retried on the next
+// tick (Postgres may be restarting, or the schema not migrated yet); a failure is logged when it starts or changes,
+// and the recovery once, so a down database does not log twice a second.
 func (x *Indexer) Run(ctx context.Context, ticks <-chan time.Time) {
+	failing := ""
 	for {
 		n, err := x.pass(ctx)
-		if err != nil && ctx.Err() == nil && x.Log != nil {
-			x.Log.Warn("full-text indexer pass failed; retrying on the next tick", "err", err, "indexed", n)
+		switch {
+		case err != nil && ctx.Err() == nil && err.Error() != failing:
+			failing = err.Error()
+			if x.Log != nil {
+				x.Log.Warn("full-text indexer pass failed; retrying on every tick", "err", err, "indexed", n)
+			}
+		case err == nil && failing != "":
+			failing = ""
+			if x.Log != nil {
+				x.Log.Info("full-text indexer recovered", "indexed", n)
+			}
 		}
 		if x.Passed != nil {
 			x.Passed(n, err)
