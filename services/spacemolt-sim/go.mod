@@ -6,6 +6,7 @@ require (
 	github.com/caarlos0/env/v11 v11.4.2
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	golang.org/x/sync v0.20.0
+	golang.org/x/time v0.16.0
 )
 
 require (
@@ -15,5 +16,4 @@ require (
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
 	golang.org/x/oauth2 v0.35.0 // indirect
 	golang.org/x/sys v0.41.0 // indirect
-	golang.org/x/time v0.15.0 // indirect
 )
