@@ -7,6 +7,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -20,9 +21,9 @@ func TestRetryable(t *testing.T) {
 		{&pgconn.PgError{Code: "57P03", Message: "the database system is starting up"}, true},
 		{&pgconn.PgError{Code: "08006"}, true},
 		{&pgconn.PgError{Code: "53300"}, true},
-		{&pgconn.PgError{Code: "40001"}, true},
-		{&pgconn.PgError{Code: "57014"}, false}, // query_canceled: the caller's own doing
-		{&pgconn.PgError{Code: "23505"}, false},
+		{&pgconn.PgError{Code: pgerrcode.SerializationFailure}, true},
+		{&pgconn.PgError{Code: pgerrcode.QueryCanceled}, false}, // query_canceled: the caller's own doing
+		{&pgconn.PgError{Code: pgerrcode.UniqueViolation}, false},
 		{&pgconn.PgError{Code: "42601"}, false},
 		{errors.New("boom"), false},
 		{context.Canceled, false},

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -223,7 +224,7 @@ func deliver(ctx context.Context, tx pgx.Tx, b memory.Broadcast, targets []strin
 		}
 		fresh, err := collectMemories(rows, "deliver broadcast")
 		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "memories_broadcast_delivery_key" {
+		if errors.As(err, &pe) && pe.Code == pgerrcode.UniqueViolation && pe.ConstraintName == "memories_broadcast_delivery_key" {
 			return d, errRetryDelivery
 		}
 		if err != nil {
