@@ -116,7 +116,7 @@ func SeedMain(ctx context.Context, log *slog.Logger, dbURL string, args []string
 	rest := *nMem - longTotal
 	nRest := int64(*nMyses - len(longSizes))
 	for i := range *nMyses {
-		m := memory.Mysis{ID: memory.NewID(), Provider: memory.ProviderAutopilot, SystemPrompt: systemPrompt,
+		m := memory.Mysis{ID: memory.NewID(), Provider: "autopilot", SystemPrompt: systemPrompt,
 			State: memory.StateIdle, CreatedAt: begin}
 		var n int64
 		if i < len(longSizes) {

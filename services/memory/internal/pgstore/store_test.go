@@ -95,7 +95,7 @@ func uniqueName(t testing.TB) string {
 func mkMysis(t testing.TB, s *pgstore.Store) memory.Mysis {
 	t.Helper()
 	m, err := s.CreateMysis(context.Background(), memory.NewMysis{
-		Name: uniqueName(t), Provider: memory.ProviderOllama, Model: "qwen3:8b", Temperature: 0.7, SystemPrompt: "You are a mysis.",
+		Name: uniqueName(t), Provider: "ollama", Model: "qwen3:8b", Temperature: 0.7, SystemPrompt: "You are a mysis.",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +173,7 @@ func TestMysisLifecycle(t *testing.T) {
 
 	model, temp := "llama3.2", 1.5
 	up := must[memory.Mysis](t)(s.UpdateMysisConfig(ctx, m.ID, memory.ConfigPatch{Model: &model, Temperature: &temp}))
-	if up.Model != model || up.Temperature != temp || up.Provider != memory.ProviderOllama || up.SystemPrompt != "You are a mysis." {
+	if up.Model != model || up.Temperature != temp || up.Provider != "ollama" || up.SystemPrompt != "You are a mysis." {
 		t.Fatalf("update: %+v", up)
 	}
 	if !up.UpdatedAt.After(m.UpdatedAt) && !up.UpdatedAt.Equal(m.UpdatedAt) {

@@ -67,3 +67,21 @@ func TestResolveAcceptsEveryUUIDSpelling(t *testing.T) {
 		}
 	}
 }
+
+// autopilotMysis is a memory service holding one autopilot mysis; a config update would panic (embedded nil).
+type autopilotMysis struct{ memoryv1.MemoryServiceClient }
+
+func (autopilotMysis) GetMysisByName(context.Context, *memoryv1.GetMysisByNameRequest, ...grpc.CallOption) (*memoryv1.GetMysisByNameResponse, error) {
+	return &memoryv1.GetMysisByNameResponse{Mysis: &memoryv1.Mysis{Id: "0b8c7d2e-1f3a-4b5c-9d6e-7f8091a2b3c4", Name: "scout", Provider: "autopilot"}}, nil
+}
+
+// Memory stores the provider as an opaque name, so the runner refuses a switch to a provider that needs a model
+// when none is given and none is configured.
+func TestConfigureRequiresAModelForModelProviders(t *testing.T) {
+	s := New(autopilotMysis{}, nil, nil, noLive{}, Defaults{Provider: "autopilot", Providers: []string{"autopilot", "openai"}})
+	openai := "openai"
+	_, err := s.ConfigureMysis(context.Background(), &runnerv1.ConfigureMysisRequest{Mysis: "scout", Provider: &openai})
+	if errs.KindOf(err) != errs.Invalid || errs.FieldOf(err) != "model" {
+		t.Fatalf("switch to openai without a model: %v, want Invalid naming model", err)
+	}
+}

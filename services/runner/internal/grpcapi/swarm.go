@@ -305,6 +305,10 @@ func (s *Server) ConfigureMysis(ctx context.Context, req *runnerv1.ConfigureMysi
 		if up.Model != nil {
 			model = up.GetModel()
 		}
+		// The runner owns the provider rules (memory stores the name as given): only autopilot runs without a model.
+		if model == "" && provider != "autopilot" {
+			return nil, errs.InvalidField("model", "required: provider %q has no default model", provider)
+		}
 		if err := s.checkServes(ctx, provider, model); err != nil {
 			return nil, err
 		}
