@@ -58,11 +58,11 @@ func dbErr(err error, what string) error {
 		case pgerrcode.UniqueViolation:
 			switch pe.ConstraintName {
 			case "myses_name_key":
-				return &errs.Error{Kind: errs.Exists, Msg: "a mysis with this name already exists", Err: err}
+				return &errs.Error{Kind: errs.Exists, Msg: "a mysis with this name already exists", Err: err, Reason: errs.ReasonMysisNameTaken}
 			case "accounts_pkey":
-				return &errs.Error{Kind: errs.Exists, Msg: "an account with this username already exists", Err: err}
+				return &errs.Error{Kind: errs.Exists, Msg: "an account with this username already exists", Err: err, Reason: errs.ReasonAccountUsernameTaken}
 			case "accounts_mysis_id_key":
-				return &errs.Error{Kind: errs.Conflict, Msg: "the mysis already holds an account", Err: err}
+				return &errs.Error{Kind: errs.Conflict, Msg: "the mysis already holds an account", Err: err, Reason: errs.ReasonAccountAlreadyBound}
 			case "broadcasts_pkey":
 				return &errs.Error{Kind: errs.Exists, Msg: "broadcast already exists", Err: err}
 			}
