@@ -32,18 +32,36 @@ const (
 	Aborted
 )
 
-// Reasons are stable, machine-readable causes carried to clients in a gRPC ErrorInfo, so a client can switch on them
-// instead of parsing messages. A Kind alone gives the generic reason below.
+// Reasons are stable, machine-readable causes carried to clients in a gRPC ErrorInfo (domain "zoea.dev"), so a client
+// can switch on them instead of parsing messages. This list is the one place they are defined; docs/ERRORS.md
+// describes them for API users. A reason is never renamed or reused; new ones are added here and there.
+//
+// A Kind alone gives its generic reason:
 const (
-	ReasonInvalidArgument = "INVALID_ARGUMENT"
-	ReasonNotFound        = "NOT_FOUND"
-	ReasonAlreadyExists   = "ALREADY_EXISTS"
-	ReasonConflict        = "STATE_CONFLICT"
-	ReasonUnavailable     = "DEPENDENCY_UNAVAILABLE"
-	ReasonTimeout         = "TIMEOUT"
-	ReasonUnauthenticated = "UNAUTHENTICATED"
-	ReasonAborted         = "CONCURRENT_UPDATE"
-	ReasonInternal        = "INTERNAL"
+	ReasonInvalidArgument = "INVALID_ARGUMENT"       // InvalidArgument: BadRequest names the field
+	ReasonNotFound        = "NOT_FOUND"              // NotFound
+	ReasonAlreadyExists   = "ALREADY_EXISTS"         // AlreadyExists
+	ReasonConflict        = "STATE_CONFLICT"         // FailedPrecondition: change the state first, do not retry as is
+	ReasonUnavailable     = "DEPENDENCY_UNAVAILABLE" // Unavailable: retry later with backoff
+	ReasonTimeout         = "TIMEOUT"                // DeadlineExceeded
+	ReasonUnauthenticated = "UNAUTHENTICATED"        // Unauthenticated
+	ReasonAborted         = "CONCURRENT_UPDATE"      // Aborted: a concurrent transaction won; retry at once
+	ReasonInternal        = "INTERNAL"               // Internal: a bug; logged in full on the server
+)
+
+// Specific reasons refine a kind where a client acts differently on the cause:
+const (
+	// ReasonMysisNameTaken (AlreadyExists): another mysis has this name.
+	ReasonMysisNameTaken = "MYSIS_NAME_TAKEN"
+	// ReasonAccountUsernameTaken (AlreadyExists): the account pool already has this username.
+	ReasonAccountUsernameTaken = "ACCOUNT_USERNAME_TAKEN"
+	// ReasonAccountAlreadyBound (FailedPrecondition): the mysis already holds an account.
+	ReasonAccountAlreadyBound = "ACCOUNT_ALREADY_BOUND"
+	// ReasonSecretKeyMissing (FailedPrecondition): the memory service has no ZOEA_SECRET_KEY, so account passwords
+	// cannot be stored or read.
+	ReasonSecretKeyMissing = "SECRET_KEY_MISSING"
+	// ReasonStateChanged (FailedPrecondition): a compare-and-set state change found another state; re-read and decide.
+	ReasonStateChanged = "STATE_CHANGED"
 )
 
 // Error is a classified error.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -16,14 +17,14 @@ func TestRetryable(t *testing.T) {
 		want bool
 	}{
 		{fmt.Errorf("list myses: %w", io.ErrUnexpectedEOF), true},
-		{&pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}, true},
-		{&pgconn.PgError{Code: "57P03", Message: "the database system is starting up"}, true},
-		{&pgconn.PgError{Code: "08006"}, true},
-		{&pgconn.PgError{Code: "53300"}, true},
-		{&pgconn.PgError{Code: "40001"}, true},
-		{&pgconn.PgError{Code: "57014"}, false}, // query_canceled: the caller's own doing
-		{&pgconn.PgError{Code: "23505"}, false},
-		{&pgconn.PgError{Code: "42601"}, false},
+		{&pgconn.PgError{Code: pgerrcode.AdminShutdown, Message: "terminating connection due to administrator command"}, true},
+		{&pgconn.PgError{Code: pgerrcode.CannotConnectNow, Message: "the database system is starting up"}, true},
+		{&pgconn.PgError{Code: pgerrcode.ConnectionFailure}, true},
+		{&pgconn.PgError{Code: pgerrcode.TooManyConnections}, true},
+		{&pgconn.PgError{Code: pgerrcode.SerializationFailure}, true},
+		{&pgconn.PgError{Code: pgerrcode.QueryCanceled}, false}, // the caller's own doing
+		{&pgconn.PgError{Code: pgerrcode.UniqueViolation}, false},
+		{&pgconn.PgError{Code: pgerrcode.SyntaxError}, false},
 		{errors.New("boom"), false},
 		{context.Canceled, false},
 		{nil, false},

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +12,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/propagation"
+
+	"github.com/zoeaswarm/zoea/libs/retry"
 )
 
 // Names of the NATS resources. They are part of Zoea's wire protocol: changing one is a breaking change.
@@ -385,23 +386,6 @@ func (b *Bus) bucket() jetstream.KeyValue {
 	return b.kv
 }
 
-// backoff is capped exponential backoff with jitter: base·2^(attempt-1), ±20%, at most maxDelay.
-func backoff(attempt int, base, maxDelay time.Duration) time.Duration {
-	if attempt < 1 {
-		attempt = 1
-	}
-	d := base
-	for i := 1; i < attempt && d < maxDelay; i++ {
-		d *= 2
-	}
-	d = min(d, maxDelay)
-	jitter := time.Duration(rand.Int64N(int64(d)/5 + 1))
-	if rand.IntN(2) == 0 {
-		return d - jitter
-	}
-	return min(d+jitter, maxDelay)
-}
-
 func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -420,4 +404,10 @@ func cmpErr(errs ...error) error {
 		}
 	}
 	return nil
+}
+
+// backoff is the delay after the attempt-th consecutive failure: the shared retry rule (libs/retry) with up to
+// 20% jitter downwards, from base up to maxDelay.
+func backoff(attempt int, base, maxDelay time.Duration) time.Duration {
+	return retry.Policy{Initial: base, Max: maxDelay, Jitter: 0.2}.Delay(attempt)
 }

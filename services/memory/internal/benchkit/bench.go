@@ -475,7 +475,7 @@ func (b *bencher) appends(rows, batch, appenders, singleN int) error {
 	stamp := time.Now().Format("150405")
 	var ids []string
 	for i := range appenders {
-		m, err := b.store.CreateMysis(b.ctx, memory.NewMysis{SystemPrompt: "You are a mysis.", Name: fmt.Sprintf("bench-append-%s-%d", stamp, i), Provider: memory.ProviderAutopilot})
+		m, err := b.store.CreateMysis(b.ctx, memory.NewMysis{SystemPrompt: "You are a mysis.", Name: fmt.Sprintf("bench-append-%s-%d", stamp, i), Provider: "autopilot"})
 		if err != nil {
 			return err
 		}

@@ -220,7 +220,7 @@ func planMyses(cfg seedConfig, begin time.Time) []seedJob {
 	rest := cfg.memories - longTotal
 	nRest := int64(cfg.myses - len(cfg.longSizes))
 	for i := range cfg.myses {
-		m := memory.Mysis{ID: memory.NewID(), Provider: memory.ProviderAutopilot, SystemPrompt: systemPrompt,
+		m := memory.Mysis{ID: memory.NewID(), Provider: "autopilot", SystemPrompt: systemPrompt,
 			State: memory.StateIdle, CreatedAt: begin}
 		var n int64
 		if i < len(cfg.longSizes) {

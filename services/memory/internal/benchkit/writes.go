@@ -20,7 +20,7 @@ func (b *bencher) smallAppends(clients, calls int) error {
 	ids := make([]string, clients)
 	for i := range ids {
 		m, err := b.store.CreateMysis(b.ctx, memory.NewMysis{SystemPrompt: "You are a mysis.",
-			Name: fmt.Sprintf("bench-small-%s-%d", stamp, i), Provider: memory.ProviderAutopilot})
+			Name: fmt.Sprintf("bench-small-%s-%d", stamp, i), Provider: "autopilot"})
 		if err != nil {
 			return err
 		}

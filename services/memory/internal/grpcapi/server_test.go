@@ -132,8 +132,8 @@ func TestStatusCodesForBadInput(t *testing.T) {
 			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{SystemPrompt: "You are a mysis.", Name: "codes", Provider: "autopilot"})
 			return err
 		}, codes.AlreadyExists, ""},
-		{"create bad provider", func() error {
-			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{SystemPrompt: "You are a mysis.", Name: "x", Provider: "skynet"})
+		{"create malformed provider", func() error {
+			_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{SystemPrompt: "You are a mysis.", Name: "x", Provider: "Sky Net"})
 			return err
 		}, codes.InvalidArgument, "provider"},
 		{"get malformed", func() error {

@@ -62,12 +62,9 @@ const (
 // Valid reports whether s is a concrete source.
 func (s Source) Valid() bool { return s >= SourceDirect && s <= SourceSystem }
 
-// Provider names accepted for a mysis.
-const (
-	ProviderOllama    = "ollama"
-	ProviderOpenAI    = "openai"
-	ProviderAutopilot = "autopilot"
-)
+// MaxProviderBytes bounds a mysis's provider name. Which providers exist, and which need a model, is the runner's
+// rule (it validates both before it stores a mysis); memory stores the name as an opaque identifier.
+const MaxProviderBytes = 32
 
 // Mysis is one agent of the swarm as stored.
 type Mysis struct {

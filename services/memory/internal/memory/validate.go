@@ -80,18 +80,11 @@ func ValidateName(field, name string) error {
 }
 
 func validateConfig(m NewMysis) error {
-	switch m.Provider {
-	case ProviderOllama, ProviderOpenAI, ProviderAutopilot:
-	case "":
-		return errs.InvalidField("provider", "required (ollama, openai or autopilot)")
-	default:
-		return errs.InvalidField("provider", "unknown provider %q (ollama, openai or autopilot)", truncate(m.Provider, 32))
+	if err := checkProvider(m.Provider); err != nil {
+		return err
 	}
 	if err := CheckText("model", m.Model, MaxShortFieldBytes); err != nil {
 		return err
-	}
-	if m.Model == "" && m.Provider != ProviderAutopilot {
-		return errs.InvalidField("model", "required for provider %s", m.Provider)
 	}
 	if math.IsNaN(m.Temperature) || m.Temperature < 0 || m.Temperature > MaxTemperature {
 		return errs.InvalidField("temperature", "must be between 0 and 2")
@@ -104,6 +97,24 @@ func validateConfig(m NewMysis) error {
 		return errs.InvalidField("system_prompt", "too long: %d bytes, at most %d (about 4,000 tokens) so that the model's context budget keeps room for the conversation", len(m.SystemPrompt), MaxSystemPromptBytes)
 	}
 	return CheckText("system_prompt", m.SystemPrompt, MaxSystemPromptBytes)
+}
+
+// checkProvider is memory's whole rule for a provider name: an identifier of 1–MaxProviderBytes lower-case letters,
+// digits, '_', '-' or '.', starting with a letter or digit. Whether the runner knows it is the runner's question.
+func checkProvider(p string) error {
+	if p == "" {
+		return errs.InvalidField("provider", "required")
+	}
+	if len(p) > MaxProviderBytes {
+		return errs.InvalidField("provider", "too long: %d bytes, at most %d", len(p), MaxProviderBytes)
+	}
+	for i, r := range p {
+		ok := r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || i > 0 && (r == '_' || r == '-' || r == '.')
+		if !ok {
+			return errs.InvalidField("provider", "%q is not a provider name: lower-case letters, digits, '_', '-' or '.', starting with a letter or digit", truncate(p, MaxProviderBytes))
+		}
+	}
+	return nil
 }
 
 // ValidateStateChange checks a lifecycle transition.

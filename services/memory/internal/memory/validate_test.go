@@ -125,15 +125,34 @@ func TestValidateNewMemoriesFieldPaths(t *testing.T) {
 }
 
 func TestConfigPatchValidatesTheResult(t *testing.T) {
-	base := memory.NewMysis{SystemPrompt: "You are a mysis.", Name: "m", Provider: memory.ProviderAutopilot}
-	openai := memory.ProviderOpenAI
-	if _, err := (memory.ConfigPatch{Provider: &openai}).Apply(base); errs.FieldOf(err) != "model" {
-		t.Fatalf("switching to openai without a model: %v", err)
+	base := memory.NewMysis{SystemPrompt: "You are a mysis.", Name: "m", Provider: "autopilot"}
+	bad := "Open AI"
+	if _, err := (memory.ConfigPatch{Provider: &bad}).Apply(base); errs.FieldOf(err) != "provider" {
+		t.Fatalf("switching to a malformed provider: %v", err)
 	}
-	model := "gpt-4o-mini"
+	openai, model := "openai", "gpt-4o-mini"
 	got, err := memory.ConfigPatch{Provider: &openai, Model: &model}.Apply(base)
 	if err != nil || got.Provider != openai || got.Model != model || got.Name != "m" {
 		t.Fatalf("%+v %v", got, err)
+	}
+}
+
+// The provider is an opaque identifier here: which providers exist and which need a model is the runner's rule.
+func TestProviderIsAnOpaqueIdentifier(t *testing.T) {
+	base := memory.NewMysis{SystemPrompt: "You are a mysis.", Name: "m"}
+	for _, p := range []string{"autopilot", "ollama", "openai", "vllm", "my-gateway.v2", "a_b", strings.Repeat("x", memory.MaxProviderBytes)} {
+		m := base
+		m.Provider = p // no model: whether one is needed is not memory's question
+		if err := memory.ValidateNewMysis(m); err != nil {
+			t.Errorf("provider %q: %v", p, err)
+		}
+	}
+	for _, p := range []string{"", "OpenAI", "open ai", "-x", ".x", "_x", "x/y", "ollama\x00", "é", strings.Repeat("x", memory.MaxProviderBytes+1)} {
+		m := base
+		m.Provider = p
+		if err := memory.ValidateNewMysis(m); errs.FieldOf(err) != "provider" || errs.KindOf(err) != errs.Invalid {
+			t.Errorf("provider %q: %v, want Invalid naming provider", p, err)
+		}
 	}
 }
 
@@ -163,7 +182,7 @@ func FuzzValidateNewMemory(f *testing.F) {
 
 // A prompt the composer could never use is refused at create and configure time, with the reason.
 func TestSystemPromptBounds(t *testing.T) {
-	base := memory.NewMysis{Name: "p", Provider: memory.ProviderAutopilot}
+	base := memory.NewMysis{Name: "p", Provider: "autopilot"}
 	for prompt, want := range map[string]string{
 		"":                         "required",
 		" \n\t":                    "required",
@@ -177,7 +196,7 @@ func TestSystemPromptBounds(t *testing.T) {
 			t.Errorf("prompt of %d bytes: %v, want system_prompt %s", len(prompt), err, want)
 		}
 		empty := ""
-		if _, err := (memory.ConfigPatch{SystemPrompt: &empty}).Apply(memory.NewMysis{Name: "p", Provider: memory.ProviderAutopilot, SystemPrompt: "ok"}); errs.FieldOf(err) != "system_prompt" {
+		if _, err := (memory.ConfigPatch{SystemPrompt: &empty}).Apply(memory.NewMysis{Name: "p", Provider: "autopilot", SystemPrompt: "ok"}); errs.FieldOf(err) != "system_prompt" {
 			t.Errorf("configure to an empty prompt: %v", err)
 		}
 	}

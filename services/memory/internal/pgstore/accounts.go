@@ -12,7 +12,8 @@ import (
 
 // errNoKey is returned by every call that must encrypt or decrypt a password when no key is configured.
 func errNoKey() error {
-	return errs.Conflictf("ZOEA_SECRET_KEY is not set: accounts cannot be stored or read (set a 32-byte key as hex or base64)")
+	return &errs.Error{Kind: errs.Conflict, Reason: errs.ReasonSecretKeyMissing,
+		Msg: "ZOEA_SECRET_KEY is not set: accounts cannot be stored or read (set a 32-byte key as hex or base64)"}
 }
 
 const accountCols = `a.username, a.password_enc, a.empire, coalesce(a.mysis_id::text, ''), a.created_at`
@@ -66,7 +67,7 @@ func (s *Store) CreateAccount(ctx context.Context, a memory.Account) (memory.Acc
 			WHERE a.mysis_id = EXCLUDED.mysis_id
 		RETURNING `+accountCols, a.Username, enc, a.Empire, nullable(a.MysisID)).Scan(r.dest()...)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return memory.Account{}, &errs.Error{Kind: errs.Exists, Msg: "an account with this username already exists"}
+		return memory.Account{}, &errs.Error{Kind: errs.Exists, Msg: "an account with this username already exists", Reason: errs.ReasonAccountUsernameTaken}
 	}
 	if err != nil {
 		return memory.Account{}, dbErr(err, "create account")

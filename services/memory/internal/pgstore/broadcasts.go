@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -231,7 +232,7 @@ func deliver(ctx context.Context, tx pgx.Tx, b memory.Broadcast, targets []strin
 		fresh, err := collectMemories(rows, "deliver broadcast")
 		var pe *pgconn.PgError
 		// On the partitioned table (00008) the violated index is a partition's copy, named <index>_pNN.
-		if errors.As(err, &pe) && pe.Code == "23505" && strings.HasPrefix(pe.ConstraintName, "memories_broadcast_delivery_key") {
+		if errors.As(err, &pe) && pe.Code == pgerrcode.UniqueViolation && strings.HasPrefix(pe.ConstraintName, "memories_broadcast_delivery_key") {
 			return d, errRetryDelivery
 		}
 		if err != nil {

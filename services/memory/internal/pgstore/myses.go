@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -171,7 +172,8 @@ func (s *Store) SetMysisState(ctx context.Context, id string, c memory.StateChan
 		if err != nil {
 			return memory.Mysis{}, "", dbErr(err, "set mysis state")
 		}
-		return memory.Mysis{}, "", errs.Conflictf("mysis %s is %s, not %s: state unchanged", id, cur, c.Expected)
+		return memory.Mysis{}, "", &errs.Error{Kind: errs.Conflict, Reason: errs.ReasonStateChanged,
+			Msg: fmt.Sprintf("mysis %s is %s, not %s: state unchanged", id, cur, c.Expected)}
 	}
 	if err != nil {
 		return memory.Mysis{}, "", dbErr(err, "set mysis state")

@@ -1,6 +1,7 @@
 // Package pgstore keeps the memory service's data in Postgres. Its SQL lives next to the methods that run it, is
 // always parameterised, and every Postgres failure leaves here as an errs kind (unique violation → Exists, unknown
-// reference → NotFound, unreachable server → Unavailable), so callers never see pgx types.
+// reference → NotFound, a lost serialization race or deadlock → Aborted, unreachable server → Unavailable), so
+// callers never see pgx types.
 package pgstore
 
 import (
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -68,27 +70,30 @@ func dbErr(err error, what string) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch pe.Code {
-		case "23505": // unique_violation
+		case pgerrcode.UniqueViolation:
 			switch pe.ConstraintName {
 			case "myses_name_key":
-				return &errs.Error{Kind: errs.Exists, Msg: "a mysis with this name already exists", Err: err}
+				return &errs.Error{Kind: errs.Exists, Msg: "a mysis with this name already exists", Err: err, Reason: errs.ReasonMysisNameTaken}
 			case "accounts_pkey":
-				return &errs.Error{Kind: errs.Exists, Msg: "an account with this username already exists", Err: err}
+				return &errs.Error{Kind: errs.Exists, Msg: "an account with this username already exists", Err: err, Reason: errs.ReasonAccountUsernameTaken}
 			case "accounts_mysis_id_key":
-				return &errs.Error{Kind: errs.Conflict, Msg: "the mysis already holds an account", Err: err}
+				return &errs.Error{Kind: errs.Conflict, Msg: "the mysis already holds an account", Err: err, Reason: errs.ReasonAccountAlreadyBound}
 			case "broadcasts_pkey":
 				return &errs.Error{Kind: errs.Exists, Msg: "broadcast already exists", Err: err}
 			}
 			return &errs.Error{Kind: errs.Exists, Msg: what + " already exists", Err: err}
-		case "23503": // foreign_key_violation: the only references are to myses
+		case pgerrcode.ForeignKeyViolation: // the only references are to myses
 			return &errs.Error{Kind: errs.NotFound, Msg: "mysis not found", Err: err}
-		case "22021", "22P05": // character_not_in_repertoire, untranslatable_character
+		case pgerrcode.CharacterNotInRepertoire, pgerrcode.UntranslatableCharacter:
 			return &errs.Error{Kind: errs.Invalid, Msg: "text Postgres cannot store (NUL byte or invalid UTF-8)", Err: err}
-		case "22P02": // invalid_text_representation (a malformed uuid that slipped past validation)
+		case pgerrcode.InvalidTextRepresentation: // a malformed uuid that slipped past validation
 			return &errs.Error{Kind: errs.Invalid, Msg: "malformed value", Err: err}
-		case "40001", "40P01", "55P03": // serialization failure, deadlock, lock not available: retry later
-			return errs.Unavailablef(err, "%s: concurrent update, retry", what)
-		case "XX000":
+		case pgerrcode.SerializationFailure, pgerrcode.DeadlockDetected:
+			// A concurrent transaction won: the same call retried at once will usually succeed.
+			return errs.Abortedf(err, "%s: concurrent update, retry", what)
+		case pgerrcode.LockNotAvailable: // a lock wait timed out: the other holder may take a while
+			return errs.Unavailablef(err, "%s: busy, retry later", what)
+		case pgerrcode.InternalError:
 			// The one internal error a caller can cause: a search with too many operators for the parser.
 			if strings.Contains(pe.Message, "tsquery stack too small") {
 				return &errs.Error{Kind: errs.Invalid, Field: "query", Msg: "too many operators (such as -word) to search for", Err: err}

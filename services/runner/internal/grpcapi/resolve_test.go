@@ -17,9 +17,11 @@ import (
 type noMyses struct {
 	memoryv1.MemoryServiceClient
 	byName int
+	ids    []string // ids asked for by GetMysis
 }
 
-func (n *noMyses) GetMysis(context.Context, *memoryv1.GetMysisRequest, ...grpc.CallOption) (*memoryv1.GetMysisResponse, error) {
+func (n *noMyses) GetMysis(_ context.Context, req *memoryv1.GetMysisRequest, _ ...grpc.CallOption) (*memoryv1.GetMysisResponse, error) {
+	n.ids = append(n.ids, req.GetMysisId())
 	return nil, status.Error(codes.NotFound, "mysis not found")
 }
 
@@ -41,5 +43,45 @@ func TestResolveUnknownIDAndName(t *testing.T) {
 	}
 	if mem.byName != 1 {
 		t.Errorf("name lookups = %d, want 1 (only for the name)", mem.byName)
+	}
+}
+
+// Any spelling of a UUID (upper case, no dashes, braces, urn:uuid:) is an id, asked of memory in canonical form.
+func TestResolveAcceptsEveryUUIDSpelling(t *testing.T) {
+	mem := &noMyses{}
+	s := New(mem, nil, nil, noLive{}, Defaults{Provider: "autopilot"})
+	const canonical = "0b8c7d2e-1f3a-4b5c-9d6e-7f8091a2b3c4"
+	refs := []string{canonical, "0B8C7D2E-1F3A-4B5C-9D6E-7F8091A2B3C4", "0b8c7d2e1f3a4b5c9d6e7f8091a2b3c4",
+		"{0b8c7d2e-1f3a-4b5c-9d6e-7f8091a2b3c4}", "urn:uuid:0b8c7d2e-1f3a-4b5c-9d6e-7f8091a2b3c4"}
+	for _, ref := range refs {
+		if _, err := s.GetMysis(context.Background(), &runnerv1.GetMysisRequest{Mysis: ref}); !errs.Is(err, errs.NotFound) {
+			t.Errorf("%s: %v, want NotFound", ref, err)
+		}
+	}
+	if len(mem.ids) != len(refs) || mem.byName != 0 {
+		t.Fatalf("id lookups %v, name lookups %d: every ref is an id", mem.ids, mem.byName)
+	}
+	for _, id := range mem.ids {
+		if id != canonical {
+			t.Errorf("memory asked for %q, want the canonical %q", id, canonical)
+		}
+	}
+}
+
+// autopilotMysis is a memory service holding one autopilot mysis; a config update would panic (embedded nil).
+type autopilotMysis struct{ memoryv1.MemoryServiceClient }
+
+func (autopilotMysis) GetMysisByName(context.Context, *memoryv1.GetMysisByNameRequest, ...grpc.CallOption) (*memoryv1.GetMysisByNameResponse, error) {
+	return &memoryv1.GetMysisByNameResponse{Mysis: &memoryv1.Mysis{Id: "0b8c7d2e-1f3a-4b5c-9d6e-7f8091a2b3c4", Name: "scout", Provider: "autopilot"}}, nil
+}
+
+// Memory stores the provider as an opaque name, so the runner refuses a switch to a provider that needs a model
+// when none is given and none is configured.
+func TestConfigureRequiresAModelForModelProviders(t *testing.T) {
+	s := New(autopilotMysis{}, nil, nil, noLive{}, Defaults{Provider: "autopilot", Providers: []string{"autopilot", "openai"}})
+	openai := "openai"
+	_, err := s.ConfigureMysis(context.Background(), &runnerv1.ConfigureMysisRequest{Mysis: "scout", Provider: &openai})
+	if errs.KindOf(err) != errs.Invalid || errs.FieldOf(err) != "model" {
+		t.Fatalf("switch to openai without a model: %v, want Invalid naming model", err)
 	}
 }

@@ -5,10 +5,10 @@ package grpcapi
 
 import (
 	"context"
-	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/google/uuid"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -80,15 +80,13 @@ func New(memory memoryv1.MemoryServiceClient, composer composerv1.ComposerServic
 	return &Server{memory: memory, composer: composer, wakes: wakes, live: live, defaults: d}
 }
 
-var uuidRe = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-
-// resolve finds a mysis by id or name.
+// resolve finds a mysis by id (any spelling uuid.Parse accepts, sent on in canonical form) or name.
 func (s *Server) resolve(ctx context.Context, ref string) (*memoryv1.Mysis, error) {
 	if ref == "" {
 		return nil, errs.InvalidField("mysis", "required: a mysis id or name")
 	}
-	if uuidRe.MatchString(ref) {
-		resp, err := s.memory.GetMysis(ctx, &memoryv1.GetMysisRequest{MysisId: ref})
+	if id, err := uuid.Parse(ref); err == nil {
+		resp, err := s.memory.GetMysis(ctx, &memoryv1.GetMysisRequest{MysisId: id.String()})
 		if err == nil {
 			return resp.GetMysis(), nil
 		}
@@ -306,6 +304,10 @@ func (s *Server) ConfigureMysis(ctx context.Context, req *runnerv1.ConfigureMysi
 		}
 		if up.Model != nil {
 			model = up.GetModel()
+		}
+		// The runner owns the provider rules (memory stores the name as given): only autopilot runs without a model.
+		if model == "" && provider != "autopilot" {
+			return nil, errs.InvalidField("model", "required: provider %q has no default model", provider)
 		}
 		if err := s.checkServes(ctx, provider, model); err != nil {
 			return nil, err

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 )
 
@@ -109,7 +111,11 @@ func (m *Manager) Run(ctx context.Context) error {
 	bg.Add(3)
 	go func() {
 		defer bg.Done()
-		_ = m.leases.Watch(ctx, m.onLease)
+		// The watch retries on its own until ctx ends; any other end is a bug worth an error log, and take-overs
+		// then rest on the periodic scan alone.
+		if err := m.leases.Watch(ctx, m.onLease); err != nil && ctx.Err() == nil {
+			m.log.Error("lease watch ended; free leases are now found by the periodic scan only", "err", err)
+		}
 	}()
 	go func() {
 		defer bg.Done()
@@ -317,27 +323,22 @@ func (m *Manager) renewer(ctx context.Context) {
 // renewAll renews every lease this replica runs, many at once: one by one, a thousand KV round trips on a busy
 // machine can take longer than the TTL, and the leases would expire while being renewed.
 func (m *Manager) renewAll(ctx context.Context) (lost []string, firstErr error) {
-	ids := m.Held()
 	var mu sync.Mutex
-	sem := make(chan struct{}, 64)
-	var wg sync.WaitGroup
-	for _, id := range ids {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+	var g errgroup.Group // no shared context: one failed renewal must not cancel the others
+	g.SetLimit(64)
+	for _, id := range m.Held() {
+		g.Go(func() error {
 			gone, err := m.leases.Renew(ctx, id)
-			mu.Lock()
-			defer mu.Unlock()
 			if gone {
+				mu.Lock()
 				lost = append(lost, id)
-			} else if err != nil && firstErr == nil {
-				firstErr = err
+				mu.Unlock()
+				return nil
 			}
-		}()
+			return err
+		})
 	}
-	wg.Wait()
-	return lost, firstErr
+	return lost, g.Wait()
 }
 
 // shutdown asks every actor to stop at a safe point, waits up to StopGrace, cancels the rest and releases every

@@ -1,34 +1,38 @@
 package llm
 
-import "context"
+import (
+	"context"
+
+	"golang.org/x/sync/semaphore"
+)
 
 // WithLimit returns a Provider that lets at most n Chat calls of p run at once; further callers queue until a slot
 // frees or their context ends. One Ollama box or one API key serves the whole swarm, and a burst of fifty myses
-// waking together should queue here rather than time out there. n <= 0 means no limit.
+// waking together should queue here rather than time out there. The queue is first-in first-out
+// (golang.org/x/sync/semaphore), so a mysis that has waited longest is served first and none starves. n <= 0 means
+// no limit.
 func WithLimit(p Provider, n int) Provider {
 	if n <= 0 {
 		return p
 	}
-	return &limited{next: p, slots: make(chan struct{}, n)}
+	return &limited{next: p, slots: semaphore.NewWeighted(int64(n))}
 }
 
 type limited struct {
 	next  Provider
-	slots chan struct{}
+	slots *semaphore.Weighted
 }
 
 func (l *limited) Name() string { return l.next.Name() }
 
 func (l *limited) Chat(ctx context.Context, req Request) (Response, error) {
-	// Checked first because select picks randomly among ready cases: a cancelled caller must not win a free slot.
+	// Checked first: Acquire takes a free slot even for a context that has already ended.
 	if err := ctx.Err(); err != nil {
 		return Response{}, err
 	}
-	select {
-	case l.slots <- struct{}{}:
-	case <-ctx.Done():
-		return Response{}, ctx.Err()
+	if err := l.slots.Acquire(ctx, 1); err != nil {
+		return Response{}, err
 	}
-	defer func() { <-l.slots }()
+	defer l.slots.Release(1)
 	return l.next.Chat(ctx, req)
 }

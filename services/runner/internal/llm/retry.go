@@ -9,6 +9,8 @@ import (
 	"net"
 	"syscall"
 	"time"
+
+	"github.com/zoeaswarm/zoea/libs/retry"
 )
 
 // RetryOptions tunes WithRetry. The zero value is usable: every unset field takes the default named on it.
@@ -114,13 +116,9 @@ func retried(n int, err error) error {
 // wait is how long to pause after the attempt-th failure, or an error when the server's Retry-After or the
 // context deadline rules out another attempt.
 func (r *retrying) wait(ctx context.Context, attempt int, err error) (time.Duration, error) {
-	backoff := r.opts.BaseDelay << (attempt - 1)
-	if backoff <= 0 || backoff > r.opts.MaxDelay { // <= 0: the shift overflowed
-		backoff = r.opts.MaxDelay
-	}
-	// Equal jitter: half fixed so the wait still grows with every attempt, half random so a swarm that hit the
-	// same rate limit together does not come back together.
-	wait := backoff/2 + time.Duration(r.opts.Rand()*float64(backoff/2))
+	// Equal jitter (the shared rule with half of each delay random): the fixed half keeps the wait growing with
+	// every attempt, the random half keeps a swarm that hit the same rate limit together from coming back together.
+	wait := retry.Policy{Initial: r.opts.BaseDelay, Max: r.opts.MaxDelay, Jitter: 0.5, Rand: r.opts.Rand}.Delay(attempt)
 
 	var se *StatusError
 	if errors.As(err, &se) && se.RetryAfter > 0 {

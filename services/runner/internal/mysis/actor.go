@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/libs/retry"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 )
 
@@ -22,7 +23,9 @@ type Config struct {
 	MaxCallsPerReply int
 	// TurnPause is the wait between autonomous turns (default 2s); a wake cuts it short.
 	TurnPause time.Duration
-	// BackoffMin and BackoffMax bound the exponential retry delay of an errored mysis (default 2s and 2min).
+	// BackoffMin and BackoffMax bound the exponential retry delay of an errored mysis (default 2s and 2min): the
+	// first delay is BackoffMin, each later one doubles up to BackoffMax, and each is jittered down by up to 20%
+	// (libs/retry) so that myses failing together (an LLM outage) do not retry together.
 	BackoffMin, BackoffMax time.Duration
 	// ResumeWindow is how many recent memories are read to find where an interrupted turn stopped (default 50).
 	ResumeWindow int
@@ -96,7 +99,7 @@ type Actor struct {
 	toolList []llm.Tool
 	readOnly map[string]bool // tools whose calls may be re-run on resume
 	prepared bool
-	backoff  time.Duration
+	backoff  *retry.Backoff
 	retryAt  time.Time
 	// lastPrompt is the composer's count of the last request checked against the spend limits.
 	lastPrompt int
@@ -119,6 +122,7 @@ func New(id string, deps Deps, cfg Config) *Actor {
 		pending: map[WakeReason]bool{},
 		sig:     make(chan struct{}, 1),
 		status:  Status{MysisID: id, Owner: cfg.Owner, Credits: -1},
+		backoff: retry.New(retry.Policy{Initial: cfg.BackoffMin, Max: cfg.BackoffMax, Jitter: 0.2}),
 	}
 }
 
@@ -229,7 +233,8 @@ func (a *Actor) Run(ctx context.Context) error {
 			a.metrics.TurnDone(ctx, m, turnOutcome(err))
 			switch {
 			case err == nil:
-				a.backoff, a.retryAt = 0, time.Time{}
+				a.retryAt = time.Time{}
+				a.backoff.Reset()
 				a.wait(ctx, a.cfg.TurnPause)
 			case errors.Is(err, errInterrupted):
 			case ctx.Err() != nil:
@@ -320,14 +325,7 @@ func (a *Actor) fail(ctx context.Context, err error) {
 	a.transition(ctx, StateRunning, StateErrored, truncate(err.Error(), 500), nil)
 }
 
-func (a *Actor) nextBackoff() time.Duration {
-	b := a.backoff
-	if b <= 0 {
-		b = a.cfg.BackoffMin
-	}
-	a.backoff = min(2*b, a.cfg.BackoffMax)
-	return b
-}
+func (a *Actor) nextBackoff() time.Duration { return a.backoff.Next() }
 
 func (a *Actor) noteError(ctx context.Context, err error) {
 	a.log.Warn("mysis error", "err", err)

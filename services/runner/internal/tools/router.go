@@ -216,16 +216,9 @@ func textOf(res *mcp.CallToolResult) string {
 	return strings.Join(parts, "\n")
 }
 
-// sessionExpired reports whether err means the MCP transport session is gone (HTTP 404, JSON-RPC -32600
-// "Session not initialized", or a connection the SDK already closed because of it).
+// sessionExpired reports whether err means the MCP transport session is gone. The SDK reports a server's 404 for
+// a known session id (SpaceMolt's "Session not initialized") as mcp.ErrSessionMissing, and a call on a connection
+// it already closed because of that as mcp.ErrConnectionClosed.
 func sessionExpired(err error) bool {
-	if err == nil {
-		return false
-	}
-	if errors.Is(err, mcp.ErrSessionMissing) || errors.Is(err, mcp.ErrConnectionClosed) {
-		return true
-	}
-	msg := err.Error()
-	return strings.Contains(msg, "Session not initialized") || strings.Contains(msg, "session not found") ||
-		strings.Contains(msg, "404")
+	return errors.Is(err, mcp.ErrSessionMissing) || errors.Is(err, mcp.ErrConnectionClosed)
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -112,34 +113,20 @@ func readOnly(t *mcp.Tool) bool {
 	return knownReads[t.Name]
 }
 
-// llmSchema removes the session parameter from a tool's input schema: the model must not see or invent it.
+// llmSchema removes the session parameter from a tool's input schema: the model must not see or invent it. The
+// schema is read as a jsonschema.Schema, which keeps keywords it does not model (Extra) and renders deterministically.
 func llmSchema(in any) (json.RawMessage, bool, error) {
 	raw, err := json.Marshal(in)
 	if err != nil {
 		return nil, false, err
 	}
-	var schema map[string]any
-	if err := json.Unmarshal(raw, &schema); err != nil || schema == nil {
+	var schema jsonschema.Schema
+	if err := json.Unmarshal(raw, &schema); err != nil || string(raw) == "null" {
 		return json.RawMessage(`{"type":"object","properties":{}}`), false, nil
 	}
-	has := false
-	if props, ok := schema["properties"].(map[string]any); ok {
-		if _, has = props[sessionArg]; has {
-			delete(props, sessionArg)
-		}
-	}
-	if req, ok := schema["required"].([]any); ok {
-		kept := req[:0]
-		for _, r := range req {
-			if r != sessionArg {
-				kept = append(kept, r)
-			}
-		}
-		schema["required"] = kept
-		if len(kept) == 0 {
-			delete(schema, "required")
-		}
-	}
+	_, has := schema.Properties[sessionArg]
+	delete(schema.Properties, sessionArg)
+	schema.Required = slices.DeleteFunc(schema.Required, func(r string) bool { return r == sessionArg })
 	out, err := json.Marshal(schema)
 	return out, has, err
 }
@@ -461,18 +448,31 @@ const (
 	toolSearchBroadcasts = "zoea_search_broadcasts"
 )
 
-const searchSchema = `{"type":"object","properties":{` +
-	`"query":{"type":"string","description":"Words to find (web search syntax: \"exact phrase\", OR, -exclude). Identifiers like iron_ore work."},` +
-	`"limit":{"type":"integer","minimum":1,"maximum":50,"description":"Maximum results (default 10)."}},` +
-	`"required":["query"],"additionalProperties":false}`
+// searchSchema is the input schema of the zoea_search_* tools.
+func searchSchema() json.RawMessage {
+	schema := jsonschema.Schema{
+		Type: "object",
+		Properties: map[string]*jsonschema.Schema{
+			"query": {Type: "string", Description: `Words to find (web search syntax: "exact phrase", OR, -exclude). Identifiers like iron_ore work.`},
+			"limit": {Type: "integer", Minimum: jsonschema.Ptr(1.0), Maximum: jsonschema.Ptr(50.0), Description: "Maximum results (default 10)."},
+		},
+		PropertyOrder:        []string{"query", "limit"},
+		Required:             []string{"query"},
+		AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}}, // false: only query and limit
+	}
+	// A static schema always marshals; TestSearchSchema pins the bytes.
+	raw, _ := json.Marshal(schema)
+	return raw
+}
 
 func searchTools() []llm.Tool {
+	searchSchema := searchSchema()
 	return []llm.Tool{
-		{Name: toolSearchMessages, Parameters: json.RawMessage(searchSchema), ReadOnly: true,
+		{Name: toolSearchMessages, Parameters: searchSchema, ReadOnly: true,
 			Description: "Search everything you have seen and said before (your own messages, orders and tool results), best match first. Use it to recall facts that are no longer in view: prices, routes, ids, past results."},
-		{Name: toolSearchReasoning, Parameters: json.RawMessage(searchSchema), ReadOnly: true,
+		{Name: toolSearchReasoning, Parameters: searchSchema, ReadOnly: true,
 			Description: "Search your own past reasoning, best match first: why you decided something earlier."},
-		{Name: toolSearchBroadcasts, Parameters: json.RawMessage(searchSchema), ReadOnly: true,
+		{Name: toolSearchBroadcasts, Parameters: searchSchema, ReadOnly: true,
 			Description: "Search the commander's broadcasts to the whole swarm, best match first: missions and standing orders."},
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // Ship is a player's vessel.
@@ -141,32 +143,25 @@ type session struct {
 	lastSeen atomic.Int64 // unix nanos of the game clock
 }
 
-// bucket is a token bucket refilled continuously at perMinute tokens a
-// minute, so a burst of perMinute is allowed and then one call every 60/perMinute s.
+// bucket is a token bucket (golang.org/x/time/rate) refilled continuously at perMinute tokens a minute, so a burst
+// of perMinute is allowed and then one call every 60/perMinute s. It runs on the game clock, not the wall clock.
 type bucket struct {
-	tokens float64
-	last   time.Time
-	init   bool
+	lim *rate.Limiter
 }
 
-// take spends a token or reports how many seconds until one is available.
+// take spends a token or reports how many whole seconds until one is available.
 func (b *bucket) take(now time.Time, perMinute int) (retryAfter int, ok bool) {
-	if perMinute < 0 {
+	if perMinute < 0 { // unlimited; 0 never reaches here (Config defaults it)
 		return 0, true
 	}
-	rate := float64(perMinute) / 60
-	if !b.init {
-		b.tokens, b.last, b.init = float64(perMinute), now, true
+	perSecond := float64(perMinute) / 60
+	if b.lim == nil {
+		b.lim = rate.NewLimiter(rate.Limit(perSecond), perMinute) // starts full
 	}
-	if el := now.Sub(b.last).Seconds(); el > 0 {
-		b.tokens = math.Min(float64(perMinute), b.tokens+el*rate)
-		b.last = now
-	}
-	if b.tokens >= 1 {
-		b.tokens--
+	if b.lim.AllowN(now, 1) {
 		return 0, true
 	}
-	return max(1, int(math.Ceil((1-b.tokens)/rate))), false
+	return max(1, int(math.Ceil((1-b.lim.TokensAt(now))/perSecond))), false
 }
 
 // Notification is an event queued for a player.

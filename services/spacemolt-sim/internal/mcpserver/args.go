@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/game"
 )
 
@@ -30,25 +32,21 @@ type param struct {
 // sessionParam is accepted by every tool, as on the live server.
 var sessionParam = param{name: "session_id", typ: tString, desc: "Game session id from login/register. Optional: the login is also bound to your MCP session."}
 
-// inputSchema builds the tool's JSON schema. It deliberately leaves
-// additionalProperties open: unknown parameters must reach the handler so it
-// can answer invalid_payload like the real server instead of an SDK error.
-func inputSchema(params []param) map[string]any {
-	props := map[string]any{}
-	required := []string{}
+// inputSchema builds the tool's JSON schema, parameters in their declared order. It deliberately leaves
+// additionalProperties open: unknown parameters must reach the handler so it can answer invalid_payload like the
+// real server instead of an SDK error.
+func inputSchema(params []param) *jsonschema.Schema {
+	schema := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}}
 	for _, p := range append(slices.Clone(params), sessionParam) {
-		prop := map[string]any{"type": string(p.typ), "description": p.desc}
-		if len(p.enum) > 0 {
-			prop["enum"] = p.enum
+		prop := &jsonschema.Schema{Type: string(p.typ), Description: p.desc}
+		for _, e := range p.enum {
+			prop.Enum = append(prop.Enum, e)
 		}
-		props[p.name] = prop
+		schema.Properties[p.name] = prop
+		schema.PropertyOrder = append(schema.PropertyOrder, p.name)
 		if p.required {
-			required = append(required, p.name)
+			schema.Required = append(schema.Required, p.name)
 		}
-	}
-	schema := map[string]any{"type": "object", "properties": props}
-	if len(required) > 0 {
-		schema["required"] = required
 	}
 	return schema
 }

@@ -386,7 +386,8 @@ type Mysis struct {
 	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	// Unique human-readable name, 1–64 characters.
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	// LLM provider: "ollama", "openai" or "autopilot".
+	// LLM provider name ("ollama", "openai", "autopilot", …). The runner decides which exist; memory stores it as
+	// an opaque identifier: 1–32 of a-z, 0-9, "_", "-", "." starting with a letter or digit.
 	Provider string `protobuf:"bytes,3,opt,name=provider,proto3" json:"provider,omitempty"`
 	// Model name as the provider knows it.
 	Model string `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
