@@ -61,7 +61,7 @@ func TestEndToEndWithTheRealMemoryService(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.GetMemory().GetMysisId() != ids[7] || d.GetMemory().GetSource() != memoryv1.Source_SOURCE_DIRECT || d.GetMemory().GetSeq() != 2 {
+	if d.GetMemory().GetMysisId() != ids[7] || d.GetMemory().GetSource() != memoryv1.Source_SOURCE_DIRECT || d.GetMemory().GetSeq() != 3 { // after the broadcast and the sentinel
 		t.Fatalf("direct stored as %v", d.GetMemory())
 	}
 	again, err := bus.client.SendDirect(ctx, &busv1.SendDirectRequest{Mysis: ids[7], Content: "Scout the belt", MessageId: "m-1"})
