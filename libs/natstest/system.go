@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/zoeaswarm/zoea/libs/testdep"
 )
 
 // SystemBinary is where Debian's nats-server package installs the server that CI and `zoea dev` use.
@@ -15,7 +17,8 @@ const SystemBinary = "/usr/sbin/nats-server"
 
 // StartSystem runs the machine's own nats-server binary (often older than the embedded library: Debian 12 ships
 // 2.9) with JetStream on a free loopback port and returns its URL. It proves Zoea works with the server users
-// actually run, not only with the newest one. The test is skipped when the binary is missing.
+// actually run, not only with the newest one. A missing binary is
+// testdep.Missing: skipped locally, a failure in CI.
 func StartSystem(tb testing.TB) string {
 	tb.Helper()
 	bin := os.Getenv("ZOEA_TEST_NATS_SERVER")
@@ -23,7 +26,7 @@ func StartSystem(tb testing.TB) string {
 		bin = SystemBinary
 	}
 	if _, err := os.Stat(bin); err != nil {
-		tb.Skipf("natstest: no system nats-server at %s", bin)
+		testdep.Missing(tb, "natstest: no system nats-server at %s (apt-get install nats-server)", bin)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -294,20 +294,24 @@ func TestConsumeRetriesInOrderAndTerminatesPermanentFailures(t *testing.T) {
 			return errors.New("memory unavailable")
 		case id == "poison":
 			return swarmbus.Permanent(errors.New("invalid content"))
-		case id == "after":
+		case id == "sentinel":
 			close(done)
 		}
 		return nil
 	})
+	// The consumer handles one message at a time in stream order: once a sentinel published last is handled, no
+	// retry of an earlier message can still be pending.
+	if _, err := b.PublishBroadcast(ctx, swarmbus.Broadcast{ID: "sentinel", Content: "sentinel"}); err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		t.Fatal("'after' never delivered")
+		t.Fatal("the sentinel never delivered")
 	}
-	time.Sleep(300 * time.Millisecond)
 	mu.Lock()
 	defer mu.Unlock()
-	want := []string{"flaky#1", "flaky#2", "flaky#3", "poison#1", "after#1"}
+	want := []string{"flaky#1", "flaky#2", "flaky#3", "poison#1", "after#1", "sentinel#1"}
 	if fmt.Sprint(order) != fmt.Sprint(want) {
 		t.Fatalf("handling order %v, want %v", order, want)
 	}
@@ -319,14 +323,14 @@ func TestReplicasShareTheConsumer(t *testing.T) {
 	pub := connect(t, srv.ClientURL(), swarmbus.Options{})
 	var mu sync.Mutex
 	var handled []string
-	all := make(chan struct{})
+	sentinel := make(chan struct{})
 	const n = 30
 	h := func(_ context.Context, d swarmbus.Delivery) error {
 		mu.Lock()
 		defer mu.Unlock()
 		handled = append(handled, d.Broadcast.ID)
-		if len(handled) == n {
-			close(all)
+		if d.Broadcast.ID == "sentinel" {
+			close(sentinel)
 		}
 		return nil
 	}
@@ -339,17 +343,23 @@ func TestReplicasShareTheConsumer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	select {
-	case <-all:
-	case <-time.After(15 * time.Second):
-		t.Fatalf("handled %d of %d", len(handled), n)
+	// A sentinel published last is handled last (MaxAckPending 1 across replicas): after it, nothing is pending.
+	if _, err := pub.PublishBroadcast(ctx, swarmbus.Broadcast{ID: "sentinel", Content: "x"}); err != nil {
+		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	select {
+	case <-sentinel:
+	case <-time.After(15 * time.Second):
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("handled %d of %d and no sentinel", len(handled), n)
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(handled) != n {
-		t.Fatalf("handled %d messages, want %d (no duplicates)", len(handled), n)
+	if len(handled) != n+1 {
+		t.Fatalf("handled %d messages, want %d and the sentinel (no duplicates)", len(handled), n)
 	}
+	handled = handled[:n]
 	for i, id := range handled {
 		if id != fmt.Sprintf("b%02d", i) {
 			t.Fatalf("handled[%d] = %s: order not kept across replicas (%v)", i, id, handled)
@@ -550,10 +560,26 @@ func TestSubscriptionEndsWithItsContext(t *testing.T) {
 		t.Fatal("subscription did not end with its context")
 	}
 	sub.Stop() // idempotent
+	// A live subscription on the same connection sees the event; by then the ended one would have seen it too.
+	seen := make(chan struct{}, 1)
+	live, err := b.SubscribeEvents(testCtx(t), swarmbus.EventFilter{}, func(context.Context, *busv1.Event) {
+		select {
+		case seen <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Stop()
 	if err := b.PublishEvent(context.Background(), &busv1.Event{MysisId: "a", Kind: busv1.EventKind_EVENT_KIND_ERROR}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
+	select {
+	case <-seen:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the live subscription never saw the event")
+	}
 	if n.Load() != 0 {
 		t.Fatal("handler called after the subscription ended")
 	}

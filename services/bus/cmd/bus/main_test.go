@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
 	"github.com/zoeaswarm/zoea/libs/server"
 )
 
@@ -37,16 +39,37 @@ func TestHealthcheckSubcommand(t *testing.T) {
 	srv := server.New(server.Options{Name: "bus", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), CheckInterval: 20 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { _ = srv.Serve(ctx, lis) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for healthcheck(addr) != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("healthcheck never succeeded against a SERVING server")
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, lis) }()
+	// Wait for SERVING on a health watch (pushed, no polling), then the subcommand must agree.
+	conn, err := server.Dial(addr, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	w, err := healthpb.NewHealthClient(conn).Watch(wctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		resp, err := w.Recv()
+		if err != nil {
+			t.Fatalf("server never reported SERVING: %v", err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		if resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+			break
+		}
+	}
+	wcancel()
+	if err := healthcheck(addr); err != nil {
+		t.Fatalf("healthcheck failed against a SERVING server: %v", err)
 	}
 	cancel()
-	time.Sleep(200 * time.Millisecond)
+	if err := <-served; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
 	if err := healthcheck(addr); err == nil {
 		t.Fatal("healthcheck succeeded against a stopped server")
 	}

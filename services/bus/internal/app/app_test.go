@@ -17,7 +17,7 @@ import (
 	"github.com/zoeaswarm/zoea/libs/natstest"
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
-	"github.com/zoeaswarm/zoea/services/bus/internal/memfake"
+	"github.com/zoeaswarm/zoea/services/bus/internal/testkit/memfake"
 )
 
 // assertOnce checks that every mysis has exactly one memory row for the broadcast, as a user prompt.
@@ -44,6 +44,18 @@ func delivered(mem *memfake.Fake, broadcastID string, n int) func() bool {
 	return func() bool { return len(mem.BroadcastRows(broadcastID)) == n }
 }
 
+// drain proves the bus has finished with everything published before it, instead of waiting a while: the delivery
+// consumer handles one message at a time in stream order (MaxAckPending 1), so once a sentinel broadcast published
+// now has reached all n myses, a duplicate of an earlier message would already have been written.
+func drain(t *testing.T, client busv1.BusServiceClient, mem *memfake.Fake, n int) {
+	t.Helper()
+	resp, err := client.Broadcast(ctxT(t), &busv1.BroadcastRequest{Content: "sentinel " + uuid.NewString()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem.Await(10*time.Second, "the sentinel broadcast", delivered(mem, resp.GetBroadcastId(), n))
+}
+
 func TestBroadcastReachesEveryMysisExactlyOnce(t *testing.T) {
 	nats := natstest.Start(t)
 	mem := memfake.Start(t)
@@ -59,19 +71,19 @@ func TestBroadcastReachesEveryMysisExactlyOnce(t *testing.T) {
 	if _, err := uuid.Parse(resp.GetBroadcastId()); err != nil || resp.GetTargetCount() != 50 {
 		t.Fatalf("response = %v", resp)
 	}
-	eventually(t, 10*time.Second, "delivery to 50 myses", delivered(mem, resp.GetBroadcastId(), 50))
+	mem.Await(10*time.Second, "delivery to 50 myses", delivered(mem, resp.GetBroadcastId(), 50))
 	assertOnce(t, mem, ids, resp.GetBroadcastId(), "Explore the universe!")
-	eventually(t, 5*time.Second, "a broadcast wake for every mysis", func() bool { return wakes.count(swarmbus.WakeBroadcast) == 50 })
+	wakes.await(t, 5*time.Second, "a broadcast wake for every mysis", func() bool { return wakes.count(swarmbus.WakeBroadcast) == 50 })
 
 	// A client retry with the id it was given (say the response was lost) delivers nothing more.
 	again, err := bus.client.Broadcast(ctx, &busv1.BroadcastRequest{Content: "Explore the universe!", BroadcastId: strings.ToUpper(resp.GetBroadcastId())})
 	if err != nil || again.GetBroadcastId() != resp.GetBroadcastId() {
 		t.Fatalf("retry = %v, %v", again, err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	drain(t, bus.client, mem, 50)
 	assertOnce(t, mem, ids, resp.GetBroadcastId(), "Explore the universe!")
-	if n := mem.Calls("RecordBroadcast"); n != 1 {
-		t.Fatalf("RecordBroadcast called %d times; JetStream should have deduplicated the retried publish", n)
+	if n := mem.Calls("RecordBroadcast"); n != 2 {
+		t.Fatalf("RecordBroadcast called %d times, want 2 (the broadcast and the sentinel); JetStream should have deduplicated the retried publish", n)
 	}
 }
 
@@ -89,7 +101,7 @@ func TestBroadcastsKeepTheirOrderInEveryMemory(t *testing.T) {
 		}
 		bids = append(bids, resp.GetBroadcastId())
 	}
-	eventually(t, 10*time.Second, "all four delivered", delivered(mem, bids[3], 5))
+	mem.Await(10*time.Second, "all four delivered", delivered(mem, bids[3], 5))
 	for _, id := range ids {
 		var got []string
 		for _, m := range mem.Memories(id) {
@@ -117,9 +129,9 @@ func TestAcknowledgedBroadcastSurvivesBusRestart(t *testing.T) {
 		t.Fatal("the first bus delivered although it had no consumer")
 	}
 
-	startBus(t, busSetup{natsURL: nats.ClientURL(), memAddr: mem.Addr()})
-	eventually(t, 10*time.Second, "delivery by the restarted bus", delivered(mem, resp.GetBroadcastId(), 20))
-	time.Sleep(300 * time.Millisecond)
+	second := startBus(t, busSetup{natsURL: nats.ClientURL(), memAddr: mem.Addr()})
+	mem.Await(10*time.Second, "delivery by the restarted bus", delivered(mem, resp.GetBroadcastId(), 20))
+	drain(t, second.client, mem, 20)
 	assertOnce(t, mem, ids, resp.GetBroadcastId(), "Mine iron ore")
 }
 
@@ -138,12 +150,15 @@ func TestBroadcastInFlightWhenBusStopsIsDeliveredByTheNextBus(t *testing.T) {
 	if resp.GetTargetCount() != 0 {
 		t.Fatalf("target count with memory down = %d, want 0 (unknown)", resp.GetTargetCount())
 	}
-	time.Sleep(500 * time.Millisecond) // the first bus tries and fails a few times
-	first.stop(t)
+	// Memory comes back refusing every RecordBroadcast: the first bus is seen trying and failing, then stops.
+	mem.FailAll("RecordBroadcast", codes.Unavailable)
 	mem.Restart()
-	startBus(t, busSetup{natsURL: nats.ClientURL(), memAddr: mem.Addr()})
-	eventually(t, 10*time.Second, "delivery after memory returned", delivered(mem, resp.GetBroadcastId(), 10))
-	time.Sleep(300 * time.Millisecond)
+	mem.Await(10*time.Second, "the first bus retrying", func() bool { return mem.Calls("RecordBroadcast") >= 2 })
+	first.stop(t)
+	mem.ClearFaults()
+	second := startBus(t, busSetup{natsURL: nats.ClientURL(), memAddr: mem.Addr()})
+	mem.Await(10*time.Second, "delivery after memory returned", delivered(mem, resp.GetBroadcastId(), 10))
+	drain(t, second.client, mem, 10)
 	assertOnce(t, mem, ids, resp.GetBroadcastId(), "Regroup at Sol")
 }
 
@@ -160,13 +175,14 @@ func TestMemoryOutageDelaysButNeverLosesOrDuplicates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(600 * time.Millisecond)
-	if n := len(mem.BroadcastRows(resp.GetBroadcastId())); n != 0 {
-		t.Fatalf("%d rows written while memory was down", n)
-	}
+	// Memory answers again but fails every RecordBroadcast: the bus must keep the broadcast and keep retrying
+	// (a bus that acked and dropped it would stop calling), and deliver it once the outage ends.
+	mem.FailAll("RecordBroadcast", codes.Unavailable)
 	mem.Restart()
 	bus.waitHealth(t, healthpb.HealthCheckResponse_SERVING)
-	eventually(t, 10*time.Second, "delivery after memory returned", delivered(mem, resp.GetBroadcastId(), 10))
+	mem.Await(10*time.Second, "retries through the outage", func() bool { return mem.Calls("RecordBroadcast") >= 3 })
+	mem.ClearFaults()
+	mem.Await(10*time.Second, "delivery after memory returned", delivered(mem, resp.GetBroadcastId(), 10))
 
 	// The worst case: memory commits the rows, then the response is lost. The retry must not write again.
 	mem.FailNext("RecordBroadcast", memfake.Fault{Code: codes.Unavailable, AfterCommit: true})
@@ -175,8 +191,8 @@ func TestMemoryOutageDelaysButNeverLosesOrDuplicates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the retry after a lost response", func() bool { return mem.Calls("RecordBroadcast") >= before+2 })
-	time.Sleep(300 * time.Millisecond)
+	mem.Await(10*time.Second, "the retry after a lost response", func() bool { return mem.Calls("RecordBroadcast") >= before+2 })
+	drain(t, bus.client, mem, 10)
 	assertOnce(t, mem, ids, resp.GetBroadcastId(), "Hold position")
 	assertOnce(t, mem, ids, resp2.GetBroadcastId(), "Second order")
 }
@@ -203,7 +219,7 @@ func TestMysisBroadcast(t *testing.T) {
 	if resp.GetTargetCount() != 3 {
 		t.Fatalf("target count %d, want 3 (everyone but the sender)", resp.GetTargetCount())
 	}
-	eventually(t, 10*time.Second, "delivery to the other three", delivered(mem, resp.GetBroadcastId(), 3))
+	mem.Await(10*time.Second, "delivery to the other three", delivered(mem, resp.GetBroadcastId(), 3))
 	if mem.BroadcastRows(resp.GetBroadcastId())[ids[0]] != 0 {
 		t.Fatal("the sender received its own broadcast")
 	}
@@ -235,7 +251,7 @@ func TestSendDirect(t *testing.T) {
 		m.GetContent() != "Dock at the nearest station" || m.GetSenderId() != "" || !strings.HasPrefix(m.GetIdempotencyKey(), "direct:") || m.GetSeq() != 1 {
 		t.Fatalf("stored memory = %v", m)
 	}
-	eventually(t, 5*time.Second, "a direct wake", func() bool { return wakes.count(swarmbus.WakeDirect) == 1 })
+	wakes.await(t, 5*time.Second, "a direct wake", func() bool { return wakes.count(swarmbus.WakeDirect) == 1 })
 
 	// By id, with an idempotency key and a mysis sender: a retry returns the stored row and writes nothing.
 	req := &busv1.SendDirectRequest{Mysis: ids[0], Content: "Follow me", MessageId: "order-42", SenderId: ids[1]}
@@ -289,7 +305,7 @@ func TestQueuedDirectMessages(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 10*time.Second, "the queued direct message", func() bool { return len(mem.Memories(ids[0])) == 1 })
+	mem.Await(10*time.Second, "the queued direct message", func() bool { return len(mem.Memories(ids[0])) == 1 })
 	select {
 	case ev := <-errEvents:
 		if ev.GetMysisId() != ghost || !strings.Contains(ev.GetError().GetMessage(), "not found") {
@@ -298,8 +314,12 @@ func TestQueuedDirectMessages(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no error event for the undeliverable message")
 	}
-	time.Sleep(300 * time.Millisecond)
-	if ms := mem.Memories(ids[0]); len(ms) != 1 || ms[0].GetIdempotencyKey() != "direct:q2" || ms[0].GetContent() != "queued order" {
+	// Drain: a direct message queued after the others, in the same stream, is handled after them.
+	if _, err := obs.PublishDirect(ctx, swarmbus.Direct{ID: "q3", MysisID: ids[0], Content: "sentinel"}); err != nil {
+		t.Fatal(err)
+	}
+	mem.Await(10*time.Second, "the sentinel direct message", func() bool { return len(mem.Memories(ids[0])) >= 2 })
+	if ms := mem.Memories(ids[0]); len(ms) != 2 || ms[0].GetIdempotencyKey() != "direct:q2" || ms[0].GetContent() != "queued order" {
 		t.Fatalf("memories = %v", ms)
 	}
 }
@@ -507,7 +527,7 @@ func TestBroadcastWithoutNATSIsUnavailableAndRetryable(t *testing.T) {
 	if err != nil || resp.GetBroadcastId() != id {
 		t.Fatalf("retry after NATS returned: %v %v", resp, err)
 	}
-	eventually(t, 10*time.Second, "delivery after NATS returned", delivered(mem, id, 3))
+	mem.Await(10*time.Second, "delivery after NATS returned", delivered(mem, id, 3))
 	assertOnce(t, mem, ids, id, "anyone?")
 }
 

@@ -97,24 +97,25 @@ func (p *busProc) stop(t testing.TB) {
 	})
 }
 
+// waitHealth follows the bus's health with a Watch stream (each change is pushed) until it reports want.
 func (p *busProc) waitHealth(t testing.TB, want healthpb.HealthCheckResponse_ServingStatus) {
 	t.Helper()
-	hc := healthpb.NewHealthClient(p.conn)
-	deadline := time.Now().Add(15 * time.Second)
-	var last healthpb.HealthCheckResponse_ServingStatus
-	for time.Now().Before(deadline) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		resp, err := hc.Check(ctx, &healthpb.HealthCheckRequest{})
-		cancel()
-		if err == nil {
-			last = resp.GetStatus()
-			if last == want {
-				return
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	w, err := healthpb.NewHealthClient(p.conn).Watch(ctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
+	if err != nil {
+		t.Fatalf("health watch: %v", err)
 	}
-	t.Fatalf("health never became %v (last %v)", want, last)
+	var last healthpb.HealthCheckResponse_ServingStatus
+	for {
+		resp, err := w.Recv()
+		if err != nil {
+			t.Fatalf("health never became %v (last %v): %v", want, last, err)
+		}
+		if last = resp.GetStatus(); last == want {
+			return
+		}
+	}
 }
 
 func ctxT(t testing.TB) context.Context {
@@ -138,21 +139,44 @@ func observer(t testing.TB, url string) *swarmbus.Bus {
 
 // wakeLog records wakes by mysis.
 type wakeLog struct {
-	mu    sync.Mutex
-	wakes map[string][]swarmbus.WakeReason
+	mu      sync.Mutex
+	wakes   map[string][]swarmbus.WakeReason
+	changed chan struct{} // closed (and replaced) on every wake
 }
 
 func watchWakes(t testing.TB, b *swarmbus.Bus) *wakeLog {
 	t.Helper()
-	w := &wakeLog{wakes: map[string][]swarmbus.WakeReason{}}
+	w := &wakeLog{wakes: map[string][]swarmbus.WakeReason{}, changed: make(chan struct{})}
 	if _, err := b.SubscribeWakes(ctxT(t), func(_ context.Context, wk swarmbus.Wake) {
 		w.mu.Lock()
 		w.wakes[wk.MysisID] = append(w.wakes[wk.MysisID], wk.Reason)
+		close(w.changed)
+		w.changed = make(chan struct{})
 		w.mu.Unlock()
 	}); err != nil {
 		t.Fatal(err)
 	}
 	return w
+}
+
+// await returns once cond holds, re-checking it after every wake.
+func (w *wakeLog) await(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	timeout := time.NewTimer(within)
+	defer timeout.Stop()
+	for {
+		w.mu.Lock()
+		changed := w.changed
+		w.mu.Unlock()
+		if cond() {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timeout.C:
+			t.Fatalf("timed out after %v waiting for %s", within, what)
+		}
+	}
 }
 
 func (w *wakeLog) count(reason swarmbus.WakeReason) (myses int) {
@@ -169,15 +193,20 @@ func (w *wakeLog) count(reason swarmbus.WakeReason) (myses int) {
 	return myses
 }
 
-// eventually polls cond until it holds or the deadline passes.
+// eventually polls cond every 10ms until it holds or the deadline passes. It is only for state held by another
+// process that pushes no change notifications (the real memory service's rows); in-process fakes use their Await.
 func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
 	for !cond() {
-		if time.Now().After(deadline) {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
 			t.Fatalf("timed out after %v waiting for %s", within, what)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -28,15 +28,11 @@ func TestEndToEndWithTheRealMemoryService(t *testing.T) {
 	first.stop(t)
 
 	bus := startBus(t, busSetup{natsURL: nats.ClientURL(), memAddr: mem.addr, waitReady: true})
-	deadline := time.Now().Add(15 * time.Second)
 	var rows map[string]int
-	for {
+	eventually(t, 15*time.Second, "delivery to every mysis", func() bool {
 		rows = mem.broadcastRows(t, ids, resp.GetBroadcastId())
-		if len(rows) == len(ids) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(rows) == len(ids)
+	})
 	for _, id := range ids {
 		if rows[id] != 1 {
 			t.Fatalf("mysis %s has %d rows of the broadcast, want 1 (all: %d myses)", id, rows[id], len(rows))
@@ -46,7 +42,15 @@ func TestEndToEndWithTheRealMemoryService(t *testing.T) {
 	if _, err := bus.client.Broadcast(ctx, &busv1.BroadcastRequest{Content: "Explore the universe!", BroadcastId: resp.GetBroadcastId()}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	// Drain: the consumer handles messages one at a time in order, so once a sentinel broadcast is everywhere, a
+	// duplicate of the first would be too.
+	sentinel, err := bus.client.Broadcast(ctx, &busv1.BroadcastRequest{Content: "sentinel"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, "the sentinel broadcast", func() bool {
+		return len(mem.broadcastRows(t, ids, sentinel.GetBroadcastId())) == len(ids)
+	})
 	for id, n := range mem.broadcastRows(t, ids, resp.GetBroadcastId()) {
 		if n != 1 {
 			t.Fatalf("after a retry mysis %s has %d rows", id, n)
@@ -57,7 +61,7 @@ func TestEndToEndWithTheRealMemoryService(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.GetMemory().GetMysisId() != ids[7] || d.GetMemory().GetSource() != memoryv1.Source_SOURCE_DIRECT || d.GetMemory().GetSeq() != 2 {
+	if d.GetMemory().GetMysisId() != ids[7] || d.GetMemory().GetSource() != memoryv1.Source_SOURCE_DIRECT || d.GetMemory().GetSeq() != 3 { // after the broadcast and the sentinel
 		t.Fatalf("direct stored as %v", d.GetMemory())
 	}
 	again, err := bus.client.SendDirect(ctx, &busv1.SendDirectRequest{Mysis: ids[7], Content: "Scout the belt", MessageId: "m-1"})

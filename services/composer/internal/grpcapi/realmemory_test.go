@@ -24,12 +24,13 @@ import (
 	"github.com/zoeaswarm/zoea/libs/chat/chatvalid"
 	"github.com/zoeaswarm/zoea/libs/pgtest"
 	"github.com/zoeaswarm/zoea/libs/server"
+	"github.com/zoeaswarm/zoea/libs/testdep"
 	"github.com/zoeaswarm/zoea/services/composer/internal/grpcapi"
 )
 
 // realMemory builds services/memory/cmd/memory (a different module, so it cannot run in-process), migrates a fresh
-// Postgres database with it and serves it on a loopback port. It skips the test when the binary cannot be built or
-// Postgres is not reachable, saying which.
+// Postgres database with it and serves it on a loopback port. A binary that does not build fails the test; Postgres
+// out of reach is testdep.Missing (skipped locally, a failure in CI).
 func realMemory(t *testing.T) (addr string) {
 	t.Helper()
 	if testing.Short() {
@@ -43,14 +44,14 @@ func realMemory(t *testing.T) (addr string) {
 	build := exec.Command("go", "build", "-o", bin, "./cmd/memory")
 	build.Dir = dir
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Skipf("real memory service: cannot build %s/cmd/memory (%v); the fake-memory tests still ran:\n%s", dir, err, out)
+		t.Fatalf("real memory service: cannot build %s/cmd/memory (%v):\n%s", dir, err, out)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dbURL, drop, err := pgtest.Create(ctx, "composer")
 	if err != nil {
-		t.Skipf("real memory service: no Postgres (%v); set ZOEA_TEST_DATABASE_URL", err)
+		testdep.Missing(t, "real memory service: no Postgres (%v); set ZOEA_TEST_DATABASE_URL", err)
 	}
 	t.Cleanup(func() {
 		if err := drop(); err != nil {

@@ -442,18 +442,23 @@ func mustToken(t *testing.T, c memoryv1.MemoryServiceClient) string {
 
 func waitHealth(t *testing.T, h healthpb.HealthClient, want healthpb.HealthCheckResponse_ServingStatus) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	var last healthpb.HealthCheckResponse_ServingStatus
-	for time.Now().Before(deadline) {
-		r, err := h.Check(context.Background(), &healthpb.HealthCheckRequest{Service: memoryv1.MemoryService_ServiceDesc.ServiceName})
-		if err == nil {
-			if last = r.GetStatus(); last == want {
-				return
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
+	// A Watch stream: the server pushes every status change, so nothing polls.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	w, err := h.Watch(ctx, &healthpb.HealthCheckRequest{Service: memoryv1.MemoryService_ServiceDesc.ServiceName})
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("health stayed %v, want %v", last, want)
+	var last healthpb.HealthCheckResponse_ServingStatus
+	for {
+		r, err := w.Recv()
+		if err != nil {
+			t.Fatalf("health stayed %v, want %v: %v", last, want, err)
+		}
+		if last = r.GetStatus(); last == want {
+			return
+		}
+	}
 }
 
 // proxy is a TCP forwarder to Postgres that the test can cut and restore, which looks to the service exactly like
@@ -515,14 +520,7 @@ func (p *proxy) down() {
 }
 
 func (p *proxy) up(t *testing.T) {
-	var lis net.Listener
-	var err error
-	for range 50 {
-		if lis, err = net.Listen("tcp", p.addr); err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	lis, err := net.Listen("tcp", p.addr) // down closed the listener: the address is free (SO_REUSEADDR)
 	if err != nil {
 		t.Fatal(err)
 	}

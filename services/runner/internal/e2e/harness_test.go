@@ -28,6 +28,7 @@ import (
 	"github.com/zoeaswarm/zoea/libs/natstest"
 	"github.com/zoeaswarm/zoea/libs/pgtest"
 	"github.com/zoeaswarm/zoea/libs/server"
+	"github.com/zoeaswarm/zoea/libs/testdep"
 	"github.com/zoeaswarm/zoea/services/runner/internal/app"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 	"github.com/zoeaswarm/zoea/services/runner/internal/testenv"
@@ -54,7 +55,7 @@ func requireBinaries(t *testing.T) {
 	}
 	for _, svc := range []string{"memory", "composer", "bus", "spacemolt-sim"} {
 		if !testenv.Available(t, svc) {
-			t.Skipf("end-to-end: services/%s/cmd/%s does not exist yet", svc, svc)
+			testdep.Missing(t, "end-to-end: services/%s/cmd/%s not found", svc, svc)
 		}
 	}
 }

@@ -201,13 +201,14 @@ func TestReplicaHandover(t *testing.T) {
 	s := startStack(t)
 	p := newProbe()
 	p.delay = 100 * time.Millisecond // turns are long enough to be cut in the middle
+	// r1 starts alone and leases every mysis; r2 joins afterwards. Leases are never rebalanced away from a live
+	// replica, so r1 deterministically owns all six when it stops and every one of them is handed over.
 	r1 := s.startRunner(t, "r1", []llm.Provider{p}, nil)
-	r2 := s.startRunner(t, "r2", []llm.Provider{p}, nil)
 	ctx := context.Background()
 
 	ids := map[string]string{}
 	for _, name := range []string{"m1", "m2", "m3", "m4", "m5", "m6"} {
-		resp, err := r2.swarm.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: name, Model: "scripted", Start: true})
+		resp, err := r1.swarm.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: name, Model: "scripted", Start: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,6 +228,16 @@ func TestReplicaHandover(t *testing.T) {
 		}
 		return out
 	}
+	eventually(t, 20*time.Second, "r1 owns all six", func() bool {
+		o := owners(r1)
+		for name := range ids {
+			if o[name] != "r1" {
+				return false
+			}
+		}
+		return true
+	})
+	r2 := s.startRunner(t, "r2", []llm.Provider{p}, nil)
 	eventually(t, 20*time.Second, "all six owned and playing", func() bool {
 		o := owners(r2)
 		for name, id := range ids {
@@ -244,8 +255,8 @@ func TestReplicaHandover(t *testing.T) {
 		}
 	}
 	t.Logf("owners before the handover: %v", o)
-	if len(fromR1) == 0 {
-		t.Skip("r2 won every lease; nothing to hand over this run")
+	if len(fromR1) != len(ids) {
+		t.Fatalf("r1 owned %d of %d myses before the handover (owners %v); r2 took leases from a live replica", len(fromR1), len(ids), o)
 	}
 	marks := map[string]int64{}
 	for _, name := range fromR1 {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -43,7 +44,11 @@ func (g *gate) Chat(ctx context.Context, _ Request) (Response, error) {
 	}
 }
 
-func TestWithLimitNeverMoreThanN(t *testing.T) {
+// The tests run in a synctest bubble: synctest.Wait returns once every other goroutine is durably blocked, so "the
+// others are queued, not running" is established rather than hoped for after a pause.
+func TestWithLimitNeverMoreThanN(t *testing.T) { synctest.Test(t, testWithLimitNeverMoreThanN) }
+
+func testWithLimitNeverMoreThanN(t *testing.T) {
 	const n, callers = 3, 12
 	g := newGate()
 	p := WithLimit(g, n)
@@ -58,13 +63,13 @@ func TestWithLimitNeverMoreThanN(t *testing.T) {
 			}
 		})
 	}
-	for range n {
-		<-g.entered
-	}
-	// The first n hold their slots; give the others a chance to (wrongly) get in.
-	time.Sleep(50 * time.Millisecond)
+	// Every caller has either entered the provider or blocked waiting for a slot.
+	synctest.Wait()
 	if got := g.inFlight.Load(); got != n {
 		t.Fatalf("in flight = %d, want %d", got, n)
+	}
+	if got := g.calls.Load(); got != n {
+		t.Fatalf("provider calls while %d slots are held = %d, want %d", n, got, n)
 	}
 	close(g.release)
 	wg.Wait()
@@ -76,7 +81,9 @@ func TestWithLimitNeverMoreThanN(t *testing.T) {
 	}
 }
 
-func TestWithLimitQueuedCallerCancels(t *testing.T) {
+func TestWithLimitQueuedCallerCancels(t *testing.T) { synctest.Test(t, testWithLimitQueuedCallerCancels) }
+
+func testWithLimitQueuedCallerCancels(t *testing.T) {
 	g := newGate()
 	p := WithLimit(g, 1)
 	holder := make(chan error, 1)
@@ -92,7 +99,10 @@ func TestWithLimitQueuedCallerCancels(t *testing.T) {
 		_, err := p.Chat(ctx, Request{})
 		waiter <- err
 	}()
-	time.Sleep(20 * time.Millisecond)
+	synctest.Wait() // the waiter is queued for the slot
+	if got := g.calls.Load(); got != 1 {
+		t.Fatalf("provider calls with the slot held = %d, want 1", got)
+	}
 	cancel()
 	select {
 	case err := <-waiter:

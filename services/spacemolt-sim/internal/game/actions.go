@@ -87,6 +87,8 @@ func (e *Engine) enqueue(ctx context.Context, p *Player, cmd command) (any, erro
 
 	e.qMu.Lock()
 	e.queue = append(e.queue, a)
+	close(e.queued)
+	e.queued = make(chan struct{})
 	e.qMu.Unlock()
 
 	select {

@@ -60,6 +60,8 @@ type Engine struct {
 
 	qMu   sync.Mutex
 	queue []*action
+	// queued is closed, and replaced, whenever an action is queued; see Queued.
+	queued chan struct{}
 
 	statsMu   sync.Mutex
 	tickStats TickStats
@@ -71,7 +73,7 @@ type Engine struct {
 // New creates an engine with a fresh world for cfg.Seed.
 func New(cfg Config) *Engine {
 	cfg = cfg.withDefaults()
-	e := &Engine{cfg: cfg, now: cfg.Now}
+	e := &Engine{cfg: cfg, now: cfg.Now, queued: make(chan struct{})}
 	e.resetLocked()
 	return e
 }
@@ -569,6 +571,15 @@ func strPtr(s string) *string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// Queued returns a channel that is closed when the next action is queued. A driver that ticks on demand, as tests
+// with a fake clock do, takes it, checks Pending, and waits on it only then, so no action is missed and nothing
+// polls.
+func (e *Engine) Queued() <-chan struct{} {
+	e.qMu.Lock()
+	defer e.qMu.Unlock()
+	return e.queued
+}
 
 // Pending counts mutations waiting for a tick plus moves under way. Drivers
 // that tick on demand (deterministic replays, tests) tick while it is > 0.

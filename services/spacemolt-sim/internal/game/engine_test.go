@@ -162,12 +162,19 @@ func TestActionPendingAndInTransit(t *testing.T) {
 
 func waitPending(t *testing.T, e *Engine, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Microsecond) {
+	deadline := time.NewTimer(5 * time.Second)
+	defer deadline.Stop()
+	for {
+		queued := e.Queued()
 		if e.Pending() >= n {
 			return
 		}
+		select {
+		case <-queued:
+		case <-deadline.C:
+			t.Fatalf("never saw %d pending actions", n)
+		}
 	}
-	t.Fatalf("never saw %d pending actions", n)
 }
 
 func TestAccountsAndSessions(t *testing.T) {

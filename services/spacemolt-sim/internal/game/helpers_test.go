@@ -62,22 +62,24 @@ func (w *world) act(f func(ctx context.Context) (any, error)) (any, error) {
 		v, err := f(context.Background())
 		ch <- res{v, err}
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case r := <-ch:
-			return r.v, r.err
-		default:
-		}
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	for {
+		queued := w.e.Queued()
 		if w.e.Pending() > 0 {
 			w.e.Tick()
 			w.clock.Advance(time.Second)
-		} else {
-			time.Sleep(50 * time.Microsecond)
+			continue
+		}
+		select {
+		case r := <-ch:
+			return r.v, r.err
+		case <-queued:
+		case <-deadline.C:
+			w.t.Fatal("action did not resolve")
+			return nil, nil
 		}
 	}
-	w.t.Fatal("action did not resolve")
-	return nil, nil
 }
 
 func (w *world) register(name string) *RegisterResult {

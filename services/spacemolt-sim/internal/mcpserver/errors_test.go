@@ -188,10 +188,15 @@ func waitPending(t *testing.T, e *game.Engine) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for e.Pending() == 0 {
-		if ctx.Err() != nil {
+	for {
+		queued := e.Queued()
+		if e.Pending() > 0 {
+			return
+		}
+		select {
+		case <-queued:
+		case <-ctx.Done():
 			t.Fatal("no action was queued")
 		}
-		time.Sleep(100 * time.Microsecond)
 	}
 }

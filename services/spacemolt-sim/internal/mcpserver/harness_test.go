@@ -89,13 +89,18 @@ func (s *sim) tickOnDemand() {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for ctx.Err() == nil {
+		for {
+			queued := s.engine.Queued()
 			if s.engine.Pending() > 0 {
 				s.engine.Tick()
 				s.clock.Advance(time.Second)
 				continue
 			}
-			time.Sleep(50 * time.Microsecond)
+			select {
+			case <-queued:
+			case <-ctx.Done():
+				return
+			}
 		}
 	}()
 	s.t.Cleanup(func() { cancel(); <-done })

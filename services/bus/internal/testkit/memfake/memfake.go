@@ -2,7 +2,9 @@
 // bus's tests and benchmark. It implements the RPCs the bus calls with the contract of the real service —
 // idempotent RecordBroadcast (one row per broadcast per mysis, ever), idempotency keys on AppendMemories, gapless
 // per-mysis seq — and adds what tests need: going down and coming back on the same address, injected failures
-// (including "committed, then the response was lost"), and inspection of what was written.
+// (including "committed, then the response was lost"), inspection of what was written, and Await, which wakes on
+// every call and write instead of polling. It lives under internal/testkit: support code for tests, never imported
+// by the bus's production packages.
 package memfake
 
 import (
@@ -17,6 +19,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
@@ -53,7 +56,9 @@ type Fake struct {
 	recorded   map[string]time.Time // broadcast id → when its rows were first written
 	nextID     int64
 	faults     map[string][]Fault
+	failAll    map[string]codes.Code
 	calls      map[string]int
+	changed    chan struct{} // closed (and replaced) on every call and write; see Await
 }
 
 // Start serves a new Fake on a loopback port until the test ends.
@@ -63,7 +68,7 @@ func Start(tb testing.TB) *Fake {
 		tb: tb, myses: map[string]*memoryv1.Mysis{}, byName: map[string]string{},
 		memories: map[string][]*memoryv1.Memory{}, keys: map[string]map[string]*memoryv1.Memory{},
 		broadcasts: map[string]*memoryv1.Broadcast{}, recorded: map[string]time.Time{},
-		faults: map[string][]Fault{}, calls: map[string]int{},
+		faults: map[string][]Fault{}, calls: map[string]int{}, failAll: map[string]codes.Code{}, changed: make(chan struct{}),
 	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -101,17 +106,11 @@ func (f *Fake) Stop() {
 	}
 }
 
-// Restart brings a stopped service back on the same address with its data.
+// Restart brings a stopped service back on the same address with its data. Stop has closed the listener, so the
+// address is free at once (Go listens with SO_REUSEADDR).
 func (f *Fake) Restart() {
 	f.tb.Helper()
-	var lis net.Listener
-	var err error
-	for range 50 {
-		if lis, err = net.Listen("tcp", f.addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	lis, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		f.tb.Fatalf("memfake restart on %s: %v", f.addr, err)
 	}
@@ -125,6 +124,22 @@ func (f *Fake) FailNext(method string, faults ...Fault) {
 	f.faults[method] = append(f.faults[method], faults...)
 }
 
+// FailAll makes every call of method fail with code until ClearFaults: an outage of one RPC that the caller can
+// be seen retrying through (Calls keeps counting).
+func (f *Fake) FailAll(method string, code codes.Code) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failAll[method] = code
+}
+
+// ClearFaults drops every queued and standing fault.
+func (f *Fake) ClearFaults() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	clear(f.faults)
+	clear(f.failAll)
+}
+
 // Calls returns how many times method was called.
 func (f *Fake) Calls(method string) int {
 	f.mu.Lock()
@@ -132,12 +147,42 @@ func (f *Fake) Calls(method string) int {
 	return f.calls[method]
 }
 
+// changedLocked wakes every Await; the caller holds f.mu.
+func (f *Fake) changedLocked() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// Await returns once cond holds, re-checking it after every call the fake receives and every row it writes (no
+// polling); the test fails if cond does not hold within the given time.
+func (f *Fake) Await(within time.Duration, what string, cond func() bool) {
+	f.tb.Helper()
+	timeout := time.NewTimer(within)
+	defer timeout.Stop()
+	for {
+		f.mu.Lock()
+		changed := f.changed
+		f.mu.Unlock()
+		if cond() {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timeout.C:
+			f.tb.Fatalf("memfake: timed out after %v waiting for %s", within, what)
+			return
+		}
+	}
+}
+
 // enter counts a call and pops its fault; the caller holds f.mu.
 func (f *Fake) enter(method string) (Fault, bool) {
+	f.changedLocked()
 	f.calls[method]++
 	q := f.faults[method]
 	if len(q) == 0 {
-		return Fault{}, false
+		code, ok := f.failAll[method]
+		return Fault{Code: code}, ok
 	}
 	f.faults[method] = q[1:]
 	return q[0], true
@@ -197,8 +242,16 @@ func (f *Fake) Broadcasts() int {
 	return len(f.broadcasts)
 }
 
+// invalid is InvalidArgument naming the field in BadRequest details, as the real service answers.
 func invalid(field, format string, args ...any) error {
-	return status.Errorf(codes.InvalidArgument, "%s: %s", field, fmt.Sprintf(format, args...))
+	msg := fmt.Sprintf(format, args...)
+	st, err := status.New(codes.InvalidArgument, field+": "+msg).WithDetails(&errdetails.BadRequest{
+		FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: field, Description: msg}},
+	})
+	if err != nil {
+		return status.Errorf(codes.InvalidArgument, "%s: %s", field, msg)
+	}
+	return st.Err()
 }
 
 func canonicalID(field, s string) (string, error) {
@@ -316,6 +369,7 @@ func (f *Fake) appendLocked(mysisID string, nm *memoryv1.NewMemory, broadcastID 
 		BroadcastId: broadcastID, CreatedAt: timestamppb.Now(),
 	}
 	f.memories[mysisID] = append(f.memories[mysisID], m)
+	f.changedLocked()
 	if k := nm.GetIdempotencyKey(); k != "" {
 		f.keys[mysisID][k] = m
 	}
@@ -341,6 +395,12 @@ func (f *Fake) AppendMemories(_ context.Context, req *memoryv1.AppendMemoriesReq
 		return nil, invalid("memories", "required")
 	}
 	for i, nm := range req.GetMemories() {
+		if nm.GetRole() == memoryv1.Role_ROLE_UNSPECIFIED {
+			return nil, invalid(fmt.Sprintf("memories[%d].role", i), "required")
+		}
+		if nm.GetSource() == memoryv1.Source_SOURCE_UNSPECIFIED {
+			return nil, invalid(fmt.Sprintf("memories[%d].source", i), "required")
+		}
 		if strings.IndexByte(nm.GetContent(), 0) >= 0 {
 			return nil, invalid(fmt.Sprintf("memories[%d].content", i), "contains a NUL byte")
 		}
