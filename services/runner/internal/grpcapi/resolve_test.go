@@ -11,6 +11,7 @@ import (
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/services/runner/internal/memoryclient"
 )
 
 // noMyses is a memory service that knows no mysis; it embeds the interface so any other call would panic.
@@ -31,7 +32,7 @@ func (n *noMyses) GetMysisByName(context.Context, *memoryv1.GetMysisByNameReques
 // An unknown id is NotFound (no name can be a UUID, so there is no name to try); an unknown name is NotFound too.
 func TestResolveUnknownIDAndName(t *testing.T) {
 	mem := &noMyses{}
-	s := New(mem, nil, nil, noLive{}, Defaults{Provider: "autopilot"})
+	s := New(memoryclient.New(mem), nil, nil, noLive{}, Defaults{Provider: "autopilot"})
 	ctx := context.Background()
 	for _, ref := range []string{"0b8c7d2e-1f3a-4b5c-9d6e-7f8091a2b3c4", "nobody"} {
 		_, err := s.GetMysis(ctx, &runnerv1.GetMysisRequest{Mysis: ref})
