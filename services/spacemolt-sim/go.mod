@@ -3,17 +3,21 @@ module github.com/zoeaswarm/zoea/services/spacemolt-sim
 go 1.26.0
 
 require (
-	github.com/caarlos0/env/v11 v11.4.2
 	github.com/google/jsonschema-go v0.4.3
 	github.com/modelcontextprotocol/go-sdk v1.8.0
-	golang.org/x/sync v0.20.0
+	github.com/zoeaswarm/zoea/libs v0.0.0-00010101000000-000000000000
+	golang.org/x/sync v0.24.0
 	golang.org/x/time v0.16.0
 )
 
 require (
-	github.com/segmentio/asm v1.1.3 // indirect
+	github.com/caarlos0/env/v11 v11.4.2 // indirect
+	github.com/segmentio/asm v1.2.1 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
-	golang.org/x/oauth2 v0.35.0 // indirect
-	golang.org/x/sys v0.41.0 // indirect
+	golang.org/x/oauth2 v0.36.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/tools v0.51.0 // indirect
 )
+
+replace github.com/zoeaswarm/zoea/libs => ../../libs

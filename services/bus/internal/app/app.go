@@ -1,6 +1,6 @@
 // Package app wires the bus service: configuration, the NATS connection (libs/swarmbus), the memory service
-// client, the gRPC API and the delivery consumer. cmd/bus calls Run; tests call it too, with a loopback listener,
-// so they exercise exactly what production runs.
+// client, the gRPC API and the delivery consumer. cmd/bus calls Main, which loads the configuration and calls Run;
+// tests call Run too, with a loopback listener, so they exercise exactly what production runs.
 package app
 
 import (
@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"os"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -19,8 +20,11 @@ import (
 	"github.com/zoeaswarm/zoea/libs/config"
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
+	"github.com/zoeaswarm/zoea/libs/telemetry"
 	"github.com/zoeaswarm/zoea/services/bus/internal/delivery"
 	"github.com/zoeaswarm/zoea/services/bus/internal/grpcapi"
+	"github.com/zoeaswarm/zoea/services/bus/internal/memoryclient"
+	"github.com/zoeaswarm/zoea/services/bus/internal/natsbus"
 )
 
 // Config is the bus's configuration, read from the environment.
@@ -99,7 +103,7 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	mem := memoryv1.NewMemoryServiceClient(memConn)
 	memHealth := healthpb.NewHealthClient(memConn)
 
-	deliverer := delivery.New(mem, bus, log)
+	deliverer := delivery.New(memoryclient.New(mem), natsbus.New(bus), log)
 	api := grpcapi.New(bus, mem, deliverer, grpcapi.Options{AllowMysisBroadcast: cfg.AllowMysisBroadcast, PublishBudget: opts.PublishBudget, Logger: log})
 	checks := []server.Check{
 		{Name: "nats", Fn: bus.Ready},
@@ -138,4 +142,34 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 		g.Go(func() error { return deliverer.Run(ctx, bus, opts.Consumer) })
 	}
 	return g.Wait()
+}
+
+// Main is the whole bus command; cmd/bus gives it a signal context and turns its error into an exit code.
+//
+//	bus [serve]       serve until ctx ends
+//	bus healthcheck   exit 0 when the local server reports SERVING (container health checks)
+func Main(ctx context.Context, args []string, version string) error {
+	cfg, err := LoadConfig()
+	if err != nil {
+		return err
+	}
+	cmd := "serve"
+	if len(args) > 0 {
+		cmd = args[0]
+	}
+	switch cmd {
+	case "serve":
+	case "healthcheck":
+		return server.Healthcheck(ctx, cfg.Server.ListenAddr)
+	default:
+		return fmt.Errorf("unknown command %q (usage: bus [serve | healthcheck])", cmd)
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	stopTelemetry, err := telemetry.Setup(ctx, "bus", version, log)
+	if err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	defer stopTelemetry()
+	log.Info("bus", "version", version)
+	return Run(ctx, cfg, Options{Logger: log})
 }

@@ -6,8 +6,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -18,48 +16,20 @@ import (
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/pgtest"
 	"github.com/zoeaswarm/zoea/libs/server"
+	"github.com/zoeaswarm/zoea/libs/testkit/svcbin"
 )
 
-// The real memory service is another module; the tests build its binary once and run it against a fresh Postgres
-// database (libs/pgtest), exactly as production runs it.
-var (
-	memBinOnce sync.Once
-	memBin     string
-	memBinErr  error
-	memBinDir  string
-)
-
+// The real memory service is another module; the tests build its binary once (libs/testkit/svcbin) and run it
+// against a fresh Postgres database (libs/pgtest), exactly as production runs it.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if memBinDir != "" {
-		os.RemoveAll(memBinDir)
-	}
+	svcbin.Clean()
 	os.Exit(code)
 }
 
 func memoryBinary(tb testing.TB) string {
 	tb.Helper()
-	memBinOnce.Do(func() {
-		_, here, _, _ := runtime.Caller(0)
-		src := filepath.Join(filepath.Dir(here), "..", "..", "..", "memory")
-		if _, err := os.Stat(filepath.Join(src, "cmd", "memory", "main.go")); err != nil {
-			memBinErr = fmt.Errorf("services/memory/cmd/memory not found: %w", err)
-			return
-		}
-		if memBinDir, memBinErr = os.MkdirTemp("", "zoea-bus-test-"); memBinErr != nil {
-			return
-		}
-		memBin = filepath.Join(memBinDir, "memory")
-		cmd := exec.Command("go", "build", "-o", memBin, "./cmd/memory")
-		cmd.Dir = src
-		if out, err := cmd.CombinedOutput(); err != nil {
-			memBinErr = fmt.Errorf("go build memory: %v\n%s", err, out)
-		}
-	})
-	if memBinErr != nil {
-		tb.Fatalf("real memory service: %v", memBinErr) // a build failure is a broken tree, not a missing dependency
-	}
-	return memBin
+	return svcbin.Build(tb, "memory")
 }
 
 // realMemory is a running memory service binary on a fresh database.

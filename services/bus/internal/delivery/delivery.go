@@ -17,28 +17,34 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
-	"google.golang.org/grpc"
 
-	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
-	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
-	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
 	"github.com/zoeaswarm/zoea/services/bus/internal/message"
 )
 
-// Memory is the part of the memory service that delivery writes to (memoryv1.MemoryServiceClient satisfies it).
+// Memory is what delivery writes to: the memory service, through an adapter (memoryclient). Errors are libs/errs
+// errors, so delivery can tell input the memory service refuses from an outage.
 type Memory interface {
-	ListMyses(ctx context.Context, in *memoryv1.ListMysesRequest, opts ...grpc.CallOption) (*memoryv1.ListMysesResponse, error)
-	RecordBroadcast(ctx context.Context, in *memoryv1.RecordBroadcastRequest, opts ...grpc.CallOption) (*memoryv1.RecordBroadcastResponse, error)
-	AppendMemories(ctx context.Context, in *memoryv1.AppendMemoriesRequest, opts ...grpc.CallOption) (*memoryv1.AppendMemoriesResponse, error)
+	// MysisIDs lists every mysis.
+	MysisIDs(ctx context.Context) ([]string, error)
+	// RecordBroadcast stores b once and delivers it into every mysis's memory but its sender's; written counts the
+	// rows this call wrote, already the myses that had it.
+	RecordBroadcast(ctx context.Context, b swarmbus.Broadcast) (written, already int, err error)
+	// AppendDirect appends d to its mysis's memory under d.IdempotencyKey() and returns the row stored for that key.
+	AppendDirect(ctx context.Context, d swarmbus.Direct) (message.Stored, error)
 }
 
-// Notifier sends wake-ups and events (*swarmbus.Bus satisfies it).
+// Notifier sends wake-ups and events (natsbus.Notifier implements it over libs/swarmbus).
 type Notifier interface {
 	PublishWake(ctx context.Context, mysisID string, reason swarmbus.WakeReason) error
 	PublishWakes(ctx context.Context, mysisIDs []string, reason swarmbus.WakeReason) error
-	PublishEvent(ctx context.Context, ev *busv1.Event) error
+	// BroadcastDelivered announces b in mysisID's memory.
+	BroadcastDelivered(ctx context.Context, mysisID string, b swarmbus.Broadcast, excerpt string) error
+	// DirectStored announces a direct message in its mysis's memory.
+	DirectStored(ctx context.Context, m message.Stored, excerpt string) error
+	// Dropped reports a message that can never be delivered (mysisID is empty for a broadcast).
+	Dropped(ctx context.Context, mysisID, reason string) error
 }
 
 // Consumer runs the durable delivery consumer (*swarmbus.Bus satisfies it).
@@ -46,10 +52,7 @@ type Consumer interface {
 	ConsumeMessages(ctx context.Context, opts swarmbus.ConsumerOptions, handler func(context.Context, swarmbus.Delivery) error) error
 }
 
-const (
-	listPageSize = 1000 // the memory service's largest ListMyses page
-	excerptBytes = 280
-)
+const excerptBytes = 280
 
 // Service delivers messages. It is safe for concurrent use.
 type Service struct {
@@ -95,10 +98,10 @@ func (s *Service) Broadcast(ctx context.Context, b swarmbus.Broadcast) (Broadcas
 		ids, err := s.targets(ctx, b.SenderID)
 		listed <- listing{ids, err}
 	}()
-	resp, err := s.mem.RecordBroadcast(ctx, &memoryv1.RecordBroadcastRequest{BroadcastId: b.ID, SenderId: b.SenderID, Content: b.Content})
+	written, already, err := s.mem.RecordBroadcast(ctx, b)
 	l := <-listed
 	if err != nil {
-		return BroadcastResult{}, fmt.Errorf("record broadcast %s: %w", b.ID, server.FromStatus(err))
+		return BroadcastResult{}, fmt.Errorf("record broadcast %s: %w", b.ID, err)
 	}
 	if l.err != nil {
 		// Recorded, but the wakes cannot go out without the list: retry (the record is idempotent).
@@ -106,7 +109,7 @@ func (s *Service) Broadcast(ctx context.Context, b swarmbus.Broadcast) (Broadcas
 	}
 	targets := l.ids
 	trace.SpanFromContext(ctx).SetAttributes(attribute.String("zoea.broadcast_id", b.ID), attribute.Int("zoea.targets", len(targets)))
-	res := BroadcastResult{Targets: len(targets), Delivered: int(resp.GetDeliveredCount()), Already: int(resp.GetAlreadyDeliveredCount())}
+	res := BroadcastResult{Targets: len(targets), Delivered: written, Already: already}
 
 	if err := s.notify.PublishWakes(ctx, targets, swarmbus.WakeBroadcast); err != nil {
 		return res, fmt.Errorf("wake the targets of broadcast %s: %w", b.ID, err)
@@ -114,8 +117,7 @@ func (s *Service) Broadcast(ctx context.Context, b swarmbus.Broadcast) (Broadcas
 	excerpt := message.Excerpt(b.Content, excerptBytes)
 	var evErr error
 	for _, id := range targets {
-		err := s.notify.PublishEvent(ctx, &busv1.Event{MysisId: id, Kind: busv1.EventKind_EVENT_KIND_BROADCAST,
-			Payload: &busv1.Event_Broadcast{Broadcast: &busv1.BroadcastDelivered{BroadcastId: b.ID, SenderId: b.SenderID, Excerpt: excerpt}}})
+		err := s.notify.BroadcastDelivered(ctx, id, b, excerpt)
 		if err != nil && evErr == nil {
 			evErr = err
 		}
@@ -129,22 +131,17 @@ func (s *Service) Broadcast(ctx context.Context, b swarmbus.Broadcast) (Broadcas
 
 // targets lists every mysis except the sender.
 func (s *Service) targets(ctx context.Context, sender string) ([]string, error) {
-	var ids []string
-	token := ""
-	for {
-		resp, err := s.mem.ListMyses(ctx, &memoryv1.ListMysesRequest{PageSize: listPageSize, PageToken: token})
-		if err != nil {
-			return nil, fmt.Errorf("list myses: %w", server.FromStatus(err))
-		}
-		for _, m := range resp.GetMyses() {
-			if m.GetId() != sender {
-				ids = append(ids, m.GetId())
-			}
-		}
-		if token = resp.GetNextPageToken(); token == "" {
-			return ids, nil
+	all, err := s.mem.MysisIDs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list myses: %w", err)
+	}
+	ids := all[:0:0]
+	for _, id := range all {
+		if id != sender {
+			ids = append(ids, id)
 		}
 	}
+	return ids, nil
 }
 
 // ErrNotAnnounced reports a direct message that is stored but whose wake-up could not be sent.
@@ -152,27 +149,19 @@ var ErrNotAnnounced = errors.New("stored, but the wake-up could not be sent")
 
 // Direct appends d to its mysis's memory (role user, source direct, idempotency key "direct:<id>"), wakes the mysis
 // and publishes an EVENT_KIND_MEMORY_APPENDED event. It returns the stored memory — the first one stored for that
-// key when d is a retry. A non-nil memory with an error (ErrNotAnnounced) means stored but not announced.
-func (s *Service) Direct(ctx context.Context, d swarmbus.Direct) (*memoryv1.Memory, error) {
-	resp, err := s.mem.AppendMemories(ctx, &memoryv1.AppendMemoriesRequest{MysisId: d.MysisID, Memories: []*memoryv1.NewMemory{{
-		Role: memoryv1.Role_ROLE_USER, Source: memoryv1.Source_SOURCE_DIRECT, SenderId: d.SenderID,
-		Content: d.Content, IdempotencyKey: d.IdempotencyKey(),
-	}}})
+// key when d is a retry. A stored row with an error (ErrNotAnnounced) means stored but not announced.
+func (s *Service) Direct(ctx context.Context, d swarmbus.Direct) (message.Stored, error) {
+	m, err := s.mem.AppendDirect(ctx, d)
 	if err != nil {
-		return nil, fmt.Errorf("append direct message %s: %w", d.ID, server.FromStatus(err))
+		return message.Stored{}, fmt.Errorf("append direct message %s: %w", d.ID, err)
 	}
-	if len(resp.GetMemories()) != 1 {
-		return nil, fmt.Errorf("append direct message %s: memory service returned %d rows for 1", d.ID, len(resp.GetMemories()))
+	if m.MysisID == "" {
+		m.MysisID = d.MysisID
 	}
-	m := resp.GetMemories()[0]
 	if err := s.notify.PublishWake(ctx, d.MysisID, swarmbus.WakeDirect); err != nil {
 		return m, fmt.Errorf("direct message %s: %w: %w", d.ID, ErrNotAnnounced, err)
 	}
-	err = s.notify.PublishEvent(ctx, &busv1.Event{MysisId: d.MysisID, Kind: busv1.EventKind_EVENT_KIND_MEMORY_APPENDED,
-		Payload: &busv1.Event_MemoryAppended{MemoryAppended: &busv1.MemoryAppended{
-			MemoryIds: []int64{m.GetId()}, Seqs: []int64{m.GetSeq()}, Role: m.GetRole(), Excerpt: message.Excerpt(m.GetContent(), excerptBytes),
-		}}})
-	if err != nil {
+	if err := s.notify.DirectStored(ctx, m, message.Excerpt(m.Content, excerptBytes)); err != nil {
 		s.log.WarnContext(ctx, "publishing direct message event failed", "mysis_id", d.MysisID, "err", err)
 	}
 	return m, nil
@@ -205,8 +194,7 @@ func (s *Service) Handle(ctx context.Context, d swarmbus.Delivery) error {
 		return nil
 	}
 	if errs.Is(err, errs.Invalid) || (kind == "direct" && errs.Is(err, errs.NotFound)) {
-		_ = s.notify.PublishEvent(ctx, &busv1.Event{MysisId: mysisID, Kind: busv1.EventKind_EVENT_KIND_ERROR,
-			Payload: &busv1.Event_Error{Error: &busv1.ErrorOccurred{Message: fmt.Sprintf("%s dropped: %v", kind, err)}}})
+		_ = s.notify.Dropped(ctx, mysisID, fmt.Sprintf("%s dropped: %v", kind, err))
 		return swarmbus.Permanent(err)
 	}
 	return err

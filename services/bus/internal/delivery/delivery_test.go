@@ -8,17 +8,13 @@ import (
 	"sync"
 	"testing"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
-	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
-	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
 	"github.com/zoeaswarm/zoea/services/bus/internal/delivery"
+	"github.com/zoeaswarm/zoea/services/bus/internal/message"
 )
 
-// fakeMemory answers with canned results or errors.
+// fakeMemory answers with canned results or errors (libs/errs errors, as the memoryclient adapter returns them).
 type fakeMemory struct {
 	myses     []string
 	listErr   error
@@ -27,38 +23,31 @@ type fakeMemory struct {
 	records   int
 }
 
-func (f *fakeMemory) ListMyses(_ context.Context, in *memoryv1.ListMysesRequest, _ ...grpc.CallOption) (*memoryv1.ListMysesResponse, error) {
+func (f *fakeMemory) MysisIDs(context.Context) ([]string, error) {
 	if f.listErr != nil {
 		return nil, f.listErr
 	}
-	// Two pages, to exercise paging.
-	half := len(f.myses) / 2
-	page, next := f.myses[:half], "2"
-	if in.GetPageToken() == "2" {
-		page, next = f.myses[half:], ""
-	}
-	resp := &memoryv1.ListMysesResponse{NextPageToken: next}
-	for _, id := range page {
-		resp.Myses = append(resp.Myses, &memoryv1.Mysis{Id: id})
-	}
-	return resp, nil
+	return f.myses, nil
 }
 
-func (f *fakeMemory) RecordBroadcast(_ context.Context, in *memoryv1.RecordBroadcastRequest, _ ...grpc.CallOption) (*memoryv1.RecordBroadcastResponse, error) {
+func (f *fakeMemory) RecordBroadcast(context.Context, swarmbus.Broadcast) (int, int, error) {
 	f.records++
 	if f.recordErr != nil {
-		return nil, f.recordErr
+		return 0, 0, f.recordErr
 	}
-	return &memoryv1.RecordBroadcastResponse{Broadcast: &memoryv1.Broadcast{Id: in.GetBroadcastId()}, DeliveredCount: int32(len(f.myses) - 1)}, nil
+	return len(f.myses) - 1, 0, nil
 }
 
-func (f *fakeMemory) AppendMemories(_ context.Context, in *memoryv1.AppendMemoriesRequest, _ ...grpc.CallOption) (*memoryv1.AppendMemoriesResponse, error) {
+func (f *fakeMemory) AppendDirect(_ context.Context, d swarmbus.Direct) (message.Stored, error) {
 	if f.appendErr != nil {
-		return nil, f.appendErr
+		return message.Stored{}, f.appendErr
 	}
-	nm := in.GetMemories()[0]
-	return &memoryv1.AppendMemoriesResponse{Memories: []*memoryv1.Memory{{Id: 7, Seq: 3, MysisId: in.GetMysisId(), Role: nm.GetRole(),
-		Source: nm.GetSource(), Content: nm.GetContent(), IdempotencyKey: nm.GetIdempotencyKey()}}}, nil
+	return message.Stored{ID: 7, Seq: 3, MysisID: d.MysisID, SenderID: d.SenderID, Content: d.Content, IdempotencyKey: d.IdempotencyKey()}, nil
+}
+
+// event is one announcement the fake notifier saw.
+type event struct {
+	kind, mysisID, detail string
 }
 
 // fakeNotifier records wakes and events.
@@ -66,7 +55,7 @@ type fakeNotifier struct {
 	mu      sync.Mutex
 	wakeErr error
 	wakes   map[string]swarmbus.WakeReason
-	events  []*busv1.Event
+	events  []event
 }
 
 func (n *fakeNotifier) PublishWake(_ context.Context, id string, r swarmbus.WakeReason) error {
@@ -88,11 +77,23 @@ func (n *fakeNotifier) PublishWakes(_ context.Context, ids []string, r swarmbus.
 	return nil
 }
 
-func (n *fakeNotifier) PublishEvent(_ context.Context, ev *busv1.Event) error {
+func (n *fakeNotifier) record(ev event) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.events = append(n.events, ev)
 	return nil
+}
+
+func (n *fakeNotifier) BroadcastDelivered(_ context.Context, id string, b swarmbus.Broadcast, _ string) error {
+	return n.record(event{"broadcast", id, b.ID + " from " + b.SenderID})
+}
+
+func (n *fakeNotifier) DirectStored(_ context.Context, m message.Stored, _ string) error {
+	return n.record(event{"direct", m.MysisID, m.IdempotencyKey})
+}
+
+func (n *fakeNotifier) Dropped(_ context.Context, id, reason string) error {
+	return n.record(event{"error", id, reason})
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -110,13 +111,13 @@ func TestBroadcastWakesEveryoneButTheSender(t *testing.T) {
 	if len(n.wakes) != 3 || n.wakes["c"] != "" || n.wakes["a"] != swarmbus.WakeBroadcast {
 		t.Fatalf("wakes = %v", n.wakes)
 	}
-	if len(n.events) != 3 || n.events[0].GetBroadcast().GetBroadcastId() != "b1" || n.events[0].GetBroadcast().GetSenderId() != "c" {
+	if len(n.events) != 3 || n.events[0] != (event{"broadcast", "a", "b1 from c"}) {
 		t.Fatalf("events = %v", n.events)
 	}
 }
 
 func TestHandleClassifiesFailures(t *testing.T) {
-	unavailable := status.Error(codes.Unavailable, "connection refused")
+	unavailable := errs.Unavailablef(errors.New("connection refused"), "memory")
 	cases := []struct {
 		name      string
 		mem       *fakeMemory
@@ -128,13 +129,13 @@ func TestHandleClassifiesFailures(t *testing.T) {
 	}{
 		{"broadcast ok", &fakeMemory{myses: []string{"a", "b"}}, nil, swarmbus.Delivery{Broadcast: &swarmbus.Broadcast{ID: "b"}}, false, false, false},
 		{"memory down", &fakeMemory{recordErr: unavailable}, nil, swarmbus.Delivery{Broadcast: &swarmbus.Broadcast{ID: "b"}}, true, false, false},
-		{"memory refuses the broadcast", &fakeMemory{recordErr: status.Error(codes.InvalidArgument, "broadcast_id: not a UUID")}, nil,
+		{"memory refuses the broadcast", &fakeMemory{recordErr: errs.InvalidField("broadcast_id", "not a UUID")}, nil,
 			swarmbus.Delivery{Broadcast: &swarmbus.Broadcast{ID: "b"}}, true, true, true},
-		{"unknown broadcast target is retried", &fakeMemory{recordErr: status.Error(codes.NotFound, "x")}, nil,
+		{"unknown broadcast target is retried", &fakeMemory{recordErr: errs.NotFoundf("x")}, nil,
 			swarmbus.Delivery{Broadcast: &swarmbus.Broadcast{ID: "b"}}, true, false, false},
 		{"listing fails after recording", &fakeMemory{listErr: unavailable}, nil, swarmbus.Delivery{Broadcast: &swarmbus.Broadcast{ID: "b"}}, true, false, false},
 		{"wakes fail", &fakeMemory{myses: []string{"a", "b"}}, errors.New("nats: connection closed"), swarmbus.Delivery{Broadcast: &swarmbus.Broadcast{ID: "b"}}, true, false, false},
-		{"direct to a deleted mysis", &fakeMemory{appendErr: status.Error(codes.NotFound, "mysis not found")}, nil,
+		{"direct to a deleted mysis", &fakeMemory{appendErr: errs.NotFoundf("mysis not found")}, nil,
 			swarmbus.Delivery{Direct: &swarmbus.Direct{ID: "d", MysisID: "gone"}}, true, true, true},
 		{"direct while memory is down", &fakeMemory{appendErr: unavailable}, nil, swarmbus.Delivery{Direct: &swarmbus.Direct{ID: "d", MysisID: "m"}}, true, false, false},
 		{"direct stored but not announced", &fakeMemory{}, errors.New("nats down"), swarmbus.Delivery{Direct: &swarmbus.Direct{ID: "d", MysisID: "m"}}, true, false, false},
@@ -149,7 +150,7 @@ func TestHandleClassifiesFailures(t *testing.T) {
 			}
 			gotErrEvent := false
 			for _, ev := range n.events {
-				if ev.GetKind() == busv1.EventKind_EVENT_KIND_ERROR {
+				if ev.kind == "error" {
 					gotErrEvent = true
 				}
 			}
@@ -163,7 +164,7 @@ func TestHandleClassifiesFailures(t *testing.T) {
 func TestDirectReturnsTheStoredRowEvenWhenTheWakeFails(t *testing.T) {
 	n := &fakeNotifier{wakeErr: errors.New("nats down")}
 	m, err := delivery.New(&fakeMemory{}, n, quiet()).Direct(context.Background(), swarmbus.Direct{ID: "x1", MysisID: "m", Content: "hi"})
-	if m == nil || m.GetIdempotencyKey() != "direct:x1" || m.GetSource() != memoryv1.Source_SOURCE_DIRECT || m.GetRole() != memoryv1.Role_ROLE_USER {
+	if m.ID == 0 || m.IdempotencyKey != "direct:x1" || m.MysisID != "m" {
 		t.Fatalf("memory = %v", m)
 	}
 	if !errors.Is(err, delivery.ErrNotAnnounced) {

@@ -42,7 +42,7 @@ type Memory interface {
 
 // Directs writes direct messages synchronously (*delivery.Service satisfies it).
 type Directs interface {
-	Direct(ctx context.Context, d swarmbus.Direct) (*memoryv1.Memory, error)
+	Direct(ctx context.Context, d swarmbus.Direct) (message.Stored, error)
 }
 
 // Options configure the API.
@@ -196,7 +196,7 @@ func (s *Server) SendDirect(ctx context.Context, req *busv1.SendDirectRequest) (
 		return nil, err
 	}
 	m, err := s.directs.Direct(ctx, swarmbus.Direct{ID: id, MysisID: target.GetId(), SenderID: sender, Content: req.GetContent(), At: time.Now().UTC()})
-	if m == nil {
+	if m.ID == 0 {
 		return nil, memoryErr(err)
 	}
 	if err != nil {
@@ -204,7 +204,15 @@ func (s *Server) SendDirect(ctx context.Context, req *busv1.SendDirectRequest) (
 		// invite a retry that, without a message_id, would store the message twice.
 		s.log.WarnContext(ctx, "direct message stored but not announced", "mysis_id", target.GetId(), "err", err)
 	}
-	return &busv1.SendDirectResponse{Memory: m}, nil
+	return &busv1.SendDirectResponse{Memory: toProtoDirect(m)}, nil
+}
+
+// toProtoDirect is a stored direct message as the memory service's row: role user, source direct.
+func toProtoDirect(m message.Stored) *memoryv1.Memory {
+	return &memoryv1.Memory{
+		Id: m.ID, MysisId: m.MysisID, Seq: m.Seq, Turn: m.Turn, Role: memoryv1.Role_ROLE_USER, Source: memoryv1.Source_SOURCE_DIRECT,
+		SenderId: m.SenderID, Content: m.Content, IdempotencyKey: m.IdempotencyKey, CreatedAt: timestamppb.New(m.CreatedAt),
+	}
 }
 
 // resolve finds a mysis by id, or by name when the argument is not an id of an existing mysis.

@@ -4,6 +4,7 @@ package message
 
 import (
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -86,4 +87,11 @@ func clip(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// Stored is a direct message as the memory service stored it: a user row of source direct in the mysis's memory.
+type Stored struct {
+	ID, Seq, Turn                              int64
+	MysisID, SenderID, Content, IdempotencyKey string
+	CreatedAt                                  time.Time
 }

@@ -48,6 +48,7 @@ import (
 	"github.com/zoeaswarm/zoea/services/composer/internal/bufpool"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
 	"github.com/zoeaswarm/zoea/services/composer/internal/grpcapi"
+	"github.com/zoeaswarm/zoea/services/composer/internal/memoryclient"
 	"github.com/zoeaswarm/zoea/services/composer/internal/o200k"
 	"github.com/zoeaswarm/zoea/services/composer/internal/replay"
 	"github.com/zoeaswarm/zoea/services/composer/internal/tokcache"
@@ -268,12 +269,12 @@ func round(d time.Duration) string {
 // startComposer serves the composer in-process on a loopback port, wired as cmd/composer wires it.
 func startComposer(ctx context.Context, mem memoryv1.MemoryServiceClient, memConn *grpc.ClientConn, cache *tokcache.Cache) (string, func(), error) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc, err := grpcapi.New(mem, grpcapi.Options{Counter: cache, Logger: log})
+	svc, err := grpcapi.New(memoryclient.New(mem), grpcapi.Options{Counter: cache, Logger: log})
 	if err != nil {
 		return "", nil, err
 	}
 	srv := server.New(server.Options{Name: "composer", Config: server.Config{ListenAddr: "127.0.0.1:0"}, Logger: log,
-		Checks: []server.Check{grpcapi.MemoryReady(healthpb.NewHealthClient(memConn))}})
+		Checks: []server.Check{memoryclient.Ready(healthpb.NewHealthClient(memConn))}})
 	srv.Register(&composerv1.ComposerService_ServiceDesc, svc)
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})

@@ -22,6 +22,7 @@ import (
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
 	"github.com/zoeaswarm/zoea/services/composer/internal/grpcapi"
 	"github.com/zoeaswarm/zoea/services/composer/internal/histgen"
+	"github.com/zoeaswarm/zoea/services/composer/internal/memoryclient"
 )
 
 // fakeMemory is a hand-written MemoryService that serves stored windows and counts GetComposeWindow calls. It
@@ -193,14 +194,14 @@ func startComposer(t testing.TB, memoryAddr string, opts grpcapi.Options) *compo
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = memConn.Close() })
-	svc, err := grpcapi.New(memoryv1.NewMemoryServiceClient(memConn), opts)
+	svc, err := grpcapi.New(memoryclient.New(memoryv1.NewMemoryServiceClient(memConn)), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := server.New(server.Options{
 		Name:          "composer",
 		Config:        server.Config{ListenAddr: "127.0.0.1:0", ShutdownTimeout: time.Second},
-		Checks:        []server.Check{grpcapi.MemoryReady(healthpb.NewHealthClient(memConn))},
+		Checks:        []server.Check{memoryclient.Ready(healthpb.NewHealthClient(memConn))},
 		CheckInterval: 50 * time.Millisecond,
 		Logger:        discardLogger(),
 	})

@@ -1,5 +1,7 @@
-// Package grpcapi serves zoea.composer.v1.ComposerService: one GetComposeWindow round trip to the memory service,
-// then the pure compose package, then named converters to the API's messages.
+// Package grpcapi serves zoea.composer.v1.ComposerService, a thin transport: it converts the request (policy
+// overrides, tools) into compose values, reads the window through the Windows port (memoryclient implements it over
+// the memory service), runs the pure compose package and converts the result back. Errors are libs/errs errors that
+// libs/server maps to gRPC codes, in one place.
 //
 // The service holds no state of its own except a token-count cache (an injected compose.Counter): consecutive
 // composes of one mysis share almost their whole window, so the cache makes a steady-state compose count only the
@@ -13,19 +15,15 @@ import (
 	"log/slog"
 	"strings"
 
-	"google.golang.org/grpc"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-
 	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
-	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
-	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
 )
 
-// WindowSource is the one memory-service call the composer makes; the generated MemoryServiceClient implements it.
-type WindowSource interface {
-	GetComposeWindow(ctx context.Context, in *memoryv1.GetComposeWindowRequest, opts ...grpc.CallOption) (*memoryv1.GetComposeWindowResponse, error)
+// Windows reads what composing a mysis's next request needs (memoryclient.Client implements it over the memory
+// service). Errors are libs/errs errors.
+type Windows interface {
+	Window(ctx context.Context, mysisID string, p compose.Policy) (compose.Input, error)
 }
 
 // Options configure a Service.
@@ -42,14 +40,14 @@ type Options struct {
 // Service implements composerv1.ComposerServiceServer.
 type Service struct {
 	composerv1.UnimplementedComposerServiceServer
-	memory   WindowSource
+	memory   Windows
 	defaults compose.Policy
 	counter  compose.Counter
 	log      *slog.Logger
 }
 
 // New returns the service; it fails when the default policy is invalid, naming the offending field.
-func New(memory WindowSource, opts Options) (*Service, error) {
+func New(memory Windows, opts Options) (*Service, error) {
 	p := compose.DefaultPolicy()
 	if opts.Policy != nil {
 		p = *opts.Policy
@@ -80,11 +78,15 @@ func (s *Service) ComposeContext(ctx context.Context, req *composerv1.ComposeCon
 	if err != nil {
 		return nil, err
 	}
-	w, err := s.memory.GetComposeWindow(ctx, toProtoWindowRequest(id, p))
+	in, err := s.memory.Window(ctx, id, p)
 	if err != nil {
-		return nil, fromMemoryError(ctx, id, err)
+		if ctx.Err() != nil {
+			// The caller's own cancellation or deadline stays what it is.
+			return nil, ctx.Err()
+		}
+		return nil, err
 	}
-	in := fromProtoWindow(w, req.GetBeginAutonomousTurn(), tools)
+	in.Tools, in.BeginTurn = tools, req.GetBeginAutonomousTurn()
 	var res compose.Result
 	if s.counter != nil {
 		res, err = compose.ComposeWith(in, p, s.counter)
@@ -95,30 +97,6 @@ func (s *Service) ComposeContext(ctx context.Context, req *composerv1.ComposeCon
 		return nil, fromComposeError(id, err)
 	}
 	return toProtoResponse(res, p), nil
-}
-
-// fromMemoryError classifies a failed GetComposeWindow: the caller's own cancellation or deadline stays what it is;
-// an unknown mysis is NotFound; anything that says the memory service cannot answer now is Unavailable.
-func fromMemoryError(ctx context.Context, id string, err error) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	derr := server.FromStatus(err)
-	var e *errs.Error
-	msg := err.Error()
-	if errors.As(derr, &e) && e.Msg != "" {
-		msg = e.Msg
-	}
-	switch errs.KindOf(derr) {
-	case errs.NotFound:
-		return &errs.Error{Kind: errs.NotFound, Msg: msg}
-	case errs.Invalid:
-		// The composer validated everything but the id, so the memory service is rejecting the id.
-		return &errs.Error{Kind: errs.Invalid, Field: "mysis_id", Msg: msg}
-	case errs.Unavailable, errs.Timeout:
-		return errs.Unavailablef(err, "memory service unavailable: %s", msg)
-	}
-	return fmt.Errorf("memory GetComposeWindow for mysis %s: %w", id, err)
 }
 
 // fromComposeError classifies a failed composition. Both kinds are the stored state's doing, not the request's.
@@ -133,19 +111,4 @@ func fromComposeError(id string, err error) error {
 		return &errs.Error{Kind: errs.Invalid, Field: "policy", Msg: err.Error()}
 	}
 	return err
-}
-
-// MemoryReady is the composer's readiness check: it can answer nothing while the memory service's health is not
-// SERVING.
-func MemoryReady(h healthpb.HealthClient) server.Check {
-	return server.Check{Name: "memory", Fn: func(ctx context.Context) error {
-		resp, err := h.Check(ctx, &healthpb.HealthCheckRequest{Service: memoryv1.MemoryService_ServiceDesc.ServiceName})
-		if err != nil {
-			return fmt.Errorf("memory health: %w", err)
-		}
-		if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-			return fmt.Errorf("memory health: %s", resp.GetStatus())
-		}
-		return nil
-	}}
 }

@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -25,27 +24,19 @@ import (
 	"github.com/zoeaswarm/zoea/libs/pgtest"
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/libs/testdep"
+	"github.com/zoeaswarm/zoea/libs/testkit/svcbin"
 	"github.com/zoeaswarm/zoea/services/composer/internal/grpcapi"
 )
 
-// realMemory builds services/memory/cmd/memory (a different module, so it cannot run in-process), migrates a fresh
-// Postgres database with it and serves it on a loopback port. A binary that does not build fails the test; Postgres
-// out of reach is testdep.Missing (skipped locally, a failure in CI).
+// realMemory builds services/memory/cmd/memory (a different module, so it cannot run in-process; libs/testkit/svcbin),
+// migrates a fresh Postgres database with it and serves it on a loopback port. A binary that does not build fails
+// the test; Postgres out of reach is testdep.Missing (skipped locally, a failure in CI).
 func realMemory(t *testing.T) (addr string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("real memory service: skipped with -short")
 	}
-	dir, err := filepath.Abs(filepath.Join("..", "..", "..", "memory"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "memory")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/memory")
-	build.Dir = dir
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("real memory service: cannot build %s/cmd/memory (%v):\n%s", dir, err, out)
-	}
+	bin := svcbin.Build(t, "memory")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -1,6 +1,7 @@
 // Package app wires the runner: clients of the memory and composer services, the NATS bus (wakes, events, leases,
 // live statuses), the LLM providers, the tool router, the lease manager with its mysis actors and the SwarmService
-// gRPC server. main calls Run; end-to-end tests call it in-process too, which lets them add a scripted provider.
+// gRPC server. cmd/runner calls Main (configuration, logging, telemetry, then Run); end-to-end tests call Run
+// in-process, which lets them add a scripted provider.
 package app
 
 import (
@@ -269,7 +270,7 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 			{Name: "nats", Fn: bus.Ready},
 		},
 	})
-	api := grpcapi.New(memAPI, composerAPI, natsbus.Wakes{Bus: bus}, live{statuses: statuses, mgr: mgr}, grpcapi.Defaults{
+	api := grpcapi.New(memory, composerAPI, natsbus.Wakes{Bus: bus}, live{statuses: statuses, mgr: mgr}, grpcapi.Defaults{
 		Provider: cfg.DefaultProvider, Providers: names, Check: checker.Check,
 		Models:      map[string]string{"ollama": cfg.OllamaModel, "openai": cfg.OpenAIModel, "autopilot": "autopilot"},
 		SpendLimits: spendCfg.MysisDefaults,

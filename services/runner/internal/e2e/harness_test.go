@@ -31,7 +31,7 @@ import (
 	"github.com/zoeaswarm/zoea/libs/testdep"
 	"github.com/zoeaswarm/zoea/services/runner/internal/app"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
-	"github.com/zoeaswarm/zoea/services/runner/internal/testenv"
+	"github.com/zoeaswarm/zoea/services/runner/internal/testkit/testenv"
 )
 
 const testSecretKey = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"

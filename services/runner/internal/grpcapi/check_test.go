@@ -10,6 +10,7 @@ import (
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/services/runner/internal/memoryclient"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 )
 
@@ -47,7 +48,7 @@ func TestCreateAndConfigureAskTheProviderCheck(t *testing.T) {
 		return nil
 	}
 	mem := &oneMysis{m: &memoryv1.Mysis{Id: "0b8c7d2e-1f3a-4b5c-9d6e-7f8091a2b3c4", Name: "scout-1", Provider: "autopilot", Model: "autopilot"}}
-	s := New(mem, nil, noWakes{}, noLive{}, Defaults{Provider: "autopilot", Providers: []string{"autopilot", "ollama"},
+	s := New(memoryclient.New(mem), nil, noWakes{}, noLive{}, Defaults{Provider: "autopilot", Providers: []string{"autopilot", "ollama"},
 		Models: map[string]string{"ollama": "qwen3:8b", "autopilot": "autopilot"}, Check: check})
 	ctx := context.Background()
 

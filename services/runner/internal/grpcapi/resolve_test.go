@@ -11,6 +11,7 @@ import (
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/services/runner/internal/memoryclient"
 )
 
 // noMyses is a memory service that knows no mysis; it embeds the interface so any other call would panic.
@@ -33,7 +34,7 @@ func (n *noMyses) GetMysisByName(context.Context, *memoryv1.GetMysisByNameReques
 // An unknown id is NotFound (no name can be a UUID, so there is no name to try); an unknown name is NotFound too.
 func TestResolveUnknownIDAndName(t *testing.T) {
 	mem := &noMyses{}
-	s := New(mem, nil, nil, noLive{}, Defaults{Provider: "autopilot"})
+	s := New(memoryclient.New(mem), nil, nil, noLive{}, Defaults{Provider: "autopilot"})
 	ctx := context.Background()
 	for _, ref := range []string{"0b8c7d2e-1f3a-4b5c-9d6e-7f8091a2b3c4", "nobody"} {
 		_, err := s.GetMysis(ctx, &runnerv1.GetMysisRequest{Mysis: ref})
@@ -49,7 +50,7 @@ func TestResolveUnknownIDAndName(t *testing.T) {
 // Any spelling of a UUID (upper case, no dashes, braces, urn:uuid:) is an id, asked of memory in canonical form.
 func TestResolveAcceptsEveryUUIDSpelling(t *testing.T) {
 	mem := &noMyses{}
-	s := New(mem, nil, nil, noLive{}, Defaults{Provider: "autopilot"})
+	s := New(memoryclient.New(mem), nil, nil, noLive{}, Defaults{Provider: "autopilot"})
 	const canonical = "0b8c7d2e-1f3a-4b5c-9d6e-7f8091a2b3c4"
 	refs := []string{canonical, "0B8C7D2E-1F3A-4B5C-9D6E-7F8091A2B3C4", "0b8c7d2e1f3a4b5c9d6e7f8091a2b3c4",
 		"{0b8c7d2e-1f3a-4b5c-9d6e-7f8091a2b3c4}", "urn:uuid:0b8c7d2e-1f3a-4b5c-9d6e-7f8091a2b3c4"}
@@ -78,7 +79,7 @@ func (autopilotMysis) GetMysisByName(context.Context, *memoryv1.GetMysisByNameRe
 // Memory stores the provider as an opaque name, so the runner refuses a switch to a provider that needs a model
 // when none is given and none is configured.
 func TestConfigureRequiresAModelForModelProviders(t *testing.T) {
-	s := New(autopilotMysis{}, nil, nil, noLive{}, Defaults{Provider: "autopilot", Providers: []string{"autopilot", "openai"}})
+	s := New(memoryclient.New(autopilotMysis{}), nil, nil, noLive{}, Defaults{Provider: "autopilot", Providers: []string{"autopilot", "openai"}})
 	openai := "openai"
 	_, err := s.ConfigureMysis(context.Background(), &runnerv1.ConfigureMysisRequest{Mysis: "scout", Provider: &openai})
 	if errs.KindOf(err) != errs.Invalid || errs.FieldOf(err) != "model" {

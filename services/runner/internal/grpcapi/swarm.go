@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
@@ -56,10 +54,26 @@ type Defaults struct {
 	SpendLimits []usage.Limit
 }
 
+// Memory is the memory service as the admin API uses it; memoryclient.Client implements it. Records come back as
+// the memory service stores them (the admin API re-exports them), errors as libs/errs errors.
+type Memory interface {
+	MysisRecord(ctx context.Context, id string) (*memoryv1.Mysis, error)
+	MysisRecordByName(ctx context.Context, name string) (*memoryv1.Mysis, error)
+	ListMysisRecords(ctx context.Context, state memoryv1.MysisState, pageSize int32, pageToken string) ([]*memoryv1.Mysis, string, error)
+	CreateMysis(ctx context.Context, m memoryclient.NewMysis) (*memoryv1.Mysis, error)
+	SetStateRecord(ctx context.Context, id string, ch mysis.StateChange) (*memoryv1.Mysis, error)
+	UpdateConfig(ctx context.Context, id string, ch memoryclient.ConfigChange) (*memoryv1.Mysis, error)
+	DeleteMysis(ctx context.Context, id string) error
+	Recent(ctx context.Context, id string, limit int) ([]mysis.Memory, error)
+	Usage(ctx context.Context, q memoryclient.UsageQuery) (*memoryv1.GetUsageResponse, error)
+	SetSpendLimits(ctx context.Context, id string, limits []*memoryv1.SpendLimit) error
+	OwnSpendLimits(ctx context.Context, id string) ([]usage.Limit, error)
+}
+
 // Server implements runnerv1.SwarmServiceServer.
 type Server struct {
 	runnerv1.UnimplementedSwarmServiceServer
-	memory   memoryv1.MemoryServiceClient
+	memory   Memory
 	composer composerv1.ComposerServiceClient
 	wakes    Waker
 	live     Live
@@ -67,7 +81,7 @@ type Server struct {
 }
 
 // New builds the server.
-func New(memory memoryv1.MemoryServiceClient, composer composerv1.ComposerServiceClient, wakes Waker, live Live, d Defaults) *Server {
+func New(memory Memory, composer composerv1.ComposerServiceClient, wakes Waker, live Live, d Defaults) *Server {
 	if d.Temperature == 0 {
 		d.Temperature = 0.7
 	}
@@ -86,11 +100,11 @@ func (s *Server) resolve(ctx context.Context, ref string) (*memoryv1.Mysis, erro
 		return nil, errs.InvalidField("mysis", "required: a mysis id or name")
 	}
 	if id, err := uuid.Parse(ref); err == nil {
-		resp, err := s.memory.GetMysis(ctx, &memoryv1.GetMysisRequest{MysisId: id.String()})
+		m, err := s.memory.MysisRecord(ctx, id.String())
 		if err == nil {
-			return resp.GetMysis(), nil
+			return m, nil
 		}
-		if status.Code(err) != codes.NotFound {
+		if !errs.Is(err, errs.NotFound) {
 			return nil, err
 		}
 		// No name is a UUID (libs/names), so there is no name to fall back to.
@@ -99,14 +113,14 @@ func (s *Server) resolve(ctx context.Context, ref string) (*memoryv1.Mysis, erro
 	if err := names.Check("mysis", ref); err != nil {
 		return nil, err
 	}
-	resp, err := s.memory.GetMysisByName(ctx, &memoryv1.GetMysisByNameRequest{Name: ref})
+	m, err := s.memory.MysisRecordByName(ctx, ref)
 	if err != nil {
-		if status.Code(err) == codes.NotFound {
+		if errs.Is(err, errs.NotFound) {
 			return nil, errs.NotFoundf("mysis %q not found", ref)
 		}
 		return nil, err
 	}
-	return resp.GetMysis(), nil
+	return m, nil
 }
 
 func (s *Server) statusOf(m *memoryv1.Mysis) *runnerv1.MysisStatus {
@@ -177,11 +191,10 @@ func (s *Server) CreateMysis(ctx context.Context, req *runnerv1.CreateMysisReque
 	if strings.TrimSpace(prompt) == "" {
 		prompt = s.defaults.SystemPrompt
 	}
-	resp, err := s.memory.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: name, Provider: provider, Model: model, Temperature: temp, SystemPrompt: prompt})
+	m, err := s.memory.CreateMysis(ctx, memoryclient.NewMysis{Name: name, Provider: provider, Model: model, Temperature: temp, SystemPrompt: prompt})
 	if err != nil {
 		return nil, err
 	}
-	m := resp.GetMysis()
 	if req.GetStart() {
 		if m, err = s.start(ctx, m); err != nil {
 			return nil, err
@@ -199,12 +212,12 @@ func (s *Server) ListMyses(ctx context.Context, req *runnerv1.ListMysesRequest) 
 	case size == 0:
 		size = 100
 	}
-	resp, err := s.memory.ListMyses(ctx, &memoryv1.ListMysesRequest{PageSize: size, PageToken: req.GetPageToken(), State: req.GetState()})
+	myses, next, err := s.memory.ListMysisRecords(ctx, req.GetState(), size, req.GetPageToken())
 	if err != nil {
 		return nil, err
 	}
-	out := &runnerv1.ListMysesResponse{NextPageToken: resp.GetNextPageToken()}
-	for _, m := range resp.GetMyses() {
+	out := &runnerv1.ListMysesResponse{NextPageToken: next}
+	for _, m := range myses {
 		out.Myses = append(out.Myses, s.statusOf(m))
 	}
 	if err := s.addUsage(ctx, out.Myses); err != nil {
@@ -228,15 +241,13 @@ func (s *Server) GetMysis(ctx context.Context, req *runnerv1.GetMysisRequest) (*
 
 // start sets a mysis running with a fresh encouragement count and wakes its owner.
 func (s *Server) start(ctx context.Context, m *memoryv1.Mysis) (*memoryv1.Mysis, error) {
-	zero := int32(0)
-	resp, err := s.memory.SetMysisState(ctx, &memoryv1.SetMysisStateRequest{
-		MysisId: m.GetId(), State: memoryv1.MysisState_MYSIS_STATE_RUNNING, Reason: "started by commander", EncouragementCount: &zero,
-	})
+	zero := 0
+	started, err := s.memory.SetStateRecord(ctx, m.GetId(), mysis.StateChange{To: mysis.StateRunning, Reason: "started by commander", Count: &zero})
 	if err != nil {
 		return nil, err
 	}
 	_ = s.wakes.Wake(ctx, m.GetId(), mysis.WakeStart) // a lost wake is caught by the owner's next scan
-	return resp.GetMysis(), nil
+	return started, nil
 }
 
 // StartMysis implements SwarmService.
@@ -261,12 +272,12 @@ func (s *Server) StopMysis(ctx context.Context, req *runnerv1.StopMysisRequest) 
 	if reason == "" {
 		reason = "stopped by commander"
 	}
-	resp, err := s.memory.SetMysisState(ctx, &memoryv1.SetMysisStateRequest{MysisId: m.GetId(), State: memoryv1.MysisState_MYSIS_STATE_STOPPED, Reason: reason})
+	stopped, err := s.memory.SetStateRecord(ctx, m.GetId(), mysis.StateChange{To: mysis.StateStopped, Reason: reason})
 	if err != nil {
 		return nil, err
 	}
 	_ = s.wakes.Wake(ctx, m.GetId(), mysis.WakeStop)
-	return &runnerv1.StopMysisResponse{Status: s.statusOf(resp.GetMysis())}, nil
+	return &runnerv1.StopMysisResponse{Status: s.statusOf(stopped)}, nil
 }
 
 // ConfigureMysis implements SwarmService.
@@ -275,7 +286,7 @@ func (s *Server) ConfigureMysis(ctx context.Context, req *runnerv1.ConfigureMysi
 	if err != nil {
 		return nil, err
 	}
-	up := &memoryv1.UpdateMysisConfigRequest{MysisId: m.GetId(), Model: req.Model, Temperature: req.Temperature, SystemPrompt: req.SystemPrompt}
+	up := memoryclient.ConfigChange{Model: req.Model, Temperature: req.Temperature, SystemPrompt: req.SystemPrompt}
 	if req.Provider != nil {
 		if err := s.checkProvider("provider", req.GetProvider()); err != nil {
 			return nil, err
@@ -300,10 +311,10 @@ func (s *Server) ConfigureMysis(ctx context.Context, req *runnerv1.ConfigureMysi
 	if up.Provider != nil || up.Model != nil {
 		provider, model := m.GetProvider(), m.GetModel()
 		if up.Provider != nil {
-			provider = up.GetProvider()
+			provider = *up.Provider
 		}
 		if up.Model != nil {
-			model = up.GetModel()
+			model = *up.Model
 		}
 		// The runner owns the provider rules (memory stores the name as given): only autopilot runs without a model.
 		if model == "" && provider != "autopilot" {
@@ -313,12 +324,12 @@ func (s *Server) ConfigureMysis(ctx context.Context, req *runnerv1.ConfigureMysi
 			return nil, err
 		}
 	}
-	resp, err := s.memory.UpdateMysisConfig(ctx, up)
+	updated, err := s.memory.UpdateConfig(ctx, m.GetId(), up)
 	if err != nil {
 		return nil, err
 	}
 	_ = s.wakes.Wake(ctx, m.GetId(), mysis.WakeConfigure)
-	return &runnerv1.ConfigureMysisResponse{Status: s.statusOf(resp.GetMysis())}, nil
+	return &runnerv1.ConfigureMysisResponse{Status: s.statusOf(updated)}, nil
 }
 
 // DeleteMysis implements SwarmService.
@@ -327,7 +338,7 @@ func (s *Server) DeleteMysis(ctx context.Context, req *runnerv1.DeleteMysisReque
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.memory.DeleteMysis(ctx, &memoryv1.DeleteMysisRequest{MysisId: m.GetId()}); err != nil {
+	if err := s.memory.DeleteMysis(ctx, m.GetId()); err != nil {
 		return nil, err
 	}
 	_ = s.wakes.Wake(ctx, m.GetId(), mysis.WakeDelete)
@@ -341,13 +352,13 @@ func (s *Server) PreviewContext(ctx context.Context, req *runnerv1.PreviewContex
 	if err != nil {
 		return nil, err
 	}
-	recent, err := s.memory.ListRecentMemories(ctx, &memoryv1.ListRecentMemoriesRequest{MysisId: m.GetId(), Limit: 1})
+	recent, err := s.memory.Recent(ctx, m.GetId(), 1)
 	if err != nil {
 		return nil, err
 	}
 	autonomous := true
-	if ms := recent.GetMemories(); len(ms) > 0 {
-		last := memoryclient.FromProtoMemory(ms[len(ms)-1])
+	if len(recent) > 0 {
+		last := recent[len(recent)-1]
 		autonomous = last.Role == "assistant" && len(last.ToolCalls) == 0 || last.Role == "system"
 	}
 	resp, err := s.composer.ComposeContext(ctx, &composerv1.ComposeContextRequest{MysisId: m.GetId(), Policy: req.GetPolicy(), BeginAutonomousTurn: autonomous})

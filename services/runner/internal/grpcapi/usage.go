@@ -24,8 +24,8 @@ func (s *Server) GetUsage(ctx context.Context, req *runnerv1.GetUsageRequest) (*
 		}
 		ids = append(ids, m.GetId())
 	}
-	resp, err := s.memory.GetUsage(ctx, &memoryv1.GetUsageRequest{
-		MysisIds: ids, From: req.GetFrom(), To: req.GetTo(), GroupBy: req.GetGroupBy(),
+	resp, err := s.memory.Usage(ctx, memoryclient.UsageQuery{
+		MysisIDs: ids, From: req.GetFrom(), To: req.GetTo(), GroupBy: req.GetGroupBy(),
 		PageSize: req.GetPageSize(), PageToken: req.GetPageToken(),
 	})
 	if err != nil {
@@ -40,7 +40,7 @@ func (s *Server) SetSpendLimits(ctx context.Context, req *runnerv1.SetSpendLimit
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.memory.SetSpendLimits(ctx, &memoryv1.SetSpendLimitsRequest{MysisId: m.GetId(), Limits: req.GetLimits()}); err != nil {
+	if err := s.memory.SetSpendLimits(ctx, m.GetId(), req.GetLimits()); err != nil {
 		return nil, err
 	}
 	if err := s.wakes.Wake(ctx, m.GetId(), mysis.WakeConfigure); err != nil {
@@ -63,7 +63,7 @@ func (s *Server) addUsage(ctx context.Context, sts []*runnerv1.MysisStatus) erro
 		ids[i] = st.GetMysis().GetId()
 		st.Usage = &memoryv1.UsageTotals{}
 	}
-	resp, err := s.memory.GetUsage(ctx, &memoryv1.GetUsageRequest{MysisIds: ids, GroupBy: memoryv1.UsageGroup_USAGE_GROUP_MYSIS, PageSize: int32(len(ids))})
+	resp, err := s.memory.Usage(ctx, memoryclient.UsageQuery{MysisIDs: ids, GroupBy: memoryv1.UsageGroup_USAGE_GROUP_MYSIS, PageSize: int32(len(ids))})
 	if err != nil {
 		return err
 	}
@@ -84,10 +84,10 @@ func (s *Server) addUsageAndLimits(ctx context.Context, st *runnerv1.MysisStatus
 	if err := s.addUsage(ctx, []*runnerv1.MysisStatus{st}); err != nil {
 		return err
 	}
-	sp, err := s.memory.GetSpend(ctx, &memoryv1.GetSpendRequest{MysisId: st.GetMysis().GetId()})
+	own, err := s.memory.OwnSpendLimits(ctx, st.GetMysis().GetId())
 	if err != nil {
 		return err
 	}
-	st.SpendLimits = memoryclient.ToProtoLimits(usage.Effective(s.defaults.SpendLimits, memoryclient.FromProtoLimits(sp.GetLimits())))
+	st.SpendLimits = memoryclient.ToProtoLimits(usage.Effective(s.defaults.SpendLimits, own))
 	return nil
 }

@@ -22,9 +22,6 @@ type Client struct {
 // New wraps a generated client.
 func New(api memoryv1.MemoryServiceClient) *Client { return &Client{api: api} }
 
-// API exposes the generated client for the admin API, which speaks proto on both sides.
-func (c *Client) API() memoryv1.MemoryServiceClient { return c.api }
-
 // GetMysis implements mysis.Store.
 func (c *Client) GetMysis(ctx context.Context, id string) (mysis.Mysis, error) {
 	resp, err := c.api.GetMysis(ctx, &memoryv1.GetMysisRequest{MysisId: id})
@@ -36,12 +33,7 @@ func (c *Client) GetMysis(ctx context.Context, id string) (mysis.Mysis, error) {
 
 // SetState implements mysis.Store.
 func (c *Client) SetState(ctx context.Context, id string, ch mysis.StateChange) (mysis.Mysis, error) {
-	req := &memoryv1.SetMysisStateRequest{MysisId: id, State: ToProtoState(ch.To), Reason: ch.Reason, ExpectedState: ToProtoState(ch.Expected)}
-	if ch.Count != nil {
-		n := int32(*ch.Count)
-		req.EncouragementCount = &n
-	}
-	resp, err := c.api.SetMysisState(ctx, req)
+	resp, err := c.api.SetMysisState(ctx, toProtoStateChange(id, ch))
 	if err != nil {
 		return mysis.Mysis{}, server.FromStatus(err)
 	}
@@ -186,6 +178,15 @@ func FromProtoMemory(m *memoryv1.Memory) mysis.Memory {
 	}
 	out.ToolCalls = chatpb.FromProtoToolCalls(m.GetToolCalls())
 	return out
+}
+
+func toProtoStateChange(id string, ch mysis.StateChange) *memoryv1.SetMysisStateRequest {
+	req := &memoryv1.SetMysisStateRequest{MysisId: id, State: ToProtoState(ch.To), Reason: ch.Reason, ExpectedState: ToProtoState(ch.Expected)}
+	if ch.Count != nil {
+		n := int32(*ch.Count)
+		req.EncouragementCount = &n
+	}
+	return req
 }
 
 func toProtoNewMemory(m mysis.NewMemory) *memoryv1.NewMemory {

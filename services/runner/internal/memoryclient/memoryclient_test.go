@@ -16,7 +16,7 @@ import (
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/services/runner/internal/memoryclient"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
-	"github.com/zoeaswarm/zoea/services/runner/internal/testenv"
+	"github.com/zoeaswarm/zoea/services/runner/internal/testkit/testenv"
 )
 
 // realMemory runs the memory service binary on a fresh database and returns the adapter over a real connection:

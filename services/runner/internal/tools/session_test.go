@@ -13,7 +13,7 @@ import (
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
-	"github.com/zoeaswarm/zoea/services/runner/internal/testenv"
+	"github.com/zoeaswarm/zoea/services/runner/internal/testkit/testenv"
 )
 
 type fakeAccounts struct {

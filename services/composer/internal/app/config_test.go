@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"reflect"
@@ -8,7 +8,7 @@ import (
 )
 
 func TestConfigDefaultsAreComposeDefaults(t *testing.T) {
-	cfg, err := loadConfig()
+	cfg, err := LoadConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestConfigFromEnvironment(t *testing.T) {
 	t.Setenv("ZOEA_COMPOSE_NUDGE_URGENT", "Now!")
 	t.Setenv("ZOEA_COMPOSE_HIGH_WATER", "3000")
 	t.Setenv("ZOEA_COMPOSE_CARRY_LIMIT", "12")
-	cfg, err := loadConfig()
+	cfg, err := LoadConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestConfigFromEnvironment(t *testing.T) {
 		t.Fatalf("token printed as %q", s)
 	}
 	t.Setenv("ZOEA_COMPOSE_TOKEN_BUDGET", "lots")
-	if _, err := loadConfig(); err == nil {
+	if _, err := LoadConfig(); err == nil {
 		t.Fatal("an unparsable budget was accepted")
 	}
 }

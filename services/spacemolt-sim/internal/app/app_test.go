@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caarlos0/env/v11"
+	"github.com/zoeaswarm/zoea/libs/config"
 )
 
 func TestConfigFromEnv(t *testing.T) {
-	cfg, err := env.ParseAsWithOptions[config](env.Options{Environment: map[string]string{}})
+	cfg, err := LoadConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,21 +27,28 @@ func TestConfigFromEnv(t *testing.T) {
 	if err := cfg.validate(); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err = env.ParseAsWithOptions[config](env.Options{Environment: map[string]string{
+	for k, v := range map[string]string{
 		"ZOEA_SIM_TICK": "5ms", "ZOEA_SIM_SEED": "9", "ZOEA_SIM_REGISTRATION_CODE": "hunter2", "ZOEA_SIM_READS_PER_MIN": "-1",
-	}})
+	} {
+		t.Setenv(k, v)
+	}
+	cfg, err = LoadConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Tick != 5*time.Millisecond || cfg.Seed != 9 || cfg.ReadsPerMinute != -1 {
 		t.Fatalf("parsed = %+v", cfg)
 	}
-	if logged := fmt.Sprint(cfg.logAttrs()...); strings.Contains(logged, "hunter2") || !strings.Contains(logged, "***") {
+	if logged := fmt.Sprint(config.Attrs(cfg)...); strings.Contains(logged, "hunter2") || !strings.Contains(logged, "****") {
 		t.Fatalf("registration code not masked: %s", logged)
 	}
 	cfg.Tick = 0
 	if cfg.validate() == nil {
 		t.Fatal("zero tick accepted")
+	}
+	t.Setenv("ZOEA_SIM_TICK", "soon")
+	if _, err := LoadConfig(); err == nil || !strings.Contains(err.Error(), "ZOEA_SIM_TICK") {
+		t.Fatalf("an unparseable tick must be named in the error, got %v", err)
 	}
 }
 
@@ -55,11 +62,10 @@ func TestHealthcheckAsksHealthz(t *testing.T) {
 	}))
 	defer srv.Close()
 	t.Setenv("ZOEA_LISTEN_ADDR", strings.TrimPrefix(srv.URL, "http://"))
-	if err := healthcheck(context.Background()); err != nil {
+	if err := Main(context.Background(), []string{"healthcheck"}, "test"); err != nil {
 		t.Fatalf("healthy server: %v", err)
 	}
-	t.Setenv("ZOEA_LISTEN_ADDR", "127.0.0.1:1")
-	if err := healthcheck(context.Background()); err == nil {
+	if err := Healthcheck(context.Background(), "127.0.0.1:1"); err == nil {
 		t.Fatal("healthcheck of a closed port succeeded")
 	}
 }
@@ -67,7 +73,7 @@ func TestHealthcheckAsksHealthz(t *testing.T) {
 // TestStateFileCarriesAccountsAcrossRuns is what a restart does: open (fresh), play, save at shutdown, open again.
 func TestStateFileCarriesAccountsAcrossRuns(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg := config{Seed: 5, Tick: time.Second, SessionTTL: time.Minute, MutationsPerMinute: -1, ReadsPerMinute: -1,
+	cfg := Config{Seed: 5, Tick: time.Second, SessionTTL: time.Minute, MutationsPerMinute: -1, ReadsPerMinute: -1,
 		ChatPerMinute: -1, StateFile: filepath.Join(t.TempDir(), ".zoea", "sim-state.json"), SaveInterval: time.Second}
 	first, err := openEngine(cfg, log)
 	if err != nil {

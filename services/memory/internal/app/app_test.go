@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -16,31 +16,31 @@ func TestRunMigrateThenServe(t *testing.T) {
 	t.Setenv("ZOEA_LISTEN_ADDR", "127.0.0.1:0")
 	t.Setenv("ZOEA_SECRET_KEY", "")
 	ctx := context.Background()
-	if err := run(ctx, []string{"migrate"}); err != nil {
+	if err := Main(ctx, []string{"migrate"}, "test"); err != nil {
 		t.Fatal(err)
 	}
-	if err := run(ctx, []string{"migrate"}); err != nil {
+	if err := Main(ctx, []string{"migrate"}, "test"); err != nil {
 		t.Fatalf("second migrate: %v", err)
 	}
 	sctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
 	defer cancel()
-	if err := run(sctx, []string{"serve", "-migrate"}); err != nil {
+	if err := Main(sctx, []string{"serve", "-migrate"}, "test"); err != nil {
 		t.Fatalf("serve: %v", err)
 	}
 }
 
 func TestRunRejectsBadInput(t *testing.T) {
 	t.Setenv("ZOEA_SECRET_KEY", "")
-	if err := run(context.Background(), []string{"frobnicate"}); err == nil {
+	if err := Main(context.Background(), []string{"frobnicate"}, "test"); err == nil {
 		t.Fatal("unknown command accepted")
 	}
 	t.Setenv("ZOEA_SECRET_KEY", "too-short")
 	t.Setenv("ZOEA_DATABASE_URL", "postgres://postgres@127.0.0.1:1/none?sslmode=disable")
-	if err := run(context.Background(), []string{"serve"}); err == nil {
+	if err := Main(context.Background(), []string{"serve"}, "test"); err == nil {
 		t.Fatal("malformed ZOEA_SECRET_KEY accepted")
 	}
 	t.Setenv("ZOEA_DB_MAX_CONNS", "many")
-	if err := run(context.Background(), nil); err == nil {
+	if err := Main(context.Background(), nil, "test"); err == nil {
 		t.Fatal("unparseable ZOEA_DB_MAX_CONNS accepted")
 	}
 }
@@ -55,16 +55,16 @@ func TestHealthcheckSubcommand(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 	t.Setenv("ZOEA_LISTEN_ADDR", addr)
-	if err := run(context.Background(), []string{"healthcheck"}); err == nil {
+	if err := Main(context.Background(), []string{"healthcheck"}, "test"); err == nil {
 		t.Fatal("healthcheck passed with no server running")
 	}
 	sctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(sctx, []string{"serve", "-migrate"}) }()
+	go func() { done <- Main(sctx, []string{"serve", "-migrate"}, "test") }()
 	defer func() { cancel(); <-done }()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		err := run(context.Background(), []string{"healthcheck"})
+		err := Main(context.Background(), []string{"healthcheck"}, "test")
 		if err == nil {
 			return
 		}

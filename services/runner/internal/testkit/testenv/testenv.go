@@ -13,73 +13,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-)
 
-var (
-	buildMu  sync.Mutex
-	built    = map[string]string{}
-	buildDir string
+	"github.com/zoeaswarm/zoea/libs/testkit/svcbin"
 )
 
 // RepoRoot is the monorepo root (the directory holding go.work).
-func RepoRoot(tb testing.TB) string {
-	tb.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Dir(file)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			tb.Fatal("testenv: go.work not found")
-		}
-		dir = parent
-	}
-}
+func RepoRoot(tb testing.TB) string { return svcbin.RepoRoot(tb) }
 
-// Build compiles services/<svc>/cmd/<svc> once per test process and returns the binary path.
-func Build(tb testing.TB, svc string) string {
-	tb.Helper()
-	buildMu.Lock()
-	defer buildMu.Unlock()
-	if p, ok := built[svc]; ok {
-		return p
-	}
-	// Prebuilt binaries (CI caches, or a snapshot while a colleague's working tree does not compile).
-	if dir := os.Getenv("ZOEA_TEST_BIN_DIR"); dir != "" {
-		if p := filepath.Join(dir, svc); fileExists(p) {
-			built[svc] = p
-			return p
-		}
-	}
-	if buildDir == "" {
-		d, err := os.MkdirTemp("", "zoea-runner-testbin-")
-		if err != nil {
-			tb.Fatal(err)
-		}
-		buildDir = d
-	}
-	root := RepoRoot(tb)
-	out := filepath.Join(buildDir, svc)
-	cmd := exec.Command("go", "build", "-o", out, "./services/"+svc+"/cmd/"+svc)
-	cmd.Dir = root
-	if b, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("testenv: build %s: %v\n%s", svc, err, b)
-	}
-	built[svc] = out
-	return out
-}
-
-func fileExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && !st.IsDir()
-}
+// Build compiles services/<svc>/cmd/<svc> once per test process and returns the binary path (libs/testkit/svcbin).
+func Build(tb testing.TB, svc string) string { return svcbin.Build(tb, svc) }
 
 // Available reports whether services/<svc>/cmd/<svc>/main.go exists (a colleague may not have landed it yet).
 func Available(tb testing.TB, svc string) bool {

@@ -1,0 +1,42 @@
+package svcbin_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/zoeaswarm/zoea/libs/testkit/svcbin"
+)
+
+func TestRepoRootHoldsGoWork(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(svcbin.RepoRoot(t), "go.work")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The simulator is the quickest service to build; a second Build is the first one's binary.
+func TestBuildOncePerProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary (skipped with -short only)")
+	}
+	first := svcbin.Build(t, "spacemolt-sim")
+	if second := svcbin.Build(t, "spacemolt-sim"); second != first {
+		t.Fatalf("built twice: %s, %s", first, second)
+	}
+	if err := exec.Command(first, "frobnicate").Run(); err == nil {
+		t.Fatal("the built simulator accepted an unknown subcommand")
+	}
+}
+
+func TestPrebuiltBinaryDirectory(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "bus")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("ZOEA_TEST_BIN_DIR", dir)
+	if got := svcbin.Build(t, "bus"); got != p {
+		t.Fatalf("Build = %s, want the prebuilt %s", got, p)
+	}
+}

@@ -1,0 +1,155 @@
+// Package app wires the composer: configuration (libs/config), the memory service adapter (memoryclient), the
+// token counter, the grpcapi transport registered on libs/server. cmd/composer calls Main; tests call LoadConfig
+// and Run.
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/experimental"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	"github.com/zoeaswarm/zoea/libs/config"
+	"github.com/zoeaswarm/zoea/libs/server"
+	"github.com/zoeaswarm/zoea/libs/telemetry"
+	"github.com/zoeaswarm/zoea/services/composer/internal/bufpool"
+	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
+	"github.com/zoeaswarm/zoea/services/composer/internal/grpcapi"
+	"github.com/zoeaswarm/zoea/services/composer/internal/memoryclient"
+	"github.com/zoeaswarm/zoea/services/composer/internal/o200k"
+	"github.com/zoeaswarm/zoea/services/composer/internal/tokcache"
+)
+
+// Config is the composer's configuration, read from the environment. Policy fields preset to compose.DefaultPolicy
+// are the defaults every request starts from.
+type Config struct {
+	Server     server.Config
+	MemoryAddr string `env:"ZOEA_MEMORY_ADDR" envDefault:"127.0.0.1:7001"`
+	// MaxWindowBytes bounds one GetComposeWindow response (a 1000-memory window of big tool results is large).
+	MaxWindowBytes int `env:"ZOEA_COMPOSE_MAX_WINDOW_BYTES" envDefault:"67108864"`
+	// TokenCacheEntries bounds the token-count cache (about 80 bytes per entry); 0 uses the package default.
+	TokenCacheEntries int `env:"ZOEA_COMPOSE_TOKEN_CACHE_ENTRIES" envDefault:"262144"`
+	Policy            PolicyConfig
+}
+
+// PolicyConfig is the server's default composition policy.
+type PolicyConfig struct {
+	ScanWindow      int      `env:"ZOEA_COMPOSE_SCAN_WINDOW"`
+	TokenBudget     int      `env:"ZOEA_COMPOSE_TOKEN_BUDGET"`
+	ToolResultCap   int      `env:"ZOEA_COMPOSE_TOOL_RESULT_CAP"`
+	HistoryLoops    int      `env:"ZOEA_COMPOSE_HISTORY_LOOPS"`
+	SnapshotTools   []string `env:"ZOEA_COMPOSE_SNAPSHOT_TOOLS" envSeparator:","`
+	PinnedTools     []string `env:"ZOEA_COMPOSE_PINNED_TOOLS" envSeparator:","`
+	NudgeGentle     string   `env:"ZOEA_COMPOSE_NUDGE_GENTLE"`
+	NudgeFirm       string   `env:"ZOEA_COMPOSE_NUDGE_FIRM"`
+	NudgeUrgent     string   `env:"ZOEA_COMPOSE_NUDGE_URGENT"`
+	MissionFallback bool     `env:"ZOEA_COMPOSE_MISSION_FALLBACK"`
+	CarryLimit      int      `env:"ZOEA_COMPOSE_CARRY_LIMIT"`
+	ReplyLimit      int      `env:"ZOEA_COMPOSE_REPLY_LIMIT"`
+	ReplyCap        int      `env:"ZOEA_COMPOSE_REPLY_CAP"`
+	MaxTurnRows     int      `env:"ZOEA_COMPOSE_MAX_TURN_ROWS"`
+	HighWater       int      `env:"ZOEA_COMPOSE_HIGH_WATER"`
+	CompactStep     int      `env:"ZOEA_COMPOSE_COMPACT_STEP"`
+}
+
+// LoadConfig presets the composer's own defaults (listen port, compose.DefaultPolicy) and parses the environment
+// over them.
+func LoadConfig() (Config, error) {
+	d := compose.DefaultPolicy()
+	cfg := Config{
+		Server: server.Config{ListenAddr: ":7002"},
+		Policy: PolicyConfig{
+			ScanWindow: d.ScanWindow, TokenBudget: d.TokenBudget, ToolResultCap: d.ToolResultCap,
+			HistoryLoops: d.HistoryLoops, SnapshotTools: d.SnapshotTools, PinnedTools: d.PinnedTools,
+			NudgeGentle: d.Nudges.Gentle, NudgeFirm: d.Nudges.Firm, NudgeUrgent: d.Nudges.Urgent,
+			MissionFallback: !d.DisableMissionFallback,
+			CarryLimit:      d.CarryLimit, ReplyLimit: d.ReplyLimit, ReplyCap: d.ReplyCap, MaxTurnRows: d.MaxTurnRows,
+			HighWater: d.HighWater, CompactStep: d.CompactStep,
+		},
+	}
+	err := config.LoadWith(&cfg)
+	return cfg, err
+}
+
+func (pc PolicyConfig) policy() compose.Policy {
+	return compose.Policy{
+		ScanWindow: pc.ScanWindow, TokenBudget: pc.TokenBudget, ToolResultCap: pc.ToolResultCap,
+		SnapshotTools: pc.SnapshotTools, PinnedTools: pc.PinnedTools, HistoryLoops: pc.HistoryLoops,
+		Nudges:                 compose.Nudges{Gentle: pc.NudgeGentle, Firm: pc.NudgeFirm, Urgent: pc.NudgeUrgent},
+		DisableMissionFallback: !pc.MissionFallback,
+		CarryLimit:             pc.CarryLimit, ReplyLimit: pc.ReplyLimit, ReplyCap: pc.ReplyCap, MaxTurnRows: pc.MaxTurnRows,
+		HighWater: pc.HighWater, CompactStep: pc.CompactStep,
+	}
+}
+
+// Main is the whole composer command; cmd/composer gives it a signal context and turns its error into an exit code.
+//
+//	composer [serve]       serve until ctx ends
+//	composer healthcheck   exit 0 when the local server reports SERVING (container health checks)
+func Main(ctx context.Context, args []string, version string) error {
+	cfg, err := LoadConfig()
+	if err != nil {
+		return err
+	}
+	cmd := "serve"
+	if len(args) > 0 {
+		cmd = args[0]
+	}
+	switch cmd {
+	case "serve":
+	case "healthcheck":
+		return server.Healthcheck(ctx, cfg.Server.ListenAddr)
+	default:
+		return fmt.Errorf("unknown command %q (usage: composer [serve | healthcheck])", cmd)
+	}
+
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	config.Log(log, "composer starting", cfg)
+	log.Info("composer", "version", version)
+	stopTelemetry, err := telemetry.Setup(ctx, "composer", version, log)
+	if err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	defer stopTelemetry()
+	return Run(ctx, cfg, log)
+}
+
+// Run serves the composer with cfg until ctx ends.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+	tok, err := o200k.Load()
+	if err != nil {
+		return fmt.Errorf("tokenizer: %w", err)
+	}
+	// Windows and responses are tens to hundreds of KiB: gRPC's default pool would clear a 1 MiB buffer for each.
+	experimental.SetDefaultBufferPool(bufpool.New())
+	memConn, err := server.Dial(cfg.MemoryAddr, cfg.Server.AdminToken.Reveal(),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxWindowBytes)))
+	if err != nil {
+		return err
+	}
+	defer memConn.Close()
+
+	policy := cfg.Policy.policy()
+	svc, err := grpcapi.New(memoryclient.New(memoryv1.NewMemoryServiceClient(memConn)), grpcapi.Options{
+		Policy:  &policy,
+		Counter: tokcache.New(tok, cfg.TokenCacheEntries),
+		Logger:  log,
+	})
+	if err != nil {
+		return err
+	}
+	srv := server.New(server.Options{
+		Name:   "composer",
+		Config: cfg.Server,
+		Logger: log,
+		Checks: []server.Check{memoryclient.Ready(healthpb.NewHealthClient(memConn))},
+	})
+	srv.Register(&composerv1.ComposerService_ServiceDesc, svc)
+	return srv.Run(ctx)
+}

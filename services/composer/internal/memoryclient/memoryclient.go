@@ -1,0 +1,137 @@
+// Package memoryclient is the composer's adapter to the memory service: one GetComposeWindow round trip per
+// composition, converted into compose.Input, with gRPC statuses turned back into libs/errs errors by libs/server's
+// one mapper. grpcapi (the transport) never sees a memoryv1 type.
+package memoryclient
+
+import (
+	"context"
+	"fmt"
+
+	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	"github.com/zoeaswarm/zoea/libs/chat/chatpb"
+	"github.com/zoeaswarm/zoea/libs/server"
+	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
+)
+
+// WindowAPI is the one memory-service call the composer makes; the generated MemoryServiceClient implements it.
+type WindowAPI interface {
+	GetComposeWindow(ctx context.Context, in *memoryv1.GetComposeWindowRequest, opts ...grpc.CallOption) (*memoryv1.GetComposeWindowResponse, error)
+}
+
+// Client reads compose windows.
+type Client struct {
+	api WindowAPI
+}
+
+// New wraps api.
+func New(api WindowAPI) *Client { return &Client{api: api} }
+
+// Window returns what composing mysisID's next request under policy p needs: its system prompt, mission,
+// encouragement count and window of memories. Tools and the turn flag are the caller's to fill in. Errors are
+// libs/errs errors (NotFound for an unknown mysis, Unavailable when the memory service cannot answer).
+func (c *Client) Window(ctx context.Context, mysisID string, p compose.Policy) (compose.Input, error) {
+	w, err := c.api.GetComposeWindow(ctx, toProtoWindowRequest(mysisID, p))
+	if err != nil {
+		return compose.Input{}, fmt.Errorf("memory GetComposeWindow for mysis %s: %w", mysisID, server.FromStatus(err))
+	}
+	return fromProtoWindow(w), nil
+}
+
+// Ready is the composer's readiness check: it can answer nothing while the memory service's health is not
+// SERVING.
+func Ready(h healthpb.HealthClient) server.Check {
+	return server.Check{Name: "memory", Fn: func(ctx context.Context) error {
+		resp, err := h.Check(ctx, &healthpb.HealthCheckRequest{Service: memoryv1.MemoryService_ServiceDesc.ServiceName})
+		if err != nil {
+			return fmt.Errorf("memory health: %w", err)
+		}
+		if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			return fmt.Errorf("memory health: %s", resp.GetStatus())
+		}
+		return nil
+	}}
+}
+
+// resultBytesPerToken sizes the memory service's cut of tool results from the policy's cap in tokens: no tokenizer
+// averages anywhere near 32 bytes per token, so a result cut there still holds more than ToolResultCap tokens and
+// the composer's own cap (with its pointer) is what decides what the model sees.
+const (
+	resultBytesPerToken = 32
+	minResultCutBytes   = 64 << 10
+)
+
+// toProtoWindowRequest asks the memory service for what composition needs under policy p.
+func toProtoWindowRequest(id string, p compose.Policy) *memoryv1.GetComposeWindowRequest {
+	return &memoryv1.GetComposeWindowRequest{
+		MysisId: id, Window: int32(p.ScanWindow), GlobalMissionFallback: !p.DisableMissionFallback,
+		CarryLimit: int32(p.CarryLimit), SnapshotTools: p.SnapshotTools, PinnedTools: p.PinnedTools,
+		ReplyLimit: int32(p.ReplyLimit), MaxTurnRows: int32(p.MaxTurnRows),
+		MaxResultBytes: int32(min(max(minResultCutBytes, p.ToolResultCap*resultBytesPerToken), 1<<30)),
+	}
+}
+
+// fromProtoWindow builds the compose input from the memory service's window. A v1 memory service leaves
+// recent_start_seq at 0: the whole window is then recent, as before.
+func fromProtoWindow(w *memoryv1.GetComposeWindowResponse) compose.Input {
+	mems := w.GetMemories()
+	in := compose.Input{
+		SystemPrompt:       w.GetMysis().GetSystemPrompt(),
+		Mission:            fromProtoMission(w.GetMission()),
+		Window:             make([]compose.Memory, len(mems)),
+		RecentStartSeq:     w.GetRecentStartSeq(),
+		ObjectiveSeq:       w.GetObjectiveSeq(),
+		TurnTruncated:      w.GetTurnTruncated(),
+		EncouragementCount: int(w.GetMysis().GetEncouragementCount()),
+	}
+	for i, m := range mems {
+		in.Window[i] = fromProtoMemory(m)
+	}
+	return in
+}
+
+func fromProtoMemory(m *memoryv1.Memory) compose.Memory {
+	out := compose.Memory{
+		ID: m.GetId(), Seq: m.GetSeq(), Turn: m.GetTurn(),
+		Role: chatpb.FromProtoRole(m.GetRole()), Source: fromProtoSource(m.GetSource()), SenderID: m.GetSenderId(),
+		Content: m.GetContent(), Reasoning: m.GetReasoning(),
+		ToolCallID: m.GetToolCallId(), ToolName: m.GetToolName(),
+		CallArguments: m.GetCallArgumentsJson(), CallKey: m.GetCallKey(),
+	}
+	out.ToolCalls = chatpb.FromProtoToolCalls(m.GetToolCalls())
+	return out
+}
+
+// fromProtoMission converts the mission; a global fallback never names a memory row of this mysis.
+func fromProtoMission(m *memoryv1.Mission) *compose.Mission {
+	if m == nil || m.GetMemory() == nil {
+		return nil
+	}
+	mem := m.GetMemory()
+	out := &compose.Mission{MemoryID: mem.GetId(), Seq: mem.GetSeq(), Source: fromProtoSource(mem.GetSource()),
+		SenderID: mem.GetSenderId(), Content: mem.GetContent()}
+	if m.GetGlobalFallback() {
+		out.MemoryID, out.Seq = 0, 0
+	}
+	return out
+}
+
+func fromProtoSource(s memoryv1.Source) compose.Source {
+	switch s {
+	case memoryv1.Source_SOURCE_DIRECT:
+		return compose.SourceDirect
+	case memoryv1.Source_SOURCE_BROADCAST:
+		return compose.SourceBroadcast
+	case memoryv1.Source_SOURCE_NUDGE:
+		return compose.SourceNudge
+	case memoryv1.Source_SOURCE_LLM:
+		return compose.SourceLLM
+	case memoryv1.Source_SOURCE_TOOL:
+		return compose.SourceTool
+	case memoryv1.Source_SOURCE_SYSTEM:
+		return compose.SourceSystem
+	}
+	return ""
+}

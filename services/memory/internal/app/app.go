@@ -1,0 +1,212 @@
+// Package app wires the memory service: configuration (libs/config), the Postgres pool and migrations, the secret
+// box for account passwords, the pgstore adapter and the grpcapi transport registered on libs/server. cmd/memory
+// calls Main.
+package app
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	"github.com/zoeaswarm/zoea/libs/config"
+	"github.com/zoeaswarm/zoea/libs/pgutil"
+	"github.com/zoeaswarm/zoea/libs/server"
+	"github.com/zoeaswarm/zoea/libs/telemetry"
+	"github.com/zoeaswarm/zoea/services/memory/internal/grpcapi"
+	"github.com/zoeaswarm/zoea/services/memory/internal/migrations"
+	"github.com/zoeaswarm/zoea/services/memory/internal/pgstore"
+	"github.com/zoeaswarm/zoea/services/memory/internal/secretbox"
+)
+
+// Config is the memory service's configuration, read from the environment.
+type Config struct {
+	Server         server.Config
+	DatabaseURL    string        `env:"ZOEA_DATABASE_URL" envDefault:"postgres://zoea:zoea@127.0.0.1:5432/zoea?sslmode=disable" secret:"true"`
+	DBMaxConns     int32         `env:"ZOEA_DB_MAX_CONNS" envDefault:"16"`
+	SecretKey      config.Secret `env:"ZOEA_SECRET_KEY"`
+	MigrateOnStart bool          `env:"ZOEA_MIGRATE_ON_START"`
+	// FTSIndexInterval > 0: tool results are full-text indexed by a background indexer running this often (they
+	// become searchable within about one interval); 0: every row is indexed in its own append.
+	FTSIndexInterval time.Duration `env:"ZOEA_FTS_INDEX_INTERVAL" envDefault:"500ms"`
+}
+
+// Main is the whole memory command; cmd/memory gives it a signal context and turns its error into an exit code.
+//
+//	memory [serve] [-migrate]   run the gRPC server (ZOEA_MIGRATE_ON_START=true also migrates first)
+//	memory migrate              apply pending schema migrations and exit
+//	memory healthcheck          exit 0 when the local server reports SERVING (container health checks)
+func Main(ctx context.Context, args []string, version string) error {
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	cfg := Config{Server: server.Config{ListenAddr: ":7001"}}
+	if err := config.LoadWith(&cfg); err != nil {
+		return err
+	}
+	cmd := "serve"
+	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve", "memory":
+		return serve(ctx, log, cfg, args, version)
+	case "migrate":
+		return migrate(ctx, log, cfg, args)
+	case "seed", "bench":
+		return fmt.Errorf("%q moved out of the server binary: run memorybench %s (services/memory/cmd/memorybench)", cmd, cmd)
+	case "healthcheck":
+		// Container probes run this: distroless images have no shell or grpc_health_probe.
+		return server.Healthcheck(ctx, cfg.Server.ListenAddr)
+	case "help":
+		fmt.Fprintln(os.Stderr, "usage: memory [serve [-migrate] | migrate | healthcheck]")
+		return nil
+	}
+	return fmt.Errorf("unknown command %q (serve, migrate, healthcheck)", cmd)
+}
+
+// redactURL hides the password of a database URL for logs.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparseable)"
+	}
+	return u.Redacted()
+}
+
+func serve(ctx context.Context, log *slog.Logger, cfg Config, args []string, version string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	migrateFlag := fs.Bool("migrate", cfg.MigrateOnStart, "apply pending migrations before serving (env ZOEA_MIGRATE_ON_START)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg.MigrateOnStart = *migrateFlag
+	config.Log(log, "memory starting", cfg)
+	log.Info("database", "url", redactURL(cfg.DatabaseURL), "version", version)
+
+	stopTelemetry, err := telemetry.Setup(ctx, "memory", version, log)
+	if err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	defer stopTelemetry()
+
+	var box pgstore.Sealer
+	if key := cfg.SecretKey.Reveal(); key != "" {
+		k, err := secretbox.ParseKey(key)
+		if err != nil {
+			return fmt.Errorf("ZOEA_SECRET_KEY: %w", err)
+		}
+		b, err := secretbox.New(k)
+		if err != nil {
+			return fmt.Errorf("ZOEA_SECRET_KEY: %w", err)
+		}
+		box = b
+	} else {
+		log.Warn("ZOEA_SECRET_KEY is not set: account calls will fail with FailedPrecondition; everything else works")
+	}
+
+	pool, err := pgutil.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+
+	if cfg.MigrateOnStart {
+		if err := migrateWithRetry(ctx, log, pool); err != nil {
+			return err
+		}
+	} else {
+		checkSchema(ctx, log, pool)
+	}
+
+	if cfg.FTSIndexInterval < 0 {
+		return fmt.Errorf("ZOEA_FTS_INDEX_INTERVAL must not be negative, got %s", cfg.FTSIndexInterval)
+	}
+	var opts []pgstore.Option
+	if cfg.FTSIndexInterval > 0 {
+		opts = append(opts, pgstore.WithAsyncFTS())
+	}
+	store := pgstore.New(pool, box, opts...)
+	if cfg.FTSIndexInterval > 0 {
+		ictx, stopIndexer := context.WithCancel(ctx)
+		tick := time.NewTicker(cfg.FTSIndexInterval)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			(&pgstore.Indexer{Store: store, Log: log}).Run(ictx, tick.C)
+		}()
+		defer func() { stopIndexer(); tick.Stop(); <-done }()
+	}
+	srv := server.New(server.Options{
+		Name:   "memory",
+		Config: cfg.Server,
+		Logger: log,
+		Checks: []server.Check{{Name: "postgres", Fn: store.Ping}},
+	})
+	srv.Register(&memoryv1.MemoryService_ServiceDesc, grpcapi.New(store))
+	return srv.Run(ctx)
+}
+
+// migrateWithRetry waits for Postgres (a compose or k8s start may race it) and applies migrations.
+func migrateWithRetry(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		_, err := migrations.Up(ctx, pool, log)
+		if err == nil {
+			return nil
+		}
+		if pingErr := pool.Ping(ctx); pingErr == nil || time.Now().After(deadline) {
+			// Postgres answers, so the failure is the migration itself (or we waited long enough).
+			return err
+		}
+		log.Warn("waiting for postgres to migrate", "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// checkSchema warns when the database is behind or ahead of this binary; it does not block start, because
+// Postgres may not be up yet and readiness reports that.
+func checkSchema(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool) {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cur, latest, err := migrations.Version(cctx, pool)
+	switch {
+	case err != nil:
+		log.Warn("cannot read schema version (is postgres up and migrated? run `memory migrate`)", "err", err)
+	case cur < latest:
+		log.Warn("database schema is behind: run `memory migrate` or set ZOEA_MIGRATE_ON_START=true", "db_version", cur, "binary_version", latest)
+	case cur > latest:
+		log.Warn("database schema is newer than this binary", "db_version", cur, "binary_version", latest)
+	}
+}
+
+func migrate(ctx context.Context, log *slog.Logger, cfg Config, args []string) error {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log.Info("migrating", "database", redactURL(cfg.DatabaseURL))
+	pool, err := pgutil.Open(ctx, cfg.DatabaseURL, 2)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	res, err := migrations.Up(ctx, pool, log)
+	if err != nil {
+		return err
+	}
+	cur, _, err := migrations.Version(ctx, pool)
+	if err != nil {
+		return err
+	}
+	log.Info("schema up to date", "applied", len(res), "version", cur)
+	return nil
+}

@@ -1,0 +1,248 @@
+// Package app is the simulator's wiring: it reads the configuration (libs/config), opens or restores the game
+// engine, mounts the MCP transport and the admin endpoints on one HTTP listener and runs until ctx ends.
+// cmd/spacemolt-sim only gives it a signal context.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/zoeaswarm/zoea/libs/config"
+	"github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/admin"
+	"github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/game"
+	"github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/mcpserver"
+	"github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/statefile"
+)
+
+// Config is read from the environment. Rate limits are per account per minute; a negative value disables the limit.
+type Config struct {
+	ListenAddr         string        `env:"ZOEA_LISTEN_ADDR" envDefault:":7100"`
+	Tick               time.Duration `env:"ZOEA_SIM_TICK" envDefault:"10s"`
+	Seed               int64         `env:"ZOEA_SIM_SEED" envDefault:"1"`
+	RegistrationCode   config.Secret `env:"ZOEA_SIM_REGISTRATION_CODE"`
+	SessionTTL         time.Duration `env:"ZOEA_SIM_SESSION_TTL" envDefault:"30m"`
+	MCPSessionTTL      time.Duration `env:"ZOEA_SIM_MCP_SESSION_TTL" envDefault:"30m"`
+	MutationsPerMinute int           `env:"ZOEA_SIM_MUTATIONS_PER_MIN" envDefault:"30"`
+	ReadsPerMinute     int           `env:"ZOEA_SIM_READS_PER_MIN" envDefault:"300"`
+	ChatPerMinute      int           `env:"ZOEA_SIM_CHAT_PER_MIN" envDefault:"20"`
+	AdminToken         config.Secret `env:"ZOEA_ADMIN_TOKEN"`
+	// StateFile keeps the universe between runs: loaded at start when it exists, saved every SaveInterval and at
+	// shutdown. Empty: every start is a fresh universe.
+	StateFile       string        `env:"ZOEA_SIM_STATE_FILE"`
+	SaveInterval    time.Duration `env:"ZOEA_SIM_SAVE_INTERVAL" envDefault:"30s"`
+	ShutdownTimeout time.Duration `env:"ZOEA_SHUTDOWN_TIMEOUT" envDefault:"10s"`
+	// GOGC defaults to 400 here: the MCP SDK allocates a 32 KiB decode buffer
+	// per JSON message, so with Go's default of 100 garbage collection costs
+	// about a third of the CPU of every call, while the live heap stays small.
+	GOGC string `env:"GOGC" envDefault:"400"`
+}
+
+// LoadConfig reads and validates the configuration from the environment.
+func LoadConfig() (Config, error) {
+	cfg, err := config.Load[Config]()
+	if err != nil {
+		return cfg, err
+	}
+	if err := cfg.validate(); err != nil {
+		return cfg, fmt.Errorf("config: %w", err)
+	}
+	return cfg, nil
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Tick <= 0:
+		return errors.New("ZOEA_SIM_TICK must be positive")
+	case c.SessionTTL <= 0:
+		return errors.New("ZOEA_SIM_SESSION_TTL must be positive")
+	case c.StateFile != "" && c.SaveInterval <= 0:
+		return errors.New("ZOEA_SIM_SAVE_INTERVAL must be positive")
+	case c.MCPSessionTTL < 0:
+		return errors.New("ZOEA_SIM_MCP_SESSION_TTL must not be negative")
+	case c.MutationsPerMinute == 0 || c.ReadsPerMinute == 0 || c.ChatPerMinute == 0:
+		return errors.New("rate limits must be positive (or negative to disable)")
+	}
+	if _, err := gcPercent(c.GOGC); err != nil {
+		return err
+	}
+	return nil
+}
+
+// gcPercent parses GOGC the way the runtime does ("off" disables the collector).
+func gcPercent(v string) (int, error) {
+	if v == "off" {
+		return -1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("GOGC must be an integer or off, got %q", v)
+	}
+	return n, nil
+}
+
+// Main is the whole command: `spacemolt-sim` serves, `spacemolt-sim healthcheck` asks a running one for /healthz
+// (container probes run it: distroless images have no shell or curl).
+func Main(ctx context.Context, args []string, version string) error {
+	cfg, err := LoadConfig()
+	if err != nil {
+		return err
+	}
+	if len(args) > 0 {
+		switch args[0] {
+		case "healthcheck":
+			return Healthcheck(ctx, cfg.ListenAddr)
+		case "serve":
+		default:
+			return fmt.Errorf("unknown command %q (usage: spacemolt-sim [serve | healthcheck])", args[0])
+		}
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	config.Log(log, "starting spacemolt-sim", cfg)
+	log.Info("spacemolt-sim", "version", version)
+	return Run(ctx, cfg, log)
+}
+
+// Run serves the simulator with cfg until ctx ends, then saves the state file (when there is one).
+func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+	gc, err := gcPercent(cfg.GOGC)
+	if err != nil {
+		return err
+	}
+	debug.SetGCPercent(gc)
+	engine, err := openEngine(cfg, log)
+	if err != nil {
+		return err
+	}
+	// The SDK logs every session at info level; a swarm would drown the log.
+	sdkLog := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	mcpSrv := mcpserver.New(engine, mcpserver.Options{SessionTimeout: cfg.MCPSessionTTL, Logger: sdkLog})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcpSrv.Handler())
+	admin.Register(mux, engine, admin.Options{Token: cfg.AdminToken.Reveal(), Logger: log})
+	// No write timeout: travel and jump calls block for many ticks.
+	srv := &http.Server{Addr: cfg.ListenAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+
+	// The engine outlives the HTTP server so calls waiting on a tick can finish
+	// during shutdown.
+	engineCtx, stopEngine := context.WithCancel(context.Background())
+	defer stopEngine()
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return engine.Run(engineCtx) })
+	if cfg.StateFile != "" {
+		g.Go(func() error { return saveEvery(engineCtx, engine, cfg, log) })
+	}
+	g.Go(func() error {
+		if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("listen: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		log.Info("shutting down")
+		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		defer cancel()
+		mcpSrv.Close()
+		err := srv.Shutdown(sctx)
+		stopEngine()
+		if err != nil {
+			return fmt.Errorf("shutdown: %w", err)
+		}
+		return nil
+	})
+	err = g.Wait()
+	if cfg.StateFile != "" {
+		// The engine has stopped ticking: this save holds everything the last calls did.
+		if serr := save(engine, cfg.StateFile); serr != nil {
+			return errors.Join(err, fmt.Errorf("save state at shutdown: %w", serr))
+		}
+		log.Info("state saved", "file", cfg.StateFile)
+	}
+	return err
+}
+
+// openEngine continues the universe in cfg.StateFile when there is one, else starts a fresh one from the seed.
+func openEngine(cfg Config, log *slog.Logger) (*game.Engine, error) {
+	gcfg := game.Config{
+		Seed: cfg.Seed, Tick: cfg.Tick, RegistrationCode: cfg.RegistrationCode.Reveal(), SessionTTL: cfg.SessionTTL,
+		MutationsPerMinute: cfg.MutationsPerMinute, ReadsPerMinute: cfg.ReadsPerMinute, ChatPerMinute: cfg.ChatPerMinute,
+	}
+	if cfg.StateFile == "" {
+		return game.New(gcfg), nil
+	}
+	st, found, err := statefile.Load(cfg.StateFile)
+	if err != nil {
+		return nil, fmt.Errorf("ZOEA_SIM_STATE_FILE: %w", err)
+	}
+	if !found {
+		log.Info("no state file yet: a fresh universe", "file", cfg.StateFile)
+		return game.New(gcfg), nil
+	}
+	engine, err := game.Restore(gcfg, st)
+	if err != nil {
+		return nil, fmt.Errorf("ZOEA_SIM_STATE_FILE %s: %w", cfg.StateFile, err)
+	}
+	log.Info("universe restored", "file", cfg.StateFile, "players", len(st.Players), "tick", st.Tick)
+	return engine, nil
+}
+
+func save(engine *game.Engine, path string) error {
+	st, err := engine.Snapshot()
+	if err != nil {
+		return err
+	}
+	return statefile.Save(path, st)
+}
+
+// saveEvery saves the universe every cfg.SaveInterval until ctx ends; a failed save is logged and retried at the
+// next interval rather than stopping the game.
+func saveEvery(ctx context.Context, engine *game.Engine, cfg Config, log *slog.Logger) error {
+	t := time.NewTicker(cfg.SaveInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if err := save(engine, cfg.StateFile); err != nil {
+			log.Error("saving state failed", "file", cfg.StateFile, "err", err)
+		}
+	}
+}
+
+// Healthcheck asks the simulator listening on addr for /healthz.
+func Healthcheck(ctx context.Context, addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("ZOEA_LISTEN_ADDR: %w", err)
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+"/healthz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("/healthz: %s", resp.Status)
+	}
+	return nil
+}
