@@ -74,11 +74,13 @@ func run(ctx context.Context, args []string) error {
 		return bench.SeedMain(ctx, log, cfg.DatabaseURL, args)
 	case "bench":
 		return bench.BenchMain(ctx, log, cfg.DatabaseURL, args)
+	case "bench-search":
+		return bench.SearchBenchMain(ctx, log, cfg.DatabaseURL, args)
 	case "healthcheck":
 		// Container probes run this: distroless images have no shell or grpc_health_probe.
 		return server.Healthcheck(ctx, cfg.Server.ListenAddr)
 	case "help":
-		fmt.Fprintln(os.Stderr, "usage: memory [serve [-migrate] | migrate | seed [flags] | bench [flags] | healthcheck]")
+		fmt.Fprintln(os.Stderr, "usage: memory [serve [-migrate] | migrate | seed [flags] | bench [flags] | bench-search [flags] | healthcheck]")
 		return nil
 	}
 	return fmt.Errorf("unknown command %q (serve, migrate, seed, bench, healthcheck)", cmd)

@@ -461,15 +461,20 @@ const (
 	toolSearchBroadcasts = "zoea_search_broadcasts"
 )
 
-const searchSchema = `{"type":"object","properties":{` +
-	`"query":{"type":"string","description":"Words to find (web search syntax: \"exact phrase\", OR, -exclude). Identifiers like iron_ore work."},` +
-	`"limit":{"type":"integer","minimum":1,"maximum":50,"description":"Maximum results (default 10)."}},` +
-	`"required":["query"],"additionalProperties":false}`
+const (
+	searchQueryProp = `"query":{"type":"string","description":"Words to find (web search syntax: \"exact phrase\", OR, -exclude). Identifiers like iron_ore work."},`
+	searchLimitProp = `"limit":{"type":"integer","minimum":1,"maximum":50,"description":"Maximum results (default 10)."}`
+	searchSchema    = `{"type":"object","properties":{` + searchQueryProp + searchLimitProp + `},"required":["query"],"additionalProperties":false}`
+	// The message search also finds tool calls by name and arguments, and can list the newest matches first.
+	searchMessagesSchema = `{"type":"object","properties":{` + searchQueryProp + searchLimitProp + `,` +
+		`"order":{"type":"string","enum":["relevance","recency"],"description":"relevance (default): best matches first, among your newest 200 matches. recency: newest matches first, for what happened most recently (e.g. your last sell of titanium_ore)."}},` +
+		`"required":["query"],"additionalProperties":false}`
+)
 
 func searchTools() []llm.Tool {
 	return []llm.Tool{
-		{Name: toolSearchMessages, Parameters: json.RawMessage(searchSchema), ReadOnly: true,
-			Description: "Search everything you have seen and said before (your own messages, orders and tool results), best match first. Use it to recall facts that are no longer in view: prices, routes, ids, past results."},
+		{Name: toolSearchMessages, Parameters: json.RawMessage(searchMessagesSchema), ReadOnly: true,
+			Description: "Search everything you have seen and said before (your own messages, orders, tool calls with their arguments, and tool results), best match first or, with order recency, newest first. Use it to recall facts that are no longer in view: prices, routes, ids, past results, what you did last (search a tool name like sell or an argument like titanium_ore)."},
 		{Name: toolSearchReasoning, Parameters: json.RawMessage(searchSchema), ReadOnly: true,
 			Description: "Search your own past reasoning, best match first: why you decided something earlier."},
 		{Name: toolSearchBroadcasts, Parameters: json.RawMessage(searchSchema), ReadOnly: true,
@@ -480,13 +485,17 @@ func searchTools() []llm.Tool {
 func (s *Session) searchLocked(ctx context.Context, name string, args map[string]any) mysis.ToolResult {
 	var extra []string
 	for k := range args {
-		if k != "query" && k != "limit" {
+		if k != "query" && k != "limit" && (k != "order" || name != toolSearchMessages) {
 			extra = append(extra, k)
 		}
 	}
 	if len(extra) > 0 {
 		sort.Strings(extra)
-		return errorResult("invalid_arguments", "unknown parameter(s) %v: only query and limit are accepted; search always covers your own memories", extra)
+		accepted := "query and limit"
+		if name == toolSearchMessages {
+			accepted = "query, limit and order"
+		}
+		return errorResult("invalid_arguments", "unknown parameter(s) %v: only %s are accepted; search always covers your own memories", extra, accepted)
 	}
 	query, _ := args["query"].(string)
 	if strings.TrimSpace(query) == "" {
@@ -500,15 +509,23 @@ func (s *Session) searchLocked(ctx context.Context, name string, args map[string
 		}
 		limit = int(f)
 	}
+	order := OrderRelevance
+	if v, ok := args["order"]; ok {
+		o, _ := v.(string)
+		if order = SearchOrder(o); order != OrderRelevance && order != OrderRecency {
+			return errorResult("invalid_arguments", `order must be "relevance" or "recency"`)
+		}
+	}
 	var (
-		out any
-		n   int
-		err error
+		out     any
+		n       int
+		bounded bool
+		err     error
 	)
 	switch name {
 	case toolSearchMessages:
 		var hits []Hit
-		hits, err = s.r.search.SearchMessages(ctx, s.mysisID, query, limit)
+		hits, bounded, err = s.r.search.SearchMessages(ctx, s.mysisID, query, limit, order)
 		out, n = hits, len(hits)
 	case toolSearchReasoning:
 		var hits []Hit
@@ -526,6 +543,13 @@ func (s *Session) searchLocked(ctx context.Context, name string, args map[string
 		s.log.Warn("search failed", "tool", name, "err", err)
 		return errorResult("search_unavailable", "search failed, try again later")
 	}
-	b, _ := json.Marshal(map[string]any{"results": out, "count": n})
+	res := map[string]any{"results": out, "count": n}
+	if name == toolSearchMessages {
+		res["order"] = order
+		if bounded {
+			res["note"] = "ranked your newest 200 matches only; older matches exist: add words to narrow the search"
+		}
+	}
+	b, _ := json.Marshal(res)
 	return mysis.ToolResult{Content: s.redact(string(b))}
 }
