@@ -385,7 +385,7 @@ func searchCmd(ep *endpoints) *cobra.Command {
 		Short: "Ranked full-text search of a mysis's messages and tool calls (or --reasoning), or of all broadcasts (--broadcasts)",
 		Long: "QUERY uses web search syntax: words, \"exact phrases\", OR, -exclusion. Identifiers like iron_ore work, and a\n" +
 			"mysis's tool calls are found by name and arguments (sell, titanium_ore). --order relevance (default) ranks the\n" +
-			"mysis's newest 200 matches best first; --order recency lists the newest matches first.",
+			"mysis's newest matches (at most 200) best first; --order recency lists the newest matches first.",
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o, err := searchOrder(order)
@@ -433,7 +433,7 @@ func searchCmd(ep *endpoints) *cobra.Command {
 					}
 					hits = resp.GetHits()
 					if resp.GetCandidatesBounded() {
-						defer fmt.Fprintln(w, "(ranked the newest 200 matches only; older matches exist: narrow the query, or use --order recency)")
+						defer fmt.Fprintln(w, "(ranked the newest matches only; older ones were not considered: narrow the query, or use --order recency)")
 					}
 				}
 				for _, h := range hits {
@@ -448,7 +448,7 @@ func searchCmd(ep *endpoints) *cobra.Command {
 	cmd.Flags().BoolVar(&reasoning, "reasoning", false, "search reasoning instead of messages")
 	cmd.Flags().BoolVar(&broadcasts, "broadcasts", false, "search every broadcast")
 	cmd.Flags().BoolVar(&nudges, "include-nudges", false, "include nudges")
-	cmd.Flags().StringVar(&order, "order", "relevance", "relevance (best first among the newest 200 matches) or recency (newest first)")
+	cmd.Flags().StringVar(&order, "order", "relevance", "relevance (best first among the newest matches) or recency (newest first)")
 	return cmd
 }
 

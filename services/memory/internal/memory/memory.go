@@ -270,8 +270,9 @@ const SearchCandidates = 200
 // MessageHits is the answer to a message search.
 type MessageHits struct {
 	Hits []MemoryHit
-	// CandidatesBounded is set when relevance order ranked only the newest SearchCandidates matches and older
-	// matches exist.
+	// CandidatesBounded is set when relevance order ranked only the newest matches and older ones exist or were
+	// not looked at (more than SearchCandidates matches, or at least the limit within the newest rows searched
+	// first).
 	CandidatesBounded bool
 }
 

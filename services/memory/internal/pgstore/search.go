@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -45,46 +44,39 @@ const (
 	msgText = `CASE WHEN m.tool_calls IS NULL THEN m.content ELSE m.content || ' ' || coalesce(zoea_calls_text(m.tool_calls), '') END`
 )
 
-// searchLevels are the recency windows of a long history's candidate scan, in rows back from its newest memory.
-// The newest matches are looked for in the newest 2,000 rows first, then the next 14,000, then the next 112,000,
-// then the rest, and the scan stops as soon as it has enough: each level is its own LIMITed subquery of one UNION
-// ALL under an outer LIMIT, and Postgres runs UNION ALL branches in order and only while the outer LIMIT still
-// wants rows. A word in many recent rows is found by walking at most a window's rows newest first on
-// (mysis_id, seq); a rare word by intersecting the GIN posting lists and sorting its few matches; the last level is
-// always the latter (its ORDER BY is on an expression so it cannot walk the whole history looking for a word that
-// is not there). So a search reads about as many rows as it returns, however long the history.
-var searchLevels = []int64{2000, 16000, 128000}
+// searchWindow is the recency window of a long history's candidate scan, in rows back from its newest memory. The
+// newest matches are looked for in the newest searchWindow rows first; only when those hold fewer matches than the
+// caller asked for (limit) is the rest of the history searched. The window is a MATERIALIZED CTE; the rest is one
+// UNION ALL branch gated by a one-time filter on the window's count, so Postgres never starts it when the window
+// answered. In the window the planner (a custom plan, the query's words as constants) walks (mysis_id, seq) newest
+// first when the word is common (at most searchWindow rows, usually fewer) or reads the GIN posting lists when it is
+// rare; the rest is always answered from the GIN indexes (its ORDER BY is on an expression, so it can never walk a
+// whole history looking for a word that is not there) and costs a sort of the older matches. Measured and dropped:
+// forcing the walk in the window (a rare word then reads 2,000 cold heap rows instead of a few index pages), and
+// nested windows (for a rare word the planner, which costs a GIN scan by the size of the mysis's posting list rather
+// than by what fast-scan reads, walked them). Left: a mid-frequency word (`sell` in a 1M-row history) for which the
+// planner picks the GIN scan in the window fetches all its matches to keep the window's (p95 0.5–0.8 s at load 40).
+const searchWindow = 2000
 
-// newestMatchesSQL is the candidate set of both orders: the mysis's newest $4 matches, newest first. bounds are the
-// seq boundaries of the levels used (arguments $8, $9, …): none for a history shorter than the first window.
-func newestMatchesSQL(levels int) string {
-	one := func(where, order string) string {
+// newestMatchesSQL is the candidate set of both orders: the mysis's newest $4 matches, newest first, each with
+// partial set when older matches were not looked at (the window held at least $7 matches). With window, $8 is the
+// window's first seq minus one.
+func newestMatchesSQL(window bool) string {
+	one := func(match, where, order string) string {
 		return `(SELECT ` + memCols + `, ` + msgDoc + ` AS doc, ` + msgText + ` AS doc_text, ` + tsq + ` AS q
 		FROM memories m
-		WHERE m.mysis_id = $1 AND ` + msgMatch + ` AND ($3 OR m.source <> 3)` + where + `
+		WHERE m.mysis_id = $1 AND ` + match + ` AND ($3 OR m.source <> 3)` + where + `
 		ORDER BY ` + order + ` LIMIT $4)`
 	}
-	if levels == 0 {
-		return one("", "m.seq DESC")
+	if !window {
+		return `SELECT x.*, false AS partial FROM ` + one(msgMatch, "", "m.seq DESC") + ` x`
 	}
-	var b strings.Builder
-	b.WriteString("SELECT * FROM (")
-	for i := range levels + 1 {
-		var where string
-		if i > 0 {
-			where += fmt.Sprintf(" AND m.seq <= $%d", 7+i)
-			b.WriteString("\n\tUNION ALL\n")
-		}
-		order := "m.seq DESC"
-		if i < levels {
-			where += fmt.Sprintf(" AND m.seq > $%d", 8+i)
-		} else {
-			order = "m.seq + 0 DESC" // never a walk of (mysis_id, seq): see searchLevels
-		}
-		b.WriteString(one(where, order))
-	}
-	b.WriteString(") l LIMIT $4")
-	return b.String()
+	return `WITH w AS MATERIALIZED ` + one(msgMatch, " AND m.seq > $8", "m.seq DESC") + `
+	SELECT l.*, (SELECT count(*) FROM w) >= $7 AS partial FROM (
+		SELECT * FROM w
+		UNION ALL
+		SELECT * FROM ` + one(msgMatch, " AND m.seq <= $8", "m.seq + 0 DESC") + ` r WHERE (SELECT count(*) FROM w) < $7
+	) l LIMIT $4`
 }
 
 const hitCols = `h.id, h.mysis_id, h.seq, h.turn, h.role, h.source, h.sender_id, h.content, h.reasoning, h.tool_calls,
@@ -92,14 +84,14 @@ const hitCols = `h.id, h.mysis_id, h.seq, h.turn, h.role, h.source, h.sender_id,
 	ts_headline('english', zoea_fts_text(left(h.doc_text, $5)), h.q, $6), h.rank`
 
 // searchRelevanceSQL ranks the newest SearchCandidates matches ($4 = SearchCandidates + 1: the extra row only says
-// that older matches exist) and returns the best $7.
-func searchRelevanceSQL(levels int) string {
+// that older matches exist) and returns the best $7; bounded when older matches exist or were not looked at.
+func searchRelevanceSQL(window bool) string {
 	return `
 SELECT ` + hitCols + `, h.bounded
 FROM (
-	SELECT c.*, ts_rank(c.doc, c.q, 1|32) + CASE WHEN c.role = 4 THEN 0 ELSE 1 END AS rank, c.total >= $4 AS bounded
+	SELECT c.*, ts_rank(c.doc, c.q, 1|32) + CASE WHEN c.role = 4 THEN 0 ELSE 1 END AS rank, c.total >= $4 OR c.partial AS bounded
 	FROM (SELECT n.*, row_number() OVER (ORDER BY n.seq DESC) AS rn, count(*) OVER () AS total
-		FROM (` + newestMatchesSQL(levels) + `) n) c
+		FROM (` + newestMatchesSQL(window) + `) n) c
 	WHERE c.rn < $4
 	ORDER BY rank DESC, c.seq DESC
 	LIMIT $7
@@ -108,12 +100,12 @@ ORDER BY h.rank DESC, h.seq DESC`
 }
 
 // searchRecencySQL returns the newest $4 matches, newest first ($7 is unused: both orders take the same arguments).
-func searchRecencySQL(levels int) string {
+func searchRecencySQL(window bool) string {
 	return `
 SELECT ` + hitCols + `, $7::int < 0
 FROM (
 	SELECT n.*, ts_rank(n.doc, n.q, 1|32) + CASE WHEN n.role = 4 THEN 0 ELSE 1 END AS rank
-	FROM (` + newestMatchesSQL(levels) + `) n
+	FROM (` + newestMatchesSQL(window) + `) n
 ) h
 ORDER BY h.seq DESC`
 }
@@ -161,24 +153,45 @@ func checkSearch(q memory.SearchQuery, needMysis bool) (memory.SearchQuery, erro
 // SearchMessages finds one mysis's messages and tool calls, best match first among the newest
 // memory.SearchCandidates matches, or newest first; nudges only when asked.
 func (s *Store) SearchMessages(ctx context.Context, q memory.SearchQuery) (memory.MessageHits, error) {
-	sql, args, err := s.searchMessagesStatement(ctx, q)
-	if err != nil {
-		return memory.MessageHits{}, err
-	}
 	var out memory.MessageHits
-	out.Hits, err = s.memoryHits(ctx, "search messages", args[0].(string), sql, func(bounded bool) { out.CandidatesBounded = bounded }, args...)
+	err := s.inSearchTx(ctx, "search messages", func(tx pgx.Tx) error {
+		sql, args, err := searchMessagesStatement(ctx, tx, q)
+		if err != nil {
+			return err
+		}
+		out.Hits, err = s.memoryHits(ctx, tx, "search messages", args[0].(string), sql, func(bounded bool) { out.CandidatesBounded = bounded }, args...)
+		return err
+	})
 	return out, err
 }
 
-// searchMessagesStatement validates q, reads the mysis's newest seq (NotFound for an unknown mysis) and returns the
-// statement for its order and history length with its arguments.
-func (s *Store) searchMessagesStatement(ctx context.Context, q memory.SearchQuery) (string, []any, error) {
+// inSearchTx runs f in a read-only transaction with JIT compilation off. A long history's search plan carries a
+// high cost estimate for its last window (the one that usually never runs), which is above jit_above_cost: Postgres
+// would then spend ~20-400 ms compiling expressions for a statement that runs in a few milliseconds.
+func (s *Store) inSearchTx(ctx context.Context, what string, f func(pgx.Tx) error) error {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return dbErr(err, what)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := f(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return dbErr(err, what)
+	}
+	return nil
+}
+
+// searchMessagesStatement validates q, turns JIT off for the transaction, reads the mysis's newest seq (NotFound for
+// an unknown mysis) and returns the statement for its order and history length with its arguments.
+func searchMessagesStatement(ctx context.Context, tx pgx.Tx, q memory.SearchQuery) (string, []any, error) {
 	q, err := checkSearch(q, true)
 	if err != nil {
 		return "", nil, err
 	}
 	k := memory.SearchCandidates + 1
-	var build func(int) string
+	var build func(bool) string
 	switch q.Order {
 	case memory.OrderRelevance:
 		build = searchRelevanceSQL
@@ -188,20 +201,17 @@ func (s *Store) searchMessagesStatement(ctx context.Context, q memory.SearchQuer
 		return "", nil, errs.InvalidField("order", "unknown search order %d", q.Order)
 	}
 	var last int64
-	if err := s.pool.QueryRow(ctx, `SELECT last_seq FROM myses WHERE id = $1`, q.MysisID).Scan(&last); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT last_seq FROM myses, set_config('jit', 'off', true) WHERE id = $1`, q.MysisID).Scan(&last); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return "", nil, errMysisNotFound(q.MysisID)
 		}
 		return "", nil, dbErr(err, "search messages")
 	}
 	args := []any{q.MysisID, q.Text, q.IncludeNudges, k, snippetInputChars, headlineOpts, q.Limit}
-	for _, w := range searchLevels {
-		if last-w <= 0 {
-			break
-		}
-		args = append(args, last-w)
+	if last > searchWindow {
+		args = append(args, last-searchWindow)
 	}
-	return build(len(args) - 7), args, nil
+	return build(len(args) > 7), args, nil
 }
 
 // SearchReasoning ranks one mysis's stored reasoning; snippets come from the reasoning.
@@ -210,15 +220,20 @@ func (s *Store) SearchReasoning(ctx context.Context, q memory.SearchQuery) ([]me
 	if err != nil {
 		return nil, err
 	}
-	return s.memoryHits(ctx, "search reasoning", q.MysisID, searchReasoningSQL, nil,
+	return s.memoryHits(ctx, s.pool, "search reasoning", q.MysisID, searchReasoningSQL, nil,
 		q.MysisID, q.Text, q.Limit, snippetInputChars, headlineOpts)
 }
 
+// querier is a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
 // memoryHits runs a search statement. With flag set, each row ends in one more boolean column, passed to flag.
-func (s *Store) memoryHits(ctx context.Context, what, mysisID, sql string, flag func(bool), args ...any) ([]memory.MemoryHit, error) {
+func (s *Store) memoryHits(ctx context.Context, db querier, what, mysisID, sql string, flag func(bool), args ...any) ([]memory.MemoryHit, error) {
 	// Always a custom plan: the planner must see the query's words (how rare they are) to choose between walking
 	// the mysis's newest rows and intersecting posting lists; a cached generic plan cannot.
-	rows, err := s.pool.Query(ctx, sql, append([]any{pgx.QueryExecModeExec}, args...)...)
+	rows, err := db.Query(ctx, sql, append([]any{pgx.QueryExecModeExec}, args...)...)
 	if err != nil {
 		return nil, dbErr(err, what)
 	}
@@ -281,17 +296,20 @@ func (s *Store) SearchBroadcasts(ctx context.Context, q memory.SearchQuery) ([]m
 // ExplainSearchMessages returns EXPLAIN (ANALYZE, BUFFERS) of the statement SearchMessages runs for q, with q's
 // words as constants the way the service plans it (benchmarks and plan tests).
 func (s *Store) ExplainSearchMessages(ctx context.Context, q memory.SearchQuery) (string, error) {
-	sql, args, err := s.searchMessagesStatement(ctx, q)
-	if err != nil {
-		return "", err
-	}
-	rows, err := s.pool.Query(ctx, `EXPLAIN (ANALYZE, BUFFERS) `+sql, append([]any{pgx.QueryExecModeExec}, args...)...)
-	if err != nil {
-		return "", dbErr(err, "explain search")
-	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return "", dbErr(err, "explain search")
-	}
-	return strings.Join(lines, "\n"), nil
+	var lines []string
+	err := s.inSearchTx(ctx, "explain search", func(tx pgx.Tx) error {
+		sql, args, err := searchMessagesStatement(ctx, tx, q)
+		if err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `EXPLAIN (ANALYZE, BUFFERS) `+sql, append([]any{pgx.QueryExecModeExec}, args...)...)
+		if err != nil {
+			return dbErr(err, "explain search")
+		}
+		if lines, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			return dbErr(err, "explain search")
+		}
+		return nil
+	})
+	return strings.Join(lines, "\n"), err
 }

@@ -467,7 +467,7 @@ const (
 	searchSchema    = `{"type":"object","properties":{` + searchQueryProp + searchLimitProp + `},"required":["query"],"additionalProperties":false}`
 	// The message search also finds tool calls by name and arguments, and can list the newest matches first.
 	searchMessagesSchema = `{"type":"object","properties":{` + searchQueryProp + searchLimitProp + `,` +
-		`"order":{"type":"string","enum":["relevance","recency"],"description":"relevance (default): best matches first, among your newest 200 matches. recency: newest matches first, for what happened most recently (e.g. your last sell of titanium_ore)."}},` +
+		`"order":{"type":"string","enum":["relevance","recency"],"description":"relevance (default): best matches first, among your newest matches. recency: newest matches first, for what happened most recently (e.g. your last sell of titanium_ore)."}},` +
 		`"required":["query"],"additionalProperties":false}`
 )
 
@@ -547,7 +547,7 @@ func (s *Session) searchLocked(ctx context.Context, name string, args map[string
 	if name == toolSearchMessages {
 		res["order"] = order
 		if bounded {
-			res["note"] = "ranked your newest 200 matches only; older matches exist: add words to narrow the search"
+			res["note"] = "ranked your newest matches only; older ones were not considered: add words to narrow the search"
 		}
 	}
 	b, _ := json.Marshal(res)
