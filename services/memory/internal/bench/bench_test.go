@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/zoeaswarm/zoea/libs/pgtest"
@@ -41,7 +42,7 @@ func TestSeedAndBenchSmoke(t *testing.T) {
 		OR current_turn <> (SELECT coalesce(max(turn), 0) FROM memories m WHERE m.mysis_id = y.id)`).Scan(&badCounters); err != nil || badCounters != 0 {
 		t.Fatalf("myses with wrong counters: %d %v", badCounters, err)
 	}
-	if err := p.QueryRow(ctx, `SELECT count(*) FROM pg_indexes WHERE tablename = 'memories'`).Scan(&indexes); err != nil || indexes != 11 {
+	if err := p.QueryRow(ctx, `SELECT count(*) FROM pg_indexes WHERE tablename = 'memories'`).Scan(&indexes); err != nil || indexes != 12 {
 		t.Fatalf("indexes after the load: %d %v", indexes, err)
 	}
 	// Seeded tool results carry their call's arguments and key, as appended ones do.
@@ -58,5 +59,13 @@ func TestSeedAndBenchSmoke(t *testing.T) {
 	report, err := os.ReadFile(out)
 	if err != nil || len(report) < 200 {
 		t.Fatalf("report: %q %v", report, err)
+	}
+	out = t.TempDir() + "/search.md"
+	if err := bench.SearchBenchMain(ctx, log, url, []string{"-long", "1000", "-n", "2", "-out", out}); err != nil {
+		t.Fatal(err)
+	}
+	if report, err := os.ReadFile(out); err != nil || !strings.Contains(string(report), "| 1000 rows | common word") ||
+		!strings.Contains(string(report), "EXPLAIN (ANALYZE, BUFFERS)") {
+		t.Fatalf("search report: %q %v", report, err)
 	}
 }

@@ -83,16 +83,17 @@ func SearchBenchMain(ctx context.Context, log *slog.Logger, dbURL string, args [
 			}
 		}
 	}
+	mix := append([]string(nil), searchQueries...)
 	classes := []searchClass{
 		{"common word (`credits`: every status result)", []string{"credits"}},
 		{"tool call (`sell`, `view_market`)", []string{"sell", "view_market"}},
-		{"rare identifier (a login's hex session id)", []string{hex}},
-		{"no match (`zyzzyva`)", []string{"zyzzyva"}},
-		{"`memory bench` mix (13 queries)", append(append([]string(nil), searchQueries...), hex)},
 	}
-	if hex == "" {
-		classes = append(classes[:2], classes[3:]...)
+	if hex != "" {
+		mix = append(mix, hex)
+		classes = append(classes, searchClass{"rare identifier (a login's hex session id)", []string{hex}})
 	}
+	classes = append(classes, searchClass{"no match (`zyzzyva`)", []string{"zyzzyva"}},
+		searchClass{fmt.Sprintf("`memory bench` mix (%d queries)", len(mix)), mix})
 
 	b.report("## SearchMessages by history, query and order (limit 20, snippets on)\n\nDatabase: %d memories, %d myses. "+
 		"%d calls per row, orders interleaved call by call.\n\n"+
