@@ -379,12 +379,22 @@ func resolve(ctx context.Context, c *clients, ref string) (*memoryv1.Mysis, erro
 func searchCmd(ep *endpoints) *cobra.Command {
 	var limit int32
 	var reasoning, broadcasts, nudges bool
+	var order string
 	cmd := &cobra.Command{
 		Use:   "search [MYSIS] QUERY",
-		Short: "Ranked full-text search of a mysis's messages (or --reasoning), or of all broadcasts (--broadcasts)",
-		Long:  "QUERY uses web search syntax: words, \"exact phrases\", OR, -exclusion. Identifiers like iron_ore work.",
-		Args:  cobra.RangeArgs(1, 2),
+		Short: "Ranked full-text search of a mysis's messages and tool calls (or --reasoning), or of all broadcasts (--broadcasts)",
+		Long: "QUERY uses web search syntax: words, \"exact phrases\", OR, -exclusion. Identifiers like iron_ore work, and a\n" +
+			"mysis's tool calls are found by name and arguments (sell, titanium_ore). --order relevance (default) ranks the\n" +
+			"mysis's newest matches (at most 200) best first; --order recency lists the newest matches first.",
+		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o, err := searchOrder(order)
+			if err != nil {
+				return err
+			}
+			if o != memoryv1.SearchOrder_SEARCH_ORDER_RELEVANCE && (reasoning || broadcasts) {
+				return fmt.Errorf("--order recency applies to message search only")
+			}
 			sub := present.Subject{Service: "memory"}
 			if !broadcasts && len(args) == 2 {
 				sub.Mysis = args[0]
@@ -416,11 +426,15 @@ func searchCmd(ep *endpoints) *cobra.Command {
 					}
 					hits = resp.GetHits()
 				} else {
-					resp, err := c.memory.SearchMessages(ctx, &memoryv1.SearchMessagesRequest{MysisId: m.GetId(), Query: args[1], Limit: limit, IncludeNudges: nudges})
+					resp, err := c.memory.SearchMessages(ctx, &memoryv1.SearchMessagesRequest{MysisId: m.GetId(), Query: args[1], Limit: limit,
+						IncludeNudges: nudges, Order: o})
 					if err != nil {
 						return err
 					}
 					hits = resp.GetHits()
+					if resp.GetCandidatesBounded() {
+						defer fmt.Fprintln(w, "(ranked the newest matches only; older ones were not considered: narrow the query, or use --order recency)")
+					}
 				}
 				for _, h := range hits {
 					mem := h.GetMemory()
@@ -434,7 +448,19 @@ func searchCmd(ep *endpoints) *cobra.Command {
 	cmd.Flags().BoolVar(&reasoning, "reasoning", false, "search reasoning instead of messages")
 	cmd.Flags().BoolVar(&broadcasts, "broadcasts", false, "search every broadcast")
 	cmd.Flags().BoolVar(&nudges, "include-nudges", false, "include nudges")
+	cmd.Flags().StringVar(&order, "order", "relevance", "relevance (best first among the newest matches) or recency (newest first)")
 	return cmd
+}
+
+// searchOrder parses --order.
+func searchOrder(s string) (memoryv1.SearchOrder, error) {
+	switch s {
+	case "relevance", "":
+		return memoryv1.SearchOrder_SEARCH_ORDER_RELEVANCE, nil
+	case "recency":
+		return memoryv1.SearchOrder_SEARCH_ORDER_RECENCY, nil
+	}
+	return 0, fmt.Errorf("--order: %q is neither relevance nor recency", s)
 }
 
 func previewCmd(ep *endpoints) *cobra.Command {

@@ -2,6 +2,7 @@
 //
 //	memorybench seed [flags]    bulk-load synthetic SpaceMolt-like data into an EMPTY database (COPY)
 //	memorybench bench [flags]   measure a seeded database (compose window, search, appends, broadcasts, size)
+//	memorybench bench-search [flags]  SearchMessages by history length, query class and order, with EXPLAIN
 //
 // Both take -db (default ZOEA_DATABASE_URL); -h lists a command's flags.
 package main
@@ -19,7 +20,7 @@ import (
 	"github.com/zoeaswarm/zoea/services/memory/internal/benchkit"
 )
 
-const usage = "usage: memorybench seed [flags] | bench [flags]"
+const usage = "usage: memorybench seed [flags] | bench [flags] | bench-search [flags]"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -45,6 +46,8 @@ func run(ctx context.Context, args []string) error {
 		return benchkit.SeedMain(ctx, log, dbURL, args[1:])
 	case "bench":
 		return benchkit.BenchMain(ctx, log, dbURL, args[1:])
+	case "bench-search":
+		return benchkit.SearchBenchMain(ctx, log, dbURL, args[1:])
 	case "help", "-h", "-help", "--help":
 		fmt.Fprintln(os.Stderr, usage)
 		return nil

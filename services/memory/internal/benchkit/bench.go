@@ -411,8 +411,8 @@ func (b *bencher) searches(n, nLong int) error {
 	// A real hex session id from the data, so identifier search is measured on a hit.
 	hex := ""
 	if len(b.longs) > 0 {
-		hs, err := b.store.SearchMessages(b.ctx, memory.SearchQuery{MysisID: b.longs[0].ID, Text: "session_id", Limit: 1})
-		if err == nil && len(hs) > 0 {
+		res, err := b.store.SearchMessages(b.ctx, memory.SearchQuery{MysisID: b.longs[0].ID, Text: "session_id", Limit: 1})
+		if hs := res.Hits; err == nil && len(hs) > 0 {
 			if i := strings.Index(hs[0].Memory.Content, `"session_id":"`); i >= 0 {
 				rest := hs[0].Memory.Content[i+len(`"session_id":"`):]
 				if j := strings.IndexByte(rest, '"'); j > 0 {
@@ -442,8 +442,8 @@ func (b *bencher) searches(n, nLong int) error {
 	}
 	msgs := func(id string) func(string) (int, error) {
 		return func(q string) (int, error) {
-			hs, err := b.store.SearchMessages(b.ctx, memory.SearchQuery{MysisID: id, Text: q})
-			return len(hs), err
+			res, err := b.store.SearchMessages(b.ctx, memory.SearchQuery{MysisID: id, Text: q})
+			return len(res.Hits), err
 		}
 	}
 	if err := run("messages", "typical", n, func(q string) (int, error) { return msgs(b.typical())(q) }); err != nil {

@@ -201,6 +201,18 @@ func toProtoBroadcast(b memory.Broadcast) *memoryv1.Broadcast {
 	return &memoryv1.Broadcast{Id: b.ID, SenderId: b.SenderID, Content: b.Content, CreatedAt: toProtoTime(b.CreatedAt)}
 }
 
+// fromProtoSearchOrder maps the request's order; unspecified is relevance, a number this server does not know is
+// InvalidArgument naming the field.
+func fromProtoSearchOrder(o memoryv1.SearchOrder) (memory.SearchOrder, error) {
+	switch o {
+	case memoryv1.SearchOrder_SEARCH_ORDER_UNSPECIFIED, memoryv1.SearchOrder_SEARCH_ORDER_RELEVANCE:
+		return memory.OrderRelevance, nil
+	case memoryv1.SearchOrder_SEARCH_ORDER_RECENCY:
+		return memory.OrderRecency, nil
+	}
+	return 0, errs.InvalidField("order", "unknown search order %d (use SEARCH_ORDER_RELEVANCE or SEARCH_ORDER_RECENCY)", int32(o))
+}
+
 func toProtoMemoryHits(hs []memory.MemoryHit) []*memoryv1.MemoryHit {
 	out := make([]*memoryv1.MemoryHit, len(hs))
 	for i, h := range hs {

@@ -32,7 +32,7 @@ type Store interface {
 	RecordBroadcast(ctx context.Context, b memory.Broadcast, targets []string) (memory.Delivery, error)
 	DeliverBroadcast(ctx context.Context, broadcastID string, mysisIDs []string) (memory.Delivery, error)
 
-	SearchMessages(ctx context.Context, q memory.SearchQuery) ([]memory.MemoryHit, error)
+	SearchMessages(ctx context.Context, q memory.SearchQuery) (memory.MessageHits, error)
 	SearchReasoning(ctx context.Context, q memory.SearchQuery) ([]memory.MemoryHit, error)
 	SearchBroadcasts(ctx context.Context, q memory.SearchQuery) ([]memory.BroadcastHit, error)
 
@@ -250,13 +250,18 @@ func (s *Server) DeliverBroadcast(ctx context.Context, req *memoryv1.DeliverBroa
 
 // SearchMessages implements MemoryService.SearchMessages.
 func (s *Server) SearchMessages(ctx context.Context, req *memoryv1.SearchMessagesRequest) (*memoryv1.SearchMessagesResponse, error) {
-	hs, err := s.store.SearchMessages(ctx, memory.SearchQuery{
+	order, err := fromProtoSearchOrder(req.GetOrder())
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.store.SearchMessages(ctx, memory.SearchQuery{
 		MysisID: req.GetMysisId(), Text: req.GetQuery(), Limit: int(req.GetLimit()), IncludeNudges: req.GetIncludeNudges(),
+		Order: order,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &memoryv1.SearchMessagesResponse{Hits: toProtoMemoryHits(hs)}, nil
+	return &memoryv1.SearchMessagesResponse{Hits: toProtoMemoryHits(res.Hits), CandidatesBounded: res.CandidatesBounded}, nil
 }
 
 // SearchReasoning implements MemoryService.SearchReasoning.

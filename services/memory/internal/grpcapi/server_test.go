@@ -252,6 +252,10 @@ func TestStatusCodesForBadInput(t *testing.T) {
 			_, err := c.SearchMessages(ctx, &memoryv1.SearchMessagesRequest{MysisId: id, Query: " "})
 			return err
 		}, codes.InvalidArgument, "query"},
+		{"search unknown order", func() error {
+			_, err := c.SearchMessages(ctx, &memoryv1.SearchMessagesRequest{MysisId: id, Query: "x", Order: memoryv1.SearchOrder(99)})
+			return err
+		}, codes.InvalidArgument, "order"},
 		{"search no mysis", func() error {
 			_, err := c.SearchReasoning(ctx, &memoryv1.SearchReasoningRequest{Query: "x"})
 			return err
@@ -409,6 +413,12 @@ func TestEndToEnd(t *testing.T) {
 	hits, err := c.SearchMessages(ctx, &memoryv1.SearchMessagesRequest{MysisId: ids[1], Query: "iron_ore"})
 	if err != nil || len(hits.GetHits()) != 1 || !strings.Contains(hits.GetHits()[0].GetSnippet(), "«") {
 		t.Fatalf("search: %v %v", hits, err)
+	}
+	for _, o := range []memoryv1.SearchOrder{memoryv1.SearchOrder_SEARCH_ORDER_RELEVANCE, memoryv1.SearchOrder_SEARCH_ORDER_RECENCY} {
+		hits, err := c.SearchMessages(ctx, &memoryv1.SearchMessagesRequest{MysisId: ids[1], Query: "iron_ore", Order: o})
+		if err != nil || len(hits.GetHits()) != 1 || hits.GetCandidatesBounded() {
+			t.Fatalf("search %v: %v %v", o, hits, err)
+		}
 	}
 	if _, err := c.CreateAccount(ctx, &memoryv1.CreateAccountRequest{Username: "pilot_e2e", Password: "s3cret", Empire: "voidborn"}); err != nil {
 		t.Fatal(err)

@@ -247,6 +247,30 @@ type SearchQuery struct {
 	Text          string // websearch_to_tsquery syntax
 	Limit         int
 	IncludeNudges bool
+	Order         SearchOrder // messages only
+}
+
+// SearchOrder is how a message search chooses and orders its hits.
+type SearchOrder int
+
+const (
+	// OrderRelevance ranks the newest SearchCandidates matches and returns the best first (the default).
+	OrderRelevance SearchOrder = iota
+	// OrderRecency returns the newest matches first.
+	OrderRecency
+)
+
+// SearchCandidates bounds relevance ranking: only a mysis's newest SearchCandidates matches are ranked, so a
+// search costs the same on a million-row history as on a thousand-row one.
+const SearchCandidates = 200
+
+// MessageHits is the answer to a message search.
+type MessageHits struct {
+	Hits []MemoryHit
+	// CandidatesBounded is set when relevance order ranked only the newest matches and older ones exist or were
+	// not looked at (more than SearchCandidates matches, or at least the limit within the newest rows searched
+	// first).
+	CandidatesBounded bool
 }
 
 // Account is a SpaceMolt login. Password is plain only in memory; the store keeps it encrypted.

@@ -124,10 +124,10 @@ func TestWriteMigrationsOnASeededDatabase(t *testing.T) {
 	}
 
 	// Search: stored vectors survived (tool results), deliveries are found through their broadcast.
-	if hs, err := s.SearchMessages(ctx, memory.SearchQuery{MysisID: ids[1], Text: "titanium_ore", Limit: 100}); err != nil || len(hs) != 99 {
-		t.Fatalf("search after migrating: %d %v", len(hs), err)
+	if hs, err := s.SearchMessages(ctx, memory.SearchQuery{MysisID: ids[1], Text: "titanium_ore", Limit: 100}); err != nil || len(hs.Hits) != 99 {
+		t.Fatalf("search after migrating: %d %v", len(hs.Hits), err)
 	}
-	if hs, err := s.SearchMessages(ctx, memory.SearchQuery{MysisID: ids[1], Text: "haven_station"}); err != nil || len(hs) != 1 || hs[0].Memory.Seq != 150 {
+	if hs, err := s.SearchMessages(ctx, memory.SearchQuery{MysisID: ids[1], Text: "haven_station"}); err != nil || len(hs.Hits) != 1 || hs.Hits[0].Memory.Seq != 150 {
 		t.Fatalf("delivery search after migrating: %+v %v", hs, err)
 	}
 	// New writes continue the seq and the ids, idempotency keys still hold.

@@ -46,11 +46,11 @@ func TestSearchSurvivesOperatorFloods(t *testing.T) {
 		}
 	}
 	// Parity is kept: three dashes exclude like one, two cancel out.
-	hits := must[[]memory.MemoryHit](t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "ore ---copper"}))
+	hits := msgHits(t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "ore ---copper"}))
 	if len(hits) != 1 || !strings.Contains(hits[0].Memory.Content, "iron") {
 		t.Errorf("ore ---copper: %d hits, want only the iron one", len(hits))
 	}
-	hits = must[[]memory.MemoryHit](t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "ore - - copper"}))
+	hits = msgHits(t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "ore - - copper"}))
 	if len(hits) != 1 || !strings.Contains(hits[0].Memory.Content, "copper") {
 		t.Errorf("ore - - copper: %d hits, want only the copper one", len(hits))
 	}

@@ -2,7 +2,12 @@ package pgstore
 
 import (
 	"context"
+	"errors"
+	"strings"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
 )
 
@@ -31,23 +36,93 @@ const headlineOpts = `StartSel=«, StopSel=», MaxWords=30, MinWords=12, ShortWo
 
 const snippetInputChars = 100000
 
-const searchMessagesSQL = `
-SELECT h.id, h.mysis_id, h.seq, h.turn, h.role, h.source, h.sender_id, h.content, h.reasoning, h.tool_calls,
+// Message search matches a memory's document: its content, or for an assistant memory with tool calls its content
+// and calls together (zoea_calls_tsv, migration 00007: `sell {"item_id":"titanium_ore"}` is found by "sell",
+// "titanium_ore" or "sell titanium_ore"). The two arms are two GIN indexes, (mysis_id, content_tsv) and the partial
+// (mysis_id, zoea_calls_tsv(content, tool_calls)) WHERE tool_calls IS NOT NULL; the expressions below must stay
+// identical to the index definitions. The query is written inline (not a FROM item) so that, planned with the
+// caller's words as constants, the planner estimates how many rows they match.
+const (
+	tsq      = `websearch_to_tsquery('english', $2)`
+	msgMatch = `(m.content_tsv @@ ` + tsq + ` OR (m.tool_calls IS NOT NULL AND zoea_calls_tsv(m.content, m.tool_calls) @@ ` + tsq + `))`
+	msgDoc   = `CASE WHEN m.tool_calls IS NULL THEN m.content_tsv ELSE zoea_calls_tsv(m.content, m.tool_calls) END`
+	// msgText is what snippets are cut from: the content, plus the calls for a memory that made some.
+	msgText = `CASE WHEN m.tool_calls IS NULL THEN m.content ELSE m.content || ' ' || coalesce(zoea_calls_text(m.tool_calls), '') END`
+)
+
+// searchWindow is the recency window of a long history's candidate scan, in rows back from its newest memory. The
+// newest matches are looked for in the newest searchWindow rows first; only when those hold fewer matches than the
+// caller asked for (limit) is the rest of the history searched. The window is a MATERIALIZED CTE; the rest is one
+// UNION ALL branch gated by a one-time filter on the window's count, so Postgres never starts it when the window
+// answered. In the window the planner (a custom plan, the query's words as constants) walks (mysis_id, seq) newest
+// first when the word is common (at most searchWindow rows, usually fewer) or reads the GIN posting lists when it is
+// rare; the rest is always answered from the GIN indexes (its ORDER BY is on an expression, so it can never walk a
+// whole history looking for a word that is not there) and costs a sort of the older matches. Measured and dropped:
+// forcing the walk in the window (a rare word then reads 2,000 cold heap rows instead of a few index pages), and
+// nested windows (for a rare word the planner, which costs a GIN scan by the size of the mysis's posting list rather
+// than by what fast-scan reads, walked them). Left: a mid-frequency word (`sell` in a 1M-row history) for which the
+// planner picks the GIN scan in the window fetches all its matches to keep the window's (p95 0.5–0.8 s at load 40).
+const searchWindow = 2000
+
+// newestMatchesSQL is the candidate set of both orders: the mysis's newest $4 matches, newest first, each with
+// partial set when older matches were not looked at (the window held at least $7 matches). With window, $8 is the
+// window's first seq minus one.
+func newestMatchesSQL(window bool) string {
+	// Each part has two arms: the mysis's own memories (their vectors), and its broadcast deliveries, which carry no
+	// text of their own (migration 00005): matched through the broadcast's vector (broadcasts' GIN index) and joined
+	// to this mysis's delivery row (memories_broadcast_delivery_key).
+	one := func(match, where, order string) string {
+		return `(SELECT * FROM ((SELECT ` + memCols + `, ` + msgDoc + ` AS doc, ` + msgText + ` AS doc_text, ` + tsq + ` AS q
+		FROM memories m
+		WHERE m.mysis_id = $1 AND ` + match + ` AND ($3 OR m.source <> 3)` + where + `
+		ORDER BY ` + order + ` LIMIT $4)
+		UNION ALL
+		(SELECT ` + memCols + `, b.content_tsv AS doc, b.content AS doc_text, ` + tsq + ` AS q
+		FROM broadcasts b JOIN memories m ON m.broadcast_id = b.id AND m.mysis_id = $1
+		WHERE b.content_tsv @@ ` + tsq + where + `
+		ORDER BY ` + order + ` LIMIT $4)) u ORDER BY u.seq DESC LIMIT $4)`
+	}
+	if !window {
+		return `SELECT x.*, false AS partial FROM ` + one(msgMatch, "", "m.seq DESC") + ` x`
+	}
+	return `WITH w AS MATERIALIZED ` + one(msgMatch, " AND m.seq > $8", "m.seq DESC") + `
+	SELECT l.*, (SELECT count(*) FROM w) >= $7 AS partial FROM (
+		SELECT * FROM w
+		UNION ALL
+		SELECT * FROM ` + one(msgMatch, " AND m.seq <= $8", "m.seq + 0 DESC") + ` r WHERE (SELECT count(*) FROM w) < $7
+	) l LIMIT $4`
+}
+
+const hitCols = `h.id, h.mysis_id, h.seq, h.turn, h.role, h.source, h.sender_id, h.content, h.reasoning, h.tool_calls,
 	h.tool_call_id, h.tool_name, h.idempotency_key, h.broadcast_id, h.created_at, h.call_arguments_json, h.call_key,
-	ts_headline('english', zoea_fts_text(left(h.content, $5)), h.q, $6), h.rank
+	ts_headline('english', zoea_fts_text(left(h.doc_text, $5)), h.q, $6), h.rank`
+
+// searchRelevanceSQL ranks the newest SearchCandidates matches ($4 = SearchCandidates + 1: the extra row only says
+// that older matches exist) and returns the best $7; bounded when older matches exist or were not looked at.
+func searchRelevanceSQL(window bool) string {
+	return `
+SELECT ` + hitCols + `, h.bounded
 FROM (
-	SELECT ` + memCols + `, q, ts_rank(m.content_tsv, q, 1|32) + CASE WHEN m.role = 4 THEN 0 ELSE 1 END AS rank
-	FROM memories m, websearch_to_tsquery('english', $2) q
-	WHERE m.mysis_id = $1 AND m.content_tsv @@ q AND ($3 OR m.source <> 3)
-	UNION ALL
-	SELECT ` + memCols + `, q, ts_rank(b.content_tsv, q, 1|32) + 1 AS rank
-	FROM websearch_to_tsquery('english', $2) q, broadcasts b
-	JOIN memories m ON m.broadcast_id = b.id AND m.mysis_id = $1 AND m.broadcast_id IS NOT NULL
-	WHERE b.content_tsv @@ q
-	ORDER BY rank DESC, seq DESC
-	LIMIT $4
+	SELECT c.*, ts_rank(c.doc, c.q, 1|32) + CASE WHEN c.role = 4 THEN 0 ELSE 1 END AS rank, c.total >= $4 OR c.partial AS bounded
+	FROM (SELECT n.*, row_number() OVER (ORDER BY n.seq DESC) AS rn, count(*) OVER () AS total
+		FROM (` + newestMatchesSQL(window) + `) n) c
+	WHERE c.rn < $4
+	ORDER BY rank DESC, c.seq DESC
+	LIMIT $7
 ) h
 ORDER BY h.rank DESC, h.seq DESC`
+}
+
+// searchRecencySQL returns the newest $4 matches, newest first ($7 is unused: both orders take the same arguments).
+func searchRecencySQL(window bool) string {
+	return `
+SELECT ` + hitCols + `, $7::int < 0
+FROM (
+	SELECT n.*, ts_rank(n.doc, n.q, 1|32) + CASE WHEN n.role = 4 THEN 0 ELSE 1 END AS rank
+	FROM (` + newestMatchesSQL(window) + `) n
+) h
+ORDER BY h.seq DESC`
+}
 
 // reasoning <> ” repeats the partial index predicate so the planner can use memories_reasoning_fts_idx.
 const searchReasoningSQL = `
@@ -89,14 +164,68 @@ func checkSearch(q memory.SearchQuery, needMysis bool) (memory.SearchQuery, erro
 	return q, err
 }
 
-// SearchMessages ranks one mysis's messages; nudges only when asked.
-func (s *Store) SearchMessages(ctx context.Context, q memory.SearchQuery) ([]memory.MemoryHit, error) {
+// SearchMessages finds one mysis's messages and tool calls, best match first among the newest
+// memory.SearchCandidates matches, or newest first; nudges only when asked.
+func (s *Store) SearchMessages(ctx context.Context, q memory.SearchQuery) (memory.MessageHits, error) {
+	var out memory.MessageHits
+	err := s.inSearchTx(ctx, "search messages", func(tx pgx.Tx) error {
+		sql, args, err := searchMessagesStatement(ctx, tx, q)
+		if err != nil {
+			return err
+		}
+		out.Hits, err = s.memoryHits(ctx, tx, "search messages", args[0].(string), sql, func(bounded bool) { out.CandidatesBounded = bounded }, args...)
+		return err
+	})
+	return out, err
+}
+
+// inSearchTx runs f in a read-only transaction with JIT compilation off. A long history's search plan carries a
+// high cost estimate for its last window (the one that usually never runs), which is above jit_above_cost: Postgres
+// would then spend ~20-400 ms compiling expressions for a statement that runs in a few milliseconds.
+func (s *Store) inSearchTx(ctx context.Context, what string, f func(pgx.Tx) error) error {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return dbErr(err, what)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := f(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return dbErr(err, what)
+	}
+	return nil
+}
+
+// searchMessagesStatement validates q, turns JIT off for the transaction, reads the mysis's newest seq (NotFound for
+// an unknown mysis) and returns the statement for its order and history length with its arguments.
+func searchMessagesStatement(ctx context.Context, tx pgx.Tx, q memory.SearchQuery) (string, []any, error) {
 	q, err := checkSearch(q, true)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	return s.memoryHits(ctx, "search messages", q.MysisID, searchMessagesSQL,
-		q.MysisID, q.Text, q.IncludeNudges, q.Limit, snippetInputChars, headlineOpts)
+	k := memory.SearchCandidates + 1
+	var build func(bool) string
+	switch q.Order {
+	case memory.OrderRelevance:
+		build = searchRelevanceSQL
+	case memory.OrderRecency:
+		build, k = searchRecencySQL, q.Limit
+	default:
+		return "", nil, errs.InvalidField("order", "unknown search order %d", q.Order)
+	}
+	var last int64
+	if err := tx.QueryRow(ctx, `SELECT last_seq FROM myses, set_config('jit', 'off', true) WHERE id = $1`, q.MysisID).Scan(&last); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return "", nil, errMysisNotFound(q.MysisID)
+		}
+		return "", nil, dbErr(err, "search messages")
+	}
+	args := []any{q.MysisID, q.Text, q.IncludeNudges, k, snippetInputChars, headlineOpts, q.Limit}
+	if last > searchWindow {
+		args = append(args, last-searchWindow)
+	}
+	return build(len(args) > 7), args, nil
 }
 
 // SearchReasoning ranks one mysis's stored reasoning; snippets come from the reasoning.
@@ -105,12 +234,20 @@ func (s *Store) SearchReasoning(ctx context.Context, q memory.SearchQuery) ([]me
 	if err != nil {
 		return nil, err
 	}
-	return s.memoryHits(ctx, "search reasoning", q.MysisID, searchReasoningSQL,
+	return s.memoryHits(ctx, s.pool, "search reasoning", q.MysisID, searchReasoningSQL, nil,
 		q.MysisID, q.Text, q.Limit, snippetInputChars, headlineOpts)
 }
 
-func (s *Store) memoryHits(ctx context.Context, what, mysisID, sql string, args ...any) ([]memory.MemoryHit, error) {
-	rows, err := s.pool.Query(ctx, sql, args...)
+// querier is a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// memoryHits runs a search statement. With flag set, each row ends in one more boolean column, passed to flag.
+func (s *Store) memoryHits(ctx context.Context, db querier, what, mysisID, sql string, flag func(bool), args ...any) ([]memory.MemoryHit, error) {
+	// Always a custom plan: the planner must see the query's words (how rare they are) to choose between walking
+	// the mysis's newest rows and intersecting posting lists; a cached generic plan cannot.
+	rows, err := db.Query(ctx, sql, append([]any{pgx.QueryExecModeExec}, args...)...)
 	if err != nil {
 		return nil, dbErr(err, what)
 	}
@@ -119,8 +256,16 @@ func (s *Store) memoryHits(ctx context.Context, what, mysisID, sql string, args 
 	for rows.Next() {
 		var r memRow
 		var h memory.MemoryHit
-		if err := rows.Scan(append(r.dest(), &h.Snippet, &h.Rank)...); err != nil {
+		dest := append(r.dest(), &h.Snippet, &h.Rank)
+		var f bool
+		if flag != nil {
+			dest = append(dest, &f)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, dbErr(err, what)
+		}
+		if flag != nil {
+			flag(f)
 		}
 		if h.Memory, err = r.memory(); err != nil {
 			return nil, err
@@ -160,4 +305,25 @@ func (s *Store) SearchBroadcasts(ctx context.Context, q memory.SearchQuery) ([]m
 		return nil, dbErr(err, "search broadcasts")
 	}
 	return out, nil
+}
+
+// ExplainSearchMessages returns EXPLAIN (ANALYZE, BUFFERS) of the statement SearchMessages runs for q, with q's
+// words as constants the way the service plans it (benchmarks and plan tests).
+func (s *Store) ExplainSearchMessages(ctx context.Context, q memory.SearchQuery) (string, error) {
+	var lines []string
+	err := s.inSearchTx(ctx, "explain search", func(tx pgx.Tx) error {
+		sql, args, err := searchMessagesStatement(ctx, tx, q)
+		if err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `EXPLAIN (ANALYZE, BUFFERS) `+sql, append([]any{pgx.QueryExecModeExec}, args...)...)
+		if err != nil {
+			return dbErr(err, "explain search")
+		}
+		if lines, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			return dbErr(err, "explain search")
+		}
+		return nil
+	})
+	return strings.Join(lines, "\n"), err
 }

@@ -32,7 +32,7 @@ func TestSearchMessages(t *testing.T) {
 
 	search := func(q string, nudges bool) []memory.MemoryHit {
 		t.Helper()
-		return must[[]memory.MemoryHit](t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: q, IncludeNudges: nudges}))
+		return msgHits(t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: q, IncludeNudges: nudges}))
 	}
 	seqs := func(hs []memory.MemoryHit) string {
 		var b []string
@@ -133,7 +133,7 @@ func TestSearchMessages(t *testing.T) {
 		t.Fatalf("snippet: %+v", hs)
 	}
 	// Limit.
-	if hs := must[[]memory.MemoryHit](t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "iron", Limit: 1})); len(hs) != 1 {
+	if hs := msgHits(t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "iron", Limit: 1})); len(hs) != 1 {
 		t.Fatalf("limit: %d", len(hs))
 	}
 	_, err := s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "   "})
@@ -153,7 +153,7 @@ func TestSearchNewestFirstOnEqualRank(t *testing.T) {
 	for range 5 {
 		must[[]memory.Memory](t)(s.AppendMemories(ctx, m.ID, []memory.NewMemory{assistant("scan the belt")}))
 	}
-	hs := must[[]memory.MemoryHit](t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "belt"}))
+	hs := msgHits(t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "belt"}))
 	if len(hs) != 5 {
 		t.Fatalf("%d hits", len(hs))
 	}
@@ -205,7 +205,7 @@ func TestSearchRanksWordsAboveToolOutput(t *testing.T) {
 	}
 	rows = append(rows, assistant("Mining copper_ore now; cargo is filling up with it and more of it soon.")) // seq 14
 	must[[]memory.Memory](t)(s.AppendMemories(ctx, m.ID, rows))
-	hs := must[[]memory.MemoryHit](t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "copper_ore", Limit: 50}))
+	hs := msgHits(t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "copper_ore", Limit: 50}))
 	if len(hs) != 14 {
 		t.Fatalf("%d hits, want 14", len(hs))
 	}

@@ -705,3 +705,14 @@ func TestBroadcastToManyTargetsIsOneStatement(t *testing.T) {
 		t.Fatalf("1000 deliveries took %v", took)
 	}
 }
+
+// msgHits is must for SearchMessages: the hits of a search that must succeed.
+func msgHits(t testing.TB) func(memory.MessageHits, error) []memory.MemoryHit {
+	return func(r memory.MessageHits, err error) []memory.MemoryHit {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Hits
+	}
+}

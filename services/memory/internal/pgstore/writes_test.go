@@ -55,13 +55,13 @@ func TestBroadcastStoredOnce(t *testing.T) {
 	if w.Mission == nil || w.Mission.Memory.Content != text || w.Memories[len(w.Memories)-1].Content != text {
 		t.Fatalf("compose window: %+v", w)
 	}
-	hits := must[[]memory.MemoryHit](t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: b.ID, Text: "pirate raid"}))
+	hits := msgHits(t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: b.ID, Text: "pirate raid"}))
 	if len(hits) != 1 || hits[0].Memory.ID != d.Memories[1].ID || hits[0].Memory.Content != text ||
 		!strings.Contains(hits[0].Snippet, "«pirate» «raid»") {
 		t.Fatalf("search of a recipient: %+v", hits)
 	}
 	// Only recipients find it among their messages.
-	if hits := must[[]memory.MemoryHit](t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: c.ID, Text: "pirate raid"})); len(hits) != 0 {
+	if hits := msgHits(t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: c.ID, Text: "pirate raid"})); len(hits) != 0 {
 		t.Fatalf("a mysis that did not receive the broadcast found it: %+v", hits)
 	}
 	// A delivery to a late joiner resolves the same way.
@@ -84,7 +84,7 @@ func TestAsyncIndexingMakesToolResultsSearchableOnTheNextPass(t *testing.T) {
 		toolResult("c1", "view_market", `{"items":[{"item_id":"zirconium_ore","price":41}]}`),
 	}))
 	search := func(q string) int {
-		return len(must[[]memory.MemoryHit](t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: q})))
+		return len(msgHits(t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: q})))
 	}
 	if search("stock") != 1 {
 		t.Fatal("a user message is not searchable at once")
@@ -158,7 +158,7 @@ func TestIndexerDrainsABacklogInOnePass(t *testing.T) {
 	if got < pgstore.IndexBatch+1 {
 		t.Fatalf("first pass indexed %d of %d", got, pgstore.IndexBatch+1)
 	}
-	hits := must[[]memory.MemoryHit](t)(async.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "beryllium_ore", Limit: 100}))
+	hits := msgHits(t)(async.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "beryllium_ore", Limit: 100}))
 	if len(hits) != 100 {
 		t.Fatalf("hits after the pass: %d", len(hits))
 	}

@@ -6,6 +6,7 @@ package memoryclient
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/chat/chatpb"
@@ -114,12 +115,16 @@ func (c *Client) ReleaseAccount(ctx context.Context, id string) error {
 }
 
 // SearchMessages implements tools.Searcher.
-func (c *Client) SearchMessages(ctx context.Context, id, query string, limit int) ([]tools.Hit, error) {
-	resp, err := c.api.SearchMessages(ctx, &memoryv1.SearchMessagesRequest{MysisId: id, Query: query, Limit: int32(limit)})
-	if err != nil {
-		return nil, server.FromStatus(err)
+func (c *Client) SearchMessages(ctx context.Context, id, query string, limit int, order tools.SearchOrder) ([]tools.Hit, bool, error) {
+	o := memoryv1.SearchOrder_SEARCH_ORDER_RELEVANCE
+	if order == tools.OrderRecency {
+		o = memoryv1.SearchOrder_SEARCH_ORDER_RECENCY
 	}
-	return fromProtoHits(resp.GetHits()), nil
+	resp, err := c.api.SearchMessages(ctx, &memoryv1.SearchMessagesRequest{MysisId: id, Query: query, Limit: int32(limit), Order: o})
+	if err != nil {
+		return nil, false, server.FromStatus(err)
+	}
+	return fromProtoHits(resp.GetHits()), resp.GetCandidatesBounded(), nil
 }
 
 // SearchReasoning implements tools.Searcher.
@@ -149,8 +154,17 @@ func fromProtoHits(hs []*memoryv1.MemoryHit) []tools.Hit {
 	out := make([]tools.Hit, len(hs))
 	for i, h := range hs {
 		m := h.GetMemory()
+		tool := m.GetToolName()
+		if calls := m.GetToolCalls(); tool == "" && len(calls) > 0 {
+			// An assistant memory: the tools it called (the snippet shows their arguments).
+			names := make([]string, len(calls))
+			for j, c := range calls {
+				names[j] = c.GetName()
+			}
+			tool = strings.Join(names, ",")
+		}
 		out[i] = tools.Hit{MemoryID: m.GetId(), Seq: m.GetSeq(), Turn: m.GetTurn(), Role: string(chatpb.FromProtoRole(m.GetRole())),
-			Tool: m.GetToolName(), Snippet: h.GetSnippet(), CreatedAt: m.GetCreatedAt().AsTime()}
+			Tool: tool, Snippet: h.GetSnippet(), CreatedAt: m.GetCreatedAt().AsTime()}
 	}
 	return out
 }

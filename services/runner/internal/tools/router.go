@@ -65,9 +65,20 @@ type BroadcastHit struct {
 	CreatedAt   time.Time `json:"created_at"`
 }
 
+// SearchOrder is how zoea_search_messages chooses and orders its results.
+type SearchOrder string
+
+const (
+	// OrderRelevance is best match first among the newest matches (the default).
+	OrderRelevance SearchOrder = "relevance"
+	// OrderRecency is newest match first.
+	OrderRecency SearchOrder = "recency"
+)
+
 // Searcher is the memory service's search. The mysis id is always the calling mysis's, filled in by the session.
 type Searcher interface {
-	SearchMessages(ctx context.Context, mysisID, query string, limit int) ([]Hit, error)
+	// SearchMessages also reports whether relevance order ranked only the newest matches (older ones exist).
+	SearchMessages(ctx context.Context, mysisID, query string, limit int, order SearchOrder) (hits []Hit, bounded bool, err error)
 	SearchReasoning(ctx context.Context, mysisID, query string, limit int) ([]Hit, error)
 	SearchBroadcasts(ctx context.Context, query string, limit int) ([]BroadcastHit, error)
 }

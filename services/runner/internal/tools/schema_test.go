@@ -11,7 +11,7 @@ func TestSearchSchema(t *testing.T) {
 		`"query":{"type":"string","description":"Words to find (web search syntax: \"exact phrase\", OR, -exclude). Identifiers like iron_ore work."},` +
 		`"limit":{"type":"integer","description":"Maximum results (default 10).","minimum":1,"maximum":50}},` +
 		`"required":["query"],"additionalProperties":false}`
-	if got := string(searchSchema()); got != want {
+	if got := string(searchSchema(false)); got != want {
 		t.Fatalf("search schema\n got %s\nwant %s", got, want)
 	}
 }

@@ -448,8 +448,8 @@ const (
 	toolSearchBroadcasts = "zoea_search_broadcasts"
 )
 
-// searchSchema is the input schema of the zoea_search_* tools.
-func searchSchema() json.RawMessage {
+// searchSchema is the input schema of the zoea_search_* tools; withOrder adds the message search's order.
+func searchSchema(withOrder bool) json.RawMessage {
 	schema := jsonschema.Schema{
 		Type: "object",
 		Properties: map[string]*jsonschema.Schema{
@@ -458,7 +458,13 @@ func searchSchema() json.RawMessage {
 		},
 		PropertyOrder:        []string{"query", "limit"},
 		Required:             []string{"query"},
-		AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}}, // false: only query and limit
+		AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}}, // false: only the listed properties
+	}
+	if withOrder {
+		// The message search also finds tool calls by name and arguments, and can list the newest matches first.
+		schema.Properties["order"] = &jsonschema.Schema{Type: "string", Enum: []any{"relevance", "recency"},
+			Description: "relevance (default): best matches first, among your newest matches. recency: newest matches first, for what happened most recently (e.g. your last sell of titanium_ore)."}
+		schema.PropertyOrder = append(schema.PropertyOrder, "order")
 	}
 	// A static schema always marshals; TestSearchSchema pins the bytes.
 	raw, _ := json.Marshal(schema)
@@ -466,13 +472,13 @@ func searchSchema() json.RawMessage {
 }
 
 func searchTools() []llm.Tool {
-	searchSchema := searchSchema()
+	plain := searchSchema(false)
 	return []llm.Tool{
-		{Name: toolSearchMessages, Parameters: searchSchema, ReadOnly: true,
-			Description: "Search everything you have seen and said before (your own messages, orders and tool results), best match first. Use it to recall facts that are no longer in view: prices, routes, ids, past results."},
-		{Name: toolSearchReasoning, Parameters: searchSchema, ReadOnly: true,
+		{Name: toolSearchMessages, Parameters: searchSchema(true), ReadOnly: true,
+			Description: "Search everything you have seen and said before (your own messages, orders, tool calls with their arguments, and tool results), best match first or, with order recency, newest first. Use it to recall facts that are no longer in view: prices, routes, ids, past results, what you did last (search a tool name like sell or an argument like titanium_ore)."},
+		{Name: toolSearchReasoning, Parameters: plain, ReadOnly: true,
 			Description: "Search your own past reasoning, best match first: why you decided something earlier."},
-		{Name: toolSearchBroadcasts, Parameters: searchSchema, ReadOnly: true,
+		{Name: toolSearchBroadcasts, Parameters: plain, ReadOnly: true,
 			Description: "Search the commander's broadcasts to the whole swarm, best match first: missions and standing orders."},
 	}
 }
@@ -480,13 +486,17 @@ func searchTools() []llm.Tool {
 func (s *Session) searchLocked(ctx context.Context, name string, args map[string]any) mysis.ToolResult {
 	var extra []string
 	for k := range args {
-		if k != "query" && k != "limit" {
+		if k != "query" && k != "limit" && (k != "order" || name != toolSearchMessages) {
 			extra = append(extra, k)
 		}
 	}
 	if len(extra) > 0 {
 		sort.Strings(extra)
-		return errorResult("invalid_arguments", "unknown parameter(s) %v: only query and limit are accepted; search always covers your own memories", extra)
+		accepted := "query and limit"
+		if name == toolSearchMessages {
+			accepted = "query, limit and order"
+		}
+		return errorResult("invalid_arguments", "unknown parameter(s) %v: only %s are accepted; search always covers your own memories", extra, accepted)
 	}
 	query, _ := args["query"].(string)
 	if strings.TrimSpace(query) == "" {
@@ -500,15 +510,23 @@ func (s *Session) searchLocked(ctx context.Context, name string, args map[string
 		}
 		limit = int(f)
 	}
+	order := OrderRelevance
+	if v, ok := args["order"]; ok {
+		o, _ := v.(string)
+		if order = SearchOrder(o); order != OrderRelevance && order != OrderRecency {
+			return errorResult("invalid_arguments", `order must be "relevance" or "recency"`)
+		}
+	}
 	var (
-		out any
-		n   int
-		err error
+		out     any
+		n       int
+		bounded bool
+		err     error
 	)
 	switch name {
 	case toolSearchMessages:
 		var hits []Hit
-		hits, err = s.r.search.SearchMessages(ctx, s.mysisID, query, limit)
+		hits, bounded, err = s.r.search.SearchMessages(ctx, s.mysisID, query, limit, order)
 		out, n = hits, len(hits)
 	case toolSearchReasoning:
 		var hits []Hit
@@ -526,6 +544,13 @@ func (s *Session) searchLocked(ctx context.Context, name string, args map[string
 		s.log.Warn("search failed", "tool", name, "err", err)
 		return errorResult("search_unavailable", "search failed, try again later")
 	}
-	b, _ := json.Marshal(map[string]any{"results": out, "count": n})
+	res := map[string]any{"results": out, "count": n}
+	if name == toolSearchMessages {
+		res["order"] = order
+		if bounded {
+			res["note"] = "ranked your newest matches only; older ones were not considered: add words to narrow the search"
+		}
+	}
+	b, _ := json.Marshal(res)
 	return mysis.ToolResult{Content: s.redact(string(b))}
 }

@@ -80,19 +80,22 @@ func (f *fakeAccounts) ReleaseAccount(_ context.Context, id string) error {
 }
 
 type fakeSearch struct {
-	mu  sync.Mutex
-	ids []string
+	mu     sync.Mutex
+	ids    []string
+	orders []SearchOrder
 }
 
-func (f *fakeSearch) SearchMessages(_ context.Context, id, q string, limit int) ([]Hit, error) {
+func (f *fakeSearch) SearchMessages(_ context.Context, id, q string, limit int, order SearchOrder) ([]Hit, bool, error) {
 	f.mu.Lock()
 	f.ids = append(f.ids, id)
+	f.orders = append(f.orders, order)
 	f.mu.Unlock()
-	return []Hit{{MemoryID: 1, Seq: 1, Role: "tool", Tool: "get_status", Snippet: "«" + q + "» of " + id}}, nil
+	return []Hit{{MemoryID: 1, Seq: 1, Role: "tool", Tool: "get_status", Snippet: "«" + q + "» of " + id}}, order == OrderRelevance, nil
 }
 
 func (f *fakeSearch) SearchReasoning(ctx context.Context, id, q string, limit int) ([]Hit, error) {
-	return f.SearchMessages(ctx, id, q, limit)
+	hs, _, err := f.SearchMessages(ctx, id, q, limit, "")
+	return hs, err
 }
 
 func (f *fakeSearch) SearchBroadcasts(_ context.Context, q string, limit int) ([]BroadcastHit, error) {
@@ -421,6 +424,81 @@ func TestSearchIsScopedToTheCallingMysis(t *testing.T) {
 	}
 	if len(search.ids) != 2 {
 		t.Errorf("searches = %d, want 2", len(search.ids))
+	}
+}
+
+// zoea_search_messages takes an order (relevance by default, or recency) and says when relevance ranked only the
+// newest matches; the other search tools have no order.
+func TestSearchMessagesOrder(t *testing.T) {
+	search := &fakeSearch{}
+	r := NewRouter(Config{Endpoint: "http://127.0.0.1:1/mcp"}, &fakeAccounts{}, search)
+	a := r.Open(mysis.Mysis{ID: "mysis-a", Name: "a"})
+	ctx := context.Background()
+
+	var schema struct {
+		Properties map[string]struct {
+			Enum        []string `json:"enum"`
+			Description string   `json:"description"`
+		} `json:"properties"`
+	}
+	for _, d := range searchTools() {
+		if err := json.Unmarshal(d.Parameters, &schema); err != nil {
+			t.Fatal(err)
+		}
+		o, ok := schema.Properties["order"]
+		if d.Name != toolSearchMessages {
+			if ok {
+				t.Errorf("%s offers an order", d.Name)
+			}
+			continue
+		}
+		if !ok || strings.Join(o.Enum, ",") != "relevance,recency" || !strings.Contains(o.Description, "newest") {
+			t.Errorf("%s order parameter: %+v", d.Name, o)
+		}
+		if !strings.Contains(d.Description, "tool calls") {
+			t.Errorf("%s description does not say tool calls are searchable: %s", d.Name, d.Description)
+		}
+		schema.Properties = nil
+	}
+
+	for _, tc := range []struct {
+		tool, args string
+		want       SearchOrder
+		note       bool
+	}{
+		{toolSearchMessages, `{"query":"sell"}`, OrderRelevance, true},
+		{toolSearchMessages, `{"query":"sell","order":"relevance"}`, OrderRelevance, true},
+		{toolSearchMessages, `{"query":"sell","order":"recency"}`, OrderRecency, false},
+	} {
+		search.orders = nil
+		res, err := a.Call(ctx, call("1", tc.tool, tc.args))
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %+v %v", tc.args, res, err)
+		}
+		if len(search.orders) != 1 || search.orders[0] != tc.want {
+			t.Errorf("%s: searched with %v, want %s", tc.args, search.orders, tc.want)
+		}
+		var out struct {
+			Order string `json:"order"`
+			Note  string `json:"note"`
+		}
+		if err := json.Unmarshal([]byte(res.Content), &out); err != nil {
+			t.Fatal(err)
+		}
+		if out.Order != string(tc.want) || (out.Note != "") != tc.note {
+			t.Errorf("%s: result %s", tc.args, res.Content)
+		}
+	}
+	for _, tc := range []struct{ tool, args string }{
+		{toolSearchMessages, `{"query":"sell","order":"newest"}`},
+		{toolSearchMessages, `{"query":"sell","order":2}`},
+		{toolSearchReasoning, `{"query":"sell","order":"recency"}`},
+		{toolSearchBroadcasts, `{"query":"sell","order":"recency"}`},
+	} {
+		res, err := a.Call(ctx, call("2", tc.tool, tc.args))
+		if err != nil || !res.IsError || !strings.Contains(res.Content, "invalid_arguments") {
+			t.Errorf("%s %s → %+v, %v", tc.tool, tc.args, res, err)
+		}
 	}
 }
 

@@ -216,6 +216,64 @@ func (Source) EnumDescriptor() ([]byte, []int) {
 	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{2}
 }
 
+// SearchOrder is how SearchMessages chooses and orders its hits. Matches are a memory's text and, for an assistant
+// memory, the names and arguments of its tool calls (so `sell {"item_id":"titanium_ore"}` is found by "sell" or
+// "titanium_ore").
+type SearchOrder int32
+
+const (
+	// Unspecified means relevance.
+	SearchOrder_SEARCH_ORDER_UNSPECIFIED SearchOrder = 0
+	// Best match first (ts_rank, length-normalised; people's words before raw tool output), newest first on equal
+	// rank. Only the newest 200 matches are ranked, and when the mysis's newest 2,000 memories hold at least `limit`
+	// matches only those, so a search costs about the same on a 1M-row history as on a 1k-row one;
+	// SearchMessagesResponse.candidates_bounded says when older matches were left unranked.
+	SearchOrder_SEARCH_ORDER_RELEVANCE SearchOrder = 1
+	// Newest match first ("what happened just now"); rank is still reported.
+	SearchOrder_SEARCH_ORDER_RECENCY SearchOrder = 2
+)
+
+// Enum value maps for SearchOrder.
+var (
+	SearchOrder_name = map[int32]string{
+		0: "SEARCH_ORDER_UNSPECIFIED",
+		1: "SEARCH_ORDER_RELEVANCE",
+		2: "SEARCH_ORDER_RECENCY",
+	}
+	SearchOrder_value = map[string]int32{
+		"SEARCH_ORDER_UNSPECIFIED": 0,
+		"SEARCH_ORDER_RELEVANCE":   1,
+		"SEARCH_ORDER_RECENCY":     2,
+	}
+)
+
+func (x SearchOrder) Enum() *SearchOrder {
+	p := new(SearchOrder)
+	*p = x
+	return p
+}
+
+func (x SearchOrder) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SearchOrder) Descriptor() protoreflect.EnumDescriptor {
+	return file_zoea_memory_v1_memory_proto_enumTypes[3].Descriptor()
+}
+
+func (SearchOrder) Type() protoreflect.EnumType {
+	return &file_zoea_memory_v1_memory_proto_enumTypes[3]
+}
+
+func (x SearchOrder) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SearchOrder.Descriptor instead.
+func (SearchOrder) EnumDescriptor() ([]byte, []int) {
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{3}
+}
+
 // UsageGroup says how GetUsage groups its rows.
 type UsageGroup int32
 
@@ -253,11 +311,11 @@ func (x UsageGroup) String() string {
 }
 
 func (UsageGroup) Descriptor() protoreflect.EnumDescriptor {
-	return file_zoea_memory_v1_memory_proto_enumTypes[3].Descriptor()
+	return file_zoea_memory_v1_memory_proto_enumTypes[4].Descriptor()
 }
 
 func (UsageGroup) Type() protoreflect.EnumType {
-	return &file_zoea_memory_v1_memory_proto_enumTypes[3]
+	return &file_zoea_memory_v1_memory_proto_enumTypes[4]
 }
 
 func (x UsageGroup) Number() protoreflect.EnumNumber {
@@ -266,7 +324,7 @@ func (x UsageGroup) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use UsageGroup.Descriptor instead.
 func (UsageGroup) EnumDescriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{3}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{4}
 }
 
 // SpendWindow is the period a spend limit counts over. Hours and days are UTC calendar periods.
@@ -310,11 +368,11 @@ func (x SpendWindow) String() string {
 }
 
 func (SpendWindow) Descriptor() protoreflect.EnumDescriptor {
-	return file_zoea_memory_v1_memory_proto_enumTypes[4].Descriptor()
+	return file_zoea_memory_v1_memory_proto_enumTypes[5].Descriptor()
 }
 
 func (SpendWindow) Type() protoreflect.EnumType {
-	return &file_zoea_memory_v1_memory_proto_enumTypes[4]
+	return &file_zoea_memory_v1_memory_proto_enumTypes[5]
 }
 
 func (x SpendWindow) Number() protoreflect.EnumNumber {
@@ -323,7 +381,7 @@ func (x SpendWindow) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SpendWindow.Descriptor instead.
 func (SpendWindow) EnumDescriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{4}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{5}
 }
 
 // SpendUnit is what a spend limit counts.
@@ -363,11 +421,11 @@ func (x SpendUnit) String() string {
 }
 
 func (SpendUnit) Descriptor() protoreflect.EnumDescriptor {
-	return file_zoea_memory_v1_memory_proto_enumTypes[5].Descriptor()
+	return file_zoea_memory_v1_memory_proto_enumTypes[6].Descriptor()
 }
 
 func (SpendUnit) Type() protoreflect.EnumType {
-	return &file_zoea_memory_v1_memory_proto_enumTypes[5]
+	return &file_zoea_memory_v1_memory_proto_enumTypes[6]
 }
 
 func (x SpendUnit) Number() protoreflect.EnumNumber {
@@ -376,7 +434,7 @@ func (x SpendUnit) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SpendUnit.Descriptor instead.
 func (SpendUnit) EnumDescriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{5}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{6}
 }
 
 // Mysis is one agent of the swarm.
@@ -2986,6 +3044,9 @@ type SearchMessagesRequest struct {
 	Limit int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
 	// Include nudges (excluded by default).
 	IncludeNudges bool `protobuf:"varint,4,opt,name=include_nudges,json=includeNudges,proto3" json:"include_nudges,omitempty"`
+	// How hits are chosen and ordered (default relevance). A value this server does not know is InvalidArgument
+	// naming the field "order".
+	Order         SearchOrder `protobuf:"varint,5,opt,name=order,proto3,enum=zoea.memory.v1.SearchOrder" json:"order,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3046,6 +3107,13 @@ func (x *SearchMessagesRequest) GetIncludeNudges() bool {
 		return x.IncludeNudges
 	}
 	return false
+}
+
+func (x *SearchMessagesRequest) GetOrder() SearchOrder {
+	if x != nil {
+		return x.Order
+	}
+	return SearchOrder_SEARCH_ORDER_UNSPECIFIED
 }
 
 // MemoryHit is one ranked memory.
@@ -3112,13 +3180,16 @@ func (x *MemoryHit) GetRank() float32 {
 	return 0
 }
 
-// SearchMessagesResponse lists hits, best first, newest first on equal rank.
+// SearchMessagesResponse lists hits in the requested order: best first (newest first on equal rank), or newest first.
 type SearchMessagesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Hits.
-	Hits          []*MemoryHit `protobuf:"bytes,1,rep,name=hits,proto3" json:"hits,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Hits []*MemoryHit `protobuf:"bytes,1,rep,name=hits,proto3" json:"hits,omitempty"`
+	// Relevance order only: true when older matches than those ranked exist or were not looked at (more than 200
+	// matches, or at least `limit` of them in the newest 2,000 memories): add words to narrow the query.
+	CandidatesBounded bool `protobuf:"varint,2,opt,name=candidates_bounded,json=candidatesBounded,proto3" json:"candidates_bounded,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *SearchMessagesResponse) Reset() {
@@ -3156,6 +3227,13 @@ func (x *SearchMessagesResponse) GetHits() []*MemoryHit {
 		return x.Hits
 	}
 	return nil
+}
+
+func (x *SearchMessagesResponse) GetCandidatesBounded() bool {
+	if x != nil {
+		return x.CandidatesBounded
+	}
+	return false
 }
 
 // SearchReasoningRequest searches one mysis's reasoning.
@@ -4871,18 +4949,20 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\x18DeliverBroadcastResponse\x12'\n" +
 	"\x0fdelivered_count\x18\x01 \x01(\x05R\x0edeliveredCount\x126\n" +
 	"\x17already_delivered_count\x18\x02 \x01(\x05R\x15alreadyDeliveredCount\x122\n" +
-	"\bmemories\x18\x03 \x03(\v2\x16.zoea.memory.v1.MemoryR\bmemories\"\x85\x01\n" +
+	"\bmemories\x18\x03 \x03(\v2\x16.zoea.memory.v1.MemoryR\bmemories\"\xb8\x01\n" +
 	"\x15SearchMessagesRequest\x12\x19\n" +
 	"\bmysis_id\x18\x01 \x01(\tR\amysisId\x12\x14\n" +
 	"\x05query\x18\x02 \x01(\tR\x05query\x12\x14\n" +
 	"\x05limit\x18\x03 \x01(\x05R\x05limit\x12%\n" +
-	"\x0einclude_nudges\x18\x04 \x01(\bR\rincludeNudges\"i\n" +
+	"\x0einclude_nudges\x18\x04 \x01(\bR\rincludeNudges\x121\n" +
+	"\x05order\x18\x05 \x01(\x0e2\x1b.zoea.memory.v1.SearchOrderR\x05order\"i\n" +
 	"\tMemoryHit\x12.\n" +
 	"\x06memory\x18\x01 \x01(\v2\x16.zoea.memory.v1.MemoryR\x06memory\x12\x18\n" +
 	"\asnippet\x18\x02 \x01(\tR\asnippet\x12\x12\n" +
-	"\x04rank\x18\x03 \x01(\x02R\x04rank\"G\n" +
+	"\x04rank\x18\x03 \x01(\x02R\x04rank\"v\n" +
 	"\x16SearchMessagesResponse\x12-\n" +
-	"\x04hits\x18\x01 \x03(\v2\x19.zoea.memory.v1.MemoryHitR\x04hits\"_\n" +
+	"\x04hits\x18\x01 \x03(\v2\x19.zoea.memory.v1.MemoryHitR\x04hits\x12-\n" +
+	"\x12candidates_bounded\x18\x02 \x01(\bR\x11candidatesBounded\"_\n" +
 	"\x16SearchReasoningRequest\x12\x19\n" +
 	"\bmysis_id\x18\x01 \x01(\tR\amysisId\x12\x14\n" +
 	"\x05query\x18\x02 \x01(\tR\x05query\x12\x14\n" +
@@ -5003,7 +5083,11 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\n" +
 	"SOURCE_LLM\x10\x04\x12\x0f\n" +
 	"\vSOURCE_TOOL\x10\x05\x12\x11\n" +
-	"\rSOURCE_SYSTEM\x10\x06*W\n" +
+	"\rSOURCE_SYSTEM\x10\x06*a\n" +
+	"\vSearchOrder\x12\x1c\n" +
+	"\x18SEARCH_ORDER_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16SEARCH_ORDER_RELEVANCE\x10\x01\x12\x18\n" +
+	"\x14SEARCH_ORDER_RECENCY\x10\x02*W\n" +
 	"\n" +
 	"UsageGroup\x12\x1b\n" +
 	"\x17USAGE_GROUP_UNSPECIFIED\x10\x00\x12\x15\n" +
@@ -5057,199 +5141,201 @@ func file_zoea_memory_v1_memory_proto_rawDescGZIP() []byte {
 	return file_zoea_memory_v1_memory_proto_rawDescData
 }
 
-var file_zoea_memory_v1_memory_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_zoea_memory_v1_memory_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
 var file_zoea_memory_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 64)
 var file_zoea_memory_v1_memory_proto_goTypes = []any{
 	(MysisState)(0),                    // 0: zoea.memory.v1.MysisState
 	(Role)(0),                          // 1: zoea.memory.v1.Role
 	(Source)(0),                        // 2: zoea.memory.v1.Source
-	(UsageGroup)(0),                    // 3: zoea.memory.v1.UsageGroup
-	(SpendWindow)(0),                   // 4: zoea.memory.v1.SpendWindow
-	(SpendUnit)(0),                     // 5: zoea.memory.v1.SpendUnit
-	(*Mysis)(nil),                      // 6: zoea.memory.v1.Mysis
-	(*ToolCall)(nil),                   // 7: zoea.memory.v1.ToolCall
-	(*Memory)(nil),                     // 8: zoea.memory.v1.Memory
-	(*NewMemory)(nil),                  // 9: zoea.memory.v1.NewMemory
-	(*LlmCall)(nil),                    // 10: zoea.memory.v1.LlmCall
-	(*Broadcast)(nil),                  // 11: zoea.memory.v1.Broadcast
-	(*Account)(nil),                    // 12: zoea.memory.v1.Account
-	(*CreateMysisRequest)(nil),         // 13: zoea.memory.v1.CreateMysisRequest
-	(*CreateMysisResponse)(nil),        // 14: zoea.memory.v1.CreateMysisResponse
-	(*GetMysisRequest)(nil),            // 15: zoea.memory.v1.GetMysisRequest
-	(*GetMysisResponse)(nil),           // 16: zoea.memory.v1.GetMysisResponse
-	(*GetMysisByNameRequest)(nil),      // 17: zoea.memory.v1.GetMysisByNameRequest
-	(*GetMysisByNameResponse)(nil),     // 18: zoea.memory.v1.GetMysisByNameResponse
-	(*ListMysesRequest)(nil),           // 19: zoea.memory.v1.ListMysesRequest
-	(*ListMysesResponse)(nil),          // 20: zoea.memory.v1.ListMysesResponse
-	(*UpdateMysisConfigRequest)(nil),   // 21: zoea.memory.v1.UpdateMysisConfigRequest
-	(*UpdateMysisConfigResponse)(nil),  // 22: zoea.memory.v1.UpdateMysisConfigResponse
-	(*SetMysisStateRequest)(nil),       // 23: zoea.memory.v1.SetMysisStateRequest
-	(*SetMysisStateResponse)(nil),      // 24: zoea.memory.v1.SetMysisStateResponse
-	(*DeleteMysisRequest)(nil),         // 25: zoea.memory.v1.DeleteMysisRequest
-	(*DeleteMysisResponse)(nil),        // 26: zoea.memory.v1.DeleteMysisResponse
-	(*AppendMemoriesRequest)(nil),      // 27: zoea.memory.v1.AppendMemoriesRequest
-	(*AppendMemoriesResponse)(nil),     // 28: zoea.memory.v1.AppendMemoriesResponse
-	(*ListRecentMemoriesRequest)(nil),  // 29: zoea.memory.v1.ListRecentMemoriesRequest
-	(*ListRecentMemoriesResponse)(nil), // 30: zoea.memory.v1.ListRecentMemoriesResponse
-	(*ListMemoriesRangeRequest)(nil),   // 31: zoea.memory.v1.ListMemoriesRangeRequest
-	(*ListMemoriesRangeResponse)(nil),  // 32: zoea.memory.v1.ListMemoriesRangeResponse
-	(*GetMemoryRequest)(nil),           // 33: zoea.memory.v1.GetMemoryRequest
-	(*GetMemoryResponse)(nil),          // 34: zoea.memory.v1.GetMemoryResponse
-	(*GetComposeWindowRequest)(nil),    // 35: zoea.memory.v1.GetComposeWindowRequest
-	(*Mission)(nil),                    // 36: zoea.memory.v1.Mission
-	(*GetComposeWindowResponse)(nil),   // 37: zoea.memory.v1.GetComposeWindowResponse
-	(*RecordBroadcastRequest)(nil),     // 38: zoea.memory.v1.RecordBroadcastRequest
-	(*RecordBroadcastResponse)(nil),    // 39: zoea.memory.v1.RecordBroadcastResponse
-	(*DeliverBroadcastRequest)(nil),    // 40: zoea.memory.v1.DeliverBroadcastRequest
-	(*DeliverBroadcastResponse)(nil),   // 41: zoea.memory.v1.DeliverBroadcastResponse
-	(*SearchMessagesRequest)(nil),      // 42: zoea.memory.v1.SearchMessagesRequest
-	(*MemoryHit)(nil),                  // 43: zoea.memory.v1.MemoryHit
-	(*SearchMessagesResponse)(nil),     // 44: zoea.memory.v1.SearchMessagesResponse
-	(*SearchReasoningRequest)(nil),     // 45: zoea.memory.v1.SearchReasoningRequest
-	(*SearchReasoningResponse)(nil),    // 46: zoea.memory.v1.SearchReasoningResponse
-	(*SearchBroadcastsRequest)(nil),    // 47: zoea.memory.v1.SearchBroadcastsRequest
-	(*BroadcastHit)(nil),               // 48: zoea.memory.v1.BroadcastHit
-	(*SearchBroadcastsResponse)(nil),   // 49: zoea.memory.v1.SearchBroadcastsResponse
-	(*CreateAccountRequest)(nil),       // 50: zoea.memory.v1.CreateAccountRequest
-	(*CreateAccountResponse)(nil),      // 51: zoea.memory.v1.CreateAccountResponse
-	(*ClaimAccountRequest)(nil),        // 52: zoea.memory.v1.ClaimAccountRequest
-	(*ClaimAccountResponse)(nil),       // 53: zoea.memory.v1.ClaimAccountResponse
-	(*GetAccountForMysisRequest)(nil),  // 54: zoea.memory.v1.GetAccountForMysisRequest
-	(*GetAccountForMysisResponse)(nil), // 55: zoea.memory.v1.GetAccountForMysisResponse
-	(*ReleaseAccountRequest)(nil),      // 56: zoea.memory.v1.ReleaseAccountRequest
-	(*ReleaseAccountResponse)(nil),     // 57: zoea.memory.v1.ReleaseAccountResponse
-	(*RecordLlmCallsRequest)(nil),      // 58: zoea.memory.v1.RecordLlmCallsRequest
-	(*RecordLlmCallsResponse)(nil),     // 59: zoea.memory.v1.RecordLlmCallsResponse
-	(*UsageTotals)(nil),                // 60: zoea.memory.v1.UsageTotals
-	(*UsageRow)(nil),                   // 61: zoea.memory.v1.UsageRow
-	(*GetUsageRequest)(nil),            // 62: zoea.memory.v1.GetUsageRequest
-	(*GetUsageResponse)(nil),           // 63: zoea.memory.v1.GetUsageResponse
-	(*SpendLimit)(nil),                 // 64: zoea.memory.v1.SpendLimit
-	(*SpendCount)(nil),                 // 65: zoea.memory.v1.SpendCount
-	(*GetSpendRequest)(nil),            // 66: zoea.memory.v1.GetSpendRequest
-	(*GetSpendResponse)(nil),           // 67: zoea.memory.v1.GetSpendResponse
-	(*SetSpendLimitsRequest)(nil),      // 68: zoea.memory.v1.SetSpendLimitsRequest
-	(*SetSpendLimitsResponse)(nil),     // 69: zoea.memory.v1.SetSpendLimitsResponse
-	(*timestamppb.Timestamp)(nil),      // 70: google.protobuf.Timestamp
+	(SearchOrder)(0),                   // 3: zoea.memory.v1.SearchOrder
+	(UsageGroup)(0),                    // 4: zoea.memory.v1.UsageGroup
+	(SpendWindow)(0),                   // 5: zoea.memory.v1.SpendWindow
+	(SpendUnit)(0),                     // 6: zoea.memory.v1.SpendUnit
+	(*Mysis)(nil),                      // 7: zoea.memory.v1.Mysis
+	(*ToolCall)(nil),                   // 8: zoea.memory.v1.ToolCall
+	(*Memory)(nil),                     // 9: zoea.memory.v1.Memory
+	(*NewMemory)(nil),                  // 10: zoea.memory.v1.NewMemory
+	(*LlmCall)(nil),                    // 11: zoea.memory.v1.LlmCall
+	(*Broadcast)(nil),                  // 12: zoea.memory.v1.Broadcast
+	(*Account)(nil),                    // 13: zoea.memory.v1.Account
+	(*CreateMysisRequest)(nil),         // 14: zoea.memory.v1.CreateMysisRequest
+	(*CreateMysisResponse)(nil),        // 15: zoea.memory.v1.CreateMysisResponse
+	(*GetMysisRequest)(nil),            // 16: zoea.memory.v1.GetMysisRequest
+	(*GetMysisResponse)(nil),           // 17: zoea.memory.v1.GetMysisResponse
+	(*GetMysisByNameRequest)(nil),      // 18: zoea.memory.v1.GetMysisByNameRequest
+	(*GetMysisByNameResponse)(nil),     // 19: zoea.memory.v1.GetMysisByNameResponse
+	(*ListMysesRequest)(nil),           // 20: zoea.memory.v1.ListMysesRequest
+	(*ListMysesResponse)(nil),          // 21: zoea.memory.v1.ListMysesResponse
+	(*UpdateMysisConfigRequest)(nil),   // 22: zoea.memory.v1.UpdateMysisConfigRequest
+	(*UpdateMysisConfigResponse)(nil),  // 23: zoea.memory.v1.UpdateMysisConfigResponse
+	(*SetMysisStateRequest)(nil),       // 24: zoea.memory.v1.SetMysisStateRequest
+	(*SetMysisStateResponse)(nil),      // 25: zoea.memory.v1.SetMysisStateResponse
+	(*DeleteMysisRequest)(nil),         // 26: zoea.memory.v1.DeleteMysisRequest
+	(*DeleteMysisResponse)(nil),        // 27: zoea.memory.v1.DeleteMysisResponse
+	(*AppendMemoriesRequest)(nil),      // 28: zoea.memory.v1.AppendMemoriesRequest
+	(*AppendMemoriesResponse)(nil),     // 29: zoea.memory.v1.AppendMemoriesResponse
+	(*ListRecentMemoriesRequest)(nil),  // 30: zoea.memory.v1.ListRecentMemoriesRequest
+	(*ListRecentMemoriesResponse)(nil), // 31: zoea.memory.v1.ListRecentMemoriesResponse
+	(*ListMemoriesRangeRequest)(nil),   // 32: zoea.memory.v1.ListMemoriesRangeRequest
+	(*ListMemoriesRangeResponse)(nil),  // 33: zoea.memory.v1.ListMemoriesRangeResponse
+	(*GetMemoryRequest)(nil),           // 34: zoea.memory.v1.GetMemoryRequest
+	(*GetMemoryResponse)(nil),          // 35: zoea.memory.v1.GetMemoryResponse
+	(*GetComposeWindowRequest)(nil),    // 36: zoea.memory.v1.GetComposeWindowRequest
+	(*Mission)(nil),                    // 37: zoea.memory.v1.Mission
+	(*GetComposeWindowResponse)(nil),   // 38: zoea.memory.v1.GetComposeWindowResponse
+	(*RecordBroadcastRequest)(nil),     // 39: zoea.memory.v1.RecordBroadcastRequest
+	(*RecordBroadcastResponse)(nil),    // 40: zoea.memory.v1.RecordBroadcastResponse
+	(*DeliverBroadcastRequest)(nil),    // 41: zoea.memory.v1.DeliverBroadcastRequest
+	(*DeliverBroadcastResponse)(nil),   // 42: zoea.memory.v1.DeliverBroadcastResponse
+	(*SearchMessagesRequest)(nil),      // 43: zoea.memory.v1.SearchMessagesRequest
+	(*MemoryHit)(nil),                  // 44: zoea.memory.v1.MemoryHit
+	(*SearchMessagesResponse)(nil),     // 45: zoea.memory.v1.SearchMessagesResponse
+	(*SearchReasoningRequest)(nil),     // 46: zoea.memory.v1.SearchReasoningRequest
+	(*SearchReasoningResponse)(nil),    // 47: zoea.memory.v1.SearchReasoningResponse
+	(*SearchBroadcastsRequest)(nil),    // 48: zoea.memory.v1.SearchBroadcastsRequest
+	(*BroadcastHit)(nil),               // 49: zoea.memory.v1.BroadcastHit
+	(*SearchBroadcastsResponse)(nil),   // 50: zoea.memory.v1.SearchBroadcastsResponse
+	(*CreateAccountRequest)(nil),       // 51: zoea.memory.v1.CreateAccountRequest
+	(*CreateAccountResponse)(nil),      // 52: zoea.memory.v1.CreateAccountResponse
+	(*ClaimAccountRequest)(nil),        // 53: zoea.memory.v1.ClaimAccountRequest
+	(*ClaimAccountResponse)(nil),       // 54: zoea.memory.v1.ClaimAccountResponse
+	(*GetAccountForMysisRequest)(nil),  // 55: zoea.memory.v1.GetAccountForMysisRequest
+	(*GetAccountForMysisResponse)(nil), // 56: zoea.memory.v1.GetAccountForMysisResponse
+	(*ReleaseAccountRequest)(nil),      // 57: zoea.memory.v1.ReleaseAccountRequest
+	(*ReleaseAccountResponse)(nil),     // 58: zoea.memory.v1.ReleaseAccountResponse
+	(*RecordLlmCallsRequest)(nil),      // 59: zoea.memory.v1.RecordLlmCallsRequest
+	(*RecordLlmCallsResponse)(nil),     // 60: zoea.memory.v1.RecordLlmCallsResponse
+	(*UsageTotals)(nil),                // 61: zoea.memory.v1.UsageTotals
+	(*UsageRow)(nil),                   // 62: zoea.memory.v1.UsageRow
+	(*GetUsageRequest)(nil),            // 63: zoea.memory.v1.GetUsageRequest
+	(*GetUsageResponse)(nil),           // 64: zoea.memory.v1.GetUsageResponse
+	(*SpendLimit)(nil),                 // 65: zoea.memory.v1.SpendLimit
+	(*SpendCount)(nil),                 // 66: zoea.memory.v1.SpendCount
+	(*GetSpendRequest)(nil),            // 67: zoea.memory.v1.GetSpendRequest
+	(*GetSpendResponse)(nil),           // 68: zoea.memory.v1.GetSpendResponse
+	(*SetSpendLimitsRequest)(nil),      // 69: zoea.memory.v1.SetSpendLimitsRequest
+	(*SetSpendLimitsResponse)(nil),     // 70: zoea.memory.v1.SetSpendLimitsResponse
+	(*timestamppb.Timestamp)(nil),      // 71: google.protobuf.Timestamp
 }
 var file_zoea_memory_v1_memory_proto_depIdxs = []int32{
 	0,  // 0: zoea.memory.v1.Mysis.state:type_name -> zoea.memory.v1.MysisState
-	70, // 1: zoea.memory.v1.Mysis.created_at:type_name -> google.protobuf.Timestamp
-	70, // 2: zoea.memory.v1.Mysis.updated_at:type_name -> google.protobuf.Timestamp
+	71, // 1: zoea.memory.v1.Mysis.created_at:type_name -> google.protobuf.Timestamp
+	71, // 2: zoea.memory.v1.Mysis.updated_at:type_name -> google.protobuf.Timestamp
 	1,  // 3: zoea.memory.v1.Memory.role:type_name -> zoea.memory.v1.Role
 	2,  // 4: zoea.memory.v1.Memory.source:type_name -> zoea.memory.v1.Source
-	7,  // 5: zoea.memory.v1.Memory.tool_calls:type_name -> zoea.memory.v1.ToolCall
-	70, // 6: zoea.memory.v1.Memory.created_at:type_name -> google.protobuf.Timestamp
+	8,  // 5: zoea.memory.v1.Memory.tool_calls:type_name -> zoea.memory.v1.ToolCall
+	71, // 6: zoea.memory.v1.Memory.created_at:type_name -> google.protobuf.Timestamp
 	1,  // 7: zoea.memory.v1.NewMemory.role:type_name -> zoea.memory.v1.Role
 	2,  // 8: zoea.memory.v1.NewMemory.source:type_name -> zoea.memory.v1.Source
-	7,  // 9: zoea.memory.v1.NewMemory.tool_calls:type_name -> zoea.memory.v1.ToolCall
-	10, // 10: zoea.memory.v1.NewMemory.llm_call:type_name -> zoea.memory.v1.LlmCall
-	70, // 11: zoea.memory.v1.LlmCall.started_at:type_name -> google.protobuf.Timestamp
-	70, // 12: zoea.memory.v1.Broadcast.created_at:type_name -> google.protobuf.Timestamp
-	70, // 13: zoea.memory.v1.Account.created_at:type_name -> google.protobuf.Timestamp
-	6,  // 14: zoea.memory.v1.CreateMysisResponse.mysis:type_name -> zoea.memory.v1.Mysis
-	6,  // 15: zoea.memory.v1.GetMysisResponse.mysis:type_name -> zoea.memory.v1.Mysis
-	6,  // 16: zoea.memory.v1.GetMysisByNameResponse.mysis:type_name -> zoea.memory.v1.Mysis
+	8,  // 9: zoea.memory.v1.NewMemory.tool_calls:type_name -> zoea.memory.v1.ToolCall
+	11, // 10: zoea.memory.v1.NewMemory.llm_call:type_name -> zoea.memory.v1.LlmCall
+	71, // 11: zoea.memory.v1.LlmCall.started_at:type_name -> google.protobuf.Timestamp
+	71, // 12: zoea.memory.v1.Broadcast.created_at:type_name -> google.protobuf.Timestamp
+	71, // 13: zoea.memory.v1.Account.created_at:type_name -> google.protobuf.Timestamp
+	7,  // 14: zoea.memory.v1.CreateMysisResponse.mysis:type_name -> zoea.memory.v1.Mysis
+	7,  // 15: zoea.memory.v1.GetMysisResponse.mysis:type_name -> zoea.memory.v1.Mysis
+	7,  // 16: zoea.memory.v1.GetMysisByNameResponse.mysis:type_name -> zoea.memory.v1.Mysis
 	0,  // 17: zoea.memory.v1.ListMysesRequest.state:type_name -> zoea.memory.v1.MysisState
-	6,  // 18: zoea.memory.v1.ListMysesResponse.myses:type_name -> zoea.memory.v1.Mysis
-	6,  // 19: zoea.memory.v1.UpdateMysisConfigResponse.mysis:type_name -> zoea.memory.v1.Mysis
+	7,  // 18: zoea.memory.v1.ListMysesResponse.myses:type_name -> zoea.memory.v1.Mysis
+	7,  // 19: zoea.memory.v1.UpdateMysisConfigResponse.mysis:type_name -> zoea.memory.v1.Mysis
 	0,  // 20: zoea.memory.v1.SetMysisStateRequest.state:type_name -> zoea.memory.v1.MysisState
 	0,  // 21: zoea.memory.v1.SetMysisStateRequest.expected_state:type_name -> zoea.memory.v1.MysisState
-	6,  // 22: zoea.memory.v1.SetMysisStateResponse.mysis:type_name -> zoea.memory.v1.Mysis
+	7,  // 22: zoea.memory.v1.SetMysisStateResponse.mysis:type_name -> zoea.memory.v1.Mysis
 	0,  // 23: zoea.memory.v1.SetMysisStateResponse.previous_state:type_name -> zoea.memory.v1.MysisState
-	9,  // 24: zoea.memory.v1.AppendMemoriesRequest.memories:type_name -> zoea.memory.v1.NewMemory
-	8,  // 25: zoea.memory.v1.AppendMemoriesResponse.memories:type_name -> zoea.memory.v1.Memory
-	8,  // 26: zoea.memory.v1.ListRecentMemoriesResponse.memories:type_name -> zoea.memory.v1.Memory
-	8,  // 27: zoea.memory.v1.ListMemoriesRangeResponse.memories:type_name -> zoea.memory.v1.Memory
-	8,  // 28: zoea.memory.v1.GetMemoryResponse.memory:type_name -> zoea.memory.v1.Memory
-	8,  // 29: zoea.memory.v1.Mission.memory:type_name -> zoea.memory.v1.Memory
-	6,  // 30: zoea.memory.v1.GetComposeWindowResponse.mysis:type_name -> zoea.memory.v1.Mysis
-	8,  // 31: zoea.memory.v1.GetComposeWindowResponse.memories:type_name -> zoea.memory.v1.Memory
-	36, // 32: zoea.memory.v1.GetComposeWindowResponse.mission:type_name -> zoea.memory.v1.Mission
-	11, // 33: zoea.memory.v1.RecordBroadcastResponse.broadcast:type_name -> zoea.memory.v1.Broadcast
-	8,  // 34: zoea.memory.v1.DeliverBroadcastResponse.memories:type_name -> zoea.memory.v1.Memory
-	8,  // 35: zoea.memory.v1.MemoryHit.memory:type_name -> zoea.memory.v1.Memory
-	43, // 36: zoea.memory.v1.SearchMessagesResponse.hits:type_name -> zoea.memory.v1.MemoryHit
-	43, // 37: zoea.memory.v1.SearchReasoningResponse.hits:type_name -> zoea.memory.v1.MemoryHit
-	11, // 38: zoea.memory.v1.BroadcastHit.broadcast:type_name -> zoea.memory.v1.Broadcast
-	48, // 39: zoea.memory.v1.SearchBroadcastsResponse.hits:type_name -> zoea.memory.v1.BroadcastHit
-	12, // 40: zoea.memory.v1.CreateAccountResponse.account:type_name -> zoea.memory.v1.Account
-	12, // 41: zoea.memory.v1.ClaimAccountResponse.account:type_name -> zoea.memory.v1.Account
-	12, // 42: zoea.memory.v1.GetAccountForMysisResponse.account:type_name -> zoea.memory.v1.Account
-	10, // 43: zoea.memory.v1.RecordLlmCallsRequest.calls:type_name -> zoea.memory.v1.LlmCall
-	70, // 44: zoea.memory.v1.UsageTotals.first_call_at:type_name -> google.protobuf.Timestamp
-	70, // 45: zoea.memory.v1.UsageTotals.last_call_at:type_name -> google.protobuf.Timestamp
-	60, // 46: zoea.memory.v1.UsageRow.totals:type_name -> zoea.memory.v1.UsageTotals
-	70, // 47: zoea.memory.v1.GetUsageRequest.from:type_name -> google.protobuf.Timestamp
-	70, // 48: zoea.memory.v1.GetUsageRequest.to:type_name -> google.protobuf.Timestamp
-	3,  // 49: zoea.memory.v1.GetUsageRequest.group_by:type_name -> zoea.memory.v1.UsageGroup
-	60, // 50: zoea.memory.v1.GetUsageResponse.total:type_name -> zoea.memory.v1.UsageTotals
-	61, // 51: zoea.memory.v1.GetUsageResponse.rows:type_name -> zoea.memory.v1.UsageRow
-	4,  // 52: zoea.memory.v1.SpendLimit.window:type_name -> zoea.memory.v1.SpendWindow
-	5,  // 53: zoea.memory.v1.SpendLimit.unit:type_name -> zoea.memory.v1.SpendUnit
-	4,  // 54: zoea.memory.v1.SpendCount.window:type_name -> zoea.memory.v1.SpendWindow
-	70, // 55: zoea.memory.v1.SpendCount.start:type_name -> google.protobuf.Timestamp
-	70, // 56: zoea.memory.v1.GetSpendRequest.at:type_name -> google.protobuf.Timestamp
-	64, // 57: zoea.memory.v1.GetSpendResponse.limits:type_name -> zoea.memory.v1.SpendLimit
-	65, // 58: zoea.memory.v1.GetSpendResponse.mysis:type_name -> zoea.memory.v1.SpendCount
-	65, // 59: zoea.memory.v1.GetSpendResponse.swarm:type_name -> zoea.memory.v1.SpendCount
-	64, // 60: zoea.memory.v1.SetSpendLimitsRequest.limits:type_name -> zoea.memory.v1.SpendLimit
-	64, // 61: zoea.memory.v1.SetSpendLimitsResponse.limits:type_name -> zoea.memory.v1.SpendLimit
-	13, // 62: zoea.memory.v1.MemoryService.CreateMysis:input_type -> zoea.memory.v1.CreateMysisRequest
-	15, // 63: zoea.memory.v1.MemoryService.GetMysis:input_type -> zoea.memory.v1.GetMysisRequest
-	17, // 64: zoea.memory.v1.MemoryService.GetMysisByName:input_type -> zoea.memory.v1.GetMysisByNameRequest
-	19, // 65: zoea.memory.v1.MemoryService.ListMyses:input_type -> zoea.memory.v1.ListMysesRequest
-	21, // 66: zoea.memory.v1.MemoryService.UpdateMysisConfig:input_type -> zoea.memory.v1.UpdateMysisConfigRequest
-	23, // 67: zoea.memory.v1.MemoryService.SetMysisState:input_type -> zoea.memory.v1.SetMysisStateRequest
-	25, // 68: zoea.memory.v1.MemoryService.DeleteMysis:input_type -> zoea.memory.v1.DeleteMysisRequest
-	27, // 69: zoea.memory.v1.MemoryService.AppendMemories:input_type -> zoea.memory.v1.AppendMemoriesRequest
-	29, // 70: zoea.memory.v1.MemoryService.ListRecentMemories:input_type -> zoea.memory.v1.ListRecentMemoriesRequest
-	31, // 71: zoea.memory.v1.MemoryService.ListMemoriesRange:input_type -> zoea.memory.v1.ListMemoriesRangeRequest
-	33, // 72: zoea.memory.v1.MemoryService.GetMemory:input_type -> zoea.memory.v1.GetMemoryRequest
-	35, // 73: zoea.memory.v1.MemoryService.GetComposeWindow:input_type -> zoea.memory.v1.GetComposeWindowRequest
-	38, // 74: zoea.memory.v1.MemoryService.RecordBroadcast:input_type -> zoea.memory.v1.RecordBroadcastRequest
-	40, // 75: zoea.memory.v1.MemoryService.DeliverBroadcast:input_type -> zoea.memory.v1.DeliverBroadcastRequest
-	42, // 76: zoea.memory.v1.MemoryService.SearchMessages:input_type -> zoea.memory.v1.SearchMessagesRequest
-	45, // 77: zoea.memory.v1.MemoryService.SearchReasoning:input_type -> zoea.memory.v1.SearchReasoningRequest
-	47, // 78: zoea.memory.v1.MemoryService.SearchBroadcasts:input_type -> zoea.memory.v1.SearchBroadcastsRequest
-	50, // 79: zoea.memory.v1.MemoryService.CreateAccount:input_type -> zoea.memory.v1.CreateAccountRequest
-	52, // 80: zoea.memory.v1.MemoryService.ClaimAccount:input_type -> zoea.memory.v1.ClaimAccountRequest
-	54, // 81: zoea.memory.v1.MemoryService.GetAccountForMysis:input_type -> zoea.memory.v1.GetAccountForMysisRequest
-	56, // 82: zoea.memory.v1.MemoryService.ReleaseAccount:input_type -> zoea.memory.v1.ReleaseAccountRequest
-	58, // 83: zoea.memory.v1.MemoryService.RecordLlmCalls:input_type -> zoea.memory.v1.RecordLlmCallsRequest
-	62, // 84: zoea.memory.v1.MemoryService.GetUsage:input_type -> zoea.memory.v1.GetUsageRequest
-	66, // 85: zoea.memory.v1.MemoryService.GetSpend:input_type -> zoea.memory.v1.GetSpendRequest
-	68, // 86: zoea.memory.v1.MemoryService.SetSpendLimits:input_type -> zoea.memory.v1.SetSpendLimitsRequest
-	14, // 87: zoea.memory.v1.MemoryService.CreateMysis:output_type -> zoea.memory.v1.CreateMysisResponse
-	16, // 88: zoea.memory.v1.MemoryService.GetMysis:output_type -> zoea.memory.v1.GetMysisResponse
-	18, // 89: zoea.memory.v1.MemoryService.GetMysisByName:output_type -> zoea.memory.v1.GetMysisByNameResponse
-	20, // 90: zoea.memory.v1.MemoryService.ListMyses:output_type -> zoea.memory.v1.ListMysesResponse
-	22, // 91: zoea.memory.v1.MemoryService.UpdateMysisConfig:output_type -> zoea.memory.v1.UpdateMysisConfigResponse
-	24, // 92: zoea.memory.v1.MemoryService.SetMysisState:output_type -> zoea.memory.v1.SetMysisStateResponse
-	26, // 93: zoea.memory.v1.MemoryService.DeleteMysis:output_type -> zoea.memory.v1.DeleteMysisResponse
-	28, // 94: zoea.memory.v1.MemoryService.AppendMemories:output_type -> zoea.memory.v1.AppendMemoriesResponse
-	30, // 95: zoea.memory.v1.MemoryService.ListRecentMemories:output_type -> zoea.memory.v1.ListRecentMemoriesResponse
-	32, // 96: zoea.memory.v1.MemoryService.ListMemoriesRange:output_type -> zoea.memory.v1.ListMemoriesRangeResponse
-	34, // 97: zoea.memory.v1.MemoryService.GetMemory:output_type -> zoea.memory.v1.GetMemoryResponse
-	37, // 98: zoea.memory.v1.MemoryService.GetComposeWindow:output_type -> zoea.memory.v1.GetComposeWindowResponse
-	39, // 99: zoea.memory.v1.MemoryService.RecordBroadcast:output_type -> zoea.memory.v1.RecordBroadcastResponse
-	41, // 100: zoea.memory.v1.MemoryService.DeliverBroadcast:output_type -> zoea.memory.v1.DeliverBroadcastResponse
-	44, // 101: zoea.memory.v1.MemoryService.SearchMessages:output_type -> zoea.memory.v1.SearchMessagesResponse
-	46, // 102: zoea.memory.v1.MemoryService.SearchReasoning:output_type -> zoea.memory.v1.SearchReasoningResponse
-	49, // 103: zoea.memory.v1.MemoryService.SearchBroadcasts:output_type -> zoea.memory.v1.SearchBroadcastsResponse
-	51, // 104: zoea.memory.v1.MemoryService.CreateAccount:output_type -> zoea.memory.v1.CreateAccountResponse
-	53, // 105: zoea.memory.v1.MemoryService.ClaimAccount:output_type -> zoea.memory.v1.ClaimAccountResponse
-	55, // 106: zoea.memory.v1.MemoryService.GetAccountForMysis:output_type -> zoea.memory.v1.GetAccountForMysisResponse
-	57, // 107: zoea.memory.v1.MemoryService.ReleaseAccount:output_type -> zoea.memory.v1.ReleaseAccountResponse
-	59, // 108: zoea.memory.v1.MemoryService.RecordLlmCalls:output_type -> zoea.memory.v1.RecordLlmCallsResponse
-	63, // 109: zoea.memory.v1.MemoryService.GetUsage:output_type -> zoea.memory.v1.GetUsageResponse
-	67, // 110: zoea.memory.v1.MemoryService.GetSpend:output_type -> zoea.memory.v1.GetSpendResponse
-	69, // 111: zoea.memory.v1.MemoryService.SetSpendLimits:output_type -> zoea.memory.v1.SetSpendLimitsResponse
-	87, // [87:112] is the sub-list for method output_type
-	62, // [62:87] is the sub-list for method input_type
-	62, // [62:62] is the sub-list for extension type_name
-	62, // [62:62] is the sub-list for extension extendee
-	0,  // [0:62] is the sub-list for field type_name
+	10, // 24: zoea.memory.v1.AppendMemoriesRequest.memories:type_name -> zoea.memory.v1.NewMemory
+	9,  // 25: zoea.memory.v1.AppendMemoriesResponse.memories:type_name -> zoea.memory.v1.Memory
+	9,  // 26: zoea.memory.v1.ListRecentMemoriesResponse.memories:type_name -> zoea.memory.v1.Memory
+	9,  // 27: zoea.memory.v1.ListMemoriesRangeResponse.memories:type_name -> zoea.memory.v1.Memory
+	9,  // 28: zoea.memory.v1.GetMemoryResponse.memory:type_name -> zoea.memory.v1.Memory
+	9,  // 29: zoea.memory.v1.Mission.memory:type_name -> zoea.memory.v1.Memory
+	7,  // 30: zoea.memory.v1.GetComposeWindowResponse.mysis:type_name -> zoea.memory.v1.Mysis
+	9,  // 31: zoea.memory.v1.GetComposeWindowResponse.memories:type_name -> zoea.memory.v1.Memory
+	37, // 32: zoea.memory.v1.GetComposeWindowResponse.mission:type_name -> zoea.memory.v1.Mission
+	12, // 33: zoea.memory.v1.RecordBroadcastResponse.broadcast:type_name -> zoea.memory.v1.Broadcast
+	9,  // 34: zoea.memory.v1.DeliverBroadcastResponse.memories:type_name -> zoea.memory.v1.Memory
+	3,  // 35: zoea.memory.v1.SearchMessagesRequest.order:type_name -> zoea.memory.v1.SearchOrder
+	9,  // 36: zoea.memory.v1.MemoryHit.memory:type_name -> zoea.memory.v1.Memory
+	44, // 37: zoea.memory.v1.SearchMessagesResponse.hits:type_name -> zoea.memory.v1.MemoryHit
+	44, // 38: zoea.memory.v1.SearchReasoningResponse.hits:type_name -> zoea.memory.v1.MemoryHit
+	12, // 39: zoea.memory.v1.BroadcastHit.broadcast:type_name -> zoea.memory.v1.Broadcast
+	49, // 40: zoea.memory.v1.SearchBroadcastsResponse.hits:type_name -> zoea.memory.v1.BroadcastHit
+	13, // 41: zoea.memory.v1.CreateAccountResponse.account:type_name -> zoea.memory.v1.Account
+	13, // 42: zoea.memory.v1.ClaimAccountResponse.account:type_name -> zoea.memory.v1.Account
+	13, // 43: zoea.memory.v1.GetAccountForMysisResponse.account:type_name -> zoea.memory.v1.Account
+	11, // 44: zoea.memory.v1.RecordLlmCallsRequest.calls:type_name -> zoea.memory.v1.LlmCall
+	71, // 45: zoea.memory.v1.UsageTotals.first_call_at:type_name -> google.protobuf.Timestamp
+	71, // 46: zoea.memory.v1.UsageTotals.last_call_at:type_name -> google.protobuf.Timestamp
+	61, // 47: zoea.memory.v1.UsageRow.totals:type_name -> zoea.memory.v1.UsageTotals
+	71, // 48: zoea.memory.v1.GetUsageRequest.from:type_name -> google.protobuf.Timestamp
+	71, // 49: zoea.memory.v1.GetUsageRequest.to:type_name -> google.protobuf.Timestamp
+	4,  // 50: zoea.memory.v1.GetUsageRequest.group_by:type_name -> zoea.memory.v1.UsageGroup
+	61, // 51: zoea.memory.v1.GetUsageResponse.total:type_name -> zoea.memory.v1.UsageTotals
+	62, // 52: zoea.memory.v1.GetUsageResponse.rows:type_name -> zoea.memory.v1.UsageRow
+	5,  // 53: zoea.memory.v1.SpendLimit.window:type_name -> zoea.memory.v1.SpendWindow
+	6,  // 54: zoea.memory.v1.SpendLimit.unit:type_name -> zoea.memory.v1.SpendUnit
+	5,  // 55: zoea.memory.v1.SpendCount.window:type_name -> zoea.memory.v1.SpendWindow
+	71, // 56: zoea.memory.v1.SpendCount.start:type_name -> google.protobuf.Timestamp
+	71, // 57: zoea.memory.v1.GetSpendRequest.at:type_name -> google.protobuf.Timestamp
+	65, // 58: zoea.memory.v1.GetSpendResponse.limits:type_name -> zoea.memory.v1.SpendLimit
+	66, // 59: zoea.memory.v1.GetSpendResponse.mysis:type_name -> zoea.memory.v1.SpendCount
+	66, // 60: zoea.memory.v1.GetSpendResponse.swarm:type_name -> zoea.memory.v1.SpendCount
+	65, // 61: zoea.memory.v1.SetSpendLimitsRequest.limits:type_name -> zoea.memory.v1.SpendLimit
+	65, // 62: zoea.memory.v1.SetSpendLimitsResponse.limits:type_name -> zoea.memory.v1.SpendLimit
+	14, // 63: zoea.memory.v1.MemoryService.CreateMysis:input_type -> zoea.memory.v1.CreateMysisRequest
+	16, // 64: zoea.memory.v1.MemoryService.GetMysis:input_type -> zoea.memory.v1.GetMysisRequest
+	18, // 65: zoea.memory.v1.MemoryService.GetMysisByName:input_type -> zoea.memory.v1.GetMysisByNameRequest
+	20, // 66: zoea.memory.v1.MemoryService.ListMyses:input_type -> zoea.memory.v1.ListMysesRequest
+	22, // 67: zoea.memory.v1.MemoryService.UpdateMysisConfig:input_type -> zoea.memory.v1.UpdateMysisConfigRequest
+	24, // 68: zoea.memory.v1.MemoryService.SetMysisState:input_type -> zoea.memory.v1.SetMysisStateRequest
+	26, // 69: zoea.memory.v1.MemoryService.DeleteMysis:input_type -> zoea.memory.v1.DeleteMysisRequest
+	28, // 70: zoea.memory.v1.MemoryService.AppendMemories:input_type -> zoea.memory.v1.AppendMemoriesRequest
+	30, // 71: zoea.memory.v1.MemoryService.ListRecentMemories:input_type -> zoea.memory.v1.ListRecentMemoriesRequest
+	32, // 72: zoea.memory.v1.MemoryService.ListMemoriesRange:input_type -> zoea.memory.v1.ListMemoriesRangeRequest
+	34, // 73: zoea.memory.v1.MemoryService.GetMemory:input_type -> zoea.memory.v1.GetMemoryRequest
+	36, // 74: zoea.memory.v1.MemoryService.GetComposeWindow:input_type -> zoea.memory.v1.GetComposeWindowRequest
+	39, // 75: zoea.memory.v1.MemoryService.RecordBroadcast:input_type -> zoea.memory.v1.RecordBroadcastRequest
+	41, // 76: zoea.memory.v1.MemoryService.DeliverBroadcast:input_type -> zoea.memory.v1.DeliverBroadcastRequest
+	43, // 77: zoea.memory.v1.MemoryService.SearchMessages:input_type -> zoea.memory.v1.SearchMessagesRequest
+	46, // 78: zoea.memory.v1.MemoryService.SearchReasoning:input_type -> zoea.memory.v1.SearchReasoningRequest
+	48, // 79: zoea.memory.v1.MemoryService.SearchBroadcasts:input_type -> zoea.memory.v1.SearchBroadcastsRequest
+	51, // 80: zoea.memory.v1.MemoryService.CreateAccount:input_type -> zoea.memory.v1.CreateAccountRequest
+	53, // 81: zoea.memory.v1.MemoryService.ClaimAccount:input_type -> zoea.memory.v1.ClaimAccountRequest
+	55, // 82: zoea.memory.v1.MemoryService.GetAccountForMysis:input_type -> zoea.memory.v1.GetAccountForMysisRequest
+	57, // 83: zoea.memory.v1.MemoryService.ReleaseAccount:input_type -> zoea.memory.v1.ReleaseAccountRequest
+	59, // 84: zoea.memory.v1.MemoryService.RecordLlmCalls:input_type -> zoea.memory.v1.RecordLlmCallsRequest
+	63, // 85: zoea.memory.v1.MemoryService.GetUsage:input_type -> zoea.memory.v1.GetUsageRequest
+	67, // 86: zoea.memory.v1.MemoryService.GetSpend:input_type -> zoea.memory.v1.GetSpendRequest
+	69, // 87: zoea.memory.v1.MemoryService.SetSpendLimits:input_type -> zoea.memory.v1.SetSpendLimitsRequest
+	15, // 88: zoea.memory.v1.MemoryService.CreateMysis:output_type -> zoea.memory.v1.CreateMysisResponse
+	17, // 89: zoea.memory.v1.MemoryService.GetMysis:output_type -> zoea.memory.v1.GetMysisResponse
+	19, // 90: zoea.memory.v1.MemoryService.GetMysisByName:output_type -> zoea.memory.v1.GetMysisByNameResponse
+	21, // 91: zoea.memory.v1.MemoryService.ListMyses:output_type -> zoea.memory.v1.ListMysesResponse
+	23, // 92: zoea.memory.v1.MemoryService.UpdateMysisConfig:output_type -> zoea.memory.v1.UpdateMysisConfigResponse
+	25, // 93: zoea.memory.v1.MemoryService.SetMysisState:output_type -> zoea.memory.v1.SetMysisStateResponse
+	27, // 94: zoea.memory.v1.MemoryService.DeleteMysis:output_type -> zoea.memory.v1.DeleteMysisResponse
+	29, // 95: zoea.memory.v1.MemoryService.AppendMemories:output_type -> zoea.memory.v1.AppendMemoriesResponse
+	31, // 96: zoea.memory.v1.MemoryService.ListRecentMemories:output_type -> zoea.memory.v1.ListRecentMemoriesResponse
+	33, // 97: zoea.memory.v1.MemoryService.ListMemoriesRange:output_type -> zoea.memory.v1.ListMemoriesRangeResponse
+	35, // 98: zoea.memory.v1.MemoryService.GetMemory:output_type -> zoea.memory.v1.GetMemoryResponse
+	38, // 99: zoea.memory.v1.MemoryService.GetComposeWindow:output_type -> zoea.memory.v1.GetComposeWindowResponse
+	40, // 100: zoea.memory.v1.MemoryService.RecordBroadcast:output_type -> zoea.memory.v1.RecordBroadcastResponse
+	42, // 101: zoea.memory.v1.MemoryService.DeliverBroadcast:output_type -> zoea.memory.v1.DeliverBroadcastResponse
+	45, // 102: zoea.memory.v1.MemoryService.SearchMessages:output_type -> zoea.memory.v1.SearchMessagesResponse
+	47, // 103: zoea.memory.v1.MemoryService.SearchReasoning:output_type -> zoea.memory.v1.SearchReasoningResponse
+	50, // 104: zoea.memory.v1.MemoryService.SearchBroadcasts:output_type -> zoea.memory.v1.SearchBroadcastsResponse
+	52, // 105: zoea.memory.v1.MemoryService.CreateAccount:output_type -> zoea.memory.v1.CreateAccountResponse
+	54, // 106: zoea.memory.v1.MemoryService.ClaimAccount:output_type -> zoea.memory.v1.ClaimAccountResponse
+	56, // 107: zoea.memory.v1.MemoryService.GetAccountForMysis:output_type -> zoea.memory.v1.GetAccountForMysisResponse
+	58, // 108: zoea.memory.v1.MemoryService.ReleaseAccount:output_type -> zoea.memory.v1.ReleaseAccountResponse
+	60, // 109: zoea.memory.v1.MemoryService.RecordLlmCalls:output_type -> zoea.memory.v1.RecordLlmCallsResponse
+	64, // 110: zoea.memory.v1.MemoryService.GetUsage:output_type -> zoea.memory.v1.GetUsageResponse
+	68, // 111: zoea.memory.v1.MemoryService.GetSpend:output_type -> zoea.memory.v1.GetSpendResponse
+	70, // 112: zoea.memory.v1.MemoryService.SetSpendLimits:output_type -> zoea.memory.v1.SetSpendLimitsResponse
+	88, // [88:113] is the sub-list for method output_type
+	63, // [63:88] is the sub-list for method input_type
+	63, // [63:63] is the sub-list for extension type_name
+	63, // [63:63] is the sub-list for extension extendee
+	0,  // [0:63] is the sub-list for field type_name
 }
 
 func init() { file_zoea_memory_v1_memory_proto_init() }
@@ -5264,7 +5350,7 @@ func file_zoea_memory_v1_memory_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zoea_memory_v1_memory_proto_rawDesc), len(file_zoea_memory_v1_memory_proto_rawDesc)),
-			NumEnums:      6,
+			NumEnums:      7,
 			NumMessages:   64,
 			NumExtensions: 0,
 			NumServices:   1,

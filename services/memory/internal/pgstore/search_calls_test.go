@@ -1,0 +1,173 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
+)
+
+// A mysis finds its own tool calls by tool name and by argument: `sell {"item_id":"titanium_ore"}` answers "sell",
+// "titanium_ore" and "sell titanium_ore" (words of the message and of its call together), never another mysis's.
+func TestSearchFindsToolCalls(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	m := mkMysis(t, s)
+	other := mkMysis(t, s)
+	sell := memory.ToolCall{ID: "c1", Name: "sell", Arguments: `{"item_id":"titanium_ore","quantity":5}`}
+	must[[]memory.Memory](t)(s.AppendMemories(ctx, m.ID, []memory.NewMemory{
+		user("Trade what you mined."), // 1
+		assistant("Selling now.", sell, memory.ToolCall{ID: "c2", Name: "get_status", Arguments: `{}`}),                            // 2
+		toolResult("c1", "sell", `{"credits_earned":240}`),                                                                         // 3
+		toolResult("c2", "get_status", `{"credits":1200}`),                                                                         // 4
+		assistant("", memory.ToolCall{ID: "c3", Name: "travel", Arguments: `{"target_poi":"haven_station","note":"line\nbreak"}`}), // 5
+		toolResult("c3", "travel", `{"status":"in_transit"}`),                                                                      // 6
+	}))
+	must[[]memory.Memory](t)(s.AppendMemories(ctx, other.ID, []memory.NewMemory{
+		assistant("", memory.ToolCall{ID: "x", Name: "sell", Arguments: `{"item_id":"titanium_ore"}`}),
+	}))
+	seqs := func(q string, o memory.SearchOrder) string {
+		t.Helper()
+		var b []string
+		for _, h := range msgHits(t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: q, Order: o})) {
+			if h.Memory.MysisID != m.ID {
+				t.Fatalf("%q crossed myses", q)
+			}
+			b = append(b, fmt.Sprint(h.Memory.Seq))
+		}
+		return strings.Join(b, ",")
+	}
+	for _, o := range []memory.SearchOrder{memory.OrderRelevance, memory.OrderRecency} {
+		for q, want := range map[string]string{
+			"titanium_ore":                    "2",
+			"sell":                            "2",
+			"sell titanium_ore":               "2",
+			`"selling now" titanium_ore`:      "2",
+			"item_id":                         "2",
+			"get_status":                      "2",
+			"haven_station":                   "5",
+			"travel haven_station":            "5",
+			"break":                           "5", // \n inside the arguments' JSON does not glue words
+			"titanium_ore -get_status":        "",
+			"in_transit":                      "6",
+			"credits_earned":                  "3",
+			`sell {"item_id":"titanium_ore"}`: "2",
+			`"quantity":5`:                    "2",
+			"c1":                              "", // call ids are not indexed
+			"arguments":                       "", // nor the JSON's own keys
+		} {
+			if got := seqs(q, o); got != want {
+				t.Errorf("order %d, %q: seqs %q, want %q", o, q, got, want)
+			}
+		}
+	}
+	// The snippet shows the call that matched.
+	hs := msgHits(t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "titanium_ore"}))
+	if len(hs) != 1 || !strings.Contains(hs[0].Snippet, "«titanium»_«ore»") || !strings.Contains(hs[0].Snippet, "sell") {
+		t.Fatalf("snippet: %+v", hs)
+	}
+	if hs[0].Memory.Content != "Selling now." || len(hs[0].Memory.ToolCalls) != 2 {
+		t.Fatalf("the hit's memory is not the stored one: %+v", hs[0].Memory)
+	}
+}
+
+// Recency order lists the newest matches first whatever their rank; relevance puts the best first.
+func TestSearchRecencyOrder(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	m := mkMysis(t, s)
+	must[[]memory.Memory](t)(s.AppendMemories(ctx, m.ID, []memory.NewMemory{
+		assistant("iron iron iron iron"),                                                       // 1: the best match
+		toolResult("c1", "get_cargo", `{"item_id":"iron_ore"}`),                                // 2
+		{Role: memory.RoleUser, Source: memory.SourceNudge, Content: "Mine more iron."},        // 3: a nudge
+		assistant("Docked. Some iron left, and a long text about many other things entirely."), // 4
+		assistant("nothing to see"),                                                            // 5
+	}))
+	get := func(o memory.SearchOrder, limit int, nudges bool) []memory.MemoryHit {
+		t.Helper()
+		r := must[memory.MessageHits](t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "iron", Order: o, Limit: limit, IncludeNudges: nudges}))
+		if r.CandidatesBounded {
+			t.Fatalf("bounded with 4 matches")
+		}
+		return r.Hits
+	}
+	seqs := func(hs []memory.MemoryHit) string {
+		var b []string
+		for _, h := range hs {
+			b = append(b, fmt.Sprint(h.Memory.Seq))
+		}
+		return strings.Join(b, ",")
+	}
+	if got := seqs(get(memory.OrderRecency, 0, false)); got != "4,2,1" {
+		t.Errorf("recency: %s", got)
+	}
+	if got := seqs(get(memory.OrderRecency, 0, true)); got != "4,3,2,1" {
+		t.Errorf("recency with nudges: %s", got)
+	}
+	if got := seqs(get(memory.OrderRecency, 2, false)); got != "4,2" {
+		t.Errorf("recency limit 2: %s", got)
+	}
+	rel := get(memory.OrderRelevance, 0, false)
+	if len(rel) != 3 || rel[0].Memory.Seq != 1 {
+		t.Errorf("relevance: %s", seqs(rel))
+	}
+	for _, h := range get(memory.OrderRecency, 0, false) {
+		if h.Rank <= 0 || !strings.Contains(h.Snippet, "«") {
+			t.Errorf("recency hit without rank or snippet: %+v", h)
+		}
+	}
+	_, err := s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "iron", Order: memory.SearchOrder(7)})
+	wantKind(t, err, errs.Invalid, "order")
+}
+
+// Relevance ranks only the newest memory.SearchCandidates matches and says so: an old best match beyond them is not
+// returned (recency order still reaches the newest), and a search with fewer matches is not bounded.
+func TestSearchRelevanceIsBoundedToNewestMatches(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	m := mkMysis(t, s)
+	must[[]memory.Memory](t)(s.AppendMemories(ctx, m.ID, []memory.NewMemory{assistant("ore")})) // seq 1: the best match
+	var rows []memory.NewMemory
+	for i := range memory.SearchCandidates {
+		rows = append(rows, toolResult(fmt.Sprintf("c%d", i), "get_cargo",
+			fmt.Sprintf(`{"cargo":[{"item_id":"iron_ore","qty":%d}],"note":"a longer result about the ore hold %d"}`, i, i)))
+		if len(rows) == 500 {
+			must[[]memory.Memory](t)(s.AppendMemories(ctx, m.ID, rows))
+			rows = nil
+		}
+	}
+	if len(rows) > 0 {
+		must[[]memory.Memory](t)(s.AppendMemories(ctx, m.ID, rows))
+	}
+	r := must[memory.MessageHits](t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "ore", Limit: 5}))
+	if !r.CandidatesBounded || len(r.Hits) != 5 {
+		t.Fatalf("bounded %v, %d hits", r.CandidatesBounded, len(r.Hits))
+	}
+	for _, h := range r.Hits {
+		if h.Memory.Seq == 1 {
+			t.Fatalf("a match older than the newest %d was ranked", memory.SearchCandidates)
+		}
+	}
+	r = must[memory.MessageHits](t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "ore", Limit: 5, Order: memory.OrderRecency}))
+	if r.CandidatesBounded || len(r.Hits) != 5 || r.Hits[0].Memory.Seq != int64(memory.SearchCandidates)+1 {
+		t.Fatalf("recency: bounded %v, first %+v", r.CandidatesBounded, r.Hits[0].Memory.Seq)
+	}
+	// A mysis with exactly SearchCandidates matches is not bounded and ranks all of them.
+	m2 := mkMysis(t, s)
+	rows = []memory.NewMemory{assistant("ore")}
+	for i := range memory.SearchCandidates - 1 {
+		rows = append(rows, toolResult(fmt.Sprintf("c%d", i), "get_cargo", fmt.Sprintf(`{"item_id":"iron_ore","qty":%d,"note":"long words to dilute the match"}`, i)))
+		if len(rows) == 500 {
+			must[[]memory.Memory](t)(s.AppendMemories(ctx, m2.ID, rows))
+			rows = nil
+		}
+	}
+	must[[]memory.Memory](t)(s.AppendMemories(ctx, m2.ID, rows))
+	r = must[memory.MessageHits](t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m2.ID, Text: "ore", Limit: 5}))
+	if r.CandidatesBounded || len(r.Hits) != 5 || r.Hits[0].Memory.Seq != 1 {
+		t.Fatalf("%d matches: bounded %v, best seq %d", memory.SearchCandidates, r.CandidatesBounded, r.Hits[0].Memory.Seq)
+	}
+}

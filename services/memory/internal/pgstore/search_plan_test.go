@@ -1,0 +1,120 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
+)
+
+// TestSearchPlanIsRecencyBounded checks with EXPLAIN ANALYZE, on a bulk-loaded and analysed 30,000-row history, the
+// property that keeps search flat however long a mysis has played: a common word is found in the newest window by a
+// short backward walk of (mysis_id, seq) and the older windows never run; a rare word (or a rare tool-call argument)
+// is found through the GIN indexes in the last window, never by walking the whole history.
+func TestSearchPlanIsRecencyBounded(t *testing.T) {
+	ctx := context.Background()
+	s, p := freshStore(t)
+	m := mkMysis(t, s)
+	const rows = 30000
+	seq := int64(0)
+	at := time.Now().Add(-time.Hour)
+	next := func() (memory.Memory, bool) {
+		if seq == rows {
+			return memory.Memory{}, false
+		}
+		seq++
+		r := memory.Memory{MysisID: m.ID, Seq: seq, Turn: seq/10 + 1, CreatedAt: at}
+		switch {
+		case seq <= 3: // the rare ones, oldest of all
+			r.Role, r.Source, r.Content = memory.RoleAssistant, memory.SourceLLM, "found a zyzzyva relic"
+			r.ToolCalls = []memory.ToolCall{{ID: fmt.Sprint("r", seq), Name: "sell", Arguments: `{"item_id":"quasar_dust"}`}}
+		case seq%3 == 0:
+			r.Role, r.Source, r.ToolName, r.ToolCallID = memory.RoleTool, memory.SourceTool, "get_status", fmt.Sprint("c", seq)
+			r.Content = fmt.Sprintf(`{"player":{"credits":%d,"system":"sol"}}`, seq)
+		default:
+			r.Role, r.Source, r.Content = memory.RoleAssistant, memory.SourceLLM, "mining the belt"
+			r.ToolCalls = []memory.ToolCall{{ID: fmt.Sprint("c", seq), Name: "mine", Arguments: `{"resource_id":"iron_ore"}`}}
+		}
+		return r, true
+	}
+	if _, err := s.CopyMemories(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetCounters(ctx, []string{m.ID}, []int64{rows}, []int64{rows/10 + 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Exec(ctx, `VACUUM ANALYZE memories`); err != nil {
+		t.Fatal(err)
+	}
+	explain := func(q string, o memory.SearchOrder) string {
+		t.Helper()
+		plan, err := s.ExplainSearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: q, Order: o})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return plan
+	}
+	// rowsRead adds up the rows every memories scan looked at (returned + removed by its filter).
+	rowsRead := func(plan string) int {
+		n := 0
+		lines := strings.Split(plan, "\n")
+		for i, l := range lines {
+			if !strings.Contains(l, " on memories ") || strings.Contains(l, "Bitmap Index Scan") {
+				continue
+			}
+			if mm := regexp.MustCompile(`rows=(\d+) loops=(\d+)\)`).FindStringSubmatch(l); mm != nil {
+				r, _ := strconv.Atoi(mm[1])
+				loops, _ := strconv.Atoi(mm[2])
+				n += r * loops
+			}
+			for _, f := range lines[i+1 : min(i+6, len(lines))] {
+				if mm := regexp.MustCompile(`Rows Removed by Filter: (\d+)`).FindStringSubmatch(f); mm != nil {
+					r, _ := strconv.Atoi(mm[1])
+					n += r
+					break
+				}
+			}
+		}
+		return n
+	}
+
+	for _, o := range []memory.SearchOrder{memory.OrderRelevance, memory.OrderRecency} {
+		// A word in a third of the rows: the newest window answers; at most its 2,000 rows are read.
+		plan := explain("credits", o)
+		if !strings.Contains(plan, "Index Scan Backward using memories_mysis_seq_key") {
+			t.Errorf("order %d: common word does not walk the newest rows:\n%s", o, plan)
+		}
+		if n := rowsRead(plan); n == 0 || n > 2000 {
+			t.Errorf("order %d: common word read %d rows of a %d-row history, want ≤ 2,000:\n%s", o, n, rows, plan)
+		}
+		if !strings.Contains(plan, "never executed") {
+			t.Errorf("order %d: the older windows ran for a common word:\n%s", o, plan)
+		}
+		// Rare words, in the oldest rows: the GIN indexes find them; nothing walks the history.
+		for q, index := range map[string]string{"zyzzyva": "memories_content_fts_idx", "quasar_dust": "memories_calls_fts_idx"} {
+			plan := explain(q, o)
+			if !strings.Contains(plan, index) {
+				t.Errorf("order %d: %s is not found through %s:\n%s", o, q, index, plan)
+			}
+			if n := rowsRead(plan); n > 2000+100 {
+				t.Errorf("order %d: %s read %d rows, want the first window and its matches only:\n%s", o, q, n, plan)
+			}
+			r := must[memory.MessageHits](t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: q, Order: o}))
+			if len(r.Hits) != 3 || r.CandidatesBounded {
+				t.Errorf("order %d: %s: %d hits, bounded %v", o, q, len(r.Hits), r.CandidatesBounded)
+			}
+		}
+	}
+	r := must[memory.MessageHits](t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "credits"}))
+	if !r.CandidatesBounded || len(r.Hits) != memory.DefaultSearchLimit {
+		t.Errorf("common word: bounded %v, %d hits", r.CandidatesBounded, len(r.Hits))
+	}
+	if got := must[memory.MessageHits](t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "credits", Order: memory.OrderRecency})); got.Hits[0].Memory.Seq != rows {
+		t.Errorf("recency: first hit seq %d, want %d", got.Hits[0].Memory.Seq, rows)
+	}
+}
