@@ -17,6 +17,14 @@ import (
 // race, and the idempotency-key lookup that follows sees every row committed before the lock was granted, so a
 // retry returns the rows stored the first time instead of writing them again.
 func (s *Store) AppendMemories(ctx context.Context, mysisID string, ms []memory.NewMemory) ([]memory.Memory, error) {
+	return s.appendMemories(ctx, mysisID, ms, nil)
+}
+
+// appendGuard runs inside an append's transaction, after the mysis row is locked and before anything is written
+// (never for a full retry); an error aborts the append. See AppendMemoriesIf (append_cond.go).
+type appendGuard func(ctx context.Context, tx pgx.Tx, mysisID string) error
+
+func (s *Store) appendMemories(ctx context.Context, mysisID string, ms []memory.NewMemory, guard appendGuard) ([]memory.Memory, error) {
 	mysisID, err := memory.ParseID("mysis_id", mysisID)
 	if err != nil {
 		return nil, err
@@ -128,6 +136,11 @@ func (s *Store) AppendMemories(ctx context.Context, mysisID string, ms []memory.
 			}
 		}
 		return out, tx.Commit(ctx)
+	}
+	if guard != nil {
+		if err := guard(ctx, tx, mysisID); err != nil {
+			return nil, err
+		}
 	}
 
 	b := &pgx.Batch{}
