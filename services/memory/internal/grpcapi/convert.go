@@ -263,3 +263,24 @@ func decodePageToken(s string, state memory.State) (string, error) {
 	}
 	return t.After, nil
 }
+
+// fromProtoAppendCondition reads an append's optional condition (if_no_prompt_after_seq, state_change).
+func fromProtoAppendCondition(req *memoryv1.AppendMemoriesRequest) (memory.AppendCondition, error) {
+	var c memory.AppendCondition
+	c.IfNoPromptAfterSeq = req.IfNoPromptAfterSeq
+	if sc := req.GetStateChange(); sc != nil {
+		state, err := fromProtoState("state_change.state", sc.GetState())
+		if err != nil {
+			return c, err
+		}
+		if state == memory.StateAny {
+			return c, errs.InvalidField("state_change.state", "required")
+		}
+		expected, err := fromProtoState("state_change.expected_state", sc.GetExpectedState())
+		if err != nil {
+			return c, err
+		}
+		c.State = &memory.StateChange{State: state, Reason: sc.GetReason(), EncouragementCount: sc.EncouragementCount, Expected: expected}
+	}
+	return c, c.Validate()
+}

@@ -24,6 +24,7 @@ type Store interface {
 	DeleteMysis(ctx context.Context, id string) error
 
 	AppendMemories(ctx context.Context, mysisID string, ms []memory.NewMemory) ([]memory.Memory, error)
+	AppendMemoriesIf(ctx context.Context, mysisID string, ms []memory.NewMemory, c memory.AppendCondition) ([]memory.Memory, error)
 	ListRecentMemories(ctx context.Context, mysisID string, limit int) ([]memory.Memory, error)
 	ListMemoriesRange(ctx context.Context, mysisID string, fromSeq, toSeq int64, limit int) ([]memory.Memory, error)
 	GetMemory(ctx context.Context, mysisID string, id int64) (memory.Memory, error)
@@ -170,7 +171,16 @@ func (s *Server) AppendMemories(ctx context.Context, req *memoryv1.AppendMemorie
 		}
 		ms[i] = m
 	}
-	out, err := s.store.AppendMemories(ctx, req.GetMysisId(), ms)
+	cond, err := fromProtoAppendCondition(req)
+	if err != nil {
+		return nil, err
+	}
+	var out []memory.Memory
+	if cond.IfNoPromptAfterSeq != nil || cond.State != nil {
+		out, err = s.store.AppendMemoriesIf(ctx, req.GetMysisId(), ms, cond)
+	} else {
+		out, err = s.store.AppendMemories(ctx, req.GetMysisId(), ms)
+	}
 	if err != nil {
 		return nil, err
 	}

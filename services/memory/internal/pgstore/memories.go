@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/zoeaswarm/zoea/libs/errs"
@@ -22,6 +23,21 @@ import (
 // write batch (writeAppend), so a 1-row append pays two network and scheduling waits, not four. Any failure rolls
 // the transaction back before the connection returns to the pool.
 func (s *Store) AppendMemories(ctx context.Context, mysisID string, ms []memory.NewMemory) ([]memory.Memory, error) {
+	return s.appendMemories(ctx, mysisID, ms, nil)
+}
+
+// appendGuard runs inside an append's transaction, after the mysis row is locked and before anything is written
+// (never for a full retry); an error aborts the append. See AppendMemoriesIf (append_cond.go). It costs the append
+// one more round trip.
+type appendGuard func(ctx context.Context, q guardConn, mysisID string) error
+
+// guardConn is what a guard may run statements on: the append's connection, inside its transaction.
+type guardConn interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+func (s *Store) appendMemories(ctx context.Context, mysisID string, ms []memory.NewMemory, guard appendGuard) ([]memory.Memory, error) {
 	mysisID, err := memory.ParseID("mysis_id", mysisID)
 	if err != nil {
 		return nil, err
@@ -34,7 +50,7 @@ func (s *Store) AppendMemories(ctx context.Context, mysisID string, ms []memory.
 		return nil, dbErr(err, "append memories")
 	}
 	defer conn.Release()
-	out, err := s.appendOn(ctx, conn, mysisID, ms)
+	out, err := s.appendOn(ctx, conn, mysisID, ms, guard)
 	if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
 		_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
 	}
@@ -43,7 +59,7 @@ func (s *Store) AppendMemories(ctx context.Context, mysisID string, ms []memory.
 
 // appendOn runs AppendMemories' transaction on conn, from the BEGIN in the lock batch to the COMMIT in the write
 // batch; on an error the caller rolls back.
-func (s *Store) appendOn(ctx context.Context, conn *pgxpool.Conn, mysisID string, ms []memory.NewMemory) ([]memory.Memory, error) {
+func (s *Store) appendOn(ctx context.Context, conn *pgxpool.Conn, mysisID string, ms []memory.NewMemory, guard appendGuard) ([]memory.Memory, error) {
 	st, err := lockForAppend(ctx, conn, mysisID, ms)
 	if err != nil {
 		return nil, err
@@ -51,6 +67,11 @@ func (s *Store) appendOn(ctx context.Context, conn *pgxpool.Conn, mysisID string
 	out, ins, err := planAppend(mysisID, ms, &st)
 	if err != nil {
 		return nil, err
+	}
+	if guard != nil && len(ins.idx) > 0 {
+		if err := guard(ctx, conn, mysisID); err != nil {
+			return nil, err
+		}
 	}
 	// LLM call accounting travels in the same transaction (and the same batch): no extra round trip.
 	calls, callSeqs := callsOf(ms, out)

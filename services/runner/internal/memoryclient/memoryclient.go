@@ -10,6 +10,7 @@ import (
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/chat/chatpb"
+	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 	"github.com/zoeaswarm/zoea/services/runner/internal/tools"
@@ -50,6 +51,39 @@ func (c *Client) Append(ctx context.Context, id string, ms []mysis.NewMemory) ([
 	resp, err := c.api.AppendMemories(ctx, req)
 	if err != nil {
 		return nil, server.FromStatus(err)
+	}
+	out := make([]mysis.Memory, len(resp.GetMemories()))
+	for i, m := range resp.GetMemories() {
+		out[i] = FromProtoMemory(m)
+	}
+	return out, nil
+}
+
+// ReasonPromptArrived is the memory service's ErrorInfo reason for a conditional append refused because a
+// commander prompt arrived (AppendMemoriesRequest.if_no_prompt_after_seq).
+const ReasonPromptArrived = "PROMPT_ARRIVED"
+
+// AppendIf implements mysis.Store: one AppendMemories carrying the condition. A refusal with reason
+// PROMPT_ARRIVED becomes mysis.ErrPromptArrived; a state conflict stays a Conflict error.
+func (c *Client) AppendIf(ctx context.Context, id string, ms []mysis.NewMemory, cond mysis.AppendCondition) ([]mysis.Memory, error) {
+	req := &memoryv1.AppendMemoriesRequest{MysisId: id, Memories: make([]*memoryv1.NewMemory, len(ms)), IfNoPromptAfterSeq: cond.IfNoPromptAfter}
+	for i, m := range ms {
+		req.Memories[i] = toProtoNewMemory(m)
+	}
+	if ch := cond.State; ch != nil {
+		req.StateChange = &memoryv1.AppendStateChange{State: ToProtoState(ch.To), Reason: ch.Reason, ExpectedState: ToProtoState(ch.Expected)}
+		if ch.Count != nil {
+			n := int32(*ch.Count)
+			req.StateChange.EncouragementCount = &n
+		}
+	}
+	resp, err := c.api.AppendMemories(ctx, req)
+	if err != nil {
+		err = server.FromStatus(err)
+		if errs.ReasonOf(err) == ReasonPromptArrived {
+			return nil, fmt.Errorf("%w: %w", mysis.ErrPromptArrived, err)
+		}
+		return nil, err
 	}
 	out := make([]mysis.Memory, len(resp.GetMemories()))
 	for i, m := range resp.GetMemories() {

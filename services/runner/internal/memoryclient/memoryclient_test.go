@@ -17,6 +17,7 @@ import (
 	"github.com/zoeaswarm/zoea/services/runner/internal/memoryclient"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 	"github.com/zoeaswarm/zoea/services/runner/internal/testkit/testenv"
+	"github.com/zoeaswarm/zoea/services/runner/internal/tools"
 )
 
 // realMemory runs the memory service binary on a fresh database and returns the adapter over a real connection:
@@ -146,7 +147,7 @@ func TestAdapterAgainstTheMemoryService(t *testing.T) {
 	}
 
 	// Searches are scoped to the mysis and find identifiers.
-	hits, err := c.SearchMessages(ctx, id, "iron_ore", 10)
+	hits, _, err := c.SearchMessages(ctx, id, "iron_ore", 10, tools.OrderRelevance)
 	if err != nil || len(hits) == 0 {
 		t.Errorf("SearchMessages(iron_ore) = %v, %v", hits, err)
 	}

@@ -101,6 +101,9 @@ type Actor struct {
 	prepared bool
 	backoff  *retry.Backoff
 	retryAt  time.Time
+	// lastFinal is the seq of the final answer (no tool calls) this actor stored last: while it is still the
+	// mysis's last seq, the next turn starts autonomous without reading memories (see resumePoint).
+	lastFinal int64
 	// lastPrompt is the composer's count of the last request checked against the spend limits.
 	lastPrompt int
 }

@@ -3,6 +3,7 @@ package mysis
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -23,6 +24,12 @@ type fakeStore struct {
 	down     bool  // every call fails Unavailable
 	counts   []int // every encouragement count written, in order
 	appends  int
+	// condAppends counts conditional appends (AppendIf with a condition).
+	condAppends int
+	// reads counts Recent calls, stateCalls SetState calls.
+	reads, stateCalls int
+	// beforeAppend, when set, is called with each batch before it is appended.
+	beforeAppend func([]NewMemory)
 }
 
 func newFakeStore() *fakeStore {
@@ -82,6 +89,7 @@ func (s *fakeStore) SetState(_ context.Context, id string, ch StateChange) (Mysi
 	if !ok {
 		return Mysis{}, errs.NotFoundf("mysis %s", id)
 	}
+	s.stateCalls++
 	if ch.Expected != "" && m.State != ch.Expected {
 		return Mysis{}, errs.Conflictf("state is %s, not %s", m.State, ch.Expected)
 	}
@@ -93,9 +101,21 @@ func (s *fakeStore) SetState(_ context.Context, id string, ch StateChange) (Mysi
 	return *m, nil
 }
 
-func (s *fakeStore) Append(_ context.Context, id string, ms []NewMemory) ([]Memory, error) {
+func (s *fakeStore) Append(ctx context.Context, id string, ms []NewMemory) ([]Memory, error) {
+	return s.AppendIf(ctx, id, ms, AppendCondition{})
+}
+
+// AppendIf decides the condition under the store's lock, as the memory service does in the append's transaction.
+// beforeAppend, when set, runs first (outside the lock): a test lands a commander message exactly there.
+func (s *fakeStore) AppendIf(ctx context.Context, id string, ms []NewMemory, c AppendCondition) ([]Memory, error) {
+	if f := s.beforeAppend; f != nil {
+		f(ms)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if c.IfNoPromptAfter != nil || c.State != nil {
+		s.condAppends++
+	}
 	if s.down {
 		return nil, errs.Unavailablef(nil, "memory down")
 	}
@@ -106,6 +126,29 @@ func (s *fakeStore) Append(_ context.Context, id string, ms []NewMemory) ([]Memo
 	for _, nm := range ms {
 		if err := storeRefuses(nm); err != nil {
 			return nil, err
+		}
+	}
+	retry := true
+	for _, nm := range ms {
+		if nm.IdempotencyKey == "" || !slices.ContainsFunc(s.memories[id], func(m Memory) bool { return m.IdempotencyKey == nm.IdempotencyKey }) {
+			retry = false
+		}
+	}
+	if !retry && c.IfNoPromptAfter != nil {
+		for _, m := range s.memories[id] {
+			if m.Seq > *c.IfNoPromptAfter && m.Role == chat.RoleUser && (m.Source == SourceDirect || m.Source == SourceBroadcast) {
+				return nil, fmt.Errorf("prompt at seq %d: %w", m.Seq, ErrPromptArrived)
+			}
+		}
+	}
+	if !retry && c.State != nil {
+		if c.State.Expected != "" && my.State != c.State.Expected {
+			return nil, errs.Conflictf("state is %s, not %s", my.State, c.State.Expected)
+		}
+		my.State, my.StateReason = c.State.To, c.State.Reason
+		if c.State.Count != nil {
+			my.EncouragementCount = *c.State.Count
+			s.counts = append(s.counts, *c.State.Count)
 		}
 	}
 	var out []Memory
@@ -141,6 +184,7 @@ func (s *fakeStore) Append(_ context.Context, id string, ms []NewMemory) ([]Memo
 func (s *fakeStore) Recent(_ context.Context, id string, limit int) ([]Memory, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.reads++
 	if s.down {
 		return nil, errs.Unavailablef(nil, "memory down")
 	}
@@ -149,6 +193,12 @@ func (s *fakeStore) Recent(_ context.Context, id string, limit int) ([]Memory, e
 		ms = ms[len(ms)-limit:]
 	}
 	return append([]Memory(nil), ms...), nil
+}
+
+func (s *fakeStore) counters() (reads, stateCalls, condAppends int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reads, s.stateCalls, s.condAppends
 }
 
 func (s *fakeStore) delete(id string) {

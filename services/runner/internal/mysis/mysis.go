@@ -6,6 +6,7 @@ package mysis
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/zoeaswarm/zoea/libs/chat"
@@ -114,6 +115,22 @@ type StateChange struct {
 	Expected State
 }
 
+// AppendCondition makes an append conditional; the memory service decides it in the append's transaction, so
+// nothing can land between the check and the write. A retried append (its idempotency keys already stored) returns
+// the stored rows without checking anything.
+type AppendCondition struct {
+	// IfNoPromptAfter, when set, refuses the append with ErrPromptArrived when a commander prompt (a direct message
+	// or broadcast) was stored after this seq: the reply was written without seeing it.
+	IfNoPromptAfter *int64
+	// State, when set, is changed in the same transaction (a nudge and its encouragement count in one call); its
+	// Expected makes the whole append a compare-and-set that fails with a Conflict error.
+	State *StateChange
+}
+
+// ErrPromptArrived is a conditional append refused because a commander prompt arrived after the seq the model saw
+// (the memory service's ErrorInfo reason PROMPT_ARRIVED): compose again with the prompt in view.
+var ErrPromptArrived = errors.New("a commander prompt arrived after the composition")
+
 // Store is the memory service as the actor needs it. Errors are libs/errs kinds (NotFound for a deleted mysis,
 // Conflict for a failed compare-and-set, Unavailable when the service cannot be reached).
 type Store interface {
@@ -121,6 +138,8 @@ type Store interface {
 	SetState(ctx context.Context, id string, ch StateChange) (Mysis, error)
 	// Append stores memories atomically; a memory whose idempotency key is already stored comes back as stored.
 	Append(ctx context.Context, id string, ms []NewMemory) ([]Memory, error)
+	// AppendIf is Append under a condition (see AppendCondition); ErrPromptArrived or a Conflict error when it fails.
+	AppendIf(ctx context.Context, id string, ms []NewMemory, c AppendCondition) ([]Memory, error)
 	// Recent returns the newest memories, oldest first.
 	Recent(ctx context.Context, id string, limit int) ([]Memory, error)
 }

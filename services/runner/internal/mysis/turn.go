@@ -3,6 +3,7 @@ package mysis
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -104,15 +105,10 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis) error {
 	if err != nil {
 		return fmt.Errorf("provider %q: %w", m.Provider, err)
 	}
-	// Usually the newest memory alone tells where the turn stands; only a cut tool loop needs the window.
-	recent, err := a.deps.Store.Recent(ctx, a.id, 1)
-	if err == nil && len(recent) == 1 && recent[0].Role == chat.RoleTool {
-		recent, err = a.deps.Store.Recent(ctx, a.id, a.cfg.ResumeWindow)
-	}
+	rp, err := a.resumePoint(ctx, m)
 	if err != nil {
-		return fmt.Errorf("read memories: %w", err)
+		return err
 	}
-	rp := findResumePoint(recent)
 	lastSeq := rp.lastSeq
 	if len(rp.unanswered) > 0 {
 		// A tool loop was cut mid-call (crash, lease lost, a failed call): finish it before asking the model again.
@@ -156,14 +152,6 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis) error {
 			a.recordAlone(ctx, call)
 			return fmt.Errorf("llm %s: %w", m.Provider, err)
 		}
-		if len(resp.Message.ToolCalls) == 0 && a.promptArrived(ctx, seq) {
-			// A commander message landed while the model was answering without seeing it: storing this final
-			// answer after it would mark the message as answered. Ask again with the message in view.
-			a.log.Debug("prompt arrived during the LLM call; composing again")
-			a.recordAlone(ctx, call) // paid for, but no reply stored: a call row without a memory and without an error
-
-			continue
-		}
 		// The reply is untrusted: store it in a form the store accepts (see reply.go).
 		reply := checkReply(resp.Message, resp.Reasoning, seq, a.cfg.MaxCallsPerReply)
 		content := reply.Content
@@ -172,10 +160,23 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis) error {
 		}
 		// Keyed by the newest memory the model saw: a retry after a crash, or a second replica racing for the
 		// same mysis, gets the stored row back instead of writing a second answer.
-		stored, err := a.append(ctx, NewMemory{
+		nm := NewMemory{
 			Role: chat.RoleAssistant, Source: SourceLLM, Content: content, Reasoning: reply.Reasoning,
 			ToolCalls: reply.Calls, IdempotencyKey: fmt.Sprintf("llm:%s:%d", a.id, seq), LlmCall: &call,
-		})
+		}
+		var cond AppendCondition
+		if len(reply.Calls) == 0 {
+			// A final answer stored after a commander message the model did not see would mark that message as
+			// answered. The memory service decides in the append's transaction whether one arrived after seq, so
+			// none can slip in between the check and the write.
+			cond.IfNoPromptAfter = &seq
+		}
+		stored, err := a.appendIf(ctx, nm, cond)
+		if errors.Is(err, ErrPromptArrived) {
+			a.log.Debug("prompt arrived during the LLM call; composing again")
+			a.recordAlone(ctx, call) // paid for, but no reply stored: a call row without a memory and without an error
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -184,6 +185,9 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis) error {
 			a.log.Info("model reply had bad tool calls; answering them with tool errors", "seq", asst.Seq, "bad_calls", len(reply.Problems), "calls", len(resp.Message.ToolCalls))
 		}
 		lastSeq = asst.Seq
+		if len(asst.ToolCalls) == 0 {
+			a.lastFinal = asst.Seq
+		}
 		a.setStatus(func(s *Status) {
 			s.LastAction, s.LastActionAt = "llm "+label(asst), time.Now()
 		})
@@ -216,33 +220,64 @@ func (a *Actor) applyEncouragement(ctx context.Context, m Mysis, comp Compositio
 		a.transition(ctx, StateRunning, StateIdle, IdleReason, &count)
 		return 0, errInterrupted
 	case ActionIncrement, ActionReset:
-		var seq int64
-		if comp.Nudge != "" && a.promptArrived(ctx, comp.MaxSeq) {
-			// A commander message landed after the composition: a nudge now would bury it under a new turn.
+		var state *StateChange
+		if comp.Action == ActionIncrement || m.EncouragementCount != count {
+			state = &StateChange{To: StateRunning, Reason: m.StateReason, Count: &count, Expected: StateRunning}
+		}
+		if comp.Nudge == "" {
+			if state == nil {
+				return 0, nil
+			}
+			_, err := a.deps.Store.SetState(ctx, a.id, *state)
+			return 0, encouragementErr(err)
+		}
+		// One call, one transaction: the nudge and the counter, only while the mysis is running (a Conflict
+		// interrupts the turn) and only if no commander message landed after the composition (a nudge then would
+		// bury it under a new turn).
+		seen := comp.MaxSeq
+		stored, err := a.appendIf(ctx, NewMemory{
+			Role: chat.RoleUser, Source: SourceNudge, Content: comp.Nudge,
+			IdempotencyKey: fmt.Sprintf("nudge:%s:%d", a.id, m.CurrentTurn+1),
+		}, AppendCondition{IfNoPromptAfter: &seen, State: state})
+		if errors.Is(err, ErrPromptArrived) {
 			return 0, errInterrupted
 		}
-		if comp.Nudge != "" {
-			stored, err := a.append(ctx, NewMemory{
-				Role: chat.RoleUser, Source: SourceNudge, Content: comp.Nudge,
-				IdempotencyKey: fmt.Sprintf("nudge:%s:%d", a.id, m.CurrentTurn+1),
-			})
-			if err != nil {
-				return 0, err
-			}
-			seq = stored.Seq
+		if err := encouragementErr(err); err != nil {
+			return 0, err
 		}
-		if comp.Action == ActionIncrement || m.EncouragementCount != count {
-			_, err := a.deps.Store.SetState(ctx, a.id, StateChange{To: StateRunning, Reason: m.StateReason, Count: &count, Expected: StateRunning})
-			if errs.Is(err, errs.Conflict) || errs.Is(err, errs.NotFound) {
-				return 0, errInterrupted
-			}
-			if err != nil {
-				return 0, fmt.Errorf("store encouragement count: %w", err)
-			}
-		}
-		return seq, nil
+		return stored.Seq, nil
 	}
 	return 0, nil
+}
+
+// encouragementErr classifies a failed counter write: a changed state (stop, delete, another writer) interrupts
+// the turn, anything else fails it.
+func encouragementErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errs.Is(err, errs.Conflict) || errs.Is(err, errs.NotFound):
+		return errInterrupted
+	}
+	return fmt.Errorf("store encouragement count: %w", err)
+}
+
+// resumePoint tells where the turn stands. When the stored last seq (m is the Run loop's fresh GetMysis) is the seq
+// of the final answer this actor stored last, that answer is the newest memory — memories are append-only with
+// gapless seqs — so the turn is complete and no read is needed. Otherwise (this actor's first turn, a prompt that
+// arrived, a cut tool loop) the newest memory is read, and only a cut tool loop needs the window.
+func (a *Actor) resumePoint(ctx context.Context, m Mysis) (resumePoint, error) {
+	if a.lastFinal > 0 && m.LastSeq == a.lastFinal {
+		return resumePoint{lastSeq: m.LastSeq}, nil
+	}
+	recent, err := a.deps.Store.Recent(ctx, a.id, 1)
+	if err == nil && len(recent) == 1 && recent[0].Role == chat.RoleTool {
+		recent, err = a.deps.Store.Recent(ctx, a.id, a.cfg.ResumeWindow)
+	}
+	if err != nil {
+		return resumePoint{}, fmt.Errorf("read memories: %w", err)
+	}
+	return findResumePoint(recent), nil
 }
 
 // execCalls runs tool calls in order and stores each result; it returns the seq of the last one stored.
@@ -331,23 +366,6 @@ func (a *Actor) answerNotRun(ctx context.Context, assistantSeq int64, calls []ch
 	}
 }
 
-// promptArrived reports whether a direct message or broadcast newer than seenSeq is the newest memory. Only a wake
-// hint triggers the read, so the common case costs nothing.
-func (a *Actor) promptArrived(ctx context.Context, seenSeq int64) bool {
-	a.mu.Lock()
-	hint := a.pending[WakeDirect] || a.pending[WakeBroadcast]
-	a.mu.Unlock()
-	if !hint {
-		return false
-	}
-	recent, err := a.deps.Store.Recent(ctx, a.id, 1)
-	if err != nil || len(recent) == 0 {
-		return false
-	}
-	last := recent[0]
-	return last.Seq > seenSeq && last.Role == chat.RoleUser && (last.Source == SourceDirect || last.Source == SourceBroadcast)
-}
-
 // interrupted is the safe point check: after every LLM call and tool, a pending stop or delete is honoured.
 func (a *Actor) interrupted(ctx context.Context) bool {
 	if ctx.Err() != nil || a.stopping.Load() {
@@ -368,7 +386,22 @@ func (a *Actor) interrupted(ctx context.Context) bool {
 
 // append stores one memory and announces it.
 func (a *Actor) append(ctx context.Context, nm NewMemory) (Memory, error) {
-	stored, err := a.deps.Store.Append(ctx, a.id, []NewMemory{nm})
+	return a.appendIf(ctx, nm, AppendCondition{})
+}
+
+// appendIf stores one memory under a condition (none when c is zero) and announces it. ErrPromptArrived comes back
+// unwrapped.
+func (a *Actor) appendIf(ctx context.Context, nm NewMemory, c AppendCondition) (Memory, error) {
+	var stored []Memory
+	var err error
+	if c.IfNoPromptAfter == nil && c.State == nil {
+		stored, err = a.deps.Store.Append(ctx, a.id, []NewMemory{nm})
+	} else {
+		stored, err = a.deps.Store.AppendIf(ctx, a.id, []NewMemory{nm}, c)
+	}
+	if errors.Is(err, ErrPromptArrived) {
+		return Memory{}, ErrPromptArrived
+	}
 	if err != nil {
 		return Memory{}, fmt.Errorf("append %s memory: %w", nm.Role, err)
 	}

@@ -2087,7 +2087,19 @@ type AppendMemoriesRequest struct {
 	// Mysis id.
 	MysisId string `protobuf:"bytes,1,opt,name=mysis_id,json=mysisId,proto3" json:"mysis_id,omitempty"`
 	// Memories in order, 1–1000 per call.
-	Memories      []*NewMemory `protobuf:"bytes,2,rep,name=memories,proto3" json:"memories,omitempty"`
+	Memories []*NewMemory `protobuf:"bytes,2,rep,name=memories,proto3" json:"memories,omitempty"`
+	// When set, the memories are written only if the mysis has no user memory with source DIRECT or BROADCAST whose
+	// seq is greater than this, decided inside the append's transaction (under the mysis lock). Otherwise nothing is
+	// written (nor state_change applied) and the call fails with FAILED_PRECONDITION carrying an ErrorInfo with reason
+	// PROMPT_ARRIVED: a commander prompt landed after what the caller's model saw, so the caller composes again
+	// instead of storing an answer that would mark the prompt as answered. A full retry (every memory's idempotency
+	// key already stored) returns the stored rows whatever arrived since.
+	IfNoPromptAfterSeq *int64 `protobuf:"varint,3,opt,name=if_no_prompt_after_seq,json=ifNoPromptAfterSeq,proto3,oneof" json:"if_no_prompt_after_seq,omitempty"`
+	// When set, this state change is made in the same transaction as the append (one round trip for a nudge and its
+	// encouragement count). Its expected_state makes the whole call a compare-and-set: when the stored state differs
+	// nothing is written and the call fails with FAILED_PRECONDITION, reason STATE_CONFLICT. A full retry returns the
+	// stored rows and changes nothing.
+	StateChange   *AppendStateChange `protobuf:"bytes,4,opt,name=state_change,json=stateChange,proto3" json:"state_change,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2136,6 +2148,93 @@ func (x *AppendMemoriesRequest) GetMemories() []*NewMemory {
 	return nil
 }
 
+func (x *AppendMemoriesRequest) GetIfNoPromptAfterSeq() int64 {
+	if x != nil && x.IfNoPromptAfterSeq != nil {
+		return *x.IfNoPromptAfterSeq
+	}
+	return 0
+}
+
+func (x *AppendMemoriesRequest) GetStateChange() *AppendStateChange {
+	if x != nil {
+		return x.StateChange
+	}
+	return nil
+}
+
+// AppendStateChange is a state change made together with an append (see SetMysisStateRequest).
+type AppendStateChange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// New state (required).
+	State MysisState `protobuf:"varint,1,opt,name=state,proto3,enum=zoea.memory.v1.MysisState" json:"state,omitempty"`
+	// Why.
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// New encouragement count, when set; otherwise unchanged.
+	EncouragementCount *int32 `protobuf:"varint,3,opt,name=encouragement_count,json=encouragementCount,proto3,oneof" json:"encouragement_count,omitempty"`
+	// When not UNSPECIFIED, the append and the change happen only if the stored state equals this one.
+	ExpectedState MysisState `protobuf:"varint,4,opt,name=expected_state,json=expectedState,proto3,enum=zoea.memory.v1.MysisState" json:"expected_state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AppendStateChange) Reset() {
+	*x = AppendStateChange{}
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppendStateChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppendStateChange) ProtoMessage() {}
+
+func (x *AppendStateChange) ProtoReflect() protoreflect.Message {
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppendStateChange.ProtoReflect.Descriptor instead.
+func (*AppendStateChange) Descriptor() ([]byte, []int) {
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *AppendStateChange) GetState() MysisState {
+	if x != nil {
+		return x.State
+	}
+	return MysisState_MYSIS_STATE_UNSPECIFIED
+}
+
+func (x *AppendStateChange) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *AppendStateChange) GetEncouragementCount() int32 {
+	if x != nil && x.EncouragementCount != nil {
+		return *x.EncouragementCount
+	}
+	return 0
+}
+
+func (x *AppendStateChange) GetExpectedState() MysisState {
+	if x != nil {
+		return x.ExpectedState
+	}
+	return MysisState_MYSIS_STATE_UNSPECIFIED
+}
+
 // AppendMemoriesResponse returns the stored rows in request order.
 type AppendMemoriesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2147,7 +2246,7 @@ type AppendMemoriesResponse struct {
 
 func (x *AppendMemoriesResponse) Reset() {
 	*x = AppendMemoriesResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[22]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2159,7 +2258,7 @@ func (x *AppendMemoriesResponse) String() string {
 func (*AppendMemoriesResponse) ProtoMessage() {}
 
 func (x *AppendMemoriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[22]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2172,7 +2271,7 @@ func (x *AppendMemoriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendMemoriesResponse.ProtoReflect.Descriptor instead.
 func (*AppendMemoriesResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{22}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *AppendMemoriesResponse) GetMemories() []*Memory {
@@ -2195,7 +2294,7 @@ type ListRecentMemoriesRequest struct {
 
 func (x *ListRecentMemoriesRequest) Reset() {
 	*x = ListRecentMemoriesRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[23]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2207,7 +2306,7 @@ func (x *ListRecentMemoriesRequest) String() string {
 func (*ListRecentMemoriesRequest) ProtoMessage() {}
 
 func (x *ListRecentMemoriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[23]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2220,7 +2319,7 @@ func (x *ListRecentMemoriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRecentMemoriesRequest.ProtoReflect.Descriptor instead.
 func (*ListRecentMemoriesRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{23}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListRecentMemoriesRequest) GetMysisId() string {
@@ -2248,7 +2347,7 @@ type ListRecentMemoriesResponse struct {
 
 func (x *ListRecentMemoriesResponse) Reset() {
 	*x = ListRecentMemoriesResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[24]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2260,7 +2359,7 @@ func (x *ListRecentMemoriesResponse) String() string {
 func (*ListRecentMemoriesResponse) ProtoMessage() {}
 
 func (x *ListRecentMemoriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[24]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2273,7 +2372,7 @@ func (x *ListRecentMemoriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRecentMemoriesResponse.ProtoReflect.Descriptor instead.
 func (*ListRecentMemoriesResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{24}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListRecentMemoriesResponse) GetMemories() []*Memory {
@@ -2300,7 +2399,7 @@ type ListMemoriesRangeRequest struct {
 
 func (x *ListMemoriesRangeRequest) Reset() {
 	*x = ListMemoriesRangeRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[25]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2312,7 +2411,7 @@ func (x *ListMemoriesRangeRequest) String() string {
 func (*ListMemoriesRangeRequest) ProtoMessage() {}
 
 func (x *ListMemoriesRangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[25]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2325,7 +2424,7 @@ func (x *ListMemoriesRangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMemoriesRangeRequest.ProtoReflect.Descriptor instead.
 func (*ListMemoriesRangeRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{25}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListMemoriesRangeRequest) GetMysisId() string {
@@ -2367,7 +2466,7 @@ type ListMemoriesRangeResponse struct {
 
 func (x *ListMemoriesRangeResponse) Reset() {
 	*x = ListMemoriesRangeResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[26]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2379,7 +2478,7 @@ func (x *ListMemoriesRangeResponse) String() string {
 func (*ListMemoriesRangeResponse) ProtoMessage() {}
 
 func (x *ListMemoriesRangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[26]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2392,7 +2491,7 @@ func (x *ListMemoriesRangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMemoriesRangeResponse.ProtoReflect.Descriptor instead.
 func (*ListMemoriesRangeResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{26}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListMemoriesRangeResponse) GetMemories() []*Memory {
@@ -2415,7 +2514,7 @@ type GetMemoryRequest struct {
 
 func (x *GetMemoryRequest) Reset() {
 	*x = GetMemoryRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[27]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2427,7 +2526,7 @@ func (x *GetMemoryRequest) String() string {
 func (*GetMemoryRequest) ProtoMessage() {}
 
 func (x *GetMemoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[27]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2440,7 +2539,7 @@ func (x *GetMemoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMemoryRequest.ProtoReflect.Descriptor instead.
 func (*GetMemoryRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{27}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetMemoryRequest) GetMysisId() string {
@@ -2468,7 +2567,7 @@ type GetMemoryResponse struct {
 
 func (x *GetMemoryResponse) Reset() {
 	*x = GetMemoryResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[28]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2480,7 +2579,7 @@ func (x *GetMemoryResponse) String() string {
 func (*GetMemoryResponse) ProtoMessage() {}
 
 func (x *GetMemoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[28]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2493,7 +2592,7 @@ func (x *GetMemoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMemoryResponse.ProtoReflect.Descriptor instead.
 func (*GetMemoryResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{28}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetMemoryResponse) GetMemory() *Memory {
@@ -2536,7 +2635,7 @@ type GetComposeWindowRequest struct {
 
 func (x *GetComposeWindowRequest) Reset() {
 	*x = GetComposeWindowRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[29]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2548,7 +2647,7 @@ func (x *GetComposeWindowRequest) String() string {
 func (*GetComposeWindowRequest) ProtoMessage() {}
 
 func (x *GetComposeWindowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[29]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2561,7 +2660,7 @@ func (x *GetComposeWindowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetComposeWindowRequest.ProtoReflect.Descriptor instead.
 func (*GetComposeWindowRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{29}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetComposeWindowRequest) GetMysisId() string {
@@ -2641,7 +2740,7 @@ type Mission struct {
 
 func (x *Mission) Reset() {
 	*x = Mission{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[30]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2653,7 +2752,7 @@ func (x *Mission) String() string {
 func (*Mission) ProtoMessage() {}
 
 func (x *Mission) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[30]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2666,7 +2765,7 @@ func (x *Mission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mission.ProtoReflect.Descriptor instead.
 func (*Mission) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{30}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Mission) GetMemory() *Memory {
@@ -2707,7 +2806,7 @@ type GetComposeWindowResponse struct {
 
 func (x *GetComposeWindowResponse) Reset() {
 	*x = GetComposeWindowResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[31]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2719,7 +2818,7 @@ func (x *GetComposeWindowResponse) String() string {
 func (*GetComposeWindowResponse) ProtoMessage() {}
 
 func (x *GetComposeWindowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[31]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2732,7 +2831,7 @@ func (x *GetComposeWindowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetComposeWindowResponse.ProtoReflect.Descriptor instead.
 func (*GetComposeWindowResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{31}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GetComposeWindowResponse) GetMysis() *Mysis {
@@ -2794,7 +2893,7 @@ type RecordBroadcastRequest struct {
 
 func (x *RecordBroadcastRequest) Reset() {
 	*x = RecordBroadcastRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[32]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2806,7 +2905,7 @@ func (x *RecordBroadcastRequest) String() string {
 func (*RecordBroadcastRequest) ProtoMessage() {}
 
 func (x *RecordBroadcastRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[32]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2819,7 +2918,7 @@ func (x *RecordBroadcastRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordBroadcastRequest.ProtoReflect.Descriptor instead.
 func (*RecordBroadcastRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{32}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RecordBroadcastRequest) GetBroadcastId() string {
@@ -2865,7 +2964,7 @@ type RecordBroadcastResponse struct {
 
 func (x *RecordBroadcastResponse) Reset() {
 	*x = RecordBroadcastResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[33]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2877,7 +2976,7 @@ func (x *RecordBroadcastResponse) String() string {
 func (*RecordBroadcastResponse) ProtoMessage() {}
 
 func (x *RecordBroadcastResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[33]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2890,7 +2989,7 @@ func (x *RecordBroadcastResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordBroadcastResponse.ProtoReflect.Descriptor instead.
 func (*RecordBroadcastResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{33}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RecordBroadcastResponse) GetBroadcast() *Broadcast {
@@ -2927,7 +3026,7 @@ type DeliverBroadcastRequest struct {
 
 func (x *DeliverBroadcastRequest) Reset() {
 	*x = DeliverBroadcastRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[34]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2939,7 +3038,7 @@ func (x *DeliverBroadcastRequest) String() string {
 func (*DeliverBroadcastRequest) ProtoMessage() {}
 
 func (x *DeliverBroadcastRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[34]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2952,7 +3051,7 @@ func (x *DeliverBroadcastRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverBroadcastRequest.ProtoReflect.Descriptor instead.
 func (*DeliverBroadcastRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{34}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DeliverBroadcastRequest) GetBroadcastId() string {
@@ -2984,7 +3083,7 @@ type DeliverBroadcastResponse struct {
 
 func (x *DeliverBroadcastResponse) Reset() {
 	*x = DeliverBroadcastResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[35]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2996,7 +3095,7 @@ func (x *DeliverBroadcastResponse) String() string {
 func (*DeliverBroadcastResponse) ProtoMessage() {}
 
 func (x *DeliverBroadcastResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[35]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3009,7 +3108,7 @@ func (x *DeliverBroadcastResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverBroadcastResponse.ProtoReflect.Descriptor instead.
 func (*DeliverBroadcastResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{35}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *DeliverBroadcastResponse) GetDeliveredCount() int32 {
@@ -3053,7 +3152,7 @@ type SearchMessagesRequest struct {
 
 func (x *SearchMessagesRequest) Reset() {
 	*x = SearchMessagesRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[36]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3065,7 +3164,7 @@ func (x *SearchMessagesRequest) String() string {
 func (*SearchMessagesRequest) ProtoMessage() {}
 
 func (x *SearchMessagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[36]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3078,7 +3177,7 @@ func (x *SearchMessagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchMessagesRequest.ProtoReflect.Descriptor instead.
 func (*SearchMessagesRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{36}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SearchMessagesRequest) GetMysisId() string {
@@ -3131,7 +3230,7 @@ type MemoryHit struct {
 
 func (x *MemoryHit) Reset() {
 	*x = MemoryHit{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[37]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3143,7 +3242,7 @@ func (x *MemoryHit) String() string {
 func (*MemoryHit) ProtoMessage() {}
 
 func (x *MemoryHit) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[37]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3156,7 +3255,7 @@ func (x *MemoryHit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryHit.ProtoReflect.Descriptor instead.
 func (*MemoryHit) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{37}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *MemoryHit) GetMemory() *Memory {
@@ -3194,7 +3293,7 @@ type SearchMessagesResponse struct {
 
 func (x *SearchMessagesResponse) Reset() {
 	*x = SearchMessagesResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[38]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3206,7 +3305,7 @@ func (x *SearchMessagesResponse) String() string {
 func (*SearchMessagesResponse) ProtoMessage() {}
 
 func (x *SearchMessagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[38]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3219,7 +3318,7 @@ func (x *SearchMessagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchMessagesResponse.ProtoReflect.Descriptor instead.
 func (*SearchMessagesResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{38}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *SearchMessagesResponse) GetHits() []*MemoryHit {
@@ -3251,7 +3350,7 @@ type SearchReasoningRequest struct {
 
 func (x *SearchReasoningRequest) Reset() {
 	*x = SearchReasoningRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[39]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3263,7 +3362,7 @@ func (x *SearchReasoningRequest) String() string {
 func (*SearchReasoningRequest) ProtoMessage() {}
 
 func (x *SearchReasoningRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[39]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3276,7 +3375,7 @@ func (x *SearchReasoningRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchReasoningRequest.ProtoReflect.Descriptor instead.
 func (*SearchReasoningRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{39}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SearchReasoningRequest) GetMysisId() string {
@@ -3311,7 +3410,7 @@ type SearchReasoningResponse struct {
 
 func (x *SearchReasoningResponse) Reset() {
 	*x = SearchReasoningResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[40]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3323,7 +3422,7 @@ func (x *SearchReasoningResponse) String() string {
 func (*SearchReasoningResponse) ProtoMessage() {}
 
 func (x *SearchReasoningResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[40]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3336,7 +3435,7 @@ func (x *SearchReasoningResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchReasoningResponse.ProtoReflect.Descriptor instead.
 func (*SearchReasoningResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{40}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SearchReasoningResponse) GetHits() []*MemoryHit {
@@ -3359,7 +3458,7 @@ type SearchBroadcastsRequest struct {
 
 func (x *SearchBroadcastsRequest) Reset() {
 	*x = SearchBroadcastsRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[41]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3371,7 +3470,7 @@ func (x *SearchBroadcastsRequest) String() string {
 func (*SearchBroadcastsRequest) ProtoMessage() {}
 
 func (x *SearchBroadcastsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[41]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3384,7 +3483,7 @@ func (x *SearchBroadcastsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchBroadcastsRequest.ProtoReflect.Descriptor instead.
 func (*SearchBroadcastsRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{41}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SearchBroadcastsRequest) GetQuery() string {
@@ -3416,7 +3515,7 @@ type BroadcastHit struct {
 
 func (x *BroadcastHit) Reset() {
 	*x = BroadcastHit{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[42]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3428,7 +3527,7 @@ func (x *BroadcastHit) String() string {
 func (*BroadcastHit) ProtoMessage() {}
 
 func (x *BroadcastHit) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[42]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3441,7 +3540,7 @@ func (x *BroadcastHit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BroadcastHit.ProtoReflect.Descriptor instead.
 func (*BroadcastHit) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{42}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *BroadcastHit) GetBroadcast() *Broadcast {
@@ -3476,7 +3575,7 @@ type SearchBroadcastsResponse struct {
 
 func (x *SearchBroadcastsResponse) Reset() {
 	*x = SearchBroadcastsResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[43]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3488,7 +3587,7 @@ func (x *SearchBroadcastsResponse) String() string {
 func (*SearchBroadcastsResponse) ProtoMessage() {}
 
 func (x *SearchBroadcastsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[43]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3501,7 +3600,7 @@ func (x *SearchBroadcastsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchBroadcastsResponse.ProtoReflect.Descriptor instead.
 func (*SearchBroadcastsResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{43}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *SearchBroadcastsResponse) GetHits() []*BroadcastHit {
@@ -3528,7 +3627,7 @@ type CreateAccountRequest struct {
 
 func (x *CreateAccountRequest) Reset() {
 	*x = CreateAccountRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[44]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3540,7 +3639,7 @@ func (x *CreateAccountRequest) String() string {
 func (*CreateAccountRequest) ProtoMessage() {}
 
 func (x *CreateAccountRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[44]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3553,7 +3652,7 @@ func (x *CreateAccountRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAccountRequest.ProtoReflect.Descriptor instead.
 func (*CreateAccountRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{44}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *CreateAccountRequest) GetUsername() string {
@@ -3595,7 +3694,7 @@ type CreateAccountResponse struct {
 
 func (x *CreateAccountResponse) Reset() {
 	*x = CreateAccountResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[45]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3607,7 +3706,7 @@ func (x *CreateAccountResponse) String() string {
 func (*CreateAccountResponse) ProtoMessage() {}
 
 func (x *CreateAccountResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[45]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3620,7 +3719,7 @@ func (x *CreateAccountResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAccountResponse.ProtoReflect.Descriptor instead.
 func (*CreateAccountResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{45}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *CreateAccountResponse) GetAccount() *Account {
@@ -3641,7 +3740,7 @@ type ClaimAccountRequest struct {
 
 func (x *ClaimAccountRequest) Reset() {
 	*x = ClaimAccountRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[46]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3653,7 +3752,7 @@ func (x *ClaimAccountRequest) String() string {
 func (*ClaimAccountRequest) ProtoMessage() {}
 
 func (x *ClaimAccountRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[46]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3666,7 +3765,7 @@ func (x *ClaimAccountRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimAccountRequest.ProtoReflect.Descriptor instead.
 func (*ClaimAccountRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{46}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ClaimAccountRequest) GetMysisId() string {
@@ -3687,7 +3786,7 @@ type ClaimAccountResponse struct {
 
 func (x *ClaimAccountResponse) Reset() {
 	*x = ClaimAccountResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[47]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3699,7 +3798,7 @@ func (x *ClaimAccountResponse) String() string {
 func (*ClaimAccountResponse) ProtoMessage() {}
 
 func (x *ClaimAccountResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[47]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3712,7 +3811,7 @@ func (x *ClaimAccountResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimAccountResponse.ProtoReflect.Descriptor instead.
 func (*ClaimAccountResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{47}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ClaimAccountResponse) GetAccount() *Account {
@@ -3733,7 +3832,7 @@ type GetAccountForMysisRequest struct {
 
 func (x *GetAccountForMysisRequest) Reset() {
 	*x = GetAccountForMysisRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[48]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3745,7 +3844,7 @@ func (x *GetAccountForMysisRequest) String() string {
 func (*GetAccountForMysisRequest) ProtoMessage() {}
 
 func (x *GetAccountForMysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[48]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3758,7 +3857,7 @@ func (x *GetAccountForMysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAccountForMysisRequest.ProtoReflect.Descriptor instead.
 func (*GetAccountForMysisRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{48}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *GetAccountForMysisRequest) GetMysisId() string {
@@ -3779,7 +3878,7 @@ type GetAccountForMysisResponse struct {
 
 func (x *GetAccountForMysisResponse) Reset() {
 	*x = GetAccountForMysisResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[49]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3791,7 +3890,7 @@ func (x *GetAccountForMysisResponse) String() string {
 func (*GetAccountForMysisResponse) ProtoMessage() {}
 
 func (x *GetAccountForMysisResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[49]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3804,7 +3903,7 @@ func (x *GetAccountForMysisResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAccountForMysisResponse.ProtoReflect.Descriptor instead.
 func (*GetAccountForMysisResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{49}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *GetAccountForMysisResponse) GetAccount() *Account {
@@ -3825,7 +3924,7 @@ type ReleaseAccountRequest struct {
 
 func (x *ReleaseAccountRequest) Reset() {
 	*x = ReleaseAccountRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[50]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3837,7 +3936,7 @@ func (x *ReleaseAccountRequest) String() string {
 func (*ReleaseAccountRequest) ProtoMessage() {}
 
 func (x *ReleaseAccountRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[50]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3850,7 +3949,7 @@ func (x *ReleaseAccountRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseAccountRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseAccountRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{50}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ReleaseAccountRequest) GetMysisId() string {
@@ -3871,7 +3970,7 @@ type ReleaseAccountResponse struct {
 
 func (x *ReleaseAccountResponse) Reset() {
 	*x = ReleaseAccountResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[51]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3883,7 +3982,7 @@ func (x *ReleaseAccountResponse) String() string {
 func (*ReleaseAccountResponse) ProtoMessage() {}
 
 func (x *ReleaseAccountResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[51]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3896,7 +3995,7 @@ func (x *ReleaseAccountResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseAccountResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseAccountResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{51}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ReleaseAccountResponse) GetUsername() string {
@@ -3919,7 +4018,7 @@ type RecordLlmCallsRequest struct {
 
 func (x *RecordLlmCallsRequest) Reset() {
 	*x = RecordLlmCallsRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[52]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3931,7 +4030,7 @@ func (x *RecordLlmCallsRequest) String() string {
 func (*RecordLlmCallsRequest) ProtoMessage() {}
 
 func (x *RecordLlmCallsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[52]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3944,7 +4043,7 @@ func (x *RecordLlmCallsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordLlmCallsRequest.ProtoReflect.Descriptor instead.
 func (*RecordLlmCallsRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{52}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *RecordLlmCallsRequest) GetMysisId() string {
@@ -3972,7 +4071,7 @@ type RecordLlmCallsResponse struct {
 
 func (x *RecordLlmCallsResponse) Reset() {
 	*x = RecordLlmCallsResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[53]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3984,7 +4083,7 @@ func (x *RecordLlmCallsResponse) String() string {
 func (*RecordLlmCallsResponse) ProtoMessage() {}
 
 func (x *RecordLlmCallsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[53]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3997,7 +4096,7 @@ func (x *RecordLlmCallsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordLlmCallsResponse.ProtoReflect.Descriptor instead.
 func (*RecordLlmCallsResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{53}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RecordLlmCallsResponse) GetRecordedCount() int32 {
@@ -4040,7 +4139,7 @@ type UsageTotals struct {
 
 func (x *UsageTotals) Reset() {
 	*x = UsageTotals{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[54]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4052,7 +4151,7 @@ func (x *UsageTotals) String() string {
 func (*UsageTotals) ProtoMessage() {}
 
 func (x *UsageTotals) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[54]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4065,7 +4164,7 @@ func (x *UsageTotals) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageTotals.ProtoReflect.Descriptor instead.
 func (*UsageTotals) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{54}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *UsageTotals) GetCalls() int64 {
@@ -4171,7 +4270,7 @@ type UsageRow struct {
 
 func (x *UsageRow) Reset() {
 	*x = UsageRow{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[55]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4183,7 +4282,7 @@ func (x *UsageRow) String() string {
 func (*UsageRow) ProtoMessage() {}
 
 func (x *UsageRow) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[55]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4196,7 +4295,7 @@ func (x *UsageRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageRow.ProtoReflect.Descriptor instead.
 func (*UsageRow) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{55}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *UsageRow) GetMysisId() string {
@@ -4255,7 +4354,7 @@ type GetUsageRequest struct {
 
 func (x *GetUsageRequest) Reset() {
 	*x = GetUsageRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[56]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4267,7 +4366,7 @@ func (x *GetUsageRequest) String() string {
 func (*GetUsageRequest) ProtoMessage() {}
 
 func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[56]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4280,7 +4379,7 @@ func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageRequest.ProtoReflect.Descriptor instead.
 func (*GetUsageRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{56}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *GetUsageRequest) GetMysisIds() []string {
@@ -4340,7 +4439,7 @@ type GetUsageResponse struct {
 
 func (x *GetUsageResponse) Reset() {
 	*x = GetUsageResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[57]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4352,7 +4451,7 @@ func (x *GetUsageResponse) String() string {
 func (*GetUsageResponse) ProtoMessage() {}
 
 func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[57]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4365,7 +4464,7 @@ func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageResponse.ProtoReflect.Descriptor instead.
 func (*GetUsageResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{57}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *GetUsageResponse) GetTotal() *UsageTotals {
@@ -4404,7 +4503,7 @@ type SpendLimit struct {
 
 func (x *SpendLimit) Reset() {
 	*x = SpendLimit{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[58]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4416,7 +4515,7 @@ func (x *SpendLimit) String() string {
 func (*SpendLimit) ProtoMessage() {}
 
 func (x *SpendLimit) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[58]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4429,7 +4528,7 @@ func (x *SpendLimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpendLimit.ProtoReflect.Descriptor instead.
 func (*SpendLimit) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{58}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *SpendLimit) GetWindow() SpendWindow {
@@ -4470,7 +4569,7 @@ type SpendCount struct {
 
 func (x *SpendCount) Reset() {
 	*x = SpendCount{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[59]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4482,7 +4581,7 @@ func (x *SpendCount) String() string {
 func (*SpendCount) ProtoMessage() {}
 
 func (x *SpendCount) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[59]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4495,7 +4594,7 @@ func (x *SpendCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpendCount.ProtoReflect.Descriptor instead.
 func (*SpendCount) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{59}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *SpendCount) GetWindow() SpendWindow {
@@ -4539,7 +4638,7 @@ type GetSpendRequest struct {
 
 func (x *GetSpendRequest) Reset() {
 	*x = GetSpendRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[60]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4551,7 +4650,7 @@ func (x *GetSpendRequest) String() string {
 func (*GetSpendRequest) ProtoMessage() {}
 
 func (x *GetSpendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[60]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4564,7 +4663,7 @@ func (x *GetSpendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSpendRequest.ProtoReflect.Descriptor instead.
 func (*GetSpendRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{60}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *GetSpendRequest) GetMysisId() string {
@@ -4596,7 +4695,7 @@ type GetSpendResponse struct {
 
 func (x *GetSpendResponse) Reset() {
 	*x = GetSpendResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[61]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4608,7 +4707,7 @@ func (x *GetSpendResponse) String() string {
 func (*GetSpendResponse) ProtoMessage() {}
 
 func (x *GetSpendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[61]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4621,7 +4720,7 @@ func (x *GetSpendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSpendResponse.ProtoReflect.Descriptor instead.
 func (*GetSpendResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{61}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *GetSpendResponse) GetLimits() []*SpendLimit {
@@ -4658,7 +4757,7 @@ type SetSpendLimitsRequest struct {
 
 func (x *SetSpendLimitsRequest) Reset() {
 	*x = SetSpendLimitsRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[62]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4670,7 +4769,7 @@ func (x *SetSpendLimitsRequest) String() string {
 func (*SetSpendLimitsRequest) ProtoMessage() {}
 
 func (x *SetSpendLimitsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[62]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4683,7 +4782,7 @@ func (x *SetSpendLimitsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSpendLimitsRequest.ProtoReflect.Descriptor instead.
 func (*SetSpendLimitsRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{62}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *SetSpendLimitsRequest) GetMysisId() string {
@@ -4711,7 +4810,7 @@ type SetSpendLimitsResponse struct {
 
 func (x *SetSpendLimitsResponse) Reset() {
 	*x = SetSpendLimitsResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[63]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4723,7 +4822,7 @@ func (x *SetSpendLimitsResponse) String() string {
 func (*SetSpendLimitsResponse) ProtoMessage() {}
 
 func (x *SetSpendLimitsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[63]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4736,7 +4835,7 @@ func (x *SetSpendLimitsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSpendLimitsResponse.ProtoReflect.Descriptor instead.
 func (*SetSpendLimitsResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{63}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *SetSpendLimitsResponse) GetLimits() []*SpendLimit {
@@ -4889,10 +4988,19 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\x0eprevious_state\x18\x02 \x01(\x0e2\x1a.zoea.memory.v1.MysisStateR\rpreviousState\"/\n" +
 	"\x12DeleteMysisRequest\x12\x19\n" +
 	"\bmysis_id\x18\x01 \x01(\tR\amysisId\"\x15\n" +
-	"\x13DeleteMysisResponse\"i\n" +
+	"\x13DeleteMysisResponse\"\x83\x02\n" +
 	"\x15AppendMemoriesRequest\x12\x19\n" +
 	"\bmysis_id\x18\x01 \x01(\tR\amysisId\x125\n" +
-	"\bmemories\x18\x02 \x03(\v2\x19.zoea.memory.v1.NewMemoryR\bmemories\"L\n" +
+	"\bmemories\x18\x02 \x03(\v2\x19.zoea.memory.v1.NewMemoryR\bmemories\x127\n" +
+	"\x16if_no_prompt_after_seq\x18\x03 \x01(\x03H\x00R\x12ifNoPromptAfterSeq\x88\x01\x01\x12D\n" +
+	"\fstate_change\x18\x04 \x01(\v2!.zoea.memory.v1.AppendStateChangeR\vstateChangeB\x19\n" +
+	"\x17_if_no_prompt_after_seq\"\xee\x01\n" +
+	"\x11AppendStateChange\x120\n" +
+	"\x05state\x18\x01 \x01(\x0e2\x1a.zoea.memory.v1.MysisStateR\x05state\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x124\n" +
+	"\x13encouragement_count\x18\x03 \x01(\x05H\x00R\x12encouragementCount\x88\x01\x01\x12A\n" +
+	"\x0eexpected_state\x18\x04 \x01(\x0e2\x1a.zoea.memory.v1.MysisStateR\rexpectedStateB\x16\n" +
+	"\x14_encouragement_count\"L\n" +
 	"\x16AppendMemoriesResponse\x122\n" +
 	"\bmemories\x18\x01 \x03(\v2\x16.zoea.memory.v1.MemoryR\bmemories\"L\n" +
 	"\x19ListRecentMemoriesRequest\x12\x19\n" +
@@ -5142,7 +5250,7 @@ func file_zoea_memory_v1_memory_proto_rawDescGZIP() []byte {
 }
 
 var file_zoea_memory_v1_memory_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_zoea_memory_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 64)
+var file_zoea_memory_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
 var file_zoea_memory_v1_memory_proto_goTypes = []any{
 	(MysisState)(0),                    // 0: zoea.memory.v1.MysisState
 	(Role)(0),                          // 1: zoea.memory.v1.Role
@@ -5173,65 +5281,66 @@ var file_zoea_memory_v1_memory_proto_goTypes = []any{
 	(*DeleteMysisRequest)(nil),         // 26: zoea.memory.v1.DeleteMysisRequest
 	(*DeleteMysisResponse)(nil),        // 27: zoea.memory.v1.DeleteMysisResponse
 	(*AppendMemoriesRequest)(nil),      // 28: zoea.memory.v1.AppendMemoriesRequest
-	(*AppendMemoriesResponse)(nil),     // 29: zoea.memory.v1.AppendMemoriesResponse
-	(*ListRecentMemoriesRequest)(nil),  // 30: zoea.memory.v1.ListRecentMemoriesRequest
-	(*ListRecentMemoriesResponse)(nil), // 31: zoea.memory.v1.ListRecentMemoriesResponse
-	(*ListMemoriesRangeRequest)(nil),   // 32: zoea.memory.v1.ListMemoriesRangeRequest
-	(*ListMemoriesRangeResponse)(nil),  // 33: zoea.memory.v1.ListMemoriesRangeResponse
-	(*GetMemoryRequest)(nil),           // 34: zoea.memory.v1.GetMemoryRequest
-	(*GetMemoryResponse)(nil),          // 35: zoea.memory.v1.GetMemoryResponse
-	(*GetComposeWindowRequest)(nil),    // 36: zoea.memory.v1.GetComposeWindowRequest
-	(*Mission)(nil),                    // 37: zoea.memory.v1.Mission
-	(*GetComposeWindowResponse)(nil),   // 38: zoea.memory.v1.GetComposeWindowResponse
-	(*RecordBroadcastRequest)(nil),     // 39: zoea.memory.v1.RecordBroadcastRequest
-	(*RecordBroadcastResponse)(nil),    // 40: zoea.memory.v1.RecordBroadcastResponse
-	(*DeliverBroadcastRequest)(nil),    // 41: zoea.memory.v1.DeliverBroadcastRequest
-	(*DeliverBroadcastResponse)(nil),   // 42: zoea.memory.v1.DeliverBroadcastResponse
-	(*SearchMessagesRequest)(nil),      // 43: zoea.memory.v1.SearchMessagesRequest
-	(*MemoryHit)(nil),                  // 44: zoea.memory.v1.MemoryHit
-	(*SearchMessagesResponse)(nil),     // 45: zoea.memory.v1.SearchMessagesResponse
-	(*SearchReasoningRequest)(nil),     // 46: zoea.memory.v1.SearchReasoningRequest
-	(*SearchReasoningResponse)(nil),    // 47: zoea.memory.v1.SearchReasoningResponse
-	(*SearchBroadcastsRequest)(nil),    // 48: zoea.memory.v1.SearchBroadcastsRequest
-	(*BroadcastHit)(nil),               // 49: zoea.memory.v1.BroadcastHit
-	(*SearchBroadcastsResponse)(nil),   // 50: zoea.memory.v1.SearchBroadcastsResponse
-	(*CreateAccountRequest)(nil),       // 51: zoea.memory.v1.CreateAccountRequest
-	(*CreateAccountResponse)(nil),      // 52: zoea.memory.v1.CreateAccountResponse
-	(*ClaimAccountRequest)(nil),        // 53: zoea.memory.v1.ClaimAccountRequest
-	(*ClaimAccountResponse)(nil),       // 54: zoea.memory.v1.ClaimAccountResponse
-	(*GetAccountForMysisRequest)(nil),  // 55: zoea.memory.v1.GetAccountForMysisRequest
-	(*GetAccountForMysisResponse)(nil), // 56: zoea.memory.v1.GetAccountForMysisResponse
-	(*ReleaseAccountRequest)(nil),      // 57: zoea.memory.v1.ReleaseAccountRequest
-	(*ReleaseAccountResponse)(nil),     // 58: zoea.memory.v1.ReleaseAccountResponse
-	(*RecordLlmCallsRequest)(nil),      // 59: zoea.memory.v1.RecordLlmCallsRequest
-	(*RecordLlmCallsResponse)(nil),     // 60: zoea.memory.v1.RecordLlmCallsResponse
-	(*UsageTotals)(nil),                // 61: zoea.memory.v1.UsageTotals
-	(*UsageRow)(nil),                   // 62: zoea.memory.v1.UsageRow
-	(*GetUsageRequest)(nil),            // 63: zoea.memory.v1.GetUsageRequest
-	(*GetUsageResponse)(nil),           // 64: zoea.memory.v1.GetUsageResponse
-	(*SpendLimit)(nil),                 // 65: zoea.memory.v1.SpendLimit
-	(*SpendCount)(nil),                 // 66: zoea.memory.v1.SpendCount
-	(*GetSpendRequest)(nil),            // 67: zoea.memory.v1.GetSpendRequest
-	(*GetSpendResponse)(nil),           // 68: zoea.memory.v1.GetSpendResponse
-	(*SetSpendLimitsRequest)(nil),      // 69: zoea.memory.v1.SetSpendLimitsRequest
-	(*SetSpendLimitsResponse)(nil),     // 70: zoea.memory.v1.SetSpendLimitsResponse
-	(*timestamppb.Timestamp)(nil),      // 71: google.protobuf.Timestamp
+	(*AppendStateChange)(nil),          // 29: zoea.memory.v1.AppendStateChange
+	(*AppendMemoriesResponse)(nil),     // 30: zoea.memory.v1.AppendMemoriesResponse
+	(*ListRecentMemoriesRequest)(nil),  // 31: zoea.memory.v1.ListRecentMemoriesRequest
+	(*ListRecentMemoriesResponse)(nil), // 32: zoea.memory.v1.ListRecentMemoriesResponse
+	(*ListMemoriesRangeRequest)(nil),   // 33: zoea.memory.v1.ListMemoriesRangeRequest
+	(*ListMemoriesRangeResponse)(nil),  // 34: zoea.memory.v1.ListMemoriesRangeResponse
+	(*GetMemoryRequest)(nil),           // 35: zoea.memory.v1.GetMemoryRequest
+	(*GetMemoryResponse)(nil),          // 36: zoea.memory.v1.GetMemoryResponse
+	(*GetComposeWindowRequest)(nil),    // 37: zoea.memory.v1.GetComposeWindowRequest
+	(*Mission)(nil),                    // 38: zoea.memory.v1.Mission
+	(*GetComposeWindowResponse)(nil),   // 39: zoea.memory.v1.GetComposeWindowResponse
+	(*RecordBroadcastRequest)(nil),     // 40: zoea.memory.v1.RecordBroadcastRequest
+	(*RecordBroadcastResponse)(nil),    // 41: zoea.memory.v1.RecordBroadcastResponse
+	(*DeliverBroadcastRequest)(nil),    // 42: zoea.memory.v1.DeliverBroadcastRequest
+	(*DeliverBroadcastResponse)(nil),   // 43: zoea.memory.v1.DeliverBroadcastResponse
+	(*SearchMessagesRequest)(nil),      // 44: zoea.memory.v1.SearchMessagesRequest
+	(*MemoryHit)(nil),                  // 45: zoea.memory.v1.MemoryHit
+	(*SearchMessagesResponse)(nil),     // 46: zoea.memory.v1.SearchMessagesResponse
+	(*SearchReasoningRequest)(nil),     // 47: zoea.memory.v1.SearchReasoningRequest
+	(*SearchReasoningResponse)(nil),    // 48: zoea.memory.v1.SearchReasoningResponse
+	(*SearchBroadcastsRequest)(nil),    // 49: zoea.memory.v1.SearchBroadcastsRequest
+	(*BroadcastHit)(nil),               // 50: zoea.memory.v1.BroadcastHit
+	(*SearchBroadcastsResponse)(nil),   // 51: zoea.memory.v1.SearchBroadcastsResponse
+	(*CreateAccountRequest)(nil),       // 52: zoea.memory.v1.CreateAccountRequest
+	(*CreateAccountResponse)(nil),      // 53: zoea.memory.v1.CreateAccountResponse
+	(*ClaimAccountRequest)(nil),        // 54: zoea.memory.v1.ClaimAccountRequest
+	(*ClaimAccountResponse)(nil),       // 55: zoea.memory.v1.ClaimAccountResponse
+	(*GetAccountForMysisRequest)(nil),  // 56: zoea.memory.v1.GetAccountForMysisRequest
+	(*GetAccountForMysisResponse)(nil), // 57: zoea.memory.v1.GetAccountForMysisResponse
+	(*ReleaseAccountRequest)(nil),      // 58: zoea.memory.v1.ReleaseAccountRequest
+	(*ReleaseAccountResponse)(nil),     // 59: zoea.memory.v1.ReleaseAccountResponse
+	(*RecordLlmCallsRequest)(nil),      // 60: zoea.memory.v1.RecordLlmCallsRequest
+	(*RecordLlmCallsResponse)(nil),     // 61: zoea.memory.v1.RecordLlmCallsResponse
+	(*UsageTotals)(nil),                // 62: zoea.memory.v1.UsageTotals
+	(*UsageRow)(nil),                   // 63: zoea.memory.v1.UsageRow
+	(*GetUsageRequest)(nil),            // 64: zoea.memory.v1.GetUsageRequest
+	(*GetUsageResponse)(nil),           // 65: zoea.memory.v1.GetUsageResponse
+	(*SpendLimit)(nil),                 // 66: zoea.memory.v1.SpendLimit
+	(*SpendCount)(nil),                 // 67: zoea.memory.v1.SpendCount
+	(*GetSpendRequest)(nil),            // 68: zoea.memory.v1.GetSpendRequest
+	(*GetSpendResponse)(nil),           // 69: zoea.memory.v1.GetSpendResponse
+	(*SetSpendLimitsRequest)(nil),      // 70: zoea.memory.v1.SetSpendLimitsRequest
+	(*SetSpendLimitsResponse)(nil),     // 71: zoea.memory.v1.SetSpendLimitsResponse
+	(*timestamppb.Timestamp)(nil),      // 72: google.protobuf.Timestamp
 }
 var file_zoea_memory_v1_memory_proto_depIdxs = []int32{
 	0,  // 0: zoea.memory.v1.Mysis.state:type_name -> zoea.memory.v1.MysisState
-	71, // 1: zoea.memory.v1.Mysis.created_at:type_name -> google.protobuf.Timestamp
-	71, // 2: zoea.memory.v1.Mysis.updated_at:type_name -> google.protobuf.Timestamp
+	72, // 1: zoea.memory.v1.Mysis.created_at:type_name -> google.protobuf.Timestamp
+	72, // 2: zoea.memory.v1.Mysis.updated_at:type_name -> google.protobuf.Timestamp
 	1,  // 3: zoea.memory.v1.Memory.role:type_name -> zoea.memory.v1.Role
 	2,  // 4: zoea.memory.v1.Memory.source:type_name -> zoea.memory.v1.Source
 	8,  // 5: zoea.memory.v1.Memory.tool_calls:type_name -> zoea.memory.v1.ToolCall
-	71, // 6: zoea.memory.v1.Memory.created_at:type_name -> google.protobuf.Timestamp
+	72, // 6: zoea.memory.v1.Memory.created_at:type_name -> google.protobuf.Timestamp
 	1,  // 7: zoea.memory.v1.NewMemory.role:type_name -> zoea.memory.v1.Role
 	2,  // 8: zoea.memory.v1.NewMemory.source:type_name -> zoea.memory.v1.Source
 	8,  // 9: zoea.memory.v1.NewMemory.tool_calls:type_name -> zoea.memory.v1.ToolCall
 	11, // 10: zoea.memory.v1.NewMemory.llm_call:type_name -> zoea.memory.v1.LlmCall
-	71, // 11: zoea.memory.v1.LlmCall.started_at:type_name -> google.protobuf.Timestamp
-	71, // 12: zoea.memory.v1.Broadcast.created_at:type_name -> google.protobuf.Timestamp
-	71, // 13: zoea.memory.v1.Account.created_at:type_name -> google.protobuf.Timestamp
+	72, // 11: zoea.memory.v1.LlmCall.started_at:type_name -> google.protobuf.Timestamp
+	72, // 12: zoea.memory.v1.Broadcast.created_at:type_name -> google.protobuf.Timestamp
+	72, // 13: zoea.memory.v1.Account.created_at:type_name -> google.protobuf.Timestamp
 	7,  // 14: zoea.memory.v1.CreateMysisResponse.mysis:type_name -> zoea.memory.v1.Mysis
 	7,  // 15: zoea.memory.v1.GetMysisResponse.mysis:type_name -> zoea.memory.v1.Mysis
 	7,  // 16: zoea.memory.v1.GetMysisByNameResponse.mysis:type_name -> zoea.memory.v1.Mysis
@@ -5243,99 +5352,102 @@ var file_zoea_memory_v1_memory_proto_depIdxs = []int32{
 	7,  // 22: zoea.memory.v1.SetMysisStateResponse.mysis:type_name -> zoea.memory.v1.Mysis
 	0,  // 23: zoea.memory.v1.SetMysisStateResponse.previous_state:type_name -> zoea.memory.v1.MysisState
 	10, // 24: zoea.memory.v1.AppendMemoriesRequest.memories:type_name -> zoea.memory.v1.NewMemory
-	9,  // 25: zoea.memory.v1.AppendMemoriesResponse.memories:type_name -> zoea.memory.v1.Memory
-	9,  // 26: zoea.memory.v1.ListRecentMemoriesResponse.memories:type_name -> zoea.memory.v1.Memory
-	9,  // 27: zoea.memory.v1.ListMemoriesRangeResponse.memories:type_name -> zoea.memory.v1.Memory
-	9,  // 28: zoea.memory.v1.GetMemoryResponse.memory:type_name -> zoea.memory.v1.Memory
-	9,  // 29: zoea.memory.v1.Mission.memory:type_name -> zoea.memory.v1.Memory
-	7,  // 30: zoea.memory.v1.GetComposeWindowResponse.mysis:type_name -> zoea.memory.v1.Mysis
-	9,  // 31: zoea.memory.v1.GetComposeWindowResponse.memories:type_name -> zoea.memory.v1.Memory
-	37, // 32: zoea.memory.v1.GetComposeWindowResponse.mission:type_name -> zoea.memory.v1.Mission
-	12, // 33: zoea.memory.v1.RecordBroadcastResponse.broadcast:type_name -> zoea.memory.v1.Broadcast
-	9,  // 34: zoea.memory.v1.DeliverBroadcastResponse.memories:type_name -> zoea.memory.v1.Memory
-	3,  // 35: zoea.memory.v1.SearchMessagesRequest.order:type_name -> zoea.memory.v1.SearchOrder
-	9,  // 36: zoea.memory.v1.MemoryHit.memory:type_name -> zoea.memory.v1.Memory
-	44, // 37: zoea.memory.v1.SearchMessagesResponse.hits:type_name -> zoea.memory.v1.MemoryHit
-	44, // 38: zoea.memory.v1.SearchReasoningResponse.hits:type_name -> zoea.memory.v1.MemoryHit
-	12, // 39: zoea.memory.v1.BroadcastHit.broadcast:type_name -> zoea.memory.v1.Broadcast
-	49, // 40: zoea.memory.v1.SearchBroadcastsResponse.hits:type_name -> zoea.memory.v1.BroadcastHit
-	13, // 41: zoea.memory.v1.CreateAccountResponse.account:type_name -> zoea.memory.v1.Account
-	13, // 42: zoea.memory.v1.ClaimAccountResponse.account:type_name -> zoea.memory.v1.Account
-	13, // 43: zoea.memory.v1.GetAccountForMysisResponse.account:type_name -> zoea.memory.v1.Account
-	11, // 44: zoea.memory.v1.RecordLlmCallsRequest.calls:type_name -> zoea.memory.v1.LlmCall
-	71, // 45: zoea.memory.v1.UsageTotals.first_call_at:type_name -> google.protobuf.Timestamp
-	71, // 46: zoea.memory.v1.UsageTotals.last_call_at:type_name -> google.protobuf.Timestamp
-	61, // 47: zoea.memory.v1.UsageRow.totals:type_name -> zoea.memory.v1.UsageTotals
-	71, // 48: zoea.memory.v1.GetUsageRequest.from:type_name -> google.protobuf.Timestamp
-	71, // 49: zoea.memory.v1.GetUsageRequest.to:type_name -> google.protobuf.Timestamp
-	4,  // 50: zoea.memory.v1.GetUsageRequest.group_by:type_name -> zoea.memory.v1.UsageGroup
-	61, // 51: zoea.memory.v1.GetUsageResponse.total:type_name -> zoea.memory.v1.UsageTotals
-	62, // 52: zoea.memory.v1.GetUsageResponse.rows:type_name -> zoea.memory.v1.UsageRow
-	5,  // 53: zoea.memory.v1.SpendLimit.window:type_name -> zoea.memory.v1.SpendWindow
-	6,  // 54: zoea.memory.v1.SpendLimit.unit:type_name -> zoea.memory.v1.SpendUnit
-	5,  // 55: zoea.memory.v1.SpendCount.window:type_name -> zoea.memory.v1.SpendWindow
-	71, // 56: zoea.memory.v1.SpendCount.start:type_name -> google.protobuf.Timestamp
-	71, // 57: zoea.memory.v1.GetSpendRequest.at:type_name -> google.protobuf.Timestamp
-	65, // 58: zoea.memory.v1.GetSpendResponse.limits:type_name -> zoea.memory.v1.SpendLimit
-	66, // 59: zoea.memory.v1.GetSpendResponse.mysis:type_name -> zoea.memory.v1.SpendCount
-	66, // 60: zoea.memory.v1.GetSpendResponse.swarm:type_name -> zoea.memory.v1.SpendCount
-	65, // 61: zoea.memory.v1.SetSpendLimitsRequest.limits:type_name -> zoea.memory.v1.SpendLimit
-	65, // 62: zoea.memory.v1.SetSpendLimitsResponse.limits:type_name -> zoea.memory.v1.SpendLimit
-	14, // 63: zoea.memory.v1.MemoryService.CreateMysis:input_type -> zoea.memory.v1.CreateMysisRequest
-	16, // 64: zoea.memory.v1.MemoryService.GetMysis:input_type -> zoea.memory.v1.GetMysisRequest
-	18, // 65: zoea.memory.v1.MemoryService.GetMysisByName:input_type -> zoea.memory.v1.GetMysisByNameRequest
-	20, // 66: zoea.memory.v1.MemoryService.ListMyses:input_type -> zoea.memory.v1.ListMysesRequest
-	22, // 67: zoea.memory.v1.MemoryService.UpdateMysisConfig:input_type -> zoea.memory.v1.UpdateMysisConfigRequest
-	24, // 68: zoea.memory.v1.MemoryService.SetMysisState:input_type -> zoea.memory.v1.SetMysisStateRequest
-	26, // 69: zoea.memory.v1.MemoryService.DeleteMysis:input_type -> zoea.memory.v1.DeleteMysisRequest
-	28, // 70: zoea.memory.v1.MemoryService.AppendMemories:input_type -> zoea.memory.v1.AppendMemoriesRequest
-	30, // 71: zoea.memory.v1.MemoryService.ListRecentMemories:input_type -> zoea.memory.v1.ListRecentMemoriesRequest
-	32, // 72: zoea.memory.v1.MemoryService.ListMemoriesRange:input_type -> zoea.memory.v1.ListMemoriesRangeRequest
-	34, // 73: zoea.memory.v1.MemoryService.GetMemory:input_type -> zoea.memory.v1.GetMemoryRequest
-	36, // 74: zoea.memory.v1.MemoryService.GetComposeWindow:input_type -> zoea.memory.v1.GetComposeWindowRequest
-	39, // 75: zoea.memory.v1.MemoryService.RecordBroadcast:input_type -> zoea.memory.v1.RecordBroadcastRequest
-	41, // 76: zoea.memory.v1.MemoryService.DeliverBroadcast:input_type -> zoea.memory.v1.DeliverBroadcastRequest
-	43, // 77: zoea.memory.v1.MemoryService.SearchMessages:input_type -> zoea.memory.v1.SearchMessagesRequest
-	46, // 78: zoea.memory.v1.MemoryService.SearchReasoning:input_type -> zoea.memory.v1.SearchReasoningRequest
-	48, // 79: zoea.memory.v1.MemoryService.SearchBroadcasts:input_type -> zoea.memory.v1.SearchBroadcastsRequest
-	51, // 80: zoea.memory.v1.MemoryService.CreateAccount:input_type -> zoea.memory.v1.CreateAccountRequest
-	53, // 81: zoea.memory.v1.MemoryService.ClaimAccount:input_type -> zoea.memory.v1.ClaimAccountRequest
-	55, // 82: zoea.memory.v1.MemoryService.GetAccountForMysis:input_type -> zoea.memory.v1.GetAccountForMysisRequest
-	57, // 83: zoea.memory.v1.MemoryService.ReleaseAccount:input_type -> zoea.memory.v1.ReleaseAccountRequest
-	59, // 84: zoea.memory.v1.MemoryService.RecordLlmCalls:input_type -> zoea.memory.v1.RecordLlmCallsRequest
-	63, // 85: zoea.memory.v1.MemoryService.GetUsage:input_type -> zoea.memory.v1.GetUsageRequest
-	67, // 86: zoea.memory.v1.MemoryService.GetSpend:input_type -> zoea.memory.v1.GetSpendRequest
-	69, // 87: zoea.memory.v1.MemoryService.SetSpendLimits:input_type -> zoea.memory.v1.SetSpendLimitsRequest
-	15, // 88: zoea.memory.v1.MemoryService.CreateMysis:output_type -> zoea.memory.v1.CreateMysisResponse
-	17, // 89: zoea.memory.v1.MemoryService.GetMysis:output_type -> zoea.memory.v1.GetMysisResponse
-	19, // 90: zoea.memory.v1.MemoryService.GetMysisByName:output_type -> zoea.memory.v1.GetMysisByNameResponse
-	21, // 91: zoea.memory.v1.MemoryService.ListMyses:output_type -> zoea.memory.v1.ListMysesResponse
-	23, // 92: zoea.memory.v1.MemoryService.UpdateMysisConfig:output_type -> zoea.memory.v1.UpdateMysisConfigResponse
-	25, // 93: zoea.memory.v1.MemoryService.SetMysisState:output_type -> zoea.memory.v1.SetMysisStateResponse
-	27, // 94: zoea.memory.v1.MemoryService.DeleteMysis:output_type -> zoea.memory.v1.DeleteMysisResponse
-	29, // 95: zoea.memory.v1.MemoryService.AppendMemories:output_type -> zoea.memory.v1.AppendMemoriesResponse
-	31, // 96: zoea.memory.v1.MemoryService.ListRecentMemories:output_type -> zoea.memory.v1.ListRecentMemoriesResponse
-	33, // 97: zoea.memory.v1.MemoryService.ListMemoriesRange:output_type -> zoea.memory.v1.ListMemoriesRangeResponse
-	35, // 98: zoea.memory.v1.MemoryService.GetMemory:output_type -> zoea.memory.v1.GetMemoryResponse
-	38, // 99: zoea.memory.v1.MemoryService.GetComposeWindow:output_type -> zoea.memory.v1.GetComposeWindowResponse
-	40, // 100: zoea.memory.v1.MemoryService.RecordBroadcast:output_type -> zoea.memory.v1.RecordBroadcastResponse
-	42, // 101: zoea.memory.v1.MemoryService.DeliverBroadcast:output_type -> zoea.memory.v1.DeliverBroadcastResponse
-	45, // 102: zoea.memory.v1.MemoryService.SearchMessages:output_type -> zoea.memory.v1.SearchMessagesResponse
-	47, // 103: zoea.memory.v1.MemoryService.SearchReasoning:output_type -> zoea.memory.v1.SearchReasoningResponse
-	50, // 104: zoea.memory.v1.MemoryService.SearchBroadcasts:output_type -> zoea.memory.v1.SearchBroadcastsResponse
-	52, // 105: zoea.memory.v1.MemoryService.CreateAccount:output_type -> zoea.memory.v1.CreateAccountResponse
-	54, // 106: zoea.memory.v1.MemoryService.ClaimAccount:output_type -> zoea.memory.v1.ClaimAccountResponse
-	56, // 107: zoea.memory.v1.MemoryService.GetAccountForMysis:output_type -> zoea.memory.v1.GetAccountForMysisResponse
-	58, // 108: zoea.memory.v1.MemoryService.ReleaseAccount:output_type -> zoea.memory.v1.ReleaseAccountResponse
-	60, // 109: zoea.memory.v1.MemoryService.RecordLlmCalls:output_type -> zoea.memory.v1.RecordLlmCallsResponse
-	64, // 110: zoea.memory.v1.MemoryService.GetUsage:output_type -> zoea.memory.v1.GetUsageResponse
-	68, // 111: zoea.memory.v1.MemoryService.GetSpend:output_type -> zoea.memory.v1.GetSpendResponse
-	70, // 112: zoea.memory.v1.MemoryService.SetSpendLimits:output_type -> zoea.memory.v1.SetSpendLimitsResponse
-	88, // [88:113] is the sub-list for method output_type
-	63, // [63:88] is the sub-list for method input_type
-	63, // [63:63] is the sub-list for extension type_name
-	63, // [63:63] is the sub-list for extension extendee
-	0,  // [0:63] is the sub-list for field type_name
+	29, // 25: zoea.memory.v1.AppendMemoriesRequest.state_change:type_name -> zoea.memory.v1.AppendStateChange
+	0,  // 26: zoea.memory.v1.AppendStateChange.state:type_name -> zoea.memory.v1.MysisState
+	0,  // 27: zoea.memory.v1.AppendStateChange.expected_state:type_name -> zoea.memory.v1.MysisState
+	9,  // 28: zoea.memory.v1.AppendMemoriesResponse.memories:type_name -> zoea.memory.v1.Memory
+	9,  // 29: zoea.memory.v1.ListRecentMemoriesResponse.memories:type_name -> zoea.memory.v1.Memory
+	9,  // 30: zoea.memory.v1.ListMemoriesRangeResponse.memories:type_name -> zoea.memory.v1.Memory
+	9,  // 31: zoea.memory.v1.GetMemoryResponse.memory:type_name -> zoea.memory.v1.Memory
+	9,  // 32: zoea.memory.v1.Mission.memory:type_name -> zoea.memory.v1.Memory
+	7,  // 33: zoea.memory.v1.GetComposeWindowResponse.mysis:type_name -> zoea.memory.v1.Mysis
+	9,  // 34: zoea.memory.v1.GetComposeWindowResponse.memories:type_name -> zoea.memory.v1.Memory
+	38, // 35: zoea.memory.v1.GetComposeWindowResponse.mission:type_name -> zoea.memory.v1.Mission
+	12, // 36: zoea.memory.v1.RecordBroadcastResponse.broadcast:type_name -> zoea.memory.v1.Broadcast
+	9,  // 37: zoea.memory.v1.DeliverBroadcastResponse.memories:type_name -> zoea.memory.v1.Memory
+	3,  // 38: zoea.memory.v1.SearchMessagesRequest.order:type_name -> zoea.memory.v1.SearchOrder
+	9,  // 39: zoea.memory.v1.MemoryHit.memory:type_name -> zoea.memory.v1.Memory
+	45, // 40: zoea.memory.v1.SearchMessagesResponse.hits:type_name -> zoea.memory.v1.MemoryHit
+	45, // 41: zoea.memory.v1.SearchReasoningResponse.hits:type_name -> zoea.memory.v1.MemoryHit
+	12, // 42: zoea.memory.v1.BroadcastHit.broadcast:type_name -> zoea.memory.v1.Broadcast
+	50, // 43: zoea.memory.v1.SearchBroadcastsResponse.hits:type_name -> zoea.memory.v1.BroadcastHit
+	13, // 44: zoea.memory.v1.CreateAccountResponse.account:type_name -> zoea.memory.v1.Account
+	13, // 45: zoea.memory.v1.ClaimAccountResponse.account:type_name -> zoea.memory.v1.Account
+	13, // 46: zoea.memory.v1.GetAccountForMysisResponse.account:type_name -> zoea.memory.v1.Account
+	11, // 47: zoea.memory.v1.RecordLlmCallsRequest.calls:type_name -> zoea.memory.v1.LlmCall
+	72, // 48: zoea.memory.v1.UsageTotals.first_call_at:type_name -> google.protobuf.Timestamp
+	72, // 49: zoea.memory.v1.UsageTotals.last_call_at:type_name -> google.protobuf.Timestamp
+	62, // 50: zoea.memory.v1.UsageRow.totals:type_name -> zoea.memory.v1.UsageTotals
+	72, // 51: zoea.memory.v1.GetUsageRequest.from:type_name -> google.protobuf.Timestamp
+	72, // 52: zoea.memory.v1.GetUsageRequest.to:type_name -> google.protobuf.Timestamp
+	4,  // 53: zoea.memory.v1.GetUsageRequest.group_by:type_name -> zoea.memory.v1.UsageGroup
+	62, // 54: zoea.memory.v1.GetUsageResponse.total:type_name -> zoea.memory.v1.UsageTotals
+	63, // 55: zoea.memory.v1.GetUsageResponse.rows:type_name -> zoea.memory.v1.UsageRow
+	5,  // 56: zoea.memory.v1.SpendLimit.window:type_name -> zoea.memory.v1.SpendWindow
+	6,  // 57: zoea.memory.v1.SpendLimit.unit:type_name -> zoea.memory.v1.SpendUnit
+	5,  // 58: zoea.memory.v1.SpendCount.window:type_name -> zoea.memory.v1.SpendWindow
+	72, // 59: zoea.memory.v1.SpendCount.start:type_name -> google.protobuf.Timestamp
+	72, // 60: zoea.memory.v1.GetSpendRequest.at:type_name -> google.protobuf.Timestamp
+	66, // 61: zoea.memory.v1.GetSpendResponse.limits:type_name -> zoea.memory.v1.SpendLimit
+	67, // 62: zoea.memory.v1.GetSpendResponse.mysis:type_name -> zoea.memory.v1.SpendCount
+	67, // 63: zoea.memory.v1.GetSpendResponse.swarm:type_name -> zoea.memory.v1.SpendCount
+	66, // 64: zoea.memory.v1.SetSpendLimitsRequest.limits:type_name -> zoea.memory.v1.SpendLimit
+	66, // 65: zoea.memory.v1.SetSpendLimitsResponse.limits:type_name -> zoea.memory.v1.SpendLimit
+	14, // 66: zoea.memory.v1.MemoryService.CreateMysis:input_type -> zoea.memory.v1.CreateMysisRequest
+	16, // 67: zoea.memory.v1.MemoryService.GetMysis:input_type -> zoea.memory.v1.GetMysisRequest
+	18, // 68: zoea.memory.v1.MemoryService.GetMysisByName:input_type -> zoea.memory.v1.GetMysisByNameRequest
+	20, // 69: zoea.memory.v1.MemoryService.ListMyses:input_type -> zoea.memory.v1.ListMysesRequest
+	22, // 70: zoea.memory.v1.MemoryService.UpdateMysisConfig:input_type -> zoea.memory.v1.UpdateMysisConfigRequest
+	24, // 71: zoea.memory.v1.MemoryService.SetMysisState:input_type -> zoea.memory.v1.SetMysisStateRequest
+	26, // 72: zoea.memory.v1.MemoryService.DeleteMysis:input_type -> zoea.memory.v1.DeleteMysisRequest
+	28, // 73: zoea.memory.v1.MemoryService.AppendMemories:input_type -> zoea.memory.v1.AppendMemoriesRequest
+	31, // 74: zoea.memory.v1.MemoryService.ListRecentMemories:input_type -> zoea.memory.v1.ListRecentMemoriesRequest
+	33, // 75: zoea.memory.v1.MemoryService.ListMemoriesRange:input_type -> zoea.memory.v1.ListMemoriesRangeRequest
+	35, // 76: zoea.memory.v1.MemoryService.GetMemory:input_type -> zoea.memory.v1.GetMemoryRequest
+	37, // 77: zoea.memory.v1.MemoryService.GetComposeWindow:input_type -> zoea.memory.v1.GetComposeWindowRequest
+	40, // 78: zoea.memory.v1.MemoryService.RecordBroadcast:input_type -> zoea.memory.v1.RecordBroadcastRequest
+	42, // 79: zoea.memory.v1.MemoryService.DeliverBroadcast:input_type -> zoea.memory.v1.DeliverBroadcastRequest
+	44, // 80: zoea.memory.v1.MemoryService.SearchMessages:input_type -> zoea.memory.v1.SearchMessagesRequest
+	47, // 81: zoea.memory.v1.MemoryService.SearchReasoning:input_type -> zoea.memory.v1.SearchReasoningRequest
+	49, // 82: zoea.memory.v1.MemoryService.SearchBroadcasts:input_type -> zoea.memory.v1.SearchBroadcastsRequest
+	52, // 83: zoea.memory.v1.MemoryService.CreateAccount:input_type -> zoea.memory.v1.CreateAccountRequest
+	54, // 84: zoea.memory.v1.MemoryService.ClaimAccount:input_type -> zoea.memory.v1.ClaimAccountRequest
+	56, // 85: zoea.memory.v1.MemoryService.GetAccountForMysis:input_type -> zoea.memory.v1.GetAccountForMysisRequest
+	58, // 86: zoea.memory.v1.MemoryService.ReleaseAccount:input_type -> zoea.memory.v1.ReleaseAccountRequest
+	60, // 87: zoea.memory.v1.MemoryService.RecordLlmCalls:input_type -> zoea.memory.v1.RecordLlmCallsRequest
+	64, // 88: zoea.memory.v1.MemoryService.GetUsage:input_type -> zoea.memory.v1.GetUsageRequest
+	68, // 89: zoea.memory.v1.MemoryService.GetSpend:input_type -> zoea.memory.v1.GetSpendRequest
+	70, // 90: zoea.memory.v1.MemoryService.SetSpendLimits:input_type -> zoea.memory.v1.SetSpendLimitsRequest
+	15, // 91: zoea.memory.v1.MemoryService.CreateMysis:output_type -> zoea.memory.v1.CreateMysisResponse
+	17, // 92: zoea.memory.v1.MemoryService.GetMysis:output_type -> zoea.memory.v1.GetMysisResponse
+	19, // 93: zoea.memory.v1.MemoryService.GetMysisByName:output_type -> zoea.memory.v1.GetMysisByNameResponse
+	21, // 94: zoea.memory.v1.MemoryService.ListMyses:output_type -> zoea.memory.v1.ListMysesResponse
+	23, // 95: zoea.memory.v1.MemoryService.UpdateMysisConfig:output_type -> zoea.memory.v1.UpdateMysisConfigResponse
+	25, // 96: zoea.memory.v1.MemoryService.SetMysisState:output_type -> zoea.memory.v1.SetMysisStateResponse
+	27, // 97: zoea.memory.v1.MemoryService.DeleteMysis:output_type -> zoea.memory.v1.DeleteMysisResponse
+	30, // 98: zoea.memory.v1.MemoryService.AppendMemories:output_type -> zoea.memory.v1.AppendMemoriesResponse
+	32, // 99: zoea.memory.v1.MemoryService.ListRecentMemories:output_type -> zoea.memory.v1.ListRecentMemoriesResponse
+	34, // 100: zoea.memory.v1.MemoryService.ListMemoriesRange:output_type -> zoea.memory.v1.ListMemoriesRangeResponse
+	36, // 101: zoea.memory.v1.MemoryService.GetMemory:output_type -> zoea.memory.v1.GetMemoryResponse
+	39, // 102: zoea.memory.v1.MemoryService.GetComposeWindow:output_type -> zoea.memory.v1.GetComposeWindowResponse
+	41, // 103: zoea.memory.v1.MemoryService.RecordBroadcast:output_type -> zoea.memory.v1.RecordBroadcastResponse
+	43, // 104: zoea.memory.v1.MemoryService.DeliverBroadcast:output_type -> zoea.memory.v1.DeliverBroadcastResponse
+	46, // 105: zoea.memory.v1.MemoryService.SearchMessages:output_type -> zoea.memory.v1.SearchMessagesResponse
+	48, // 106: zoea.memory.v1.MemoryService.SearchReasoning:output_type -> zoea.memory.v1.SearchReasoningResponse
+	51, // 107: zoea.memory.v1.MemoryService.SearchBroadcasts:output_type -> zoea.memory.v1.SearchBroadcastsResponse
+	53, // 108: zoea.memory.v1.MemoryService.CreateAccount:output_type -> zoea.memory.v1.CreateAccountResponse
+	55, // 109: zoea.memory.v1.MemoryService.ClaimAccount:output_type -> zoea.memory.v1.ClaimAccountResponse
+	57, // 110: zoea.memory.v1.MemoryService.GetAccountForMysis:output_type -> zoea.memory.v1.GetAccountForMysisResponse
+	59, // 111: zoea.memory.v1.MemoryService.ReleaseAccount:output_type -> zoea.memory.v1.ReleaseAccountResponse
+	61, // 112: zoea.memory.v1.MemoryService.RecordLlmCalls:output_type -> zoea.memory.v1.RecordLlmCallsResponse
+	65, // 113: zoea.memory.v1.MemoryService.GetUsage:output_type -> zoea.memory.v1.GetUsageResponse
+	69, // 114: zoea.memory.v1.MemoryService.GetSpend:output_type -> zoea.memory.v1.GetSpendResponse
+	71, // 115: zoea.memory.v1.MemoryService.SetSpendLimits:output_type -> zoea.memory.v1.SetSpendLimitsResponse
+	91, // [91:116] is the sub-list for method output_type
+	66, // [66:91] is the sub-list for method input_type
+	66, // [66:66] is the sub-list for extension type_name
+	66, // [66:66] is the sub-list for extension extendee
+	0,  // [0:66] is the sub-list for field type_name
 }
 
 func init() { file_zoea_memory_v1_memory_proto_init() }
@@ -5345,13 +5457,15 @@ func file_zoea_memory_v1_memory_proto_init() {
 	}
 	file_zoea_memory_v1_memory_proto_msgTypes[15].OneofWrappers = []any{}
 	file_zoea_memory_v1_memory_proto_msgTypes[17].OneofWrappers = []any{}
+	file_zoea_memory_v1_memory_proto_msgTypes[21].OneofWrappers = []any{}
+	file_zoea_memory_v1_memory_proto_msgTypes[22].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zoea_memory_v1_memory_proto_rawDesc), len(file_zoea_memory_v1_memory_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   64,
+			NumMessages:   65,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
