@@ -46,6 +46,7 @@ type Service struct {
 	defaults compose.Policy
 	counter  compose.Counter
 	log      *slog.Logger
+	bounds   *boundaries
 }
 
 // New returns the service; it fails when the default policy is invalid, naming the offending field.
@@ -60,7 +61,7 @@ func New(memory WindowSource, opts Options) (*Service, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Service{memory: memory, defaults: p, counter: opts.Counter, log: opts.Logger}, nil
+	return &Service{memory: memory, defaults: p, counter: opts.Counter, log: opts.Logger, bounds: newBoundaries(maxBoundaries)}, nil
 }
 
 // DefaultPolicy returns the policy in force for a request without overrides.
@@ -80,11 +81,15 @@ func (s *Service) ComposeContext(ctx context.Context, req *composerv1.ComposeCon
 	if err != nil {
 		return nil, err
 	}
-	w, err := s.memory.GetComposeWindow(ctx, toProtoWindowRequest(id, p))
+	prev := s.bounds.get(id)
+	wreq := toProtoWindowRequest(id, p)
+	wreq.RecentFromSeq = prev.boundary
+	w, err := s.memory.GetComposeWindow(ctx, wreq)
 	if err != nil {
 		return nil, fromMemoryError(ctx, id, err)
 	}
 	in := fromProtoWindow(w, req.GetBeginAutonomousTurn(), tools)
+	in.PrevBoundary, in.PrevCompactSeq = prev.boundary, prev.compactSeq
 	var res compose.Result
 	if s.counter != nil {
 		res, err = compose.ComposeWith(in, p, s.counter)
@@ -93,6 +98,9 @@ func (s *Service) ComposeContext(ctx context.Context, req *composerv1.ComposeCon
 	}
 	if err != nil {
 		return nil, fromComposeError(id, err)
+	}
+	if res.Manifest.Boundary > 0 {
+		s.bounds.put(id, mark{res.Manifest.Boundary, res.Manifest.CompactSeq})
 	}
 	return toProtoResponse(res, p), nil
 }
