@@ -81,4 +81,3 @@ func withCallKeys(rows []compose.Memory) []compose.Memory {
 	}
 	return out
 }
-
