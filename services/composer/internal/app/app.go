@@ -56,6 +56,8 @@ type PolicyConfig struct {
 	MaxTurnRows     int      `env:"ZOEA_COMPOSE_MAX_TURN_ROWS"`
 	HighWater       int      `env:"ZOEA_COMPOSE_HIGH_WATER"`
 	CompactStep     int      `env:"ZOEA_COMPOSE_COMPACT_STEP"`
+	LowWater        int      `env:"ZOEA_COMPOSE_LOW_WATER"`
+	CarryTokens     int      `env:"ZOEA_COMPOSE_CARRY_TOKENS"`
 }
 
 // LoadConfig presets the composer's own defaults (listen port, compose.DefaultPolicy) and parses the environment
@@ -70,7 +72,7 @@ func LoadConfig() (Config, error) {
 			NudgeGentle: d.Nudges.Gentle, NudgeFirm: d.Nudges.Firm, NudgeUrgent: d.Nudges.Urgent,
 			MissionFallback: !d.DisableMissionFallback,
 			CarryLimit:      d.CarryLimit, ReplyLimit: d.ReplyLimit, ReplyCap: d.ReplyCap, MaxTurnRows: d.MaxTurnRows,
-			HighWater: d.HighWater, CompactStep: d.CompactStep,
+			HighWater: d.HighWater, CompactStep: d.CompactStep, LowWater: d.LowWater, CarryTokens: d.CarryTokens,
 		},
 	}
 	err := config.LoadWith(&cfg)
@@ -84,7 +86,7 @@ func (pc PolicyConfig) policy() compose.Policy {
 		Nudges:                 compose.Nudges{Gentle: pc.NudgeGentle, Firm: pc.NudgeFirm, Urgent: pc.NudgeUrgent},
 		DisableMissionFallback: !pc.MissionFallback,
 		CarryLimit:             pc.CarryLimit, ReplyLimit: pc.ReplyLimit, ReplyCap: pc.ReplyCap, MaxTurnRows: pc.MaxTurnRows,
-		HighWater: pc.HighWater, CompactStep: pc.CompactStep,
+		HighWater: pc.HighWater, CompactStep: pc.CompactStep, LowWater: pc.LowWater, CarryTokens: pc.CarryTokens,
 	}
 }
 

@@ -64,6 +64,8 @@ type composer struct {
 	toolTokens  int
 	boundary    int64
 	objective   int64
+	// prevBoundary and prevCompactSeq are Input's; compactSeq is the compaction seq of this request's boundary.
+	prevBoundary, prevCompactSeq, compactSeq int64
 }
 
 func (c *composer) count(s string) int {
@@ -132,6 +134,8 @@ type toolResult struct {
 	carry bool
 	// nextSeq is the seq of the loop holding the next newer result with the same key (MaxInt64 when newest).
 	nextSeq int64
+	// newestB and carryB are newest and carry as of the compaction boundary: among the results below it (markAsOf).
+	newestB, carryB bool
 	// toolNewest: no later result in the window comes from the same tool (whatever its arguments) — the state the
 	// model last saw from that tool, worth more per token than an older call's result with other arguments.
 	toolNewest bool
@@ -204,6 +208,7 @@ func (u *unit) complete() bool {
 
 func (c *composer) run(in Input) (Result, error) {
 	c.recentStart = in.RecentStartSeq
+	c.prevBoundary, c.prevCompactSeq = in.PrevBoundary, in.PrevCompactSeq
 	window := c.intake(in.Window)
 	mission := c.mission(in.Mission)
 	for _, t := range in.Tools {
@@ -318,6 +323,7 @@ func (c *composer) run(in Input) (Result, error) {
 					NudgeLevel:    level,
 					Repairs:       c.repairs,
 					Boundary:      c.boundary,
+					CompactSeq:    c.compactSeq,
 					TurnTruncated: in.TurnTruncated,
 				},
 				Encouragement: enc,

@@ -131,6 +131,9 @@ type Manifest struct {
 	// Boundary is the seq of the compaction boundary: memories from it on are sent as before (append-only), older
 	// ones are compacted to carried state. 0 when nothing is below it.
 	Boundary int64 `json:"boundary,omitempty"`
+	// CompactSeq is the newest memory when the boundary last moved: below the boundary the request carries what was
+	// the newest state then. Pass both back (Input.PrevBoundary, Input.PrevCompactSeq) with the next request.
+	CompactSeq int64 `json:"compact_seq,omitempty"`
 	// TurnTruncated echoes Input.TurnTruncated: the current turn's oldest rows were not in the window.
 	TurnTruncated bool `json:"turn_truncated,omitempty"`
 }

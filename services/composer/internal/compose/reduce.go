@@ -286,7 +286,10 @@ func (r *reducer) otherCallStubs(reason Reason) []action {
 	var acts []action
 	for _, u := range r.units {
 		if u.keep && u.kind == kindLoop && !r.protected(u) {
-			acts = r.stubActions(acts, u, reason, false, func(res *toolResult) bool { return !res.pinned && !res.toolNewest })
+			// A superseded result (same call) is the first stage's, stubbed as superseded when its cell closes.
+			acts = r.stubActions(acts, u, reason, false, func(res *toolResult) bool {
+				return !res.pinned && !res.toolNewest && res.newest
+			})
 		}
 	}
 	return acts
@@ -299,13 +302,16 @@ func (r *reducer) otherCallLoops(reason Reason) []action {
 		if !u.keep || u.kind != kindLoop || r.protected(u) {
 			continue
 		}
-		all := true
+		all, superseded := true, true
 		for _, res := range u.results {
 			if res.toolNewest || res.pinned {
 				all = false
 			}
+			if res.newest {
+				superseded = false
+			}
 		}
-		if all {
+		if all && !superseded { // a loop of superseded results only is the second stage's
 			acts = append(acts, r.dropAction(u, reason))
 		}
 	}

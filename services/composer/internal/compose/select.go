@@ -1,10 +1,8 @@
 package compose
 
 import (
-	"cmp"
 	"fmt"
 	"math"
-	"slices"
 )
 
 // Text of the stubs and notes the composer writes itself.
@@ -119,9 +117,10 @@ func (c *composer) compactResultTokens(r *toolResult) int {
 // selectUnits decides what is sent. Units at or above the compaction boundary (and the current turn) are sent as
 // they were in the previous request; below it, earlier turns are compacted to what they carry: the mission, the
 // newest result of each distinct call with its call, pinned results, the newest final replies and the latest
-// HistoryLoops complete loops with their prompt, and superseded results are stubbed. The boundary is the lowest
-// point of a seq grid (multiples of CompactStep) at which the request fits the high-water mark, so it moves in steps
-// and the requests between two steps are pure extensions of each other.
+// HistoryLoops complete loops with their prompt, and superseded results are stubbed — all as of the boundary
+// (boundary.go), so the compacted past does not change while the boundary stays. The boundary stays where the
+// previous request had it until the request outgrows the high-water mark, then moves up the seq grid (multiples of
+// CompactStep) to the lowest point at which the request fits the low-water mark.
 func (c *composer) selectUnits(units []*unit, currentStart int, missionUnit *unit, system string) {
 	// Estimates per unit.
 	fixedUnit := func(u *unit) bool {
@@ -137,29 +136,14 @@ func (c *composer) selectUnits(units []*unit, currentStart int, missionUnit *uni
 	// supersede them. So the boundary starts at the first grid point of the recent part, and what lies below it is
 	// only ever compacted (its full size is never needed, nor counted).
 	step := int64(c.p.CompactStep)
-	low := firstSeq
+	recent := firstSeq
 	if c.recentStart > 0 {
-		low = max(low, c.recentStart)
+		recent = max(recent, c.recentStart)
 	}
-	g0 := (low + step - 1) / step * step
-	for i, u := range units {
+	g0 := recent // the first candidate is where the window starts; the next ones sit on the grid
+	for _, u := range units {
 		if fixedUnit(u) {
 			fixed += int64(c.unitTokens(u))
-			continue
-		}
-		switch {
-		case i >= currentStart:
-			u.full = c.unitTokens(u)
-			u.compact = u.full
-			continue
-		case u.kind == kindLoop && u.carries():
-			u.compact = c.loopTokens(u, c.compactResultTokens)
-		case u.kind == kindText && u.reply:
-			u.compact = min(c.unitTokens(u), framingPerMessage+c.p.ReplyCap)
-		}
-		u.full = u.compact
-		if u.seq >= g0 {
-			u.full = c.unitTokens(u)
 		}
 	}
 	// The boundary may pass everything but the current turn's newest loop (or the current turn, when it has none).
@@ -180,66 +164,37 @@ func (c *composer) selectUnits(units []*unit, currentStart int, missionUnit *uni
 	if lastLoopSeq == 0 && len(units) > 0 {
 		lastLoopSeq = units[len(units)-1].seq + 1 // only a synthetic nudge: everything before it may be compacted
 	}
-	// The boundary: the lowest grid point whose request fits the high-water mark.
+	// The boundary: where the previous request had it while the request stays under the high-water mark (so
+	// requests extend each other); else the lowest grid point at or above it whose request fits the low-water mark.
 	high := c.p.TokenBudget - c.count(system) - framingPerMessage - c.toolTokens - framingReply
 	if c.p.HighWater > 0 {
 		high = min(high, c.p.HighWater)
 	}
-	boundary := int64(0)
+	low := high
+	if c.p.LowWater > 0 {
+		low = min(low, c.p.LowWater)
+	}
+	var choice boundaryChoice
 	if firstSeq != math.MaxInt64 {
-		var total int64
-		for _, u := range units {
-			total += int64(u.full)
-		}
-		// What compaction saves, by the seq the boundary must pass: a unit below it is compacted; a superseded
-		// result of the current turn is stubbed once the boundary passes the loop that supersedes it too.
-		type saving struct {
-			at   int64
-			save int
-		}
-		var savings []saving
-		for i, u := range units {
-			if fixedUnit(u) {
-				continue
-			}
-			if i < currentStart {
-				if u.full != u.compact {
-					savings = append(savings, saving{u.seq, u.full - u.compact})
-				}
-				continue
-			}
-			for _, r := range u.results {
-				if !r.newest && r.mem != nil && len(r.content) >= 40 {
-					if d := c.resultTokens(r) - c.count(supersededStub(r)); d > 0 {
-						savings = append(savings, saving{max(u.seq, r.nextSeq), d})
-					}
-				}
-			}
-		}
-		slices.SortStableFunc(savings, func(a, b saving) int { return cmp.Compare(a.at, b.at) })
-		g := g0
-		boundary = g
-		saved := int64(0) // tokens saved by compacting below g
-		j := 0
-		for ; g <= lastLoopSeq; g += step {
-			for ; j < len(savings) && savings[j].at < g; j++ {
-				saved += int64(savings[j].save)
-			}
-			boundary = g
-			if fixed+total-saved <= int64(high) {
-				break
-			}
-		}
-		boundary = min(boundary, lastLoopSeq/step*step)
+		choice = c.chooseBoundary(units, fixedUnit, fixed, g0, lastLoopSeq/step*step, high, low)
 	}
-	if boundary > firstSeq {
-		c.boundary = boundary
-	}
+	boundary := choice.boundary
+	// Recorded even when nothing lies below it: the next request starts from it.
+	c.boundary, c.compactSeq = choice.boundary, choice.compactSeq
+	c.markAsOf(units, boundary, choice.compactSeq)
 
+	// Below the boundary every unit follows the same rules whichever turn it belongs to, so a new turn beginning
+	// does not change the compacted past; and what is kept there is exactly what the memory service returns for the
+	// memories before the recent part once that part starts at the boundary (carried results with their calls,
+	// pinned results, the newest replies), so the compacted past stays the same when the window moves up to it.
 	replies := 0
-	historyLoops := 0
 	for i := len(units) - 1; i >= 0; i-- {
 		u := units[i]
+		current := i >= currentStart
+		sec := secCarried
+		if current {
+			sec = secCurrent
+		}
 		switch {
 		case u == missionUnit:
 			if i < currentStart {
@@ -249,43 +204,20 @@ func (c *composer) selectUnits(units []*unit, currentStart int, missionUnit *uni
 			u.keep, u.section, u.reason = true, secCurrent, ReasonCurrentTurn
 		case u.kind == kindNudge || u.virtual:
 			u.keep, u.section, u.reason = true, secSynthetic, ReasonCurrentTurn // nudges are the composer's words until stored
-		case i >= currentStart:
+		case u.seq >= boundary && current:
 			u.keep, u.section, u.reason = true, secCurrent, ReasonCurrentTurn
-			for _, r := range u.results {
-				if !r.newest && max(u.seq, r.nextSeq) < boundary {
-					c.stubOrKeep(r)
-				}
-			}
 		case u.seq >= boundary:
 			u.keep, u.section, u.reason = true, secHistory, ReasonLive
 		case u.kind == kindLoop:
-			if historyLoops < c.p.HistoryLoops && u.complete() {
-				historyLoops++
-				if !u.carries() {
-					u.keep, u.section, u.reason = true, secHistory, ReasonHistoryLoop
-					c.stubSuperseded(u)
-					c.keepPrompt(units, i)
-					continue
-				}
-			}
-			if u.carries() {
-				u.keep, u.section, u.reason = true, secCarried, ReasonCarriedCall
-				for _, r := range u.results {
-					switch {
-					case r.carry && r.pinned:
-						r.reason = ReasonCarriedPinned
-					case !r.newest:
-						c.stubOrKeep(r)
-					default:
-						r.reason = ReasonCarried
-					}
-				}
+			if u.carriesB() {
+				u.keep, u.section, u.reason = true, sec, ReasonCarriedCall
+				c.keepCarriedCalls(u)
 				continue
 			}
 			u.section, u.reason = secHistory, u.dropReason(c.objective)
-		case u.kind == kindText && u.reply && replies < c.p.ReplyLimit:
+		case u.kind == kindText && u.seq >= c.objective && replies < c.p.ReplyLimit:
 			replies++
-			u.keep, u.section, u.reason = true, secCarried, ReasonEarlierReply
+			u.keep, u.section, u.reason = true, sec, ReasonEarlierReply
 			c.capReply(u)
 		default:
 			if !u.keep { // a prompt kept for a history loop keeps its reason
@@ -304,13 +236,23 @@ func (u *unit) carries() bool {
 	return false
 }
 
+// carriesB reports whether u, below the boundary, carries a result (markAsOf).
+func (u *unit) carriesB() bool {
+	for _, r := range u.results {
+		if r.carryB {
+			return true
+		}
+	}
+	return false
+}
+
 // dropReason says why an earlier loop below the boundary is not sent: none of its results is the newest of its
 // call, or those that are come from before the objective, or are beyond the carry limit.
 func (u *unit) dropReason(objective int64) Reason {
 	reason := ReasonAllSuperseded
 	for _, r := range u.results {
 		switch {
-		case !r.newest || r.mem == nil:
+		case !r.newestB || r.mem == nil:
 		case r.mem.Seq < objective:
 			reason = ReasonBeforeObjective
 		default:
@@ -323,9 +265,52 @@ func (u *unit) dropReason(objective int64) Reason {
 	return reason
 }
 
+// keepCarriedCalls leaves in u, a loop below the boundary, only the calls whose results are carried: what the memory
+// service returns for it once the window starts at the boundary (a carried result with the assistant memory that
+// made the call). The other results are dropped with their calls, so no stub is needed to answer them.
+func (c *composer) keepCarriedCalls(u *unit) {
+	calls, results := u.calls[:0:0], u.results[:0:0]
+	for k, r := range u.results {
+		switch {
+		case r.carryB:
+			r.reason = ReasonCarried
+			if r.pinned {
+				r.reason = ReasonCarriedPinned
+			}
+			calls, results = append(calls, u.calls[k]), append(results, r)
+		case r.mem != nil:
+			reason := ReasonSuperseded
+			if r.newestB {
+				reason = ReasonOverCarryLimit
+			}
+			c.items[r.idx] = itemOf(r.mem, Dropped, reason)
+		}
+	}
+	u.calls, u.results = calls, results
+}
+
+// stubNotCarried marks u's carried results and stubs the others (where the stub is shorter): superseded ones, and
+// the newest of calls the carry limits left out.
+func (c *composer) stubNotCarried(u *unit) {
+	for _, r := range u.results {
+		switch {
+		case r.carryB && r.pinned:
+			r.reason = ReasonCarriedPinned
+		case r.carryB:
+			r.reason = ReasonCarried
+		case !r.newestB:
+			c.stubOrKeep(r)
+		case r.mem != nil && r.state != resStub && r.state != resSynthetic:
+			if !c.stubIfShorter(r, budgetStub(r), ReasonOverCarryLimit) {
+				r.reason = ReasonStubLonger
+			}
+		}
+	}
+}
+
 func (c *composer) stubSuperseded(u *unit) {
 	for _, r := range u.results {
-		if !r.newest {
+		if !r.newestB {
 			c.stubOrKeep(r)
 		}
 	}

@@ -129,6 +129,13 @@ type Input struct {
 	TurnTruncated bool
 	// Tools are the tool definitions sent with the request; their tokens count against Policy.TokenBudget.
 	Tools []Tool
+	// PrevBoundary is the compaction boundary of this mysis's previous request (its Manifest.Boundary), 0 if unknown.
+	// While the request stays under the high-water mark the boundary stays there, so the request extends the
+	// previous one and the provider's prompt cache holds; unknown, the boundary is chosen afresh.
+	PrevBoundary int64
+	// PrevCompactSeq is the previous request's Manifest.CompactSeq: what the compacted past below PrevBoundary was
+	// decided by. 0 (unknown) decides it as of the boundary itself.
+	PrevCompactSeq int64
 	// EncouragementCount is the runner's count of consecutive nudged turns.
 	EncouragementCount int
 	// BeginTurn is set when the runner is about to start a new autonomous turn (no new prompt arrived).
@@ -196,6 +203,9 @@ type Policy struct {
 	DisableMissionFallback bool
 	// CarryLimit is how many distinct calls (newest first) earlier turns may carry; 0 carries none.
 	CarryLimit int
+	// CarryTokens bounds the state carried below the compaction boundary (results with their calls): pinned results
+	// always, then the newest result of each tool, then other calls newest first, while they fit. 0 = no bound.
+	CarryTokens int
 	// ReplyLimit is how many earlier turns' final text replies (newest first, since the objective) are kept.
 	ReplyLimit int
 	// ReplyCap is the tokens one kept earlier reply may have before it is cut.
@@ -205,6 +215,9 @@ type Policy struct {
 	// HighWater is the message tokens (system prompt and tools excluded) the request may grow to append-only before
 	// the compaction boundary moves; it is capped by what the budget leaves. 0 means the budget alone.
 	HighWater int
+	// LowWater is the message tokens the request is compacted down to when the boundary moves (0 means HighWater):
+	// the gap between the two marks is how far requests grow append-only between two compactions.
+	LowWater int
 	// CompactStep is the seq grid of the compaction boundary: it only ever sits on the first unit at or after a
 	// multiple of CompactStep, so it moves in steps and the requests between steps extend each other.
 	CompactStep int
@@ -223,8 +236,10 @@ func DefaultPolicy() Policy {
 		ReplyLimit:    3,
 		ReplyCap:      200,
 		MaxTurnRows:   2000,
-		HighWater:     4000,
-		CompactStep:   48,
+		HighWater:     5000,
+		LowWater:      2500,
+		CarryTokens:   2500,
+		CompactStep:   4,
 		Nudges: Nudges{
 			Gentle: "Continue your mission. Check notifications and coordinate with the swarm.",
 			Firm:   "You need to respond. Check your notifications and status.",
@@ -260,6 +275,10 @@ func (p Policy) validate() error {
 		return fmt.Errorf("%w: max turn rows %d < 0", ErrInvalidPolicy, p.MaxTurnRows)
 	case p.HighWater < 0:
 		return fmt.Errorf("%w: high water %d < 0", ErrInvalidPolicy, p.HighWater)
+	case p.CarryTokens < 0:
+		return fmt.Errorf("%w: carry tokens %d < 0", ErrInvalidPolicy, p.CarryTokens)
+	case p.LowWater < 0:
+		return fmt.Errorf("%w: low water %d < 0", ErrInvalidPolicy, p.LowWater)
 	case p.CompactStep < 1:
 		return fmt.Errorf("%w: compact step %d < 1", ErrInvalidPolicy, p.CompactStep)
 	case p.Nudges.Gentle == "" || p.Nudges.Firm == "" || p.Nudges.Urgent == "":

@@ -23,7 +23,8 @@ import (
 // Windows reads what composing a mysis's next request needs (memoryclient.Client implements it over the memory
 // service). Errors are libs/errs errors.
 type Windows interface {
-	Window(ctx context.Context, mysisID string, p compose.Policy) (compose.Input, error)
+	// Window reads the compose window; recentFrom is the mysis's previous compaction boundary (0: unknown).
+	Window(ctx context.Context, mysisID string, p compose.Policy, recentFrom int64) (compose.Input, error)
 }
 
 // Options configure a Service.
@@ -44,6 +45,7 @@ type Service struct {
 	defaults compose.Policy
 	counter  compose.Counter
 	log      *slog.Logger
+	bounds   *boundaries
 }
 
 // New returns the service; it fails when the default policy is invalid, naming the offending field.
@@ -58,7 +60,7 @@ func New(memory Windows, opts Options) (*Service, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Service{memory: memory, defaults: p, counter: opts.Counter, log: opts.Logger}, nil
+	return &Service{memory: memory, defaults: p, counter: opts.Counter, log: opts.Logger, bounds: newBoundaries(maxBoundaries)}, nil
 }
 
 // DefaultPolicy returns the policy in force for a request without overrides.
@@ -78,7 +80,8 @@ func (s *Service) ComposeContext(ctx context.Context, req *composerv1.ComposeCon
 	if err != nil {
 		return nil, err
 	}
-	in, err := s.memory.Window(ctx, id, p)
+	prev := s.bounds.get(id)
+	in, err := s.memory.Window(ctx, id, p, prev.boundary)
 	if err != nil {
 		if ctx.Err() != nil {
 			// The caller's own cancellation or deadline stays what it is.
@@ -87,6 +90,7 @@ func (s *Service) ComposeContext(ctx context.Context, req *composerv1.ComposeCon
 		return nil, err
 	}
 	in.Tools, in.BeginTurn = tools, req.GetBeginAutonomousTurn()
+	in.PrevBoundary, in.PrevCompactSeq = prev.boundary, prev.compactSeq
 	var res compose.Result
 	if s.counter != nil {
 		res, err = compose.ComposeWith(in, p, s.counter)
@@ -95,6 +99,9 @@ func (s *Service) ComposeContext(ctx context.Context, req *composerv1.ComposeCon
 	}
 	if err != nil {
 		return nil, fromComposeError(id, err)
+	}
+	if res.Manifest.Boundary > 0 {
+		s.bounds.put(id, mark{res.Manifest.Boundary, res.Manifest.CompactSeq})
 	}
 	return toProtoResponse(res, p), nil
 }

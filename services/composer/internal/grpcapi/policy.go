@@ -61,6 +61,10 @@ var intRules = []intRule{
 		func(pp *composerv1.Policy) *int32 { return pp.HighWaterTokens }, 0, budgetBound},
 	{"policy.compact_step", func(p *compose.Policy) *int { return &p.CompactStep },
 		func(pp *composerv1.Policy) *int32 { return pp.CompactStep }, 1, maxCompactStep},
+	{"policy.low_water_tokens", func(p *compose.Policy) *int { return &p.LowWater },
+		func(pp *composerv1.Policy) *int32 { return pp.LowWaterTokens }, 0, budgetBound},
+	{"policy.carry_tokens", func(p *compose.Policy) *int { return &p.CarryTokens },
+		func(pp *composerv1.Policy) *int32 { return pp.CarryTokens }, 0, budgetBound},
 }
 
 // check reports v out of the rule's bounds under policy p, naming the field.

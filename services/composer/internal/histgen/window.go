@@ -22,6 +22,12 @@ type Window struct {
 // newest result with the assistant memory that made the call, the newest result of each pinned tool even from
 // before the objective, and up to p.ReplyLimit earlier turns' final text replies since the objective.
 func ComposeWindow(all []compose.Memory, p compose.Policy, objectiveSeq int64) Window {
+	return ComposeWindowFrom(all, p, objectiveSeq, 0)
+}
+
+// ComposeWindowFrom is ComposeWindow with GetComposeWindowRequest.recent_from_seq: the recent part reaches back to
+// from as well (the composer's previous boundary; 0 = none).
+func ComposeWindowFrom(all []compose.Memory, p compose.Policy, objectiveSeq, from int64) Window {
 	n := len(all)
 	if n == 0 {
 		return Window{ObjectiveSeq: objectiveSeq}
@@ -37,6 +43,12 @@ func ComposeWindow(all []compose.Memory, p compose.Policy, objectiveSeq int64) W
 	}
 	truncated := false
 	r = min(r, ts)
+	if from > 0 { // the composer's previous boundary replaces the window and turn rules
+		r = n - 1
+		for r > 0 && all[r-1].Seq >= from {
+			r--
+		}
+	}
 	if n-r > maxRows {
 		r, truncated = n-maxRows, true
 	}
@@ -69,16 +81,15 @@ func ComposeWindow(all []compose.Memory, p compose.Policy, objectiveSeq int64) W
 	seenKey := make(map[string]bool)
 	seenPinned := make(map[string]bool)
 	carried := 0
-	for i := n - 1; i >= 0; i-- {
+	// The state as of the recent part's start: the newest of each call among the rows before it.
+	for i := r - 1; i >= 0; i-- {
 		m := all[i]
 		if m.Role != chat.RoleTool || caller[i] < 0 {
 			continue
 		}
 		if slices.Contains(p.PinnedTools, m.ToolName) && !seenPinned[m.ToolName] {
 			seenPinned[m.ToolName] = true
-			if i < r {
-				keep[i], keep[caller[i]] = true, true
-			}
+			keep[i], keep[caller[i]] = true, true
 		}
 		k := p.CallKey(m.ToolName, args[i])
 		if seenKey[k] || m.Seq < objectiveSeq {
@@ -89,9 +100,7 @@ func ComposeWindow(all []compose.Memory, p compose.Policy, objectiveSeq int64) W
 			continue
 		}
 		carried++
-		if i < r {
-			keep[i], keep[caller[i]] = true, true
-		}
+		keep[i], keep[caller[i]] = true, true
 	}
 	replies := 0
 	for i := ts - 1; i >= 0 && replies < p.ReplyLimit; i-- {

@@ -32,8 +32,10 @@ func New(api WindowAPI) *Client { return &Client{api: api} }
 // Window returns what composing mysisID's next request under policy p needs: its system prompt, mission,
 // encouragement count and window of memories. Tools and the turn flag are the caller's to fill in. Errors are
 // libs/errs errors (NotFound for an unknown mysis, Unavailable when the memory service cannot answer).
-func (c *Client) Window(ctx context.Context, mysisID string, p compose.Policy) (compose.Input, error) {
-	w, err := c.api.GetComposeWindow(ctx, toProtoWindowRequest(mysisID, p))
+func (c *Client) Window(ctx context.Context, mysisID string, p compose.Policy, recentFrom int64) (compose.Input, error) {
+	req := toProtoWindowRequest(mysisID, p)
+	req.RecentFromSeq = recentFrom
+	w, err := c.api.GetComposeWindow(ctx, req)
 	if err != nil {
 		return compose.Input{}, fmt.Errorf("memory GetComposeWindow for mysis %s: %w", mysisID, server.FromStatus(err))
 	}

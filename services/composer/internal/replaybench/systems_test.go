@@ -114,9 +114,9 @@ func TestV2Window(t *testing.T) {
 	rows := hist(
 		"C login {}",                       // 1,2 pinned, before the objective
 		"B mine",                           // 3 objective
-		`C view_market {"item_id":"iron"}`, // 4,5 superseded by 14,15
+		`C view_market {"item_id":"iron"}`, // 4,5 newest of its call before the recent part: carried
 		`C view_market {}`,                 // 6,7 distinct call: carried
-		"C get_status {}",                  // 8,9 snapshot: superseded by 16,17
+		"C get_status {}",                  // 8,9 snapshot: newest before the recent part: carried
 		"T sold",                           // 10 earlier final reply: carried
 		"N",                                // 11 turn 3
 		"C mine {}",                        // 12,13
@@ -125,8 +125,9 @@ func TestV2Window(t *testing.T) {
 	)
 	o := WindowOptions{Window: 4, CarryLimit: 10, SnapshotTools: []string{"get_status"}, PinnedTools: []string{"login"}, ReplyLimit: 5}
 	w := V2Window(rows, o)
-	// Recent part: the newest 4 rows extended back to the current turn's first row (11).
-	want := []int64{1, 2, 6, 7, 10, 11, 12, 13, 14, 15, 16, 17}
+	// Recent part: the newest 4 rows extended back to the current turn's first row (11). Carried rows are the state
+	// as of its start: 14,15 and 16,17 supersede 4,5 and 8,9 only from there on.
+	want := []int64{1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}
 	if got := seqs(w.Memories); !slices.Equal(got, want) {
 		t.Fatalf("memories %v, want %v", got, want)
 	}

@@ -36,6 +36,7 @@ type WindowOptions struct {
 	PinnedTools   []string // newest result carried even from before the objective
 	ReplyLimit    int      // earlier final text replies since the objective
 	MaxTurnRows   int      // bound on the recent part when it is extended to the whole current turn; 0 = 2000
+	RecentFrom    int64    // the composer's previous compaction boundary: the recent part reaches back to it too
 }
 
 // V2Result is GetComposeWindowResponse's v2 content.
@@ -80,6 +81,15 @@ func V2Window(rows []compose.Memory, o WindowOptions) V2Result {
 	for first > 0 && rows[first-1].Turn == rows[n-1].Turn {
 		first--
 	}
+	if o.RecentFrom > 0 {
+		// The composer's previous boundary replaces the window and turn rules, so the recent part stays put
+		// between compactions (bounded by max turn rows like them).
+		start, first = n-1, n-1
+		for start > 0 && rows[start-1].Seq >= o.RecentFrom {
+			start--
+		}
+		first = start
+	}
 	if first < start {
 		start = first
 		if start < n-maxTurn {
@@ -107,19 +117,18 @@ func V2Window(rows []compose.Memory, o WindowOptions) V2Result {
 			callRow[tc.ID], callArgs[tc.ID] = i, tc.Arguments
 		}
 	}
+	// Carried rows are the state as of the recent part's start: the newest of each call among the rows before it.
 	seen := map[string]bool{}
 	distinct := 0
 	pinned := map[string]bool{}
-	for i := n - 1; i >= 0; i-- {
+	for i := start - 1; i >= 0; i-- {
 		r := rows[i]
 		if r.Role != chat.RoleTool {
 			continue
 		}
 		if slices.Contains(o.PinnedTools, r.ToolName) && !pinned[r.ToolName] {
 			pinned[r.ToolName] = true
-			if i < start {
-				carry[i] = true
-			}
+			carry[i] = true
 		}
 		if r.Seq <= res.ObjectiveSeq || o.CarryLimit == 0 {
 			continue
@@ -132,7 +141,7 @@ func V2Window(rows []compose.Memory, o WindowOptions) V2Result {
 			continue
 		}
 		seen[key] = true
-		if i < start && distinct < o.CarryLimit {
+		if distinct < o.CarryLimit {
 			carry[i] = true
 			distinct++
 		}

@@ -50,12 +50,17 @@ func ZoeaV2(system string, tok *o200k.Tokenizer, tools []ToolDef, budget int) Sy
 	}
 	o := WindowOptions{Window: p.ScanWindow, CarryLimit: p.CarryLimit, SnapshotTools: p.SnapshotTools,
 		PinnedTools: p.PinnedTools, ReplyLimit: p.ReplyLimit, MaxTurnRows: p.MaxTurnRows}
+	var prev, prevSeq int64 // the previous request's boundary, which the composer remembers (a System is one session's)
 	return System{Name: "Zoea v2", Compose: func(rows []compose.Memory) ([]chat.Message, error) {
+		o.RecentFrom = prev
 		w := V2Window(rows, o)
 		in := compose.Input{SystemPrompt: system, Mission: w.Mission, Window: withCallKeys(w.Memories),
-			RecentStartSeq: w.RecentStartSeq, ObjectiveSeq: w.ObjectiveSeq, TurnTruncated: w.TurnTruncated, Tools: ctools}
-
+			RecentStartSeq: w.RecentStartSeq, ObjectiveSeq: w.ObjectiveSeq, TurnTruncated: w.TurnTruncated, Tools: ctools,
+			PrevBoundary: prev, PrevCompactSeq: prevSeq}
 		res, err := compose.ComposeWith(in, p, c)
+		if err == nil {
+			prev, prevSeq = res.Manifest.Boundary, res.Manifest.CompactSeq
+		}
 		return res.Messages, err
 	}}
 }

@@ -156,7 +156,7 @@ func fromProtoWindowQuery(req *memoryv1.GetComposeWindowRequest) memory.WindowQu
 		MysisID: req.GetMysisId(), Window: int(req.GetWindow()), GlobalFallback: req.GetGlobalMissionFallback(),
 		CarryLimit: int(req.GetCarryLimit()), SnapshotTools: req.GetSnapshotTools(), PinnedTools: req.GetPinnedTools(),
 		ReplyLimit: int(req.GetReplyLimit()), MaxTurnRows: int(req.GetMaxTurnRows()),
-		MaxResultBytes: int(req.GetMaxResultBytes()),
+		MaxResultBytes: int(req.GetMaxResultBytes()), RecentFrom: req.GetRecentFromSeq(),
 	}
 }
 

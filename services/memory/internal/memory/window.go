@@ -39,6 +39,8 @@ type WindowQuery struct {
 	// MaxResultBytes cuts longer tool results (CutResult); 0 means DefaultMaxResultBytes. It does not make the
 	// window v2.
 	MaxResultBytes int
+	// RecentFrom extends the recent part back to this seq (the composer's previous boundary); 0 = none.
+	RecentFrom int64
 }
 
 // V2 reports whether q asks for more than the v1 window.

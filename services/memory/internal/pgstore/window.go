@@ -13,19 +13,22 @@ import (
 // 3 global fallback); the columns of the other kinds are typed NULLs.
 //
 // Parameters: $1 mysis, $2 window, $3 global fallback, $4 v2, $5 max turn rows, $6 carry limit, $7 snapshot tools,
-// $8 pinned tools, $9 reply limit, $10 carry scan bound, $11 call lookback.
+// $8 pinned tools, $9 reply limit, $10 carry scan bound, $11 call lookback, $12 recent from (0 = none).
 //
 // The recent part is the seq range [s, last_seq] (seq is gapless). v1 (not $4): s = last_seq - window + 1, the
 // newest window rows, exactly as before. v2: s reaches back to the current turn's opener (the newest user row with
 // source direct, broadcast or nudge: first entry of memories_turn_open_idx), but no further than max turn rows
-// (truncated), and is then moved onto a loop boundary: when the first call-or-result row at or after s is a tool
+// (truncated); with recent from ($12 > 0, the composer's previous compaction boundary) s is that seq instead, so the
+// part stays put between the composer's compactions (still bounded by max turn rows). s is then moved onto a loop
+// boundary: when the first call-or-result row at or after s is a tool
 // result, s moves back to the assistant row that made the call — or, when that row lies beyond max turn rows (the
 // bound is hard, as when the turn was truncated), forward past the cut loop's results.
 //
 // Carried rows (v2), all before s: the newest result per distinct call since the objective (mission seq), keyed by
 // call_key or by tool name for snapshot tools, among the newest $10 tool results of that span (memories_tool_seq_idx,
-// index-only when vacuumed), skipping keys that have a newer result in the recent part, newest $6 keys; the newest
-// result of each pinned tool however old (memories_tool_name_idx); each of those with the assistant row that made
+// index-only when vacuumed), newest $6 keys — the state as of s, so a newer result in the recent part does not
+// change what is carried; the newest result before s of each pinned tool however old (memories_tool_name_idx); each
+// of those with the assistant row that made
 // the call; and the newest $9 assistant text replies since the objective (memories_reply_idx). Every part is an
 // index probe or a bounded index range, so the cost follows the size of the answer, not the length of the history.
 const windowSQL = `
@@ -46,9 +49,10 @@ WITH y AS (
 ), b1 AS MATERIALIZED (
 	SELECT y.last_seq AS l, coalesce((SELECT mi.seq FROM mi), 0) AS obj,
 		CASE WHEN $4::boolean THEN
-			least(greatest(y.last_seq - $2 + 1, 1), greatest(ts.seq, y.last_seq - $5 + 1, 1))
+			CASE WHEN $12::int8 > 0 THEN greatest(least($12::int8, y.last_seq), y.last_seq - $5 + 1, 1)
+			ELSE least(greatest(y.last_seq - $2 + 1, 1), greatest(ts.seq, y.last_seq - $5 + 1, 1)) END
 		ELSE greatest(y.last_seq - $2 + 1, 1) END AS s1,
-		$4::boolean AND ts.seq < y.last_seq - $5 + 1 AS truncated
+		$4::boolean AND CASE WHEN $12::int8 > 0 THEN $12::int8 ELSE ts.seq END < y.last_seq - $5 + 1 AS truncated
 	FROM y, ts
 ), b2 AS MATERIALIZED (
 	SELECT b1.l, b1.obj, b1.truncated, CASE
@@ -67,9 +71,6 @@ WITH y AS (
 ), r AS (
 	SELECT ` + memCols + ` FROM memories m
 	WHERE m.mysis_id = $1 AND m.seq >= (SELECT b2.s FROM b2) AND m.seq <= (SELECT b2.l FROM b2)
-), rk AS (
-	SELECT DISTINCT CASE WHEN r.tool_name = ANY($7::text[]) THEN r.tool_name ELSE coalesce(r.call_key, r.tool_name) END AS k
-	FROM r WHERE $6 > 0 AND r.role = 4
 ), ck AS (
 	SELECT t.seq, CASE WHEN t.tool_name = ANY($7::text[]) THEN t.tool_name ELSE coalesce(t.call_key, t.tool_name) END AS k
 	FROM memories t
@@ -77,14 +78,15 @@ WITH y AS (
 	ORDER BY t.seq DESC LIMIT $10
 ), c AS (
 	SELECT d.seq FROM (
-		SELECT DISTINCT ON (ck.k) ck.seq FROM ck WHERE NOT EXISTS (SELECT 1 FROM rk WHERE rk.k = ck.k)
+		SELECT DISTINCT ON (ck.k) ck.seq FROM ck
 		ORDER BY ck.k, ck.seq DESC
 	) d ORDER BY d.seq DESC LIMIT $6
 ), pn AS (
 	SELECT x.seq FROM unnest($8::text[]) AS p(name), LATERAL (
 		SELECT t.seq FROM memories t WHERE t.mysis_id = $1 AND t.role = 4 AND t.tool_name = p.name
+			AND t.seq < (SELECT b2.s FROM b2)
 		ORDER BY t.seq DESC LIMIT 1
-	) x WHERE x.seq < (SELECT b2.s FROM b2)
+	) x
 ), rp AS (
 	SELECT a.seq FROM memories a
 	WHERE $9 > 0 AND a.mysis_id = $1 AND a.role = 3 AND a.tool_calls IS NULL
@@ -118,7 +120,7 @@ func windowArgs(q memory.WindowQuery) []any {
 		pinned = []string{}
 	}
 	return []any{q.MysisID, q.Window, q.GlobalFallback, q.V2(), q.TurnRows(), q.CarryLimit, snap, pinned,
-		q.ReplyLimit, memory.CarryScanRows, memory.CallLookback}
+		q.ReplyLimit, memory.CarryScanRows, memory.CallLookback, q.RecentFrom}
 }
 
 // GetComposeWindow returns the mysis, its compose window (oldest first) and its current mission; see windowSQL for

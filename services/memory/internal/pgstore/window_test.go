@@ -300,12 +300,23 @@ func TestComposeWindowCarriesState(t *testing.T) {
 		t.Fatalf("replies only: %v", seqs(carried))
 	}
 
-	// A result whose call has a newer result in the recent part is not carried: view the ore market again now.
+	// Carried rows are the state as of the recent part's start: a result whose call has a newer result in the
+	// recent part is still carried (the composer decides; its compacted past must not change as the recent part
+	// grows), so view the ore market again now and both ore results are in the window.
 	app(assistant("", memory.ToolCall{ID: "a3", Name: "view_market", Arguments: `{"item":"ore"}`}), toolResultArgs("a3", "view_market", `{"item":"ore"}`, "ore 13cr"))
 	w = must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, windowOf(m.ID, 2, 10, 0)))
-	_, carried = recentOf(t, w, true)
-	if slices.Contains(seqs(carried), a2.Seq) || !slices.Contains(seqs(carried), ice.Seq) {
-		t.Fatalf("superseded by the recent part: %v", seqs(carried))
+	recent, carried = recentOf(t, w, true)
+	if !slices.Contains(seqs(carried), a2.Seq) || !slices.Contains(seqs(carried), ice.Seq) || recent[len(recent)-1].Content != "ore 13cr" {
+		t.Fatalf("as of the recent part's start: carried %v", seqs(carried))
+	}
+
+	// recent_from_seq (the composer's previous boundary) places the recent part's start there instead of the
+	// window and turn rules, onto a loop boundary.
+	q = windowOf(m.ID, 2, 10, 0)
+	q.RecentFrom = a2Call.Seq
+	w = must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, q))
+	if w.RecentStartSeq != a2Call.Seq {
+		t.Fatalf("recent_from_seq %d: recent part starts at %d", a2Call.Seq, w.RecentStartSeq)
 	}
 
 	// A new order is a new objective: nothing from before it is carried except the pinned login.

@@ -180,11 +180,16 @@ type Policy struct {
 	// the memory service's default, max 100000).
 	MaxTurnRows *int32 `protobuf:"varint,12,opt,name=max_turn_rows,json=maxTurnRows,proto3,oneof" json:"max_turn_rows,omitempty"`
 	// Message tokens (system prompt and tools excluded) the request grows to append-only before older history is
-	// compacted in one step (default 4000; 0 means the token budget alone).
+	// compacted in one step (default 5000; 0 means the token budget alone).
 	HighWaterTokens *int32 `protobuf:"varint,13,opt,name=high_water_tokens,json=highWaterTokens,proto3,oneof" json:"high_water_tokens,omitempty"`
-	// Grid, in memory seqs, on which the compaction boundary moves (default 48, 1 to 10000): larger steps mean
-	// fewer, bigger compactions and more requests that extend the previous one.
-	CompactStep   *int32 `protobuf:"varint,14,opt,name=compact_step,json=compactStep,proto3,oneof" json:"compact_step,omitempty"`
+	// Grid, in memory seqs, on which the compaction boundary moves (default 4, 1 to 10000).
+	CompactStep *int32 `protobuf:"varint,14,opt,name=compact_step,json=compactStep,proto3,oneof" json:"compact_step,omitempty"`
+	// Message tokens a compaction brings the request down to (default 2500; 0 means the high-water mark): the gap
+	// between the two marks is how far requests grow as pure extensions of each other between two compactions.
+	LowWaterTokens *int32 `protobuf:"varint,15,opt,name=low_water_tokens,json=lowWaterTokens,proto3,oneof" json:"low_water_tokens,omitempty"`
+	// Tokens of state (tool results with their calls) carried below the compaction boundary: pinned results always,
+	// then the newest result of each tool, then other calls' newest results (default 2500; 0 means no bound).
+	CarryTokens   *int32 `protobuf:"varint,16,opt,name=carry_tokens,json=carryTokens,proto3,oneof" json:"carry_tokens,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -313,6 +318,20 @@ func (x *Policy) GetHighWaterTokens() int32 {
 func (x *Policy) GetCompactStep() int32 {
 	if x != nil && x.CompactStep != nil {
 		return *x.CompactStep
+	}
+	return 0
+}
+
+func (x *Policy) GetLowWaterTokens() int32 {
+	if x != nil && x.LowWaterTokens != nil {
+		return *x.LowWaterTokens
+	}
+	return 0
+}
+
+func (x *Policy) GetCarryTokens() int32 {
+	if x != nil && x.CarryTokens != nil {
+		return *x.CarryTokens
 	}
 	return 0
 }
@@ -1054,7 +1073,7 @@ var File_zoea_composer_v1_composer_proto protoreflect.FileDescriptor
 
 const file_zoea_composer_v1_composer_proto_rawDesc = "" +
 	"\n" +
-	"\x1fzoea/composer/v1/composer.proto\x12\x10zoea.composer.v1\x1a\x1bzoea/memory/v1/memory.proto\"\xc7\x06\n" +
+	"\x1fzoea/composer/v1/composer.proto\x12\x10zoea.composer.v1\x1a\x1bzoea/memory/v1/memory.proto\"\xc4\a\n" +
 	"\x06Policy\x12$\n" +
 	"\vscan_window\x18\x01 \x01(\x05H\x00R\n" +
 	"scanWindow\x88\x01\x01\x12&\n" +
@@ -1074,7 +1093,9 @@ const file_zoea_composer_v1_composer_proto_rawDesc = "" +
 	"\rmax_turn_rows\x18\f \x01(\x05H\bR\vmaxTurnRows\x88\x01\x01\x12/\n" +
 	"\x11high_water_tokens\x18\r \x01(\x05H\tR\x0fhighWaterTokens\x88\x01\x01\x12&\n" +
 	"\fcompact_step\x18\x0e \x01(\x05H\n" +
-	"R\vcompactStep\x88\x01\x01B\x0e\n" +
+	"R\vcompactStep\x88\x01\x01\x12-\n" +
+	"\x10low_water_tokens\x18\x0f \x01(\x05H\vR\x0elowWaterTokens\x88\x01\x01\x12&\n" +
+	"\fcarry_tokens\x18\x10 \x01(\x05H\fR\vcarryTokens\x88\x01\x01B\x0e\n" +
 	"\f_scan_windowB\x0f\n" +
 	"\r_token_budgetB\x19\n" +
 	"\x17_tool_result_cap_tokensB\x15\n" +
@@ -1085,7 +1106,9 @@ const file_zoea_composer_v1_composer_proto_rawDesc = "" +
 	"\x11_reply_cap_tokensB\x10\n" +
 	"\x0e_max_turn_rowsB\x14\n" +
 	"\x12_high_water_tokensB\x0f\n" +
-	"\r_compact_step\"\xc0\x01\n" +
+	"\r_compact_stepB\x13\n" +
+	"\x11_low_water_tokensB\x0f\n" +
+	"\r_carry_tokens\"\xc0\x01\n" +
 	"\vChatMessage\x12(\n" +
 	"\x04role\x18\x01 \x01(\x0e2\x14.zoea.memory.v1.RoleR\x04role\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x127\n" +

@@ -2629,8 +2629,13 @@ type GetComposeWindowRequest struct {
 	// the window is larger, its oldest rows are left out (the newest row and the mission always stay) and
 	// turn_truncated is set.
 	MaxResultBytes int32 `protobuf:"varint,9,opt,name=max_result_bytes,json=maxResultBytes,proto3" json:"max_result_bytes,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The composer's compaction boundary from this mysis's previous request (v2): when set, the recent part starts
+	// at this seq instead of the `window` and current-turn rules (still bounded by max_turn_rows, and moved onto a loop
+	// boundary), so it stays put between the composer's compactions. 0 means none. Carried rows are always the state
+	// as of the recent part's start: the newest result of each distinct call among the memories before it.
+	RecentFromSeq int64 `protobuf:"varint,10,opt,name=recent_from_seq,json=recentFromSeq,proto3" json:"recent_from_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetComposeWindowRequest) Reset() {
@@ -2722,6 +2727,13 @@ func (x *GetComposeWindowRequest) GetMaxTurnRows() int32 {
 func (x *GetComposeWindowRequest) GetMaxResultBytes() int32 {
 	if x != nil {
 		return x.MaxResultBytes
+	}
+	return 0
+}
+
+func (x *GetComposeWindowRequest) GetRecentFromSeq() int64 {
+	if x != nil {
+		return x.RecentFromSeq
 	}
 	return 0
 }
@@ -5019,7 +5031,7 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\bmysis_id\x18\x01 \x01(\tR\amysisId\x12\x1b\n" +
 	"\tmemory_id\x18\x02 \x01(\x03R\bmemoryId\"C\n" +
 	"\x11GetMemoryResponse\x12.\n" +
-	"\x06memory\x18\x01 \x01(\v2\x16.zoea.memory.v1.MemoryR\x06memory\"\xde\x02\n" +
+	"\x06memory\x18\x01 \x01(\v2\x16.zoea.memory.v1.MemoryR\x06memory\"\x86\x03\n" +
 	"\x17GetComposeWindowRequest\x12\x19\n" +
 	"\bmysis_id\x18\x01 \x01(\tR\amysisId\x12\x16\n" +
 	"\x06window\x18\x02 \x01(\x05R\x06window\x126\n" +
@@ -5031,7 +5043,9 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\vreply_limit\x18\a \x01(\x05R\n" +
 	"replyLimit\x12\"\n" +
 	"\rmax_turn_rows\x18\b \x01(\x05R\vmaxTurnRows\x12(\n" +
-	"\x10max_result_bytes\x18\t \x01(\x05R\x0emaxResultBytes\"b\n" +
+	"\x10max_result_bytes\x18\t \x01(\x05R\x0emaxResultBytes\x12&\n" +
+	"\x0frecent_from_seq\x18\n" +
+	" \x01(\x03R\rrecentFromSeq\"b\n" +
 	"\aMission\x12.\n" +
 	"\x06memory\x18\x01 \x01(\v2\x16.zoea.memory.v1.MemoryR\x06memory\x12'\n" +
 	"\x0fglobal_fallback\x18\x02 \x01(\bR\x0eglobalFallback\"\xa4\x02\n" +

@@ -1,0 +1,260 @@
+package compose
+
+import (
+	"math"
+	"slices"
+)
+
+// The compaction boundary and the state it carries.
+//
+// A request is: system prompt, mission, the compacted past (everything below the boundary, reduced to the state it
+// carries) and the live part (everything from the boundary on, as stored). The compacted past is decided when the
+// boundary moves, by what was known then — the compaction seq, the newest memory at that moment: below the boundary
+// it carries the newest result of each distinct call that nothing up to the compaction seq superseded. A result that
+// arrives later does not change it; it lands in the live part. So while the boundary stays, each request is the
+// previous one plus what happened since — a pure extension that providers serve from their prompt cache — and the
+// boundary moves only when the request outgrows the high-water mark, in one step down to the low-water mark
+// (hysteresis), where the next stretch of pure extensions begins. The caller remembers the pair (Manifest.Boundary,
+// Manifest.CompactSeq) and passes it back (Input.PrevBoundary, Input.PrevCompactSeq).
+
+// pinKey keys a pinned tool's results by name: its newest result is carried however old, whatever its arguments.
+func pinKey(name string) string { return "\x00pin " + name }
+
+func (r *toolResult) asOfKey() string {
+	if r.pinned {
+		return pinKey(r.name)
+	}
+	return r.key
+}
+
+// eligible reports whether r may be carried below the boundary: a stored result since the objective, or a pinned one.
+func (c *composer) eligible(r *toolResult) bool {
+	return r.mem != nil && r.state != resSynthetic && (r.mem.Seq >= c.objective || r.pinned)
+}
+
+// callTokens is what one call of a loop costs besides its result.
+func (c *composer) callTokens(u *unit, k int) int {
+	tc := u.calls[k]
+	return framingPerCall + c.count(tc.ID) + c.count(tc.Name) + c.count(tc.Arguments) +
+		framingPerMessage + c.count(u.results[k].name) + c.count(tc.ID)
+}
+
+// stubTokens is what r costs once superseded: its stub, unless the stub would be longer.
+func (c *composer) stubTokens(r *toolResult) int {
+	n := c.resultTokens(r)
+	if r.mem == nil || r.state == resStub || r.state == resSynthetic {
+		return n
+	}
+	return min(n, c.count(supersededStub(r)))
+}
+
+// newestAsOf marks, for every result, whether no result of the same call (pinned: of the same tool) up to seq
+// asOf follows it. It returns the marks indexed like units and their results.
+func newestAsOf(units []*unit, asOf int64) [][]bool {
+	marks := make([][]bool, len(units))
+	seen := make(map[string]bool, len(units))
+	for i := len(units) - 1; i >= 0; i-- {
+		u := units[i]
+		marks[i] = make([]bool, len(u.results))
+		if u.seq > asOf {
+			continue
+		}
+		for k := len(u.results) - 1; k >= 0; k-- {
+			r := u.results[k]
+			if r.state == resSynthetic {
+				continue
+			}
+			if key := r.asOfKey(); !seen[key] {
+				seen[key], marks[i][k] = true, true
+			}
+		}
+	}
+	return marks
+}
+
+// compactCost is what unit u costs below the boundary, and how much of it is carried state that Policy.CarryTokens
+// bounds (pinned results are not); newest marks u's results that are the newest of their call.
+func (c *composer) compactCost(u *unit, newest []bool) (cost, state int) {
+	switch u.kind {
+	case kindLoop:
+		pinned := false
+		n := framingPerMessage + c.count(u.content)
+		for k, r := range u.results {
+			switch {
+			case newest[k] && r.pinned && c.eligible(r):
+				pinned = true
+				n += c.callTokens(u, k) + c.resultTokens(r)
+			case newest[k] && c.eligible(r) && c.p.CarryLimit > 0:
+				state += c.callTokens(u, k) + c.resultTokens(r)
+			default:
+				n += c.callTokens(u, k) + c.stubTokens(r)
+			}
+		}
+		if !pinned && state == 0 {
+			return 0, 0
+		}
+		return n + state, state
+	case kindText:
+		if u.seq >= c.objective && c.p.ReplyLimit > 0 {
+			return min(c.unitTokens(u), framingPerMessage+c.p.ReplyCap), 0
+		}
+	}
+	return 0, 0
+}
+
+// boundaryChoice is the boundary and the compaction seq the compacted past is decided by.
+type boundaryChoice struct {
+	boundary, compactSeq int64
+}
+
+// chooseBoundary returns the compaction boundary: the previous one while the request it gives stays within high,
+// else the lowest candidate (grid points from g0 to ceiling) whose request fits low — or, failing that, the one with
+// the smallest request — compacted by what is known now (the newest memory). The estimate of a request is the
+// compacted past plus everything above the boundary in full plus the fixed units; the budget reducer deals with what
+// an estimate misses.
+func (c *composer) chooseBoundary(units []*unit, fixedUnit func(*unit) bool, fixed, g0, ceiling int64, high, low int) boundaryChoice {
+	var newestSeq int64
+	for _, u := range units {
+		if !fixedUnit(u) {
+			newestSeq = max(newestSeq, u.seq)
+		}
+		for _, r := range u.results {
+			if r.state != resSynthetic {
+				c.capResult(r, c.p.ToolResultCap, ReasonOverCap)
+			}
+		}
+	}
+	if ceiling < g0 {
+		return boundaryChoice{ceiling, newestSeq}
+	}
+	capState := func(total, state int64) int64 {
+		if c.p.CarryTokens > 0 && state > int64(c.p.CarryTokens) {
+			return total - state + int64(c.p.CarryTokens)
+		}
+		return total
+	}
+	// The previous boundary, compacted as it was.
+	prev, prevSeq := c.prevBoundary, c.prevCompactSeq
+	if prevSeq < prev || prevSeq > newestSeq {
+		prevSeq = prev // unknown: decided as of the boundary itself
+	}
+	if prev >= g0 && prev <= ceiling {
+		marks := newestAsOf(units, prevSeq)
+		var total, state int64 = fixed, 0
+		for i, u := range units {
+			switch {
+			case fixedUnit(u):
+			case u.seq >= prev:
+				total += int64(c.unitTokens(u))
+			default:
+				n, s := c.compactCost(u, marks[i])
+				total, state = total+int64(n), state+int64(s)
+			}
+		}
+		if capState(total, state) <= int64(high) {
+			return boundaryChoice{prev, prevSeq}
+		}
+		g0 = max(g0, prev)
+	}
+	// A new boundary, compacted as of now: sweep the candidates upwards, moving units from full to compacted.
+	marks := newestAsOf(units, newestSeq)
+	var total, state int64 = fixed, 0
+	type pending struct {
+		full, cost, state int
+		seq               int64
+	}
+	var order []pending
+	for i, u := range units {
+		if fixedUnit(u) {
+			continue
+		}
+		full := c.unitTokens(u)
+		n, s := c.compactCost(u, marks[i])
+		order = append(order, pending{full, n, s, u.seq})
+		total += int64(full)
+	}
+	next := 0
+	best, bestEst := ceiling, int64(math.MaxInt64)
+	for g := g0; g <= ceiling; g += c.stepFrom(g) {
+		for ; next < len(order) && order[next].seq < g; next++ {
+			p := order[next]
+			total += int64(p.cost - p.full)
+			state += int64(p.state)
+		}
+		est := capState(total, state)
+		if est <= int64(low) {
+			return boundaryChoice{g, newestSeq}
+		}
+		if est < bestEst {
+			best, bestEst = g, est
+		}
+	}
+	return boundaryChoice{best, newestSeq} // the low-water mark is out of reach: compact as far as it helps
+}
+
+// stepFrom is the distance from g to the next grid point (multiples of CompactStep); g itself may sit off the grid
+// when it is the previous boundary or the recent part's start.
+func (c *composer) stepFrom(g int64) int64 {
+	step := int64(c.p.CompactStep)
+	return (g/step+1)*step - g
+}
+
+// markAsOf decides, for the results below the boundary, which is the newest of its call as of the compaction seq
+// (newestB) and which are carried (carryB). Candidates are the newest of each call since the objective (CarryLimit of
+// them, newest first) and each pinned tool's newest however old; pinned results are always carried, then, while
+// they fit Policy.CarryTokens, the newest result of each tool and then other calls' newest results, newest first.
+// Results from the boundary on are all sent (newestB).
+func (c *composer) markAsOf(units []*unit, boundary, compactSeq int64) {
+	marks := newestAsOf(units, compactSeq)
+	type cand struct {
+		r      *toolResult
+		rank   int
+		tokens int
+	}
+	var cands []cand
+	seenTool := make(map[string]bool)
+	distinct := 0
+	for i := len(units) - 1; i >= 0; i-- {
+		u := units[i]
+		if u.seq >= boundary {
+			for _, r := range u.results {
+				r.newestB = true
+				if u.seq <= compactSeq { // known at compaction: a tool sent live then needs no carried result first
+					seenTool[r.name] = true
+				}
+			}
+			continue
+		}
+		for k := len(u.results) - 1; k >= 0; k-- {
+			r := u.results[k]
+			if r.state == resSynthetic || !marks[i][k] {
+				continue
+			}
+			r.newestB = true
+			rank := 2
+			if !seenTool[r.name] {
+				seenTool[r.name], rank = true, 1
+			}
+			switch {
+			case r.pinned:
+				rank = 0
+			case !c.eligible(r) || distinct >= c.p.CarryLimit:
+				continue
+			default:
+				distinct++
+			}
+			cands = append(cands, cand{r, rank, c.resultTokens(r) + c.callTokens(u, k)})
+		}
+	}
+	slices.SortStableFunc(cands, func(a, b cand) int { return a.rank - b.rank }) // newest first within a rank
+	left := c.p.CarryTokens
+	for _, cd := range cands {
+		if c.p.CarryTokens > 0 && cd.rank > 0 {
+			if cd.tokens > left {
+				continue
+			}
+			left -= cd.tokens
+		}
+		cd.r.carryB = true
+	}
+}
