@@ -173,13 +173,9 @@ type unit struct {
 	section section
 	keep    bool
 	reason  Reason
-	// promptFor is set on a history prompt kept only because loop promptFor follows it.
-	promptFor *unit
 	// reply: the final text reply of an earlier turn.
 	reply  bool
 	capped bool // an earlier reply cut to the reply cap
-	// full and compact are the unit's estimated tokens sent as is and compacted (0: dropped when compacted).
-	full, compact int
 }
 
 func (u *unit) isOpener() bool {

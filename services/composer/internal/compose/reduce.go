@@ -167,22 +167,11 @@ func (r *reducer) newestLoop() *unit {
 func isCurrent(u *unit) bool { return u.section == secCurrent || u.section == secSynthetic }
 
 func (r *reducer) dropAction(u *unit, reason Reason) action {
-	save := r.c.unitTokens(u)
-	for _, p := range r.units {
-		if p.promptFor == u && p.keep {
-			save += r.c.unitTokens(p)
-		}
-	}
-	return action{seq: u.seq, save: save, apply: func() bool {
+	return action{seq: u.seq, save: r.c.unitTokens(u), apply: func() bool {
 		if !u.keep {
 			return false
 		}
 		u.keep, u.reason = false, reason
-		for _, p := range r.units {
-			if p.promptFor == u && p.keep {
-				p.keep, p.reason = false, reason
-			}
-		}
 		return true
 	}}
 }

@@ -105,15 +105,6 @@ func (c *composer) unitTokens(u *unit) int {
 	return framingPerMessage + c.count(u.content)
 }
 
-// compactResultTokens is what a result costs once superseded results are stubbed.
-func (c *composer) compactResultTokens(r *toolResult) int {
-	n := c.resultTokens(r)
-	if r.newest || r.mem == nil || r.state == resStub || len(r.content) < 40 { // a stub is longer than 40 bytes
-		return n
-	}
-	return min(n, c.count(supersededStub(r)))
-}
-
 // selectUnits decides what is sent. Units at or above the compaction boundary (and the current turn) are sent as
 // they were in the previous request; below it, earlier turns are compacted to what they carry: the mission, the
 // newest result of each distinct call with its call, pinned results, the newest final replies and the latest
@@ -227,15 +218,6 @@ func (c *composer) selectUnits(units []*unit, currentStart int, missionUnit *uni
 	}
 }
 
-func (u *unit) carries() bool {
-	for _, r := range u.results {
-		if r.carry {
-			return true
-		}
-	}
-	return false
-}
-
 // carriesB reports whether u, below the boundary, carries a result (markAsOf).
 func (u *unit) carriesB() bool {
 	for _, r := range u.results {
@@ -287,62 +269,6 @@ func (c *composer) keepCarriedCalls(u *unit) {
 		}
 	}
 	u.calls, u.results = calls, results
-}
-
-// stubNotCarried marks u's carried results and stubs the others (where the stub is shorter): superseded ones, and
-// the newest of calls the carry limits left out.
-func (c *composer) stubNotCarried(u *unit) {
-	for _, r := range u.results {
-		switch {
-		case r.carryB && r.pinned:
-			r.reason = ReasonCarriedPinned
-		case r.carryB:
-			r.reason = ReasonCarried
-		case !r.newestB:
-			c.stubOrKeep(r)
-		case r.mem != nil && r.state != resStub && r.state != resSynthetic:
-			if !c.stubIfShorter(r, budgetStub(r), ReasonOverCarryLimit) {
-				r.reason = ReasonStubLonger
-			}
-		}
-	}
-}
-
-func (c *composer) stubSuperseded(u *unit) {
-	for _, r := range u.results {
-		if !r.newestB {
-			c.stubOrKeep(r)
-		}
-	}
-}
-
-func (c *composer) stubOrKeep(r *toolResult) {
-	if r.mem == nil || r.state == resStub {
-		return
-	}
-	if !c.stubIfShorter(r, supersededStub(r), ReasonSuperseded) {
-		r.reason = ReasonStubLonger
-	}
-}
-
-// keepPrompt keeps the prompt that opened the turn of units[i], which gives a kept history loop its meaning.
-func (c *composer) keepPrompt(units []*unit, i int) {
-	u := units[i]
-	first := -1
-	for j := i; j >= 0; j-- {
-		if units[j].kind == kindMission {
-			continue
-		}
-		if units[j].turn != u.turn {
-			break
-		}
-		first = j
-	}
-	if first >= 0 {
-		if p := units[first]; p.isOpener() && !p.keep {
-			p.keep, p.section, p.reason, p.promptFor = true, secHistory, ReasonHistoryPrompt, u
-		}
-	}
 }
 
 // capReply cuts an earlier reply to the reply cap, pointing at the memory that holds it whole.

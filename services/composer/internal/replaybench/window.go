@@ -84,7 +84,7 @@ func V2Window(rows []compose.Memory, o WindowOptions) V2Result {
 	if o.RecentFrom > 0 {
 		// The composer's previous boundary replaces the window and turn rules, so the recent part stays put
 		// between compactions (bounded by max turn rows like them).
-		start, first = n-1, n-1
+		start = n - 1
 		for start > 0 && rows[start-1].Seq >= o.RecentFrom {
 			start--
 		}

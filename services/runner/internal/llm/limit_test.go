@@ -81,7 +81,9 @@ func testWithLimitNeverMoreThanN(t *testing.T) {
 	}
 }
 
-func TestWithLimitQueuedCallerCancels(t *testing.T) { synctest.Test(t, testWithLimitQueuedCallerCancels) }
+func TestWithLimitQueuedCallerCancels(t *testing.T) {
+	synctest.Test(t, testWithLimitQueuedCallerCancels)
+}
 
 func testWithLimitQueuedCallerCancels(t *testing.T) {
 	g := newGate()
