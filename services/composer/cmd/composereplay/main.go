@@ -42,6 +42,9 @@ func run(_ context.Context, args []string) error {
 	parallel := fs.Int("parallel", 2, "sessions replayed at once")
 	byPers := fs.Bool("personalities", false, "also print state coverage, mean history tokens and billed (a) per personality")
 	turns := fs.Int("turns", 0, "run the older single-session replay with this many turns instead")
+	carry := fs.Int("carry-tokens", -1, "Zoea v2's policy.carry_tokens (-1: the default policy's)")
+	low := fs.Int("low-water", -1, "Zoea v2's policy.low_water_tokens (-1: the default policy's)")
+	high := fs.Int("high-water", -1, "Zoea v2's policy.high_water_tokens (-1: the default policy's)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -57,7 +60,17 @@ func run(_ context.Context, args []string) error {
 		return legacy(*turns, *seed)
 	}
 	start := time.Now()
-	res, err := replaybench.Run(replaybench.Options{Sessions: *sessions, Calls: *calls, Seed: *seed, Budget: *budget, Only: *only,
+	tune := func(p *compose.Policy) {
+		for _, o := range []struct {
+			v   int
+			dst *int
+		}{{*carry, &p.CarryTokens}, {*low, &p.LowWater}, {*high, &p.HighWater}} {
+			if o.v >= 0 {
+				*o.dst = o.v
+			}
+		}
+	}
+	res, err := replaybench.Run(replaybench.Options{Sessions: *sessions, Calls: *calls, Seed: *seed, Budget: *budget, Only: *only, Tune: tune,
 		Parallel: *parallel})
 	if err != nil {
 		return err

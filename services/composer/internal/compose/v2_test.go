@@ -377,18 +377,24 @@ func TestCacheStability(t *testing.T) {
 		p := compose.DefaultPolicy()
 		var prev []chat.Message
 		var boundary, compactSeq int64 // the previous request's, as the composer remembers them per mysis
+		var prevBoundary int64
+		stayBreaks := 0 // requests that are no extension although the boundary stayed
 		var ext, total, maxTokens int
 		var share float64
 		for _, at := range s.Requests {
 			w := histgen.ComposeWindowFrom(s.Rows[:at], p, s.ObjectiveAt(at), boundary)
 			res := mustCompose(t, compose.Input{SystemPrompt: systemPrompt, Mission: s.MissionAt(at), Window: w.Rows,
 				RecentStartSeq: w.RecentStartSeq, ObjectiveSeq: w.ObjectiveSeq, Tools: s.Tools, PrevBoundary: boundary, PrevCompactSeq: compactSeq}, p)
+			prevBoundary = boundary
 			boundary, compactSeq = res.Manifest.Boundary, res.Manifest.CompactSeq
 			maxTokens = max(maxTokens, res.Manifest.Tokens.Total)
 			if prev != nil {
 				total++
-				if len(res.Messages) >= len(prev) && equalMessages(prev, res.Messages[:len(prev)]) {
+				extends := len(res.Messages) >= len(prev) && equalMessages(prev, res.Messages[:len(prev)])
+				if extends {
 					ext++
+				} else if res.Manifest.Boundary == prevBoundary {
+					stayBreaks++
 				}
 				d := 0
 				for d < len(prev) && d < len(res.Messages) && equalMessages(prev[d:d+1], res.Messages[d:d+1]) {
@@ -399,16 +405,16 @@ func TestCacheStability(t *testing.T) {
 			prev = res.Messages
 		}
 		ratio := float64(ext) / float64(total)
-		t.Logf("seed %d: %d of %d requests extend the previous one (%.1f%%); mean shared message prefix %.1f%%; max %d tokens",
-			seed, ext, total, 100*ratio, 100*share/float64(total), maxTokens)
-		// Floors measured on 2026-11-23 (66%, 59%, 56%), with a margin: a regression guard. Long turns extend best;
-		// short turns between text replies churn the carried state more (see COMPOSITION.md, rule 10).
-		floor := 0.60
-		if seed != 1 {
-			floor = 0.50
+		t.Logf("seed %d: %d of %d requests extend the previous one (%.1f%%); mean shared message prefix %.1f%%; max %d tokens; %d breaks with the boundary staying",
+			seed, ext, total, 100*ratio, 100*share/float64(total), maxTokens, stayBreaks)
+		// Floors measured on 2026-11-24 with hysteresis (84%, 86%, 88%; 66%, 59%, 56% before), with a margin: a
+		// regression guard. Between two moves of the boundary a request extends the previous one (COMPOSITION.md,
+		// rule 10); the few exceptions are the budget reducer at work.
+		if ratio < 0.75 {
+			t.Errorf("seed %d: only %.1f%% of requests are pure extensions (floor 75%%)", seed, 100*ratio)
 		}
-		if ratio < floor {
-			t.Errorf("seed %d: only %.1f%% of requests are pure extensions (floor %.0f%%)", seed, 100*ratio, 100*floor)
+		if stayBreaks > total/50 {
+			t.Errorf("seed %d: %d requests are no extension although the boundary stayed (at most %d)", seed, stayBreaks, total/50)
 		}
 	}
 }

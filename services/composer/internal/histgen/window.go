@@ -102,18 +102,17 @@ func ComposeWindowFrom(all []compose.Memory, p compose.Policy, objectiveSeq, fro
 		carried++
 		keep[i], keep[caller[i]] = true, true
 	}
+	// The newest ReplyLimit assistant text replies since the objective before the recent part, as the memory
+	// service returns them.
 	replies := 0
-	for i := ts - 1; i >= 0 && replies < p.ReplyLimit; i-- {
+	for i := r - 1; i >= 0 && replies < p.ReplyLimit; i-- {
 		m := all[i]
-		if m.Seq < objectiveSeq {
+		if m.Seq <= objectiveSeq {
 			break
 		}
-		last := i == n-1 || all[i+1].Turn != m.Turn
-		if last && m.Role == chat.RoleAssistant && len(m.ToolCalls) == 0 && m.Content != "" {
+		if m.Role == chat.RoleAssistant && len(m.ToolCalls) == 0 && m.Content != "" {
 			replies++
-			if i < r {
-				keep[i] = true
-			}
+			keep[i] = true
 		}
 	}
 	w := Window{RecentStartSeq: all[r].Seq, ObjectiveSeq: objectiveSeq, TurnTruncated: truncated}

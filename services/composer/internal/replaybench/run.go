@@ -28,6 +28,8 @@ type Options struct {
 	Only string
 	// Parallel is the number of sessions replayed at once (at least 1).
 	Parallel int
+	// Tune, if set, changes Zoea v2's policy after the defaults (and Budget) are applied: the trade-off studies.
+	Tune func(*compose.Policy)
 }
 
 // Stats is one system's measurements over every request of every session.
@@ -145,7 +147,7 @@ func Run(o Options) (Result, error) {
 				res.StateCases += cases
 				res.Oversize += over
 				mu.Unlock()
-				for _, sys := range Systems(tok, tools, o.Budget) {
+				for _, sys := range Systems(tok, tools, o.Budget, o.Tune) {
 					if !keep(sys.Name) {
 						continue
 					}
@@ -220,14 +222,14 @@ func (s *Stats) add(o Stats) {
 }
 
 // Systems returns the compared systems, in table order.
-func Systems(tok *o200k.Tokenizer, tools []ToolDef, budget int) []System {
+func Systems(tok *o200k.Tokenizer, tools []ToolDef, budget int, tune func(*compose.Policy)) []System {
 	return []System{
 		FullHistory(histgen.RealPrompt),
 		LastN(histgen.RealPrompt, 20),
 		SeedLoopSlice(histgen.RealPrompt),
 		SeedTurnAware(histgen.RealPrompt),
 		ZoeaV1(histgen.RealPrompt, tok, budget),
-		ZoeaV2(histgen.RealPrompt, tok, tools, budget),
+		ZoeaV2(histgen.RealPrompt, tok, tools, budget, tune),
 	}
 }
 

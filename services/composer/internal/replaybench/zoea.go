@@ -38,10 +38,13 @@ func ZoeaV1(system string, tok *o200k.Tokenizer, budget int) System {
 // ZoeaV2 is the live compose package at its default policy (budget overridable), fed what the v2 GetComposeWindow
 // returns for the policy's carry options (V2Window, with each tool result's call arguments and key as the memory
 // service stores them) and the tool definitions, which it budgets for.
-func ZoeaV2(system string, tok *o200k.Tokenizer, tools []ToolDef, budget int) System {
+func ZoeaV2(system string, tok *o200k.Tokenizer, tools []ToolDef, budget int, tune func(*compose.Policy)) System {
 	p := compose.DefaultPolicy()
 	if budget > 0 {
 		p.TokenBudget = budget
+	}
+	if tune != nil {
+		tune(&p)
 	}
 	c := tok.NewCounter()
 	ctools := make([]compose.Tool, len(tools))
