@@ -107,8 +107,8 @@ type boundaryChoice struct {
 	boundary, compactSeq int64
 }
 
-// chooseBoundary returns the compaction boundary: the previous one while the request it gives stays within high,
-// else the lowest candidate (grid points from g0 to ceiling) whose request fits low — or, failing that, the one with
+// chooseBoundary returns the compaction boundary: the previous one (or, with none, the window's first row) while the
+// request it gives stays within high, else the lowest candidate (grid points from g0 to ceiling) whose request fits low — or, failing that, the one with
 // the smallest request — compacted by what is known now (the newest memory). The estimate of a request is the
 // compacted past plus everything above the boundary in full plus the fixed units; the budget reducer deals with what
 // an estimate misses.
@@ -138,7 +138,8 @@ func (c *composer) chooseBoundary(units []*unit, fixedUnit func(*unit) bool, fix
 	if prevSeq < prev || prevSeq > newestSeq {
 		prevSeq = prev // unknown: decided as of the boundary itself
 	}
-	if prev >= g0 && prev <= ceiling {
+	fresh := prev < g0 || prev > ceiling // no usable previous boundary: start from the window's first row
+	if !fresh {
 		marks := newestAsOf(units, prevSeq)
 		var total, state int64 = fixed, 0
 		for i, u := range units {
@@ -182,6 +183,9 @@ func (c *composer) chooseBoundary(units []*unit, fixedUnit func(*unit) bool, fix
 			state += int64(p.state)
 		}
 		est := capState(total, state)
+		if fresh && g == g0 && est <= int64(high) {
+			return boundaryChoice{g, newestSeq} // nothing to compact yet: grow append-only from here
+		}
 		if est <= int64(low) {
 			return boundaryChoice{g, newestSeq}
 		}

@@ -80,6 +80,7 @@ func toProtoManifest(m compose.Manifest, p compose.Policy) *composerv1.Manifest 
 		NudgeLevel:            int32(m.NudgeLevel),
 		Tokenizer:             Tokenizer,
 		CompactionBoundarySeq: m.Boundary,
+		CompactionSeq:         m.CompactSeq,
 		TurnTruncated:         m.TurnTruncated,
 	}
 	for i, it := range m.Items {

@@ -36,6 +36,10 @@ type Options struct {
 	Counter compose.Counter
 	// Logger receives composition failures that are the server's fault.
 	Logger *slog.Logger
+	// Stateless composes every request with the boundary chosen afresh instead of starting from the mysis's
+	// previous one: ComposeContext becomes a pure function of the request and the window, at the price of the
+	// providers' prompt caches (tests comparing composers use it).
+	Stateless bool
 }
 
 // Service implements composerv1.ComposerServiceServer.
@@ -60,7 +64,11 @@ func New(memory Windows, opts Options) (*Service, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Service{memory: memory, defaults: p, counter: opts.Counter, log: opts.Logger, bounds: newBoundaries(maxBoundaries)}, nil
+	svc := &Service{memory: memory, defaults: p, counter: opts.Counter, log: opts.Logger}
+	if !opts.Stateless {
+		svc.bounds = newBoundaries(maxBoundaries)
+	}
+	return svc, nil
 }
 
 // DefaultPolicy returns the policy in force for a request without overrides.
@@ -80,7 +88,10 @@ func (s *Service) ComposeContext(ctx context.Context, req *composerv1.ComposeCon
 	if err != nil {
 		return nil, err
 	}
-	prev := s.bounds.get(id)
+	var prev mark
+	if s.bounds != nil {
+		prev = s.bounds.get(id)
+	}
 	in, err := s.memory.Window(ctx, id, p, prev.boundary)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -100,7 +111,7 @@ func (s *Service) ComposeContext(ctx context.Context, req *composerv1.ComposeCon
 	if err != nil {
 		return nil, fromComposeError(id, err)
 	}
-	if res.Manifest.Boundary > 0 {
+	if s.bounds != nil && res.Manifest.Boundary > 0 {
 		s.bounds.put(id, mark{res.Manifest.Boundary, res.Manifest.CompactSeq})
 	}
 	return toProtoResponse(res, p), nil

@@ -80,6 +80,7 @@ func TestComposeContextOneRoundTripSameAsCompose(t *testing.T) {
 	c.waitHealth(t, healthpb.HealthCheckResponse_SERVING)
 
 	p := compose.DefaultPolicy()
+	var prevBoundary, prevSeq int64 // the composer starts each request from the mysis's previous boundary
 	for i, window := range []int{50, 20, 50, 7} {
 		pp := &composerv1.Policy{ScanWindow: proto.Int32(int32(window))}
 		resp, err := c.client.ComposeContext(context.Background(), &composerv1.ComposeContextRequest{MysisId: mysisID, Policy: pp})
@@ -102,7 +103,7 @@ func TestComposeContextOneRoundTripSameAsCompose(t *testing.T) {
 		p.ScanWindow = window
 		w := histgen.ComposeWindow(s.Rows, p, s.Rows[0].Seq)
 		want, err := compose.Compose(compose.Input{SystemPrompt: replay.SystemPrompt, Window: w.Rows, RecentStartSeq: w.RecentStartSeq,
-			ObjectiveSeq: w.ObjectiveSeq,
+			ObjectiveSeq: w.ObjectiveSeq, PrevBoundary: prevBoundary, PrevCompactSeq: prevSeq,
 			Mission:      &compose.Mission{MemoryID: s.Rows[0].ID, Seq: s.Rows[0].Seq, Source: s.Rows[0].Source, Content: s.Rows[0].Content}}, p)
 		if err != nil {
 			t.Fatal(err)
@@ -111,6 +112,14 @@ func TestComposeContextOneRoundTripSameAsCompose(t *testing.T) {
 		if !reflect.DeepEqual(got, want.Messages) {
 			t.Fatalf("window %d: gRPC messages differ from compose.Compose", window)
 		}
+		if m := resp.GetManifest(); m.GetCompactionBoundarySeq() != want.Manifest.Boundary || m.GetCompactionSeq() != want.Manifest.CompactSeq {
+			t.Fatalf("window %d: boundary %d/%d, compose.Compose %d/%d", window, m.GetCompactionBoundarySeq(), m.GetCompactionSeq(),
+				want.Manifest.Boundary, want.Manifest.CompactSeq)
+		}
+		if req.GetRecentFromSeq() != prevBoundary {
+			t.Fatalf("window %d: recent_from_seq %d, want the previous boundary %d", window, req.GetRecentFromSeq(), prevBoundary)
+		}
+		prevBoundary, prevSeq = want.Manifest.Boundary, want.Manifest.CompactSeq
 		if err := chatvalid.Strict.Validate(got); err != nil {
 			t.Fatal(err)
 		}
@@ -364,8 +373,9 @@ func startMemoryAt(t *testing.T, addr string) *memoryServer {
 func TestConcurrentCachedComposesMatchUncached(t *testing.T) {
 	mem := startMemory(t)
 	session(t, mem.fake, 0)
-	cached := startComposer(t, mem.addr, grpcapi.Options{Counter: cache(t), Logger: discardLogger()})
-	plain := startComposer(t, mem.addr, grpcapi.Options{Logger: discardLogger()})
+	// Stateless: each answer depends on the request alone, not on which request came before for the mysis.
+	cached := startComposer(t, mem.addr, grpcapi.Options{Counter: cache(t), Logger: discardLogger(), Stateless: true})
+	plain := startComposer(t, mem.addr, grpcapi.Options{Logger: discardLogger(), Stateless: true})
 	windows := []int32{5, 10, 20, 30, 40, 50}
 	want := map[int32]*composerv1.ComposeContextResponse{}
 	for _, w := range windows {

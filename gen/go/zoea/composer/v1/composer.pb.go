@@ -701,11 +701,13 @@ type Manifest struct {
 	Repairs []string `protobuf:"bytes,6,rep,name=repairs,proto3" json:"repairs,omitempty"`
 	// Tokenizer used for counting, e.g. "o200k_base".
 	Tokenizer string `protobuf:"bytes,7,opt,name=tokenizer,proto3" json:"tokenizer,omitempty"`
-	// Seq of the compaction boundary: memories from it on are sent as in the previous request, older ones are
-	// compacted to carried state; 0 when nothing is below it.
+	// Seq of the compaction boundary: memories from it on are sent as stored (append-only between compactions),
+	// older ones are compacted to carried state. The composer keeps it per mysis and the next request starts from it.
 	CompactionBoundarySeq int64 `protobuf:"varint,8,opt,name=compaction_boundary_seq,json=compactionBoundarySeq,proto3" json:"compaction_boundary_seq,omitempty"`
 	// The memory service left out the oldest rows of an overlong current turn (policy.max_turn_rows).
 	TurnTruncated bool `protobuf:"varint,9,opt,name=turn_truncated,json=turnTruncated,proto3" json:"turn_truncated,omitempty"`
+	// The newest memory when the boundary last moved: the compacted past carries the state known then.
+	CompactionSeq int64 `protobuf:"varint,10,opt,name=compaction_seq,json=compactionSeq,proto3" json:"compaction_seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -801,6 +803,13 @@ func (x *Manifest) GetTurnTruncated() bool {
 		return x.TurnTruncated
 	}
 	return false
+}
+
+func (x *Manifest) GetCompactionSeq() int64 {
+	if x != nil {
+		return x.CompactionSeq
+	}
+	return 0
 }
 
 // Encouragement is the composer's decision on the nudge counter.
@@ -1137,7 +1146,7 @@ const file_zoea_composer_v1_composer_proto_rawDesc = "" +
 	"\tsynthetic\x18\x05 \x01(\x05R\tsynthetic\x12\x14\n" +
 	"\x05total\x18\x06 \x01(\x05R\x05total\x12\x14\n" +
 	"\x05tools\x18\a \x01(\x05R\x05tools\x12\x18\n" +
-	"\acarried\x18\b \x01(\x05R\acarried\"\x9b\x03\n" +
+	"\acarried\x18\b \x01(\x05R\acarried\"\xc2\x03\n" +
 	"\bManifest\x129\n" +
 	"\aentries\x18\x01 \x03(\v2\x1f.zoea.composer.v1.ManifestEntryR\aentries\x127\n" +
 	"\x06tokens\x18\x02 \x01(\v2\x1f.zoea.composer.v1.SectionTokensR\x06tokens\x12!\n" +
@@ -1148,7 +1157,9 @@ const file_zoea_composer_v1_composer_proto_rawDesc = "" +
 	"\arepairs\x18\x06 \x03(\tR\arepairs\x12\x1c\n" +
 	"\ttokenizer\x18\a \x01(\tR\ttokenizer\x126\n" +
 	"\x17compaction_boundary_seq\x18\b \x01(\x03R\x15compactionBoundarySeq\x12%\n" +
-	"\x0eturn_truncated\x18\t \x01(\bR\rturnTruncated\"\x83\x01\n" +
+	"\x0eturn_truncated\x18\t \x01(\bR\rturnTruncated\x12%\n" +
+	"\x0ecompaction_seq\x18\n" +
+	" \x01(\x03R\rcompactionSeq\"\x83\x01\n" +
 	"\rEncouragement\x12=\n" +
 	"\x06action\x18\x01 \x01(\x0e2%.zoea.composer.v1.EncouragementActionR\x06action\x12\x1d\n" +
 	"\n" +
