@@ -44,13 +44,13 @@ import (
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/server"
-	"github.com/zoeaswarm/zoea/services/composer/internal/benchcpu"
+	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/benchcpu"
+	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/replay"
 	"github.com/zoeaswarm/zoea/services/composer/internal/bufpool"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
 	"github.com/zoeaswarm/zoea/services/composer/internal/grpcapi"
 	"github.com/zoeaswarm/zoea/services/composer/internal/memoryclient"
 	"github.com/zoeaswarm/zoea/services/composer/internal/o200k"
-	"github.com/zoeaswarm/zoea/services/composer/internal/replay"
 	"github.com/zoeaswarm/zoea/services/composer/internal/tokcache"
 )
 
@@ -303,7 +303,7 @@ func waitServing(ctx context.Context, h healthpb.HealthClient) error {
 	}
 }
 
-// createMyses creates myses, each with a generated SpaceMolt history (internal/replay) and a broadcast mission.
+// createMyses creates myses, each with a generated SpaceMolt history (internal/benchkit/replay) and a broadcast mission.
 func createMyses(ctx context.Context, mem memoryv1.MemoryServiceClient, o options) ([]string, error) {
 	var ids []string
 	stamp := time.Now().UnixNano()

@@ -2,11 +2,11 @@
 // personalities) request by request through six context-composition systems side by side — full history, last-20,
 // the seed's loop slice, the seed's turn-aware composition, Zoea v1 (frozen copy) and Zoea v2 (live compose) — and
 // prints one Markdown table: history tokens, invalid requests under OpenAI and Anthropic rules, state coverage,
-// mission presence, prompt-cache prefix share and billed-equivalent input tokens (internal/replaybench):
+// mission presence, prompt-cache prefix share and billed-equivalent input tokens (internal/benchkit/replaybench):
 //
 //	go run ./cmd/composereplay -sessions 40 -calls 300 -seed 1
 //
-// With -turns it runs the older single-session replay of internal/replay instead (docs/BENCHMARKS.md, 2026-11-22).
+// With -turns it runs the older single-session replay of internal/benchkit/replay instead (docs/BENCHMARKS.md, 2026-11-22).
 package main
 
 import (
@@ -18,9 +18,9 @@ import (
 	"os/signal"
 	"time"
 
+	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/replay"
+	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/replaybench"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
-	"github.com/zoeaswarm/zoea/services/composer/internal/replay"
-	"github.com/zoeaswarm/zoea/services/composer/internal/replaybench"
 )
 
 func main() {

@@ -1,4 +1,4 @@
-// Command composesoak composes a large number of generated mysis histories (see internal/histgen) and counts how many
+// Command composesoak composes a large number of generated mysis histories (see internal/benchkit/histgen) and counts how many
 // requests are invalid under chatvalid.Strict or exceed their token budget. It exits non-zero if any are, so it can
 // gate a release:
 //
@@ -16,7 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/zoeaswarm/zoea/services/composer/internal/histgen"
+	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/histgen"
 	"github.com/zoeaswarm/zoea/services/composer/internal/o200k"
 )
 

@@ -3,7 +3,7 @@ package compose_test
 import (
 	"testing"
 
-	"github.com/zoeaswarm/zoea/services/composer/internal/histgen"
+	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/histgen"
 	"github.com/zoeaswarm/zoea/services/composer/internal/o200k"
 )
 

@@ -8,10 +8,10 @@ import (
 
 	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
-	"github.com/zoeaswarm/zoea/services/composer/internal/benchcpu"
+	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/benchcpu"
+	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/replay"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
 	"github.com/zoeaswarm/zoea/services/composer/internal/grpcapi"
-	"github.com/zoeaswarm/zoea/services/composer/internal/replay"
 )
 
 // BenchmarkComposeContext is one ComposeContext over loopback gRPC against the fake memory service (default policy,

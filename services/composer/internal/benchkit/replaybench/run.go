@@ -12,8 +12,8 @@ import (
 
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/chat/chatvalid"
+	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/histgen"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
-	"github.com/zoeaswarm/zoea/services/composer/internal/histgen"
 	"github.com/zoeaswarm/zoea/services/composer/internal/o200k"
 )
 

@@ -2,9 +2,9 @@ package replaybench
 
 import (
 	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/replay/baseline/v1compose"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
 	"github.com/zoeaswarm/zoea/services/composer/internal/o200k"
-	"github.com/zoeaswarm/zoea/services/composer/internal/replay/baseline/v1compose"
 )
 
 func v1Memories(rows []compose.Memory) []v1compose.Memory {

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/histgen"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
-	"github.com/zoeaswarm/zoea/services/composer/internal/histgen"
 )
 
 func TestRealPlayIsDeterministic(t *testing.T) {
