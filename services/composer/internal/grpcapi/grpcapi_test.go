@@ -104,7 +104,7 @@ func TestComposeContextOneRoundTripSameAsCompose(t *testing.T) {
 		w := histgen.ComposeWindow(s.Rows, p, s.Rows[0].Seq)
 		want, err := compose.Compose(compose.Input{SystemPrompt: replay.SystemPrompt, Window: w.Rows, RecentStartSeq: w.RecentStartSeq,
 			ObjectiveSeq: w.ObjectiveSeq, PrevBoundary: prevBoundary, PrevCompactSeq: prevSeq,
-			Mission:      &compose.Mission{MemoryID: s.Rows[0].ID, Seq: s.Rows[0].Seq, Source: s.Rows[0].Source, Content: s.Rows[0].Content}}, p)
+			Mission: &compose.Mission{MemoryID: s.Rows[0].ID, Seq: s.Rows[0].Seq, Source: s.Rows[0].Source, Content: s.Rows[0].Content}}, p)
 		if err != nil {
 			t.Fatal(err)
 		}
