@@ -43,7 +43,6 @@ type PolicyConfig struct {
 	ScanWindow      int      `env:"ZOEA_COMPOSE_SCAN_WINDOW"`
 	TokenBudget     int      `env:"ZOEA_COMPOSE_TOKEN_BUDGET"`
 	ToolResultCap   int      `env:"ZOEA_COMPOSE_TOOL_RESULT_CAP"`
-	HistoryLoops    int      `env:"ZOEA_COMPOSE_HISTORY_LOOPS"`
 	SnapshotTools   []string `env:"ZOEA_COMPOSE_SNAPSHOT_TOOLS" envSeparator:","`
 	PinnedTools     []string `env:"ZOEA_COMPOSE_PINNED_TOOLS" envSeparator:","`
 	NudgeGentle     string   `env:"ZOEA_COMPOSE_NUDGE_GENTLE"`
@@ -68,7 +67,7 @@ func LoadConfig() (Config, error) {
 		Server: server.Config{ListenAddr: ":7002"},
 		Policy: PolicyConfig{
 			ScanWindow: d.ScanWindow, TokenBudget: d.TokenBudget, ToolResultCap: d.ToolResultCap,
-			HistoryLoops: d.HistoryLoops, SnapshotTools: d.SnapshotTools, PinnedTools: d.PinnedTools,
+			SnapshotTools: d.SnapshotTools, PinnedTools: d.PinnedTools,
 			NudgeGentle: d.Nudges.Gentle, NudgeFirm: d.Nudges.Firm, NudgeUrgent: d.Nudges.Urgent,
 			MissionFallback: !d.DisableMissionFallback,
 			CarryLimit:      d.CarryLimit, ReplyLimit: d.ReplyLimit, ReplyCap: d.ReplyCap, MaxTurnRows: d.MaxTurnRows,
@@ -82,7 +81,7 @@ func LoadConfig() (Config, error) {
 func (pc PolicyConfig) policy() compose.Policy {
 	return compose.Policy{
 		ScanWindow: pc.ScanWindow, TokenBudget: pc.TokenBudget, ToolResultCap: pc.ToolResultCap,
-		SnapshotTools: pc.SnapshotTools, PinnedTools: pc.PinnedTools, HistoryLoops: pc.HistoryLoops,
+		SnapshotTools: pc.SnapshotTools, PinnedTools: pc.PinnedTools,
 		Nudges:                 compose.Nudges{Gentle: pc.NudgeGentle, Firm: pc.NudgeFirm, Urgent: pc.NudgeUrgent},
 		DisableMissionFallback: !pc.MissionFallback,
 		CarryLimit:             pc.CarryLimit, ReplyLimit: pc.ReplyLimit, ReplyCap: pc.ReplyCap, MaxTurnRows: pc.MaxTurnRows,

@@ -102,9 +102,11 @@ func (c *composer) compactCost(u *unit, newest []bool) (cost, state int) {
 	return 0, 0
 }
 
-// boundaryChoice is the boundary and the compaction seq the compacted past is decided by.
+// boundaryChoice is the boundary, the compaction seq the compacted past is decided by, and newestAsOf's marks for
+// that seq when chooseBoundary computed them (nil: markAsOf computes them).
 type boundaryChoice struct {
 	boundary, compactSeq int64
+	marks                [][]bool
 }
 
 // chooseBoundary returns the compaction boundary: the previous one (or, with none, the window's first row) while the
@@ -125,7 +127,7 @@ func (c *composer) chooseBoundary(units []*unit, fixedUnit func(*unit) bool, fix
 		}
 	}
 	if ceiling < g0 {
-		return boundaryChoice{ceiling, newestSeq}
+		return boundaryChoice{ceiling, newestSeq, nil}
 	}
 	capState := func(total, state int64) int64 {
 		if c.p.CarryTokens > 0 && state > int64(c.p.CarryTokens) {
@@ -153,7 +155,7 @@ func (c *composer) chooseBoundary(units []*unit, fixedUnit func(*unit) bool, fix
 			}
 		}
 		if capState(total, state) <= int64(high) {
-			return boundaryChoice{prev, prevSeq}
+			return boundaryChoice{prev, prevSeq, marks}
 		}
 		g0 = max(g0, prev)
 	}
@@ -184,16 +186,16 @@ func (c *composer) chooseBoundary(units []*unit, fixedUnit func(*unit) bool, fix
 		}
 		est := capState(total, state)
 		if fresh && g == g0 && est <= int64(high) {
-			return boundaryChoice{g, newestSeq} // nothing to compact yet: grow append-only from here
+			return boundaryChoice{g, newestSeq, marks} // nothing to compact yet: grow append-only from here
 		}
 		if est <= int64(low) {
-			return boundaryChoice{g, newestSeq}
+			return boundaryChoice{g, newestSeq, marks}
 		}
 		if est < bestEst {
 			best, bestEst = g, est
 		}
 	}
-	return boundaryChoice{best, newestSeq} // the low-water mark is out of reach: compact as far as it helps
+	return boundaryChoice{best, newestSeq, marks} // the low-water mark is out of reach: compact as far as it helps
 }
 
 // stepFrom is the distance from g to the next grid point (multiples of CompactStep); g itself may sit off the grid
@@ -208,8 +210,11 @@ func (c *composer) stepFrom(g int64) int64 {
 // them, newest first) and each pinned tool's newest however old; pinned results are always carried, then, while
 // they fit Policy.CarryTokens, the newest result of each tool and then other calls' newest results, newest first.
 // Results from the boundary on are all sent (newestB).
-func (c *composer) markAsOf(units []*unit, boundary, compactSeq int64) {
-	marks := newestAsOf(units, compactSeq)
+func (c *composer) markAsOf(units []*unit, ch boundaryChoice) {
+	boundary, marks := ch.boundary, ch.marks
+	if marks == nil {
+		marks = newestAsOf(units, ch.compactSeq)
+	}
 	type cand struct {
 		r      *toolResult
 		rank   int
@@ -223,7 +228,7 @@ func (c *composer) markAsOf(units []*unit, boundary, compactSeq int64) {
 		if u.seq >= boundary {
 			for _, r := range u.results {
 				r.newestB = true
-				if u.seq <= compactSeq { // known at compaction: a tool sent live then needs no carried result first
+				if u.seq <= ch.compactSeq { // known at compaction: a tool sent live then needs no carried result first
 					seenTool[r.name] = true
 				}
 			}

@@ -173,9 +173,7 @@ type unit struct {
 	section section
 	keep    bool
 	reason  Reason
-	// reply: the final text reply of an earlier turn.
-	reply  bool
-	capped bool // an earlier reply cut to the reply cap
+	capped  bool // an earlier reply cut to the reply cap
 }
 
 func (u *unit) isOpener() bool {
@@ -293,7 +291,7 @@ func (c *composer) run(in Input) (Result, error) {
 	if objective == 0 && mission != nil && mission.MemoryID != 0 {
 		objective = mission.Seq
 	}
-	c.classify(units, currentStart, objective)
+	c.classify(units, objective)
 	c.selectUnits(units, currentStart, missionUnit, in.SystemPrompt)
 	for _, u := range units {
 		if u.keep {

@@ -22,8 +22,6 @@ type Reason string
 // Reasons.
 const (
 	ReasonCurrentTurn     Reason = "current turn"
-	ReasonHistoryLoop     Reason = "latest complete tool loop of an earlier turn"
-	ReasonHistoryPrompt   Reason = "prompt of a kept earlier tool loop"
 	ReasonMission         Reason = "mission"
 	ReasonCompressed      Reason = "earlier turn compressed"
 	ReasonNoPromptBefore  Reason = "earlier tool loop with no prompt before it in the window"

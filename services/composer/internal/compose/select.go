@@ -35,10 +35,10 @@ func (c *composer) stubShorter(r *toolResult, stub string) bool {
 	return c.count(stub) < c.resultTokens(r)
 }
 
-// classify keys every result by its call, marks the newest result of each call, what earlier turns carry (the
-// newest result of each distinct call since the objective, CarryLimit of them newest first, and the newest result of
-// each pinned tool however old), and the final replies of earlier turns.
-func (c *composer) classify(units []*unit, currentStart int, objective int64) {
+// classify keys every result by its call and marks, over the whole window, the newest result of each call and of
+// each tool, and what would be carried (the newest result of each distinct call since the objective, CarryLimit of
+// them newest first, and the newest result of each pinned tool however old): the budget reducer's value order.
+func (c *composer) classify(units []*unit, objective int64) {
 	c.objective = objective
 	seen := make(map[string]int64, 2*len(units)) // key → seq of the loop of the newest result seen so far
 	var seenPinned map[string]bool
@@ -74,17 +74,6 @@ func (c *composer) classify(units []*unit, currentStart int, objective int64) {
 			}
 		}
 	}
-	for i := 0; i < currentStart; i++ {
-		u := units[i]
-		if u.kind != kindText || u.seq < objective {
-			continue
-		}
-		j := i + 1
-		for j < len(units) && (units[j].kind == kindMission || units[j].kind == kindNudge) {
-			j++
-		}
-		u.reply = j == len(units) || units[j].turn != u.turn
-	}
 }
 
 // loopTokens estimates a loop's tokens with each result's tokens given by result (after the per-result cap).
@@ -105,13 +94,12 @@ func (c *composer) unitTokens(u *unit) int {
 	return framingPerMessage + c.count(u.content)
 }
 
-// selectUnits decides what is sent. Units at or above the compaction boundary (and the current turn) are sent as
-// they were in the previous request; below it, earlier turns are compacted to what they carry: the mission, the
-// newest result of each distinct call with its call, pinned results, the newest final replies and the latest
-// HistoryLoops complete loops with their prompt, and superseded results are stubbed — all as of the boundary
-// (boundary.go), so the compacted past does not change while the boundary stays. The boundary stays where the
-// previous request had it until the request outgrows the high-water mark, then moves up the seq grid (multiples of
-// CompactStep) to the lowest point at which the request fits the low-water mark.
+// selectUnits decides what is sent. Units at or above the compaction boundary are sent as they were in the
+// previous request; below it, every turn is compacted to what it carries: the mission, carried results with the
+// calls that made them, pinned results and the newest replies — decided at the last compaction (boundary.go), so the
+// compacted past does not change while the boundary stays. The boundary stays where the previous request had it
+// until the request outgrows the high-water mark, then moves up the seq grid (multiples of CompactStep) to the lowest
+// point at which the request fits the low-water mark.
 func (c *composer) selectUnits(units []*unit, currentStart int, missionUnit *unit, system string) {
 	// Estimates per unit.
 	fixedUnit := func(u *unit) bool {
@@ -172,7 +160,7 @@ func (c *composer) selectUnits(units []*unit, currentStart int, missionUnit *uni
 	boundary := choice.boundary
 	// Recorded even when nothing lies below it: the next request starts from it.
 	c.boundary, c.compactSeq = choice.boundary, choice.compactSeq
-	c.markAsOf(units, boundary, choice.compactSeq)
+	c.markAsOf(units, choice)
 
 	// Below the boundary every unit follows the same rules whichever turn it belongs to, so a new turn beginning
 	// does not change the compacted past; and what is kept there is exactly what the memory service returns for the

@@ -5,20 +5,20 @@
 // # What goes in the request (composition v2, docs/COMPOSITION.md)
 //
 // System prompt once, first. Then, in chronological order: the mission (the latest commander broadcast or direct
-// order) when it is not the prompt of the current turn; the history; and the current turn complete (its prompt,
-// every assistant message and every tool result). History at or above the compaction boundary is sent exactly as in
-// the previous request, so requests extend each other and providers' prompt caches stay warm; the boundary sits on a
-// seq grid and moves, in steps, only when the request outgrows the high-water mark. Below it, earlier turns are
-// compacted to what they carry: the newest result of each distinct call (tool name + canonical arguments; snapshot
-// tools by name) since the objective with the call that made it, pinned login/register results however old, the
-// final replies of recent earlier turns (capped) and the latest complete loop(s) with their prompt. Superseded
-// results become one-line stubs that still answer their call, only where the stub is shorter. Results above the
+// order) when it is not the prompt of the current turn; the compacted past; and the live part. Everything from the
+// compaction boundary on is the live part, sent as stored (results capped), so requests extend each other and
+// providers' prompt caches stay warm. The boundary stays where the previous request had it (Input.PrevBoundary)
+// until the request outgrows the high-water mark, then moves in one step to the low-water mark. Below it, every turn
+// is compacted to what it carried at that compaction (Manifest.CompactSeq): the newest result of each distinct call
+// (tool name + canonical arguments; snapshot tools by name) since the objective with the call that made it, within
+// CarryTokens, pinned login/register results however old, and the newest replies (capped). Results above the
 // per-result cap are cut with a pointer to the memory id, which the mysis can look up with zoea_search_messages. The
 // budget covers the whole request, tool definitions included; over it, a table of stages takes tokens where they
-// are worth least (superseded results, loops of superseded results, text, older calls of a tool whose newest result
-// is sent, older state, the current turn's early loops, pinned results, and last the newest loop's results cut
-// shorter); if even that cannot fit, Compose returns a *BudgetError instead of an oversized request. The manifest
-// says for every memory why it was kept, stubbed, cut or dropped.
+// are worth least (superseded results become stubs that still answer their call where the stub is shorter, loops of
+// superseded results, text, older calls of a tool whose newest result is sent, older state, the current turn's
+// early loops, pinned results, and last the newest loop's results cut shorter); if even that cannot fit, Compose
+// returns a *BudgetError instead of an oversized request. The manifest says for every memory why it was kept,
+// stubbed, cut or dropped.
 //
 // Broken histories (a crash mid-loop, a lost row, duplicated ids, a tool result separated from its call) are repaired
 // in the output, so every message list passes chatvalid.Strict.
@@ -197,7 +197,6 @@ type Policy struct {
 	ToolResultCap int      // tokens one tool result may keep before it is cut
 	SnapshotTools []string // state tools whose results are keyed by name alone (any arguments supersede)
 	PinnedTools   []string // results carried even from before the objective and compressed last (login/session)
-	HistoryLoops  int      // latest complete tool loops of earlier turns kept with their prompt, beyond carried state
 	Nudges        Nudges
 	// DisableMissionFallback ignores a swarm-wide fallback mission (one with no memory row for this mysis).
 	DisableMissionFallback bool
@@ -231,7 +230,6 @@ func DefaultPolicy() Policy {
 		ToolResultCap: 1500,
 		SnapshotTools: []string{"get_status", "get_ship", "get_system", "get_poi", "get_nearby", "get_cargo"},
 		PinnedTools:   []string{"login", "register"},
-		HistoryLoops:  1,
 		CarryLimit:    64,
 		ReplyLimit:    3,
 		ReplyCap:      200,
@@ -263,8 +261,6 @@ func (p Policy) validate() error {
 		return fmt.Errorf("%w: token budget %d < %d", ErrInvalidPolicy, p.TokenBudget, minTokenBudget)
 	case p.ToolResultCap < minToolResultCap:
 		return fmt.Errorf("%w: tool result cap %d < %d", ErrInvalidPolicy, p.ToolResultCap, minToolResultCap)
-	case p.HistoryLoops < 0:
-		return fmt.Errorf("%w: history loops %d < 0", ErrInvalidPolicy, p.HistoryLoops)
 	case p.CarryLimit < 0:
 		return fmt.Errorf("%w: carry limit %d < 0", ErrInvalidPolicy, p.CarryLimit)
 	case p.ReplyLimit < 0:

@@ -241,7 +241,6 @@ func TestInvalidPolicyNamesField(t *testing.T) {
 		{"policy.token_budget", &composerv1.Policy{TokenBudget: proto.Int32(-1)}, mysisID},
 		{"policy.tool_result_cap_tokens", &composerv1.Policy{ToolResultCapTokens: proto.Int32(10)}, mysisID},
 		{"policy.tool_result_cap_tokens", &composerv1.Policy{TokenBudget: proto.Int32(1000), ToolResultCapTokens: proto.Int32(1001)}, mysisID},
-		{"policy.history_tool_loops", &composerv1.Policy{HistoryToolLoops: proto.Int32(-1)}, mysisID},
 		{"policy.snapshot_tools[1]", &composerv1.Policy{SnapshotTools: []string{"get_ship", " "}}, mysisID},
 		{"policy.nudge_levels", &composerv1.Policy{NudgeLevels: []string{"a", "b", "c", "d"}}, mysisID},
 		{"policy.nudge_levels[0]", &composerv1.Policy{NudgeLevels: []string{""}}, mysisID},

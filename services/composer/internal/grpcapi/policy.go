@@ -18,7 +18,6 @@ const (
 	minTokenBudget   = 256
 	maxTokenBudget   = 2_000_000
 	minToolResultCap = 64
-	maxHistoryLoops  = 1000
 	maxPolicyTools   = 64
 	maxNudgeText     = 4096
 	maxCarryLimit    = 1000 // the memory service's GetComposeWindow maximums
@@ -47,8 +46,6 @@ var intRules = []intRule{
 		func(pp *composerv1.Policy) *int32 { return pp.TokenBudget }, minTokenBudget, maxTokenBudget},
 	{"policy.tool_result_cap_tokens", func(p *compose.Policy) *int { return &p.ToolResultCap },
 		func(pp *composerv1.Policy) *int32 { return pp.ToolResultCapTokens }, minToolResultCap, budgetBound},
-	{"policy.history_tool_loops", func(p *compose.Policy) *int { return &p.HistoryLoops },
-		func(pp *composerv1.Policy) *int32 { return pp.HistoryToolLoops }, 0, maxHistoryLoops},
 	{"policy.carry_limit", func(p *compose.Policy) *int { return &p.CarryLimit },
 		func(pp *composerv1.Policy) *int32 { return pp.CarryLimit }, 0, maxCarryLimit},
 	{"policy.reply_limit", func(p *compose.Policy) *int { return &p.ReplyLimit },

@@ -75,6 +75,9 @@ func (q WindowQuery) Normalize() (WindowQuery, error) {
 	if q.MaxTurnRows < 0 {
 		return q, errs.InvalidField("max_turn_rows", "must not be negative")
 	}
+	if q.RecentFrom < 0 {
+		return q, errs.InvalidField("recent_from_seq", "must not be negative (0 means none), got %d", q.RecentFrom)
+	}
 	for _, l := range []struct {
 		field string
 		names []string

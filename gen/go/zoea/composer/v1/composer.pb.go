@@ -159,8 +159,10 @@ type Policy struct {
 	// State-snapshot tools whose superseded results become stubs. When empty the defaults apply
 	// (get_status, get_ship, get_system, get_poi, get_nearby, get_cargo).
 	SnapshotTools []string `protobuf:"bytes,4,rep,name=snapshot_tools,json=snapshotTools,proto3" json:"snapshot_tools,omitempty"`
-	// How many of the latest complete tool loops of earlier turns to keep with their prompt when older history is
-	// compacted (default 1); carried state (carry_limit) is kept besides.
+	// Deprecated and ignored: below the compaction boundary only carried state (carry_limit, carry_tokens) and
+	// earlier replies stay, so that the compacted past equals what the memory window returns (composition v2).
+	//
+	// Deprecated: Marked as deprecated in zoea/composer/v1/composer.proto.
 	HistoryToolLoops *int32 `protobuf:"varint,5,opt,name=history_tool_loops,json=historyToolLoops,proto3,oneof" json:"history_tool_loops,omitempty"`
 	// Nudge wording by level (gentle, firm, urgent); when empty the defaults apply.
 	NudgeLevels []string `protobuf:"bytes,6,rep,name=nudge_levels,json=nudgeLevels,proto3" json:"nudge_levels,omitempty"`
@@ -252,6 +254,7 @@ func (x *Policy) GetSnapshotTools() []string {
 	return nil
 }
 
+// Deprecated: Marked as deprecated in zoea/composer/v1/composer.proto.
 func (x *Policy) GetHistoryToolLoops() int32 {
 	if x != nil && x.HistoryToolLoops != nil {
 		return *x.HistoryToolLoops
@@ -1082,14 +1085,14 @@ var File_zoea_composer_v1_composer_proto protoreflect.FileDescriptor
 
 const file_zoea_composer_v1_composer_proto_rawDesc = "" +
 	"\n" +
-	"\x1fzoea/composer/v1/composer.proto\x12\x10zoea.composer.v1\x1a\x1bzoea/memory/v1/memory.proto\"\xc4\a\n" +
+	"\x1fzoea/composer/v1/composer.proto\x12\x10zoea.composer.v1\x1a\x1bzoea/memory/v1/memory.proto\"\xc8\a\n" +
 	"\x06Policy\x12$\n" +
 	"\vscan_window\x18\x01 \x01(\x05H\x00R\n" +
 	"scanWindow\x88\x01\x01\x12&\n" +
 	"\ftoken_budget\x18\x02 \x01(\x05H\x01R\vtokenBudget\x88\x01\x01\x128\n" +
 	"\x16tool_result_cap_tokens\x18\x03 \x01(\x05H\x02R\x13toolResultCapTokens\x88\x01\x01\x12%\n" +
-	"\x0esnapshot_tools\x18\x04 \x03(\tR\rsnapshotTools\x121\n" +
-	"\x12history_tool_loops\x18\x05 \x01(\x05H\x03R\x10historyToolLoops\x88\x01\x01\x12!\n" +
+	"\x0esnapshot_tools\x18\x04 \x03(\tR\rsnapshotTools\x125\n" +
+	"\x12history_tool_loops\x18\x05 \x01(\x05B\x02\x18\x01H\x03R\x10historyToolLoops\x88\x01\x01\x12!\n" +
 	"\fnudge_levels\x18\x06 \x03(\tR\vnudgeLevels\x12;\n" +
 	"\x17global_mission_fallback\x18\a \x01(\bH\x04R\x15globalMissionFallback\x88\x01\x01\x12$\n" +
 	"\vcarry_limit\x18\b \x01(\x05H\x05R\n" +

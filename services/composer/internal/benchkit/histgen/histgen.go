@@ -239,7 +239,6 @@ func (g *Generator) Case(src Source) Case {
 	p.ScanWindow = 3 + b.src.IntN(60)
 	p.TokenBudget = 1500 + b.src.IntN(15000)
 	p.ToolResultCap = 64 + b.src.IntN(2500)
-	p.HistoryLoops = b.src.IntN(4)
 	p.DisableMissionFallback = b.src.IntN(5) == 0
 
 	p.CarryLimit = b.src.IntN(80)
