@@ -207,8 +207,10 @@ func (c *composer) stepFrom(g int64) int64 {
 
 // markAsOf decides, for the results below the boundary, which is the newest of its call as of the compaction seq
 // (newestB) and which are carried (carryB). Candidates are the newest of each call since the objective (CarryLimit of
-// them, newest first) and each pinned tool's newest however old; pinned results are always carried, then, while
-// they fit Policy.CarryTokens, the newest result of each tool and then other calls' newest results, newest first.
+// them, newest first) and each pinned tool's newest however old. Pinned results are always carried; then, while
+// they fit Policy.CarryTokens: the newest result of each tool called in the compaction's newest turn (newest first),
+// then the newest result of each other tool, smallest first — every tool's state counts the same, so the smallest
+// buy the most of it — and then other calls' newest results (another station's market), newest first.
 // Results from the boundary on are all sent (newestB).
 func (c *composer) markAsOf(units []*unit, ch boundaryChoice) {
 	boundary, marks := ch.boundary, ch.marks
@@ -221,6 +223,12 @@ func (c *composer) markAsOf(units []*unit, ch boundaryChoice) {
 		tokens int
 	}
 	var cands []cand
+	var turn int64 // the newest turn with a tool loop as of the compaction (a prompt or nudge alone does not move it)
+	for _, u := range units {
+		if u.kind == kindLoop && u.seq <= ch.compactSeq {
+			turn = max(turn, u.turn)
+		}
+	}
 	seenTool := make(map[string]bool)
 	distinct := 0
 	for i := len(units) - 1; i >= 0; i-- {
@@ -240,9 +248,12 @@ func (c *composer) markAsOf(units []*unit, ch boundaryChoice) {
 				continue
 			}
 			r.newestB = true
-			rank := 2
+			rank := 3
 			if !seenTool[r.name] {
-				seenTool[r.name], rank = true, 1
+				seenTool[r.name], rank = true, 2
+				if u.turn == turn {
+					rank = 1
+				}
 			}
 			switch {
 			case r.pinned:
@@ -255,7 +266,12 @@ func (c *composer) markAsOf(units []*unit, ch boundaryChoice) {
 			cands = append(cands, cand{r, rank, c.resultTokens(r) + c.callTokens(u, k)})
 		}
 	}
-	slices.SortStableFunc(cands, func(a, b cand) int { return a.rank - b.rank }) // newest first within a rank
+	slices.SortStableFunc(cands, func(a, b cand) int {
+		if a.rank != b.rank || a.rank == 0 || a.rank == 3 {
+			return a.rank - b.rank // newest first
+		}
+		return a.tokens - b.tokens // smallest first: the most tools' state for the tokens
+	})
 	left := c.p.CarryTokens
 	for _, cd := range cands {
 		if c.p.CarryTokens > 0 && cd.rank > 0 {

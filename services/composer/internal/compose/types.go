@@ -203,7 +203,8 @@ type Policy struct {
 	// CarryLimit is how many distinct calls (newest first) earlier turns may carry; 0 carries none.
 	CarryLimit int
 	// CarryTokens bounds the state carried below the compaction boundary (results with their calls): pinned results
-	// always, then the newest result of each tool, then other calls newest first, while they fit. 0 = no bound.
+	// always; then, while they fit, the newest result of each tool — those of the compaction's newest turn first, the
+	// others smallest first — then other calls' newest results, newest first. 0 = no bound.
 	CarryTokens int
 	// ReplyLimit is how many earlier turns' final text replies (newest first, since the objective) are kept.
 	ReplyLimit int

@@ -169,6 +169,52 @@ func TestCarryOverAcrossTurnsAndTextReplies(t *testing.T) {
 	}
 }
 
+// Under a tight carry_tokens, carried state goes where it buys the most: the newest result of every tool called in
+// the compaction's newest turn first, then the other tools' newest results smallest first, so one large earlier
+// result cannot crowd out several small ones; what does not fit is dropped with the reason saying so.
+func TestCarryRanksTurnThenSmallest(t *testing.T) {
+	var h hist
+	mid := h.user(compose.SourceBroadcast, "Commander: trade iron between Sol and Vega.")
+	h.loop("get_cargo", "{}", `{"iron_ore":30}`)
+	h.loop("get_skills", "{}", `{"mining":3,"trading":1}`)
+	h.loop("get_ship", "{}", `{"hull":"shuttle","slots":2}`)
+	big := strings.Repeat(`{"item":"iron_ore","buy":10,"sell":12},`, 40) // ~600 tokens, newest of the earlier turn
+	h.loop("view_market", `{"station":"sol"}`, "["+big+"]")
+	marketID := h.rows[len(h.rows)-1].ID
+	h.text("Bought iron at Sol.")
+	h.user(compose.SourceNudge, "Continue your mission.")
+	h.loop("scan_belt", "{}", `[{"asteroid":"a","ore":"iron","yield":3}]`)
+	scanID := h.rows[len(h.rows)-1].ID
+	for i := range 8 {
+		h.loop("mine", "{}", fmt.Sprintf(`{"mined":%d}`, i))
+	}
+	p := compose.DefaultPolicy()
+	p.ScanWindow = 20
+	p.HighWater = 300 // force the compaction boundary past everything but the newest loop
+	p.LowWater = 300
+	p.CompactStep = 1
+	// Room for the scan, the market and one small result — or for the scan and all three small ones. Newest first
+	// would spend it on the market; every tool's state counts the same, so the small ones go first.
+	p.CarryTokens = 660
+	res := v2(t, &h, missionOf(&h, mid), p)
+	out := sent(res)
+	for _, want := range []string{`{"iron_ore":30}`, `{"mining":3,"trading":1}`, `{"hull":"shuttle","slots":2}`, `"yield":3`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("not carried: %s\n%s", want, dump(res.Manifest.Items))
+		}
+	}
+	items := reasonsByID(res)
+	if it := items[marketID]; it.Disposition != compose.Dropped || it.Reason != compose.ReasonOverCarryLimit {
+		t.Errorf("view_market: %+v, want dropped beyond the carry limit", it)
+	}
+	if it := items[scanID]; it.Disposition != compose.Included {
+		t.Errorf("scan_belt of the newest turn: %+v, want included", it)
+	}
+	if err := chatvalid.Strict.Validate(res.Messages); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Earlier turns' final replies are kept (newest ReplyLimit, each capped); reasoning is never sent.
 func TestEarlierConclusionsKept(t *testing.T) {
 	var h hist
