@@ -24,6 +24,7 @@ import (
 	"github.com/zoeaswarm/zoea/libs/pgutil"
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/services/memory/internal/grpcapi"
+	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
 	"github.com/zoeaswarm/zoea/services/memory/internal/migrations"
 	"github.com/zoeaswarm/zoea/services/memory/internal/pgstore"
 	"github.com/zoeaswarm/zoea/services/memory/internal/secretbox"
@@ -61,7 +62,7 @@ func start(t *testing.T, url string, withKey bool) (memoryv1.MemoryServiceClient
 		Config: server.Config{ListenAddr: "127.0.0.1:0"},
 		Checks: []server.Check{{Name: "postgres", Fn: store.Ping}},
 	})
-	srv.Register(&memoryv1.MemoryService_ServiceDesc, grpcapi.New(store))
+	srv.Register(&memoryv1.MemoryService_ServiceDesc, grpcapi.New(memory.NewService(store)))
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
 	addr, err := srv.Addr(ctx)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
-	"github.com/zoeaswarm/zoea/services/memory/internal/pgstore"
 )
 
 func TestAccounts(t *testing.T) {
@@ -116,12 +115,12 @@ func TestAccounts(t *testing.T) {
 	}
 
 	// A wrong key cannot read, and says so without leaking anything.
-	other := pgstore.New(p, testBox(t))
+	other := newSvcStore(p, testBox(t))
 	_, err = other.GetAccountForMysis(ctx, d.ID)
 	wantKind(t, err, errs.Conflict, "")
 
 	// Without a key accounts fail clearly; everything else works.
-	nokey := pgstore.New(p, nil)
+	nokey := newSvcStore(p, nil)
 	_, err = nokey.CreateAccount(ctx, memory.Account{Username: "pilot_f", Password: "pw"})
 	wantKind(t, err, errs.Conflict, "")
 	_, err = nokey.ClaimAccount(ctx, d.ID)

@@ -59,10 +59,36 @@ func testBox(t testing.TB) *secretbox.Box {
 	return b
 }
 
-func newStore(t testing.TB) *pgstore.Store { return pgstore.New(pool(t), testBox(t)) }
+// svcStore is what the tests drive: pgstore's operations as the server runs them, through memory.Service, which
+// validates and normalises every argument before the store sees it (pgstore's methods take only what the Service
+// has checked: canonical ids, limits with their defaults, bounded queries). The adapter's own methods (bulk
+// loading, the indexer's, Ping) are reachable too: the Service's methods are one embedding level shallower, so
+// they win where both have the name.
+type svcStore struct {
+	*memory.Service
+	adapter
+}
+
+type adapter struct{ *pgstore.Store }
+
+func newSvcStore(p *pgxpool.Pool, box pgstore.Sealer, opts ...pgstore.Option) *svcStore {
+	st := pgstore.New(p, box, opts...)
+	return &svcStore{Service: memory.NewService(st), adapter: adapter{st}}
+}
+
+// ExplainSearchMessages explains the statement for q as SearchMessages would run it, normalised by the Service's rule.
+func (s *svcStore) ExplainSearchMessages(ctx context.Context, q memory.SearchQuery) (string, error) {
+	q, err := q.Normalize(true)
+	if err != nil {
+		return "", err
+	}
+	return s.Store.ExplainSearchMessages(ctx, q)
+}
+
+func newStore(t testing.TB) *svcStore { return newSvcStore(pool(t), testBox(t)) }
 
 // freshStore returns a store on a database of its own, for tests that look at swarm-wide data.
-func freshStore(t testing.TB) (*pgstore.Store, *pgxpool.Pool) {
+func freshStore(t testing.TB) (*svcStore, *pgxpool.Pool) {
 	t.Helper()
 	ctx := context.Background()
 	p, err := pgutil.Open(ctx, pgtest.New(t), 10)
@@ -73,7 +99,7 @@ func freshStore(t testing.TB) (*pgstore.Store, *pgxpool.Pool) {
 	if _, err := migrations.Up(ctx, p, nil); err != nil {
 		t.Fatal(err)
 	}
-	return pgstore.New(p, testBox(t)), p
+	return newSvcStore(p, testBox(t)), p
 }
 
 var nameSeq struct {
@@ -92,7 +118,7 @@ func uniqueName(t testing.TB) string {
 	return n
 }
 
-func mkMysis(t testing.TB, s *pgstore.Store) memory.Mysis {
+func mkMysis(t testing.TB, s *svcStore) memory.Mysis {
 	t.Helper()
 	m, err := s.CreateMysis(context.Background(), memory.NewMysis{
 		Name: uniqueName(t), Provider: "ollama", Model: "qwen3:8b", Temperature: 0.7, SystemPrompt: "You are a mysis.",
