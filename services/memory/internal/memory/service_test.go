@@ -87,6 +87,7 @@ func TestServiceRejectsBadInputNamingTheField(t *testing.T) {
 		call  func() error
 		field string
 	}{
+		// Memory checks only the provider name's shape; which providers exist and need a model is the runner's rule.
 		{"create: provider", func() error {
 			_, err := s.CreateMysis(ctx, memory.NewMysis{SystemPrompt: "You are a mysis.", Name: "x", Provider: "Open AI"})
 			return err
@@ -189,6 +190,10 @@ func TestServiceRejectsBadInputNamingTheField(t *testing.T) {
 			return err
 		}, "target_mysis_ids[1]"},
 		{"deliver: id", func() error { _, err := s.DeliverBroadcast(ctx, "", []string{m.ID}); return err }, "broadcast_id"},
+		{"deliver: target", func() error {
+			_, err := s.DeliverBroadcast(ctx, memory.NewID(), []string{m.ID, "nope"})
+			return err
+		}, "mysis_ids[1]"},
 		{"deliver: no targets", func() error { _, err := s.DeliverBroadcast(ctx, memory.NewID(), nil); return err }, "mysis_ids"},
 		{"search: blank query", func() error {
 			_, err := s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "   "})
