@@ -82,7 +82,7 @@ func (s *Server) GetUsage(ctx context.Context, req *memoryv1.GetUsageRequest) (*
 
 // GetSpend implements MemoryService.GetSpend.
 func (s *Server) GetSpend(ctx context.Context, req *memoryv1.GetSpendRequest) (*memoryv1.GetSpendResponse, error) {
-	at := time.Now()
+	var at time.Time // unset: now, by the Service's clock
 	if req.At != nil {
 		if err := req.GetAt().CheckValid(); err != nil {
 			return nil, errs.InvalidField("at", "not a valid timestamp")
