@@ -20,6 +20,7 @@ import (
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/libs/telemetry"
 	"github.com/zoeaswarm/zoea/services/memory/internal/grpcapi"
+	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
 	"github.com/zoeaswarm/zoea/services/memory/internal/migrations"
 	"github.com/zoeaswarm/zoea/services/memory/internal/pgstore"
 	"github.com/zoeaswarm/zoea/services/memory/internal/secretbox"
@@ -147,7 +148,7 @@ func serve(ctx context.Context, log *slog.Logger, cfg Config, args []string, ver
 		Logger: log,
 		Checks: []server.Check{{Name: "postgres", Fn: store.Ping}},
 	})
-	srv.Register(&memoryv1.MemoryService_ServiceDesc, grpcapi.New(store))
+	srv.Register(&memoryv1.MemoryService_ServiceDesc, grpcapi.New(memory.NewService(store)))
 	return srv.Run(ctx)
 }
 

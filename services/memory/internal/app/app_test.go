@@ -8,7 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
 	"github.com/zoeaswarm/zoea/libs/pgtest"
+	"github.com/zoeaswarm/zoea/libs/server"
 )
 
 func TestRunMigrateThenServe(t *testing.T) {
@@ -62,16 +66,30 @@ func TestHealthcheckSubcommand(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- Main(sctx, []string{"serve", "-migrate"}, "test") }()
 	defer func() { cancel(); <-done }()
-	deadline := time.Now().Add(20 * time.Second)
+	// Wait for the server's own event: a health Watch (waiting for the listener to accept, then streaming every
+	// status change) until it reports SERVING. The deadline only bounds a broken run.
+	conn, err := server.Dial(addr, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	wctx, wcancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer wcancel()
+	w, err := healthpb.NewHealthClient(conn).Watch(wctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for {
-		err := Main(context.Background(), []string{"healthcheck"}, "test")
-		if err == nil {
-			return
+		r, err := w.Recv()
+		if err != nil {
+			t.Fatalf("memory never reported SERVING: %v", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("healthcheck never passed against a serving memory: %v", err)
+		if r.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+			break
 		}
-		time.Sleep(100 * time.Millisecond)
+	}
+	if err := Main(context.Background(), []string{"healthcheck"}, "test"); err != nil {
+		t.Fatalf("healthcheck failed against a serving memory: %v", err)
 	}
 }
 

@@ -66,7 +66,8 @@ func BenchMain(ctx context.Context, log *slog.Logger, dbURL string, args []strin
 		opts = append(opts, pgstore.WithAsyncFTS())
 	}
 	store := pgstore.New(pool, nil, opts...)
-	b := &bencher{ctx: ctx, log: log, store: store, r: rand.New(rand.NewPCG(42, 42)), async: *ftsInterval > 0}
+	svc := memory.NewService(store)
+	b := &bencher{ctx: ctx, log: log, store: store, svc: svc, r: rand.New(rand.NewPCG(42, 42)), async: *ftsInterval > 0}
 	if b.async {
 		// The indexer runs beside the benchmark, as it does beside a serving memory, competing for the same cores.
 		ictx, stop := context.WithCancel(ctx)
@@ -98,12 +99,12 @@ func BenchMain(ctx context.Context, log *slog.Logger, dbURL string, args []strin
 	v2 := memory.WindowQuery{Window: *window, GlobalFallback: true, CarryLimit: *carry, ReplyLimit: *replies,
 		SnapshotTools: strings.Split(*snapshot, ","), PinnedTools: strings.Split(*pinned, ",")}
 	b.warmup = min(200, *composeN)
-	if _, err := b.time(b.warmup, func(int) error { _, err := store.GetComposeWindow(ctx, v1.For(b.typical())); return err }); err != nil {
+	if _, err := b.time(b.warmup, func(int) error { _, err := svc.GetComposeWindow(ctx, v1.For(b.typical())); return err }); err != nil {
 		return err
 	}
 	// v1 and v2 requests alternate on the same mysis, so both see the same cache state and the same load from
 	// whatever else runs on the box.
-	storeCall := func(q memory.WindowQuery) error { _, err := store.GetComposeWindow(ctx, q); return err }
+	storeCall := func(q memory.WindowQuery) error { _, err := svc.GetComposeWindow(ctx, q); return err }
 	b.report("\n### GetComposeWindow, v1 and v2 interleaved (window %d, global fallback on)\n\n"+
 		"v2: carry_limit %d, reply_limit %d, snapshot_tools %s, pinned_tools %s, max_turn_rows default.\n\n"+
 		"| history | request | calls | p50 | p95 | p99 | max | rows returned (mean) |\n|---|---|---|---|---|---|---|---|\n",
@@ -191,6 +192,7 @@ type bencher struct {
 	ctx     context.Context
 	log     *slog.Logger
 	store   *pgstore.Store
+	svc     *memory.Service // the operations, validated and normalised as the server runs them
 	r       *rand.Rand
 	mu      sync.Mutex
 	buf     strings.Builder
@@ -238,7 +240,7 @@ func (b *bencher) loadMyses(longs string) error {
 		if f = strings.TrimSpace(f); f == "" {
 			continue
 		}
-		m, err := b.store.GetMysisByName(b.ctx, LongPrefix+f)
+		m, err := b.svc.GetMysisByName(b.ctx, LongPrefix+f)
 		if err != nil {
 			b.log.Warn("long mysis not found; skipped", "name", LongPrefix+f, "err", err)
 			continue
@@ -247,7 +249,7 @@ func (b *bencher) loadMyses(longs string) error {
 	}
 	after := ""
 	for len(b.typIDs) < 10000 {
-		page, more, err := b.store.ListMyses(b.ctx, memory.ListFilter{PageSize: 1000, AfterName: after})
+		page, more, err := b.svc.ListMyses(b.ctx, memory.ListFilter{PageSize: 1000, AfterName: after})
 		if err != nil {
 			return err
 		}
@@ -293,7 +295,7 @@ func (b *bencher) composePair(label string, n int, mysis func() string, v1, v2 m
 			}
 			*d = append(*d, time.Since(start))
 			if i < 50 { // the row count, measured apart from the timing
-				w, err := b.store.GetComposeWindow(b.ctx, q)
+				w, err := b.svc.GetComposeWindow(b.ctx, q)
 				if err != nil {
 					return err
 				}
@@ -360,7 +362,7 @@ func (b *bencher) composeOverGRPC(n int, v1, v2 memory.WindowQuery) error {
 	defer cancel()
 	srv := server.New(server.Options{Name: "memory-bench", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Config: server.Config{ListenAddr: "127.0.0.1:0"}})
-	srv.Register(&memoryv1.MemoryService_ServiceDesc, grpcapi.New(b.store))
+	srv.Register(&memoryv1.MemoryService_ServiceDesc, grpcapi.New(b.svc))
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -411,7 +413,7 @@ func (b *bencher) searches(n, nLong int) error {
 	// A real hex session id from the data, so identifier search is measured on a hit.
 	hex := ""
 	if len(b.longs) > 0 {
-		res, err := b.store.SearchMessages(b.ctx, memory.SearchQuery{MysisID: b.longs[0].ID, Text: "session_id", Limit: 1})
+		res, err := b.svc.SearchMessages(b.ctx, memory.SearchQuery{MysisID: b.longs[0].ID, Text: "session_id", Limit: 1})
 		if hs := res.Hits; err == nil && len(hs) > 0 {
 			if i := strings.Index(hs[0].Memory.Content, `"session_id":"`); i >= 0 {
 				rest := hs[0].Memory.Content[i+len(`"session_id":"`):]
@@ -442,7 +444,7 @@ func (b *bencher) searches(n, nLong int) error {
 	}
 	msgs := func(id string) func(string) (int, error) {
 		return func(q string) (int, error) {
-			res, err := b.store.SearchMessages(b.ctx, memory.SearchQuery{MysisID: id, Text: q})
+			res, err := b.svc.SearchMessages(b.ctx, memory.SearchQuery{MysisID: id, Text: q})
 			return len(res.Hits), err
 		}
 	}
@@ -450,7 +452,7 @@ func (b *bencher) searches(n, nLong int) error {
 		return err
 	}
 	if err := run("reasoning", "typical", n/2, func(q string) (int, error) {
-		hs, err := b.store.SearchReasoning(b.ctx, memory.SearchQuery{MysisID: b.typical(), Text: q})
+		hs, err := b.svc.SearchReasoning(b.ctx, memory.SearchQuery{MysisID: b.typical(), Text: q})
 		return len(hs), err
 	}); err != nil {
 		return err
@@ -461,7 +463,7 @@ func (b *bencher) searches(n, nLong int) error {
 		}
 	}
 	if err := run("broadcasts", "swarm-wide", n/5, func(q string) (int, error) {
-		hs, err := b.store.SearchBroadcasts(b.ctx, memory.SearchQuery{Text: q})
+		hs, err := b.svc.SearchBroadcasts(b.ctx, memory.SearchQuery{Text: q})
 		return len(hs), err
 	}); err != nil {
 		return err
@@ -475,7 +477,7 @@ func (b *bencher) appends(rows, batch, appenders, singleN int) error {
 	stamp := time.Now().Format("150405")
 	var ids []string
 	for i := range appenders {
-		m, err := b.store.CreateMysis(b.ctx, memory.NewMysis{SystemPrompt: "You are a mysis.", Name: fmt.Sprintf("bench-append-%s-%d", stamp, i), Provider: "autopilot"})
+		m, err := b.svc.CreateMysis(b.ctx, memory.NewMysis{SystemPrompt: "You are a mysis.", Name: fmt.Sprintf("bench-append-%s-%d", stamp, i), Provider: "autopilot"})
 		if err != nil {
 			return err
 		}
@@ -483,7 +485,7 @@ func (b *bencher) appends(rows, batch, appenders, singleN int) error {
 	}
 	defer func() {
 		for _, id := range ids {
-			if err := b.store.DeleteMysis(context.WithoutCancel(b.ctx), id); err != nil {
+			if err := b.svc.DeleteMysis(context.WithoutCancel(b.ctx), id); err != nil {
 				b.log.Warn("cleanup", "err", err)
 			}
 		}
@@ -520,7 +522,7 @@ func (b *bencher) appends(rows, batch, appenders, singleN int) error {
 			wg.Go(func() {
 				for _, nb := range batches[w] {
 					t := time.Now()
-					if _, err := b.store.AppendMemories(b.ctx, ids[w], nb); err != nil {
+					if _, err := b.svc.AppendMemories(b.ctx, ids[w], nb); err != nil {
 						errc <- err
 						return
 					}
@@ -550,7 +552,7 @@ func (b *bencher) appends(rows, batch, appenders, singleN int) error {
 		flat = append(flat, nb...)
 	}
 	d, err := b.time(singleN, func(i int) error {
-		_, err := b.store.AppendMemories(b.ctx, ids[0], flat[2*i:2*i+2])
+		_, err := b.svc.AppendMemories(b.ctx, ids[0], flat[2*i:2*i+2])
 		return err
 	})
 	if err != nil {

@@ -43,7 +43,8 @@ func SearchBenchMain(ctx context.Context, log *slog.Logger, dbURL string, args [
 	}
 	defer pool.Close()
 	store := pgstore.New(pool, nil)
-	b := &bencher{ctx: ctx, log: log, store: store, r: rand.New(rand.NewPCG(42, 42))}
+	svc := memory.NewService(store)
+	b := &bencher{ctx: ctx, log: log, store: store, svc: svc, r: rand.New(rand.NewPCG(42, 42))}
 	sizes, err := store.Sizes(ctx)
 	if err != nil {
 		return err
@@ -69,7 +70,7 @@ func SearchBenchMain(ctx context.Context, log *slog.Logger, dbURL string, args [
 	// A real hex session id from the longest history: an identifier that occurs in a handful of rows.
 	hex := ""
 	if len(b.longs) > 0 {
-		hs, _, err := benchSearch(ctx, store, memory.SearchQuery{MysisID: b.longs[len(b.longs)-1].ID, Text: "session_id", Limit: 1,
+		hs, _, err := benchSearch(ctx, svc, memory.SearchQuery{MysisID: b.longs[len(b.longs)-1].ID, Text: "session_id", Limit: 1,
 			Order: memory.OrderRecency})
 		if err != nil {
 			return err
@@ -114,7 +115,7 @@ func SearchBenchMain(ctx context.Context, log *slog.Logger, dbURL string, args [
 	for _, t := range targets {
 		for _, c := range classes {
 			for _, o := range os_ {
-				if _, _, err := benchSearch(ctx, store, memory.SearchQuery{MysisID: t.id(), Text: c.texts[0], Order: o}); err != nil {
+				if _, _, err := benchSearch(ctx, svc, memory.SearchQuery{MysisID: t.id(), Text: c.texts[0], Order: o}); err != nil {
 					return err
 				}
 			}
@@ -131,7 +132,7 @@ func SearchBenchMain(ctx context.Context, log *slog.Logger, dbURL string, args [
 					o := os_[(i+k)%len(os_)] // which order goes first alternates
 					q := memory.SearchQuery{MysisID: id, Text: c.texts[i%len(c.texts)], Order: o}
 					start := time.Now()
-					hs, bnd, err := benchSearch(ctx, store, q)
+					hs, bnd, err := benchSearch(ctx, svc, q)
 					if err != nil {
 						return fmt.Errorf("%s %q: %w", t.label, q.Text, err)
 					}
@@ -154,7 +155,11 @@ func SearchBenchMain(ctx context.Context, log *slog.Logger, dbURL string, args [
 	if len(b.longs) > 0 {
 		l := b.longs[len(b.longs)-1]
 		for _, o := range os_ {
-			plan, err := store.ExplainSearchMessages(ctx, memory.SearchQuery{MysisID: l.ID, Text: "credits", Order: o})
+			q, err := memory.SearchQuery{MysisID: l.ID, Text: "credits", Order: o}.Normalize(true)
+			if err != nil {
+				return err
+			}
+			plan, err := store.ExplainSearchMessages(ctx, q)
 			if err != nil {
 				return err
 			}
@@ -176,7 +181,7 @@ func orderName(o memory.SearchOrder) string {
 }
 
 // benchSearch runs one message search (a seam so the same bench can measure an older store API).
-func benchSearch(ctx context.Context, s *pgstore.Store, q memory.SearchQuery) ([]memory.MemoryHit, bool, error) {
+func benchSearch(ctx context.Context, s *memory.Service, q memory.SearchQuery) ([]memory.MemoryHit, bool, error) {
 	res, err := s.SearchMessages(ctx, q)
 	return res.Hits, res.CandidatesBounded, err
 }

@@ -19,7 +19,7 @@ func (b *bencher) smallAppends(clients, calls int) error {
 	stamp := time.Now().Format("150405.000")
 	ids := make([]string, clients)
 	for i := range ids {
-		m, err := b.store.CreateMysis(b.ctx, memory.NewMysis{SystemPrompt: "You are a mysis.",
+		m, err := b.svc.CreateMysis(b.ctx, memory.NewMysis{SystemPrompt: "You are a mysis.",
 			Name: fmt.Sprintf("bench-small-%s-%d", stamp, i), Provider: "autopilot"})
 		if err != nil {
 			return err
@@ -28,7 +28,7 @@ func (b *bencher) smallAppends(clients, calls int) error {
 	}
 	defer func() {
 		for _, id := range ids {
-			if err := b.store.DeleteMysis(context.WithoutCancel(b.ctx), id); err != nil {
+			if err := b.svc.DeleteMysis(context.WithoutCancel(b.ctx), id); err != nil {
 				b.log.Warn("cleanup", "err", err)
 			}
 		}
@@ -67,7 +67,7 @@ func (b *bencher) smallAppends(clients, calls int) error {
 			n := 0
 			for _, nb := range work[c] {
 				t := time.Now()
-				if _, err := b.store.AppendMemories(b.ctx, ids[c], nb); err != nil {
+				if _, err := b.svc.AppendMemories(b.ctx, ids[c], nb); err != nil {
 					errc <- err
 					return
 				}
@@ -110,7 +110,7 @@ func (b *bencher) fanout(targets, reps int) error {
 	d, err := b.time(reps, func(i int) error {
 		ids := slices.Clone(b.typIDs)
 		b.r.Shuffle(len(ids), func(a, c int) { ids[a], ids[c] = ids[c], ids[a] })
-		res, err := b.store.RecordBroadcast(b.ctx, memory.Broadcast{Content: fmt.Sprintf("Bench order %d to %d: regroup at haven_station", i, targets)}, ids[:targets])
+		res, err := b.svc.RecordBroadcast(b.ctx, memory.Broadcast{Content: fmt.Sprintf("Bench order %d to %d: regroup at haven_station", i, targets)}, ids[:targets])
 		if err == nil && res.Delivered != targets {
 			err = fmt.Errorf("delivered %d of %d", res.Delivered, targets)
 		}

@@ -282,5 +282,5 @@ func fromProtoAppendCondition(req *memoryv1.AppendMemoriesRequest) (memory.Appen
 		}
 		c.State = &memory.StateChange{State: state, Reason: sc.GetReason(), EncouragementCount: sc.EncouragementCount, Expected: expected}
 	}
-	return c, c.Validate()
+	return c, nil // memory.Service validates the condition
 }

@@ -1,67 +1,32 @@
-// Package grpcapi serves zoea.memory.v1.MemoryService: it converts requests into domain values (rejecting
-// malformed ones with the offending field's path), calls the store, and converts results back. Errors leave as errs
+// Package grpcapi serves zoea.memory.v1.MemoryService: it converts requests into domain values (rejecting what
+// cannot be converted — unknown enum numbers, malformed page tokens and timestamps — with the offending field's
+// path), calls memory.Service, which validates them, and converts results back. Errors leave as errs
 // kinds; libs/server turns them into gRPC status codes in one place.
 package grpcapi
 
 import (
 	"context"
 	"fmt"
-	"time"
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
 )
 
-// Store is what the API needs from storage; pgstore.Store implements it.
-type Store interface {
-	CreateMysis(ctx context.Context, n memory.NewMysis) (memory.Mysis, error)
-	GetMysis(ctx context.Context, id string) (memory.Mysis, error)
-	GetMysisByName(ctx context.Context, name string) (memory.Mysis, error)
-	ListMyses(ctx context.Context, f memory.ListFilter) ([]memory.Mysis, bool, error)
-	UpdateMysisConfig(ctx context.Context, id string, p memory.ConfigPatch) (memory.Mysis, error)
-	SetMysisState(ctx context.Context, id string, c memory.StateChange) (memory.Mysis, memory.State, error)
-	DeleteMysis(ctx context.Context, id string) error
-
-	AppendMemories(ctx context.Context, mysisID string, ms []memory.NewMemory) ([]memory.Memory, error)
-	AppendMemoriesIf(ctx context.Context, mysisID string, ms []memory.NewMemory, c memory.AppendCondition) ([]memory.Memory, error)
-	ListRecentMemories(ctx context.Context, mysisID string, limit int) ([]memory.Memory, error)
-	ListMemoriesRange(ctx context.Context, mysisID string, fromSeq, toSeq int64, limit int) ([]memory.Memory, error)
-	GetMemory(ctx context.Context, mysisID string, id int64) (memory.Memory, error)
-	GetComposeWindow(ctx context.Context, q memory.WindowQuery) (memory.ComposeWindow, error)
-
-	RecordBroadcast(ctx context.Context, b memory.Broadcast, targets []string) (memory.Delivery, error)
-	DeliverBroadcast(ctx context.Context, broadcastID string, mysisIDs []string) (memory.Delivery, error)
-
-	SearchMessages(ctx context.Context, q memory.SearchQuery) (memory.MessageHits, error)
-	SearchReasoning(ctx context.Context, q memory.SearchQuery) ([]memory.MemoryHit, error)
-	SearchBroadcasts(ctx context.Context, q memory.SearchQuery) ([]memory.BroadcastHit, error)
-
-	CreateAccount(ctx context.Context, a memory.Account) (memory.Account, error)
-	ClaimAccount(ctx context.Context, mysisID string) (memory.Account, error)
-	GetAccountForMysis(ctx context.Context, mysisID string) (memory.Account, error)
-	ReleaseAccount(ctx context.Context, mysisID string) (string, error)
-
-	RecordLlmCalls(ctx context.Context, mysisID string, calls []memory.LlmCall) (int, error)
-	GetUsage(ctx context.Context, q memory.UsageQuery) (memory.Usage, error)
-	GetSpend(ctx context.Context, mysisID string, at time.Time) (memory.Spend, error)
-	SetSpendLimits(ctx context.Context, mysisID string, limits []memory.SpendLimit) ([]memory.SpendLimit, error)
-}
-
-// Server implements memoryv1.MemoryServiceServer on a Store.
+// Server implements memoryv1.MemoryServiceServer on the domain's Service.
 type Server struct {
 	memoryv1.UnimplementedMemoryServiceServer
-	store Store
+	svc *memory.Service
 }
 
-// New returns a Server backed by store.
-func New(store Store) *Server { return &Server{store: store} }
+// New returns a Server that serves svc.
+func New(svc *memory.Service) *Server { return &Server{svc: svc} }
 
 var _ memoryv1.MemoryServiceServer = (*Server)(nil)
 
 // CreateMysis implements MemoryService.CreateMysis.
 func (s *Server) CreateMysis(ctx context.Context, req *memoryv1.CreateMysisRequest) (*memoryv1.CreateMysisResponse, error) {
-	m, err := s.store.CreateMysis(ctx, memory.NewMysis{
+	m, err := s.svc.CreateMysis(ctx, memory.NewMysis{
 		Name: req.GetName(), Provider: req.GetProvider(), Model: req.GetModel(),
 		Temperature: req.GetTemperature(), SystemPrompt: req.GetSystemPrompt(),
 	})
@@ -73,7 +38,7 @@ func (s *Server) CreateMysis(ctx context.Context, req *memoryv1.CreateMysisReque
 
 // GetMysis implements MemoryService.GetMysis.
 func (s *Server) GetMysis(ctx context.Context, req *memoryv1.GetMysisRequest) (*memoryv1.GetMysisResponse, error) {
-	m, err := s.store.GetMysis(ctx, req.GetMysisId())
+	m, err := s.svc.GetMysis(ctx, req.GetMysisId())
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +47,7 @@ func (s *Server) GetMysis(ctx context.Context, req *memoryv1.GetMysisRequest) (*
 
 // GetMysisByName implements MemoryService.GetMysisByName.
 func (s *Server) GetMysisByName(ctx context.Context, req *memoryv1.GetMysisByNameRequest) (*memoryv1.GetMysisByNameResponse, error) {
-	m, err := s.store.GetMysisByName(ctx, req.GetName())
+	m, err := s.svc.GetMysisByName(ctx, req.GetName())
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +64,7 @@ func (s *Server) ListMyses(ctx context.Context, req *memoryv1.ListMysesRequest) 
 	if err != nil {
 		return nil, err
 	}
-	ms, more, err := s.store.ListMyses(ctx, memory.ListFilter{State: state, PageSize: int(req.GetPageSize()), AfterName: after})
+	ms, more, err := s.svc.ListMyses(ctx, memory.ListFilter{State: state, PageSize: int(req.GetPageSize()), AfterName: after})
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +80,7 @@ func (s *Server) ListMyses(ctx context.Context, req *memoryv1.ListMysesRequest) 
 
 // UpdateMysisConfig implements MemoryService.UpdateMysisConfig.
 func (s *Server) UpdateMysisConfig(ctx context.Context, req *memoryv1.UpdateMysisConfigRequest) (*memoryv1.UpdateMysisConfigResponse, error) {
-	m, err := s.store.UpdateMysisConfig(ctx, req.GetMysisId(), memory.ConfigPatch{
+	m, err := s.svc.UpdateMysisConfig(ctx, req.GetMysisId(), memory.ConfigPatch{
 		Provider: req.Provider, Model: req.Model, Temperature: req.Temperature, SystemPrompt: req.SystemPrompt,
 	})
 	if err != nil {
@@ -137,7 +102,7 @@ func (s *Server) SetMysisState(ctx context.Context, req *memoryv1.SetMysisStateR
 	if err != nil {
 		return nil, err
 	}
-	m, prev, err := s.store.SetMysisState(ctx, req.GetMysisId(), memory.StateChange{
+	m, prev, err := s.svc.SetMysisState(ctx, req.GetMysisId(), memory.StateChange{
 		State: state, Reason: req.GetReason(), EncouragementCount: req.EncouragementCount, Expected: expected,
 	})
 	if err != nil {
@@ -148,7 +113,7 @@ func (s *Server) SetMysisState(ctx context.Context, req *memoryv1.SetMysisStateR
 
 // DeleteMysis implements MemoryService.DeleteMysis.
 func (s *Server) DeleteMysis(ctx context.Context, req *memoryv1.DeleteMysisRequest) (*memoryv1.DeleteMysisResponse, error) {
-	if err := s.store.DeleteMysis(ctx, req.GetMysisId()); err != nil {
+	if err := s.svc.DeleteMysis(ctx, req.GetMysisId()); err != nil {
 		return nil, err
 	}
 	return &memoryv1.DeleteMysisResponse{}, nil
@@ -156,10 +121,9 @@ func (s *Server) DeleteMysis(ctx context.Context, req *memoryv1.DeleteMysisReque
 
 // AppendMemories implements MemoryService.AppendMemories.
 func (s *Server) AppendMemories(ctx context.Context, req *memoryv1.AppendMemoriesRequest) (*memoryv1.AppendMemoriesResponse, error) {
-	if _, err := memory.ParseID("mysis_id", req.GetMysisId()); err != nil {
-		return nil, err
-	}
 	in := req.GetMemories()
+	// The batch bound (memory.ValidateNewMemories) is checked before converting, so an oversized request costs no
+	// conversion work.
 	if len(in) > memory.MaxBatch {
 		return nil, errs.InvalidField("memories", "at most %d memories per call, got %d", memory.MaxBatch, len(in))
 	}
@@ -177,9 +141,9 @@ func (s *Server) AppendMemories(ctx context.Context, req *memoryv1.AppendMemorie
 	}
 	var out []memory.Memory
 	if cond.IfNoPromptAfterSeq != nil || cond.State != nil {
-		out, err = s.store.AppendMemoriesIf(ctx, req.GetMysisId(), ms, cond)
+		out, err = s.svc.AppendMemoriesIf(ctx, req.GetMysisId(), ms, cond)
 	} else {
-		out, err = s.store.AppendMemories(ctx, req.GetMysisId(), ms)
+		out, err = s.svc.AppendMemories(ctx, req.GetMysisId(), ms)
 	}
 	if err != nil {
 		return nil, err
@@ -189,7 +153,7 @@ func (s *Server) AppendMemories(ctx context.Context, req *memoryv1.AppendMemorie
 
 // ListRecentMemories implements MemoryService.ListRecentMemories.
 func (s *Server) ListRecentMemories(ctx context.Context, req *memoryv1.ListRecentMemoriesRequest) (*memoryv1.ListRecentMemoriesResponse, error) {
-	out, err := s.store.ListRecentMemories(ctx, req.GetMysisId(), int(req.GetLimit()))
+	out, err := s.svc.ListRecentMemories(ctx, req.GetMysisId(), int(req.GetLimit()))
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +162,7 @@ func (s *Server) ListRecentMemories(ctx context.Context, req *memoryv1.ListRecen
 
 // ListMemoriesRange implements MemoryService.ListMemoriesRange.
 func (s *Server) ListMemoriesRange(ctx context.Context, req *memoryv1.ListMemoriesRangeRequest) (*memoryv1.ListMemoriesRangeResponse, error) {
-	out, err := s.store.ListMemoriesRange(ctx, req.GetMysisId(), req.GetFromSeq(), req.GetToSeq(), int(req.GetLimit()))
+	out, err := s.svc.ListMemoriesRange(ctx, req.GetMysisId(), req.GetFromSeq(), req.GetToSeq(), int(req.GetLimit()))
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +171,7 @@ func (s *Server) ListMemoriesRange(ctx context.Context, req *memoryv1.ListMemori
 
 // GetMemory implements MemoryService.GetMemory.
 func (s *Server) GetMemory(ctx context.Context, req *memoryv1.GetMemoryRequest) (*memoryv1.GetMemoryResponse, error) {
-	m, err := s.store.GetMemory(ctx, req.GetMysisId(), req.GetMemoryId())
+	m, err := s.svc.GetMemory(ctx, req.GetMysisId(), req.GetMemoryId())
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +180,7 @@ func (s *Server) GetMemory(ctx context.Context, req *memoryv1.GetMemoryRequest) 
 
 // GetComposeWindow implements MemoryService.GetComposeWindow.
 func (s *Server) GetComposeWindow(ctx context.Context, req *memoryv1.GetComposeWindowRequest) (*memoryv1.GetComposeWindowResponse, error) {
-	w, err := s.store.GetComposeWindow(ctx, fromProtoWindowQuery(req))
+	w, err := s.svc.GetComposeWindow(ctx, fromProtoWindowQuery(req))
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +196,7 @@ func (s *Server) GetComposeWindow(ctx context.Context, req *memoryv1.GetComposeW
 
 // RecordBroadcast implements MemoryService.RecordBroadcast.
 func (s *Server) RecordBroadcast(ctx context.Context, req *memoryv1.RecordBroadcastRequest) (*memoryv1.RecordBroadcastResponse, error) {
-	d, err := s.store.RecordBroadcast(ctx, memory.Broadcast{
+	d, err := s.svc.RecordBroadcast(ctx, memory.Broadcast{
 		ID: req.GetBroadcastId(), SenderID: req.GetSenderId(), Content: req.GetContent(),
 	}, req.GetTargetMysisIds())
 	if err != nil {
@@ -247,7 +211,7 @@ func (s *Server) RecordBroadcast(ctx context.Context, req *memoryv1.RecordBroadc
 
 // DeliverBroadcast implements MemoryService.DeliverBroadcast.
 func (s *Server) DeliverBroadcast(ctx context.Context, req *memoryv1.DeliverBroadcastRequest) (*memoryv1.DeliverBroadcastResponse, error) {
-	d, err := s.store.DeliverBroadcast(ctx, req.GetBroadcastId(), req.GetMysisIds())
+	d, err := s.svc.DeliverBroadcast(ctx, req.GetBroadcastId(), req.GetMysisIds())
 	if err != nil {
 		return nil, err
 	}
@@ -264,7 +228,7 @@ func (s *Server) SearchMessages(ctx context.Context, req *memoryv1.SearchMessage
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.store.SearchMessages(ctx, memory.SearchQuery{
+	res, err := s.svc.SearchMessages(ctx, memory.SearchQuery{
 		MysisID: req.GetMysisId(), Text: req.GetQuery(), Limit: int(req.GetLimit()), IncludeNudges: req.GetIncludeNudges(),
 		Order: order,
 	})
@@ -276,7 +240,7 @@ func (s *Server) SearchMessages(ctx context.Context, req *memoryv1.SearchMessage
 
 // SearchReasoning implements MemoryService.SearchReasoning.
 func (s *Server) SearchReasoning(ctx context.Context, req *memoryv1.SearchReasoningRequest) (*memoryv1.SearchReasoningResponse, error) {
-	hs, err := s.store.SearchReasoning(ctx, memory.SearchQuery{MysisID: req.GetMysisId(), Text: req.GetQuery(), Limit: int(req.GetLimit())})
+	hs, err := s.svc.SearchReasoning(ctx, memory.SearchQuery{MysisID: req.GetMysisId(), Text: req.GetQuery(), Limit: int(req.GetLimit())})
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +249,7 @@ func (s *Server) SearchReasoning(ctx context.Context, req *memoryv1.SearchReason
 
 // SearchBroadcasts implements MemoryService.SearchBroadcasts.
 func (s *Server) SearchBroadcasts(ctx context.Context, req *memoryv1.SearchBroadcastsRequest) (*memoryv1.SearchBroadcastsResponse, error) {
-	hs, err := s.store.SearchBroadcasts(ctx, memory.SearchQuery{Text: req.GetQuery(), Limit: int(req.GetLimit())})
+	hs, err := s.svc.SearchBroadcasts(ctx, memory.SearchQuery{Text: req.GetQuery(), Limit: int(req.GetLimit())})
 	if err != nil {
 		return nil, err
 	}
@@ -294,7 +258,7 @@ func (s *Server) SearchBroadcasts(ctx context.Context, req *memoryv1.SearchBroad
 
 // CreateAccount implements MemoryService.CreateAccount.
 func (s *Server) CreateAccount(ctx context.Context, req *memoryv1.CreateAccountRequest) (*memoryv1.CreateAccountResponse, error) {
-	a, err := s.store.CreateAccount(ctx, memory.Account{
+	a, err := s.svc.CreateAccount(ctx, memory.Account{
 		Username: req.GetUsername(), Password: req.GetPassword(), Empire: req.GetEmpire(), MysisID: req.GetMysisId(),
 	})
 	if err != nil {
@@ -305,7 +269,7 @@ func (s *Server) CreateAccount(ctx context.Context, req *memoryv1.CreateAccountR
 
 // ClaimAccount implements MemoryService.ClaimAccount.
 func (s *Server) ClaimAccount(ctx context.Context, req *memoryv1.ClaimAccountRequest) (*memoryv1.ClaimAccountResponse, error) {
-	a, err := s.store.ClaimAccount(ctx, req.GetMysisId())
+	a, err := s.svc.ClaimAccount(ctx, req.GetMysisId())
 	if err != nil {
 		return nil, err
 	}
@@ -314,7 +278,7 @@ func (s *Server) ClaimAccount(ctx context.Context, req *memoryv1.ClaimAccountReq
 
 // GetAccountForMysis implements MemoryService.GetAccountForMysis.
 func (s *Server) GetAccountForMysis(ctx context.Context, req *memoryv1.GetAccountForMysisRequest) (*memoryv1.GetAccountForMysisResponse, error) {
-	a, err := s.store.GetAccountForMysis(ctx, req.GetMysisId())
+	a, err := s.svc.GetAccountForMysis(ctx, req.GetMysisId())
 	if err != nil {
 		return nil, err
 	}
@@ -323,7 +287,7 @@ func (s *Server) GetAccountForMysis(ctx context.Context, req *memoryv1.GetAccoun
 
 // ReleaseAccount implements MemoryService.ReleaseAccount.
 func (s *Server) ReleaseAccount(ctx context.Context, req *memoryv1.ReleaseAccountRequest) (*memoryv1.ReleaseAccountResponse, error) {
-	u, err := s.store.ReleaseAccount(ctx, req.GetMysisId())
+	u, err := s.svc.ReleaseAccount(ctx, req.GetMysisId())
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 // RecordLlmCalls implements MemoryService.RecordLlmCalls.
 func (s *Server) RecordLlmCalls(ctx context.Context, req *memoryv1.RecordLlmCallsRequest) (*memoryv1.RecordLlmCallsResponse, error) {
 	in := req.GetCalls()
+	// Bounded before converting, like AppendMemories' batch; memory.Service checks the same bound.
 	if len(in) > memory.MaxCallsPerCall {
 		return nil, errs.InvalidField("calls", "at most %d calls per request, got %d", memory.MaxCallsPerCall, len(in))
 	}
@@ -27,7 +28,7 @@ func (s *Server) RecordLlmCalls(ctx context.Context, req *memoryv1.RecordLlmCall
 		}
 		calls[i] = *fromProtoLlmCall(c)
 	}
-	n, err := s.store.RecordLlmCalls(ctx, req.GetMysisId(), calls)
+	n, err := s.svc.RecordLlmCalls(ctx, req.GetMysisId(), calls)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +65,7 @@ func (s *Server) GetUsage(ctx context.Context, req *memoryv1.GetUsageRequest) (*
 		return nil, err
 	}
 	q.AfterName, q.AfterProvider, q.AfterModel = tok.Name, tok.Provider, tok.Model
-	u, err := s.store.GetUsage(ctx, q)
+	u, err := s.svc.GetUsage(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -81,14 +82,14 @@ func (s *Server) GetUsage(ctx context.Context, req *memoryv1.GetUsageRequest) (*
 
 // GetSpend implements MemoryService.GetSpend.
 func (s *Server) GetSpend(ctx context.Context, req *memoryv1.GetSpendRequest) (*memoryv1.GetSpendResponse, error) {
-	at := time.Now()
+	var at time.Time // unset: now, by the Service's clock
 	if req.At != nil {
 		if err := req.GetAt().CheckValid(); err != nil {
 			return nil, errs.InvalidField("at", "not a valid timestamp")
 		}
 		at = req.GetAt().AsTime()
 	}
-	sp, err := s.store.GetSpend(ctx, req.GetMysisId(), at)
+	sp, err := s.svc.GetSpend(ctx, req.GetMysisId(), at)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +102,7 @@ func (s *Server) SetSpendLimits(ctx context.Context, req *memoryv1.SetSpendLimit
 	for i, l := range req.GetLimits() {
 		ls[i] = memory.SpendLimit{Window: memory.SpendWindow(l.GetWindow()), Unit: memory.SpendUnit(l.GetUnit()), Amount: l.GetAmount()}
 	}
-	out, err := s.store.SetSpendLimits(ctx, req.GetMysisId(), ls)
+	out, err := s.svc.SetSpendLimits(ctx, req.GetMysisId(), ls)
 	if err != nil {
 		return nil, err
 	}

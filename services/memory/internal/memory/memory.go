@@ -1,6 +1,7 @@
 // Package memory is the domain of the memory service: myses, the memories they saw, broadcasts and SpaceMolt
-// accounts, with the rules a write must satisfy before it reaches storage. It imports no gRPC, pgx or proto, so
-// the same rules apply whichever adapter carries a request in or out.
+// accounts, with the rules a request must satisfy before it reaches storage. Service runs every operation: it
+// validates and normalises the input once, then calls the Store port (declared here, implemented by pgstore). It
+// imports no gRPC, pgx or proto, so the same rules apply whichever adapter carries a request in or out.
 package memory
 
 import (

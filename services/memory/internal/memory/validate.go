@@ -310,3 +310,44 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// ParseTargets validates and de-duplicates mysis ids (the targets of a delivery), keeping first-seen order; field
+// is their path in the request ("mysis_ids").
+func ParseTargets(field string, ids []string, required bool) ([]string, error) {
+	if required && len(ids) == 0 {
+		return nil, errs.InvalidField(field, "at least one mysis id is required")
+	}
+	if len(ids) > MaxDeliveryTargets {
+		return nil, errs.InvalidField(field, "at most %d targets, got %d", MaxDeliveryTargets, len(ids))
+	}
+	seen := make(map[string]bool, len(ids))
+	out := make([]string, 0, len(ids))
+	for i, id := range ids {
+		id, err := ParseID(fmt.Sprintf("%s[%d]", field, i), id)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// Normalize validates a search (the mysis id when needMysis, the query text, the limit) and returns it ready for
+// the store: canonical mysis id, exclusion operators bounded (BoundQueryOperators), the limit defaulted and capped.
+func (q SearchQuery) Normalize(needMysis bool) (SearchQuery, error) {
+	var err error
+	if needMysis {
+		if q.MysisID, err = ParseID("mysis_id", q.MysisID); err != nil {
+			return q, err
+		}
+	}
+	if err := ValidateQuery(q.Text); err != nil {
+		return q, err
+	}
+	q.Text = BoundQueryOperators(q.Text)
+	q.Limit, err = Limit("limit", q.Limit, DefaultSearchLimit, MaxSearchLimit)
+	return q, err
+}

@@ -55,7 +55,7 @@ func TestWriteMigrationsOnASeededDatabase(t *testing.T) {
 	exec(`CREATE INDEX memories_branch_extra_idx ON memories (mysis_id, lower(tool_name)) INCLUDE (seq) WHERE role = 4`)
 
 	// What the store reads at v4 (its reads resolve deliveries from broadcasts either way).
-	s := pgstore.New(p, nil)
+	s := memory.NewService(pgstore.New(p, nil))
 	before := map[string][]memory.Memory{}
 	for _, id := range ids {
 		before[id] = readAll(t, s, id)
@@ -147,7 +147,7 @@ func TestWriteMigrationsOnASeededDatabase(t *testing.T) {
 	}
 }
 
-func readAll(t *testing.T, s *pgstore.Store, mysisID string) []memory.Memory {
+func readAll(t *testing.T, s *memory.Service, mysisID string) []memory.Memory {
 	t.Helper()
 	var out []memory.Memory
 	for from := int64(1); ; {

@@ -41,16 +41,6 @@ func (s *Store) open(r accountRow) (memory.Account, error) {
 // CreateAccount adds a login to the pool, optionally bound to a mysis, and returns it without its password. Storing
 // a username again for the mysis that holds it renews its password.
 func (s *Store) CreateAccount(ctx context.Context, a memory.Account) (memory.Account, error) {
-	if err := memory.ValidateAccount(a); err != nil {
-		return memory.Account{}, err
-	}
-	if a.MysisID != "" {
-		id, err := memory.ParseID("mysis_id", a.MysisID)
-		if err != nil {
-			return memory.Account{}, err
-		}
-		a.MysisID = id
-	}
 	if s.box == nil {
 		return memory.Account{}, errNoKey()
 	}
@@ -79,10 +69,6 @@ func (s *Store) CreateAccount(ctx context.Context, a memory.Account) (memory.Acc
 // gets it back. The mysis row lock serialises claims for one mysis, and SKIP LOCKED lets claims for different
 // myses take different accounts without waiting for each other.
 func (s *Store) ClaimAccount(ctx context.Context, mysisID string) (memory.Account, error) {
-	mysisID, err := memory.ParseID("mysis_id", mysisID)
-	if err != nil {
-		return memory.Account{}, err
-	}
 	if s.box == nil {
 		return memory.Account{}, errNoKey()
 	}
@@ -127,15 +113,11 @@ func (s *Store) ClaimAccount(ctx context.Context, mysisID string) (memory.Accoun
 
 // GetAccountForMysis returns the account bound to the mysis, with its password.
 func (s *Store) GetAccountForMysis(ctx context.Context, mysisID string) (memory.Account, error) {
-	mysisID, err := memory.ParseID("mysis_id", mysisID)
-	if err != nil {
-		return memory.Account{}, err
-	}
 	if s.box == nil {
 		return memory.Account{}, errNoKey()
 	}
 	var r accountRow
-	err = s.pool.QueryRow(ctx, `SELECT `+accountCols+` FROM accounts a WHERE a.mysis_id = $1`, mysisID).Scan(r.dest()...)
+	err := s.pool.QueryRow(ctx, `SELECT `+accountCols+` FROM accounts a WHERE a.mysis_id = $1`, mysisID).Scan(r.dest()...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		if err := s.mustExist(ctx, mysisID); err != nil {
 			return memory.Account{}, err
@@ -150,13 +132,9 @@ func (s *Store) GetAccountForMysis(ctx context.Context, mysisID string) (memory.
 
 // ReleaseAccount unbinds the mysis's account and returns its username ("" when it held none).
 func (s *Store) ReleaseAccount(ctx context.Context, mysisID string) (string, error) {
-	mysisID, err := memory.ParseID("mysis_id", mysisID)
-	if err != nil {
-		return "", err
-	}
 	var exists bool
 	var username *string
-	err = s.pool.QueryRow(ctx, `
+	err := s.pool.QueryRow(ctx, `
 		WITH u AS (UPDATE accounts SET mysis_id = NULL WHERE mysis_id = $1 RETURNING username)
 		SELECT EXISTS (SELECT 1 FROM myses WHERE id = $1), (SELECT username FROM u)`, mysisID).Scan(&exists, &username)
 	if err != nil {

@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
-	"github.com/zoeaswarm/zoea/services/memory/internal/pgstore"
 )
 
 func TestAccounts(t *testing.T) {
@@ -28,10 +26,6 @@ func TestAccounts(t *testing.T) {
 	must[memory.Account](t)(s.CreateAccount(ctx, memory.Account{Username: "pilot_b", Password: "pw-b"}))
 	_, err := s.CreateAccount(ctx, memory.Account{Username: "pilot_a", Password: "other"})
 	wantKind(t, err, errs.Exists, "")
-	_, err = s.CreateAccount(ctx, memory.Account{Username: "ab", Password: "x"})
-	wantKind(t, err, errs.Invalid, "username")
-	_, err = s.CreateAccount(ctx, memory.Account{Username: "pilot_c", Password: ""})
-	wantKind(t, err, errs.Invalid, "password")
 	_, err = s.CreateAccount(ctx, memory.Account{Username: "pilot_c", Password: "x", MysisID: memory.NewID()})
 	wantKind(t, err, errs.NotFound, "")
 
@@ -116,12 +110,12 @@ func TestAccounts(t *testing.T) {
 	}
 
 	// A wrong key cannot read, and says so without leaking anything.
-	other := pgstore.New(p, testBox(t))
+	other := newSvcStore(p, testBox(t))
 	_, err = other.GetAccountForMysis(ctx, d.ID)
 	wantKind(t, err, errs.Conflict, "")
 
 	// Without a key accounts fail clearly; everything else works.
-	nokey := pgstore.New(p, nil)
+	nokey := newSvcStore(p, nil)
 	_, err = nokey.CreateAccount(ctx, memory.Account{Username: "pilot_f", Password: "pw"})
 	wantKind(t, err, errs.Conflict, "")
 	_, err = nokey.ClaimAccount(ctx, d.ID)
@@ -190,19 +184,21 @@ func TestReconnectsAfterBackendsAreKilled(t *testing.T) {
 		_, _ = c.Exec(ctx, `SELECT pg_terminate_backend(pg_backend_pid())`)
 	}
 	kill()
-	deadline := time.Now().Add(15 * time.Second)
+	// No waiting: a call that fails on a killed connection discards it (pgconn closes a connection on the FATAL
+	// admin_shutdown its backend sends, the pool destroys closed connections on release, and pings one that sat
+	// idle before handing it out), so at most MaxConns calls can fail before a freshly dialled connection answers.
 	var err error
-	for time.Now().Before(deadline) {
+	attempts := int(p.Config().MaxConns) + 1
+	for range attempts {
 		if _, err = s.AppendMemories(ctx, m.ID, []memory.NewMemory{user("after restart")}); err == nil {
 			break
 		}
 		if !errs.Is(err, errs.Unavailable) {
 			t.Logf("error while reconnecting (not classified Unavailable): %v", err)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	if err != nil {
-		t.Fatalf("pool did not recover: %v", err)
+		t.Fatalf("pool did not recover in %d calls: %v", attempts, err)
 	}
 	if err := s.Ping(ctx); err != nil {
 		t.Fatal(err)

@@ -18,9 +18,6 @@ import (
 // so a prompt delivered concurrently either lands before (and refuses the append) or after the appended rows.
 // A full retry returns the stored rows without checking anything, so the call stays idempotent.
 func (s *Store) AppendMemoriesIf(ctx context.Context, mysisID string, ms []memory.NewMemory, c memory.AppendCondition) ([]memory.Memory, error) {
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
 	return s.appendMemories(ctx, mysisID, ms, func(ctx context.Context, tx guardConn, id string) error {
 		if c.IfNoPromptAfterSeq != nil {
 			if err := promptAfter(ctx, tx, id, *c.IfNoPromptAfterSeq); err != nil {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/zoeaswarm/zoea/libs/pgutil"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
-	"github.com/zoeaswarm/zoea/services/memory/internal/pgstore"
 )
 
 // The large-scale numbers come from `memorybench bench` against a database filled by `memorybench seed` (see README and
@@ -104,7 +103,7 @@ func BenchmarkAppendBatch1000(b *testing.B) {
 	b.ReportMetric(float64(b.N*len(batch))/b.Elapsed().Seconds(), "memories/s")
 }
 
-func seeded(b *testing.B) *pgstore.Store {
+func seeded(b *testing.B) *svcStore {
 	url := os.Getenv("ZOEA_BENCH_DATABASE_URL")
 	if url == "" {
 		b.Skip("set ZOEA_BENCH_DATABASE_URL to a database filled by `memorybench seed`")
@@ -114,7 +113,7 @@ func seeded(b *testing.B) *pgstore.Store {
 		b.Fatal(err)
 	}
 	b.Cleanup(p.Close)
-	return pgstore.New(p, nil)
+	return newSvcStore(p, nil)
 }
 
 func BenchmarkSeededComposeWindow(b *testing.B) {

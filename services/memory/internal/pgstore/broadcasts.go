@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/jackc/pgerrcode"
@@ -21,27 +20,10 @@ func broadcastDest(b *memory.Broadcast) []any {
 	return []any{&b.ID, &b.SenderID, &b.Content, &b.CreatedAt}
 }
 
-// RecordBroadcast stores b once (idempotent on b.ID; an empty ID gets a fresh one) and delivers the stored
-// broadcast in the same transaction to targets, or to every mysis except the sender when targets is empty.
-// A retry returns the broadcast as first recorded and delivers only where it is missing.
+// RecordBroadcast stores b once (idempotent on b.ID, which the caller has set) and delivers the stored broadcast in
+// the same transaction to targets (distinct canonical ids), or to every mysis except the sender when targets is
+// empty. A retry returns the broadcast as first recorded and delivers only where it is missing.
 func (s *Store) RecordBroadcast(ctx context.Context, b memory.Broadcast, targets []string) (memory.Delivery, error) {
-	var err error
-	if b.ID == "" {
-		b.ID = memory.NewID()
-	} else if b.ID, err = memory.ParseID("broadcast_id", b.ID); err != nil {
-		return memory.Delivery{}, err
-	}
-	if b.SenderID, err = memory.ValidateSenderID("sender_id", b.SenderID); err != nil {
-		return memory.Delivery{}, err
-	}
-	if err := memory.ValidateBroadcastContent(b.Content); err != nil {
-		return memory.Delivery{}, err
-	}
-	targets, err = parseTargets("target_mysis_ids", targets, false)
-	if err != nil {
-		return memory.Delivery{}, err
-	}
-
 	return s.withDeliveryRetry(ctx, "record broadcast", func(tx pgx.Tx) (memory.Delivery, error) {
 		var stored memory.Broadcast
 		// A mysis sender must exist when the broadcast is first recorded (a retry after its deletion still gets
@@ -67,14 +49,6 @@ func (s *Store) RecordBroadcast(ctx context.Context, b memory.Broadcast, targets
 
 // DeliverBroadcast delivers an already recorded broadcast to more myses, idempotently per mysis.
 func (s *Store) DeliverBroadcast(ctx context.Context, broadcastID string, mysisIDs []string) (memory.Delivery, error) {
-	broadcastID, err := memory.ParseID("broadcast_id", broadcastID)
-	if err != nil {
-		return memory.Delivery{}, err
-	}
-	mysisIDs, err = parseTargets("mysis_ids", mysisIDs, true)
-	if err != nil {
-		return memory.Delivery{}, err
-	}
 	return s.withDeliveryRetry(ctx, "deliver broadcast", func(tx pgx.Tx) (memory.Delivery, error) {
 		var stored memory.Broadcast
 		err := tx.QueryRow(ctx, `SELECT `+broadcastCols+` FROM broadcasts b WHERE b.id = $1`, broadcastID).Scan(broadcastDest(&stored)...)
@@ -86,29 +60,6 @@ func (s *Store) DeliverBroadcast(ctx context.Context, broadcastID string, mysisI
 		}
 		return deliver(ctx, tx, stored, mysisIDs)
 	})
-}
-
-// parseTargets validates and de-duplicates target ids, keeping first-seen order.
-func parseTargets(field string, ids []string, required bool) ([]string, error) {
-	if required && len(ids) == 0 {
-		return nil, errs.InvalidField(field, "at least one mysis id is required")
-	}
-	if len(ids) > memory.MaxDeliveryTargets {
-		return nil, errs.InvalidField(field, "at most %d targets, got %d", memory.MaxDeliveryTargets, len(ids))
-	}
-	seen := make(map[string]bool, len(ids))
-	out := make([]string, 0, len(ids))
-	for i, id := range ids {
-		id, err := memory.ParseID(field+"["+strconv.Itoa(i)+"]", id)
-		if err != nil {
-			return nil, err
-		}
-		if !seen[id] {
-			seen[id] = true
-			out = append(out, id)
-		}
-	}
-	return out, nil
 }
 
 // A broadcast is stored once: its row in broadcasts holds the content and the only full-text vector of it. A

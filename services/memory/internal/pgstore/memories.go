@@ -38,13 +38,6 @@ type guardConn interface {
 }
 
 func (s *Store) appendMemories(ctx context.Context, mysisID string, ms []memory.NewMemory, guard appendGuard) ([]memory.Memory, error) {
-	mysisID, err := memory.ParseID("mysis_id", mysisID)
-	if err != nil {
-		return nil, err
-	}
-	if err := memory.ValidateNewMemories(ms); err != nil {
-		return nil, err
-	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, dbErr(err, "append memories")
@@ -299,13 +292,6 @@ func (b *insertBatch) add(i int, seq, turn int64, n memory.NewMemory, toolCalls,
 
 // ListRecentMemories returns the newest limit memories of a mysis, oldest first.
 func (s *Store) ListRecentMemories(ctx context.Context, mysisID string, limit int) ([]memory.Memory, error) {
-	mysisID, err := memory.ParseID("mysis_id", mysisID)
-	if err != nil {
-		return nil, err
-	}
-	if limit, err = memory.Limit("limit", limit, memory.DefaultWindow, memory.MaxWindow); err != nil {
-		return nil, err
-	}
 	// Bounded by bytes as well as rows (memory.MaxResponseBytes): the newest rows whose running size stays within
 	// the budget, and always the newest one. Sizes come from octet_length, which reads the stored length without
 	// decompressing large values.
@@ -330,22 +316,6 @@ func (s *Store) ListRecentMemories(ctx context.Context, mysisID string, limit in
 
 // ListMemoriesRange returns memories with fromSeq <= seq <= toSeq (toSeq 0: no upper bound), oldest first.
 func (s *Store) ListMemoriesRange(ctx context.Context, mysisID string, fromSeq, toSeq int64, limit int) ([]memory.Memory, error) {
-	mysisID, err := memory.ParseID("mysis_id", mysisID)
-	if err != nil {
-		return nil, err
-	}
-	if fromSeq < 0 {
-		return nil, errs.InvalidField("from_seq", "must not be negative")
-	}
-	if toSeq < 0 {
-		return nil, errs.InvalidField("to_seq", "must not be negative")
-	}
-	if toSeq != 0 && toSeq < fromSeq {
-		return nil, errs.InvalidField("to_seq", "must be 0 or at least from_seq")
-	}
-	if limit, err = memory.Limit("limit", limit, memory.DefaultRangeLimit, memory.MaxRangeLimit); err != nil {
-		return nil, err
-	}
 	rows, err := s.pool.Query(ctx, `
 		SELECT `+memCols+` FROM memories m
 		WHERE m.mysis_id = $1 AND m.seq >= $2 AND ($3::bigint = 0 OR m.seq <= $3::bigint)
@@ -362,13 +332,6 @@ func (s *Store) ListMemoriesRange(ctx context.Context, mysisID string, fromSeq, 
 
 // GetMemory returns one memory of one mysis.
 func (s *Store) GetMemory(ctx context.Context, mysisID string, id int64) (memory.Memory, error) {
-	mysisID, err := memory.ParseID("mysis_id", mysisID)
-	if err != nil {
-		return memory.Memory{}, err
-	}
-	if id <= 0 {
-		return memory.Memory{}, errs.InvalidField("memory_id", "required")
-	}
 	rows, err := s.pool.Query(ctx, `SELECT `+memCols+` FROM memories m WHERE m.id = $1 AND m.mysis_id = $2`, id, mysisID)
 	if err != nil {
 		return memory.Memory{}, dbErr(err, "get memory")

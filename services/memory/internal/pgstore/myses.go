@@ -26,9 +26,6 @@ func errMysisNotFound(id string) error { return errs.NotFoundf("mysis %s not fou
 
 // CreateMysis stores a new idle mysis with a fresh id.
 func (s *Store) CreateMysis(ctx context.Context, n memory.NewMysis) (memory.Mysis, error) {
-	if err := memory.ValidateNewMysis(n); err != nil {
-		return memory.Mysis{}, err
-	}
 	var m memory.Mysis
 	err := s.pool.QueryRow(ctx, `
 		INSERT INTO myses AS y (id, name, provider, model, temperature, system_prompt)
@@ -43,12 +40,8 @@ func (s *Store) CreateMysis(ctx context.Context, n memory.NewMysis) (memory.Mysi
 
 // GetMysis returns one mysis by id.
 func (s *Store) GetMysis(ctx context.Context, id string) (memory.Mysis, error) {
-	id, err := memory.ParseID("mysis_id", id)
-	if err != nil {
-		return memory.Mysis{}, err
-	}
 	var m memory.Mysis
-	err = s.pool.QueryRow(ctx, `SELECT `+mysisCols+` FROM myses y WHERE y.id = $1`, id).Scan(mysisDest(&m)...)
+	err := s.pool.QueryRow(ctx, `SELECT `+mysisCols+` FROM myses y WHERE y.id = $1`, id).Scan(mysisDest(&m)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memory.Mysis{}, errMysisNotFound(id)
 	}
@@ -57,12 +50,6 @@ func (s *Store) GetMysis(ctx context.Context, id string) (memory.Mysis, error) {
 
 // GetMysisByName returns one mysis by its unique name.
 func (s *Store) GetMysisByName(ctx context.Context, name string) (memory.Mysis, error) {
-	if name == "" {
-		return memory.Mysis{}, errs.InvalidField("name", "required")
-	}
-	if err := memory.CheckText("name", name, memory.MaxShortFieldBytes); err != nil {
-		return memory.Mysis{}, err
-	}
 	var m memory.Mysis
 	err := s.pool.QueryRow(ctx, `SELECT `+mysisCols+` FROM myses y WHERE y.name = $1`, name).Scan(mysisDest(&m)...)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -73,13 +60,7 @@ func (s *Store) GetMysisByName(ctx context.Context, name string) (memory.Mysis, 
 
 // ListMyses returns up to f.PageSize myses ordered by name after f.AfterName, and whether more follow.
 func (s *Store) ListMyses(ctx context.Context, f memory.ListFilter) ([]memory.Mysis, bool, error) {
-	size, err := memory.Limit("page_size", f.PageSize, memory.DefaultPageSize, memory.MaxPageSize)
-	if err != nil {
-		return nil, false, err
-	}
-	if f.State != memory.StateAny && !f.State.Valid() {
-		return nil, false, errs.InvalidField("state", "unknown state")
-	}
+	size := f.PageSize
 	rows, err := s.pool.Query(ctx, `
 		SELECT `+mysisCols+` FROM myses y
 		WHERE ($1 = '' OR y.state = $1) AND y.name > $2
@@ -102,12 +83,9 @@ func (s *Store) ListMyses(ctx context.Context, f memory.ListFilter) ([]memory.My
 	return out, more, nil
 }
 
-// UpdateMysisConfig applies a configuration patch under the row lock, validating the result as a whole.
-func (s *Store) UpdateMysisConfig(ctx context.Context, id string, p memory.ConfigPatch) (memory.Mysis, error) {
-	id, err := memory.ParseID("mysis_id", id)
-	if err != nil {
-		return memory.Mysis{}, err
-	}
+// UpdateMysisConfig reads the mysis's configuration under the row lock, passes it to apply (the domain's patch,
+// which validates the result as a whole) and stores what apply returns; an error from apply is returned as is.
+func (s *Store) UpdateMysisConfig(ctx context.Context, id string, apply func(memory.NewMysis) (memory.NewMysis, error)) (memory.Mysis, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return memory.Mysis{}, dbErr(err, "update mysis")
@@ -122,7 +100,7 @@ func (s *Store) UpdateMysisConfig(ctx context.Context, id string, p memory.Confi
 	if err != nil {
 		return memory.Mysis{}, dbErr(err, "update mysis")
 	}
-	next, err := p.Apply(cur)
+	next, err := apply(cur)
 	if err != nil {
 		return memory.Mysis{}, err
 	}
@@ -143,18 +121,11 @@ func (s *Store) UpdateMysisConfig(ctx context.Context, id string, p memory.Confi
 // SetMysisState changes the lifecycle state and returns the mysis with its previous state. With c.Expected set it
 // is a compare-and-set: a different stored state fails with Conflict and changes nothing.
 func (s *Store) SetMysisState(ctx context.Context, id string, c memory.StateChange) (memory.Mysis, memory.State, error) {
-	id, err := memory.ParseID("mysis_id", id)
-	if err != nil {
-		return memory.Mysis{}, "", err
-	}
-	if err := memory.ValidateStateChange(c); err != nil {
-		return memory.Mysis{}, "", err
-	}
 	// One statement: lock the row, compare, update. The locked row is the newest version, so the comparison
 	// cannot race another writer.
 	var m memory.Mysis
 	var prev memory.State
-	err = s.pool.QueryRow(ctx, `
+	err := s.pool.QueryRow(ctx, `
 		WITH old AS (SELECT id, state FROM myses WHERE id = $1 FOR NO KEY UPDATE)
 		UPDATE myses y SET state = $2, state_reason = $3,
 			encouragement_count = coalesce($4, y.encouragement_count), updated_at = now()
@@ -184,10 +155,6 @@ func (s *Store) SetMysisState(ctx context.Context, id string, c memory.StateChan
 // DeleteMysis removes a mysis; its memories go with it (ON DELETE CASCADE) and its account is released
 // (ON DELETE SET NULL).
 func (s *Store) DeleteMysis(ctx context.Context, id string) error {
-	id, err := memory.ParseID("mysis_id", id)
-	if err != nil {
-		return err
-	}
 	tag, err := s.pool.Exec(ctx, `DELETE FROM myses WHERE id = $1`, id)
 	if err != nil {
 		return dbErr(err, "delete mysis")

@@ -12,7 +12,6 @@ import (
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/libs/pgutil"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
-	"github.com/zoeaswarm/zoea/services/memory/internal/pgstore"
 )
 
 // Runs of exclusion dashes once overflowed Postgres's tsquery operator stack ("tsquery stack too small" → Internal).
@@ -172,7 +171,7 @@ func TestDroppedConnectionIsUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
-	s := pgstore.New(p, testBox(t))
+	s := newSvcStore(p, testBox(t))
 	m := mkMysis(t, s)
 	if _, err := s.GetMysis(ctx, m.ID); err != nil {
 		t.Fatal(err)

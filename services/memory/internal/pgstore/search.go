@@ -3,11 +3,11 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
 )
 
@@ -149,21 +149,6 @@ FROM (
 ) h
 ORDER BY h.rank DESC, h.created_at DESC, h.id DESC`
 
-func checkSearch(q memory.SearchQuery, needMysis bool) (memory.SearchQuery, error) {
-	var err error
-	if needMysis {
-		if q.MysisID, err = memory.ParseID("mysis_id", q.MysisID); err != nil {
-			return q, err
-		}
-	}
-	if err := memory.ValidateQuery(q.Text); err != nil {
-		return q, err
-	}
-	q.Text = memory.BoundQueryOperators(q.Text)
-	q.Limit, err = memory.Limit("limit", q.Limit, memory.DefaultSearchLimit, memory.MaxSearchLimit)
-	return q, err
-}
-
 // SearchMessages finds one mysis's messages and tool calls, best match first among the newest
 // memory.SearchCandidates matches, or newest first; nudges only when asked.
 func (s *Store) SearchMessages(ctx context.Context, q memory.SearchQuery) (memory.MessageHits, error) {
@@ -197,13 +182,10 @@ func (s *Store) inSearchTx(ctx context.Context, what string, f func(pgx.Tx) erro
 	return nil
 }
 
-// searchMessagesStatement validates q, turns JIT off for the transaction, reads the mysis's newest seq (NotFound for
-// an unknown mysis) and returns the statement for its order and history length with its arguments.
+// searchMessagesStatement turns JIT off for the transaction, reads the mysis's newest seq (NotFound for an unknown
+// mysis) and returns the statement for q's order and the history length with its arguments. q is normalised
+// (memory.SearchQuery.Normalize) and its order one the service accepts.
 func searchMessagesStatement(ctx context.Context, tx pgx.Tx, q memory.SearchQuery) (string, []any, error) {
-	q, err := checkSearch(q, true)
-	if err != nil {
-		return "", nil, err
-	}
 	k := memory.SearchCandidates + 1
 	var build func(bool) string
 	switch q.Order {
@@ -212,7 +194,7 @@ func searchMessagesStatement(ctx context.Context, tx pgx.Tx, q memory.SearchQuer
 	case memory.OrderRecency:
 		build, k = searchRecencySQL, q.Limit
 	default:
-		return "", nil, errs.InvalidField("order", "unknown search order %d", q.Order)
+		return "", nil, fmt.Errorf("search messages: unsupported order %d", q.Order)
 	}
 	var last int64
 	if err := tx.QueryRow(ctx, `SELECT last_seq FROM myses, set_config('jit', 'off', true) WHERE id = $1`, q.MysisID).Scan(&last); err != nil {
@@ -230,10 +212,6 @@ func searchMessagesStatement(ctx context.Context, tx pgx.Tx, q memory.SearchQuer
 
 // SearchReasoning ranks one mysis's stored reasoning; snippets come from the reasoning.
 func (s *Store) SearchReasoning(ctx context.Context, q memory.SearchQuery) ([]memory.MemoryHit, error) {
-	q, err := checkSearch(q, true)
-	if err != nil {
-		return nil, err
-	}
 	return s.memoryHits(ctx, s.pool, "search reasoning", q.MysisID, searchReasoningSQL, nil,
 		q.MysisID, q.Text, q.Limit, snippetInputChars, headlineOpts)
 }
@@ -284,10 +262,6 @@ func (s *Store) memoryHits(ctx context.Context, db querier, what, mysisID, sql s
 
 // SearchBroadcasts ranks broadcasts swarm-wide.
 func (s *Store) SearchBroadcasts(ctx context.Context, q memory.SearchQuery) ([]memory.BroadcastHit, error) {
-	q, err := checkSearch(q, false)
-	if err != nil {
-		return nil, err
-	}
 	rows, err := s.pool.Query(ctx, searchBroadcastsSQL, q.Text, q.Limit, snippetInputChars, headlineOpts)
 	if err != nil {
 		return nil, dbErr(err, "search broadcasts")
@@ -307,8 +281,9 @@ func (s *Store) SearchBroadcasts(ctx context.Context, q memory.SearchQuery) ([]m
 	return out, nil
 }
 
-// ExplainSearchMessages returns EXPLAIN (ANALYZE, BUFFERS) of the statement SearchMessages runs for q, with q's
-// words as constants the way the service plans it (benchmarks and plan tests).
+// ExplainSearchMessages returns EXPLAIN (ANALYZE, BUFFERS) of the statement SearchMessages runs for q (normalised,
+// as SearchMessages takes it), with q's words as constants the way the service plans it (benchmarks and plan
+// tests).
 func (s *Store) ExplainSearchMessages(ctx context.Context, q memory.SearchQuery) (string, error) {
 	var lines []string
 	err := s.inSearchTx(ctx, "explain search", func(tx pgx.Tx) error {

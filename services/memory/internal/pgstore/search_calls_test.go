@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
 )
 
@@ -119,8 +118,6 @@ func TestSearchRecencyOrder(t *testing.T) {
 			t.Errorf("recency hit without rank or snippet: %+v", h)
 		}
 	}
-	_, err := s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "iron", Order: memory.SearchOrder(7)})
-	wantKind(t, err, errs.Invalid, "order")
 }
 
 // Relevance ranks only the newest memory.SearchCandidates matches and says so: an old best match beyond them is not

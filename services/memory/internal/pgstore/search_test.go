@@ -136,14 +136,8 @@ func TestSearchMessages(t *testing.T) {
 	if hs := msgHits(t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "iron", Limit: 1})); len(hs) != 1 {
 		t.Fatalf("limit: %d", len(hs))
 	}
-	_, err := s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "   "})
-	wantKind(t, err, errs.Invalid, "query")
-	_, err = s.SearchMessages(ctx, memory.SearchQuery{Text: "iron"})
-	wantKind(t, err, errs.Invalid, "mysis_id")
-	_, err = s.SearchMessages(ctx, memory.SearchQuery{MysisID: memory.NewID(), Text: "iron"})
+	_, err := s.SearchMessages(ctx, memory.SearchQuery{MysisID: memory.NewID(), Text: "iron"})
 	wantKind(t, err, errs.NotFound, "")
-	_, err = s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "iron", Limit: -5})
-	wantKind(t, err, errs.Invalid, "limit")
 }
 
 func TestSearchNewestFirstOnEqualRank(t *testing.T) {
@@ -176,8 +170,6 @@ func TestSearchReasoningAndBroadcasts(t *testing.T) {
 	if len(hs) != 1 || hs[0].Memory.Seq != 1 || !strings.Contains(hs[0].Snippet, "«cooldown»") {
 		t.Fatalf("reasoning: %+v", hs)
 	}
-	_, err := s.SearchReasoning(ctx, memory.SearchQuery{MysisID: m.ID})
-	wantKind(t, err, errs.Invalid, "query")
 
 	must[memory.Delivery](t)(s.RecordBroadcast(ctx, memory.Broadcast{Content: "Enemy spotted near Sol, avoid sector 7"}, nil))
 	must[memory.Delivery](t)(s.RecordBroadcast(ctx, memory.Broadcast{Content: "Sell iron_ore at Haven"}, nil))
@@ -188,8 +180,6 @@ func TestSearchReasoningAndBroadcasts(t *testing.T) {
 	if bh := must[[]memory.BroadcastHit](t)(s.SearchBroadcasts(ctx, memory.SearchQuery{Text: "iron_ore"})); len(bh) != 1 {
 		t.Fatalf("broadcast identifier: %+v", bh)
 	}
-	_, err = s.SearchBroadcasts(ctx, memory.SearchQuery{Text: ""})
-	wantKind(t, err, errs.Invalid, "query")
 }
 
 // The commander's order and the mysis's own words rank above raw tool output for the same match, however often the

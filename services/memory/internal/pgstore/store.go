@@ -1,7 +1,8 @@
 // Package pgstore keeps the memory service's data in Postgres. Its SQL lives next to the methods that run it, is
 // always parameterised, and every Postgres failure leaves here as an errs kind (unique violation → Exists, unknown
 // reference → NotFound, a lost serialization race or deadlock → Aborted, unreachable server → Unavailable), so
-// callers never see pgx types.
+// callers never see pgx types. Store implements memory.Store: its arguments come validated and normalised from
+// memory.Service, so it checks only what needs the data (existence, uniqueness, conditions under a row lock).
 package pgstore
 
 import (
@@ -27,12 +28,14 @@ type Sealer interface {
 	Open(sealed, aad []byte) ([]byte, error)
 }
 
-// Store is the Postgres implementation of the memory service's storage.
+// Store is the Postgres implementation of the memory service's storage (memory.Store).
 type Store struct {
 	pool     *pgxpool.Pool
 	box      Sealer
 	asyncFTS bool
 }
+
+var _ memory.Store = (*Store)(nil)
 
 // Option configures a Store.
 type Option func(*Store)

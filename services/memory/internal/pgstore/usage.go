@@ -11,7 +11,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
 )
 
@@ -141,27 +140,6 @@ func callsOf(ms []memory.NewMemory, stored []memory.Memory) ([]memory.LlmCall, [
 // RecordLlmCalls stores calls that produced no memory (failed or discarded); a call_id already stored is skipped.
 // It returns how many calls were new.
 func (s *Store) RecordLlmCalls(ctx context.Context, mysisID string, calls []memory.LlmCall) (int, error) {
-	mysisID, err := memory.ParseID("mysis_id", mysisID)
-	if err != nil {
-		return 0, err
-	}
-	if len(calls) == 0 {
-		return 0, errs.InvalidField("calls", "at least one call is required")
-	}
-	if len(calls) > memory.MaxCallsPerCall {
-		return 0, errs.InvalidField("calls", "at most %d calls per request, got %d", memory.MaxCallsPerCall, len(calls))
-	}
-	seen := make(map[string]bool, len(calls))
-	for i, c := range calls {
-		p := "calls[" + strconv.Itoa(i) + "]"
-		if err := memory.ValidateLlmCall(p, c); err != nil {
-			return 0, err
-		}
-		if seen[c.CallID] {
-			return 0, errs.InvalidField(p+".call_id", "repeats an earlier call_id of this request")
-		}
-		seen[c.CallID] = true
-	}
 	var n int
 	if err := s.pool.QueryRow(ctx, recordCallsSQL, recordCallsArgs(mysisID, calls, nil)...).Scan(&n); err != nil {
 		return 0, dbErr(err, "record llm calls")
@@ -202,24 +180,7 @@ func setTimes(t *memory.UsageTotals, first, last *time.Time) {
 // GetUsage sums calls: all time from the running totals, a time range from the call log. The total and one page
 // of groups travel in one batch.
 func (s *Store) GetUsage(ctx context.Context, q memory.UsageQuery) (memory.Usage, error) {
-	if len(q.MysisIDs) > memory.MaxUsageMyses {
-		return memory.Usage{}, errs.InvalidField("mysis_ids", "at most %d myses, got %d", memory.MaxUsageMyses, len(q.MysisIDs))
-	}
-	ids := make([]string, 0, len(q.MysisIDs))
-	for i, id := range q.MysisIDs {
-		id, err := memory.ParseID("mysis_ids["+strconv.Itoa(i)+"]", id)
-		if err != nil {
-			return memory.Usage{}, err
-		}
-		ids = append(ids, id)
-	}
-	if !q.From.IsZero() && !q.To.IsZero() && !q.To.After(q.From) {
-		return memory.Usage{}, errs.InvalidField("to", "must be after from")
-	}
-	size, err := memory.Limit("page_size", q.PageSize, memory.DefaultPageSize, memory.MaxPageSize)
-	if err != nil {
-		return memory.Usage{}, err
-	}
+	ids, size := q.MysisIDs, q.PageSize
 
 	ranged := !q.From.IsZero() || !q.To.IsZero()
 	src, aggs := "llm_usage_totals u", totalsAggs
@@ -316,13 +277,6 @@ func (s *Store) GetUsage(ctx context.Context, q memory.UsageQuery) (memory.Usage
 // GetSpend returns the mysis's own limits and the mysis's and the swarm's counts in the windows containing at,
 // in one batch.
 func (s *Store) GetSpend(ctx context.Context, mysisID string, at time.Time) (memory.Spend, error) {
-	mysisID, err := memory.ParseID("mysis_id", mysisID)
-	if err != nil {
-		return memory.Spend{}, err
-	}
-	if at.IsZero() {
-		at = time.Now()
-	}
 	b := &pgx.Batch{}
 	b.Queue(`SELECT EXISTS (SELECT 1 FROM myses WHERE id = $1)`, mysisID)
 	b.Queue(`SELECT win, unit, amount FROM spend_limits WHERE mysis_id = $1 ORDER BY win, unit`, mysisID)
@@ -395,13 +349,6 @@ func scanCounts(br pgx.BatchResults, at time.Time) ([]memory.SpendCount, error) 
 
 // SetSpendLimits replaces a mysis's own limits and returns them ordered by window and unit.
 func (s *Store) SetSpendLimits(ctx context.Context, mysisID string, limits []memory.SpendLimit) ([]memory.SpendLimit, error) {
-	mysisID, err := memory.ParseID("mysis_id", mysisID)
-	if err != nil {
-		return nil, err
-	}
-	if err := memory.ValidateSpendLimits(limits); err != nil {
-		return nil, err
-	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, dbErr(err, "set spend limits")

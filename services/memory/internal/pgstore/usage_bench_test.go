@@ -14,7 +14,6 @@ import (
 	"github.com/zoeaswarm/zoea/libs/pgtest"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
 	"github.com/zoeaswarm/zoea/services/memory/internal/migrations"
-	"github.com/zoeaswarm/zoea/services/memory/internal/pgstore"
 )
 
 // roundTrips counts what goes over the wire: every statement sent alone and every pipelined batch.
@@ -32,7 +31,7 @@ func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.Tra
 func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
 func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
-func tracedStore(t testing.TB) (*pgstore.Store, *roundTrips) {
+func tracedStore(t testing.TB) (*svcStore, *roundTrips) {
 	t.Helper()
 	ctx := context.Background()
 	cfg, err := pgxpool.ParseConfig(pgtest.New(t))
@@ -49,7 +48,7 @@ func tracedStore(t testing.TB) (*pgstore.Store, *roundTrips) {
 	if _, err := migrations.Up(ctx, p, nil); err != nil {
 		t.Fatal(err)
 	}
-	return pgstore.New(p, testBox(t)), rt
+	return newSvcStore(p, testBox(t)), rt
 }
 
 // TestRecordingAddsNoRoundTrip: an assistant append that carries its LLM call takes exactly as many round trips

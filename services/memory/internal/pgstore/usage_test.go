@@ -49,8 +49,6 @@ func TestUsageRecordedWithTheMemory(t *testing.T) {
 	}
 	failed := *call(uuidN(4), t0.Add(time.Hour), 0, 0, 0, 0)
 	failed.Error = "openai: HTTP 500: boom"
-	_, err := s.RecordLlmCalls(ctx, b.ID, []memory.LlmCall{failed, failed})
-	wantKind(t, err, errs.Invalid, "calls[1].call_id")
 	if n, err := s.RecordLlmCalls(ctx, b.ID, []memory.LlmCall{failed}); err != nil || n != 1 {
 		t.Fatalf("record failed call: %d %v", n, err)
 	}
@@ -144,28 +142,13 @@ func TestUsageRecordedWithTheMemory(t *testing.T) {
 	if len(sp.Limits) != 2 || sp.Limits[0] != (memory.SpendLimit{Window: memory.WindowHour, Unit: memory.UnitTokens}) || sp.Limits[1].Amount != 2e9 {
 		t.Fatalf("limits %+v", sp.Limits)
 	}
-	_, err = s.SetSpendLimits(ctx, a.ID, []memory.SpendLimit{{Window: memory.WindowDay, Unit: memory.UnitTokens, Amount: 1}, {Window: memory.WindowDay, Unit: memory.UnitTokens, Amount: 2}})
-	wantKind(t, err, errs.Invalid, "limits[1].window")
-	_, err = s.SetSpendLimits(ctx, a.ID, []memory.SpendLimit{{Window: 9, Unit: memory.UnitTokens, Amount: 1}})
-	wantKind(t, err, errs.Invalid, "limits[0].window")
 	_, err = s.SetSpendLimits(ctx, uuidN(99), nil)
 	wantKind(t, err, errs.NotFound, "")
 	_, err = s.GetSpend(ctx, uuidN(99), t0)
 	wantKind(t, err, errs.NotFound, "")
 
-	// Bad input names its field.
-	bad := *call("not-a-uuid", t0, 1, 0, 1, 1)
-	_, err = s.RecordLlmCalls(ctx, a.ID, []memory.LlmCall{bad})
-	wantKind(t, err, errs.Invalid, "calls[0].call_id")
-	neg := *call(uuidN(5), t0, -1, 0, 1, 1)
-	_, err = s.AppendMemories(ctx, a.ID, asst("k9", &neg))
-	wantKind(t, err, errs.Invalid, "memories[0].llm_call.prompt_tokens")
-	_, err = s.AppendMemories(ctx, a.ID, []memory.NewMemory{{Role: memory.RoleUser, Source: memory.SourceDirect, Content: "x", LlmCall: call(uuidN(6), t0, 1, 0, 1, 1)}})
-	wantKind(t, err, errs.Invalid, "memories[0].llm_call")
 	_, err = s.RecordLlmCalls(ctx, uuidN(99), []memory.LlmCall{*call(uuidN(7), t0, 1, 0, 1, 1)})
 	wantKind(t, err, errs.NotFound, "")
-	_, err = s.GetUsage(ctx, memory.UsageQuery{From: t0, To: t0})
-	wantKind(t, err, errs.Invalid, "to")
 
 	// Deleting a mysis drops its history but not the swarm's spend.
 	if err := s.DeleteMysis(ctx, b.ID); err != nil {

@@ -123,13 +123,10 @@ func windowArgs(q memory.WindowQuery) []any {
 		q.ReplyLimit, memory.CarryScanRows, memory.CallLookback, q.RecentFrom}
 }
 
-// GetComposeWindow returns the mysis, its compose window (oldest first) and its current mission; see windowSQL for
-// what the window holds.
+// GetComposeWindow returns the mysis, its compose window (oldest first, rows as stored) and its current mission for
+// a normalised query (memory.WindowQuery.Normalize); see windowSQL for what the window holds. The caller bounds the
+// window's size (memory.ComposeWindow.Bound).
 func (s *Store) GetComposeWindow(ctx context.Context, q memory.WindowQuery) (memory.ComposeWindow, error) {
-	q, err := q.Normalize()
-	if err != nil {
-		return memory.ComposeWindow{}, err
-	}
 	rows, err := s.pool.Query(ctx, windowSQL, windowArgs(q)...)
 	if err != nil {
 		return memory.ComposeWindow{}, dbErr(err, "compose window")
@@ -172,8 +169,5 @@ func (s *Store) GetComposeWindow(ctx context.Context, q memory.WindowQuery) (mem
 	}
 	// Rows come in index order per part; the composer wants one chronological list.
 	slices.SortFunc(out.Memories, func(a, b memory.Memory) int { return cmp.Compare(a.Seq, b.Seq) })
-	// Bounded by bytes as well as rows: oversized tool results cut with their pointer, the whole within
-	// memory.MaxResponseBytes, so no window is too large for the composer to receive.
-	out.Bound(q.MaxResultBytes)
 	return out, nil
 }

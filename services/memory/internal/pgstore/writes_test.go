@@ -76,7 +76,7 @@ func TestBroadcastStoredOnce(t *testing.T) {
 // never sleeps.
 func TestAsyncIndexingMakesToolResultsSearchableOnTheNextPass(t *testing.T) {
 	ctx := context.Background()
-	s := pgstore.New(pool(t), testBox(t), pgstore.WithAsyncFTS())
+	s := newSvcStore(pool(t), testBox(t), pgstore.WithAsyncFTS())
 	m := mkMysis(t, s)
 	must[[]memory.Memory](t)(s.AppendMemories(ctx, m.ID, []memory.NewMemory{
 		user("sell the zirconium stock"),
@@ -97,7 +97,7 @@ func TestAsyncIndexingMakesToolResultsSearchableOnTheNextPass(t *testing.T) {
 	passes := make(chan int, 16)
 	ictx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	x := &pgstore.Indexer{Store: s, Passed: func(n int, err error) {
+	x := &pgstore.Indexer{Store: s.Store, Passed: func(n int, err error) {
 		if err != nil {
 			t.Error(err)
 		}
@@ -133,7 +133,7 @@ func TestAsyncIndexingMakesToolResultsSearchableOnTheNextPass(t *testing.T) {
 // A backlog larger than one batch is drained in one pass.
 func TestIndexerDrainsABacklogInOnePass(t *testing.T) {
 	ctx := context.Background()
-	async := pgstore.New(pool(t), nil, pgstore.WithAsyncFTS())
+	async := newSvcStore(pool(t), nil, pgstore.WithAsyncFTS())
 	m := mkMysis(t, async)
 	rows := make([]memory.NewMemory, 0, pgstore.IndexBatch+2)
 	rows = append(rows, assistant("", memory.ToolCall{ID: "c", Name: "mine", Arguments: `{}`}))
@@ -150,7 +150,7 @@ func TestIndexerDrainsABacklogInOnePass(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		(&pgstore.Indexer{Store: async, Passed: func(n int, _ error) { passes <- n }}).Run(ictx, nil)
+		(&pgstore.Indexer{Store: async.Store, Passed: func(n int, _ error) { passes <- n }}).Run(ictx, nil)
 	}()
 	got := <-passes
 	cancel()
