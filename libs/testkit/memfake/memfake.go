@@ -58,7 +58,7 @@ type Fake struct {
 	broadcasts map[string]*memoryv1.Broadcast
 	bcOrder    []string                   // broadcast ids in recording order (the global mission fallback is the newest)
 	delivered  map[string]map[string]bool // broadcast id → mysis id → delivered
-	recorded   map[string]time.Time // broadcast id → when its rows were first written
+	recorded   map[string]time.Time       // broadcast id → when its rows were first written
 	nextID     int64
 	faults     map[string][]Fault
 	failAll    map[string]codes.Code
@@ -294,4 +294,3 @@ func (f *Fake) Broadcasts() int {
 	defer f.mu.Unlock()
 	return len(f.broadcasts)
 }
-
