@@ -98,8 +98,9 @@ func StartWith(tb testing.TB, opts Options) *Fake {
 	return f
 }
 
-// New returns a Fake that is not served: its methods can be called directly, or it can be registered on a server
-// of the caller's.
+// New returns a Fake that is not served: its methods can be called directly (errors are then libs/errs errors, which
+// libs/server.ToStatus turns into the statuses a client would get), or it can be registered on a server of the
+// caller's. tb may be nil when Await, Restart and AddMyses are not used.
 func New(tb testing.TB) *Fake {
 	hs := health.NewServer()
 	f := &Fake{
