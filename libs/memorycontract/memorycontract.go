@@ -1,7 +1,8 @@
 // Package memorycontract is the one contract suite for the memory API (zoea.memory.v1.MemoryService). The real
 // service runs it against Postgres, and every fake a test uses in its place runs it too, so a fake cannot drift
 // from what it stands in for: idempotent, gapless appends, recent-window reads, compare-and-set state changes,
-// exactly-once broadcast delivery, and InvalidArgument statuses that name the field for bad input.
+// exactly-once broadcast delivery, the compose window (recent part, carried rows, mission), and InvalidArgument
+// statuses that name the field for bad input.
 //
 // A fake that implements only part of the API runs the subset it claims:
 //
@@ -39,10 +40,12 @@ const (
 	State
 	// Broadcast is RecordBroadcast (needs Append, whose seq shows the delivered rows).
 	Broadcast
+	// ComposeWindow is GetComposeWindow, v1 and v2 (needs Append, and Broadcast for the missions it reads).
+	ComposeWindow
 )
 
 // All is every capability: what the real service claims.
-var All = []Capability{Myses, Append, Recent, State, Broadcast}
+var All = []Capability{Myses, Append, Recent, State, Broadcast, ComposeWindow}
 
 func (c Capability) String() string {
 	switch c {
@@ -56,6 +59,8 @@ func (c Capability) String() string {
 		return "State"
 	case Broadcast:
 		return "Broadcast"
+	case ComposeWindow:
+		return "ComposeWindow"
 	}
 	return fmt.Sprintf("Capability(%d)", int(c))
 }
@@ -78,6 +83,18 @@ var suites = map[Capability][]struct {
 	Recent:    {{"RecentWindow", testRecentWindow}},
 	State:     {{"CompareAndSet", testCompareAndSet}},
 	Broadcast: {{"ExactlyOnce", testBroadcastExactlyOnce}, {"BroadcastRejects", testBroadcastRejects}},
+	ComposeWindow: {
+		{"Empty", testWindowEmpty},
+		{"V1Newest", testWindowV1},
+		{"RecentAndCarried", testWindowRecentAndCarried},
+		{"CarryLimitAndSnapshotTools", testWindowCarryLimitAndSnapshots},
+		{"PinnedTools", testWindowPinned},
+		{"RecentFromSeq", testWindowRecentFrom},
+		{"TurnTruncated", testWindowTruncated},
+		{"Missions", testWindowMissions},
+		{"CutResults", testWindowCut},
+		{"WindowRejects", testWindowRejects},
+	},
 }
 
 // Run runs the suites of the given capabilities (All when none is given). dial returns a client of the

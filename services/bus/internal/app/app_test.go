@@ -17,7 +17,7 @@ import (
 	"github.com/zoeaswarm/zoea/libs/natstest"
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
-	"github.com/zoeaswarm/zoea/services/bus/internal/testkit/memfake"
+	"github.com/zoeaswarm/zoea/libs/testkit/memfake"
 )
 
 // assertOnce checks that every mysis has exactly one memory row for the broadcast, as a user prompt.

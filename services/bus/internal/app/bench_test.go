@@ -14,7 +14,7 @@ import (
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/natstest"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
-	"github.com/zoeaswarm/zoea/services/bus/internal/testkit/memfake"
+	"github.com/zoeaswarm/zoea/libs/testkit/memfake"
 )
 
 // BenchmarkBroadcastToRows measures what a commander waits for: from calling Broadcast to every mysis's memory row

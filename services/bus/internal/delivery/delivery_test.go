@@ -8,41 +8,31 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/google/uuid"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
+	"github.com/zoeaswarm/zoea/libs/testkit/memfake"
 	"github.com/zoeaswarm/zoea/services/bus/internal/delivery"
+	"github.com/zoeaswarm/zoea/services/bus/internal/memoryclient"
 	"github.com/zoeaswarm/zoea/services/bus/internal/message"
 )
 
-// fakeMemory answers with canned results or errors (libs/errs errors, as the memoryclient adapter returns them).
-type fakeMemory struct {
-	myses     []string
-	listErr   error
-	recordErr error
-	appendErr error
-	records   int
-}
-
-func (f *fakeMemory) MysisIDs(context.Context) ([]string, error) {
-	if f.listErr != nil {
-		return nil, f.listErr
+// memory is the shared in-memory memory service (libs/testkit/memfake, held to libs/memorycontract like the real
+// one) behind the real memoryclient adapter: what delivery writes to in production. Failures are injected into the
+// fake's RPCs (FailAll), so they reach delivery as the adapter turns real statuses into libs/errs errors.
+func memory(t *testing.T) (*memfake.Fake, delivery.Memory) {
+	t.Helper()
+	f := memfake.Start(t)
+	conn, err := grpc.NewClient(f.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return f.myses, nil
-}
-
-func (f *fakeMemory) RecordBroadcast(context.Context, swarmbus.Broadcast) (int, int, error) {
-	f.records++
-	if f.recordErr != nil {
-		return 0, 0, f.recordErr
-	}
-	return len(f.myses) - 1, 0, nil
-}
-
-func (f *fakeMemory) AppendDirect(_ context.Context, d swarmbus.Direct) (message.Stored, error) {
-	if f.appendErr != nil {
-		return message.Stored{}, f.appendErr
-	}
-	return message.Stored{ID: 7, Seq: 3, MysisID: d.MysisID, SenderID: d.SenderID, Content: d.Content, IdempotencyKey: d.IdempotencyKey()}, nil
+	t.Cleanup(func() { _ = conn.Close() })
+	return f, memoryclient.New(memoryv1.NewMemoryServiceClient(conn))
 }
 
 // event is one announcement the fake notifier saw.
@@ -99,52 +89,72 @@ func (n *fakeNotifier) Dropped(_ context.Context, id, reason string) error {
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func TestBroadcastWakesEveryoneButTheSender(t *testing.T) {
-	mem := &fakeMemory{myses: []string{"a", "b", "c", "d"}}
+	fake, mem := memory(t)
+	ids := fake.AddMyses("m", 4)
 	n := &fakeNotifier{}
-	res, err := delivery.New(mem, n, quiet()).Broadcast(context.Background(), swarmbus.Broadcast{ID: "b1", SenderID: "c", Content: "go"})
+	b1 := uuid.NewString()
+	res, err := delivery.New(mem, n, quiet()).Broadcast(context.Background(), swarmbus.Broadcast{ID: b1, SenderID: ids[2], Content: "go"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Targets != 3 || res.Delivered != 3 {
 		t.Fatalf("result = %+v", res)
 	}
-	if len(n.wakes) != 3 || n.wakes["c"] != "" || n.wakes["a"] != swarmbus.WakeBroadcast {
+	if len(n.wakes) != 3 || n.wakes[ids[2]] != "" || n.wakes[ids[0]] != swarmbus.WakeBroadcast {
 		t.Fatalf("wakes = %v", n.wakes)
 	}
-	if len(n.events) != 3 || n.events[0] != (event{"broadcast", "a", "b1 from c"}) {
+	if len(n.events) != 3 || n.events[0] != (event{"broadcast", ids[0], b1 + " from " + ids[2]}) {
 		t.Fatalf("events = %v", n.events)
+	}
+	if rows := fake.BroadcastRows(b1); len(rows) != 3 || rows[ids[2]] != 0 {
+		t.Fatalf("rows per mysis = %v, want one for each of the three others", rows)
 	}
 }
 
 func TestHandleClassifiesFailures(t *testing.T) {
-	unavailable := errs.Unavailablef(errors.New("connection refused"), "memory")
+	broadcast := func(*memfake.Fake, []string) swarmbus.Delivery {
+		return swarmbus.Delivery{Broadcast: &swarmbus.Broadcast{ID: uuid.NewString(), Content: "go"}}
+	}
+	direct := func(_ *memfake.Fake, ids []string) swarmbus.Delivery {
+		return swarmbus.Delivery{Direct: &swarmbus.Direct{ID: "d", MysisID: ids[0], Content: "hi"}}
+	}
+	down := func(method string, d func(*memfake.Fake, []string) swarmbus.Delivery) func(*memfake.Fake, []string) swarmbus.Delivery {
+		return func(f *memfake.Fake, ids []string) swarmbus.Delivery {
+			f.FailAll(method, codes.Unavailable)
+			return d(f, ids)
+		}
+	}
 	cases := []struct {
 		name      string
-		mem       *fakeMemory
+		setup     func(f *memfake.Fake, ids []string) swarmbus.Delivery // ids: two myses
 		wakeErr   error
-		d         swarmbus.Delivery
 		wantErr   bool
 		permanent bool
 		errEvent  bool
 	}{
-		{"broadcast ok", &fakeMemory{myses: []string{"a", "b"}}, nil, swarmbus.Delivery{Broadcast: &swarmbus.Broadcast{ID: "b"}}, false, false, false},
-		{"memory down", &fakeMemory{recordErr: unavailable}, nil, swarmbus.Delivery{Broadcast: &swarmbus.Broadcast{ID: "b"}}, true, false, false},
-		{"memory refuses the broadcast", &fakeMemory{recordErr: errs.InvalidField("broadcast_id", "not a UUID")}, nil,
-			swarmbus.Delivery{Broadcast: &swarmbus.Broadcast{ID: "b"}}, true, true, true},
-		{"unknown broadcast target is retried", &fakeMemory{recordErr: errs.NotFoundf("x")}, nil,
-			swarmbus.Delivery{Broadcast: &swarmbus.Broadcast{ID: "b"}}, true, false, false},
-		{"listing fails after recording", &fakeMemory{listErr: unavailable}, nil, swarmbus.Delivery{Broadcast: &swarmbus.Broadcast{ID: "b"}}, true, false, false},
-		{"wakes fail", &fakeMemory{myses: []string{"a", "b"}}, errors.New("nats: connection closed"), swarmbus.Delivery{Broadcast: &swarmbus.Broadcast{ID: "b"}}, true, false, false},
-		{"direct to a deleted mysis", &fakeMemory{appendErr: errs.NotFoundf("mysis not found")}, nil,
-			swarmbus.Delivery{Direct: &swarmbus.Direct{ID: "d", MysisID: "gone"}}, true, true, true},
-		{"direct while memory is down", &fakeMemory{appendErr: unavailable}, nil, swarmbus.Delivery{Direct: &swarmbus.Direct{ID: "d", MysisID: "m"}}, true, false, false},
-		{"direct stored but not announced", &fakeMemory{}, errors.New("nats down"), swarmbus.Delivery{Direct: &swarmbus.Direct{ID: "d", MysisID: "m"}}, true, false, false},
-		{"empty delivery", &fakeMemory{}, nil, swarmbus.Delivery{}, true, true, false},
+		{"broadcast ok", broadcast, nil, false, false, false},
+		{"memory down", down("RecordBroadcast", broadcast), nil, true, false, false},
+		{"memory refuses the broadcast", func(*memfake.Fake, []string) swarmbus.Delivery {
+			return swarmbus.Delivery{Broadcast: &swarmbus.Broadcast{ID: "b", Content: "go"}} // not a UUID
+		}, nil, true, true, true},
+		{"unknown broadcast sender is retried", func(*memfake.Fake, []string) swarmbus.Delivery {
+			return swarmbus.Delivery{Broadcast: &swarmbus.Broadcast{ID: uuid.NewString(), SenderID: uuid.NewString(), Content: "go"}}
+		}, nil, true, false, false},
+		{"listing fails after recording", down("ListMyses", broadcast), nil, true, false, false},
+		{"wakes fail", broadcast, errors.New("nats: connection closed"), true, false, false},
+		{"direct to a deleted mysis", func(*memfake.Fake, []string) swarmbus.Delivery {
+			return swarmbus.Delivery{Direct: &swarmbus.Direct{ID: "d", MysisID: uuid.NewString(), Content: "hi"}}
+		}, nil, true, true, true},
+		{"direct while memory is down", down("AppendMemories", direct), nil, true, false, false},
+		{"direct stored but not announced", direct, errors.New("nats down"), true, false, false},
+		{"empty delivery", func(*memfake.Fake, []string) swarmbus.Delivery { return swarmbus.Delivery{} }, nil, true, true, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			fake, mem := memory(t)
+			d := c.setup(fake, fake.AddMyses("m", 2))
 			n := &fakeNotifier{wakeErr: c.wakeErr}
-			err := delivery.New(c.mem, n, quiet()).Handle(context.Background(), c.d)
+			err := delivery.New(mem, n, quiet()).Handle(context.Background(), d)
 			if (err != nil) != c.wantErr || swarmbus.IsPermanent(err) != c.permanent {
 				t.Fatalf("Handle = %v (permanent %v), want error %v permanent %v", err, swarmbus.IsPermanent(err), c.wantErr, c.permanent)
 			}
@@ -162,9 +172,11 @@ func TestHandleClassifiesFailures(t *testing.T) {
 }
 
 func TestDirectReturnsTheStoredRowEvenWhenTheWakeFails(t *testing.T) {
+	fake, mem := memory(t)
+	id := fake.AddMyses("m", 1)[0]
 	n := &fakeNotifier{wakeErr: errors.New("nats down")}
-	m, err := delivery.New(&fakeMemory{}, n, quiet()).Direct(context.Background(), swarmbus.Direct{ID: "x1", MysisID: "m", Content: "hi"})
-	if m.ID == 0 || m.IdempotencyKey != "direct:x1" || m.MysisID != "m" {
+	m, err := delivery.New(mem, n, quiet()).Direct(context.Background(), swarmbus.Direct{ID: "x1", MysisID: id, Content: "hi"})
+	if m.ID == 0 || m.IdempotencyKey != "direct:x1" || m.MysisID != id || m.Seq != 1 {
 		t.Fatalf("memory = %v", m)
 	}
 	if !errors.Is(err, delivery.ErrNotAnnounced) {

@@ -3,22 +3,22 @@ package grpcapi_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
+	"github.com/zoeaswarm/zoea/libs/testkit/memfake"
 	"github.com/zoeaswarm/zoea/services/bus/internal/grpcapi"
 )
 
@@ -42,37 +42,27 @@ func (b *fakeBus) SubscribeEvents(context.Context, swarmbus.EventFilter, func(co
 	return nil, errors.New("not used")
 }
 
-type fakeMemory struct {
-	myses atomic.Int32
-	lists atomic.Int32
-}
-
-func (m *fakeMemory) GetMysis(_ context.Context, in *memoryv1.GetMysisRequest, _ ...grpc.CallOption) (*memoryv1.GetMysisResponse, error) {
-	return &memoryv1.GetMysisResponse{Mysis: &memoryv1.Mysis{Id: in.GetMysisId()}}, nil
-}
-
-func (m *fakeMemory) GetMysisByName(context.Context, *memoryv1.GetMysisByNameRequest, ...grpc.CallOption) (*memoryv1.GetMysisByNameResponse, error) {
-	return nil, status.Error(codes.NotFound, "no")
-}
-
-func (m *fakeMemory) ListMyses(context.Context, *memoryv1.ListMysesRequest, ...grpc.CallOption) (*memoryv1.ListMysesResponse, error) {
-	m.lists.Add(1)
-	resp := &memoryv1.ListMysesResponse{}
-	for i := range m.myses.Load() {
-		resp.Myses = append(resp.Myses, &memoryv1.Mysis{Id: fakeID(int(i))})
+// startMemory serves the shared in-memory memory service (libs/testkit/memfake, held to libs/memorycontract like the
+// real one) and returns it with a real gRPC client of it, which is what the API's Memory port takes in production.
+func startMemory(t *testing.T) (*memfake.Fake, memoryv1.MemoryServiceClient) {
+	t.Helper()
+	f := memfake.Start(t)
+	conn, err := grpc.NewClient(f.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return resp, nil
+	t.Cleanup(func() { _ = conn.Close() })
+	return f, memoryv1.NewMemoryServiceClient(conn)
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func fakeID(i int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", i) }
-
 // The count is the swarm at the moment of the broadcast, not a cached size: the issue was a broadcast right after
 // creating a mysis reporting the previous count (3 of 4, 6 of 30).
 func TestBroadcastCountsTheSwarmOfThisBroadcast(t *testing.T) {
-	bus, mem := &fakeBus{}, &fakeMemory{}
-	mem.myses.Store(3)
+	bus := &fakeBus{}
+	fake, mem := startMemory(t)
+	ids := fake.AddMyses("m", 3)
 	api := grpcapi.New(bus, mem, nil, grpcapi.Options{AllowMysisBroadcast: true, Logger: quiet()})
 	ctx := context.Background()
 	count := func(sender string) int32 {
@@ -86,12 +76,12 @@ func TestBroadcastCountsTheSwarmOfThisBroadcast(t *testing.T) {
 	if n := count(""); n != 3 {
 		t.Fatalf("first count %d, want 3", n)
 	}
-	mem.myses.Store(4)
+	ids = append(ids, fake.AddMyses("n", 1)...)
 	if n := count(""); n != 4 {
 		t.Fatalf("after a fourth mysis: count %d, want 4", n)
 	}
-	mem.myses.Store(30)
-	if n := count(fakeID(7)); n != 29 {
+	ids = append(ids, fake.AddMyses("o", 26)...)
+	if n := count(ids[7]); n != 29 {
 		t.Fatalf("from a mysis of 30: count %d, want 29 (everyone but the sender)", n)
 	}
 	if got := len(bus.published); got != 3 {
@@ -100,7 +90,8 @@ func TestBroadcastCountsTheSwarmOfThisBroadcast(t *testing.T) {
 }
 
 func TestBroadcastRejections(t *testing.T) {
-	bus, mem := &fakeBus{}, &fakeMemory{}
+	bus := &fakeBus{}
+	_, mem := startMemory(t)
 	closed := grpcapi.New(bus, mem, nil, grpcapi.Options{Logger: quiet()})
 	_, err := closed.Broadcast(context.Background(), &busv1.BroadcastRequest{Content: "x", SenderId: "5b0c6c1e-6f0e-4c2a-9d51-0d6f7f3f0a11"})
 	if status.Code(err) != codes.PermissionDenied {
@@ -123,7 +114,8 @@ func TestBroadcastRejections(t *testing.T) {
 
 // A bad mysis name is reported once, on the request's own field, whatever the memory service would have said.
 func TestSendDirectBadMysisNamesTheField(t *testing.T) {
-	api := grpcapi.New(&fakeBus{}, &fakeMemory{}, nil, grpcapi.Options{Logger: quiet()})
+	_, mem := startMemory(t)
+	api := grpcapi.New(&fakeBus{}, mem, nil, grpcapi.Options{Logger: quiet()})
 	for _, name := range []string{"a\x00b", " spaced", "\u200b", "evil\u202Etxt"} {
 		_, err := api.SendDirect(context.Background(), &busv1.SendDirectRequest{Mysis: name, Content: "hello"})
 		if errs.FieldOf(err) != "mysis" || !errs.Is(err, errs.Invalid) {

@@ -5,79 +5,82 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/google/uuid"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/credentials/insecure"
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
+	"github.com/zoeaswarm/zoea/libs/testkit/memfake"
 	"github.com/zoeaswarm/zoea/services/bus/internal/memoryclient"
 )
 
-// fakeAPI pages ListMyses two at a time and refuses or stores direct messages.
-type fakeAPI struct {
-	memoryv1.MemoryServiceClient // unimplemented methods panic: the adapter must not call them
-	myses                        []string
-	appendErr                    error
-	got                          *memoryv1.AppendMemoriesRequest
-}
-
-func (f *fakeAPI) ListMyses(_ context.Context, in *memoryv1.ListMysesRequest, _ ...grpc.CallOption) (*memoryv1.ListMysesResponse, error) {
-	start := 0
-	if in.GetPageToken() != "" {
-		start = len(in.GetPageToken())
+// start serves the shared in-memory memory service (libs/testkit/memfake, held to libs/memorycontract like the real
+// one) and returns it with the adapter over a real gRPC client of it.
+func start(t *testing.T) (*memfake.Fake, *memoryclient.Client) {
+	t.Helper()
+	f := memfake.Start(t)
+	conn, err := grpc.NewClient(f.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
 	}
-	end := min(start+2, len(f.myses))
-	resp := &memoryv1.ListMysesResponse{}
-	for _, id := range f.myses[start:end] {
-		resp.Myses = append(resp.Myses, &memoryv1.Mysis{Id: id})
-	}
-	if end < len(f.myses) {
-		resp.NextPageToken = string(make([]byte, end))
-	}
-	return resp, nil
-}
-
-func (f *fakeAPI) AppendMemories(_ context.Context, in *memoryv1.AppendMemoriesRequest, _ ...grpc.CallOption) (*memoryv1.AppendMemoriesResponse, error) {
-	f.got = in
-	if f.appendErr != nil {
-		return nil, f.appendErr
-	}
-	nm := in.GetMemories()[0]
-	return &memoryv1.AppendMemoriesResponse{Memories: []*memoryv1.Memory{{Id: 9, Seq: 4, MysisId: in.GetMysisId(),
-		Role: nm.GetRole(), Source: nm.GetSource(), Content: nm.GetContent(), IdempotencyKey: nm.GetIdempotencyKey()}}}, nil
+	t.Cleanup(func() { _ = conn.Close() })
+	return f, memoryclient.New(memoryv1.NewMemoryServiceClient(conn))
 }
 
 func TestMysisIDsReadsEveryPage(t *testing.T) {
-	api := &fakeAPI{myses: []string{"a", "b", "c", "d", "e"}}
-	ids, err := memoryclient.New(api).MysisIDs(context.Background())
-	if err != nil || !slices.Equal(ids, api.myses) {
-		t.Fatalf("MysisIDs = %v, %v", ids, err)
+	f, c := start(t)
+	want := f.AddMyses("m", 2001) // three pages of at most 1000
+	ids, err := c.MysisIDs(context.Background())
+	if err != nil || !slices.Equal(ids, want) {
+		t.Fatalf("MysisIDs = %d ids, %v; want the %d myses in name order", len(ids), err, len(want))
+	}
+	if n := f.Calls("ListMyses"); n != 3 {
+		t.Fatalf("%d ListMyses calls, want 3 pages", n)
 	}
 }
 
 func TestAppendDirectStoresAUserRowUnderTheMessageKey(t *testing.T) {
-	api := &fakeAPI{}
-	m, err := memoryclient.New(api).AppendDirect(context.Background(), swarmbus.Direct{ID: "x1", MysisID: "m", SenderID: "s", Content: "hi"})
+	f, c := start(t)
+	id := f.AddMyses("m", 1)[0]
+	d := swarmbus.Direct{ID: "x1", MysisID: id, SenderID: "s", Content: "hi"}
+	m, err := c.AppendDirect(context.Background(), d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	nm := api.got.GetMemories()[0]
-	if nm.GetRole() != memoryv1.Role_ROLE_USER || nm.GetSource() != memoryv1.Source_SOURCE_DIRECT || nm.GetIdempotencyKey() != "direct:x1" || nm.GetSenderId() != "s" {
-		t.Fatalf("request = %v", api.got)
+	rows := f.Memories(id)
+	if len(rows) != 1 || rows[0].GetRole() != memoryv1.Role_ROLE_USER || rows[0].GetSource() != memoryv1.Source_SOURCE_DIRECT ||
+		rows[0].GetIdempotencyKey() != "direct:x1" || rows[0].GetSenderId() != "s" || rows[0].GetContent() != "hi" {
+		t.Fatalf("stored rows = %v", rows)
 	}
-	if m.ID != 9 || m.Seq != 4 || m.MysisID != "m" || m.Content != "hi" || m.IdempotencyKey != "direct:x1" {
-		t.Fatalf("stored = %+v", m)
+	if m.ID != rows[0].GetId() || m.Seq != 1 || m.MysisID != id || m.Content != "hi" || m.IdempotencyKey != "direct:x1" || m.SenderID != "s" {
+		t.Fatalf("returned = %+v", m)
+	}
+	// A redelivery returns the stored row and writes nothing.
+	again, err := c.AppendDirect(context.Background(), d)
+	if err != nil || again.ID != m.ID || len(f.Memories(id)) != 1 {
+		t.Fatalf("redelivery = %+v, %v with %d rows", again, err, len(f.Memories(id)))
 	}
 }
 
 // Delivery decides retry or drop on libs/errs kinds, so the adapter must turn statuses back into them.
 func TestStatusesBecomeDomainErrors(t *testing.T) {
-	for code, kind := range map[codes.Code]errs.Kind{codes.InvalidArgument: errs.Invalid, codes.NotFound: errs.NotFound, codes.Unavailable: errs.Unavailable} {
-		api := &fakeAPI{appendErr: status.Error(code, "no")}
-		if _, err := memoryclient.New(api).AppendDirect(context.Background(), swarmbus.Direct{ID: "x", MysisID: "m", Content: "hi"}); !errs.Is(err, kind) {
-			t.Errorf("%s became %v, want %v", code, err, kind)
-		}
+	f, c := start(t)
+	id := f.AddMyses("m", 1)[0]
+	direct := func(mysisID string) error {
+		_, err := c.AppendDirect(context.Background(), swarmbus.Direct{ID: "x", MysisID: mysisID, Content: "hi"})
+		return err
+	}
+	if err := direct("m"); !errs.Is(err, errs.Invalid) || errs.FieldOf(err) != "mysis_id" {
+		t.Errorf("a malformed mysis id became %v, want Invalid on mysis_id", err)
+	}
+	if err := direct(uuid.NewString()); !errs.Is(err, errs.NotFound) {
+		t.Errorf("an unknown mysis became %v, want NotFound", err)
+	}
+	f.FailNext("AppendMemories", memfake.Fault{Code: codes.Unavailable})
+	if err := direct(id); !errs.Is(err, errs.Unavailable) {
+		t.Errorf("Unavailable became %v", err)
 	}
 }

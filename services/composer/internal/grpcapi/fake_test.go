@@ -2,181 +2,167 @@ package grpcapi_test
 
 import (
 	"context"
-	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/server"
-	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/histgen"
+	"github.com/zoeaswarm/zoea/libs/testkit/memfake"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
 	"github.com/zoeaswarm/zoea/services/composer/internal/grpcapi"
 	"github.com/zoeaswarm/zoea/services/composer/internal/memoryclient"
 )
 
-// fakeMemory is a hand-written MemoryService that serves stored windows and counts GetComposeWindow calls. It
-// answers the way the real service does: a v2 compose window (the recent rows reaching back to the current turn's
-// start, preceded by the carried rows; histgen.ComposeWindow is the reference of that contract), or with v1 set the
-// newest `window` memories as before; NotFound for unknown myses.
-type fakeMemory struct {
-	memoryv1.UnimplementedMemoryServiceServer
+// memoryServer is the shared in-memory memory service (libs/testkit/memfake, held to libs/memorycontract like the
+// real one) on a real loopback listener, with a gRPC interceptor that counts and records GetComposeWindow calls, can
+// make it answer like a v1 server, and wakes waiters on every health check it receives.
+type memoryServer struct {
+	fake *memfake.Fake
+	addr string
 
-	v1    bool
-	calls atomic.Int64
-	mu    sync.Mutex
-	myses map[string]*fakeMysis
-	last  *memoryv1.GetComposeWindowRequest
+	calls    atomic.Int64
+	v1       atomic.Bool
+	mu       sync.Mutex
+	last     *memoryv1.GetComposeWindowRequest
+	noPrompt map[string]bool // myses whose system prompt the window leaves out (stored before memory required one)
+	checks   int             // health checks received
+	checked  chan struct{}   // closed and replaced on every health check
 }
 
-type fakeMysis struct {
-	mysis    *memoryv1.Mysis
-	memories []*memoryv1.Memory
-	upTo     int               // when > 0, only memories[:upTo] exist yet (a benchmark replays a session this way)
-	mission  *memoryv1.Mission // own mission
-	fallback *memoryv1.Mission // swarm-wide fallback, used when mission is nil and the request asks for it
+func startMemory(t testing.TB) *memoryServer { return startMemoryAt(t, "") }
+
+// startMemoryAt is startMemory on a given address ("" = a free port).
+func startMemoryAt(t testing.TB, addr string) *memoryServer {
+	t.Helper()
+	s := &memoryServer{noPrompt: map[string]bool{}, checked: make(chan struct{})}
+	s.fake = memfake.StartWith(t, memfake.Options{Addr: addr, Interceptors: []grpc.UnaryServerInterceptor{s.intercept}})
+	s.addr = s.fake.Addr()
+	return s
 }
 
-func (f *fakeMemory) put(id string, m *fakeMysis) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.myses == nil {
-		f.myses = map[string]*fakeMysis{}
+func (s *memoryServer) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if info.FullMethod == healthpb.Health_Check_FullMethodName {
+		s.mu.Lock()
+		s.checks++
+		close(s.checked)
+		s.checked = make(chan struct{})
+		s.mu.Unlock()
+		return handler(ctx, req)
 	}
-	m.mysis.Id = id
-	f.myses[id] = m
-}
-
-// advance makes memories[:upTo] of mysis id visible.
-func (f *fakeMemory) advance(id string, upTo int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.myses[id].upTo = upTo
-}
-
-func (f *fakeMemory) lastRequest() *memoryv1.GetComposeWindowRequest {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.last
-}
-
-func (f *fakeMemory) GetComposeWindow(_ context.Context, req *memoryv1.GetComposeWindowRequest) (*memoryv1.GetComposeWindowResponse, error) {
-	f.calls.Add(1)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.last = proto.Clone(req).(*memoryv1.GetComposeWindowRequest)
-	m, ok := f.myses[req.GetMysisId()]
+	w, ok := req.(*memoryv1.GetComposeWindowRequest)
 	if !ok {
-		return nil, status.Errorf(codes.NotFound, "mysis %s not found", req.GetMysisId())
+		return handler(ctx, req)
 	}
-	n := int(req.GetWindow())
-	if n <= 0 {
-		n = 20
+	s.calls.Add(1)
+	s.mu.Lock()
+	s.last = proto.Clone(w).(*memoryv1.GetComposeWindowRequest)
+	s.mu.Unlock()
+	v1 := s.v1.Load()
+	if v1 { // a v1 server knows none of the v2 fields
+		w = proto.Clone(w).(*memoryv1.GetComposeWindowRequest)
+		w.CarryLimit, w.SnapshotTools, w.PinnedTools, w.ReplyLimit, w.MaxTurnRows, w.RecentFromSeq = 0, nil, nil, 0, 0, 0
+		req = w
 	}
-	all := m.memories
-	if m.upTo > 0 {
-		all = all[:m.upTo]
+	resp, err := handler(ctx, req)
+	if err != nil {
+		return nil, err
 	}
-	resp := &memoryv1.GetComposeWindowResponse{Mysis: m.mysis, Mission: m.mission}
-	if resp.Mission == nil && req.GetGlobalMissionFallback() {
-		resp.Mission = m.fallback
+	out := resp.(*memoryv1.GetComposeWindowResponse)
+	if v1 {
+		out.RecentStartSeq, out.ObjectiveSeq, out.TurnTruncated = 0, 0, false
 	}
-	if f.v1 {
-		resp.Memories = all[max(0, len(all)-n):]
-		return resp, nil
+	s.mu.Lock()
+	if s.noPrompt[out.GetMysis().GetId()] {
+		out.Mysis.SystemPrompt = ""
 	}
-	var objective int64
-	if m.mission != nil {
-		objective = m.mission.GetMemory().GetSeq()
-	}
-	w := histgen.ComposeWindow(fromProto(all), windowPolicy(req), objective)
-	byID := make(map[int64]*memoryv1.Memory, len(all))
-	for _, pm := range all {
-		byID[pm.GetId()] = pm
-	}
-	for _, r := range w.Rows {
-		resp.Memories = append(resp.Memories, byID[r.ID])
-	}
-	resp.RecentStartSeq, resp.ObjectiveSeq, resp.TurnTruncated = w.RecentStartSeq, w.ObjectiveSeq, w.TurnTruncated
-	return resp, nil
+	s.mu.Unlock()
+	return out, nil
 }
 
-// windowPolicy is the part of a policy GetComposeWindow receives.
-func windowPolicy(req *memoryv1.GetComposeWindowRequest) compose.Policy {
-	p := compose.DefaultPolicy()
-	p.ScanWindow = max(int(req.GetWindow()), 1)
-	if req.GetWindow() <= 0 {
-		p.ScanWindow = 20
-	}
-	p.CarryLimit, p.ReplyLimit, p.MaxTurnRows = int(req.GetCarryLimit()), int(req.GetReplyLimit()), int(req.GetMaxTurnRows())
-	p.SnapshotTools, p.PinnedTools = req.GetSnapshotTools(), req.GetPinnedTools()
-	return p
+func (s *memoryServer) lastRequest() *memoryv1.GetComposeWindowRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
 }
 
-// fromProto reads stored rows back as compose memories (the fields the window contract looks at).
-func fromProto(ms []*memoryv1.Memory) []compose.Memory {
-	roles := map[memoryv1.Role]chat.Role{memoryv1.Role_ROLE_SYSTEM: chat.RoleSystem, memoryv1.Role_ROLE_USER: chat.RoleUser,
-		memoryv1.Role_ROLE_ASSISTANT: chat.RoleAssistant, memoryv1.Role_ROLE_TOOL: chat.RoleTool}
-	sources := map[memoryv1.Source]compose.Source{}
-	for _, s := range []compose.Source{compose.SourceDirect, compose.SourceBroadcast, compose.SourceNudge, compose.SourceLLM, compose.SourceTool, compose.SourceSystem} {
-		sources[protoSource(s)] = s
-	}
-	out := make([]compose.Memory, len(ms))
-	for i, m := range ms {
-		out[i] = compose.Memory{ID: m.GetId(), Seq: m.GetSeq(), Turn: m.GetTurn(), Role: roles[m.GetRole()], Source: sources[m.GetSource()],
-			Content: m.GetContent(), ToolCallID: m.GetToolCallId(), ToolName: m.GetToolName()}
-		for _, tc := range m.GetToolCalls() {
-			out[i].ToolCalls = append(out[i].ToolCalls, chat.ToolCall{ID: tc.GetId(), Name: tc.GetName(), Arguments: tc.GetArgumentsJson()})
+// awaitChecks returns once the server has received n more health checks than when it was called.
+func (s *memoryServer) awaitChecks(t testing.TB, n int) {
+	t.Helper()
+	s.mu.Lock()
+	want := s.checks + n
+	s.mu.Unlock()
+	timeout := time.After(10 * time.Second)
+	for {
+		s.mu.Lock()
+		got, ch := s.checks, s.checked
+		s.mu.Unlock()
+		if got >= want {
+			return
+		}
+		select {
+		case <-ch:
+		case <-timeout:
+			t.Fatalf("memory received %d of %d health checks", got-want+n, n)
 		}
 	}
-	return out
 }
 
-// memoryServer runs the fake on a real loopback listener with a controllable health service.
-type memoryServer struct {
-	fake   *fakeMemory
-	health *health.Server
-	addr   string
-	grpc   *grpc.Server
-}
+func (s *memoryServer) setServing(ok bool) { s.fake.SetServing(ok) }
 
-func startMemory(t testing.TB) *memoryServer {
+func (s *memoryServer) client(t testing.TB) memoryv1.MemoryServiceClient {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	conn, err := server.Dial(s.addr, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newMemoryServer(lis.Addr().String())
-	go func() { _ = s.grpc.Serve(lis) }()
-	t.Cleanup(s.grpc.Stop)
-	return s
+	t.Cleanup(func() { _ = conn.Close() })
+	return memoryv1.NewMemoryServiceClient(conn)
 }
 
-func newMemoryServer(addr string) *memoryServer {
-	s := &memoryServer{fake: &fakeMemory{}, health: health.NewServer(), addr: addr, grpc: grpc.NewServer()}
-	memoryv1.RegisterMemoryServiceServer(s.grpc, s.fake)
-	healthpb.RegisterHealthServer(s.grpc, s.health)
-	s.setServing(true)
-	return s
-}
-
-func (s *memoryServer) setServing(ok bool) {
-	st := healthpb.HealthCheckResponse_NOT_SERVING
-	if ok {
-		st = healthpb.HealthCheckResponse_SERVING
+// createMysis creates a mysis through the memory API and sets its encouragement count.
+func (s *memoryServer) createMysis(t testing.TB, name, prompt string, encouragement int32) string {
+	t.Helper()
+	c := s.client(t)
+	resp, err := c.CreateMysis(context.Background(), &memoryv1.CreateMysisRequest{Name: name, Provider: "autopilot", SystemPrompt: prompt})
+	if err != nil {
+		t.Fatal(err)
 	}
-	s.health.SetServingStatus("", st)
-	s.health.SetServingStatus(memoryv1.MemoryService_ServiceDesc.ServiceName, st)
+	id := resp.GetMysis().GetId()
+	if encouragement != 0 {
+		if _, err := c.SetMysisState(context.Background(), &memoryv1.SetMysisStateRequest{MysisId: id,
+			State: memoryv1.MysisState_MYSIS_STATE_IDLE, EncouragementCount: proto.Int32(encouragement)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return id
+}
+
+// appendRows stores compose test rows through AppendMemories, in batches the service accepts; the service assigns
+// the same seqs and turns when the rows start at the mysis's next seq.
+func (s *memoryServer) appendRows(t testing.TB, id string, rows []compose.Memory) {
+	t.Helper()
+	c := s.client(t)
+	for len(rows) > 0 {
+		n := min(len(rows), 500)
+		resp, err := c.AppendMemories(context.Background(), &memoryv1.AppendMemoriesRequest{MysisId: id, Memories: toNewMemories(rows[:n])})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range resp.GetMemories() {
+			if m.GetSeq() != rows[i].Seq || m.GetTurn() != rows[i].Turn {
+				t.Fatalf("row stored as seq %d turn %d, generated as seq %d turn %d", m.GetSeq(), m.GetTurn(), rows[i].Seq, rows[i].Turn)
+			}
+		}
+		rows = rows[n:]
+	}
 }
 
 // composer is a composer server wired as main wires it, on a real loopback listener.
@@ -229,33 +215,33 @@ func startComposer(t testing.TB, memoryAddr string, opts grpcapi.Options) *compo
 	return &composer{client: composerv1.NewComposerServiceClient(conn), health: healthpb.NewHealthClient(conn), srv: srv, addr: addr.String()}
 }
 
-// waitHealth polls the composer's health until it reports want.
+// waitHealth watches the composer's health until it reports want.
 func (c *composer) waitHealth(t testing.TB, want healthpb.HealthCheckResponse_ServingStatus) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	var last healthpb.HealthCheckResponse_ServingStatus
-	for time.Now().Before(deadline) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		resp, err := c.health.Check(ctx, &healthpb.HealthCheckRequest{})
-		cancel()
-		if err == nil {
-			last = resp.GetStatus()
-			if last == want {
-				return
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stream, err := c.health.Watch(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("composer health stayed %s, want %s", last, want)
+	var last healthpb.HealthCheckResponse_ServingStatus
+	for {
+		resp, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("composer health stayed %s, want %s (%v)", last, want, err)
+		}
+		if last = resp.GetStatus(); last == want {
+			return
+		}
+	}
 }
 
-// toProtoMemories stores compose test rows the way the memory service returns them.
-func toProtoMemories(mysisID string, rows []compose.Memory) []*memoryv1.Memory {
-	out := make([]*memoryv1.Memory, len(rows))
+// toNewMemories turns compose test rows into memories to append.
+func toNewMemories(rows []compose.Memory) []*memoryv1.NewMemory {
+	out := make([]*memoryv1.NewMemory, len(rows))
 	for i, m := range rows {
-		pm := &memoryv1.Memory{Id: m.ID, MysisId: mysisID, Seq: m.Seq, Turn: m.Turn, Role: protoRole(m.Role),
-			Source: protoSource(m.Source), SenderId: m.SenderID, Content: m.Content, Reasoning: m.Reasoning,
-			ToolCallId: m.ToolCallID, ToolName: m.ToolName}
+		pm := &memoryv1.NewMemory{Role: protoRole(m.Role), Source: protoSource(m.Source), SenderId: m.SenderID,
+			Content: m.Content, Reasoning: m.Reasoning, ToolCallId: m.ToolCallID, ToolName: m.ToolName}
 		for _, tc := range m.ToolCalls {
 			pm.ToolCalls = append(pm.ToolCalls, &memoryv1.ToolCall{Id: tc.ID, Name: tc.Name, ArgumentsJson: tc.Arguments})
 		}

@@ -34,20 +34,14 @@ import (
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-const mysisID = "6f1c2a1e-0000-4000-8000-000000000001"
-
-// session stores a generated 40-turn SpaceMolt session for mysisID; its first row (a commander broadcast) is the
-// mission.
-func session(t testing.TB, mem *fakeMemory, encouragement int32) replay.Session {
+// session stores a generated 40-turn SpaceMolt session for a new mysis and returns it with the mysis's id; its
+// first row (a commander broadcast) is the mission.
+func session(t testing.TB, mem *memoryServer, encouragement int32) (replay.Session, string) {
 	t.Helper()
 	s := replay.Generate(40, 1)
-	first := s.Rows[0]
-	mem.put(mysisID, &fakeMysis{
-		mysis:    &memoryv1.Mysis{Name: "m1", SystemPrompt: replay.SystemPrompt, EncouragementCount: encouragement},
-		memories: toProtoMemories(mysisID, s.Rows),
-		mission:  &memoryv1.Mission{Memory: toProtoMemories(mysisID, []compose.Memory{first})[0]},
-	})
-	return s
+	id := mem.createMysis(t, "m1", replay.SystemPrompt, encouragement)
+	mem.appendRows(t, id, s.Rows)
+	return s, id
 }
 
 func fromProtoMessages(ms []*composerv1.ChatMessage) []chat.Message {
@@ -75,7 +69,7 @@ func cache(t testing.TB) *tokcache.Cache {
 // ComposeContext, with the request's scan window and fallback flag.
 func TestComposeContextOneRoundTripSameAsCompose(t *testing.T) {
 	mem := startMemory(t)
-	s := session(t, mem.fake, 0)
+	s, mysisID := session(t, mem, 0)
 	c := startComposer(t, mem.addr, grpcapi.Options{Counter: cache(t), Logger: discardLogger()})
 	c.waitHealth(t, healthpb.HealthCheckResponse_SERVING)
 
@@ -87,10 +81,10 @@ func TestComposeContextOneRoundTripSameAsCompose(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := mem.fake.calls.Load(); got != int64(i+1) {
+		if got := mem.calls.Load(); got != int64(i+1) {
 			t.Fatalf("after %d ComposeContext calls the memory service saw %d GetComposeWindow calls", i+1, got)
 		}
-		req := mem.fake.lastRequest()
+		req := mem.lastRequest()
 		if req.GetWindow() != int32(window) || !req.GetGlobalMissionFallback() || req.GetMysisId() != mysisID ||
 			req.GetCarryLimit() != int32(p.CarryLimit) || req.GetReplyLimit() != int32(p.ReplyLimit) ||
 			req.GetMaxTurnRows() != int32(p.MaxTurnRows) || !slices.Equal(req.GetSnapshotTools(), p.SnapshotTools) ||
@@ -101,7 +95,7 @@ func TestComposeContextOneRoundTripSameAsCompose(t *testing.T) {
 		}
 
 		p.ScanWindow = window
-		w := histgen.ComposeWindow(s.Rows, p, s.Rows[0].Seq)
+		w := histgen.ComposeWindowFrom(s.Rows, p, s.Rows[0].Seq, prevBoundary)
 		want, err := compose.Compose(compose.Input{SystemPrompt: replay.SystemPrompt, Window: w.Rows, RecentStartSeq: w.RecentStartSeq,
 			ObjectiveSeq: w.ObjectiveSeq, PrevBoundary: prevBoundary, PrevCompactSeq: prevSeq,
 			Mission: &compose.Mission{MemoryID: s.Rows[0].ID, Seq: s.Rows[0].Seq, Source: s.Rows[0].Source, Content: s.Rows[0].Content}}, p)
@@ -157,7 +151,7 @@ func TestComposeContextOneRoundTripSameAsCompose(t *testing.T) {
 // An out-of-window mission is sent and listed as a synthetic message of kind "mission".
 func TestMissionOutsideWindowIsSynthetic(t *testing.T) {
 	mem := startMemory(t)
-	session(t, mem.fake, 0)
+	_, mysisID := session(t, mem, 0)
 	c := startComposer(t, mem.addr, grpcapi.Options{Logger: discardLogger()})
 	resp, err := c.client.ComposeContext(context.Background(), &composerv1.ComposeContextRequest{MysisId: mysisID})
 	if err != nil {
@@ -182,11 +176,10 @@ func TestMissionOutsideWindowIsSynthetic(t *testing.T) {
 func TestEncouragement(t *testing.T) {
 	mem := startMemory(t)
 	c := startComposer(t, mem.addr, grpcapi.Options{Logger: discardLogger()})
-	mem.fake.put("idle", &fakeMysis{mysis: &memoryv1.Mysis{SystemPrompt: "You are a mysis.", EncouragementCount: 3}})
-	mem.fake.put("nudged", &fakeMysis{mysis: &memoryv1.Mysis{SystemPrompt: "You are a mysis.", EncouragementCount: 1}})
-	mem.fake.put("mission", &fakeMysis{mysis: &memoryv1.Mysis{SystemPrompt: "You are a mysis.", EncouragementCount: 2},
-		fallback: &memoryv1.Mission{GlobalFallback: true, Memory: &memoryv1.Memory{Role: memoryv1.Role_ROLE_USER,
-			Source: memoryv1.Source_SOURCE_BROADCAST, Content: "All myses: mine iron."}}})
+	ids := map[string]string{}
+	for name, enc := range map[string]int32{"idle": 3, "nudged": 1, "mission": 2, "elsewhere": 0} {
+		ids[name] = mem.createMysis(t, name, "You are a mysis.", enc)
+	}
 	policy := compose.DefaultPolicy()
 	for _, tc := range []struct {
 		id        string
@@ -200,7 +193,15 @@ func TestEncouragement(t *testing.T) {
 		{"nudged", composerv1.EncouragementAction_ENCOURAGEMENT_ACTION_INCREMENT, 2, policy.Nudges.Firm, 2, policy.Nudges.Firm},
 		{"mission", composerv1.EncouragementAction_ENCOURAGEMENT_ACTION_RESET, 0, policy.Nudges.Gentle, 2, "All myses: mine iron.\n\n" + policy.Nudges.Gentle},
 	} {
-		resp, err := c.client.ComposeContext(context.Background(), &composerv1.ComposeContextRequest{MysisId: tc.id, BeginAutonomousTurn: true})
+		if tc.id == "mission" {
+			// The swarm's latest commander broadcast, delivered to another mysis, is the fallback mission of
+			// every mysis without one of its own (so it is recorded after the first two cases).
+			if _, err := mem.client(t).RecordBroadcast(context.Background(), &memoryv1.RecordBroadcastRequest{
+				Content: "All myses: mine iron.", TargetMysisIds: []string{ids["elsewhere"]}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		resp, err := c.client.ComposeContext(context.Background(), &composerv1.ComposeContextRequest{MysisId: ids[tc.id], BeginAutonomousTurn: true})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.id, err)
 		}
@@ -213,20 +214,20 @@ func TestEncouragement(t *testing.T) {
 		}
 	}
 	// The fallback flag turns the swarm-wide mission off.
-	resp, err := c.client.ComposeContext(context.Background(), &composerv1.ComposeContextRequest{MysisId: "mission",
+	resp, err := c.client.ComposeContext(context.Background(), &composerv1.ComposeContextRequest{MysisId: ids["mission"],
 		BeginAutonomousTurn: true, Policy: &composerv1.Policy{GlobalMissionFallback: proto.Bool(false)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if mem.fake.lastRequest().GetGlobalMissionFallback() || resp.GetEncouragement().GetAction() != composerv1.EncouragementAction_ENCOURAGEMENT_ACTION_INCREMENT {
-		t.Fatalf("fallback off: request %v, encouragement %v", mem.fake.lastRequest(), resp.GetEncouragement())
+	if mem.lastRequest().GetGlobalMissionFallback() || resp.GetEncouragement().GetAction() != composerv1.EncouragementAction_ENCOURAGEMENT_ACTION_INCREMENT {
+		t.Fatalf("fallback off: request %v, encouragement %v", mem.lastRequest(), resp.GetEncouragement())
 	}
 }
 
 // Bad policy values are InvalidArgument naming the field, and no memory call is made for them.
 func TestInvalidPolicyNamesField(t *testing.T) {
 	mem := startMemory(t)
-	session(t, mem.fake, 0)
+	_, mysisID := session(t, mem, 0)
 	c := startComposer(t, mem.addr, grpcapi.Options{Logger: discardLogger()})
 	for _, tc := range []struct {
 		field  string
@@ -257,7 +258,7 @@ func TestInvalidPolicyNamesField(t *testing.T) {
 			t.Errorf("%v: field %q, want %q (err %v)", tc.policy, got, tc.field, err)
 		}
 	}
-	if n := mem.fake.calls.Load(); n != 0 {
+	if n := mem.calls.Load(); n != 0 {
 		t.Fatalf("invalid requests reached the memory service %d times", n)
 	}
 	// Valid overrides apply: partial nudge wording, snapshot tools, budget.
@@ -294,8 +295,8 @@ func TestUnknownMysisNotFound(t *testing.T) {
 	if status.Code(err) != codes.NotFound {
 		t.Fatalf("got %v, want NotFound", err)
 	}
-	if mem.fake.calls.Load() != 1 {
-		t.Fatalf("%d GetComposeWindow calls", mem.fake.calls.Load())
+	if mem.calls.Load() != 1 {
+		t.Fatalf("%d GetComposeWindow calls", mem.calls.Load())
 	}
 }
 
@@ -304,14 +305,18 @@ func TestUnknownMysisNotFound(t *testing.T) {
 func TestStateErrorsAreFailedPrecondition(t *testing.T) {
 	mem := startMemory(t)
 	c := startComposer(t, mem.addr, grpcapi.Options{Logger: discardLogger()})
-	mem.fake.put("noprompt", &fakeMysis{mysis: &memoryv1.Mysis{}})
+	// The memory service refuses a mysis without a system prompt; one stored before it did comes back without one.
+	noPrompt := mem.createMysis(t, "noprompt", "You are a mysis.", 0)
+	mem.mu.Lock()
+	mem.noPrompt[noPrompt] = true
+	mem.mu.Unlock()
 	var huge strings.Builder
 	for i := range 600 {
 		fmt.Fprintf(&huge, "order %d: ", i)
 	}
-	mem.fake.put("huge", &fakeMysis{mysis: &memoryv1.Mysis{SystemPrompt: "You are a mysis."},
-		memories: []*memoryv1.Memory{{Id: 1, Seq: 1, Turn: 1, Role: memoryv1.Role_ROLE_USER, Source: memoryv1.Source_SOURCE_DIRECT, Content: huge.String()}}})
-	for _, id := range []string{"noprompt", "huge"} {
+	hugeID := mem.createMysis(t, "huge", "You are a mysis.", 0)
+	mem.appendRows(t, hugeID, []compose.Memory{{Seq: 1, Turn: 1, Role: chat.RoleUser, Source: compose.SourceDirect, Content: huge.String()}})
+	for _, id := range []string{noPrompt, hugeID} {
 		_, err := c.client.ComposeContext(context.Background(), &composerv1.ComposeContextRequest{MysisId: id,
 			Policy: &composerv1.Policy{TokenBudget: proto.Int32(256)}})
 		if status.Code(err) != codes.FailedPrecondition {
@@ -334,44 +339,27 @@ func TestMemoryDownUnavailableAndHealth(t *testing.T) {
 	c.waitHealth(t, healthpb.HealthCheckResponse_NOT_SERVING)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, err = c.client.ComposeContext(ctx, &composerv1.ComposeContextRequest{MysisId: mysisID})
+	_, err = c.client.ComposeContext(ctx, &composerv1.ComposeContextRequest{MysisId: "6f1c2a1e-0000-4000-8000-000000000001"})
 	if status.Code(err) != codes.Unavailable {
 		t.Fatalf("memory down: got %v, want Unavailable", err)
 	}
 
-	// The memory service starts, but reports NOT_SERVING (its Postgres is down): the composer stays NOT_SERVING.
+	// The memory service starts, but reports NOT_SERVING (its Postgres is down): the composer stays NOT_SERVING
+	// through two of its health checks of memory that got that answer.
 	mem := startMemoryAt(t, addr)
 	mem.setServing(false)
-	time.Sleep(200 * time.Millisecond)
-	c.waitHealth(t, healthpb.HealthCheckResponse_NOT_SERVING)
+	mem.awaitChecks(t, 2)
+	if resp, err := c.health.Check(context.Background(), &healthpb.HealthCheckRequest{}); err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Fatalf("memory NOT_SERVING: composer health %v, %v; want NOT_SERVING", resp.GetStatus(), err)
+	}
 	mem.setServing(true)
 	c.waitHealth(t, healthpb.HealthCheckResponse_SERVING)
-}
-
-// startMemoryAt is startMemory on a given address (the port freed above), retried briefly in case it is reused.
-func startMemoryAt(t *testing.T, addr string) *memoryServer {
-	t.Helper()
-	var lis net.Listener
-	var err error
-	for range 50 {
-		if lis, err = net.Listen("tcp", addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		t.Skipf("cannot listen on %s again: %v", addr, err)
-	}
-	s := newMemoryServer(addr)
-	go func() { _ = s.grpc.Serve(lis) }()
-	t.Cleanup(s.grpc.Stop)
-	return s
 }
 
 // Concurrent calls through the shared cache give exactly what an uncached server gives (run with -race).
 func TestConcurrentCachedComposesMatchUncached(t *testing.T) {
 	mem := startMemory(t)
-	session(t, mem.fake, 0)
+	_, mysisID := session(t, mem, 0)
 	// Stateless: each answer depends on the request alone, not on which request came before for the mysis.
 	cached := startComposer(t, mem.addr, grpcapi.Options{Counter: cache(t), Logger: discardLogger(), Stateless: true})
 	plain := startComposer(t, mem.addr, grpcapi.Options{Logger: discardLogger(), Stateless: true})
@@ -428,12 +416,15 @@ func TestNewRejectsInvalidDefaultPolicy(t *testing.T) {
 // valid composition, and a result whose call is just outside the window is no repair.
 func TestV1WindowStillComposes(t *testing.T) {
 	mem := startMemory(t)
-	mem.fake.v1 = true
-	s := session(t, mem.fake, 0)
+	mem.v1.Store(true)
+	s := replay.Generate(40, 1)
+	mysisID := mem.createMysis(t, "m1", replay.SystemPrompt, 0)
 	c := startComposer(t, mem.addr, grpcapi.Options{Logger: discardLogger()})
+	stored := 0
 	for i := 10; i < len(s.Requests); i += 13 {
 		n := s.Requests[i] // the runner composes with every loop's results stored
-		mem.fake.advance(mysisID, n)
+		mem.appendRows(t, mysisID, s.Rows[stored:n])
+		stored = n
 		for _, window := range []int32{5, 12, 50} {
 			resp, err := c.client.ComposeContext(context.Background(), &composerv1.ComposeContextRequest{MysisId: mysisID,
 				Policy: &composerv1.Policy{ScanWindow: proto.Int32(window)}})
@@ -453,7 +444,7 @@ func TestV1WindowStillComposes(t *testing.T) {
 // Tool definitions travel with the request: counted in the budget (manifest tokens.tools) and validated by field.
 func TestToolsCountedAndValidated(t *testing.T) {
 	mem := startMemory(t)
-	session(t, mem.fake, 0)
+	_, mysisID := session(t, mem, 0)
 	c := startComposer(t, mem.addr, grpcapi.Options{Logger: discardLogger()})
 	tools := []*composerv1.ToolDefinition{
 		{Name: "get_status", Description: "Your ship's status.", ParametersJson: `{"type":"object","properties":{}}`},

@@ -3,27 +3,38 @@ package mysis
 import (
 	"context"
 	"fmt"
-	"slices"
+	"io"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/libs/chat/chatpb"
 	"github.com/zoeaswarm/zoea/libs/chat/chatvalid"
 	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/libs/server"
+	"github.com/zoeaswarm/zoea/libs/testkit/memfake"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 )
 
-// fakeStore is an in-memory memory service with the same contract: gapless seq, idempotency keys, turns opened by
-// user memories, compare-and-set states.
+// fakeStore is the Store port over the shared in-memory memory service (libs/testkit/memfake, which passes the same
+// contract suite as the real service, libs/memorycontract), called in process: seq, turns, idempotency keys,
+// conditional appends and compare-and-set states are the shared fake's. This package cannot use the runner's real
+// adapter (memoryclient imports mysis), so fakeStore converts the way memoryclient does — errors round-trip through
+// the gRPC status mapping (libs/server ToStatus/FromStatus) — and maps the tests' mysis ids ("m-1") to the service's
+// UUIDs. What the tests inject and count lives here, around the fake: an outage, the counters, a hook before each
+// append.
 type fakeStore struct {
-	mu       sync.Mutex
-	myses    map[string]*Mysis
-	memories map[string][]Memory
-	nextID   int64
-	down     bool  // every call fails Unavailable
-	counts   []int // every encouragement count written, in order
-	appends  int
+	mem *memfake.Fake
+
+	mu    sync.Mutex
+	ids   map[string]string // test id → service id
+	names map[string]string // service id → test id
+	down  bool              // every call fails Unavailable
+	// counts is every encouragement count written, in order.
+	counts []int
 	// condAppends counts conditional appends (AppendIf with a condition).
 	condAppends int
 	// reads counts Recent calls, stateCalls SetState calls.
@@ -33,9 +44,20 @@ type fakeStore struct {
 }
 
 func newFakeStore() *fakeStore {
-	return &fakeStore{myses: map[string]*Mysis{}, memories: map[string][]Memory{}}
+	return &fakeStore{mem: memfake.New(nil), ids: map[string]string{}, names: map[string]string{}}
 }
 
+var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// wire is what a client of the real service gets for err: the status the service sends, back as a libs/errs error.
+func wire(err error) error {
+	if err == nil {
+		return nil
+	}
+	return server.FromStatus(server.ToStatus(context.Background(), quietLog, err))
+}
+
+// add creates m through the memory API (with its state, reason and encouragement count).
 func (s *fakeStore) add(m Mysis) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -45,13 +67,46 @@ func (s *fakeStore) add(m Mysis) {
 	if m.SystemPrompt == "" {
 		m.SystemPrompt = "You play SpaceMolt."
 	}
-	s.myses[m.ID] = &m
+	name := m.Name
+	if name == "" {
+		name = m.ID
+	}
+	ctx := context.Background()
+	resp, err := s.mem.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: name, Provider: m.Provider, Model: m.Model,
+		Temperature: m.Temperature, SystemPrompt: m.SystemPrompt})
+	if err != nil {
+		panic(fmt.Sprintf("fakeStore.add(%s): %v", m.ID, err))
+	}
+	id := resp.GetMysis().GetId()
+	s.ids[m.ID], s.names[id] = id, m.ID
+	if m.State == "" {
+		m.State = StateIdle
+	}
+	n := int32(m.EncouragementCount)
+	if _, err := s.mem.SetMysisState(ctx, &memoryv1.SetMysisStateRequest{MysisId: id, State: protoState(m.State),
+		Reason: m.StateReason, EncouragementCount: &n}); err != nil {
+		panic(fmt.Sprintf("fakeStore.add(%s): %v", m.ID, err))
+	}
+}
+
+// idLocked is the service id of a test id; the caller holds s.mu.
+func (s *fakeStore) idLocked(id string) (string, error) {
+	if s.down {
+		return "", errs.Unavailablef(nil, "memory down")
+	}
+	sid, ok := s.ids[id]
+	if !ok {
+		return "", errs.NotFoundf("mysis %s not found", id)
+	}
+	return sid, nil
 }
 
 func (s *fakeStore) get(id string) Mysis {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return *s.myses[id]
+	m, err := s.GetMysis(context.Background(), id)
+	if err != nil {
+		panic(fmt.Sprintf("fakeStore.get(%s): %v", id, err))
+	}
+	return m
 }
 
 func (s *fakeStore) setDown(v bool) {
@@ -60,52 +115,60 @@ func (s *fakeStore) setDown(v bool) {
 	s.mu.Unlock()
 }
 
+// all is every memory of a mysis, oldest first.
 func (s *fakeStore) all(id string) []Memory {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Memory(nil), s.memories[id]...)
+	sid := s.ids[id]
+	s.mu.Unlock()
+	var out []Memory
+	for _, m := range s.mem.Memories(sid) {
+		out = append(out, fromProtoMemory(m))
+	}
+	return out
 }
 
-func (s *fakeStore) GetMysis(_ context.Context, id string) (Mysis, error) {
+func (s *fakeStore) GetMysis(ctx context.Context, id string) (Mysis, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.down {
-		return Mysis{}, errs.Unavailablef(nil, "memory down")
+	sid, err := s.idLocked(id)
+	if err != nil {
+		return Mysis{}, err
 	}
-	m, ok := s.myses[id]
-	if !ok {
-		return Mysis{}, errs.NotFoundf("mysis %s", id)
+	resp, err := s.mem.GetMysis(ctx, &memoryv1.GetMysisRequest{MysisId: sid})
+	if err != nil {
+		return Mysis{}, wire(err)
 	}
-	return *m, nil
+	return s.fromProtoMysisLocked(resp.GetMysis()), nil
 }
 
-func (s *fakeStore) SetState(_ context.Context, id string, ch StateChange) (Mysis, error) {
+func (s *fakeStore) SetState(ctx context.Context, id string, ch StateChange) (Mysis, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.down {
-		return Mysis{}, errs.Unavailablef(nil, "memory down")
-	}
-	m, ok := s.myses[id]
-	if !ok {
-		return Mysis{}, errs.NotFoundf("mysis %s", id)
+	sid, err := s.idLocked(id)
+	if err != nil {
+		return Mysis{}, err
 	}
 	s.stateCalls++
-	if ch.Expected != "" && m.State != ch.Expected {
-		return Mysis{}, errs.Conflictf("state is %s, not %s", m.State, ch.Expected)
-	}
-	m.State, m.StateReason = ch.To, ch.Reason
+	req := &memoryv1.SetMysisStateRequest{MysisId: sid, State: protoState(ch.To), Reason: ch.Reason, ExpectedState: protoState(ch.Expected)}
 	if ch.Count != nil {
-		m.EncouragementCount = *ch.Count
+		n := int32(*ch.Count)
+		req.EncouragementCount = &n
+	}
+	resp, err := s.mem.SetMysisState(ctx, req)
+	if err != nil {
+		return Mysis{}, wire(err)
+	}
+	if ch.Count != nil {
 		s.counts = append(s.counts, *ch.Count)
 	}
-	return *m, nil
+	return s.fromProtoMysisLocked(resp.GetMysis()), nil
 }
 
 func (s *fakeStore) Append(ctx context.Context, id string, ms []NewMemory) ([]Memory, error) {
 	return s.AppendIf(ctx, id, ms, AppendCondition{})
 }
 
-// AppendIf decides the condition under the store's lock, as the memory service does in the append's transaction.
+// AppendIf is one AppendMemories carrying the condition, decided by the memory service under its lock.
 // beforeAppend, when set, runs first (outside the lock): a test lands a commander message exactly there.
 func (s *fakeStore) AppendIf(ctx context.Context, id string, ms []NewMemory, c AppendCondition) ([]Memory, error) {
 	if f := s.beforeAppend; f != nil {
@@ -116,83 +179,65 @@ func (s *fakeStore) AppendIf(ctx context.Context, id string, ms []NewMemory, c A
 	if c.IfNoPromptAfter != nil || c.State != nil {
 		s.condAppends++
 	}
-	if s.down {
-		return nil, errs.Unavailablef(nil, "memory down")
+	sid, err := s.idLocked(id)
+	if err != nil {
+		return nil, err
 	}
-	my, ok := s.myses[id]
-	if !ok {
-		return nil, errs.NotFoundf("mysis %s", id)
+	req := &memoryv1.AppendMemoriesRequest{MysisId: sid, IfNoPromptAfterSeq: c.IfNoPromptAfter}
+	for _, m := range ms {
+		req.Memories = append(req.Memories, toProtoNewMemory(m))
 	}
-	for _, nm := range ms {
-		if err := storeRefuses(nm); err != nil {
-			return nil, err
+	if ch := c.State; ch != nil {
+		req.StateChange = &memoryv1.AppendStateChange{State: protoState(ch.To), Reason: ch.Reason, ExpectedState: protoState(ch.Expected)}
+		if ch.Count != nil {
+			n := int32(*ch.Count)
+			req.StateChange.EncouragementCount = &n
 		}
+	}
+	// A full retry (every key already stored) changes no state: its count is not written again.
+	stored := map[string]bool{}
+	for _, m := range s.mem.Memories(sid) {
+		stored[m.GetIdempotencyKey()] = true
 	}
 	retry := true
-	for _, nm := range ms {
-		if nm.IdempotencyKey == "" || !slices.ContainsFunc(s.memories[id], func(m Memory) bool { return m.IdempotencyKey == nm.IdempotencyKey }) {
-			retry = false
-		}
+	for _, m := range ms {
+		retry = retry && m.IdempotencyKey != "" && stored[m.IdempotencyKey]
 	}
-	if !retry && c.IfNoPromptAfter != nil {
-		for _, m := range s.memories[id] {
-			if m.Seq > *c.IfNoPromptAfter && m.Role == chat.RoleUser && (m.Source == SourceDirect || m.Source == SourceBroadcast) {
-				return nil, fmt.Errorf("prompt at seq %d: %w", m.Seq, ErrPromptArrived)
-			}
+	resp, err := s.mem.AppendMemories(ctx, req)
+	if err != nil {
+		err = wire(err)
+		if errs.ReasonOf(err) == "PROMPT_ARRIVED" {
+			return nil, fmt.Errorf("%w: %w", ErrPromptArrived, err)
 		}
+		return nil, err
 	}
-	if !retry && c.State != nil {
-		if c.State.Expected != "" && my.State != c.State.Expected {
-			return nil, errs.Conflictf("state is %s, not %s", my.State, c.State.Expected)
-		}
-		my.State, my.StateReason = c.State.To, c.State.Reason
-		if c.State.Count != nil {
-			my.EncouragementCount = *c.State.Count
-			s.counts = append(s.counts, *c.State.Count)
-		}
+	if ch := c.State; ch != nil && ch.Count != nil && !retry {
+		s.counts = append(s.counts, *ch.Count)
 	}
-	var out []Memory
-	for _, nm := range ms {
-		if nm.IdempotencyKey != "" {
-			found := false
-			for _, old := range s.memories[id] {
-				if old.IdempotencyKey == nm.IdempotencyKey {
-					out = append(out, old)
-					found = true
-					break
-				}
-			}
-			if found {
-				continue
-			}
-		}
-		if nm.Role == chat.RoleUser {
-			my.CurrentTurn++
-		}
-		s.nextID++
-		my.LastSeq++
-		m := Memory{ID: s.nextID, Seq: my.LastSeq, Turn: my.CurrentTurn, Role: nm.Role, Source: nm.Source, SenderID: nm.SenderID,
-			Content: nm.Content, Reasoning: nm.Reasoning, ToolCalls: nm.ToolCalls, ToolCallID: nm.ToolCallID, ToolName: nm.ToolName,
-			IdempotencyKey: nm.IdempotencyKey, CallArguments: nm.CallArguments}
-		s.memories[id] = append(s.memories[id], m)
-		s.appends++
-		out = append(out, m)
+	out := make([]Memory, len(resp.GetMemories()))
+	for i, m := range resp.GetMemories() {
+		out[i] = fromProtoMemory(m)
 	}
 	return out, nil
 }
 
-func (s *fakeStore) Recent(_ context.Context, id string, limit int) ([]Memory, error) {
+func (s *fakeStore) Recent(ctx context.Context, id string, limit int) ([]Memory, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reads++
-	if s.down {
-		return nil, errs.Unavailablef(nil, "memory down")
+	sid, err := s.idLocked(id)
+	if err != nil {
+		return nil, err
 	}
-	ms := s.memories[id]
-	if len(ms) > limit {
-		ms = ms[len(ms)-limit:]
+	resp, err := s.mem.ListRecentMemories(ctx, &memoryv1.ListRecentMemoriesRequest{MysisId: sid, Limit: int32(limit)})
+	if err != nil {
+		return nil, wire(err)
 	}
-	return append([]Memory(nil), ms...), nil
+	out := make([]Memory, len(resp.GetMemories()))
+	for i, m := range resp.GetMemories() {
+		out[i] = fromProtoMemory(m)
+	}
+	return out, nil
 }
 
 func (s *fakeStore) counters() (reads, stateCalls, condAppends int) {
@@ -201,11 +246,81 @@ func (s *fakeStore) counters() (reads, stateCalls, condAppends int) {
 	return s.reads, s.stateCalls, s.condAppends
 }
 
+// delete makes the mysis unknown, as DeleteMysis does.
 func (s *fakeStore) delete(id string) {
 	s.mu.Lock()
-	delete(s.myses, id)
-	delete(s.memories, id)
+	delete(s.names, s.ids[id])
+	delete(s.ids, id)
 	s.mu.Unlock()
+}
+
+// The conversions of the runner's memoryclient.
+
+func (s *fakeStore) fromProtoMysisLocked(m *memoryv1.Mysis) Mysis {
+	return Mysis{
+		ID: s.names[m.GetId()], Name: m.GetName(), Provider: m.GetProvider(), Model: m.GetModel(), Temperature: m.GetTemperature(),
+		SystemPrompt: m.GetSystemPrompt(), State: fromProtoState(m.GetState()), StateReason: m.GetStateReason(),
+		EncouragementCount: int(m.GetEncouragementCount()), CurrentTurn: m.GetCurrentTurn(), LastSeq: m.GetLastSeq(),
+		AccountUsername: m.GetAccountUsername(),
+	}
+}
+
+func fromProtoMemory(m *memoryv1.Memory) Memory {
+	return Memory{
+		ID: m.GetId(), Seq: m.GetSeq(), Turn: m.GetTurn(), Role: chatpb.FromProtoRole(m.GetRole()), Source: fromProtoSource(m.GetSource()),
+		SenderID: m.GetSenderId(), Content: m.GetContent(), Reasoning: m.GetReasoning(), ToolCalls: chatpb.FromProtoToolCalls(m.GetToolCalls()),
+		ToolCallID: m.GetToolCallId(), ToolName: m.GetToolName(), IdempotencyKey: m.GetIdempotencyKey(), CallArguments: m.GetCallArgumentsJson(),
+	}
+}
+
+func toProtoNewMemory(m NewMemory) *memoryv1.NewMemory {
+	out := &memoryv1.NewMemory{
+		Role: chatpb.ToProtoRole(m.Role), Source: protoSources[m.Source], SenderId: m.SenderID, Content: m.Content,
+		Reasoning: m.Reasoning, ToolCallId: m.ToolCallID, ToolName: m.ToolName, IdempotencyKey: m.IdempotencyKey,
+		CallArgumentsJson: m.CallArguments,
+	}
+	if m.LlmCall != nil {
+		out.LlmCall = &memoryv1.LlmCall{} // the fake checks only that an assistant memory carries it
+	}
+	for _, c := range m.ToolCalls {
+		args := c.Arguments
+		if args == "" {
+			args = "{}"
+		}
+		out.ToolCalls = append(out.ToolCalls, &memoryv1.ToolCall{Id: c.ID, Name: c.Name, ArgumentsJson: args})
+	}
+	return out
+}
+
+var protoSources = map[Source]memoryv1.Source{
+	SourceDirect: memoryv1.Source_SOURCE_DIRECT, SourceBroadcast: memoryv1.Source_SOURCE_BROADCAST,
+	SourceNudge: memoryv1.Source_SOURCE_NUDGE, SourceLLM: memoryv1.Source_SOURCE_LLM,
+	SourceTool: memoryv1.Source_SOURCE_TOOL, SourceSystem: memoryv1.Source_SOURCE_SYSTEM,
+}
+
+func fromProtoSource(s memoryv1.Source) Source {
+	for k, v := range protoSources {
+		if v == s {
+			return k
+		}
+	}
+	return Source(fmt.Sprintf("unknown(%d)", s))
+}
+
+var protoStates = map[State]memoryv1.MysisState{
+	StateIdle: memoryv1.MysisState_MYSIS_STATE_IDLE, StateRunning: memoryv1.MysisState_MYSIS_STATE_RUNNING,
+	StateStopped: memoryv1.MysisState_MYSIS_STATE_STOPPED, StateErrored: memoryv1.MysisState_MYSIS_STATE_ERRORED,
+}
+
+func protoState(s State) memoryv1.MysisState { return protoStates[s] } // "" is UNSPECIFIED
+
+func fromProtoState(s memoryv1.MysisState) State {
+	for k, v := range protoStates {
+		if v == s {
+			return k
+		}
+	}
+	return State(fmt.Sprintf("unknown(%d)", s))
 }
 
 // fakeComposer follows the composer's contract for the encouragement counter: an autonomous turn gets a nudge

@@ -1,0 +1,600 @@
+package memfake
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/libs/names"
+)
+
+// The real service's limits (services/memory/internal/memory) the fake applies.
+const (
+	maxBatch         = 1000
+	defaultWindow    = 20
+	maxWindow        = 1000
+	defaultPageSize  = 100
+	maxPageSize      = 1000
+	maxSystemPrompt  = 16 << 10
+	maxToolCalls     = chat.MaxToolCallsPerMessage
+	maxShortField    = chat.MaxShortFieldBytes
+	maxContent       = chat.MaxTextBytes
+	callLookback     = 256
+	reasonPromptSeen = "PROMPT_ARRIVED"
+)
+
+func injected(fault Fault) error { return status.Error(fault.Code, "injected failure") }
+
+func notFound(id string) error { return errs.NotFoundf("mysis %s not found", id) }
+
+// checkText rejects what Postgres cannot store (NUL bytes, invalid UTF-8) and text longer than max bytes.
+func checkText(field, s string, max int) error {
+	if len(s) > max {
+		return errs.InvalidField(field, "too long: %d bytes, at most %d", len(s), max)
+	}
+	if !utf8.ValidString(s) {
+		return errs.InvalidField(field, "not valid UTF-8")
+	}
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return errs.InvalidField(field, "contains a NUL byte at offset %d", i)
+	}
+	return nil
+}
+
+// parseID validates a required UUID and returns its canonical form.
+func parseID(field, s string) (string, error) {
+	if s == "" {
+		return "", errs.InvalidField(field, "required")
+	}
+	u, err := uuid.Parse(s)
+	if err != nil || len(s) != 36 {
+		return "", errs.InvalidField(field, "not a UUID: %q", s)
+	}
+	return u.String(), nil
+}
+
+// limit applies a default and a cap; negative is InvalidArgument.
+func limit(field string, v, def, max int) (int, error) {
+	switch {
+	case v < 0:
+		return 0, errs.InvalidField(field, "must not be negative")
+	case v == 0:
+		return def, nil
+	}
+	return min(v, max), nil
+}
+
+func validState(s memoryv1.MysisState) bool {
+	_, ok := memoryv1.MysisState_name[int32(s)]
+	return ok && s != memoryv1.MysisState_MYSIS_STATE_UNSPECIFIED
+}
+
+// CreateMysis implements MemoryService.CreateMysis.
+func (f *Fake) CreateMysis(_ context.Context, req *memoryv1.CreateMysisRequest) (*memoryv1.CreateMysisResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fault, ok := f.enter("CreateMysis"); ok {
+		return nil, injected(fault)
+	}
+	if err := names.Check("name", req.GetName()); err != nil {
+		return nil, err
+	}
+	if err := checkText("model", req.GetModel(), maxShortField); err != nil {
+		return nil, err
+	}
+	if t := req.GetTemperature(); t != t || t < 0 || t > 2 {
+		return nil, errs.InvalidField("temperature", "must be between 0 and 2")
+	}
+	if strings.TrimSpace(req.GetSystemPrompt()) == "" {
+		return nil, errs.InvalidField("system_prompt", "required: a mysis without a system prompt cannot be composed")
+	}
+	if err := checkText("system_prompt", req.GetSystemPrompt(), maxSystemPrompt); err != nil {
+		return nil, err
+	}
+	if _, ok := f.byName[req.GetName()]; ok {
+		return nil, &errs.Error{Kind: errs.Exists, Msg: "a mysis with this name already exists", Reason: errs.ReasonMysisNameTaken}
+	}
+	now := timestamppb.Now()
+	m := &memoryv1.Mysis{
+		Id: uuid.NewString(), Name: req.GetName(), Provider: req.GetProvider(), Model: req.GetModel(),
+		Temperature: req.GetTemperature(), SystemPrompt: req.GetSystemPrompt(), State: memoryv1.MysisState_MYSIS_STATE_IDLE,
+		CreatedAt: now, UpdatedAt: now,
+	}
+	f.myses[m.Id] = m
+	f.byName[m.Name] = m.Id
+	f.keys[m.Id] = map[string]*memoryv1.Memory{}
+	return &memoryv1.CreateMysisResponse{Mysis: proto.Clone(m).(*memoryv1.Mysis)}, nil
+}
+
+// mysisLocked returns a mysis by id, validating the id; the caller holds f.mu.
+func (f *Fake) mysisLocked(raw string) (*memoryv1.Mysis, error) {
+	id, err := parseID("mysis_id", raw)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := f.myses[id]
+	if !ok {
+		return nil, notFound(id)
+	}
+	return m, nil
+}
+
+// GetMysis implements MemoryService.GetMysis.
+func (f *Fake) GetMysis(_ context.Context, req *memoryv1.GetMysisRequest) (*memoryv1.GetMysisResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fault, ok := f.enter("GetMysis"); ok {
+		return nil, injected(fault)
+	}
+	m, err := f.mysisLocked(req.GetMysisId())
+	if err != nil {
+		return nil, err
+	}
+	return &memoryv1.GetMysisResponse{Mysis: proto.Clone(m).(*memoryv1.Mysis)}, nil
+}
+
+// GetMysisByName implements MemoryService.GetMysisByName.
+func (f *Fake) GetMysisByName(_ context.Context, req *memoryv1.GetMysisByNameRequest) (*memoryv1.GetMysisByNameResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fault, ok := f.enter("GetMysisByName"); ok {
+		return nil, injected(fault)
+	}
+	id, ok := f.byName[req.GetName()]
+	if !ok {
+		return nil, errs.NotFoundf("mysis %q not found", req.GetName())
+	}
+	return &memoryv1.GetMysisByNameResponse{Mysis: proto.Clone(f.myses[id]).(*memoryv1.Mysis)}, nil
+}
+
+// ListMyses implements MemoryService.ListMyses (ordered by name; the page token is an offset).
+func (f *Fake) ListMyses(_ context.Context, req *memoryv1.ListMysesRequest) (*memoryv1.ListMysesResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fault, ok := f.enter("ListMyses"); ok {
+		return nil, injected(fault)
+	}
+	size, err := limit("page_size", int(req.GetPageSize()), defaultPageSize, maxPageSize)
+	if err != nil {
+		return nil, err
+	}
+	if st := req.GetState(); st != memoryv1.MysisState_MYSIS_STATE_UNSPECIFIED && !validState(st) {
+		return nil, errs.InvalidField("state", "unknown state")
+	}
+	offset := 0
+	if t := req.GetPageToken(); t != "" {
+		n, err := strconv.Atoi(t)
+		if err != nil || n < 0 {
+			return nil, errs.InvalidField("page_token", "malformed")
+		}
+		offset = n
+	}
+	names := make([]string, 0, len(f.byName))
+	for name, id := range f.byName {
+		if st := req.GetState(); st == memoryv1.MysisState_MYSIS_STATE_UNSPECIFIED || f.myses[id].GetState() == st {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	resp := &memoryv1.ListMysesResponse{}
+	for i := offset; i < len(names) && i < offset+size; i++ {
+		resp.Myses = append(resp.Myses, proto.Clone(f.myses[f.byName[names[i]]]).(*memoryv1.Mysis))
+	}
+	if offset+size < len(names) {
+		resp.NextPageToken = strconv.Itoa(offset + size)
+	}
+	return resp, nil
+}
+
+// SetMysisState implements MemoryService.SetMysisState: a compare-and-set when expected_state is given.
+func (f *Fake) SetMysisState(_ context.Context, req *memoryv1.SetMysisStateRequest) (*memoryv1.SetMysisStateResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fault, ok := f.enter("SetMysisState"); ok {
+		return nil, injected(fault)
+	}
+	id, err := parseID("mysis_id", req.GetMysisId())
+	if err != nil {
+		return nil, err
+	}
+	if err := validateStateChange(req.GetState(), req.GetExpectedState(), req.EncouragementCount, req.GetReason()); err != nil {
+		return nil, err
+	}
+	m, ok := f.myses[id]
+	if !ok {
+		return nil, notFound(id)
+	}
+	prev := m.GetState()
+	if e := req.GetExpectedState(); e != memoryv1.MysisState_MYSIS_STATE_UNSPECIFIED && e != prev {
+		return nil, &errs.Error{Kind: errs.Conflict, Reason: errs.ReasonStateChanged,
+			Msg: fmt.Sprintf("mysis %s is %s, not %s: state unchanged", id, stateName(prev), stateName(e))}
+	}
+	f.setStateLocked(m, req.GetState(), req.GetReason(), req.EncouragementCount)
+	return &memoryv1.SetMysisStateResponse{Mysis: proto.Clone(m).(*memoryv1.Mysis), PreviousState: prev}, nil
+}
+
+func stateName(s memoryv1.MysisState) string {
+	return strings.ToLower(strings.TrimPrefix(s.String(), "MYSIS_STATE_"))
+}
+
+func validateStateChange(state, expected memoryv1.MysisState, enc *int32, reason string) error {
+	if !validState(state) {
+		return errs.InvalidField("state", "required")
+	}
+	if expected != memoryv1.MysisState_MYSIS_STATE_UNSPECIFIED && !validState(expected) {
+		return errs.InvalidField("expected_state", "unknown state")
+	}
+	if enc != nil && *enc < 0 {
+		return errs.InvalidField("encouragement_count", "must not be negative")
+	}
+	return checkText("reason", reason, 4096)
+}
+
+// setStateLocked applies a state change; the caller holds f.mu.
+func (f *Fake) setStateLocked(m *memoryv1.Mysis, state memoryv1.MysisState, reason string, enc *int32) {
+	m.State, m.StateReason, m.UpdatedAt = state, reason, timestamppb.Now()
+	if enc != nil {
+		m.EncouragementCount = *enc
+	}
+	f.changedLocked()
+}
+
+// opensTurn reports whether a memory starts a new turn: a user prompt from the commander, the swarm or a nudge.
+func opensTurn(r memoryv1.Role, s memoryv1.Source) bool {
+	return r == memoryv1.Role_ROLE_USER && (s == memoryv1.Source_SOURCE_DIRECT || s == memoryv1.Source_SOURCE_BROADCAST || s == memoryv1.Source_SOURCE_NUDGE)
+}
+
+// validateNew checks a batch to append the way the real service does, naming the field.
+func validateNew(ms []*memoryv1.NewMemory) error {
+	if len(ms) == 0 {
+		return errs.InvalidField("memories", "at least one memory is required")
+	}
+	if len(ms) > maxBatch {
+		return errs.InvalidField("memories", "at most %d memories per call, got %d", maxBatch, len(ms))
+	}
+	total := 0
+	for _, m := range ms {
+		total += len(m.GetContent()) + len(m.GetReasoning())
+		for _, tc := range m.GetToolCalls() {
+			total += len(tc.GetArgumentsJson())
+		}
+	}
+	if total > chat.MaxRequestTextBytes {
+		return errs.InvalidField("memories", "too much text in one call: %d bytes, at most %d", total, chat.MaxRequestTextBytes)
+	}
+	keys := map[string]int{}
+	for i, m := range ms {
+		p := fmt.Sprintf("memories[%d]", i)
+		if err := validateNewMemory(p, m); err != nil {
+			return err
+		}
+		if k := m.GetIdempotencyKey(); k != "" {
+			if j, dup := keys[k]; dup {
+				return errs.InvalidField(p+".idempotency_key", "repeats memories[%d].idempotency_key", j)
+			}
+			keys[k] = i
+		}
+	}
+	return nil
+}
+
+func validateNewMemory(p string, m *memoryv1.NewMemory) error {
+	fl := func(name string) string { return p + "." + name }
+	if _, ok := memoryv1.Role_name[int32(m.GetRole())]; !ok || m.GetRole() == memoryv1.Role_ROLE_UNSPECIFIED {
+		return errs.InvalidField(fl("role"), "required")
+	}
+	if _, ok := memoryv1.Source_name[int32(m.GetSource())]; !ok || m.GetSource() == memoryv1.Source_SOURCE_UNSPECIFIED {
+		return errs.InvalidField(fl("source"), "required")
+	}
+	for _, c := range []struct {
+		name, v string
+		max     int
+	}{
+		{"sender_id", m.GetSenderId(), maxShortField}, {"content", m.GetContent(), maxContent},
+		{"reasoning", m.GetReasoning(), maxContent}, {"tool_call_id", m.GetToolCallId(), maxShortField},
+		{"tool_name", m.GetToolName(), maxShortField}, {"idempotency_key", m.GetIdempotencyKey(), maxShortField},
+		{"call_arguments_json", m.GetCallArgumentsJson(), maxContent},
+	} {
+		if err := checkText(fl(c.name), c.v, c.max); err != nil {
+			return err
+		}
+	}
+	role := m.GetRole()
+	if role == memoryv1.Role_ROLE_TOOL && m.GetToolCallId() == "" {
+		return errs.InvalidField(fl("tool_call_id"), "required for a tool result")
+	}
+	if m.GetCallArgumentsJson() != "" && role != memoryv1.Role_ROLE_TOOL {
+		return errs.InvalidField(fl("call_arguments_json"), "only tool results carry the arguments of their call")
+	}
+	if len(m.GetToolCalls()) > 0 && role != memoryv1.Role_ROLE_ASSISTANT {
+		return errs.InvalidField(fl("tool_calls"), "only assistant messages carry tool calls")
+	}
+	if m.GetLlmCall() != nil && role != memoryv1.Role_ROLE_ASSISTANT {
+		return errs.InvalidField(fl("llm_call"), "only assistant messages carry an LLM call")
+	}
+	if len(m.GetToolCalls()) > maxToolCalls {
+		return errs.InvalidField(fl("tool_calls"), "at most %d tool calls per message", maxToolCalls)
+	}
+	ids := map[string]bool{}
+	for j, tc := range m.GetToolCalls() {
+		tp := fmt.Sprintf("%s.tool_calls[%d]", p, j)
+		switch {
+		case tc.GetId() == "":
+			return errs.InvalidField(tp+".id", "required")
+		case tc.GetName() == "":
+			return errs.InvalidField(tp+".name", "required")
+		case ids[tc.GetId()]:
+			return errs.InvalidField(tp+".id", "duplicate tool call id %q", tc.GetId())
+		}
+		for _, c := range []struct{ name, v string }{{"id", tc.GetId()}, {"name", tc.GetName()}} {
+			if err := checkText(tp+"."+c.name, c.v, maxShortField); err != nil {
+				return err
+			}
+		}
+		if err := checkText(tp+".arguments_json", tc.GetArgumentsJson(), maxContent); err != nil {
+			return err
+		}
+		a := tc.GetArgumentsJson()
+		if !strings.HasPrefix(strings.TrimLeft(a, " \t\r\n"), "{") || !json.Valid([]byte(a)) {
+			return errs.InvalidField(tp+".arguments_json", "must be a JSON object text such as {} or {\"target\":\"sol\"}")
+		}
+		ids[tc.GetId()] = true
+	}
+	return nil
+}
+
+// appendLocked writes one row unless its idempotency key exists; calls are the tool calls a tool result's arguments
+// come from when it has none. The caller holds f.mu.
+func (f *Fake) appendLocked(mysisID string, nm *memoryv1.NewMemory, broadcastID string, calls []*memoryv1.ToolCall) (*memoryv1.Memory, bool) {
+	if k := nm.GetIdempotencyKey(); k != "" {
+		if m, ok := f.keys[mysisID][k]; ok {
+			return m, false
+		}
+	}
+	y := f.myses[mysisID]
+	y.LastSeq++
+	if opensTurn(nm.GetRole(), nm.GetSource()) {
+		y.CurrentTurn++
+	}
+	y.UpdatedAt = timestamppb.Now()
+	f.nextID++
+	m := &memoryv1.Memory{
+		Id: f.nextID, MysisId: mysisID, Seq: y.LastSeq, Turn: y.CurrentTurn, Role: nm.GetRole(), Source: nm.GetSource(),
+		SenderId: nm.GetSenderId(), Content: nm.GetContent(), Reasoning: nm.GetReasoning(), ToolCallId: nm.GetToolCallId(),
+		ToolName: nm.GetToolName(), IdempotencyKey: nm.GetIdempotencyKey(), BroadcastId: broadcastID, CreatedAt: timestamppb.Now(),
+	}
+	for _, tc := range nm.GetToolCalls() {
+		m.ToolCalls = append(m.ToolCalls, proto.Clone(tc).(*memoryv1.ToolCall))
+	}
+	if m.Role == memoryv1.Role_ROLE_TOOL {
+		args := nm.GetCallArgumentsJson()
+		if args == "" {
+			for _, c := range calls {
+				if c.GetId() == m.ToolCallId {
+					args = c.GetArgumentsJson()
+					break
+				}
+			}
+		}
+		m.CallArgumentsJson, m.CallKey = args, callKey(m.ToolName, args)
+	}
+	f.memories[mysisID] = append(f.memories[mysisID], m)
+	f.changedLocked()
+	if k := nm.GetIdempotencyKey(); k != "" {
+		f.keys[mysisID][k] = m
+	}
+	return m, true
+}
+
+// storedCallsLocked is the tool calls of the newest assistant memory with calls among the mysis's last
+// callLookback rows: where a tool result appended without its arguments finds them. The caller holds f.mu.
+func (f *Fake) storedCallsLocked(mysisID string) []*memoryv1.ToolCall {
+	ms := f.memories[mysisID]
+	for i := len(ms) - 1; i >= 0 && i >= len(ms)-callLookback; i-- {
+		if ms[i].GetRole() == memoryv1.Role_ROLE_ASSISTANT && len(ms[i].GetToolCalls()) > 0 {
+			return ms[i].GetToolCalls()
+		}
+	}
+	return nil
+}
+
+// AppendMemories implements MemoryService.AppendMemories: idempotent per key, optionally conditional on no prompt
+// having arrived and on the mysis's state (with a state change in the same step).
+func (f *Fake) AppendMemories(_ context.Context, req *memoryv1.AppendMemoriesRequest) (*memoryv1.AppendMemoriesResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fault, faulty := f.enter("AppendMemories")
+	if faulty && !fault.AfterCommit {
+		return nil, injected(fault)
+	}
+	id, err := parseID("mysis_id", req.GetMysisId())
+	if err != nil {
+		return nil, err
+	}
+	if err := validateNew(req.GetMemories()); err != nil {
+		return nil, err
+	}
+	if sc := req.GetStateChange(); sc != nil {
+		if err := validateStateChange(sc.GetState(), sc.GetExpectedState(), sc.EncouragementCount, sc.GetReason()); err != nil {
+			return nil, err
+		}
+	}
+	if req.IfNoPromptAfterSeq != nil && req.GetIfNoPromptAfterSeq() < 0 {
+		return nil, errs.InvalidField("if_no_prompt_after_seq", "must not be negative")
+	}
+	y, ok := f.myses[id]
+	if !ok {
+		return nil, notFound(id)
+	}
+	resp := &memoryv1.AppendMemoriesResponse{}
+	if f.fullRetryLocked(id, req.GetMemories()) {
+		for _, nm := range req.GetMemories() {
+			resp.Memories = append(resp.Memories, proto.Clone(f.keys[id][nm.GetIdempotencyKey()]).(*memoryv1.Memory))
+		}
+		return f.afterCommit(resp, fault, faulty)
+	}
+	if req.IfNoPromptAfterSeq != nil {
+		after := req.GetIfNoPromptAfterSeq()
+		ms := f.memories[id]
+		for i := len(ms) - 1; i >= 0 && ms[i].GetSeq() > after; i-- {
+			if m := ms[i]; m.GetRole() == memoryv1.Role_ROLE_USER &&
+				(m.GetSource() == memoryv1.Source_SOURCE_DIRECT || m.GetSource() == memoryv1.Source_SOURCE_BROADCAST) {
+				return nil, &errs.Error{Kind: errs.Conflict, Reason: reasonPromptSeen,
+					Msg: fmt.Sprintf("mysis %s: a prompt arrived at seq %d, after seq %d: nothing appended", id, m.GetSeq(), after)}
+			}
+		}
+	}
+	if sc := req.GetStateChange(); sc != nil {
+		if e := sc.GetExpectedState(); e != memoryv1.MysisState_MYSIS_STATE_UNSPECIFIED && e != y.GetState() {
+			return nil, errs.Conflictf("mysis %s is %s, not %s: nothing appended, state unchanged", id, stateName(y.GetState()), stateName(e))
+		}
+		f.setStateLocked(y, sc.GetState(), sc.GetReason(), sc.EncouragementCount)
+	}
+	calls := f.storedCallsLocked(id)
+	for _, nm := range req.GetMemories() {
+		if nm.GetRole() == memoryv1.Role_ROLE_ASSISTANT && len(nm.GetToolCalls()) > 0 {
+			calls = nm.GetToolCalls()
+		}
+		m, _ := f.appendLocked(id, nm, "", calls)
+		resp.Memories = append(resp.Memories, proto.Clone(m).(*memoryv1.Memory))
+	}
+	return f.afterCommit(resp, fault, faulty)
+}
+
+// fullRetryLocked reports whether every memory of a batch carries an idempotency key already stored.
+func (f *Fake) fullRetryLocked(id string, ms []*memoryv1.NewMemory) bool {
+	for _, nm := range ms {
+		if _, ok := f.keys[id][nm.GetIdempotencyKey()]; nm.GetIdempotencyKey() == "" || !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func (f *Fake) afterCommit(resp *memoryv1.AppendMemoriesResponse, fault Fault, faulty bool) (*memoryv1.AppendMemoriesResponse, error) {
+	if faulty {
+		return nil, status.Error(fault.Code, "injected failure after commit")
+	}
+	return resp, nil
+}
+
+// ListRecentMemories implements MemoryService.ListRecentMemories: the newest `limit` memories, oldest first.
+func (f *Fake) ListRecentMemories(_ context.Context, req *memoryv1.ListRecentMemoriesRequest) (*memoryv1.ListRecentMemoriesResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fault, ok := f.enter("ListRecentMemories"); ok {
+		return nil, injected(fault)
+	}
+	id, err := parseID("mysis_id", req.GetMysisId())
+	if err != nil {
+		return nil, err
+	}
+	n, err := limit("limit", int(req.GetLimit()), defaultWindow, maxWindow)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := f.myses[id]; !ok {
+		return nil, notFound(id)
+	}
+	ms := f.memories[id]
+	ms = ms[max(0, len(ms)-n):]
+	ms = keepNewestWithin(ms, maxResponseBytes)
+	resp := &memoryv1.ListRecentMemoriesResponse{Memories: make([]*memoryv1.Memory, len(ms))}
+	for i, m := range ms {
+		resp.Memories[i] = proto.Clone(m).(*memoryv1.Memory)
+	}
+	return resp, nil
+}
+
+// RecordBroadcast implements MemoryService.RecordBroadcast: idempotent on the broadcast id and per mysis.
+func (f *Fake) RecordBroadcast(_ context.Context, req *memoryv1.RecordBroadcastRequest) (*memoryv1.RecordBroadcastResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fault, faulty := f.enter("RecordBroadcast")
+	if faulty && !fault.AfterCommit {
+		return nil, injected(fault)
+	}
+	bid := uuid.NewString()
+	if req.GetBroadcastId() != "" {
+		var err error
+		if bid, err = parseID("broadcast_id", req.GetBroadcastId()); err != nil {
+			return nil, err
+		}
+	}
+	if strings.TrimSpace(req.GetContent()) == "" {
+		return nil, errs.InvalidField("content", "required")
+	}
+	if err := checkText("content", req.GetContent(), maxContent); err != nil {
+		return nil, err
+	}
+	if s := req.GetSenderId(); s != "" {
+		id, err := parseID("sender_id", s)
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := f.myses[id]; !ok {
+			return nil, &errs.Error{Kind: errs.NotFound, Field: "sender_id", Msg: "no mysis has this id"}
+		}
+	}
+	targets := make([]string, 0, len(req.GetTargetMysisIds()))
+	for i, t := range req.GetTargetMysisIds() {
+		id, err := parseID(fmt.Sprintf("target_mysis_ids[%d]", i), t)
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := f.myses[id]; !ok {
+			return nil, notFound(id) // unknown explicit targets: nothing is delivered
+		}
+		targets = append(targets, id)
+	}
+	b, ok := f.broadcasts[bid]
+	if !ok {
+		b = &memoryv1.Broadcast{Id: bid, SenderId: req.GetSenderId(), Content: req.GetContent(), CreatedAt: timestamppb.Now()}
+		f.broadcasts[bid] = b
+		f.bcOrder = append(f.bcOrder, bid)
+	}
+	if len(req.GetTargetMysisIds()) == 0 {
+		for id := range f.myses {
+			if id != b.GetSenderId() {
+				targets = append(targets, id)
+			}
+		}
+	}
+	slices.Sort(targets)
+	targets = slices.Compact(targets)
+	resp := &memoryv1.RecordBroadcastResponse{Broadcast: proto.Clone(b).(*memoryv1.Broadcast)}
+	for _, id := range targets {
+		if f.delivered[bid][id] {
+			resp.AlreadyDeliveredCount++
+			continue
+		}
+		f.appendLocked(id, &memoryv1.NewMemory{
+			Role: memoryv1.Role_ROLE_USER, Source: memoryv1.Source_SOURCE_BROADCAST, SenderId: b.GetSenderId(), Content: b.GetContent(),
+		}, bid, nil)
+		if f.delivered[bid] == nil {
+			f.delivered[bid] = map[string]bool{}
+		}
+		f.delivered[bid][id] = true
+		resp.DeliveredCount++
+	}
+	if _, ok := f.recorded[bid]; !ok {
+		f.recorded[bid] = time.Now()
+	}
+	if faulty {
+		return nil, status.Error(fault.Code, "injected failure after commit")
+	}
+	return resp, nil
+}

@@ -1,0 +1,424 @@
+package memfake
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/proto"
+
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	"github.com/zoeaswarm/zoea/libs/errs"
+)
+
+// The compose window's limits (services/memory/internal/memory/window.go and bytes.go).
+const (
+	maxCarryLimit         = 1000
+	maxReplyLimit         = 100
+	defaultMaxTurnRows    = 2000
+	maxMaxTurnRows        = 10000
+	maxWindowToolNames    = 100
+	carryScanRows         = 5000
+	defaultMaxResultBytes = 256 << 10
+	minMaxResultBytes     = 1 << 10
+	maxResponseBytes      = 16 << 20
+	maxCallKeyArgBytes    = 256
+)
+
+// windowQuery is a normalised GetComposeWindow request.
+type windowQuery struct {
+	mysisID                               string
+	window, carry, reply, turnRows, maxRB int
+	recentFrom                            int64
+	v2, fallback                          bool
+	snapshot, pinned                      []string
+}
+
+// normalizeWindow validates a request and applies defaults and caps as the real service does, naming the field.
+func normalizeWindow(req *memoryv1.GetComposeWindowRequest) (windowQuery, error) {
+	var q windowQuery
+	var err error
+	if q.mysisID, err = parseID("mysis_id", req.GetMysisId()); err != nil {
+		return q, err
+	}
+	if q.window, err = limit("window", int(req.GetWindow()), defaultWindow, maxWindow); err != nil {
+		return q, err
+	}
+	capped := func(field string, v, max int) (int, error) {
+		if v < 0 {
+			return 0, errs.InvalidField(field, "must not be negative")
+		}
+		return min(v, max), nil
+	}
+	if q.carry, err = capped("carry_limit", int(req.GetCarryLimit()), maxCarryLimit); err != nil {
+		return q, err
+	}
+	if q.reply, err = capped("reply_limit", int(req.GetReplyLimit()), maxReplyLimit); err != nil {
+		return q, err
+	}
+	switch q.maxRB = int(req.GetMaxResultBytes()); {
+	case q.maxRB == 0:
+		q.maxRB = defaultMaxResultBytes
+	case q.maxRB < minMaxResultBytes:
+		return q, errs.InvalidField("max_result_bytes", "must be 0 (the server default) or at least %d, got %d", minMaxResultBytes, q.maxRB)
+	case q.maxRB > maxContent:
+		q.maxRB = maxContent
+	}
+	maxTurnRows := int(req.GetMaxTurnRows())
+	if maxTurnRows < 0 {
+		return q, errs.InvalidField("max_turn_rows", "must not be negative")
+	}
+	if q.recentFrom = req.GetRecentFromSeq(); q.recentFrom < 0 {
+		return q, errs.InvalidField("recent_from_seq", "must not be negative (0 means none), got %d", q.recentFrom)
+	}
+	q.snapshot, q.pinned = req.GetSnapshotTools(), req.GetPinnedTools()
+	for _, l := range []struct {
+		field string
+		names []string
+	}{{"snapshot_tools", q.snapshot}, {"pinned_tools", q.pinned}} {
+		if len(l.names) > maxWindowToolNames {
+			return q, errs.InvalidField(l.field, "at most %d tool names, got %d", maxWindowToolNames, len(l.names))
+		}
+		for i, n := range l.names {
+			fl := fmt.Sprintf("%s[%d]", l.field, i)
+			if n == "" {
+				return q, errs.InvalidField(fl, "must not be empty")
+			}
+			if err := checkText(fl, n, maxShortField); err != nil {
+				return q, err
+			}
+		}
+	}
+	q.v2 = q.carry > 0 || q.reply > 0 || len(q.pinned) > 0 || maxTurnRows > 0
+	if maxTurnRows == 0 {
+		maxTurnRows = defaultMaxTurnRows
+	}
+	q.turnRows = max(min(maxTurnRows, maxMaxTurnRows), q.window)
+	q.fallback = req.GetGlobalMissionFallback()
+	return q, nil
+}
+
+func isMission(m *memoryv1.Memory) bool {
+	return m.GetRole() == memoryv1.Role_ROLE_USER && m.GetSenderId() == "" &&
+		(m.GetSource() == memoryv1.Source_SOURCE_DIRECT || m.GetSource() == memoryv1.Source_SOURCE_BROADCAST)
+}
+
+func hasCalls(m *memoryv1.Memory) bool {
+	return m.GetRole() == memoryv1.Role_ROLE_ASSISTANT && len(m.GetToolCalls()) > 0
+}
+
+// GetComposeWindow implements MemoryService.GetComposeWindow (v1 and v2) the way the real service's one SQL
+// statement does (services/memory/internal/pgstore/window.go): the recent part, the carried rows before it, the
+// mission or the global fallback, then the byte bounds.
+func (f *Fake) GetComposeWindow(_ context.Context, req *memoryv1.GetComposeWindowRequest) (*memoryv1.GetComposeWindowResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fault, ok := f.enter("GetComposeWindow"); ok {
+		return nil, injected(fault)
+	}
+	q, err := normalizeWindow(req)
+	if err != nil {
+		return nil, err
+	}
+	y, ok := f.myses[q.mysisID]
+	if !ok {
+		return nil, notFound(q.mysisID)
+	}
+	ms := f.memories[q.mysisID] // ms[seq-1]: seq is gapless from 1
+	l := int64(len(ms))
+	at := func(seq int64) *memoryv1.Memory { return ms[seq-1] }
+	resp := &memoryv1.GetComposeWindowResponse{Mysis: proto.Clone(y).(*memoryv1.Mysis)}
+
+	// The mission: the newest commander prompt; without one, optionally the swarm's newest commander broadcast.
+	var obj int64
+	for i := len(ms) - 1; i >= 0; i-- {
+		if isMission(ms[i]) {
+			obj = ms[i].GetSeq()
+			resp.Mission = &memoryv1.Mission{Memory: proto.Clone(ms[i]).(*memoryv1.Memory)}
+			break
+		}
+	}
+	if resp.Mission == nil && q.fallback {
+		for i := len(f.bcOrder) - 1; i >= 0; i-- {
+			if b := f.broadcasts[f.bcOrder[i]]; b.GetSenderId() == "" {
+				resp.Mission = &memoryv1.Mission{GlobalFallback: true, Memory: &memoryv1.Memory{
+					MysisId: q.mysisID, Role: memoryv1.Role_ROLE_USER, Source: memoryv1.Source_SOURCE_BROADCAST,
+					Content: b.GetContent(), BroadcastId: b.GetId(), CreatedAt: b.GetCreatedAt()}}
+				break
+			}
+		}
+	}
+
+	// The recent part's start.
+	bound := max(l-int64(q.turnRows)+1, 1) // the oldest seq max_turn_rows allows
+	s := max(l-int64(q.window)+1, 1)
+	truncated := false
+	if q.v2 {
+		ts := int64(1) // the current turn's opener
+		for i := len(ms) - 1; i >= 0; i-- {
+			if opensTurn(ms[i].GetRole(), ms[i].GetSource()) {
+				ts = ms[i].GetSeq()
+				break
+			}
+		}
+		anchor := ts
+		if q.recentFrom > 0 {
+			anchor = q.recentFrom
+			s = max(min(q.recentFrom, l), l-int64(q.turnRows)+1, 1)
+		} else {
+			s = min(s, max(ts, bound))
+		}
+		truncated = anchor < l-int64(q.turnRows)+1
+		if l > 0 {
+			s = loopBoundary(ms, s, bound)
+		}
+	}
+
+	// Carried rows, all before s.
+	extra := map[int64]bool{}
+	var withCall []int64 // carried and pinned results: their calls come too
+	if q.v2 && q.carry > 0 {
+		seen := map[string]bool{}
+		scanned, carried := 0, 0
+		for seq := s - 1; seq > obj && scanned < carryScanRows && carried < q.carry; seq-- {
+			m := at(seq)
+			if m.GetRole() != memoryv1.Role_ROLE_TOOL {
+				continue
+			}
+			scanned++
+			k := m.GetCallKey()
+			if slices.Contains(q.snapshot, m.GetToolName()) || k == "" {
+				k = m.GetToolName()
+			}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			carried++
+			extra[seq] = true
+			withCall = append(withCall, seq)
+		}
+	}
+	for _, name := range q.pinned {
+		for seq := s - 1; seq >= 1; seq-- {
+			if m := at(seq); m.GetRole() == memoryv1.Role_ROLE_TOOL && m.GetToolName() == name {
+				extra[seq] = true
+				withCall = append(withCall, seq)
+				break
+			}
+		}
+	}
+	if q.v2 && q.reply > 0 {
+		n := 0
+		for seq := s - 1; seq > obj && n < q.reply; seq-- {
+			if m := at(seq); m.GetRole() == memoryv1.Role_ROLE_ASSISTANT && len(m.GetToolCalls()) == 0 {
+				extra[seq] = true
+				n++
+			}
+		}
+	}
+	for _, x := range withCall {
+		for seq := x - 1; seq >= max(x-callLookback, 1); seq-- {
+			if hasCalls(at(seq)) {
+				extra[seq] = true
+				break
+			}
+		}
+	}
+	for seq := int64(1); seq < s && seq <= l; seq++ {
+		if extra[seq] {
+			resp.Memories = append(resp.Memories, proto.Clone(at(seq)).(*memoryv1.Memory))
+		}
+	}
+	for seq := s; seq <= l; seq++ {
+		resp.Memories = append(resp.Memories, proto.Clone(at(seq)).(*memoryv1.Memory))
+	}
+	resp.ObjectiveSeq, resp.TurnTruncated = obj, truncated
+	if l > 0 {
+		resp.RecentStartSeq = s
+	}
+
+	// Byte bounds: long tool results cut, then the newest rows within the response bound.
+	for _, m := range resp.Memories {
+		cutResult(m, q.maxRB)
+	}
+	budget := maxResponseBytes - len(y.GetSystemPrompt())
+	if resp.Mission != nil {
+		budget -= memBytes(resp.Mission.GetMemory())
+	}
+	if kept := keepNewestWithin(resp.Memories, budget); len(kept) < len(resp.Memories) {
+		resp.Memories = kept
+		if first := kept[0].GetSeq(); first > resp.RecentStartSeq {
+			resp.RecentStartSeq, resp.TurnTruncated = first, true
+		}
+	}
+	return resp, nil
+}
+
+// loopBoundary moves a recent part starting at s onto a loop boundary: when the first assistant or tool row at or
+// after s is a tool result, back to the nearest earlier assistant row with tool calls (within callLookback and not
+// before bound), or else forward to the first row after s that is no tool result.
+func loopBoundary(ms []*memoryv1.Memory, s, bound int64) int64 {
+	l := int64(len(ms))
+	first := memoryv1.Role_ROLE_UNSPECIFIED
+	for seq := s; seq <= l; seq++ {
+		if r := ms[seq-1].GetRole(); r == memoryv1.Role_ROLE_ASSISTANT || r == memoryv1.Role_ROLE_TOOL {
+			first = r
+			break
+		}
+	}
+	if first != memoryv1.Role_ROLE_TOOL {
+		return s
+	}
+	for seq := s - 1; seq >= max(s-callLookback, bound, 1); seq-- {
+		if hasCalls(ms[seq-1]) {
+			return seq
+		}
+	}
+	for seq := s + 1; seq <= l; seq++ {
+		if ms[seq-1].GetRole() != memoryv1.Role_ROLE_TOOL {
+			return seq
+		}
+	}
+	return s
+}
+
+// memBytes is a memory's text size as the byte bounds count it.
+func memBytes(m *memoryv1.Memory) int {
+	n := len(m.GetContent()) + len(m.GetReasoning())
+	for _, tc := range m.GetToolCalls() {
+		n += len(tc.GetId()) + len(tc.GetName()) + len(tc.GetArgumentsJson())
+	}
+	return n
+}
+
+// keepNewestWithin returns the newest memories (oldest first) whose sizes add up to at most max bytes, and always
+// at least the newest one.
+func keepNewestWithin(ms []*memoryv1.Memory, max int) []*memoryv1.Memory {
+	total := 0
+	for i := len(ms) - 1; i >= 0; i-- {
+		total += memBytes(ms[i])
+		if total > max && i < len(ms)-1 {
+			return ms[i+1:]
+		}
+	}
+	return ms
+}
+
+// cutResult cuts a tool result longer than max bytes at a UTF-8 boundary and says where the whole is.
+func cutResult(m *memoryv1.Memory, max int) {
+	if m.GetRole() != memoryv1.Role_ROLE_TOOL || len(m.GetContent()) <= max {
+		return
+	}
+	keep := max
+	for keep > 0 && !utf8.RuneStart(m.Content[keep]) {
+		keep--
+	}
+	m.Content = m.Content[:keep] + fmt.Sprintf("…[cut: %d bytes more; full result is memory #%d, search for it]", len(m.Content)-keep, m.GetId())
+}
+
+// callKey is a tool result's distinct-call key: the tool name, a space and the canonical arguments (object keys
+// sorted, no insignificant whitespace), replaced by "sha256:<hex>" of themselves when longer than 256 bytes.
+// Unlike the real service, numbers keep the spelling they were sent with (the real one writes 1e2 as 100).
+func callKey(tool, args string) string {
+	c := canonicalArguments(args)
+	if len(c) > maxCallKeyArgBytes {
+		sum := sha256.Sum256([]byte(c))
+		c = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	return tool + " " + c
+}
+
+// canonicalArguments returns one JSON object text in canonical form; anything else comes back unchanged.
+func canonicalArguments(s string) string {
+	if !strings.HasPrefix(strings.TrimLeft(s, " \t\r\n"), "{") {
+		return s
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return s
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return s
+	}
+	var b bytes.Buffer
+	writeCanonical(&b, v)
+	return b.String()
+}
+
+func writeCanonical(b *bytes.Buffer, v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeString(b, k)
+			b.WriteByte(':')
+			writeCanonical(b, x[k])
+		}
+		b.WriteByte('}')
+	case []any:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeCanonical(b, e)
+		}
+		b.WriteByte(']')
+	case string:
+		writeString(b, x)
+	case json.Number:
+		b.WriteString(string(x))
+	case bool:
+		fmt.Fprint(b, x)
+	case nil:
+		b.WriteString("null")
+	}
+}
+
+// writeString writes s as Postgres's jsonb does: ", \ and control characters escaped, everything else as UTF-8.
+func writeString(b *bytes.Buffer, s string) {
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '"', '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\f':
+			b.WriteString(`\f`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		default:
+			if c < 0x20 {
+				fmt.Fprintf(b, `\u%04x`, c)
+			} else {
+				b.WriteByte(c)
+			}
+		}
+	}
+	b.WriteByte('"')
+}
