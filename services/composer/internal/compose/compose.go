@@ -496,117 +496,165 @@ func trailingTurnStart(units []*unit) int {
 // it, wherever it sits in the window, so results separated from their call are moved back next to it; results with
 // no such call are dropped; calls left without a result get a synthetic one.
 func (c *composer) pair(window []Memory) []*unit {
-	type callRef struct {
-		u *unit
-		k int
-	}
-	pending := make(map[string][]callRef, len(window)/2)
-	called := make(map[string]bool, len(window)/2)
-	units := make([]*unit, 0, len(window))
+	p := pairing{c: c, pending: make(map[string][]callRef, len(window)/2), called: make(map[string]bool, len(window)/2),
+		units: make([]*unit, 0, len(window))}
 	for i := range window {
 		m := &window[i]
 		switch m.Role {
 		case chat.RoleSystem:
 			c.items[i] = itemOf(m, Dropped, ReasonSystemOnce)
 		case chat.RoleUser:
-			content := sanitize(m.Content)
-			if strings.TrimSpace(content) == "" {
-				c.items[i] = itemOf(m, Dropped, ReasonEmpty)
-				continue
-			}
-			units = append(units, &unit{kind: kindUser, mem: m, idx: i, seq: m.Seq, turn: m.Turn, source: m.Source, content: content})
+			p.user(i, m)
 		case chat.RoleAssistant:
-			content := sanitize(m.Content)
-			if strings.TrimSpace(content) == "" {
-				content = ""
-			}
-			calls := make([]chat.ToolCall, 0, len(m.ToolCalls))
-			for k, tc := range m.ToolCalls {
-				name := sanitize(tc.Name)
-				if strings.TrimSpace(name) == "" {
-					c.repair(m.ID, "dropped-call", fmt.Sprintf("tool call %d has no name", k))
-					continue
-				}
-				calls = append(calls, chat.ToolCall{ID: sanitize(tc.ID), Name: name, Arguments: c.arguments(m.ID, k, tc.Arguments)})
-			}
-			u := &unit{mem: m, idx: i, seq: m.Seq, turn: m.Turn, source: m.Source, content: content}
-			switch {
-			case len(calls) > 0:
-				u.kind, u.calls, u.results = kindLoop, calls, make([]*toolResult, len(calls))
-				for k, tc := range calls {
-					pending[tc.ID] = append(pending[tc.ID], callRef{u, k})
-					called[tc.ID] = true
-				}
-			case content != "":
-				u.kind = kindText
-			case len(m.ToolCalls) > 0:
-				c.items[i] = itemOf(m, Dropped, ReasonNoCalls)
-				continue
-			default:
-				c.items[i] = itemOf(m, Dropped, ReasonEmpty)
-				continue
-			}
-			units = append(units, u)
+			p.assistant(i, m)
 		case chat.RoleTool:
-			id := sanitize(m.ToolCallID)
-			q := pending[id]
-			if len(q) == 0 && !called[id] && (len(units) == 0 || m.Seq < c.recentStart) {
-				// The window starts inside a loop whose call is just outside it, or a carried row lost its call:
-				// nothing is broken, the result is simply not composable.
-				c.items[i] = itemOf(m, Dropped, ReasonCallOutsideWindow)
-				continue
-			}
-			if len(q) == 0 {
-				reason := ReasonOrphanResult
-				if called[id] {
-					reason = ReasonDuplicateResult
-				}
-				c.items[i] = itemOf(m, Dropped, reason)
-				c.repair(m.ID, "dropped-result", fmt.Sprintf("%s (tool_call_id %q)", reason, id))
-				continue
-			}
-			ref := q[0]
-			pending[id] = q[1:]
-			name := sanitize(m.ToolName)
-			if name == "" {
-				name = ref.u.calls[ref.k].Name
-			}
-			if units[len(units)-1] != ref.u {
-				c.repair(m.ID, "moved-result", fmt.Sprintf("result for %q moved back next to its call in memory #%d", id, ref.u.mem.ID))
-			}
-			body := sanitize(m.Content)
-			ref.u.results[ref.k] = &toolResult{mem: m, idx: i, name: name, body: body, content: body,
-				pinned: slices.Contains(c.p.PinnedTools, name), bodyTokens: -1, sentTokens: -1}
+			p.result(i, m)
 		default:
 			c.items[i] = itemOf(m, Dropped, ReasonUnknownRole)
 		}
 	}
-	out := units[:0]
-	for _, u := range units {
-		if u.kind == kindLoop && u.seq < c.recentStart && slices.Contains(u.results, nil) {
-			// A carried assistant memory: only the calls whose results were carried are sent.
-			calls, results := u.calls[:0:0], u.results[:0:0]
-			for k, r := range u.results {
-				if r != nil {
-					calls, results = append(calls, u.calls[k]), append(results, r)
-				}
-			}
-			if len(calls) == 0 {
-				c.items[u.idx] = itemOf(u.mem, Dropped, ReasonNotCarried)
-				continue
-			}
-			u.calls, u.results = calls, results
+	out := p.units[:0]
+	for _, u := range p.units {
+		if !c.trimCarried(u) {
+			continue
 		}
-		for k, r := range u.results {
-			if r == nil {
-				u.results[k] = &toolResult{idx: -1, name: u.calls[k].Name, content: interruptedResult, state: resSynthetic,
-					bodyTokens: -1, sentTokens: -1}
-				c.repair(u.mem.ID, "interrupted", fmt.Sprintf("tool call %q has no recorded result", u.calls[k].ID))
-			}
-		}
+		c.interrupted(u)
 		out = append(out, u)
 	}
 	return out
+}
+
+// pairing is pair's state: the units so far, the calls still waiting for their result (by call id, oldest first)
+// and every call id seen.
+type pairing struct {
+	c       *composer
+	pending map[string][]callRef
+	called  map[string]bool
+	units   []*unit
+}
+
+// callRef is call k of loop u.
+type callRef struct {
+	u *unit
+	k int
+}
+
+// user makes a user memory (window index i) a unit, unless it is empty.
+func (p *pairing) user(i int, m *Memory) {
+	content := sanitize(m.Content)
+	if strings.TrimSpace(content) == "" {
+		p.c.items[i] = itemOf(m, Dropped, ReasonEmpty)
+		return
+	}
+	p.units = append(p.units, &unit{kind: kindUser, mem: m, idx: i, seq: m.Seq, turn: m.Turn, source: m.Source, content: content})
+}
+
+// assistant makes an assistant memory a loop (its named calls wait for their results) or a text reply; a memory
+// with neither is dropped.
+func (p *pairing) assistant(i int, m *Memory) {
+	c := p.c
+	content := sanitize(m.Content)
+	if strings.TrimSpace(content) == "" {
+		content = ""
+	}
+	calls := c.namedCalls(m)
+	u := &unit{mem: m, idx: i, seq: m.Seq, turn: m.Turn, source: m.Source, content: content}
+	switch {
+	case len(calls) > 0:
+		u.kind, u.calls, u.results = kindLoop, calls, make([]*toolResult, len(calls))
+		for k, tc := range calls {
+			p.pending[tc.ID] = append(p.pending[tc.ID], callRef{u, k})
+			p.called[tc.ID] = true
+		}
+	case content != "":
+		u.kind = kindText
+	case len(m.ToolCalls) > 0:
+		c.items[i] = itemOf(m, Dropped, ReasonNoCalls)
+		return
+	default:
+		c.items[i] = itemOf(m, Dropped, ReasonEmpty)
+		return
+	}
+	p.units = append(p.units, u)
+}
+
+// namedCalls returns m's tool calls, cleaned; calls without a name are dropped with a repair note.
+func (c *composer) namedCalls(m *Memory) []chat.ToolCall {
+	calls := make([]chat.ToolCall, 0, len(m.ToolCalls))
+	for k, tc := range m.ToolCalls {
+		name := sanitize(tc.Name)
+		if strings.TrimSpace(name) == "" {
+			c.repair(m.ID, "dropped-call", fmt.Sprintf("tool call %d has no name", k))
+			continue
+		}
+		calls = append(calls, chat.ToolCall{ID: sanitize(tc.ID), Name: name, Arguments: c.arguments(m.ID, k, tc.Arguments)})
+	}
+	return calls
+}
+
+// result attaches a tool result to the earliest call with its id still waiting for one, or drops it.
+func (p *pairing) result(i int, m *Memory) {
+	c := p.c
+	id := sanitize(m.ToolCallID)
+	q := p.pending[id]
+	if len(q) == 0 && !p.called[id] && (len(p.units) == 0 || m.Seq < c.recentStart) {
+		// The window starts inside a loop whose call is just outside it, or a carried row lost its call:
+		// nothing is broken, the result is simply not composable.
+		c.items[i] = itemOf(m, Dropped, ReasonCallOutsideWindow)
+		return
+	}
+	if len(q) == 0 {
+		reason := ReasonOrphanResult
+		if p.called[id] {
+			reason = ReasonDuplicateResult
+		}
+		c.items[i] = itemOf(m, Dropped, reason)
+		c.repair(m.ID, "dropped-result", fmt.Sprintf("%s (tool_call_id %q)", reason, id))
+		return
+	}
+	ref := q[0]
+	p.pending[id] = q[1:]
+	name := sanitize(m.ToolName)
+	if name == "" {
+		name = ref.u.calls[ref.k].Name
+	}
+	if p.units[len(p.units)-1] != ref.u {
+		c.repair(m.ID, "moved-result", fmt.Sprintf("result for %q moved back next to its call in memory #%d", id, ref.u.mem.ID))
+	}
+	body := sanitize(m.Content)
+	ref.u.results[ref.k] = &toolResult{mem: m, idx: i, name: name, body: body, content: body,
+		pinned: slices.Contains(c.p.PinnedTools, name), bodyTokens: -1, sentTokens: -1}
+}
+
+// trimCarried keeps, of a carried assistant memory, only the calls whose results were carried. It reports whether
+// anything of u is left to send.
+func (c *composer) trimCarried(u *unit) bool {
+	if u.kind != kindLoop || u.seq >= c.recentStart || !slices.Contains(u.results, nil) {
+		return true
+	}
+	calls, results := u.calls[:0:0], u.results[:0:0]
+	for k, r := range u.results {
+		if r != nil {
+			calls, results = append(calls, u.calls[k]), append(results, r)
+		}
+	}
+	if len(calls) == 0 {
+		c.items[u.idx] = itemOf(u.mem, Dropped, ReasonNotCarried)
+		return false
+	}
+	u.calls, u.results = calls, results
+	return true
+}
+
+// interrupted gives each call of u left without a result a synthetic one, with a repair note.
+func (c *composer) interrupted(u *unit) {
+	for k, r := range u.results {
+		if r == nil {
+			u.results[k] = &toolResult{idx: -1, name: u.calls[k].Name, content: interruptedResult, state: resSynthetic,
+				bodyTokens: -1, sentTokens: -1}
+			c.repair(u.mem.ID, "interrupted", fmt.Sprintf("tool call %q has no recorded result", u.calls[k].ID))
+		}
+	}
 }
 
 // arguments returns the call's arguments as a JSON object text. Valid objects pass through byte for byte (LESSONS 5);
