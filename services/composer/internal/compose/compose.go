@@ -217,7 +217,8 @@ type request struct {
 // run composes one request in phases: intake, encouragement and nudge, units and mission placement, classification
 // and selection, then the budget loop, which renders and builds the manifest.
 func (c *composer) run(in Input) (Result, error) {
-	q := c.takeIn(in)
+	req := c.takeIn(in)
+	q := &req
 	if idle := c.encourage(q); idle {
 		return Result{
 			Manifest:      Manifest{Items: c.finishItems(q.window), TurnTruncated: in.TurnTruncated},
@@ -233,10 +234,10 @@ func (c *composer) run(in Input) (Result, error) {
 }
 
 // takeIn is the intake phase: it orders and trims the window, cleans the mission and counts the tool definitions.
-func (c *composer) takeIn(in Input) *request {
+func (c *composer) takeIn(in Input) request {
 	c.recentStart = in.RecentStartSeq
 	c.prevBoundary, c.prevCompactSeq = in.PrevBoundary, in.PrevCompactSeq
-	q := &request{in: in, window: c.intake(in.Window), mission: c.mission(in.Mission), level: NudgeNone}
+	q := request{in: in, window: c.intake(in.Window), mission: c.mission(in.Mission), level: NudgeNone}
 	for _, t := range in.Tools {
 		c.toolTokens += framingPerMessage + c.count(t.JSON())
 	}
@@ -496,25 +497,33 @@ func trailingTurnStart(units []*unit) int {
 // it, wherever it sits in the window, so results separated from their call are moved back next to it; results with
 // no such call are dropped; calls left without a result get a synthetic one.
 func (c *composer) pair(window []Memory) []*unit {
-	p := pairing{c: c, pending: make(map[string][]callRef, len(window)/2), called: make(map[string]bool, len(window)/2),
-		units: make([]*unit, 0, len(window))}
+	p := pairing{c: c, pending: make(map[string][]callRef, len(window)/2), called: make(map[string]bool, len(window)/2)}
+	units := make([]*unit, 0, len(window))
 	for i := range window {
 		m := &window[i]
+		var u *unit
 		switch m.Role {
 		case chat.RoleSystem:
 			c.items[i] = itemOf(m, Dropped, ReasonSystemOnce)
 		case chat.RoleUser:
-			p.user(i, m)
+			u = c.userUnit(i, m)
 		case chat.RoleAssistant:
-			p.assistant(i, m)
+			u = p.assistant(i, m)
 		case chat.RoleTool:
-			p.result(i, m)
+			var last *unit
+			if len(units) > 0 {
+				last = units[len(units)-1]
+			}
+			p.result(i, m, last)
 		default:
 			c.items[i] = itemOf(m, Dropped, ReasonUnknownRole)
 		}
+		if u != nil {
+			units = append(units, u)
+		}
 	}
-	out := p.units[:0]
-	for _, u := range p.units {
+	out := units[:0]
+	for _, u := range units {
 		if !c.trimCarried(u) {
 			continue
 		}
@@ -524,13 +533,12 @@ func (c *composer) pair(window []Memory) []*unit {
 	return out
 }
 
-// pairing is pair's state: the units so far, the calls still waiting for their result (by call id, oldest first)
-// and every call id seen.
+// pairing is pair's state: the calls still waiting for their result (by call id, oldest first) and every call id
+// seen.
 type pairing struct {
 	c       *composer
 	pending map[string][]callRef
 	called  map[string]bool
-	units   []*unit
 }
 
 // callRef is call k of loop u.
@@ -539,19 +547,19 @@ type callRef struct {
 	k int
 }
 
-// user makes a user memory (window index i) a unit, unless it is empty.
-func (p *pairing) user(i int, m *Memory) {
+// userUnit makes a user memory (window index i) a unit; an empty one is dropped (nil).
+func (c *composer) userUnit(i int, m *Memory) *unit {
 	content := sanitize(m.Content)
 	if strings.TrimSpace(content) == "" {
-		p.c.items[i] = itemOf(m, Dropped, ReasonEmpty)
-		return
+		c.items[i] = itemOf(m, Dropped, ReasonEmpty)
+		return nil
 	}
-	p.units = append(p.units, &unit{kind: kindUser, mem: m, idx: i, seq: m.Seq, turn: m.Turn, source: m.Source, content: content})
+	return &unit{kind: kindUser, mem: m, idx: i, seq: m.Seq, turn: m.Turn, source: m.Source, content: content}
 }
 
 // assistant makes an assistant memory a loop (its named calls wait for their results) or a text reply; a memory
-// with neither is dropped.
-func (p *pairing) assistant(i int, m *Memory) {
+// with neither is dropped (nil).
+func (p *pairing) assistant(i int, m *Memory) *unit {
 	c := p.c
 	content := sanitize(m.Content)
 	if strings.TrimSpace(content) == "" {
@@ -570,12 +578,12 @@ func (p *pairing) assistant(i int, m *Memory) {
 		u.kind = kindText
 	case len(m.ToolCalls) > 0:
 		c.items[i] = itemOf(m, Dropped, ReasonNoCalls)
-		return
+		return nil
 	default:
 		c.items[i] = itemOf(m, Dropped, ReasonEmpty)
-		return
+		return nil
 	}
-	p.units = append(p.units, u)
+	return u
 }
 
 // namedCalls returns m's tool calls, cleaned; calls without a name are dropped with a repair note.
@@ -592,12 +600,13 @@ func (c *composer) namedCalls(m *Memory) []chat.ToolCall {
 	return calls
 }
 
-// result attaches a tool result to the earliest call with its id still waiting for one, or drops it.
-func (p *pairing) result(i int, m *Memory) {
+// result attaches a tool result to the earliest call with its id still waiting for one, or drops it. last is the
+// newest unit so far (nil: none).
+func (p *pairing) result(i int, m *Memory, last *unit) {
 	c := p.c
 	id := sanitize(m.ToolCallID)
 	q := p.pending[id]
-	if len(q) == 0 && !p.called[id] && (len(p.units) == 0 || m.Seq < c.recentStart) {
+	if len(q) == 0 && !p.called[id] && (last == nil || m.Seq < c.recentStart) {
 		// The window starts inside a loop whose call is just outside it, or a carried row lost its call:
 		// nothing is broken, the result is simply not composable.
 		c.items[i] = itemOf(m, Dropped, ReasonCallOutsideWindow)
@@ -618,7 +627,7 @@ func (p *pairing) result(i int, m *Memory) {
 	if name == "" {
 		name = ref.u.calls[ref.k].Name
 	}
-	if p.units[len(p.units)-1] != ref.u {
+	if last != ref.u {
 		c.repair(m.ID, "moved-result", fmt.Sprintf("result for %q moved back next to its call in memory #%d", id, ref.u.mem.ID))
 	}
 	body := sanitize(m.Content)
