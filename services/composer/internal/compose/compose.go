@@ -217,20 +217,19 @@ type request struct {
 // run composes one request in phases: intake, encouragement and nudge, units and mission placement, classification
 // and selection, then the budget loop, which renders and builds the manifest.
 func (c *composer) run(in Input) (Result, error) {
-	req := c.takeIn(in)
-	q := &req
-	if idle := c.encourage(q); idle {
+	q := c.takeIn(in) // on the stack: the phases take its address
+	if idle := c.encourage(&q); idle {
 		return Result{
 			Manifest:      Manifest{Items: c.finishItems(q.window), TurnTruncated: in.TurnTruncated},
 			Encouragement: Encouragement{Decision: DecisionIdle, Count: in.EncouragementCount},
 		}, nil
 	}
-	c.placeNudge(q)
-	c.buildUnits(q)
-	c.placeMission(q)
-	c.fallbackNudge(q)
-	c.choose(q)
-	return c.fit(q)
+	c.placeNudge(&q)
+	c.buildUnits(&q)
+	c.placeMission(&q)
+	c.fallbackNudge(&q)
+	c.choose(&q)
+	return c.fit(&q)
 }
 
 // takeIn is the intake phase: it orders and trims the window, cleans the mission and counts the tool definitions.
