@@ -200,134 +200,197 @@ func (u *unit) complete() bool {
 
 // ---- the pipeline ----
 
+// request is one compose's state as it passes through the phases of run.
+type request struct {
+	in      Input
+	window  []Memory // the trimmed window, plus a new turn's nudge once placed
+	mission *Mission // nil: none to send
+	enc     Encouragement
+	nudge   *Nudge     // the nudge that opens a new turn; the runner stores it
+	level   NudgeLevel // the nudge level sent: the new turn's, or a fallback nudge's
+	units   []*unit
+	// currentStart indexes the first unit of the current turn.
+	currentStart int
+	missionUnit  *unit // the unit that sends the mission, nil without one
+}
+
+// run composes one request in phases: intake, encouragement and nudge, units and mission placement, classification
+// and selection, then the budget loop, which renders and builds the manifest.
 func (c *composer) run(in Input) (Result, error) {
+	q := c.takeIn(in) // on the stack: the phases take its address
+	if idle := c.encourage(&q); idle {
+		return Result{
+			Manifest:      Manifest{Items: c.finishItems(q.window), TurnTruncated: in.TurnTruncated},
+			Encouragement: Encouragement{Decision: DecisionIdle, Count: in.EncouragementCount},
+		}, nil
+	}
+	c.placeNudge(&q)
+	c.buildUnits(&q)
+	c.placeMission(&q)
+	c.fallbackNudge(&q)
+	c.choose(&q)
+	return c.fit(&q)
+}
+
+// takeIn is the intake phase: it orders and trims the window, cleans the mission and counts the tool definitions.
+func (c *composer) takeIn(in Input) request {
 	c.recentStart = in.RecentStartSeq
 	c.prevBoundary, c.prevCompactSeq = in.PrevBoundary, in.PrevCompactSeq
-	window := c.intake(in.Window)
-	mission := c.mission(in.Mission)
+	q := request{in: in, window: c.intake(in.Window), mission: c.mission(in.Mission), level: NudgeNone}
 	for _, t := range in.Tools {
 		c.toolTokens += framingPerMessage + c.count(t.JSON())
 	}
+	return q
+}
 
-	enc := Encouragement{Decision: DecisionNone, Count: in.EncouragementCount}
-	var nudge *Nudge
-	level := NudgeNone
-	newest := newestTurn(window)
+// encourage decides the encouragement and, when the call begins a turn that no real prompt opened, the nudge that
+// opens it. It reports whether the mysis goes idle instead (it was encouraged IdleAfter times with nothing to do).
+func (c *composer) encourage(q *request) (idle bool) {
+	in := q.in
+	q.enc = Encouragement{Decision: DecisionNone, Count: in.EncouragementCount}
+	newest := newestTurn(q.window)
 	begin := in.BeginTurn && !(newest.realPrompt && !newest.answered)
 	switch {
-	case begin && mission != nil:
-		nudge = &Nudge{Level: NudgeGentle, Content: c.p.Nudges.Gentle}
-		enc = Encouragement{Decision: DecisionReset, Count: 0}
+	case begin && q.mission != nil:
+		q.nudge = &Nudge{Level: NudgeGentle, Content: c.p.Nudges.Gentle}
+		q.enc = Encouragement{Decision: DecisionReset, Count: 0}
 	case begin && in.EncouragementCount >= IdleAfter:
-		return Result{
-			Manifest:      Manifest{Items: c.finishItems(window), TurnTruncated: in.TurnTruncated},
-			Encouragement: Encouragement{Decision: DecisionIdle, Count: in.EncouragementCount},
-		}, nil
+		return true
 	case begin:
 		l := NudgeLevel(max(in.EncouragementCount, 0) + 1)
-		nudge = &Nudge{Level: l, Content: c.p.Nudges.Text(l)}
-		enc = Encouragement{Decision: DecisionIncrement, Count: max(in.EncouragementCount, 0) + 1}
+		q.nudge = &Nudge{Level: l, Content: c.p.Nudges.Text(l)}
+		q.enc = Encouragement{Decision: DecisionIncrement, Count: max(in.EncouragementCount, 0) + 1}
 	case newest.realPrompt:
-		enc = Encouragement{Decision: DecisionReset, Count: 0}
+		q.enc = Encouragement{Decision: DecisionReset, Count: 0}
 	}
-	if nudge != nil {
-		// Exactly what the memory service will return once the nudge is stored: for a v1 window the newest
-		// ScanWindow rows. (A v2 window keeps its rows; see COMPOSITION.md on nudge persistence.)
-		if c.recentStart == 0 && len(window) >= c.p.ScanWindow {
-			c.preItems = append(c.preItems, itemOf(&window[0], Dropped, ReasonOutsideWindow))
-			window = window[1:]
-			c.items = c.items[1:]
-		}
-		var lastSeq, lastTurn int64
-		if len(window) > 0 {
-			lastSeq, lastTurn = window[len(window)-1].Seq, window[len(window)-1].Turn
-		}
-		window = append(slices.Clip(window), Memory{
-			Seq: lastSeq + 1, Turn: lastTurn + 1, Role: chat.RoleUser, Source: SourceNudge, Content: nudge.Content,
-		})
-		c.items = append(c.items, Item{})
-		level = nudge.Level
-	}
+	return false
+}
 
-	units := c.pair(window)
-	if nudge != nil {
-		units[len(units)-1].virtual = true
+// placeNudge appends a new turn's nudge to the window as the row the memory service will store.
+func (c *composer) placeNudge(q *request) {
+	if q.nudge == nil {
+		return
 	}
-	currentStart := trailingTurnStart(units)
-	hasOpener := currentStart < len(units) && units[currentStart].isOpener()
+	window := q.window
+	// Exactly what the memory service will return once the nudge is stored: for a v1 window the newest
+	// ScanWindow rows. (A v2 window keeps its rows; see COMPOSITION.md on nudge persistence.)
+	if c.recentStart == 0 && len(window) >= c.p.ScanWindow {
+		c.preItems = append(c.preItems, itemOf(&window[0], Dropped, ReasonOutsideWindow))
+		window = window[1:]
+		c.items = c.items[1:]
+	}
+	var lastSeq, lastTurn int64
+	if len(window) > 0 {
+		lastSeq, lastTurn = window[len(window)-1].Seq, window[len(window)-1].Turn
+	}
+	q.window = append(slices.Clip(window), Memory{
+		Seq: lastSeq + 1, Turn: lastTurn + 1, Role: chat.RoleUser, Source: SourceNudge, Content: q.nudge.Content,
+	})
+	c.items = append(c.items, Item{})
+	q.level = q.nudge.Level
+}
 
-	// The mission, in chronological position, unless it is the current turn's own prompt.
-	var missionUnit *unit
-	missionBefore := false // the mission is sent before the current turn
-	if mission != nil {
-		if mission.MemoryID != 0 {
-			for _, u := range units {
-				if u.kind == kindUser && u.mem != nil && u.mem.ID == mission.MemoryID && !u.virtual {
-					missionUnit = u
-					break
-				}
+// buildUnits regroups the window into units (pair) and finds where the current turn starts.
+func (c *composer) buildUnits(q *request) {
+	q.units = c.pair(q.window)
+	if q.nudge != nil {
+		q.units[len(q.units)-1].virtual = true
+	}
+	q.currentStart = trailingTurnStart(q.units)
+}
+
+// placeMission finds or inserts the unit that sends the mission, in chronological position, unless it is the
+// current turn's own prompt.
+func (c *composer) placeMission(q *request) {
+	mission := q.mission
+	if mission == nil {
+		return
+	}
+	if mission.MemoryID != 0 {
+		for _, u := range q.units {
+			if u.kind == kindUser && u.mem != nil && u.mem.ID == mission.MemoryID && !u.virtual {
+				q.missionUnit = u
+				return
 			}
 		}
-		if missionUnit == nil {
-			missionUnit = &unit{kind: kindMission, idx: -1, seq: mission.Seq, turn: -1, source: mission.Source, content: mission.Content}
-			pos := 0
-			if mission.MemoryID != 0 {
-				for pos < currentStart && units[pos].seq < mission.Seq {
-					pos++
-				}
-			}
-			units = slices.Insert(units, pos, missionUnit)
-			currentStart++
+	}
+	q.missionUnit = &unit{kind: kindMission, idx: -1, seq: mission.Seq, turn: -1, source: mission.Source, content: mission.Content}
+	pos := 0
+	if mission.MemoryID != 0 {
+		for pos < q.currentStart && q.units[pos].seq < mission.Seq {
+			pos++
 		}
-		missionBefore = slices.Index(units, missionUnit) < currentStart
 	}
-	if !hasOpener && !missionBefore {
-		l := NudgeLevel(min(max(in.EncouragementCount, 1), IdleAfter))
-		units = slices.Insert(units, currentStart, &unit{kind: kindNudge, idx: -1, turn: -1, content: c.p.Nudges.Text(l)})
-		level = l
-	}
+	q.units = slices.Insert(q.units, pos, q.missionUnit)
+	q.currentStart++
+}
 
-	objective := in.ObjectiveSeq
-	if objective == 0 && mission != nil && mission.MemoryID != 0 {
-		objective = mission.Seq
+// fallbackNudge gives a current turn that neither a prompt opens nor the mission precedes a nudge to answer.
+func (c *composer) fallbackNudge(q *request) {
+	if q.currentStart < len(q.units) && q.units[q.currentStart].isOpener() {
+		return
 	}
-	c.classify(units, objective)
-	c.selectUnits(units, currentStart, missionUnit, in.SystemPrompt)
-	for _, u := range units {
+	if q.missionUnit != nil && slices.Index(q.units, q.missionUnit) < q.currentStart {
+		return // the mission is sent before the current turn
+	}
+	l := NudgeLevel(min(max(q.in.EncouragementCount, 1), IdleAfter))
+	q.units = slices.Insert(q.units, q.currentStart, &unit{kind: kindNudge, idx: -1, turn: -1, content: c.p.Nudges.Text(l)})
+	q.level = l
+}
+
+// choose classifies the units against the objective, selects what is sent (the compaction boundary included), caps
+// the kept results and makes sure a prompt comes first.
+func (c *composer) choose(q *request) {
+	objective := q.in.ObjectiveSeq
+	if objective == 0 && q.mission != nil && q.mission.MemoryID != 0 {
+		objective = q.mission.Seq
+	}
+	c.classify(q.units, objective)
+	c.selectUnits(q.units, q.currentStart, q.missionUnit, q.in.SystemPrompt)
+	for _, u := range q.units {
 		if u.keep {
 			for _, r := range u.results {
 				c.capResult(r, c.p.ToolResultCap, ReasonOverCap)
 			}
 		}
 	}
-	units = c.promptBefore(units)
+	q.units = c.promptBefore(q.units)
+}
 
-	red := reducer{c: c, units: units}
+// fit renders the request and, while it is over the budget, lets the reducer sacrifice one more step; the first
+// rendering within the budget becomes the result with its manifest.
+func (c *composer) fit(q *request) (Result, error) {
+	red := reducer{c: c, units: q.units}
 	for {
-		r := c.render(in.SystemPrompt, units)
+		r := c.render(q.in.SystemPrompt, q.units)
 		if r.tokens.Total <= c.p.TokenBudget {
-			c.repairs = append(c.repairs, r.repairs...)
-			return Result{
-				Messages: r.msgs,
-				Manifest: Manifest{
-					Items:         c.finishUnits(units, r.memTokens, r.memIndex),
-					Mission:       outOfWindowMission(missionUnit, mission, r.missionTokens),
-					Tokens:        r.tokens,
-					Synthetic:     r.synthetic,
-					NudgeLevel:    level,
-					Repairs:       c.repairs,
-					Boundary:      c.boundary,
-					CompactSeq:    c.compactSeq,
-					TurnTruncated: in.TurnTruncated,
-				},
-				Encouragement: enc,
-				Nudge:         nudge,
-			}, nil
+			return c.result(q, r), nil
 		}
 		if !red.step(r.tokens.Total - c.p.TokenBudget) {
 			return Result{}, &BudgetError{Budget: c.p.TokenBudget, Need: r.tokens.Total}
 		}
-		needPromptBefore(units)
+		needPromptBefore(q.units)
+	}
+}
+
+// result is the composed request r with its manifest.
+func (c *composer) result(q *request, r rendered) Result {
+	c.repairs = append(c.repairs, r.repairs...)
+	return Result{
+		Messages: r.msgs,
+		Manifest: Manifest{
+			Items:         c.finishUnits(q.units, r.memTokens, r.memIndex),
+			Mission:       outOfWindowMission(q.missionUnit, q.mission, r.missionTokens),
+			Tokens:        r.tokens,
+			Synthetic:     r.synthetic,
+			NudgeLevel:    q.level,
+			Repairs:       c.repairs,
+			Boundary:      c.boundary,
+			CompactSeq:    c.compactSeq,
+			TurnTruncated: q.in.TurnTruncated,
+		},
+		Encouragement: q.enc,
+		Nudge:         q.nudge,
 	}
 }
 
@@ -433,117 +496,173 @@ func trailingTurnStart(units []*unit) int {
 // it, wherever it sits in the window, so results separated from their call are moved back next to it; results with
 // no such call are dropped; calls left without a result get a synthetic one.
 func (c *composer) pair(window []Memory) []*unit {
-	type callRef struct {
-		u *unit
-		k int
-	}
-	pending := make(map[string][]callRef, len(window)/2)
-	called := make(map[string]bool, len(window)/2)
+	p := pairing{c: c, pending: make(map[string][]callRef, len(window)/2), called: make(map[string]bool, len(window)/2)}
 	units := make([]*unit, 0, len(window))
 	for i := range window {
 		m := &window[i]
+		var u *unit
 		switch m.Role {
 		case chat.RoleSystem:
 			c.items[i] = itemOf(m, Dropped, ReasonSystemOnce)
 		case chat.RoleUser:
-			content := sanitize(m.Content)
-			if strings.TrimSpace(content) == "" {
-				c.items[i] = itemOf(m, Dropped, ReasonEmpty)
-				continue
-			}
-			units = append(units, &unit{kind: kindUser, mem: m, idx: i, seq: m.Seq, turn: m.Turn, source: m.Source, content: content})
+			u = c.userUnit(i, m)
 		case chat.RoleAssistant:
-			content := sanitize(m.Content)
-			if strings.TrimSpace(content) == "" {
-				content = ""
-			}
-			calls := make([]chat.ToolCall, 0, len(m.ToolCalls))
-			for k, tc := range m.ToolCalls {
-				name := sanitize(tc.Name)
-				if strings.TrimSpace(name) == "" {
-					c.repair(m.ID, "dropped-call", fmt.Sprintf("tool call %d has no name", k))
-					continue
-				}
-				calls = append(calls, chat.ToolCall{ID: sanitize(tc.ID), Name: name, Arguments: c.arguments(m.ID, k, tc.Arguments)})
-			}
-			u := &unit{mem: m, idx: i, seq: m.Seq, turn: m.Turn, source: m.Source, content: content}
-			switch {
-			case len(calls) > 0:
-				u.kind, u.calls, u.results = kindLoop, calls, make([]*toolResult, len(calls))
-				for k, tc := range calls {
-					pending[tc.ID] = append(pending[tc.ID], callRef{u, k})
-					called[tc.ID] = true
-				}
-			case content != "":
-				u.kind = kindText
-			case len(m.ToolCalls) > 0:
-				c.items[i] = itemOf(m, Dropped, ReasonNoCalls)
-				continue
-			default:
-				c.items[i] = itemOf(m, Dropped, ReasonEmpty)
-				continue
-			}
-			units = append(units, u)
+			u = p.assistant(i, m)
 		case chat.RoleTool:
-			id := sanitize(m.ToolCallID)
-			q := pending[id]
-			if len(q) == 0 && !called[id] && (len(units) == 0 || m.Seq < c.recentStart) {
-				// The window starts inside a loop whose call is just outside it, or a carried row lost its call:
-				// nothing is broken, the result is simply not composable.
-				c.items[i] = itemOf(m, Dropped, ReasonCallOutsideWindow)
-				continue
+			var last *unit
+			if len(units) > 0 {
+				last = units[len(units)-1]
 			}
-			if len(q) == 0 {
-				reason := ReasonOrphanResult
-				if called[id] {
-					reason = ReasonDuplicateResult
-				}
-				c.items[i] = itemOf(m, Dropped, reason)
-				c.repair(m.ID, "dropped-result", fmt.Sprintf("%s (tool_call_id %q)", reason, id))
-				continue
-			}
-			ref := q[0]
-			pending[id] = q[1:]
-			name := sanitize(m.ToolName)
-			if name == "" {
-				name = ref.u.calls[ref.k].Name
-			}
-			if units[len(units)-1] != ref.u {
-				c.repair(m.ID, "moved-result", fmt.Sprintf("result for %q moved back next to its call in memory #%d", id, ref.u.mem.ID))
-			}
-			body := sanitize(m.Content)
-			ref.u.results[ref.k] = &toolResult{mem: m, idx: i, name: name, body: body, content: body,
-				pinned: slices.Contains(c.p.PinnedTools, name), bodyTokens: -1, sentTokens: -1}
+			p.result(i, m, last)
 		default:
 			c.items[i] = itemOf(m, Dropped, ReasonUnknownRole)
+		}
+		if u != nil {
+			units = append(units, u)
 		}
 	}
 	out := units[:0]
 	for _, u := range units {
-		if u.kind == kindLoop && u.seq < c.recentStart && slices.Contains(u.results, nil) {
-			// A carried assistant memory: only the calls whose results were carried are sent.
-			calls, results := u.calls[:0:0], u.results[:0:0]
-			for k, r := range u.results {
-				if r != nil {
-					calls, results = append(calls, u.calls[k]), append(results, r)
-				}
-			}
-			if len(calls) == 0 {
-				c.items[u.idx] = itemOf(u.mem, Dropped, ReasonNotCarried)
-				continue
-			}
-			u.calls, u.results = calls, results
+		if !c.trimCarried(u) {
+			continue
 		}
-		for k, r := range u.results {
-			if r == nil {
-				u.results[k] = &toolResult{idx: -1, name: u.calls[k].Name, content: interruptedResult, state: resSynthetic,
-					bodyTokens: -1, sentTokens: -1}
-				c.repair(u.mem.ID, "interrupted", fmt.Sprintf("tool call %q has no recorded result", u.calls[k].ID))
-			}
-		}
+		c.interrupted(u)
 		out = append(out, u)
 	}
 	return out
+}
+
+// pairing is pair's state: the calls still waiting for their result (by call id, oldest first) and every call id
+// seen.
+type pairing struct {
+	c       *composer
+	pending map[string][]callRef
+	called  map[string]bool
+}
+
+// callRef is call k of loop u.
+type callRef struct {
+	u *unit
+	k int
+}
+
+// userUnit makes a user memory (window index i) a unit; an empty one is dropped (nil).
+func (c *composer) userUnit(i int, m *Memory) *unit {
+	content := sanitize(m.Content)
+	if strings.TrimSpace(content) == "" {
+		c.items[i] = itemOf(m, Dropped, ReasonEmpty)
+		return nil
+	}
+	return &unit{kind: kindUser, mem: m, idx: i, seq: m.Seq, turn: m.Turn, source: m.Source, content: content}
+}
+
+// assistant makes an assistant memory a loop (its named calls wait for their results) or a text reply; a memory
+// with neither is dropped (nil).
+func (p *pairing) assistant(i int, m *Memory) *unit {
+	c := p.c
+	content := sanitize(m.Content)
+	if strings.TrimSpace(content) == "" {
+		content = ""
+	}
+	calls := c.namedCalls(m)
+	u := &unit{mem: m, idx: i, seq: m.Seq, turn: m.Turn, source: m.Source, content: content}
+	switch {
+	case len(calls) > 0:
+		u.kind, u.calls, u.results = kindLoop, calls, make([]*toolResult, len(calls))
+		for k, tc := range calls {
+			p.pending[tc.ID] = append(p.pending[tc.ID], callRef{u, k})
+			p.called[tc.ID] = true
+		}
+	case content != "":
+		u.kind = kindText
+	case len(m.ToolCalls) > 0:
+		c.items[i] = itemOf(m, Dropped, ReasonNoCalls)
+		return nil
+	default:
+		c.items[i] = itemOf(m, Dropped, ReasonEmpty)
+		return nil
+	}
+	return u
+}
+
+// namedCalls returns m's tool calls, cleaned; calls without a name are dropped with a repair note.
+func (c *composer) namedCalls(m *Memory) []chat.ToolCall {
+	calls := make([]chat.ToolCall, 0, len(m.ToolCalls))
+	for k, tc := range m.ToolCalls {
+		name := sanitize(tc.Name)
+		if strings.TrimSpace(name) == "" {
+			c.repair(m.ID, "dropped-call", fmt.Sprintf("tool call %d has no name", k))
+			continue
+		}
+		calls = append(calls, chat.ToolCall{ID: sanitize(tc.ID), Name: name, Arguments: c.arguments(m.ID, k, tc.Arguments)})
+	}
+	return calls
+}
+
+// result attaches a tool result to the earliest call with its id still waiting for one, or drops it. last is the
+// newest unit so far (nil: none).
+func (p *pairing) result(i int, m *Memory, last *unit) {
+	c := p.c
+	id := sanitize(m.ToolCallID)
+	q := p.pending[id]
+	if len(q) == 0 && !p.called[id] && (last == nil || m.Seq < c.recentStart) {
+		// The window starts inside a loop whose call is just outside it, or a carried row lost its call:
+		// nothing is broken, the result is simply not composable.
+		c.items[i] = itemOf(m, Dropped, ReasonCallOutsideWindow)
+		return
+	}
+	if len(q) == 0 {
+		reason := ReasonOrphanResult
+		if p.called[id] {
+			reason = ReasonDuplicateResult
+		}
+		c.items[i] = itemOf(m, Dropped, reason)
+		c.repair(m.ID, "dropped-result", fmt.Sprintf("%s (tool_call_id %q)", reason, id))
+		return
+	}
+	ref := q[0]
+	p.pending[id] = q[1:]
+	name := sanitize(m.ToolName)
+	if name == "" {
+		name = ref.u.calls[ref.k].Name
+	}
+	if last != ref.u {
+		c.repair(m.ID, "moved-result", fmt.Sprintf("result for %q moved back next to its call in memory #%d", id, ref.u.mem.ID))
+	}
+	body := sanitize(m.Content)
+	ref.u.results[ref.k] = &toolResult{mem: m, idx: i, name: name, body: body, content: body,
+		pinned: slices.Contains(c.p.PinnedTools, name), bodyTokens: -1, sentTokens: -1}
+}
+
+// trimCarried keeps, of a carried assistant memory, only the calls whose results were carried. It reports whether
+// anything of u is left to send.
+func (c *composer) trimCarried(u *unit) bool {
+	if u.kind != kindLoop || u.seq >= c.recentStart || !slices.Contains(u.results, nil) {
+		return true
+	}
+	calls, results := u.calls[:0:0], u.results[:0:0]
+	for k, r := range u.results {
+		if r != nil {
+			calls, results = append(calls, u.calls[k]), append(results, r)
+		}
+	}
+	if len(calls) == 0 {
+		c.items[u.idx] = itemOf(u.mem, Dropped, ReasonNotCarried)
+		return false
+	}
+	u.calls, u.results = calls, results
+	return true
+}
+
+// interrupted gives each call of u left without a result a synthetic one, with a repair note.
+func (c *composer) interrupted(u *unit) {
+	for k, r := range u.results {
+		if r == nil {
+			u.results[k] = &toolResult{idx: -1, name: u.calls[k].Name, content: interruptedResult, state: resSynthetic,
+				bodyTokens: -1, sentTokens: -1}
+			c.repair(u.mem.ID, "interrupted", fmt.Sprintf("tool call %q has no recorded result", u.calls[k].ID))
+		}
+	}
 }
 
 // arguments returns the call's arguments as a JSON object text. Valid objects pass through byte for byte (LESSONS 5);

@@ -104,11 +104,7 @@ func (r *reducer) applyStep(acts []action, need int) bool {
 	slices.SortStableFunc(acts, func(a, b action) int { return cmp.Compare(grid(a), grid(b)) })
 	ceiling := int64(math.MaxInt64)
 	if r.pass == 0 {
-		var newest int64
-		for _, u := range r.units {
-			newest = max(newest, u.seq)
-		}
-		ceiling = newest / step * step
+		ceiling = r.newestCell(step)
 		n := 0
 		for n < len(acts) && grid(acts[n]) <= ceiling {
 			n++
@@ -118,16 +114,7 @@ func (r *reducer) applyStep(acts []action, need int) bool {
 			return false
 		}
 	}
-	want := need + r.c.p.TokenBudget/budgetSlack
-	limit := ceiling
-	saved := 0
-	for i, a := range acts {
-		saved += a.save
-		if saved >= want && (i+1 == len(acts) || grid(acts[i+1]) != grid(a)) {
-			limit = grid(a)
-			break
-		}
-	}
+	limit := lowestSufficient(acts, grid, need+r.c.p.TokenBudget/budgetSlack, ceiling)
 	changed := false
 	for _, a := range acts {
 		if grid(a) <= limit && a.apply() {
@@ -135,6 +122,28 @@ func (r *reducer) applyStep(acts []action, need int) bool {
 		}
 	}
 	return changed // a step that changes nothing hands over to the next stage: the reducer always ends
+}
+
+// newestCell returns the start of the newest grid cell: the grid point at or below the newest unit's seq.
+func (r *reducer) newestCell(step int64) int64 {
+	var newest int64
+	for _, u := range r.units {
+		newest = max(newest, u.seq)
+	}
+	return newest / step * step
+}
+
+// lowestSufficient returns the lowest grid point whose actions (acts, sorted by grid point) together save want
+// tokens, or ceiling when none does.
+func lowestSufficient(acts []action, grid func(action) int64, want int, ceiling int64) int64 {
+	saved := 0
+	for i, a := range acts {
+		saved += a.save
+		if saved >= want && (i+1 == len(acts) || grid(acts[i+1]) != grid(a)) {
+			return grid(a)
+		}
+	}
+	return ceiling
 }
 
 // protected reports units no stage may drop: prompts that frame the request and the newest loop.
