@@ -36,6 +36,9 @@ const (
 	swarmToken = "_swarm"
 )
 
+// logConnectAttemptFailed is logged (at Warn) for every failed attempt to reach NATS, the first connection's included.
+const logConnectAttemptFailed = "nats connect attempt failed; retrying"
+
 // Defaults for Options.
 const (
 	DefaultLeaseTTL        = 15 * time.Second
@@ -138,6 +141,11 @@ func Connect(ctx context.Context, url string, opts Options) (*Bus, error) {
 		nats.CustomReconnectDelay(func(attempts int) time.Duration { return backoff(attempts, 100*time.Millisecond, maxDelay) }),
 		nats.PingInterval(10 * time.Second),
 		nats.MaxPingsOutstanding(3),
+		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) {
+			// Also called for each failed initial attempt (RetryOnFailedConnect): a process started before NATS says
+			// why it is not ready yet.
+			b.log.Warn(logConnectAttemptFailed, "err", err)
+		}),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				b.log.Warn("nats disconnected", "err", err)
