@@ -110,10 +110,10 @@ type Bus struct {
 	opts  Options
 	names Names
 	log   *slog.Logger
-	nc   *nats.Conn
-	js   jetstream.JetStream
-	kv   jetstream.KeyValue
-	ttl  time.Duration
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	kv    jetstream.KeyValue
+	ttl   time.Duration
 	// statusKV is the live-status bucket.
 	statusKV jetstream.KeyValue
 
