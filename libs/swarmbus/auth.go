@@ -51,22 +51,42 @@ type SubjectPermissions struct {
 	PublishAllow, PublishDeny, SubscribeAllow []string
 }
 
-// Permissions are the least subject permissions of each Zoea service, for a NATS authorization config (see
-// docs/OPERATIONS.md). JetStream's API ($JS.API.>) is needed by both to ensure the stream and buckets and to use
-// consumers and KV; the runner may not delete or purge the message stream.
-var Permissions = map[string]SubjectPermissions{
-	// The bus publishes broadcasts and direct messages into the stream, consumes them, wakes runners and publishes
-	// and watches events.
-	"bus": {
-		PublishAllow:   []string{SubjectBroadcast, subjectDirectPrefix + ">", subjectWakePrefix + ">", subjectEventPrefix + ">", "$JS.API.>", "$JS.ACK.>", "$KV." + StatusBucket + ".>", "$KV." + LeaseBucket + ".>"},
-		SubscribeAllow: []string{subjectEventPrefix + ">", "_INBOX.>"},
-	},
-	// A runner holds leases and statuses, publishes events and wakes (an admin call on one replica wakes the
-	// owner), and listens for wakes. It never writes messages: those go through the bus.
-	"runner": {
-		PublishAllow: []string{subjectWakePrefix + ">", subjectEventPrefix + ">", "$JS.API.>", "$KV." + LeaseBucket + ".>", "$KV." + StatusBucket + ".>"},
-		PublishDeny: []string{SubjectBroadcast, subjectDirectPrefix + ">",
-			"$JS.API.STREAM.DELETE.>", "$JS.API.STREAM.PURGE.>", "$JS.API.STREAM.MSG.DELETE.>"},
-		SubscribeAllow: []string{subjectWakePrefix + ">", "_INBOX.>"},
-	},
+// Permissions are the least subject permissions of each Zoea service of the default swarm, for a NATS
+// authorization config (see docs/OPERATIONS.md); PermissionsFor gives a named swarm's.
+var Permissions = mustPermissions("")
+
+func mustPermissions(swarm string) map[string]SubjectPermissions {
+	p, err := PermissionsFor(swarm)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// PermissionsFor returns the least subject permissions of each Zoea service of swarm (Options.Swarm), keyed by
+// service ("bus", "runner"). JetStream's API ($JS.API.>) is needed by both to ensure the stream and buckets and to
+// use consumers and KV; the runner may not delete or purge streams. The JetStream API is not split by swarm, so
+// credentials of one swarm can still reach another's stream through it: give each swarm its own NATS account
+// where swarms must be isolated from each other, not only kept apart.
+func PermissionsFor(swarm string) (map[string]SubjectPermissions, error) {
+	n, err := NamesFor(swarm)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]SubjectPermissions{
+		// The bus publishes broadcasts and direct messages into the stream, consumes them, wakes runners and
+		// publishes and watches events.
+		"bus": {
+			PublishAllow:   []string{n.Broadcast, n.DirectPrefix + ">", n.WakePrefix + ">", n.EventPrefix + ">", "$JS.API.>", "$JS.ACK.>", "$KV." + n.StatusBucket + ".>", "$KV." + n.LeaseBucket + ".>"},
+			SubscribeAllow: []string{n.EventPrefix + ">", "_INBOX.>"},
+		},
+		// A runner holds leases and statuses, publishes events and wakes (an admin call on one replica wakes the
+		// owner), and listens for wakes. It never writes messages: those go through the bus.
+		"runner": {
+			PublishAllow: []string{n.WakePrefix + ">", n.EventPrefix + ">", "$JS.API.>", "$KV." + n.LeaseBucket + ".>", "$KV." + n.StatusBucket + ".>"},
+			PublishDeny: []string{n.Broadcast, n.DirectPrefix + ">",
+				"$JS.API.STREAM.DELETE.>", "$JS.API.STREAM.PURGE.>", "$JS.API.STREAM.MSG.DELETE.>"},
+			SubscribeAllow: []string{n.WakePrefix + ">", "_INBOX.>"},
+		},
+	}, nil
 }

@@ -17,8 +17,14 @@ import (
 // authServer starts NATS with one user per Zoea service, each with swarmbus.Permissions.
 func authServer(t *testing.T) (host string) {
 	t.Helper()
+	return authServerFor(t, swarmbus.Permissions)
+}
+
+// authServerFor starts NATS with one user per entry of perms.
+func authServerFor(t *testing.T, perms map[string]swarmbus.SubjectPermissions) (host string) {
+	t.Helper()
 	var users []*server.User
-	for name, p := range swarmbus.Permissions {
+	for name, p := range perms {
 		users = append(users, &server.User{Username: name, Password: name + "-secret", Permissions: &server.Permissions{
 			Publish:   &server.SubjectPermission{Allow: p.PublishAllow, Deny: p.PublishDeny},
 			Subscribe: &server.SubjectPermission{Allow: p.SubscribeAllow},
@@ -93,5 +99,63 @@ func TestNATSAuthorization(t *testing.T) {
 	}
 	if _, err := bus.PublishBroadcast(ctx, swarmbus.Broadcast{ID: "real", Content: "mine iron"}); err != nil {
 		t.Fatalf("bus broadcast: %v", err)
+	}
+}
+
+// A named swarm's services work with swarmbus.PermissionsFor(name), and those permissions keep them off the default
+// swarm's subjects and buckets.
+func TestNATSAuthorizationOfANamedSwarm(t *testing.T) {
+	perms, err := swarmbus.PermissionsFor("alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := authServerFor(t, perms)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	bus, err := connectAs(ctx, host, "bus", swarmbus.Options{Name: "bus", Swarm: "alpha"})
+	if err != nil {
+		t.Fatalf("bus credentials in swarm alpha: %v", err)
+	}
+	defer bus.Close()
+	runner, err := connectAs(ctx, host, "runner", swarmbus.Options{Name: "runner", Swarm: "alpha"})
+	if err != nil {
+		t.Fatalf("runner credentials in swarm alpha: %v", err)
+	}
+	defer runner.Close()
+	if _, err := bus.PublishBroadcast(ctx, swarmbus.Broadcast{ID: "b1", Content: "mine iron"}); err != nil {
+		t.Fatalf("bus broadcast in swarm alpha: %v", err)
+	}
+	if err := runner.PublishWake(ctx, "m1", swarmbus.WakeStart); err != nil {
+		t.Errorf("runner wake in swarm alpha: %v", err)
+	}
+	leases, err := runner.Leases("r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := leases.Acquire(ctx, "m1"); err != nil || !ok {
+		t.Errorf("runner lease in swarm alpha: %v %v", ok, err)
+	}
+	if err := runner.Statuses().Put(ctx, swarmbus.Status{MysisID: "m1", State: "running"}); err != nil {
+		t.Errorf("runner status in swarm alpha: %v", err)
+	}
+
+	// The same credentials in the default swarm: the JetStream API lets Connect ensure the default stream and
+	// buckets, but publishing on the default swarm's subjects and writing its buckets is refused.
+	other, err := connectAs(ctx, host, "bus", swarmbus.Options{Name: "bus-default"})
+	if err != nil {
+		t.Fatalf("connect to the default swarm: %v", err)
+	}
+	defer other.Close()
+	pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+	_, err = other.PublishBroadcast(pctx, swarmbus.Broadcast{ID: "b2", Content: "x"})
+	pcancel()
+	if err == nil {
+		t.Error("swarm alpha's bus user published a broadcast of the default swarm")
+	}
+	pctx, pcancel = context.WithTimeout(ctx, 2*time.Second)
+	err = other.Statuses().Put(pctx, swarmbus.Status{MysisID: "m1", State: "running"})
+	pcancel()
+	if err == nil {
+		t.Error("swarm alpha's bus user wrote a status of the default swarm")
 	}
 }

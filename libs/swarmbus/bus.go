@@ -16,7 +16,8 @@ import (
 	"github.com/zoeaswarm/zoea/libs/retry"
 )
 
-// Names of the NATS resources. They are part of Zoea's wire protocol: changing one is a breaking change.
+// Names of the NATS resources of the default swarm (Options.Swarm empty); a named swarm's are derived from them
+// (NamesFor). They are part of Zoea's wire protocol: changing one is a breaking change.
 const (
 	// StreamMessages holds broadcasts and direct messages until the delivery consumer acknowledges them.
 	StreamMessages = "ZOEA_MESSAGES"
@@ -35,6 +36,9 @@ const (
 	// swarmToken stands in for the mysis id of events that concern no single mysis.
 	swarmToken = "_swarm"
 )
+
+// logConnectAttemptFailed is logged (at Warn) for every failed attempt to reach NATS, the first connection's included.
+const logConnectAttemptFailed = "nats connect attempt failed; retrying"
 
 // Defaults for Options.
 const (
@@ -68,6 +72,10 @@ type Options struct {
 	ReconnectMaxDelay time.Duration
 	// CredsFile is an nkey seed file or a JWT creds file (ZOEA_NATS_CREDS); user/password or a token go in the URL.
 	CredsFile string
+	// Swarm names this swarm's stream, buckets and subjects (ZOEA_SWARM, see NamesFor and ValidateSwarm), so several
+	// swarms can share one NATS server without seeing each other's messages, wakes, events, leases or statuses.
+	// Every bus and runner of a swarm must use the same name. Empty keeps the default names.
+	Swarm string
 }
 
 func (o *Options) setDefaults() {
@@ -99,12 +107,13 @@ func (o *Options) setDefaults() {
 
 // Bus is a connection to Zoea's NATS with its streams and bucket ensured. It is safe for concurrent use.
 type Bus struct {
-	opts Options
-	log  *slog.Logger
-	nc   *nats.Conn
-	js   jetstream.JetStream
-	kv   jetstream.KeyValue
-	ttl  time.Duration
+	opts  Options
+	names Names
+	log   *slog.Logger
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	kv    jetstream.KeyValue
+	ttl   time.Duration
 	// statusKV is the live-status bucket.
 	statusKV jetstream.KeyValue
 
@@ -124,8 +133,15 @@ type Bus struct {
 // a process may start before NATS. Creating the stream and bucket is idempotent and safe when many processes start
 // at once.
 func Connect(ctx context.Context, url string, opts Options) (*Bus, error) {
+	names, err := NamesFor(opts.Swarm)
+	if err != nil {
+		return nil, err
+	}
 	opts.setDefaults()
-	b := &Bus{opts: opts, log: opts.Logger.With("component", "swarmbus"), reconnectCh: make(chan struct{})}
+	b := &Bus{opts: opts, names: names, log: opts.Logger.With("component", "swarmbus"), reconnectCh: make(chan struct{})}
+	if names.Swarm != "" {
+		b.log = b.log.With("swarm", names.Swarm)
+	}
 	maxDelay := opts.ReconnectMaxDelay
 	auth, err := authOption(opts.CredsFile)
 	if err != nil {
@@ -138,6 +154,11 @@ func Connect(ctx context.Context, url string, opts Options) (*Bus, error) {
 		nats.CustomReconnectDelay(func(attempts int) time.Duration { return backoff(attempts, 100*time.Millisecond, maxDelay) }),
 		nats.PingInterval(10 * time.Second),
 		nats.MaxPingsOutstanding(3),
+		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) {
+			// Also called for each failed initial attempt (RetryOnFailedConnect): a process started before NATS says
+			// why it is not ready yet.
+			b.log.Warn(logConnectAttemptFailed, "err", err)
+		}),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				b.log.Warn("nats disconnected", "err", err)
@@ -206,11 +227,14 @@ func (b *Bus) Ready(ctx context.Context) error {
 	if s := b.nc.Status(); s != nats.CONNECTED {
 		return fmt.Errorf("nats %s", s)
 	}
-	if _, err := b.js.Stream(ctx, StreamMessages); err != nil {
-		return fmt.Errorf("jetstream stream %s: %w", StreamMessages, err)
+	if _, err := b.js.Stream(ctx, b.names.Stream); err != nil {
+		return fmt.Errorf("jetstream stream %s: %w", b.names.Stream, err)
 	}
 	return nil
 }
+
+// Names are the NATS resources this bus uses (Options.Swarm).
+func (b *Bus) Names() Names { return b.names }
 
 // LeaseTTL is the lease bucket's TTL as found or set at Connect.
 func (b *Bus) LeaseTTL() time.Duration { return b.ttl }
@@ -250,9 +274,9 @@ func (b *Bus) nextReconnect() <-chan struct{} {
 
 func (b *Bus) streamConfig() jetstream.StreamConfig {
 	return jetstream.StreamConfig{
-		Name:        StreamMessages,
+		Name:        b.names.Stream,
 		Description: "Zoea broadcasts and direct messages awaiting delivery to the memory service",
-		Subjects:    []string{SubjectBroadcast, subjectDirectPrefix + "*"},
+		Subjects:    []string{b.names.Broadcast, b.names.DirectPrefix + "*"},
 		Retention:   jetstream.WorkQueuePolicy,
 		Storage:     jetstream.FileStorage,
 		Replicas:    b.opts.Replicas,
@@ -268,22 +292,22 @@ func (b *Bus) streamConfig() jetstream.StreamConfig {
 // config as a no-op, so concurrent starters converge; a starter that loses a create race reads what the winner made.
 func (b *Bus) ensure(ctx context.Context) error {
 	cfg := b.streamConfig()
-	s, err := b.js.Stream(ctx, StreamMessages)
+	s, err := b.js.Stream(ctx, b.names.Stream)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		if _, err := b.js.CreateStream(ctx, cfg); err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			return fmt.Errorf("create stream %s: %w", StreamMessages, err)
+			return fmt.Errorf("create stream %s: %w", b.names.Stream, err)
 		}
 	case err != nil:
-		return fmt.Errorf("stream %s: %w", StreamMessages, err)
+		return fmt.Errorf("stream %s: %w", b.names.Stream, err)
 	default:
 		have := s.CachedInfo().Config
 		if have.Duplicates != cfg.Duplicates || have.MaxBytes != cfg.MaxBytes || have.Retention != cfg.Retention ||
 			len(have.Subjects) != len(cfg.Subjects) || have.Replicas != cfg.Replicas {
 			if _, err := b.js.UpdateStream(ctx, cfg); err != nil {
-				return fmt.Errorf("update stream %s: %w", StreamMessages, err)
+				return fmt.Errorf("update stream %s: %w", b.names.Stream, err)
 			}
-			b.log.Info("updated stream config", "stream", StreamMessages)
+			b.log.Info("updated stream config", "stream", b.names.Stream)
 		}
 	}
 	if err := b.ensureBucket(ctx); err != nil {
@@ -295,21 +319,21 @@ func (b *Bus) ensure(ctx context.Context) error {
 // ensureStatusBucket creates the status bucket, or adopts an existing one as it is (its config has nothing a
 // deployment tunes, and an update would only race other starters).
 func (b *Bus) ensureStatusBucket(ctx context.Context) error {
-	kv, err := b.js.KeyValue(ctx, StatusBucket)
+	kv, err := b.js.KeyValue(ctx, b.names.StatusBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = b.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:      StatusBucket,
+			Bucket:      b.names.StatusBucket,
 			Description: "Zoea live mysis statuses: key mysis.<id>, value the JSON status its runner replica last wrote",
 			History:     1,
 			Storage:     jetstream.MemoryStorage,
 			Replicas:    b.opts.Replicas,
 		})
 		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = b.js.KeyValue(ctx, StatusBucket)
+			kv, err = b.js.KeyValue(ctx, b.names.StatusBucket)
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("status bucket %s: %w", StatusBucket, err)
+		return fmt.Errorf("status bucket %s: %w", b.names.StatusBucket, err)
 	}
 	b.mu.Lock()
 	b.statusKV = kv
@@ -325,7 +349,7 @@ func (b *Bus) statusBucket() jetstream.KeyValue {
 
 func (b *Bus) ensureBucket(ctx context.Context) error {
 	want := b.opts.LeaseTTL
-	kv, err := b.js.KeyValue(ctx, LeaseBucket)
+	kv, err := b.js.KeyValue(ctx, b.names.LeaseBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		ttl := want
 		if ttl <= 0 {
@@ -335,19 +359,19 @@ func (b *Bus) ensureBucket(ctx context.Context) error {
 		if errors.Is(err, jetstream.ErrLimitMarkerTTLNotSupported) {
 			// NATS before 2.11 (Debian 12 ships 2.9) has no expiry markers: leases still expire, but watchers do
 			// not hear of it, so runners find free leases by their periodic acquire sweep instead.
-			b.log.Warn("NATS server has no limit markers; lease expiries are found by polling", "bucket", LeaseBucket)
+			b.log.Warn("NATS server has no limit markers; lease expiries are found by polling", "bucket", b.names.LeaseBucket)
 			kv, err = b.js.CreateKeyValue(ctx, b.bucketConfig(ttl, false))
 		}
 		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = b.js.KeyValue(ctx, LeaseBucket)
+			kv, err = b.js.KeyValue(ctx, b.names.LeaseBucket)
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("lease bucket %s: %w", LeaseBucket, err)
+		return fmt.Errorf("lease bucket %s: %w", b.names.LeaseBucket, err)
 	}
 	st, err := kv.Status(ctx)
 	if err != nil {
-		return fmt.Errorf("lease bucket %s status: %w", LeaseBucket, err)
+		return fmt.Errorf("lease bucket %s status: %w", b.names.LeaseBucket, err)
 	}
 	ttl := st.TTL()
 	if want > 0 && ttl != want {
@@ -366,7 +390,7 @@ func (b *Bus) ensureBucket(ctx context.Context) error {
 
 func (b *Bus) bucketConfig(ttl time.Duration, markers bool) jetstream.KeyValueConfig {
 	cfg := jetstream.KeyValueConfig{
-		Bucket:      LeaseBucket,
+		Bucket:      b.names.LeaseBucket,
 		Description: "Zoea mysis leases: key mysis.<id>, value the holding runner replica",
 		TTL:         ttl,
 		History:     1,

@@ -10,6 +10,12 @@
 //	KV zoea_leases          mysis leases      key "mysis.<id>" = holder id, bucket TTL = lease TTL
 //	KV zoea_status          live statuses     key "mysis.<id>" = JSON Status, in memory, one revision
 //
+// These are the default swarm's names. Several swarms can share one NATS server: each bus and runner of a swarm
+// sets Options.Swarm (ZOEA_SWARM) to the swarm's name, say "alpha", and then uses zoea_alpha.bcast,
+// zoea_alpha.direct.<mysis>, zoea_alpha.wake.<mysis>, zoea_alpha.events.<mysis>, the stream ZOEA_ALPHA_MESSAGES
+// and the buckets zoea_alpha_leases and zoea_alpha_status (NamesFor). Nothing is shared between swarms: each has
+// its own delivery consumer (named bus-delivery inside its own stream), leases, statuses, wakes and events.
+//
 // # Broadcasts and direct messages: durable, deduplicated, delivered in order
 //
 // PublishBroadcast and PublishDirect return only after JetStream's PubAck, so an acknowledged message is on disk

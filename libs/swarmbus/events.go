@@ -32,7 +32,7 @@ func (b *Bus) PublishEvent(ctx context.Context, ev *busv1.Event) error {
 	if err != nil {
 		return fmt.Errorf("swarmbus: encode event: %w", err)
 	}
-	msg := &nats.Msg{Subject: eventSubject(ev.GetMysisId()), Data: data, Header: nats.Header{}}
+	msg := &nats.Msg{Subject: b.names.event(ev.GetMysisId()), Data: data, Header: nats.Header{}}
 	b.opts.Propagator.Inject(ctx, headerCarrier(msg.Header))
 	if err := b.nc.PublishMsg(msg); err != nil {
 		return fmt.Errorf("swarmbus: publish event: %w", err)
@@ -77,10 +77,10 @@ func (b *Bus) SubscribeEvents(ctx context.Context, f EventFilter, handler func(c
 
 	var subjects []string
 	if len(ids) == 0 || len(ids) > maxSubjectSubs {
-		subjects = []string{subjectEventPrefix + "*"}
+		subjects = []string{b.names.EventPrefix + "*"}
 	} else {
 		for id := range ids {
-			subjects = append(subjects, eventSubject(id))
+			subjects = append(subjects, b.names.event(id))
 		}
 		slices.Sort(subjects)
 	}

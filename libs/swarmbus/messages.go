@@ -69,7 +69,7 @@ func (b *Bus) PublishBroadcast(ctx context.Context, bc Broadcast) (PubAck, error
 	if err != nil {
 		return PubAck{}, err
 	}
-	return b.publishDurable(ctx, SubjectBroadcast, bc.ID, data)
+	return b.publishDurable(ctx, b.names.Broadcast, bc.ID, data)
 }
 
 // PublishDirect stores d durably on zoea.direct.<mysis> with message id "direct:" + d.ID, like PublishBroadcast.
@@ -89,7 +89,7 @@ func (b *Bus) PublishDirect(ctx context.Context, d Direct) (PubAck, error) {
 	if err != nil {
 		return PubAck{}, err
 	}
-	return b.publishDurable(ctx, directSubject(d.MysisID), d.IdempotencyKey(), data)
+	return b.publishDurable(ctx, b.names.direct(d.MysisID), d.IdempotencyKey(), data)
 }
 
 func (b *Bus) publishDurable(ctx context.Context, subject, msgID string, data []byte) (PubAck, error) {
@@ -101,7 +101,7 @@ func (b *Bus) publishDurable(ctx context.Context, subject, msgID string, data []
 	b.opts.Propagator.Inject(ctx, headerCarrier(msg.Header))
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, b.opts.PublishTimeout)
-		pa, err := b.js.PublishMsg(actx, msg, jetstream.WithMsgID(msgID), jetstream.WithExpectStream(StreamMessages))
+		pa, err := b.js.PublishMsg(actx, msg, jetstream.WithMsgID(msgID), jetstream.WithExpectStream(b.names.Stream))
 		cancel()
 		if err == nil {
 			span.SetAttributes(attribute.Int64("messaging.nats.stream_seq", int64(pa.Sequence)), attribute.Bool("duplicate", pa.Duplicate))
@@ -247,7 +247,7 @@ func (b *Bus) DeliveryReady(context.Context) error {
 // deliveryConsumer creates (or reconciles) the durable consumer, retrying until ctx is done.
 func (b *Bus) deliveryConsumer(ctx context.Context, log *slog.Logger, opts ConsumerOptions) (jetstream.Consumer, error) {
 	for attempt := 1; ; attempt++ {
-		c, err := b.js.CreateOrUpdateConsumer(ctx, StreamMessages, jetstream.ConsumerConfig{
+		c, err := b.js.CreateOrUpdateConsumer(ctx, b.names.Stream, jetstream.ConsumerConfig{
 			Durable:       opts.Durable,
 			Description:   "Zoea bus: delivers broadcasts and direct messages to the memory service",
 			DeliverPolicy: jetstream.DeliverAllPolicy,
@@ -312,7 +312,7 @@ func (b *Bus) handle(ctx context.Context, log *slog.Logger, opts ConsumerOptions
 		d.Attempt, d.Seq, d.Stored = int(md.NumDelivered), md.Sequence.Stream, md.Timestamp
 	}
 	switch subject := msg.Subject(); {
-	case subject == SubjectBroadcast:
+	case subject == b.names.Broadcast:
 		var bc Broadcast
 		if err := json.Unmarshal(msg.Data(), &bc); err != nil || ValidateID(bc.ID) != nil {
 			log.Error("undecodable broadcast terminated", "seq", d.Seq, "err", err)
@@ -322,7 +322,7 @@ func (b *Bus) handle(ctx context.Context, log *slog.Logger, opts ConsumerOptions
 		d.Broadcast = &bc
 	default:
 		var dm Direct
-		if err := json.Unmarshal(msg.Data(), &dm); err != nil || ValidateID(dm.ID) != nil || dm.MysisID != lastToken(subject, subjectDirectPrefix) {
+		if err := json.Unmarshal(msg.Data(), &dm); err != nil || ValidateID(dm.ID) != nil || dm.MysisID != lastToken(subject, b.names.DirectPrefix) {
 			log.Error("undecodable direct message terminated", "seq", d.Seq, "subject", subject, "err", err)
 			_ = msg.TermWithReason("undecodable direct message")
 			return

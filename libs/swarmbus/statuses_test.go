@@ -14,15 +14,18 @@ import (
 
 // statusMirror collects a Watch into a map, the way a runner replica mirrors the bucket.
 type statusMirror struct {
-	mu     sync.Mutex
-	byID   map[string]swarmbus.Status
-	synced chan struct{}
-	once   sync.Once
+	mu   sync.Mutex
+	byID map[string]swarmbus.Status
+	// changed is closed (and replaced) after every change the watch applies, so a test waits for the next change
+	// instead of polling.
+	changed chan struct{}
+	synced  chan struct{}
+	once    sync.Once
 }
 
 func watchStatuses(t *testing.T, b *swarmbus.Bus) *statusMirror {
 	t.Helper()
-	m := &statusMirror{byID: map[string]swarmbus.Status{}, synced: make(chan struct{})}
+	m := &statusMirror{byID: map[string]swarmbus.Status{}, changed: make(chan struct{}), synced: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -31,9 +34,11 @@ func watchStatuses(t *testing.T, b *swarmbus.Bus) *statusMirror {
 			defer m.mu.Unlock()
 			if ev.Status == nil {
 				delete(m.byID, ev.MysisID)
-				return
+			} else {
+				m.byID[ev.MysisID] = *ev.Status
 			}
-			m.byID[ev.MysisID] = *ev.Status
+			close(m.changed)
+			m.changed = make(chan struct{})
 		}, func() { m.once.Do(func() { close(m.synced) }) })
 	}()
 	t.Cleanup(func() {
@@ -52,14 +57,22 @@ func (m *statusMirror) get(id string) (swarmbus.Status, bool) {
 	return st, ok
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+// waitFor returns once cond holds for the mirror's contents, re-checking after each change the watch applies.
+func (m *statusMirror) waitFor(t *testing.T, what string, cond func(byID map[string]swarmbus.Status) bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
+	timeout := time.After(10 * time.Second)
+	for {
+		m.mu.Lock()
+		ok, changed := cond(m.byID), m.changed
+		m.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timeout:
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -110,9 +123,9 @@ func TestStatusesPutGetListWatchDelete(t *testing.T) {
 	if len(all) != 2 || all["m1"] != st1 || all["m2"] != st2 {
 		t.Fatalf("List = %+v", all)
 	}
-	waitFor(t, "the watch to see both statuses", func() bool {
-		a, okA := mirror.get("m1")
-		b, okB := mirror.get("m2")
+	mirror.waitFor(t, "the watch to see both statuses", func(byID map[string]swarmbus.Status) bool {
+		a, okA := byID["m1"]
+		b, okB := byID["m2"]
 		return okA && okB && a == st1 && b == st2
 	})
 
@@ -125,7 +138,7 @@ func TestStatusesPutGetListWatchDelete(t *testing.T) {
 	if _, err := reader.Get(ctx, "m2"); !errors.Is(err, swarmbus.ErrStatusNotFound) {
 		t.Fatalf("Get after delete: %v", err)
 	}
-	waitFor(t, "the watch to see the deletion", func() bool { _, ok := mirror.get("m2"); return !ok })
+	mirror.waitFor(t, "the watch to see the deletion", func(byID map[string]swarmbus.Status) bool { _, ok := byID["m2"]; return !ok })
 	if all, err := reader.List(ctx); err != nil || len(all) != 1 {
 		t.Fatalf("List after delete = %+v, %v", all, err)
 	}
@@ -154,7 +167,7 @@ func TestStatusesComeBackAfterNATSRestart(t *testing.T) {
 	if err := b.Statuses().Put(ctx, swarmbus.Status{MysisID: "m1", State: "running", Turns: 1}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the first status", func() bool { _, ok := mirror.get("m1"); return ok })
+	mirror.waitFor(t, "the first status", func(byID map[string]swarmbus.Status) bool { _, ok := byID["m1"]; return ok })
 
 	srv.Shutdown()
 	srv.WaitForShutdown()
@@ -171,9 +184,9 @@ func TestStatusesComeBackAfterNATSRestart(t *testing.T) {
 	if err := b.Statuses().Put(ctx, swarmbus.Status{MysisID: "m2", State: "idle"}); err != nil {
 		t.Fatalf("put after restart: %v", err)
 	}
-	waitFor(t, "the watch to see statuses written after the restart", func() bool {
-		st, ok := mirror.get("m1")
-		_, ok2 := mirror.get("m2")
+	mirror.waitFor(t, "the watch to see statuses written after the restart", func(byID map[string]swarmbus.Status) bool {
+		st, ok := byID["m1"]
+		_, ok2 := byID["m2"]
 		return ok && st.Turns == 2 && ok2
 	})
 }

@@ -145,6 +145,25 @@ func TestConnectConcurrentlyIsIdempotent(t *testing.T) {
 	}
 }
 
+// logSignal is a slog handler that closes ch at the first record whose message is msg and drops everything.
+type logSignal struct {
+	msg  string
+	once *sync.Once
+	ch   chan struct{}
+}
+
+func (h logSignal) Enabled(context.Context, slog.Level) bool { return true }
+func (h logSignal) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.once.Do(func() { close(h.ch) })
+	}
+	return nil
+}
+func (h logSignal) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h logSignal) WithGroup(string) slog.Handler      { return h }
+
+// A process may start before NATS: Connect keeps trying, and NATS is started only once the client has reported a
+// failed attempt, so the test always covers the retry path.
 func TestConnectWaitsForNATS(t *testing.T) {
 	// Reserve a port, start nothing on it yet.
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -153,13 +172,33 @@ func TestConnectWaitsForNATS(t *testing.T) {
 	}
 	port := lis.Addr().(*net.TCPAddr).Port
 	lis.Close()
-	dir := t.TempDir()
+	failed := make(chan struct{})
+	log := slog.New(logSignal{msg: swarmbus.LogConnectAttemptFailed, once: new(sync.Once), ch: failed})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	type result struct {
+		b   *swarmbus.Bus
+		err error
+	}
+	res := make(chan result, 1)
 	go func() {
-		time.Sleep(700 * time.Millisecond)
-		natstest.StartDirPort(t, dir, port)
+		b, err := swarmbus.Connect(ctx, "nats://127.0.0.1:"+strconv.Itoa(port), swarmbus.Options{Logger: log})
+		res <- result{b, err}
 	}()
-	b := connect(t, "nats://127.0.0.1:"+strconv.Itoa(port), swarmbus.Options{})
-	if err := b.Ready(testCtx(t)); err != nil {
+	select {
+	case <-failed:
+	case r := <-res:
+		t.Fatalf("Connect returned before NATS was started: %v", r.err)
+	case <-ctx.Done():
+		t.Fatal("the client never reported a failed connect attempt")
+	}
+	natstest.StartDirPort(t, t.TempDir(), port)
+	r := <-res
+	if r.err != nil {
+		t.Fatalf("connect after late NATS start: %v", r.err)
+	}
+	t.Cleanup(r.b.Close)
+	if err := r.b.Ready(testCtx(t)); err != nil {
 		t.Fatalf("ready after late NATS start: %v", err)
 	}
 }
@@ -628,13 +667,17 @@ func TestLeasesSingleHolderRenewExpiryAndTakeover(t *testing.T) {
 		})
 	}()
 
-	// While a renews, the lease outlives several TTLs.
+	// While a renews, the lease outlives several TTLs. This is a real wall-clock wait, on purpose: the NATS server
+	// enforces the TTL with its own clock, so only real time passing shows that renewals keep the entry alive. a
+	// renews every TTL/3, as a runner does.
+	renew := time.NewTicker(ttl / 3)
 	for range 6 {
-		time.Sleep(ttl / 3)
+		<-renew.C
 		if err := a.Renew(ctx, "m1"); err != nil {
 			t.Fatalf("renew: %v", err)
 		}
 	}
+	renew.Stop()
 	if !a.Valid("m1") {
 		t.Fatal("freshly renewed lease not valid")
 	}
@@ -789,13 +832,15 @@ func TestDeliveryReadyFollowsTheConsumer(t *testing.T) {
 	if err := b.DeliveryReady(ctx); err == nil {
 		t.Fatal("ready before any consumer ran")
 	}
-	stop := consume(t, b, swarmbus.ConsumerOptions{}, newCollector().handle)
-	deadline := time.Now().Add(10 * time.Second)
-	for b.DeliveryReady(ctx) != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("never ready while consuming")
-		}
-		time.Sleep(20 * time.Millisecond)
+	c := newCollector()
+	stop := consume(t, b, swarmbus.ConsumerOptions{}, c.handle)
+	// A handler runs only on a working consumer: once one message is handled, the consumer is ready.
+	if _, err := b.PublishBroadcast(ctx, swarmbus.Broadcast{ID: "ready", Content: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	c.wait(t, 1, 10*time.Second)
+	if err := b.DeliveryReady(ctx); err != nil {
+		t.Fatalf("not ready while consuming: %v", err)
 	}
 	stop()
 	if err := b.DeliveryReady(ctx); err == nil {

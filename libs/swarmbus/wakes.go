@@ -89,7 +89,7 @@ func (b *Bus) publishWake(mysisID string, h nats.Header) error {
 	if err := ValidateID(mysisID); err != nil {
 		return fmt.Errorf("wake mysis id: %w", err)
 	}
-	if err := b.nc.PublishMsg(&nats.Msg{Subject: wakeSubject(mysisID), Header: h}); err != nil {
+	if err := b.nc.PublishMsg(&nats.Msg{Subject: b.names.wake(mysisID), Header: h}); err != nil {
 		return fmt.Errorf("swarmbus: publish wake for %s: %w", mysisID, err)
 	}
 	return nil
@@ -137,8 +137,8 @@ func newSubscription(ctx context.Context, subs []*nats.Subscription) *Subscripti
 // subscription's goroutine: it must not block (hand the wake to the mysis's actor and return). Subscriptions
 // survive reconnects, but wakes sent while disconnected are lost: reconcile in OnReconnect.
 func (b *Bus) SubscribeWakes(ctx context.Context, handler func(context.Context, Wake)) (*Subscription, error) {
-	sub, err := b.nc.Subscribe(subjectWakePrefix+"*", func(m *nats.Msg) {
-		w := Wake{MysisID: lastToken(m.Subject, subjectWakePrefix), Reason: WakeReason(m.Header.Get(headerWakeReason))}
+	sub, err := b.nc.Subscribe(b.names.WakePrefix+"*", func(m *nats.Msg) {
+		w := Wake{MysisID: lastToken(m.Subject, b.names.WakePrefix), Reason: WakeReason(m.Header.Get(headerWakeReason))}
 		if at, err := time.Parse(time.RFC3339Nano, m.Header.Get(headerWakeAt)); err == nil {
 			w.At = at
 		}

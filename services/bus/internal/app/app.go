@@ -37,6 +37,9 @@ type Config struct {
 	NATSReplicas int `env:"ZOEA_NATS_REPLICAS" envDefault:"1"`
 	// NATSCreds is an nkey seed or JWT creds file; user/password or a token go in ZOEA_NATS_URL.
 	NATSCreds string `env:"ZOEA_NATS_CREDS"`
+	// Swarm names this swarm's NATS stream, buckets and subjects, so swarms can share one NATS server; empty keeps
+	// the default names. The runners of the swarm must use the same name.
+	Swarm string `env:"ZOEA_SWARM"`
 	// MemoryAddr is the memory service's gRPC address.
 	MemoryAddr string `env:"ZOEA_MEMORY_ADDR" envDefault:"127.0.0.1:7001"`
 	// AllowMysisBroadcast lets myses broadcast to the swarm (sender_id set); by default only the commander may.
@@ -47,6 +50,9 @@ type Config struct {
 func LoadConfig() (Config, error) {
 	cfg := Config{Server: server.Config{ListenAddr: ":7004"}}
 	if err := config.LoadWith(&cfg); err != nil {
+		return Config{}, err
+	}
+	if err := swarmbus.ValidateSwarm(cfg.Swarm); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
@@ -88,7 +94,7 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	log.Info("nats", "url", redactURL(cfg.NATSURL)) // the URL may carry credentials: logged without them
 
 	connectCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	bus, err := swarmbus.Connect(connectCtx, cfg.NATSURL, swarmbus.Options{Name: "zoea-bus", Logger: log, Replicas: cfg.NATSReplicas, CredsFile: cfg.NATSCreds})
+	bus, err := swarmbus.Connect(connectCtx, cfg.NATSURL, swarmbus.Options{Name: "zoea-bus", Logger: log, Replicas: cfg.NATSReplicas, CredsFile: cfg.NATSCreds, Swarm: cfg.Swarm})
 	cancel()
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -31,5 +32,25 @@ func TestLoadConfigDefaultsAndOverrides(t *testing.T) {
 	t.Setenv("ZOEA_ALLOW_MYSIS_BROADCAST", "maybe")
 	if _, err := app.LoadConfig(); err == nil {
 		t.Fatal("a malformed boolean was accepted")
+	}
+}
+
+// ZOEA_SWARM names the swarm's NATS resources: empty by default (today's names), checked at load with an error that
+// names the variable.
+func TestLoadConfigSwarm(t *testing.T) {
+	t.Setenv("ZOEA_SWARM", "")
+	cfg, err := app.LoadConfig()
+	if err != nil || cfg.Swarm != "" {
+		t.Fatalf("default swarm = %q, %v; want empty", cfg.Swarm, err)
+	}
+	t.Setenv("ZOEA_SWARM", "alpha-1")
+	if cfg, err = app.LoadConfig(); err != nil || cfg.Swarm != "alpha-1" {
+		t.Fatalf("swarm = %q, %v; want alpha-1", cfg.Swarm, err)
+	}
+	for _, bad := range []string{"Alpha", "a.b", "a>", "-a"} {
+		t.Setenv("ZOEA_SWARM", bad)
+		if _, err := app.LoadConfig(); err == nil || !strings.Contains(err.Error(), "ZOEA_SWARM") {
+			t.Errorf("ZOEA_SWARM=%q: %v, want an error naming ZOEA_SWARM", bad, err)
+		}
 	}
 }

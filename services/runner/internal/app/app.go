@@ -54,7 +54,10 @@ type Config struct {
 	// NATSReplicas is the JetStream replication of the stream and buckets: 1 for one server, 3 in a cluster.
 	NATSReplicas int `env:"ZOEA_NATS_REPLICAS" envDefault:"1"`
 	// NATSCreds is an nkey seed or JWT creds file; user/password or a token go in ZOEA_NATS_URL (logged masked).
-	NATSCreds    string `env:"ZOEA_NATS_CREDS"`
+	NATSCreds string `env:"ZOEA_NATS_CREDS"`
+	// Swarm names this swarm's NATS stream, buckets and subjects, so swarms can share one NATS server; empty keeps
+	// the default names. The swarm's bus must use the same name.
+	Swarm        string `env:"ZOEA_SWARM"`
 	SpaceMoltURL string `env:"ZOEA_SPACEMOLT_URL" envDefault:"http://127.0.0.1:7100/mcp"`
 
 	DefaultProvider string        `env:"ZOEA_DEFAULT_PROVIDER" envDefault:"autopilot"`
@@ -114,6 +117,9 @@ func (c *Config) Validate() error {
 		return errors.New("ZOEA_LEASE_TTL must be at least 1s")
 	case c.BackoffMin <= 0 || c.BackoffMax < c.BackoffMin:
 		return errors.New("ZOEA_ERROR_BACKOFF_MIN must be positive and not above ZOEA_ERROR_BACKOFF_MAX")
+	}
+	if err := swarmbus.ValidateSwarm(c.Swarm); err != nil {
+		return err
 	}
 	if _, err := c.PriceTable(); err != nil {
 		return err
@@ -203,7 +209,7 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	memory := memoryclient.New(memAPI)
 	composerAPI := composerv1.NewComposerServiceClient(compConn)
 
-	bus, err := swarmbus.Connect(ctx, cfg.NATSURL, swarmbus.Options{Name: "runner-" + cfg.ReplicaID, Logger: log, LeaseTTL: cfg.LeaseTTL, Replicas: cfg.NATSReplicas, CredsFile: cfg.NATSCreds})
+	bus, err := swarmbus.Connect(ctx, cfg.NATSURL, swarmbus.Options{Name: "runner-" + cfg.ReplicaID, Logger: log, LeaseTTL: cfg.LeaseTTL, Replicas: cfg.NATSReplicas, CredsFile: cfg.NATSCreds, Swarm: cfg.Swarm})
 	if err != nil {
 		return fmt.Errorf("nats: %w", err)
 	}

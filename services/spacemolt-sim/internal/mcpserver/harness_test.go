@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -24,6 +25,11 @@ type simOptions struct {
 	// manual leaves ticking to the test (engine.Tick / tickOnDemand) instead of Run.
 	manual     bool
 	mcpTimeout time.Duration
+	// onUnbind is mcpserver.Options.OnUnbind.
+	onUnbind func(mcpSessionID string)
+	// inMemory serves over an in-memory network instead of a loopback listener, so the whole stack (HTTP server,
+	// SDK, clients) can run inside a testing/synctest bubble; clients must use sim.client.
+	inMemory bool
 }
 
 // sim is a simulator behind a real HTTP listener.
@@ -33,6 +39,8 @@ type sim struct {
 	engine *game.Engine
 	srv    *mcpserver.Server
 	clock  *clock
+	// client reaches the simulator (nil: http.DefaultClient over loopback).
+	client *http.Client
 }
 
 type clock struct {
@@ -72,15 +80,76 @@ func newSim(t testing.TB, o simOptions) *sim {
 		go func() { defer close(done); _ = s.engine.Run(ctx) }()
 		t.Cleanup(func() { cancel(); <-done })
 	}
-	s.srv = mcpserver.New(s.engine, mcpserver.Options{SessionTimeout: o.mcpTimeout})
+	s.srv = mcpserver.New(s.engine, mcpserver.Options{SessionTimeout: o.mcpTimeout, OnUnbind: o.onUnbind})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", s.srv.Handler())
+	if o.inMemory {
+		lis := newMemListener()
+		hs := &http.Server{Handler: mux}
+		served := make(chan struct{})
+		go func() { defer close(served); _ = hs.Serve(lis) }()
+		transport := &http.Transport{DialContext: lis.dial}
+		s.client = &http.Client{Transport: transport}
+		s.url = "http://sim.test/mcp"
+		t.Cleanup(func() {
+			_ = hs.Close()
+			<-served
+			transport.CloseIdleConnections()
+		})
+		t.Cleanup(s.srv.Close) // runs first: ends the clients' SSE streams
+		return s
+	}
 	ts := httptest.NewServer(mux)
 	s.url = ts.URL + "/mcp"
 	t.Cleanup(ts.Close)
 	t.Cleanup(s.srv.Close) // runs before ts.Close: ends the clients' SSE streams
 	return s
 }
+
+// memListener is an in-memory network: each dial is a net.Pipe whose server end Accept returns. Unlike sockets,
+// pipes block on channels, which testing/synctest sees as durably blocked.
+type memListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newMemListener() *memListener {
+	return &memListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *memListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *memListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *memListener) Addr() net.Addr { return memAddr{} }
+
+func (l *memListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+type memAddr struct{}
+
+func (memAddr) Network() string { return "mem" }
+func (memAddr) String() string  { return "sim.test:80" }
 
 // tickOnDemand ticks whenever something waits for a tick, until the test ends.
 // Tick counts then depend only on the calls made, never on timing.
@@ -118,7 +187,7 @@ type player struct {
 func (s *sim) connect(t testing.TB) *player {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "sim-test", Version: "1"}, nil)
-	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: s.url}, &mcp.ClientSessionOptions{ProtocolVersion: liveProtocol})
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: s.client}, &mcp.ClientSessionOptions{ProtocolVersion: liveProtocol})
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}

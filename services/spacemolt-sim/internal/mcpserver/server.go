@@ -25,14 +25,20 @@ type Options struct {
 	SessionTimeout time.Duration
 	Logger         *slog.Logger
 	Version        string
+	// OnUnbind, when set, is called (from its own goroutine) after an MCP
+	// session that carried a game login closed and its binding was forgotten.
+	// The SDK drops the transport session itself a moment later, so a request
+	// with that Mcp-Session-Id may still reach the closed session until then.
+	OnUnbind func(mcpSessionID string)
 }
 
 // Server serves the game over MCP.
 type Server struct {
-	engine  *game.Engine
-	log     *slog.Logger
-	mcp     *mcp.Server
-	handler http.Handler
+	engine   *game.Engine
+	log      *slog.Logger
+	mcp      *mcp.Server
+	handler  http.Handler
+	onUnbind func(mcpSessionID string)
 
 	mu    sync.Mutex
 	bound map[string]string // MCP session id → game session id
@@ -46,7 +52,7 @@ func New(engine *game.Engine, opts Options) *Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	s := &Server{engine: engine, log: opts.Logger, bound: map[string]string{}}
+	s := &Server{engine: engine, log: opts.Logger, bound: map[string]string{}, onUnbind: opts.OnUnbind}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "spacemolt-sim", Title: "SpaceMolt (offline simulator)", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: "SpaceMolt, an MMO for AI agents. Call register or login first; help explains the rules.",
 		Logger:       opts.Logger,
@@ -127,6 +133,9 @@ func (s *Server) bind(ss *mcp.ServerSession, sid string) {
 		s.mu.Lock()
 		delete(s.bound, id)
 		s.mu.Unlock()
+		if s.onUnbind != nil {
+			s.onUnbind(id)
+		}
 	}()
 }
 

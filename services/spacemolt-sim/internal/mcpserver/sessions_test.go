@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -79,10 +80,18 @@ func TestGameSessionExpiresAfterInactivity(t *testing.T) {
 // HTTP 404 with JSON-RPC -32600 "Session not initialized", which go-sdk
 // clients see as mcp.ErrSessionMissing. Re-initialising works, and the game
 // session survives the transport.
+//
+// It runs in a testing/synctest bubble over an in-memory network, so the SDK's
+// idle timer runs on the bubble's fake clock: nothing waits in real time.
 func TestTransportSessionExpiry(t *testing.T) {
-	s := newSim(t, simOptions{mcpTimeout: time.Second})
+	synctest.Test(t, testTransportSessionExpiry)
+}
+
+func testTransportSessionExpiry(t *testing.T) {
+	unbound := make(chan string, 1)
+	s := newSim(t, simOptions{mcpTimeout: time.Second, inMemory: true, onUnbind: func(id string) { unbound <- id }})
 	c := mcp.NewClient(&mcp.Implementation{Name: "expiry-test", Version: "1"}, nil)
-	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: s.url, DisableStandaloneSSE: true}, &mcp.ClientSessionOptions{ProtocolVersion: liveProtocol})
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: s.client, DisableStandaloneSSE: true}, &mcp.ClientSessionOptions{ProtocolVersion: liveProtocol})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,10 +104,15 @@ func TestTransportSessionExpiry(t *testing.T) {
 		t.Fatalf("bound sessions = %d, want 1", s.srv.BoundSessions())
 	}
 
-	// The SDK closes the idle session on its own timer; the server forgets the binding when it does. Wait for that
-	// instead of sleeping past the timeout.
-	if n := waitBound(s, 0); n != 0 {
-		t.Fatalf("the idle MCP session was not closed: %d bound", n)
+	// The SDK closes the idle session on its own timer and the server forgets the binding (OnUnbind). Blocking here
+	// lets the bubble's clock run to the timer; synctest.Wait then lets the SDK finish dropping the session (it does
+	// so just after the session reports closed), so the next request cannot race it.
+	if id := <-unbound; id != oldMCP {
+		t.Fatalf("unbound MCP session %q, want the idle one %q", id, oldMCP)
+	}
+	synctest.Wait()
+	if n := s.srv.BoundSessions(); n != 0 {
+		t.Fatalf("bound sessions after the idle session closed = %d, want 0", n)
 	}
 
 	// Raw HTTP: what any client sees.
@@ -107,7 +121,7 @@ func TestTransportSessionExpiry(t *testing.T) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Session-Id", oldMCP)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,14 +155,6 @@ func TestTransportSessionExpiry(t *testing.T) {
 	q.fail("get_status", nil, "session_required")
 	q.ok("login", map[string]any{"username": "drifter", "password": password})
 	q.ok("get_status", nil)
-}
-
-func waitBound(s *sim, want int) int {
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) && s.srv.BoundSessions() != want {
-		time.Sleep(10 * time.Millisecond)
-	}
-	return s.srv.BoundSessions()
 }
 
 func TestSessionlessCallIsRejected(t *testing.T) {
