@@ -218,11 +218,20 @@ type fakeComposer struct {
 	tools [][]llm.Tool // tools per call
 }
 
-func (c *fakeComposer) Compose(ctx context.Context, id string, autonomous bool, tools []llm.Tool) (Composition, error) {
+func (c *fakeComposer) Compose(ctx context.Context, id string, req ComposeRequest) (Composition, error) {
+	autonomous := req.BeginAutonomousTurn
 	c.mu.Lock()
 	c.calls = append(c.calls, autonomous)
-	c.tools = append(c.tools, tools)
+	c.tools = append(c.tools, req.Tools)
 	c.mu.Unlock()
+	// As the memory service does: the relayed rows first, then the window and the mysis record.
+	var appended []Memory
+	if len(req.Append) > 0 {
+		var err error
+		if appended, err = c.store.Append(ctx, id, req.Append); err != nil {
+			return Composition{}, err
+		}
+	}
 	m, err := c.store.GetMysis(ctx, id)
 	if err != nil {
 		return Composition{}, err
@@ -238,7 +247,10 @@ func (c *fakeComposer) Compose(ctx context.Context, id string, autonomous bool, 
 		}
 		msgs = append(msgs, chat.Message{Role: mem.Role, Content: mem.Content, ToolCalls: mem.ToolCalls, ToolCallID: mem.ToolCallID, Name: mem.ToolName})
 	}
-	comp := Composition{Messages: msgs, MaxSeq: maxSeq, Action: ActionNone, NextCount: m.EncouragementCount}
+	comp := Composition{Messages: msgs, MaxSeq: maxSeq, Action: ActionNone, NextCount: m.EncouragementCount, Mysis: &m, Appended: appended}
+	if !req.SpendAt.IsZero() {
+		comp.Spend = &SpendCounts{At: req.SpendAt}
+	}
 	if autonomous {
 		if m.EncouragementCount >= 3 {
 			comp.Action = ActionIdle
