@@ -30,6 +30,8 @@ type fakeStore struct {
 	reads, stateCalls int
 	// beforeAppend, when set, is called with each batch before it is appended.
 	beforeAppend func([]NewMemory)
+	// gets counts GetMysis calls (the composer's own read of the record is not one).
+	gets int
 }
 
 func newFakeStore() *fakeStore {
@@ -66,7 +68,15 @@ func (s *fakeStore) all(id string) []Memory {
 	return append([]Memory(nil), s.memories[id]...)
 }
 
-func (s *fakeStore) GetMysis(_ context.Context, id string) (Mysis, error) {
+func (s *fakeStore) GetMysis(ctx context.Context, id string) (Mysis, error) {
+	s.mu.Lock()
+	s.gets++
+	s.mu.Unlock()
+	return s.lookup(ctx, id)
+}
+
+// lookup is GetMysis without counting: the composer reads the record with its window.
+func (s *fakeStore) lookup(_ context.Context, id string) (Mysis, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.down {
@@ -216,14 +226,27 @@ type fakeComposer struct {
 	mu    sync.Mutex
 	calls []bool       // begin_autonomous_turn per call
 	tools [][]llm.Tool // tools per call
+	// appends are the rows each call carried (ComposeRequest.Append).
+	appends [][]NewMemory
+	// before, when set, runs at the start of each call with its index; an error fails the call before anything is
+	// stored. after, when set, runs once the rows are stored; an error fails the call (a lost response).
+	before, after func(n int) error
 }
 
 func (c *fakeComposer) Compose(ctx context.Context, id string, req ComposeRequest) (Composition, error) {
 	autonomous := req.BeginAutonomousTurn
 	c.mu.Lock()
+	n := len(c.calls)
 	c.calls = append(c.calls, autonomous)
 	c.tools = append(c.tools, req.Tools)
+	c.appends = append(c.appends, req.Append)
+	before, after := c.before, c.after
 	c.mu.Unlock()
+	if before != nil {
+		if err := before(n); err != nil {
+			return Composition{}, err
+		}
+	}
 	// As the memory service does: the relayed rows first, then the window and the mysis record.
 	var appended []Memory
 	if len(req.Append) > 0 {
@@ -232,7 +255,12 @@ func (c *fakeComposer) Compose(ctx context.Context, id string, req ComposeReques
 			return Composition{}, err
 		}
 	}
-	m, err := c.store.GetMysis(ctx, id)
+	if after != nil {
+		if err := after(n); err != nil {
+			return Composition{}, err
+		}
+	}
+	m, err := c.store.lookup(ctx, id)
 	if err != nil {
 		return Composition{}, err
 	}
