@@ -186,4 +186,3 @@ func TestPromptWithoutWakeRestartsTheTurnFromAFreshRead(t *testing.T) {
 		t.Fatalf("counts written %v, want 1 (the first nudge), then 0 (reset by the message)", counts)
 	}
 }
-
