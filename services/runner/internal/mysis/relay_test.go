@@ -12,7 +12,7 @@ import (
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 )
 
-// resultsOf counts the stored tool results that answer the assistant memory at seq.
+// resultsOf counts the stored tool results answering the given call ids.
 func resultsOf(ms []Memory, ids ...string) int {
 	n := 0
 	for _, m := range ms {
