@@ -231,6 +231,8 @@ type fakeComposer struct {
 	// before, when set, runs at the start of each call with its index; an error fails the call before anything is
 	// stored. after, when set, runs once the rows are stored; an error fails the call (a lost response).
 	before, after func(n int) error
+	// noRelay makes it behave like a composer from before the relay: Append is ignored, nothing comes back.
+	noRelay bool
 }
 
 func (c *fakeComposer) Compose(ctx context.Context, id string, req ComposeRequest) (Composition, error) {
@@ -241,6 +243,9 @@ func (c *fakeComposer) Compose(ctx context.Context, id string, req ComposeReques
 	c.tools = append(c.tools, req.Tools)
 	c.appends = append(c.appends, req.Append)
 	before, after := c.before, c.after
+	if c.noRelay {
+		req.Append, req.SpendAt = nil, time.Time{}
+	}
 	c.mu.Unlock()
 	if before != nil {
 		if err := before(n); err != nil {

@@ -186,3 +186,30 @@ func TestPromptWithoutWakeRestartsTheTurnFromAFreshRead(t *testing.T) {
 		t.Fatalf("counts written %v, want 1 (the first nudge), then 0 (reset by the message)", counts)
 	}
 }
+
+// A composer (or memory service) from before the relay ignores the carried result: the actor stores it on its own
+// and composes again, so the model still sees every call answered, once.
+func TestComposerWithoutRelayStillGetsTheResultStored(t *testing.T) {
+	h := newHarness(t, Mysis{State: StateRunning}, Config{TurnPause: time.Hour})
+	h.composer.noRelay = true
+	h.provider.script = func(n int, _ llm.Request) (llm.Response, error) {
+		if n == 0 {
+			return reply("", call("c1", "mine", `{}`)), nil
+		}
+		return reply("done"), nil
+	}
+	h.start()
+	h.eventually("the turn done", func() bool { return h.actor.Status().Turns >= 1 })
+	h.stop()
+	ms := h.store.all(testID)
+	if resultsOf(ms, "c1") != 1 || len(h.tools.called()) != 1 {
+		t.Fatalf("c1 answered %d times, run %d times; want once and once", resultsOf(ms, "c1"), len(h.tools.called()))
+	}
+	reqs := h.provider.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d LLM calls, want 2", len(reqs))
+	}
+	if last := reqs[1].Messages[len(reqs[1].Messages)-1]; last.Role != chat.RoleTool || last.ToolCallID != "c1" || last.Content != `{"ok":true,"tool":"mine"}` {
+		t.Fatalf("second request ends with %+v, want c1's own result", last)
+	}
+}

@@ -264,7 +264,19 @@ func (a *Actor) compose(ctx context.Context, autonomous bool, held []NewMemory) 
 		return Composition{}, fmt.Errorf("compose: %w", err)
 	}
 	if len(comp.Appended) != len(held) {
-		return Composition{}, fmt.Errorf("compose: %d of %d held tool results stored", len(comp.Appended), len(held))
+		// A composer or memory service from before the relay ignored the rows (a rolling upgrade): store them on
+		// their own and compose again, so the request answers every call.
+		if err := a.storeHeld(ctx, held); err != nil {
+			return Composition{}, err
+		}
+		req.Append = nil
+		if comp, err = a.deps.Composer.Compose(ctx, a.id, req); err != nil {
+			if errs.Is(err, errs.NotFound) {
+				return Composition{}, errInterrupted
+			}
+			return Composition{}, fmt.Errorf("compose: %w", err)
+		}
+		return comp, nil
 	}
 	for _, m := range comp.Appended {
 		a.publish(ctx, Event{Kind: EventMemoryAppended, MemoryIDs: []int64{m.ID}, Seqs: []int64{m.Seq}, Role: m.Role, Excerpt: truncate(m.Content, 200)})
