@@ -15,7 +15,10 @@ import (
 	"log/slog"
 	"strings"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
 )
@@ -23,8 +26,25 @@ import (
 // Windows reads what composing a mysis's next request needs (memoryclient.Client implements it over the memory
 // service). Errors are libs/errs errors.
 type Windows interface {
-	// Window reads the compose window; recentFrom is the mysis's previous compaction boundary (0: unknown).
-	Window(ctx context.Context, mysisID string, p compose.Policy, recentFrom int64) (compose.Input, error)
+	// Window reads the compose window; recentFrom is the mysis's previous compaction boundary (0: unknown). The
+	// relay travels in the same round trip: its rows are stored before the window is read.
+	Window(ctx context.Context, mysisID string, p compose.Policy, recentFrom int64, relay Relay) (compose.Input, Relayed, error)
+}
+
+// Relay is what the runner sends the memory service through the composer, which passes it on unread: memories to
+// store before the window is read (the last tool result of a tool-loop iteration) and the time whose spend counts
+// to read with it (issue 16: one memory round trip per iteration for all three).
+type Relay struct {
+	Append  []*memoryv1.NewMemory
+	SpendAt *timestamppb.Timestamp
+}
+
+// Relayed is what comes back with the window for the runner: the appended rows as stored, the mysis record and the
+// spend (nil unless Relay.SpendAt was set).
+type Relayed struct {
+	Appended []*memoryv1.Memory
+	Mysis    *memoryv1.Mysis
+	Spend    *memoryv1.GetSpendResponse
 }
 
 // Options configure a Service.
@@ -92,7 +112,7 @@ func (s *Service) ComposeContext(ctx context.Context, req *composerv1.ComposeCon
 	if s.bounds != nil {
 		prev = s.bounds.get(id)
 	}
-	in, err := s.memory.Window(ctx, id, p, prev.boundary)
+	in, relayed, err := s.memory.Window(ctx, id, p, prev.boundary, Relay{Append: req.GetAppend(), SpendAt: req.GetSpendAt()})
 	if err != nil {
 		if ctx.Err() != nil {
 			// The caller's own cancellation or deadline stays what it is.
@@ -114,7 +134,9 @@ func (s *Service) ComposeContext(ctx context.Context, req *composerv1.ComposeCon
 	if s.bounds != nil && res.Manifest.Boundary > 0 {
 		s.bounds.put(id, mark{res.Manifest.Boundary, res.Manifest.CompactSeq})
 	}
-	return toProtoResponse(res, p), nil
+	resp := toProtoResponse(res, p)
+	resp.Mysis, resp.Spend, resp.Appended = relayed.Mysis, relayed.Spend, relayed.Appended
+	return resp, nil
 }
 
 // fromComposeError classifies a failed composition. Both kinds are the stored state's doing, not the request's.

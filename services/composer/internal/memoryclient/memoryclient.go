@@ -1,6 +1,7 @@
 // Package memoryclient is the composer's adapter to the memory service: one GetComposeWindow round trip per
 // composition, converted into compose.Input, with gRPC statuses turned back into libs/errs errors by libs/server's
-// one mapper. grpcapi (the transport) never sees a memoryv1 type.
+// one mapper. grpcapi (the transport) reads no memoryv1 type: what it relays between the runner and the memory
+// service (rows to append, the spend time; the mysis and the spend back) passes through unread.
 package memoryclient
 
 import (
@@ -14,6 +15,7 @@ import (
 	"github.com/zoeaswarm/zoea/libs/chat/chatpb"
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
+	"github.com/zoeaswarm/zoea/services/composer/internal/grpcapi"
 )
 
 // WindowAPI is the one memory-service call the composer makes; the generated MemoryServiceClient implements it.
@@ -32,14 +34,16 @@ func New(api WindowAPI) *Client { return &Client{api: api} }
 // Window returns what composing mysisID's next request under policy p needs: its system prompt, mission,
 // encouragement count and window of memories. Tools and the turn flag are the caller's to fill in. Errors are
 // libs/errs errors (NotFound for an unknown mysis, Unavailable when the memory service cannot answer).
-func (c *Client) Window(ctx context.Context, mysisID string, p compose.Policy, recentFrom int64) (compose.Input, error) {
+// The relay's rows are stored by the memory service before it reads the window, in the same call.
+func (c *Client) Window(ctx context.Context, mysisID string, p compose.Policy, recentFrom int64, relay grpcapi.Relay) (compose.Input, grpcapi.Relayed, error) {
 	req := toProtoWindowRequest(mysisID, p)
 	req.RecentFromSeq = recentFrom
+	req.Append, req.SpendAt = relay.Append, relay.SpendAt
 	w, err := c.api.GetComposeWindow(ctx, req)
 	if err != nil {
-		return compose.Input{}, fmt.Errorf("memory GetComposeWindow for mysis %s: %w", mysisID, server.FromStatus(err))
+		return compose.Input{}, grpcapi.Relayed{}, fmt.Errorf("memory GetComposeWindow for mysis %s: %w", mysisID, server.FromStatus(err))
 	}
-	return fromProtoWindow(w), nil
+	return fromProtoWindow(w), grpcapi.Relayed{Appended: w.GetAppended(), Mysis: w.GetMysis(), Spend: w.GetSpend()}, nil
 }
 
 // Ready is the composer's readiness check: it can answer nothing while the memory service's health is not

@@ -178,8 +178,17 @@ func (s *Server) GetMemory(ctx context.Context, req *memoryv1.GetMemoryRequest) 
 	return &memoryv1.GetMemoryResponse{Memory: toProtoMemory(m)}, nil
 }
 
-// GetComposeWindow implements MemoryService.GetComposeWindow.
+// GetComposeWindow implements MemoryService.GetComposeWindow: the request's `append` rows are stored first (as
+// AppendMemories stores them), then the window is read, then — when spend_at is set — the spend (see window_relay.go).
 func (s *Server) GetComposeWindow(ctx context.Context, req *memoryv1.GetComposeWindowRequest) (*memoryv1.GetComposeWindowResponse, error) {
+	relay, err := fromProtoWindowRelay(req)
+	if err != nil {
+		return nil, err
+	}
+	appended, err := s.appendForWindow(ctx, req.GetMysisId(), relay)
+	if err != nil {
+		return nil, err
+	}
 	w, err := s.svc.GetComposeWindow(ctx, fromProtoWindowQuery(req))
 	if err != nil {
 		return nil, err
@@ -187,9 +196,13 @@ func (s *Server) GetComposeWindow(ctx context.Context, req *memoryv1.GetComposeW
 	resp := &memoryv1.GetComposeWindowResponse{
 		Mysis: toProtoMysis(w.Mysis), Memories: toProtoMemories(w.Memories),
 		RecentStartSeq: w.RecentStartSeq, ObjectiveSeq: w.ObjectiveSeq, TurnTruncated: w.TurnTruncated,
+		Appended: appended,
 	}
 	if w.Mission != nil {
 		resp.Mission = &memoryv1.Mission{Memory: toProtoMemory(w.Mission.Memory), GlobalFallback: w.Mission.GlobalFallback}
+	}
+	if resp.Spend, err = s.spendForWindow(ctx, req.GetMysisId(), relay); err != nil {
+		return nil, err
 	}
 	return resp, nil
 }

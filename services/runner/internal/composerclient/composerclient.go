@@ -4,11 +4,14 @@ package composerclient
 import (
 	"context"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/chat/chatpb"
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
+	"github.com/zoeaswarm/zoea/services/runner/internal/memoryclient"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 )
 
@@ -23,15 +26,25 @@ func New(api composerv1.ComposerServiceClient, policy *composerv1.Policy) *Clien
 	return &Client{api: api, policy: policy}
 }
 
-// Compose implements mysis.Composer.
-func (c *Client) Compose(ctx context.Context, mysisID string, beginAutonomousTurn bool, tools []llm.Tool) (mysis.Composition, error) {
-	resp, err := c.api.ComposeContext(ctx, &composerv1.ComposeContextRequest{
-		MysisId: mysisID, Policy: c.policy, BeginAutonomousTurn: beginAutonomousTurn, Tools: ToProtoTools(tools),
-	})
+// Compose implements mysis.Composer. The request's rows to append and spend time travel through the composer to
+// the memory service's GetComposeWindow; the spend comes back as a usage.Snapshot for usage.Guard.
+func (c *Client) Compose(ctx context.Context, mysisID string, r mysis.ComposeRequest) (mysis.Composition, error) {
+	req := &composerv1.ComposeContextRequest{
+		MysisId: mysisID, Policy: c.policy, BeginAutonomousTurn: r.BeginAutonomousTurn, Tools: ToProtoTools(r.Tools),
+		Append: memoryclient.ToProtoNewMemories(r.Append),
+	}
+	if !r.SpendAt.IsZero() {
+		req.SpendAt = timestamppb.New(r.SpendAt)
+	}
+	resp, err := c.api.ComposeContext(ctx, req)
 	if err != nil {
 		return mysis.Composition{}, server.FromStatus(err)
 	}
-	return FromProto(resp), nil
+	out := FromProto(resp)
+	if resp.GetSpend() != nil && !r.SpendAt.IsZero() {
+		out.Spend = &mysis.SpendCounts{At: r.SpendAt, Data: memoryclient.FromProtoSpend(resp.GetSpend())}
+	}
+	return out, nil
 }
 
 // ToProtoTools converts the tools sent with a request to the definitions the composer budgets for: what the
@@ -61,6 +74,13 @@ func FromProto(resp *composerv1.ComposeContextResponse) mysis.Composition {
 		out.MaxSeq = max(out.MaxSeq, e.GetSeq())
 	}
 	out.Tokens, out.Budget = int(resp.GetManifest().GetTokens().GetTotal()), int(resp.GetManifest().GetTokenBudget())
+	if resp.GetMysis() != nil {
+		m := memoryclient.FromProtoMysis(resp.GetMysis())
+		out.Mysis = &m
+	}
+	for _, m := range resp.GetAppended() {
+		out.Appended = append(out.Appended, memoryclient.FromProtoMemory(m))
+	}
 	enc := resp.GetEncouragement()
 	out.NextCount, out.Nudge = int(enc.GetNextCount()), enc.GetNudge()
 	switch enc.GetAction() {

@@ -13,6 +13,7 @@ import (
 	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
 	"github.com/zoeaswarm/zoea/services/runner/internal/composerclient"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
+	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 )
 
 // recorder is a composer server that keeps the request it got.
@@ -51,7 +52,7 @@ func TestComposeSendsTools(t *testing.T) {
 		{Name: "zoea_search_messages", Description: "Search your memories.", Parameters: json.RawMessage(`{"type":"object","required":["query"]}`)},
 		{Name: "undock"},
 	}
-	if _, err := c.Compose(context.Background(), "m-1", true, tools); err != nil {
+	if _, err := c.Compose(context.Background(), "m-1", mysis.ComposeRequest{BeginAutonomousTurn: true, Tools: tools}); err != nil {
 		t.Fatal(err)
 	}
 	req := <-rec.got

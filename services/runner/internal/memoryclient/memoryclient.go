@@ -237,6 +237,18 @@ func toProtoStateChange(id string, ch mysis.StateChange) *memoryv1.SetMysisState
 	return req
 }
 
+// ToProtoNewMemories converts memories to append (nil for none).
+func ToProtoNewMemories(ms []mysis.NewMemory) []*memoryv1.NewMemory {
+	if len(ms) == 0 {
+		return nil
+	}
+	out := make([]*memoryv1.NewMemory, len(ms))
+	for i, m := range ms {
+		out[i] = toProtoNewMemory(m)
+	}
+	return out
+}
+
 func toProtoNewMemory(m mysis.NewMemory) *memoryv1.NewMemory {
 	out := &memoryv1.NewMemory{
 		Role: chatpb.ToProtoRole(m.Role), Source: ToProtoSource(m.Source), SenderId: m.SenderID, Content: m.Content,

@@ -45,8 +45,12 @@ func (c *Client) Spend(ctx context.Context, id string, at time.Time) (usage.Snap
 	if err != nil {
 		return usage.Snapshot{}, server.FromStatus(err)
 	}
-	out := usage.Snapshot{Own: FromProtoLimits(resp.GetLimits()), Mysis: fromProtoCounts(resp.GetMysis()), Swarm: fromProtoCounts(resp.GetSwarm())}
-	return out, nil
+	return FromProtoSpend(resp), nil
+}
+
+// FromProtoSpend converts GetSpend's answer (also returned with a compose window) into a snapshot.
+func FromProtoSpend(resp *memoryv1.GetSpendResponse) usage.Snapshot {
+	return usage.Snapshot{Own: FromProtoLimits(resp.GetLimits()), Mysis: fromProtoCounts(resp.GetMysis()), Swarm: fromProtoCounts(resp.GetSwarm())}
 }
 
 // FromProtoLimits converts limits (proto enum numbers equal the usage package's).

@@ -44,12 +44,24 @@ type SpendStop struct {
 	Until time.Time
 }
 
+// SpendCounts are the counts of one spend check as the memory service read them in the compose round trip
+// (Composition.Spend). The actor hands them to Spend.CheckCounted without looking inside.
+type SpendCounts struct {
+	// At is the time whose windows were counted (ComposeRequest.SpendAt); the check judges as of it.
+	At time.Time
+	// Data holds the counts in the form the Spend implementation reads (usage.Snapshot for usage.Guard); the
+	// adapter that read them fills it.
+	Data any
+}
+
 // Spend prices calls and enforces spend limits. Counts live in the memory service, so every replica and every
 // restart sees the same numbers.
 type Spend interface {
 	// Check reports whether a call for mysis m with a prompt of about promptTokens tokens would exceed a limit
-	// (nil: it may go ahead).
+	// (nil: it may go ahead). It reads the counts itself.
 	Check(ctx context.Context, m Mysis, promptTokens int) (*SpendStop, error)
+	// CheckCounted is Check on counts read with the composition, as fresh as Check's own read would be.
+	CheckCounted(m Mysis, promptTokens int, counts SpendCounts) (*SpendStop, error)
 	// Cost is the price of a call in billionths of a US dollar.
 	Cost(provider, model string, u llm.Usage) int64
 }
@@ -136,12 +148,21 @@ func (a *Actor) recordAlone(ctx context.Context, c LlmCall) {
 
 // checkSpend asks the spend guard before a call. At a limit the mysis goes idle with the limit as its reason, an
 // event is published, and the turn ends without calling the model.
-func (a *Actor) checkSpend(ctx context.Context, m Mysis, promptTokens int) error {
+//
+// counts, when set, are the counts the composition read in its round trip (ComposeRequest.SpendAt): read just
+// before, in the same request that composed, they are as fresh as a read of their own (issue 16).
+func (a *Actor) checkSpend(ctx context.Context, m Mysis, promptTokens int, counts *SpendCounts) error {
 	if a.deps.Spend == nil {
 		return nil
 	}
 	a.lastPrompt = promptTokens
-	stop, err := a.deps.Spend.Check(ctx, m, promptTokens)
+	var stop *SpendStop
+	var err error
+	if counts != nil {
+		stop, err = a.deps.Spend.CheckCounted(m, promptTokens, *counts)
+	} else {
+		stop, err = a.deps.Spend.Check(ctx, m, promptTokens)
+	}
 	if err != nil {
 		// Without the counts the call could overspend; the errored state retries with backoff.
 		return fmt.Errorf("spend check: %w", err)

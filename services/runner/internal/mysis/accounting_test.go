@@ -15,6 +15,8 @@ type fakeSpend struct {
 	mu      sync.Mutex
 	limited bool
 	checks  int
+	// counted counts checks on counts read with the composition (CheckCounted).
+	counted int
 }
 
 func (f *fakeSpend) set(limited bool) {
@@ -31,6 +33,13 @@ func (f *fakeSpend) Check(_ context.Context, _ Mysis, _ int) (*SpendStop, error)
 		return &SpendStop{Reason: SpendReasonPrefix + "$2.00 per day, resets 00:00 UTC", Scope: "mysis", Until: time.Now().Add(time.Hour)}, nil
 	}
 	return nil, nil
+}
+
+func (f *fakeSpend) CheckCounted(m Mysis, tokens int, _ SpendCounts) (*SpendStop, error) {
+	f.mu.Lock()
+	f.counted++
+	f.mu.Unlock()
+	return f.Check(context.Background(), m, tokens)
 }
 
 func (f *fakeSpend) Cost(string, string, llm.Usage) int64 { return 7 }
@@ -51,6 +60,12 @@ func TestSpendLimitIdlesAndResumes(t *testing.T) {
 	}
 	if evs := h.events.kinds(EventSpendLimited); len(evs) != 1 || evs[0].Message != "mysis" || evs[0].Reason != h.store.get(testID).StateReason {
 		t.Fatalf("spend events %+v", evs)
+	}
+	sp.mu.Lock()
+	counted := sp.counted
+	sp.mu.Unlock()
+	if counted != 1 {
+		t.Fatalf("%d checks on the counts read with the composition, want 1 (the turn's check reads nothing itself)", counted)
 	}
 	sp.set(false)
 	h.actor.Wake(WakeConfigure)

@@ -78,6 +78,10 @@ type Deps struct {
 // errInterrupted ends a turn early because the stored state changed (stop, delete, idle): the loop re-reads it.
 var errInterrupted = errors.New("turn interrupted")
 
+// errReread ends a turn that started from a carried-over mysis record (Actor.next) before it did anything, because
+// the composition showed memories stored since this actor's final answer: the loop starts it again from a fresh read.
+var errReread = errors.New("turn start needs a fresh read")
+
 // Actor owns one mysis while this replica holds its lease. All its work happens on the goroutine running Run;
 // Wake and Status are safe from any goroutine.
 type Actor struct {
@@ -104,6 +108,10 @@ type Actor struct {
 	// lastFinal is the seq of the final answer (no tool calls) this actor stored last: while it is still the
 	// mysis's last seq, the next turn starts autonomous without reading memories (see resumePoint).
 	lastFinal int64
+	// next is the mysis record read with the last composition of a turn that ended with that final answer. The
+	// next turn starts from it instead of a GetMysis when no wake arrived in between: its first composition reads
+	// the record again (state, last seq) before anything is stored or sent (issue 16).
+	next *Mysis
 	// lastPrompt is the composer's count of the last request checked against the spend limits.
 	lastPrompt int
 }
@@ -209,6 +217,18 @@ func (a *Actor) Run(ctx context.Context) error {
 	defer a.closeTools()
 	a.log.Debug("actor started")
 	for ctx.Err() == nil && !a.stopping.Load() {
+		if m, ok := a.carried(); ok {
+			// The previous turn ended with this actor's own final answer and nothing woke the actor since: the
+			// turn starts without reading the mysis, and its first composition checks the record it reads.
+			err := a.runTurn(ctx, m, true)
+			if errors.Is(err, errReread) {
+				continue
+			}
+			if !a.turnDone(ctx, m, err) {
+				return nil
+			}
+			continue
+		}
 		m, err := a.deps.Store.GetMysis(ctx, a.id)
 		if errs.Is(err, errs.NotFound) {
 			a.log.Info("mysis deleted; actor exits")
@@ -232,18 +252,8 @@ func (a *Actor) Run(ctx context.Context) error {
 				a.takeControl()
 				continue
 			}
-			err := a.runTurn(ctx, m)
-			a.metrics.TurnDone(ctx, m, turnOutcome(err))
-			switch {
-			case err == nil:
-				a.retryAt = time.Time{}
-				a.backoff.Reset()
-				a.wait(ctx, a.cfg.TurnPause)
-			case errors.Is(err, errInterrupted):
-			case ctx.Err() != nil:
+			if !a.turnDone(ctx, m, a.runTurn(ctx, m, false)) {
 				return nil
-			default:
-				a.fail(ctx, err)
 			}
 		case StateIdle:
 			if a.spendIdle(ctx, m) {
@@ -281,6 +291,36 @@ func (a *Actor) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// carried returns the mysis record the next turn may start from without a read (see Actor.next): only when no wake
+// is pending. Its last seq is this actor's final answer, which the first composition verifies.
+func (a *Actor) carried() (Mysis, bool) {
+	n := a.next
+	a.next = nil
+	if n == nil || a.hasPending() || n.State != StateRunning || a.lastFinal == 0 || time.Until(a.retryAt) > 0 {
+		return Mysis{}, false
+	}
+	m := *n
+	m.LastSeq = a.lastFinal
+	return m, true
+}
+
+// turnDone handles the end of a turn; it reports false when Run must return (ctx over).
+func (a *Actor) turnDone(ctx context.Context, m Mysis, err error) bool {
+	a.metrics.TurnDone(ctx, m, turnOutcome(err))
+	switch {
+	case err == nil:
+		a.retryAt = time.Time{}
+		a.backoff.Reset()
+		a.wait(ctx, a.cfg.TurnPause)
+	case errors.Is(err, errInterrupted):
+	case ctx.Err() != nil:
+		return false
+	default:
+		a.fail(ctx, err)
+	}
+	return true
 }
 
 // reconcileIdle starts an idle mysis whose newest memory is an unanswered commander message: wakes are only

@@ -41,6 +41,8 @@ type fakeStore struct {
 	reads, stateCalls int
 	// beforeAppend, when set, is called with each batch before it is appended.
 	beforeAppend func([]NewMemory)
+	// gets counts GetMysis calls (the composer's own read of the record is not one).
+	gets int
 }
 
 func newFakeStore() *fakeStore {
@@ -128,6 +130,14 @@ func (s *fakeStore) all(id string) []Memory {
 }
 
 func (s *fakeStore) GetMysis(ctx context.Context, id string) (Mysis, error) {
+	s.mu.Lock()
+	s.gets++
+	s.mu.Unlock()
+	return s.lookup(ctx, id)
+}
+
+// lookup is GetMysis without counting: the composer reads the record with its window.
+func (s *fakeStore) lookup(ctx context.Context, id string) (Mysis, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sid, err := s.idLocked(id)
@@ -331,14 +341,46 @@ type fakeComposer struct {
 	mu    sync.Mutex
 	calls []bool       // begin_autonomous_turn per call
 	tools [][]llm.Tool // tools per call
+	// appends are the rows each call carried (ComposeRequest.Append).
+	appends [][]NewMemory
+	// before, when set, runs at the start of each call with its index; an error fails the call before anything is
+	// stored. after, when set, runs once the rows are stored; an error fails the call (a lost response).
+	before, after func(n int) error
+	// noRelay makes it behave like a composer from before the relay: Append is ignored, nothing comes back.
+	noRelay bool
 }
 
-func (c *fakeComposer) Compose(ctx context.Context, id string, autonomous bool, tools []llm.Tool) (Composition, error) {
+func (c *fakeComposer) Compose(ctx context.Context, id string, req ComposeRequest) (Composition, error) {
+	autonomous := req.BeginAutonomousTurn
 	c.mu.Lock()
+	n := len(c.calls)
 	c.calls = append(c.calls, autonomous)
-	c.tools = append(c.tools, tools)
+	c.tools = append(c.tools, req.Tools)
+	c.appends = append(c.appends, req.Append)
+	before, after := c.before, c.after
+	if c.noRelay {
+		req.Append, req.SpendAt = nil, time.Time{}
+	}
 	c.mu.Unlock()
-	m, err := c.store.GetMysis(ctx, id)
+	if before != nil {
+		if err := before(n); err != nil {
+			return Composition{}, err
+		}
+	}
+	// As the memory service does: the relayed rows first, then the window and the mysis record.
+	var appended []Memory
+	if len(req.Append) > 0 {
+		var err error
+		if appended, err = c.store.Append(ctx, id, req.Append); err != nil {
+			return Composition{}, err
+		}
+	}
+	if after != nil {
+		if err := after(n); err != nil {
+			return Composition{}, err
+		}
+	}
+	m, err := c.store.lookup(ctx, id)
 	if err != nil {
 		return Composition{}, err
 	}
@@ -353,7 +395,10 @@ func (c *fakeComposer) Compose(ctx context.Context, id string, autonomous bool, 
 		}
 		msgs = append(msgs, chat.Message{Role: mem.Role, Content: mem.Content, ToolCalls: mem.ToolCalls, ToolCallID: mem.ToolCallID, Name: mem.ToolName})
 	}
-	comp := Composition{Messages: msgs, MaxSeq: maxSeq, Action: ActionNone, NextCount: m.EncouragementCount}
+	comp := Composition{Messages: msgs, MaxSeq: maxSeq, Action: ActionNone, NextCount: m.EncouragementCount, Mysis: &m, Appended: appended}
+	if !req.SpendAt.IsZero() {
+		comp.Spend = &SpendCounts{At: req.SpendAt}
+	}
 	if autonomous {
 		if m.EncouragementCount >= 3 {
 			comp.Action = ActionIdle

@@ -155,6 +155,22 @@ const (
 	ActionIdle
 )
 
+// ComposeRequest is one compose call.
+type ComposeRequest struct {
+	// BeginAutonomousTurn says the runner is beginning an autonomous turn (no new commander message): the composer
+	// decides the nudge.
+	BeginAutonomousTurn bool
+	// Tools are the tools the request will be sent with: the composer counts them into the token budget.
+	Tools []llm.Tool
+	// Append are memories stored in the compose round trip before the window is read, with Store.Append's
+	// semantics (idempotency keys: a compose retried after a lost response writes nothing twice). The actor sends
+	// the last tool result of an iteration here, never an earlier one (see execCalls).
+	Append []NewMemory
+	// SpendAt, when not zero, asks for the spend counts of the windows containing it (Composition.Spend), read in
+	// the same round trip.
+	SpendAt time.Time
+}
+
 // Composition is one composed LLM request.
 type Composition struct {
 	Messages  []chat.Message
@@ -166,12 +182,19 @@ type Composition struct {
 	MaxSeq int64
 	// Tokens is the composer's count of the whole request (tools included) and Budget the budget it was held to.
 	Tokens, Budget int
+	// Mysis is the mysis record read with the window (state, configuration, counters); nil when the composer
+	// returned none.
+	Mysis *Mysis
+	// Appended are ComposeRequest.Append as stored, in order.
+	Appended []Memory
+	// Spend are the spend counts read with the window for ComposeRequest.SpendAt; nil when none were asked for
+	// or returned (the spend check then reads them itself).
+	Spend *SpendCounts
 }
 
-// Composer composes the next request for a mysis. tools are the tools the request will be sent with: the
-// composer counts them into the token budget.
+// Composer composes the next request for a mysis in one memory round trip (see ComposeRequest).
 type Composer interface {
-	Compose(ctx context.Context, mysisID string, beginAutonomousTurn bool, tools []llm.Tool) (Composition, error)
+	Compose(ctx context.Context, mysisID string, req ComposeRequest) (Composition, error)
 }
 
 // ToolResult is what a tool returned, as the text the LLM will read.

@@ -96,35 +96,57 @@ func (a *Actor) ensureTools(ctx context.Context, m Mysis) error {
 
 // runTurn runs one turn: compose → LLM → tools → compose … until the model answers without tool calls or the
 // iteration limit is reached. It returns errInterrupted when the stored state changed under it.
-func (a *Actor) runTurn(ctx context.Context, m Mysis) error {
+//
+// Memory round trips per iteration (issue 16): the compose call is the iteration's one read — the window, the mysis
+// record (which replaces m from then on) and the spend counts — and it carries the previous iteration's last tool
+// result; the assistant reply is the one write. assumed says m was not read at the turn start but carried over
+// from the previous turn's last composition (see Run): the first composition then checks that nothing was stored
+// since this actor's own final answer, and hands the turn back to Run for a fresh read otherwise.
+func (a *Actor) runTurn(ctx context.Context, m Mysis, assumed bool) error {
 	a.takeWakes() // wakes from now on cut the pause after this turn short
 	if err := a.ensureTools(ctx, m); err != nil {
 		return err
-	}
-	prov, err := a.deps.Providers.Provider(m.Provider)
-	if err != nil {
-		return fmt.Errorf("provider %q: %w", m.Provider, err)
 	}
 	rp, err := a.resumePoint(ctx, m)
 	if err != nil {
 		return err
 	}
 	lastSeq := rp.lastSeq
+	// held is the last tool result of the previous iteration: it is stored by the next compose call.
+	var held []NewMemory
 	if len(rp.unanswered) > 0 {
 		// A tool loop was cut mid-call (crash, lease lost, a failed call): finish it before asking the model again.
 		// Reads are run again; a call that may have changed the game is answered with InterruptedResult instead.
-		seq, err := a.execCalls(ctx, rp.assistantSeq, rp.unanswered, true, storedProblems(rp.calls, a.cfg.MaxCallsPerReply))
+		seq, h, err := a.execCalls(ctx, rp.assistantSeq, rp.unanswered, true, storedProblems(rp.calls, a.cfg.MaxCallsPerReply))
 		if err != nil {
 			return err
 		}
-		lastSeq = max(lastSeq, seq)
+		lastSeq, held = max(lastSeq, seq), h
 	}
 	autonomous := !rp.pending
 
 	for it := range a.cfg.MaxToolIterations {
-		comp, err := a.deps.Composer.Compose(ctx, a.id, autonomous && it == 0, a.toolList)
+		comp, err := a.compose(ctx, autonomous && it == 0, held)
+		held = nil
 		if err != nil {
-			return fmt.Errorf("compose: %w", err)
+			return err
+		}
+		for _, ap := range comp.Appended {
+			lastSeq = max(lastSeq, ap.Seq)
+		}
+		if fresh := comp.Mysis; fresh != nil {
+			if fresh.State != StateRunning {
+				return errInterrupted // stopped, paused by a limit, …: the loop re-reads the state
+			}
+			if assumed && it == 0 && fresh.LastSeq != a.lastFinal {
+				return errReread // something was stored since our own final answer: start the turn from a fresh read
+			}
+			m = *fresh
+		}
+		fromCompose := comp.Mysis != nil
+		prov, err := a.deps.Providers.Provider(m.Provider)
+		if err != nil {
+			return fmt.Errorf("provider %q: %w", m.Provider, err)
 		}
 		seq := max(comp.MaxSeq, lastSeq)
 		if it == 0 {
@@ -139,7 +161,7 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis) error {
 			return fmt.Errorf("composed request rejected: %w", err)
 		}
 		a.metrics.Composed(ctx, m, comp.Tokens, comp.Budget)
-		if err := a.checkSpend(ctx, m, comp.Tokens); err != nil {
+		if err := a.checkSpend(ctx, m, comp.Tokens, comp.Spend); err != nil {
 			return err
 		}
 		// Windows count by the injected clock; latency is wall time.
@@ -187,6 +209,10 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis) error {
 		lastSeq = asst.Seq
 		if len(asst.ToolCalls) == 0 {
 			a.lastFinal = asst.Seq
+			if fromCompose {
+				next := m
+				a.next = &next
+			}
 		}
 		a.setStatus(func(s *Status) {
 			s.LastAction, s.LastActionAt = "llm "+label(asst), time.Now()
@@ -199,14 +225,72 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis) error {
 			a.answerNotRun(ctx, asst.Seq, asst.ToolCalls)
 			return errInterrupted
 		}
-		seq, err = a.execCalls(ctx, asst.Seq, asst.ToolCalls, false, reply.problemsByID(asst.ToolCalls, a.cfg.MaxCallsPerReply))
+		seq, held, err = a.execCalls(ctx, asst.Seq, asst.ToolCalls, false, reply.problemsByID(asst.ToolCalls, a.cfg.MaxCallsPerReply))
 		if err != nil {
 			return err
 		}
 		lastSeq = max(lastSeq, seq)
 	}
+	if len(held) > 0 {
+		// The iteration limit ended the turn after tools ran: no compose follows to carry the last result.
+		if err := a.storeHeld(ctx, held); err != nil {
+			return err
+		}
+	}
 	a.setStatus(func(s *Status) { s.Turns++; s.LastError = "" })
 	a.putStatus(ctx)
+	return nil
+}
+
+// compose asks for the next request, carrying held (the previous iteration's last tool result, stored by the
+// memory service before it reads the window) and asking for the spend counts when a spend guard is configured.
+// A compose that fails is followed by a plain append of held (same idempotency key: nothing is written twice),
+// so the result survives a composer that is down.
+func (a *Actor) compose(ctx context.Context, autonomous bool, held []NewMemory) (Composition, error) {
+	req := ComposeRequest{BeginAutonomousTurn: autonomous, Tools: a.toolList, Append: held}
+	if a.deps.Spend != nil {
+		req.SpendAt = a.clock.Now()
+	}
+	comp, err := a.deps.Composer.Compose(ctx, a.id, req)
+	if err != nil {
+		if len(held) > 0 && ctx.Err() == nil {
+			if serr := a.storeHeld(ctx, held); serr != nil {
+				a.log.Debug("could not store the held tool result after a failed compose", "err", serr)
+			}
+		}
+		if errs.Is(err, errs.NotFound) {
+			return Composition{}, errInterrupted // deleted: the loop's read ends the actor
+		}
+		return Composition{}, fmt.Errorf("compose: %w", err)
+	}
+	if len(comp.Appended) != len(held) {
+		// A composer or memory service from before the relay ignored the rows (a rolling upgrade): store them on
+		// their own and compose again, so the request answers every call.
+		if err := a.storeHeld(ctx, held); err != nil {
+			return Composition{}, err
+		}
+		req.Append = nil
+		if comp, err = a.deps.Composer.Compose(ctx, a.id, req); err != nil {
+			if errs.Is(err, errs.NotFound) {
+				return Composition{}, errInterrupted
+			}
+			return Composition{}, fmt.Errorf("compose: %w", err)
+		}
+		return comp, nil
+	}
+	for _, m := range comp.Appended {
+		a.publish(ctx, Event{Kind: EventMemoryAppended, MemoryIDs: []int64{m.ID}, Seqs: []int64{m.Seq}, Role: m.Role, Excerpt: truncate(m.Content, 200)})
+	}
+	return comp, nil
+}
+
+// storeHeld stores held tool results on their own (no compose call follows, or it failed).
+func (a *Actor) storeHeld(ctx context.Context, held []NewMemory) error {
+	for _, nm := range held {
+		if _, err := a.append(ctx, nm); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -280,7 +364,8 @@ func (a *Actor) resumePoint(ctx context.Context, m Mysis) (resumePoint, error) {
 	return findResumePoint(recent), nil
 }
 
-// execCalls runs tool calls in order and stores each result; it returns the seq of the last one stored.
+// execCalls runs tool calls in order and stores each result; it returns the seq of the last one stored and the
+// result it holds back.
 //
 // resumed says the calls were found unanswered when the turn started. Calls run one at a time and each result is
 // stored before the next call starts, so only the first of them can have been running when the previous owner died
@@ -290,8 +375,13 @@ func (a *Actor) resumePoint(ctx context.Context, m Mysis) (resumePoint, error) {
 // the ones that would change the game are answered with NotRunResult, since the model planned them on a result it
 // does not have.
 //
+// The last call's result is not stored here but returned (held): the next thing the turn does is compose, and the
+// compose call stores it in its memory round trip (issue 16). No tool call runs between, so the rule above holds:
+// a crash before the compose leaves exactly that last call unanswered, which the resume treats as above. When a
+// stop interrupts the loop, the held result is stored at once.
+//
 // problems maps a call id to the tool error that answers a call the model got wrong; such a call is never run.
-func (a *Actor) execCalls(ctx context.Context, assistantSeq int64, calls []chat.ToolCall, resumed bool, problems map[string]string) (int64, error) {
+func (a *Actor) execCalls(ctx context.Context, assistantSeq int64, calls []chat.ToolCall, resumed bool, problems map[string]string) (int64, []NewMemory, error) {
 	var last int64
 	unknown := false
 	for i, c := range calls {
@@ -308,37 +398,50 @@ func (a *Actor) execCalls(ctx context.Context, assistantSeq int64, calls []chat.
 		} else {
 			var err error
 			if res, err = a.tools.Call(ctx, c); err != nil {
-				return last, fmt.Errorf("tool %s: %w", c.Name, err)
+				return last, nil, fmt.Errorf("tool %s: %w", c.Name, err)
 			}
 		}
-		stored, err := a.storeResult(ctx, assistantSeq, c, res, time.Since(start))
-		if err != nil {
-			return last, err
+		nm := a.resultMemory(assistantSeq, c, res)
+		if i == len(calls)-1 {
+			a.noteResult(ctx, c, res, nm.Content, time.Since(start))
+			if a.interrupted(ctx) {
+				if _, err := a.append(ctx, nm); err != nil {
+					return last, nil, err
+				}
+				return last, nil, errInterrupted
+			}
+			return last, []NewMemory{nm}, nil
 		}
+		stored, err := a.append(ctx, nm)
+		if err != nil {
+			return last, nil, err
+		}
+		a.noteResult(ctx, c, res, nm.Content, time.Since(start))
 		last = stored.Seq
 		if a.interrupted(ctx) {
 			a.answerNotRun(ctx, assistantSeq, calls[i+1:])
-			return last, errInterrupted
+			return last, nil, errInterrupted
 		}
 	}
-	return last, nil
+	return last, nil, nil
 }
 
-// storeResult stores one call's result, keyed by the assistant message and the call id: whoever stores first
-// (this actor, a retry, a replica racing for the mysis) wins and the others get that row back, so a call is
+// resultMemory is one call's result as stored, keyed by the assistant message and the call id: whoever stores
+// first (this actor, a retry, a replica racing for the mysis) wins and the others get that row back, so a call is
 // answered exactly once.
-func (a *Actor) storeResult(ctx context.Context, assistantSeq int64, c chat.ToolCall, res ToolResult, took time.Duration) (Memory, error) {
+func (a *Actor) resultMemory(assistantSeq int64, c chat.ToolCall, res ToolResult) NewMemory {
 	content := res.Content
 	if content == "" {
 		content = "(empty result)"
 	}
-	stored, err := a.append(ctx, NewMemory{
+	return NewMemory{
 		Role: chat.RoleTool, Source: SourceTool, Content: content, ToolCallID: c.ID, ToolName: c.Name,
 		CallArguments: c.Arguments, IdempotencyKey: fmt.Sprintf("tool:%s:%d:%s", a.id, assistantSeq, c.ID),
-	})
-	if err != nil {
-		return Memory{}, err
 	}
+}
+
+// noteResult announces a finished call: event, metrics, live status.
+func (a *Actor) noteResult(ctx context.Context, c chat.ToolCall, res ToolResult, content string, took time.Duration) {
 	a.publish(ctx, Event{Kind: EventToolCalled, Tool: c.Name, CallID: c.ID, IsError: res.IsError, Duration: took, Excerpt: truncate(content, 200)})
 	a.metrics.ToolCalled(ctx, c.Name, res.IsError, took)
 	a.setStatus(func(s *Status) {
@@ -347,6 +450,16 @@ func (a *Actor) storeResult(ctx context.Context, assistantSeq int64, c chat.Tool
 			s.Credits = *res.Credits
 		}
 	})
+}
+
+// storeResult stores one call's result and announces it.
+func (a *Actor) storeResult(ctx context.Context, assistantSeq int64, c chat.ToolCall, res ToolResult, took time.Duration) (Memory, error) {
+	nm := a.resultMemory(assistantSeq, c, res)
+	stored, err := a.append(ctx, nm)
+	if err != nil {
+		return Memory{}, err
+	}
+	a.noteResult(ctx, c, res, nm.Content, took)
 	return stored, nil
 }
 

@@ -309,6 +309,24 @@ func (g *Guard) Check(ctx context.Context, m mysis.Mysis, promptTokens int) (*my
 	if err != nil {
 		return nil, err
 	}
+	return g.judge(m, promptTokens, now, snap), nil
+}
+
+// ErrCountsForm is returned by CheckCounted for counts that are not a Snapshot.
+var ErrCountsForm = errors.New("usage: spend counts are not a usage.Snapshot")
+
+// CheckCounted implements mysis.Spend: Check on counts read with the composition (a Snapshot counted for the
+// windows containing counts.At), judged as of counts.At.
+func (g *Guard) CheckCounted(m mysis.Mysis, promptTokens int, counts mysis.SpendCounts) (*mysis.SpendStop, error) {
+	snap, ok := counts.Data.(Snapshot)
+	if !ok {
+		return nil, ErrCountsForm
+	}
+	return g.judge(m, promptTokens, counts.At, snap), nil
+}
+
+// judge decides on a snapshot of the windows containing now.
+func (g *Guard) judge(m mysis.Mysis, promptTokens int, now time.Time, snap Snapshot) *mysis.SpendStop {
 	promptCost := g.prices.Cost(m.Provider, m.Model, llm.Usage{PromptTokens: promptTokens})
 	check := func(scope string, limits []Limit, counts map[Window]Count) *mysis.SpendStop {
 		for _, l := range limits {
@@ -328,9 +346,9 @@ func (g *Guard) Check(ctx context.Context, m mysis.Mysis, promptTokens int) (*my
 		return nil
 	}
 	if st := check("swarm", g.cfg.Swarm, snap.Swarm); st != nil {
-		return st, nil
+		return st
 	}
-	return check("mysis", Effective(g.cfg.MysisDefaults, snap.Own), snap.Mysis), nil
+	return check("mysis", Effective(g.cfg.MysisDefaults, snap.Own), snap.Mysis)
 }
 
 // Reason is the state reason of a stop: "spend limit reached: $2.00 per day, resets 00:00 UTC".

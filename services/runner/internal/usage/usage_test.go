@@ -2,6 +2,7 @@ package usage
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -105,5 +106,24 @@ func TestCheckStopsBeforeTheCallThatWouldExceed(t *testing.T) {
 	g = NewGuard(snapReader{Own: []Limit{{Hour, Tokens, 0}}, Mysis: map[Window]Count{Hour: {Tokens: 5000}}}, Config{MysisDefaults: []Limit{{Hour, Tokens, 1000}}}, NewPrices(), func() time.Time { return now })
 	if st, _ := g.Check(t.Context(), m, 10); st != nil {
 		t.Fatalf("lifted default still stops: %+v", st)
+	}
+}
+
+// CheckCounted judges counts read with the composition exactly as Check judges its own read, as of the time they
+// were counted for (the stop's window end follows it), and never calls the reader.
+func TestCheckCountedJudgesTheCompositionsCounts(t *testing.T) {
+	at := time.Date(2026, 11, 25, 9, 30, 0, 0, time.UTC)
+	m := mysis.Mysis{ID: "m", Provider: "openai", Model: "gpt-4o-mini"}
+	g := NewGuard(nil, Config{MysisDefaults: []Limit{{Hour, Tokens, 1000}}}, NewPrices(DefaultPrices()), func() time.Time { return at.Add(-24 * time.Hour) })
+	counts := mysis.SpendCounts{At: at, Data: Snapshot{Mysis: map[Window]Count{Hour: {Tokens: 900}}}}
+	if st, err := g.CheckCounted(m, 100, counts); err != nil || st != nil {
+		t.Fatalf("900+100 <= 1000 stopped: %+v %v", st, err)
+	}
+	st, err := g.CheckCounted(m, 101, counts)
+	if err != nil || st == nil || !st.Until.Equal(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)) {
+		t.Fatalf("900+101 > 1000: %+v %v, want a stop until 10:00 (the hour of the counts)", st, err)
+	}
+	if _, err := g.CheckCounted(m, 1, mysis.SpendCounts{At: at, Data: "counts"}); !errors.Is(err, ErrCountsForm) {
+		t.Fatalf("counts of another form: %v, want ErrCountsForm", err)
 	}
 }

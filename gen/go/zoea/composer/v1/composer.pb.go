@@ -13,6 +13,7 @@ import (
 	v1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -955,7 +956,14 @@ type ComposeContextRequest struct {
 	// The runner is beginning an autonomous turn (no new commander message): the composer decides the nudge.
 	BeginAutonomousTurn bool `protobuf:"varint,3,opt,name=begin_autonomous_turn,json=beginAutonomousTurn,proto3" json:"begin_autonomous_turn,omitempty"`
 	// The tools that will be sent with the request; their tokens count against the budget.
-	Tools         []*ToolDefinition `protobuf:"bytes,4,rep,name=tools,proto3" json:"tools,omitempty"`
+	Tools []*ToolDefinition `protobuf:"bytes,4,rep,name=tools,proto3" json:"tools,omitempty"`
+	// Memories the memory service stores before it reads the window, in the composer's one GetComposeWindow round
+	// trip (GetComposeWindowRequest.append: AppendMemories' semantics, idempotency keys included, so a retried
+	// ComposeContext writes nothing twice). The runner sends the last tool result of a tool-loop iteration here;
+	// the composer passes them through unread. Errors name "append[i]…".
+	Append []*v1.NewMemory `protobuf:"bytes,20,rep,name=append,proto3" json:"append,omitempty"`
+	// When set, the response carries the mysis's spend counted for this time (GetComposeWindowRequest.spend_at).
+	SpendAt       *timestamppb.Timestamp `protobuf:"bytes,21,opt,name=spend_at,json=spendAt,proto3" json:"spend_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1018,6 +1026,20 @@ func (x *ComposeContextRequest) GetTools() []*ToolDefinition {
 	return nil
 }
 
+func (x *ComposeContextRequest) GetAppend() []*v1.NewMemory {
+	if x != nil {
+		return x.Append
+	}
+	return nil
+}
+
+func (x *ComposeContextRequest) GetSpendAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SpendAt
+	}
+	return nil
+}
+
 // ComposeContextResponse is the request to send and why it looks the way it does.
 type ComposeContextResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1027,6 +1049,13 @@ type ComposeContextResponse struct {
 	Manifest *Manifest `protobuf:"bytes,2,opt,name=manifest,proto3" json:"manifest,omitempty"`
 	// Counter decision.
 	Encouragement *Encouragement `protobuf:"bytes,3,opt,name=encouragement,proto3" json:"encouragement,omitempty"`
+	// The mysis record read with the window (state, configuration, encouragement count, last seq), passed through
+	// from the memory service.
+	Mysis *v1.Mysis `protobuf:"bytes,20,opt,name=mysis,proto3" json:"mysis,omitempty"`
+	// The mysis's spend for the request's spend_at, read in the same round trip; unset when spend_at was not set.
+	Spend *v1.GetSpendResponse `protobuf:"bytes,21,opt,name=spend,proto3" json:"spend,omitempty"`
+	// The request's `append` rows as stored, in request order.
+	Appended      []*v1.Memory `protobuf:"bytes,22,rep,name=appended,proto3" json:"appended,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1082,11 +1111,32 @@ func (x *ComposeContextResponse) GetEncouragement() *Encouragement {
 	return nil
 }
 
+func (x *ComposeContextResponse) GetMysis() *v1.Mysis {
+	if x != nil {
+		return x.Mysis
+	}
+	return nil
+}
+
+func (x *ComposeContextResponse) GetSpend() *v1.GetSpendResponse {
+	if x != nil {
+		return x.Spend
+	}
+	return nil
+}
+
+func (x *ComposeContextResponse) GetAppended() []*v1.Memory {
+	if x != nil {
+		return x.Appended
+	}
+	return nil
+}
+
 var File_zoea_composer_v1_composer_proto protoreflect.FileDescriptor
 
 const file_zoea_composer_v1_composer_proto_rawDesc = "" +
 	"\n" +
-	"\x1fzoea/composer/v1/composer.proto\x12\x10zoea.composer.v1\x1a\x1bzoea/memory/v1/memory.proto\"\xc8\a\n" +
+	"\x1fzoea/composer/v1/composer.proto\x12\x10zoea.composer.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bzoea/memory/v1/memory.proto\"\xc8\a\n" +
 	"\x06Policy\x12$\n" +
 	"\vscan_window\x18\x01 \x01(\x05H\x00R\n" +
 	"scanWindow\x88\x01\x01\x12&\n" +
@@ -1172,16 +1222,21 @@ const file_zoea_composer_v1_composer_proto_rawDesc = "" +
 	"\x0eToolDefinition\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12'\n" +
-	"\x0fparameters_json\x18\x03 \x01(\tR\x0eparametersJson\"\xd0\x01\n" +
+	"\x0fparameters_json\x18\x03 \x01(\tR\x0eparametersJson\"\xba\x02\n" +
 	"\x15ComposeContextRequest\x12\x19\n" +
 	"\bmysis_id\x18\x01 \x01(\tR\amysisId\x120\n" +
 	"\x06policy\x18\x02 \x01(\v2\x18.zoea.composer.v1.PolicyR\x06policy\x122\n" +
 	"\x15begin_autonomous_turn\x18\x03 \x01(\bR\x13beginAutonomousTurn\x126\n" +
-	"\x05tools\x18\x04 \x03(\v2 .zoea.composer.v1.ToolDefinitionR\x05tools\"\xd2\x01\n" +
+	"\x05tools\x18\x04 \x03(\v2 .zoea.composer.v1.ToolDefinitionR\x05tools\x121\n" +
+	"\x06append\x18\x14 \x03(\v2\x19.zoea.memory.v1.NewMemoryR\x06append\x125\n" +
+	"\bspend_at\x18\x15 \x01(\v2\x1a.google.protobuf.TimestampR\aspendAt\"\xeb\x02\n" +
 	"\x16ComposeContextResponse\x129\n" +
 	"\bmessages\x18\x01 \x03(\v2\x1d.zoea.composer.v1.ChatMessageR\bmessages\x126\n" +
 	"\bmanifest\x18\x02 \x01(\v2\x1a.zoea.composer.v1.ManifestR\bmanifest\x12E\n" +
-	"\rencouragement\x18\x03 \x01(\v2\x1f.zoea.composer.v1.EncouragementR\rencouragement*\x91\x01\n" +
+	"\rencouragement\x18\x03 \x01(\v2\x1f.zoea.composer.v1.EncouragementR\rencouragement\x12+\n" +
+	"\x05mysis\x18\x14 \x01(\v2\x15.zoea.memory.v1.MysisR\x05mysis\x126\n" +
+	"\x05spend\x18\x15 \x01(\v2 .zoea.memory.v1.GetSpendResponseR\x05spend\x122\n" +
+	"\bappended\x18\x16 \x03(\v2\x16.zoea.memory.v1.MemoryR\bappended*\x91\x01\n" +
 	"\vDisposition\x12\x1b\n" +
 	"\x17DISPOSITION_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14DISPOSITION_INCLUDED\x10\x01\x12\x19\n" +
@@ -1226,6 +1281,11 @@ var file_zoea_composer_v1_composer_proto_goTypes = []any{
 	(*ComposeContextResponse)(nil), // 11: zoea.composer.v1.ComposeContextResponse
 	(v1.Role)(0),                   // 12: zoea.memory.v1.Role
 	(*v1.ToolCall)(nil),            // 13: zoea.memory.v1.ToolCall
+	(*v1.NewMemory)(nil),           // 14: zoea.memory.v1.NewMemory
+	(*timestamppb.Timestamp)(nil),  // 15: google.protobuf.Timestamp
+	(*v1.Mysis)(nil),               // 16: zoea.memory.v1.Mysis
+	(*v1.GetSpendResponse)(nil),    // 17: zoea.memory.v1.GetSpendResponse
+	(*v1.Memory)(nil),              // 18: zoea.memory.v1.Memory
 }
 var file_zoea_composer_v1_composer_proto_depIdxs = []int32{
 	12, // 0: zoea.composer.v1.ChatMessage.role:type_name -> zoea.memory.v1.Role
@@ -1237,16 +1297,21 @@ var file_zoea_composer_v1_composer_proto_depIdxs = []int32{
 	1,  // 6: zoea.composer.v1.Encouragement.action:type_name -> zoea.composer.v1.EncouragementAction
 	2,  // 7: zoea.composer.v1.ComposeContextRequest.policy:type_name -> zoea.composer.v1.Policy
 	9,  // 8: zoea.composer.v1.ComposeContextRequest.tools:type_name -> zoea.composer.v1.ToolDefinition
-	3,  // 9: zoea.composer.v1.ComposeContextResponse.messages:type_name -> zoea.composer.v1.ChatMessage
-	7,  // 10: zoea.composer.v1.ComposeContextResponse.manifest:type_name -> zoea.composer.v1.Manifest
-	8,  // 11: zoea.composer.v1.ComposeContextResponse.encouragement:type_name -> zoea.composer.v1.Encouragement
-	10, // 12: zoea.composer.v1.ComposerService.ComposeContext:input_type -> zoea.composer.v1.ComposeContextRequest
-	11, // 13: zoea.composer.v1.ComposerService.ComposeContext:output_type -> zoea.composer.v1.ComposeContextResponse
-	13, // [13:14] is the sub-list for method output_type
-	12, // [12:13] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	14, // 9: zoea.composer.v1.ComposeContextRequest.append:type_name -> zoea.memory.v1.NewMemory
+	15, // 10: zoea.composer.v1.ComposeContextRequest.spend_at:type_name -> google.protobuf.Timestamp
+	3,  // 11: zoea.composer.v1.ComposeContextResponse.messages:type_name -> zoea.composer.v1.ChatMessage
+	7,  // 12: zoea.composer.v1.ComposeContextResponse.manifest:type_name -> zoea.composer.v1.Manifest
+	8,  // 13: zoea.composer.v1.ComposeContextResponse.encouragement:type_name -> zoea.composer.v1.Encouragement
+	16, // 14: zoea.composer.v1.ComposeContextResponse.mysis:type_name -> zoea.memory.v1.Mysis
+	17, // 15: zoea.composer.v1.ComposeContextResponse.spend:type_name -> zoea.memory.v1.GetSpendResponse
+	18, // 16: zoea.composer.v1.ComposeContextResponse.appended:type_name -> zoea.memory.v1.Memory
+	10, // 17: zoea.composer.v1.ComposerService.ComposeContext:input_type -> zoea.composer.v1.ComposeContextRequest
+	11, // 18: zoea.composer.v1.ComposerService.ComposeContext:output_type -> zoea.composer.v1.ComposeContextResponse
+	18, // [18:19] is the sub-list for method output_type
+	17, // [17:18] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_zoea_composer_v1_composer_proto_init() }

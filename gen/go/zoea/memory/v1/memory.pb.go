@@ -2634,6 +2634,17 @@ type GetComposeWindowRequest struct {
 	// boundary), so it stays put between the composer's compactions. 0 means none. Carried rows are always the state
 	// as of the recent part's start: the newest result of each distinct call among the memories before it.
 	RecentFromSeq int64 `protobuf:"varint,10,opt,name=recent_from_seq,json=recentFromSeq,proto3" json:"recent_from_seq,omitempty"`
+	// Memories to store before the window is read, in the same call: the runner's last tool result of a tool-loop
+	// iteration rides here instead of costing an AppendMemories round trip of its own. They are stored exactly as
+	// AppendMemories stores them (one transaction, gapless seq, server-assigned turns, idempotency keys: a retried
+	// call returns the rows stored the first time and writes nothing twice; at most 1000) and validated the same way,
+	// errors naming "append[i]…"; unconditionally (no if_no_prompt_after_seq, no state change). When the append
+	// fails nothing is read and the call fails as AppendMemories would; the window then always includes them.
+	Append []*NewMemory `protobuf:"bytes,11,rep,name=append,proto3" json:"append,omitempty"`
+	// When set, the response carries the mysis's spend (GetSpend's answer for this time: its own limits and the
+	// mysis's and the swarm's counts in the windows containing it), read in the same call after the window, so the
+	// spend check before the LLM call needs no GetSpend of its own.
+	SpendAt       *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=spend_at,json=spendAt,proto3" json:"spend_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2738,6 +2749,20 @@ func (x *GetComposeWindowRequest) GetRecentFromSeq() int64 {
 	return 0
 }
 
+func (x *GetComposeWindowRequest) GetAppend() []*NewMemory {
+	if x != nil {
+		return x.Append
+	}
+	return nil
+}
+
+func (x *GetComposeWindowRequest) GetSpendAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SpendAt
+	}
+	return nil
+}
+
 // Mission is the order a mysis is currently working on.
 type Mission struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2812,6 +2837,11 @@ type GetComposeWindowResponse struct {
 	ObjectiveSeq int64 `protobuf:"varint,5,opt,name=objective_seq,json=objectiveSeq,proto3" json:"objective_seq,omitempty"`
 	// True when the current turn is longer than max_turn_rows and its oldest rows were left out.
 	TurnTruncated bool `protobuf:"varint,6,opt,name=turn_truncated,json=turnTruncated,proto3" json:"turn_truncated,omitempty"`
+	// The mysis's spend as GetSpend returns it for the request's spend_at; unset when spend_at was not set.
+	Spend *GetSpendResponse `protobuf:"bytes,7,opt,name=spend,proto3" json:"spend,omitempty"`
+	// The rows of the request's `append`, as stored (for retried keys, the rows stored the first time), in request
+	// order.
+	Appended      []*Memory `protobuf:"bytes,8,rep,name=appended,proto3" json:"appended,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2886,6 +2916,20 @@ func (x *GetComposeWindowResponse) GetTurnTruncated() bool {
 		return x.TurnTruncated
 	}
 	return false
+}
+
+func (x *GetComposeWindowResponse) GetSpend() *GetSpendResponse {
+	if x != nil {
+		return x.Spend
+	}
+	return nil
+}
+
+func (x *GetComposeWindowResponse) GetAppended() []*Memory {
+	if x != nil {
+		return x.Appended
+	}
+	return nil
 }
 
 // RecordBroadcastRequest records and delivers a broadcast.
@@ -5031,7 +5075,7 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\bmysis_id\x18\x01 \x01(\tR\amysisId\x12\x1b\n" +
 	"\tmemory_id\x18\x02 \x01(\x03R\bmemoryId\"C\n" +
 	"\x11GetMemoryResponse\x12.\n" +
-	"\x06memory\x18\x01 \x01(\v2\x16.zoea.memory.v1.MemoryR\x06memory\"\x86\x03\n" +
+	"\x06memory\x18\x01 \x01(\v2\x16.zoea.memory.v1.MemoryR\x06memory\"\xf0\x03\n" +
 	"\x17GetComposeWindowRequest\x12\x19\n" +
 	"\bmysis_id\x18\x01 \x01(\tR\amysisId\x12\x16\n" +
 	"\x06window\x18\x02 \x01(\x05R\x06window\x126\n" +
@@ -5045,17 +5089,21 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\rmax_turn_rows\x18\b \x01(\x05R\vmaxTurnRows\x12(\n" +
 	"\x10max_result_bytes\x18\t \x01(\x05R\x0emaxResultBytes\x12&\n" +
 	"\x0frecent_from_seq\x18\n" +
-	" \x01(\x03R\rrecentFromSeq\"b\n" +
+	" \x01(\x03R\rrecentFromSeq\x121\n" +
+	"\x06append\x18\v \x03(\v2\x19.zoea.memory.v1.NewMemoryR\x06append\x125\n" +
+	"\bspend_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\aspendAt\"b\n" +
 	"\aMission\x12.\n" +
 	"\x06memory\x18\x01 \x01(\v2\x16.zoea.memory.v1.MemoryR\x06memory\x12'\n" +
-	"\x0fglobal_fallback\x18\x02 \x01(\bR\x0eglobalFallback\"\xa4\x02\n" +
+	"\x0fglobal_fallback\x18\x02 \x01(\bR\x0eglobalFallback\"\x90\x03\n" +
 	"\x18GetComposeWindowResponse\x12+\n" +
 	"\x05mysis\x18\x01 \x01(\v2\x15.zoea.memory.v1.MysisR\x05mysis\x122\n" +
 	"\bmemories\x18\x02 \x03(\v2\x16.zoea.memory.v1.MemoryR\bmemories\x121\n" +
 	"\amission\x18\x03 \x01(\v2\x17.zoea.memory.v1.MissionR\amission\x12(\n" +
 	"\x10recent_start_seq\x18\x04 \x01(\x03R\x0erecentStartSeq\x12#\n" +
 	"\robjective_seq\x18\x05 \x01(\x03R\fobjectiveSeq\x12%\n" +
-	"\x0eturn_truncated\x18\x06 \x01(\bR\rturnTruncated\"\x9c\x01\n" +
+	"\x0eturn_truncated\x18\x06 \x01(\bR\rturnTruncated\x126\n" +
+	"\x05spend\x18\a \x01(\v2 .zoea.memory.v1.GetSpendResponseR\x05spend\x122\n" +
+	"\bappended\x18\b \x03(\v2\x16.zoea.memory.v1.MemoryR\bappended\"\x9c\x01\n" +
 	"\x16RecordBroadcastRequest\x12!\n" +
 	"\fbroadcast_id\x18\x01 \x01(\tR\vbroadcastId\x12\x1b\n" +
 	"\tsender_id\x18\x02 \x01(\tR\bsenderId\x12\x18\n" +
@@ -5373,95 +5421,99 @@ var file_zoea_memory_v1_memory_proto_depIdxs = []int32{
 	9,  // 29: zoea.memory.v1.ListRecentMemoriesResponse.memories:type_name -> zoea.memory.v1.Memory
 	9,  // 30: zoea.memory.v1.ListMemoriesRangeResponse.memories:type_name -> zoea.memory.v1.Memory
 	9,  // 31: zoea.memory.v1.GetMemoryResponse.memory:type_name -> zoea.memory.v1.Memory
-	9,  // 32: zoea.memory.v1.Mission.memory:type_name -> zoea.memory.v1.Memory
-	7,  // 33: zoea.memory.v1.GetComposeWindowResponse.mysis:type_name -> zoea.memory.v1.Mysis
-	9,  // 34: zoea.memory.v1.GetComposeWindowResponse.memories:type_name -> zoea.memory.v1.Memory
-	38, // 35: zoea.memory.v1.GetComposeWindowResponse.mission:type_name -> zoea.memory.v1.Mission
-	12, // 36: zoea.memory.v1.RecordBroadcastResponse.broadcast:type_name -> zoea.memory.v1.Broadcast
-	9,  // 37: zoea.memory.v1.DeliverBroadcastResponse.memories:type_name -> zoea.memory.v1.Memory
-	3,  // 38: zoea.memory.v1.SearchMessagesRequest.order:type_name -> zoea.memory.v1.SearchOrder
-	9,  // 39: zoea.memory.v1.MemoryHit.memory:type_name -> zoea.memory.v1.Memory
-	45, // 40: zoea.memory.v1.SearchMessagesResponse.hits:type_name -> zoea.memory.v1.MemoryHit
-	45, // 41: zoea.memory.v1.SearchReasoningResponse.hits:type_name -> zoea.memory.v1.MemoryHit
-	12, // 42: zoea.memory.v1.BroadcastHit.broadcast:type_name -> zoea.memory.v1.Broadcast
-	50, // 43: zoea.memory.v1.SearchBroadcastsResponse.hits:type_name -> zoea.memory.v1.BroadcastHit
-	13, // 44: zoea.memory.v1.CreateAccountResponse.account:type_name -> zoea.memory.v1.Account
-	13, // 45: zoea.memory.v1.ClaimAccountResponse.account:type_name -> zoea.memory.v1.Account
-	13, // 46: zoea.memory.v1.GetAccountForMysisResponse.account:type_name -> zoea.memory.v1.Account
-	11, // 47: zoea.memory.v1.RecordLlmCallsRequest.calls:type_name -> zoea.memory.v1.LlmCall
-	72, // 48: zoea.memory.v1.UsageTotals.first_call_at:type_name -> google.protobuf.Timestamp
-	72, // 49: zoea.memory.v1.UsageTotals.last_call_at:type_name -> google.protobuf.Timestamp
-	62, // 50: zoea.memory.v1.UsageRow.totals:type_name -> zoea.memory.v1.UsageTotals
-	72, // 51: zoea.memory.v1.GetUsageRequest.from:type_name -> google.protobuf.Timestamp
-	72, // 52: zoea.memory.v1.GetUsageRequest.to:type_name -> google.protobuf.Timestamp
-	4,  // 53: zoea.memory.v1.GetUsageRequest.group_by:type_name -> zoea.memory.v1.UsageGroup
-	62, // 54: zoea.memory.v1.GetUsageResponse.total:type_name -> zoea.memory.v1.UsageTotals
-	63, // 55: zoea.memory.v1.GetUsageResponse.rows:type_name -> zoea.memory.v1.UsageRow
-	5,  // 56: zoea.memory.v1.SpendLimit.window:type_name -> zoea.memory.v1.SpendWindow
-	6,  // 57: zoea.memory.v1.SpendLimit.unit:type_name -> zoea.memory.v1.SpendUnit
-	5,  // 58: zoea.memory.v1.SpendCount.window:type_name -> zoea.memory.v1.SpendWindow
-	72, // 59: zoea.memory.v1.SpendCount.start:type_name -> google.protobuf.Timestamp
-	72, // 60: zoea.memory.v1.GetSpendRequest.at:type_name -> google.protobuf.Timestamp
-	66, // 61: zoea.memory.v1.GetSpendResponse.limits:type_name -> zoea.memory.v1.SpendLimit
-	67, // 62: zoea.memory.v1.GetSpendResponse.mysis:type_name -> zoea.memory.v1.SpendCount
-	67, // 63: zoea.memory.v1.GetSpendResponse.swarm:type_name -> zoea.memory.v1.SpendCount
-	66, // 64: zoea.memory.v1.SetSpendLimitsRequest.limits:type_name -> zoea.memory.v1.SpendLimit
-	66, // 65: zoea.memory.v1.SetSpendLimitsResponse.limits:type_name -> zoea.memory.v1.SpendLimit
-	14, // 66: zoea.memory.v1.MemoryService.CreateMysis:input_type -> zoea.memory.v1.CreateMysisRequest
-	16, // 67: zoea.memory.v1.MemoryService.GetMysis:input_type -> zoea.memory.v1.GetMysisRequest
-	18, // 68: zoea.memory.v1.MemoryService.GetMysisByName:input_type -> zoea.memory.v1.GetMysisByNameRequest
-	20, // 69: zoea.memory.v1.MemoryService.ListMyses:input_type -> zoea.memory.v1.ListMysesRequest
-	22, // 70: zoea.memory.v1.MemoryService.UpdateMysisConfig:input_type -> zoea.memory.v1.UpdateMysisConfigRequest
-	24, // 71: zoea.memory.v1.MemoryService.SetMysisState:input_type -> zoea.memory.v1.SetMysisStateRequest
-	26, // 72: zoea.memory.v1.MemoryService.DeleteMysis:input_type -> zoea.memory.v1.DeleteMysisRequest
-	28, // 73: zoea.memory.v1.MemoryService.AppendMemories:input_type -> zoea.memory.v1.AppendMemoriesRequest
-	31, // 74: zoea.memory.v1.MemoryService.ListRecentMemories:input_type -> zoea.memory.v1.ListRecentMemoriesRequest
-	33, // 75: zoea.memory.v1.MemoryService.ListMemoriesRange:input_type -> zoea.memory.v1.ListMemoriesRangeRequest
-	35, // 76: zoea.memory.v1.MemoryService.GetMemory:input_type -> zoea.memory.v1.GetMemoryRequest
-	37, // 77: zoea.memory.v1.MemoryService.GetComposeWindow:input_type -> zoea.memory.v1.GetComposeWindowRequest
-	40, // 78: zoea.memory.v1.MemoryService.RecordBroadcast:input_type -> zoea.memory.v1.RecordBroadcastRequest
-	42, // 79: zoea.memory.v1.MemoryService.DeliverBroadcast:input_type -> zoea.memory.v1.DeliverBroadcastRequest
-	44, // 80: zoea.memory.v1.MemoryService.SearchMessages:input_type -> zoea.memory.v1.SearchMessagesRequest
-	47, // 81: zoea.memory.v1.MemoryService.SearchReasoning:input_type -> zoea.memory.v1.SearchReasoningRequest
-	49, // 82: zoea.memory.v1.MemoryService.SearchBroadcasts:input_type -> zoea.memory.v1.SearchBroadcastsRequest
-	52, // 83: zoea.memory.v1.MemoryService.CreateAccount:input_type -> zoea.memory.v1.CreateAccountRequest
-	54, // 84: zoea.memory.v1.MemoryService.ClaimAccount:input_type -> zoea.memory.v1.ClaimAccountRequest
-	56, // 85: zoea.memory.v1.MemoryService.GetAccountForMysis:input_type -> zoea.memory.v1.GetAccountForMysisRequest
-	58, // 86: zoea.memory.v1.MemoryService.ReleaseAccount:input_type -> zoea.memory.v1.ReleaseAccountRequest
-	60, // 87: zoea.memory.v1.MemoryService.RecordLlmCalls:input_type -> zoea.memory.v1.RecordLlmCallsRequest
-	64, // 88: zoea.memory.v1.MemoryService.GetUsage:input_type -> zoea.memory.v1.GetUsageRequest
-	68, // 89: zoea.memory.v1.MemoryService.GetSpend:input_type -> zoea.memory.v1.GetSpendRequest
-	70, // 90: zoea.memory.v1.MemoryService.SetSpendLimits:input_type -> zoea.memory.v1.SetSpendLimitsRequest
-	15, // 91: zoea.memory.v1.MemoryService.CreateMysis:output_type -> zoea.memory.v1.CreateMysisResponse
-	17, // 92: zoea.memory.v1.MemoryService.GetMysis:output_type -> zoea.memory.v1.GetMysisResponse
-	19, // 93: zoea.memory.v1.MemoryService.GetMysisByName:output_type -> zoea.memory.v1.GetMysisByNameResponse
-	21, // 94: zoea.memory.v1.MemoryService.ListMyses:output_type -> zoea.memory.v1.ListMysesResponse
-	23, // 95: zoea.memory.v1.MemoryService.UpdateMysisConfig:output_type -> zoea.memory.v1.UpdateMysisConfigResponse
-	25, // 96: zoea.memory.v1.MemoryService.SetMysisState:output_type -> zoea.memory.v1.SetMysisStateResponse
-	27, // 97: zoea.memory.v1.MemoryService.DeleteMysis:output_type -> zoea.memory.v1.DeleteMysisResponse
-	30, // 98: zoea.memory.v1.MemoryService.AppendMemories:output_type -> zoea.memory.v1.AppendMemoriesResponse
-	32, // 99: zoea.memory.v1.MemoryService.ListRecentMemories:output_type -> zoea.memory.v1.ListRecentMemoriesResponse
-	34, // 100: zoea.memory.v1.MemoryService.ListMemoriesRange:output_type -> zoea.memory.v1.ListMemoriesRangeResponse
-	36, // 101: zoea.memory.v1.MemoryService.GetMemory:output_type -> zoea.memory.v1.GetMemoryResponse
-	39, // 102: zoea.memory.v1.MemoryService.GetComposeWindow:output_type -> zoea.memory.v1.GetComposeWindowResponse
-	41, // 103: zoea.memory.v1.MemoryService.RecordBroadcast:output_type -> zoea.memory.v1.RecordBroadcastResponse
-	43, // 104: zoea.memory.v1.MemoryService.DeliverBroadcast:output_type -> zoea.memory.v1.DeliverBroadcastResponse
-	46, // 105: zoea.memory.v1.MemoryService.SearchMessages:output_type -> zoea.memory.v1.SearchMessagesResponse
-	48, // 106: zoea.memory.v1.MemoryService.SearchReasoning:output_type -> zoea.memory.v1.SearchReasoningResponse
-	51, // 107: zoea.memory.v1.MemoryService.SearchBroadcasts:output_type -> zoea.memory.v1.SearchBroadcastsResponse
-	53, // 108: zoea.memory.v1.MemoryService.CreateAccount:output_type -> zoea.memory.v1.CreateAccountResponse
-	55, // 109: zoea.memory.v1.MemoryService.ClaimAccount:output_type -> zoea.memory.v1.ClaimAccountResponse
-	57, // 110: zoea.memory.v1.MemoryService.GetAccountForMysis:output_type -> zoea.memory.v1.GetAccountForMysisResponse
-	59, // 111: zoea.memory.v1.MemoryService.ReleaseAccount:output_type -> zoea.memory.v1.ReleaseAccountResponse
-	61, // 112: zoea.memory.v1.MemoryService.RecordLlmCalls:output_type -> zoea.memory.v1.RecordLlmCallsResponse
-	65, // 113: zoea.memory.v1.MemoryService.GetUsage:output_type -> zoea.memory.v1.GetUsageResponse
-	69, // 114: zoea.memory.v1.MemoryService.GetSpend:output_type -> zoea.memory.v1.GetSpendResponse
-	71, // 115: zoea.memory.v1.MemoryService.SetSpendLimits:output_type -> zoea.memory.v1.SetSpendLimitsResponse
-	91, // [91:116] is the sub-list for method output_type
-	66, // [66:91] is the sub-list for method input_type
-	66, // [66:66] is the sub-list for extension type_name
-	66, // [66:66] is the sub-list for extension extendee
-	0,  // [0:66] is the sub-list for field type_name
+	10, // 32: zoea.memory.v1.GetComposeWindowRequest.append:type_name -> zoea.memory.v1.NewMemory
+	72, // 33: zoea.memory.v1.GetComposeWindowRequest.spend_at:type_name -> google.protobuf.Timestamp
+	9,  // 34: zoea.memory.v1.Mission.memory:type_name -> zoea.memory.v1.Memory
+	7,  // 35: zoea.memory.v1.GetComposeWindowResponse.mysis:type_name -> zoea.memory.v1.Mysis
+	9,  // 36: zoea.memory.v1.GetComposeWindowResponse.memories:type_name -> zoea.memory.v1.Memory
+	38, // 37: zoea.memory.v1.GetComposeWindowResponse.mission:type_name -> zoea.memory.v1.Mission
+	69, // 38: zoea.memory.v1.GetComposeWindowResponse.spend:type_name -> zoea.memory.v1.GetSpendResponse
+	9,  // 39: zoea.memory.v1.GetComposeWindowResponse.appended:type_name -> zoea.memory.v1.Memory
+	12, // 40: zoea.memory.v1.RecordBroadcastResponse.broadcast:type_name -> zoea.memory.v1.Broadcast
+	9,  // 41: zoea.memory.v1.DeliverBroadcastResponse.memories:type_name -> zoea.memory.v1.Memory
+	3,  // 42: zoea.memory.v1.SearchMessagesRequest.order:type_name -> zoea.memory.v1.SearchOrder
+	9,  // 43: zoea.memory.v1.MemoryHit.memory:type_name -> zoea.memory.v1.Memory
+	45, // 44: zoea.memory.v1.SearchMessagesResponse.hits:type_name -> zoea.memory.v1.MemoryHit
+	45, // 45: zoea.memory.v1.SearchReasoningResponse.hits:type_name -> zoea.memory.v1.MemoryHit
+	12, // 46: zoea.memory.v1.BroadcastHit.broadcast:type_name -> zoea.memory.v1.Broadcast
+	50, // 47: zoea.memory.v1.SearchBroadcastsResponse.hits:type_name -> zoea.memory.v1.BroadcastHit
+	13, // 48: zoea.memory.v1.CreateAccountResponse.account:type_name -> zoea.memory.v1.Account
+	13, // 49: zoea.memory.v1.ClaimAccountResponse.account:type_name -> zoea.memory.v1.Account
+	13, // 50: zoea.memory.v1.GetAccountForMysisResponse.account:type_name -> zoea.memory.v1.Account
+	11, // 51: zoea.memory.v1.RecordLlmCallsRequest.calls:type_name -> zoea.memory.v1.LlmCall
+	72, // 52: zoea.memory.v1.UsageTotals.first_call_at:type_name -> google.protobuf.Timestamp
+	72, // 53: zoea.memory.v1.UsageTotals.last_call_at:type_name -> google.protobuf.Timestamp
+	62, // 54: zoea.memory.v1.UsageRow.totals:type_name -> zoea.memory.v1.UsageTotals
+	72, // 55: zoea.memory.v1.GetUsageRequest.from:type_name -> google.protobuf.Timestamp
+	72, // 56: zoea.memory.v1.GetUsageRequest.to:type_name -> google.protobuf.Timestamp
+	4,  // 57: zoea.memory.v1.GetUsageRequest.group_by:type_name -> zoea.memory.v1.UsageGroup
+	62, // 58: zoea.memory.v1.GetUsageResponse.total:type_name -> zoea.memory.v1.UsageTotals
+	63, // 59: zoea.memory.v1.GetUsageResponse.rows:type_name -> zoea.memory.v1.UsageRow
+	5,  // 60: zoea.memory.v1.SpendLimit.window:type_name -> zoea.memory.v1.SpendWindow
+	6,  // 61: zoea.memory.v1.SpendLimit.unit:type_name -> zoea.memory.v1.SpendUnit
+	5,  // 62: zoea.memory.v1.SpendCount.window:type_name -> zoea.memory.v1.SpendWindow
+	72, // 63: zoea.memory.v1.SpendCount.start:type_name -> google.protobuf.Timestamp
+	72, // 64: zoea.memory.v1.GetSpendRequest.at:type_name -> google.protobuf.Timestamp
+	66, // 65: zoea.memory.v1.GetSpendResponse.limits:type_name -> zoea.memory.v1.SpendLimit
+	67, // 66: zoea.memory.v1.GetSpendResponse.mysis:type_name -> zoea.memory.v1.SpendCount
+	67, // 67: zoea.memory.v1.GetSpendResponse.swarm:type_name -> zoea.memory.v1.SpendCount
+	66, // 68: zoea.memory.v1.SetSpendLimitsRequest.limits:type_name -> zoea.memory.v1.SpendLimit
+	66, // 69: zoea.memory.v1.SetSpendLimitsResponse.limits:type_name -> zoea.memory.v1.SpendLimit
+	14, // 70: zoea.memory.v1.MemoryService.CreateMysis:input_type -> zoea.memory.v1.CreateMysisRequest
+	16, // 71: zoea.memory.v1.MemoryService.GetMysis:input_type -> zoea.memory.v1.GetMysisRequest
+	18, // 72: zoea.memory.v1.MemoryService.GetMysisByName:input_type -> zoea.memory.v1.GetMysisByNameRequest
+	20, // 73: zoea.memory.v1.MemoryService.ListMyses:input_type -> zoea.memory.v1.ListMysesRequest
+	22, // 74: zoea.memory.v1.MemoryService.UpdateMysisConfig:input_type -> zoea.memory.v1.UpdateMysisConfigRequest
+	24, // 75: zoea.memory.v1.MemoryService.SetMysisState:input_type -> zoea.memory.v1.SetMysisStateRequest
+	26, // 76: zoea.memory.v1.MemoryService.DeleteMysis:input_type -> zoea.memory.v1.DeleteMysisRequest
+	28, // 77: zoea.memory.v1.MemoryService.AppendMemories:input_type -> zoea.memory.v1.AppendMemoriesRequest
+	31, // 78: zoea.memory.v1.MemoryService.ListRecentMemories:input_type -> zoea.memory.v1.ListRecentMemoriesRequest
+	33, // 79: zoea.memory.v1.MemoryService.ListMemoriesRange:input_type -> zoea.memory.v1.ListMemoriesRangeRequest
+	35, // 80: zoea.memory.v1.MemoryService.GetMemory:input_type -> zoea.memory.v1.GetMemoryRequest
+	37, // 81: zoea.memory.v1.MemoryService.GetComposeWindow:input_type -> zoea.memory.v1.GetComposeWindowRequest
+	40, // 82: zoea.memory.v1.MemoryService.RecordBroadcast:input_type -> zoea.memory.v1.RecordBroadcastRequest
+	42, // 83: zoea.memory.v1.MemoryService.DeliverBroadcast:input_type -> zoea.memory.v1.DeliverBroadcastRequest
+	44, // 84: zoea.memory.v1.MemoryService.SearchMessages:input_type -> zoea.memory.v1.SearchMessagesRequest
+	47, // 85: zoea.memory.v1.MemoryService.SearchReasoning:input_type -> zoea.memory.v1.SearchReasoningRequest
+	49, // 86: zoea.memory.v1.MemoryService.SearchBroadcasts:input_type -> zoea.memory.v1.SearchBroadcastsRequest
+	52, // 87: zoea.memory.v1.MemoryService.CreateAccount:input_type -> zoea.memory.v1.CreateAccountRequest
+	54, // 88: zoea.memory.v1.MemoryService.ClaimAccount:input_type -> zoea.memory.v1.ClaimAccountRequest
+	56, // 89: zoea.memory.v1.MemoryService.GetAccountForMysis:input_type -> zoea.memory.v1.GetAccountForMysisRequest
+	58, // 90: zoea.memory.v1.MemoryService.ReleaseAccount:input_type -> zoea.memory.v1.ReleaseAccountRequest
+	60, // 91: zoea.memory.v1.MemoryService.RecordLlmCalls:input_type -> zoea.memory.v1.RecordLlmCallsRequest
+	64, // 92: zoea.memory.v1.MemoryService.GetUsage:input_type -> zoea.memory.v1.GetUsageRequest
+	68, // 93: zoea.memory.v1.MemoryService.GetSpend:input_type -> zoea.memory.v1.GetSpendRequest
+	70, // 94: zoea.memory.v1.MemoryService.SetSpendLimits:input_type -> zoea.memory.v1.SetSpendLimitsRequest
+	15, // 95: zoea.memory.v1.MemoryService.CreateMysis:output_type -> zoea.memory.v1.CreateMysisResponse
+	17, // 96: zoea.memory.v1.MemoryService.GetMysis:output_type -> zoea.memory.v1.GetMysisResponse
+	19, // 97: zoea.memory.v1.MemoryService.GetMysisByName:output_type -> zoea.memory.v1.GetMysisByNameResponse
+	21, // 98: zoea.memory.v1.MemoryService.ListMyses:output_type -> zoea.memory.v1.ListMysesResponse
+	23, // 99: zoea.memory.v1.MemoryService.UpdateMysisConfig:output_type -> zoea.memory.v1.UpdateMysisConfigResponse
+	25, // 100: zoea.memory.v1.MemoryService.SetMysisState:output_type -> zoea.memory.v1.SetMysisStateResponse
+	27, // 101: zoea.memory.v1.MemoryService.DeleteMysis:output_type -> zoea.memory.v1.DeleteMysisResponse
+	30, // 102: zoea.memory.v1.MemoryService.AppendMemories:output_type -> zoea.memory.v1.AppendMemoriesResponse
+	32, // 103: zoea.memory.v1.MemoryService.ListRecentMemories:output_type -> zoea.memory.v1.ListRecentMemoriesResponse
+	34, // 104: zoea.memory.v1.MemoryService.ListMemoriesRange:output_type -> zoea.memory.v1.ListMemoriesRangeResponse
+	36, // 105: zoea.memory.v1.MemoryService.GetMemory:output_type -> zoea.memory.v1.GetMemoryResponse
+	39, // 106: zoea.memory.v1.MemoryService.GetComposeWindow:output_type -> zoea.memory.v1.GetComposeWindowResponse
+	41, // 107: zoea.memory.v1.MemoryService.RecordBroadcast:output_type -> zoea.memory.v1.RecordBroadcastResponse
+	43, // 108: zoea.memory.v1.MemoryService.DeliverBroadcast:output_type -> zoea.memory.v1.DeliverBroadcastResponse
+	46, // 109: zoea.memory.v1.MemoryService.SearchMessages:output_type -> zoea.memory.v1.SearchMessagesResponse
+	48, // 110: zoea.memory.v1.MemoryService.SearchReasoning:output_type -> zoea.memory.v1.SearchReasoningResponse
+	51, // 111: zoea.memory.v1.MemoryService.SearchBroadcasts:output_type -> zoea.memory.v1.SearchBroadcastsResponse
+	53, // 112: zoea.memory.v1.MemoryService.CreateAccount:output_type -> zoea.memory.v1.CreateAccountResponse
+	55, // 113: zoea.memory.v1.MemoryService.ClaimAccount:output_type -> zoea.memory.v1.ClaimAccountResponse
+	57, // 114: zoea.memory.v1.MemoryService.GetAccountForMysis:output_type -> zoea.memory.v1.GetAccountForMysisResponse
+	59, // 115: zoea.memory.v1.MemoryService.ReleaseAccount:output_type -> zoea.memory.v1.ReleaseAccountResponse
+	61, // 116: zoea.memory.v1.MemoryService.RecordLlmCalls:output_type -> zoea.memory.v1.RecordLlmCallsResponse
+	65, // 117: zoea.memory.v1.MemoryService.GetUsage:output_type -> zoea.memory.v1.GetUsageResponse
+	69, // 118: zoea.memory.v1.MemoryService.GetSpend:output_type -> zoea.memory.v1.GetSpendResponse
+	71, // 119: zoea.memory.v1.MemoryService.SetSpendLimits:output_type -> zoea.memory.v1.SetSpendLimitsResponse
+	95, // [95:120] is the sub-list for method output_type
+	70, // [70:95] is the sub-list for method input_type
+	70, // [70:70] is the sub-list for extension type_name
+	70, // [70:70] is the sub-list for extension extendee
+	0,  // [0:70] is the sub-list for field type_name
 }
 
 func init() { file_zoea_memory_v1_memory_proto_init() }
