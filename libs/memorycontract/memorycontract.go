@@ -1,15 +1,15 @@
 // Package memorycontract is the one contract suite for the memory API (zoea.memory.v1.MemoryService). The real
 // service runs it against Postgres, and every fake a test uses in its place runs it too, so a fake cannot drift
 // from what it stands in for: idempotent, gapless appends, recent-window reads, compare-and-set state changes,
-// exactly-once broadcast delivery, the compose window (recent part, carried rows, mission), and InvalidArgument
-// statuses that name the field for bad input.
+// exactly-once broadcast delivery, the compose window (recent part, carried rows, mission), configuration changes
+// and deletion, the account pool, and InvalidArgument statuses that name the field for bad input.
 //
 // A fake that implements only part of the API runs the subset it claims:
 //
 //	memorycontract.Run(t, dial, memorycontract.Myses, memorycontract.Append, memorycontract.Broadcast)
 //
-// The suite only ever touches myses it creates (names carry a random suffix), so it can share a server and a
-// database with other tests.
+// The suite only ever touches myses and accounts it creates (names carry a random suffix; a claim may take any free
+// account, and the cases assume nothing about which), so it can share a server and a database with other tests.
 package memorycontract
 
 import (
@@ -42,10 +42,15 @@ const (
 	Broadcast
 	// ComposeWindow is GetComposeWindow, v1 and v2 (needs Append, and Broadcast for the missions it reads).
 	ComposeWindow
+	// Config is UpdateMysisConfig and DeleteMysis (needs Append and Recent, which show a deleted mysis's memories
+	// are gone).
+	Config
+	// Accounts is the account pool: CreateAccount, ClaimAccount, GetAccountForMysis and ReleaseAccount (needs Myses).
+	Accounts
 )
 
 // All is every capability: what the real service claims.
-var All = []Capability{Myses, Append, Recent, State, Broadcast, ComposeWindow}
+var All = []Capability{Myses, Append, Recent, State, Broadcast, ComposeWindow, Config, Accounts}
 
 func (c Capability) String() string {
 	switch c {
@@ -61,6 +66,10 @@ func (c Capability) String() string {
 		return "Broadcast"
 	case ComposeWindow:
 		return "ComposeWindow"
+	case Config:
+		return "Config"
+	case Accounts:
+		return "Accounts"
 	}
 	return fmt.Sprintf("Capability(%d)", int(c))
 }
@@ -94,6 +103,17 @@ var suites = map[Capability][]struct {
 		{"Missions", testWindowMissions},
 		{"CutResults", testWindowCut},
 		{"WindowRejects", testWindowRejects},
+	},
+	Config: {
+		{"UpdateConfig", testUpdateConfig},
+		{"UpdateConfigRejects", testUpdateConfigRejects},
+		{"DeleteMysis", testDeleteMysis},
+		{"DeleteRejects", testDeleteRejects},
+	},
+	Accounts: {
+		{"CreateBound", testCreateBoundAccount},
+		{"ClaimAndRelease", testClaimAndRelease},
+		{"AccountRejects", testAccountRejects},
 	},
 }
 
@@ -189,6 +209,10 @@ func testCreateAndGet(t *testing.T, c memoryv1.MemoryServiceClient) {
 func testCreateRejects(t *testing.T, c memoryv1.MemoryServiceClient) {
 	_, err := c.CreateMysis(ctxT(t), &memoryv1.CreateMysisRequest{Provider: "autopilot", SystemPrompt: "x"})
 	wantInvalid(t, "CreateMysis without a name", err, "name")
+	_, err = c.CreateMysis(ctxT(t), &memoryv1.CreateMysisRequest{Name: uniqueName("badprov"), Provider: "Open AI", SystemPrompt: "x"})
+	wantInvalid(t, "CreateMysis with a provider that is no identifier", err, "provider")
+	_, err = c.CreateMysis(ctxT(t), &memoryv1.CreateMysisRequest{Name: uniqueName("noprompt"), Provider: "autopilot", SystemPrompt: " "})
+	wantInvalid(t, "CreateMysis with a blank system prompt", err, "system_prompt")
 }
 
 func testGetRejects(t *testing.T, c memoryv1.MemoryServiceClient) {

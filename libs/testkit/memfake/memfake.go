@@ -2,7 +2,8 @@
 // real gRPC, for every service's tests. It implements the RPCs other services call with the contract of the real
 // service, held to it by libs/memorycontract (its own test runs the whole suite): myses, gapless per-mysis seq and
 // turns, idempotency keys and conditional appends on AppendMemories, tool-call keys, recent reads, compare-and-set
-// state changes, idempotent RecordBroadcast (one row per broadcast per mysis, ever) and the v1/v2 compose window;
+// state changes, configuration updates and deletes, idempotent RecordBroadcast (one row per broadcast per mysis,
+// ever), the v1/v2 compose window and the account pool (create, claim, get, release);
 // errors are the real service's statuses (libs/server.ToStatus: InvalidArgument naming the field, ErrorInfo
 // reasons). It adds what tests need: going down and coming back on the same address, a controllable health status,
 // injected failures (including "committed, then the response was lost"), per-method call counts, inspection of what
@@ -56,9 +57,11 @@ type Fake struct {
 	memories   map[string][]*memoryv1.Memory
 	keys       map[string]map[string]*memoryv1.Memory // mysis → idempotency key → row
 	broadcasts map[string]*memoryv1.Broadcast
-	bcOrder    []string                   // broadcast ids in recording order (the global mission fallback is the newest)
-	delivered  map[string]map[string]bool // broadcast id → mysis id → delivered
-	recorded   map[string]time.Time       // broadcast id → when its rows were first written
+	bcOrder    []string                     // broadcast ids in recording order (the global mission fallback is the newest)
+	delivered  map[string]map[string]bool   // broadcast id → mysis id → delivered
+	recorded   map[string]time.Time         // broadcast id → when its rows were first written
+	accounts   map[string]*memoryv1.Account // username → account (with its password)
+	acctOrder  []string                     // usernames in creation order (a claim takes the oldest free one)
 	nextID     int64
 	faults     map[string][]Fault
 	failAll    map[string]codes.Code
@@ -107,7 +110,8 @@ func New(tb testing.TB) *Fake {
 		tb: tb, health: hs, myses: map[string]*memoryv1.Mysis{}, byName: map[string]string{},
 		memories: map[string][]*memoryv1.Memory{}, keys: map[string]map[string]*memoryv1.Memory{},
 		broadcasts: map[string]*memoryv1.Broadcast{}, recorded: map[string]time.Time{}, delivered: map[string]map[string]bool{},
-		faults: map[string][]Fault{}, calls: map[string]int{}, failAll: map[string]codes.Code{}, changed: make(chan struct{}),
+		accounts: map[string]*memoryv1.Account{},
+		faults:   map[string][]Fault{}, calls: map[string]int{}, failAll: map[string]codes.Code{}, changed: make(chan struct{}),
 	}
 	f.SetServing(true)
 	return f

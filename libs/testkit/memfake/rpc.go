@@ -92,16 +92,8 @@ func (f *Fake) CreateMysis(_ context.Context, req *memoryv1.CreateMysisRequest) 
 	if err := names.Check("name", req.GetName()); err != nil {
 		return nil, err
 	}
-	if err := checkText("model", req.GetModel(), maxShortField); err != nil {
-		return nil, err
-	}
-	if t := req.GetTemperature(); t != t || t < 0 || t > 2 {
-		return nil, errs.InvalidField("temperature", "must be between 0 and 2")
-	}
-	if strings.TrimSpace(req.GetSystemPrompt()) == "" {
-		return nil, errs.InvalidField("system_prompt", "required: a mysis without a system prompt cannot be composed")
-	}
-	if err := checkText("system_prompt", req.GetSystemPrompt(), maxSystemPrompt); err != nil {
+	c := config{provider: req.GetProvider(), model: req.GetModel(), temperature: req.GetTemperature(), systemPrompt: req.GetSystemPrompt()}
+	if err := c.validate(); err != nil {
 		return nil, err
 	}
 	if _, ok := f.byName[req.GetName()]; ok {

@@ -10,56 +10,16 @@ import (
 
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/chat/chatvalid"
-	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 )
 
-// storeRefuses applies the memory service's append rules for an assistant message (services/memory/internal/memory
-// ValidateNewMemory), so the fake store refuses what the real one refuses. The e2e suite proves the same against
-// the real service.
-func storeRefuses(nm NewMemory) error {
-	text := func(field, s string, max int) error {
-		switch {
-		case len(s) > max:
-			return errs.InvalidField(field, "too long")
-		case !utf8.ValidString(s):
-			return errs.InvalidField(field, "not valid UTF-8")
-		case strings.IndexByte(s, 0) >= 0:
-			return errs.InvalidField(field, "contains a NUL byte")
-		}
-		return nil
-	}
-	for _, f := range []struct {
-		name, v string
-		max     int
-	}{{"content", nm.Content, chat.MaxTextBytes}, {"reasoning", nm.Reasoning, chat.MaxTextBytes}, {"tool_call_id", nm.ToolCallID, chat.MaxShortFieldBytes}, {"tool_name", nm.ToolName, chat.MaxShortFieldBytes}} {
-		if err := text(f.name, f.v, f.max); err != nil {
-			return err
-		}
-	}
-	if len(nm.ToolCalls) > chat.MaxToolCallsPerMessage {
-		return errs.InvalidField("tool_calls", "too many")
-	}
-	ids := map[string]bool{}
-	for _, c := range nm.ToolCalls {
-		if c.ID == "" || c.Name == "" || ids[c.ID] {
-			return errs.InvalidField("tool_calls.id", "empty or duplicate id, or empty name")
-		}
-		ids[c.ID] = true
-		if err := text("id", c.ID, chat.MaxShortFieldBytes); err != nil {
-			return err
-		}
-		if err := text("name", c.Name, chat.MaxShortFieldBytes); err != nil {
-			return err
-		}
-		if err := text("arguments_json", c.Arguments, chat.MaxTextBytes); err != nil {
-			return err
-		}
-		if !isJSONObject(c.Arguments) {
-			return errs.InvalidField("arguments_json", "must be a JSON object")
-		}
-	}
-	return nil
+// replyStore is a fresh mysis in the Store port over the shared memory fake (fakeStore: libs/testkit/memfake, held
+// to the real service's append rules by libs/memorycontract), to store checked replies in; what it refuses the real
+// memory service refuses. The e2e suite proves the same against the real service.
+func replyStore() (*fakeStore, string) {
+	s := newFakeStore()
+	s.add(Mysis{ID: "reply"})
+	return s, "reply"
 }
 
 // The malformed replies from the robustness campaign: each is stored in a form the store accepts, and every call
@@ -153,7 +113,9 @@ func assertStorableAndAnswerable(t *testing.T, r replyCheck, sent, maxRun int) {
 	if strings.TrimSpace(content) == "" && len(r.Calls) == 0 {
 		content = "(no reply)"
 	}
-	if err := storeRefuses(NewMemory{Role: chat.RoleAssistant, Content: content, Reasoning: r.Reasoning, ToolCalls: r.Calls}); err != nil {
+	store, id := replyStore()
+	ctx := context.Background()
+	if _, err := store.Append(ctx, id, []NewMemory{{Role: chat.RoleAssistant, Source: SourceLLM, Content: content, Reasoning: r.Reasoning, ToolCalls: r.Calls}}); err != nil {
 		t.Fatalf("the store would refuse the checked reply: %v", err)
 	}
 	if len(r.Calls) != min(sent, maxRun+1, chat.MaxToolCallsPerMessage) {
@@ -167,7 +129,7 @@ func assertStorableAndAnswerable(t *testing.T, r replyCheck, sent, maxRun int) {
 		t.Fatalf("the stored reply would be refused by a provider: %v", err)
 	}
 	for i, msg := range r.Problems {
-		if err := storeRefuses(NewMemory{Role: chat.RoleTool, Content: msg, ToolCallID: r.Calls[i].ID, ToolName: r.Calls[i].Name}); err != nil {
+		if _, err := store.Append(ctx, id, []NewMemory{{Role: chat.RoleTool, Source: SourceTool, Content: msg, ToolCallID: r.Calls[i].ID, ToolName: r.Calls[i].Name}}); err != nil {
 			t.Fatalf("the store would refuse the error answering call %d: %v", i, err)
 		}
 	}

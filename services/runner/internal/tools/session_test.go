@@ -11,73 +11,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/zoeaswarm/zoea/libs/chat"
-	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 	"github.com/zoeaswarm/zoea/services/runner/internal/testkit/testenv"
 )
-
-type fakeAccounts struct {
-	mu       sync.Mutex
-	accounts []Account
-	creates  int
-}
-
-func (f *fakeAccounts) AccountForMysis(_ context.Context, id string) (Account, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, a := range f.accounts {
-		if a.MysisID == id {
-			return a, nil
-		}
-	}
-	return Account{}, errs.NotFoundf("no account")
-}
-
-func (f *fakeAccounts) ClaimAccount(_ context.Context, id string) (Account, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for i, a := range f.accounts {
-		if a.MysisID == "" {
-			f.accounts[i].MysisID = id
-			return f.accounts[i], nil
-		}
-	}
-	return Account{}, errs.NotFoundf("pool empty")
-}
-
-// CreateAccount keeps the memory store's rules: usernames are unique, a mysis holds at most one account, and the
-// mysis holding a username may store it again to renew its password.
-func (f *fakeAccounts) CreateAccount(_ context.Context, a Account) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for i, old := range f.accounts {
-		if old.Username == a.Username {
-			if a.MysisID == "" || old.MysisID != a.MysisID {
-				return errs.Existsf("an account with this username already exists")
-			}
-			f.creates++
-			f.accounts[i].Password, f.accounts[i].Empire = a.Password, a.Empire
-			return nil
-		}
-		if a.MysisID != "" && old.MysisID == a.MysisID {
-			return errs.Conflictf("the mysis already holds an account")
-		}
-	}
-	f.creates++
-	f.accounts = append(f.accounts, a)
-	return nil
-}
-
-func (f *fakeAccounts) ReleaseAccount(_ context.Context, id string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for i, a := range f.accounts {
-		if a.MysisID == id {
-			f.accounts[i].MysisID = ""
-		}
-	}
-	return nil
-}
 
 type fakeSearch struct {
 	mu     sync.Mutex
@@ -116,9 +52,9 @@ func TestSessionAgainstSimulator(t *testing.T) {
 	sim := testenv.StartSim(t, "ZOEA_SIM_REGISTRATION_CODE=letmein")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	accounts := &fakeAccounts{}
+	accounts := newAccounts(t)
 	r := NewRouter(Config{Endpoint: sim.MCPURL(), RegistrationCode: "letmein"}, accounts, &fakeSearch{})
-	s := r.Open(mysis.Mysis{ID: "11111111-1111-1111-1111-111111111111", Name: "Ada Lovelace"}).(*Session)
+	s := r.Open(accounts.mysis(t, "Ada Lovelace")).(*Session)
 	defer s.Close()
 
 	var seen []string // every text the model would read
@@ -160,10 +96,10 @@ func TestSessionAgainstSimulator(t *testing.T) {
 			t.Errorf("tool %s: ReadOnly = %v, want %v", name, readOnly[name], want)
 		}
 	}
-	if accounts.creates != 1 {
-		t.Fatalf("accounts created = %d, want 1 (registered on first use)", accounts.creates)
+	if accounts.creates() != 1 {
+		t.Fatalf("accounts created = %d, want 1 (registered on first use)", accounts.creates())
 	}
-	acct := accounts.accounts[0]
+	acct := accounts.stored()[0]
 	if acct.Username != "Ada_Lovelace" || len(acct.Password) < 16 || acct.MysisID != s.mysisID {
 		t.Errorf("stored account = %+v", Account{Username: acct.Username, MysisID: acct.MysisID})
 	}
@@ -242,8 +178,9 @@ func TestSessionRecoversFromExpiry(t *testing.T) {
 	sim := testenv.StartSim(t, "ZOEA_SIM_MCP_SESSION_TTL="+mcpTTL.String(), "ZOEA_SIM_SESSION_TTL="+gameTTL.String(), "ZOEA_SIM_REGISTRATION_CODE=letmein")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	r := NewRouter(Config{Endpoint: sim.MCPURL(), RegistrationCode: "letmein"}, &fakeAccounts{}, &fakeSearch{})
-	s := r.Open(mysis.Mysis{ID: "22222222-2222-2222-2222-222222222222", Name: "Grace Hopper"}).(*Session)
+	accounts := newAccounts(t)
+	r := NewRouter(Config{Endpoint: sim.MCPURL(), RegistrationCode: "letmein"}, accounts, &fakeSearch{})
+	s := r.Open(accounts.mysis(t, "Grace Hopper")).(*Session)
 	defer s.Close()
 	if _, err := s.Prepare(ctx); err != nil {
 		t.Fatalf("prepare: %v", err)
@@ -280,7 +217,7 @@ func TestSessionClaimsPoolAccount(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// Register an account directly, as an operator would, and put it in the pool unbound.
-	setup := NewRouter(Config{Endpoint: sim.MCPURL()}, &fakeAccounts{}, &fakeSearch{})
+	setup := NewRouter(Config{Endpoint: sim.MCPURL()}, newAccounts(t), &fakeSearch{})
 	cs, err := setup.connect(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -293,14 +230,16 @@ func TestSessionClaimsPoolAccount(t *testing.T) {
 	_ = json.Unmarshal([]byte(textOf(res)), &reg)
 	_ = cs.Close()
 
-	accounts := &fakeAccounts{accounts: []Account{{Username: "pooled", Password: reg.Password, Empire: "nebula"}}}
-	s := NewRouter(Config{Endpoint: sim.MCPURL()}, accounts, &fakeSearch{}).Open(mysis.Mysis{ID: "m2", Name: "m2"})
+	accounts := newAccounts(t)
+	accounts.pool(t, Account{Username: "pooled", Password: reg.Password, Empire: "nebula"})
+	m2 := accounts.mysis(t, "m2")
+	s := NewRouter(Config{Endpoint: sim.MCPURL()}, accounts, &fakeSearch{}).Open(m2)
 	defer s.Close()
 	if _, err := s.Prepare(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if accounts.creates != 0 || accounts.accounts[0].MysisID != "m2" {
-		t.Errorf("pool account not claimed: creates=%d binding=%q", accounts.creates, accounts.accounts[0].MysisID)
+	if accounts.creates() != 0 || accounts.stored()[0].MysisID != m2.ID {
+		t.Errorf("pool account not claimed: creates=%d binding=%q", accounts.creates(), accounts.stored()[0].MysisID)
 	}
 	got, err := s.Call(ctx, call("1", "get_status", `{}`))
 	if err != nil || got.IsError || !strings.Contains(got.Content, "pooled") {
@@ -318,16 +257,18 @@ func TestSessionRenewsAnAccountTheGameForgot(t *testing.T) {
 	sim := testenv.StartSim(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	accounts := &fakeAccounts{accounts: []Account{{Username: "ghost_pilot", Password: strings.Repeat("ab", 32), Empire: "solarian", MysisID: "m3"}}}
-	s := NewRouter(Config{Endpoint: sim.MCPURL()}, accounts, &fakeSearch{}).Open(mysis.Mysis{ID: "m3", Name: "m3"})
+	accounts := newAccounts(t)
+	m3 := accounts.mysis(t, "m3")
+	accounts.pool(t, Account{Username: "ghost_pilot", Password: strings.Repeat("ab", 32), Empire: "solarian", MysisID: m3.ID})
+	s := NewRouter(Config{Endpoint: sim.MCPURL()}, accounts, &fakeSearch{}).Open(m3)
 	defer s.Close()
 	if _, err := s.Prepare(ctx); err != nil {
 		t.Fatalf("prepare with a forgotten account: %v", err)
 	}
-	if accounts.creates != 1 || len(accounts.accounts) != 1 {
-		t.Fatalf("want the one account renewed, got %d stores and %d accounts: %+v", accounts.creates, len(accounts.accounts), accounts.accounts)
+	if accounts.creates() != 1 || len(accounts.stored()) != 1 {
+		t.Fatalf("want the one account renewed, got %d stores and %d accounts: %+v", accounts.creates(), len(accounts.stored()), accounts.stored())
 	}
-	bound, err := accounts.AccountForMysis(ctx, "m3")
+	bound, err := accounts.AccountForMysis(ctx, m3.ID)
 	if err != nil || bound.Username != "ghost_pilot" || bound.Password == strings.Repeat("ab", 32) {
 		t.Fatalf("bound account = %+v, %v; want ghost_pilot with a new password", bound, err)
 	}
@@ -350,7 +291,7 @@ func TestSessionReplacesAnAccountTheGameRejects(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// Someone else registers the name the mysis's dead account had.
-	setup := NewRouter(Config{Endpoint: sim.MCPURL()}, &fakeAccounts{}, &fakeSearch{})
+	setup := NewRouter(Config{Endpoint: sim.MCPURL()}, newAccounts(t), &fakeSearch{})
 	cs, err := setup.connect(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -359,19 +300,21 @@ func TestSessionReplacesAnAccountTheGameRejects(t *testing.T) {
 		t.Fatalf("register: %v %s", err, textOf(res))
 	}
 	_ = cs.Close()
-	accounts := &fakeAccounts{accounts: []Account{{Username: "taken_pilot", Password: strings.Repeat("ab", 32), Empire: "solarian", MysisID: "m3"}}}
-	s := NewRouter(Config{Endpoint: sim.MCPURL()}, accounts, &fakeSearch{}).Open(mysis.Mysis{ID: "m3", Name: "m3"})
+	accounts := newAccounts(t)
+	m3 := accounts.mysis(t, "m3")
+	accounts.pool(t, Account{Username: "taken_pilot", Password: strings.Repeat("ab", 32), Empire: "solarian", MysisID: m3.ID})
+	s := NewRouter(Config{Endpoint: sim.MCPURL()}, accounts, &fakeSearch{}).Open(m3)
 	defer s.Close()
 	if _, err := s.Prepare(ctx); err != nil {
 		t.Fatalf("prepare with a rejected account: %v", err)
 	}
-	if accounts.creates != 1 {
-		t.Fatalf("want one new registration, got %d", accounts.creates)
+	if accounts.creates() != 1 {
+		t.Fatalf("want one new registration, got %d", accounts.creates())
 	}
-	if accounts.accounts[0].MysisID != "" {
+	if accounts.stored()[0].MysisID != "" {
 		t.Errorf("the rejected account is still bound to the mysis")
 	}
-	bound, err := accounts.AccountForMysis(ctx, "m3")
+	bound, err := accounts.AccountForMysis(ctx, m3.ID)
 	if err != nil || bound.Username == "taken_pilot" {
 		t.Fatalf("bound account = %+v, %v", bound, err)
 	}
@@ -387,7 +330,7 @@ func TestSessionReplacesAnAccountTheGameRejects(t *testing.T) {
 // LESSONS 6: a mysis searches only its own memories; any attempt to name another mysis is rejected.
 func TestSearchIsScopedToTheCallingMysis(t *testing.T) {
 	search := &fakeSearch{}
-	r := NewRouter(Config{Endpoint: "http://127.0.0.1:1/mcp"}, &fakeAccounts{}, search)
+	r := NewRouter(Config{Endpoint: "http://127.0.0.1:1/mcp"}, newAccounts(t), search)
 	a := r.Open(mysis.Mysis{ID: "mysis-a", Name: "a"})
 	ctx := context.Background()
 
@@ -431,7 +374,7 @@ func TestSearchIsScopedToTheCallingMysis(t *testing.T) {
 // newest matches; the other search tools have no order.
 func TestSearchMessagesOrder(t *testing.T) {
 	search := &fakeSearch{}
-	r := NewRouter(Config{Endpoint: "http://127.0.0.1:1/mcp"}, &fakeAccounts{}, search)
+	r := NewRouter(Config{Endpoint: "http://127.0.0.1:1/mcp"}, newAccounts(t), search)
 	a := r.Open(mysis.Mysis{ID: "mysis-a", Name: "a"})
 	ctx := context.Background()
 

@@ -1,0 +1,49 @@
+package grpcapi
+
+import (
+	"context"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	"github.com/zoeaswarm/zoea/libs/testkit/memfake"
+	"github.com/zoeaswarm/zoea/services/runner/internal/memoryclient"
+)
+
+// startMemory serves the shared in-memory memory service (libs/testkit/memfake, which passes the contract suite the
+// real service defines, libs/memorycontract) and returns it with the runner's real adapter, memoryclient, over a
+// gRPC client of it. What a test needs to see of the calls it gets from the fake (Calls, inspection) or from an
+// interceptor in opts.
+func startMemory(t *testing.T, opts memfake.Options) (*memfake.Fake, *memoryclient.Client) {
+	t.Helper()
+	f := memfake.StartWith(t, opts)
+	conn, err := grpc.NewClient(f.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return f, memoryclient.New(memoryv1.NewMemoryServiceClient(conn))
+}
+
+// addMysis creates a mysis in the fake and returns it as stored.
+func addMysis(t *testing.T, f *memfake.Fake, name, provider, model string) *memoryv1.Mysis {
+	t.Helper()
+	resp, err := f.CreateMysis(context.Background(), &memoryv1.CreateMysisRequest{Name: name, Provider: provider, Model: model,
+		SystemPrompt: "You play SpaceMolt."})
+	if err != nil {
+		t.Fatalf("create %s: %v", name, err)
+	}
+	return resp.GetMysis()
+}
+
+// storedMysis reads a mysis back from the fake by name.
+func storedMysis(t *testing.T, f *memfake.Fake, name string) *memoryv1.Mysis {
+	t.Helper()
+	resp, err := f.GetMysisByName(context.Background(), &memoryv1.GetMysisByNameRequest{Name: name})
+	if err != nil {
+		t.Fatalf("get %s: %v", name, err)
+	}
+	return resp.GetMysis()
+}
