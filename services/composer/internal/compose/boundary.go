@@ -130,8 +130,8 @@ func (c *composer) chooseBoundary(units []*unit, fixedUnit func(*unit) bool, fix
 		return boundaryChoice{ceiling, newestSeq, nil}
 	}
 	capState := func(total, state int64) int64 {
-		if c.p.CarryTokens > 0 && state > int64(c.p.CarryTokens) {
-			return total - state + int64(c.p.CarryTokens)
+		if c.p.CarryTokens > 0 && state > int64(c.carryTokens) {
+			return total - state + int64(c.carryTokens)
 		}
 		return total
 	}
@@ -208,7 +208,7 @@ func (c *composer) stepFrom(g int64) int64 {
 // markAsOf decides, for the results below the boundary, which is the newest of its call as of the compaction seq
 // (newestB) and which are carried (carryB). Candidates are the newest of each call since the objective (CarryLimit of
 // them, newest first) and each pinned tool's newest however old. Pinned results are always carried; then, while
-// they fit Policy.CarryTokens: the newest result of each tool called in the compaction's newest turn (newest first),
+// they fit the carry bound (carryTokens): the newest result of each tool called in the compaction's newest turn (newest first),
 // then the newest result of each other tool, smallest first — every tool's state counts the same, so the smallest
 // buy the most of it — and then other calls' newest results (another station's market), newest first.
 // Results from the boundary on are all sent (newestB).
@@ -272,7 +272,7 @@ func (c *composer) markAsOf(units []*unit, ch boundaryChoice) {
 		}
 		return a.tokens - b.tokens // smallest first: the most tools' state for the tokens
 	})
-	left := c.p.CarryTokens
+	left := c.carryTokens
 	for _, cd := range cands {
 		if c.p.CarryTokens > 0 && cd.rank > 0 {
 			if cd.tokens > left {

@@ -66,6 +66,8 @@ type composer struct {
 	objective   int64
 	// prevBoundary and prevCompactSeq are Input's; compactSeq is the compaction seq of this request's boundary.
 	prevBoundary, prevCompactSeq, compactSeq int64
+	// carryTokens is Policy.CarryTokens bounded by half the room the request's messages have (selectUnits).
+	carryTokens int
 }
 
 func (c *composer) count(s string) int {

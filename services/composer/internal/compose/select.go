@@ -145,9 +145,17 @@ func (c *composer) selectUnits(units []*unit, currentStart int, missionUnit *uni
 	}
 	// The boundary: where the previous request had it while the request stays under the high-water mark (so
 	// requests extend each other); else the lowest grid point at or above it whose request fits the low-water mark.
-	high := c.p.TokenBudget - c.count(system) - framingPerMessage - c.toolTokens - framingReply
+	room := c.p.TokenBudget - c.count(system) - framingPerMessage - c.toolTokens - framingReply
+	high := room
 	if c.p.HighWater > 0 {
 		high = min(high, c.p.HighWater)
+	}
+	// Carried state takes at most half the room the budget leaves the messages, so however little the tool
+	// schemas leave, requests can still grow as pure extensions between two compactions instead of compacting on
+	// every request.
+	c.carryTokens = c.p.CarryTokens
+	if c.p.CarryTokens > 0 {
+		c.carryTokens = max(min(c.p.CarryTokens, room/2), 1)
 	}
 	low := high
 	if c.p.LowWater > 0 {

@@ -202,7 +202,8 @@ type Policy struct {
 	DisableMissionFallback bool
 	// CarryLimit is how many distinct calls (newest first) earlier turns may carry; 0 carries none.
 	CarryLimit int
-	// CarryTokens bounds the state carried below the compaction boundary (results with their calls): pinned results
+	// CarryTokens bounds the state carried below the compaction boundary (results with their calls), and so does half
+	// the room the budget leaves the messages (after the system prompt and tool schemas): pinned results
 	// always; then, while they fit, the newest result of each tool — those of the compaction's newest turn first, the
 	// others smallest first — then other calls' newest results, newest first. 0 = no bound.
 	CarryTokens int

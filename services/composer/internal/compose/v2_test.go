@@ -215,6 +215,46 @@ func TestCarryRanksTurnThenSmallest(t *testing.T) {
 	}
 }
 
+// Carried state takes at most half the room the budget leaves the messages once the system prompt and the tool
+// schemas are counted: with large schemas a request still grows as a pure extension between compactions instead of
+// compacting on every request. At the default budget with small schemas the bound is CarryTokens itself.
+func TestCarryBoundFollowsRoom(t *testing.T) {
+	var h hist
+	mid := h.user(compose.SourceBroadcast, "Commander: map the sector.")
+	for i := range 30 {
+		h.loop("scan_system", fmt.Sprintf(`{"system":"s%d"}`, i), strings.Repeat(fmt.Sprintf("planet p%d ", i), 120))
+	}
+	h.user(compose.SourceNudge, "Continue your mission.")
+	h.loop("mine", "{}", `{"mined":1}`)
+	schema := compose.Tool{Name: "scan_system", Description: strings.Repeat("Scans a system and lists its planets. ", 40),
+		Parameters: `{"type":"object","properties":{"system":{"type":"string"}}}`}
+	carried := func(tools []compose.Tool, budget int) (carried, room int) {
+		p := compose.DefaultPolicy()
+		p.TokenBudget = budget
+		w := histgen.ComposeWindow(h.rows, p, h.rows[0].Seq)
+		res := mustCompose(t, compose.Input{SystemPrompt: systemPrompt, Mission: missionOf(&h, mid), Window: w.Rows,
+			RecentStartSeq: w.RecentStartSeq, ObjectiveSeq: w.ObjectiveSeq, Tools: tools}, p)
+		if err := chatvalid.Strict.Validate(res.Messages); err != nil {
+			t.Fatal(err)
+		}
+		return res.Manifest.Tokens.Carried, budget - res.Manifest.Tokens.Tools - res.Manifest.Tokens.System
+	}
+	if c, _ := carried(nil, 8192); c < 2000 || c > 2500 {
+		t.Errorf("default budget, no schemas: %d tokens carried, want up to CarryTokens (2500)", c)
+	}
+	tools := slices.Repeat([]compose.Tool{schema}, 12)
+	for i := range tools {
+		tools[i].Name = fmt.Sprintf("tool_%d", i)
+	}
+	c, room := carried(tools, 8192)
+	if room > 5000 {
+		t.Fatalf("the schemas leave %d tokens: too many for this test", room)
+	}
+	if c > room/2 || c < room/4 {
+		t.Errorf("large schemas: %d tokens carried with %d tokens of room, want at most half of it", c, room)
+	}
+}
+
 // Earlier turns' final replies are kept (newest ReplyLimit, each capped); reasoning is never sent.
 func TestEarlierConclusionsKept(t *testing.T) {
 	var h hist
@@ -326,6 +366,7 @@ func TestBudgetOrderOfSacrifice(t *testing.T) {
 	}
 	p := compose.DefaultPolicy()
 	p.HighWater = 0   // the budget alone: every compression here is the reducer's
+	p.CarryTokens = 0 // no carry bound either (it would take half the shrinking room: TestCarryBoundFollowsRoom)
 	p.CompactStep = 1 // one grid cell per row: the order shows at every budget
 	first := map[int]int{}
 	for budget := 6000; budget >= 700; budget -= 50 {
