@@ -109,13 +109,46 @@ type boundaryChoice struct {
 	marks                [][]bool
 }
 
+// boundarySearch is what chooseBoundary weighs the candidates by.
+type boundarySearch struct {
+	units     []*unit
+	fixedUnit func(*unit) bool // units every request sends whatever the boundary
+	fixed     int64            // their tokens
+	// g0 and ceiling are the lowest and the highest candidate.
+	g0, ceiling int64
+	// high and low are the high- and low-water marks.
+	high, low int
+}
+
 // chooseBoundary returns the compaction boundary: the previous one (or, with none, the window's first row) while the
-// request it gives stays within high, else the lowest candidate (grid points from g0 to ceiling) whose request fits low — or, failing that, the one with
-// the smallest request — compacted by what is known now (the newest memory). The estimate of a request is the
-// compacted past plus everything above the boundary in full plus the fixed units; the budget reducer deals with what
-// an estimate misses.
-func (c *composer) chooseBoundary(units []*unit, fixedUnit func(*unit) bool, fixed, g0, ceiling int64, high, low int) boundaryChoice {
-	var newestSeq int64
+// request it gives stays within high, else the lowest candidate (grid points from g0 to ceiling) whose request fits
+// low — or, failing that, the one with the smallest request — compacted by what is known now (the newest memory).
+// The estimate of a request is the compacted past plus everything above the boundary in full plus the fixed units;
+// the budget reducer deals with what an estimate misses.
+func (c *composer) chooseBoundary(s boundarySearch) boundaryChoice {
+	newestSeq := c.capResults(s.units, s.fixedUnit)
+	if s.ceiling < s.g0 {
+		return boundaryChoice{s.ceiling, newestSeq, nil}
+	}
+	// The previous boundary, compacted as it was.
+	prev, prevSeq := c.prevBoundary, c.prevCompactSeq
+	if prevSeq < prev || prevSeq > newestSeq {
+		prevSeq = prev // unknown: decided as of the boundary itself
+	}
+	fresh := prev < s.g0 || prev > s.ceiling // no usable previous boundary: start from the window's first row
+	if !fresh {
+		marks := newestAsOf(s.units, prevSeq)
+		if c.estimateAt(&s, prev, marks) <= int64(s.high) {
+			return boundaryChoice{prev, prevSeq, marks}
+		}
+		s.g0 = max(s.g0, prev)
+	}
+	return c.sweepBoundary(&s, newestSeq, fresh)
+}
+
+// capResults caps every stored result to the per-result cap and returns the newest seq of the units that are not
+// fixed: what is known now.
+func (c *composer) capResults(units []*unit, fixedUnit func(*unit) bool) (newestSeq int64) {
 	for _, u := range units {
 		if !fixedUnit(u) {
 			newestSeq = max(newestSeq, u.seq)
@@ -126,69 +159,69 @@ func (c *composer) chooseBoundary(units []*unit, fixedUnit func(*unit) bool, fix
 			}
 		}
 	}
-	if ceiling < g0 {
-		return boundaryChoice{ceiling, newestSeq, nil}
+	return newestSeq
+}
+
+// capState bounds the carried state of a request estimate to the carry bound (carryTokens): total with state tokens
+// of it carried becomes total with at most the bound carried.
+func (c *composer) capState(total, state int64) int64 {
+	if c.p.CarryTokens > 0 && state > int64(c.carryTokens) {
+		return total - state + int64(c.carryTokens)
 	}
-	capState := func(total, state int64) int64 {
-		if c.p.CarryTokens > 0 && state > int64(c.carryTokens) {
-			return total - state + int64(c.carryTokens)
+	return total
+}
+
+// estimateAt estimates the request with the boundary at boundary, compacted by marks (newestAsOf's).
+func (c *composer) estimateAt(s *boundarySearch, boundary int64, marks [][]bool) int64 {
+	var total, state int64 = s.fixed, 0
+	for i, u := range s.units {
+		switch {
+		case s.fixedUnit(u):
+		case u.seq >= boundary:
+			total += int64(c.unitTokens(u))
+		default:
+			n, st := c.compactCost(u, marks[i])
+			total, state = total+int64(n), state+int64(st)
 		}
-		return total
 	}
-	// The previous boundary, compacted as it was.
-	prev, prevSeq := c.prevBoundary, c.prevCompactSeq
-	if prevSeq < prev || prevSeq > newestSeq {
-		prevSeq = prev // unknown: decided as of the boundary itself
-	}
-	fresh := prev < g0 || prev > ceiling // no usable previous boundary: start from the window's first row
-	if !fresh {
-		marks := newestAsOf(units, prevSeq)
-		var total, state int64 = fixed, 0
-		for i, u := range units {
-			switch {
-			case fixedUnit(u):
-			case u.seq >= prev:
-				total += int64(c.unitTokens(u))
-			default:
-				n, s := c.compactCost(u, marks[i])
-				total, state = total+int64(n), state+int64(s)
-			}
-		}
-		if capState(total, state) <= int64(high) {
-			return boundaryChoice{prev, prevSeq, marks}
-		}
-		g0 = max(g0, prev)
-	}
-	// A new boundary, compacted as of now: sweep the candidates upwards, moving units from full to compacted.
-	marks := newestAsOf(units, newestSeq)
-	var total, state int64 = fixed, 0
-	type pending struct {
-		full, cost, state int
-		seq               int64
-	}
-	var order []pending
-	for i, u := range units {
-		if fixedUnit(u) {
+	return c.capState(total, state)
+}
+
+// pendingUnit is what a unit that is not fixed costs in full and compacted (and how much of that is carried state).
+type pendingUnit struct {
+	full, cost, state int
+	seq               int64
+}
+
+// sweepBoundary chooses a new boundary, compacted as of now (newestSeq): it sweeps the candidates upwards from s.g0,
+// moving units from full to compacted, and returns the first whose request fits the low-water mark (fresh, the first
+// candidate already when it fits the high-water mark), else the one with the smallest request.
+func (c *composer) sweepBoundary(s *boundarySearch, newestSeq int64, fresh bool) boundaryChoice {
+	marks := newestAsOf(s.units, newestSeq)
+	var total, state int64 = s.fixed, 0
+	var order []pendingUnit
+	for i, u := range s.units {
+		if s.fixedUnit(u) {
 			continue
 		}
 		full := c.unitTokens(u)
-		n, s := c.compactCost(u, marks[i])
-		order = append(order, pending{full, n, s, u.seq})
+		n, st := c.compactCost(u, marks[i])
+		order = append(order, pendingUnit{full, n, st, u.seq})
 		total += int64(full)
 	}
 	next := 0
-	best, bestEst := ceiling, int64(math.MaxInt64)
-	for g := g0; g <= ceiling; g += c.stepFrom(g) {
+	best, bestEst := s.ceiling, int64(math.MaxInt64)
+	for g := s.g0; g <= s.ceiling; g += c.stepFrom(g) {
 		for ; next < len(order) && order[next].seq < g; next++ {
 			p := order[next]
 			total += int64(p.cost - p.full)
 			state += int64(p.state)
 		}
-		est := capState(total, state)
-		if fresh && g == g0 && est <= int64(high) {
+		est := c.capState(total, state)
+		if fresh && g == s.g0 && est <= int64(s.high) {
 			return boundaryChoice{g, newestSeq, marks} // nothing to compact yet: grow append-only from here
 		}
-		if est <= int64(low) {
+		if est <= int64(s.low) {
 			return boundaryChoice{g, newestSeq, marks}
 		}
 		if est < bestEst {
@@ -213,48 +246,48 @@ func (c *composer) stepFrom(g int64) int64 {
 // buy the most of it — and then other calls' newest results (another station's market), newest first.
 // Results from the boundary on are all sent (newestB).
 func (c *composer) markAsOf(units []*unit, ch boundaryChoice) {
-	boundary, marks := ch.boundary, ch.marks
-	if marks == nil {
-		marks = newestAsOf(units, ch.compactSeq)
+	if ch.marks == nil {
+		ch.marks = newestAsOf(units, ch.compactSeq)
 	}
-	type cand struct {
-		r      *toolResult
-		rank   int
-		tokens int
-	}
-	var cands []cand
-	var turn int64 // the newest turn with a tool loop as of the compaction (a prompt or nudge alone does not move it)
-	for _, u := range units {
-		if u.kind == kindLoop && u.seq <= ch.compactSeq {
-			turn = max(turn, u.turn)
+	cands := c.carryCandidates(units, ch)
+	slices.SortStableFunc(cands, func(a, b carryCand) int {
+		if a.rank != b.rank || a.rank == 0 || a.rank == 3 {
+			return a.rank - b.rank // newest first
 		}
-	}
+		return a.tokens - b.tokens // smallest first: the most tools' state for the tokens
+	})
+	c.carryWithin(cands)
+}
+
+// carryCand is a result that may be carried below the boundary, with its rank (0: pinned; 1: the newest result of a
+// tool called in the compaction's newest turn; 2: of another tool; 3: another call of a tool) and what carrying it
+// costs (the result with its call).
+type carryCand struct {
+	r      *toolResult
+	rank   int
+	tokens int
+}
+
+// carryCandidates marks newestB on every result from the boundary on and on the newest result of each call below it
+// (as of the compaction seq), and returns the candidates to carry among the latter, newest first, ranked.
+func (c *composer) carryCandidates(units []*unit, ch boundaryChoice) []carryCand {
+	var cands []carryCand
+	turn := compactTurn(units, ch.compactSeq)
 	seenTool := make(map[string]bool)
 	distinct := 0
 	for i := len(units) - 1; i >= 0; i-- {
 		u := units[i]
-		if u.seq >= boundary {
-			for _, r := range u.results {
-				r.newestB = true
-				if u.seq <= ch.compactSeq { // known at compaction: a tool sent live then needs no carried result first
-					seenTool[r.name] = true
-				}
-			}
+		if u.seq >= ch.boundary {
+			markLive(u, ch.compactSeq, seenTool)
 			continue
 		}
 		for k := len(u.results) - 1; k >= 0; k-- {
 			r := u.results[k]
-			if r.state == resSynthetic || !marks[i][k] {
+			if r.state == resSynthetic || !ch.marks[i][k] {
 				continue
 			}
 			r.newestB = true
-			rank := 3
-			if !seenTool[r.name] {
-				seenTool[r.name], rank = true, 2
-				if u.turn == turn {
-					rank = 1
-				}
-			}
+			rank := toolRank(r, u, turn, seenTool)
 			switch {
 			case r.pinned:
 				rank = 0
@@ -263,15 +296,50 @@ func (c *composer) markAsOf(units []*unit, ch boundaryChoice) {
 			default:
 				distinct++
 			}
-			cands = append(cands, cand{r, rank, c.resultTokens(r) + c.callTokens(u, k)})
+			cands = append(cands, carryCand{r, rank, c.resultTokens(r) + c.callTokens(u, k)})
 		}
 	}
-	slices.SortStableFunc(cands, func(a, b cand) int {
-		if a.rank != b.rank || a.rank == 0 || a.rank == 3 {
-			return a.rank - b.rank // newest first
+	return cands
+}
+
+// compactTurn is the newest turn with a tool loop as of the compaction seq (a prompt or nudge alone does not move it).
+func compactTurn(units []*unit, compactSeq int64) int64 {
+	var turn int64
+	for _, u := range units {
+		if u.kind == kindLoop && u.seq <= compactSeq {
+			turn = max(turn, u.turn)
 		}
-		return a.tokens - b.tokens // smallest first: the most tools' state for the tokens
-	})
+	}
+	return turn
+}
+
+// markLive marks the results of u, a unit from the boundary on, as sent (newestB), and their tools as seen when they
+// were known at the compaction: a tool sent live then needs no carried result first.
+func markLive(u *unit, compactSeq int64, seenTool map[string]bool) {
+	for _, r := range u.results {
+		r.newestB = true
+		if u.seq <= compactSeq {
+			seenTool[r.name] = true
+		}
+	}
+}
+
+// toolRank ranks r, the newest result of its call in unit u, by its tool: 1 for the first (newest) result of a tool
+// called in turn, 2 for the first result of another tool, 3 for any later one. It marks r's tool seen.
+func toolRank(r *toolResult, u *unit, turn int64, seenTool map[string]bool) int {
+	if seenTool[r.name] {
+		return 3
+	}
+	seenTool[r.name] = true
+	if u.turn == turn {
+		return 1
+	}
+	return 2
+}
+
+// carryWithin carries the candidates, in order: pinned ones always, the others while they fit the carry bound
+// (carryTokens; with no bound, all of them).
+func (c *composer) carryWithin(cands []carryCand) {
 	left := c.carryTokens
 	for _, cd := range cands {
 		if c.p.CarryTokens > 0 && cd.rank > 0 {

@@ -18,20 +18,22 @@ type rendered struct {
 	missionTokens int
 }
 
+// renderPart is one message of a request before merging, with what the request's accounting needs of it.
+type renderPart struct {
+	msg   chat.Message
+	res   *toolResult // for a tool message
+	sec   section
+	idx   int // window index of the memory it renders; -1 for none
+	kind  string
+	synth string
+}
+
 // render turns the kept units into messages. It also makes tool call ids unique (a call whose id is empty or already
 // used gets a new one derived from its memory's seq, and its result follows), and merges two messages that would
 // otherwise stand next to each other with the same role: the mission before a nudge, a prompt after a lost reply.
 func (c *composer) render(system string, units []*unit) rendered {
-	type part struct {
-		msg   chat.Message
-		res   *toolResult // for a tool message
-		sec   section
-		idx   int // window index of the memory it renders; -1 for none
-		kind  string
-		synth string
-	}
-	parts := make([]part, 1, 2*len(units)+1)
-	parts[0] = part{msg: chat.Message{Role: chat.RoleSystem, Content: system}, sec: secSystem, idx: -1}
+	parts := make([]renderPart, 1, 2*len(units)+1)
+	parts[0] = renderPart{msg: chat.Message{Role: chat.RoleSystem, Content: system}, sec: secSystem, idx: -1}
 	var repairs []Repair
 	used := make(map[string]bool)
 	for _, u := range units {
@@ -40,66 +42,70 @@ func (c *composer) render(system string, units []*unit) rendered {
 		}
 		switch u.kind {
 		case kindUser, kindMission, kindNudge, kindHeader:
-			p := part{msg: chat.Message{Role: chat.RoleUser, Content: u.content}, sec: u.section, idx: u.idx}
-			switch {
-			case u.kind == kindHeader:
-				p.kind, p.synth = SynthCarriedHeader, "carried state that no prompt precedes"
-			case u.kind == kindNudge:
-				p.kind, p.synth = SynthNudge, "no prompt in the window and no mission: encouragement (not persisted)"
-			case u.virtual:
-				p.kind, p.synth, p.idx = SynthNudge, "prompt of the new autonomous turn (persist it as a nudge)", -1
-			case u.kind == kindMission && c.missionID != 0:
-				p.kind, p.synth = SynthMission, fmt.Sprintf("mission re-injected: memory #%d is outside the window", c.missionID)
-			case u.kind == kindMission:
-				p.kind, p.synth = SynthMission, "mission re-injected: the swarm's latest commander broadcast (no memory of this mysis)"
-			}
-			parts = append(parts, p)
+			parts = append(parts, c.promptPart(u))
 		case kindText:
-			parts = append(parts, part{msg: chat.Message{Role: chat.RoleAssistant, Content: u.content}, sec: u.section, idx: u.idx})
+			parts = append(parts, renderPart{msg: chat.Message{Role: chat.RoleAssistant, Content: u.content}, sec: u.section, idx: u.idx})
 		case kindLoop:
-			calls := slices.Clone(u.calls)
-			for k := range calls {
-				if id := calls[k].ID; id == "" || used[id] {
-					calls[k].ID = uniqueID(u.seq, k, used)
-					repairs = append(repairs, Repair{MemoryID: u.mem.ID, Kind: "renamed-call-id",
-						Detail: fmt.Sprintf("tool call %d id %q is empty or already used; sent as %q", k, id, calls[k].ID)})
-				}
-				used[calls[k].ID] = true
-			}
-			parts = append(parts, part{msg: chat.Message{Role: chat.RoleAssistant, Content: u.content, ToolCalls: calls}, sec: u.section, idx: u.idx})
-			for k, r := range u.results {
-				p := part{msg: chat.Message{Role: chat.RoleTool, Content: r.content, ToolCallID: calls[k].ID, Name: r.name},
-					res: r, sec: u.section, idx: r.idx}
-				if r.state == resSynthetic {
-					p.sec, p.kind, p.synth = secSynthetic, SynthMissingResult, "interrupted tool call: no result recorded"
-				}
-				parts = append(parts, p)
-			}
+			parts, repairs = loopParts(parts, repairs, u, used)
 		}
 	}
+	out := c.assemble(parts)
+	out.repairs = repairs
+	return out
+}
 
+// promptPart is the user message of u, a prompt, the mission, a nudge or the carried-state header, saying why the
+// composer wrote it when it did.
+func (c *composer) promptPart(u *unit) renderPart {
+	p := renderPart{msg: chat.Message{Role: chat.RoleUser, Content: u.content}, sec: u.section, idx: u.idx}
+	switch {
+	case u.kind == kindHeader:
+		p.kind, p.synth = SynthCarriedHeader, "carried state that no prompt precedes"
+	case u.kind == kindNudge:
+		p.kind, p.synth = SynthNudge, "no prompt in the window and no mission: encouragement (not persisted)"
+	case u.virtual:
+		p.kind, p.synth, p.idx = SynthNudge, "prompt of the new autonomous turn (persist it as a nudge)", -1
+	case u.kind == kindMission && c.missionID != 0:
+		p.kind, p.synth = SynthMission, fmt.Sprintf("mission re-injected: memory #%d is outside the window", c.missionID)
+	case u.kind == kindMission:
+		p.kind, p.synth = SynthMission, "mission re-injected: the swarm's latest commander broadcast (no memory of this mysis)"
+	}
+	return p
+}
+
+// loopParts appends the messages of u, a tool loop, to parts: the assistant message with its calls (each id made
+// unique among used, a repair recorded for each renamed one) and a tool message per result.
+func loopParts(parts []renderPart, repairs []Repair, u *unit, used map[string]bool) ([]renderPart, []Repair) {
+	calls := slices.Clone(u.calls)
+	for k := range calls {
+		if id := calls[k].ID; id == "" || used[id] {
+			calls[k].ID = uniqueID(u.seq, k, used)
+			repairs = append(repairs, Repair{MemoryID: u.mem.ID, Kind: "renamed-call-id",
+				Detail: fmt.Sprintf("tool call %d id %q is empty or already used; sent as %q", k, id, calls[k].ID)})
+		}
+		used[calls[k].ID] = true
+	}
+	parts = append(parts, renderPart{msg: chat.Message{Role: chat.RoleAssistant, Content: u.content, ToolCalls: calls}, sec: u.section, idx: u.idx})
+	for k, r := range u.results {
+		p := renderPart{msg: chat.Message{Role: chat.RoleTool, Content: r.content, ToolCallID: calls[k].ID, Name: r.name},
+			res: r, sec: u.section, idx: r.idx}
+		if r.state == resSynthetic {
+			p.sec, p.kind, p.synth = secSynthetic, SynthMissingResult, "interrupted tool call: no result recorded"
+		}
+		parts = append(parts, p)
+	}
+	return parts, repairs
+}
+
+// assemble merges the parts into the request's messages and counts what each adds: per section, per window
+// memory (and the message that carries it), for a mission from outside the window; it lists the synthetic messages.
+func (c *composer) assemble(parts []renderPart) rendered {
 	out := rendered{msgs: make([]chat.Message, 0, len(parts)), memTokens: make([]int, len(c.items)), memIndex: make([]int, len(c.items))}
 	var sec [secSynthetic + 1]int
 	var lastTokens int
 	for _, p := range parts {
-		n := len(out.msgs)
 		var t int // what this part adds to the request
-		if n > 0 && mergeable(out.msgs[n-1], p.msg) {
-			merged := out.msgs[n-1]
-			merged.Content = joinText(merged.Content, p.msg.Content)
-			merged.ToolCalls = p.msg.ToolCalls
-			whole := c.messageTokens(merged)
-			t = whole - lastTokens
-			out.msgs[n-1], lastTokens = merged, whole
-		} else {
-			if p.res != nil { // tool messages never merge
-				t = c.messageTokensWith(p.msg, c.resultTokens(p.res))
-			} else {
-				t = c.messageTokens(p.msg)
-			}
-			lastTokens = t
-			out.msgs = append(out.msgs, p.msg)
-		}
+		t, lastTokens = c.appendPart(&out, p, lastTokens)
 		sec[p.sec] += t
 		if p.idx >= 0 {
 			out.memTokens[p.idx] += t
@@ -112,14 +118,40 @@ func (c *composer) render(system string, units []*unit) rendered {
 			out.synthetic = append(out.synthetic, Synthetic{Index: len(out.msgs) - 1, Role: string(p.msg.Role), Kind: p.kind, Reason: p.synth})
 		}
 	}
-	out.tokens = Tokens{
+	out.tokens = c.requestTokens(sec)
+	return out
+}
+
+// appendPart appends p's message to out.msgs, merged into the last one when the two are mergeable; lastTokens is
+// the last message's tokens. It returns what p adds to the request and the last message's tokens after it.
+func (c *composer) appendPart(out *rendered, p renderPart, lastTokens int) (added, last int) {
+	n := len(out.msgs)
+	if n > 0 && mergeable(out.msgs[n-1], p.msg) {
+		merged := out.msgs[n-1]
+		merged.Content = joinText(merged.Content, p.msg.Content)
+		merged.ToolCalls = p.msg.ToolCalls
+		whole := c.messageTokens(merged)
+		out.msgs[n-1] = merged
+		return whole - lastTokens, whole
+	}
+	var t int
+	if p.res != nil { // tool messages never merge
+		t = c.messageTokensWith(p.msg, c.resultTokens(p.res))
+	} else {
+		t = c.messageTokens(p.msg)
+	}
+	out.msgs = append(out.msgs, p.msg)
+	return t, t
+}
+
+// requestTokens is the request's token breakdown given each section's tokens.
+func (c *composer) requestTokens(sec [secSynthetic + 1]int) Tokens {
+	t := Tokens{
 		System: sec[secSystem], Mission: sec[secMission], History: sec[secHistory], Carried: sec[secCarried],
 		Current: sec[secCurrent], Synthetic: sec[secSynthetic], Tools: c.toolTokens, Framing: framingReply,
 	}
-	out.tokens.Total = out.tokens.System + out.tokens.Mission + out.tokens.History + out.tokens.Carried +
-		out.tokens.Current + out.tokens.Synthetic + out.tokens.Tools + out.tokens.Framing
-	out.repairs = repairs
-	return out
+	t.Total = t.System + t.Mission + t.History + t.Carried + t.Current + t.Synthetic + t.Tools + t.Framing
+	return t
 }
 
 // mergeable: two user messages, or an assistant reply without calls followed by another assistant message.

@@ -101,55 +101,73 @@ func (c *composer) unitTokens(u *unit) int {
 // until the request outgrows the high-water mark, then moves up the seq grid (multiples of CompactStep) to the lowest
 // point at which the request fits the low-water mark.
 func (c *composer) selectUnits(units []*unit, currentStart int, missionUnit *unit, system string) {
-	// Estimates per unit.
 	fixedUnit := func(u *unit) bool {
 		return u == missionUnit || u.kind == kindNudge || u.virtual || u.kind == kindMission
 	}
-	var fixed, firstSeq, lastLoopSeq int64 = 0, math.MaxInt64, 0
-	for _, u := range units {
-		if !fixedUnit(u) {
-			firstSeq = min(firstSeq, u.seq)
-		}
-	}
+	firstSeq, fixed := c.fixedTokens(units, fixedUnit)
 	// Only rows of the contiguous recent part can be sent as they were: carried rows come and go as newer results
 	// supersede them. So the boundary starts at the first grid point of the recent part, and what lies below it is
 	// only ever compacted (its full size is never needed, nor counted).
-	step := int64(c.p.CompactStep)
-	recent := firstSeq
+	g0 := firstSeq // the first candidate is where the window starts; the next ones sit on the grid
 	if c.recentStart > 0 {
-		recent = max(recent, c.recentStart)
+		g0 = max(g0, c.recentStart)
 	}
-	g0 := recent // the first candidate is where the window starts; the next ones sit on the grid
+	step := int64(c.p.CompactStep)
+	ceiling := compactCeiling(units, currentStart) / step * step // the last candidate
+	high, low := c.waterMarks(system)
+	var choice boundaryChoice
+	if firstSeq != math.MaxInt64 {
+		choice = c.chooseBoundary(boundarySearch{units: units, fixedUnit: fixedUnit, fixed: fixed, g0: g0, ceiling: ceiling,
+			high: high, low: low})
+	}
+	// Recorded even when nothing lies below it: the next request starts from it.
+	c.boundary, c.compactSeq = choice.boundary, choice.compactSeq
+	c.markAsOf(units, choice)
+	c.keepUnits(units, currentStart, missionUnit, choice.boundary)
+}
+
+// fixedTokens returns the lowest seq of the units that are not fixed (math.MaxInt64: none) and the tokens of those
+// that are (the mission, nudges, a virtual prompt), which every request sends whatever the boundary.
+func (c *composer) fixedTokens(units []*unit, fixedUnit func(*unit) bool) (firstSeq, fixed int64) {
+	firstSeq = math.MaxInt64
 	for _, u := range units {
 		if fixedUnit(u) {
 			fixed += int64(c.unitTokens(u))
+		} else {
+			firstSeq = min(firstSeq, u.seq)
 		}
 	}
-	// The boundary may pass everything but the current turn's newest loop (or the current turn, when it has none).
-	lastLoopSeq = 0
+	return firstSeq, fixed
+}
+
+// compactCeiling is the highest seq the boundary may reach (before rounding down to the grid): it may pass
+// everything but the current turn's newest loop (or the current turn, when it has none).
+func compactCeiling(units []*unit, currentStart int) int64 {
+	var lastLoopSeq int64
 	for _, u := range units[currentStart:] {
 		if u.kind == kindLoop {
 			lastLoopSeq = u.seq
 		}
 	}
-	if lastLoopSeq == 0 {
-		for _, u := range units[currentStart:] {
-			if u.seq > 0 {
-				lastLoopSeq = u.seq
-				break
-			}
+	if lastLoopSeq != 0 {
+		return lastLoopSeq
+	}
+	for _, u := range units[currentStart:] {
+		if u.seq > 0 {
+			return u.seq
 		}
 	}
-	if lastLoopSeq == 0 && len(units) > 0 {
-		lastLoopSeq = units[len(units)-1].seq + 1 // only a synthetic nudge: everything before it may be compacted
+	if len(units) > 0 {
+		return units[len(units)-1].seq + 1 // only a synthetic nudge: everything before it may be compacted
 	}
-	// The boundary: where the previous request had it while the request stays under the high-water mark (so
-	// requests extend each other); else the lowest grid point at or above it whose request fits the low-water mark.
+	return 0
+}
+
+// waterMarks returns the high- and low-water marks of the request's history: the boundary stays where the previous
+// request had it while the request stays under high (so requests extend each other); else it moves to the lowest
+// grid point at or above it whose request fits low. Both leave room for the system prompt, the tools and the reply.
+func (c *composer) waterMarks(system string) (high, low int) {
 	room := c.p.TokenBudget - c.count(system) - framingPerMessage - c.toolTokens - framingReply
-	high := room
-	if c.p.HighWater > 0 {
-		high = min(high, c.p.HighWater)
-	}
 	// Carried state takes at most half the room the budget leaves the messages, so however little the tool
 	// schemas leave, requests can still grow as pure extensions between two compactions instead of compacting on
 	// every request.
@@ -157,37 +175,31 @@ func (c *composer) selectUnits(units []*unit, currentStart int, missionUnit *uni
 	if c.p.CarryTokens > 0 {
 		c.carryTokens = max(min(c.p.CarryTokens, room/2), 1)
 	}
-	low := high
+	high = room
+	if c.p.HighWater > 0 {
+		high = min(high, c.p.HighWater)
+	}
+	low = high
 	if c.p.LowWater > 0 {
 		low = min(low, c.p.LowWater)
 	}
-	var choice boundaryChoice
-	if firstSeq != math.MaxInt64 {
-		choice = c.chooseBoundary(units, fixedUnit, fixed, g0, lastLoopSeq/step*step, high, low)
-	}
-	boundary := choice.boundary
-	// Recorded even when nothing lies below it: the next request starts from it.
-	c.boundary, c.compactSeq = choice.boundary, choice.compactSeq
-	c.markAsOf(units, choice)
+	return high, low
+}
 
-	// Below the boundary every unit follows the same rules whichever turn it belongs to, so a new turn beginning
-	// does not change the compacted past; and what is kept there is exactly what the memory service returns for the
-	// memories before the recent part once that part starts at the boundary (carried results with their calls,
-	// pinned results, the newest replies), so the compacted past stays the same when the window moves up to it.
+// keepUnits decides, newest first, which units are sent, in which section and why. Below the boundary every unit
+// follows the same rules whichever turn it belongs to, so a new turn beginning does not change the compacted past;
+// and what is kept there is exactly what the memory service returns for the memories before the recent part once
+// that part starts at the boundary (carried results with their calls, pinned results, the newest replies), so the
+// compacted past stays the same when the window moves up to it.
+func (c *composer) keepUnits(units []*unit, currentStart int, missionUnit *unit, boundary int64) {
 	replies := 0
 	for i := len(units) - 1; i >= 0; i-- {
 		u := units[i]
 		current := i >= currentStart
-		sec := secCarried
-		if current {
-			sec = secCurrent
-		}
 		switch {
+		case u == missionUnit && !current:
+			u.keep, u.section, u.reason = true, secMission, ReasonMission
 		case u == missionUnit:
-			if i < currentStart {
-				u.keep, u.section, u.reason = true, secMission, ReasonMission
-				continue
-			}
 			u.keep, u.section, u.reason = true, secCurrent, ReasonCurrentTurn
 		case u.kind == kindNudge || u.virtual:
 			u.keep, u.section, u.reason = true, secSynthetic, ReasonCurrentTurn // nudges are the composer's words until stored
@@ -195,23 +207,34 @@ func (c *composer) selectUnits(units []*unit, currentStart int, missionUnit *uni
 			u.keep, u.section, u.reason = true, secCurrent, ReasonCurrentTurn
 		case u.seq >= boundary:
 			u.keep, u.section, u.reason = true, secHistory, ReasonLive
-		case u.kind == kindLoop:
-			if u.carriesB() {
-				u.keep, u.section, u.reason = true, sec, ReasonCarriedCall
-				c.keepCarriedCalls(u)
-				continue
-			}
-			u.section, u.reason = secHistory, u.dropReason(c.objective)
-		case u.kind == kindText && u.seq >= c.objective && replies < c.p.ReplyLimit:
-			replies++
-			u.keep, u.section, u.reason = true, sec, ReasonEarlierReply
-			c.capReply(u)
 		default:
-			if !u.keep { // a prompt kept for a history loop keeps its reason
-				u.section, u.reason = secHistory, ReasonCompressed
-			}
+			replies = c.compactUnit(u, current, replies)
 		}
 	}
+}
+
+// compactUnit decides what u, below the boundary, carries: a loop its carried results with their calls (or
+// nothing), a reply since the objective itself (the newest ReplyLimit of them, cut to the reply cap), anything else
+// nothing. replies counts the replies kept so far, newest first; it returns the new count.
+func (c *composer) compactUnit(u *unit, current bool, replies int) int {
+	sec := secCarried
+	if current {
+		sec = secCurrent
+	}
+	switch {
+	case u.kind == kindLoop && u.carriesB():
+		u.keep, u.section, u.reason = true, sec, ReasonCarriedCall
+		c.keepCarriedCalls(u)
+	case u.kind == kindLoop:
+		u.section, u.reason = secHistory, u.dropReason(c.objective)
+	case u.kind == kindText && u.seq >= c.objective && replies < c.p.ReplyLimit:
+		replies++
+		u.keep, u.section, u.reason = true, sec, ReasonEarlierReply
+		c.capReply(u)
+	case !u.keep: // a prompt kept for a history loop keeps its reason
+		u.section, u.reason = secHistory, ReasonCompressed
+	}
+	return replies
 }
 
 // carriesB reports whether u, below the boundary, carries a result (markAsOf).

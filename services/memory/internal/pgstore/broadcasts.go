@@ -127,65 +127,18 @@ func (s *Store) withDeliveryRetry(ctx context.Context, what string, fn func(pgx.
 	}
 }
 
+// deliver delivers b to targets (none: every mysis but the sender) in tx: it reads which targets exist and which
+// already hold b, inserts the missing deliveries and reads the existing ones, and returns the targets' delivery
+// memories in target order (every mysis's: in id order).
 func deliver(ctx context.Context, tx pgx.Tx, b memory.Broadcast, targets []string) (memory.Delivery, error) {
 	d := memory.Delivery{Broadcast: b}
-	key := b.ID // deliveries are unique per (broadcast_id, mysis_id)
-	var rows pgx.Rows
-	var err error
-	explicit := len(targets) > 0
-	if explicit {
-		rows, err = tx.Query(ctx, targetsSomeSQL, targets, key)
-	} else {
-		rows, err = tx.Query(ctx, targetsAllSQL, nullable(b.SenderID), key)
-	}
+	t, err := deliveryTargets(ctx, tx, b, targets)
 	if err != nil {
-		return d, dbErr(err, "deliver broadcast")
+		return d, err
 	}
-	have := map[string]bool{}
-	var todo, done []string
-	var all []string
-	for rows.Next() {
-		var id string
-		var delivered bool
-		if err := rows.Scan(&id, &delivered); err != nil {
-			rows.Close()
-			return d, dbErr(err, "deliver broadcast")
-		}
-		have[id] = true
-		all = append(all, id)
-		if delivered {
-			done = append(done, id)
-		} else {
-			todo = append(todo, id)
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return d, dbErr(err, "deliver broadcast")
-	}
-	if explicit {
-		for _, id := range targets {
-			if !have[id] {
-				return d, errMysisNotFound(id)
-			}
-		}
-	} else {
-		slices.Sort(all)
-		targets = all
-	}
-	byMysis := make(map[string]memory.Memory, len(targets))
-	if len(todo) > 0 {
-		slices.Sort(todo)
-		rows, err := tx.Query(ctx, deliverSQL, todo, key, b.SenderID, b.Content)
-		if err != nil {
-			return d, dbErr(err, "deliver broadcast")
-		}
-		fresh, err := collectMemories(rows, "deliver broadcast")
-		var pe *pgconn.PgError
-		// On the partitioned table (00008) the violated index is a partition's copy, named <index>_pNN.
-		if errors.As(err, &pe) && pe.Code == pgerrcode.UniqueViolation && strings.HasPrefix(pe.ConstraintName, "memories_broadcast_delivery_key") {
-			return d, errRetryDelivery
-		}
+	byMysis := make(map[string]memory.Memory, len(t.targets))
+	if len(t.todo) > 0 {
+		fresh, err := insertDeliveries(ctx, tx, b, t.todo)
 		if err != nil {
 			return d, err
 		}
@@ -194,12 +147,8 @@ func deliver(ctx context.Context, tx pgx.Tx, b memory.Broadcast, targets []strin
 		}
 		d.Delivered = len(fresh)
 	}
-	if len(done) > 0 {
-		rows, err := tx.Query(ctx, `SELECT `+memCols+` FROM memories m WHERE m.broadcast_id = $2 AND m.mysis_id = ANY($1::uuid[])`, done, key)
-		if err != nil {
-			return d, dbErr(err, "deliver broadcast")
-		}
-		old, err := collectMemories(rows, "deliver broadcast")
+	if len(t.done) > 0 {
+		old, err := readDeliveries(ctx, tx, b, t.done)
 		if err != nil {
 			return d, err
 		}
@@ -208,11 +157,93 @@ func deliver(ctx context.Context, tx pgx.Tx, b memory.Broadcast, targets []strin
 		}
 		d.AlreadyDelivered = len(old)
 	}
-	d.Memories = make([]memory.Memory, 0, len(targets))
-	for _, id := range targets {
+	d.Memories = make([]memory.Memory, 0, len(t.targets))
+	for _, id := range t.targets {
 		if m, ok := byMysis[id]; ok {
 			d.Memories = append(d.Memories, m)
 		}
 	}
 	return d, nil
+}
+
+// delivery is who a broadcast goes to: every target in answer order, and which of them still need it (todo) and
+// which already hold it (done).
+type delivery struct {
+	targets, todo, done []string
+}
+
+// deliveryTargets reads the targets of b: the given myses, every one of which must exist, or (none given) every
+// mysis but the sender, in id order.
+func deliveryTargets(ctx context.Context, tx pgx.Tx, b memory.Broadcast, targets []string) (delivery, error) {
+	var rows pgx.Rows
+	var err error
+	explicit := len(targets) > 0
+	if explicit {
+		rows, err = tx.Query(ctx, targetsSomeSQL, targets, b.ID) // deliveries are unique per (broadcast_id, mysis_id)
+	} else {
+		rows, err = tx.Query(ctx, targetsAllSQL, nullable(b.SenderID), b.ID)
+	}
+	if err != nil {
+		return delivery{}, dbErr(err, "deliver broadcast")
+	}
+	var t delivery
+	var all []string
+	have := map[string]bool{}
+	for rows.Next() {
+		var id string
+		var delivered bool
+		if err := rows.Scan(&id, &delivered); err != nil {
+			rows.Close()
+			return delivery{}, dbErr(err, "deliver broadcast")
+		}
+		have[id] = true
+		all = append(all, id)
+		if delivered {
+			t.done = append(t.done, id)
+		} else {
+			t.todo = append(t.todo, id)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return delivery{}, dbErr(err, "deliver broadcast")
+	}
+	if !explicit {
+		slices.Sort(all)
+		t.targets = all
+		return t, nil
+	}
+	for _, id := range targets {
+		if !have[id] {
+			return delivery{}, errMysisNotFound(id)
+		}
+	}
+	t.targets = targets
+	return t, nil
+}
+
+// insertDeliveries inserts b's delivery to each mysis of todo (deliverSQL); it returns errRetryDelivery when a
+// concurrent delivery of b to one of them committed first.
+func insertDeliveries(ctx context.Context, tx pgx.Tx, b memory.Broadcast, todo []string) ([]memory.Memory, error) {
+	slices.Sort(todo)
+	rows, err := tx.Query(ctx, deliverSQL, todo, b.ID, b.SenderID, b.Content)
+	if err != nil {
+		return nil, dbErr(err, "deliver broadcast")
+	}
+	fresh, err := collectMemories(rows, "deliver broadcast")
+	var pe *pgconn.PgError
+	// On the partitioned table (00008) the violated index is a partition's copy, named <index>_pNN.
+	if errors.As(err, &pe) && pe.Code == pgerrcode.UniqueViolation && strings.HasPrefix(pe.ConstraintName, "memories_broadcast_delivery_key") {
+		return nil, errRetryDelivery
+	}
+	return fresh, err
+}
+
+// readDeliveries reads the deliveries of b that the myses of done already hold.
+func readDeliveries(ctx context.Context, tx pgx.Tx, b memory.Broadcast, done []string) ([]memory.Memory, error) {
+	rows, err := tx.Query(ctx, `SELECT `+memCols+` FROM memories m WHERE m.broadcast_id = $2 AND m.mysis_id = ANY($1::uuid[])`, done, b.ID)
+	if err != nil {
+		return nil, dbErr(err, "deliver broadcast")
+	}
+	return collectMemories(rows, "deliver broadcast")
 }

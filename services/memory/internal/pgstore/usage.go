@@ -180,63 +180,14 @@ func setTimes(t *memory.UsageTotals, first, last *time.Time) {
 // GetUsage sums calls: all time from the running totals, a time range from the call log. The total and one page
 // of groups travel in one batch.
 func (s *Store) GetUsage(ctx context.Context, q memory.UsageQuery) (memory.Usage, error) {
-	ids, size := q.MysisIDs, q.PageSize
-
-	ranged := !q.From.IsZero() || !q.To.IsZero()
-	src, aggs := "llm_usage_totals u", totalsAggs
-	var where []string
-	args := []any{}
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
-	if ranged {
-		src, aggs = "llm_calls u", callsAggs
-		if !q.From.IsZero() {
-			where = append(where, "u.started_at >= "+arg(q.From))
-		}
-		if !q.To.IsZero() {
-			where = append(where, "u.started_at < "+arg(q.To))
-		}
-	}
-	if len(ids) > 0 {
-		where = append(where, "u.mysis_id = ANY("+arg(ids)+"::uuid[])")
-	}
-	cond := "TRUE"
-	if len(where) > 0 {
-		cond = strings.Join(where, " AND ")
-	}
-	base := len(args)
-
+	f := usageFilterOf(q)
 	b := &pgx.Batch{}
-	b.Queue(`SELECT `+aggs+` FROM `+src+` WHERE `+cond, args...)
+	b.Queue(`SELECT `+f.aggs+` FROM `+f.src+` WHERE `+f.cond, f.args...)
 	switch q.GroupBy {
 	case memory.GroupMysis:
-		// Walk myses in name order (its unique index) and sum each one's rows through the mysis-first index: a page
-		// reads its own myses' rows, not the swarm's; myses without calls are skipped.
-		rowArgs := append(slices.Clone(args), q.AfterName, size+1)
-		mysisCond := "TRUE"
-		if len(ids) > 0 {
-			mysisCond = "m.id = ANY($" + strconv.Itoa(len(args)) + "::uuid[])"
-		}
-		if ranged {
-			// A range holds few myses' calls (an hour: a fraction of the swarm): sum them first, then name them.
-			b.Queue(`SELECT m.id::text, m.name, '', '', t.calls, t.failed, t.prompt, t.cached, t.completion,
-				t.reasoning, t.composed, t.latency, t.retries, t.cost, t.first_at, t.last_at
-				FROM (SELECT u.mysis_id, `+aggs+` FROM `+src+` WHERE `+cond+` GROUP BY u.mysis_id) t
-				JOIN myses m ON m.id = t.mysis_id
-				WHERE m.name > $`+strconv.Itoa(base+1)+` ORDER BY m.name LIMIT $`+strconv.Itoa(base+2), rowArgs...)
-			break
-		}
-		b.Queue(`SELECT m.id::text, m.name, '', '', t.* FROM myses m
-			CROSS JOIN LATERAL (SELECT `+aggs+` FROM `+src+` WHERE u.mysis_id = m.id AND `+cond+`) t
-			WHERE `+mysisCond+` AND m.name > $`+strconv.Itoa(base+1)+` AND t.calls > 0
-			ORDER BY m.name LIMIT $`+strconv.Itoa(base+2), rowArgs...)
+		f.queueByMysis(b, q)
 	case memory.GroupModel:
-		rowArgs := append(slices.Clone(args), q.AfterProvider, q.AfterModel, size+1)
-		b.Queue(`SELECT '', '', u.provider, u.model, `+aggs+` FROM `+src+`
-			WHERE `+cond+` AND (u.provider, u.model) > ($`+strconv.Itoa(base+1)+`, $`+strconv.Itoa(base+2)+`)
-			GROUP BY u.provider, u.model ORDER BY u.provider, u.model LIMIT $`+strconv.Itoa(base+3), rowArgs...)
+		f.queueByModel(b, q)
 	}
 	br := s.pool.SendBatch(ctx, b)
 	defer func() { _ = br.Close() }()
@@ -250,26 +201,110 @@ func (s *Store) GetUsage(ctx context.Context, q memory.UsageQuery) (memory.Usage
 	if q.GroupBy == memory.GroupNone {
 		return out, nil
 	}
+	rows, err := scanUsageRows(br)
+	if err != nil {
+		return memory.Usage{}, err
+	}
+	out.Rows = rows
+	if len(out.Rows) > q.PageSize {
+		out.Rows, out.More = out.Rows[:q.PageSize], true
+	}
+	return out, nil
+}
+
+// usageFilter is what GetUsage sums over: the source (the running totals, or the call log for a time range), its
+// aggregates, and the condition on it with the condition's arguments ($1…$len(args)).
+type usageFilter struct {
+	src, aggs, cond string
+	args            []any
+	ranged          bool
+	// idsArg is the placeholder of the mysis ids ("" when the query names none).
+	idsArg string
+}
+
+// usageFilterOf builds the filter for q.
+func usageFilterOf(q memory.UsageQuery) usageFilter {
+	f := usageFilter{src: "llm_usage_totals u", aggs: totalsAggs, args: []any{}, ranged: !q.From.IsZero() || !q.To.IsZero()}
+	var where []string
+	arg := func(v any) string {
+		f.args = append(f.args, v)
+		return "$" + strconv.Itoa(len(f.args))
+	}
+	if f.ranged {
+		f.src, f.aggs = "llm_calls u", callsAggs
+		if !q.From.IsZero() {
+			where = append(where, "u.started_at >= "+arg(q.From))
+		}
+		if !q.To.IsZero() {
+			where = append(where, "u.started_at < "+arg(q.To))
+		}
+	}
+	if len(q.MysisIDs) > 0 {
+		f.idsArg = arg(q.MysisIDs)
+		where = append(where, "u.mysis_id = ANY("+f.idsArg+"::uuid[])")
+	}
+	f.cond = "TRUE"
+	if len(where) > 0 {
+		f.cond = strings.Join(where, " AND ")
+	}
+	return f
+}
+
+// param is the placeholder of the filter's i-th extra argument (1-based), after its own.
+func (f usageFilter) param(i int) string { return "$" + strconv.Itoa(len(f.args)+i) }
+
+// queueByMysis queues one page of per-mysis sums, in name order after q.AfterName.
+func (f usageFilter) queueByMysis(b *pgx.Batch, q memory.UsageQuery) {
+	rowArgs := append(slices.Clone(f.args), q.AfterName, q.PageSize+1)
+	if f.ranged {
+		// A range holds few myses' calls (an hour: a fraction of the swarm): sum them first, then name them.
+		b.Queue(`SELECT m.id::text, m.name, '', '', t.calls, t.failed, t.prompt, t.cached, t.completion,
+				t.reasoning, t.composed, t.latency, t.retries, t.cost, t.first_at, t.last_at
+				FROM (SELECT u.mysis_id, `+f.aggs+` FROM `+f.src+` WHERE `+f.cond+` GROUP BY u.mysis_id) t
+				JOIN myses m ON m.id = t.mysis_id
+				WHERE m.name > `+f.param(1)+` ORDER BY m.name LIMIT `+f.param(2), rowArgs...)
+		return
+	}
+	// Walk myses in name order (its unique index) and sum each one's rows through the mysis-first index: a page
+	// reads its own myses' rows, not the swarm's; myses without calls are skipped.
+	mysisCond := "TRUE"
+	if f.idsArg != "" {
+		mysisCond = "m.id = ANY(" + f.idsArg + "::uuid[])"
+	}
+	b.Queue(`SELECT m.id::text, m.name, '', '', t.* FROM myses m
+			CROSS JOIN LATERAL (SELECT `+f.aggs+` FROM `+f.src+` WHERE u.mysis_id = m.id AND `+f.cond+`) t
+			WHERE `+mysisCond+` AND m.name > `+f.param(1)+` AND t.calls > 0
+			ORDER BY m.name LIMIT `+f.param(2), rowArgs...)
+}
+
+// queueByModel queues one page of per-(provider, model) sums, in that order after (q.AfterProvider, q.AfterModel).
+func (f usageFilter) queueByModel(b *pgx.Batch, q memory.UsageQuery) {
+	rowArgs := append(slices.Clone(f.args), q.AfterProvider, q.AfterModel, q.PageSize+1)
+	b.Queue(`SELECT '', '', u.provider, u.model, `+f.aggs+` FROM `+f.src+`
+			WHERE `+f.cond+` AND (u.provider, u.model) > (`+f.param(1)+`, `+f.param(2)+`)
+			GROUP BY u.provider, u.model ORDER BY u.provider, u.model LIMIT `+f.param(3), rowArgs...)
+}
+
+// scanUsageRows reads the batch's page of groups.
+func scanUsageRows(br pgx.BatchResults) ([]memory.UsageRow, error) {
 	rows, err := br.Query()
 	if err != nil {
-		return memory.Usage{}, dbErr(err, "get usage")
+		return nil, dbErr(err, "get usage")
 	}
 	defer rows.Close()
+	var out []memory.UsageRow
 	for rows.Next() {
 		var r memory.UsageRow
 		var first, last *time.Time
 		dest := append([]any{&r.MysisID, &r.MysisName, &r.Provider, &r.Model}, totalsDest(&r.Totals, &first, &last)...)
 		if err := rows.Scan(dest...); err != nil {
-			return memory.Usage{}, dbErr(err, "get usage")
+			return nil, dbErr(err, "get usage")
 		}
 		setTimes(&r.Totals, first, last)
-		out.Rows = append(out.Rows, r)
+		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return memory.Usage{}, dbErr(err, "get usage")
-	}
-	if len(out.Rows) > size {
-		out.Rows, out.More = out.Rows[:size], true
+		return nil, dbErr(err, "get usage")
 	}
 	return out, nil
 }
