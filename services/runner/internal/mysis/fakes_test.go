@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/zoeaswarm/zoea/libs/chat"
@@ -23,7 +24,9 @@ type fakeStore struct {
 	nextID   int64
 	down     bool  // every call fails Unavailable
 	counts   []int // every encouragement count written, in order
-	appends  int
+	// states is every state written (SetState or a conditional append), in order.
+	states  []StateChange
+	appends int
 	// condAppends counts conditional appends (AppendIf with a condition).
 	condAppends int
 	// reads counts Recent calls, stateCalls SetState calls.
@@ -94,6 +97,7 @@ func (s *fakeStore) SetState(_ context.Context, id string, ch StateChange) (Mysi
 		return Mysis{}, errs.Conflictf("state is %s, not %s", m.State, ch.Expected)
 	}
 	m.State, m.StateReason = ch.To, ch.Reason
+	s.states = append(s.states, ch)
 	if ch.Count != nil {
 		m.EncouragementCount = *ch.Count
 		s.counts = append(s.counts, *ch.Count)
@@ -146,6 +150,7 @@ func (s *fakeStore) AppendIf(ctx context.Context, id string, ms []NewMemory, c A
 			return nil, errs.Conflictf("state is %s, not %s", my.State, c.State.Expected)
 		}
 		my.State, my.StateReason = c.State.To, c.State.Reason
+		s.states = append(s.states, *c.State)
 		if c.State.Count != nil {
 			my.EncouragementCount = *c.State.Count
 			s.counts = append(s.counts, *c.State.Count)
@@ -193,6 +198,13 @@ func (s *fakeStore) Recent(_ context.Context, id string, limit int) ([]Memory, e
 		ms = ms[len(ms)-limit:]
 	}
 	return append([]Memory(nil), ms...), nil
+}
+
+// stateLog returns every state written so far, in order.
+func (s *fakeStore) stateLog() []StateChange {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]StateChange(nil), s.states...)
 }
 
 func (s *fakeStore) counters() (reads, stateCalls, condAppends int) {
@@ -480,17 +492,31 @@ func (h *harness) stop() {
 	h.cancel = nil
 }
 
-// eventually polls cond for up to 5s.
+// eventually waits until cond holds. Every harness test runs in a synctest bubble: synctest.Wait returns once
+// the actor and the fakes are all blocked (on a wake, a gate, a pause or a backoff timer), so cond is checked only
+// when nothing is in flight; while it does not hold, the fake clock moves on, which fires the actor's next timer.
+// The limit is fake time, so it costs nothing and the outcome does not depend on the machine's speed.
 func (h *harness) eventually(what string, cond func() bool) {
 	h.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		synctest.Wait()
 		if cond() {
 			return
 		}
-		time.Sleep(2 * time.Millisecond)
+		if !time.Now().Before(deadline) {
+			h.t.Fatalf("still waiting for %s after %v of fake time", what, 10*time.Second)
+		}
+		advance(time.Millisecond)
 	}
-	h.t.Fatalf("timed out waiting for %s", what)
+}
+
+// advance moves the bubble's fake clock on by d: it returns once every other goroutine of the bubble is blocked
+// and every timer due within d has fired, then waits for what those timers started to settle. A test that asserts
+// "nothing happened" advances past every deadline that could make something happen, then looks.
+func advance(d time.Duration) {
+	time.Sleep(d) // fake time: inside a synctest bubble this only advances the clock once all else is blocked
+	synctest.Wait()
 }
 
 func (h *harness) state() State { return h.store.get(testID).State }
