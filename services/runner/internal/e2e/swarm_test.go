@@ -176,6 +176,20 @@ func TestSwarmLifecycle(t *testing.T) {
 		}
 		return out
 	}
+	// The memory service indexes tool results in the background (ZOEA_FTS_INDEX_INTERVAL): wait until alpha's
+	// get_status result is searchable, so beta's search below could find it were isolation broken, and alpha's will.
+	s.eventually(t, 10*time.Second, "alpha's get_status result searchable", func() bool {
+		resp, err := s.memory.SearchMessages(ctx, &memoryv1.SearchMessagesRequest{MysisId: ids["alpha"], Query: alphaUser, Limit: 5})
+		if err != nil {
+			t.Fatalf("SearchMessages: %v", err)
+		}
+		for _, h := range resp.GetHits() {
+			if h.GetMemory().GetToolName() == "get_status" {
+				return true
+			}
+		}
+		return false
+	})
 	for _, h := range searchResult("beta") {
 		if h["tool"] == "get_status" {
 			t.Errorf("beta's search for %q returned a get_status result: %v", alphaUser, h)
