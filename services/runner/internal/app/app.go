@@ -147,6 +147,8 @@ type Options struct {
 	Listener net.Listener
 	// OnReady is called with the gRPC address once the server listens.
 	OnReady func(addr net.Addr)
+	// OnLeaseScan, when set, is called after each lease scan has tried every mysis (tests wait for the first).
+	OnLeaseScan func()
 	// WrapProvider, when set, wraps every registered provider (load tests measure model time with it).
 	WrapProvider func(llm.Provider) llm.Provider
 	// Clock, when set, is the clock of spend windows (tests roll a window over with it).
@@ -266,7 +268,7 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 		Events: events, Status: statuses,
 		Spend: usage.NewGuard(memory, spendCfg, prices, now), Calls: memory, Metrics: metrics, Clock: opts.Clock,
 	}
-	mgr := lease.New(natsbus.Leases{L: leases}, memory, func(id string) lease.Actor { return mysis.New(id, deps, actorCfg) }, lease.Config{Logger: log})
+	mgr := lease.New(natsbus.Leases{L: leases}, memory, func(id string) lease.Actor { return mysis.New(id, deps, actorCfg) }, lease.Config{Logger: log, OnScan: opts.OnLeaseScan})
 
 	srv := server.New(server.Options{
 		Name: "runner", Config: cfg.Server, Logger: log,

@@ -90,7 +90,7 @@ func TestBadModelRepliesAreStoredAndAnswered(t *testing.T) {
 		if _, err := s.bus.SendDirect(ctx, &busv1.SendDirectRequest{Mysis: "bad-model", Content: fmt.Sprintf("BAD %d", i)}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 60*time.Second, fmt.Sprintf("the answer to BAD %d", i), func() bool {
+		s.eventually(t, 60*time.Second, fmt.Sprintf("the answer to BAD %d", i), func() bool {
 			ms := s.allMemories(t, id)
 			seen, called := false, false
 			for _, m := range ms {

@@ -58,7 +58,7 @@ func TestReplicaCrashTakeover(t *testing.T) {
 		}
 		return out
 	}
-	eventually(t, 60*time.Second, "A plays every mysis (a game action stored for each)", func() bool {
+	s.eventually(t, 60*time.Second, "A plays every mysis (a game action stored for each)", func() bool {
 		for _, id := range ids {
 			if !slices.ContainsFunc(s.allMemories(t, id), func(m *memoryv1.Memory) bool {
 				return m.GetRole() == memoryv1.Role_ROLE_TOOL && gameActions[m.GetToolName()]
@@ -69,14 +69,30 @@ func TestReplicaCrashTakeover(t *testing.T) {
 		return true
 	})
 
-	b := s.startRunner(t, "B", nil, func(c *app.Config) { c.DefaultProvider = "autopilot"; c.LeaseTTL = ttl })
-	// B sees A's leases through the lease watch and acquires nothing.
-	time.Sleep(500 * time.Millisecond)
-	for name, owner := range owners(b.swarm) {
-		if owner != "A" {
-			t.Fatalf("before the crash %s is owned by %q, want A", name, owner)
-		}
+	scanned := make(chan struct{}, 1)
+	b := s.startRunnerOpts(t, "B", nil, func(c *app.Config) { c.DefaultProvider = "autopilot"; c.LeaseTTL = ttl },
+		app.Options{OnLeaseScan: func() {
+			select {
+			case scanned <- struct{}{}:
+			default:
+			}
+		}})
+	// B acquires nothing: once its first lease scan has tried every mysis, its lease watch shows A holding them all
+	// (a lease B took would show B, and stay B: A's renewal cannot take it back).
+	select {
+	case <-scanned:
+	case <-time.After(30 * time.Second):
+		t.Fatal("B finished no lease scan within 30s")
 	}
+	s.eventually(t, 10*time.Second, "B to see A holding every lease", func() bool {
+		held := owners(b.swarm)
+		for _, owner := range held {
+			if owner != "A" {
+				return false
+			}
+		}
+		return len(held) == len(names)
+	})
 
 	// Kill A the moment one of its myses has stored a game action that has no result yet: the call is in flight.
 	newest := func(id string) *memoryv1.Memory {
@@ -89,21 +105,18 @@ func TestReplicaCrashTakeover(t *testing.T) {
 	inAction := func(m *memoryv1.Memory) bool {
 		return m != nil && m.GetRole() == memoryv1.Role_ROLE_ASSISTANT && len(m.GetToolCalls()) > 0 && gameActions[m.GetToolCalls()[0].GetName()]
 	}
+	// A publishes an event for each memory it stores, so the check runs right after each one.
 	var killed time.Time
-	deadline := time.Now().Add(30 * time.Second)
-	for killed.IsZero() {
-		if time.Now().After(deadline) {
-			t.Fatal("no mysis was seen inside a game action within 30s")
-		}
+	s.eventually(t, 30*time.Second, "a mysis inside a game action", func() bool {
 		for _, name := range names {
 			if inAction(newest(ids[name])) {
 				a.proc.Kill() // SIGKILL
 				killed = time.Now()
-				break
+				return true
 			}
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return false
+	})
 	if !a.proc.Exited() {
 		t.Fatal("A is still running after SIGKILL")
 	}
@@ -125,7 +138,7 @@ func TestReplicaCrashTakeover(t *testing.T) {
 	}
 
 	// Take-over: B holds every lease, then every mysis has a new memory written by B.
-	eventually(t, ttl+10*time.Second, "B owns every mysis", func() bool {
+	s.eventually(t, ttl+10*time.Second, "B owns every mysis", func() bool {
 		for _, owner := range owners(b.swarm) {
 			if owner != "B" {
 				return false
@@ -135,7 +148,7 @@ func TestReplicaCrashTakeover(t *testing.T) {
 	})
 	leased := time.Since(killed)
 	resumed := map[string]time.Duration{}
-	eventually(t, ttl+15*time.Second, "every mysis acts again on B", func() bool {
+	s.eventually(t, ttl+15*time.Second, "every mysis acts again on B", func() bool {
 		for _, name := range names {
 			if _, ok := resumed[name]; ok {
 				continue
@@ -161,7 +174,7 @@ func TestReplicaCrashTakeover(t *testing.T) {
 	// B keeps playing: two more complete game actions per mysis.
 	for _, name := range names {
 		mark := before[name][len(before[name])-1].GetSeq()
-		eventually(t, 60*time.Second, name+" keeps playing on B", func() bool {
+		s.eventually(t, 60*time.Second, name+" keeps playing on B", func() bool {
 			n := 0
 			for _, m := range afterSeq(s.allMemories(t, ids[name]), mark) {
 				if m.GetRole() == memoryv1.Role_ROLE_TOOL && gameActions[m.GetToolName()] && m.GetContent() != mysis.InterruptedResult {

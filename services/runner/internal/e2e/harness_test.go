@@ -14,6 +14,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,9 +29,11 @@ import (
 	"github.com/zoeaswarm/zoea/libs/natstest"
 	"github.com/zoeaswarm/zoea/libs/pgtest"
 	"github.com/zoeaswarm/zoea/libs/server"
+	"github.com/zoeaswarm/zoea/libs/swarmbus"
 	"github.com/zoeaswarm/zoea/libs/testdep"
 	"github.com/zoeaswarm/zoea/services/runner/internal/app"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
+	"github.com/zoeaswarm/zoea/services/runner/internal/natsbus"
 	"github.com/zoeaswarm/zoea/services/runner/internal/testkit/testenv"
 )
 
@@ -46,6 +49,74 @@ type stack struct {
 	busAddr  string
 	memory   memoryv1.MemoryServiceClient
 	bus      busv1.BusServiceClient
+	// changes fires on every event a runner publishes and every live status write; statuses mirrors the live
+	// statuses (what the actors report), as a runner replica does.
+	changes  *signal
+	statuses *natsbus.Statuses
+}
+
+// signal wakes every waiter at each fire: C returns a channel closed at the next fire.
+type signal struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func newSignal() *signal { return &signal{ch: make(chan struct{})} }
+
+func (s *signal) C() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ch
+}
+
+func (s *signal) fire() {
+	s.mu.Lock()
+	close(s.ch)
+	s.ch = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// watchBus connects to the stack's NATS and fires s.changes on every runner event and every live status write,
+// which s.statuses mirrors.
+func (s *stack) watchBus(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
+	defer ccancel()
+	b, err := swarmbus.Connect(cctx, s.natsURL, swarmbus.Options{Name: "e2e-watch", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	s.changes, s.statuses = newSignal(), natsbus.NewStatuses(b.Statuses(), nil)
+	sub, err := b.SubscribeEvents(ctx, swarmbus.EventFilter{}, func(context.Context, *busv1.Event) { s.changes.fire() })
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	watched, forwarded := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		_ = s.statuses.Watch(ctx)
+	}()
+	go func() {
+		defer close(forwarded)
+		for {
+			select {
+			case <-s.statuses.Changed():
+				s.changes.fire()
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		sub.Stop()
+		cancel()
+		<-watched
+		<-forwarded
+		b.Close()
+	})
 }
 
 func requireBinaries(t *testing.T) {
@@ -66,6 +137,7 @@ func startStack(t *testing.T, simEnv ...string) *stack {
 	s := &stack{t: t}
 	dbURL := pgtest.New(t)
 	s.natsURL = natstest.Start(t).ClientURL()
+	s.watchBus(t)
 	s.sim = testenv.StartSim(t, simEnv...)
 
 	s.memAddr = testenv.FreeAddr(t)
@@ -255,17 +327,27 @@ func (p *probe) Chat(ctx context.Context, req llm.Request) (llm.Response, error)
 	return llm.Response{Message: chat.Message{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{tc}}, Reasoning: "checking with " + tc.Name}, nil
 }
 
-// eventually polls cond until it holds or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+// eventually waits until cond holds, at most timeout. cond is checked again after every event a runner publishes
+// and every live status write (s.changes), and at least every 100 ms for changes that are not on the bus (rows the
+// bus service writes, a process exit, the simulator, a replica's lease mirror catching up).
+func (s *stack) eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	recheck := time.NewTicker(100 * time.Millisecond)
+	defer recheck.Stop()
+	for {
+		changed := s.changes.C()
 		if cond() {
 			return
 		}
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-changed:
+		case <-recheck.C:
+		case <-ctx.Done():
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
 	}
-	t.Fatalf("timed out after %v waiting for %s", timeout, what)
 }
 
 // allMemories reads a mysis's whole history.

@@ -84,7 +84,7 @@ func TestSpendLimitHolds(t *testing.T) {
 	if _, err := r1.swarm.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: "capped", Model: "scripted", Start: true}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "capped idle after its nudges", func() bool {
+	s.eventually(t, 30*time.Second, "capped idle after its nudges", func() bool {
 		m := getStatus(t, r1, "capped").GetMysis()
 		return m.GetState() == memoryv1.MysisState_MYSIS_STATE_IDLE && m.GetStateReason() == mysis.IdleReason
 	})
@@ -113,7 +113,7 @@ func TestSpendLimitHolds(t *testing.T) {
 	if _, err := r1.swarm.StartMysis(ctx, &runnerv1.StartMysisRequest{Mysis: "capped"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "capped stopped by its limit", limited(r1))
+	s.eventually(t, 30*time.Second, "capped stopped by its limit", limited(r1))
 	if got := p.calls.Load(); got != n1 {
 		t.Fatalf("the limit let %d more calls through", got-n1)
 	}
@@ -125,7 +125,7 @@ func TestSpendLimitHolds(t *testing.T) {
 	if _, err := r2.swarm.StartMysis(ctx, &runnerv1.StartMysisRequest{Mysis: "capped"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "capped stopped again after a restart, with two replicas", func() bool {
+	s.eventually(t, 30*time.Second, "capped stopped again after a restart, with two replicas", func() bool {
 		m := getStatus(t, r2, "capped").GetMysis()
 		return m.GetState() == memoryv1.MysisState_MYSIS_STATE_IDLE && m.GetStateReason() == wantReason &&
 			getStatus(t, r2, "capped").GetOwner() != ""
@@ -137,7 +137,7 @@ func TestSpendLimitHolds(t *testing.T) {
 	// Midnight on the injected clock: the day window rolls over and the mysis resumes by itself, until the new
 	// day's count reaches the limit again.
 	clock.Advance(3 * time.Hour)
-	eventually(t, 30*time.Second, "capped resumes after the day rolls over and is stopped again", func() bool {
+	s.eventually(t, 30*time.Second, "capped resumes after the day rolls over and is stopped again", func() bool {
 		return p.calls.Load() > n1 && limited(r2)()
 	})
 	id := getStatus(t, r2, "capped").GetMysis().GetId()
@@ -157,7 +157,7 @@ func TestSpendLimitHolds(t *testing.T) {
 		{Window: memoryv1.SpendWindow_SPEND_WINDOW_DAY, Unit: memoryv1.SpendUnit_SPEND_UNIT_TOKENS, Amount: 1 << 40}}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "capped resumes when its limit is raised", func() bool {
+	s.eventually(t, 30*time.Second, "capped resumes when its limit is raised", func() bool {
 		m := getStatus(t, r2, "capped").GetMysis()
 		return p.calls.Load() > before && !strings.HasPrefix(m.GetStateReason(), mysis.SpendReasonPrefix)
 	})

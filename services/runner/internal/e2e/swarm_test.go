@@ -60,7 +60,7 @@ func TestSwarmLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	soloID := solo.GetStatus().GetMysis().GetId()
-	eventually(t, 30*time.Second, "solo idle after three nudges", func() bool {
+	s.eventually(t, 30*time.Second, "solo idle after three nudges", func() bool {
 		m := getStatus(t, r, "solo").GetMysis()
 		return m.GetState() == memoryv1.MysisState_MYSIS_STATE_IDLE && m.GetStateReason() == mysis.IdleReason
 	})
@@ -80,7 +80,7 @@ func TestSwarmLifecycle(t *testing.T) {
 	if _, err := s.bus.SendDirect(ctx, &busv1.SendDirectRequest{Mysis: "solo", Content: "Report your status, captain."}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "solo answers the direct message", func() bool {
+	s.eventually(t, 20*time.Second, "solo answers the direct message", func() bool {
 		return hasToolLoop(afterSeq(s.allMemories(t, soloID), lastSeq), "get_status")
 	})
 
@@ -104,11 +104,11 @@ func TestSwarmLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, id := range ids {
-		eventually(t, 20*time.Second, name+" answers the broadcast", func() bool {
+		s.eventually(t, 20*time.Second, name+" answers the broadcast", func() bool {
 			return hasToolLoop(afterSeq(s.allMemories(t, id), before[name]), "get_status")
 		})
 	}
-	eventually(t, 10*time.Second, "live status with credits", func() bool {
+	s.eventually(t, 10*time.Second, "live status with credits", func() bool {
 		st := getStatus(t, r, "alpha")
 		return st.GetOwner() == "r1" && st.GetCredits() >= 0 && st.GetTurns() > 0 && st.GetLastAction() != ""
 	})
@@ -129,10 +129,15 @@ func TestSwarmLifecycle(t *testing.T) {
 		if _, err := r.swarm.StopMysis(ctx, &runnerv1.StopMysisRequest{Mysis: name}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, name+" stopped", func() bool {
+		s.eventually(t, 10*time.Second, name+" stopped", func() bool {
 			return getStatus(t, r, name).GetMysis().GetState() == memoryv1.MysisState_MYSIS_STATE_STOPPED
 		})
-		time.Sleep(300 * time.Millisecond) // let an in-flight LLM call or tool reach its safe point
+		// The actor reports the stop in its live status once it has taken it in, after its in-flight LLM call or
+		// tool (the safe point).
+		s.eventually(t, 10*time.Second, name+"'s actor at its safe point", func() bool {
+			st, ok := s.statuses.Get(id)
+			return ok && st.State == mysis.StateStopped
+		})
 		mark = s.allMemories(t, id)[len(s.allMemories(t, id))-1].GetSeq()
 		if _, err := s.bus.SendDirect(ctx, &busv1.SendDirectRequest{Mysis: name, Content: "SEARCH: " + alphaUser}); err != nil {
 			t.Fatal(err)
@@ -148,7 +153,7 @@ func TestSwarmLifecycle(t *testing.T) {
 				}
 			}
 		}()
-		eventually(t, 20*time.Second, name+" search result", func() bool {
+		s.eventually(t, 20*time.Second, name+" search result", func() bool {
 			for _, m := range afterSeq(s.allMemories(t, id), mark) {
 				if m.GetRole() == memoryv1.Role_ROLE_TOOL && m.GetToolName() == "zoea_search_messages" {
 					var res struct {
@@ -171,6 +176,20 @@ func TestSwarmLifecycle(t *testing.T) {
 		}
 		return out
 	}
+	// The memory service indexes tool results in the background (ZOEA_FTS_INDEX_INTERVAL): wait until alpha's
+	// get_status result is searchable, so beta's search below could find it were isolation broken, and alpha's will.
+	s.eventually(t, 10*time.Second, "alpha's get_status result searchable", func() bool {
+		resp, err := s.memory.SearchMessages(ctx, &memoryv1.SearchMessagesRequest{MysisId: ids["alpha"], Query: alphaUser, Limit: 5})
+		if err != nil {
+			t.Fatalf("SearchMessages: %v", err)
+		}
+		for _, h := range resp.GetHits() {
+			if h.GetMemory().GetToolName() == "get_status" {
+				return true
+			}
+		}
+		return false
+	})
 	for _, h := range searchResult("beta") {
 		if h["tool"] == "get_status" {
 			t.Errorf("beta's search for %q returned a get_status result: %v", alphaUser, h)
@@ -228,7 +247,7 @@ func TestReplicaHandover(t *testing.T) {
 		}
 		return out
 	}
-	eventually(t, 20*time.Second, "r1 owns all six", func() bool {
+	s.eventually(t, 20*time.Second, "r1 owns all six", func() bool {
 		o := owners(r1)
 		for name := range ids {
 			if o[name] != "r1" {
@@ -238,7 +257,7 @@ func TestReplicaHandover(t *testing.T) {
 		return true
 	})
 	r2 := s.startRunner(t, "r2", []llm.Provider{p}, nil)
-	eventually(t, 20*time.Second, "all six owned and playing", func() bool {
+	s.eventually(t, 20*time.Second, "all six owned and playing", func() bool {
 		o := owners(r2)
 		for name, id := range ids {
 			if o[name] == "" || len(s.allMemories(t, id)) < 4 {
@@ -265,7 +284,7 @@ func TestReplicaHandover(t *testing.T) {
 	}
 	stopped := time.Now()
 	r1.Stop(t)
-	eventually(t, 3*time.Second+5*time.Second, "r2 owns every mysis", func() bool {
+	s.eventually(t, 3*time.Second+5*time.Second, "r2 owns every mysis", func() bool {
 		for _, owner := range owners(r2) {
 			if owner != "r2" {
 				return false
@@ -275,7 +294,7 @@ func TestReplicaHandover(t *testing.T) {
 	})
 	t.Logf("handover took %v", time.Since(stopped))
 	for _, name := range fromR1 {
-		eventually(t, 20*time.Second, name+" keeps playing on r2", func() bool {
+		s.eventually(t, 20*time.Second, name+" keeps playing on r2", func() bool {
 			return hasToolLoop(afterSeq(s.allMemories(t, ids[name]), marks[name]), "get_status")
 		})
 	}
@@ -306,7 +325,7 @@ func TestAutopilotSwarmEarnsCredits(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stats simStats
-	eventually(t, 120*time.Second, "every mysis has earned credits", func() bool {
+	s.eventually(t, 120*time.Second, "every mysis has earned credits", func() bool {
 		stats = s.simStats(t)
 		earned := 0
 		for _, p := range stats.Players {

@@ -141,7 +141,7 @@ func TestUsageOverTheWire(t *testing.T) {
 	}
 	// Three unanswered nudges make each mysis idle: a bounded number of calls, all finished.
 	for _, name := range []string{"oai", "oll"} {
-		eventually(t, 60*time.Second, name+" idle after its nudges", func() bool {
+		s.eventually(t, 60*time.Second, name+" idle after its nudges", func() bool {
 			m := getStatus(t, r, name).GetMysis()
 			return m.GetState() == memoryv1.MysisState_MYSIS_STATE_IDLE && m.GetStateReason() == mysis.IdleReason
 		})

@@ -52,6 +52,8 @@ type Config struct {
 	// StopGrace bounds how long a graceful shutdown waits for actors to reach a safe point (default 10s).
 	StopGrace time.Duration
 	Logger    *slog.Logger
+	// OnScan, when set, is called after each scan has tried every listed mysis (tests wait for the first).
+	OnScan func()
 }
 
 type handle struct {
@@ -205,6 +207,9 @@ func (m *Manager) scan(ctx context.Context) {
 			}
 		}
 		if next == "" {
+			if m.cfg.OnScan != nil {
+				m.cfg.OnScan()
+			}
 			return
 		}
 		token = next

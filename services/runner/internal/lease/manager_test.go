@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
@@ -92,44 +93,50 @@ func (f fakeLister) ListMysisIDs(_ context.Context, token string, size int) ([]s
 	return f.ids[start:end], next, nil
 }
 
+// fakeActor runs until its context ends, Stop is called (a graceful hand-off) or exit is closed (the mysis was
+// deleted).
 type fakeActor struct {
-	id      string
-	stopped atomic.Bool
-	woken   atomic.Int64
-	running *sync.Map
-	exit    chan struct{}
+	id       string
+	woken    atomic.Int64
+	running  *sync.Map
+	exit     chan struct{}
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+func newFakeActor(id string, running *sync.Map) *fakeActor {
+	return &fakeActor{id: id, running: running, exit: make(chan struct{}), stop: make(chan struct{})}
 }
 
 func (a *fakeActor) Run(ctx context.Context) error {
 	a.running.Store(a.id, a)
 	defer a.running.Delete(a.id)
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-a.exit:
-			return nil
-		case <-time.After(time.Millisecond):
-			if a.stopped.Load() {
-				return nil
-			}
-		}
+	select {
+	case <-ctx.Done():
+	case <-a.exit:
+	case <-a.stop:
 	}
+	return nil
 }
 func (a *fakeActor) Wake(mysis.WakeReason) { a.woken.Add(1) }
-func (a *fakeActor) Stop()                 { a.stopped.Store(true) }
+func (a *fakeActor) Stop()                 { a.stopOnce.Do(func() { close(a.stop) }) }
 func (a *fakeActor) Status() mysis.Status  { return mysis.Status{MysisID: a.id} }
 
+// waitFor waits, inside a synctest bubble, until cond holds: it checks cond once every goroutine of the bubble is
+// blocked and otherwise moves the fake clock on (scans, renewals). The limit is fake time.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for time.Now().Before(deadline) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		synctest.Wait()
 		if cond() {
 			return
 		}
-		time.Sleep(2 * time.Millisecond)
+		if !time.Now().Before(deadline) {
+			t.Fatalf("still waiting for %s after a minute of fake time", what)
+		}
+		time.Sleep(time.Millisecond) // fake time: advances the bubble's clock once every other goroutine is blocked
 	}
-	t.Fatalf("timed out waiting for %s", what)
 }
 
 func count(m *sync.Map) int {
@@ -141,85 +148,89 @@ func count(m *sync.Map) int {
 // Two replicas split the myses; when one stops gracefully its actors are stopped, its leases released, and the
 // other replica takes every mysis over.
 func TestManagersShareAndHandOver(t *testing.T) {
-	tb := newTable()
-	ids := []string{"a", "b", "c", "d", "e", "f", "g"}
-	run1, run2 := &sync.Map{}, &sync.Map{}
-	actors := &sync.Map{}
-	mk := func(running *sync.Map) func(id string) Actor {
-		return func(id string) Actor {
-			a := &fakeActor{id: id, running: running, exit: make(chan struct{})}
-			actors.Store(id, a)
-			return a
+	synctest.Test(t, func(t *testing.T) {
+		tb := newTable()
+		ids := []string{"a", "b", "c", "d", "e", "f", "g"}
+		run1, run2 := &sync.Map{}, &sync.Map{}
+		actors := &sync.Map{}
+		mk := func(running *sync.Map) func(id string) Actor {
+			return func(id string) Actor {
+				a := newFakeActor(id, running)
+				actors.Store(id, a)
+				return a
+			}
 		}
-	}
-	m1 := New(fakeLeases{tb, "r1"}, fakeLister{ids}, mk(run1), Config{PageSize: 3, ScanInterval: 20 * time.Millisecond})
-	m2 := New(fakeLeases{tb, "r2"}, fakeLister{ids}, mk(run2), Config{PageSize: 3, ScanInterval: 20 * time.Millisecond})
-	ctx1, stop1 := context.WithCancel(context.Background())
-	ctx2, stop2 := context.WithCancel(context.Background())
-	defer stop2()
-	done1 := make(chan struct{})
-	go func() { _ = m1.Run(ctx1); close(done1) }()
-	go func() { _ = m2.Run(ctx2) }()
+		m1 := New(fakeLeases{tb, "r1"}, fakeLister{ids}, mk(run1), Config{PageSize: 3, ScanInterval: 20 * time.Millisecond})
+		m2 := New(fakeLeases{tb, "r2"}, fakeLister{ids}, mk(run2), Config{PageSize: 3, ScanInterval: 20 * time.Millisecond})
+		ctx1, stop1 := context.WithCancel(context.Background())
+		ctx2, stop2 := context.WithCancel(context.Background())
+		defer stop2()
+		done1 := make(chan struct{})
+		go func() { _ = m1.Run(ctx1); close(done1) }()
+		go func() { _ = m2.Run(ctx2) }()
 
-	waitFor(t, "every mysis running once", func() bool { return count(run1)+count(run2) == len(ids) })
-	run1.Range(func(k, _ any) bool {
-		if _, dup := run2.Load(k); dup {
-			t.Errorf("mysis %v runs on both replicas", k)
+		waitFor(t, "every mysis running once", func() bool { return count(run1)+count(run2) == len(ids) })
+		run1.Range(func(k, _ any) bool {
+			if _, dup := run2.Load(k); dup {
+				t.Errorf("mysis %v runs on both replicas", k)
+			}
+			return true
+		})
+		// Wakes reach the owning actor only.
+		for _, id := range ids {
+			m1.Wake(id, mysis.WakeBroadcast)
+			m2.Wake(id, mysis.WakeBroadcast)
 		}
-		return true
-	})
-	// Wakes reach the owning actor only.
-	for _, id := range ids {
-		m1.Wake(id, mysis.WakeBroadcast)
-		m2.Wake(id, mysis.WakeBroadcast)
-	}
-	actors.Range(func(_, v any) bool {
-		if n := v.(*fakeActor).woken.Load(); n != 1 {
-			t.Errorf("actor %s woken %d times, want 1", v.(*fakeActor).id, n)
-		}
-		return true
-	})
+		actors.Range(func(_, v any) bool {
+			if n := v.(*fakeActor).woken.Load(); n != 1 {
+				t.Errorf("actor %s woken %d times, want 1", v.(*fakeActor).id, n)
+			}
+			return true
+		})
 
-	stop1()
-	<-done1
-	if count(run1) != 0 {
-		t.Fatalf("r1 still runs %d actors after shutdown", count(run1))
-	}
-	waitFor(t, "r2 runs everything", func() bool { return count(run2) == len(ids) })
-	tb.mu.Lock()
-	for _, id := range ids {
-		if tb.owner[id] != "r2" {
-			t.Errorf("lease %s held by %q", id, tb.owner[id])
+		stop1()
+		<-done1
+		if count(run1) != 0 {
+			t.Fatalf("r1 still runs %d actors after shutdown", count(run1))
 		}
-	}
-	tb.mu.Unlock()
+		waitFor(t, "r2 runs everything", func() bool { return count(run2) == len(ids) })
+		tb.mu.Lock()
+		for _, id := range ids {
+			if tb.owner[id] != "r2" {
+				t.Errorf("lease %s held by %q", id, tb.owner[id])
+			}
+		}
+		tb.mu.Unlock()
+	})
 }
 
 // A lost lease stops its actor at once; a deleted mysis (actor exits by itself) gives its lease back.
 func TestLostLeaseStopsActorAndDeletedMysisReleases(t *testing.T) {
-	tb := newTable()
-	running := &sync.Map{}
-	actors := &sync.Map{}
-	m := New(fakeLeases{tb, "r1"}, fakeLister{[]string{"a", "b"}}, func(id string) Actor {
-		a := &fakeActor{id: id, running: running, exit: make(chan struct{})}
-		actors.Store(id, a)
-		return a
-	}, Config{ScanInterval: time.Hour})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = m.Run(ctx) }()
-	waitFor(t, "both running", func() bool { return count(running) == 2 })
+	synctest.Test(t, func(t *testing.T) {
+		tb := newTable()
+		running := &sync.Map{}
+		actors := &sync.Map{}
+		m := New(fakeLeases{tb, "r1"}, fakeLister{[]string{"a", "b"}}, func(id string) Actor {
+			a := newFakeActor(id, running)
+			actors.Store(id, a)
+			return a
+		}, Config{ScanInterval: time.Hour})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() { _ = m.Run(ctx) }()
+		waitFor(t, "both running", func() bool { return count(running) == 2 })
 
-	tb.mu.Lock()
-	tb.failed["a"] = true
-	tb.mu.Unlock()
-	waitFor(t, "a stopped", func() bool { _, ok := running.Load("a"); return !ok })
-
-	v, _ := actors.Load("b")
-	close(v.(*fakeActor).exit) // the mysis was deleted
-	waitFor(t, "b released", func() bool {
 		tb.mu.Lock()
-		defer tb.mu.Unlock()
-		return tb.owner["b"] == ""
+		tb.failed["a"] = true
+		tb.mu.Unlock()
+		waitFor(t, "a stopped", func() bool { _, ok := running.Load("a"); return !ok })
+
+		v, _ := actors.Load("b")
+		close(v.(*fakeActor).exit) // the mysis was deleted
+		waitFor(t, "b released", func() bool {
+			tb.mu.Lock()
+			defer tb.mu.Unlock()
+			return tb.owner["b"] == ""
+		})
 	})
 }

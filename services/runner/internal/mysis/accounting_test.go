@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
@@ -47,36 +48,38 @@ func (f *fakeSpend) Cost(string, string, llm.Usage) int64 { return 7 }
 // TestSpendLimitIdlesAndResumes: at a limit no call is made, the mysis idles with the limit as reason and an event;
 // a wake after the limit is lifted resumes it, and its reply is stored.
 func TestSpendLimitIdlesAndResumes(t *testing.T) {
-	h := newHarness(t, Mysis{State: StateRunning, Provider: "fake", Model: "m"}, Config{})
-	sp := &fakeSpend{limited: true}
-	h.actor.deps.Spend = sp
-	h.start()
-	h.eventually("idle by the spend limit", func() bool {
-		m := h.store.get(testID)
-		return m.State == StateIdle && strings.HasPrefix(m.StateReason, SpendReasonPrefix)
-	})
-	if n := h.provider.count(); n != 0 {
-		t.Fatalf("%d LLM calls made at the limit", n)
-	}
-	if evs := h.events.kinds(EventSpendLimited); len(evs) != 1 || evs[0].Message != "mysis" || evs[0].Reason != h.store.get(testID).StateReason {
-		t.Fatalf("spend events %+v", evs)
-	}
-	sp.mu.Lock()
-	counted := sp.counted
-	sp.mu.Unlock()
-	if counted != 1 {
-		t.Fatalf("%d checks on the counts read with the composition, want 1 (the turn's check reads nothing itself)", counted)
-	}
-	sp.set(false)
-	h.actor.Wake(WakeConfigure)
-	h.eventually("resumed after the limit was lifted", func() bool { return h.provider.count() > 0 })
-	h.eventually("an assistant reply stored", func() bool {
-		for _, m := range h.store.all(testID) {
-			if m.Role == "assistant" {
-				return true
-			}
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Mysis{State: StateRunning, Provider: "fake", Model: "m"}, Config{})
+		sp := &fakeSpend{limited: true}
+		h.actor.deps.Spend = sp
+		h.start()
+		h.eventually("idle by the spend limit", func() bool {
+			m := h.store.get(testID)
+			return m.State == StateIdle && strings.HasPrefix(m.StateReason, SpendReasonPrefix)
+		})
+		if n := h.provider.count(); n != 0 {
+			t.Fatalf("%d LLM calls made at the limit", n)
 		}
-		return false
+		if evs := h.events.kinds(EventSpendLimited); len(evs) != 1 || evs[0].Message != "mysis" || evs[0].Reason != h.store.get(testID).StateReason {
+			t.Fatalf("spend events %+v", evs)
+		}
+		sp.mu.Lock()
+		counted := sp.counted
+		sp.mu.Unlock()
+		if counted != 1 {
+			t.Fatalf("%d checks on the counts read with the composition, want 1 (the turn's check reads nothing itself)", counted)
+		}
+		sp.set(false)
+		h.actor.Wake(WakeConfigure)
+		h.eventually("resumed after the limit was lifted", func() bool { return h.provider.count() > 0 })
+		h.eventually("an assistant reply stored", func() bool {
+			for _, m := range h.store.all(testID) {
+				if m.Role == "assistant" {
+					return true
+				}
+			}
+			return false
+		})
 	})
 }
 
@@ -101,24 +104,26 @@ func (f *fakeCallLog) get() []LlmCall {
 // TestFailedCallIsRecorded: a call that fails after retries is recorded alone, with its error and retry count;
 // the mysis errors (and retries later) as before.
 func TestFailedCallIsRecorded(t *testing.T) {
-	h := newHarness(t, Mysis{State: StateRunning, Provider: "fake", Model: "m"}, Config{})
-	log := &fakeCallLog{}
-	h.actor.deps.Calls = log
-	h.provider.script = func(int, llm.Request) (llm.Response, error) {
-		return llm.Response{}, &llm.RetriedError{Retries: 3, Err: &llm.StatusError{Provider: "fake", StatusCode: 503, Message: "overloaded"}}
-	}
-	h.start()
-	h.eventually("the failed call recorded", func() bool { return len(log.get()) > 0 })
-	c := log.get()[0]
-	if c.Retries != 3 || !strings.Contains(c.Error, "HTTP 503") || c.Provider != "fake" || c.Model != "m" || len(c.CallID) != 36 || c.StartedAt.IsZero() {
-		t.Fatalf("recorded %+v", c)
-	}
-	h.eventually("errored", func() bool {
-		for _, ev := range h.events.kinds(EventStateChanged) {
-			if ev.To == StateErrored {
-				return true
-			}
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Mysis{State: StateRunning, Provider: "fake", Model: "m"}, Config{})
+		log := &fakeCallLog{}
+		h.actor.deps.Calls = log
+		h.provider.script = func(int, llm.Request) (llm.Response, error) {
+			return llm.Response{}, &llm.RetriedError{Retries: 3, Err: &llm.StatusError{Provider: "fake", StatusCode: 503, Message: "overloaded"}}
 		}
-		return false
+		h.start()
+		h.eventually("the failed call recorded", func() bool { return len(log.get()) > 0 })
+		c := log.get()[0]
+		if c.Retries != 3 || !strings.Contains(c.Error, "HTTP 503") || c.Provider != "fake" || c.Model != "m" || len(c.CallID) != 36 || c.StartedAt.IsZero() {
+			t.Fatalf("recorded %+v", c)
+		}
+		h.eventually("errored", func() bool {
+			for _, ev := range h.events.kinds(EventStateChanged) {
+				if ev.To == StateErrored {
+					return true
+				}
+			}
+			return false
+		})
 	})
 }

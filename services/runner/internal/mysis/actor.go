@@ -243,7 +243,12 @@ func (a *Actor) Run(ctx context.Context) error {
 			a.takeWakes()
 			continue
 		}
-		a.setStatus(func(s *Status) { s.State = m.State })
+		if a.Status().State != m.State {
+			// The stored state changed under the actor (the API stopped, started or resumed it) and the actor is
+			// at a safe point: the live status says so, and observers know the change has been taken in.
+			a.setStatus(func(s *Status) { s.State = m.State })
+			a.putStatus(ctx)
+		}
 		switch m.State {
 		case StateRunning:
 			if d := time.Until(a.retryAt); d > 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/zoeaswarm/zoea/libs/chat"
@@ -32,329 +33,348 @@ func countSource(ms []Memory, src Source) int {
 // Truth table rows 3–5: with no commander message, three nudges open three autonomous turns; the fourth
 // autonomous compose says IDLE and no LLM call is made.
 func TestThreeUnansweredNudgesGoIdle(t *testing.T) {
-	h := newHarness(t, Mysis{State: StateRunning}, Config{})
-	h.start()
-	h.eventually("idle", func() bool { return h.state() == StateIdle })
-	time.Sleep(20 * time.Millisecond)
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Mysis{State: StateRunning}, Config{})
+		h.start()
+		h.eventually("idle", func() bool { return h.state() == StateIdle })
+		// Idle waits for a message only: an hour of fake time later nothing more has happened.
+		advance(time.Hour)
 
-	m := h.store.get(testID)
-	if m.StateReason != IdleReason {
-		t.Errorf("reason = %q, want %q", m.StateReason, IdleReason)
-	}
-	if m.EncouragementCount != 3 {
-		t.Errorf("encouragement count = %d, want 3", m.EncouragementCount)
-	}
-	if got := h.provider.count(); got != 3 {
-		t.Errorf("LLM calls = %d, want 3 (no call once idle)", got)
-	}
-	ms := h.store.all(testID)
-	if got := countSource(ms, SourceNudge); got != 3 {
-		t.Errorf("nudge memories = %d, want 3", got)
-	}
-	// Every nudge is persisted with its idempotency key and the LLM saw it as the last message.
-	for i, req := range h.provider.requests() {
-		last := req.Messages[len(req.Messages)-1]
-		if last.Role != chat.RoleUser || !strings.Contains(last.Content, fmt.Sprintf("nudge %d", i+1)) {
-			t.Errorf("request %d ends with %+v, want nudge %d", i, last, i+1)
+		m := h.store.get(testID)
+		if m.StateReason != IdleReason {
+			t.Errorf("reason = %q, want %q", m.StateReason, IdleReason)
 		}
-	}
-	for _, mem := range ms {
-		if mem.Source == SourceNudge && !strings.HasPrefix(mem.IdempotencyKey, "nudge:"+testID+":") {
-			t.Errorf("nudge key %q", mem.IdempotencyKey)
+		if m.EncouragementCount != 3 {
+			t.Errorf("encouragement count = %d, want 3", m.EncouragementCount)
 		}
-	}
-	if len(h.events.kinds(EventStateChanged)) == 0 {
-		t.Error("no state change event published")
-	}
+		if got := h.provider.count(); got != 3 {
+			t.Errorf("LLM calls = %d, want 3 (no call once idle)", got)
+		}
+		ms := h.store.all(testID)
+		if got := countSource(ms, SourceNudge); got != 3 {
+			t.Errorf("nudge memories = %d, want 3", got)
+		}
+		// Every nudge is persisted with its idempotency key and the LLM saw it as the last message.
+		for i, req := range h.provider.requests() {
+			last := req.Messages[len(req.Messages)-1]
+			if last.Role != chat.RoleUser || !strings.Contains(last.Content, fmt.Sprintf("nudge %d", i+1)) {
+				t.Errorf("request %d ends with %+v, want nudge %d", i, last, i+1)
+			}
+		}
+		for _, mem := range ms {
+			if mem.Source == SourceNudge && !strings.HasPrefix(mem.IdempotencyKey, "nudge:"+testID+":") {
+				t.Errorf("nudge key %q", mem.IdempotencyKey)
+			}
+		}
+		if len(h.events.kinds(EventStateChanged)) == 0 {
+			t.Error("no state change event published")
+		}
+	})
 }
 
 // Truth table rows 6 and 1: an idle mysis auto-starts on a broadcast and its counter resets to 0.
 func TestBroadcastWakesIdleMysisAndResetsCounter(t *testing.T) {
-	h := newHarness(t, Mysis{State: StateIdle, EncouragementCount: 3, StateReason: IdleReason}, Config{})
-	h.start()
-	time.Sleep(20 * time.Millisecond)
-	if h.provider.count() != 0 || h.state() != StateIdle {
-		t.Fatalf("idle mysis ran without a message: calls=%d state=%s", h.provider.count(), h.state())
-	}
-	// The bus writes the delivery row first, then wakes.
-	if _, err := h.store.Append(context.Background(), testID, []NewMemory{{Role: chat.RoleUser, Source: SourceBroadcast, Content: "Mine iron ore and sell it."}}); err != nil {
-		t.Fatal(err)
-	}
-	h.actor.Wake(WakeBroadcast)
-	h.eventually("broadcast answered", func() bool { return h.provider.count() >= 1 })
-	first := h.provider.requests()[0]
-	if last := first.Messages[len(first.Messages)-1]; last.Content != "Mine iron ore and sell it." {
-		t.Errorf("first request ends with %q, want the broadcast", last.Content)
-	}
-	// After the broadcast turn the mysis keeps going on nudges, then idles again after three.
-	h.eventually("idle again", func() bool { return h.provider.count() == 4 && h.state() == StateIdle })
-	h.store.mu.Lock()
-	counts := fmt.Sprint(h.store.counts)
-	h.store.mu.Unlock()
-	if !strings.HasPrefix(counts, "[0 1 2 3") {
-		t.Errorf("counter writes = %s, want 0 1 2 3 (reset by the broadcast, then three nudges)", counts)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Mysis{State: StateIdle, EncouragementCount: 3, StateReason: IdleReason}, Config{})
+		h.start()
+		advance(time.Hour) // the actor is blocked waiting for a message; no pause or backoff runs it
+		if h.provider.count() != 0 || h.state() != StateIdle {
+			t.Fatalf("idle mysis ran without a message: calls=%d state=%s", h.provider.count(), h.state())
+		}
+		// The bus writes the delivery row first, then wakes.
+		if _, err := h.store.Append(context.Background(), testID, []NewMemory{{Role: chat.RoleUser, Source: SourceBroadcast, Content: "Mine iron ore and sell it."}}); err != nil {
+			t.Fatal(err)
+		}
+		h.actor.Wake(WakeBroadcast)
+		h.eventually("broadcast answered", func() bool { return h.provider.count() >= 1 })
+		first := h.provider.requests()[0]
+		if last := first.Messages[len(first.Messages)-1]; last.Content != "Mine iron ore and sell it." {
+			t.Errorf("first request ends with %q, want the broadcast", last.Content)
+		}
+		// After the broadcast turn the mysis keeps going on nudges, then idles again after three.
+		h.eventually("idle again", func() bool { return h.provider.count() == 4 && h.state() == StateIdle })
+		h.store.mu.Lock()
+		counts := fmt.Sprint(h.store.counts)
+		h.store.mu.Unlock()
+		if !strings.HasPrefix(counts, "[0 1 2 3") {
+			t.Errorf("counter writes = %s, want 0 1 2 3 (reset by the broadcast, then three nudges)", counts)
+		}
+	})
 }
 
 // Truth table row 2 (direct message): an idle mysis also wakes on a direct message.
 func TestDirectMessageWakesIdleMysis(t *testing.T) {
-	h := newHarness(t, Mysis{State: StateIdle, EncouragementCount: 3}, Config{})
-	h.start()
-	if _, err := h.store.Append(context.Background(), testID, []NewMemory{{Role: chat.RoleUser, Source: SourceDirect, Content: "Report your credits."}}); err != nil {
-		t.Fatal(err)
-	}
-	h.actor.Wake(WakeDirect)
-	h.eventually("direct answered", func() bool { return h.provider.count() >= 1 })
-	h.eventually("reason", func() bool { return h.store.get(testID).StateReason != "" })
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Mysis{State: StateIdle, EncouragementCount: 3}, Config{})
+		h.start()
+		if _, err := h.store.Append(context.Background(), testID, []NewMemory{{Role: chat.RoleUser, Source: SourceDirect, Content: "Report your credits."}}); err != nil {
+			t.Fatal(err)
+		}
+		h.actor.Wake(WakeDirect)
+		h.eventually("direct answered", func() bool { return h.provider.count() >= 1 })
+		h.eventually("reason", func() bool { return h.store.get(testID).StateReason != "" })
+	})
 }
 
 // Truth table row 8 and the stopped state: wakes never start a stopped mysis.
 func TestStoppedMysisIsNotAutoStarted(t *testing.T) {
-	h := newHarness(t, Mysis{State: StateStopped}, Config{})
-	h.start()
-	if _, err := h.store.Append(context.Background(), testID, []NewMemory{{Role: chat.RoleUser, Source: SourceBroadcast, Content: "Everyone: mine."}}); err != nil {
-		t.Fatal(err)
-	}
-	h.actor.Wake(WakeBroadcast)
-	h.actor.Wake(WakeDirect)
-	time.Sleep(50 * time.Millisecond)
-	if h.provider.count() != 0 || h.state() != StateStopped {
-		t.Fatalf("stopped mysis ran: calls=%d state=%s", h.provider.count(), h.state())
-	}
-	// An explicit start (the API sets running, then wakes) resumes it with the pending broadcast.
-	if _, err := h.store.SetState(context.Background(), testID, StateChange{To: StateRunning}); err != nil {
-		t.Fatal(err)
-	}
-	h.actor.Wake(WakeStart)
-	h.eventually("started", func() bool { return h.provider.count() >= 1 })
-	if last := h.provider.requests()[0].Messages; last[len(last)-1].Content != "Everyone: mine." {
-		t.Errorf("first request after start does not answer the pending broadcast")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Mysis{State: StateStopped}, Config{})
+		h.start()
+		if _, err := h.store.Append(context.Background(), testID, []NewMemory{{Role: chat.RoleUser, Source: SourceBroadcast, Content: "Everyone: mine."}}); err != nil {
+			t.Fatal(err)
+		}
+		h.actor.Wake(WakeBroadcast)
+		h.actor.Wake(WakeDirect)
+		advance(time.Hour) // both wakes handled, the actor is back to waiting
+		if h.provider.count() != 0 || h.state() != StateStopped {
+			t.Fatalf("stopped mysis ran: calls=%d state=%s", h.provider.count(), h.state())
+		}
+		// An explicit start (the API sets running, then wakes) resumes it with the pending broadcast.
+		if _, err := h.store.SetState(context.Background(), testID, StateChange{To: StateRunning}); err != nil {
+			t.Fatal(err)
+		}
+		h.actor.Wake(WakeStart)
+		h.eventually("started", func() bool { return h.provider.count() >= 1 })
+		if last := h.provider.requests()[0].Messages; last[len(last)-1].Content != "Everyone: mine." {
+			t.Errorf("first request after start does not answer the pending broadcast")
+		}
+	})
 }
 
 // LESSONS 11: an LLM outage puts the mysis in errored with the reason, and it is retried with growing backoff until
 // it works again — no human needed. The retries resume the same turn: no extra nudges are burned.
 func TestErroredMysisRetriesWithBackoff(t *testing.T) {
-	h := newHarness(t, Mysis{State: StateRunning}, Config{BackoffMin: 10 * time.Millisecond, BackoffMax: 80 * time.Millisecond})
-	sawErrored := make(chan string, 10)
-	h.provider.script = func(n int, req llm.Request) (llm.Response, error) {
-		if n < 4 {
-			return llm.Response{}, &llm.StatusError{Provider: "fake", StatusCode: 503, Message: "overloaded"}
-		}
-		return reply("back online"), nil
-	}
-	h.start()
-	go func() {
-		for i := 0; i < 200; i++ {
-			if m := h.store.get(testID); m.State == StateErrored {
-				sawErrored <- m.StateReason
-				return
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Mysis{State: StateRunning}, Config{BackoffMin: 10 * time.Millisecond, BackoffMax: 80 * time.Millisecond})
+		h.provider.script = func(n int, req llm.Request) (llm.Response, error) {
+			if n < 4 {
+				return llm.Response{}, &llm.StatusError{Provider: "fake", StatusCode: 503, Message: "overloaded"}
 			}
-			time.Sleep(time.Millisecond)
+			return reply("back online"), nil
 		}
-	}()
-	h.eventually("recovered", func() bool { return h.provider.count() >= 5 })
-	select {
-	case reason := <-sawErrored:
-		if !strings.Contains(reason, "503") {
-			t.Errorf("errored reason %q does not name the failure", reason)
+		h.start()
+		h.eventually("recovered", func() bool { return h.provider.count() >= 5 })
+		// Each failure is stored as errored with its reason, and each retry sets running again.
+		var errored int
+		for _, ch := range h.store.stateLog() {
+			if ch.To == StateErrored {
+				errored++
+				if !strings.Contains(ch.Reason, "503") {
+					t.Errorf("errored reason %q does not name the failure", ch.Reason)
+				}
+			}
 		}
-	case <-time.After(time.Second):
-		t.Error("mysis never entered errored")
-	}
-	h.eventually("running", func() bool { return h.state() == StateRunning || h.state() == StateIdle })
-	h.provider.mu.Lock()
-	ts := append([]time.Time(nil), h.provider.times...)
-	h.provider.mu.Unlock()
-	gap1, gap3 := ts[1].Sub(ts[0]), ts[4].Sub(ts[3])
-	// The first delay is BackoffMin less up to 20% jitter; the fourth has doubled three times (to the cap).
-	if gap1 < 8*time.Millisecond || gap3 < 2*gap1 {
-		t.Errorf("backoff not exponential: first gap %v, fourth gap %v", gap1, gap3)
-	}
-	// Five LLM calls for the first turn but a single nudge.
-	h.stop()
-	if got := countSource(h.store.all(testID)[:2], SourceNudge); got != 1 {
-		t.Errorf("nudges before the first answer = %d, want 1", got)
-	}
-	if errs := h.events.kinds(EventError); len(errs) < 4 {
-		t.Errorf("error events = %d, want ≥ 4", len(errs))
-	}
+		if errored != 4 {
+			t.Errorf("errored written %d times, want 4 (one per failed call)", errored)
+		}
+		h.eventually("running", func() bool { return h.state() == StateRunning || h.state() == StateIdle })
+		h.provider.mu.Lock()
+		ts := append([]time.Time(nil), h.provider.times...)
+		h.provider.mu.Unlock()
+		// On the fake clock the gaps between calls are the backoff delays exactly: 10, 20, 40 then 80 ms (the cap),
+		// each less up to 20% jitter.
+		for i, want := range []time.Duration{10, 20, 40, 80} {
+			want *= time.Millisecond
+			if gap := ts[i+1].Sub(ts[i]); gap < want*8/10 || gap > want {
+				t.Errorf("delay before retry %d = %v, want %v less up to 20%%", i+1, gap, want)
+			}
+		}
+		// Five LLM calls for the first turn but a single nudge.
+		h.stop()
+		if got := countSource(h.store.all(testID)[:2], SourceNudge); got != 1 {
+			t.Errorf("nudges before the first answer = %d, want 1", got)
+		}
+		if errs := h.events.kinds(EventError); len(errs) < 4 {
+			t.Errorf("error events = %d, want ≥ 4", len(errs))
+		}
+	})
 }
 
 // Memory service down: the actor keeps retrying instead of dying, and resumes when it is back.
 func TestMemoryOutageIsRetried(t *testing.T) {
-	h := newHarness(t, Mysis{State: StateRunning}, Config{})
-	h.store.setDown(true)
-	h.start()
-	h.eventually("error noted", func() bool { return h.actor.Status().LastError != "" })
-	if h.provider.count() != 0 {
-		t.Fatal("LLM called while memory is down")
-	}
-	h.store.setDown(false)
-	h.eventually("turn after recovery", func() bool { return h.provider.count() >= 1 })
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Mysis{State: StateRunning}, Config{})
+		h.store.setDown(true)
+		h.start()
+		h.eventually("error noted", func() bool { return h.actor.Status().LastError != "" })
+		if h.provider.count() != 0 {
+			t.Fatal("LLM called while memory is down")
+		}
+		h.store.setDown(false)
+		h.eventually("turn after recovery", func() bool { return h.provider.count() >= 1 })
+	})
 }
 
 // The tool loop: each call executed in order, each result stored with its call id and tool name, and the turn
 // ends on an answer without tool calls.
 func TestToolLoopStoresStructuredCallsAndResults(t *testing.T) {
-	h := newHarness(t, Mysis{State: StateRunning}, Config{})
-	h.provider.script = func(n int, req llm.Request) (llm.Response, error) {
-		switch n {
-		case 0:
-			return reply("checking", call("c1", "get_status", `{}`), call("c2", "mine", `{"a":"x|y"}`)), nil
-		case 1:
-			return reply("", call("c3", "mine", `{}`)), nil
-		case 2:
-			return reply("done for now"), nil
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Mysis{State: StateRunning}, Config{})
+		h.provider.script = func(n int, req llm.Request) (llm.Response, error) {
+			switch n {
+			case 0:
+				return reply("checking", call("c1", "get_status", `{}`), call("c2", "mine", `{"a":"x|y"}`)), nil
+			case 1:
+				return reply("", call("c3", "mine", `{}`)), nil
+			case 2:
+				return reply("done for now"), nil
+			}
+			return reply("ok"), nil
 		}
-		return reply("ok"), nil
-	}
-	h.start()
-	h.eventually("three calls", func() bool { return h.provider.count() >= 3 })
-	h.stop()
+		h.start()
+		h.eventually("three calls", func() bool { return h.provider.count() >= 3 })
+		h.stop()
 
-	ms := h.store.all(testID)
-	var roles []string
-	for _, m := range ms[:7] {
-		roles = append(roles, string(m.Role)+":"+string(m.Source))
-	}
-	want := "user:nudge assistant:llm tool:tool tool:tool assistant:llm tool:tool assistant:llm"
-	if got := strings.Join(roles, " "); got != want {
-		t.Fatalf("memories = %s\nwant      %s", got, want)
-	}
-	if ms[1].ToolCalls[1].Arguments != `{"a":"x|y"}` || ms[1].Reasoning == "" {
-		t.Errorf("assistant memory lost structure: %+v", ms[1])
-	}
-	if ms[2].ToolCallID != "c1" || ms[2].ToolName != "get_status" || ms[3].ToolCallID != "c2" || ms[5].ToolCallID != "c3" {
-		t.Errorf("tool results out of order or unlabelled: %+v %+v %+v", ms[2], ms[3], ms[5])
-	}
-	// Each result carries its call's arguments, so the memory service keys it by call.
-	if ms[2].CallArguments != `{}` || ms[3].CallArguments != `{"a":"x|y"}` || ms[5].CallArguments != `{}` {
-		t.Errorf("tool results lost their call's arguments: %q %q %q", ms[2].CallArguments, ms[3].CallArguments, ms[5].CallArguments)
-	}
-	// Every composition was asked with the tools the request is sent with, so their tokens are budgeted.
-	h.composer.mu.Lock()
-	composed := h.composer.tools
-	h.composer.mu.Unlock()
-	if len(composed) < 3 {
-		t.Fatalf("composed %d times", len(composed))
-	}
-	for i, tools := range composed {
-		if len(tools) != 3 || tools[0].Name != "get_status" || string(tools[1].Parameters) != `{"type":"object"}` {
-			t.Errorf("composition %d got tools %+v", i, tools)
+		ms := h.store.all(testID)
+		var roles []string
+		for _, m := range ms[:7] {
+			roles = append(roles, string(m.Role)+":"+string(m.Source))
 		}
-	}
-	// Seq is gapless and every idempotency key unique.
-	keys := map[string]bool{}
-	for i, m := range ms {
-		if m.Seq != int64(i+1) {
-			t.Errorf("seq %d at index %d", m.Seq, i)
+		want := "user:nudge assistant:llm tool:tool tool:tool assistant:llm tool:tool assistant:llm"
+		if got := strings.Join(roles, " "); got != want {
+			t.Fatalf("memories = %s\nwant      %s", got, want)
 		}
-		if keys[m.IdempotencyKey] {
-			t.Errorf("duplicate key %s", m.IdempotencyKey)
+		if ms[1].ToolCalls[1].Arguments != `{"a":"x|y"}` || ms[1].Reasoning == "" {
+			t.Errorf("assistant memory lost structure: %+v", ms[1])
 		}
-		keys[m.IdempotencyKey] = true
-	}
-	if st := h.actor.Status(); st.Credits != 1234 || st.Turns < 1 {
-		t.Errorf("status = %+v, want credits 1234 and a turn", st)
-	}
-	if len(h.events.kinds(EventToolCalled)) != 3 || len(h.events.kinds(EventMemoryAppended)) < 7 {
-		t.Errorf("events: %d tool, %d memory", len(h.events.kinds(EventToolCalled)), len(h.events.kinds(EventMemoryAppended)))
-	}
+		if ms[2].ToolCallID != "c1" || ms[2].ToolName != "get_status" || ms[3].ToolCallID != "c2" || ms[5].ToolCallID != "c3" {
+			t.Errorf("tool results out of order or unlabelled: %+v %+v %+v", ms[2], ms[3], ms[5])
+		}
+		// Each result carries its call's arguments, so the memory service keys it by call.
+		if ms[2].CallArguments != `{}` || ms[3].CallArguments != `{"a":"x|y"}` || ms[5].CallArguments != `{}` {
+			t.Errorf("tool results lost their call's arguments: %q %q %q", ms[2].CallArguments, ms[3].CallArguments, ms[5].CallArguments)
+		}
+		// Every composition was asked with the tools the request is sent with, so their tokens are budgeted.
+		h.composer.mu.Lock()
+		composed := h.composer.tools
+		h.composer.mu.Unlock()
+		if len(composed) < 3 {
+			t.Fatalf("composed %d times", len(composed))
+		}
+		for i, tools := range composed {
+			if len(tools) != 3 || tools[0].Name != "get_status" || string(tools[1].Parameters) != `{"type":"object"}` {
+				t.Errorf("composition %d got tools %+v", i, tools)
+			}
+		}
+		// Seq is gapless and every idempotency key unique.
+		keys := map[string]bool{}
+		for i, m := range ms {
+			if m.Seq != int64(i+1) {
+				t.Errorf("seq %d at index %d", m.Seq, i)
+			}
+			if keys[m.IdempotencyKey] {
+				t.Errorf("duplicate key %s", m.IdempotencyKey)
+			}
+			keys[m.IdempotencyKey] = true
+		}
+		if st := h.actor.Status(); st.Credits != 1234 || st.Turns < 1 {
+			t.Errorf("status = %+v, want credits 1234 and a turn", st)
+		}
+		if len(h.events.kinds(EventToolCalled)) != 3 || len(h.events.kinds(EventMemoryAppended)) < 7 {
+			t.Errorf("events: %d tool, %d memory", len(h.events.kinds(EventToolCalled)), len(h.events.kinds(EventMemoryAppended)))
+		}
+	})
 }
 
 // A model that never stops calling tools is cut at MaxToolIterations LLM calls per turn.
 func TestMaxToolIterationsEndsTheTurn(t *testing.T) {
-	h := newHarness(t, Mysis{State: StateRunning}, Config{MaxToolIterations: 4, TurnPause: time.Hour})
-	h.provider.script = func(n int, req llm.Request) (llm.Response, error) {
-		return reply("", call(fmt.Sprintf("c%d", n), "mine", `{}`)), nil
-	}
-	h.start()
-	h.eventually("four calls", func() bool { return h.provider.count() >= 4 })
-	h.eventually("turn counted", func() bool { return h.actor.Status().Turns == 1 })
-	time.Sleep(30 * time.Millisecond)
-	if got := h.provider.count(); got != 4 {
-		t.Errorf("LLM calls = %d, want 4", got)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Mysis{State: StateRunning}, Config{MaxToolIterations: 4, TurnPause: time.Hour})
+		h.provider.script = func(n int, req llm.Request) (llm.Response, error) {
+			return reply("", call(fmt.Sprintf("c%d", n), "mine", `{}`)), nil
+		}
+		h.start()
+		h.eventually("four calls", func() bool { return h.provider.count() >= 4 })
+		h.eventually("turn counted", func() bool { return h.actor.Status().Turns == 1 })
+		advance(59 * time.Minute) // the turn has ended: the actor sits in its hour-long pause
+		if got := h.provider.count(); got != 4 {
+			t.Errorf("LLM calls = %d, want 4", got)
+		}
+	})
 }
 
 // Stop interrupts at the next safe point: the in-flight LLM call completes and is stored, its tools are not run
 // but answered "not executed".
 func TestStopInterruptsAfterCurrentLLMCall(t *testing.T) {
-	h := newHarness(t, Mysis{State: StateRunning}, Config{})
-	h.provider.gate = make(chan struct{})
-	h.provider.script = func(n int, req llm.Request) (llm.Response, error) {
-		return reply("", call(fmt.Sprintf("c%d", n), "mine", `{}`)), nil
-	}
-	h.start()
-	h.eventually("LLM in flight", func() bool { return h.provider.count() == 1 })
-	if _, err := h.store.SetState(context.Background(), testID, StateChange{To: StateStopped, Reason: "commander"}); err != nil {
-		t.Fatal(err)
-	}
-	h.actor.Wake(WakeStop)
-	h.provider.gate <- struct{}{}
-	h.eventually("assistant stored and its call answered", func() bool { return len(h.store.all(testID)) >= 3 })
-	time.Sleep(30 * time.Millisecond)
-	if len(h.tools.called()) != 0 {
-		t.Errorf("tools ran after stop: %v", h.tools.called())
-	}
-	if h.provider.count() != 1 || h.state() != StateStopped {
-		t.Errorf("after stop: calls=%d state=%s", h.provider.count(), h.state())
-	}
-	// The call the stop cut off is answered "not executed" at once: the loop is complete, nothing is left to guess.
-	ms := h.store.all(testID)
-	if len(ms) != 3 || ms[2].Role != chat.RoleTool || ms[2].ToolCallID != "c0" || ms[2].Content != NotRunResult ||
-		ms[2].IdempotencyKey != fmt.Sprintf("tool:%s:%d:c0", testID, ms[1].Seq) {
-		t.Fatalf("after stop, memories = %+v, want nudge, assistant, not-executed result for c0", ms)
-	}
-	// Started again, the model is asked with that answer in view; the call is not run behind its back.
-	if _, err := h.store.SetState(context.Background(), testID, StateChange{To: StateRunning}); err != nil {
-		t.Fatal(err)
-	}
-	h.provider.mu.Lock()
-	h.provider.gate = nil
-	h.provider.mu.Unlock()
-	h.actor.Wake(WakeStart)
-	h.eventually("the model asked again", func() bool { return h.provider.count() >= 2 })
-	req := h.provider.requests()[1]
-	if last := req.Messages[len(req.Messages)-1]; last.Role != chat.RoleTool || last.ToolCallID != "c0" || last.Content != NotRunResult {
-		t.Errorf("second request ends with %+v, want the not-executed result of c0", last)
-	}
-	for _, c := range h.tools.called() {
-		if c.ID == "c0" {
-			t.Errorf("c0 ran after the restart; it was answered as not executed")
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Mysis{State: StateRunning}, Config{})
+		h.provider.gate = make(chan struct{})
+		h.provider.script = func(n int, req llm.Request) (llm.Response, error) {
+			return reply("", call(fmt.Sprintf("c%d", n), "mine", `{}`)), nil
 		}
-	}
+		h.start()
+		h.eventually("LLM in flight", func() bool { return h.provider.count() == 1 })
+		if _, err := h.store.SetState(context.Background(), testID, StateChange{To: StateStopped, Reason: "commander"}); err != nil {
+			t.Fatal(err)
+		}
+		h.actor.Wake(WakeStop)
+		h.provider.gate <- struct{}{}
+		h.eventually("assistant stored and its call answered", func() bool { return len(h.store.all(testID)) >= 3 })
+		advance(time.Hour) // stopped: only a start could run it
+		if len(h.tools.called()) != 0 {
+			t.Errorf("tools ran after stop: %v", h.tools.called())
+		}
+		if h.provider.count() != 1 || h.state() != StateStopped {
+			t.Errorf("after stop: calls=%d state=%s", h.provider.count(), h.state())
+		}
+		// The call the stop cut off is answered "not executed" at once: the loop is complete, nothing is left to guess.
+		ms := h.store.all(testID)
+		if len(ms) != 3 || ms[2].Role != chat.RoleTool || ms[2].ToolCallID != "c0" || ms[2].Content != NotRunResult ||
+			ms[2].IdempotencyKey != fmt.Sprintf("tool:%s:%d:c0", testID, ms[1].Seq) {
+			t.Fatalf("after stop, memories = %+v, want nudge, assistant, not-executed result for c0", ms)
+		}
+		// Started again, the model is asked with that answer in view; the call is not run behind its back.
+		if _, err := h.store.SetState(context.Background(), testID, StateChange{To: StateRunning}); err != nil {
+			t.Fatal(err)
+		}
+		h.provider.mu.Lock()
+		h.provider.gate = nil
+		h.provider.mu.Unlock()
+		h.actor.Wake(WakeStart)
+		h.eventually("the model asked again", func() bool { return h.provider.count() >= 2 })
+		req := h.provider.requests()[1]
+		if last := req.Messages[len(req.Messages)-1]; last.Role != chat.RoleTool || last.ToolCallID != "c0" || last.Content != NotRunResult {
+			t.Errorf("second request ends with %+v, want the not-executed result of c0", last)
+		}
+		for _, c := range h.tools.called() {
+			if c.ID == "c0" {
+				t.Errorf("c0 ran after the restart; it was answered as not executed")
+			}
+		}
+	})
 }
 
 // A stop between two calls of one assistant message: the running call finishes and is stored, the next one never
 // starts and is answered "not executed".
 func TestStopBetweenCallsAnswersTheRestAsNotRun(t *testing.T) {
-	h := newHarness(t, Mysis{State: StateRunning}, Config{})
-	h.provider.script = func(n int, req llm.Request) (llm.Response, error) {
-		return reply("", call("a", "mine", `{}`), call("b", "sell", `{}`)), nil
-	}
-	h.tools.onCall = func(c chat.ToolCall) {
-		if c.ID == "a" {
-			if _, err := h.store.SetState(context.Background(), testID, StateChange{To: StateStopped, Reason: "commander"}); err != nil {
-				t.Error(err)
-			}
-			h.actor.Wake(WakeStop)
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Mysis{State: StateRunning}, Config{})
+		h.provider.script = func(n int, req llm.Request) (llm.Response, error) {
+			return reply("", call("a", "mine", `{}`), call("b", "sell", `{}`)), nil
 		}
-	}
-	h.start()
-	h.eventually("both calls answered", func() bool { return len(h.store.all(testID)) >= 4 })
-	time.Sleep(30 * time.Millisecond)
-	ms := h.store.all(testID)
-	if len(ms) != 4 || ms[2].ToolCallID != "a" || ms[2].Content != `{"ok":true,"tool":"mine"}` || ms[3].ToolCallID != "b" || ms[3].Content != NotRunResult {
-		t.Fatalf("memories = %+v, want a's real result and b not executed", ms)
-	}
-	if got := h.tools.called(); len(got) != 1 || got[0].ID != "a" {
-		t.Errorf("tools called %v, want only a", got)
-	}
-	if h.state() != StateStopped || h.provider.count() != 1 {
-		t.Errorf("state %s after %d LLM calls, want stopped after 1", h.state(), h.provider.count())
-	}
+		h.tools.onCall = func(c chat.ToolCall) {
+			if c.ID == "a" {
+				if _, err := h.store.SetState(context.Background(), testID, StateChange{To: StateStopped, Reason: "commander"}); err != nil {
+					t.Error(err)
+				}
+				h.actor.Wake(WakeStop)
+			}
+		}
+		h.start()
+		h.eventually("both calls answered", func() bool { return len(h.store.all(testID)) >= 4 })
+		advance(time.Hour) // stopped: only a start could run it
+		ms := h.store.all(testID)
+		if len(ms) != 4 || ms[2].ToolCallID != "a" || ms[2].Content != `{"ok":true,"tool":"mine"}` || ms[3].ToolCallID != "b" || ms[3].Content != NotRunResult {
+			t.Fatalf("memories = %+v, want a's real result and b not executed", ms)
+		}
+		if got := h.tools.called(); len(got) != 1 || got[0].ID != "a" {
+			t.Errorf("tools called %v, want only a", got)
+		}
+		if h.state() != StateStopped || h.provider.count() != 1 {
+			t.Errorf("state %s after %d LLM calls, want stopped after 1", h.state(), h.provider.count())
+		}
+	})
 }
 
 // A turn resumed with calls that have no result (the previous owner died during the first of them): reads are
@@ -388,57 +408,59 @@ func TestResumeDoesNotReExecuteMutations(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, Mysis{State: StateRunning}, Config{TurnPause: time.Hour})
-			ctx := context.Background()
-			if _, err := h.store.Append(ctx, testID, []NewMemory{{Role: chat.RoleUser, Source: SourceBroadcast, Content: "Mine and sell."}}); err != nil {
-				t.Fatal(err)
-			}
-			asst, err := h.store.Append(ctx, testID, []NewMemory{{Role: chat.RoleAssistant, Source: SourceLLM, ToolCalls: tc.calls, IdempotencyKey: "llm:" + testID + ":1"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, id := range tc.answered {
-				if _, err := h.store.Append(ctx, testID, []NewMemory{{Role: chat.RoleTool, Source: SourceTool, Content: "stored before the crash",
-					ToolCallID: id, ToolName: "get_status", IdempotencyKey: fmt.Sprintf("tool:%s:%d:%s", testID, asst[0].Seq, id)}}); err != nil {
+			synctest.Test(t, func(t *testing.T) {
+				h := newHarness(t, Mysis{State: StateRunning}, Config{TurnPause: time.Hour})
+				ctx := context.Background()
+				if _, err := h.store.Append(ctx, testID, []NewMemory{{Role: chat.RoleUser, Source: SourceBroadcast, Content: "Mine and sell."}}); err != nil {
 					t.Fatal(err)
 				}
-			}
-			h.start()
-			h.eventually("the model asked", func() bool { return h.provider.count() >= 1 })
-			h.stop()
+				asst, err := h.store.Append(ctx, testID, []NewMemory{{Role: chat.RoleAssistant, Source: SourceLLM, ToolCalls: tc.calls, IdempotencyKey: "llm:" + testID + ":1"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, id := range tc.answered {
+					if _, err := h.store.Append(ctx, testID, []NewMemory{{Role: chat.RoleTool, Source: SourceTool, Content: "stored before the crash",
+						ToolCallID: id, ToolName: "get_status", IdempotencyKey: fmt.Sprintf("tool:%s:%d:%s", testID, asst[0].Seq, id)}}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				h.start()
+				h.eventually("the model asked", func() bool { return h.provider.count() >= 1 })
+				h.stop()
 
-			var ran []string
-			for _, c := range h.tools.called() {
-				ran = append(ran, c.ID)
-			}
-			if strings.Join(ran, ",") != strings.Join(tc.ran, ",") {
-				t.Errorf("calls run again = %v, want %v", ran, tc.ran)
-			}
-			got := map[string]int{}
-			for _, m := range h.store.all(testID) {
-				if m.Role != chat.RoleTool {
-					continue
+				var ran []string
+				for _, c := range h.tools.called() {
+					ran = append(ran, c.ID)
 				}
-				got[m.ToolCallID]++
-				want, resumed := tc.results[m.ToolCallID]
-				if !resumed {
-					continue
+				if strings.Join(ran, ",") != strings.Join(tc.ran, ",") {
+					t.Errorf("calls run again = %v, want %v", ran, tc.ran)
 				}
-				if want != "" && m.Content != want || want == "" && !strings.HasPrefix(m.Content, `{`) {
-					t.Errorf("result of %s = %q, want %q", m.ToolCallID, m.Content, cmpOr(want, "the tool's result"))
+				got := map[string]int{}
+				for _, m := range h.store.all(testID) {
+					if m.Role != chat.RoleTool {
+						continue
+					}
+					got[m.ToolCallID]++
+					want, resumed := tc.results[m.ToolCallID]
+					if !resumed {
+						continue
+					}
+					if want != "" && m.Content != want || want == "" && !strings.HasPrefix(m.Content, `{`) {
+						t.Errorf("result of %s = %q, want %q", m.ToolCallID, m.Content, cmpOr(want, "the tool's result"))
+					}
+					if key := fmt.Sprintf("tool:%s:%d:%s", testID, asst[0].Seq, m.ToolCallID); m.IdempotencyKey != key {
+						t.Errorf("result of %s has key %q, want %q", m.ToolCallID, m.IdempotencyKey, key)
+					}
 				}
-				if key := fmt.Sprintf("tool:%s:%d:%s", testID, asst[0].Seq, m.ToolCallID); m.IdempotencyKey != key {
-					t.Errorf("result of %s has key %q, want %q", m.ToolCallID, m.IdempotencyKey, key)
+				for _, c := range tc.calls {
+					if got[c.ID] != 1 {
+						t.Errorf("call %s answered %d times, want once", c.ID, got[c.ID])
+					}
 				}
-			}
-			for _, c := range tc.calls {
-				if got[c.ID] != 1 {
-					t.Errorf("call %s answered %d times, want once", c.ID, got[c.ID])
+				if n := countSource(h.store.all(testID), SourceNudge); n != 0 {
+					t.Errorf("%d nudges stored: a resumed turn is not a new autonomous turn", n)
 				}
-			}
-			if n := countSource(h.store.all(testID), SourceNudge); n != 0 {
-				t.Errorf("%d nudges stored: a resumed turn is not a new autonomous turn", n)
-			}
+			})
 		})
 	}
 }
@@ -453,77 +475,85 @@ func cmpOr(a, b string) string {
 // A call that failed in transport (the game unreachable mid-call) may have been executed by the game: after the
 // errored backoff the turn resumes and the mutation is answered "result unknown" instead of being sent again.
 func TestFailedMutationIsNotRetriedBlindly(t *testing.T) {
-	h := newHarness(t, Mysis{State: StateRunning}, Config{TurnPause: time.Hour})
-	h.provider.script = func(n int, req llm.Request) (llm.Response, error) {
-		if n == 0 {
-			return reply("", call("a", "sell", `{"item_id":"iron_ore","quantity":5}`)), nil
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Mysis{State: StateRunning}, Config{TurnPause: time.Hour})
+		h.provider.script = func(n int, req llm.Request) (llm.Response, error) {
+			if n == 0 {
+				return reply("", call("a", "sell", `{"item_id":"iron_ore","quantity":5}`)), nil
+			}
+			return reply("checked"), nil
 		}
-		return reply("checked"), nil
-	}
-	h.tools.failOnce = map[string]error{"sell": fmt.Errorf("POST /mcp: context deadline exceeded")}
-	h.start()
-	h.eventually("the model asked again after the failure", func() bool { return h.provider.count() >= 2 })
-	if got := h.tools.called(); len(got) != 1 {
-		t.Errorf("sell sent %d times, want once", len(got))
-	}
-	ms := h.store.all(testID)
-	if len(ms) < 3 || ms[2].Role != chat.RoleTool || ms[2].ToolCallID != "a" || ms[2].Content != InterruptedResult {
-		t.Fatalf("memories = %+v, want the sell answered with the interrupted result", ms)
-	}
+		h.tools.failOnce = map[string]error{"sell": fmt.Errorf("POST /mcp: context deadline exceeded")}
+		h.start()
+		h.eventually("the model asked again after the failure", func() bool { return h.provider.count() >= 2 })
+		if got := h.tools.called(); len(got) != 1 {
+			t.Errorf("sell sent %d times, want once", len(got))
+		}
+		ms := h.store.all(testID)
+		if len(ms) < 3 || ms[2].Role != chat.RoleTool || ms[2].ToolCallID != "a" || ms[2].Content != InterruptedResult {
+			t.Fatalf("memories = %+v, want the sell answered with the interrupted result", ms)
+		}
+	})
 }
 
 // Delete ends the actor; its tool session is closed.
 func TestDeleteEndsActor(t *testing.T) {
-	h := newHarness(t, Mysis{State: StateRunning}, Config{TurnPause: time.Hour})
-	h.start()
-	h.eventually("one turn", func() bool { return h.actor.Status().Turns == 1 })
-	h.store.delete(testID)
-	h.actor.Wake(WakeDelete)
-	select {
-	case <-h.done:
-		h.cancel = nil
-	case <-time.After(2 * time.Second):
-		t.Fatal("actor still running after delete")
-	}
-	if h.tools.closes != 1 {
-		t.Errorf("tool session closes = %d, want 1", h.tools.closes)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Mysis{State: StateRunning}, Config{TurnPause: time.Hour})
+		h.start()
+		h.eventually("one turn", func() bool { return h.actor.Status().Turns == 1 })
+		h.store.delete(testID)
+		h.actor.Wake(WakeDelete)
+		select {
+		case <-h.done:
+			h.cancel = nil
+		case <-time.After(2 * time.Second):
+			t.Fatal("actor still running after delete")
+		}
+		if h.tools.closes != 1 {
+			t.Errorf("tool session closes = %d, want 1", h.tools.closes)
+		}
+	})
 }
 
 // LESSONS 8: no turn without tools. A failing tool list errors the mysis (retried), and the LLM is never called
 // without tools (the fake provider fails the test if it is).
 func TestNoTurnWithoutTools(t *testing.T) {
-	h := newHarness(t, Mysis{State: StateRunning}, Config{})
-	h.tools.setPrepareErr(fmt.Errorf("list tools: connection refused"))
-	h.start()
-	h.eventually("errored", func() bool { return strings.Contains(h.store.get(testID).StateReason, "connection refused") })
-	if h.provider.count() != 0 {
-		t.Fatal("LLM called before the tool list loaded")
-	}
-	h.tools.setPrepareErr(nil)
-	h.eventually("turn with tools", func() bool { return h.provider.count() >= 1 })
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Mysis{State: StateRunning}, Config{})
+		h.tools.setPrepareErr(fmt.Errorf("list tools: connection refused"))
+		h.start()
+		h.eventually("errored", func() bool { return strings.Contains(h.store.get(testID).StateReason, "connection refused") })
+		if h.provider.count() != 0 {
+			t.Fatal("LLM called before the tool list loaded")
+		}
+		h.tools.setPrepareErr(nil)
+		h.eventually("turn with tools", func() bool { return h.provider.count() >= 1 })
+	})
 }
 
 // A commander message arriving while the mysis is running opens the next turn with RESET, immediately (the wake
 // cuts the pause), and the counter goes back to 0.
 func TestDirectMessageDuringPauseResets(t *testing.T) {
-	h := newHarness(t, Mysis{State: StateRunning}, Config{TurnPause: time.Hour})
-	h.start()
-	h.eventually("first nudge turn", func() bool { return h.actor.Status().Turns == 1 })
-	if c := h.store.get(testID).EncouragementCount; c != 1 {
-		t.Fatalf("count = %d, want 1", c)
-	}
-	if _, err := h.store.Append(context.Background(), testID, []NewMemory{{Role: chat.RoleUser, Source: SourceDirect, Content: "Go mine."}}); err != nil {
-		t.Fatal(err)
-	}
-	h.actor.Wake(WakeDirect)
-	h.eventually("second turn", func() bool { return h.actor.Status().Turns == 2 })
-	if c := h.store.get(testID).EncouragementCount; c != 0 {
-		t.Errorf("count = %d after a direct message, want 0", c)
-	}
-	if got := h.composer.autonomousCalls(); got != 1 {
-		t.Errorf("autonomous composes = %d, want 1 (the direct turn is not autonomous)", got)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Mysis{State: StateRunning}, Config{TurnPause: time.Hour})
+		h.start()
+		h.eventually("first nudge turn", func() bool { return h.actor.Status().Turns == 1 })
+		if c := h.store.get(testID).EncouragementCount; c != 1 {
+			t.Fatalf("count = %d, want 1", c)
+		}
+		if _, err := h.store.Append(context.Background(), testID, []NewMemory{{Role: chat.RoleUser, Source: SourceDirect, Content: "Go mine."}}); err != nil {
+			t.Fatal(err)
+		}
+		h.actor.Wake(WakeDirect)
+		h.eventually("second turn", func() bool { return h.actor.Status().Turns == 2 })
+		if c := h.store.get(testID).EncouragementCount; c != 0 {
+			t.Errorf("count = %d after a direct message, want 0", c)
+		}
+		if got := h.composer.autonomousCalls(); got != 1 {
+			t.Errorf("autonomous composes = %d, want 1 (the direct turn is not autonomous)", got)
+		}
+	})
 }
 
 // Where a turn resumes after a crash, a lease move or a stop.
@@ -556,50 +586,54 @@ func TestFindResumePoint(t *testing.T) {
 // tools (answered "not executed", so the next owner finds a complete loop); the stored state is left running for
 // the next owner.
 func TestGracefulStopEndsAtSafePoint(t *testing.T) {
-	h := newHarness(t, Mysis{State: StateRunning}, Config{})
-	h.provider.gate = make(chan struct{})
-	h.provider.script = func(n int, req llm.Request) (llm.Response, error) {
-		return reply("", call(fmt.Sprintf("c%d", n), "mine", `{}`)), nil
-	}
-	h.start()
-	h.eventually("LLM in flight", func() bool { return h.provider.count() == 1 })
-	h.actor.Stop()
-	h.provider.gate <- struct{}{}
-	select {
-	case <-h.done:
-		h.cancel = nil
-	case <-time.After(2 * time.Second):
-		t.Fatal("Run did not return after Stop")
-	}
-	if ms := h.store.all(testID); len(ms) != 3 || ms[2].Content != NotRunResult {
-		t.Errorf("memories = %+v, want nudge + assistant + its call answered as not executed", ms)
-	}
-	if len(h.tools.called()) != 0 || h.state() != StateRunning {
-		t.Errorf("after graceful stop: tools=%v state=%s", h.tools.called(), h.state())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Mysis{State: StateRunning}, Config{})
+		h.provider.gate = make(chan struct{})
+		h.provider.script = func(n int, req llm.Request) (llm.Response, error) {
+			return reply("", call(fmt.Sprintf("c%d", n), "mine", `{}`)), nil
+		}
+		h.start()
+		h.eventually("LLM in flight", func() bool { return h.provider.count() == 1 })
+		h.actor.Stop()
+		h.provider.gate <- struct{}{}
+		select {
+		case <-h.done:
+			h.cancel = nil
+		case <-time.After(2 * time.Second):
+			t.Fatal("Run did not return after Stop")
+		}
+		if ms := h.store.all(testID); len(ms) != 3 || ms[2].Content != NotRunResult {
+			t.Errorf("memories = %+v, want nudge + assistant + its call answered as not executed", ms)
+		}
+		if len(h.tools.called()) != 0 || h.state() != StateRunning {
+			t.Errorf("after graceful stop: tools=%v state=%s", h.tools.called(), h.state())
+		}
+	})
 }
 
 // A direct message stored while the model is writing its final answer is not buried under that answer: the
 // answer is discarded and the model is asked again with the message in view.
 func TestDirectMessageDuringFinalAnswerIsAnswered(t *testing.T) {
-	h := newHarness(t, Mysis{State: StateRunning}, Config{TurnPause: time.Hour})
-	h.provider.gate = make(chan struct{})
-	h.start()
-	h.eventually("LLM in flight", func() bool { return h.provider.count() == 1 })
-	if _, err := h.store.Append(context.Background(), testID, []NewMemory{{Role: chat.RoleUser, Source: SourceDirect, Content: "New orders."}}); err != nil {
-		t.Fatal(err)
-	}
-	h.actor.Wake(WakeDirect)
-	h.provider.gate <- struct{}{}
-	h.eventually("asked again", func() bool { return h.provider.count() == 2 })
-	h.provider.gate <- struct{}{}
-	h.eventually("answered", func() bool { return h.actor.Status().Turns >= 1 })
-	reqs := h.provider.requests()
-	if last := reqs[1].Messages[len(reqs[1].Messages)-1]; !strings.HasSuffix(last.Content, "New orders.") {
-		t.Errorf("second request ends with %q, want the direct message", last.Content)
-	}
-	ms := h.store.all(testID)
-	if ms[1].Content != "New orders." || ms[2].Role != chat.RoleAssistant || ms[2].IdempotencyKey != "llm:"+testID+":2" {
-		t.Errorf("the direct message is not followed by an answer that saw it: %+v", ms[:3])
-	}
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Mysis{State: StateRunning}, Config{TurnPause: time.Hour})
+		h.provider.gate = make(chan struct{})
+		h.start()
+		h.eventually("LLM in flight", func() bool { return h.provider.count() == 1 })
+		if _, err := h.store.Append(context.Background(), testID, []NewMemory{{Role: chat.RoleUser, Source: SourceDirect, Content: "New orders."}}); err != nil {
+			t.Fatal(err)
+		}
+		h.actor.Wake(WakeDirect)
+		h.provider.gate <- struct{}{}
+		h.eventually("asked again", func() bool { return h.provider.count() == 2 })
+		h.provider.gate <- struct{}{}
+		h.eventually("answered", func() bool { return h.actor.Status().Turns >= 1 })
+		reqs := h.provider.requests()
+		if last := reqs[1].Messages[len(reqs[1].Messages)-1]; !strings.HasSuffix(last.Content, "New orders.") {
+			t.Errorf("second request ends with %q, want the direct message", last.Content)
+		}
+		ms := h.store.all(testID)
+		if ms[1].Content != "New orders." || ms[2].Role != chat.RoleAssistant || ms[2].IdempotencyKey != "llm:"+testID+":2" {
+			t.Errorf("the direct message is not followed by an answer that saw it: %+v", ms[:3])
+		}
+	})
 }

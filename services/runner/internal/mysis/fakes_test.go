@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
@@ -35,6 +36,8 @@ type fakeStore struct {
 	down  bool              // every call fails Unavailable
 	// counts is every encouragement count written, in order.
 	counts []int
+	// states is every state written (SetState or a conditional append), in order.
+	states []StateChange
 	// condAppends counts conditional appends (AppendIf with a condition).
 	condAppends int
 	// reads counts Recent calls, stateCalls SetState calls.
@@ -103,8 +106,9 @@ func (s *fakeStore) idLocked(id string) (string, error) {
 	return sid, nil
 }
 
+// get is the test's own look at a mysis: not counted as a GetMysis of the code under test.
 func (s *fakeStore) get(id string) Mysis {
-	m, err := s.GetMysis(context.Background(), id)
+	m, err := s.lookup(context.Background(), id)
 	if err != nil {
 		panic(fmt.Sprintf("fakeStore.get(%s): %v", id, err))
 	}
@@ -168,6 +172,7 @@ func (s *fakeStore) SetState(ctx context.Context, id string, ch StateChange) (My
 	if err != nil {
 		return Mysis{}, wire(err)
 	}
+	s.states = append(s.states, ch)
 	if ch.Count != nil {
 		s.counts = append(s.counts, *ch.Count)
 	}
@@ -221,8 +226,11 @@ func (s *fakeStore) AppendIf(ctx context.Context, id string, ms []NewMemory, c A
 		}
 		return nil, err
 	}
-	if ch := c.State; ch != nil && ch.Count != nil && !retry {
-		s.counts = append(s.counts, *ch.Count)
+	if ch := c.State; ch != nil && !retry {
+		s.states = append(s.states, *ch)
+		if ch.Count != nil {
+			s.counts = append(s.counts, *ch.Count)
+		}
 	}
 	out := make([]Memory, len(resp.GetMemories()))
 	for i, m := range resp.GetMemories() {
@@ -248,6 +256,13 @@ func (s *fakeStore) Recent(ctx context.Context, id string, limit int) ([]Memory,
 		out[i] = fromProtoMemory(m)
 	}
 	return out, nil
+}
+
+// stateLog returns every state written so far, in order.
+func (s *fakeStore) stateLog() []StateChange {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]StateChange(nil), s.states...)
 }
 
 func (s *fakeStore) counters() (reads, stateCalls, condAppends int) {
@@ -640,17 +655,31 @@ func (h *harness) stop() {
 	h.cancel = nil
 }
 
-// eventually polls cond for up to 5s.
+// eventually waits until cond holds. Every harness test runs in a synctest bubble: synctest.Wait returns once
+// the actor and the fakes are all blocked (on a wake, a gate, a pause or a backoff timer), so cond is checked only
+// when nothing is in flight; while it does not hold, the fake clock moves on, which fires the actor's next timer.
+// The limit is fake time, so it costs nothing and the outcome does not depend on the machine's speed.
 func (h *harness) eventually(what string, cond func() bool) {
 	h.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		synctest.Wait()
 		if cond() {
 			return
 		}
-		time.Sleep(2 * time.Millisecond)
+		if !time.Now().Before(deadline) {
+			h.t.Fatalf("still waiting for %s after %v of fake time", what, 10*time.Second)
+		}
+		advance(time.Millisecond)
 	}
-	h.t.Fatalf("timed out waiting for %s", what)
+}
+
+// advance moves the bubble's fake clock on by d: it returns once every other goroutine of the bubble is blocked
+// and every timer due within d has fired, then waits for what those timers started to settle. A test that asserts
+// "nothing happened" advances past every deadline that could make something happen, then looks.
+func advance(d time.Duration) {
+	time.Sleep(d) // fake time: inside a synctest bubble this only advances the clock once all else is blocked
+	synctest.Wait()
 }
 
 func (h *harness) state() State { return h.store.get(testID).State }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"unicode/utf8"
 
 	"github.com/zoeaswarm/zoea/libs/chat"
@@ -162,70 +163,72 @@ func FuzzCheckReply(f *testing.F) {
 // A reply full of bad calls neither errors the mysis nor costs a second LLM call for the same step: it is stored,
 // the good call runs, each bad call is answered with a tool error, and the model's next request carries them all.
 func TestBadToolCallsAreAnsweredNotFatal(t *testing.T) {
-	h := newHarness(t, Mysis{State: StateRunning}, Config{MaxCallsPerReply: 3})
-	h.provider.script = func(n int, req llm.Request) (llm.Response, error) {
-		if n == 0 {
-			return reply("let me try",
-				call("dup", "get_status", `{}`),
-				call("dup", "mine", `{"a":1`),
-				call("", "", `{}`),
-				call(strings.Repeat("x", 300), "sell", `{} extra`),
-				call("ok2", "get_status", `{}`),
-			), nil
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Mysis{State: StateRunning}, Config{MaxCallsPerReply: 3})
+		h.provider.script = func(n int, req llm.Request) (llm.Response, error) {
+			if n == 0 {
+				return reply("let me try",
+					call("dup", "get_status", `{}`),
+					call("dup", "mine", `{"a":1`),
+					call("", "", `{}`),
+					call(strings.Repeat("x", 300), "sell", `{} extra`),
+					call("ok2", "get_status", `{}`),
+				), nil
+			}
+			return reply("done"), nil
 		}
-		return reply("done"), nil
-	}
-	if _, err := h.store.Append(context.Background(), testID, []NewMemory{{Role: chat.RoleUser, Source: SourceDirect, Content: "Do it."}}); err != nil {
-		t.Fatal(err)
-	}
-	h.start()
-	h.eventually("the turn's final answer", func() bool {
+		if _, err := h.store.Append(context.Background(), testID, []NewMemory{{Role: chat.RoleUser, Source: SourceDirect, Content: "Do it."}}); err != nil {
+			t.Fatal(err)
+		}
+		h.start()
+		h.eventually("the turn's final answer", func() bool {
+			ms := h.store.all(testID)
+			return len(ms) > 0 && ms[len(ms)-1].Role == chat.RoleAssistant && ms[len(ms)-1].Content == "done"
+		})
+		h.stop()
+		if st := h.state(); st == StateErrored {
+			t.Fatalf("mysis errored: %s", h.store.get(testID).StateReason)
+		}
+		if got := h.tools.called(); len(got) != 1 || got[0].Name != "get_status" || got[0].ID != "dup" {
+			t.Fatalf("tools run: %+v, want only the first (good) get_status", got)
+		}
 		ms := h.store.all(testID)
-		return len(ms) > 0 && ms[len(ms)-1].Role == chat.RoleAssistant && ms[len(ms)-1].Content == "done"
+		var asst Memory
+		results := map[string]string{}
+		for _, m := range ms {
+			if m.Role == chat.RoleAssistant && len(m.ToolCalls) > 0 {
+				asst = m
+			}
+			if m.Role == chat.RoleTool {
+				results[m.ToolCallID] = m.Content
+			}
+		}
+		if len(asst.ToolCalls) != 4 {
+			t.Fatalf("stored calls: %+v", asst.ToolCalls)
+		}
+		for i, c := range asst.ToolCalls {
+			res, ok := results[c.ID]
+			if !ok {
+				t.Errorf("call %d (%s) unanswered", i, c.ID)
+				continue
+			}
+			if bad := strings.HasPrefix(res, "Error: invalid_tool_call:"); bad != (i > 0) {
+				t.Errorf("call %d answered %q", i, res)
+			}
+		}
+		if !strings.Contains(results[asst.ToolCalls[1].ID], "unexpected end of JSON input") {
+			t.Errorf("the truncated JSON error does not say why: %s", results[asst.ToolCalls[1].ID])
+		}
+		if !strings.Contains(results[asst.ToolCalls[3].ID], "only the first 3 are run") || !strings.Contains(results[asst.ToolCalls[3].ID], "the 1 calls after this one were discarded") {
+			t.Errorf("the call beyond the cap: %s", results[asst.ToolCalls[4].ID])
+		}
+		reqs := h.provider.requests()
+		if len(reqs) < 2 {
+			t.Fatalf("%d LLM calls", len(reqs))
+		}
+		last := reqs[1].Messages
+		if n := len(last); last[n-1].Role != chat.RoleTool || last[n-4].Role != chat.RoleTool {
+			t.Errorf("the second request does not end with the four answers: %+v", last[n-1])
+		}
 	})
-	h.stop()
-	if st := h.state(); st == StateErrored {
-		t.Fatalf("mysis errored: %s", h.store.get(testID).StateReason)
-	}
-	if got := h.tools.called(); len(got) != 1 || got[0].Name != "get_status" || got[0].ID != "dup" {
-		t.Fatalf("tools run: %+v, want only the first (good) get_status", got)
-	}
-	ms := h.store.all(testID)
-	var asst Memory
-	results := map[string]string{}
-	for _, m := range ms {
-		if m.Role == chat.RoleAssistant && len(m.ToolCalls) > 0 {
-			asst = m
-		}
-		if m.Role == chat.RoleTool {
-			results[m.ToolCallID] = m.Content
-		}
-	}
-	if len(asst.ToolCalls) != 4 {
-		t.Fatalf("stored calls: %+v", asst.ToolCalls)
-	}
-	for i, c := range asst.ToolCalls {
-		res, ok := results[c.ID]
-		if !ok {
-			t.Errorf("call %d (%s) unanswered", i, c.ID)
-			continue
-		}
-		if bad := strings.HasPrefix(res, "Error: invalid_tool_call:"); bad != (i > 0) {
-			t.Errorf("call %d answered %q", i, res)
-		}
-	}
-	if !strings.Contains(results[asst.ToolCalls[1].ID], "unexpected end of JSON input") {
-		t.Errorf("the truncated JSON error does not say why: %s", results[asst.ToolCalls[1].ID])
-	}
-	if !strings.Contains(results[asst.ToolCalls[3].ID], "only the first 3 are run") || !strings.Contains(results[asst.ToolCalls[3].ID], "the 1 calls after this one were discarded") {
-		t.Errorf("the call beyond the cap: %s", results[asst.ToolCalls[4].ID])
-	}
-	reqs := h.provider.requests()
-	if len(reqs) < 2 {
-		t.Fatalf("%d LLM calls", len(reqs))
-	}
-	last := reqs[1].Messages
-	if n := len(last); last[n-1].Role != chat.RoleTool || last[n-4].Role != chat.RoleTool {
-		t.Errorf("the second request does not end with the four answers: %+v", last[n-1])
-	}
 }

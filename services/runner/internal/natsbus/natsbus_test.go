@@ -130,10 +130,12 @@ func TestEventsReachSubscribersWithTraceContext(t *testing.T) {
 	if len(ma.GetMemoryIds()) != 1 || ma.GetMemoryIds()[0] != 41 || ma.GetSeqs()[0] != 12 || ma.GetRole() != memoryv1.Role_ROLE_ASSISTANT || ma.GetExcerpt() != "calls mine" {
 		t.Errorf("memory appended payload = %v", ma)
 	}
-	select {
-	case r := <-got:
+	// Nothing else comes through: one connection publishes in order and the subscriber receives in order, so an
+	// event of another mysis let through would arrive before this sentinel, published after it.
+	events.Publish(turnCtx, mysis.Event{MysisID: "other", Kind: mysis.EventError, At: at, Message: "not for this watcher either"})
+	events.Publish(turnCtx, mysis.Event{MysisID: "m1", Kind: mysis.EventError, At: at, Message: "sentinel"})
+	if r := recv(); r.ev.GetMysisId() != "m1" || r.ev.GetError().GetMessage() != "sentinel" {
 		t.Fatalf("the filter let through %v", r.ev)
-	case <-time.After(200 * time.Millisecond):
 	}
 }
 
@@ -153,14 +155,19 @@ func TestStatusesAreSharedBetweenReplicas(t *testing.T) {
 		}
 	})
 
+	// eventually re-checks cond each time r2's watch mirrors a write, until ctx (testCtx: 30 s) ends.
 	eventually := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
+		for {
+			changed := r2.Changed()
+			if cond() {
+				return
 			}
-			time.Sleep(10 * time.Millisecond)
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				t.Fatalf("no mirrored write made %s true: %v", what, ctx.Err())
+			}
 		}
 	}
 	now := time.Now().UTC().Truncate(time.Millisecond)

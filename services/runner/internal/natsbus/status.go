@@ -17,8 +17,9 @@ type Statuses struct {
 	store *swarmbus.Statuses
 	log   *slog.Logger
 
-	mu    sync.RWMutex
-	cache map[string]mysis.Status
+	mu      sync.RWMutex
+	cache   map[string]mysis.Status
+	changed chan struct{} // closed (and replaced) each time the watch mirrors a write
 }
 
 // NewStatuses adapts store (bus.Statuses(), on the replica's shared NATS connection).
@@ -26,7 +27,15 @@ func NewStatuses(store *swarmbus.Statuses, log *slog.Logger) *Statuses {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Statuses{store: store, log: log, cache: map[string]mysis.Status{}}
+	return &Statuses{store: store, log: log, cache: map[string]mysis.Status{}, changed: make(chan struct{})}
+}
+
+// Changed returns a channel that is closed the next time the watch mirrors a write (a put, newer or not, or a
+// delete) from any replica. Take it before looking at Get, so no write can slip in between.
+func (s *Statuses) Changed() <-chan struct{} {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.changed
 }
 
 // PutStatus implements mysis.StatusSink (best effort: a status is an observation, memory holds the truth).
@@ -65,6 +74,8 @@ func (s *Statuses) Watch(ctx context.Context) error {
 	err := s.store.Watch(ctx, func(ev swarmbus.StatusEvent) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		close(s.changed)
+		s.changed = make(chan struct{})
 		if ev.Status == nil {
 			delete(s.cache, ev.MysisID)
 			return
