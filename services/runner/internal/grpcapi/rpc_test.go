@@ -512,7 +512,7 @@ func TestPreviewContextRPC(t *testing.T) {
 		reqs := s.composer.requests()
 		want := &composerv1.ComposeContextRequest{MysisId: m.GetId(), Policy: policy, BeginAutonomousTurn: tc.autonomous}
 		if len(reqs) != i+1 || !proto.Equal(reqs[i], want) {
-			t.Errorf("%s: composer asked %v, want %v", tc.name, reqs[len(reqs)-1], want)
+			t.Errorf("%s: composer asked %v, want %v once more", tc.name, reqs, want)
 		}
 		if !proto.Equal(resp, &runnerv1.PreviewContextResponse{Messages: answer.GetMessages(), Manifest: answer.GetManifest(), Encouragement: answer.GetEncouragement()}) {
 			t.Errorf("%s: response %v, composer answered %v", tc.name, resp, answer)
@@ -668,4 +668,27 @@ func TestSetSpendLimitsRPC(t *testing.T) {
 		t.Errorf("with the bus down memory stored %v, want %v", got, own)
 	}
 	checkWakes(t, "bus down", s.wakes, wake{m.GetId(), mysis.WakeConfigure})
+}
+
+// A provider that cannot serve the model now (Defaults.Check: unreachable, no key) is FailedPrecondition for create
+// and configure; nothing is written and nobody is woken.
+func TestProviderRefusalIsFailedPrecondition(t *testing.T) {
+	d := modelDefaults
+	d.Check = func(_ context.Context, provider, _ string) error {
+		if provider == "ollama" {
+			return errs.Conflictf("provider ollama is not reachable")
+		}
+		return nil
+	}
+	s := startSwarm(t, d, nil)
+	ctx := context.Background()
+	addMysis(t, s.mem, "scout", "autopilot", "autopilot")
+	_, err := s.api.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: "miner", Provider: "ollama", Start: true})
+	checkStatus(t, "create", err, codes.FailedPrecondition, "")
+	_, err = s.api.ConfigureMysis(ctx, &runnerv1.ConfigureMysisRequest{Mysis: "scout", Provider: new("ollama")})
+	checkStatus(t, "configure", err, codes.FailedPrecondition, "")
+	if n, m := mysisCount(t, s.mem), storedMysis(t, s.mem, "scout"); n != 1 || m.GetProvider() != "autopilot" || s.mem.Calls("UpdateMysisConfig") != 0 {
+		t.Errorf("after the refusals: %d myses, scout %v, %d updates", n, m, s.mem.Calls("UpdateMysisConfig"))
+	}
+	checkWakes(t, "refusals", s.wakes)
 }
