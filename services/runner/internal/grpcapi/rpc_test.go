@@ -590,7 +590,7 @@ func TestGetUsageRPC(t *testing.T) {
 	_, err = s.api.GetUsage(ctx, &runnerv1.GetUsageRequest{Myses: []string{"alpha", "nobody"}})
 	checkStatus(t, "unknown", err, codes.NotFound, "")
 	_, err = s.api.GetUsage(ctx, &runnerv1.GetUsageRequest{Myses: []string{"alpha", ""}})
-	checkStatus(t, "empty reference", err, codes.InvalidArgument, "")
+	checkStatus(t, "empty reference", err, codes.InvalidArgument, "myses[1]")
 	if n := s.spend.callsOf("GetUsage"); n != sums {
 		t.Errorf("refused queries reached memory's usage %d times", n-sums)
 	}

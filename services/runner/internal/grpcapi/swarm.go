@@ -94,10 +94,16 @@ func New(memory Memory, composer composerv1.ComposerServiceClient, wakes Waker, 
 	return &Server{memory: memory, composer: composer, wakes: wakes, live: live, defaults: d}
 }
 
-// resolve finds a mysis by id (any spelling uuid.Parse accepts, sent on in canonical form) or name.
+// resolve finds a mysis by id (any spelling uuid.Parse accepts, sent on in canonical form) or name, given in the
+// request's field "mysis".
 func (s *Server) resolve(ctx context.Context, ref string) (*memoryv1.Mysis, error) {
+	return s.resolveField(ctx, "mysis", ref)
+}
+
+// resolveField is resolve for a reference in the request's field field, which a bad reference's error names.
+func (s *Server) resolveField(ctx context.Context, field, ref string) (*memoryv1.Mysis, error) {
 	if ref == "" {
-		return nil, errs.InvalidField("mysis", "required: a mysis id or name")
+		return nil, errs.InvalidField(field, "required: a mysis id or name")
 	}
 	if id, err := uuid.Parse(ref); err == nil {
 		m, err := s.memory.MysisRecord(ctx, id.String())
@@ -110,7 +116,7 @@ func (s *Server) resolve(ctx context.Context, ref string) (*memoryv1.Mysis, erro
 		// No name is a UUID (libs/names), so there is no name to fall back to.
 		return nil, errs.NotFoundf("mysis %q not found", ref)
 	}
-	if err := names.Check("mysis", ref); err != nil {
+	if err := names.Check(field, ref); err != nil {
 		return nil, err
 	}
 	m, err := s.memory.MysisRecordByName(ctx, ref)

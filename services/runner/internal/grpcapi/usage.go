@@ -2,6 +2,7 @@ package grpcapi
 
 import (
 	"context"
+	"fmt"
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
@@ -17,8 +18,8 @@ func (s *Server) GetUsage(ctx context.Context, req *runnerv1.GetUsageRequest) (*
 		return nil, errs.InvalidField("myses", "at most 1000 myses, got %d", len(req.GetMyses()))
 	}
 	ids := make([]string, 0, len(req.GetMyses()))
-	for _, ref := range req.GetMyses() {
-		m, err := s.resolve(ctx, ref)
+	for i, ref := range req.GetMyses() {
+		m, err := s.resolveField(ctx, fmt.Sprintf("myses[%d]", i), ref)
 		if err != nil {
 			return nil, err
 		}
