@@ -26,7 +26,8 @@ import (
 //
 // Carried rows (v2), all before s: the newest result per distinct call since the objective (mission seq), keyed by
 // call_key or by tool name for snapshot tools, among the newest $10 tool results of that span (memories_tool_seq_idx,
-// index-only when vacuumed), newest $6 keys — the state as of s, so a newer result in the recent part does not
+// index-only when vacuumed; grouped by the key's bytes, COLLATE "C", which groups exactly as the database's
+// deterministic collation does but sorts without strcoll), newest $6 keys — the state as of s, so a newer result in the recent part does not
 // change what is carried; the newest result before s of each pinned tool however old (memories_tool_name_idx); each
 // of those with the assistant row that made
 // the call; and the newest $9 assistant text replies since the objective (memories_reply_idx). Every part is an
@@ -77,10 +78,7 @@ WITH y AS (
 	WHERE $6 > 0 AND t.mysis_id = $1 AND t.role = 4 AND t.seq > (SELECT b2.obj FROM b2) AND t.seq < (SELECT b2.s FROM b2)
 	ORDER BY t.seq DESC LIMIT $10
 ), c AS (
-	SELECT d.seq FROM (
-		SELECT DISTINCT ON (ck.k) ck.seq FROM ck
-		ORDER BY ck.k, ck.seq DESC
-	) d ORDER BY d.seq DESC LIMIT $6
+	SELECT max(ck.seq) AS seq FROM ck GROUP BY ck.k COLLATE "C" ORDER BY 1 DESC LIMIT $6
 ), pn AS (
 	SELECT x.seq FROM unnest($8::text[]) AS p(name), LATERAL (
 		SELECT t.seq FROM memories t WHERE t.mysis_id = $1 AND t.role = 4 AND t.tool_name = p.name
