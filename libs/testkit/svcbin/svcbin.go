@@ -4,10 +4,12 @@
 package svcbin
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -79,4 +81,21 @@ func Clean() {
 		buildDir = ""
 		clear(built)
 	}
+}
+
+// LoggedAddr returns the addr of the first JSON log line in logs whose msg is msg (libs/server's "grpc server
+// listening", the simulator's "http server listening"), or "". A test starts a service with
+// ZOEA_LISTEN_ADDR=127.0.0.1:0 and reads the port it bound from its log: a port picked by the test and freed
+// before the service binds it can be taken by another test process in between; a port the service bound cannot.
+func LoggedAddr(logs, msg string) string {
+	for _, line := range strings.Split(logs, "\n") {
+		var rec struct {
+			Msg  string `json:"msg"`
+			Addr string `json:"addr"`
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == msg && rec.Addr != "" {
+			return rec.Addr
+		}
+	}
+	return ""
 }

@@ -40,3 +40,20 @@ func TestPrebuiltBinaryDirectory(t *testing.T) {
 		t.Fatalf("Build = %s, want the prebuilt %s", got, p)
 	}
 }
+
+func TestLoggedAddr(t *testing.T) {
+	logs := `not json
+{"time":"t","level":"INFO","msg":"memory starting","ZOEA_LISTEN_ADDR":"127.0.0.1:0"}
+{"time":"t","level":"INFO","msg":"grpc server listening","addr":"127.0.0.1:43117"}
+{"time":"t","level":"INFO","msg":"http server listening","addr":"127.0.0.1:40001"}
+`
+	if got := svcbin.LoggedAddr(logs, "grpc server listening"); got != "127.0.0.1:43117" {
+		t.Errorf("grpc: %q", got)
+	}
+	if got := svcbin.LoggedAddr(logs, "http server listening"); got != "127.0.0.1:40001" {
+		t.Errorf("http: %q", got)
+	}
+	if got := svcbin.LoggedAddr(`{"msg":"grpc server listening"}`, "grpc server listening"); got != "" {
+		t.Errorf("a line without addr: %q", got)
+	}
+}

@@ -3,9 +3,10 @@ package app_test
 import (
 	"context"
 	"fmt"
-	"net"
+	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -46,33 +47,34 @@ func startRealMemory(tb testing.TB) *realMemory {
 	}
 	bin := memoryBinary(tb)
 	dbURL := pgtest.New(tb)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	addr := lis.Addr().String()
-	lis.Close()
 	cmd := exec.Command(bin, "serve")
-	cmd.Env = append(os.Environ(), "ZOEA_DATABASE_URL="+dbURL, "ZOEA_LISTEN_ADDR="+addr, "ZOEA_MIGRATE_ON_START=true",
+	// The service picks its port and logs it (svcbin.LoggedAddr): a port picked here could be taken before it binds.
+	cmd.Env = append(os.Environ(), "ZOEA_DATABASE_URL="+dbURL, "ZOEA_LISTEN_ADDR=127.0.0.1:0", "ZOEA_MIGRATE_ON_START=true",
 		"ZOEA_ADMIN_TOKEN=", "OTEL_EXPORTER_OTLP_ENDPOINT=", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT=")
+	logs := &lineLog{grew: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = logs, logs
 	if os.Getenv("ZOEA_TEST_LOG") != "" {
-		cmd.Stderr = os.Stderr
+		cmd.Stderr = io.MultiWriter(logs, os.Stderr)
 	}
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
 	// Stop the server before pgtest drops its database (cleanups run last-registered first).
 	tb.Cleanup(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-exited:
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
-			<-done
+			<-exited
+		}
+		if tb.Failed() {
+			tb.Logf("memory service output:\n%s", logs.String())
 		}
 	})
+	addr := waitListening(tb, logs, exited)
 	conn, err := server.Dial(addr, "")
 	if err != nil {
 		tb.Fatal(err)
@@ -98,6 +100,49 @@ func waitServing(tb testing.TB, conn *grpc.ClientConn) {
 		}
 		if resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
 			return
+		}
+	}
+}
+
+// lineLog keeps a process's output and signals each write.
+type lineLog struct {
+	mu   sync.Mutex
+	b    strings.Builder
+	grew chan struct{}
+}
+
+func (l *lineLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.Write(p)
+	close(l.grew)
+	l.grew = make(chan struct{})
+	return len(p), nil
+}
+
+func (l *lineLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// waitListening returns the address the memory service logged once listening.
+func waitListening(tb testing.TB, logs *lineLog, exited <-chan struct{}) string {
+	tb.Helper()
+	deadline := time.After(60 * time.Second)
+	for {
+		logs.mu.Lock()
+		text, grew := logs.b.String(), logs.grew
+		logs.mu.Unlock()
+		if addr := svcbin.LoggedAddr(text, "grpc server listening"); addr != "" {
+			return addr
+		}
+		select {
+		case <-grew:
+		case <-exited:
+			tb.Fatalf("memory service exited before listening:\n%s", logs.String())
+		case <-deadline:
+			tb.Fatalf("memory service not listening after 60s:\n%s", logs.String())
 		}
 	}
 }

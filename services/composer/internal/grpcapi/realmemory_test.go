@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -56,15 +55,9 @@ func realMemory(t *testing.T) (addr string) {
 		t.Fatalf("memory migrate: %v\n%s", err, out)
 	}
 
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr = lis.Addr().String()
-	_ = lis.Close()
 	var logs syncBuffer
 	srv := exec.Command(bin)
-	srv.Env = append(env, "ZOEA_LISTEN_ADDR="+addr)
+	srv.Env = append(env, "ZOEA_LISTEN_ADDR=127.0.0.1:0") // the service picks the port and logs it (svcbin.LoggedAddr)
 	srv.Stdout, srv.Stderr = &logs, &logs
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
@@ -84,8 +77,10 @@ func realMemory(t *testing.T) (addr string) {
 		}
 	})
 	for {
-		if err := server.Healthcheck(ctx, addr); err == nil {
-			return addr
+		if addr = svcbin.LoggedAddr(logs.String(), "grpc server listening"); addr != "" {
+			if err := server.Healthcheck(ctx, addr); err == nil {
+				return addr
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -140,19 +140,18 @@ func startStack(t *testing.T, simEnv ...string) *stack {
 	s.watchBus(t)
 	s.sim = testenv.StartSim(t, simEnv...)
 
-	s.memAddr = testenv.FreeAddr(t)
-	testenv.Start(t, "memory", testenv.Build(t, "memory"), []string{
-		"ZOEA_LISTEN_ADDR=" + s.memAddr, "ZOEA_DATABASE_URL=" + dbURL, "ZOEA_SECRET_KEY=" + testSecretKey,
+	// Each service binds a port of its own choosing and logs it: no port picked here can be taken by another
+	// test process in between.
+	_, s.memAddr = testenv.StartGRPC(t, "memory", testenv.Build(t, "memory"), []string{
+		"ZOEA_DATABASE_URL=" + dbURL, "ZOEA_SECRET_KEY=" + testSecretKey,
 		"ZOEA_MIGRATE_ON_START=true", "ZOEA_DB_MAX_CONNS=32",
-	})
-	s.compAddr = testenv.FreeAddr(t)
-	testenv.Start(t, "composer", testenv.Build(t, "composer"), []string{
-		"ZOEA_LISTEN_ADDR=" + s.compAddr, "ZOEA_MEMORY_ADDR=" + s.memAddr,
-	})
-	s.busAddr = testenv.FreeAddr(t)
-	testenv.Start(t, "bus", testenv.Build(t, "bus"), []string{
-		"ZOEA_LISTEN_ADDR=" + s.busAddr, "ZOEA_MEMORY_ADDR=" + s.memAddr, "ZOEA_NATS_URL=" + s.natsURL,
-	})
+	}, 60*time.Second)
+	_, s.compAddr = testenv.StartGRPC(t, "composer", testenv.Build(t, "composer"), []string{
+		"ZOEA_MEMORY_ADDR=" + s.memAddr,
+	}, 60*time.Second)
+	_, s.busAddr = testenv.StartGRPC(t, "bus", testenv.Build(t, "bus"), []string{
+		"ZOEA_MEMORY_ADDR=" + s.memAddr, "ZOEA_NATS_URL=" + s.natsURL,
+	}, 60*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for _, addr := range []string{s.memAddr, s.compAddr, s.busAddr} {
@@ -269,14 +268,13 @@ type runnerProcess struct {
 // the same settings as the in-process replicas, and waits until it is healthy.
 func (s *stack) startRunnerProcess(t *testing.T, id string, env ...string) *runnerProcess {
 	t.Helper()
-	addr := testenv.FreeAddr(t)
 	defaults := []string{
-		"ZOEA_LISTEN_ADDR=" + addr, "ZOEA_MEMORY_ADDR=" + s.memAddr, "ZOEA_COMPOSER_ADDR=" + s.compAddr,
+		"ZOEA_MEMORY_ADDR=" + s.memAddr, "ZOEA_COMPOSER_ADDR=" + s.compAddr,
 		"ZOEA_NATS_URL=" + s.natsURL, "ZOEA_SPACEMOLT_URL=" + s.sim.MCPURL(), "ZOEA_REPLICA_ID=" + id,
 		"ZOEA_DEFAULT_PROVIDER=autopilot", "ZOEA_LEASE_TTL=3s", "ZOEA_TURN_PAUSE=50ms",
 		"ZOEA_ERROR_BACKOFF_MIN=100ms", "ZOEA_ERROR_BACKOFF_MAX=1s", "ZOEA_SHUTDOWN_TIMEOUT=5s",
 	}
-	p := testenv.Start(t, "runner-"+id, testenv.Build(t, "runner"), append(defaults, env...))
+	p, addr := testenv.StartGRPC(t, "runner-"+id, testenv.Build(t, "runner"), append(defaults, env...), 60*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	waitHealthy(t, ctx, addr)

@@ -149,10 +149,9 @@ func TestMemoryRoundTripsPerIteration(t *testing.T) {
 	s := startStack(t)
 	runnerProxy := startCountingProxy(t, s.memAddr)
 	composerProxy := startCountingProxy(t, s.memAddr)
-	compAddr := testenv.FreeAddr(t)
-	testenv.Start(t, "composer-counted", testenv.Build(t, "composer"), []string{
-		"ZOEA_LISTEN_ADDR=" + compAddr, "ZOEA_MEMORY_ADDR=" + composerProxy.addr,
-	})
+	_, compAddr := testenv.StartGRPC(t, "composer-counted", testenv.Build(t, "composer"), []string{
+		"ZOEA_MEMORY_ADDR=" + composerProxy.addr,
+	}, 60*time.Second)
 	hctx, hcancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer hcancel()
 	waitHealthy(t, hctx, compAddr)

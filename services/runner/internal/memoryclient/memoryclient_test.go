@@ -28,10 +28,9 @@ func realMemory(t *testing.T) (*memoryclient.Client, memoryv1.MemoryServiceClien
 		t.Skip("builds and runs the memory service")
 	}
 	dbURL := pgtest.New(t)
-	addr := testenv.FreeAddr(t)
-	testenv.Start(t, "memory", testenv.Build(t, "memory"), []string{
-		"ZOEA_LISTEN_ADDR=" + addr, "ZOEA_DATABASE_URL=" + dbURL, "ZOEA_MIGRATE_ON_START=true",
-	})
+	_, addr := testenv.StartGRPC(t, "memory", testenv.Build(t, "memory"), []string{
+		"ZOEA_DATABASE_URL=" + dbURL, "ZOEA_MIGRATE_ON_START=true",
+	}, 60*time.Second)
 	conn, err := server.Dial(addr, "")
 	if err != nil {
 		t.Fatal(err)

@@ -132,6 +132,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// No write timeout: travel and jump calls block for many ticks.
 	srv := &http.Server{Addr: cfg.ListenAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
+	lis, err := net.Listen("tcp", cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.ListenAddr, err)
+	}
+	log.Info("http server listening", "addr", lis.Addr().String()) // the real port when ZOEA_LISTEN_ADDR ends in :0
+
 	// The engine outlives the HTTP server so calls waiting on a tick can finish
 	// during shutdown.
 	engineCtx, stopEngine := context.WithCancel(context.Background())
@@ -142,8 +148,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		g.Go(func() error { return saveEvery(engineCtx, engine, cfg, log) })
 	}
 	g.Go(func() error {
-		if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("listen: %w", err)
+		if err := srv.Serve(lis); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serve: %w", err)
 		}
 		return nil
 	})

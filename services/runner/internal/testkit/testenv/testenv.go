@@ -52,6 +52,7 @@ type Process struct {
 	done chan struct{}
 	mu   sync.Mutex
 	logs strings.Builder
+	grew chan struct{} // closed (and replaced) each time a line is added to logs
 }
 
 // Start runs bin with env (added to a minimal environment) and args; the process is killed when the test ends.
@@ -62,7 +63,7 @@ func Start(tb testing.TB, name, bin string, env []string, args ...string) *Proce
 	cmd.Env = append(baseEnv(), env...)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
-	p := &Process{Name: name, Cmd: cmd, done: make(chan struct{})}
+	p := &Process{Name: name, Cmd: cmd, done: make(chan struct{}), grew: make(chan struct{})}
 	go func() {
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -72,6 +73,8 @@ func Start(tb testing.TB, name, bin string, env []string, args ...string) *Proce
 				p.logs.WriteString(sc.Text())
 				p.logs.WriteByte('\n')
 			}
+			close(p.grew)
+			p.grew = make(chan struct{})
 			p.mu.Unlock()
 		}
 	}()
@@ -90,6 +93,42 @@ func Start(tb testing.TB, name, bin string, env []string, args ...string) *Proce
 		}
 	})
 	return p
+}
+
+// StartGRPC starts a Zoea gRPC service (memory, composer, bus, runner) listening on a port the kernel picks
+// (ZOEA_LISTEN_ADDR=127.0.0.1:0) and returns it with the address it logged once listening ("grpc server
+// listening", libs/server). A port chosen in advance could be taken by another test process before the service
+// binds it; a port the service bound itself cannot. It fails the test when the process exits first or does not
+// listen within timeout.
+func StartGRPC(tb testing.TB, name, bin string, env []string, timeout time.Duration) (*Process, string) {
+	tb.Helper()
+	p := Start(tb, name, bin, append([]string{"ZOEA_LISTEN_ADDR=127.0.0.1:0"}, env...))
+	addr, err := p.waitListening("grpc server listening", timeout)
+	if err != nil {
+		tb.Fatalf("testenv: %s: %v", name, err)
+	}
+	return p, addr
+}
+
+// waitListening waits for the process's log line with message msg ("grpc server listening", "http server
+// listening") and returns its addr.
+func (p *Process) waitListening(msg string, timeout time.Duration) (string, error) {
+	deadline := time.After(timeout)
+	for {
+		p.mu.Lock()
+		logs, grew := p.logs.String(), p.grew
+		p.mu.Unlock()
+		if addr := svcbin.LoggedAddr(logs, msg); addr != "" {
+			return addr, nil
+		}
+		select {
+		case <-grew:
+		case <-p.done:
+			return "", fmt.Errorf("exited before listening")
+		case <-deadline:
+			return "", fmt.Errorf("not listening after %v", timeout)
+		}
+	}
 }
 
 // Logs returns the output so far.
@@ -181,10 +220,13 @@ func (s *Sim) AdminURL() string { return "http://" + s.Addr + "/admin" }
 func StartSim(tb testing.TB, env ...string) *Sim {
 	tb.Helper()
 	bin := Build(tb, "spacemolt-sim")
-	addr := FreeAddr(tb)
-	defaults := []string{"ZOEA_LISTEN_ADDR=" + addr, "ZOEA_SIM_TICK=5ms", "ZOEA_SIM_MUTATIONS_PER_MIN=-1",
+	defaults := []string{"ZOEA_LISTEN_ADDR=127.0.0.1:0", "ZOEA_SIM_TICK=5ms", "ZOEA_SIM_MUTATIONS_PER_MIN=-1",
 		"ZOEA_SIM_READS_PER_MIN=-1", "ZOEA_SIM_CHAT_PER_MIN=-1"}
 	p := Start(tb, "spacemolt-sim", bin, append(defaults, env...))
+	addr, err := p.waitListening("http server listening", 20*time.Second)
+	if err != nil {
+		tb.Fatalf("testenv: spacemolt-sim: %v", err)
+	}
 	WaitHTTP(tb, "http://"+addr+"/healthz", 20*time.Second)
 	return &Sim{Process: p, Addr: addr}
 }
