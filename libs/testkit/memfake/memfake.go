@@ -25,6 +25,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/proto"
@@ -99,6 +100,17 @@ func StartWith(tb testing.TB, opts Options) *Fake {
 	f.serve(lis)
 	tb.Cleanup(f.Stop)
 	return f
+}
+
+// Client returns a client of the served fake over a plain loopback connection, closed when the test ends.
+func (f *Fake) Client(tb testing.TB) memoryv1.MemoryServiceClient {
+	tb.Helper()
+	conn, err := grpc.NewClient(f.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = conn.Close() })
+	return memoryv1.NewMemoryServiceClient(conn)
 }
 
 // New returns a Fake that is not served: its methods can be called directly (errors are then libs/errs errors, which

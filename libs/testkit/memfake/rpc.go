@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	"github.com/zoeaswarm/zoea/libs/callkey"
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/libs/names"
@@ -381,7 +382,7 @@ func (f *Fake) appendLocked(mysisID string, nm *memoryv1.NewMemory, broadcastID 
 				}
 			}
 		}
-		m.CallArgumentsJson, m.CallKey = args, callKey(m.ToolName, args)
+		m.CallArgumentsJson, m.CallKey = args, callkey.Of(m.ToolName, args)
 	}
 	f.memories[mysisID] = append(f.memories[mysisID], m)
 	f.changedLocked()

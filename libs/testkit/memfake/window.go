@@ -1,16 +1,9 @@
 package memfake
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"io"
 	"slices"
-	"sort"
-	"strings"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
@@ -30,7 +23,6 @@ const (
 	defaultMaxResultBytes = 256 << 10
 	minMaxResultBytes     = 1 << 10
 	maxResponseBytes      = 16 << 20
-	maxCallKeyArgBytes    = 256
 )
 
 // windowQuery is a normalised GetComposeWindow request.
@@ -323,102 +315,4 @@ func cutResult(m *memoryv1.Memory, max int) {
 		keep--
 	}
 	m.Content = m.Content[:keep] + fmt.Sprintf("…[cut: %d bytes more; full result is memory #%d, search for it]", len(m.Content)-keep, m.GetId())
-}
-
-// callKey is a tool result's distinct-call key: the tool name, a space and the canonical arguments (object keys
-// sorted, no insignificant whitespace), replaced by "sha256:<hex>" of themselves when longer than 256 bytes.
-// Unlike the real service, numbers keep the spelling they were sent with (the real one writes 1e2 as 100).
-func callKey(tool, args string) string {
-	c := canonicalArguments(args)
-	if len(c) > maxCallKeyArgBytes {
-		sum := sha256.Sum256([]byte(c))
-		c = "sha256:" + hex.EncodeToString(sum[:])
-	}
-	return tool + " " + c
-}
-
-// canonicalArguments returns one JSON object text in canonical form; anything else comes back unchanged.
-func canonicalArguments(s string) string {
-	if !strings.HasPrefix(strings.TrimLeft(s, " \t\r\n"), "{") {
-		return s
-	}
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return s
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return s
-	}
-	var b bytes.Buffer
-	writeCanonical(&b, v)
-	return b.String()
-}
-
-func writeCanonical(b *bytes.Buffer, v any) {
-	switch x := v.(type) {
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		b.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			writeString(b, k)
-			b.WriteByte(':')
-			writeCanonical(b, x[k])
-		}
-		b.WriteByte('}')
-	case []any:
-		b.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			writeCanonical(b, e)
-		}
-		b.WriteByte(']')
-	case string:
-		writeString(b, x)
-	case json.Number:
-		b.WriteString(string(x))
-	case bool:
-		fmt.Fprint(b, x)
-	case nil:
-		b.WriteString("null")
-	}
-}
-
-// writeString writes s as Postgres's jsonb does: ", \ and control characters escaped, everything else as UTF-8.
-func writeString(b *bytes.Buffer, s string) {
-	b.WriteByte('"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '"', '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		case '\b':
-			b.WriteString(`\b`)
-		case '\f':
-			b.WriteString(`\f`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
-		default:
-			if c < 0x20 {
-				fmt.Fprintf(b, `\u%04x`, c)
-			} else {
-				b.WriteByte(c)
-			}
-		}
-	}
-	b.WriteByte('"')
 }

@@ -9,11 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 
-	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
 	"github.com/zoeaswarm/zoea/libs/testkit/memfake"
 	"github.com/zoeaswarm/zoea/services/bus/internal/delivery"
@@ -27,12 +24,7 @@ import (
 func memory(t *testing.T) (*memfake.Fake, delivery.Memory) {
 	t.Helper()
 	f := memfake.Start(t)
-	conn, err := grpc.NewClient(f.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return f, memoryclient.New(memoryv1.NewMemoryServiceClient(conn))
+	return f, memoryclient.New(f.Client(t))
 }
 
 // event is one announcement the fake notifier saw.

@@ -9,9 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
@@ -47,12 +45,7 @@ func (b *fakeBus) SubscribeEvents(context.Context, swarmbus.EventFilter, func(co
 func startMemory(t *testing.T) (*memfake.Fake, memoryv1.MemoryServiceClient) {
 	t.Helper()
 	f := memfake.Start(t)
-	conn, err := grpc.NewClient(f.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return f, memoryv1.NewMemoryServiceClient(conn)
+	return f, f.Client(t)
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

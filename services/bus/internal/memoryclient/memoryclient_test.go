@@ -6,9 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
@@ -22,12 +20,7 @@ import (
 func start(t *testing.T) (*memfake.Fake, *memoryclient.Client) {
 	t.Helper()
 	f := memfake.Start(t)
-	conn, err := grpc.NewClient(f.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return f, memoryclient.New(memoryv1.NewMemoryServiceClient(conn))
+	return f, memoryclient.New(f.Client(t))
 }
 
 func TestMysisIDsReadsEveryPage(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/zoeaswarm/zoea/libs/callkey"
 	"github.com/zoeaswarm/zoea/libs/pgtest"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
 	"github.com/zoeaswarm/zoea/services/memory/internal/migrations"
@@ -39,7 +40,7 @@ func TestCallKeyBackfill(t *testing.T) {
 	}{
 		{1, 2, nil, "", "", nil, nil, false},
 		{2, 3, `[{"id":"a","name":"view_market","arguments":"` + `{ \"item\" : \"ore\", \"station\":\"haven\" }` + `"},{"id":"b","name":"get_status","arguments":"{}"}]`, "", "", nil, nil, false},
-		{3, 4, nil, "a", "view_market", args, memory.CallKey("view_market", args), false},
+		{3, 4, nil, "a", "view_market", args, callkey.Of("view_market", args), false},
 		{4, 4, nil, "b", "get_status", "{}", "get_status {}", false},
 		{5, 4, nil, "zz", "mine", nil, "mine ", false}, // its call is nowhere
 		{6, 3, `[{"id":"c","name":"travel","arguments":"{\"to\":\"sol\"}"}]`, "", "", nil, nil, false},

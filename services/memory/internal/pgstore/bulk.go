@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/zoeaswarm/zoea/libs/callkey"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
 )
 
@@ -91,7 +92,7 @@ func (m *memorySource) Values() ([]any, error) {
 	// Tool results get their call key as the online write path would compute it.
 	var key *string
 	if c.Role == memory.RoleTool {
-		k := memory.CallKey(c.ToolName, c.CallArguments)
+		k := callkey.Of(c.ToolName, c.CallArguments)
 		key = &k
 	}
 	content := c.Content

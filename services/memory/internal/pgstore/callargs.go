@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"github.com/zoeaswarm/zoea/libs/callkey"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
 )
 
@@ -52,7 +53,7 @@ func callArgs(ms []memory.NewMemory, stored []memory.ToolCall) (args []*string, 
 				}
 			}
 		}
-		k := memory.CallKey(m.ToolName, a)
+		k := callkey.Of(m.ToolName, a)
 		args[i], keys[i] = nullable(a), &k
 	}
 	return args, keys

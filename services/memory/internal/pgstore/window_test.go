@@ -7,11 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zoeaswarm/zoea/libs/callkey"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
 	"github.com/zoeaswarm/zoea/services/memory/internal/pgstore"
 )
 
-// TestCallKeyMatchesSQL keeps memory.CallKey (new rows) and the migration's zoea_call_key (the backfill of older
+// TestCallKeyMatchesSQL keeps callkey.Of (libs/callkey, new rows) and the migration's zoea_call_key (the backfill of older
 // rows) in step: a result stored before the migration and one stored after it must get the same key for the same
 // call, or the older one would be carried as if it answered another call.
 func TestCallKeyMatchesSQL(t *testing.T) {
@@ -33,14 +34,14 @@ func TestCallKeyMatchesSQL(t *testing.T) {
 		if err := pool(t).QueryRow(ctx, `SELECT zoea_call_key($1, $2)`, "view_market", args).Scan(&sqlKey); err != nil {
 			t.Fatalf("%q: %v", args, err)
 		}
-		if goKey := memory.CallKey("view_market", args); goKey != sqlKey {
+		if goKey := callkey.Of("view_market", args); goKey != sqlKey {
 			t.Errorf("call key of %q:\n  go  %q\n  sql %q", args, goKey, sqlKey)
 		}
 	}
-	if memory.CallKey("t", `{"b":1, "a":2}`) != memory.CallKey("t", `{"a":2,"b":1}`) {
+	if callkey.Of("t", `{"b":1, "a":2}`) != callkey.Of("t", `{"a":2,"b":1}`) {
 		t.Error("key order or whitespace changes the key")
 	}
-	if k := memory.CallKey("captains_log_add", long); len(k) > 100 || !strings.HasPrefix(k, "captains_log_add sha256:") {
+	if k := callkey.Of("captains_log_add", long); len(k) > 100 || !strings.HasPrefix(k, "captains_log_add sha256:") {
 		t.Errorf("long arguments are not hashed: %q", k)
 	}
 }

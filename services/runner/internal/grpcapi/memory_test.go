@@ -4,9 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/testkit/memfake"
 	"github.com/zoeaswarm/zoea/services/runner/internal/memoryclient"
@@ -19,12 +16,7 @@ import (
 func startMemory(t *testing.T, opts memfake.Options) (*memfake.Fake, *memoryclient.Client) {
 	t.Helper()
 	f := memfake.StartWith(t, opts)
-	conn, err := grpc.NewClient(f.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return f, memoryclient.New(memoryv1.NewMemoryServiceClient(conn))
+	return f, memoryclient.New(f.Client(t))
 }
 
 // addMysis creates a mysis in the fake and returns it as stored.

@@ -4,9 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/libs/testkit/memfake"
@@ -27,12 +24,7 @@ type memAccounts struct {
 func newAccounts(t *testing.T) *memAccounts {
 	t.Helper()
 	f := memfake.Start(t)
-	conn, err := grpc.NewClient(f.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return &memAccounts{mem: f, api: memoryv1.NewMemoryServiceClient(conn)}
+	return &memAccounts{mem: f, api: f.Client(t)}
 }
 
 // mysis creates a mysis in the memory service and returns it as the router opens it, with the service's id.

@@ -30,7 +30,7 @@ BEGIN
 END $$;
 -- +goose StatementEnd
 
--- zoea_call_key is memory.CallKey in SQL: tool name, a space, the canonical arguments (their exact text when they
+-- zoea_call_key is callkey.Of (libs/callkey) in SQL: tool name, a space, the canonical arguments (their exact text when they
 -- are not a JSON object jsonb accepts), replaced by sha256:<hex> when longer than 256 bytes so the key always fits
 -- a b-tree entry. TestCallKeyMatchesSQL checks it against the Go function.
 -- +goose StatementBegin

@@ -1,4 +1,7 @@
-package memory
+// Package callkey is the distinct-call rule the memory service keys tool results by: two results answer "the same
+// call" exactly when their keys are equal, whatever whitespace or key order the model used. The memory service
+// stores the key with every tool result; test fakes of the memory API compute it the same way.
+package callkey
 
 import (
 	"bytes"
@@ -12,21 +15,22 @@ import (
 	"strings"
 )
 
-// MaxCallKeyArgBytes is the longest canonical argument text a call key holds verbatim; longer arguments are keyed
+// MaxArgBytes is the longest canonical argument text a call key holds verbatim; longer arguments are keyed
 // by their SHA-256, so a key always fits a b-tree index entry (Postgres refuses entries above ~2.7 kB, and a
 // captain's-log entry or a chat message can be longer than that).
-const MaxCallKeyArgBytes = 256
+const MaxArgBytes = 256
 
-// CallKey is the distinct-call key of a tool result: the tool name, a space and the canonical form of the call's
+// Of is the distinct-call key of a tool result: the tool name, a space and the canonical form of the call's
 // arguments (CanonicalArguments), the latter replaced by "sha256:<hex>" of itself when longer than
-// MaxCallKeyArgBytes. Two results answer "the same call" exactly when their keys are equal, whatever whitespace or
+// MaxArgBytes. Two results answer "the same call" exactly when their keys are equal, whatever whitespace or
 // key order the model used.
 //
 // The migration that added call keys computes the same function in SQL (zoea_call_key in
-// migrations/sql/00003_call_keys.sql) for rows written before; TestCallKeyMatchesSQL keeps the two in step.
-func CallKey(toolName, arguments string) string {
+// services/memory/internal/migrations/sql/00003_call_keys.sql) for rows written before; the memory service's
+// TestCallKeyMatchesSQL keeps the two in step.
+func Of(toolName, arguments string) string {
 	c := CanonicalArguments(arguments)
-	if len(c) > MaxCallKeyArgBytes {
+	if len(c) > MaxArgBytes {
 		sum := sha256.Sum256([]byte(c))
 		c = "sha256:" + hex.EncodeToString(sum[:])
 	}

@@ -1,4 +1,4 @@
-package memory
+package callkey
 
 import "testing"
 
@@ -17,7 +17,7 @@ func TestCanonicalArguments(t *testing.T) {
 			t.Errorf("CanonicalArguments(%q) = %q, want %q", in, got, want)
 		}
 	}
-	if got := CallKey("travel", `{ "to": "sol" }`); got != `travel {"to":"sol"}` {
-		t.Errorf("CallKey = %q", got)
+	if got := Of("travel", `{ "to": "sol" }`); got != `travel {"to":"sol"}` {
+		t.Errorf("Of = %q", got)
 	}
 }
