@@ -92,6 +92,18 @@ func realMemory(t *testing.T) (addr string) {
 	}
 }
 
+// realMemoryClient is realMemory with a client of it, closed when the test ends.
+func realMemoryClient(t *testing.T) (string, memoryv1.MemoryServiceClient) {
+	t.Helper()
+	addr := realMemory(t)
+	conn, err := server.Dial(addr, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return addr, memoryv1.NewMemoryServiceClient(conn)
+}
+
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -112,13 +124,7 @@ func (s *syncBuffer) String() string {
 // The composer against the real memory service and Postgres: a broadcast mission, tool loops stored through
 // AppendMemories, a mid-turn compose, an autonomous-turn compose, and NotFound for an unknown mysis.
 func TestAgainstRealMemoryService(t *testing.T) {
-	addr := realMemory(t)
-	conn, err := server.Dial(addr, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	mem := memoryv1.NewMemoryServiceClient(conn)
+	addr, mem := realMemoryClient(t)
 	c := startComposer(t, addr, grpcapi.Options{Counter: cache(t), Logger: discardLogger()})
 	c.waitHealth(t, healthpb.HealthCheckResponse_SERVING)
 

@@ -11,7 +11,6 @@ import (
 
 	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
-	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/services/composer/internal/grpcapi"
 )
 
@@ -20,13 +19,7 @@ import (
 // comes back as stored with the mysis record and the spend, and a retried call (a lost response) stores nothing
 // twice. A bad row is InvalidArgument naming the request's field.
 func TestRelayAgainstRealMemoryService(t *testing.T) {
-	addr := realMemory(t)
-	conn, err := server.Dial(addr, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	mem := memoryv1.NewMemoryServiceClient(conn)
+	addr, mem := realMemoryClient(t)
 	c := startComposer(t, addr, grpcapi.Options{Counter: cache(t), Logger: discardLogger()})
 	c.waitHealth(t, healthpb.HealthCheckResponse_SERVING)
 

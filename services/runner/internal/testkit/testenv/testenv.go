@@ -33,18 +33,6 @@ func Available(tb testing.TB, svc string) bool {
 	return err == nil
 }
 
-// FreeAddr returns a loopback address with a currently free port.
-func FreeAddr(tb testing.TB) string {
-	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
-}
-
 // Process is a started binary.
 type Process struct {
 	Name string
