@@ -45,6 +45,7 @@ func run(_ context.Context, args []string) error {
 	carry := fs.Int("carry-tokens", -1, "Zoea v2's policy.carry_tokens (-1: the default policy's)")
 	low := fs.Int("low-water", -1, "Zoea v2's policy.low_water_tokens (-1: the default policy's)")
 	high := fs.Int("high-water", -1, "Zoea v2's policy.high_water_tokens (-1: the default policy's)")
+	anatomy := fs.Bool("anatomy", false, "replay Zoea v2 only and dissect its boundary moves: what each rewrites and why")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -69,6 +70,15 @@ func run(_ context.Context, args []string) error {
 				*o.dst = o.v
 			}
 		}
+	}
+	if *anatomy {
+		a, err := replaybench.Anatomy(replaybench.Options{Sessions: *sessions, Calls: *calls, Seed: *seed, Budget: *budget, Tune: tune})
+		if err != nil {
+			return err
+		}
+		a.Table(os.Stdout)
+		fmt.Printf("\nreplayed in %s\n", time.Since(start).Round(time.Second))
+		return nil
 	}
 	res, err := replaybench.Run(replaybench.Options{Sessions: *sessions, Calls: *calls, Seed: *seed, Budget: *budget, Only: *only, Tune: tune,
 		Parallel: *parallel})

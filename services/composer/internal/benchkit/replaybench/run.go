@@ -132,9 +132,7 @@ func Run(o Options) (Result, error) {
 				if i >= o.Sessions {
 					return
 				}
-				seed := o.Seed + uint64(i)
-				extra := rand.New(rand.NewPCG(seed, 1)).IntN(151)
-				s := histgen.RealPlay(seed, o.Calls+extra, pers[i%len(pers)])
+				s := session(o, i, pers)
 				mu.Lock()
 				res.Sessions++
 				res.Rows += len(s.Rows)
@@ -185,6 +183,14 @@ func Run(o Options) (Result, error) {
 		sum(&bp.Stats, ss)
 	}
 	return res, nil
+}
+
+// session generates the i-th session of a replay: seed o.Seed+i, personalities round robin, o.Calls calls and 0–150
+// more.
+func session(o Options, i int, pers []histgen.Personality) histgen.RealSession {
+	seed := o.Seed + uint64(i)
+	extra := rand.New(rand.NewPCG(seed, 1)).IntN(151)
+	return histgen.RealPlay(seed, o.Calls+extra, pers[i%len(pers)])
 }
 
 // stateCases counts a session's coverage cases and those whose result has more than capTokens tokens.

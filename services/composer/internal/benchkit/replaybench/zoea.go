@@ -39,6 +39,16 @@ func ZoeaV1(system string, tok *o200k.Tokenizer, budget int) System {
 // returns for the policy's carry options (V2Window, with each tool result's call arguments and key as the memory
 // service stores them) and the tool definitions, which it budgets for.
 func ZoeaV2(system string, tok *o200k.Tokenizer, tools []ToolDef, budget int, tune func(*compose.Policy)) System {
+	next := v2Session(system, tok, tools, budget, tune)
+	return System{Name: "Zoea v2", Compose: func(rows []compose.Memory) ([]chat.Message, error) {
+		res, err := next(rows)
+		return res.Messages, err
+	}}
+}
+
+// v2Session returns one session's Zoea v2 composer: each call composes the request for rows, starting from the
+// boundary of the previous call as the composer service remembers it per mysis.
+func v2Session(system string, tok *o200k.Tokenizer, tools []ToolDef, budget int, tune func(*compose.Policy)) func([]compose.Memory) (compose.Result, error) {
 	p := compose.DefaultPolicy()
 	if budget > 0 {
 		p.TokenBudget = budget
@@ -53,8 +63,8 @@ func ZoeaV2(system string, tok *o200k.Tokenizer, tools []ToolDef, budget int, tu
 	}
 	o := WindowOptions{Window: p.ScanWindow, CarryLimit: p.CarryLimit, SnapshotTools: p.SnapshotTools,
 		PinnedTools: p.PinnedTools, ReplyLimit: p.ReplyLimit, MaxTurnRows: p.MaxTurnRows}
-	var prev, prevSeq int64 // the previous request's boundary, which the composer remembers (a System is one session's)
-	return System{Name: "Zoea v2", Compose: func(rows []compose.Memory) ([]chat.Message, error) {
+	var prev, prevSeq int64 // the previous request's boundary, which the composer remembers
+	return func(rows []compose.Memory) (compose.Result, error) {
 		o.RecentFrom = prev
 		w := V2Window(rows, o)
 		in := compose.Input{SystemPrompt: system, Mission: w.Mission, Window: withCallKeys(w.Memories),
@@ -64,8 +74,8 @@ func ZoeaV2(system string, tok *o200k.Tokenizer, tools []ToolDef, budget int, tu
 		if err == nil {
 			prev, prevSeq = res.Manifest.Boundary, res.Manifest.CompactSeq
 		}
-		return res.Messages, err
-	}}
+		return res, err
+	}
 }
 
 // withCallKeys sets CallArguments and CallKey on the tool results of a window, as a v2 memory service returns them.
