@@ -73,7 +73,7 @@ type committer struct {
 
 // groupHooks let tests see the committer's steps and hold a group before its transaction; nil in production.
 type groupHooks struct {
-	queued func(n int)               // a call joined the queue, which now holds n calls
+	queued func(n int)          // a call joined the queue, which now holds n calls
 	group  func(myses []string) // a group of calls on these myses is about to run its transaction
 }
 
