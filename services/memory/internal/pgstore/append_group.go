@@ -94,13 +94,13 @@ type lockedMysis struct {
 // statements run one after another, so the reads' snapshots are taken after the locks are granted and see what a
 // concurrent retry or prompt committed meanwhile.
 func lockGroup(ctx context.Context, conn *pgxpool.Conn, calls []*appendCall) (map[string]*lockedMysis, error) {
-	ids := make([]string, len(calls))
-	var keyMyses, keys []string
+	ids := make([]string, len(calls)) // distinct: a group holds one call per mysis
+	var keys []string
 	for i, c := range calls {
 		ids[i] = c.mysisID
 		for _, m := range c.ms {
 			if m.IdempotencyKey != "" {
-				keyMyses, keys = append(keyMyses, c.mysisID), append(keys, m.IdempotencyKey)
+				keys = append(keys, m.IdempotencyKey)
 			}
 		}
 	}
@@ -108,10 +108,11 @@ func lockGroup(ctx context.Context, conn *pgxpool.Conn, calls []*appendCall) (ma
 	b.Queue(`BEGIN`)
 	b.Queue(lockMysesSQL, ids)
 	if len(keys) > 0 {
-		// Pairs of one call's mysis and another call's key may match too; such rows are filed under their own
-		// mysis, where only that mysis's calls look.
+		// One call's mysis may match another call's key too; such a row is filed under its own mysis, where only
+		// that mysis's call looks. The arrays are short and distinct, so the plan is an index scan per partition
+		// (an array of one mysis repeated per row made a 1,000-row batch's lookup a sequential scan).
 		b.Queue(`SELECT `+memCols+` FROM memories m WHERE m.mysis_id = ANY($1::uuid[]) AND m.idempotency_key = ANY($2::text[])`,
-			keyMyses, keys)
+			ids, keys)
 	}
 	for _, c := range calls {
 		if needsStoredCalls(c.ms) {
