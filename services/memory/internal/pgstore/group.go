@@ -2,7 +2,7 @@ package pgstore
 
 import (
 	"context"
-		"sync"
+	"sync"
 	"sync/atomic"
 
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"

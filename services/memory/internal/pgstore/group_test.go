@@ -152,7 +152,9 @@ func TestGroupCommitGivesEachCallItsOwnOutcome(t *testing.T) {
 		func() ([]memory.Memory, error) {
 			return g.AppendMemoriesIf(ctx, h.ID, []memory.NewMemory{user("h1")}, memory.AppendCondition{IfNoPromptAfterSeq: &zero, State: running})
 		},
-		func() ([]memory.Memory, error) { return g.AppendMemories(ctx, unknown, []memory.NewMemory{user("nobody")}) },
+		func() ([]memory.Memory, error) {
+			return g.AppendMemories(ctx, unknown, []memory.NewMemory{user("nobody")})
+		},
 	}
 	var res []chan appendOutcome
 	for i, q := range queue {
