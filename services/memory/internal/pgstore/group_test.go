@@ -83,9 +83,14 @@ func (g *groupProbe) holdSlots(t *testing.T, ctx context.Context) ([]chan append
 // waitQueued waits until n calls are queued.
 func (g *groupProbe) waitQueued(t *testing.T, n int) {
 	t.Helper()
-	for q := range g.queued {
-		if q == n {
-			return
+	for {
+		select {
+		case q := <-g.queued:
+			if q == n {
+				return
+			}
+		case <-time.After(stuck):
+			t.Fatalf("%d calls never queued", n)
 		}
 	}
 }
@@ -94,12 +99,23 @@ func (g *groupProbe) waitQueued(t *testing.T, n int) {
 func (g *groupProbe) waitGroupOf(t *testing.T, ids ...string) {
 	t.Helper()
 	want := slices.Sorted(slices.Values(ids))
-	for got := range g.groups {
-		if slices.Equal(slices.Sorted(slices.Values(got)), want) {
-			return
+	var seen [][]string
+	for {
+		select {
+		case got := <-g.groups:
+			if slices.Equal(slices.Sorted(slices.Values(got)), want) {
+				return
+			}
+			seen = append(seen, got)
+		case <-time.After(stuck):
+			t.Fatalf("no group of %v ran; groups seen: %v", ids, seen)
 		}
 	}
 }
+
+// stuck is how long a probe waits for an event before it fails the test instead of hanging: a guard, not a
+// synchronisation (every wait ends on its event).
+const stuck = 30 * time.Second
 
 func ok(t *testing.T, c chan appendOutcome) []memory.Memory {
 	t.Helper()
