@@ -60,6 +60,7 @@ func (b *bencher) smallAppends(clients, calls int) error {
 	var rowsWritten int
 	errc := make(chan error, clients)
 	var wg sync.WaitGroup
+	tx0, calls0 := b.store.AppendTransactions()
 	start := time.Now()
 	for c := range clients {
 		wg.Go(func() {
@@ -82,6 +83,7 @@ func (b *bencher) smallAppends(clients, calls int) error {
 	}
 	wg.Wait()
 	took := time.Since(start)
+	tx1, calls1 := b.store.AppendTransactions()
 	close(errc)
 	if err := <-errc; err != nil {
 		return err
@@ -95,6 +97,8 @@ func (b *bencher) smallAppends(clients, calls int) error {
 		"| %d | %d | %d | %.2f | **%d** | %s | %s |\n",
 		clients, clients, len(lat), rowsWritten, took.Seconds(), int(float64(rowsWritten)/took.Seconds()),
 		ms(pct(lat, 50)), ms(pct(lat, 99)))
+	b.report("\n%d calls in %d transactions (group commit: %.1f calls per transaction).\n",
+		calls1-calls0, tx1-tx0, float64(calls1-calls0)/float64(max(tx1-tx0, 1)))
 	return nil
 }
 

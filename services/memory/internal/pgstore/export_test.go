@@ -13,3 +13,13 @@ func WindowArgs(q memory.WindowQuery) ([]any, error) {
 	}
 	return windowArgs(q), nil
 }
+
+// MaxGroupsInFlight is how many append groups run at once (group.go): a test holds that many leaders to make
+// later calls queue.
+const MaxGroupsInFlight = maxGroupsInFlight
+
+// WithGroupHooks sets the group committer's test hooks: queued runs after a call joined the queue (with the
+// queue's length), group before each group's transaction (with its myses, in the group's order) and may block it.
+func WithGroupHooks(queued func(n int), group func(myses []string)) Option {
+	return func(s *Store) { s.groups.hooks = groupHooks{queued: queued, group: group} }
+}

@@ -2,11 +2,8 @@ package pgstore
 
 import (
 	"context"
-	"errors"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
@@ -14,112 +11,33 @@ import (
 
 // AppendMemories appends a batch to one mysis atomically and returns the stored rows in request order.
 //
-// The mysis row is locked first (FOR NO KEY UPDATE), which serialises every writer of that mysis: seq numbers are
-// taken from myses.last_seq under the lock, so they are gapless and strictly increasing however many appenders
-// race, and the idempotency-key lookup that follows sees every row committed before the lock was granted, so a
-// retry returns the rows stored the first time instead of writing them again.
+// The call runs in a transaction that locks the mysis row first (FOR NO KEY UPDATE), which serialises every writer
+// of that mysis: seq numbers are taken from myses.last_seq under the lock, so they are gapless and strictly
+// increasing however many appenders race, and the idempotency-key lookup that follows sees every row committed
+// before the lock was granted, so a retry returns the rows stored the first time instead of writing them again.
 //
-// Two round trips on one connection: BEGIN travels in the lock batch (lockForAppend) and COMMIT at the end of the
-// write batch (writeAppend), so a 1-row append pays two network and scheduling waits, not four. Any failure rolls
-// the transaction back before the connection returns to the pool.
+// Concurrent small appends to different myses share that transaction (group commit, group.go): a lone call runs
+// in one of its own at once, two round trips on one connection (BEGIN in the lock batch, COMMIT at the end of the
+// write batch). A call returns after the COMMIT that holds its rows.
 func (s *Store) AppendMemories(ctx context.Context, mysisID string, ms []memory.NewMemory) ([]memory.Memory, error) {
-	return s.appendMemories(ctx, mysisID, ms, nil)
+	return s.groups.submit(&appendCall{ctx: ctx, mysisID: mysisID, ms: ms})
 }
 
-// appendGuard runs inside an append's transaction, after the mysis row is locked and before anything is written
-// (never for a full retry); an error aborts the append. See AppendMemoriesIf (append_cond.go). It costs the append
-// one more round trip.
-type appendGuard func(ctx context.Context, q guardConn, mysisID string) error
-
-// guardConn is what a guard may run statements on: the append's connection, inside its transaction.
-type guardConn interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
-
-func (s *Store) appendMemories(ctx context.Context, mysisID string, ms []memory.NewMemory, guard appendGuard) ([]memory.Memory, error) {
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return nil, dbErr(err, "append memories")
-	}
-	defer conn.Release()
-	out, err := s.appendOn(ctx, conn, mysisID, ms, guard)
-	if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
-		_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
-	}
-	return out, err
-}
-
-// appendOn runs AppendMemories' transaction on conn, from the BEGIN in the lock batch to the COMMIT in the write
-// batch; on an error the caller rolls back.
-func (s *Store) appendOn(ctx context.Context, conn *pgxpool.Conn, mysisID string, ms []memory.NewMemory, guard appendGuard) ([]memory.Memory, error) {
-	st, err := lockForAppend(ctx, conn, mysisID, ms)
-	if err != nil {
-		return nil, err
-	}
-	out, ins, err := planAppend(mysisID, ms, &st)
-	if err != nil {
-		return nil, err
-	}
-	if guard != nil && len(ins.idx) > 0 {
-		if err := guard(ctx, conn, mysisID); err != nil {
-			return nil, err
-		}
-	}
-	// LLM call accounting travels in the same transaction (and the same batch): no extra round trip.
-	calls, callSeqs := callsOf(ms, out)
-	b := &pgx.Batch{}
-	if len(ins.idx) == 0 {
-		// A full retry: nothing to write, unless a call that is not yet stored (a replica that raced for the same
-		// reply still paid for its call) came with it.
-		if len(calls) > 0 {
-			b.Queue(recordCallsSQL, recordCallsArgs(mysisID, calls, callSeqs)...)
-		}
-		b.Queue(`COMMIT`)
-		return out, closeBatch(conn.SendBatch(ctx, b), b.Len())
-	}
-	b.Queue(appendSQL, mysisID, ins.seq, ins.turn, ins.role, ins.source, ins.sender, ins.content, ins.reasoning,
-		ins.toolCalls, ins.toolCallID, ins.toolName, ins.key, ins.callArgs, ins.callKey, s.asyncFTS)
-	b.Queue(`UPDATE myses SET last_seq = $2, current_turn = $3, updated_at = now() WHERE id = $1`, mysisID, st.lastSeq, st.turn)
-	if len(calls) > 0 {
-		b.Queue(recordCallsSQL, recordCallsArgs(mysisID, calls, callSeqs)...)
-	}
-	b.Queue(`COMMIT`)
-	if err := writeAppend(conn.SendBatch(ctx, b), &ins, out, b.Len()-1); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// closeBatch runs the n statements of a batch that returns no rows and closes it.
-func closeBatch(br pgx.BatchResults, n int) error {
-	var err error
-	for range n {
-		if _, err = br.Exec(); err != nil {
-			break
-		}
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	return dbErr(err, "append memories")
-}
-
-// appendSQL inserts a batch's new rows from arrays. The content's full-text vector is computed here for every row
-// except tool results when $15 (asynchronous indexing) is set: those are left NULL for the background indexer
-// (IndexPending), which takes the most expensive part of a write — tool results are most of the indexed text — off
-// the append's critical path.
+// appendSQL inserts new rows, of one mysis or of a group's myses, from arrays. The content's full-text vector is
+// computed here for every row except tool results when $15 (asynchronous indexing) is set: those are left NULL for
+// the background indexer (IndexPending), which takes the most expensive part of a write — tool results are most of
+// the indexed text — off the append's critical path.
 const appendSQL = `
 INSERT INTO memories (mysis_id, seq, turn, role, source, sender_id, content, reasoning, tool_calls,
 	tool_call_id, tool_name, idempotency_key, call_arguments_json, call_key, content_tsv)
-SELECT $1, u.seq, u.turn, u.role, u.source, u.sender_id, u.content, u.reasoning, u.tool_calls::jsonb,
+SELECT u.mysis_id, u.seq, u.turn, u.role, u.source, u.sender_id, u.content, u.reasoning, u.tool_calls::jsonb,
 	u.tool_call_id, u.tool_name, u.idem, u.call_args, u.call_key,
 	CASE WHEN u.role = 4 AND $15::boolean THEN NULL ELSE to_tsvector('english', zoea_fts_text(u.content)) END
-FROM unnest($2::bigint[], $3::bigint[], $4::smallint[], $5::smallint[], $6::text[], $7::text[], $8::text[],
+FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::smallint[], $5::smallint[], $6::text[], $7::text[], $8::text[],
 	$9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[])
-	AS u(seq, turn, role, source, sender_id, content, reasoning, tool_calls, tool_call_id, tool_name, idem,
+	AS u(mysis_id, seq, turn, role, source, sender_id, content, reasoning, tool_calls, tool_call_id, tool_name, idem,
 		call_args, call_key)
-RETURNING seq, id, created_at`
+RETURNING mysis_id, seq, id, created_at`
 
 // appendState is what an append reads under the mysis lock.
 type appendState struct {
@@ -128,75 +46,9 @@ type appendState struct {
 	storedCalls   []memory.ToolCall        // the newest stored assistant tool calls, when the batch needs them
 }
 
-// lockForAppend locks the mysis row and reads, in the same pipelined batch, the rows already stored under the
-// batch's idempotency keys and — when a tool result of the batch comes without its call's arguments and without
-// that call earlier in the batch — the newest stored tool calls. The statements still run one after another, so
-// the lookups' snapshots are taken after the lock is granted and see what a concurrent retry committed meanwhile.
-func lockForAppend(ctx context.Context, conn *pgxpool.Conn, mysisID string, ms []memory.NewMemory) (appendState, error) {
-	st := appendState{existing: map[string]memory.Memory{}}
-	var keys []string
-	for _, m := range ms {
-		if m.IdempotencyKey != "" {
-			keys = append(keys, m.IdempotencyKey)
-		}
-	}
-	lookupCalls := needsStoredCalls(ms)
-	b := &pgx.Batch{}
-	b.Queue(`BEGIN`)
-	b.Queue(`SELECT last_seq, current_turn FROM myses WHERE id = $1 FOR NO KEY UPDATE`, mysisID)
-	if len(keys) > 0 {
-		b.Queue(`SELECT `+memCols+` FROM memories m WHERE m.mysis_id = $1 AND m.idempotency_key = ANY($2)`, mysisID, keys)
-	}
-	if lookupCalls {
-		b.Queue(lastCallsSQL, mysisID, memory.CallLookback)
-	}
-	br := conn.SendBatch(ctx, b)
-	err := readAppendState(br, mysisID, len(keys) > 0, lookupCalls, &st)
-	if cerr := br.Close(); err == nil && cerr != nil {
-		err = dbErr(cerr, "append memories")
-	}
-	return st, err
-}
-
-// readAppendState reads lockForAppend's batch results into st.
-func readAppendState(br pgx.BatchResults, mysisID string, keys, calls bool, st *appendState) error {
-	if _, err := br.Exec(); err != nil { // BEGIN
-		return dbErr(err, "append memories")
-	}
-	err := br.QueryRow().Scan(&st.lastSeq, &st.turn)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return errMysisNotFound(mysisID)
-	}
-	if err != nil {
-		return dbErr(err, "append memories")
-	}
-	if keys {
-		rows, err := br.Query()
-		if err != nil {
-			return dbErr(err, "append memories")
-		}
-		found, err := collectMemories(rows, "append memories")
-		if err != nil {
-			return err
-		}
-		for _, m := range found {
-			st.existing[m.IdempotencyKey] = m
-		}
-	}
-	if calls {
-		var raw []byte
-		if err := br.QueryRow().Scan(&raw); err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return dbErr(err, "append memories")
-		}
-		if st.storedCalls, err = fromDBToolCalls(raw); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // planAppend assigns seq and turn to the batch's new rows (advancing st's counters) and returns every row of the
-// batch as it will be stored — a retried row as stored the first time — and the new rows as insert arrays.
+// batch as it will be stored — a retried row as stored the first time — and the new rows as insert arrays, which
+// point at their rows of the result to fill in the ids and creation times.
 func planAppend(mysisID string, ms []memory.NewMemory, st *appendState) ([]memory.Memory, insertBatch, error) {
 	cArgs, cKeys := callArgs(ms, st.storedCalls)
 	out := make([]memory.Memory, len(ms))
@@ -214,69 +66,34 @@ func planAppend(mysisID string, ms []memory.NewMemory, st *appendState) ([]memor
 		if err != nil {
 			return nil, ins, err
 		}
-		ins.add(i, st.lastSeq, st.turn, n, tcs, cArgs[i], cKeys[i])
 		out[i] = memory.Memory{
 			MysisID: mysisID, Seq: st.lastSeq, Turn: st.turn, Role: n.Role, Source: n.Source, SenderID: n.SenderID,
 			Content: n.Content, Reasoning: n.Reasoning, ToolCalls: n.ToolCalls, ToolCallID: n.ToolCallID,
 			ToolName: n.ToolName, IdempotencyKey: n.IdempotencyKey, CallArguments: deref(cArgs[i]),
 			CallKey: deref(cKeys[i]),
 		}
+		ins.add(&out[i], n, tcs, cArgs[i], cKeys[i])
 	}
 	return out, ins, nil
 }
 
-// writeAppend reads the results of the write batch (the insert, then execs statements: counters, optional call
-// accounting, COMMIT), filling in the ids and creation times of the inserted rows, and closes it.
-func writeAppend(br pgx.BatchResults, ins *insertBatch, out []memory.Memory, execs int) error {
-	err := func() error {
-		rows, err := br.Query()
-		if err != nil {
-			return dbErr(err, "append memories")
-		}
-		bySeq := make(map[int64]int, len(ins.idx))
-		for j, i := range ins.idx {
-			bySeq[ins.seq[j]] = i
-		}
-		for rows.Next() {
-			var seq int64
-			var m memory.Memory
-			if err := rows.Scan(&seq, &m.ID, &m.CreatedAt); err != nil {
-				rows.Close()
-				return dbErr(err, "append memories")
-			}
-			i := bySeq[seq]
-			out[i].ID, out[i].CreatedAt = m.ID, m.CreatedAt
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return dbErr(err, "append memories")
-		}
-		for range execs {
-			if _, err := br.Exec(); err != nil {
-				return dbErr(err, "append memories")
-			}
-		}
-		return nil
-	}()
-	if cerr := br.Close(); err == nil && cerr != nil {
-		err = dbErr(cerr, "append memories")
-	}
-	return err
-}
-
-// insertBatch holds the columns of the rows to insert, as arrays for one unnest() INSERT.
+// insertBatch holds the columns of the rows to insert, as arrays for one unnest() INSERT, and where each row's id
+// and creation time go.
 type insertBatch struct {
-	idx                                              []int
+	dst                                              []*memory.Memory
+	mysis                                            []string
 	seq, turn                                        []int64
 	role, source                                     []int16
 	sender, content, reasoning, toolCallID, toolName []string
 	toolCalls, key, callArgs, callKey                []*string
 }
 
-func (b *insertBatch) add(i int, seq, turn int64, n memory.NewMemory, toolCalls, callArgs, callKey *string) {
-	b.idx = append(b.idx, i)
-	b.seq = append(b.seq, seq)
-	b.turn = append(b.turn, turn)
+// add adds row m (planned from n, with its seq, turn and mysis set) to the batch.
+func (b *insertBatch) add(m *memory.Memory, n memory.NewMemory, toolCalls, callArgs, callKey *string) {
+	b.dst = append(b.dst, m)
+	b.mysis = append(b.mysis, m.MysisID)
+	b.seq = append(b.seq, m.Seq)
+	b.turn = append(b.turn, m.Turn)
 	b.role = append(b.role, int16(n.Role))
 	b.source = append(b.source, int16(n.Source))
 	b.sender = append(b.sender, n.SenderID)
@@ -288,6 +105,54 @@ func (b *insertBatch) add(i int, seq, turn int64, n memory.NewMemory, toolCalls,
 	b.key = append(b.key, nullable(n.IdempotencyKey))
 	b.callArgs = append(b.callArgs, callArgs)
 	b.callKey = append(b.callKey, callKey)
+}
+
+// merge adds o's rows to the batch.
+func (b *insertBatch) merge(o *insertBatch) {
+	b.dst = append(b.dst, o.dst...)
+	b.mysis = append(b.mysis, o.mysis...)
+	b.seq = append(b.seq, o.seq...)
+	b.turn = append(b.turn, o.turn...)
+	b.role = append(b.role, o.role...)
+	b.source = append(b.source, o.source...)
+	b.sender = append(b.sender, o.sender...)
+	b.content = append(b.content, o.content...)
+	b.reasoning = append(b.reasoning, o.reasoning...)
+	b.toolCalls = append(b.toolCalls, o.toolCalls...)
+	b.toolCallID = append(b.toolCallID, o.toolCallID...)
+	b.toolName = append(b.toolName, o.toolName...)
+	b.key = append(b.key, o.key...)
+	b.callArgs = append(b.callArgs, o.callArgs...)
+	b.callKey = append(b.callKey, o.callKey...)
+}
+
+// readReturning reads appendSQL's RETURNING rows from br into the rows they belong to (matched by mysis and seq:
+// RETURNING promises no order).
+func (b *insertBatch) readReturning(br pgx.BatchResults) error {
+	type rowKey struct {
+		mysis string
+		seq   int64
+	}
+	at := make(map[rowKey]*memory.Memory, len(b.dst))
+	for _, m := range b.dst {
+		at[rowKey{m.MysisID, m.Seq}] = m
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k rowKey
+		var m memory.Memory
+		if err := rows.Scan(&k.mysis, &k.seq, &m.ID, &m.CreatedAt); err != nil {
+			return err
+		}
+		if d := at[k]; d != nil {
+			d.ID, d.CreatedAt = m.ID, m.CreatedAt
+		}
+	}
+	return rows.Err()
 }
 
 // ListRecentMemories returns the newest limit memories of a mysis, oldest first.

@@ -33,6 +33,7 @@ type Store struct {
 	pool     *pgxpool.Pool
 	box      Sealer
 	asyncFTS bool
+	groups   *committer // group commit of small appends (group.go)
 }
 
 var _ memory.Store = (*Store)(nil)
@@ -51,6 +52,7 @@ func WithAsyncFTS() Option {
 // (FailedPrecondition) that names ZOEA_SECRET_KEY, and everything else works.
 func New(pool *pgxpool.Pool, box Sealer, opts ...Option) *Store {
 	s := &Store{pool: pool, box: box}
+	s.groups = &committer{run: s.runAppendGroup}
 	for _, o := range opts {
 		o(s)
 	}

@@ -164,8 +164,8 @@ func TestIndexerDrainsABacklogInOnePass(t *testing.T) {
 	}
 }
 
-// An append is two round trips whatever it carries: BEGIN rides with the lock batch, COMMIT with the write batch.
-// A failed append leaves no transaction open on the pooled connection.
+// An append is two round trips whatever it carries, conditional or not: BEGIN rides with the lock batch, COMMIT
+// with the write batch. A failed append leaves no transaction open on the pooled connection.
 func TestAppendTakesTwoRoundTrips(t *testing.T) {
 	ctx := context.Background()
 	s, rt := tracedStore(t)
@@ -185,6 +185,16 @@ func TestAppendTakesTwoRoundTrips(t *testing.T) {
 			t.Fatalf("append %d: %d round trips, want 2", i, n)
 		}
 	}
+	seen := int64(5)
+	cond := memory.AppendCondition{IfNoPromptAfterSeq: &seen,
+		State: &memory.StateChange{State: memory.StateRunning, Expected: memory.StateIdle}}
+	before := rt.n.Load()
+	if _, err := s.AppendMemoriesIf(ctx, m.ID, []memory.NewMemory{assistant("conditional")}, cond); err != nil {
+		t.Fatal(err)
+	}
+	if n := rt.n.Load() - before; n != 2 {
+		t.Fatalf("conditional append: %d round trips, want 2", n)
+	}
 	_, err := s.AppendMemories(ctx, memory.NewID(), []memory.NewMemory{user("nobody")})
 	wantKind(t, err, errs.NotFound, "")
 	// Every pooled connection is idle (not inside an aborted transaction): a burst of appends works.
@@ -193,7 +203,7 @@ func TestAppendTakesTwoRoundTrips(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := must[[]memory.Memory](t)(s.ListRecentMemories(ctx, m.ID, 1)); got[0].Seq != 25 {
+	if got := must[[]memory.Memory](t)(s.ListRecentMemories(ctx, m.ID, 1)); got[0].Seq != 26 {
 		t.Fatalf("seq after the burst: %d", got[0].Seq)
 	}
 }

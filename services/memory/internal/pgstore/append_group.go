@@ -1,0 +1,337 @@
+package pgstore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
+)
+
+// runAppendGroup runs a group of appends (group.go) in one transaction and gives each call its own result. A call
+// whose mysis does not exist, whose tool calls cannot be stored or whose condition fails gets its own error and
+// writes nothing; the others commit.
+//
+// If the group's transaction fails in the database (a row that breaks a constraint the Service does not check, a
+// deadlock, a lost connection), nothing of it is stored and its calls run again one by one, each in a transaction
+// of its own: one bad call cannot fail its neighbours, and each call gets the error its own transaction meets.
+func (s *Store) runAppendGroup(ctx context.Context, calls []*appendCall) {
+	err := s.appendGroup(ctx, calls)
+	if err == nil {
+		return
+	}
+	if len(calls) == 1 {
+		calls[0].res = appendResult{err: err}
+		return
+	}
+	for _, c := range calls {
+		s.groups.runGroup(c.ctx, []*appendCall{c})
+	}
+}
+
+// appendGroup runs the group's transaction on one pooled connection and rolls it back on any failure, so the
+// connection returns to the pool idle.
+func (s *Store) appendGroup(ctx context.Context, calls []*appendCall) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return dbErr(err, "append memories")
+	}
+	defer conn.Release()
+	err = s.groupOn(ctx, conn, calls)
+	if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+	}
+	return err
+}
+
+// groupOn is the group's transaction in two round trips: BEGIN travels in the lock batch (lockGroup), COMMIT at
+// the end of the write batch (groupWrite.send). Between them every call is planned in Go from what the lock batch
+// read.
+func (s *Store) groupOn(ctx context.Context, conn *pgxpool.Conn, calls []*appendCall) error {
+	locked, err := lockGroup(ctx, conn, calls)
+	if err != nil {
+		return err
+	}
+	w := groupWrite{asyncFTS: s.asyncFTS}
+	for _, c := range calls {
+		c.res = w.plan(c, locked)
+	}
+	return w.send(ctx, conn)
+}
+
+// lockMysesSQL locks the group's mysis rows in id order — the order RecordBroadcast locks in too — so two
+// transactions that lock several myses cannot deadlock on them. FOR NO KEY UPDATE serialises every writer of a
+// mysis: seq numbers are taken from last_seq under the lock, gapless and strictly increasing however many
+// appenders race.
+const lockMysesSQL = `SELECT id::text, last_seq, current_turn, state FROM myses WHERE id = ANY($1::uuid[])
+	ORDER BY id FOR NO KEY UPDATE`
+
+// promptAfterSQL finds the newest direct or broadcast user memory of a mysis after a seq (a conditional append's
+// IfNoPromptAfterSeq).
+const promptAfterSQL = `
+SELECT m.seq FROM memories m
+WHERE m.mysis_id = $1 AND m.seq > $2 AND m.role = $3 AND m.source IN ($4, $5)
+ORDER BY m.seq DESC LIMIT 1`
+
+// lockedMysis is what a group reads for one of its myses under the row lock.
+type lockedMysis struct {
+	lastSeq, turn int64
+	state         memory.State
+	existing      map[string]memory.Memory // rows stored before under the call's idempotency keys
+	storedCalls   []memory.ToolCall        // the newest stored assistant tool calls, when the call needs them
+	promptAt      int64                    // the newest prompt after the condition's seq; 0: none
+}
+
+// lockGroup locks the group's myses and reads, in the same pipelined batch, the rows already stored under the
+// calls' idempotency keys, the newest stored tool calls of each mysis with a tool result that comes without its
+// call's arguments and without that call earlier in its batch, and the prompts the conditions ask about. The
+// statements run one after another, so the reads' snapshots are taken after the locks are granted and see what a
+// concurrent retry or prompt committed meanwhile.
+func lockGroup(ctx context.Context, conn *pgxpool.Conn, calls []*appendCall) (map[string]*lockedMysis, error) {
+	ids := make([]string, len(calls)) // distinct: a group holds one call per mysis
+	var keys []string
+	for i, c := range calls {
+		ids[i] = c.mysisID
+		for _, m := range c.ms {
+			if m.IdempotencyKey != "" {
+				keys = append(keys, m.IdempotencyKey)
+			}
+		}
+	}
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	b.Queue(lockMysesSQL, ids)
+	if len(keys) > 0 {
+		// One call's mysis may match another call's key too; such a row is filed under its own mysis, where only
+		// that mysis's call looks. The arrays are short and distinct, so the plan is an index scan per partition
+		// (an array of one mysis repeated per row made a 1,000-row batch's lookup a sequential scan).
+		b.Queue(`SELECT `+memCols+` FROM memories m WHERE m.mysis_id = ANY($1::uuid[]) AND m.idempotency_key = ANY($2::text[])`,
+			ids, keys)
+	}
+	for _, c := range calls {
+		if needsStoredCalls(c.ms) {
+			b.Queue(lastCallsSQL, c.mysisID, memory.CallLookback)
+		}
+		if c.cond != nil && c.cond.IfNoPromptAfterSeq != nil {
+			b.Queue(promptAfterSQL, c.mysisID, *c.cond.IfNoPromptAfterSeq, int16(memory.RoleUser),
+				int16(memory.SourceDirect), int16(memory.SourceBroadcast))
+		}
+	}
+	br := conn.SendBatch(ctx, b)
+	locked, err := readLocked(br, calls, len(keys) > 0)
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = dbErr(cerr, "append memories")
+	}
+	return locked, err
+}
+
+// readLocked reads lockGroup's batch results. A mysis that does not exist is missing from the map.
+func readLocked(br pgx.BatchResults, calls []*appendCall, keys bool) (map[string]*lockedMysis, error) {
+	if _, err := br.Exec(); err != nil { // BEGIN
+		return nil, dbErr(err, "append memories")
+	}
+	locked, err := readLocks(br)
+	if err != nil {
+		return nil, err
+	}
+	if keys {
+		rows, err := br.Query()
+		if err != nil {
+			return nil, dbErr(err, "append memories")
+		}
+		found, err := collectMemories(rows, "append memories")
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range found {
+			if l := locked[m.MysisID]; l != nil {
+				l.existing[m.IdempotencyKey] = m
+			}
+		}
+	}
+	for _, c := range calls {
+		if err := readCallLookups(br, c, locked[c.mysisID]); err != nil {
+			return nil, err
+		}
+	}
+	return locked, nil
+}
+
+// readLocks reads the locked mysis rows.
+func readLocks(br pgx.BatchResults) (map[string]*lockedMysis, error) {
+	rows, err := br.Query()
+	if err != nil {
+		return nil, dbErr(err, "append memories")
+	}
+	defer rows.Close()
+	locked := map[string]*lockedMysis{}
+	for rows.Next() {
+		var id string
+		l := &lockedMysis{existing: map[string]memory.Memory{}}
+		if err := rows.Scan(&id, &l.lastSeq, &l.turn, &l.state); err != nil {
+			return nil, dbErr(err, "append memories")
+		}
+		locked[id] = l
+	}
+	return locked, dbErr(rows.Err(), "append memories")
+}
+
+// readCallLookups reads the stored tool calls and the prompt check lockGroup queued for c into l (nil: the mysis
+// does not exist, the results are read and dropped).
+func readCallLookups(br pgx.BatchResults, c *appendCall, l *lockedMysis) error {
+	if l == nil {
+		l = &lockedMysis{}
+	}
+	if needsStoredCalls(c.ms) {
+		var raw []byte
+		if err := br.QueryRow().Scan(&raw); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return dbErr(err, "append memories")
+		}
+		var err error
+		if l.storedCalls, err = fromDBToolCalls(raw); err != nil {
+			return err
+		}
+	}
+	if c.cond != nil && c.cond.IfNoPromptAfterSeq != nil {
+		if err := br.QueryRow().Scan(&l.promptAt); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return dbErr(err, "append memories")
+		}
+	}
+	return nil
+}
+
+// groupWrite collects what a group writes: the new rows of every call that passed, the counters (and state
+// changes) of their myses, and the LLM calls that travel with the rows.
+type groupWrite struct {
+	asyncFTS bool
+	ins      insertBatch
+	myses    mysesUpdate
+	records  []callRecord
+}
+
+// callRecord is one call's LLM call accounting (recordCallsSQL).
+type callRecord struct {
+	mysisID string
+	calls   []memory.LlmCall
+	seqs    []int64
+}
+
+// plan plans call c against its locked mysis and adds what it writes to w, or returns the call's own error (then
+// it writes nothing).
+func (w *groupWrite) plan(c *appendCall, locked map[string]*lockedMysis) appendResult {
+	l, ok := locked[c.mysisID]
+	if !ok {
+		return appendResult{err: errMysisNotFound(c.mysisID)}
+	}
+	st := appendState{lastSeq: l.lastSeq, turn: l.turn, existing: l.existing, storedCalls: l.storedCalls}
+	out, ins, err := planAppend(c.mysisID, c.ms, &st)
+	if err != nil {
+		return appendResult{err: err}
+	}
+	// A full retry returns the stored rows without checking the condition, so the call stays idempotent.
+	if len(ins.seq) > 0 {
+		if err := checkCondition(c, l); err != nil {
+			return appendResult{err: err}
+		}
+		w.ins.merge(&ins)
+		w.myses.add(c.mysisID, st.lastSeq, st.turn, c.cond)
+	}
+	// A full retry still records an LLM call that is not stored yet: a replica that raced for the same reply paid
+	// for its call.
+	if calls, seqs := callsOf(c.ms, out); len(calls) > 0 {
+		w.records = append(w.records, callRecord{mysisID: c.mysisID, calls: calls, seqs: seqs})
+	}
+	return appendResult{out: out}
+}
+
+// checkCondition decides c's condition against its locked mysis (see Store.AppendMemoriesIf).
+func checkCondition(c *appendCall, l *lockedMysis) error {
+	if c.cond == nil {
+		return nil
+	}
+	if p := c.cond.IfNoPromptAfterSeq; p != nil && l.promptAt > 0 {
+		return &errs.Error{Kind: errs.Conflict, Reason: memory.ReasonPromptArrived,
+			Msg: fmt.Sprintf("mysis %s: a prompt arrived at seq %d, after seq %d: nothing appended", c.mysisID, l.promptAt, *p)}
+	}
+	if sc := c.cond.State; sc != nil && sc.Expected != memory.StateAny && l.state != sc.Expected {
+		return errs.Conflictf("mysis %s is %s, not %s: nothing appended, state unchanged", c.mysisID, l.state, sc.Expected)
+	}
+	return nil
+}
+
+// send runs the write batch — the rows, the myses' counters, the LLM calls, COMMIT — and fills in the ids and
+// creation times of the inserted rows.
+func (w *groupWrite) send(ctx context.Context, conn *pgxpool.Conn) error {
+	b := &pgx.Batch{}
+	rows := len(w.ins.seq) > 0
+	if rows {
+		b.Queue(appendSQL, w.ins.mysis, w.ins.seq, w.ins.turn, w.ins.role, w.ins.source, w.ins.sender, w.ins.content,
+			w.ins.reasoning, w.ins.toolCalls, w.ins.toolCallID, w.ins.toolName, w.ins.key, w.ins.callArgs,
+			w.ins.callKey, w.asyncFTS)
+		b.Queue(updateMysesSQL, w.myses.args()...)
+	}
+	// Each statement locks its mysis's swarm_spend shard rows until COMMIT: in shard order, so two transactions
+	// that record calls of several myses cannot deadlock on them.
+	slices.SortFunc(w.records, func(a, b callRecord) int {
+		return cmp.Or(cmp.Compare(swarmShard(a.mysisID), swarmShard(b.mysisID)), cmp.Compare(a.mysisID, b.mysisID))
+	})
+	for _, r := range w.records {
+		b.Queue(recordCallsSQL, recordCallsArgs(r.mysisID, r.calls, r.seqs)...)
+	}
+	b.Queue(`COMMIT`)
+	br := conn.SendBatch(ctx, b)
+	execs := b.Len()
+	var err error
+	if rows {
+		err = w.ins.readReturning(br)
+		execs--
+	}
+	for i := 0; err == nil && i < execs; i++ {
+		_, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return dbErr(err, "append memories")
+}
+
+// updateMysesSQL advances the counters of a group's myses and applies the state changes of their conditions; a
+// NULL state leaves state, reason and encouragement count as they are.
+const updateMysesSQL = `
+UPDATE myses y SET last_seq = u.last_seq, current_turn = u.turn,
+	state = coalesce(u.state, y.state),
+	state_reason = CASE WHEN u.state IS NULL THEN y.state_reason ELSE u.reason END,
+	encouragement_count = coalesce(u.encouragement, y.encouragement_count),
+	updated_at = now()
+FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::int[])
+	AS u(id, last_seq, turn, state, reason, encouragement)
+WHERE y.id = u.id`
+
+// mysesUpdate holds updateMysesSQL's columns.
+type mysesUpdate struct {
+	id, state, reason []*string
+	lastSeq, turn     []int64
+	encouragement     []*int32
+}
+
+func (u *mysesUpdate) add(id string, lastSeq, turn int64, c *memory.AppendCondition) {
+	u.id = append(u.id, &id)
+	u.lastSeq, u.turn = append(u.lastSeq, lastSeq), append(u.turn, turn)
+	var state, reason *string
+	var enc *int32
+	if c != nil && c.State != nil {
+		st := string(c.State.State)
+		state, reason, enc = &st, &c.State.Reason, c.State.EncouragementCount
+	}
+	u.state, u.reason, u.encouragement = append(u.state, state), append(u.reason, reason), append(u.encouragement, enc)
+}
+
+func (u *mysesUpdate) args() []any {
+	return []any{u.id, u.lastSeq, u.turn, u.state, u.reason, u.encouragement}
+}
