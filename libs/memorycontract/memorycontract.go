@@ -102,6 +102,7 @@ var suites = map[Capability][]struct {
 		{"TurnTruncated", testWindowTruncated},
 		{"Missions", testWindowMissions},
 		{"CutResults", testWindowCut},
+		{"CarryKnown", testWindowCarryKnown},
 		{"WindowRejects", testWindowRejects},
 	},
 	Config: {

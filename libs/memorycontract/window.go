@@ -28,6 +28,8 @@ import (
 // each with the nearest earlier assistant row with tool calls (the call); and the reply_limit newest assistant text
 // replies since the objective. The mission is the newest commander (sender '') direct message or broadcast;
 // objective_seq is its seq. Tool results longer than max_result_bytes are cut and point at the full memory.
+// carry_known naming the window's objective_seq and recent_start_seq leaves the rows below that start out
+// (carry_omitted), unless they and the rest would not fit the response bound.
 
 // history is one mysis's memories for the window cases, appended in one call; seqs are 1-based indexes.
 type history []*memoryv1.NewMemory
@@ -346,6 +348,9 @@ func testWindowRejects(t *testing.T, c memoryv1.MemoryServiceClient) {
 		{"max_turn_rows", &memoryv1.GetComposeWindowRequest{MaxTurnRows: -1}},
 		{"max_result_bytes", &memoryv1.GetComposeWindowRequest{MaxResultBytes: 10}},
 		{"recent_from_seq", &memoryv1.GetComposeWindowRequest{CarryLimit: 5, RecentFromSeq: -1}},
+		{"carry_known.objective_seq", &memoryv1.GetComposeWindowRequest{CarryLimit: 5, CarryKnown: &memoryv1.CarryKnown{ObjectiveSeq: -1, RecentStartSeq: 3}}},
+		{"carry_known.recent_start_seq", &memoryv1.GetComposeWindowRequest{CarryLimit: 5, CarryKnown: &memoryv1.CarryKnown{RecentStartSeq: -3}}},
+		{"carry_known.bytes", &memoryv1.GetComposeWindowRequest{CarryLimit: 5, CarryKnown: &memoryv1.CarryKnown{RecentStartSeq: 3, Bytes: -1}}},
 		{"snapshot_tools[0]", &memoryv1.GetComposeWindowRequest{SnapshotTools: []string{""}}},
 		{"pinned_tools[1]", &memoryv1.GetComposeWindowRequest{PinnedTools: []string{"login", ""}}},
 		{"pinned_tools", &memoryv1.GetComposeWindowRequest{PinnedTools: make([]string, 101)}},
@@ -358,5 +363,73 @@ func testWindowRejects(t *testing.T, c memoryv1.MemoryServiceClient) {
 	if _, err := c.GetComposeWindow(ctx, &memoryv1.GetComposeWindowRequest{MysisId: id, Window: 5000, CarryLimit: 5000,
 		ReplyLimit: 5000, MaxTurnRows: 50000, MaxResultBytes: 1 << 30}); err != nil {
 		t.Errorf("over-large limits: %v, want them lowered to the maximum", err)
+	}
+}
+
+// carryOf is what a caller holds from a whole window: the rows below its recent part's start and the carry_known
+// naming them, their size counted as the response bound counts it.
+func carryOf(resp *memoryv1.GetComposeWindowResponse) ([]*memoryv1.Memory, *memoryv1.CarryKnown) {
+	k := &memoryv1.CarryKnown{ObjectiveSeq: resp.GetObjectiveSeq(), RecentStartSeq: resp.GetRecentStartSeq()}
+	var rows []*memoryv1.Memory
+	for _, m := range resp.GetMemories() {
+		if m.GetSeq() >= resp.GetRecentStartSeq() {
+			break
+		}
+		rows = append(rows, m)
+		k.Bytes += int64(len(m.GetContent()) + len(m.GetReasoning()))
+		for _, tc := range m.GetToolCalls() {
+			k.Bytes += int64(len(tc.GetId()) + len(tc.GetName()) + len(tc.GetArgumentsJson()))
+		}
+	}
+	return rows, k
+}
+
+func testWindowCarryKnown(t *testing.T, c memoryv1.MemoryServiceClient) {
+	id, _ := windowMysis(t, c, missionHistory)
+	req := func(k *memoryv1.CarryKnown) *memoryv1.GetComposeWindowRequest {
+		return &memoryv1.GetComposeWindowRequest{MysisId: id, Window: 2, CarryLimit: 10, ReplyLimit: 5, RecentFromSeq: 9, CarryKnown: k}
+	}
+	whole := window(t, c, req(nil))
+	wantWindow(t, "whole", whole, append([]int64{4, 5, 6, 7, 8}, span(9, 13)...), 9, 1, false)
+	if whole.GetCarryOmitted() || whole.GetCarryCut() {
+		t.Errorf("whole window: carry_omitted %v, carry_cut %v", whole.GetCarryOmitted(), whole.GetCarryCut())
+	}
+	rows, known := carryOf(whole)
+	// The same objective and start: only the recent part comes back, and the held rows before it are the window.
+	resp := window(t, c, req(known))
+	wantWindow(t, "carry known", resp, span(9, 13), 9, 1, false)
+	if !resp.GetCarryOmitted() {
+		t.Errorf("carry known (objective 1, start 9): carry_omitted false")
+	}
+	appendOK(t, c, id, call("c6", "scan", `{}`), result("c6", "scan", "nothing"))
+	resp = window(t, c, req(known))
+	wantWindow(t, "carry known, the turn grown", resp, span(9, 15), 9, 1, false)
+	if !resp.GetCarryOmitted() {
+		t.Errorf("carry known, the turn grown: carry_omitted false")
+	}
+	spliced := append(append([]*memoryv1.Memory(nil), rows...), resp.GetMemories()...)
+	now := window(t, c, req(nil))
+	for i, m := range now.GetMemories() {
+		if i >= len(spliced) || m.GetId() != spliced[i].GetId() || m.GetContent() != spliced[i].GetContent() {
+			t.Fatalf("held rows + omitted window differ from the whole window at row %d", i)
+		}
+	}
+	// Another objective, another start, or a held carry too large to fit the bound with the rest: the whole window.
+	for what, k := range map[string]*memoryv1.CarryKnown{
+		"another objective": {ObjectiveSeq: 2, RecentStartSeq: 9, Bytes: known.GetBytes()},
+		"another start":     {ObjectiveSeq: 1, RecentStartSeq: 8, Bytes: known.GetBytes()},
+		"over the bound":    {ObjectiveSeq: 1, RecentStartSeq: 9, Bytes: 16 << 20},
+		"none held":         {},
+	} {
+		resp = window(t, c, req(k))
+		wantWindow(t, what, resp, append([]int64{4, 5, 6, 7, 8}, span(9, 15)...), 9, 1, false)
+		if resp.GetCarryOmitted() {
+			t.Errorf("%s: carry_omitted", what)
+		}
+	}
+	// A new commander order is a new objective.
+	appendOK(t, c, id, commander("Now sell it."))
+	if resp = window(t, c, req(known)); resp.GetCarryOmitted() || resp.GetObjectiveSeq() != 16 {
+		t.Errorf("after a new order: carry_omitted %v, objective %d", resp.GetCarryOmitted(), resp.GetObjectiveSeq())
 	}
 }

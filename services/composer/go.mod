@@ -3,6 +3,7 @@ module github.com/zoeaswarm/zoea/services/composer
 go 1.26.0
 
 require (
+	github.com/maypok86/otter/v2 v2.4.0
 	github.com/tiktoken-go/tokenizer v0.10.0
 	github.com/zoeaswarm/zoea/gen v0.0.0-00010101000000-000000000000
 	github.com/zoeaswarm/zoea/libs v0.0.0-00010101000000-000000000000

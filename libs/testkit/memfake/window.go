@@ -30,6 +30,7 @@ type windowQuery struct {
 	mysisID                               string
 	window, carry, reply, turnRows, maxRB int
 	recentFrom                            int64
+	known                                 *memoryv1.CarryKnown
 	v2, fallback                          bool
 	snapshot, pinned                      []string
 }
@@ -70,6 +71,15 @@ func normalizeWindow(req *memoryv1.GetComposeWindowRequest) (windowQuery, error)
 	}
 	if q.recentFrom = req.GetRecentFromSeq(); q.recentFrom < 0 {
 		return q, errs.InvalidField("recent_from_seq", "must not be negative (0 means none), got %d", q.recentFrom)
+	}
+	q.known = req.GetCarryKnown()
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"carry_known.objective_seq", q.known.GetObjectiveSeq()}, {"carry_known.recent_start_seq", q.known.GetRecentStartSeq()}, {"carry_known.bytes", q.known.GetBytes()}} {
+		if f.v < 0 {
+			return q, errs.InvalidField(f.name, "must not be negative, got %d", f.v)
+		}
 	}
 	q.snapshot, q.pinned = req.GetSnapshotTools(), req.GetPinnedTools()
 	for _, l := range []struct {
@@ -238,21 +248,40 @@ func (f *Fake) GetComposeWindow(_ context.Context, req *memoryv1.GetComposeWindo
 		resp.RecentStartSeq = s
 	}
 
-	// Byte bounds: long tool results cut, then the newest rows within the response bound.
+	boundWindow(resp, q, len(y.GetSystemPrompt()), l > 0 && q.known.GetRecentStartSeq() == s && q.known.GetObjectiveSeq() == obj)
+	return resp, nil
+}
+
+// boundWindow applies the byte bounds: long tool results cut, then — when the caller holds the carried rows
+// (held) and they fit the bound with the rest — the rows below the recent part's start left out, else the newest
+// rows within the response bound (carry_cut when rows below the start were left out).
+func boundWindow(resp *memoryv1.GetComposeWindowResponse, q windowQuery, promptBytes int, held bool) {
 	for _, m := range resp.Memories {
 		cutResult(m, q.maxRB)
 	}
-	budget := maxResponseBytes - len(y.GetSystemPrompt())
+	budget := maxResponseBytes - promptBytes
 	if resp.Mission != nil {
 		budget -= memBytes(resp.Mission.GetMemory())
 	}
+	s := resp.RecentStartSeq
+	i := slices.IndexFunc(resp.Memories, func(m *memoryv1.Memory) bool { return m.GetSeq() >= s })
+	if held && i >= 0 {
+		total := q.known.GetBytes()
+		for _, m := range resp.Memories[i:] {
+			total += int64(memBytes(m))
+		}
+		if total <= int64(budget) {
+			resp.Memories, resp.CarryOmitted = resp.Memories[i:], true
+			return
+		}
+	}
 	if kept := keepNewestWithin(resp.Memories, budget); len(kept) < len(resp.Memories) {
+		resp.CarryCut = resp.Memories[0].GetSeq() < s
 		resp.Memories = kept
 		if first := kept[0].GetSeq(); first > resp.RecentStartSeq {
 			resp.RecentStartSeq, resp.TurnTruncated = first, true
 		}
 	}
-	return resp, nil
 }
 
 // loopBoundary moves a recent part starting at s onto a loop boundary: when the first assistant or tool row at or

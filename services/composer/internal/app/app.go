@@ -35,7 +35,10 @@ type Config struct {
 	MaxWindowBytes int `env:"ZOEA_COMPOSE_MAX_WINDOW_BYTES" envDefault:"67108864"`
 	// TokenCacheEntries bounds the token-count cache (about 80 bytes per entry); 0 uses the package default.
 	TokenCacheEntries int `env:"ZOEA_COMPOSE_TOKEN_CACHE_ENTRIES" envDefault:"262144"`
-	Policy            PolicyConfig
+	// CarryCacheBytes bounds the carried rows held per mysis (grpcapi carries.go: the memory service then skips
+	// reading them); 0 holds none.
+	CarryCacheBytes int64 `env:"ZOEA_COMPOSE_CARRY_CACHE_BYTES" envDefault:"67108864"`
+	Policy          PolicyConfig
 }
 
 // PolicyConfig is the server's default composition policy.
@@ -138,9 +141,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	policy := cfg.Policy.policy()
 	svc, err := grpcapi.New(memoryclient.New(memoryv1.NewMemoryServiceClient(memConn)), grpcapi.Options{
-		Policy:  &policy,
-		Counter: tokcache.New(tok, cfg.TokenCacheEntries),
-		Logger:  log,
+		Policy:          &policy,
+		Counter:         tokcache.New(tok, cfg.TokenCacheEntries),
+		Logger:          log,
+		CarryCacheBytes: carryCacheOption(cfg.CarryCacheBytes),
 	})
 	if err != nil {
 		return err
@@ -153,4 +157,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	})
 	srv.Register(&composerv1.ComposerService_ServiceDesc, svc)
 	return srv.Run(ctx)
+}
+
+// carryCacheOption maps ZOEA_COMPOSE_CARRY_CACHE_BYTES (0: none) to grpcapi.Options.CarryCacheBytes (0: the
+// default, negative: none).
+func carryCacheOption(n int64) int64 {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }

@@ -3,9 +3,10 @@
 // the memory service), runs the pure compose package and converts the result back. Errors are libs/errs errors that
 // libs/server maps to gRPC codes, in one place.
 //
-// The service holds no state of its own except a token-count cache (an injected compose.Counter): consecutive
-// composes of one mysis share almost their whole window, so the cache makes a steady-state compose count only the
-// memories it has not seen before.
+// The service holds no state of its own but caches: a token-count cache (an injected compose.Counter: consecutive
+// composes of one mysis share almost their whole window, so a steady-state compose counts only the memories it has
+// not seen before), each mysis's last compaction boundary (boundaries.go) and the carried rows of its last whole
+// window (carries.go), each of which a restart may lose at the price of some work, never of correctness.
 package grpcapi
 
 import (
@@ -26,9 +27,16 @@ import (
 // Windows reads what composing a mysis's next request needs (memoryclient.Client implements it over the memory
 // service). Errors are libs/errs errors.
 type Windows interface {
-	// Window reads the compose window; recentFrom is the mysis's previous compaction boundary (0: unknown). The
-	// relay travels in the same round trip: its rows are stored before the window is read.
-	Window(ctx context.Context, mysisID string, p compose.Policy, recentFrom int64, relay Relay) (compose.Input, Relayed, error)
+	// Window reads the compose window; recentFrom is the mysis's previous compaction boundary (0: unknown); known,
+	// when not nil, names the carried rows the caller holds (Relayed.CarryOmitted: they were left out). The relay
+	// travels in the same round trip: its rows are stored before the window is read.
+	Window(ctx context.Context, mysisID string, p compose.Policy, recentFrom int64, known *CarryKnown, relay Relay) (compose.Input, Relayed, error)
+}
+
+// CarryKnown names the carried rows of an earlier whole window a caller holds (memory's carry_known): that window's
+// objective and recent part's start, and the rows' size as the memory service's byte bound counts it.
+type CarryKnown struct {
+	ObjectiveSeq, RecentStartSeq, Bytes int64
 }
 
 // Relay is what the runner sends the memory service through the composer, which passes it on unread: memories to
@@ -39,12 +47,17 @@ type Relay struct {
 	SpendAt *timestamppb.Timestamp
 }
 
-// Relayed is what comes back with the window for the runner: the appended rows as stored, the mysis record and the
-// spend (nil unless Relay.SpendAt was set).
+// Relayed is what comes back with the window besides the compose input: for the runner, the appended rows as stored,
+// the mysis record and the spend (nil unless Relay.SpendAt was set); for the carry cache, what the memory service did
+// with the carried rows.
 type Relayed struct {
 	Appended []*memoryv1.Memory
 	Mysis    *memoryv1.Mysis
 	Spend    *memoryv1.GetSpendResponse
+	// CarryOmitted: the window's rows below its recent start were left out, as the known carry holds them.
+	CarryOmitted bool
+	// CarryCut: the memory service's byte bound left out some of the window's carried rows.
+	CarryCut bool
 }
 
 // Options configure a Service.
@@ -58,8 +71,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Stateless composes every request with the boundary chosen afresh instead of starting from the mysis's
 	// previous one: ComposeContext becomes a pure function of the request and the window, at the price of the
-	// providers' prompt caches (tests comparing composers use it).
+	// providers' prompt caches (tests comparing composers use it). It holds no carried rows either.
 	Stateless bool
+	// CarryCacheBytes bounds the carried rows held per mysis (carries.go); 0 means DefaultCarryCacheBytes, a
+	// negative value holds none (every window is read whole).
+	CarryCacheBytes int64
 }
 
 // Service implements composerv1.ComposerServiceServer.
@@ -70,6 +86,7 @@ type Service struct {
 	counter  compose.Counter
 	log      *slog.Logger
 	bounds   *boundaries
+	carries  *carries // nil: none held
 }
 
 // New returns the service; it fails when the default policy is invalid, naming the offending field.
@@ -87,6 +104,12 @@ func New(memory Windows, opts Options) (*Service, error) {
 	svc := &Service{memory: memory, defaults: p, counter: opts.Counter, log: opts.Logger}
 	if !opts.Stateless {
 		svc.bounds = newBoundaries(maxBoundaries)
+		switch {
+		case opts.CarryCacheBytes == 0:
+			svc.carries = newCarries(DefaultCarryCacheBytes)
+		case opts.CarryCacheBytes > 0:
+			svc.carries = newCarries(opts.CarryCacheBytes)
+		}
 	}
 	return svc, nil
 }
@@ -112,7 +135,7 @@ func (s *Service) ComposeContext(ctx context.Context, req *composerv1.ComposeCon
 	if s.bounds != nil {
 		prev = s.bounds.get(id)
 	}
-	in, relayed, err := s.memory.Window(ctx, id, p, prev.boundary, Relay{Append: req.GetAppend(), SpendAt: req.GetSpendAt()})
+	in, relayed, err := s.window(ctx, id, p, prev.boundary, Relay{Append: req.GetAppend(), SpendAt: req.GetSpendAt()})
 	if err != nil {
 		if ctx.Err() != nil {
 			// The caller's own cancellation or deadline stays what it is.
@@ -137,6 +160,29 @@ func (s *Service) ComposeContext(ctx context.Context, req *composerv1.ComposeCon
 	resp := toProtoResponse(res, p)
 	resp.Mysis, resp.Spend, resp.Appended = relayed.Mysis, relayed.Spend, relayed.Appended
 	return resp, nil
+}
+
+// window reads the compose window through the carry cache: it names the carried rows held for the mysis (when read
+// under the same policy fields), splices them back when the memory service left them out, and holds the carried rows
+// of every whole window it reads instead.
+func (s *Service) window(ctx context.Context, id string, p compose.Policy, recentFrom int64, relay Relay) (compose.Input, Relayed, error) {
+	held := s.carries.get(id, p)
+	var known *CarryKnown
+	if held != nil {
+		known = &held.known
+	}
+	in, relayed, err := s.memory.Window(ctx, id, p, recentFrom, known, relay)
+	switch {
+	case err != nil:
+		return in, relayed, err
+	case relayed.CarryOmitted && held == nil:
+		return in, relayed, fmt.Errorf("memory GetComposeWindow for mysis %s left out carried rows it was not told the composer holds", id)
+	case relayed.CarryOmitted:
+		in.Window = held.splice(in.Window)
+	default:
+		s.carries.put(id, p, in, relayed.CarryCut)
+	}
+	return in, relayed, nil
 }
 
 // fromComposeError classifies a failed composition. Both kinds are the stored state's doing, not the request's.

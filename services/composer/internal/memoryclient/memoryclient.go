@@ -35,15 +35,21 @@ func New(api WindowAPI) *Client { return &Client{api: api} }
 // encouragement count and window of memories. Tools and the turn flag are the caller's to fill in. Errors are
 // libs/errs errors (NotFound for an unknown mysis, Unavailable when the memory service cannot answer).
 // The relay's rows are stored by the memory service before it reads the window, in the same call.
-func (c *Client) Window(ctx context.Context, mysisID string, p compose.Policy, recentFrom int64, relay grpcapi.Relay) (compose.Input, grpcapi.Relayed, error) {
+// With known set, the memory service leaves the carried rows out when they are the ones known names
+// (Relayed.CarryOmitted); the caller splices them back.
+func (c *Client) Window(ctx context.Context, mysisID string, p compose.Policy, recentFrom int64, known *grpcapi.CarryKnown, relay grpcapi.Relay) (compose.Input, grpcapi.Relayed, error) {
 	req := toProtoWindowRequest(mysisID, p)
 	req.RecentFromSeq = recentFrom
+	if known != nil {
+		req.CarryKnown = &memoryv1.CarryKnown{ObjectiveSeq: known.ObjectiveSeq, RecentStartSeq: known.RecentStartSeq, Bytes: known.Bytes}
+	}
 	req.Append, req.SpendAt = relay.Append, relay.SpendAt
 	w, err := c.api.GetComposeWindow(ctx, req)
 	if err != nil {
 		return compose.Input{}, grpcapi.Relayed{}, fmt.Errorf("memory GetComposeWindow for mysis %s: %w", mysisID, server.FromStatus(err))
 	}
-	return fromProtoWindow(w), grpcapi.Relayed{Appended: w.GetAppended(), Mysis: w.GetMysis(), Spend: w.GetSpend()}, nil
+	return fromProtoWindow(w), grpcapi.Relayed{Appended: w.GetAppended(), Mysis: w.GetMysis(), Spend: w.GetSpend(),
+		CarryOmitted: w.GetCarryOmitted(), CarryCut: w.GetCarryCut()}, nil
 }
 
 // Ready is the composer's readiness check: it can answer nothing while the memory service's health is not

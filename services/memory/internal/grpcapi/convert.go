@@ -157,6 +157,8 @@ func fromProtoWindowQuery(req *memoryv1.GetComposeWindowRequest) memory.WindowQu
 		CarryLimit: int(req.GetCarryLimit()), SnapshotTools: req.GetSnapshotTools(), PinnedTools: req.GetPinnedTools(),
 		ReplyLimit: int(req.GetReplyLimit()), MaxTurnRows: int(req.GetMaxTurnRows()),
 		MaxResultBytes: int(req.GetMaxResultBytes()), RecentFrom: req.GetRecentFromSeq(),
+		Known: memory.CarryKnown{ObjectiveSeq: req.GetCarryKnown().GetObjectiveSeq(),
+			RecentStartSeq: req.GetCarryKnown().GetRecentStartSeq(), Bytes: req.GetCarryKnown().GetBytes()},
 	}
 }
 

@@ -60,22 +60,42 @@ func CutResult(m Memory, max int) Memory {
 	return m
 }
 
-// Bound applies a window's byte bounds: tool results cut to maxResult bytes, then the newest memories within
-// MaxResponseBytes minus what the mission and the system prompt take (always at least the newest one). When rows
-// are left out the window reports its turn as truncated and its recent part as starting at the first row kept, so
-// the composer says so instead of presenting a partial turn as whole.
-func (w *ComposeWindow) Bound(maxResult int) {
+// CutResults cuts the window's tool results to maxResult bytes (CutResult).
+func (w *ComposeWindow) CutResults(maxResult int) {
 	for i := range w.Memories {
 		w.Memories[i] = CutResult(w.Memories[i], maxResult)
 	}
-	budget := MaxResponseBytes - len(w.Mysis.SystemPrompt)
+}
+
+// budget is what the window's memories may take of MaxResponseBytes: the mission and the system prompt come first.
+func (w *ComposeWindow) budget() int {
+	b := MaxResponseBytes - len(w.Mysis.SystemPrompt)
 	if w.Mission != nil {
-		budget -= w.Mission.Memory.Bytes()
+		b -= w.Mission.Memory.Bytes()
 	}
-	kept := KeepNewestWithin(w.Memories, budget)
+	return b
+}
+
+// FitsWith reports whether the window's memories plus extra bytes (carried rows the caller holds) fit the response
+// bound, so that Bound would leave nothing out of the whole window.
+func (w *ComposeWindow) FitsWith(extra int64) bool {
+	total := extra
+	for _, m := range w.Memories {
+		total += int64(m.Bytes())
+	}
+	return total <= int64(w.budget())
+}
+
+// Bound applies a window's byte bounds to results already cut (CutResults): the newest memories within
+// MaxResponseBytes minus what the mission and the system prompt take (always at least the newest one). When rows
+// are left out the window reports its turn as truncated and its recent part as starting at the first row kept, so
+// the composer says so instead of presenting a partial turn as whole; CarryCut says carried rows were left out.
+func (w *ComposeWindow) Bound() {
+	kept := KeepNewestWithin(w.Memories, w.budget())
 	if len(kept) == len(w.Memories) {
 		return
 	}
+	w.CarryCut = w.Memories[0].Seq < w.RecentStartSeq
 	w.Memories = kept
 	if first := kept[0].Seq; first > w.RecentStartSeq {
 		w.RecentStartSeq = first

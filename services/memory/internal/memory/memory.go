@@ -226,6 +226,11 @@ type ComposeWindow struct {
 	ObjectiveSeq int64
 	// TurnTruncated reports that the current turn is longer than MaxTurnRows and its oldest rows were left out.
 	TurnTruncated bool
+	// CarryOmitted reports that the rows below RecentStartSeq were left out because the query's Known named this
+	// window's ObjectiveSeq and RecentStartSeq: the caller holds them.
+	CarryOmitted bool
+	// CarryCut reports that the byte bound left out rows below RecentStartSeq: the carried rows are not all there.
+	CarryCut bool
 }
 
 // MemoryHit is one ranked search result.

@@ -222,7 +222,9 @@ func (s *Service) GetMemory(ctx context.Context, mysisID string, id int64) (Memo
 }
 
 // GetComposeWindow returns the mysis, its compose window (oldest first) and its current mission, bounded by bytes:
-// oversized tool results cut with their pointer, the whole within MaxResponseBytes.
+// oversized tool results cut with their pointer, the whole within MaxResponseBytes. The carried rows the caller
+// holds (q.Known) are left out only when the whole window, those rows included, fits that bound: otherwise the bound
+// would have cut into them, so the window is read again whole (one more statement, only near MaxResponseBytes).
 func (s *Service) GetComposeWindow(ctx context.Context, q WindowQuery) (ComposeWindow, error) {
 	q, err := q.Normalize()
 	if err != nil {
@@ -232,7 +234,15 @@ func (s *Service) GetComposeWindow(ctx context.Context, q WindowQuery) (ComposeW
 	if err != nil {
 		return ComposeWindow{}, err
 	}
-	w.Bound(q.MaxResultBytes)
+	w.CutResults(q.MaxResultBytes)
+	if w.CarryOmitted && !w.FitsWith(q.Known.Bytes) {
+		q.Known = CarryKnown{}
+		if w, err = s.store.GetComposeWindow(ctx, q); err != nil {
+			return ComposeWindow{}, err
+		}
+		w.CutResults(q.MaxResultBytes)
+	}
+	w.Bound()
 	return w, nil
 }
 

@@ -41,6 +41,16 @@ type WindowQuery struct {
 	MaxResultBytes int
 	// RecentFrom extends the recent part back to this seq (the composer's previous boundary); 0 = none.
 	RecentFrom int64
+	// Known is the carried part the caller holds (carry_known): when the window's objective and recent start equal
+	// it, the rows below the start are not read (ComposeWindow.CarryOmitted). Zero = none held.
+	Known CarryKnown
+}
+
+// CarryKnown names the carried rows a caller holds: those below RecentStartSeq of an earlier, whole window with this
+// ObjectiveSeq, read under the same carry limit, snapshot and pinned tools, reply limit and result cut, and their
+// size as Memory.Bytes counts it. RecentStartSeq 0 means none.
+type CarryKnown struct {
+	ObjectiveSeq, RecentStartSeq, Bytes int64
 }
 
 // V2 reports whether q asks for more than the v1 window.
@@ -77,6 +87,9 @@ func (q WindowQuery) Normalize() (WindowQuery, error) {
 	}
 	if q.RecentFrom < 0 {
 		return q, errs.InvalidField("recent_from_seq", "must not be negative (0 means none), got %d", q.RecentFrom)
+	}
+	if err := q.Known.validate(); err != nil {
+		return q, err
 	}
 	for _, l := range []struct {
 		field string
@@ -120,4 +133,17 @@ func capped(field string, v, max int) (int, error) {
 func (q WindowQuery) For(mysisID string) WindowQuery {
 	q.MysisID = mysisID
 	return q
+}
+
+// validate checks the held carry's fields, naming them as the API does.
+func (k CarryKnown) validate() error {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"carry_known.objective_seq", k.ObjectiveSeq}, {"carry_known.recent_start_seq", k.RecentStartSeq}, {"carry_known.bytes", k.Bytes}} {
+		if f.v < 0 {
+			return errs.InvalidField(f.name, "must not be negative, got %d", f.v)
+		}
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
 	"github.com/zoeaswarm/zoea/services/memory/internal/pgstore"
@@ -17,12 +18,19 @@ import (
 // test table cannot hide a predicate that no longer matches a partial index.
 func explainWindow(t *testing.T, q memory.WindowQuery) string {
 	t.Helper()
+	return explainWindowWith(t, pool(t), q, "EXPLAIN ")
+}
+
+// explainWindowWith is explainWindow on another database and with another EXPLAIN prefix (EXPLAIN ANALYZE: what
+// the statement did run).
+func explainWindowWith(t *testing.T, p *pgxpool.Pool, q memory.WindowQuery, explain string) string {
+	t.Helper()
 	ctx := context.Background()
 	args, err := pgstore.WindowArgs(q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pool(t).Acquire(ctx)
+	conn, err := p.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +39,7 @@ func explainWindow(t *testing.T, q memory.WindowQuery) string {
 		t.Fatal(err)
 	}
 	defer func() { _, _ = conn.Exec(ctx, `RESET enable_seqscan`) }()
-	rows, err := conn.Query(ctx, `EXPLAIN `+pgstore.WindowSQL(), append([]any{pgx.QueryExecModeSimpleProtocol}, args...)...)
+	rows, err := conn.Query(ctx, explain+pgstore.WindowSQL(), append([]any{pgx.QueryExecModeSimpleProtocol}, args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,4 +142,31 @@ func TestComposeWindowV2UsesItsIndexes(t *testing.T) {
 	if w.ObjectiveSeq == 0 || w.RecentStartSeq == 0 || len(w.Memories) < 20+5 {
 		t.Fatalf("seeded window: objective %d, start %d, %d memories", w.ObjectiveSeq, w.RecentStartSeq, len(w.Memories))
 	}
+	// With the carried rows held by the caller (carry_known), none of the carried parts runs: the carry-over scan,
+	// the pinned probes and the replies are gated off before they read anything.
+	q := memory.WindowQuery{MysisID: ids[1], Window: 20, CarryLimit: 50, SnapshotTools: []string{"get_status"},
+		PinnedTools: []string{"login"}, ReplyLimit: 5, Known: memory.CarryKnown{ObjectiveSeq: w.ObjectiveSeq, RecentStartSeq: w.RecentStartSeq}}
+	plan = explainWindowWith(t, p, q, "EXPLAIN (ANALYZE, COSTS off, TIMING off, SUMMARY off) ")
+	if !strings.Contains(plan, "CTE Scan on om") || !strings.Contains(plan, "Index Scan using memories_mysis_seq_key") {
+		t.Fatalf("not the window's plan:\n%s", plan)
+	}
+	for _, idx := range []string{"memories_tool_seq_idx", "memories_tool_name_idx", "memories_reply_idx"} {
+		if !neverExecuted(plan, idx) {
+			t.Errorf("carry held: the scan of %s ran:\n%s", idx, plan)
+		}
+	}
+}
+
+// neverExecuted reports whether every scan of index idx in an EXPLAIN ANALYZE plan says "(never executed)".
+func neverExecuted(plan, idx string) bool {
+	found := false
+	for _, l := range strings.Split(plan, "\n") {
+		if strings.Contains(l, "using "+idx) || strings.Contains(l, "on "+idx) {
+			found = true
+			if !strings.Contains(l, "never executed") {
+				return false
+			}
+		}
+	}
+	return found
 }

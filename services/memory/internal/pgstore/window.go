@@ -13,7 +13,8 @@ import (
 // 3 global fallback); the columns of the other kinds are typed NULLs.
 //
 // Parameters: $1 mysis, $2 window, $3 global fallback, $4 v2, $5 max turn rows, $6 carry limit, $7 snapshot tools,
-// $8 pinned tools, $9 reply limit, $10 carry scan bound, $11 call lookback, $12 recent from (0 = none).
+// $8 pinned tools, $9 reply limit, $10 carry scan bound, $11 call lookback, $12 recent from (0 = none), $13 and $14
+// the objective and recent start of the carried rows the caller holds (carry_known; start 0 = none).
 //
 // The recent part is the seq range [s, last_seq] (seq is gapless). v1 (not $4): s = last_seq - window + 1, the
 // newest window rows, exactly as before. v2: s reaches back to the current turn's opener (the newest user row with
@@ -32,6 +33,10 @@ import (
 // of those with the assistant row that made
 // the call; and the newest $9 assistant text replies since the objective (memories_reply_idx). Every part is an
 // index probe or a bounded index range, so the cost follows the size of the answer, not the length of the history.
+//
+// When the window's objective and start equal the caller's ($13, $14), the carried rows are the ones the caller
+// holds (all before s, memories append-only): ck, pn and rp are gated off by a one-time filter (om), so none of them
+// is read — the carry scan's cost, which grows with the time since the objective, is skipped altogether.
 const windowSQL = `
 WITH y AS (
 	SELECT ` + mysisCols + ` FROM myses y WHERE y.id = $1
@@ -69,25 +74,28 @@ WITH y AS (
 			b1.s1)
 	END AS s
 	FROM b1
+), om AS MATERIALIZED (
+	SELECT b2.obj = $13::int8 AND b2.s = $14::int8 AS skip FROM b2
 ), r AS (
 	SELECT ` + memCols + ` FROM memories m
 	WHERE m.mysis_id = $1 AND m.seq >= (SELECT b2.s FROM b2) AND m.seq <= (SELECT b2.l FROM b2)
 ), ck AS (
 	SELECT t.seq, CASE WHEN t.tool_name = ANY($7::text[]) THEN t.tool_name ELSE coalesce(t.call_key, t.tool_name) END AS k
 	FROM memories t
-	WHERE $6 > 0 AND t.mysis_id = $1 AND t.role = 4 AND t.seq > (SELECT b2.obj FROM b2) AND t.seq < (SELECT b2.s FROM b2)
+	WHERE $6 > 0 AND NOT (SELECT om.skip FROM om) AND t.mysis_id = $1 AND t.role = 4 AND t.seq > (SELECT b2.obj FROM b2) AND t.seq < (SELECT b2.s FROM b2)
 	ORDER BY t.seq DESC LIMIT $10
 ), c AS (
 	SELECT max(ck.seq) AS seq FROM ck GROUP BY ck.k COLLATE "C" ORDER BY 1 DESC LIMIT $6
 ), pn AS (
 	SELECT x.seq FROM unnest($8::text[]) AS p(name), LATERAL (
-		SELECT t.seq FROM memories t WHERE t.mysis_id = $1 AND t.role = 4 AND t.tool_name = p.name
+		SELECT t.seq FROM memories t WHERE NOT (SELECT om.skip FROM om) AND t.mysis_id = $1 AND t.role = 4
+			AND t.tool_name = p.name
 			AND t.seq < (SELECT b2.s FROM b2)
 		ORDER BY t.seq DESC LIMIT 1
 	) x
 ), rp AS (
 	SELECT a.seq FROM memories a
-	WHERE $9 > 0 AND a.mysis_id = $1 AND a.role = 3 AND a.tool_calls IS NULL
+	WHERE $9 > 0 AND NOT (SELECT om.skip FROM om) AND a.mysis_id = $1 AND a.role = 3 AND a.tool_calls IS NULL
 		AND a.seq > (SELECT b2.obj FROM b2) AND a.seq < (SELECT b2.s FROM b2)
 	ORDER BY a.seq DESC LIMIT $9
 ), xa AS (
@@ -118,7 +126,7 @@ func windowArgs(q memory.WindowQuery) []any {
 		pinned = []string{}
 	}
 	return []any{q.MysisID, q.Window, q.GlobalFallback, q.V2(), q.TurnRows(), q.CarryLimit, snap, pinned,
-		q.ReplyLimit, memory.CarryScanRows, memory.CallLookback, q.RecentFrom}
+		q.ReplyLimit, memory.CarryScanRows, memory.CallLookback, q.RecentFrom, q.Known.ObjectiveSeq, q.Known.RecentStartSeq}
 }
 
 // GetComposeWindow returns the mysis, its compose window (oldest first, rows as stored) and its current mission for
@@ -162,8 +170,10 @@ func (s *Store) GetComposeWindow(ctx context.Context, q memory.WindowQuery) (mem
 	if !found {
 		return memory.ComposeWindow{}, errMysisNotFound(q.MysisID)
 	}
+	// The statement left the carried rows out exactly when these match (om); a mysis without memories has none.
+	out.CarryOmitted = q.Known.RecentStartSeq > 0 && out.ObjectiveSeq == q.Known.ObjectiveSeq && out.RecentStartSeq == q.Known.RecentStartSeq
 	if out.Mysis.LastSeq == 0 {
-		out.RecentStartSeq = 0
+		out.RecentStartSeq, out.CarryOmitted = 0, false
 	}
 	// Rows come in index order per part; the composer wants one chronological list.
 	slices.SortFunc(out.Memories, func(a, b memory.Memory) int { return cmp.Compare(a.Seq, b.Seq) })

@@ -80,6 +80,34 @@ func TestComposeWindowBoundedByBytes(t *testing.T) {
 	if total > memory.MaxResponseBytes || len(w.Memories) == 0 {
 		t.Fatalf("v2 window: %d rows, %d bytes", len(w.Memories), total)
 	}
+	if w.CarryCut {
+		t.Fatal("v2 window: carry_cut with every row kept")
+	}
+}
+
+// When the bound leaves out carried rows (those below the recent part's start) but none of the recent part, the
+// window says so (carry_cut: a caller must not hold such a carry), and the turn is not truncated.
+func TestComposeWindowReportsCarryCut(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	m := mkMysis(t, s)
+	big := strings.Repeat("r", 2<<20)
+	rows := []memory.NewMemory{user("Map everything.")}
+	for i := range 10 { // ten distinct calls: 20 MiB of carried results
+		id := fmt.Sprintf("c%d", i)
+		rows = append(rows, assistant("", memory.ToolCall{ID: id, Name: "get_map", Arguments: fmt.Sprintf(`{"n":%d}`, i)}), toolResult(id, "get_map", big))
+	}
+	rows = append(rows, memory.NewMemory{Role: memory.RoleUser, Source: memory.SourceNudge, Content: "Continue."}, assistant("Done."))
+	must[[]memory.Memory](t)(s.AppendMemories(ctx, m.ID, rows))
+	q := memory.WindowQuery{MysisID: m.ID, Window: 2, CarryLimit: 20, MaxResultBytes: memory.MaxContentBytes}
+	w := must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, q))
+	if !w.CarryCut || w.TurnTruncated || w.RecentStartSeq != 22 || len(w.Memories) < 4 || len(w.Memories) >= 22 {
+		t.Fatalf("carried rows over the bound: carry_cut %v, truncated %v, start %d, %d rows", w.CarryCut, w.TurnTruncated, w.RecentStartSeq, len(w.Memories))
+	}
+	q.MaxResultBytes = 0 // cut to 256 KiB each, everything fits
+	if w = must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, q)); w.CarryCut || len(w.Memories) != 22 {
+		t.Fatalf("cut results: carry_cut %v, %d rows", w.CarryCut, len(w.Memories))
+	}
 }
 
 // The largest result the store takes (memory.MaxContentBytes) comes back cut to the requested cap at a UTF-8

@@ -2644,7 +2644,11 @@ type GetComposeWindowRequest struct {
 	// When set, the response carries the mysis's spend (GetSpend's answer for this time: its own limits and the
 	// mysis's and the swarm's counts in the windows containing it), read in the same call after the window, so the
 	// spend check before the LLM call needs no GetSpend of its own.
-	SpendAt       *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=spend_at,json=spendAt,proto3" json:"spend_at,omitempty"`
+	SpendAt *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=spend_at,json=spendAt,proto3" json:"spend_at,omitempty"`
+	// The carried part of this window the caller already holds (v2): when the window's objective_seq and
+	// recent_start_seq come out equal to these, the rows below recent_start_seq are left out of the response
+	// (carry_omitted). Unset means none held: the whole window comes back.
+	CarryKnown    *CarryKnown `protobuf:"bytes,13,opt,name=carry_known,json=carryKnown,proto3" json:"carry_known,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2763,6 +2767,84 @@ func (x *GetComposeWindowRequest) GetSpendAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *GetComposeWindowRequest) GetCarryKnown() *CarryKnown {
+	if x != nil {
+		return x.CarryKnown
+	}
+	return nil
+}
+
+// CarryKnown names the carried rows a caller holds from an earlier, complete window of the same mysis: those below
+// that window's recent_start_seq (never carry_cut), read under the same carry_limit, snapshot_tools, pinned_tools,
+// reply_limit and max_result_bytes as this request. Memories are append-only and every carried row lies below
+// recent_start_seq, so while the objective and the recent part's start stay put the carried rows are the same rows,
+// byte for byte; the caller keeps them and the server need not read them again.
+type CarryKnown struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The objective_seq of the window they came from (0: no objective of the mysis's own). Not negative.
+	ObjectiveSeq int64 `protobuf:"varint,1,opt,name=objective_seq,json=objectiveSeq,proto3" json:"objective_seq,omitempty"`
+	// The recent_start_seq of the window they came from; 0 means none held. Not negative.
+	RecentStartSeq int64 `protobuf:"varint,2,opt,name=recent_start_seq,json=recentStartSeq,proto3" json:"recent_start_seq,omitempty"`
+	// Their size as the response bound counts it (content, reasoning, tool call ids, names and arguments, after
+	// max_result_bytes cut them). The server leaves them out only when the whole window, these rows included, fits
+	// the response bound, so a window it would have cut comes back whole instead (as if carry_known were unset). Not
+	// negative.
+	Bytes         int64 `protobuf:"varint,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CarryKnown) Reset() {
+	*x = CarryKnown{}
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CarryKnown) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CarryKnown) ProtoMessage() {}
+
+func (x *CarryKnown) ProtoReflect() protoreflect.Message {
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CarryKnown.ProtoReflect.Descriptor instead.
+func (*CarryKnown) Descriptor() ([]byte, []int) {
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *CarryKnown) GetObjectiveSeq() int64 {
+	if x != nil {
+		return x.ObjectiveSeq
+	}
+	return 0
+}
+
+func (x *CarryKnown) GetRecentStartSeq() int64 {
+	if x != nil {
+		return x.RecentStartSeq
+	}
+	return 0
+}
+
+func (x *CarryKnown) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
 // Mission is the order a mysis is currently working on.
 type Mission struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2777,7 +2859,7 @@ type Mission struct {
 
 func (x *Mission) Reset() {
 	*x = Mission{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[31]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2789,7 +2871,7 @@ func (x *Mission) String() string {
 func (*Mission) ProtoMessage() {}
 
 func (x *Mission) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[31]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2802,7 +2884,7 @@ func (x *Mission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mission.ProtoReflect.Descriptor instead.
 func (*Mission) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{31}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Mission) GetMemory() *Memory {
@@ -2841,14 +2923,20 @@ type GetComposeWindowResponse struct {
 	Spend *GetSpendResponse `protobuf:"bytes,7,opt,name=spend,proto3" json:"spend,omitempty"`
 	// The rows of the request's `append`, as stored (for retried keys, the rows stored the first time), in request
 	// order.
-	Appended      []*Memory `protobuf:"bytes,8,rep,name=appended,proto3" json:"appended,omitempty"`
+	Appended []*Memory `protobuf:"bytes,8,rep,name=appended,proto3" json:"appended,omitempty"`
+	// True when the rows below recent_start_seq were left out because the request's carry_known named this window's
+	// objective_seq and recent_start_seq: the caller's held rows followed by `memories` are the whole window.
+	CarryOmitted bool `protobuf:"varint,9,opt,name=carry_omitted,json=carryOmitted,proto3" json:"carry_omitted,omitempty"`
+	// True when the response bound left out rows below recent_start_seq: the carried rows returned are not all of
+	// them, so they must not be sent back as carry_known.
+	CarryCut      bool `protobuf:"varint,10,opt,name=carry_cut,json=carryCut,proto3" json:"carry_cut,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetComposeWindowResponse) Reset() {
 	*x = GetComposeWindowResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[32]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2860,7 +2948,7 @@ func (x *GetComposeWindowResponse) String() string {
 func (*GetComposeWindowResponse) ProtoMessage() {}
 
 func (x *GetComposeWindowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[32]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2873,7 +2961,7 @@ func (x *GetComposeWindowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetComposeWindowResponse.ProtoReflect.Descriptor instead.
 func (*GetComposeWindowResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{32}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GetComposeWindowResponse) GetMysis() *Mysis {
@@ -2932,6 +3020,20 @@ func (x *GetComposeWindowResponse) GetAppended() []*Memory {
 	return nil
 }
 
+func (x *GetComposeWindowResponse) GetCarryOmitted() bool {
+	if x != nil {
+		return x.CarryOmitted
+	}
+	return false
+}
+
+func (x *GetComposeWindowResponse) GetCarryCut() bool {
+	if x != nil {
+		return x.CarryCut
+	}
+	return false
+}
+
 // RecordBroadcastRequest records and delivers a broadcast.
 type RecordBroadcastRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2949,7 +3051,7 @@ type RecordBroadcastRequest struct {
 
 func (x *RecordBroadcastRequest) Reset() {
 	*x = RecordBroadcastRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[33]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2961,7 +3063,7 @@ func (x *RecordBroadcastRequest) String() string {
 func (*RecordBroadcastRequest) ProtoMessage() {}
 
 func (x *RecordBroadcastRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[33]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2974,7 +3076,7 @@ func (x *RecordBroadcastRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordBroadcastRequest.ProtoReflect.Descriptor instead.
 func (*RecordBroadcastRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{33}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RecordBroadcastRequest) GetBroadcastId() string {
@@ -3020,7 +3122,7 @@ type RecordBroadcastResponse struct {
 
 func (x *RecordBroadcastResponse) Reset() {
 	*x = RecordBroadcastResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[34]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3032,7 +3134,7 @@ func (x *RecordBroadcastResponse) String() string {
 func (*RecordBroadcastResponse) ProtoMessage() {}
 
 func (x *RecordBroadcastResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[34]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3045,7 +3147,7 @@ func (x *RecordBroadcastResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordBroadcastResponse.ProtoReflect.Descriptor instead.
 func (*RecordBroadcastResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{34}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RecordBroadcastResponse) GetBroadcast() *Broadcast {
@@ -3082,7 +3184,7 @@ type DeliverBroadcastRequest struct {
 
 func (x *DeliverBroadcastRequest) Reset() {
 	*x = DeliverBroadcastRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[35]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3094,7 +3196,7 @@ func (x *DeliverBroadcastRequest) String() string {
 func (*DeliverBroadcastRequest) ProtoMessage() {}
 
 func (x *DeliverBroadcastRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[35]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3107,7 +3209,7 @@ func (x *DeliverBroadcastRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverBroadcastRequest.ProtoReflect.Descriptor instead.
 func (*DeliverBroadcastRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{35}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *DeliverBroadcastRequest) GetBroadcastId() string {
@@ -3139,7 +3241,7 @@ type DeliverBroadcastResponse struct {
 
 func (x *DeliverBroadcastResponse) Reset() {
 	*x = DeliverBroadcastResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[36]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3151,7 +3253,7 @@ func (x *DeliverBroadcastResponse) String() string {
 func (*DeliverBroadcastResponse) ProtoMessage() {}
 
 func (x *DeliverBroadcastResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[36]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3164,7 +3266,7 @@ func (x *DeliverBroadcastResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverBroadcastResponse.ProtoReflect.Descriptor instead.
 func (*DeliverBroadcastResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{36}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *DeliverBroadcastResponse) GetDeliveredCount() int32 {
@@ -3208,7 +3310,7 @@ type SearchMessagesRequest struct {
 
 func (x *SearchMessagesRequest) Reset() {
 	*x = SearchMessagesRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[37]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3220,7 +3322,7 @@ func (x *SearchMessagesRequest) String() string {
 func (*SearchMessagesRequest) ProtoMessage() {}
 
 func (x *SearchMessagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[37]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3233,7 +3335,7 @@ func (x *SearchMessagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchMessagesRequest.ProtoReflect.Descriptor instead.
 func (*SearchMessagesRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{37}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SearchMessagesRequest) GetMysisId() string {
@@ -3286,7 +3388,7 @@ type MemoryHit struct {
 
 func (x *MemoryHit) Reset() {
 	*x = MemoryHit{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[38]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3298,7 +3400,7 @@ func (x *MemoryHit) String() string {
 func (*MemoryHit) ProtoMessage() {}
 
 func (x *MemoryHit) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[38]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3311,7 +3413,7 @@ func (x *MemoryHit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryHit.ProtoReflect.Descriptor instead.
 func (*MemoryHit) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{38}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *MemoryHit) GetMemory() *Memory {
@@ -3349,7 +3451,7 @@ type SearchMessagesResponse struct {
 
 func (x *SearchMessagesResponse) Reset() {
 	*x = SearchMessagesResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[39]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3361,7 +3463,7 @@ func (x *SearchMessagesResponse) String() string {
 func (*SearchMessagesResponse) ProtoMessage() {}
 
 func (x *SearchMessagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[39]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3374,7 +3476,7 @@ func (x *SearchMessagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchMessagesResponse.ProtoReflect.Descriptor instead.
 func (*SearchMessagesResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{39}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SearchMessagesResponse) GetHits() []*MemoryHit {
@@ -3406,7 +3508,7 @@ type SearchReasoningRequest struct {
 
 func (x *SearchReasoningRequest) Reset() {
 	*x = SearchReasoningRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[40]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3418,7 +3520,7 @@ func (x *SearchReasoningRequest) String() string {
 func (*SearchReasoningRequest) ProtoMessage() {}
 
 func (x *SearchReasoningRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[40]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3431,7 +3533,7 @@ func (x *SearchReasoningRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchReasoningRequest.ProtoReflect.Descriptor instead.
 func (*SearchReasoningRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{40}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SearchReasoningRequest) GetMysisId() string {
@@ -3466,7 +3568,7 @@ type SearchReasoningResponse struct {
 
 func (x *SearchReasoningResponse) Reset() {
 	*x = SearchReasoningResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[41]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3478,7 +3580,7 @@ func (x *SearchReasoningResponse) String() string {
 func (*SearchReasoningResponse) ProtoMessage() {}
 
 func (x *SearchReasoningResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[41]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3491,7 +3593,7 @@ func (x *SearchReasoningResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchReasoningResponse.ProtoReflect.Descriptor instead.
 func (*SearchReasoningResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{41}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SearchReasoningResponse) GetHits() []*MemoryHit {
@@ -3514,7 +3616,7 @@ type SearchBroadcastsRequest struct {
 
 func (x *SearchBroadcastsRequest) Reset() {
 	*x = SearchBroadcastsRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[42]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3526,7 +3628,7 @@ func (x *SearchBroadcastsRequest) String() string {
 func (*SearchBroadcastsRequest) ProtoMessage() {}
 
 func (x *SearchBroadcastsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[42]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3539,7 +3641,7 @@ func (x *SearchBroadcastsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchBroadcastsRequest.ProtoReflect.Descriptor instead.
 func (*SearchBroadcastsRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{42}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SearchBroadcastsRequest) GetQuery() string {
@@ -3571,7 +3673,7 @@ type BroadcastHit struct {
 
 func (x *BroadcastHit) Reset() {
 	*x = BroadcastHit{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[43]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3583,7 +3685,7 @@ func (x *BroadcastHit) String() string {
 func (*BroadcastHit) ProtoMessage() {}
 
 func (x *BroadcastHit) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[43]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3596,7 +3698,7 @@ func (x *BroadcastHit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BroadcastHit.ProtoReflect.Descriptor instead.
 func (*BroadcastHit) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{43}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *BroadcastHit) GetBroadcast() *Broadcast {
@@ -3631,7 +3733,7 @@ type SearchBroadcastsResponse struct {
 
 func (x *SearchBroadcastsResponse) Reset() {
 	*x = SearchBroadcastsResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[44]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3643,7 +3745,7 @@ func (x *SearchBroadcastsResponse) String() string {
 func (*SearchBroadcastsResponse) ProtoMessage() {}
 
 func (x *SearchBroadcastsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[44]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3656,7 +3758,7 @@ func (x *SearchBroadcastsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchBroadcastsResponse.ProtoReflect.Descriptor instead.
 func (*SearchBroadcastsResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{44}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *SearchBroadcastsResponse) GetHits() []*BroadcastHit {
@@ -3683,7 +3785,7 @@ type CreateAccountRequest struct {
 
 func (x *CreateAccountRequest) Reset() {
 	*x = CreateAccountRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[45]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3695,7 +3797,7 @@ func (x *CreateAccountRequest) String() string {
 func (*CreateAccountRequest) ProtoMessage() {}
 
 func (x *CreateAccountRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[45]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3708,7 +3810,7 @@ func (x *CreateAccountRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAccountRequest.ProtoReflect.Descriptor instead.
 func (*CreateAccountRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{45}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *CreateAccountRequest) GetUsername() string {
@@ -3750,7 +3852,7 @@ type CreateAccountResponse struct {
 
 func (x *CreateAccountResponse) Reset() {
 	*x = CreateAccountResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[46]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3762,7 +3864,7 @@ func (x *CreateAccountResponse) String() string {
 func (*CreateAccountResponse) ProtoMessage() {}
 
 func (x *CreateAccountResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[46]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3775,7 +3877,7 @@ func (x *CreateAccountResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAccountResponse.ProtoReflect.Descriptor instead.
 func (*CreateAccountResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{46}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *CreateAccountResponse) GetAccount() *Account {
@@ -3796,7 +3898,7 @@ type ClaimAccountRequest struct {
 
 func (x *ClaimAccountRequest) Reset() {
 	*x = ClaimAccountRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[47]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3808,7 +3910,7 @@ func (x *ClaimAccountRequest) String() string {
 func (*ClaimAccountRequest) ProtoMessage() {}
 
 func (x *ClaimAccountRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[47]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3821,7 +3923,7 @@ func (x *ClaimAccountRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimAccountRequest.ProtoReflect.Descriptor instead.
 func (*ClaimAccountRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{47}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ClaimAccountRequest) GetMysisId() string {
@@ -3842,7 +3944,7 @@ type ClaimAccountResponse struct {
 
 func (x *ClaimAccountResponse) Reset() {
 	*x = ClaimAccountResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[48]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3854,7 +3956,7 @@ func (x *ClaimAccountResponse) String() string {
 func (*ClaimAccountResponse) ProtoMessage() {}
 
 func (x *ClaimAccountResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[48]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3867,7 +3969,7 @@ func (x *ClaimAccountResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimAccountResponse.ProtoReflect.Descriptor instead.
 func (*ClaimAccountResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{48}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ClaimAccountResponse) GetAccount() *Account {
@@ -3888,7 +3990,7 @@ type GetAccountForMysisRequest struct {
 
 func (x *GetAccountForMysisRequest) Reset() {
 	*x = GetAccountForMysisRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[49]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3900,7 +4002,7 @@ func (x *GetAccountForMysisRequest) String() string {
 func (*GetAccountForMysisRequest) ProtoMessage() {}
 
 func (x *GetAccountForMysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[49]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3913,7 +4015,7 @@ func (x *GetAccountForMysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAccountForMysisRequest.ProtoReflect.Descriptor instead.
 func (*GetAccountForMysisRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{49}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *GetAccountForMysisRequest) GetMysisId() string {
@@ -3934,7 +4036,7 @@ type GetAccountForMysisResponse struct {
 
 func (x *GetAccountForMysisResponse) Reset() {
 	*x = GetAccountForMysisResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[50]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3946,7 +4048,7 @@ func (x *GetAccountForMysisResponse) String() string {
 func (*GetAccountForMysisResponse) ProtoMessage() {}
 
 func (x *GetAccountForMysisResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[50]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3959,7 +4061,7 @@ func (x *GetAccountForMysisResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAccountForMysisResponse.ProtoReflect.Descriptor instead.
 func (*GetAccountForMysisResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{50}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *GetAccountForMysisResponse) GetAccount() *Account {
@@ -3980,7 +4082,7 @@ type ReleaseAccountRequest struct {
 
 func (x *ReleaseAccountRequest) Reset() {
 	*x = ReleaseAccountRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[51]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3992,7 +4094,7 @@ func (x *ReleaseAccountRequest) String() string {
 func (*ReleaseAccountRequest) ProtoMessage() {}
 
 func (x *ReleaseAccountRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[51]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4005,7 +4107,7 @@ func (x *ReleaseAccountRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseAccountRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseAccountRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{51}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ReleaseAccountRequest) GetMysisId() string {
@@ -4026,7 +4128,7 @@ type ReleaseAccountResponse struct {
 
 func (x *ReleaseAccountResponse) Reset() {
 	*x = ReleaseAccountResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[52]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4038,7 +4140,7 @@ func (x *ReleaseAccountResponse) String() string {
 func (*ReleaseAccountResponse) ProtoMessage() {}
 
 func (x *ReleaseAccountResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[52]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4051,7 +4153,7 @@ func (x *ReleaseAccountResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseAccountResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseAccountResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{52}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ReleaseAccountResponse) GetUsername() string {
@@ -4074,7 +4176,7 @@ type RecordLlmCallsRequest struct {
 
 func (x *RecordLlmCallsRequest) Reset() {
 	*x = RecordLlmCallsRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[53]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4086,7 +4188,7 @@ func (x *RecordLlmCallsRequest) String() string {
 func (*RecordLlmCallsRequest) ProtoMessage() {}
 
 func (x *RecordLlmCallsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[53]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4099,7 +4201,7 @@ func (x *RecordLlmCallsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordLlmCallsRequest.ProtoReflect.Descriptor instead.
 func (*RecordLlmCallsRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{53}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RecordLlmCallsRequest) GetMysisId() string {
@@ -4127,7 +4229,7 @@ type RecordLlmCallsResponse struct {
 
 func (x *RecordLlmCallsResponse) Reset() {
 	*x = RecordLlmCallsResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[54]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4139,7 +4241,7 @@ func (x *RecordLlmCallsResponse) String() string {
 func (*RecordLlmCallsResponse) ProtoMessage() {}
 
 func (x *RecordLlmCallsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[54]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4152,7 +4254,7 @@ func (x *RecordLlmCallsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordLlmCallsResponse.ProtoReflect.Descriptor instead.
 func (*RecordLlmCallsResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{54}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *RecordLlmCallsResponse) GetRecordedCount() int32 {
@@ -4195,7 +4297,7 @@ type UsageTotals struct {
 
 func (x *UsageTotals) Reset() {
 	*x = UsageTotals{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[55]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4207,7 +4309,7 @@ func (x *UsageTotals) String() string {
 func (*UsageTotals) ProtoMessage() {}
 
 func (x *UsageTotals) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[55]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4220,7 +4322,7 @@ func (x *UsageTotals) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageTotals.ProtoReflect.Descriptor instead.
 func (*UsageTotals) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{55}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *UsageTotals) GetCalls() int64 {
@@ -4326,7 +4428,7 @@ type UsageRow struct {
 
 func (x *UsageRow) Reset() {
 	*x = UsageRow{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[56]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4338,7 +4440,7 @@ func (x *UsageRow) String() string {
 func (*UsageRow) ProtoMessage() {}
 
 func (x *UsageRow) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[56]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4351,7 +4453,7 @@ func (x *UsageRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageRow.ProtoReflect.Descriptor instead.
 func (*UsageRow) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{56}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *UsageRow) GetMysisId() string {
@@ -4410,7 +4512,7 @@ type GetUsageRequest struct {
 
 func (x *GetUsageRequest) Reset() {
 	*x = GetUsageRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[57]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4422,7 +4524,7 @@ func (x *GetUsageRequest) String() string {
 func (*GetUsageRequest) ProtoMessage() {}
 
 func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[57]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4435,7 +4537,7 @@ func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageRequest.ProtoReflect.Descriptor instead.
 func (*GetUsageRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{57}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *GetUsageRequest) GetMysisIds() []string {
@@ -4495,7 +4597,7 @@ type GetUsageResponse struct {
 
 func (x *GetUsageResponse) Reset() {
 	*x = GetUsageResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[58]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4507,7 +4609,7 @@ func (x *GetUsageResponse) String() string {
 func (*GetUsageResponse) ProtoMessage() {}
 
 func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[58]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4520,7 +4622,7 @@ func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageResponse.ProtoReflect.Descriptor instead.
 func (*GetUsageResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{58}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *GetUsageResponse) GetTotal() *UsageTotals {
@@ -4559,7 +4661,7 @@ type SpendLimit struct {
 
 func (x *SpendLimit) Reset() {
 	*x = SpendLimit{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[59]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4571,7 +4673,7 @@ func (x *SpendLimit) String() string {
 func (*SpendLimit) ProtoMessage() {}
 
 func (x *SpendLimit) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[59]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4584,7 +4686,7 @@ func (x *SpendLimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpendLimit.ProtoReflect.Descriptor instead.
 func (*SpendLimit) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{59}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *SpendLimit) GetWindow() SpendWindow {
@@ -4625,7 +4727,7 @@ type SpendCount struct {
 
 func (x *SpendCount) Reset() {
 	*x = SpendCount{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[60]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4637,7 +4739,7 @@ func (x *SpendCount) String() string {
 func (*SpendCount) ProtoMessage() {}
 
 func (x *SpendCount) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[60]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4650,7 +4752,7 @@ func (x *SpendCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpendCount.ProtoReflect.Descriptor instead.
 func (*SpendCount) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{60}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *SpendCount) GetWindow() SpendWindow {
@@ -4694,7 +4796,7 @@ type GetSpendRequest struct {
 
 func (x *GetSpendRequest) Reset() {
 	*x = GetSpendRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[61]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4706,7 +4808,7 @@ func (x *GetSpendRequest) String() string {
 func (*GetSpendRequest) ProtoMessage() {}
 
 func (x *GetSpendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[61]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4719,7 +4821,7 @@ func (x *GetSpendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSpendRequest.ProtoReflect.Descriptor instead.
 func (*GetSpendRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{61}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *GetSpendRequest) GetMysisId() string {
@@ -4751,7 +4853,7 @@ type GetSpendResponse struct {
 
 func (x *GetSpendResponse) Reset() {
 	*x = GetSpendResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[62]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4763,7 +4865,7 @@ func (x *GetSpendResponse) String() string {
 func (*GetSpendResponse) ProtoMessage() {}
 
 func (x *GetSpendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[62]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4776,7 +4878,7 @@ func (x *GetSpendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSpendResponse.ProtoReflect.Descriptor instead.
 func (*GetSpendResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{62}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *GetSpendResponse) GetLimits() []*SpendLimit {
@@ -4813,7 +4915,7 @@ type SetSpendLimitsRequest struct {
 
 func (x *SetSpendLimitsRequest) Reset() {
 	*x = SetSpendLimitsRequest{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[63]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4825,7 +4927,7 @@ func (x *SetSpendLimitsRequest) String() string {
 func (*SetSpendLimitsRequest) ProtoMessage() {}
 
 func (x *SetSpendLimitsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[63]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4838,7 +4940,7 @@ func (x *SetSpendLimitsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSpendLimitsRequest.ProtoReflect.Descriptor instead.
 func (*SetSpendLimitsRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{63}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *SetSpendLimitsRequest) GetMysisId() string {
@@ -4866,7 +4968,7 @@ type SetSpendLimitsResponse struct {
 
 func (x *SetSpendLimitsResponse) Reset() {
 	*x = SetSpendLimitsResponse{}
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[64]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4878,7 +4980,7 @@ func (x *SetSpendLimitsResponse) String() string {
 func (*SetSpendLimitsResponse) ProtoMessage() {}
 
 func (x *SetSpendLimitsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_memory_v1_memory_proto_msgTypes[64]
+	mi := &file_zoea_memory_v1_memory_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4891,7 +4993,7 @@ func (x *SetSpendLimitsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSpendLimitsResponse.ProtoReflect.Descriptor instead.
 func (*SetSpendLimitsResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{64}
+	return file_zoea_memory_v1_memory_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *SetSpendLimitsResponse) GetLimits() []*SpendLimit {
@@ -5075,7 +5177,7 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\bmysis_id\x18\x01 \x01(\tR\amysisId\x12\x1b\n" +
 	"\tmemory_id\x18\x02 \x01(\x03R\bmemoryId\"C\n" +
 	"\x11GetMemoryResponse\x12.\n" +
-	"\x06memory\x18\x01 \x01(\v2\x16.zoea.memory.v1.MemoryR\x06memory\"\xf0\x03\n" +
+	"\x06memory\x18\x01 \x01(\v2\x16.zoea.memory.v1.MemoryR\x06memory\"\xad\x04\n" +
 	"\x17GetComposeWindowRequest\x12\x19\n" +
 	"\bmysis_id\x18\x01 \x01(\tR\amysisId\x12\x16\n" +
 	"\x06window\x18\x02 \x01(\x05R\x06window\x126\n" +
@@ -5091,10 +5193,17 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\x0frecent_from_seq\x18\n" +
 	" \x01(\x03R\rrecentFromSeq\x121\n" +
 	"\x06append\x18\v \x03(\v2\x19.zoea.memory.v1.NewMemoryR\x06append\x125\n" +
-	"\bspend_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\aspendAt\"b\n" +
+	"\bspend_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\aspendAt\x12;\n" +
+	"\vcarry_known\x18\r \x01(\v2\x1a.zoea.memory.v1.CarryKnownR\n" +
+	"carryKnown\"q\n" +
+	"\n" +
+	"CarryKnown\x12#\n" +
+	"\robjective_seq\x18\x01 \x01(\x03R\fobjectiveSeq\x12(\n" +
+	"\x10recent_start_seq\x18\x02 \x01(\x03R\x0erecentStartSeq\x12\x14\n" +
+	"\x05bytes\x18\x03 \x01(\x03R\x05bytes\"b\n" +
 	"\aMission\x12.\n" +
 	"\x06memory\x18\x01 \x01(\v2\x16.zoea.memory.v1.MemoryR\x06memory\x12'\n" +
-	"\x0fglobal_fallback\x18\x02 \x01(\bR\x0eglobalFallback\"\x90\x03\n" +
+	"\x0fglobal_fallback\x18\x02 \x01(\bR\x0eglobalFallback\"\xd2\x03\n" +
 	"\x18GetComposeWindowResponse\x12+\n" +
 	"\x05mysis\x18\x01 \x01(\v2\x15.zoea.memory.v1.MysisR\x05mysis\x122\n" +
 	"\bmemories\x18\x02 \x03(\v2\x16.zoea.memory.v1.MemoryR\bmemories\x121\n" +
@@ -5103,7 +5212,10 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\robjective_seq\x18\x05 \x01(\x03R\fobjectiveSeq\x12%\n" +
 	"\x0eturn_truncated\x18\x06 \x01(\bR\rturnTruncated\x126\n" +
 	"\x05spend\x18\a \x01(\v2 .zoea.memory.v1.GetSpendResponseR\x05spend\x122\n" +
-	"\bappended\x18\b \x03(\v2\x16.zoea.memory.v1.MemoryR\bappended\"\x9c\x01\n" +
+	"\bappended\x18\b \x03(\v2\x16.zoea.memory.v1.MemoryR\bappended\x12#\n" +
+	"\rcarry_omitted\x18\t \x01(\bR\fcarryOmitted\x12\x1b\n" +
+	"\tcarry_cut\x18\n" +
+	" \x01(\bR\bcarryCut\"\x9c\x01\n" +
 	"\x16RecordBroadcastRequest\x12!\n" +
 	"\fbroadcast_id\x18\x01 \x01(\tR\vbroadcastId\x12\x1b\n" +
 	"\tsender_id\x18\x02 \x01(\tR\bsenderId\x12\x18\n" +
@@ -5312,7 +5424,7 @@ func file_zoea_memory_v1_memory_proto_rawDescGZIP() []byte {
 }
 
 var file_zoea_memory_v1_memory_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_zoea_memory_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
+var file_zoea_memory_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
 var file_zoea_memory_v1_memory_proto_goTypes = []any{
 	(MysisState)(0),                    // 0: zoea.memory.v1.MysisState
 	(Role)(0),                          // 1: zoea.memory.v1.Role
@@ -5352,57 +5464,58 @@ var file_zoea_memory_v1_memory_proto_goTypes = []any{
 	(*GetMemoryRequest)(nil),           // 35: zoea.memory.v1.GetMemoryRequest
 	(*GetMemoryResponse)(nil),          // 36: zoea.memory.v1.GetMemoryResponse
 	(*GetComposeWindowRequest)(nil),    // 37: zoea.memory.v1.GetComposeWindowRequest
-	(*Mission)(nil),                    // 38: zoea.memory.v1.Mission
-	(*GetComposeWindowResponse)(nil),   // 39: zoea.memory.v1.GetComposeWindowResponse
-	(*RecordBroadcastRequest)(nil),     // 40: zoea.memory.v1.RecordBroadcastRequest
-	(*RecordBroadcastResponse)(nil),    // 41: zoea.memory.v1.RecordBroadcastResponse
-	(*DeliverBroadcastRequest)(nil),    // 42: zoea.memory.v1.DeliverBroadcastRequest
-	(*DeliverBroadcastResponse)(nil),   // 43: zoea.memory.v1.DeliverBroadcastResponse
-	(*SearchMessagesRequest)(nil),      // 44: zoea.memory.v1.SearchMessagesRequest
-	(*MemoryHit)(nil),                  // 45: zoea.memory.v1.MemoryHit
-	(*SearchMessagesResponse)(nil),     // 46: zoea.memory.v1.SearchMessagesResponse
-	(*SearchReasoningRequest)(nil),     // 47: zoea.memory.v1.SearchReasoningRequest
-	(*SearchReasoningResponse)(nil),    // 48: zoea.memory.v1.SearchReasoningResponse
-	(*SearchBroadcastsRequest)(nil),    // 49: zoea.memory.v1.SearchBroadcastsRequest
-	(*BroadcastHit)(nil),               // 50: zoea.memory.v1.BroadcastHit
-	(*SearchBroadcastsResponse)(nil),   // 51: zoea.memory.v1.SearchBroadcastsResponse
-	(*CreateAccountRequest)(nil),       // 52: zoea.memory.v1.CreateAccountRequest
-	(*CreateAccountResponse)(nil),      // 53: zoea.memory.v1.CreateAccountResponse
-	(*ClaimAccountRequest)(nil),        // 54: zoea.memory.v1.ClaimAccountRequest
-	(*ClaimAccountResponse)(nil),       // 55: zoea.memory.v1.ClaimAccountResponse
-	(*GetAccountForMysisRequest)(nil),  // 56: zoea.memory.v1.GetAccountForMysisRequest
-	(*GetAccountForMysisResponse)(nil), // 57: zoea.memory.v1.GetAccountForMysisResponse
-	(*ReleaseAccountRequest)(nil),      // 58: zoea.memory.v1.ReleaseAccountRequest
-	(*ReleaseAccountResponse)(nil),     // 59: zoea.memory.v1.ReleaseAccountResponse
-	(*RecordLlmCallsRequest)(nil),      // 60: zoea.memory.v1.RecordLlmCallsRequest
-	(*RecordLlmCallsResponse)(nil),     // 61: zoea.memory.v1.RecordLlmCallsResponse
-	(*UsageTotals)(nil),                // 62: zoea.memory.v1.UsageTotals
-	(*UsageRow)(nil),                   // 63: zoea.memory.v1.UsageRow
-	(*GetUsageRequest)(nil),            // 64: zoea.memory.v1.GetUsageRequest
-	(*GetUsageResponse)(nil),           // 65: zoea.memory.v1.GetUsageResponse
-	(*SpendLimit)(nil),                 // 66: zoea.memory.v1.SpendLimit
-	(*SpendCount)(nil),                 // 67: zoea.memory.v1.SpendCount
-	(*GetSpendRequest)(nil),            // 68: zoea.memory.v1.GetSpendRequest
-	(*GetSpendResponse)(nil),           // 69: zoea.memory.v1.GetSpendResponse
-	(*SetSpendLimitsRequest)(nil),      // 70: zoea.memory.v1.SetSpendLimitsRequest
-	(*SetSpendLimitsResponse)(nil),     // 71: zoea.memory.v1.SetSpendLimitsResponse
-	(*timestamppb.Timestamp)(nil),      // 72: google.protobuf.Timestamp
+	(*CarryKnown)(nil),                 // 38: zoea.memory.v1.CarryKnown
+	(*Mission)(nil),                    // 39: zoea.memory.v1.Mission
+	(*GetComposeWindowResponse)(nil),   // 40: zoea.memory.v1.GetComposeWindowResponse
+	(*RecordBroadcastRequest)(nil),     // 41: zoea.memory.v1.RecordBroadcastRequest
+	(*RecordBroadcastResponse)(nil),    // 42: zoea.memory.v1.RecordBroadcastResponse
+	(*DeliverBroadcastRequest)(nil),    // 43: zoea.memory.v1.DeliverBroadcastRequest
+	(*DeliverBroadcastResponse)(nil),   // 44: zoea.memory.v1.DeliverBroadcastResponse
+	(*SearchMessagesRequest)(nil),      // 45: zoea.memory.v1.SearchMessagesRequest
+	(*MemoryHit)(nil),                  // 46: zoea.memory.v1.MemoryHit
+	(*SearchMessagesResponse)(nil),     // 47: zoea.memory.v1.SearchMessagesResponse
+	(*SearchReasoningRequest)(nil),     // 48: zoea.memory.v1.SearchReasoningRequest
+	(*SearchReasoningResponse)(nil),    // 49: zoea.memory.v1.SearchReasoningResponse
+	(*SearchBroadcastsRequest)(nil),    // 50: zoea.memory.v1.SearchBroadcastsRequest
+	(*BroadcastHit)(nil),               // 51: zoea.memory.v1.BroadcastHit
+	(*SearchBroadcastsResponse)(nil),   // 52: zoea.memory.v1.SearchBroadcastsResponse
+	(*CreateAccountRequest)(nil),       // 53: zoea.memory.v1.CreateAccountRequest
+	(*CreateAccountResponse)(nil),      // 54: zoea.memory.v1.CreateAccountResponse
+	(*ClaimAccountRequest)(nil),        // 55: zoea.memory.v1.ClaimAccountRequest
+	(*ClaimAccountResponse)(nil),       // 56: zoea.memory.v1.ClaimAccountResponse
+	(*GetAccountForMysisRequest)(nil),  // 57: zoea.memory.v1.GetAccountForMysisRequest
+	(*GetAccountForMysisResponse)(nil), // 58: zoea.memory.v1.GetAccountForMysisResponse
+	(*ReleaseAccountRequest)(nil),      // 59: zoea.memory.v1.ReleaseAccountRequest
+	(*ReleaseAccountResponse)(nil),     // 60: zoea.memory.v1.ReleaseAccountResponse
+	(*RecordLlmCallsRequest)(nil),      // 61: zoea.memory.v1.RecordLlmCallsRequest
+	(*RecordLlmCallsResponse)(nil),     // 62: zoea.memory.v1.RecordLlmCallsResponse
+	(*UsageTotals)(nil),                // 63: zoea.memory.v1.UsageTotals
+	(*UsageRow)(nil),                   // 64: zoea.memory.v1.UsageRow
+	(*GetUsageRequest)(nil),            // 65: zoea.memory.v1.GetUsageRequest
+	(*GetUsageResponse)(nil),           // 66: zoea.memory.v1.GetUsageResponse
+	(*SpendLimit)(nil),                 // 67: zoea.memory.v1.SpendLimit
+	(*SpendCount)(nil),                 // 68: zoea.memory.v1.SpendCount
+	(*GetSpendRequest)(nil),            // 69: zoea.memory.v1.GetSpendRequest
+	(*GetSpendResponse)(nil),           // 70: zoea.memory.v1.GetSpendResponse
+	(*SetSpendLimitsRequest)(nil),      // 71: zoea.memory.v1.SetSpendLimitsRequest
+	(*SetSpendLimitsResponse)(nil),     // 72: zoea.memory.v1.SetSpendLimitsResponse
+	(*timestamppb.Timestamp)(nil),      // 73: google.protobuf.Timestamp
 }
 var file_zoea_memory_v1_memory_proto_depIdxs = []int32{
 	0,  // 0: zoea.memory.v1.Mysis.state:type_name -> zoea.memory.v1.MysisState
-	72, // 1: zoea.memory.v1.Mysis.created_at:type_name -> google.protobuf.Timestamp
-	72, // 2: zoea.memory.v1.Mysis.updated_at:type_name -> google.protobuf.Timestamp
+	73, // 1: zoea.memory.v1.Mysis.created_at:type_name -> google.protobuf.Timestamp
+	73, // 2: zoea.memory.v1.Mysis.updated_at:type_name -> google.protobuf.Timestamp
 	1,  // 3: zoea.memory.v1.Memory.role:type_name -> zoea.memory.v1.Role
 	2,  // 4: zoea.memory.v1.Memory.source:type_name -> zoea.memory.v1.Source
 	8,  // 5: zoea.memory.v1.Memory.tool_calls:type_name -> zoea.memory.v1.ToolCall
-	72, // 6: zoea.memory.v1.Memory.created_at:type_name -> google.protobuf.Timestamp
+	73, // 6: zoea.memory.v1.Memory.created_at:type_name -> google.protobuf.Timestamp
 	1,  // 7: zoea.memory.v1.NewMemory.role:type_name -> zoea.memory.v1.Role
 	2,  // 8: zoea.memory.v1.NewMemory.source:type_name -> zoea.memory.v1.Source
 	8,  // 9: zoea.memory.v1.NewMemory.tool_calls:type_name -> zoea.memory.v1.ToolCall
 	11, // 10: zoea.memory.v1.NewMemory.llm_call:type_name -> zoea.memory.v1.LlmCall
-	72, // 11: zoea.memory.v1.LlmCall.started_at:type_name -> google.protobuf.Timestamp
-	72, // 12: zoea.memory.v1.Broadcast.created_at:type_name -> google.protobuf.Timestamp
-	72, // 13: zoea.memory.v1.Account.created_at:type_name -> google.protobuf.Timestamp
+	73, // 11: zoea.memory.v1.LlmCall.started_at:type_name -> google.protobuf.Timestamp
+	73, // 12: zoea.memory.v1.Broadcast.created_at:type_name -> google.protobuf.Timestamp
+	73, // 13: zoea.memory.v1.Account.created_at:type_name -> google.protobuf.Timestamp
 	7,  // 14: zoea.memory.v1.CreateMysisResponse.mysis:type_name -> zoea.memory.v1.Mysis
 	7,  // 15: zoea.memory.v1.GetMysisResponse.mysis:type_name -> zoea.memory.v1.Mysis
 	7,  // 16: zoea.memory.v1.GetMysisByNameResponse.mysis:type_name -> zoea.memory.v1.Mysis
@@ -5422,98 +5535,99 @@ var file_zoea_memory_v1_memory_proto_depIdxs = []int32{
 	9,  // 30: zoea.memory.v1.ListMemoriesRangeResponse.memories:type_name -> zoea.memory.v1.Memory
 	9,  // 31: zoea.memory.v1.GetMemoryResponse.memory:type_name -> zoea.memory.v1.Memory
 	10, // 32: zoea.memory.v1.GetComposeWindowRequest.append:type_name -> zoea.memory.v1.NewMemory
-	72, // 33: zoea.memory.v1.GetComposeWindowRequest.spend_at:type_name -> google.protobuf.Timestamp
-	9,  // 34: zoea.memory.v1.Mission.memory:type_name -> zoea.memory.v1.Memory
-	7,  // 35: zoea.memory.v1.GetComposeWindowResponse.mysis:type_name -> zoea.memory.v1.Mysis
-	9,  // 36: zoea.memory.v1.GetComposeWindowResponse.memories:type_name -> zoea.memory.v1.Memory
-	38, // 37: zoea.memory.v1.GetComposeWindowResponse.mission:type_name -> zoea.memory.v1.Mission
-	69, // 38: zoea.memory.v1.GetComposeWindowResponse.spend:type_name -> zoea.memory.v1.GetSpendResponse
-	9,  // 39: zoea.memory.v1.GetComposeWindowResponse.appended:type_name -> zoea.memory.v1.Memory
-	12, // 40: zoea.memory.v1.RecordBroadcastResponse.broadcast:type_name -> zoea.memory.v1.Broadcast
-	9,  // 41: zoea.memory.v1.DeliverBroadcastResponse.memories:type_name -> zoea.memory.v1.Memory
-	3,  // 42: zoea.memory.v1.SearchMessagesRequest.order:type_name -> zoea.memory.v1.SearchOrder
-	9,  // 43: zoea.memory.v1.MemoryHit.memory:type_name -> zoea.memory.v1.Memory
-	45, // 44: zoea.memory.v1.SearchMessagesResponse.hits:type_name -> zoea.memory.v1.MemoryHit
-	45, // 45: zoea.memory.v1.SearchReasoningResponse.hits:type_name -> zoea.memory.v1.MemoryHit
-	12, // 46: zoea.memory.v1.BroadcastHit.broadcast:type_name -> zoea.memory.v1.Broadcast
-	50, // 47: zoea.memory.v1.SearchBroadcastsResponse.hits:type_name -> zoea.memory.v1.BroadcastHit
-	13, // 48: zoea.memory.v1.CreateAccountResponse.account:type_name -> zoea.memory.v1.Account
-	13, // 49: zoea.memory.v1.ClaimAccountResponse.account:type_name -> zoea.memory.v1.Account
-	13, // 50: zoea.memory.v1.GetAccountForMysisResponse.account:type_name -> zoea.memory.v1.Account
-	11, // 51: zoea.memory.v1.RecordLlmCallsRequest.calls:type_name -> zoea.memory.v1.LlmCall
-	72, // 52: zoea.memory.v1.UsageTotals.first_call_at:type_name -> google.protobuf.Timestamp
-	72, // 53: zoea.memory.v1.UsageTotals.last_call_at:type_name -> google.protobuf.Timestamp
-	62, // 54: zoea.memory.v1.UsageRow.totals:type_name -> zoea.memory.v1.UsageTotals
-	72, // 55: zoea.memory.v1.GetUsageRequest.from:type_name -> google.protobuf.Timestamp
-	72, // 56: zoea.memory.v1.GetUsageRequest.to:type_name -> google.protobuf.Timestamp
-	4,  // 57: zoea.memory.v1.GetUsageRequest.group_by:type_name -> zoea.memory.v1.UsageGroup
-	62, // 58: zoea.memory.v1.GetUsageResponse.total:type_name -> zoea.memory.v1.UsageTotals
-	63, // 59: zoea.memory.v1.GetUsageResponse.rows:type_name -> zoea.memory.v1.UsageRow
-	5,  // 60: zoea.memory.v1.SpendLimit.window:type_name -> zoea.memory.v1.SpendWindow
-	6,  // 61: zoea.memory.v1.SpendLimit.unit:type_name -> zoea.memory.v1.SpendUnit
-	5,  // 62: zoea.memory.v1.SpendCount.window:type_name -> zoea.memory.v1.SpendWindow
-	72, // 63: zoea.memory.v1.SpendCount.start:type_name -> google.protobuf.Timestamp
-	72, // 64: zoea.memory.v1.GetSpendRequest.at:type_name -> google.protobuf.Timestamp
-	66, // 65: zoea.memory.v1.GetSpendResponse.limits:type_name -> zoea.memory.v1.SpendLimit
-	67, // 66: zoea.memory.v1.GetSpendResponse.mysis:type_name -> zoea.memory.v1.SpendCount
-	67, // 67: zoea.memory.v1.GetSpendResponse.swarm:type_name -> zoea.memory.v1.SpendCount
-	66, // 68: zoea.memory.v1.SetSpendLimitsRequest.limits:type_name -> zoea.memory.v1.SpendLimit
-	66, // 69: zoea.memory.v1.SetSpendLimitsResponse.limits:type_name -> zoea.memory.v1.SpendLimit
-	14, // 70: zoea.memory.v1.MemoryService.CreateMysis:input_type -> zoea.memory.v1.CreateMysisRequest
-	16, // 71: zoea.memory.v1.MemoryService.GetMysis:input_type -> zoea.memory.v1.GetMysisRequest
-	18, // 72: zoea.memory.v1.MemoryService.GetMysisByName:input_type -> zoea.memory.v1.GetMysisByNameRequest
-	20, // 73: zoea.memory.v1.MemoryService.ListMyses:input_type -> zoea.memory.v1.ListMysesRequest
-	22, // 74: zoea.memory.v1.MemoryService.UpdateMysisConfig:input_type -> zoea.memory.v1.UpdateMysisConfigRequest
-	24, // 75: zoea.memory.v1.MemoryService.SetMysisState:input_type -> zoea.memory.v1.SetMysisStateRequest
-	26, // 76: zoea.memory.v1.MemoryService.DeleteMysis:input_type -> zoea.memory.v1.DeleteMysisRequest
-	28, // 77: zoea.memory.v1.MemoryService.AppendMemories:input_type -> zoea.memory.v1.AppendMemoriesRequest
-	31, // 78: zoea.memory.v1.MemoryService.ListRecentMemories:input_type -> zoea.memory.v1.ListRecentMemoriesRequest
-	33, // 79: zoea.memory.v1.MemoryService.ListMemoriesRange:input_type -> zoea.memory.v1.ListMemoriesRangeRequest
-	35, // 80: zoea.memory.v1.MemoryService.GetMemory:input_type -> zoea.memory.v1.GetMemoryRequest
-	37, // 81: zoea.memory.v1.MemoryService.GetComposeWindow:input_type -> zoea.memory.v1.GetComposeWindowRequest
-	40, // 82: zoea.memory.v1.MemoryService.RecordBroadcast:input_type -> zoea.memory.v1.RecordBroadcastRequest
-	42, // 83: zoea.memory.v1.MemoryService.DeliverBroadcast:input_type -> zoea.memory.v1.DeliverBroadcastRequest
-	44, // 84: zoea.memory.v1.MemoryService.SearchMessages:input_type -> zoea.memory.v1.SearchMessagesRequest
-	47, // 85: zoea.memory.v1.MemoryService.SearchReasoning:input_type -> zoea.memory.v1.SearchReasoningRequest
-	49, // 86: zoea.memory.v1.MemoryService.SearchBroadcasts:input_type -> zoea.memory.v1.SearchBroadcastsRequest
-	52, // 87: zoea.memory.v1.MemoryService.CreateAccount:input_type -> zoea.memory.v1.CreateAccountRequest
-	54, // 88: zoea.memory.v1.MemoryService.ClaimAccount:input_type -> zoea.memory.v1.ClaimAccountRequest
-	56, // 89: zoea.memory.v1.MemoryService.GetAccountForMysis:input_type -> zoea.memory.v1.GetAccountForMysisRequest
-	58, // 90: zoea.memory.v1.MemoryService.ReleaseAccount:input_type -> zoea.memory.v1.ReleaseAccountRequest
-	60, // 91: zoea.memory.v1.MemoryService.RecordLlmCalls:input_type -> zoea.memory.v1.RecordLlmCallsRequest
-	64, // 92: zoea.memory.v1.MemoryService.GetUsage:input_type -> zoea.memory.v1.GetUsageRequest
-	68, // 93: zoea.memory.v1.MemoryService.GetSpend:input_type -> zoea.memory.v1.GetSpendRequest
-	70, // 94: zoea.memory.v1.MemoryService.SetSpendLimits:input_type -> zoea.memory.v1.SetSpendLimitsRequest
-	15, // 95: zoea.memory.v1.MemoryService.CreateMysis:output_type -> zoea.memory.v1.CreateMysisResponse
-	17, // 96: zoea.memory.v1.MemoryService.GetMysis:output_type -> zoea.memory.v1.GetMysisResponse
-	19, // 97: zoea.memory.v1.MemoryService.GetMysisByName:output_type -> zoea.memory.v1.GetMysisByNameResponse
-	21, // 98: zoea.memory.v1.MemoryService.ListMyses:output_type -> zoea.memory.v1.ListMysesResponse
-	23, // 99: zoea.memory.v1.MemoryService.UpdateMysisConfig:output_type -> zoea.memory.v1.UpdateMysisConfigResponse
-	25, // 100: zoea.memory.v1.MemoryService.SetMysisState:output_type -> zoea.memory.v1.SetMysisStateResponse
-	27, // 101: zoea.memory.v1.MemoryService.DeleteMysis:output_type -> zoea.memory.v1.DeleteMysisResponse
-	30, // 102: zoea.memory.v1.MemoryService.AppendMemories:output_type -> zoea.memory.v1.AppendMemoriesResponse
-	32, // 103: zoea.memory.v1.MemoryService.ListRecentMemories:output_type -> zoea.memory.v1.ListRecentMemoriesResponse
-	34, // 104: zoea.memory.v1.MemoryService.ListMemoriesRange:output_type -> zoea.memory.v1.ListMemoriesRangeResponse
-	36, // 105: zoea.memory.v1.MemoryService.GetMemory:output_type -> zoea.memory.v1.GetMemoryResponse
-	39, // 106: zoea.memory.v1.MemoryService.GetComposeWindow:output_type -> zoea.memory.v1.GetComposeWindowResponse
-	41, // 107: zoea.memory.v1.MemoryService.RecordBroadcast:output_type -> zoea.memory.v1.RecordBroadcastResponse
-	43, // 108: zoea.memory.v1.MemoryService.DeliverBroadcast:output_type -> zoea.memory.v1.DeliverBroadcastResponse
-	46, // 109: zoea.memory.v1.MemoryService.SearchMessages:output_type -> zoea.memory.v1.SearchMessagesResponse
-	48, // 110: zoea.memory.v1.MemoryService.SearchReasoning:output_type -> zoea.memory.v1.SearchReasoningResponse
-	51, // 111: zoea.memory.v1.MemoryService.SearchBroadcasts:output_type -> zoea.memory.v1.SearchBroadcastsResponse
-	53, // 112: zoea.memory.v1.MemoryService.CreateAccount:output_type -> zoea.memory.v1.CreateAccountResponse
-	55, // 113: zoea.memory.v1.MemoryService.ClaimAccount:output_type -> zoea.memory.v1.ClaimAccountResponse
-	57, // 114: zoea.memory.v1.MemoryService.GetAccountForMysis:output_type -> zoea.memory.v1.GetAccountForMysisResponse
-	59, // 115: zoea.memory.v1.MemoryService.ReleaseAccount:output_type -> zoea.memory.v1.ReleaseAccountResponse
-	61, // 116: zoea.memory.v1.MemoryService.RecordLlmCalls:output_type -> zoea.memory.v1.RecordLlmCallsResponse
-	65, // 117: zoea.memory.v1.MemoryService.GetUsage:output_type -> zoea.memory.v1.GetUsageResponse
-	69, // 118: zoea.memory.v1.MemoryService.GetSpend:output_type -> zoea.memory.v1.GetSpendResponse
-	71, // 119: zoea.memory.v1.MemoryService.SetSpendLimits:output_type -> zoea.memory.v1.SetSpendLimitsResponse
-	95, // [95:120] is the sub-list for method output_type
-	70, // [70:95] is the sub-list for method input_type
-	70, // [70:70] is the sub-list for extension type_name
-	70, // [70:70] is the sub-list for extension extendee
-	0,  // [0:70] is the sub-list for field type_name
+	73, // 33: zoea.memory.v1.GetComposeWindowRequest.spend_at:type_name -> google.protobuf.Timestamp
+	38, // 34: zoea.memory.v1.GetComposeWindowRequest.carry_known:type_name -> zoea.memory.v1.CarryKnown
+	9,  // 35: zoea.memory.v1.Mission.memory:type_name -> zoea.memory.v1.Memory
+	7,  // 36: zoea.memory.v1.GetComposeWindowResponse.mysis:type_name -> zoea.memory.v1.Mysis
+	9,  // 37: zoea.memory.v1.GetComposeWindowResponse.memories:type_name -> zoea.memory.v1.Memory
+	39, // 38: zoea.memory.v1.GetComposeWindowResponse.mission:type_name -> zoea.memory.v1.Mission
+	70, // 39: zoea.memory.v1.GetComposeWindowResponse.spend:type_name -> zoea.memory.v1.GetSpendResponse
+	9,  // 40: zoea.memory.v1.GetComposeWindowResponse.appended:type_name -> zoea.memory.v1.Memory
+	12, // 41: zoea.memory.v1.RecordBroadcastResponse.broadcast:type_name -> zoea.memory.v1.Broadcast
+	9,  // 42: zoea.memory.v1.DeliverBroadcastResponse.memories:type_name -> zoea.memory.v1.Memory
+	3,  // 43: zoea.memory.v1.SearchMessagesRequest.order:type_name -> zoea.memory.v1.SearchOrder
+	9,  // 44: zoea.memory.v1.MemoryHit.memory:type_name -> zoea.memory.v1.Memory
+	46, // 45: zoea.memory.v1.SearchMessagesResponse.hits:type_name -> zoea.memory.v1.MemoryHit
+	46, // 46: zoea.memory.v1.SearchReasoningResponse.hits:type_name -> zoea.memory.v1.MemoryHit
+	12, // 47: zoea.memory.v1.BroadcastHit.broadcast:type_name -> zoea.memory.v1.Broadcast
+	51, // 48: zoea.memory.v1.SearchBroadcastsResponse.hits:type_name -> zoea.memory.v1.BroadcastHit
+	13, // 49: zoea.memory.v1.CreateAccountResponse.account:type_name -> zoea.memory.v1.Account
+	13, // 50: zoea.memory.v1.ClaimAccountResponse.account:type_name -> zoea.memory.v1.Account
+	13, // 51: zoea.memory.v1.GetAccountForMysisResponse.account:type_name -> zoea.memory.v1.Account
+	11, // 52: zoea.memory.v1.RecordLlmCallsRequest.calls:type_name -> zoea.memory.v1.LlmCall
+	73, // 53: zoea.memory.v1.UsageTotals.first_call_at:type_name -> google.protobuf.Timestamp
+	73, // 54: zoea.memory.v1.UsageTotals.last_call_at:type_name -> google.protobuf.Timestamp
+	63, // 55: zoea.memory.v1.UsageRow.totals:type_name -> zoea.memory.v1.UsageTotals
+	73, // 56: zoea.memory.v1.GetUsageRequest.from:type_name -> google.protobuf.Timestamp
+	73, // 57: zoea.memory.v1.GetUsageRequest.to:type_name -> google.protobuf.Timestamp
+	4,  // 58: zoea.memory.v1.GetUsageRequest.group_by:type_name -> zoea.memory.v1.UsageGroup
+	63, // 59: zoea.memory.v1.GetUsageResponse.total:type_name -> zoea.memory.v1.UsageTotals
+	64, // 60: zoea.memory.v1.GetUsageResponse.rows:type_name -> zoea.memory.v1.UsageRow
+	5,  // 61: zoea.memory.v1.SpendLimit.window:type_name -> zoea.memory.v1.SpendWindow
+	6,  // 62: zoea.memory.v1.SpendLimit.unit:type_name -> zoea.memory.v1.SpendUnit
+	5,  // 63: zoea.memory.v1.SpendCount.window:type_name -> zoea.memory.v1.SpendWindow
+	73, // 64: zoea.memory.v1.SpendCount.start:type_name -> google.protobuf.Timestamp
+	73, // 65: zoea.memory.v1.GetSpendRequest.at:type_name -> google.protobuf.Timestamp
+	67, // 66: zoea.memory.v1.GetSpendResponse.limits:type_name -> zoea.memory.v1.SpendLimit
+	68, // 67: zoea.memory.v1.GetSpendResponse.mysis:type_name -> zoea.memory.v1.SpendCount
+	68, // 68: zoea.memory.v1.GetSpendResponse.swarm:type_name -> zoea.memory.v1.SpendCount
+	67, // 69: zoea.memory.v1.SetSpendLimitsRequest.limits:type_name -> zoea.memory.v1.SpendLimit
+	67, // 70: zoea.memory.v1.SetSpendLimitsResponse.limits:type_name -> zoea.memory.v1.SpendLimit
+	14, // 71: zoea.memory.v1.MemoryService.CreateMysis:input_type -> zoea.memory.v1.CreateMysisRequest
+	16, // 72: zoea.memory.v1.MemoryService.GetMysis:input_type -> zoea.memory.v1.GetMysisRequest
+	18, // 73: zoea.memory.v1.MemoryService.GetMysisByName:input_type -> zoea.memory.v1.GetMysisByNameRequest
+	20, // 74: zoea.memory.v1.MemoryService.ListMyses:input_type -> zoea.memory.v1.ListMysesRequest
+	22, // 75: zoea.memory.v1.MemoryService.UpdateMysisConfig:input_type -> zoea.memory.v1.UpdateMysisConfigRequest
+	24, // 76: zoea.memory.v1.MemoryService.SetMysisState:input_type -> zoea.memory.v1.SetMysisStateRequest
+	26, // 77: zoea.memory.v1.MemoryService.DeleteMysis:input_type -> zoea.memory.v1.DeleteMysisRequest
+	28, // 78: zoea.memory.v1.MemoryService.AppendMemories:input_type -> zoea.memory.v1.AppendMemoriesRequest
+	31, // 79: zoea.memory.v1.MemoryService.ListRecentMemories:input_type -> zoea.memory.v1.ListRecentMemoriesRequest
+	33, // 80: zoea.memory.v1.MemoryService.ListMemoriesRange:input_type -> zoea.memory.v1.ListMemoriesRangeRequest
+	35, // 81: zoea.memory.v1.MemoryService.GetMemory:input_type -> zoea.memory.v1.GetMemoryRequest
+	37, // 82: zoea.memory.v1.MemoryService.GetComposeWindow:input_type -> zoea.memory.v1.GetComposeWindowRequest
+	41, // 83: zoea.memory.v1.MemoryService.RecordBroadcast:input_type -> zoea.memory.v1.RecordBroadcastRequest
+	43, // 84: zoea.memory.v1.MemoryService.DeliverBroadcast:input_type -> zoea.memory.v1.DeliverBroadcastRequest
+	45, // 85: zoea.memory.v1.MemoryService.SearchMessages:input_type -> zoea.memory.v1.SearchMessagesRequest
+	48, // 86: zoea.memory.v1.MemoryService.SearchReasoning:input_type -> zoea.memory.v1.SearchReasoningRequest
+	50, // 87: zoea.memory.v1.MemoryService.SearchBroadcasts:input_type -> zoea.memory.v1.SearchBroadcastsRequest
+	53, // 88: zoea.memory.v1.MemoryService.CreateAccount:input_type -> zoea.memory.v1.CreateAccountRequest
+	55, // 89: zoea.memory.v1.MemoryService.ClaimAccount:input_type -> zoea.memory.v1.ClaimAccountRequest
+	57, // 90: zoea.memory.v1.MemoryService.GetAccountForMysis:input_type -> zoea.memory.v1.GetAccountForMysisRequest
+	59, // 91: zoea.memory.v1.MemoryService.ReleaseAccount:input_type -> zoea.memory.v1.ReleaseAccountRequest
+	61, // 92: zoea.memory.v1.MemoryService.RecordLlmCalls:input_type -> zoea.memory.v1.RecordLlmCallsRequest
+	65, // 93: zoea.memory.v1.MemoryService.GetUsage:input_type -> zoea.memory.v1.GetUsageRequest
+	69, // 94: zoea.memory.v1.MemoryService.GetSpend:input_type -> zoea.memory.v1.GetSpendRequest
+	71, // 95: zoea.memory.v1.MemoryService.SetSpendLimits:input_type -> zoea.memory.v1.SetSpendLimitsRequest
+	15, // 96: zoea.memory.v1.MemoryService.CreateMysis:output_type -> zoea.memory.v1.CreateMysisResponse
+	17, // 97: zoea.memory.v1.MemoryService.GetMysis:output_type -> zoea.memory.v1.GetMysisResponse
+	19, // 98: zoea.memory.v1.MemoryService.GetMysisByName:output_type -> zoea.memory.v1.GetMysisByNameResponse
+	21, // 99: zoea.memory.v1.MemoryService.ListMyses:output_type -> zoea.memory.v1.ListMysesResponse
+	23, // 100: zoea.memory.v1.MemoryService.UpdateMysisConfig:output_type -> zoea.memory.v1.UpdateMysisConfigResponse
+	25, // 101: zoea.memory.v1.MemoryService.SetMysisState:output_type -> zoea.memory.v1.SetMysisStateResponse
+	27, // 102: zoea.memory.v1.MemoryService.DeleteMysis:output_type -> zoea.memory.v1.DeleteMysisResponse
+	30, // 103: zoea.memory.v1.MemoryService.AppendMemories:output_type -> zoea.memory.v1.AppendMemoriesResponse
+	32, // 104: zoea.memory.v1.MemoryService.ListRecentMemories:output_type -> zoea.memory.v1.ListRecentMemoriesResponse
+	34, // 105: zoea.memory.v1.MemoryService.ListMemoriesRange:output_type -> zoea.memory.v1.ListMemoriesRangeResponse
+	36, // 106: zoea.memory.v1.MemoryService.GetMemory:output_type -> zoea.memory.v1.GetMemoryResponse
+	40, // 107: zoea.memory.v1.MemoryService.GetComposeWindow:output_type -> zoea.memory.v1.GetComposeWindowResponse
+	42, // 108: zoea.memory.v1.MemoryService.RecordBroadcast:output_type -> zoea.memory.v1.RecordBroadcastResponse
+	44, // 109: zoea.memory.v1.MemoryService.DeliverBroadcast:output_type -> zoea.memory.v1.DeliverBroadcastResponse
+	47, // 110: zoea.memory.v1.MemoryService.SearchMessages:output_type -> zoea.memory.v1.SearchMessagesResponse
+	49, // 111: zoea.memory.v1.MemoryService.SearchReasoning:output_type -> zoea.memory.v1.SearchReasoningResponse
+	52, // 112: zoea.memory.v1.MemoryService.SearchBroadcasts:output_type -> zoea.memory.v1.SearchBroadcastsResponse
+	54, // 113: zoea.memory.v1.MemoryService.CreateAccount:output_type -> zoea.memory.v1.CreateAccountResponse
+	56, // 114: zoea.memory.v1.MemoryService.ClaimAccount:output_type -> zoea.memory.v1.ClaimAccountResponse
+	58, // 115: zoea.memory.v1.MemoryService.GetAccountForMysis:output_type -> zoea.memory.v1.GetAccountForMysisResponse
+	60, // 116: zoea.memory.v1.MemoryService.ReleaseAccount:output_type -> zoea.memory.v1.ReleaseAccountResponse
+	62, // 117: zoea.memory.v1.MemoryService.RecordLlmCalls:output_type -> zoea.memory.v1.RecordLlmCallsResponse
+	66, // 118: zoea.memory.v1.MemoryService.GetUsage:output_type -> zoea.memory.v1.GetUsageResponse
+	70, // 119: zoea.memory.v1.MemoryService.GetSpend:output_type -> zoea.memory.v1.GetSpendResponse
+	72, // 120: zoea.memory.v1.MemoryService.SetSpendLimits:output_type -> zoea.memory.v1.SetSpendLimitsResponse
+	96, // [96:121] is the sub-list for method output_type
+	71, // [71:96] is the sub-list for method input_type
+	71, // [71:71] is the sub-list for extension type_name
+	71, // [71:71] is the sub-list for extension extendee
+	0,  // [0:71] is the sub-list for field type_name
 }
 
 func init() { file_zoea_memory_v1_memory_proto_init() }
@@ -5531,7 +5645,7 @@ func file_zoea_memory_v1_memory_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zoea_memory_v1_memory_proto_rawDesc), len(file_zoea_memory_v1_memory_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   65,
+			NumMessages:   66,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

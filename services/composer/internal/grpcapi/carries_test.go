@@ -1,0 +1,246 @@
+package grpcapi_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/histgen"
+	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
+	"github.com/zoeaswarm/zoea/services/composer/internal/grpcapi"
+	"github.com/zoeaswarm/zoea/services/composer/internal/memoryclient"
+)
+
+// observed passes GetComposeWindow through to the real memory service and counts what the carry cache did.
+type observed struct {
+	api                   memoryclient.WindowAPI
+	calls, known, omitted atomic.Int64
+}
+
+func (o *observed) GetComposeWindow(ctx context.Context, in *memoryv1.GetComposeWindowRequest, opts ...grpc.CallOption) (*memoryv1.GetComposeWindowResponse, error) {
+	resp, err := o.api.GetComposeWindow(ctx, in, opts...)
+	o.calls.Add(1)
+	if in.GetCarryKnown() != nil {
+		o.known.Add(1)
+	}
+	if resp.GetCarryOmitted() {
+		o.omitted.Add(1)
+	}
+	return resp, err
+}
+
+func newMemoryRow(m compose.Memory) *memoryv1.NewMemory {
+	roles := map[chat.Role]memoryv1.Role{chat.RoleUser: memoryv1.Role_ROLE_USER, chat.RoleAssistant: memoryv1.Role_ROLE_ASSISTANT, chat.RoleTool: memoryv1.Role_ROLE_TOOL}
+	sources := map[compose.Source]memoryv1.Source{compose.SourceDirect: memoryv1.Source_SOURCE_DIRECT, compose.SourceBroadcast: memoryv1.Source_SOURCE_BROADCAST,
+		compose.SourceNudge: memoryv1.Source_SOURCE_NUDGE, compose.SourceLLM: memoryv1.Source_SOURCE_LLM, compose.SourceTool: memoryv1.Source_SOURCE_TOOL}
+	nm := &memoryv1.NewMemory{Role: roles[m.Role], Source: sources[m.Source], Content: m.Content, Reasoning: m.Reasoning,
+		ToolCallId: m.ToolCallID, ToolName: m.ToolName}
+	for _, tc := range m.ToolCalls {
+		nm.ToolCalls = append(nm.ToolCalls, &memoryv1.ToolCall{Id: tc.ID, Name: tc.Name, ArgumentsJson: tc.Arguments})
+	}
+	return nm
+}
+
+// playMysis creates a mysis on the real memory service for a generated session.
+func playMysis(ctx context.Context, t *testing.T, mem memoryv1.MemoryServiceClient) string {
+	t.Helper()
+	created, err := mem.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: fmt.Sprintf("carry-%d", time.Now().UnixNano()),
+		Provider: "autopilot", SystemPrompt: histgen.RealPrompt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return created.GetMysis().GetId()
+}
+
+// TestCarryCacheComposesExactly plays a long generated session into the real memory service and composes every
+// request twice: through a composer that holds carried rows (the memory service skips them) and through one that
+// holds none (every window read whole). Both keep their compaction boundaries, so each request is composed from the
+// same previous boundary; the responses must be identical request by request, and most requests must have had
+// their carried rows left out (the pure extensions between compactions).
+func TestCarryCacheComposesExactly(t *testing.T) {
+	_, mem := realMemoryClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	id := playMysis(ctx, t, mem)
+
+	obs := &observed{api: mem}
+	cached, err := grpcapi.New(memoryclient.New(obs), grpcapi.Options{Counter: cache(t), Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := grpcapi.New(memoryclient.New(mem), grpcapi.Options{Counter: cache(t), Logger: discardLogger(), CarryCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := histgen.RealPlay(11, 700, histgen.Personalities()[0])
+	stored, carried := 0, 0
+	for n, at := range s.Requests {
+		var rows []*memoryv1.NewMemory
+		for ; stored < at; stored++ {
+			rows = append(rows, newMemoryRow(s.Rows[stored]))
+		}
+		if _, err := mem.AppendMemories(ctx, &memoryv1.AppendMemoriesRequest{MysisId: id, Memories: rows}); err != nil {
+			t.Fatal(err)
+		}
+		req := &composerv1.ComposeContextRequest{MysisId: id}
+		got, err := cached.ComposeContext(ctx, req)
+		if err != nil {
+			t.Fatalf("request %d (cached): %v", n, err)
+		}
+		want, err := whole.ComposeContext(ctx, req)
+		if err != nil {
+			t.Fatalf("request %d (whole): %v", n, err)
+		}
+		if !proto.Equal(got, want) {
+			t.Fatalf("request %d (seq %d): the composer holding carried rows composed another request than the one reading whole windows:\n got  %d messages, boundary %d, %d entries\n want %d messages, boundary %d, %d entries",
+				n, s.Rows[at].Seq, len(got.GetMessages()), got.GetManifest().GetCompactionBoundarySeq(), len(got.GetManifest().GetEntries()),
+				len(want.GetMessages()), want.GetManifest().GetCompactionBoundarySeq(), len(want.GetManifest().GetEntries()))
+		}
+		for _, e := range got.GetManifest().GetEntries() {
+			if e.GetSeq() < got.GetManifest().GetCompactionBoundarySeq() && e.GetTokens() > 0 {
+				carried++
+				break
+			}
+		}
+	}
+	calls, omitted := obs.calls.Load(), obs.omitted.Load()
+	t.Logf("%d requests over %d rows: carry_known sent %d times, carried rows left out %d times (%.0f%%); %d requests carried state",
+		calls, len(s.Rows), obs.known.Load(), omitted, 100*float64(omitted)/float64(calls), carried)
+	if calls != int64(len(s.Requests)) || omitted*2 < calls || carried*2 < len(s.Requests) {
+		t.Fatalf("%d of %d windows had their carried rows left out, %d requests carried state: want most of both", omitted, calls, carried)
+	}
+}
+
+// TestCarryCacheFollowsPolicy: a request overriding a field that decides the carried set (here carry_limit) is not
+// answered from carried rows held under another value: carry_known is not sent, and the held rows are replaced.
+func TestCarryCacheFollowsPolicy(t *testing.T) {
+	_, mem := realMemoryClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id := playMysis(ctx, t, mem)
+	s := histgen.RealPlay(3, 120, histgen.Personalities()[2])
+	var rows []*memoryv1.NewMemory
+	for _, m := range s.Rows {
+		rows = append(rows, newMemoryRow(m))
+	}
+	if _, err := mem.AppendMemories(ctx, &memoryv1.AppendMemoriesRequest{MysisId: id, Memories: rows}); err != nil {
+		t.Fatal(err)
+	}
+	obs := &observed{api: mem}
+	cached, err := grpcapi.New(memoryclient.New(obs), grpcapi.Options{Counter: cache(t), Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := grpcapi.New(memoryclient.New(mem), grpcapi.Options{Counter: cache(t), Logger: discardLogger(), CarryCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// compose composes with a carry_limit override (0: none) and reports whether carry_known was sent and the
+	// carried rows left out.
+	compose := func(limit int32) (known, omitted bool) {
+		t.Helper()
+		req := &composerv1.ComposeContextRequest{MysisId: id}
+		if limit > 0 {
+			req.Policy = &composerv1.Policy{CarryLimit: proto.Int32(limit)}
+		}
+		k0, o0 := obs.known.Load(), obs.omitted.Load()
+		got, err := cached.ComposeContext(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := whole.ComposeContext(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !proto.Equal(got, want) {
+			t.Fatalf("carry_limit %d: composed another request than from the whole window", limit)
+		}
+		return obs.known.Load() > k0, obs.omitted.Load() > o0
+	}
+	// The first compose has no boundary yet, the second starts from the first's: then the recent part stays put.
+	compose(0)
+	compose(0)
+	if known, omitted := compose(0); !known || !omitted {
+		t.Fatalf("the same policy again: carry_known sent %v, omitted %v", known, omitted)
+	}
+	if known, _ := compose(2); known {
+		t.Fatal("carry_limit 2 sent carry_known for rows held under carry_limit 64")
+	}
+	if known, _ := compose(2); !known {
+		t.Fatal("carry_limit 2 again: the rows read under it were not held")
+	}
+	if known, _ := compose(0); known {
+		t.Fatal("back to the default carry_limit: sent carry_known for rows held under carry_limit 2")
+	}
+	if known, _ := compose(64); !known {
+		t.Fatal("carry_limit 64 given explicitly (the default's value): the rows held under the default were not used")
+	}
+}
+
+// TestCarryCacheEvicts: the held rows are bounded by bytes; a bound that holds one mysis's carried rows but not two
+// keeps at most one, and a mysis whose rows were evicted is read whole.
+func TestCarryCacheEvicts(t *testing.T) {
+	_, mem := realMemoryClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := histgen.RealPlay(5, 150, histgen.Personalities()[0])
+	var ids []string
+	for range 3 {
+		id := playMysis(ctx, t, mem)
+		var rows []*memoryv1.NewMemory
+		for _, m := range s.Rows {
+			rows = append(rows, newMemoryRow(m))
+		}
+		if _, err := mem.AppendMemories(ctx, &memoryv1.AppendMemoriesRequest{MysisId: id, Memories: rows}); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	// The size of one mysis's carried rows, from a composer holding everything.
+	obs := &observed{api: mem}
+	big, err := grpcapi.New(memoryclient.New(obs), grpcapi.Options{Counter: cache(t), Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range append(append(ids, ids...), ids...) {
+		if _, err := big.ComposeContext(ctx, &composerv1.ComposeContextRequest{MysisId: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first compose of a mysis has no boundary yet and the second starts from it; the third is an extension.
+	if obs.omitted.Load() != 3 {
+		t.Fatalf("unbounded: %d of 3 third composes left the carried rows out", obs.omitted.Load())
+	}
+	weight := grpcapi.HeldCarryWeight(big, ids[0])
+	if weight == 0 {
+		t.Fatal("no carried rows held")
+	}
+	obs = &observed{api: mem}
+	small, err := grpcapi.New(memoryclient.New(obs), grpcapi.Options{Counter: cache(t), Logger: discardLogger(), CarryCacheBytes: int64(weight) * 3 / 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		for _, id := range ids {
+			if _, err := small.ComposeContext(ctx, &composerv1.ComposeContextRequest{MysisId: id}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if held := grpcapi.HeldCarries(small); held > 1 {
+			t.Fatalf("a bound of 1.5 carries holds %d", held)
+		}
+	}
+	// Unbounded, rounds 3 and 4 would leave the carried rows out 6 times; with room for one mysis, at most twice.
+	if obs.omitted.Load() > 2 {
+		t.Fatalf("%d composes reused held rows with room for one mysis's", obs.omitted.Load())
+	}
+	t.Logf("one carry weighs %d; with room for 1.5, %d of 12 composes reused held rows", weight, obs.omitted.Load())
+}
