@@ -13,3 +13,9 @@ func WindowArgs(q memory.WindowQuery) ([]any, error) {
 	}
 	return windowArgs(q), nil
 }
+
+// HeadlineOpts and SnippetInputChars let the search reference test compute snippets the way the service does.
+const (
+	HeadlineOpts      = headlineOpts
+	SnippetInputChars = snippetInputChars
+)
