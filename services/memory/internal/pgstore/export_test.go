@@ -23,3 +23,9 @@ const MaxGroupsInFlight = maxGroupsInFlight
 func WithGroupHooks(queued func(n int), group func(myses []string)) Option {
 	return func(s *Store) { s.groups.hooks = groupHooks{queued: queued, group: group} }
 }
+
+// HeadlineOpts and SnippetInputChars let the search reference test compute snippets the way the service does.
+const (
+	HeadlineOpts      = headlineOpts
+	SnippetInputChars = snippetInputChars
+)

@@ -54,15 +54,21 @@ const (
 // newest matches are looked for in the newest searchWindow rows first; only when those hold fewer matches than the
 // caller asked for (limit) is the rest of the history searched. The window is a MATERIALIZED CTE; the rest is one
 // UNION ALL branch gated by a one-time filter on the window's count, so Postgres never starts it when the window
-// answered. In the window the planner (a custom plan, the query's words as constants) walks (mysis_id, seq) newest
-// first when the word is common (at most searchWindow rows, usually fewer) or reads the GIN posting lists when it is
-// rare; the rest is always answered from the GIN indexes (its ORDER BY is on an expression, so it can never walk a
-// whole history looking for a word that is not there) and costs a sort of the older matches. Measured and dropped:
-// forcing the walk in the window (a rare word then reads 2,000 cold heap rows instead of a few index pages), and
-// nested windows (for a rare word the planner, which costs a GIN scan by the size of the mysis's posting list rather
-// than by what fast-scan reads, walked them). Left: a mid-frequency word (`sell` in a 1M-row history) for which the
-// planner picks the GIN scan in the window fetches all its matches to keep the window's (p95 0.5–0.8 s at load 40).
+// answered. The window always walks (mysis_id, seq) newest first (windowRows), testing each row, and stops at $4
+// matches: at most searchWindow rows whatever the word. The rest is always answered from the GIN indexes (its ORDER
+// BY is on an expression, so it can never walk a whole history looking for a word that is not there) and costs a
+// sort of the older matches. Measured and dropped: nested windows (for a rare word the planner, which costs a GIN
+// scan by the size of the mysis's posting list rather than by what fast-scan reads, walked them).
 const searchWindow = 2000
+
+// windowRows is the window's FROM item: the mysis's newest rows, newest first, behind OFFSET 0 so that the planner
+// cannot push the match into it and answer the window from a GIN index instead. It used to choose, by its estimate of
+// how many rows match; that estimate is far off for a phrase, which is what an identifier becomes (view_market is
+// 'view' <-> 'market', estimated as two independent words: 58 rows of a 1M-row history where 13,200 match),
+// and the GIN plan then fetched and rechecked every match of the whole history to keep the window's 29 (12,500
+// buffers, 95-99 ms on a quiet box, every call; docs/BENCHMARKS.md, "Search: tool-call queries on a 1M-row mysis").
+// A walk costs what the planner already chose for rare words and words that are nowhere: the 2,000 rows.
+const windowRows = `(SELECT * FROM memories m WHERE m.mysis_id = $1 AND m.seq > $8 ORDER BY m.seq DESC OFFSET 0) m`
 
 // newestMatchesSQL is the candidate set of both orders: the mysis's newest $4 matches, newest first, each with
 // partial set when older matches were not looked at (the window held at least $7 matches). With window, $8 is the
@@ -71,9 +77,9 @@ func newestMatchesSQL(window bool) string {
 	// Each part has two arms: the mysis's own memories (their vectors), and its broadcast deliveries, which carry no
 	// text of their own (migration 00005): matched through the broadcast's vector (broadcasts' GIN index) and joined
 	// to this mysis's delivery row (memories_broadcast_delivery_key).
-	one := func(match, where, order string) string {
+	one := func(from, match, where, order string) string {
 		return `(SELECT * FROM ((SELECT ` + memCols + `, ` + msgDoc + ` AS doc, ` + msgText + ` AS doc_text, ` + tsq + ` AS q
-		FROM memories m
+		FROM ` + from + `
 		WHERE m.mysis_id = $1 AND ` + match + ` AND ($3 OR m.source <> 3)` + where + `
 		ORDER BY ` + order + ` LIMIT $4)
 		UNION ALL
@@ -83,13 +89,13 @@ func newestMatchesSQL(window bool) string {
 		ORDER BY ` + order + ` LIMIT $4)) u ORDER BY u.seq DESC LIMIT $4)`
 	}
 	if !window {
-		return `SELECT x.*, false AS partial FROM ` + one(msgMatch, "", "m.seq DESC") + ` x`
+		return `SELECT x.*, false AS partial FROM ` + one("memories m", msgMatch, "", "m.seq DESC") + ` x`
 	}
-	return `WITH w AS MATERIALIZED ` + one(msgMatch, " AND m.seq > $8", "m.seq DESC") + `
+	return `WITH w AS MATERIALIZED ` + one(windowRows, msgMatch, " AND m.seq > $8", "m.seq DESC") + `
 	SELECT l.*, (SELECT count(*) FROM w) >= $7 AS partial FROM (
 		SELECT * FROM w
 		UNION ALL
-		SELECT * FROM ` + one(msgMatch, " AND m.seq <= $8", "m.seq + 0 DESC") + ` r WHERE (SELECT count(*) FROM w) < $7
+		SELECT * FROM ` + one("memories m", msgMatch, " AND m.seq <= $8", "m.seq + 0 DESC") + ` r WHERE (SELECT count(*) FROM w) < $7
 	) l LIMIT $4`
 }
 

@@ -13,9 +13,10 @@ import (
 )
 
 // TestSearchPlanIsRecencyBounded checks with EXPLAIN ANALYZE, on a bulk-loaded and analysed 30,000-row history, the
-// property that keeps search flat however long a mysis has played: a common word is found in the newest window by a
-// short backward walk of (mysis_id, seq) and the older windows never run; a rare word (or a rare tool-call argument)
-// is found through the GIN indexes in the last window, never by walking the whole history.
+// property that keeps search flat however long a mysis has played: a common word, and a tool call whose matches the
+// planner underestimates, are found among the newest window's rows, read through (mysis_id, seq), and the older
+// windows never run; a rare word (or a rare tool-call argument) is found through the GIN indexes in the last window,
+// never by walking the whole history.
 func TestSearchPlanIsRecencyBounded(t *testing.T) {
 	ctx := context.Background()
 	s, p := freshStore(t)
@@ -36,6 +37,9 @@ func TestSearchPlanIsRecencyBounded(t *testing.T) {
 		case seq%3 == 0:
 			r.Role, r.Source, r.ToolName, r.ToolCallID = memory.RoleTool, memory.SourceTool, "get_status", fmt.Sprint("c", seq)
 			r.Content = fmt.Sprintf(`{"player":{"credits":%d,"system":"sol"}}`, seq)
+		case seq%5 == 1: // a tool call in one row of five (4,000 in all): a phrase ('view' <-> 'market') to the parser
+			r.Role, r.Source = memory.RoleAssistant, memory.SourceLLM
+			r.ToolCalls = []memory.ToolCall{{ID: fmt.Sprint("c", seq), Name: "view_market", Arguments: `{}`}}
 		default:
 			r.Role, r.Source, r.Content = memory.RoleAssistant, memory.SourceLLM, "mining the belt"
 			r.ToolCalls = []memory.ToolCall{{ID: fmt.Sprint("c", seq), Name: "mine", Arguments: `{"resource_id":"iron_ore"}`}}
@@ -84,17 +88,29 @@ func TestSearchPlanIsRecencyBounded(t *testing.T) {
 		return n
 	}
 
+	// The window's rows are read through (mysis_id, seq): walked newest first, or (a small table, rows in seq order)
+	// fetched as a bitmap of the window's range and sorted. Both read at most the window's rows.
+	readsWindow := regexp.MustCompile(`(Index Scan Backward|Bitmap Index Scan) on memories_mysis_seq_key`)
 	for _, o := range []memory.SearchOrder{memory.OrderRelevance, memory.OrderRecency} {
 		// A word in a third of the rows: the newest window answers; at most its 2,000 rows are read.
 		plan := explain("credits", o)
-		if !strings.Contains(plan, "Index Scan Backward using memories_mysis_seq_key") {
-			t.Errorf("order %d: common word does not walk the newest rows:\n%s", o, plan)
+		if !readsWindow.MatchString(plan) {
+			t.Errorf("order %d: common word is not looked for in the newest rows:\n%s", o, plan)
 		}
 		if n := rowsRead(plan); n == 0 || n > 2000 {
 			t.Errorf("order %d: common word read %d rows of a %d-row history, want ≤ 2,000:\n%s", o, n, rows, plan)
 		}
 		if !strings.Contains(plan, "never executed") {
 			t.Errorf("order %d: the older windows ran for a common word:\n%s", o, plan)
+		}
+		// A tool call in one row of five is a phrase whose matches the planner underestimates (as two independent words): the window is
+		// searched all the same, never answered by fetching the 4,000 matches of the whole history.
+		plan = explain("view_market", o)
+		if !readsWindow.MatchString(plan) {
+			t.Errorf("order %d: a tool call is not looked for in the newest rows:\n%s", o, plan)
+		}
+		if n := rowsRead(plan); n == 0 || n > 2000 {
+			t.Errorf("order %d: a tool call read %d rows of a %d-row history, want ≤ 2,000:\n%s", o, n, rows, plan)
 		}
 		// Rare words, in the oldest rows: the GIN indexes find them; nothing walks the history.
 		for q, index := range map[string]string{"zyzzyva": "memories_content_fts_idx", "quasar_dust": "memories_calls_fts_idx"} {
