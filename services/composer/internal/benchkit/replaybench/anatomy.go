@@ -133,4 +133,3 @@ func (a MoveAnatomy) Table(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %d (%.0f%%) |\n", c, a.Causes[c], pct(a.Causes[c], a.Moves))
 	}
 }
-
