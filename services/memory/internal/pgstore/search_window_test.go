@@ -210,3 +210,65 @@ func seqsOf(hs []refHit) []int64 {
 	}
 	return out
 }
+
+// rangedHistory is a 44,000-row history whose matches sit on both sides of the seq bounds a read of the older rows in
+// growing ranges would use (the window's first seq minus one is 42,000; ranges of 8,000 and 32,000 rows end at 34,000
+// and 2,000): flare in three rows of the window and every 100th older row, on those bounds too (more than the
+// candidates in the first 40,000 older rows); ember in two rows of the window and exactly 199 of the next 8,000 (window
+// and first range hold exactly SearchCandidates+1), a few more below; glow in two rows of the window and exactly 18
+// of the next 8,000 (exactly a limit of 20), more below; spark in three rows of the window and nowhere else.
+func rangedHistory(mysisID string) func() (memory.Memory, bool) {
+	const rows, first = 44000, 42000
+	seq := int64(0)
+	at := time.Now().Add(-time.Hour)
+	window := map[int64]string{43991: "solar flare", 43001: "solar flare", 42501: "solar flare", 43993: "an ember",
+		42003: "an ember", 43997: "faint glow", 42007: "faint glow", 43999: "a spark", 43003: "a spark", 42009: "a spark"}
+	return func() (memory.Memory, bool) {
+		if seq == rows {
+			return memory.Memory{}, false
+		}
+		seq++
+		r := memory.Memory{MysisID: mysisID, Seq: seq, Turn: seq/10 + 1, CreatedAt: at, Role: memory.RoleAssistant, Source: memory.SourceLLM,
+			Content: "Mining the belt."}
+		switch {
+		case seq > first:
+			if c, ok := window[seq]; ok {
+				r.Content = c
+			}
+		case seq%100 == 0:
+			r.Content = "solar flare"
+		case seq%40 == 3 && (seq > 34040 || seq%400 == 3):
+			r.Content = "an ember"
+		case seq%40 == 7 && (seq >= 41287 || seq%400 == 7 && seq <= 34000):
+			r.Content = "faint glow"
+		}
+		return r, true
+	}
+}
+
+// TestSearchRestOfHistoryMatchesReference checks SearchMessages against the reference where the window holds some,
+// but fewer than limit, matches and the rest of the history must be read: the newest older matches a few thousand rows
+// back, tens of thousands back, exactly as many as needed, and none. It guards any reshaping of the older-rows read
+// (a range-by-range read that drops or repeats a bound's row, or stops at limit instead of the candidates, fails it).
+func TestSearchRestOfHistoryMatchesReference(t *testing.T) {
+	ctx := context.Background()
+	s, p := freshStore(t)
+	m := mkMysis(t, s)
+	const rows, window = 44000, 2000
+	if _, err := s.CopyMemories(ctx, rangedHistory(m.ID)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetCounters(ctx, []string{m.ID}, []int64{rows}, []int64{rows/10 + 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Exec(ctx, `VACUUM ANALYZE memories`); err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"flare", "ember", "glow", "spark", "flare OR glow", "ember -flare", "nowhere_at_all"} {
+		for _, o := range []memory.SearchOrder{memory.OrderRelevance, memory.OrderRecency} {
+			for _, limit := range []int{5, 20, 50, 100} {
+				compareWithReference(t, s, p, memory.SearchQuery{MysisID: m.ID, Text: text, Order: o, Limit: limit}, rows, window)
+			}
+		}
+	}
+}
