@@ -20,7 +20,7 @@ type MoveAnatomy struct {
 	Requests   int // requests with a previous request of the same mysis
 	Moves      int // of those, requests whose boundary moved
 	Tokens     int64
-	Rewritten  int64 // tokens after the first differing message, summed over moves
+	Cached     int64 // the shared prefix with the previous request, tools included (CachedPrefix)
 	CarryKept  int64 // carried tokens before it
 	CarryAgain int64 // carried tokens after it
 	LiveAgain  int64 // live (above the boundary) tokens after it
@@ -64,6 +64,9 @@ func Anatomy(o Options) (MoveAnatomy, error) {
 	return a, nil
 }
 
+// Rewritten is what the moves wrote anew: everything after the first differing message.
+func (a MoveAnatomy) Rewritten() int64 { return a.CarryAgain + a.LiveAgain }
+
 // move adds one boundary move, res following prev.
 func (a *MoveAnatomy) move(tok Counter, toolTokens int, prev, res compose.Result) {
 	a.Moves++
@@ -78,6 +81,7 @@ func (a *MoveAnatomy) move(tok Counter, toolTokens int, prev, res compose.Result
 		k++
 	}
 	a.Tokens += int64(toolTokens)
+	a.Cached += int64(CachedPrefix(tok, toolTokens, prev.Messages, res.Messages))
 	for j, m := range res.Messages {
 		n := int64(MessageTokens(tok, m))
 		a.Tokens += n
@@ -87,10 +91,8 @@ func (a *MoveAnatomy) move(tok Counter, toolTokens int, prev, res compose.Result
 		case j < k:
 		case carried[j]:
 			a.CarryAgain += n
-			a.Rewritten += n
 		default:
 			a.LiveAgain += n
-			a.Rewritten += n
 		}
 	}
 	a.Causes[breakCause(prev, res, k)]++
@@ -122,7 +124,7 @@ func (a MoveAnatomy) Table(w io.Writer) {
 	m := float64(max(a.Moves, 1))
 	fmt.Fprintf(w, "%d requests after the first, %d boundary moves (%.1f%%)\n\n", a.Requests, a.Moves, pct(a.Moves, a.Requests))
 	fmt.Fprintf(w, "| per move | tokens |\n|---|---:|\n")
-	fmt.Fprintf(w, "| request (tools included) | %.0f |\n| written anew after the first differing message | %.0f |\n", float64(a.Tokens)/m, float64(a.Rewritten)/m)
+	fmt.Fprintf(w, "| request (tools included) | %.0f |\n| written anew after the first differing message | %.0f |\n", float64(a.Tokens)/m, float64(a.Rewritten())/m)
 	fmt.Fprintf(w, "| carried state before it (kept) | %.0f |\n| carried state after it (written again) | %.0f |\n| live history after it (written again) | %.0f |\n\n",
 		float64(a.CarryKept)/m, float64(a.CarryAgain)/m, float64(a.LiveAgain)/m)
 	fmt.Fprintf(w, "| first differing message: what the previous request had there → what became of it | moves |\n|---|---:|\n")
