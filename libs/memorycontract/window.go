@@ -182,6 +182,12 @@ func testWindowRecentAndCarried(t *testing.T, c memoryv1.MemoryServiceClient) {
 	// A window of 9 would start on a result (5): it moves back to the call (4).
 	wantWindow(t, "v2, window 9", window(t, c, &memoryv1.GetComposeWindowRequest{MysisId: id, Window: 9, CarryLimit: 10}),
 		append([]int64{2, 3}, span(4, 13)...), 4, 1, false)
+	// reply_limit counts replies: with a second one (14) before a new turn (15), a limit of 1 carries only it.
+	appendOK(t, c, id, reply("Mined; more to go."), nudge("Go on."))
+	wantWindow(t, "v2, reply_limit 1", window(t, c, &memoryv1.GetComposeWindowRequest{MysisId: id, Window: 1, CarryLimit: 10, ReplyLimit: 1}),
+		[]int64{6, 7, 10, 11, 12, 13, 14, 15}, 15, 1, false)
+	wantWindow(t, "v2, reply_limit 2", window(t, c, &memoryv1.GetComposeWindowRequest{MysisId: id, Window: 1, CarryLimit: 10, ReplyLimit: 2}),
+		[]int64{6, 7, 8, 10, 11, 12, 13, 14, 15}, 15, 1, false)
 }
 
 func testWindowCarryLimitAndSnapshots(t *testing.T, c memoryv1.MemoryServiceClient) {
@@ -244,6 +250,11 @@ func testWindowRecentFrom(t *testing.T, c memoryv1.MemoryServiceClient) {
 	wantWindow(t, "recent from 11", window(t, c, base(11)), []int64{4, 5, 6, 7, 8, 10, 11, 12, 13}, 10, 1, false)
 	// Beyond the newest row: the newest row, a result, so from its call (12); travel's newest result is now 11.
 	wantWindow(t, "recent from 99", window(t, c, base(99)), []int64{6, 7, 8, 10, 11, 12, 13}, 12, 1, false)
+	// max_turn_rows bounds it too: from 5 with three rows allowed the part would start at 11, a result whose call
+	// (10) lies beyond the bound, so it moves forward past the loop to 12, and the turn is truncated.
+	bounded := base(5)
+	bounded.MaxTurnRows = 3
+	wantWindow(t, "recent from 5, max_turn_rows 3", window(t, c, bounded), []int64{6, 7, 8, 10, 11, 12, 13}, 12, 1, true)
 }
 
 func testWindowTruncated(t *testing.T, c memoryv1.MemoryServiceClient) {

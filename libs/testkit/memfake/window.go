@@ -3,6 +3,7 @@ package memfake
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"unicode/utf8"
 
@@ -73,31 +74,15 @@ func normalizeWindow(req *memoryv1.GetComposeWindowRequest) (windowQuery, error)
 		return q, errs.InvalidField("recent_from_seq", "must not be negative (0 means none), got %d", q.recentFrom)
 	}
 	q.known = req.GetCarryKnown()
-	for _, f := range []struct {
-		name string
-		v    int64
-	}{{"carry_known.objective_seq", q.known.GetObjectiveSeq()}, {"carry_known.recent_start_seq", q.known.GetRecentStartSeq()}, {"carry_known.bytes", q.known.GetBytes()}} {
-		if f.v < 0 {
-			return q, errs.InvalidField(f.name, "must not be negative, got %d", f.v)
-		}
+	if err := checkCarryKnown(q.known); err != nil {
+		return q, err
 	}
 	q.snapshot, q.pinned = req.GetSnapshotTools(), req.GetPinnedTools()
-	for _, l := range []struct {
-		field string
-		names []string
-	}{{"snapshot_tools", q.snapshot}, {"pinned_tools", q.pinned}} {
-		if len(l.names) > maxWindowToolNames {
-			return q, errs.InvalidField(l.field, "at most %d tool names, got %d", maxWindowToolNames, len(l.names))
-		}
-		for i, n := range l.names {
-			fl := fmt.Sprintf("%s[%d]", l.field, i)
-			if n == "" {
-				return q, errs.InvalidField(fl, "must not be empty")
-			}
-			if err := checkText(fl, n, maxShortField); err != nil {
-				return q, err
-			}
-		}
+	if err := checkToolNames("snapshot_tools", q.snapshot); err != nil {
+		return q, err
+	}
+	if err := checkToolNames("pinned_tools", q.pinned); err != nil {
+		return q, err
 	}
 	q.v2 = q.carry > 0 || q.reply > 0 || len(q.pinned) > 0 || maxTurnRows > 0
 	if maxTurnRows == 0 {
@@ -106,6 +91,37 @@ func normalizeWindow(req *memoryv1.GetComposeWindowRequest) (windowQuery, error)
 	q.turnRows = max(min(maxTurnRows, maxMaxTurnRows), q.window)
 	q.fallback = req.GetGlobalMissionFallback()
 	return q, nil
+}
+
+// checkCarryKnown refuses a negative carry_known field, naming it.
+func checkCarryKnown(k *memoryv1.CarryKnown) error {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"carry_known.objective_seq", k.GetObjectiveSeq()}, {"carry_known.recent_start_seq", k.GetRecentStartSeq()}, {"carry_known.bytes", k.GetBytes()}} {
+		if f.v < 0 {
+			return errs.InvalidField(f.name, "must not be negative, got %d", f.v)
+		}
+	}
+	return nil
+}
+
+// checkToolNames checks a list of tool names (snapshot_tools, pinned_tools): at most maxWindowToolNames, none
+// empty or over the short-field limit; errors name the field, or the entry.
+func checkToolNames(field string, names []string) error {
+	if len(names) > maxWindowToolNames {
+		return errs.InvalidField(field, "at most %d tool names, got %d", maxWindowToolNames, len(names))
+	}
+	for i, n := range names {
+		fl := fmt.Sprintf("%s[%d]", field, i)
+		if n == "" {
+			return errs.InvalidField(fl, "must not be empty")
+		}
+		if err := checkText(fl, n, maxShortField); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func isMission(m *memoryv1.Memory) bool {
@@ -118,8 +134,8 @@ func hasCalls(m *memoryv1.Memory) bool {
 }
 
 // GetComposeWindow implements MemoryService.GetComposeWindow (v1 and v2) the way the real service's one SQL
-// statement does (services/memory/internal/pgstore/window.go): the recent part, the carried rows before it, the
-// mission or the global fallback, then the byte bounds.
+// statement does (services/memory/internal/pgstore/window.go): the mission, the recent part, the carried rows
+// before it, then the byte bounds.
 func (f *Fake) GetComposeWindow(_ context.Context, req *memoryv1.GetComposeWindowRequest) (*memoryv1.GetComposeWindowResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -136,120 +152,163 @@ func (f *Fake) GetComposeWindow(_ context.Context, req *memoryv1.GetComposeWindo
 	}
 	ms := f.memories[q.mysisID] // ms[seq-1]: seq is gapless from 1
 	l := int64(len(ms))
-	at := func(seq int64) *memoryv1.Memory { return ms[seq-1] }
 	resp := &memoryv1.GetComposeWindowResponse{Mysis: proto.Clone(y).(*memoryv1.Mysis)}
-
-	// The mission: the newest commander prompt; without one, optionally the swarm's newest commander broadcast.
 	var obj int64
-	for i := len(ms) - 1; i >= 0; i-- {
-		if isMission(ms[i]) {
-			obj = ms[i].GetSeq()
-			resp.Mission = &memoryv1.Mission{Memory: proto.Clone(ms[i]).(*memoryv1.Memory)}
-			break
-		}
-	}
-	if resp.Mission == nil && q.fallback {
-		for i := len(f.bcOrder) - 1; i >= 0; i-- {
-			if b := f.broadcasts[f.bcOrder[i]]; b.GetSenderId() == "" {
-				resp.Mission = &memoryv1.Mission{GlobalFallback: true, Memory: &memoryv1.Memory{
-					MysisId: q.mysisID, Role: memoryv1.Role_ROLE_USER, Source: memoryv1.Source_SOURCE_BROADCAST,
-					Content: b.GetContent(), BroadcastId: b.GetId(), CreatedAt: b.GetCreatedAt()}}
-				break
-			}
-		}
-	}
-
-	// The recent part's start.
-	bound := max(l-int64(q.turnRows)+1, 1) // the oldest seq max_turn_rows allows
-	s := max(l-int64(q.window)+1, 1)
-	truncated := false
-	if q.v2 {
-		ts := int64(1) // the current turn's opener
-		for i := len(ms) - 1; i >= 0; i-- {
-			if opensTurn(ms[i].GetRole(), ms[i].GetSource()) {
-				ts = ms[i].GetSeq()
-				break
-			}
-		}
-		anchor := ts
-		if q.recentFrom > 0 {
-			anchor = q.recentFrom
-			s = max(min(q.recentFrom, l), l-int64(q.turnRows)+1, 1)
-		} else {
-			s = min(s, max(ts, bound))
-		}
-		truncated = anchor < l-int64(q.turnRows)+1
-		if l > 0 {
-			s = loopBoundary(ms, s, bound)
-		}
-	}
-
-	// Carried rows, all before s.
-	extra := map[int64]bool{}
-	var withCall []int64 // carried and pinned results: their calls come too
-	if q.v2 && q.carry > 0 {
-		seen := map[string]bool{}
-		scanned, carried := 0, 0
-		for seq := s - 1; seq > obj && scanned < carryScanRows && carried < q.carry; seq-- {
-			m := at(seq)
-			if m.GetRole() != memoryv1.Role_ROLE_TOOL {
-				continue
-			}
-			scanned++
-			k := m.GetCallKey()
-			if slices.Contains(q.snapshot, m.GetToolName()) || k == "" {
-				k = m.GetToolName()
-			}
-			if seen[k] {
-				continue
-			}
-			seen[k] = true
-			carried++
-			extra[seq] = true
-			withCall = append(withCall, seq)
-		}
-	}
-	for _, name := range q.pinned {
-		for seq := s - 1; seq >= 1; seq-- {
-			if m := at(seq); m.GetRole() == memoryv1.Role_ROLE_TOOL && m.GetToolName() == name {
-				extra[seq] = true
-				withCall = append(withCall, seq)
-				break
-			}
-		}
-	}
-	if q.v2 && q.reply > 0 {
-		n := 0
-		for seq := s - 1; seq > obj && n < q.reply; seq-- {
-			if m := at(seq); m.GetRole() == memoryv1.Role_ROLE_ASSISTANT && len(m.GetToolCalls()) == 0 {
-				extra[seq] = true
-				n++
-			}
-		}
-	}
-	for _, x := range withCall {
-		for seq := x - 1; seq >= max(x-callLookback, 1); seq-- {
-			if hasCalls(at(seq)) {
-				extra[seq] = true
-				break
-			}
-		}
-	}
-	for seq := int64(1); seq < s && seq <= l; seq++ {
-		if extra[seq] {
-			resp.Memories = append(resp.Memories, proto.Clone(at(seq)).(*memoryv1.Memory))
-		}
+	resp.Mission, obj = f.windowMission(q, ms)
+	s, truncated := recentStart(q, ms)
+	for _, seq := range carriedSeqs(q, ms, s, obj) {
+		resp.Memories = append(resp.Memories, proto.Clone(ms[seq-1]).(*memoryv1.Memory))
 	}
 	for seq := s; seq <= l; seq++ {
-		resp.Memories = append(resp.Memories, proto.Clone(at(seq)).(*memoryv1.Memory))
+		resp.Memories = append(resp.Memories, proto.Clone(ms[seq-1]).(*memoryv1.Memory))
 	}
 	resp.ObjectiveSeq, resp.TurnTruncated = obj, truncated
 	if l > 0 {
 		resp.RecentStartSeq = s
 	}
-
 	boundWindow(resp, q, len(y.GetSystemPrompt()), l > 0 && q.known.GetRecentStartSeq() == s && q.known.GetObjectiveSeq() == obj)
 	return resp, nil
+}
+
+// windowMission returns the mysis's mission and the objective (its seq): the newest commander prompt among ms;
+// without one, when the query asks for the fallback, the swarm's newest commander broadcast as a synthetic memory
+// (objective 0). The caller holds f.mu.
+func (f *Fake) windowMission(q windowQuery, ms []*memoryv1.Memory) (*memoryv1.Mission, int64) {
+	for i := len(ms) - 1; i >= 0; i-- {
+		if isMission(ms[i]) {
+			return &memoryv1.Mission{Memory: proto.Clone(ms[i]).(*memoryv1.Memory)}, ms[i].GetSeq()
+		}
+	}
+	if !q.fallback {
+		return nil, 0
+	}
+	for i := len(f.bcOrder) - 1; i >= 0; i-- {
+		if b := f.broadcasts[f.bcOrder[i]]; b.GetSenderId() == "" {
+			return &memoryv1.Mission{GlobalFallback: true, Memory: &memoryv1.Memory{
+				MysisId: q.mysisID, Role: memoryv1.Role_ROLE_USER, Source: memoryv1.Source_SOURCE_BROADCAST,
+				Content: b.GetContent(), BroadcastId: b.GetId(), CreatedAt: b.GetCreatedAt()}}, 0
+		}
+	}
+	return nil, 0
+}
+
+// recentStart returns the seq where the recent part of ms starts and whether max_turn_rows truncated it. v1: the
+// newest `window` rows. v2: back to the current turn's opener (or to recent_from_seq instead), never more than
+// max_turn_rows rows, then onto a loop boundary.
+func recentStart(q windowQuery, ms []*memoryv1.Memory) (int64, bool) {
+	l := int64(len(ms))
+	s := max(l-int64(q.window)+1, 1)
+	if !q.v2 {
+		return s, false
+	}
+	bound := max(l-int64(q.turnRows)+1, 1) // the oldest seq max_turn_rows allows
+	anchor := turnOpener(ms)
+	if q.recentFrom > 0 {
+		anchor = q.recentFrom
+		s = max(min(q.recentFrom, l), bound)
+	} else {
+		s = min(s, max(anchor, bound))
+	}
+	truncated := anchor < l-int64(q.turnRows)+1
+	if l > 0 {
+		s = loopBoundary(ms, s, bound)
+	}
+	return s, truncated
+}
+
+// turnOpener is the seq of the current turn's opener: the newest row that opens a turn, 1 when none does.
+func turnOpener(ms []*memoryv1.Memory) int64 {
+	for i := len(ms) - 1; i >= 0; i-- {
+		if opensTurn(ms[i].GetRole(), ms[i].GetSource()) {
+			return ms[i].GetSeq()
+		}
+	}
+	return 1
+}
+
+// carriedSeqs returns the seqs of the carried rows, all before the recent part's start s, oldest first: the
+// carry-over results and pinned results, each with its call, and the final replies.
+func carriedSeqs(q windowQuery, ms []*memoryv1.Memory, s, obj int64) []int64 {
+	var withCall []int64 // carried and pinned results: their calls come too
+	if q.v2 && q.carry > 0 {
+		withCall = carryOver(q, ms, s, obj)
+	}
+	withCall = append(withCall, pinnedResults(q, ms, s)...)
+	extra := map[int64]bool{}
+	for _, seq := range withCall {
+		extra[seq] = true
+		if c := callOf(ms, seq); c > 0 {
+			extra[c] = true
+		}
+	}
+	if q.v2 && q.reply > 0 {
+		for _, seq := range finalReplies(q, ms, s, obj) {
+			extra[seq] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(extra))
+}
+
+// carryOver returns the carried results before s: among the carryScanRows newest tool results after the objective,
+// the newest result of each distinct call (keyed by its call key, or by tool name alone for snapshot tools and
+// results without one), at most carry_limit of them.
+func carryOver(q windowQuery, ms []*memoryv1.Memory, s, obj int64) []int64 {
+	seen := map[string]bool{}
+	var out []int64
+	scanned := 0
+	for seq := s - 1; seq > obj && scanned < carryScanRows && len(out) < q.carry; seq-- {
+		m := ms[seq-1]
+		if m.GetRole() != memoryv1.Role_ROLE_TOOL {
+			continue
+		}
+		scanned++
+		k := m.GetCallKey()
+		if slices.Contains(q.snapshot, m.GetToolName()) || k == "" {
+			k = m.GetToolName()
+		}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, seq)
+		}
+	}
+	return out
+}
+
+// pinnedResults returns the newest result before s of each pinned tool, however old.
+func pinnedResults(q windowQuery, ms []*memoryv1.Memory, s int64) []int64 {
+	var out []int64
+	for _, name := range q.pinned {
+		for seq := s - 1; seq >= 1; seq-- {
+			if m := ms[seq-1]; m.GetRole() == memoryv1.Role_ROLE_TOOL && m.GetToolName() == name {
+				out = append(out, seq)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// finalReplies returns the reply_limit newest assistant text replies (no tool calls) after the objective and
+// before s.
+func finalReplies(q windowQuery, ms []*memoryv1.Memory, s, obj int64) []int64 {
+	var out []int64
+	for seq := s - 1; seq > obj && len(out) < q.reply; seq-- {
+		if m := ms[seq-1]; m.GetRole() == memoryv1.Role_ROLE_ASSISTANT && len(m.GetToolCalls()) == 0 {
+			out = append(out, seq)
+		}
+	}
+	return out
+}
+
+// callOf returns the seq of the call a result at seq answers: the nearest earlier assistant row with tool calls
+// within callLookback, 0 when there is none.
+func callOf(ms []*memoryv1.Memory, seq int64) int64 {
+	for c := seq - 1; c >= max(seq-callLookback, 1); c-- {
+		if hasCalls(ms[c-1]) {
+			return c
+		}
+	}
+	return 0
 }
 
 // boundWindow applies the byte bounds: long tool results cut, then — when the caller holds the carried rows
@@ -265,15 +324,9 @@ func boundWindow(resp *memoryv1.GetComposeWindowResponse, q windowQuery, promptB
 	}
 	s := resp.RecentStartSeq
 	i := slices.IndexFunc(resp.Memories, func(m *memoryv1.Memory) bool { return m.GetSeq() >= s })
-	if held && i >= 0 {
-		total := q.known.GetBytes()
-		for _, m := range resp.Memories[i:] {
-			total += int64(memBytes(m))
-		}
-		if total <= int64(budget) {
-			resp.Memories, resp.CarryOmitted = resp.Memories[i:], true
-			return
-		}
+	if held && i >= 0 && q.known.GetBytes()+sumBytes(resp.Memories[i:]) <= int64(budget) {
+		resp.Memories, resp.CarryOmitted = resp.Memories[i:], true
+		return
 	}
 	if kept := keepNewestWithin(resp.Memories, budget); len(kept) < len(resp.Memories) {
 		resp.CarryCut = resp.Memories[0].GetSeq() < s
@@ -282,6 +335,15 @@ func boundWindow(resp *memoryv1.GetComposeWindowResponse, q windowQuery, promptB
 			resp.RecentStartSeq, resp.TurnTruncated = first, true
 		}
 	}
+}
+
+// sumBytes is the size of ms as the byte bounds count it.
+func sumBytes(ms []*memoryv1.Memory) int64 {
+	var n int64
+	for _, m := range ms {
+		n += int64(memBytes(m))
+	}
+	return n
 }
 
 // loopBoundary moves a recent part starting at s onto a loop boundary: when the first assistant or tool row at or
