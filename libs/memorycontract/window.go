@@ -28,8 +28,10 @@ import (
 // each with the nearest earlier assistant row with tool calls (the call); and the reply_limit newest assistant text
 // replies since the objective. The mission is the newest commander (sender '') direct message or broadcast;
 // objective_seq is its seq. Tool results longer than max_result_bytes are cut and point at the full memory.
-// carry_known naming the window's objective_seq and recent_start_seq leaves the rows below that start out
-// (carry_omitted), unless they and the rest would not fit the response bound.
+// carry_bytes is the size of the rows below recent_start_seq as the response bound counts it (content, reasoning,
+// tool call ids, names and arguments, after the cut). carry_known naming the window's objective_seq and
+// recent_start_seq leaves those rows out (carry_omitted; carry_bytes is then carry_known.bytes), unless they and the
+// rest would not fit the response bound.
 
 // history is one mysis's memories for the window cases, appended in one call; seqs are 1-based indexes.
 type history []*memoryv1.NewMemory
@@ -110,6 +112,14 @@ func wantWindow(t *testing.T, what string, resp *memoryv1.GetComposeWindowRespon
 	}
 }
 
+// wantCarryBytes checks the window's carry_bytes.
+func wantCarryBytes(t *testing.T, what string, resp *memoryv1.GetComposeWindowResponse, want int64) {
+	t.Helper()
+	if got := resp.GetCarryBytes(); got != want {
+		t.Errorf("%s: carry_bytes %d, want %d", what, got, want)
+	}
+}
+
 // span is the seqs from..to.
 func span(from, to int64) []int64 {
 	var out []int64
@@ -127,6 +137,7 @@ func testWindowEmpty(t *testing.T, c memoryv1.MemoryServiceClient) {
 	} {
 		resp := window(t, c, req)
 		wantWindow(t, "a mysis without memories", resp, nil, 0, 0, false)
+		wantCarryBytes(t, "a mysis without memories", resp, 0)
 		if resp.GetMysis().GetId() != id || resp.GetMission() != nil {
 			t.Errorf("a mysis without memories: mysis %v, mission %v", resp.GetMysis(), resp.GetMission())
 		}
@@ -138,6 +149,7 @@ func testWindowV1(t *testing.T, c memoryv1.MemoryServiceClient) {
 	resp := window(t, c, &memoryv1.GetComposeWindowRequest{MysisId: id, Window: 3})
 	// The newest three, even though they start on a tool result: v1 has no loop boundary.
 	wantWindow(t, "v1, window 3", resp, span(11, 13), 11, 1, false)
+	wantCarryBytes(t, "v1, window 3", resp, 0)
 	for i, m := range resp.GetMemories() {
 		want := rows[10+i]
 		if m.GetId() != want.GetId() || m.GetContent() != want.GetContent() || m.GetRole() != want.GetRole() ||
@@ -338,6 +350,15 @@ func testWindowCut(t *testing.T, c memoryv1.MemoryServiceClient) {
 	if got := window(t, c, &memoryv1.GetComposeWindowRequest{MysisId: id, Window: 3}); got.GetMemories()[2].GetContent() != long {
 		t.Errorf("with the default cut (256 KiB) a 2000-byte result was changed")
 	}
+	// Carried (a new turn starts after it), the result counts in carry_bytes as cut: the call's "k1", "scan" and
+	// "{}" (8 bytes) and the cut content.
+	appendOK(t, c, id, nudge("Go on."))
+	carried := &memoryv1.GetComposeWindowRequest{MysisId: id, Window: 1, CarryLimit: 10, MaxResultBytes: 1025}
+	resp = window(t, c, carried)
+	wantWindow(t, "carried cut result", resp, []int64{2, 3, 4}, 4, 1, false)
+	wantCarryBytes(t, "carried cut result", resp, int64(8+len(want)))
+	carried.MaxResultBytes = 0
+	wantCarryBytes(t, "carried whole result", window(t, c, carried), 8+2000)
 }
 
 func testWindowRejects(t *testing.T, c memoryv1.MemoryServiceClient) {
@@ -378,22 +399,23 @@ func testWindowRejects(t *testing.T, c memoryv1.MemoryServiceClient) {
 }
 
 // carryOf is what a caller holds from a whole window: the rows below its recent part's start and the carry_known
-// naming them, their size counted as the response bound counts it.
+// naming them, with the window's carry_bytes echoed as their size.
 func carryOf(resp *memoryv1.GetComposeWindowResponse) ([]*memoryv1.Memory, *memoryv1.CarryKnown) {
-	k := &memoryv1.CarryKnown{ObjectiveSeq: resp.GetObjectiveSeq(), RecentStartSeq: resp.GetRecentStartSeq()}
+	k := &memoryv1.CarryKnown{ObjectiveSeq: resp.GetObjectiveSeq(), RecentStartSeq: resp.GetRecentStartSeq(), Bytes: resp.GetCarryBytes()}
 	var rows []*memoryv1.Memory
 	for _, m := range resp.GetMemories() {
 		if m.GetSeq() >= resp.GetRecentStartSeq() {
 			break
 		}
 		rows = append(rows, m)
-		k.Bytes += int64(len(m.GetContent()) + len(m.GetReasoning()))
-		for _, tc := range m.GetToolCalls() {
-			k.Bytes += int64(len(tc.GetId()) + len(tc.GetName()) + len(tc.GetArgumentsJson()))
-		}
 	}
 	return rows, k
 }
+
+// missionCarryBytes is the size of missionHistory's carried rows 4–8 as the response bound counts it: the travel
+// call ("c2" "travel" `{"to":"sol"}`, 20), its result (14), the get_status call ("c3" "get_status" `{}`, 14), its
+// result (9) and the reply (22).
+const missionCarryBytes = 20 + 14 + 14 + 9 + 22
 
 func testWindowCarryKnown(t *testing.T, c memoryv1.MemoryServiceClient) {
 	id, _ := windowMysis(t, c, missionHistory)
@@ -405,13 +427,17 @@ func testWindowCarryKnown(t *testing.T, c memoryv1.MemoryServiceClient) {
 	if whole.GetCarryOmitted() || whole.GetCarryCut() {
 		t.Errorf("whole window: carry_omitted %v, carry_cut %v", whole.GetCarryOmitted(), whole.GetCarryCut())
 	}
+	wantCarryBytes(t, "whole", whole, missionCarryBytes)
 	rows, known := carryOf(whole)
-	// The same objective and start: only the recent part comes back, and the held rows before it are the window.
+	// The same objective and start, the size echoed: only the recent part comes back, and the held rows before it
+	// are the window; its carry_bytes is the held rows' size as the request gave it.
 	resp := window(t, c, req(known))
 	wantWindow(t, "carry known", resp, span(9, 13), 9, 1, false)
 	if !resp.GetCarryOmitted() {
 		t.Errorf("carry known (objective 1, start 9): carry_omitted false")
 	}
+	wantCarryBytes(t, "carry known", resp, missionCarryBytes)
+	wantCarryBytes(t, "carry known, another size given", window(t, c, req(&memoryv1.CarryKnown{ObjectiveSeq: 1, RecentStartSeq: 9, Bytes: 5})), 5)
 	appendOK(t, c, id, call("c6", "scan", `{}`), result("c6", "scan", "nothing"))
 	resp = window(t, c, req(known))
 	wantWindow(t, "carry known, the turn grown", resp, span(9, 15), 9, 1, false)
@@ -425,6 +451,8 @@ func testWindowCarryKnown(t *testing.T, c memoryv1.MemoryServiceClient) {
 			t.Fatalf("held rows + omitted window differ from the whole window at row %d", i)
 		}
 	}
+	// The whole window read now counts the same carried rows: what the caller holds stays valid.
+	wantCarryBytes(t, "whole, the turn grown", now, resp.GetCarryBytes())
 	// Another objective, another start, or a held carry too large to fit the bound with the rest: the whole window.
 	for what, k := range map[string]*memoryv1.CarryKnown{
 		"another objective": {ObjectiveSeq: 2, RecentStartSeq: 9, Bytes: known.GetBytes()},
@@ -437,10 +465,12 @@ func testWindowCarryKnown(t *testing.T, c memoryv1.MemoryServiceClient) {
 		if resp.GetCarryOmitted() {
 			t.Errorf("%s: carry_omitted", what)
 		}
+		wantCarryBytes(t, what, resp, missionCarryBytes)
 	}
 	// A new commander order is a new objective.
 	appendOK(t, c, id, commander("Now sell it."))
 	if resp = window(t, c, req(known)); resp.GetCarryOmitted() || resp.GetObjectiveSeq() != 16 {
 		t.Errorf("after a new order: carry_omitted %v, objective %d", resp.GetCarryOmitted(), resp.GetObjectiveSeq())
 	}
+	wantCarryBytes(t, "after a new order (nothing carried since it)", resp, 0)
 }

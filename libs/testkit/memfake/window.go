@@ -313,7 +313,8 @@ func callOf(ms []*memoryv1.Memory, seq int64) int64 {
 
 // boundWindow applies the byte bounds: long tool results cut, then — when the caller holds the carried rows
 // (held) and they fit the bound with the rest — the rows below the recent part's start left out, else the newest
-// rows within the response bound (carry_cut when rows below the start were left out).
+// rows within the response bound (carry_cut when rows below the start were left out). carry_bytes is the size of
+// the carried rows returned, or of those held when they were left out.
 func boundWindow(resp *memoryv1.GetComposeWindowResponse, q windowQuery, promptBytes int, held bool) {
 	for _, m := range resp.Memories {
 		cutResult(m, q.maxRB)
@@ -325,7 +326,7 @@ func boundWindow(resp *memoryv1.GetComposeWindowResponse, q windowQuery, promptB
 	s := resp.RecentStartSeq
 	i := slices.IndexFunc(resp.Memories, func(m *memoryv1.Memory) bool { return m.GetSeq() >= s })
 	if held && i >= 0 && q.known.GetBytes()+sumBytes(resp.Memories[i:]) <= int64(budget) {
-		resp.Memories, resp.CarryOmitted = resp.Memories[i:], true
+		resp.Memories, resp.CarryOmitted, resp.CarryBytes = resp.Memories[i:], true, q.known.GetBytes()
 		return
 	}
 	if kept := keepNewestWithin(resp.Memories, budget); len(kept) < len(resp.Memories) {
@@ -335,6 +336,11 @@ func boundWindow(resp *memoryv1.GetComposeWindowResponse, q windowQuery, promptB
 			resp.RecentStartSeq, resp.TurnTruncated = first, true
 		}
 	}
+	n := slices.IndexFunc(resp.Memories, func(m *memoryv1.Memory) bool { return m.GetSeq() >= resp.RecentStartSeq })
+	if n < 0 {
+		n = len(resp.Memories)
+	}
+	resp.CarryBytes = sumBytes(resp.Memories[:n])
 }
 
 // sumBytes is the size of ms as the byte bounds count it.

@@ -70,13 +70,14 @@ func (cs *carries) get(id string, p compose.Policy) *carry {
 	return c
 }
 
-// put holds the carried rows of a whole window read under p (in.Window is ordered by seq). A window without a
-// recent part (a v1 memory service, no memories) or one whose carried rows the byte bound cut holds nothing.
-func (cs *carries) put(id string, p compose.Policy, in compose.Input, cut bool) {
+// put holds the carried rows of a whole window read under p (in.Window is ordered by seq), with their size as the
+// memory service reported it (carry_bytes). A window without a recent part (a v1 memory service, no memories) or one
+// whose carried rows the byte bound cut holds nothing.
+func (cs *carries) put(id string, p compose.Policy, in compose.Input, r Relayed) {
 	if cs == nil {
 		return
 	}
-	if in.RecentStartSeq <= 0 || cut {
+	if in.RecentStartSeq <= 0 || r.CarryCut {
 		cs.c.Invalidate(id)
 		return
 	}
@@ -84,12 +85,8 @@ func (cs *carries) put(id string, p compose.Policy, in compose.Input, cut bool) 
 	if n < 0 {
 		n = len(in.Window)
 	}
-	c := &carry{policy: policyOfCarry(p), rows: slices.Clone(in.Window[:n]),
-		known: CarryKnown{ObjectiveSeq: in.ObjectiveSeq, RecentStartSeq: in.RecentStartSeq}}
-	for _, m := range c.rows {
-		c.known.Bytes += memoryBytes(m)
-	}
-	cs.c.Set(id, c)
+	cs.c.Set(id, &carry{policy: policyOfCarry(p), rows: slices.Clone(in.Window[:n]),
+		known: CarryKnown{ObjectiveSeq: in.ObjectiveSeq, RecentStartSeq: in.RecentStartSeq, Bytes: r.CarryBytes}})
 }
 
 // splice puts the held rows back before a window read without them: the whole window, as a full read returns it
@@ -100,14 +97,4 @@ func (c *carry) splice(recent []compose.Memory) []compose.Memory {
 
 func (c *carry) weight() uint32 {
 	return uint32(min(c.known.Bytes+int64(len(c.rows)+1)*carryRowOverhead, 1<<32-1))
-}
-
-// memoryBytes is a memory's size as the memory service's response bound counts it (memory.Memory.Bytes): content,
-// reasoning and each tool call's id, name and arguments.
-func memoryBytes(m compose.Memory) int64 {
-	n := len(m.Content) + len(m.Reasoning)
-	for _, tc := range m.ToolCalls {
-		n += len(tc.ID) + len(tc.Name) + len(tc.Arguments)
-	}
-	return int64(n)
 }

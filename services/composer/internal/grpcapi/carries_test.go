@@ -3,6 +3,7 @@ package grpcapi_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,9 +24,26 @@ import (
 type observed struct {
 	api                   memoryclient.WindowAPI
 	calls, known, omitted atomic.Int64
+
+	// For one mysis under one policy: the carry_bytes of the newest window read whole, and the carry_known.bytes
+	// sent that were not it (the composer must echo what the memory service reported for the rows it holds) or
+	// were (and not 0).
+	mu        sync.Mutex
+	heldBytes int64
+	misechoed []string
+	echoed    int
 }
 
 func (o *observed) GetComposeWindow(ctx context.Context, in *memoryv1.GetComposeWindowRequest, opts ...grpc.CallOption) (*memoryv1.GetComposeWindowResponse, error) {
+	o.mu.Lock()
+	switch k := in.GetCarryKnown(); {
+	case k == nil:
+	case k.GetBytes() != o.heldBytes:
+		o.misechoed = append(o.misechoed, fmt.Sprintf("carry_known.bytes %d, the window read whole reported %d", k.GetBytes(), o.heldBytes))
+	case k.GetBytes() > 0:
+		o.echoed++
+	}
+	o.mu.Unlock()
 	resp, err := o.api.GetComposeWindow(ctx, in, opts...)
 	o.calls.Add(1)
 	if in.GetCarryKnown() != nil {
@@ -33,6 +51,10 @@ func (o *observed) GetComposeWindow(ctx context.Context, in *memoryv1.GetCompose
 	}
 	if resp.GetCarryOmitted() {
 		o.omitted.Add(1)
+	} else if err == nil && !resp.GetCarryCut() {
+		o.mu.Lock()
+		o.heldBytes = resp.GetCarryBytes()
+		o.mu.Unlock()
 	}
 	return resp, err
 }
@@ -116,6 +138,10 @@ func TestCarryCacheComposesExactly(t *testing.T) {
 		calls, len(s.Rows), obs.known.Load(), omitted, 100*float64(omitted)/float64(calls), carried)
 	if calls != int64(len(s.Requests)) || omitted*2 < calls || carried*2 < len(s.Requests) {
 		t.Fatalf("%d of %d windows had their carried rows left out, %d requests carried state: want most of both", omitted, calls, carried)
+	}
+	if len(obs.misechoed) > 0 || int64(obs.echoed)*2 < obs.known.Load() {
+		t.Fatalf("of %d carry_known, %d sent another size than the memory service reported (first: %v), %d echoed a size above 0: want none and most",
+			obs.known.Load(), len(obs.misechoed), obs.misechoed[:min(3, len(obs.misechoed))], obs.echoed)
 	}
 }
 

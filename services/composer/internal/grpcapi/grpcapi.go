@@ -34,7 +34,7 @@ type Windows interface {
 }
 
 // CarryKnown names the carried rows of an earlier whole window a caller holds (memory's carry_known): that window's
-// objective and recent part's start, and the rows' size as the memory service's byte bound counts it.
+// objective and recent part's start, and the rows' size as that window reported it (carry_bytes).
 type CarryKnown struct {
 	ObjectiveSeq, RecentStartSeq, Bytes int64
 }
@@ -58,6 +58,9 @@ type Relayed struct {
 	CarryOmitted bool
 	// CarryCut: the memory service's byte bound left out some of the window's carried rows.
 	CarryCut bool
+	// CarryBytes: the carried rows' size as the memory service's byte bound counts it (carry_bytes), sent back as
+	// CarryKnown.Bytes when they are held.
+	CarryBytes int64
 }
 
 // Options configure a Service.
@@ -180,7 +183,7 @@ func (s *Service) window(ctx context.Context, id string, p compose.Policy, recen
 	case relayed.CarryOmitted:
 		in.Window = held.splice(in.Window)
 	default:
-		s.carries.put(id, p, in, relayed.CarryCut)
+		s.carries.put(id, p, in, relayed)
 	}
 	return in, relayed, nil
 }

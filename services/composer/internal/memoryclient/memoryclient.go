@@ -49,7 +49,7 @@ func (c *Client) Window(ctx context.Context, mysisID string, p compose.Policy, r
 		return compose.Input{}, grpcapi.Relayed{}, fmt.Errorf("memory GetComposeWindow for mysis %s: %w", mysisID, server.FromStatus(err))
 	}
 	return fromProtoWindow(w), grpcapi.Relayed{Appended: w.GetAppended(), Mysis: w.GetMysis(), Spend: w.GetSpend(),
-		CarryOmitted: w.GetCarryOmitted(), CarryCut: w.GetCarryCut()}, nil
+		CarryOmitted: w.GetCarryOmitted(), CarryCut: w.GetCarryCut(), CarryBytes: w.GetCarryBytes()}, nil
 }
 
 // Ready is the composer's readiness check: it can answer nothing while the memory service's health is not

@@ -196,7 +196,7 @@ func (s *Server) GetComposeWindow(ctx context.Context, req *memoryv1.GetComposeW
 	resp := &memoryv1.GetComposeWindowResponse{
 		Mysis: toProtoMysis(w.Mysis), Memories: toProtoMemories(w.Memories),
 		RecentStartSeq: w.RecentStartSeq, ObjectiveSeq: w.ObjectiveSeq, TurnTruncated: w.TurnTruncated,
-		Appended: appended, CarryOmitted: w.CarryOmitted, CarryCut: w.CarryCut,
+		Appended: appended, CarryOmitted: w.CarryOmitted, CarryCut: w.CarryCut, CarryBytes: w.CarryBytes,
 	}
 	if w.Mission != nil {
 		resp.Mission = &memoryv1.Mission{Memory: toProtoMemory(w.Mission.Memory), GlobalFallback: w.Mission.GlobalFallback}

@@ -86,6 +86,22 @@ func (w *ComposeWindow) FitsWith(extra int64) bool {
 	return total <= int64(w.budget())
 }
 
+// countCarry sets CarryBytes once the window is bounded: the size of the carried rows it returns, or held, the
+// size the query's Known gave the rows it left out.
+func (w *ComposeWindow) countCarry(held int64) {
+	if w.CarryOmitted {
+		w.CarryBytes = held
+		return
+	}
+	w.CarryBytes = 0
+	for _, m := range w.Memories {
+		if m.Seq >= w.RecentStartSeq {
+			break
+		}
+		w.CarryBytes += int64(m.Bytes())
+	}
+}
+
 // Bound applies a window's byte bounds to results already cut (CutResults): the newest memories within
 // MaxResponseBytes minus what the mission and the system prompt take (always at least the newest one). When rows
 // are left out the window reports its turn as truncated and its recent part as starting at the first row kept, so

@@ -231,6 +231,10 @@ type ComposeWindow struct {
 	CarryOmitted bool
 	// CarryCut reports that the byte bound left out rows below RecentStartSeq: the carried rows are not all there.
 	CarryCut bool
+	// CarryBytes is the size of the carried rows as the response bound counts them (Memory.Bytes, after the result
+	// cut): those below RecentStartSeq in Memories, or when CarryOmitted the held ones as the query's Known named
+	// them. A caller holding the carried rows sends it back as CarryKnown.Bytes.
+	CarryBytes int64
 }
 
 // MemoryHit is one ranked search result.

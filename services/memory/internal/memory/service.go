@@ -225,6 +225,7 @@ func (s *Service) GetMemory(ctx context.Context, mysisID string, id int64) (Memo
 // oversized tool results cut with their pointer, the whole within MaxResponseBytes. The carried rows the caller
 // holds (q.Known) are left out only when the whole window, those rows included, fits that bound: otherwise the bound
 // would have cut into them, so the window is read again whole (one more statement, only near MaxResponseBytes).
+// CarryBytes says what the carried rows came to, for the caller to send back as q.Known.Bytes.
 func (s *Service) GetComposeWindow(ctx context.Context, q WindowQuery) (ComposeWindow, error) {
 	q, err := q.Normalize()
 	if err != nil {
@@ -243,6 +244,7 @@ func (s *Service) GetComposeWindow(ctx context.Context, q WindowQuery) (ComposeW
 		w.CutResults(q.MaxResultBytes)
 	}
 	w.Bound()
+	w.countCarry(q.Known.Bytes)
 	return w, nil
 }
 

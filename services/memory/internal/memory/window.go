@@ -48,7 +48,7 @@ type WindowQuery struct {
 
 // CarryKnown names the carried rows a caller holds: those below RecentStartSeq of an earlier, whole window with this
 // ObjectiveSeq, read under the same carry limit, snapshot and pinned tools, reply limit and result cut, and their
-// size as Memory.Bytes counts it. RecentStartSeq 0 means none.
+// size as Memory.Bytes counts it (that window's CarryBytes). RecentStartSeq 0 means none.
 type CarryKnown struct {
 	ObjectiveSeq, RecentStartSeq, Bytes int64
 }

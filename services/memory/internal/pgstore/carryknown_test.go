@@ -11,7 +11,7 @@ import (
 )
 
 // held is what a caller keeps from a whole window: its carried rows (those below the recent part's start) and the
-// carry_known that names them.
+// carry_known that names them, with the size the window reported for them (CarryBytes).
 type held struct {
 	rows  []memory.Memory
 	known memory.CarryKnown
@@ -22,20 +22,36 @@ func holdCarry(t *testing.T, w memory.ComposeWindow) held {
 	if w.CarryOmitted || w.CarryCut {
 		t.Fatalf("holding the carry of a window that lacks some of it (omitted %v, cut %v)", w.CarryOmitted, w.CarryCut)
 	}
-	var h held
+	h := held{known: memory.CarryKnown{ObjectiveSeq: w.ObjectiveSeq, RecentStartSeq: w.RecentStartSeq, Bytes: w.CarryBytes}}
 	for _, m := range w.Memories {
 		if m.Seq < w.RecentStartSeq {
 			h.rows = append(h.rows, m)
-			h.known.Bytes += int64(m.Bytes())
 		}
 	}
-	h.known.ObjectiveSeq, h.known.RecentStartSeq = w.ObjectiveSeq, w.RecentStartSeq
+	wantCarryBytes(t, "held window", w)
 	return h
 }
 
-// sameWindow fails unless got (the held rows spliced before an omitted window, or a whole window) is want.
+// wantCarryBytes fails unless the window's CarryBytes is the size of its rows below the recent part's start, as
+// the response bound counts them.
+func wantCarryBytes(t *testing.T, what string, w memory.ComposeWindow) {
+	t.Helper()
+	var n int64
+	for _, m := range w.Memories {
+		if m.Seq < w.RecentStartSeq {
+			n += int64(m.Bytes())
+		}
+	}
+	if w.CarryBytes != n {
+		t.Fatalf("%s: carry_bytes %d, want %d (the rows below %d)", what, w.CarryBytes, n, w.RecentStartSeq)
+	}
+}
+
+// sameWindow fails unless got (the held rows spliced before an omitted window, or a whole window) is want, its
+// carried size included: an omitted window reports the held rows' size, which is what the whole one counts.
 func sameWindow(t *testing.T, what string, got, want memory.ComposeWindow) {
 	t.Helper()
+	wantCarryBytes(t, what, want)
 	got.CarryOmitted, want.CarryOmitted = false, false
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("%s: window differs from the whole one:\n got  %v (start %d, objective %d, truncated %v)\n want %v (start %d, objective %d, truncated %v)",
@@ -102,6 +118,9 @@ func TestComposeWindowOmitsHeldCarry(t *testing.T) {
 	w := withKnown(q, h)
 	if !w.CarryOmitted {
 		t.Fatalf("same objective and start (%d, %d): carry not omitted", w.ObjectiveSeq, w.RecentStartSeq)
+	}
+	if w.CarryBytes != h.known.Bytes || h.known.Bytes == 0 {
+		t.Fatalf("omitted window: carry_bytes %d, want the held %d", w.CarryBytes, h.known.Bytes)
 	}
 	for _, r := range w.Memories {
 		if r.Seq < w.RecentStartSeq {

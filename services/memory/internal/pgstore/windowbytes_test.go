@@ -104,6 +104,11 @@ func TestComposeWindowReportsCarryCut(t *testing.T) {
 	if !w.CarryCut || w.TurnTruncated || w.RecentStartSeq != 22 || len(w.Memories) < 4 || len(w.Memories) >= 22 {
 		t.Fatalf("carried rows over the bound: carry_cut %v, truncated %v, start %d, %d rows", w.CarryCut, w.TurnTruncated, w.RecentStartSeq, len(w.Memories))
 	}
+	// carry_bytes counts the carried rows returned, not those the bound left out.
+	if carried := len(w.Memories) - 2; w.CarryBytes != int64(carried/2*(2<<20+len(`{"n":0}`)+len("c0get_map"))) {
+		t.Fatalf("cut carry: carry_bytes %d for %d carried rows", w.CarryBytes, carried)
+	}
+	wantCarryBytes(t, "cut carry", w)
 	q.MaxResultBytes = 0 // cut to 256 KiB each, everything fits
 	if w = must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, q)); w.CarryCut || len(w.Memories) != 22 {
 		t.Fatalf("cut results: carry_cut %v, %d rows", w.CarryCut, len(w.Memories))

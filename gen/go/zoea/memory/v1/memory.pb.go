@@ -2785,10 +2785,9 @@ type CarryKnown struct {
 	ObjectiveSeq int64 `protobuf:"varint,1,opt,name=objective_seq,json=objectiveSeq,proto3" json:"objective_seq,omitempty"`
 	// The recent_start_seq of the window they came from; 0 means none held. Not negative.
 	RecentStartSeq int64 `protobuf:"varint,2,opt,name=recent_start_seq,json=recentStartSeq,proto3" json:"recent_start_seq,omitempty"`
-	// Their size as the response bound counts it (content, reasoning, tool call ids, names and arguments, after
-	// max_result_bytes cut them). The server leaves them out only when the whole window, these rows included, fits
-	// the response bound, so a window it would have cut comes back whole instead (as if carry_known were unset). Not
-	// negative.
+	// Their size as the response bound counts it: the carry_bytes of the window they came from. The server leaves
+	// them out only when the whole window, these rows included, fits the response bound, so a window it would have
+	// cut comes back whole instead (as if carry_known were unset). Not negative.
 	Bytes         int64 `protobuf:"varint,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2929,7 +2928,14 @@ type GetComposeWindowResponse struct {
 	CarryOmitted bool `protobuf:"varint,9,opt,name=carry_omitted,json=carryOmitted,proto3" json:"carry_omitted,omitempty"`
 	// True when the response bound left out rows below recent_start_seq: the carried rows returned are not all of
 	// them, so they must not be sent back as carry_known.
-	CarryCut      bool `protobuf:"varint,10,opt,name=carry_cut,json=carryCut,proto3" json:"carry_cut,omitempty"`
+	CarryCut bool `protobuf:"varint,10,opt,name=carry_cut,json=carryCut,proto3" json:"carry_cut,omitempty"`
+	// The size of this window's carried rows as the response bound counts it (content, reasoning, tool call ids, names
+	// and arguments, after max_result_bytes cut them): the sum over the memories below recent_start_seq in this
+	// response, 0 when there are none (a v1 window, no memories, or none carried). When carry_omitted it is the
+	// request's carry_known.bytes, the size the bound counted the held rows as. With carry_cut it counts only the
+	// carried rows returned. A caller holding the carried rows of a window without carry_cut sends it back as
+	// carry_known.bytes.
+	CarryBytes    int64 `protobuf:"varint,11,opt,name=carry_bytes,json=carryBytes,proto3" json:"carry_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3032,6 +3038,13 @@ func (x *GetComposeWindowResponse) GetCarryCut() bool {
 		return x.CarryCut
 	}
 	return false
+}
+
+func (x *GetComposeWindowResponse) GetCarryBytes() int64 {
+	if x != nil {
+		return x.CarryBytes
+	}
+	return 0
 }
 
 // RecordBroadcastRequest records and delivers a broadcast.
@@ -5203,7 +5216,7 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\x05bytes\x18\x03 \x01(\x03R\x05bytes\"b\n" +
 	"\aMission\x12.\n" +
 	"\x06memory\x18\x01 \x01(\v2\x16.zoea.memory.v1.MemoryR\x06memory\x12'\n" +
-	"\x0fglobal_fallback\x18\x02 \x01(\bR\x0eglobalFallback\"\xd2\x03\n" +
+	"\x0fglobal_fallback\x18\x02 \x01(\bR\x0eglobalFallback\"\xf3\x03\n" +
 	"\x18GetComposeWindowResponse\x12+\n" +
 	"\x05mysis\x18\x01 \x01(\v2\x15.zoea.memory.v1.MysisR\x05mysis\x122\n" +
 	"\bmemories\x18\x02 \x03(\v2\x16.zoea.memory.v1.MemoryR\bmemories\x121\n" +
@@ -5215,7 +5228,9 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\bappended\x18\b \x03(\v2\x16.zoea.memory.v1.MemoryR\bappended\x12#\n" +
 	"\rcarry_omitted\x18\t \x01(\bR\fcarryOmitted\x12\x1b\n" +
 	"\tcarry_cut\x18\n" +
-	" \x01(\bR\bcarryCut\"\x9c\x01\n" +
+	" \x01(\bR\bcarryCut\x12\x1f\n" +
+	"\vcarry_bytes\x18\v \x01(\x03R\n" +
+	"carryBytes\"\x9c\x01\n" +
 	"\x16RecordBroadcastRequest\x12!\n" +
 	"\fbroadcast_id\x18\x01 \x01(\tR\vbroadcastId\x12\x1b\n" +
 	"\tsender_id\x18\x02 \x01(\tR\bsenderId\x12\x18\n" +
