@@ -33,6 +33,7 @@ func SearchBenchMain(ctx context.Context, log *slog.Logger, dbURL string, args [
 	n := fs.Int("n", 100, "calls per history, query class and order")
 	typical := fs.Bool("typical", true, "also measure random typical myses")
 	orders := fs.String("orders", "relevance,recency", "orders to measure, interleaved")
+	limit := fs.Int("limit", memory.DefaultSearchLimit, "hits asked for per call (a limit the newest 2,000 rows cannot fill reads older rows)")
 	out := fs.String("out", "", "also write the report to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -96,10 +97,10 @@ func SearchBenchMain(ctx context.Context, log *slog.Logger, dbURL string, args [
 	classes = append(classes, searchClass{"no match (`zyzzyva`)", []string{"zyzzyva"}},
 		searchClass{fmt.Sprintf("`memory bench` mix (%d queries)", len(mix)), mix})
 
-	b.report("## SearchMessages by history, query and order (limit 20, snippets on)\n\nDatabase: %d memories, %d myses. "+
+	b.report("## SearchMessages by history, query and order (limit %d, snippets on)\n\nDatabase: %d memories, %d myses. "+
 		"%d calls per row, orders interleaved call by call.\n\n"+
 		"| history | query | order | calls | p50 | p95 | p99 | max | hits (mean) | bounded |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
-		sizes.Rows, sizes.Myses, *n)
+		*limit, sizes.Rows, sizes.Myses, *n)
 	type target struct {
 		label string
 		id    func() string
@@ -115,7 +116,7 @@ func SearchBenchMain(ctx context.Context, log *slog.Logger, dbURL string, args [
 	for _, t := range targets {
 		for _, c := range classes {
 			for _, o := range os_ {
-				if _, _, err := benchSearch(ctx, svc, memory.SearchQuery{MysisID: t.id(), Text: c.texts[0], Order: o}); err != nil {
+				if _, _, err := benchSearch(ctx, svc, memory.SearchQuery{MysisID: t.id(), Text: c.texts[0], Order: o, Limit: *limit}); err != nil {
 					return err
 				}
 			}
@@ -130,7 +131,7 @@ func SearchBenchMain(ctx context.Context, log *slog.Logger, dbURL string, args [
 				id := t.id()
 				for k := range os_ {
 					o := os_[(i+k)%len(os_)] // which order goes first alternates
-					q := memory.SearchQuery{MysisID: id, Text: c.texts[i%len(c.texts)], Order: o}
+					q := memory.SearchQuery{MysisID: id, Text: c.texts[i%len(c.texts)], Order: o, Limit: *limit}
 					start := time.Now()
 					hs, bnd, err := benchSearch(ctx, svc, q)
 					if err != nil {
@@ -155,7 +156,7 @@ func SearchBenchMain(ctx context.Context, log *slog.Logger, dbURL string, args [
 	if len(b.longs) > 0 {
 		l := b.longs[len(b.longs)-1]
 		for _, o := range os_ {
-			q, err := memory.SearchQuery{MysisID: l.ID, Text: "credits", Order: o}.Normalize(true)
+			q, err := memory.SearchQuery{MysisID: l.ID, Text: "credits", Order: o, Limit: *limit}.Normalize(true)
 			if err != nil {
 				return err
 			}

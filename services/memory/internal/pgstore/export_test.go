@@ -29,3 +29,6 @@ const (
 	HeadlineOpts      = headlineOpts
 	SnippetInputChars = snippetInputChars
 )
+
+// SearchWalk is searchWalk, for the reference test.
+func SearchWalk(n, limit, older int64) int64 { return searchWalk(n, limit, older) }

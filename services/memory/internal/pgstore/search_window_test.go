@@ -41,7 +41,9 @@ FROM d, q WHERE d.doc @@ q.q
 ORDER BY d.seq DESC`
 
 // referenceSearch answers q by the documented rule, from all matches: a history longer than window rows is first
-// searched in its newest window rows, which answer alone when they hold at least limit matches (bounded); relevance
+// searched in its newest window rows, which answer alone when they hold at least limit matches (bounded); when they
+// hold some but fewer and their match rate makes a walk below them the cheaper read (pgstore.SearchWalk), the window
+// and the walked rows answer when they hold at least limit (bounded); relevance
 // ranks the newest memory.SearchCandidates of the rows searched (bounded when there were more), recency returns the
 // newest limit.
 func referenceSearch(t *testing.T, p *pgxpool.Pool, q memory.SearchQuery, lastSeq, window int64) ([]refHit, bool) {
@@ -73,6 +75,16 @@ func referenceSearch(t *testing.T, p *pgxpool.Pool, q memory.SearchQuery, lastSe
 		}
 		if inWindow >= q.Limit {
 			cand, partial = all[:inWindow], true
+		} else if walk := pgstore.SearchWalk(int64(inWindow), int64(q.Limit), lastSeq-window); walk > 0 {
+			// The rows below the window are walked when the window's match rate says a walk is the cheaper read.
+			lo := lastSeq - window - walk
+			inWalk := slices.IndexFunc(all, func(h refHit) bool { return h.Seq <= lo })
+			if inWalk < 0 {
+				inWalk = len(all)
+			}
+			if inWalk >= q.Limit {
+				cand, partial = all[:inWalk], true
+			}
 		}
 	}
 	bounded := partial || len(cand) > memory.SearchCandidates
@@ -216,13 +228,31 @@ func seqsOf(hs []refHit) []int64 {
 // and 2,000): flare in three rows of the window and every 100th older row, on those bounds too (more than the
 // candidates in the first 40,000 older rows); ember in two rows of the window and exactly 199 of the next 8,000 (window
 // and first range hold exactly SearchCandidates+1), a few more below; glow in two rows of the window and exactly 18
-// of the next 8,000 (exactly a limit of 20), more below; spark in three rows of the window and nowhere else.
+// of the next 8,000 (exactly a limit of 20), more below; spark in three rows of the window and nowhere else. comet and
+// dust are dense enough in the window (60 rows) that a limit of 100 walks the rows below it (pgstore.SearchWalk):
+// dust is in every 50th older row, so the walk answers, and relevance ranks only the walked rows (the better-ranked
+// dust below them is left unread); comet is in one walked row, so the walk falls short and the GIN read takes over at
+// the walk's exact bound (comet rows just above, at and just below it). ash (20 rows of the window, every 100th older
+// row) at a limit of 50 would be found by a walk of 6,800 rows, but its matches are too sparse for the walk to cost
+// less than their GIN read, which must reach the better-ranked ash below 35,000.
 func rangedHistory(mysisID string) func() (memory.Memory, bool) {
 	const rows, first = 44000, 42000
 	seq := int64(0)
 	at := time.Now().Add(-time.Hour)
 	window := map[int64]string{43991: "solar flare", 43001: "solar flare", 42501: "solar flare", 43993: "an ember",
 		42003: "an ember", 43997: "faint glow", 42007: "faint glow", 43999: "a spark", 43003: "a spark", 42009: "a spark"}
+	// comet and dust in every 33rd row of the window; comet below it just above, at and just below the lower bound of
+	// the walk a limit of 100 makes, then in every 500th row; dust in every 50th older row, shorter (ranked higher)
+	// below that bound. ash in every 100th row, shorter below 35,000.
+	comets, dusts := int64(0), int64(0)
+	for seq := int64(first + 1); seq <= rows; seq++ {
+		if _, ok := window[seq]; !ok && seq%33 == 0 {
+			comets++
+		} else if !ok && seq%33 == 16 {
+			dusts++
+		}
+	}
+	lo, dustLo := first-pgstore.SearchWalk(comets, 100, first), first-pgstore.SearchWalk(dusts, 100, first)
 	return func() (memory.Memory, bool) {
 		if seq == rows {
 			return memory.Memory{}, false
@@ -234,7 +264,23 @@ func rangedHistory(mysisID string) func() (memory.Memory, bool) {
 		case seq > first:
 			if c, ok := window[seq]; ok {
 				r.Content = c
+			} else if seq%33 == 0 {
+				r.Content = "a comet"
+			} else if seq%33 == 16 {
+				r.Content = "dust in the hold"
+			} else if seq%100 == 50 {
+				r.Content = "ash on the hull"
 			}
+		case seq == lo+1 || seq == lo || seq == lo-1 || seq < lo && seq%500 == 0:
+			r.Content = "a comet"
+		case seq%50 == 25 && seq > dustLo:
+			r.Content = "dust in the hold"
+		case seq%50 == 25:
+			r.Content = "dust"
+		case seq%100 == 50 && seq > 35000:
+			r.Content = "ash on the hull"
+		case seq%100 == 50:
+			r.Content = "ash"
 		case seq%100 == 0:
 			r.Content = "solar flare"
 		case seq%40 == 3 && (seq > 34040 || seq%400 == 3):
@@ -264,7 +310,10 @@ func TestSearchRestOfHistoryMatchesReference(t *testing.T) {
 	if _, err := p.Exec(ctx, `VACUUM ANALYZE memories`); err != nil {
 		t.Fatal(err)
 	}
-	for _, text := range []string{"flare", "ember", "glow", "spark", "flare OR glow", "ember -flare", "nowhere_at_all"} {
+	if w := pgstore.SearchWalk(60, 100, 42000); w == 0 {
+		t.Fatal("a limit of 100 no longer walks below a window with 60 of 2,000 rows matching: comet and dust test nothing")
+	}
+	for _, text := range []string{"flare", "ember", "glow", "spark", "comet", "dust", "ash", "flare OR glow", "ember -flare", "nowhere_at_all"} {
 		for _, o := range []memory.SearchOrder{memory.OrderRelevance, memory.OrderRecency} {
 			for _, limit := range []int{5, 20, 50, 100} {
 				compareWithReference(t, s, p, memory.SearchQuery{MysisID: m.ID, Text: text, Order: o, Limit: limit}, rows, window)

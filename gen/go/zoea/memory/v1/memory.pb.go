@@ -226,7 +226,8 @@ const (
 	SearchOrder_SEARCH_ORDER_UNSPECIFIED SearchOrder = 0
 	// Best match first (ts_rank, length-normalised; people's words before raw tool output), newest first on equal
 	// rank. Only the newest 200 matches are ranked, and when the mysis's newest 2,000 memories hold at least `limit`
-	// matches only those, so a search costs about the same on a 1M-row history as on a 1k-row one;
+	// matches only those (when they hold fewer, the memories just below them may be read on until `limit` are found,
+	// and then only those are ranked), so a search costs about the same on a 1M-row history as on a 1k-row one;
 	// SearchMessagesResponse.candidates_bounded says when older matches were left unranked.
 	SearchOrder_SEARCH_ORDER_RELEVANCE SearchOrder = 1
 	// Newest match first ("what happened just now"); rank is still reported.
@@ -3456,7 +3457,8 @@ type SearchMessagesResponse struct {
 	// Hits.
 	Hits []*MemoryHit `protobuf:"bytes,1,rep,name=hits,proto3" json:"hits,omitempty"`
 	// Relevance order only: true when older matches than those ranked exist or were not looked at (more than 200
-	// matches, or at least `limit` of them in the newest 2,000 memories): add words to narrow the query.
+	// matches, or at least `limit` of them in the newest 2,000 memories or in those and the memories read on below
+	// them): add words to narrow the query.
 	CandidatesBounded bool `protobuf:"varint,2,opt,name=candidates_bounded,json=candidatesBounded,proto3" json:"candidates_bounded,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
