@@ -86,8 +86,8 @@ func (w *ComposeWindow) FitsWith(extra int64) bool {
 	return total <= int64(w.budget())
 }
 
-// countCarry sets CarryBytes once the window is bounded: the size of the carried rows it returns, or held, the
-// size the query's Known gave the rows it left out.
+// countCarry sets CarryBytes once the window is bounded: the size of the carried rows it returns, or, when it left
+// them out (CarryOmitted), held: the size the query's carry_known gave them.
 func (w *ComposeWindow) countCarry(held int64) {
 	if w.CarryOmitted {
 		w.CarryBytes = held
