@@ -14,8 +14,9 @@ import (
 
 // TestWriteMigrationsOnASeededDatabase fills a schema-v4 database (unpartitioned memories, broadcast deliveries
 // carrying copies of the text, generated content_tsv), adds an index as a later migration on another branch might
-// (00007), migrates to the latest schema (00005 broadcast once, 00006 asynchronous indexing, 00008 partitioning)
-// and checks rows, seq, ids, indexes, search and new writes.
+// (00007), migrates to the latest schema (00005 broadcast once, 00006 asynchronous indexing, 00007 searchable tool
+// calls, 00008 partitioning, 00009 tool calls in content_tsv) and checks rows, seq, ids, indexes, search and new
+// writes.
 func TestWriteMigrationsOnASeededDatabase(t *testing.T) {
 	ctx := context.Background()
 	p := open(t, pgtest.New(t))
@@ -129,6 +130,20 @@ func TestWriteMigrationsOnASeededDatabase(t *testing.T) {
 	}
 	if hs, err := s.SearchMessages(ctx, memory.SearchQuery{MysisID: ids[1], Text: "haven_station"}); err != nil || len(hs.Hits) != 1 || hs.Hits[0].Memory.Seq != 150 {
 		t.Fatalf("delivery search after migrating: %+v %v", hs, err)
+	}
+	// Tool calls written before 00009 are in their rows' content_tsv: found by the call's name (the 100 assistant
+	// rows that called mine; the results' text does not name it), through the one GIN index left.
+	if hs, err := s.SearchMessages(ctx, memory.SearchQuery{MysisID: ids[1], Text: "mine", Limit: 100, Order: memory.OrderRecency}); err != nil ||
+		len(hs.Hits) != 100 || hs.Hits[0].Memory.Seq != 299 || len(hs.Hits[0].Memory.ToolCalls) != 1 {
+		t.Fatalf("tool-call search after migrating: %d hits %v", len(hs.Hits), err)
+	}
+	var stale int
+	if err := p.QueryRow(ctx, `SELECT count(*) FROM memories WHERE tool_calls IS NOT NULL
+		AND content_tsv IS DISTINCT FROM zoea_calls_tsv(content, tool_calls)`).Scan(&stale); err != nil || stale != 0 {
+		t.Fatalf("%d memories with tool calls keep a vector without them (%v)", stale, err)
+	}
+	if strings.Contains(names, "memories_calls_fts_idx") {
+		t.Fatalf("the calls expression index is still there: %s", names)
 	}
 	// New writes continue the seq and the ids, idempotency keys still hold.
 	got, err := s.AppendMemories(ctx, ids[2], []memory.NewMemory{

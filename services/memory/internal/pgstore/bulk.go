@@ -64,7 +64,7 @@ func (s *Store) CopyMemories(ctx context.Context, next func() (memory.Memory, bo
 		return n, dbErr(err, "copy memories")
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO memories (`+cols+`, content_tsv)
-		SELECT `+cols+`, to_tsvector('english', zoea_fts_text(content)) FROM seed_memories`); err != nil {
+		SELECT `+cols+`, zoea_memory_tsv(content, tool_calls) FROM seed_memories`); err != nil {
 		return n, dbErr(err, "copy memories")
 	}
 	return n, dbErr(tx.Commit(ctx), "copy memories")

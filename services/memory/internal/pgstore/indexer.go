@@ -23,7 +23,7 @@ import (
 
 // indexPendingSQL indexes up to $1 pending tool results, oldest first, skipping rows another indexer holds.
 const indexPendingSQL = `
-UPDATE memories m SET content_tsv = to_tsvector('english', zoea_fts_text(m.content))
+UPDATE memories m SET content_tsv = zoea_memory_tsv(m.content, m.tool_calls)
 FROM (
 	SELECT p.id, p.mysis_id FROM memories p
 	WHERE p.content_tsv IS NULL AND p.role = 4

@@ -23,8 +23,9 @@ func (s *Store) AppendMemories(ctx context.Context, mysisID string, ms []memory.
 	return s.groups.submit(&appendCall{ctx: ctx, mysisID: mysisID, ms: ms})
 }
 
-// appendSQL inserts new rows, of one mysis or of a group's myses, from arrays. The content's full-text vector is
-// computed here for every row except tool results when $15 (asynchronous indexing) is set: those are left NULL for
+// appendSQL inserts new rows, of one mysis or of a group's myses, from arrays. The full-text vector (zoea_memory_tsv,
+// migration 00009: the content, and an assistant memory's tool calls with it) is computed here for every row except
+// tool results when $15 (asynchronous indexing) is set: those are left NULL for
 // the background indexer (IndexPending), which takes the most expensive part of a write — tool results are most of
 // the indexed text — off the append's critical path.
 const appendSQL = `
@@ -32,7 +33,7 @@ INSERT INTO memories (mysis_id, seq, turn, role, source, sender_id, content, rea
 	tool_call_id, tool_name, idempotency_key, call_arguments_json, call_key, content_tsv)
 SELECT u.mysis_id, u.seq, u.turn, u.role, u.source, u.sender_id, u.content, u.reasoning, u.tool_calls::jsonb,
 	u.tool_call_id, u.tool_name, u.idem, u.call_args, u.call_key,
-	CASE WHEN u.role = 4 AND $15::boolean THEN NULL ELSE to_tsvector('english', zoea_fts_text(u.content)) END
+	CASE WHEN u.role = 4 AND $15::boolean THEN NULL ELSE zoea_memory_tsv(u.content, u.tool_calls::jsonb) END
 FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::smallint[], $5::smallint[], $6::text[], $7::text[], $8::text[],
 	$9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[])
 	AS u(mysis_id, seq, turn, role, source, sender_id, content, reasoning, tool_calls, tool_call_id, tool_name, idem,

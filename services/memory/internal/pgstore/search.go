@@ -38,16 +38,14 @@ const headlineOpts = `StartSel=«, StopSel=», MaxWords=30, MinWords=12, ShortWo
 
 const snippetInputChars = 100000
 
-// Message search matches a memory's document: its content, or for an assistant memory with tool calls its content
-// and calls together (zoea_calls_tsv, migration 00007: `sell {"item_id":"titanium_ore"}` is found by "sell",
-// "titanium_ore" or "sell titanium_ore"). The two arms are two GIN indexes, (mysis_id, content_tsv) and the partial
-// (mysis_id, zoea_calls_tsv(content, tool_calls)) WHERE tool_calls IS NOT NULL; the expressions below must stay
-// identical to the index definitions. The query is written inline (not a FROM item) so that, planned with the
-// caller's words as constants, the planner estimates how many rows they match.
+// Message search matches a memory's document, its content_tsv: its content, or for an assistant memory with tool
+// calls its content and calls together (zoea_memory_tsv, migrations 00007 and 00009: `sell {"item_id":"titanium_ore"}`
+// is found by "sell", "titanium_ore" or "sell titanium_ore"), indexed by the GIN index (mysis_id, content_tsv). The
+// query is written inline (not a FROM item) so that, planned with the caller's words as constants, the planner
+// estimates how many rows they match.
 const (
 	tsq      = `websearch_to_tsquery('english', $2)`
-	msgMatch = `(m.content_tsv @@ ` + tsq + ` OR (m.tool_calls IS NOT NULL AND zoea_calls_tsv(m.content, m.tool_calls) @@ ` + tsq + `))`
-	msgDoc   = `CASE WHEN m.tool_calls IS NULL THEN m.content_tsv ELSE zoea_calls_tsv(m.content, m.tool_calls) END`
+	msgMatch = `m.content_tsv @@ ` + tsq
 	// msgText is what snippets are cut from: the content, plus the calls for a memory that made some.
 	msgText = `CASE WHEN m.tool_calls IS NULL THEN m.content ELSE m.content || ' ' || coalesce(zoea_calls_text(m.tool_calls), '') END`
 )
@@ -63,7 +61,7 @@ const (
 // Below the window, the rows are read one of two ways, chosen per call from the window's own match rate (searchWalk):
 //   - walked further through the same index, over as many rows as should hold the missing matches with a wide margin
 //     (view_market, in 13,200 rows of a 1M-row mysis, at limit 50: a few thousand rows instead of a fetch, recheck
-//     and sort of every older match, ~200 ms);
+//     and sort of every older match);
 //   - or from the GIN indexes (a word the window holds once or not at all: its older matches are few, or it is nowhere
 //     and a walk would read the whole history), also below a walk that fell short.
 //
@@ -72,13 +70,13 @@ const (
 // ranges (Postgres applies the range after fetching every match; docs/BENCHMARKS.md).
 const searchWindow = 2000
 
-// searchWalkCap bounds the walk below the window, in rows (~10 µs each on the benchmark box).
+// searchWalkCap bounds the walk below the window, in rows (~1 µs each on the benchmark box, all pages cached).
 const searchWalkCap = 8 * searchWindow
 
-// searchWalkGIN is what one match read from the GIN indexes costs, in walked rows: a fetch and, for a phrase (which
-// every identifier such as view_market becomes), a recheck that recomputes the document (~52 µs against ~10 µs per
-// walked row, docs/BENCHMARKS.md, "Older matches read in growing seq ranges"; a single word needs no recheck, so
-// this errs towards the GIN read, whose worst case is the smaller one).
+// searchWalkGIN is what one match read from the GIN indexes costs, in walked rows: a heap fetch, out of seq order,
+// and for a phrase (which every identifier such as view_market becomes) a recheck against the stored vector. On the
+// benchmark box, 1M-row mysis, all pages cached: 13,000 older view_market matches in 41-44 ms (~3.2 µs each) against
+// 14,929 rows walked in 11-17 ms (~1 µs each); docs/BENCHMARKS.md, "Search: tool calls in content_tsv".
 const searchWalkGIN = 4
 
 // searchWalk is the walk below the window, in rows, when the window (searchWindow rows) held n matches, limit were
@@ -117,7 +115,7 @@ const walkRows = `(SELECT * FROM memories m WHERE m.mysis_id = $1 AND m.seq > $9
 // (memories_broadcast_delivery_key). An order on m.seq + 0 keeps the planner from walking (mysis_id, seq) to find
 // the newest matches: they are read from the GIN indexes and sorted.
 func matchesSQL(from, where, order string) string {
-	return `(SELECT * FROM ((SELECT ` + memCols + `, ` + msgDoc + ` AS doc, ` + msgText + ` AS doc_text, ` + tsq + ` AS q
+	return `(SELECT * FROM ((SELECT ` + memCols + `, m.content_tsv AS doc, ` + msgText + ` AS doc_text, ` + tsq + ` AS q
 		FROM ` + from + `
 		WHERE m.mysis_id = $1 AND ` + msgMatch + ` AND ($3 OR m.source <> 3)` + where + `
 		ORDER BY ` + order + ` LIMIT $4)

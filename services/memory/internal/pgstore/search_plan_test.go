@@ -117,7 +117,7 @@ func TestSearchPlanIsRecencyBounded(t *testing.T) {
 			t.Errorf("order %d: a tool call read %d rows of a %d-row history, want ≤ 2,000:\n%s", o, n, rows, plan)
 		}
 		// Rare words, in the oldest rows: the GIN indexes find them; nothing walks the history.
-		for q, index := range map[string]string{"zyzzyva": "memories_content_fts_idx", "quasar_dust": "memories_calls_fts_idx"} {
+		for q, index := range map[string]string{"zyzzyva": "memories_content_fts_idx", "quasar_dust": "memories_content_fts_idx"} {
 			plan := explain(q, o)
 			if !strings.Contains(plan, index) {
 				t.Errorf("order %d: %s is not found through %s:\n%s", o, q, index, plan)
