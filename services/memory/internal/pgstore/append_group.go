@@ -72,6 +72,19 @@ func (s *Store) groupOn(ctx context.Context, conn *pgxpool.Conn, calls []*append
 const lockMysesSQL = `SELECT id::text, last_seq, current_turn, state FROM myses WHERE id = ANY($1::uuid[])
 	ORDER BY id FOR NO KEY UPDATE`
 
+// genericPlansSQL makes the transaction's statements run on their cached generic plans. Every statement of an
+// append names its mysis (or myses) by parameter, and on the partitioned memories table a generic plan keeps all
+// 16 partitions, pruned when it starts; Postgres prices that plan above a custom one, so it planned every
+// statement of every append afresh — ~30 % of the server's CPU on 1-2-row appends (docs/BENCHMARKS.md, "Small
+// appends on generic plans"). Pruning at executor start costs microseconds.
+const genericPlansSQL = `SET LOCAL plan_cache_mode = force_generic_plan`
+
+// idempotentRowsSQL reads the rows stored under the group's idempotency keys, each (mysis, key) pair probing its own
+// mysis's partition (a nested loop whose inner scan is pruned per pair; two arrays compared with ANY could not be
+// pruned and would probe every partition for every combination).
+const idempotentRowsSQL = `SELECT ` + memCols + ` FROM unnest($1::uuid[], $2::text[]) AS k(mysis_id, idempotency_key)
+	JOIN memories m ON m.mysis_id = k.mysis_id AND m.idempotency_key = k.idempotency_key`
+
 // promptAfterSQL finds the newest direct or broadcast user memory of a mysis after a seq (a conditional append's
 // IfNoPromptAfterSeq).
 const promptAfterSQL = `
@@ -95,24 +108,21 @@ type lockedMysis struct {
 // concurrent retry or prompt committed meanwhile.
 func lockGroup(ctx context.Context, conn *pgxpool.Conn, calls []*appendCall) (map[string]*lockedMysis, error) {
 	ids := make([]string, len(calls)) // distinct: a group holds one call per mysis
-	var keys []string
+	var keyMyses, keys []string
 	for i, c := range calls {
 		ids[i] = c.mysisID
 		for _, m := range c.ms {
 			if m.IdempotencyKey != "" {
-				keys = append(keys, m.IdempotencyKey)
+				keyMyses, keys = append(keyMyses, c.mysisID), append(keys, m.IdempotencyKey)
 			}
 		}
 	}
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
+	b.Queue(genericPlansSQL)
 	b.Queue(lockMysesSQL, ids)
 	if len(keys) > 0 {
-		// One call's mysis may match another call's key too; such a row is filed under its own mysis, where only
-		// that mysis's call looks. The arrays are short and distinct, so the plan is an index scan per partition
-		// (an array of one mysis repeated per row made a 1,000-row batch's lookup a sequential scan).
-		b.Queue(`SELECT `+memCols+` FROM memories m WHERE m.mysis_id = ANY($1::uuid[]) AND m.idempotency_key = ANY($2::text[])`,
-			ids, keys)
+		b.Queue(idempotentRowsSQL, keyMyses, keys)
 	}
 	for _, c := range calls {
 		if needsStoredCalls(c.ms) {
@@ -133,8 +143,10 @@ func lockGroup(ctx context.Context, conn *pgxpool.Conn, calls []*appendCall) (ma
 
 // readLocked reads lockGroup's batch results. A mysis that does not exist is missing from the map.
 func readLocked(br pgx.BatchResults, calls []*appendCall, keys bool) (map[string]*lockedMysis, error) {
-	if _, err := br.Exec(); err != nil { // BEGIN
-		return nil, dbErr(err, "append memories")
+	for range 2 { // BEGIN, generic plans
+		if _, err := br.Exec(); err != nil {
+			return nil, dbErr(err, "append memories")
+		}
 	}
 	locked, err := readLocks(br)
 	if err != nil {

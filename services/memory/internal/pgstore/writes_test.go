@@ -8,7 +8,10 @@ import (
 	"time"
 
 	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/libs/pgtest"
+	"github.com/zoeaswarm/zoea/libs/pgutil"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
+	"github.com/zoeaswarm/zoea/services/memory/internal/migrations"
 	"github.com/zoeaswarm/zoea/services/memory/internal/pgstore"
 )
 
@@ -205,5 +208,63 @@ func TestAppendTakesTwoRoundTrips(t *testing.T) {
 	}
 	if got := must[[]memory.Memory](t)(s.ListRecentMemories(ctx, m.ID, 1)); got[0].Seq != 26 {
 		t.Fatalf("seq after the burst: %d", got[0].Seq)
+	}
+}
+
+// TestAppendsRunOnGenericPlans checks, through the one connection of a one-connection pool, that every statement of
+// an append's transaction ran on its cached generic plan and none was planned again (pg_prepared_statements counts
+// both per statement). Left to itself Postgres plans the first five executions of each statement on every
+// connection afresh, and on a large table, where it prices a generic plan of the partitioned memories table (pruned
+// only when it starts) above a custom one, every execution.
+func TestAppendsRunOnGenericPlans(t *testing.T) {
+	ctx := context.Background()
+	p, err := pgutil.Open(ctx, pgtest.New(t), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	if _, err := migrations.Up(ctx, p, nil); err != nil {
+		t.Fatal(err)
+	}
+	s := newSvcStore(p, testBox(t))
+	m := mkMysis(t, s)
+	const rounds = 8 // past the five custom plans Postgres tries before it compares
+	for i := range rounds {
+		for _, batch := range [][]memory.NewMemory{
+			{{Role: memory.RoleUser, Source: memory.SourceDirect, Content: "order", IdempotencyKey: fmt.Sprint("k", i)}},
+			{assistant("", memory.ToolCall{ID: fmt.Sprint("c", i), Name: "mine", Arguments: `{}`})},
+			{toolResult(fmt.Sprint("c", i), "mine", `{"ok":true}`)}, // its call's arguments come from the stored history
+		} {
+			if _, err := s.AppendMemories(ctx, m.ID, batch); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	rows, err := p.Query(ctx, `SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for rows.Next() {
+		var stmt string
+		var generic, custom int64
+		if err := rows.Scan(&stmt, &generic, &custom); err != nil {
+			t.Fatal(err)
+		}
+		for _, what := range []string{"FOR NO KEY UPDATE", "AS k(mysis_id, idempotency_key)", "SELECT m.tool_calls FROM memories",
+			"INSERT INTO memories", "UPDATE myses y SET last_seq"} {
+			if strings.Contains(stmt, what) {
+				seen[what] = true
+				if custom > 0 || generic < rounds {
+					t.Errorf("%q: %d generic and %d custom plans over %d appends, want only generic", what, generic, custom, rounds)
+				}
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 5 {
+		t.Fatalf("the append's statements were not all found among the connection's prepared statements: %v", seen)
 	}
 }
