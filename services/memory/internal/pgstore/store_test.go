@@ -90,8 +90,14 @@ func newStore(t testing.TB) *svcStore { return newSvcStore(pool(t), testBox(t)) 
 // freshStore returns a store on a database of its own, for tests that look at swarm-wide data.
 func freshStore(t testing.TB) (*svcStore, *pgxpool.Pool) {
 	t.Helper()
+	return freshStoreConns(t, 10)
+}
+
+// freshStoreConns is freshStore with a pool of conns connections.
+func freshStoreConns(t testing.TB, conns int32) (*svcStore, *pgxpool.Pool) {
+	t.Helper()
 	ctx := context.Background()
-	p, err := pgutil.Open(ctx, pgtest.New(t), 10)
+	p, err := pgutil.Open(ctx, pgtest.New(t), conns)
 	if err != nil {
 		t.Fatal(err)
 	}

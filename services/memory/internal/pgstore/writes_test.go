@@ -8,10 +8,7 @@ import (
 	"time"
 
 	"github.com/zoeaswarm/zoea/libs/errs"
-	"github.com/zoeaswarm/zoea/libs/pgtest"
-	"github.com/zoeaswarm/zoea/libs/pgutil"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
-	"github.com/zoeaswarm/zoea/services/memory/internal/migrations"
 	"github.com/zoeaswarm/zoea/services/memory/internal/pgstore"
 )
 
@@ -218,15 +215,7 @@ func TestAppendTakesTwoRoundTrips(t *testing.T) {
 // only when it starts) above a custom one, every execution.
 func TestAppendsRunOnGenericPlans(t *testing.T) {
 	ctx := context.Background()
-	p, err := pgutil.Open(ctx, pgtest.New(t), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	if _, err := migrations.Up(ctx, p, nil); err != nil {
-		t.Fatal(err)
-	}
-	s := newSvcStore(p, testBox(t))
+	s, p := freshStoreConns(t, 1)
 	m := mkMysis(t, s)
 	const rounds = 8 // past the five custom plans Postgres tries before it compares
 	for i := range rounds {
