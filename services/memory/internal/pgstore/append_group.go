@@ -92,13 +92,12 @@ SELECT m.seq FROM memories m
 WHERE m.mysis_id = $1 AND m.seq > $2 AND m.role = $3 AND m.source IN ($4, $5)
 ORDER BY m.seq DESC LIMIT 1`
 
-// lockedMysis is what a group reads for one of its myses under the row lock.
+// lockedMysis is what a group reads for one of its myses under the row lock: what planAppend needs, and what the
+// call's condition is decided on.
 type lockedMysis struct {
-	lastSeq, turn int64
-	state         memory.State
-	existing      map[string]memory.Memory // rows stored before under the call's idempotency keys
-	storedCalls   []memory.ToolCall        // the newest stored assistant tool calls, when the call needs them
-	promptAt      int64                    // the newest prompt after the condition's seq; 0: none
+	appendState
+	state    memory.State
+	promptAt int64 // the newest prompt after the condition's seq; 0: none
 }
 
 // lockGroup locks the group's myses and reads, in the same pipelined batch, the rows already stored under the
@@ -185,7 +184,7 @@ func readLocks(br pgx.BatchResults) (map[string]*lockedMysis, error) {
 	locked := map[string]*lockedMysis{}
 	for rows.Next() {
 		var id string
-		l := &lockedMysis{existing: map[string]memory.Memory{}}
+		l := &lockedMysis{appendState: appendState{existing: map[string]memory.Memory{}}}
 		if err := rows.Scan(&id, &l.lastSeq, &l.turn, &l.state); err != nil {
 			return nil, dbErr(err, "append memories")
 		}
@@ -241,7 +240,7 @@ func (w *groupWrite) plan(c *appendCall, locked map[string]*lockedMysis) appendR
 	if !ok {
 		return appendResult{err: errMysisNotFound(c.mysisID)}
 	}
-	st := appendState{lastSeq: l.lastSeq, turn: l.turn, existing: l.existing, storedCalls: l.storedCalls}
+	st := l.appendState // planAppend advances st's counters, not the locked row's
 	out, ins, err := planAppend(c.mysisID, c.ms, &st)
 	if err != nil {
 		return appendResult{err: err}
