@@ -82,6 +82,22 @@ func playMysis(ctx context.Context, t *testing.T, mem memoryv1.MemoryServiceClie
 	return created.GetMysis().GetId()
 }
 
+// twoComposers returns a composer holding carried rows, whose memory calls obs observes, and one that holds none and
+// reads every window whole, both over mem.
+func twoComposers(t *testing.T, mem memoryv1.MemoryServiceClient) (obs *observed, cached, whole *grpcapi.Service) {
+	t.Helper()
+	obs = &observed{api: mem}
+	cached, err := grpcapi.New(memoryclient.New(obs), grpcapi.Options{Counter: cache(t), Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err = grpcapi.New(memoryclient.New(mem), grpcapi.Options{Counter: cache(t), Logger: discardLogger(), CarryCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obs, cached, whole
+}
+
 // TestCarryCacheComposesExactly plays a long generated session into the real memory service and composes every
 // request twice: through a composer that holds carried rows (the memory service skips them) and through one that
 // holds none (every window read whole). Both keep their compaction boundaries, so each request is composed from the
@@ -93,15 +109,7 @@ func TestCarryCacheComposesExactly(t *testing.T) {
 	defer cancel()
 	id := playMysis(ctx, t, mem)
 
-	obs := &observed{api: mem}
-	cached, err := grpcapi.New(memoryclient.New(obs), grpcapi.Options{Counter: cache(t), Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	whole, err := grpcapi.New(memoryclient.New(mem), grpcapi.Options{Counter: cache(t), Logger: discardLogger(), CarryCacheBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	obs, cached, whole := twoComposers(t, mem)
 	s := histgen.RealPlay(11, 700, histgen.Personalities()[0])
 	stored, carried := 0, 0
 	for n, at := range s.Requests {
@@ -160,15 +168,7 @@ func TestCarryCacheFollowsPolicy(t *testing.T) {
 	if _, err := mem.AppendMemories(ctx, &memoryv1.AppendMemoriesRequest{MysisId: id, Memories: rows}); err != nil {
 		t.Fatal(err)
 	}
-	obs := &observed{api: mem}
-	cached, err := grpcapi.New(memoryclient.New(obs), grpcapi.Options{Counter: cache(t), Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	whole, err := grpcapi.New(memoryclient.New(mem), grpcapi.Options{Counter: cache(t), Logger: discardLogger(), CarryCacheBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	obs, cached, whole := twoComposers(t, mem)
 	// compose composes with a carry_limit override (0: none) and reports whether carry_known was sent and the
 	// carried rows left out.
 	compose := func(limit int32) (known, omitted bool) {
