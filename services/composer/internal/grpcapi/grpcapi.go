@@ -76,7 +76,7 @@ type Options struct {
 	// previous one: ComposeContext becomes a pure function of the request and the window, at the price of the
 	// providers' prompt caches (tests comparing composers use it). It holds no carried rows either.
 	Stateless bool
-	// CarryCacheBytes bounds the carried rows held per mysis (carries.go); 0 means DefaultCarryCacheBytes, a
+	// CarryCacheBytes bounds the carried rows held, over all myses (carries.go); 0 means DefaultCarryCacheBytes, a
 	// negative value holds none (every window is read whole).
 	CarryCacheBytes int64
 }
