@@ -383,6 +383,9 @@ func testWindowRejects(t *testing.T, c memoryv1.MemoryServiceClient) {
 		{"carry_known.objective_seq", &memoryv1.GetComposeWindowRequest{CarryLimit: 5, CarryKnown: &memoryv1.CarryKnown{ObjectiveSeq: -1, RecentStartSeq: 3}}},
 		{"carry_known.recent_start_seq", &memoryv1.GetComposeWindowRequest{CarryLimit: 5, CarryKnown: &memoryv1.CarryKnown{RecentStartSeq: -3}}},
 		{"carry_known.bytes", &memoryv1.GetComposeWindowRequest{CarryLimit: 5, CarryKnown: &memoryv1.CarryKnown{RecentStartSeq: 3, Bytes: -1}}},
+		{"carry_known.seqs[1]", &memoryv1.GetComposeWindowRequest{CarryLimit: 5, CarryKnown: &memoryv1.CarryKnown{RecentStartSeq: 3, Seqs: []int64{2, 3}}}},
+		{"carry_known.seqs[0]", &memoryv1.GetComposeWindowRequest{CarryLimit: 5, CarryKnown: &memoryv1.CarryKnown{RecentStartSeq: 3, Seqs: []int64{-2}}}},
+		{"carry_known.seqs", &memoryv1.GetComposeWindowRequest{CarryLimit: 5, CarryKnown: &memoryv1.CarryKnown{RecentStartSeq: 3, Seqs: make([]int64, 4097)}}},
 		{"snapshot_tools[0]", &memoryv1.GetComposeWindowRequest{SnapshotTools: []string{""}}},
 		{"pinned_tools[1]", &memoryv1.GetComposeWindowRequest{PinnedTools: []string{"login", ""}}},
 		{"pinned_tools", &memoryv1.GetComposeWindowRequest{PinnedTools: make([]string, 101)}},
@@ -399,7 +402,7 @@ func testWindowRejects(t *testing.T, c memoryv1.MemoryServiceClient) {
 }
 
 // carryOf is what a caller holds from a whole window: the rows below its recent part's start and the carry_known
-// naming them, with the window's carry_bytes echoed as their size.
+// naming them, with the window's carry_bytes echoed as their size and their seqs.
 func carryOf(resp *memoryv1.GetComposeWindowResponse) ([]*memoryv1.Memory, *memoryv1.CarryKnown) {
 	k := &memoryv1.CarryKnown{ObjectiveSeq: resp.GetObjectiveSeq(), RecentStartSeq: resp.GetRecentStartSeq(), Bytes: resp.GetCarryBytes()}
 	var rows []*memoryv1.Memory
@@ -408,6 +411,7 @@ func carryOf(resp *memoryv1.GetComposeWindowResponse) ([]*memoryv1.Memory, *memo
 			break
 		}
 		rows = append(rows, m)
+		k.Seqs = append(k.Seqs, m.GetSeq())
 	}
 	return rows, k
 }
@@ -453,6 +457,21 @@ func testWindowCarryKnown(t *testing.T, c memoryv1.MemoryServiceClient) {
 	}
 	// The whole window read now counts the same carried rows: what the caller holds stays valid.
 	wantCarryBytes(t, "whole, the turn grown", now, resp.GetCarryBytes())
+	// The start moved up under the same objective (recent_from 12): the carried rows are the state as of 12 — the
+	// newest get_status (6, 7), the reply (8), travel to sol in its newest spelling (10, 11) — whether the server
+	// derives them from the held rows' seqs or reads them whole; the held rows are never left out.
+	moved := func(k *memoryv1.CarryKnown) *memoryv1.GetComposeWindowResponse {
+		return window(t, c, &memoryv1.GetComposeWindowRequest{MysisId: id, Window: 2, CarryLimit: 10, ReplyLimit: 5, RecentFromSeq: 12, CarryKnown: k})
+	}
+	movedWhole := moved(nil)
+	for what, k := range map[string]*memoryv1.CarryKnown{"start moved, seqs held": known, "start moved, none held": nil} {
+		resp := moved(k)
+		wantWindow(t, what, resp, append([]int64{6, 7, 8, 10, 11}, span(12, 15)...), 12, 1, false)
+		if resp.GetCarryOmitted() || resp.GetCarryCut() {
+			t.Errorf("%s: carry_omitted %v, carry_cut %v", what, resp.GetCarryOmitted(), resp.GetCarryCut())
+		}
+		wantCarryBytes(t, what, resp, movedWhole.GetCarryBytes())
+	}
 	// Another objective, another start, or a held carry too large to fit the bound with the rest: the whole window.
 	for what, k := range map[string]*memoryv1.CarryKnown{
 		"another objective": {ObjectiveSeq: 2, RecentStartSeq: 9, Bytes: known.GetBytes()},

@@ -20,7 +20,8 @@ const (
 	defaultMaxTurnRows    = 2000
 	maxMaxTurnRows        = 10000
 	maxWindowToolNames    = 100
-	carryScanRows         = 5000
+	carryScanRows         = 10000
+	maxCarryKnownSeqs     = 4096
 	defaultMaxResultBytes = 256 << 10
 	minMaxResultBytes     = 1 << 10
 	maxResponseBytes      = 16 << 20
@@ -93,7 +94,8 @@ func normalizeWindow(req *memoryv1.GetComposeWindowRequest) (windowQuery, error)
 	return q, nil
 }
 
-// checkCarryKnown refuses a negative carry_known field, naming it.
+// checkCarryKnown refuses a negative carry_known field and a seq that cannot be a held row's, naming it. The fake
+// reads every window whole (a derived carry is the same rows), so it only checks the seqs.
 func checkCarryKnown(k *memoryv1.CarryKnown) error {
 	for _, f := range []struct {
 		name string
@@ -101,6 +103,15 @@ func checkCarryKnown(k *memoryv1.CarryKnown) error {
 	}{{"carry_known.objective_seq", k.GetObjectiveSeq()}, {"carry_known.recent_start_seq", k.GetRecentStartSeq()}, {"carry_known.bytes", k.GetBytes()}} {
 		if f.v < 0 {
 			return errs.InvalidField(f.name, "must not be negative, got %d", f.v)
+		}
+	}
+	if n := len(k.GetSeqs()); n > maxCarryKnownSeqs {
+		return errs.InvalidField("carry_known.seqs", "at most %d seqs, got %d", maxCarryKnownSeqs, n)
+	}
+	for i, seq := range k.GetSeqs() {
+		if seq <= 0 || seq >= k.GetRecentStartSeq() {
+			return errs.InvalidField(fmt.Sprintf("carry_known.seqs[%d]", i),
+				"must be a held row's seq: positive and below carry_known.recent_start_seq (%d), got %d", k.GetRecentStartSeq(), seq)
 		}
 	}
 	return nil
@@ -249,19 +260,17 @@ func carriedSeqs(q windowQuery, ms []*memoryv1.Memory, s, obj int64) []int64 {
 	return slices.Sorted(maps.Keys(extra))
 }
 
-// carryOver returns the carried results before s: among the carryScanRows newest tool results after the objective,
-// the newest result of each distinct call (keyed by its call key, or by tool name alone for snapshot tools and
-// results without one), at most carry_limit of them.
+// carryOver returns the carried results before s: among the tool results after the objective in the carryScanRows
+// memories before s, the newest result of each distinct call (keyed by its call key, or by tool name alone for
+// snapshot tools and results without one), at most carry_limit of them.
 func carryOver(q windowQuery, ms []*memoryv1.Memory, s, obj int64) []int64 {
 	seen := map[string]bool{}
 	var out []int64
-	scanned := 0
-	for seq := s - 1; seq > obj && scanned < carryScanRows && len(out) < q.carry; seq-- {
+	for seq := s - 1; seq > obj && seq >= s-carryScanRows && len(out) < q.carry; seq-- {
 		m := ms[seq-1]
 		if m.GetRole() != memoryv1.Role_ROLE_TOOL {
 			continue
 		}
-		scanned++
 		k := m.GetCallKey()
 		if slices.Contains(q.snapshot, m.GetToolName()) || k == "" {
 			k = m.GetToolName()

@@ -12,7 +12,10 @@ import (
 // carries remembers the carried rows of each mysis's last whole window (those below its recent part's start: the
 // newest result per call since the objective, pinned results, earlier replies, and their calls), so the next request
 // can tell the memory service it holds them (CarryKnown) and the service skips reading them — the carry-over scan,
-// whose cost grows with the time since the last commander order (docs/BENCHMARKS.md). It is exact: every carried row
+// whose cost grows with the time since the last commander order (docs/BENCHMARKS.md); when the compaction boundary
+// has moved up since, the held rows' seqs let the service derive the new carried rows from them and the rows
+// between the two starts instead of scanning again (the whole window comes back, and is held in their place). It is
+// exact: every carried row
 // lies below the recent part's start and memories are append-only, so while the objective, that start and the
 // policy fields that decide the carried set stay the same, the carried rows are the same rows, byte for byte. The
 // memory service compares the objective and the start; the policy fields are compared here (a request can override
@@ -85,8 +88,13 @@ func (cs *carries) put(id string, p compose.Policy, in compose.Input, r Relayed)
 	if n < 0 {
 		n = len(in.Window)
 	}
-	cs.c.Set(id, &carry{policy: policyOfCarry(p), rows: slices.Clone(in.Window[:n]),
-		known: CarryKnown{ObjectiveSeq: in.ObjectiveSeq, RecentStartSeq: in.RecentStartSeq, Bytes: r.CarryBytes}})
+	rows := slices.Clone(in.Window[:n])
+	seqs := make([]int64, len(rows))
+	for i, m := range rows {
+		seqs[i] = m.Seq
+	}
+	cs.c.Set(id, &carry{policy: policyOfCarry(p), rows: rows,
+		known: CarryKnown{ObjectiveSeq: in.ObjectiveSeq, RecentStartSeq: in.RecentStartSeq, Bytes: r.CarryBytes, Seqs: seqs}})
 }
 
 // splice puts the held rows back before a window read without them: the whole window, as a full read returns it

@@ -34,9 +34,11 @@ type Windows interface {
 }
 
 // CarryKnown names the carried rows of an earlier whole window a caller holds (memory's carry_known): that window's
-// objective and recent part's start, and the rows' size as that window reported it (carry_bytes).
+// objective and recent part's start, the rows' size as that window reported it (carry_bytes) and their seqs (from
+// which the memory service derives the carried rows when the start has moved up, instead of scanning for them).
 type CarryKnown struct {
 	ObjectiveSeq, RecentStartSeq, Bytes int64
+	Seqs                                []int64
 }
 
 // Relay is what the runner sends the memory service through the composer, which passes it on unread: memories to

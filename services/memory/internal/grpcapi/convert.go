@@ -158,7 +158,8 @@ func fromProtoWindowQuery(req *memoryv1.GetComposeWindowRequest) memory.WindowQu
 		ReplyLimit: int(req.GetReplyLimit()), MaxTurnRows: int(req.GetMaxTurnRows()),
 		MaxResultBytes: int(req.GetMaxResultBytes()), RecentFrom: req.GetRecentFromSeq(),
 		Known: memory.CarryKnown{ObjectiveSeq: req.GetCarryKnown().GetObjectiveSeq(),
-			RecentStartSeq: req.GetCarryKnown().GetRecentStartSeq(), Bytes: req.GetCarryKnown().GetBytes()},
+			RecentStartSeq: req.GetCarryKnown().GetRecentStartSeq(), Bytes: req.GetCarryKnown().GetBytes(),
+			Seqs: req.GetCarryKnown().GetSeqs()},
 	}
 }
 

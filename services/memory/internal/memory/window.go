@@ -13,10 +13,16 @@ const (
 	DefaultMaxTurnRows = 2000
 	MaxMaxTurnRows     = 10000
 	MaxWindowToolNames = 100
-	// CarryScanRows bounds the carry-over scan: distinct calls are looked for among the newest CarryScanRows tool
-	// results since the objective, so a mission that is 100,000 rows old does not make every compose read 100,000
-	// index entries. At SpaceMolt's pace that is several hours of play.
-	CarryScanRows = 5000
+	// CarryScanRows bounds the carry-over scan: distinct calls are looked for among the tool results since the
+	// objective in the CarryScanRows memories before the recent part's start (a seq range, about 5,000 tool results
+	// at one call per loop), so a mission that is 100,000 rows old does not make every compose read 100,000 index
+	// entries. At SpaceMolt's pace that is several hours of play. A range rather than a count of results is what
+	// lets a later start's carried rows be derived from an earlier start's (CarryKnown.Seqs): results leave the range
+	// by their seq alone.
+	CarryScanRows = 10000
+	// MaxCarryKnownSeqs bounds CarryKnown.Seqs: more than every carried row a window can hold (MaxCarryLimit results
+	// and their calls, MaxWindowToolNames pinned ones and theirs, MaxReplyLimit replies).
+	MaxCarryKnownSeqs = 4096
 	// CallLookback is how far back (in seq) the assistant memory that made a call is looked for, from a result
 	// stored without its arguments or carried into a window. A loop has at most MaxToolCallsPerMsg results, and
 	// broadcast deliveries may interleave with them.
@@ -48,9 +54,12 @@ type WindowQuery struct {
 
 // CarryKnown names the carried rows a caller holds: those below RecentStartSeq of an earlier, whole window with this
 // ObjectiveSeq, read under the same carry limit, snapshot and pinned tools, reply limit and result cut, and their
-// size as Memory.Bytes counts it (that window's CarryBytes). RecentStartSeq 0 means none.
+// size as Memory.Bytes counts it (that window's CarryBytes). RecentStartSeq 0 means none. Seqs, when given, are
+// those rows' seqs: a window with the same objective whose recent part starts later derives its carried rows from
+// them and the memories between the two starts (see pgstore's windowSQL) instead of scanning the span again.
 type CarryKnown struct {
 	ObjectiveSeq, RecentStartSeq, Bytes int64
+	Seqs                                []int64
 }
 
 // V2 reports whether q asks for more than the v1 window.
@@ -143,6 +152,15 @@ func (k CarryKnown) validate() error {
 	}{{"carry_known.objective_seq", k.ObjectiveSeq}, {"carry_known.recent_start_seq", k.RecentStartSeq}, {"carry_known.bytes", k.Bytes}} {
 		if f.v < 0 {
 			return errs.InvalidField(f.name, "must not be negative, got %d", f.v)
+		}
+	}
+	if len(k.Seqs) > MaxCarryKnownSeqs {
+		return errs.InvalidField("carry_known.seqs", "at most %d seqs, got %d", MaxCarryKnownSeqs, len(k.Seqs))
+	}
+	for i, seq := range k.Seqs {
+		if seq <= 0 || seq >= k.RecentStartSeq {
+			return errs.InvalidField(fmt.Sprintf("carry_known.seqs[%d]", i),
+				"must be a held row's seq: positive and below carry_known.recent_start_seq (%d), got %d", k.RecentStartSeq, seq)
 		}
 	}
 	return nil

@@ -3,11 +3,17 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
+	"github.com/zoeaswarm/zoea/services/memory/internal/pgstore"
 )
 
 // held is what a caller keeps from a whole window: its carried rows (those below the recent part's start) and the
@@ -26,6 +32,7 @@ func holdCarry(t *testing.T, w memory.ComposeWindow) held {
 	for _, m := range w.Memories {
 		if m.Seq < w.RecentStartSeq {
 			h.rows = append(h.rows, m)
+			h.known.Seqs = append(h.known.Seqs, m.Seq)
 		}
 	}
 	wantCarryBytes(t, "held window", w)
@@ -187,10 +194,210 @@ func TestComposeWindowRejectsBadCarryKnown(t *testing.T) {
 		"carry_known.objective_seq":    {ObjectiveSeq: -1, RecentStartSeq: 1},
 		"carry_known.recent_start_seq": {RecentStartSeq: -1},
 		"carry_known.bytes":            {RecentStartSeq: 1, Bytes: -1},
+		"carry_known.seqs[1]":          {RecentStartSeq: 10, Seqs: []int64{3, 10}},
+		"carry_known.seqs[0]":          {RecentStartSeq: 10, Seqs: []int64{0}},
+		"carry_known.seqs":             {RecentStartSeq: 10, Seqs: make([]int64, memory.MaxCarryKnownSeqs+1)},
 	} {
 		q := windowOf(m.ID, 3, 10, 2)
 		q.Known = k
 		_, err := s.GetComposeWindow(ctx, q)
 		wantKind(t, err, errs.Invalid, field)
 	}
+}
+
+// TestComposeWindowDerivesMovedCarry: when the caller's compaction boundary moves up under the same objective, the
+// carried rows at the new start are derived from the held ones (carry_known.seqs) and the memories between the two
+// starts — and they are exactly the rows a whole read at the new start carries, across thousands of generated
+// rows: parallel calls, snapshot and pinned tools, calls repeated with other arguments, text replies, more distinct
+// calls than carry_limit, a span since the objective longer than the scan range (so results leave the range as the
+// start moves), and a new order (the objective changes: read whole again).
+func TestComposeWindowDerivesMovedCarry(t *testing.T) {
+	ctx := context.Background()
+	s, p := freshStore(t)
+	m := mkMysis(t, s)
+	rng := rand.New(rand.NewPCG(10, 1))
+	tools := []string{"get_status", "view_market", "travel", "mine", "get_cargo", "sell", "login"}
+	var rows []memory.NewMemory
+	k := 0
+	loop := func() {
+		n := 1 + rng.IntN(3)
+		var calls []memory.ToolCall
+		var results []memory.NewMemory
+		for range n {
+			k++
+			name := tools[rng.IntN(len(tools)-1)]
+			if rng.IntN(200) == 0 {
+				name = "login"
+			}
+			args := fmt.Sprintf(`{"at":%d}`, rng.IntN(25))
+			if name == "travel" { // rarely repeated: its results age out of the scan range one by one
+				args = fmt.Sprintf(`{"at":%d}`, rng.IntN(2000))
+			}
+			id := fmt.Sprintf("d%d", k)
+			calls = append(calls, memory.ToolCall{ID: id, Name: name, Arguments: args})
+			results = append(results, toolResultArgs(id, name, args, fmt.Sprintf("%s result %d", name, k)))
+		}
+		rows = append(rows, assistant("", calls...))
+		rows = append(rows, results...)
+	}
+	turn := func() {
+		rows = append(rows, memory.NewMemory{Role: memory.RoleUser, Source: memory.SourceNudge, Content: "Continue."})
+		for range 1 + rng.IntN(8) {
+			loop()
+		}
+		if rng.IntN(3) == 0 {
+			rows = append(rows, assistant(fmt.Sprintf("Noted %d.", k)))
+		}
+	}
+	flush := func() {
+		for len(rows) > 0 {
+			n := min(len(rows), 900)
+			for n < len(rows) && rows[n].Role == memory.RoleTool {
+				n++
+			}
+			must[[]memory.Memory](t)(s.AppendMemories(ctx, m.ID, rows[:n]))
+			rows = rows[n:]
+		}
+	}
+	loop() // a login or another call before the objective
+	rows = append(rows, user("Mine and trade."))
+	for len(rows) < 12500 {
+		turn()
+	}
+	flush()
+	var q memory.WindowQuery
+	derived, scanChecked := 0, false
+	// moves reads the window at boundaries moving up from the oldest the recent part allows, each time deriving
+	// from the carry held at the previous one and comparing with a whole read: with a carry_limit below the number
+	// of distinct calls (the limit decides) and with the largest (every call in the scan range is carried).
+	movesOf := func(what string, steps int) {
+		last := must[memory.Mysis](t)(s.GetMysis(ctx, m.ID)).LastSeq
+		b := max(last-int64(memory.MaxMaxTurnRows)+50, 1)
+		q.RecentFrom, q.Known = b, memory.CarryKnown{}
+		h := holdCarry(t, must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, q)))
+		for i := range steps {
+			b += 1 + rng.Int64N(2*(last-b)/int64(steps-i)+1)
+			if b > last {
+				break
+			}
+			q.RecentFrom, q.Known = b, memory.CarryKnown{}
+			whole := must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, q))
+			q.Known = h.known
+			got := must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, q))
+			if got.CarryOmitted {
+				t.Fatalf("%s: boundary %d: carried rows left out though the start moved from %d to %d", what, b, h.known.RecentStartSeq, got.RecentStartSeq)
+			}
+			if got.ObjectiveSeq == h.known.ObjectiveSeq && got.RecentStartSeq > h.known.RecentStartSeq {
+				derived++
+			}
+			sameWindow(t, fmt.Sprintf("%s: boundary %d derived from start %d", what, b, h.known.RecentStartSeq), got, whole)
+			if !scanChecked && h.known.ObjectiveSeq < b-int64(memory.CarryScanRows) {
+				scanChecked = true
+				// What the carried parts read, in a span longer than the scan range, on an analysed table, with
+				// the plan for these values and with the generic plan a long-lived connection may settle on: the
+				// results between the two starts when derived, the whole range otherwise.
+				if _, err := p.Exec(ctx, `VACUUM ANALYZE memories`); err != nil {
+					t.Fatal(err)
+				}
+				between := got.RecentStartSeq - h.known.RecentStartSeq
+				for _, idx := range []string{"memories_tool_seq_idx", "memories_tool_name_idx", "memories_reply_idx"} {
+					custom := indexRowsRead(explainWindowWith(t, p, q, "EXPLAIN (ANALYZE, COSTS off, TIMING off, SUMMARY off) "), idx)
+					generic := indexRowsRead(explainGeneric(t, p, q), idx)
+					if custom > between || generic > between {
+						t.Errorf("%s: derived, %s read %d index entries (generic plan: %d), more than the %d rows between the starts",
+							what, idx, custom, generic, between)
+					}
+				}
+				q.Known = memory.CarryKnown{}
+				if whole := indexRowsRead(explainWindowWith(t, p, q, "EXPLAIN (ANALYZE, COSTS off, TIMING off, SUMMARY off) "), "memories_tool_seq_idx"); whole < 4*between {
+					t.Fatalf("%s: read whole, the carry-over scan read %d index entries, want the scan range's (%d rows between the starts)", what, whole, between)
+				}
+			}
+			h = holdCarry(t, got)
+		}
+	}
+	moves := func(what string, steps int) {
+		for _, carry := range []int{16, memory.MaxCarryLimit} {
+			q = windowOf(m.ID, 20, carry, 3)
+			q.MaxTurnRows = memory.MaxMaxTurnRows
+			movesOf(fmt.Sprintf("%s, carry_limit %d", what, carry), steps)
+		}
+	}
+	moves("long span", 40)
+	if !scanChecked {
+		t.Fatal("no move had a span since the objective longer than the scan range")
+	}
+	if derived < 60 {
+		t.Fatalf("only %d of the reads had a moved start to derive from", derived)
+	}
+	// A new order: the objective changes, so the held carry names another objective and the window is read whole.
+	must[[]memory.Memory](t)(s.AppendMemories(ctx, m.ID, []memory.NewMemory{user("New orders: explore.")}))
+	for len(rows) < 3000 {
+		turn()
+	}
+	flush()
+	moves("after a new order", 20)
+}
+
+// indexRowsRead sums the index entries the scans of index idx (every partition) read in an EXPLAIN ANALYZE plan:
+// the rows each returned plus those its filter removed.
+func indexRowsRead(plan, idx string) int64 {
+	var n int64
+	in := false
+	for _, l := range strings.Split(plan, "\n") {
+		var rows, loops int64
+		switch {
+		case strings.Contains(l, "using "+idx):
+			in = true
+			if i := strings.Index(l, "(actual rows="); i >= 0 {
+				if _, err := fmt.Sscanf(l[i:], "(actual rows=%d loops=%d)", &rows, &loops); err == nil {
+					n += rows * loops
+				}
+			}
+		case strings.Contains(l, "->"):
+			in = false
+		case in && strings.Contains(l, "Rows Removed by Filter:"):
+			if _, err := fmt.Sscanf(strings.TrimSpace(l), "Rows Removed by Filter: %d", &rows); err == nil {
+				n += rows
+			}
+		}
+	}
+	return n
+}
+
+// explainGeneric is explainWindowWith's EXPLAIN (ANALYZE) with the statement's generic plan, the one a connection
+// that has run it often may settle on.
+func explainGeneric(t *testing.T, p *pgxpool.Pool, q memory.WindowQuery) string {
+	t.Helper()
+	ctx := context.Background()
+	args, err := pgstore.WindowArgs(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := p.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = conn.Exec(ctx, `RESET plan_cache_mode`) }()
+	if _, err := conn.Exec(ctx, `PREPARE zw AS `+pgstore.WindowSQL()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = conn.Exec(ctx, `DEALLOCATE zw`) }()
+	ph := make([]string, len(args))
+	for i := range args {
+		ph[i] = fmt.Sprintf("$%d", i+1)
+	}
+	rows, err := conn.Query(ctx, "EXPLAIN (ANALYZE, COSTS off, TIMING off, SUMMARY off) EXECUTE zw("+strings.Join(ph, ",")+")", append([]any{pgx.QueryExecModeSimpleProtocol}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
 }

@@ -13,8 +13,8 @@ import (
 // 3 global fallback); the columns of the other kinds are typed NULLs.
 //
 // Parameters: $1 mysis, $2 window, $3 global fallback, $4 v2, $5 max turn rows, $6 carry limit, $7 snapshot tools,
-// $8 pinned tools, $9 reply limit, $10 carry scan bound, $11 call lookback, $12 recent from (0 = none), $13 and $14
-// the objective and recent start of the carried rows the caller holds (carry_known; start 0 = none).
+// $8 pinned tools, $9 reply limit, $10 carry scan range, $11 call lookback, $12 recent from (0 = none), $13 and $14
+// the objective and recent start of the carried rows the caller holds (carry_known; start 0 = none), $15 their seqs.
 //
 // The recent part is the seq range [s, last_seq] (seq is gapless). v1 (not $4): s = last_seq - window + 1, the
 // newest window rows, exactly as before. v2: s reaches back to the current turn's opener (the newest user row with
@@ -26,17 +26,27 @@ import (
 // bound is hard, as when the turn was truncated), forward past the cut loop's results.
 //
 // Carried rows (v2), all before s: the newest result per distinct call since the objective (mission seq), keyed by
-// call_key or by tool name for snapshot tools, among the newest $10 tool results of that span (memories_tool_seq_idx,
-// index-only when vacuumed; grouped by the key's bytes, COLLATE "C", which groups exactly as the database's
-// deterministic collation does but sorts without strcoll), newest $6 keys — the state as of s, so a newer result in the recent part does not
-// change what is carried; the newest result before s of each pinned tool however old (memories_tool_name_idx); each
-// of those with the assistant row that made
-// the call; and the newest $9 assistant text replies since the objective (memories_reply_idx). Every part is an
+// call_key or by tool name for snapshot tools, among the tool results of that span in the $10 rows before s
+// (memories_tool_seq_idx walked newest first, index-only when vacuumed; its LIMIT never binds, as the range holds
+// at most $10 results; grouped by the key's bytes, COLLATE "C", which groups exactly as the database's
+// deterministic collation does but sorts without strcoll), newest $6 keys — the state as of s, so a newer result in
+// the recent part does not change what is carried; the newest result before s of each pinned tool however old
+// (memories_tool_name_idx); each of those with the assistant row that made the call; and the newest $9 assistant
+// text replies since the objective (memories_reply_idx). Every part is an
 // index probe or a bounded index range, so the cost follows the size of the answer, not the length of the history.
 //
 // When the window's objective and start equal the caller's ($13, $14), the carried rows are the ones the caller
 // holds (all before s, memories append-only): ck, pn and rp are gated off by a one-time filter (om), so none of them
 // is read — the carry scan's cost, which grows with the time since the objective, is skipped altogether.
+//
+// When the objective is the same but s lies above the held start (the caller's compaction boundary moved up) and the
+// caller sent the held rows' seqs ($15), the carried rows at s are derived (om.derive): each part reads only the
+// rows between the two starts (om.lo = $14) plus the held rows (kn: one (mysis_id, seq) probe per seq — a filter on
+// the parts' own index ranges would read everything below the held start), and the answer is the one the whole
+// scan gives. For the calls: a call's newest result below s is either between the starts or its newest below the held
+// start; if the call is among the $6 newest at s, it was among them at the held start too (every call newer than it
+// then is newer now, and results leave the scan range by seq alone), so that result is held. For the pinned tools
+// and the replies the same holds of the newest one and the newest $9.
 const windowSQL = `
 WITH y AS (
 	SELECT ` + mysisCols + ` FROM myses y WHERE y.id = $1
@@ -75,29 +85,49 @@ WITH y AS (
 	END AS s
 	FROM b1
 ), om AS MATERIALIZED (
-	SELECT b2.obj = $13::int8 AND b2.s = $14::int8 AS skip FROM b2
+	SELECT o.skip, o.derive, CASE WHEN o.derive THEN $14::int8 ELSE 0 END AS lo FROM (
+		SELECT b2.obj = $13::int8 AND b2.s = $14::int8 AS skip,
+			b2.obj = $13::int8 AND $14::int8 > 0 AND b2.s > $14::int8 AND cardinality($15::int8[]) > 0 AS derive
+		FROM b2
+	) o
+), kn AS MATERIALIZED (
+	SELECT k.seq, k.role, k.tool_name, k.call_key, k.text FROM unnest($15::int8[]) AS h(seq), LATERAL (
+		SELECT t.seq, t.role, t.tool_name, t.call_key, t.tool_calls IS NULL AS text FROM memories t
+		WHERE t.mysis_id = $1 AND t.seq = h.seq LIMIT 1
+	) k
+	WHERE (SELECT om.derive FROM om) AND h.seq < $14::int8
 ), r AS (
 	SELECT ` + memCols + ` FROM memories m
 	WHERE m.mysis_id = $1 AND m.seq >= (SELECT b2.s FROM b2) AND m.seq <= (SELECT b2.l FROM b2)
 ), ck AS (
-	SELECT t.seq, CASE WHEN t.tool_name = ANY($7::text[]) THEN t.tool_name ELSE coalesce(t.call_key, t.tool_name) END AS k
+	(SELECT t.seq, CASE WHEN t.tool_name = ANY($7::text[]) THEN t.tool_name ELSE coalesce(t.call_key, t.tool_name) END AS k
 	FROM memories t
-	WHERE $6 > 0 AND NOT (SELECT om.skip FROM om) AND t.mysis_id = $1 AND t.role = 4 AND t.seq > (SELECT b2.obj FROM b2) AND t.seq < (SELECT b2.s FROM b2)
-	ORDER BY t.seq DESC LIMIT $10
+	WHERE $6 > 0 AND NOT (SELECT om.skip FROM om) AND t.mysis_id = $1 AND t.role = 4
+		AND t.seq > (SELECT b2.obj FROM b2) AND t.seq >= (SELECT b2.s FROM b2) - $10 AND t.seq < (SELECT b2.s FROM b2)
+		AND t.seq >= (SELECT om.lo FROM om)
+	ORDER BY t.seq DESC LIMIT $10)
+	UNION ALL
+	SELECT kn.seq, CASE WHEN kn.tool_name = ANY($7::text[]) THEN kn.tool_name ELSE coalesce(kn.call_key, kn.tool_name) END
+	FROM kn
+	WHERE $6 > 0 AND kn.role = 4 AND kn.seq > (SELECT b2.obj FROM b2) AND kn.seq >= (SELECT b2.s FROM b2) - $10
 ), c AS (
 	SELECT max(ck.seq) AS seq FROM ck GROUP BY ck.k COLLATE "C" ORDER BY 1 DESC LIMIT $6
 ), pn AS (
 	SELECT x.seq FROM unnest($8::text[]) AS p(name), LATERAL (
-		SELECT t.seq FROM memories t WHERE NOT (SELECT om.skip FROM om) AND t.mysis_id = $1 AND t.role = 4
-			AND t.tool_name = p.name
-			AND t.seq < (SELECT b2.s FROM b2)
-		ORDER BY t.seq DESC LIMIT 1
-	) x
+		SELECT coalesce((SELECT t.seq FROM memories t WHERE NOT (SELECT om.skip FROM om) AND t.mysis_id = $1 AND t.role = 4
+				AND t.tool_name = p.name
+				AND t.seq < (SELECT b2.s FROM b2) AND t.seq >= (SELECT om.lo FROM om)
+			ORDER BY t.seq DESC LIMIT 1),
+			(SELECT max(kn.seq) FROM kn WHERE kn.role = 4 AND kn.tool_name = p.name)) AS seq
+	) x WHERE x.seq IS NOT NULL
 ), rp AS (
-	SELECT a.seq FROM memories a
+	(SELECT a.seq FROM memories a
 	WHERE $9 > 0 AND NOT (SELECT om.skip FROM om) AND a.mysis_id = $1 AND a.role = 3 AND a.tool_calls IS NULL
-		AND a.seq > (SELECT b2.obj FROM b2) AND a.seq < (SELECT b2.s FROM b2)
-	ORDER BY a.seq DESC LIMIT $9
+		AND a.seq > (SELECT b2.obj FROM b2) AND a.seq < (SELECT b2.s FROM b2) AND a.seq >= (SELECT om.lo FROM om)
+	ORDER BY a.seq DESC LIMIT $9)
+	UNION ALL
+	SELECT kn.seq FROM kn WHERE $9 > 0 AND kn.role = 3 AND kn.text AND kn.seq > (SELECT b2.obj FROM b2)
+	ORDER BY 1 DESC LIMIT $9
 ), xa AS (
 	SELECT a.seq FROM (SELECT seq FROM c UNION SELECT seq FROM pn) x, LATERAL (
 		SELECT a.seq FROM memories a
@@ -125,8 +155,13 @@ func windowArgs(q memory.WindowQuery) []any {
 	if pinned == nil {
 		pinned = []string{}
 	}
+	seqs := q.Known.Seqs
+	if seqs == nil {
+		seqs = []int64{}
+	}
 	return []any{q.MysisID, q.Window, q.GlobalFallback, q.V2(), q.TurnRows(), q.CarryLimit, snap, pinned,
-		q.ReplyLimit, memory.CarryScanRows, memory.CallLookback, q.RecentFrom, q.Known.ObjectiveSeq, q.Known.RecentStartSeq}
+		q.ReplyLimit, memory.CarryScanRows, memory.CallLookback, q.RecentFrom, q.Known.ObjectiveSeq, q.Known.RecentStartSeq,
+		seqs}
 }
 
 // GetComposeWindow returns the mysis, its compose window (oldest first, rows as stored) and its current mission for

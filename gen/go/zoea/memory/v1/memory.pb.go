@@ -2789,7 +2789,13 @@ type CarryKnown struct {
 	// Their size as the response bound counts it: the carry_bytes of the window they came from. The server leaves
 	// them out only when the whole window, these rows included, fits the response bound, so a window it would have
 	// cut comes back whole instead (as if carry_known were unset). Not negative.
-	Bytes         int64 `protobuf:"varint,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Bytes int64 `protobuf:"varint,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// The seqs of the held rows, all of them (at most 4096, each positive and below recent_start_seq). When given and
+	// the window's objective is the same but its recent part starts later (the caller's compaction boundary moved up),
+	// the server derives the carried rows at the new start from these and the memories between the two starts instead
+	// of scanning the whole span since the objective: the answer is the same, at a cost that follows the rows between
+	// the starts. Empty means no derivation (the carried rows are read as if carry_known were unset).
+	Seqs          []int64 `protobuf:"varint,4,rep,packed,name=seqs,proto3" json:"seqs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2843,6 +2849,13 @@ func (x *CarryKnown) GetBytes() int64 {
 		return x.Bytes
 	}
 	return 0
+}
+
+func (x *CarryKnown) GetSeqs() []int64 {
+	if x != nil {
+		return x.Seqs
+	}
+	return nil
 }
 
 // Mission is the order a mysis is currently working on.
@@ -5210,12 +5223,13 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\x06append\x18\v \x03(\v2\x19.zoea.memory.v1.NewMemoryR\x06append\x125\n" +
 	"\bspend_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\aspendAt\x12;\n" +
 	"\vcarry_known\x18\r \x01(\v2\x1a.zoea.memory.v1.CarryKnownR\n" +
-	"carryKnown\"q\n" +
+	"carryKnown\"\x85\x01\n" +
 	"\n" +
 	"CarryKnown\x12#\n" +
 	"\robjective_seq\x18\x01 \x01(\x03R\fobjectiveSeq\x12(\n" +
 	"\x10recent_start_seq\x18\x02 \x01(\x03R\x0erecentStartSeq\x12\x14\n" +
-	"\x05bytes\x18\x03 \x01(\x03R\x05bytes\"b\n" +
+	"\x05bytes\x18\x03 \x01(\x03R\x05bytes\x12\x12\n" +
+	"\x04seqs\x18\x04 \x03(\x03R\x04seqs\"b\n" +
 	"\aMission\x12.\n" +
 	"\x06memory\x18\x01 \x01(\v2\x16.zoea.memory.v1.MemoryR\x06memory\x12'\n" +
 	"\x0fglobal_fallback\x18\x02 \x01(\bR\x0eglobalFallback\"\xf3\x03\n" +
