@@ -103,6 +103,7 @@ var suites = map[Capability][]struct {
 		{"Missions", testWindowMissions},
 		{"CutResults", testWindowCut},
 		{"CarryKnown", testWindowCarryKnown},
+		{"RecentKnown", testWindowRecentKnown},
 		{"WindowRejects", testWindowRejects},
 	},
 	Config: {

@@ -386,6 +386,8 @@ func testWindowRejects(t *testing.T, c memoryv1.MemoryServiceClient) {
 		{"carry_known.seqs[1]", &memoryv1.GetComposeWindowRequest{CarryLimit: 5, CarryKnown: &memoryv1.CarryKnown{RecentStartSeq: 3, Seqs: []int64{2, 3}}}},
 		{"carry_known.seqs[0]", &memoryv1.GetComposeWindowRequest{CarryLimit: 5, CarryKnown: &memoryv1.CarryKnown{RecentStartSeq: 3, Seqs: []int64{-2}}}},
 		{"carry_known.seqs", &memoryv1.GetComposeWindowRequest{CarryLimit: 5, CarryKnown: &memoryv1.CarryKnown{RecentStartSeq: 3, Seqs: make([]int64, 4097)}}},
+		{"carry_known.recent_through_seq", &memoryv1.GetComposeWindowRequest{CarryLimit: 5, CarryKnown: &memoryv1.CarryKnown{RecentStartSeq: 3, RecentThroughSeq: 2}}},
+		{"carry_known.recent_bytes", &memoryv1.GetComposeWindowRequest{CarryLimit: 5, CarryKnown: &memoryv1.CarryKnown{RecentStartSeq: 3, RecentThroughSeq: 3, RecentBytes: -1}}},
 		{"snapshot_tools[0]", &memoryv1.GetComposeWindowRequest{SnapshotTools: []string{""}}},
 		{"pinned_tools[1]", &memoryv1.GetComposeWindowRequest{PinnedTools: []string{"login", ""}}},
 		{"pinned_tools", &memoryv1.GetComposeWindowRequest{PinnedTools: make([]string, 101)}},
@@ -420,6 +422,11 @@ func carryOf(resp *memoryv1.GetComposeWindowResponse) ([]*memoryv1.Memory, *memo
 // call ("c2" "travel" `{"to":"sol"}`, 20), its result (14), the get_status call ("c3" "get_status" `{}`, 14), its
 // result (9) and the reply (22).
 const missionCarryBytes = 20 + 14 + 14 + 9 + 22
+
+// missionRecentBytes is the size of missionHistory's recent rows 9–13 as the response bound counts it: the nudge
+// (22), the travel call ("c4" "travel" `{ "to" : "sol" }`, 24), its result (14), the mine call ("c5" "mine" `{}`,
+// 8) and its result (16).
+const missionRecentBytes = 22 + 24 + 14 + 8 + 16
 
 func testWindowCarryKnown(t *testing.T, c memoryv1.MemoryServiceClient) {
 	id, _ := windowMysis(t, c, missionHistory)
@@ -492,4 +499,55 @@ func testWindowCarryKnown(t *testing.T, c memoryv1.MemoryServiceClient) {
 		t.Errorf("after a new order: carry_omitted %v, objective %d", resp.GetCarryOmitted(), resp.GetObjectiveSeq())
 	}
 	wantCarryBytes(t, "after a new order (nothing carried since it)", resp, 0)
+}
+
+// testWindowRecentKnown: a caller holding the previous window whole — its carried rows and its recent rows through
+// the newest (carry_known.recent_through_seq, recent_bytes as that window reported them) — gets back only the rows
+// stored since, while the objective and the start stay; recent_bytes counts the whole recent part. Held recent rows
+// the window does not contain, or too large for the bound, come back.
+func testWindowRecentKnown(t *testing.T, c memoryv1.MemoryServiceClient) {
+	id, _ := windowMysis(t, c, missionHistory)
+	req := func(k *memoryv1.CarryKnown) *memoryv1.GetComposeWindowRequest {
+		return &memoryv1.GetComposeWindowRequest{MysisId: id, Window: 2, CarryLimit: 10, ReplyLimit: 5, RecentFromSeq: 9, CarryKnown: k}
+	}
+	whole := window(t, c, req(nil))
+	if got := whole.GetRecentBytes(); got != missionRecentBytes {
+		t.Fatalf("recent_bytes %d, want %d (rows 9-13)", got, missionRecentBytes)
+	}
+	rows, known := carryOf(whole)
+	recent := whole.GetMemories()[len(rows):]
+	known.RecentThroughSeq, known.RecentBytes = 13, whole.GetRecentBytes()
+	resp := window(t, c, req(known))
+	if !resp.GetCarryOmitted() || resp.GetRecentOmittedThrough() != 13 || len(resp.GetMemories()) != 0 || resp.GetRecentBytes() != whole.GetRecentBytes() {
+		t.Fatalf("nothing new: carry_omitted %v, recent_omitted_through %d, %d rows, recent_bytes %d (want %d)",
+			resp.GetCarryOmitted(), resp.GetRecentOmittedThrough(), len(resp.GetMemories()), resp.GetRecentBytes(), whole.GetRecentBytes())
+	}
+	appendOK(t, c, id, call("c6", "scan", `{}`), result("c6", "scan", "nothing"))
+	now := window(t, c, req(nil))
+	resp = window(t, c, req(known))
+	wantWindow(t, "recent rows held", resp, span(14, 15), 9, 1, false)
+	if !resp.GetCarryOmitted() || resp.GetRecentOmittedThrough() != 13 || resp.GetRecentBytes() != now.GetRecentBytes() || resp.GetCarryBytes() != now.GetCarryBytes() {
+		t.Errorf("recent rows held: carry_omitted %v, recent_omitted_through %d, recent_bytes %d (want %d), carry_bytes %d (want %d)",
+			resp.GetCarryOmitted(), resp.GetRecentOmittedThrough(), resp.GetRecentBytes(), now.GetRecentBytes(), resp.GetCarryBytes(), now.GetCarryBytes())
+	}
+	spliced := append(append(append([]*memoryv1.Memory(nil), rows...), recent...), resp.GetMemories()...)
+	for i, m := range now.GetMemories() {
+		if i >= len(spliced) || m.GetId() != spliced[i].GetId() || m.GetContent() != spliced[i].GetContent() {
+			t.Fatalf("held rows + the rows returned differ from the whole window at row %d", i)
+		}
+	}
+	for what, k := range map[string]*memoryv1.CarryKnown{
+		"held through beyond the newest row": {ObjectiveSeq: 1, RecentStartSeq: 9, Bytes: known.GetBytes(), RecentThroughSeq: 16, RecentBytes: known.GetRecentBytes()},
+		"held recent rows over the bound":    {ObjectiveSeq: 1, RecentStartSeq: 9, Bytes: known.GetBytes(), RecentThroughSeq: 13, RecentBytes: 16 << 20},
+	} {
+		resp = window(t, c, req(k))
+		if resp.GetRecentOmittedThrough() != 0 || resp.GetRecentBytes() != now.GetRecentBytes() {
+			t.Errorf("%s: recent_omitted_through %d, recent_bytes %d (want %d)", what, resp.GetRecentOmittedThrough(), resp.GetRecentBytes(), now.GetRecentBytes())
+		}
+		wantSeqs := span(9, 15)
+		if !resp.GetCarryOmitted() {
+			wantSeqs = append([]int64{4, 5, 6, 7, 8}, wantSeqs...)
+		}
+		wantWindow(t, what, resp, wantSeqs, 9, 1, false)
+	}
 }

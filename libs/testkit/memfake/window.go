@@ -100,10 +100,15 @@ func checkCarryKnown(k *memoryv1.CarryKnown) error {
 	for _, f := range []struct {
 		name string
 		v    int64
-	}{{"carry_known.objective_seq", k.GetObjectiveSeq()}, {"carry_known.recent_start_seq", k.GetRecentStartSeq()}, {"carry_known.bytes", k.GetBytes()}} {
+	}{{"carry_known.objective_seq", k.GetObjectiveSeq()}, {"carry_known.recent_start_seq", k.GetRecentStartSeq()}, {"carry_known.bytes", k.GetBytes()},
+		{"carry_known.recent_through_seq", k.GetRecentThroughSeq()}, {"carry_known.recent_bytes", k.GetRecentBytes()}} {
 		if f.v < 0 {
 			return errs.InvalidField(f.name, "must not be negative, got %d", f.v)
 		}
+	}
+	if t := k.GetRecentThroughSeq(); t > 0 && t < k.GetRecentStartSeq() {
+		return errs.InvalidField("carry_known.recent_through_seq",
+			"must be 0 (none held) or at least carry_known.recent_start_seq (%d), got %d", k.GetRecentStartSeq(), t)
 	}
 	if n := len(k.GetSeqs()); n > maxCarryKnownSeqs {
 		return errs.InvalidField("carry_known.seqs", "at most %d seqs, got %d", maxCarryKnownSeqs, n)
@@ -321,9 +326,10 @@ func callOf(ms []*memoryv1.Memory, seq int64) int64 {
 }
 
 // boundWindow applies the byte bounds: long tool results cut, then — when the caller holds the carried rows
-// (held) and they fit the bound with the rest — the rows below the recent part's start left out, else the newest
-// rows within the response bound (carry_cut when rows below the start were left out). carry_bytes is the size of
-// the carried rows returned, or of those held when they were left out.
+// (held), with them the recent rows through carry_known.recent_through_seq when those lie in the recent part, and
+// all of that fits the bound with the rest — the held rows left out, else the newest rows within the response bound
+// (carry_cut when rows below the start were left out). carry_bytes and recent_bytes are the sizes of the carried and
+// the recent rows, those left out counted as carry_known gave them.
 func boundWindow(resp *memoryv1.GetComposeWindowResponse, q windowQuery, promptBytes int, held bool) {
 	for _, m := range resp.Memories {
 		cutResult(m, q.maxRB)
@@ -334,9 +340,19 @@ func boundWindow(resp *memoryv1.GetComposeWindowResponse, q windowQuery, promptB
 	}
 	s := resp.RecentStartSeq
 	i := slices.IndexFunc(resp.Memories, func(m *memoryv1.Memory) bool { return m.GetSeq() >= s })
-	if held && i >= 0 && q.known.GetBytes()+sumBytes(resp.Memories[i:]) <= int64(budget) {
-		resp.Memories, resp.CarryOmitted, resp.CarryBytes = resp.Memories[i:], true, q.known.GetBytes()
-		return
+	if held && i >= 0 {
+		through, j, heldBytes, recentHeld := q.known.GetRecentThroughSeq(), i, q.known.GetBytes(), int64(0)
+		if through >= s && through <= resp.GetMysis().GetLastSeq() {
+			j = i + int(through-s) + 1 // the recent part is gapless from s
+			heldBytes, recentHeld = heldBytes+q.known.GetRecentBytes(), q.known.GetRecentBytes()
+		} else {
+			through = 0
+		}
+		if heldBytes+sumBytes(resp.Memories[j:]) <= int64(budget) {
+			resp.RecentBytes = recentHeld + sumBytes(resp.Memories[j:])
+			resp.Memories, resp.CarryOmitted, resp.CarryBytes, resp.RecentOmittedThrough = resp.Memories[j:], true, q.known.GetBytes(), through
+			return
+		}
 	}
 	if kept := keepNewestWithin(resp.Memories, budget); len(kept) < len(resp.Memories) {
 		resp.CarryCut = resp.Memories[0].GetSeq() < s
@@ -349,7 +365,7 @@ func boundWindow(resp *memoryv1.GetComposeWindowResponse, q windowQuery, promptB
 	if n < 0 {
 		n = len(resp.Memories)
 	}
-	resp.CarryBytes = sumBytes(resp.Memories[:n])
+	resp.CarryBytes, resp.RecentBytes = sumBytes(resp.Memories[:n]), sumBytes(resp.Memories[n:])
 }
 
 // sumBytes is the size of ms as the byte bounds count it.

@@ -9,28 +9,30 @@ import (
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
 )
 
-// carries remembers the carried rows of each mysis's last whole window (those below its recent part's start: the
-// newest result per call since the objective, pinned results, earlier replies, and their calls), so the next request
-// can tell the memory service it holds them (CarryKnown) and the service skips reading them — the carry-over scan,
-// whose cost grows with the time since the last commander order (docs/BENCHMARKS.md); when the compaction boundary
-// has moved up since, the held rows' seqs let the service derive the new carried rows from them and the rows
-// between the two starts instead of scanning again (the whole window comes back, and is held in their place). It is
-// exact: every carried row
-// lies below the recent part's start and memories are append-only, so while the objective, that start and the
-// policy fields that decide the carried set stay the same, the carried rows are the same rows, byte for byte. The
-// memory service compares the objective and the start; the policy fields are compared here (a request can override
-// them). Like boundaries, it is a cache: a mysis it forgot (a restart, another replica, eviction) costs one whole
-// window, never correctness. Bounded by the rows' bytes (otter, W-TinyLFU: the entries least likely to be used
-// again go first).
+// carries remembers each mysis's last window: its carried rows (those below its recent part's start: the newest
+// result per call since the objective, pinned results, earlier replies, and their calls) and its recent rows, so the
+// next request can tell the memory service what it holds (CarryKnown) and the service skips reading it — the
+// carry-over scan, whose cost grows with the time since the last commander order (docs/BENCHMARKS.md), and the
+// recent rows already seen, so a request that extends the previous one reads only the rows stored since. When the
+// compaction boundary has moved up since, the held rows' seqs let the service derive the new carried rows from them
+// and the rows between the two starts instead of scanning again (the whole window comes back, and is held in their
+// place). It is exact: memories are append-only, every carried row lies below the recent part's start, and the
+// recent part is the contiguous rows from that start, so while the objective, that start and the policy fields that
+// decide the window stay the same, the held rows are the same rows, byte for byte. The memory service compares the
+// objective and the start; the policy fields are compared here (a request can override them). Like boundaries, it
+// is a cache: a mysis it forgot (a restart, another replica, eviction) costs one whole window, never correctness.
+// Bounded by the rows' bytes (otter, W-TinyLFU: the entries least likely to be used again go first).
 type carries struct {
 	c *otter.Cache[string, *carry]
 }
 
-// carry is one mysis's held carried rows and what they were read under.
+// carry is one mysis's held window and what it was read under: rows[:recent] are its carried rows, rows[recent:]
+// its recent rows. The rows are never written after they are held (compose copies its input).
 type carry struct {
 	known  CarryKnown
 	policy carryPolicy
 	rows   []compose.Memory
+	recent int
 }
 
 // carryPolicy is the part of a policy that decides the carried set (and the cut of its results): what the memory
@@ -40,9 +42,9 @@ type carryPolicy struct {
 	snapshot, pinned                  string // tool names joined by NUL: comparable
 }
 
-// DefaultCarryCacheBytes bounds the carried rows the composer holds (ZOEA_COMPOSE_CARRY_CACHE_BYTES): a mysis's
-// carried rows are typically 10–200 KB (64 calls with their results, 3 replies), so this holds a few hundred to a
-// few thousand myses.
+// DefaultCarryCacheBytes bounds the windows the composer holds (ZOEA_COMPOSE_CARRY_CACHE_BYTES): a mysis's window
+// is typically 20–300 KB (64 carried calls with their results, 3 replies, the recent part up to the high-water
+// mark), so this holds a few hundred to a few thousand myses.
 const DefaultCarryCacheBytes = 64 << 20
 
 // carryRowOverhead is what one held row costs besides its text (the compose.Memory and its slice slot), so a
@@ -73,36 +75,44 @@ func (cs *carries) get(id string, p compose.Policy) *carry {
 	return c
 }
 
-// put holds the carried rows of a whole window read under p (in.Window is ordered by seq), with their size as the
-// memory service reported it (carry_bytes). A window without a recent part (a v1 memory service, no memories) or one
-// whose carried rows the byte bound cut holds nothing.
+// put holds the window the mysis's request was composed from (in.Window: the whole window, ordered by seq, read
+// under p, with the sizes the memory service reported in r). A window without a recent part (a v1 memory service,
+// no memories) or one whose carried rows the byte bound cut holds nothing.
 func (cs *carries) put(id string, p compose.Policy, in compose.Input, r Relayed) {
 	if cs == nil {
 		return
 	}
-	if in.RecentStartSeq <= 0 || r.CarryCut {
+	if in.RecentStartSeq <= 0 || r.CarryCut || len(in.Window) == 0 {
 		cs.c.Invalidate(id)
 		return
 	}
 	n := slices.IndexFunc(in.Window, func(m compose.Memory) bool { return m.Seq >= in.RecentStartSeq })
 	if n < 0 {
-		n = len(in.Window)
+		cs.c.Invalidate(id)
+		return
 	}
-	rows := slices.Clone(in.Window[:n])
-	seqs := make([]int64, len(rows))
-	for i, m := range rows {
+	seqs := make([]int64, n)
+	for i, m := range in.Window[:n] {
 		seqs[i] = m.Seq
 	}
-	cs.c.Set(id, &carry{policy: policyOfCarry(p), rows: rows,
-		known: CarryKnown{ObjectiveSeq: in.ObjectiveSeq, RecentStartSeq: in.RecentStartSeq, Bytes: r.CarryBytes, Seqs: seqs}})
+	cs.c.Set(id, &carry{policy: policyOfCarry(p), rows: in.Window, recent: n,
+		known: CarryKnown{ObjectiveSeq: in.ObjectiveSeq, RecentStartSeq: in.RecentStartSeq, Bytes: r.CarryBytes, Seqs: seqs,
+			RecentThrough: in.Window[len(in.Window)-1].Seq, RecentBytes: r.RecentBytes}})
 }
 
-// splice puts the held rows back before a window read without them: the whole window, as a full read returns it
-// (ordered by seq: every held row lies below the recent part's start, every returned row at or above it).
-func (c *carry) splice(recent []compose.Memory) []compose.Memory {
-	return append(slices.Clip(c.rows), recent...)
+// splice puts the held rows back before a window read without them: the carried rows, then, when the memory service
+// left them out too (withRecent), the held recent rows, then the rows it returned — the whole window, as a full read
+// returns it (every held carried row lies below the recent part's start, every held recent row below the rows
+// returned).
+func (c *carry) splice(returned []compose.Memory, withRecent bool) []compose.Memory {
+	held := c.rows[:c.recent]
+	if withRecent {
+		held = c.rows
+	}
+	out := make([]compose.Memory, 0, len(held)+len(returned))
+	return append(append(out, held...), returned...)
 }
 
 func (c *carry) weight() uint32 {
-	return uint32(min(c.known.Bytes+int64(len(c.rows)+1)*carryRowOverhead, 1<<32-1))
+	return uint32(min(c.known.Bytes+c.known.RecentBytes+int64(len(c.rows)+1)*carryRowOverhead, 1<<32-1))
 }

@@ -25,16 +25,16 @@ type observed struct {
 	api                   memoryclient.WindowAPI
 	calls, known, omitted atomic.Int64
 	// derived counts the windows whose carried rows the memory service could derive from the held rows' seqs: sent,
-	// the same objective, a start above the held one.
-	derived atomic.Int64
+	// the same objective, a start above the held one; recent the windows that left the held recent rows out too.
+	derived, recent atomic.Int64
 
 	// For one mysis under one policy: the carry_bytes of the newest window read whole, and the carry_known.bytes
 	// sent that were not it (the composer must echo what the memory service reported for the rows it holds) or
 	// were (and not 0).
-	mu        sync.Mutex
-	heldBytes int64
-	misechoed []string
-	echoed    int
+	mu                    sync.Mutex
+	heldBytes, heldRecent int64
+	misechoed             []string
+	echoed                int
 }
 
 func (o *observed) GetComposeWindow(ctx context.Context, in *memoryv1.GetComposeWindowRequest, opts ...grpc.CallOption) (*memoryv1.GetComposeWindowResponse, error) {
@@ -46,6 +46,9 @@ func (o *observed) GetComposeWindow(ctx context.Context, in *memoryv1.GetCompose
 	case k.GetBytes() > 0:
 		o.echoed++
 	}
+	if k := in.GetCarryKnown(); k != nil && k.GetRecentBytes() != o.heldRecent {
+		o.misechoed = append(o.misechoed, fmt.Sprintf("carry_known.recent_bytes %d, the previous window reported %d", k.GetRecentBytes(), o.heldRecent))
+	}
 	o.mu.Unlock()
 	resp, err := o.api.GetComposeWindow(ctx, in, opts...)
 	o.calls.Add(1)
@@ -55,6 +58,14 @@ func (o *observed) GetComposeWindow(ctx context.Context, in *memoryv1.GetCompose
 	if k := in.GetCarryKnown(); err == nil && len(k.GetSeqs()) > 0 && !resp.GetCarryOmitted() &&
 		resp.GetObjectiveSeq() == k.GetObjectiveSeq() && resp.GetRecentStartSeq() > k.GetRecentStartSeq() {
 		o.derived.Add(1)
+	}
+	if resp.GetRecentOmittedThrough() > 0 {
+		o.recent.Add(1)
+	}
+	if err == nil {
+		o.mu.Lock()
+		o.heldRecent = resp.GetRecentBytes()
+		o.mu.Unlock()
 	}
 	if resp.GetCarryOmitted() {
 		o.omitted.Add(1)
@@ -148,9 +159,12 @@ func TestCarryCacheComposesExactly(t *testing.T) {
 			}
 		}
 	}
-	calls, omitted, derived := obs.calls.Load(), obs.omitted.Load(), obs.derived.Load()
-	t.Logf("%d requests over %d rows: carry_known sent %d times, carried rows left out %d times (%.0f%%), derived from the held seqs %d times; %d requests carried state",
-		calls, len(s.Rows), obs.known.Load(), omitted, 100*float64(omitted)/float64(calls), derived, carried)
+	calls, omitted, derived, recent := obs.calls.Load(), obs.omitted.Load(), obs.derived.Load(), obs.recent.Load()
+	t.Logf("%d requests over %d rows: carry_known sent %d times, carried rows left out %d times (%.0f%%), recent rows with them %d times, derived from the held seqs %d times; %d requests carried state",
+		calls, len(s.Rows), obs.known.Load(), omitted, 100*float64(omitted)/float64(calls), recent, derived, carried)
+	if recent != omitted {
+		t.Fatalf("of %d windows that left the carried rows out, %d left the held recent rows out too: want all", omitted, recent)
+	}
 	if calls != int64(len(s.Requests)) || omitted*2 < calls || carried*2 < len(s.Requests) {
 		t.Fatalf("%d of %d windows had their carried rows left out, %d requests carried state: want most of both", omitted, calls, carried)
 	}

@@ -35,10 +35,14 @@ type Windows interface {
 
 // CarryKnown names the carried rows of an earlier whole window a caller holds (memory's carry_known): that window's
 // objective and recent part's start, the rows' size as that window reported it (carry_bytes) and their seqs (from
-// which the memory service derives the carried rows when the start has moved up, instead of scanning for them).
+// which the memory service derives the carried rows when the start has moved up, instead of scanning for them), and
+// the recent rows held with them.
 type CarryKnown struct {
 	ObjectiveSeq, RecentStartSeq, Bytes int64
 	Seqs                                []int64
+	// RecentThrough and RecentBytes name the recent rows held with them: from RecentStartSeq through RecentThrough,
+	// of that size as the window reported it (recent_bytes).
+	RecentThrough, RecentBytes int64
 }
 
 // Relay is what the runner sends the memory service through the composer, which passes it on unread: memories to
@@ -63,6 +67,11 @@ type Relayed struct {
 	// CarryBytes: the carried rows' size as the memory service's byte bound counts it (carry_bytes), sent back as
 	// CarryKnown.Bytes when they are held.
 	CarryBytes int64
+	// RecentOmittedThrough: when above 0, the recent rows through it were left out too (the known carry holds them).
+	RecentOmittedThrough int64
+	// RecentBytes: the recent part's size as the byte bound counts it (recent_bytes), sent back as
+	// CarryKnown.RecentBytes when its rows are held.
+	RecentBytes int64
 }
 
 // Options configure a Service.
@@ -78,7 +87,7 @@ type Options struct {
 	// previous one: ComposeContext becomes a pure function of the request and the window, at the price of the
 	// providers' prompt caches (tests comparing composers use it). It holds no carried rows either.
 	Stateless bool
-	// CarryCacheBytes bounds the carried rows held, over all myses (carries.go); 0 means DefaultCarryCacheBytes, a
+	// CarryCacheBytes bounds the windows held, over all myses (carries.go); 0 means DefaultCarryCacheBytes, a
 	// negative value holds none (every window is read whole).
 	CarryCacheBytes int64
 }
@@ -167,9 +176,9 @@ func (s *Service) ComposeContext(ctx context.Context, req *composerv1.ComposeCon
 	return resp, nil
 }
 
-// window reads the compose window through the carry cache: it names the carried rows held for the mysis (when read
-// under the same policy fields), splices them back when the memory service left them out, and holds the carried rows
-// of every whole window it reads instead.
+// window reads the compose window through the carry cache: it names the rows held for the mysis (when read under the
+// same policy fields), splices them back when the memory service left them out, and holds every window it composes
+// from instead.
 func (s *Service) window(ctx context.Context, id string, p compose.Policy, recentFrom int64, relay Relay) (compose.Input, Relayed, error) {
 	held := s.carries.get(id, p)
 	var known *CarryKnown
@@ -180,10 +189,11 @@ func (s *Service) window(ctx context.Context, id string, p compose.Policy, recen
 	switch {
 	case err != nil:
 		return in, relayed, err
-	case relayed.CarryOmitted && held == nil:
-		return in, relayed, fmt.Errorf("memory GetComposeWindow for mysis %s left out carried rows it was not told the composer holds", id)
+	case relayed.CarryOmitted && (held == nil || relayed.RecentOmittedThrough > 0 && relayed.RecentOmittedThrough != held.known.RecentThrough):
+		return in, relayed, fmt.Errorf("memory GetComposeWindow for mysis %s left out rows it was not told the composer holds", id)
 	case relayed.CarryOmitted:
-		in.Window = held.splice(in.Window)
+		in.Window = held.splice(in.Window, relayed.RecentOmittedThrough > 0)
+		s.carries.put(id, p, in, relayed)
 	default:
 		s.carries.put(id, p, in, relayed)
 	}

@@ -36,14 +36,15 @@ func New(api WindowAPI) *Client { return &Client{api: api} }
 // libs/errs errors (NotFound for an unknown mysis, Unavailable when the memory service cannot answer).
 // The relay's rows are stored by the memory service before it reads the window, in the same call.
 // With known set, the memory service leaves the carried rows out when they are the ones known names
-// (Relayed.CarryOmitted); the caller splices them back. When the recent part starts later than known's, the
-// service derives the carried rows from known's seqs and returns the whole window.
+// (Relayed.CarryOmitted), and the recent rows known holds with them (Relayed.RecentOmittedThrough); the caller
+// splices them back. When the recent part starts later than known's, the service derives the carried rows from
+// known's seqs and returns the whole window.
 func (c *Client) Window(ctx context.Context, mysisID string, p compose.Policy, recentFrom int64, known *grpcapi.CarryKnown, relay grpcapi.Relay) (compose.Input, grpcapi.Relayed, error) {
 	req := toProtoWindowRequest(mysisID, p)
 	req.RecentFromSeq = recentFrom
 	if known != nil {
 		req.CarryKnown = &memoryv1.CarryKnown{ObjectiveSeq: known.ObjectiveSeq, RecentStartSeq: known.RecentStartSeq, Bytes: known.Bytes,
-			Seqs: known.Seqs}
+			Seqs: known.Seqs, RecentThroughSeq: known.RecentThrough, RecentBytes: known.RecentBytes}
 	}
 	req.Append, req.SpendAt = relay.Append, relay.SpendAt
 	w, err := c.api.GetComposeWindow(ctx, req)
@@ -51,7 +52,8 @@ func (c *Client) Window(ctx context.Context, mysisID string, p compose.Policy, r
 		return compose.Input{}, grpcapi.Relayed{}, fmt.Errorf("memory GetComposeWindow for mysis %s: %w", mysisID, server.FromStatus(err))
 	}
 	return fromProtoWindow(w), grpcapi.Relayed{Appended: w.GetAppended(), Mysis: w.GetMysis(), Spend: w.GetSpend(),
-		CarryOmitted: w.GetCarryOmitted(), CarryCut: w.GetCarryCut(), CarryBytes: w.GetCarryBytes()}, nil
+		CarryOmitted: w.GetCarryOmitted(), CarryCut: w.GetCarryCut(), CarryBytes: w.GetCarryBytes(),
+		RecentOmittedThrough: w.GetRecentOmittedThrough(), RecentBytes: w.GetRecentBytes()}, nil
 }
 
 // Ready is the composer's readiness check: it can answer nothing while the memory service's health is not

@@ -159,7 +159,8 @@ func fromProtoWindowQuery(req *memoryv1.GetComposeWindowRequest) memory.WindowQu
 		MaxResultBytes: int(req.GetMaxResultBytes()), RecentFrom: req.GetRecentFromSeq(),
 		Known: memory.CarryKnown{ObjectiveSeq: req.GetCarryKnown().GetObjectiveSeq(),
 			RecentStartSeq: req.GetCarryKnown().GetRecentStartSeq(), Bytes: req.GetCarryKnown().GetBytes(),
-			Seqs: req.GetCarryKnown().GetSeqs()},
+			Seqs: req.GetCarryKnown().GetSeqs(), RecentThrough: req.GetCarryKnown().GetRecentThroughSeq(),
+			RecentBytes: req.GetCarryKnown().GetRecentBytes()},
 	}
 }
 

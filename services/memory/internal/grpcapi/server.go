@@ -197,6 +197,7 @@ func (s *Server) GetComposeWindow(ctx context.Context, req *memoryv1.GetComposeW
 		Mysis: toProtoMysis(w.Mysis), Memories: toProtoMemories(w.Memories),
 		RecentStartSeq: w.RecentStartSeq, ObjectiveSeq: w.ObjectiveSeq, TurnTruncated: w.TurnTruncated,
 		Appended: appended, CarryOmitted: w.CarryOmitted, CarryCut: w.CarryCut, CarryBytes: w.CarryBytes,
+		RecentOmittedThrough: w.RecentOmittedThrough, RecentBytes: w.RecentBytes,
 	}
 	if w.Mission != nil {
 		resp.Mission = &memoryv1.Mission{Memory: toProtoMemory(w.Mission.Memory), GlobalFallback: w.Mission.GlobalFallback}

@@ -86,19 +86,33 @@ func (w *ComposeWindow) FitsWith(extra int64) bool {
 	return total <= int64(w.budget())
 }
 
-// countCarry sets CarryBytes once the window is bounded: the size of the carried rows it returns, or, when it left
-// them out (CarryOmitted), held: the size the query's carry_known gave them.
-func (w *ComposeWindow) countCarry(held int64) {
-	if w.CarryOmitted {
-		w.CarryBytes = held
-		return
+// heldBytes is the size of the rows the window left out because the caller holds them (k): the carried rows and,
+// when RecentOmittedThrough is set, the recent ones.
+func (w *ComposeWindow) heldBytes(k CarryKnown) int64 {
+	n := k.Bytes
+	if w.RecentOmittedThrough > 0 {
+		n += k.RecentBytes
 	}
-	w.CarryBytes = 0
+	return n
+}
+
+// countCarry sets CarryBytes and RecentBytes once the window is bounded: the size of the carried and of the recent
+// rows it returns, plus, for the rows it left out because the caller holds them (CarryOmitted,
+// RecentOmittedThrough), the sizes the query's carry_known gave them.
+func (w *ComposeWindow) countCarry(k CarryKnown) {
+	w.CarryBytes, w.RecentBytes = 0, 0
+	if w.CarryOmitted {
+		w.CarryBytes = k.Bytes
+	}
+	if w.RecentOmittedThrough > 0 {
+		w.RecentBytes = k.RecentBytes
+	}
 	for _, m := range w.Memories {
 		if m.Seq >= w.RecentStartSeq {
-			break
+			w.RecentBytes += int64(m.Bytes())
+		} else if !w.CarryOmitted {
+			w.CarryBytes += int64(m.Bytes())
 		}
-		w.CarryBytes += int64(m.Bytes())
 	}
 }
 

@@ -235,6 +235,13 @@ type ComposeWindow struct {
 	// cut): those below RecentStartSeq in Memories, or when CarryOmitted the held ones as the query's Known named
 	// them. A caller holding the carried rows sends it back as CarryKnown.Bytes.
 	CarryBytes int64
+	// RecentOmittedThrough, when above 0, says the recent rows from RecentStartSeq through it were left out too
+	// (only with CarryOmitted): the query's Known held them (CarryKnown.RecentThrough).
+	RecentOmittedThrough int64
+	// RecentBytes is the size of the recent part (the rows from RecentStartSeq on) as the response bound counts them,
+	// those left out counted as the query's Known gave them. A caller holding the recent rows sends it back as
+	// CarryKnown.RecentBytes.
+	RecentBytes int64
 }
 
 // MemoryHit is one ranked search result.

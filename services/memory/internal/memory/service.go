@@ -223,9 +223,10 @@ func (s *Service) GetMemory(ctx context.Context, mysisID string, id int64) (Memo
 
 // GetComposeWindow returns the mysis, its compose window (oldest first) and its current mission, bounded by bytes:
 // oversized tool results cut with their pointer, the whole within MaxResponseBytes. The carried rows the caller
-// holds (q.Known) are left out only when the whole window, those rows included, fits that bound: otherwise the bound
-// would have cut into them, so the window is read again whole (one more statement, only near MaxResponseBytes).
-// CarryBytes says what the carried rows came to, for the caller to send back as q.Known.Bytes.
+// holds (q.Known, and the recent rows it holds) are left out only when the whole window, those rows included, fits
+// that bound: otherwise the bound would have cut into them, so the window is read again whole (one more statement,
+// only near MaxResponseBytes). CarryBytes and RecentBytes say what the carried and the recent rows came to, for the
+// caller to send back as q.Known.Bytes and q.Known.RecentBytes.
 func (s *Service) GetComposeWindow(ctx context.Context, q WindowQuery) (ComposeWindow, error) {
 	q, err := q.Normalize()
 	if err != nil {
@@ -236,7 +237,7 @@ func (s *Service) GetComposeWindow(ctx context.Context, q WindowQuery) (ComposeW
 		return ComposeWindow{}, err
 	}
 	w.CutResults(q.MaxResultBytes)
-	if w.CarryOmitted && !w.FitsWith(q.Known.Bytes) {
+	if w.CarryOmitted && !w.FitsWith(w.heldBytes(q.Known)) {
 		q.Known = CarryKnown{}
 		if w, err = s.store.GetComposeWindow(ctx, q); err != nil {
 			return ComposeWindow{}, err
@@ -244,7 +245,7 @@ func (s *Service) GetComposeWindow(ctx context.Context, q WindowQuery) (ComposeW
 		w.CutResults(q.MaxResultBytes)
 	}
 	w.Bound()
-	w.countCarry(q.Known.Bytes)
+	w.countCarry(q.Known)
 	return w, nil
 }
 

@@ -57,9 +57,14 @@ type WindowQuery struct {
 // size as Memory.Bytes counts it (that window's CarryBytes). RecentStartSeq 0 means none. Seqs, when given, are
 // those rows' seqs: a window with the same objective whose recent part starts later derives its carried rows from
 // them and the memories between the two starts (see pgstore's windowSQL) instead of scanning the span again.
+//
+// RecentThrough, when above 0, says the caller also holds that window's recent rows from RecentStartSeq through it,
+// of size RecentBytes (that window's RecentBytes): while the objective and the start stay the same, they are left
+// out with the carried rows (ComposeWindow.RecentOmittedThrough) and only the rows stored since are read.
 type CarryKnown struct {
 	ObjectiveSeq, RecentStartSeq, Bytes int64
 	Seqs                                []int64
+	RecentThrough, RecentBytes          int64
 }
 
 // V2 reports whether q asks for more than the v1 window.
@@ -149,10 +154,15 @@ func (k CarryKnown) validate() error {
 	for _, f := range []struct {
 		name string
 		v    int64
-	}{{"carry_known.objective_seq", k.ObjectiveSeq}, {"carry_known.recent_start_seq", k.RecentStartSeq}, {"carry_known.bytes", k.Bytes}} {
+	}{{"carry_known.objective_seq", k.ObjectiveSeq}, {"carry_known.recent_start_seq", k.RecentStartSeq}, {"carry_known.bytes", k.Bytes},
+		{"carry_known.recent_through_seq", k.RecentThrough}, {"carry_known.recent_bytes", k.RecentBytes}} {
 		if f.v < 0 {
 			return errs.InvalidField(f.name, "must not be negative, got %d", f.v)
 		}
+	}
+	if k.RecentThrough > 0 && k.RecentThrough < k.RecentStartSeq {
+		return errs.InvalidField("carry_known.recent_through_seq",
+			"must be 0 (none held) or at least carry_known.recent_start_seq (%d), got %d", k.RecentStartSeq, k.RecentThrough)
 	}
 	if len(k.Seqs) > MaxCarryKnownSeqs {
 		return errs.InvalidField("carry_known.seqs", "at most %d seqs, got %d", MaxCarryKnownSeqs, len(k.Seqs))

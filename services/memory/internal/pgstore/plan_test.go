@@ -22,8 +22,20 @@ func explainWindow(t *testing.T, q memory.WindowQuery) string {
 }
 
 // explainWindowWith is explainWindow on another database and with another EXPLAIN prefix (EXPLAIN ANALYZE: what
-// the statement did run).
+// the statement did run), planned for the query's values.
 func explainWindowWith(t *testing.T, p *pgxpool.Pool, q memory.WindowQuery, explain string) string {
+	t.Helper()
+	return explainWindowPlan(t, p, q, explain, false)
+}
+
+// explainGeneric is explainWindowWith with the statement's generic plan, the one a connection that has run it often
+// may settle on.
+func explainGeneric(t *testing.T, p *pgxpool.Pool, q memory.WindowQuery, explain string) string {
+	t.Helper()
+	return explainWindowPlan(t, p, q, explain, true)
+}
+
+func explainWindowPlan(t *testing.T, p *pgxpool.Pool, q memory.WindowQuery, explain string, generic bool) string {
 	t.Helper()
 	ctx := context.Background()
 	args, err := pgstore.WindowArgs(q)
@@ -39,7 +51,24 @@ func explainWindowWith(t *testing.T, p *pgxpool.Pool, q memory.WindowQuery, expl
 		t.Fatal(err)
 	}
 	defer func() { _, _ = conn.Exec(ctx, `RESET enable_seqscan`) }()
-	rows, err := conn.Query(ctx, explain+pgstore.WindowSQL(), append([]any{pgx.QueryExecModeSimpleProtocol}, args...)...)
+	sql := explain + pgstore.WindowSQL()
+	if generic {
+		// A prepared statement under force_generic_plan, executed with the values inlined (pgx's simple protocol).
+		if _, err := conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _, _ = conn.Exec(ctx, `RESET plan_cache_mode`) }()
+		if _, err := conn.Exec(ctx, `PREPARE zoea_window AS `+pgstore.WindowSQL()); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _, _ = conn.Exec(ctx, `DEALLOCATE zoea_window`) }()
+		ph := make([]string, len(args))
+		for i := range args {
+			ph[i] = fmt.Sprintf("$%d", i+1)
+		}
+		sql = explain + "EXECUTE zoea_window(" + strings.Join(ph, ", ") + ")"
+	}
+	rows, err := conn.Query(ctx, sql, append([]any{pgx.QueryExecModeSimpleProtocol}, args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

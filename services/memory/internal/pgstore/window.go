@@ -14,7 +14,8 @@ import (
 //
 // Parameters: $1 mysis, $2 window, $3 global fallback, $4 v2, $5 max turn rows, $6 carry limit, $7 snapshot tools,
 // $8 pinned tools, $9 reply limit, $10 carry scan range, $11 call lookback, $12 recent from (0 = none), $13 and $14
-// the objective and recent start of the carried rows the caller holds (carry_known; start 0 = none), $15 their seqs.
+// the objective and recent start of the carried rows the caller holds (carry_known; start 0 = none), $15 their seqs,
+// $16 the last of the recent rows it holds (0 = none).
 //
 // The recent part is the seq range [s, last_seq] (seq is gapless). v1 (not $4): s = last_seq - window + 1, the
 // newest window rows, exactly as before. v2: s reaches back to the current turn's opener (the newest user row with
@@ -37,7 +38,9 @@ import (
 //
 // When the window's objective and start equal the caller's ($13, $14), the carried rows are the ones the caller
 // holds (all before s, memories append-only): ck, pn and rp are gated off by a one-time filter (om), so none of them
-// is read — the carry scan's cost, which grows with the time since the objective, is skipped altogether.
+// is read — the carry scan's cost, which grows with the time since the objective, is skipped altogether. The recent
+// rows the caller holds ([s, $16], when that lies within [s, last_seq]: om.held) are left out of r as well, so such a
+// window reads only the rows stored since the caller's previous one.
 //
 // When the objective is the same but s lies above the held start (the caller's compaction boundary moved up) and the
 // caller sent the held rows' seqs ($15), the carried rows at s are derived (om.derive): each part reads only the
@@ -85,8 +88,10 @@ WITH y AS (
 	END AS s
 	FROM b1
 ), om AS MATERIALIZED (
-	SELECT o.skip, o.derive, CASE WHEN o.derive THEN $14::int8 ELSE 0 END AS lo FROM (
-		SELECT b2.obj = $13::int8 AND b2.s = $14::int8 AS skip,
+	SELECT o.skip, o.derive, CASE WHEN o.derive THEN $14::int8 ELSE 0 END AS lo,
+		CASE WHEN o.skip AND $16::int8 >= o.s AND $16::int8 <= o.l THEN $16::int8 ELSE 0 END AS held
+	FROM (
+		SELECT b2.s, b2.l, b2.obj = $13::int8 AND b2.s = $14::int8 AS skip,
 			b2.obj = $13::int8 AND $14::int8 > 0 AND b2.s > $14::int8 AND cardinality($15::int8[]) > 0 AS derive
 		FROM b2
 	) o
@@ -99,6 +104,7 @@ WITH y AS (
 ), r AS (
 	SELECT ` + memCols + ` FROM memories m
 	WHERE m.mysis_id = $1 AND m.seq >= (SELECT b2.s FROM b2) AND m.seq <= (SELECT b2.l FROM b2)
+		AND m.seq > (SELECT om.held FROM om)
 ), ck AS (
 	(SELECT t.seq, CASE WHEN t.tool_name = ANY($7::text[]) THEN t.tool_name ELSE coalesce(t.call_key, t.tool_name) END AS k
 	FROM memories t
@@ -161,7 +167,7 @@ func windowArgs(q memory.WindowQuery) []any {
 	}
 	return []any{q.MysisID, q.Window, q.GlobalFallback, q.V2(), q.TurnRows(), q.CarryLimit, snap, pinned,
 		q.ReplyLimit, memory.CarryScanRows, memory.CallLookback, q.RecentFrom, q.Known.ObjectiveSeq, q.Known.RecentStartSeq,
-		seqs}
+		seqs, q.Known.RecentThrough}
 }
 
 // GetComposeWindow returns the mysis, its compose window (oldest first, rows as stored) and its current mission for
@@ -209,6 +215,10 @@ func (s *Store) GetComposeWindow(ctx context.Context, q memory.WindowQuery) (mem
 	out.CarryOmitted = q.Known.RecentStartSeq > 0 && out.ObjectiveSeq == q.Known.ObjectiveSeq && out.RecentStartSeq == q.Known.RecentStartSeq
 	if out.Mysis.LastSeq == 0 {
 		out.RecentStartSeq, out.CarryOmitted = 0, false
+	}
+	// And the held recent rows with them, exactly when om.held is set.
+	if out.CarryOmitted && q.Known.RecentThrough >= out.RecentStartSeq && q.Known.RecentThrough <= out.Mysis.LastSeq {
+		out.RecentOmittedThrough = q.Known.RecentThrough
 	}
 	// Rows come in index order per part; the composer wants one chronological list.
 	slices.SortFunc(out.Memories, func(a, b memory.Memory) int { return cmp.Compare(a.Seq, b.Seq) })

@@ -2795,7 +2795,16 @@ type CarryKnown struct {
 	// the server derives the carried rows at the new start from these and the memories between the two starts instead
 	// of scanning the whole span since the objective: the answer is the same, at a cost that follows the rows between
 	// the starts. Empty means no derivation (the carried rows are read as if carry_known were unset).
-	Seqs          []int64 `protobuf:"varint,4,rep,packed,name=seqs,proto3" json:"seqs,omitempty"`
+	Seqs []int64 `protobuf:"varint,4,rep,packed,name=seqs,proto3" json:"seqs,omitempty"`
+	// The caller also holds that window's recent rows from recent_start_seq through this seq (at least
+	// recent_start_seq; 0 means none held): when the carried rows are left out (carry_omitted) and these lie in the
+	// window's recent part, they are left out too (recent_omitted_through), so a request that only extends the previous
+	// one reads only the memories stored since. Not negative.
+	RecentThroughSeq int64 `protobuf:"varint,5,opt,name=recent_through_seq,json=recentThroughSeq,proto3" json:"recent_through_seq,omitempty"`
+	// The size of those recent rows as the response bound counts it: the recent_bytes of the window they came from.
+	// They are left out only when the whole window, carried and recent rows held included, fits the bound. Not
+	// negative.
+	RecentBytes   int64 `protobuf:"varint,6,opt,name=recent_bytes,json=recentBytes,proto3" json:"recent_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2856,6 +2865,20 @@ func (x *CarryKnown) GetSeqs() []int64 {
 		return x.Seqs
 	}
 	return nil
+}
+
+func (x *CarryKnown) GetRecentThroughSeq() int64 {
+	if x != nil {
+		return x.RecentThroughSeq
+	}
+	return 0
+}
+
+func (x *CarryKnown) GetRecentBytes() int64 {
+	if x != nil {
+		return x.RecentBytes
+	}
+	return 0
 }
 
 // Mission is the order a mysis is currently working on.
@@ -2949,7 +2972,15 @@ type GetComposeWindowResponse struct {
 	// request's carry_known.bytes, the size the bound counted the held rows as. With carry_cut it counts only the
 	// carried rows returned. A caller holding the carried rows of a window without carry_cut sends it back as
 	// carry_known.bytes.
-	CarryBytes    int64 `protobuf:"varint,11,opt,name=carry_bytes,json=carryBytes,proto3" json:"carry_bytes,omitempty"`
+	CarryBytes int64 `protobuf:"varint,11,opt,name=carry_bytes,json=carryBytes,proto3" json:"carry_bytes,omitempty"`
+	// When above 0, the recent rows from recent_start_seq through this seq were left out as well, because the
+	// request's carry_known held them (carry_known.recent_through_seq; only with carry_omitted): the caller's held
+	// carried rows, its held recent rows and `memories` are the whole window.
+	RecentOmittedThrough int64 `protobuf:"varint,12,opt,name=recent_omitted_through,json=recentOmittedThrough,proto3" json:"recent_omitted_through,omitempty"`
+	// The size of the recent part (the memories from recent_start_seq on) as the response bound counts it, those left
+	// out included (counted as carry_known.recent_bytes gave them). A caller holding the recent rows of this window
+	// sends it back as carry_known.recent_bytes.
+	RecentBytes   int64 `protobuf:"varint,13,opt,name=recent_bytes,json=recentBytes,proto3" json:"recent_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3057,6 +3088,20 @@ func (x *GetComposeWindowResponse) GetCarryCut() bool {
 func (x *GetComposeWindowResponse) GetCarryBytes() int64 {
 	if x != nil {
 		return x.CarryBytes
+	}
+	return 0
+}
+
+func (x *GetComposeWindowResponse) GetRecentOmittedThrough() int64 {
+	if x != nil {
+		return x.RecentOmittedThrough
+	}
+	return 0
+}
+
+func (x *GetComposeWindowResponse) GetRecentBytes() int64 {
+	if x != nil {
+		return x.RecentBytes
 	}
 	return 0
 }
@@ -5223,16 +5268,18 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\x06append\x18\v \x03(\v2\x19.zoea.memory.v1.NewMemoryR\x06append\x125\n" +
 	"\bspend_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\aspendAt\x12;\n" +
 	"\vcarry_known\x18\r \x01(\v2\x1a.zoea.memory.v1.CarryKnownR\n" +
-	"carryKnown\"\x85\x01\n" +
+	"carryKnown\"\xd6\x01\n" +
 	"\n" +
 	"CarryKnown\x12#\n" +
 	"\robjective_seq\x18\x01 \x01(\x03R\fobjectiveSeq\x12(\n" +
 	"\x10recent_start_seq\x18\x02 \x01(\x03R\x0erecentStartSeq\x12\x14\n" +
 	"\x05bytes\x18\x03 \x01(\x03R\x05bytes\x12\x12\n" +
-	"\x04seqs\x18\x04 \x03(\x03R\x04seqs\"b\n" +
+	"\x04seqs\x18\x04 \x03(\x03R\x04seqs\x12,\n" +
+	"\x12recent_through_seq\x18\x05 \x01(\x03R\x10recentThroughSeq\x12!\n" +
+	"\frecent_bytes\x18\x06 \x01(\x03R\vrecentBytes\"b\n" +
 	"\aMission\x12.\n" +
 	"\x06memory\x18\x01 \x01(\v2\x16.zoea.memory.v1.MemoryR\x06memory\x12'\n" +
-	"\x0fglobal_fallback\x18\x02 \x01(\bR\x0eglobalFallback\"\xf3\x03\n" +
+	"\x0fglobal_fallback\x18\x02 \x01(\bR\x0eglobalFallback\"\xcc\x04\n" +
 	"\x18GetComposeWindowResponse\x12+\n" +
 	"\x05mysis\x18\x01 \x01(\v2\x15.zoea.memory.v1.MysisR\x05mysis\x122\n" +
 	"\bmemories\x18\x02 \x03(\v2\x16.zoea.memory.v1.MemoryR\bmemories\x121\n" +
@@ -5246,7 +5293,9 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\tcarry_cut\x18\n" +
 	" \x01(\bR\bcarryCut\x12\x1f\n" +
 	"\vcarry_bytes\x18\v \x01(\x03R\n" +
-	"carryBytes\"\x9c\x01\n" +
+	"carryBytes\x124\n" +
+	"\x16recent_omitted_through\x18\f \x01(\x03R\x14recentOmittedThrough\x12!\n" +
+	"\frecent_bytes\x18\r \x01(\x03R\vrecentBytes\"\x9c\x01\n" +
 	"\x16RecordBroadcastRequest\x12!\n" +
 	"\fbroadcast_id\x18\x01 \x01(\tR\vbroadcastId\x12\x1b\n" +
 	"\tsender_id\x18\x02 \x01(\tR\bsenderId\x12\x18\n" +
