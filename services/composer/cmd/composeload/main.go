@@ -13,10 +13,15 @@
 // cpu/call is this process's CPU time per call: the client and, unless -composer is set, the composer (not the memory
 // service, which is another process).
 //
-// -turns and -create write to the memory service's database: never point them at someone else's benchmark data.
+// -extend N first appends N tool loops to each mysis (the turn loop's shape, no commander order, 500 loops a call)
+// without composing: a long span since the last order, which is what the carry-over scan reads.
+//
+// -turns, -create and -extend write to the memory service's database: never point them at someone else's benchmark
+// data.
 //
 //	go run ./cmd/composeload -memory 127.0.0.1:7001 -myses 200 -n 5000
 //	go run ./cmd/composeload -memory 127.0.0.1:7001 -create 20 -history 300 -turns 2000
+//	go run ./cmd/composeload -memory 127.0.0.1:7001 -myses 20 -extend 2000 -n 20
 package main
 
 import (
@@ -66,7 +71,7 @@ func main() {
 
 type options struct {
 	memory, composer, token string
-	myses, n, turns         int
+	myses, n, turns, extend int
 	create, history         int
 	concurrency             int
 	window                  int
@@ -82,6 +87,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&o.myses, "myses", 100, "myses to compose for (taken from ListMyses)")
 	fs.IntVar(&o.n, "n", 2000, "warm-phase calls")
 	fs.IntVar(&o.turns, "turns", 0, "turn-loop calls, each after appending one tool loop (writes!)")
+	fs.IntVar(&o.extend, "extend", 0, "append this many tool loops to each mysis first, without composing (writes!)")
 	fs.IntVar(&o.create, "create", 0, "create this many myses with a generated history first (writes!)")
 	fs.IntVar(&o.history, "history", 200, "turns of generated history per created mysis")
 	fs.IntVar(&o.concurrency, "concurrency", 1, "concurrent callers")
@@ -122,6 +128,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if len(ids) == 0 {
 		return errors.New("no myses: seed the database or use -create")
+	}
+	if o.extend > 0 {
+		if err := extendMyses(ctx, mem, ids, o.extend, o.seed); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "extended %d myses by %d tool loops each\n", len(ids), o.extend)
 	}
 
 	var cache *tokcache.Cache
@@ -183,20 +195,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	report(out, "warm", warm, cache)
 	if o.turns > 0 {
-		r := rand.New(rand.NewPCG(o.seed, 99))
-		var mu sync.Mutex
-		body := func() string {
-			mu.Lock()
-			defer mu.Unlock()
-			return toolBody(r)
-		}
+		loops := newLoops(o.seed, 99)
 		turns, err := phase(ids, o.turns, o.concurrency, func(i int, id string) (time.Duration, error) {
-			call := fmt.Sprintf("load_%d_%d", o.seed, i)
-			name := []string{"get_status", "get_system", "mine", "get_cargo", "sell"}[i%5]
-			if _, err := mem.AppendMemories(ctx, &memoryv1.AppendMemoriesRequest{MysisId: id, Memories: []*memoryv1.NewMemory{
-				{Role: memoryv1.Role_ROLE_ASSISTANT, Source: memoryv1.Source_SOURCE_LLM, ToolCalls: []*memoryv1.ToolCall{{Id: call, Name: name, ArgumentsJson: `{"target":"poi_1"}`}}},
-				{Role: memoryv1.Role_ROLE_TOOL, Source: memoryv1.Source_SOURCE_TOOL, ToolCallId: call, ToolName: name, Content: body()},
-			}}); err != nil {
+			if _, err := mem.AppendMemories(ctx, &memoryv1.AppendMemoriesRequest{MysisId: id,
+				Memories: loops.loop(fmt.Sprintf("load_%d_%d", o.seed, i), i)}); err != nil {
 				return 0, fmt.Errorf("append: %w", err)
 			}
 			return composeOnce(id)
@@ -351,4 +353,43 @@ func toolBody(r *rand.Rand) string {
 	}
 	b.WriteString(`{}]}`)
 	return b.String()
+}
+
+// loops makes tool loops in the turn loop's shape: an assistant call of get_status, get_system, mine, get_cargo or
+// sell (in turn) with {"target":"poi_1"}, then its result, a 0.1–3 KB system listing. Safe for concurrent use.
+type loops struct {
+	mu sync.Mutex
+	r  *rand.Rand
+}
+
+func newLoops(seed, stream uint64) *loops { return &loops{r: rand.New(rand.NewPCG(seed, stream))} }
+
+// loop returns the i-th loop's two memories, with call id call.
+func (l *loops) loop(call string, i int) []*memoryv1.NewMemory {
+	l.mu.Lock()
+	body := toolBody(l.r)
+	l.mu.Unlock()
+	name := []string{"get_status", "get_system", "mine", "get_cargo", "sell"}[i%5]
+	return []*memoryv1.NewMemory{
+		{Role: memoryv1.Role_ROLE_ASSISTANT, Source: memoryv1.Source_SOURCE_LLM, ToolCalls: []*memoryv1.ToolCall{{Id: call, Name: name, ArgumentsJson: `{"target":"poi_1"}`}}},
+		{Role: memoryv1.Role_ROLE_TOOL, Source: memoryv1.Source_SOURCE_TOOL, ToolCallId: call, ToolName: name, Content: body},
+	}
+}
+
+// extendMyses appends n tool loops to each mysis (500 loops a call) without composing: a long span since the last
+// commander order.
+func extendMyses(ctx context.Context, mem memoryv1.MemoryServiceClient, ids []string, n int, seed uint64) error {
+	l := newLoops(seed, 98)
+	for _, id := range ids {
+		for done := 0; done < n; {
+			var rows []*memoryv1.NewMemory
+			for ; done < n && len(rows) < 1000; done++ {
+				rows = append(rows, l.loop(fmt.Sprintf("extend_%d_%s_%d", seed, id, done), done)...)
+			}
+			if _, err := mem.AppendMemories(ctx, &memoryv1.AppendMemoriesRequest{MysisId: id, Memories: rows}); err != nil {
+				return fmt.Errorf("extend %s: %w", id, err)
+			}
+		}
+	}
+	return nil
 }
