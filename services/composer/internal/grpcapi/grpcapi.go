@@ -193,10 +193,8 @@ func (s *Service) window(ctx context.Context, id string, p compose.Policy, recen
 		return in, relayed, fmt.Errorf("memory GetComposeWindow for mysis %s left out rows it was not told the composer holds", id)
 	case relayed.CarryOmitted:
 		in.Window = held.splice(in.Window, relayed.RecentOmittedThrough > 0)
-		s.carries.put(id, p, in, relayed)
-	default:
-		s.carries.put(id, p, in, relayed)
 	}
+	s.carries.put(id, p, in, relayed)
 	return in, relayed, nil
 }
 
