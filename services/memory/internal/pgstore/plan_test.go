@@ -154,16 +154,19 @@ func TestComposeWindowV2UsesItsIndexes(t *testing.T) {
 	if _, err := p.Exec(ctx, `VACUUM ANALYZE memories`); err != nil {
 		t.Fatal(err)
 	}
-	plan := explainWindow(t, memory.WindowQuery{MysisID: ids[1], Window: 20, GlobalFallback: true, CarryLimit: 50,
-		SnapshotTools: []string{"get_status"}, PinnedTools: []string{"login"}, ReplyLimit: 5})
-	for _, want := range []string{"memories_turn_open_idx", "memories_tool_seq_idx", "memories_tool_name_idx",
-		"memories_reply_idx", "memories_mission_idx", "using memories_mysis_seq_key"} {
-		if !strings.Contains(plan, want) {
-			t.Errorf("v2 compose plan does not use %s:\n%s", want, plan)
+	// The plan for these values, and the generic plan the service runs the statement on.
+	wq := memory.WindowQuery{MysisID: ids[1], Window: 20, GlobalFallback: true, CarryLimit: 50,
+		SnapshotTools: []string{"get_status"}, PinnedTools: []string{"login"}, ReplyLimit: 5}
+	for what, plan := range map[string]string{"custom": explainWindow(t, wq), "generic": explainGeneric(t, p, wq, "EXPLAIN ")} {
+		for _, want := range []string{"memories_turn_open_idx", "memories_tool_seq_idx", "memories_tool_name_idx",
+			"memories_reply_idx", "memories_mission_idx", "using memories_mysis_seq_key"} {
+			if !strings.Contains(plan, want) {
+				t.Errorf("v2 compose plan (%s) does not use %s:\n%s", what, want, plan)
+			}
 		}
-	}
-	if strings.Contains(plan, "Seq Scan on memories") {
-		t.Errorf("v2 compose plan scans memories:\n%s", plan)
+		if strings.Contains(plan, "Seq Scan on memories") {
+			t.Errorf("v2 compose plan (%s) scans memories:\n%s", what, plan)
+		}
 	}
 	// And the answer on this table: the current turn, carried keys, the pinned login, 5 replies.
 	w := must[memory.ComposeWindow](t)(s.GetComposeWindow(ctx, memory.WindowQuery{MysisID: ids[1], Window: 20, CarryLimit: 50,
@@ -175,13 +178,15 @@ func TestComposeWindowV2UsesItsIndexes(t *testing.T) {
 	// the pinned probes and the replies are gated off before they read anything.
 	q := memory.WindowQuery{MysisID: ids[1], Window: 20, CarryLimit: 50, SnapshotTools: []string{"get_status"},
 		PinnedTools: []string{"login"}, ReplyLimit: 5, Known: memory.CarryKnown{ObjectiveSeq: w.ObjectiveSeq, RecentStartSeq: w.RecentStartSeq}}
-	plan = explainWindowWith(t, p, q, "EXPLAIN (ANALYZE, COSTS off, TIMING off, SUMMARY off) ")
-	if !strings.Contains(plan, "CTE Scan on om") || !strings.Contains(plan, "Index Scan using memories_mysis_seq_key") {
-		t.Fatalf("not the window's plan:\n%s", plan)
-	}
-	for _, idx := range []string{"memories_tool_seq_idx", "memories_tool_name_idx", "memories_reply_idx"} {
-		if !neverExecuted(plan, idx) {
-			t.Errorf("carry held: the scan of %s ran:\n%s", idx, plan)
+	const analyze = "EXPLAIN (ANALYZE, COSTS off, TIMING off, SUMMARY off) "
+	for what, plan := range map[string]string{"custom": explainWindowWith(t, p, q, analyze), "generic": explainGeneric(t, p, q, analyze)} {
+		if !strings.Contains(plan, "CTE Scan on om") || !strings.Contains(plan, "Index Scan using memories_mysis_seq_key") {
+			t.Fatalf("not the window's plan (%s):\n%s", what, plan)
+		}
+		for _, idx := range []string{"memories_tool_seq_idx", "memories_tool_name_idx", "memories_reply_idx"} {
+			if !neverExecuted(plan, idx) {
+				t.Errorf("carry held (%s plan): the scan of %s ran:\n%s", what, idx, plan)
+			}
 		}
 	}
 }

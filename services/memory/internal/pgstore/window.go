@@ -5,6 +5,8 @@ import (
 	"context"
 	"slices"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
 )
 
@@ -173,11 +175,49 @@ func windowArgs(q memory.WindowQuery) []any {
 // GetComposeWindow returns the mysis, its compose window (oldest first, rows as stored) and its current mission for
 // a normalised query (memory.WindowQuery.Normalize); see windowSQL for what the window holds. The caller bounds the
 // window's size (memory.ComposeWindow.Bound).
+//
+// The statement runs on its cached generic plan (genericPlansSQL, in a transaction queued in the same round trip):
+// Postgres prices a generic plan over the 16 memories partitions above a custom one, so it would otherwise plan
+// this statement afresh on every call — ~1.5 ms, most of the server's work for a window that returns a few new rows
+// (docs/BENCHMARKS.md, "ComposeContext p99: carried rows derived …"). TestComposeWindowV2UsesItsIndexes and
+// TestComposeWindowDerivesMovedCarry check the generic plan's indexes and reads.
 func (s *Store) GetComposeWindow(ctx context.Context, q memory.WindowQuery) (memory.ComposeWindow, error) {
-	rows, err := s.pool.Query(ctx, windowSQL, windowArgs(q)...)
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	b.Queue(genericPlansSQL)
+	b.Queue(windowSQL, windowArgs(q)...)
+	b.Queue(`COMMIT`)
+	br := s.pool.SendBatch(ctx, b)
+	out, err := readWindow(br, q)
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = dbErr(cerr, "compose window")
+	}
+	return out, err
+}
+
+// readWindow reads GetComposeWindow's batch: BEGIN, the plan mode, the window statement, COMMIT.
+func readWindow(br pgx.BatchResults, q memory.WindowQuery) (memory.ComposeWindow, error) {
+	for range 2 {
+		if _, err := br.Exec(); err != nil {
+			return memory.ComposeWindow{}, dbErr(err, "compose window")
+		}
+	}
+	rows, err := br.Query()
 	if err != nil {
 		return memory.ComposeWindow{}, dbErr(err, "compose window")
 	}
+	out, err := scanWindow(rows, q)
+	if err != nil {
+		return out, err
+	}
+	if _, err := br.Exec(); err != nil {
+		return memory.ComposeWindow{}, dbErr(err, "compose window")
+	}
+	return out, nil
+}
+
+// scanWindow reads the window statement's rows into the window (see windowSQL for the kinds of rows).
+func scanWindow(rows pgx.Rows, q memory.WindowQuery) (memory.ComposeWindow, error) {
 	defer rows.Close()
 	var out memory.ComposeWindow
 	found := false

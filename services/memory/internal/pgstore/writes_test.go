@@ -209,8 +209,8 @@ func TestAppendTakesTwoRoundTrips(t *testing.T) {
 }
 
 // TestAppendsRunOnGenericPlans checks, through the one connection of a one-connection pool, that every statement of
-// an append's transaction ran on its cached generic plan and none was planned again (pg_prepared_statements counts
-// both per statement). Left to itself Postgres plans the first five executions of each statement on every
+// an append's transaction, and the compose window's statement (v1 and v2 windows), ran on its cached generic plan and
+// none was planned again (pg_prepared_statements counts both per statement). Left to itself Postgres plans the first five executions of each statement on every
 // connection afresh, and on a large table, where it prices a generic plan of the partitioned memories table (pruned
 // only when it starts) above a custom one, every execution.
 func TestAppendsRunOnGenericPlans(t *testing.T) {
@@ -228,6 +228,11 @@ func TestAppendsRunOnGenericPlans(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		for _, q := range []memory.WindowQuery{{MysisID: m.ID, Window: 20}, windowOf(m.ID, 20, 10, 3)} {
+			if _, err := s.GetComposeWindow(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	rows, err := p.Query(ctx, `SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements`)
 	if err != nil {
@@ -241,7 +246,7 @@ func TestAppendsRunOnGenericPlans(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, what := range []string{"FOR NO KEY UPDATE", "AS k(mysis_id, idempotency_key)", "SELECT m.tool_calls FROM memories",
-			"INSERT INTO memories", "UPDATE myses y SET last_seq"} {
+			"INSERT INTO memories", "UPDATE myses y SET last_seq", "om AS MATERIALIZED"} {
 			if strings.Contains(stmt, what) {
 				seen[what] = true
 				if custom > 0 || generic < rounds {
@@ -253,7 +258,7 @@ func TestAppendsRunOnGenericPlans(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if len(seen) != 5 {
-		t.Fatalf("the append's statements were not all found among the connection's prepared statements: %v", seen)
+	if len(seen) != 6 {
+		t.Fatalf("the append's and the window's statements were not all found among the connection's prepared statements: %v", seen)
 	}
 }
