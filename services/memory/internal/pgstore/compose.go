@@ -14,6 +14,9 @@ const nullMysis = `NULL::uuid, NULL::text, NULL::text, NULL::text, NULL::float8,
 const nullMem = `NULL::int8, NULL::uuid, NULL::int8, NULL::int8, NULL::int2, NULL::int2, NULL::text, NULL::text,
 	NULL::text, NULL::jsonb, NULL::text, NULL::text, NULL::text, NULL::uuid, NULL::timestamptz, NULL::text, NULL::text`
 
+// nullBounds fills the window-bounds columns (the last five) of every row but the mysis row.
+const nullBounds = `NULL::int8, NULL::int8, NULL::boolean, NULL::boolean, NULL::int8`
+
 // composeRow receives one row of composeSQL; every column is nullable because each kind fills only its own.
 type composeRow struct {
 	kind int32
@@ -30,9 +33,10 @@ type composeRow struct {
 	mToolCalls                                                                  []byte
 	mCreated                                                                    *time.Time
 	mCallArgs, mCallKey                                                         *string
-	// window bounds, on the mysis row only
-	wStart, wObjective *int64
-	wTruncated         *bool
+	// window bounds, on the mysis row only: the recent part's start, the objective, whether the turn was truncated,
+	// and what the statement left out because the caller holds it (the carried rows; the recent rows through wHeld)
+	wStart, wObjective, wHeld *int64
+	wTruncated, wSkip         *bool
 }
 
 func (r *composeRow) dest() []any {
@@ -41,7 +45,7 @@ func (r *composeRow) dest() []any {
 		&r.yLast, &r.yAccount, &r.yCreated, &r.yUpdated,
 		&r.mID, &r.mMysis, &r.mSeq, &r.mTurn, &r.mRole, &r.mSource, &r.mSender, &r.mContent, &r.mReasoning,
 		&r.mToolCalls, &r.mCallID, &r.mToolName, &r.mKey, &r.mBroadcast, &r.mCreated, &r.mCallArgs, &r.mCallKey,
-		&r.wStart, &r.wObjective, &r.wTruncated}
+		&r.wStart, &r.wObjective, &r.wTruncated, &r.wSkip, &r.wHeld}
 }
 
 func (r *composeRow) mysis() memory.Mysis {

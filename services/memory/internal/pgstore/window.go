@@ -11,8 +11,9 @@ import (
 )
 
 // windowSQL answers GetComposeWindow in one statement, so one round trip and one snapshot. Rows are told apart by
-// the first column (0 mysis — carrying the window's bounds in its last three columns —, 1 memory, 2 mission,
-// 3 global fallback); the columns of the other kinds are typed NULLs.
+// the first column (0 mysis — carrying in its last five columns the window's bounds and what the statement left out
+// because the caller holds it (om.skip, om.held), so the caller learns it from the statement itself —, 1 memory,
+// 2 mission, 3 global fallback); the columns of the other kinds are typed NULLs.
 //
 // Parameters: $1 mysis, $2 window, $3 global fallback, $4 v2, $5 max turn rows, $6 carry limit, $7 snapshot tools,
 // $8 pinned tools, $9 reply limit, $10 carry scan range, $11 call lookback, $12 recent from (0 = none), $13 and $14
@@ -93,7 +94,7 @@ WITH y AS (
 	SELECT o.skip, o.derive, CASE WHEN o.derive THEN $14::int8 ELSE 0 END AS lo,
 		CASE WHEN o.skip AND $16::int8 >= o.s AND $16::int8 <= o.l THEN $16::int8 ELSE 0 END AS held
 	FROM (
-		SELECT b2.s, b2.l, b2.obj = $13::int8 AND b2.s = $14::int8 AS skip,
+		SELECT b2.s, b2.l, $14::int8 > 0 AND b2.obj = $13::int8 AND b2.s = $14::int8 AS skip,
 			b2.obj = $13::int8 AND $14::int8 > 0 AND b2.s > $14::int8 AND cardinality($15::int8[]) > 0 AS derive
 		FROM b2
 	) o
@@ -145,13 +146,13 @@ WITH y AS (
 ), ex AS (
 	SELECT seq FROM c UNION SELECT seq FROM pn UNION SELECT seq FROM rp UNION SELECT seq FROM xa
 )
-SELECT 0, y.*, ` + nullMem + `, b2.s, b2.obj, b2.truncated FROM y, b2
-UNION ALL SELECT 1, ` + nullMysis + `, r.*, NULL::int8, NULL::int8, NULL::boolean FROM r
-UNION ALL SELECT 1, ` + nullMysis + `, ` + memCols + `, NULL::int8, NULL::int8, NULL::boolean FROM memories m
+SELECT 0, y.*, ` + nullMem + `, b2.s, b2.obj, b2.truncated, om.skip, om.held FROM y, b2, om
+UNION ALL SELECT 1, ` + nullMysis + `, r.*, ` + nullBounds + ` FROM r
+UNION ALL SELECT 1, ` + nullMysis + `, ` + memCols + `, ` + nullBounds + ` FROM memories m
 	WHERE m.mysis_id = $1 AND m.seq = ANY (ARRAY(SELECT seq FROM ex)) AND m.seq < (SELECT b2.s FROM b2)
-UNION ALL SELECT 2, ` + nullMysis + `, mi.*, NULL::int8, NULL::int8, NULL::boolean FROM mi
+UNION ALL SELECT 2, ` + nullMysis + `, mi.*, ` + nullBounds + ` FROM mi
 UNION ALL SELECT 3, ` + nullMysis + `, 0::int8, $1::uuid, 0::int8, 0::int8, 2::int2, 2::int2, '', g.content, '',
-	NULL::jsonb, '', '', NULL::text, g.id, g.created_at, NULL::text, NULL::text, NULL::int8, NULL::int8, NULL::boolean
+	NULL::jsonb, '', '', NULL::text, g.id, g.created_at, NULL::text, NULL::text, ` + nullBounds + `
 	FROM g`
 
 // windowArgs are windowSQL's parameters for a normalised query.
@@ -230,6 +231,7 @@ func scanWindow(rows pgx.Rows, q memory.WindowQuery) (memory.ComposeWindow, erro
 		if r.kind == 0 {
 			out.Mysis, found = r.mysis(), true
 			out.RecentStartSeq, out.ObjectiveSeq, out.TurnTruncated = deref(r.wStart), deref(r.wObjective), deref(r.wTruncated)
+			out.CarryOmitted, out.RecentOmittedThrough = deref(r.wSkip), deref(r.wHeld)
 			continue
 		}
 		m, err := r.memory()
@@ -251,14 +253,9 @@ func scanWindow(rows pgx.Rows, q memory.WindowQuery) (memory.ComposeWindow, erro
 	if !found {
 		return memory.ComposeWindow{}, errMysisNotFound(q.MysisID)
 	}
-	// The statement left the carried rows out exactly when these match (om); a mysis without memories has none.
-	out.CarryOmitted = q.Known.RecentStartSeq > 0 && out.ObjectiveSeq == q.Known.ObjectiveSeq && out.RecentStartSeq == q.Known.RecentStartSeq
+	// A mysis without memories has no recent part, and nothing carried to leave out.
 	if out.Mysis.LastSeq == 0 {
-		out.RecentStartSeq, out.CarryOmitted = 0, false
-	}
-	// And the held recent rows with them, exactly when om.held is set.
-	if out.CarryOmitted && q.Known.RecentThrough >= out.RecentStartSeq && q.Known.RecentThrough <= out.Mysis.LastSeq {
-		out.RecentOmittedThrough = q.Known.RecentThrough
+		out.RecentStartSeq, out.CarryOmitted, out.RecentOmittedThrough = 0, false, 0
 	}
 	// Rows come in index order per part; the composer wants one chronological list.
 	slices.SortFunc(out.Memories, func(a, b memory.Memory) int { return cmp.Compare(a.Seq, b.Seq) })
