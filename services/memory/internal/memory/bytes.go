@@ -96,10 +96,10 @@ func (w *ComposeWindow) heldBytes(k CarryKnown) int64 {
 	return n
 }
 
-// countCarry sets CarryBytes and RecentBytes once the window is bounded: the size of the carried and of the recent
+// countBytes sets CarryBytes and RecentBytes once the window is bounded: the size of the carried and of the recent
 // rows it returns, plus, for the rows it left out because the caller holds them (CarryOmitted,
 // RecentOmittedThrough), the sizes the query's carry_known gave them.
-func (w *ComposeWindow) countCarry(k CarryKnown) {
+func (w *ComposeWindow) countBytes(k CarryKnown) {
 	w.CarryBytes, w.RecentBytes = 0, 0
 	if w.CarryOmitted {
 		w.CarryBytes = k.Bytes

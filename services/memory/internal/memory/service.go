@@ -245,7 +245,7 @@ func (s *Service) GetComposeWindow(ctx context.Context, q WindowQuery) (ComposeW
 		w.CutResults(q.MaxResultBytes)
 	}
 	w.Bound()
-	w.countCarry(q.Known)
+	w.countBytes(q.Known)
 	return w, nil
 }
 

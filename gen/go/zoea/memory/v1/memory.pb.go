@@ -2646,9 +2646,10 @@ type GetComposeWindowRequest struct {
 	// mysis's and the swarm's counts in the windows containing it), read in the same call after the window, so the
 	// spend check before the LLM call needs no GetSpend of its own.
 	SpendAt *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=spend_at,json=spendAt,proto3" json:"spend_at,omitempty"`
-	// The carried part of this window the caller already holds (v2): when the window's objective_seq and
-	// recent_start_seq come out equal to these, the rows below recent_start_seq are left out of the response
-	// (carry_omitted). Unset means none held: the whole window comes back.
+	// The part of this window the caller already holds (v2): when the window's objective_seq and recent_start_seq
+	// come out equal to these, the rows below recent_start_seq are left out of the response (carry_omitted), and the
+	// held recent rows with them (recent_omitted_through); when only the start moved up, the carried rows are derived
+	// from the held ones (seqs). Unset means none held: the whole window comes back.
 	CarryKnown    *CarryKnown `protobuf:"bytes,13,opt,name=carry_known,json=carryKnown,proto3" json:"carry_known,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2775,11 +2776,12 @@ func (x *GetComposeWindowRequest) GetCarryKnown() *CarryKnown {
 	return nil
 }
 
-// CarryKnown names the carried rows a caller holds from an earlier, complete window of the same mysis: those below
-// that window's recent_start_seq (never carry_cut), read under the same carry_limit, snapshot_tools, pinned_tools,
-// reply_limit and max_result_bytes as this request. Memories are append-only and every carried row lies below
-// recent_start_seq, so while the objective and the recent part's start stay put the carried rows are the same rows,
-// byte for byte; the caller keeps them and the server need not read them again.
+// CarryKnown names the rows a caller holds from an earlier, complete window of the same mysis: its carried rows,
+// those below that window's recent_start_seq (never carry_cut), and optionally its recent rows, read under the same
+// carry_limit, snapshot_tools, pinned_tools, reply_limit and max_result_bytes as this request. Memories are
+// append-only, every carried row lies below recent_start_seq and the recent rows are contiguous from it, so while the
+// objective and the recent part's start stay put the held rows are the same rows, byte for byte; the caller keeps
+// them and the server need not read them again.
 type CarryKnown struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The objective_seq of the window they came from (0: no objective of the mysis's own). Not negative.
