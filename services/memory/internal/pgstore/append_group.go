@@ -72,12 +72,30 @@ func (s *Store) groupOn(ctx context.Context, conn *pgxpool.Conn, calls []*append
 const lockMysesSQL = `SELECT id::text, last_seq, current_turn, state FROM myses WHERE id = ANY($1::uuid[])
 	ORDER BY id FOR NO KEY UPDATE`
 
-// genericPlansSQL makes the transaction's statements run on their cached generic plans. Every statement of an
-// append names its mysis (or myses) by parameter, and on the partitioned memories table a generic plan keeps all
-// 16 partitions, pruned when it starts; Postgres prices that plan above a custom one, so it planned every
-// statement of every append afresh — ~30 % of the server's CPU on 1-2-row appends (docs/BENCHMARKS.md, "Small
-// appends on generic plans"). Pruning at executor start costs microseconds.
+// genericPlansSQL makes the transaction's statements run on their cached generic plans. The hot statements (an
+// append's, the compose window) name their mysis by parameter, and on the partitioned memories table a generic plan
+// keeps all 16 partitions, pruned when it starts; Postgres prices that plan above a custom one, so it planned every
+// such statement afresh on every call — ~30 % of the server's CPU on 1-2-row appends, 1.4–1.6 ms per compose window
+// (docs/BENCHMARKS.md, "Small appends on generic plans", "The window statement on its generic plan"). Pruning at
+// executor start costs microseconds.
 const genericPlansSQL = `SET LOCAL plan_cache_mode = force_generic_plan`
+
+// queueGenericTx queues BEGIN and genericPlansSQL at the head of a batch: the statements queued after them run in
+// one transaction on their generic plans, in the batch's one round trip (the caller queues the COMMIT).
+func queueGenericTx(b *pgx.Batch) {
+	b.Queue(`BEGIN`)
+	b.Queue(genericPlansSQL)
+}
+
+// readGenericTx reads the results of what queueGenericTx queued; what names the operation in errors.
+func readGenericTx(br pgx.BatchResults, what string) error {
+	for range 2 {
+		if _, err := br.Exec(); err != nil {
+			return dbErr(err, what)
+		}
+	}
+	return nil
+}
 
 // idempotentRowsSQL reads the rows stored under the group's idempotency keys, each (mysis, key) pair probing its own
 // mysis's partition (a nested loop whose inner scan is pruned per pair; two arrays compared with ANY could not be
@@ -117,8 +135,7 @@ func lockGroup(ctx context.Context, conn *pgxpool.Conn, calls []*appendCall) (ma
 		}
 	}
 	b := &pgx.Batch{}
-	b.Queue(`BEGIN`)
-	b.Queue(genericPlansSQL)
+	queueGenericTx(b)
 	b.Queue(lockMysesSQL, ids)
 	if len(keys) > 0 {
 		b.Queue(idempotentRowsSQL, keyMyses, keys)
@@ -142,10 +159,8 @@ func lockGroup(ctx context.Context, conn *pgxpool.Conn, calls []*appendCall) (ma
 
 // readLocked reads lockGroup's batch results. A mysis that does not exist is missing from the map.
 func readLocked(br pgx.BatchResults, calls []*appendCall, keys bool) (map[string]*lockedMysis, error) {
-	for range 2 { // BEGIN, generic plans
-		if _, err := br.Exec(); err != nil {
-			return nil, dbErr(err, "append memories")
-		}
+	if err := readGenericTx(br, "append memories"); err != nil {
+		return nil, err
 	}
 	locked, err := readLocks(br)
 	if err != nil {

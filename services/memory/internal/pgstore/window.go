@@ -177,15 +177,13 @@ func windowArgs(q memory.WindowQuery) []any {
 // a normalised query (memory.WindowQuery.Normalize); see windowSQL for what the window holds. The caller bounds the
 // window's size (memory.ComposeWindow.Bound).
 //
-// The statement runs on its cached generic plan (genericPlansSQL, in a transaction queued in the same round trip):
-// Postgres prices a generic plan over the 16 memories partitions above a custom one, so it would otherwise plan
-// this statement afresh on every call — ~1.5 ms, most of the server's work for a window that returns a few new rows
-// (docs/BENCHMARKS.md, "ComposeContext p99: carried rows derived …"). TestComposeWindowV2UsesItsIndexes and
+// The statement runs on its cached generic plan (queueGenericTx, in the same round trip): planned afresh it cost
+// ~1.5 ms a call, most of the server's work for a window that returns a few new rows (docs/BENCHMARKS.md, "The
+// window statement on its generic plan"). TestComposeWindowV2UsesItsIndexes and
 // TestComposeWindowDerivesMovedCarry check the generic plan's indexes and reads.
 func (s *Store) GetComposeWindow(ctx context.Context, q memory.WindowQuery) (memory.ComposeWindow, error) {
 	b := &pgx.Batch{}
-	b.Queue(`BEGIN`)
-	b.Queue(genericPlansSQL)
+	queueGenericTx(b)
 	b.Queue(windowSQL, windowArgs(q)...)
 	b.Queue(`COMMIT`)
 	br := s.pool.SendBatch(ctx, b)
@@ -196,12 +194,10 @@ func (s *Store) GetComposeWindow(ctx context.Context, q memory.WindowQuery) (mem
 	return out, err
 }
 
-// readWindow reads GetComposeWindow's batch: BEGIN, the plan mode, the window statement, COMMIT.
+// readWindow reads GetComposeWindow's batch: the transaction's head, the window statement, COMMIT.
 func readWindow(br pgx.BatchResults, q memory.WindowQuery) (memory.ComposeWindow, error) {
-	for range 2 {
-		if _, err := br.Exec(); err != nil {
-			return memory.ComposeWindow{}, dbErr(err, "compose window")
-		}
+	if err := readGenericTx(br, "compose window"); err != nil {
+		return memory.ComposeWindow{}, err
 	}
 	rows, err := br.Query()
 	if err != nil {
