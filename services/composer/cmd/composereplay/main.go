@@ -45,6 +45,7 @@ func run(_ context.Context, args []string) error {
 	carry := fs.Int("carry-tokens", -1, "Zoea v2's policy.carry_tokens (-1: the default policy's)")
 	low := fs.Int("low-water", -1, "Zoea v2's policy.low_water_tokens (-1: the default policy's)")
 	high := fs.Int("high-water", -1, "Zoea v2's policy.high_water_tokens (-1: the default policy's)")
+	replicas := fs.Int("replicas", 1, "also replay Zoea v2 as this many composer replicas taking turns, none passed the previous compaction")
 	anatomy := fs.Bool("anatomy", false, "replay Zoea v2 only and dissect its boundary moves: what each rewrites and why")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -81,7 +82,7 @@ func run(_ context.Context, args []string) error {
 		return nil
 	}
 	res, err := replaybench.Run(replaybench.Options{Sessions: *sessions, Calls: *calls, Seed: *seed, Budget: *budget, Only: *only, Tune: tune,
-		Parallel: *parallel})
+		Parallel: *parallel, Replicas: *replicas})
 	if err != nil {
 		return err
 	}

@@ -4,10 +4,11 @@ import "sync"
 
 // boundaries remembers the compaction boundary of each mysis's last request (compose.Manifest.Boundary and
 // CompactSeq), so the next request can extend it append-only and keep the provider's prompt cache warm
-// (compose.Input.PrevBoundary and PrevCompactSeq). It is a
-// cache: a mysis it forgot (a restart, another composer replica, eviction) is composed with the boundary chosen
-// afresh, which costs one cache miss at the provider, never correctness. Bounded: past maxBoundaries myses the
-// oldest entries are evicted first.
+// (compose.Input.PrevBoundary and PrevCompactSeq) when the caller does not pass the previous compaction back itself
+// (ComposeContextRequest.previous_compaction; the runner does). It is a cache: a mysis it forgot (a restart,
+// eviction) or last composed on another replica is composed from the boundary chosen afresh or from an older one,
+// which costs a cache miss at the provider, never correctness. Bounded: past maxBoundaries myses the oldest entries
+// are evicted first.
 type boundaries struct {
 	mu    sync.Mutex
 	seqs  map[string]mark

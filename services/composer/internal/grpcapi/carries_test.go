@@ -89,6 +89,19 @@ func newMemoryRow(m compose.Memory) *memoryv1.NewMemory {
 	return nm
 }
 
+// storeUpTo appends rows[stored:at] to the mysis on the real memory service and returns at.
+func storeUpTo(ctx context.Context, t *testing.T, mem memoryv1.MemoryServiceClient, id string, rows []compose.Memory, stored, at int) int {
+	t.Helper()
+	var batch []*memoryv1.NewMemory
+	for _, m := range rows[stored:at] {
+		batch = append(batch, newMemoryRow(m))
+	}
+	if _, err := mem.AppendMemories(ctx, &memoryv1.AppendMemoriesRequest{MysisId: id, Memories: batch}); err != nil {
+		t.Fatal(err)
+	}
+	return at
+}
+
 // playMysis creates a mysis on the real memory service for a generated session.
 func playMysis(ctx context.Context, t *testing.T, mem memoryv1.MemoryServiceClient) string {
 	t.Helper()
@@ -131,13 +144,7 @@ func TestCarryCacheComposesExactly(t *testing.T) {
 	s := histgen.RealPlay(11, 700, histgen.Personalities()[0])
 	stored, carried := 0, 0
 	for n, at := range s.Requests {
-		var rows []*memoryv1.NewMemory
-		for ; stored < at; stored++ {
-			rows = append(rows, newMemoryRow(s.Rows[stored]))
-		}
-		if _, err := mem.AppendMemories(ctx, &memoryv1.AppendMemoriesRequest{MysisId: id, Memories: rows}); err != nil {
-			t.Fatal(err)
-		}
+		stored = storeUpTo(ctx, t, mem, id, s.Rows, stored, at)
 		req := &composerv1.ComposeContextRequest{MysisId: id}
 		got, err := cached.ComposeContext(ctx, req)
 		if err != nil {

@@ -145,9 +145,9 @@ func (s *Service) ComposeContext(ctx context.Context, req *composerv1.ComposeCon
 	if err != nil {
 		return nil, err
 	}
-	var prev mark
-	if s.bounds != nil {
-		prev = s.bounds.get(id)
+	prev, err := s.previousCompaction(id, req.GetPreviousCompaction())
+	if err != nil {
+		return nil, err
 	}
 	in, relayed, err := s.window(ctx, id, p, prev.boundary, Relay{Append: req.GetAppend(), SpendAt: req.GetSpendAt()})
 	if err != nil {
@@ -174,6 +174,23 @@ func (s *Service) ComposeContext(ctx context.Context, req *composerv1.ComposeCon
 	resp := toProtoResponse(res, p)
 	resp.Mysis, resp.Spend, resp.Appended = relayed.Mysis, relayed.Spend, relayed.Appended
 	return resp, nil
+}
+
+// previousCompaction is where the request starts from: the caller's previous_compaction when it sends one (any
+// replica then composes what the one before it would have), else the compaction this composer remembers for the
+// mysis (none: chosen afresh).
+func (s *Service) previousCompaction(id string, pc *composerv1.Compaction) (mark, error) {
+	switch {
+	case pc.GetBoundarySeq() < 0:
+		return mark{}, errs.InvalidField("previous_compaction.boundary_seq", "must not be negative, got %d", pc.GetBoundarySeq())
+	case pc.GetCompactionSeq() < 0:
+		return mark{}, errs.InvalidField("previous_compaction.compaction_seq", "must not be negative, got %d", pc.GetCompactionSeq())
+	case pc != nil:
+		return mark{pc.GetBoundarySeq(), pc.GetCompactionSeq()}, nil
+	case s.bounds != nil:
+		return s.bounds.get(id), nil
+	}
+	return mark{}, nil
 }
 
 // window reads the compose window through the carry cache: it names the rows held for the mysis (when read under the

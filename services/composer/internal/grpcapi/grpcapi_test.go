@@ -224,7 +224,8 @@ func TestEncouragement(t *testing.T) {
 	}
 }
 
-// Bad policy values are InvalidArgument naming the field, and no memory call is made for them.
+// Bad policy values (and a bad previous_compaction) are InvalidArgument naming the field, and no memory call is made
+// for them.
 func TestInvalidPolicyNamesField(t *testing.T) {
 	mem := startMemory(t)
 	_, mysisID := session(t, mem, 0)
@@ -233,27 +234,30 @@ func TestInvalidPolicyNamesField(t *testing.T) {
 		field  string
 		policy *composerv1.Policy
 		id     string
+		prev   *composerv1.Compaction
 	}{
-		{"mysis_id", nil, ""},
-		{"mysis_id", nil, "   "},
-		{"policy.scan_window", &composerv1.Policy{ScanWindow: proto.Int32(0)}, mysisID},
-		{"policy.scan_window", &composerv1.Policy{ScanWindow: proto.Int32(1001)}, mysisID},
-		{"policy.token_budget", &composerv1.Policy{TokenBudget: proto.Int32(255)}, mysisID},
-		{"policy.token_budget", &composerv1.Policy{TokenBudget: proto.Int32(-1)}, mysisID},
-		{"policy.tool_result_cap_tokens", &composerv1.Policy{ToolResultCapTokens: proto.Int32(10)}, mysisID},
-		{"policy.tool_result_cap_tokens", &composerv1.Policy{TokenBudget: proto.Int32(1000), ToolResultCapTokens: proto.Int32(1001)}, mysisID},
-		{"policy.snapshot_tools[1]", &composerv1.Policy{SnapshotTools: []string{"get_ship", " "}}, mysisID},
-		{"policy.nudge_levels", &composerv1.Policy{NudgeLevels: []string{"a", "b", "c", "d"}}, mysisID},
-		{"policy.nudge_levels[0]", &composerv1.Policy{NudgeLevels: []string{""}}, mysisID},
-		{"policy.carry_limit", &composerv1.Policy{CarryLimit: proto.Int32(1001)}, mysisID},
-		{"policy.pinned_tools[0]", &composerv1.Policy{PinnedTools: []string{""}}, mysisID},
-		{"policy.reply_limit", &composerv1.Policy{ReplyLimit: proto.Int32(-1)}, mysisID},
-		{"policy.reply_cap_tokens", &composerv1.Policy{ReplyCapTokens: proto.Int32(8)}, mysisID},
-		{"policy.max_turn_rows", &composerv1.Policy{MaxTurnRows: proto.Int32(-5)}, mysisID},
-		{"policy.high_water_tokens", &composerv1.Policy{HighWaterTokens: proto.Int32(9000)}, mysisID},
-		{"policy.compact_step", &composerv1.Policy{CompactStep: proto.Int32(0)}, mysisID},
+		{"mysis_id", nil, "", nil},
+		{"mysis_id", nil, "   ", nil},
+		{"policy.scan_window", &composerv1.Policy{ScanWindow: proto.Int32(0)}, mysisID, nil},
+		{"policy.scan_window", &composerv1.Policy{ScanWindow: proto.Int32(1001)}, mysisID, nil},
+		{"policy.token_budget", &composerv1.Policy{TokenBudget: proto.Int32(255)}, mysisID, nil},
+		{"policy.token_budget", &composerv1.Policy{TokenBudget: proto.Int32(-1)}, mysisID, nil},
+		{"policy.tool_result_cap_tokens", &composerv1.Policy{ToolResultCapTokens: proto.Int32(10)}, mysisID, nil},
+		{"policy.tool_result_cap_tokens", &composerv1.Policy{TokenBudget: proto.Int32(1000), ToolResultCapTokens: proto.Int32(1001)}, mysisID, nil},
+		{"policy.snapshot_tools[1]", &composerv1.Policy{SnapshotTools: []string{"get_ship", " "}}, mysisID, nil},
+		{"policy.nudge_levels", &composerv1.Policy{NudgeLevels: []string{"a", "b", "c", "d"}}, mysisID, nil},
+		{"policy.nudge_levels[0]", &composerv1.Policy{NudgeLevels: []string{""}}, mysisID, nil},
+		{"policy.carry_limit", &composerv1.Policy{CarryLimit: proto.Int32(1001)}, mysisID, nil},
+		{"policy.pinned_tools[0]", &composerv1.Policy{PinnedTools: []string{""}}, mysisID, nil},
+		{"policy.reply_limit", &composerv1.Policy{ReplyLimit: proto.Int32(-1)}, mysisID, nil},
+		{"policy.reply_cap_tokens", &composerv1.Policy{ReplyCapTokens: proto.Int32(8)}, mysisID, nil},
+		{"policy.max_turn_rows", &composerv1.Policy{MaxTurnRows: proto.Int32(-5)}, mysisID, nil},
+		{"policy.high_water_tokens", &composerv1.Policy{HighWaterTokens: proto.Int32(9000)}, mysisID, nil},
+		{"policy.compact_step", &composerv1.Policy{CompactStep: proto.Int32(0)}, mysisID, nil},
+		{"previous_compaction.boundary_seq", nil, mysisID, &composerv1.Compaction{BoundarySeq: -1}},
+		{"previous_compaction.compaction_seq", nil, mysisID, &composerv1.Compaction{BoundarySeq: 8, CompactionSeq: -3}},
 	} {
-		_, err := c.client.ComposeContext(context.Background(), &composerv1.ComposeContextRequest{MysisId: tc.id, Policy: tc.policy})
+		_, err := c.client.ComposeContext(context.Background(), &composerv1.ComposeContextRequest{MysisId: tc.id, Policy: tc.policy, PreviousCompaction: tc.prev})
 		if got := fieldOf(t, err, codes.InvalidArgument); got != tc.field {
 			t.Errorf("%v: field %q, want %q (err %v)", tc.policy, got, tc.field, err)
 		}

@@ -36,6 +36,9 @@ func (c *Client) Compose(ctx context.Context, mysisID string, r mysis.ComposeReq
 	if !r.SpendAt.IsZero() {
 		req.SpendAt = timestamppb.New(r.SpendAt)
 	}
+	if r.Previous != (mysis.Compaction{}) {
+		req.PreviousCompaction = &composerv1.Compaction{BoundarySeq: r.Previous.Boundary, CompactionSeq: r.Previous.Seq}
+	}
 	resp, err := c.api.ComposeContext(ctx, req)
 	if err != nil {
 		return mysis.Composition{}, server.FromStatus(err)
@@ -74,6 +77,7 @@ func FromProto(resp *composerv1.ComposeContextResponse) mysis.Composition {
 		out.MaxSeq = max(out.MaxSeq, e.GetSeq())
 	}
 	out.Tokens, out.Budget = int(resp.GetManifest().GetTokens().GetTotal()), int(resp.GetManifest().GetTokenBudget())
+	out.Compaction = mysis.Compaction{Boundary: resp.GetManifest().GetCompactionBoundarySeq(), Seq: resp.GetManifest().GetCompactionSeq()}
 	if resp.GetMysis() != nil {
 		m := memoryclient.FromProtoMysis(resp.GetMysis())
 		out.Mysis = &m

@@ -16,21 +16,24 @@ import (
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 )
 
-// recorder is a composer server that keeps the request it got.
+// recorder is a composer server that keeps the request it got and answers resp.
 type recorder struct {
 	composerv1.UnimplementedComposerServiceServer
-	got chan *composerv1.ComposeContextRequest
+	got  chan *composerv1.ComposeContextRequest
+	resp *composerv1.ComposeContextResponse
 }
 
 func (r *recorder) ComposeContext(_ context.Context, req *composerv1.ComposeContextRequest) (*composerv1.ComposeContextResponse, error) {
 	r.got <- req
+	if r.resp != nil {
+		return r.resp, nil
+	}
 	return &composerv1.ComposeContextResponse{}, nil
 }
 
-// TestComposeSendsTools: the tools the request will carry reach the composer over real gRPC as the provider sees
-// them (name, description, schema) — not the runner-only ReadOnly flag — so the composer can budget for them.
-func TestComposeSendsTools(t *testing.T) {
-	rec := &recorder{got: make(chan *composerv1.ComposeContextRequest, 1)}
+// serve starts rec on a free port and returns a client to it.
+func serve(t *testing.T, rec *recorder) composerv1.ComposerServiceClient {
+	t.Helper()
 	srv := grpc.NewServer()
 	composerv1.RegisterComposerServiceServer(srv, rec)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -44,9 +47,15 @@ func TestComposeSendsTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
+	return composerv1.NewComposerServiceClient(conn)
+}
 
+// TestComposeSendsTools: the tools the request will carry reach the composer over real gRPC as the provider sees
+// them (name, description, schema) — not the runner-only ReadOnly flag — so the composer can budget for them.
+func TestComposeSendsTools(t *testing.T) {
+	rec := &recorder{got: make(chan *composerv1.ComposeContextRequest, 1)}
 	policy := &composerv1.Policy{TokenBudget: proto.Int32(4096)}
-	c := composerclient.New(composerv1.NewComposerServiceClient(conn), policy)
+	c := composerclient.New(serve(t, rec), policy)
 	tools := []llm.Tool{
 		{Name: "get_status", Description: "Your ship and cargo.", Parameters: json.RawMessage(`{"type":"object","properties":{}}`), ReadOnly: true},
 		{Name: "zoea_search_messages", Description: "Search your memories.", Parameters: json.RawMessage(`{"type":"object","required":["query"]}`)},
@@ -71,5 +80,29 @@ func TestComposeSendsTools(t *testing.T) {
 	}
 	if composerclient.ToProtoTools(nil) != nil {
 		t.Error("no tools should send none")
+	}
+}
+
+// TestComposePassesTheCompactionBack: the previous composition's compaction goes out as previous_compaction (none
+// when the actor knows none), and the response's manifest comes back as the composition's.
+func TestComposePassesTheCompactionBack(t *testing.T) {
+	rec := &recorder{got: make(chan *composerv1.ComposeContextRequest, 2), resp: &composerv1.ComposeContextResponse{
+		Manifest: &composerv1.Manifest{CompactionBoundarySeq: 40, CompactionSeq: 57}}}
+	c := composerclient.New(serve(t, rec), nil)
+	comp, err := c.Compose(context.Background(), "m-1", mysis.ComposeRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req := <-rec.got; req.PreviousCompaction != nil {
+		t.Fatalf("no previous compaction known, sent %v", req.GetPreviousCompaction())
+	}
+	if comp.Compaction != (mysis.Compaction{Boundary: 40, Seq: 57}) {
+		t.Fatalf("composition's compaction %+v, want the manifest's 40/57", comp.Compaction)
+	}
+	if _, err := c.Compose(context.Background(), "m-1", mysis.ComposeRequest{Previous: comp.Compaction}); err != nil {
+		t.Fatal(err)
+	}
+	if got := (<-rec.got).GetPreviousCompaction(); got.GetBoundarySeq() != 40 || got.GetCompactionSeq() != 57 {
+		t.Fatalf("previous_compaction %v, want 40/57", got)
 	}
 }

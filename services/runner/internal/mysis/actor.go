@@ -114,6 +114,9 @@ type Actor struct {
 	next *Mysis
 	// lastPrompt is the composer's count of the last request checked against the spend limits.
 	lastPrompt int
+	// compaction is where the last composition's compaction boundary sat: the next compose passes it back
+	// (ComposeRequest.Previous), so whichever composer replica serves it extends the request before.
+	compaction Compaction
 }
 
 // New makes an actor for mysis id.

@@ -356,8 +356,9 @@ type fakeComposer struct {
 	mu    sync.Mutex
 	calls []bool       // begin_autonomous_turn per call
 	tools [][]llm.Tool // tools per call
-	// appends are the rows each call carried (ComposeRequest.Append).
-	appends [][]NewMemory
+	// appends are the rows each call carried (ComposeRequest.Append), previous the compaction each passed back.
+	appends  [][]NewMemory
+	previous []Compaction
 	// before, when set, runs at the start of each call with its index; an error fails the call before anything is
 	// stored. after, when set, runs once the rows are stored; an error fails the call (a lost response).
 	before, after func(n int) error
@@ -372,6 +373,7 @@ func (c *fakeComposer) Compose(ctx context.Context, id string, req ComposeReques
 	c.calls = append(c.calls, autonomous)
 	c.tools = append(c.tools, req.Tools)
 	c.appends = append(c.appends, req.Append)
+	c.previous = append(c.previous, req.Previous)
 	before, after := c.before, c.after
 	if c.noRelay {
 		req.Append, req.SpendAt = nil, time.Time{}
@@ -410,7 +412,9 @@ func (c *fakeComposer) Compose(ctx context.Context, id string, req ComposeReques
 		}
 		msgs = append(msgs, chat.Message{Role: mem.Role, Content: mem.Content, ToolCalls: mem.ToolCalls, ToolCallID: mem.ToolCallID, Name: mem.ToolName})
 	}
-	comp := Composition{Messages: msgs, MaxSeq: maxSeq, Action: ActionNone, NextCount: m.EncouragementCount, Mysis: &m, Appended: appended}
+	comp := Composition{Messages: msgs, MaxSeq: maxSeq, Action: ActionNone, NextCount: m.EncouragementCount, Mysis: &m, Appended: appended,
+		Compaction: Compaction{Boundary: int64(n+1) * 4, Seq: int64(n+1)*4 + 1}} // a new one on every call
+
 	if !req.SpendAt.IsZero() {
 		comp.Spend = &SpendCounts{At: req.SpendAt}
 	}

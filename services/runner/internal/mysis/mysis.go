@@ -169,7 +169,14 @@ type ComposeRequest struct {
 	// SpendAt, when not zero, asks for the spend counts of the windows containing it (Composition.Spend), read in
 	// the same round trip.
 	SpendAt time.Time
+	// Previous is the previous composition's Compaction (zero: none, the composer uses what it remembers).
+	Previous Compaction
 }
+
+// Compaction is where a composed request's compaction boundary sat (Boundary) and the newest memory its compacted
+// past was decided by (Seq). Passed back with the next compose, it lets any composer replica extend that request,
+// which keeps the provider's prompt cache warm.
+type Compaction struct{ Boundary, Seq int64 }
 
 // Composition is one composed LLM request.
 type Composition struct {
@@ -190,6 +197,8 @@ type Composition struct {
 	// Spend are the spend counts read with the window for ComposeRequest.SpendAt; nil when none were asked for
 	// or returned (the spend check then reads them itself).
 	Spend *SpendCounts
+	// Compaction is this request's compaction, for the next ComposeRequest.Previous.
+	Compaction Compaction
 }
 
 // Composer composes the next request for a mysis in one memory round trip (see ComposeRequest).

@@ -73,6 +73,38 @@ func TestOnlyTheLastToolResultRidesWithTheCompose(t *testing.T) {
 	})
 }
 
+// Every compose passes back the compaction the one before it returned (ComposeRequest.Previous), across the turns
+// of one actor, so any composer replica extends the request before; the first knows none.
+func TestComposePassesBackThePreviousCompaction(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Mysis{State: StateRunning}, Config{TurnPause: time.Second})
+		h.provider.script = func(n int, _ llm.Request) (llm.Response, error) {
+			if n%3 == 2 {
+				return reply("done"), nil
+			}
+			return reply("", call(fmt.Sprintf("c%d", n), "get_status", `{}`)), nil
+		}
+		h.start()
+		h.eventually("two turns done", func() bool { return h.actor.Status().Turns >= 2 })
+		h.stop()
+		h.composer.mu.Lock()
+		previous := h.composer.previous
+		h.composer.mu.Unlock()
+		if len(previous) < 6 {
+			t.Fatalf("%d compose calls, want at least 6 (two turns of three)", len(previous))
+		}
+		for n, p := range previous {
+			want := Compaction{}
+			if n > 0 {
+				want = Compaction{Boundary: int64(n) * 4, Seq: int64(n)*4 + 1} // what call n-1 returned
+			}
+			if p != want {
+				t.Fatalf("compose call %d passed back %+v, want %+v: %+v", n, p, want, previous)
+			}
+		}
+	})
+}
+
 // A compose call whose response is lost after the memory service stored the carried result (the runner sees an
 // error): the result is appended again under the same key — nothing is written twice — the turn fails, and the
 // retried turn finds every call answered, so no call runs again.

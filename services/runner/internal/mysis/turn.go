@@ -247,7 +247,7 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis, assumed bool) error {
 // A compose that fails is followed by a plain append of held (same idempotency key: nothing is written twice),
 // so the result survives a composer that is down.
 func (a *Actor) compose(ctx context.Context, autonomous bool, held []NewMemory) (Composition, error) {
-	req := ComposeRequest{BeginAutonomousTurn: autonomous, Tools: a.toolList, Append: held}
+	req := ComposeRequest{BeginAutonomousTurn: autonomous, Tools: a.toolList, Append: held, Previous: a.compaction}
 	if a.deps.Spend != nil {
 		req.SpendAt = a.clock.Now()
 	}
@@ -276,8 +276,10 @@ func (a *Actor) compose(ctx context.Context, autonomous bool, held []NewMemory) 
 			}
 			return Composition{}, fmt.Errorf("compose: %w", err)
 		}
+		a.compaction = comp.Compaction
 		return comp, nil
 	}
+	a.compaction = comp.Compaction
 	for _, m := range comp.Appended {
 		a.publish(ctx, Event{Kind: EventMemoryAppended, MemoryIDs: []int64{m.ID}, Seqs: []int64{m.Seq}, Role: m.Role, Excerpt: truncate(m.Content, 200)})
 	}

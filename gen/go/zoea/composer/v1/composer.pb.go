@@ -708,7 +708,8 @@ type Manifest struct {
 	// Tokenizer used for counting, e.g. "o200k_base".
 	Tokenizer string `protobuf:"bytes,7,opt,name=tokenizer,proto3" json:"tokenizer,omitempty"`
 	// Seq of the compaction boundary: memories from it on are sent as stored (append-only between compactions),
-	// older ones are compacted to carried state. The composer keeps it per mysis and the next request starts from it.
+	// older ones are compacted to carried state. Pass it back with the next request (previous_compaction); the
+	// composer also keeps it per mysis for callers that do not.
 	CompactionBoundarySeq int64 `protobuf:"varint,8,opt,name=compaction_boundary_seq,json=compactionBoundarySeq,proto3" json:"compaction_boundary_seq,omitempty"`
 	// The memory service left out the oldest rows of an overlong current turn (policy.max_turn_rows).
 	TurnTruncated bool `protobuf:"varint,9,opt,name=turn_truncated,json=turnTruncated,proto3" json:"turn_truncated,omitempty"`
@@ -964,9 +965,14 @@ type ComposeContextRequest struct {
 	// the composer passes them through unread. Errors name "append[i]…".
 	Append []*v1.NewMemory `protobuf:"bytes,20,rep,name=append,proto3" json:"append,omitempty"`
 	// When set, the response carries the mysis's spend counted for this time (GetComposeWindowRequest.spend_at).
-	SpendAt       *timestamppb.Timestamp `protobuf:"bytes,21,opt,name=spend_at,json=spendAt,proto3" json:"spend_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SpendAt *timestamppb.Timestamp `protobuf:"bytes,21,opt,name=spend_at,json=spendAt,proto3" json:"spend_at,omitempty"`
+	// The compaction of this mysis's previous request, as its response's manifest reported it
+	// (compaction_boundary_seq, compaction_seq). The request starts from it, so it extends the previous one whichever
+	// composer replica composed that (and however many restarts ago). Unset, the composer starts from the compaction
+	// it remembers for the mysis, or chooses one afresh when it remembers none. Both seqs must not be negative.
+	PreviousCompaction *Compaction `protobuf:"bytes,5,opt,name=previous_compaction,json=previousCompaction,proto3" json:"previous_compaction,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *ComposeContextRequest) Reset() {
@@ -1041,6 +1047,68 @@ func (x *ComposeContextRequest) GetSpendAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *ComposeContextRequest) GetPreviousCompaction() *Compaction {
+	if x != nil {
+		return x.PreviousCompaction
+	}
+	return nil
+}
+
+// Compaction is where a request's compaction boundary sat and what decided the compacted past below it.
+type Compaction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Manifest.compaction_boundary_seq of that request.
+	BoundarySeq int64 `protobuf:"varint,1,opt,name=boundary_seq,json=boundarySeq,proto3" json:"boundary_seq,omitempty"`
+	// Manifest.compaction_seq of that request.
+	CompactionSeq int64 `protobuf:"varint,2,opt,name=compaction_seq,json=compactionSeq,proto3" json:"compaction_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Compaction) Reset() {
+	*x = Compaction{}
+	mi := &file_zoea_composer_v1_composer_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Compaction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Compaction) ProtoMessage() {}
+
+func (x *Compaction) ProtoReflect() protoreflect.Message {
+	mi := &file_zoea_composer_v1_composer_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Compaction.ProtoReflect.Descriptor instead.
+func (*Compaction) Descriptor() ([]byte, []int) {
+	return file_zoea_composer_v1_composer_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *Compaction) GetBoundarySeq() int64 {
+	if x != nil {
+		return x.BoundarySeq
+	}
+	return 0
+}
+
+func (x *Compaction) GetCompactionSeq() int64 {
+	if x != nil {
+		return x.CompactionSeq
+	}
+	return 0
+}
+
 // ComposeContextResponse is the request to send and why it looks the way it does.
 type ComposeContextResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1063,7 +1131,7 @@ type ComposeContextResponse struct {
 
 func (x *ComposeContextResponse) Reset() {
 	*x = ComposeContextResponse{}
-	mi := &file_zoea_composer_v1_composer_proto_msgTypes[9]
+	mi := &file_zoea_composer_v1_composer_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1075,7 +1143,7 @@ func (x *ComposeContextResponse) String() string {
 func (*ComposeContextResponse) ProtoMessage() {}
 
 func (x *ComposeContextResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_composer_v1_composer_proto_msgTypes[9]
+	mi := &file_zoea_composer_v1_composer_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1088,7 +1156,7 @@ func (x *ComposeContextResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComposeContextResponse.ProtoReflect.Descriptor instead.
 func (*ComposeContextResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_composer_v1_composer_proto_rawDescGZIP(), []int{9}
+	return file_zoea_composer_v1_composer_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ComposeContextResponse) GetMessages() []*ChatMessage {
@@ -1223,14 +1291,19 @@ const file_zoea_composer_v1_composer_proto_rawDesc = "" +
 	"\x0eToolDefinition\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12'\n" +
-	"\x0fparameters_json\x18\x03 \x01(\tR\x0eparametersJson\"\xba\x02\n" +
+	"\x0fparameters_json\x18\x03 \x01(\tR\x0eparametersJson\"\x89\x03\n" +
 	"\x15ComposeContextRequest\x12\x19\n" +
 	"\bmysis_id\x18\x01 \x01(\tR\amysisId\x120\n" +
 	"\x06policy\x18\x02 \x01(\v2\x18.zoea.composer.v1.PolicyR\x06policy\x122\n" +
 	"\x15begin_autonomous_turn\x18\x03 \x01(\bR\x13beginAutonomousTurn\x126\n" +
 	"\x05tools\x18\x04 \x03(\v2 .zoea.composer.v1.ToolDefinitionR\x05tools\x121\n" +
 	"\x06append\x18\x14 \x03(\v2\x19.zoea.memory.v1.NewMemoryR\x06append\x125\n" +
-	"\bspend_at\x18\x15 \x01(\v2\x1a.google.protobuf.TimestampR\aspendAt\"\xeb\x02\n" +
+	"\bspend_at\x18\x15 \x01(\v2\x1a.google.protobuf.TimestampR\aspendAt\x12M\n" +
+	"\x13previous_compaction\x18\x05 \x01(\v2\x1c.zoea.composer.v1.CompactionR\x12previousCompaction\"V\n" +
+	"\n" +
+	"Compaction\x12!\n" +
+	"\fboundary_seq\x18\x01 \x01(\x03R\vboundarySeq\x12%\n" +
+	"\x0ecompaction_seq\x18\x02 \x01(\x03R\rcompactionSeq\"\xeb\x02\n" +
 	"\x16ComposeContextResponse\x129\n" +
 	"\bmessages\x18\x01 \x03(\v2\x1d.zoea.composer.v1.ChatMessageR\bmessages\x126\n" +
 	"\bmanifest\x18\x02 \x01(\v2\x1a.zoea.composer.v1.ManifestR\bmanifest\x12E\n" +
@@ -1266,7 +1339,7 @@ func file_zoea_composer_v1_composer_proto_rawDescGZIP() []byte {
 }
 
 var file_zoea_composer_v1_composer_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_zoea_composer_v1_composer_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_zoea_composer_v1_composer_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_zoea_composer_v1_composer_proto_goTypes = []any{
 	(Disposition)(0),               // 0: zoea.composer.v1.Disposition
 	(EncouragementAction)(0),       // 1: zoea.composer.v1.EncouragementAction
@@ -1279,18 +1352,19 @@ var file_zoea_composer_v1_composer_proto_goTypes = []any{
 	(*Encouragement)(nil),          // 8: zoea.composer.v1.Encouragement
 	(*ToolDefinition)(nil),         // 9: zoea.composer.v1.ToolDefinition
 	(*ComposeContextRequest)(nil),  // 10: zoea.composer.v1.ComposeContextRequest
-	(*ComposeContextResponse)(nil), // 11: zoea.composer.v1.ComposeContextResponse
-	(v1.Role)(0),                   // 12: zoea.memory.v1.Role
-	(*v1.ToolCall)(nil),            // 13: zoea.memory.v1.ToolCall
-	(*v1.NewMemory)(nil),           // 14: zoea.memory.v1.NewMemory
-	(*timestamppb.Timestamp)(nil),  // 15: google.protobuf.Timestamp
-	(*v1.Mysis)(nil),               // 16: zoea.memory.v1.Mysis
-	(*v1.GetSpendResponse)(nil),    // 17: zoea.memory.v1.GetSpendResponse
-	(*v1.Memory)(nil),              // 18: zoea.memory.v1.Memory
+	(*Compaction)(nil),             // 11: zoea.composer.v1.Compaction
+	(*ComposeContextResponse)(nil), // 12: zoea.composer.v1.ComposeContextResponse
+	(v1.Role)(0),                   // 13: zoea.memory.v1.Role
+	(*v1.ToolCall)(nil),            // 14: zoea.memory.v1.ToolCall
+	(*v1.NewMemory)(nil),           // 15: zoea.memory.v1.NewMemory
+	(*timestamppb.Timestamp)(nil),  // 16: google.protobuf.Timestamp
+	(*v1.Mysis)(nil),               // 17: zoea.memory.v1.Mysis
+	(*v1.GetSpendResponse)(nil),    // 18: zoea.memory.v1.GetSpendResponse
+	(*v1.Memory)(nil),              // 19: zoea.memory.v1.Memory
 }
 var file_zoea_composer_v1_composer_proto_depIdxs = []int32{
-	12, // 0: zoea.composer.v1.ChatMessage.role:type_name -> zoea.memory.v1.Role
-	13, // 1: zoea.composer.v1.ChatMessage.tool_calls:type_name -> zoea.memory.v1.ToolCall
+	13, // 0: zoea.composer.v1.ChatMessage.role:type_name -> zoea.memory.v1.Role
+	14, // 1: zoea.composer.v1.ChatMessage.tool_calls:type_name -> zoea.memory.v1.ToolCall
 	0,  // 2: zoea.composer.v1.ManifestEntry.disposition:type_name -> zoea.composer.v1.Disposition
 	4,  // 3: zoea.composer.v1.Manifest.entries:type_name -> zoea.composer.v1.ManifestEntry
 	6,  // 4: zoea.composer.v1.Manifest.tokens:type_name -> zoea.composer.v1.SectionTokens
@@ -1298,21 +1372,22 @@ var file_zoea_composer_v1_composer_proto_depIdxs = []int32{
 	1,  // 6: zoea.composer.v1.Encouragement.action:type_name -> zoea.composer.v1.EncouragementAction
 	2,  // 7: zoea.composer.v1.ComposeContextRequest.policy:type_name -> zoea.composer.v1.Policy
 	9,  // 8: zoea.composer.v1.ComposeContextRequest.tools:type_name -> zoea.composer.v1.ToolDefinition
-	14, // 9: zoea.composer.v1.ComposeContextRequest.append:type_name -> zoea.memory.v1.NewMemory
-	15, // 10: zoea.composer.v1.ComposeContextRequest.spend_at:type_name -> google.protobuf.Timestamp
-	3,  // 11: zoea.composer.v1.ComposeContextResponse.messages:type_name -> zoea.composer.v1.ChatMessage
-	7,  // 12: zoea.composer.v1.ComposeContextResponse.manifest:type_name -> zoea.composer.v1.Manifest
-	8,  // 13: zoea.composer.v1.ComposeContextResponse.encouragement:type_name -> zoea.composer.v1.Encouragement
-	16, // 14: zoea.composer.v1.ComposeContextResponse.mysis:type_name -> zoea.memory.v1.Mysis
-	17, // 15: zoea.composer.v1.ComposeContextResponse.spend:type_name -> zoea.memory.v1.GetSpendResponse
-	18, // 16: zoea.composer.v1.ComposeContextResponse.appended:type_name -> zoea.memory.v1.Memory
-	10, // 17: zoea.composer.v1.ComposerService.ComposeContext:input_type -> zoea.composer.v1.ComposeContextRequest
-	11, // 18: zoea.composer.v1.ComposerService.ComposeContext:output_type -> zoea.composer.v1.ComposeContextResponse
-	18, // [18:19] is the sub-list for method output_type
-	17, // [17:18] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	15, // 9: zoea.composer.v1.ComposeContextRequest.append:type_name -> zoea.memory.v1.NewMemory
+	16, // 10: zoea.composer.v1.ComposeContextRequest.spend_at:type_name -> google.protobuf.Timestamp
+	11, // 11: zoea.composer.v1.ComposeContextRequest.previous_compaction:type_name -> zoea.composer.v1.Compaction
+	3,  // 12: zoea.composer.v1.ComposeContextResponse.messages:type_name -> zoea.composer.v1.ChatMessage
+	7,  // 13: zoea.composer.v1.ComposeContextResponse.manifest:type_name -> zoea.composer.v1.Manifest
+	8,  // 14: zoea.composer.v1.ComposeContextResponse.encouragement:type_name -> zoea.composer.v1.Encouragement
+	17, // 15: zoea.composer.v1.ComposeContextResponse.mysis:type_name -> zoea.memory.v1.Mysis
+	18, // 16: zoea.composer.v1.ComposeContextResponse.spend:type_name -> zoea.memory.v1.GetSpendResponse
+	19, // 17: zoea.composer.v1.ComposeContextResponse.appended:type_name -> zoea.memory.v1.Memory
+	10, // 18: zoea.composer.v1.ComposerService.ComposeContext:input_type -> zoea.composer.v1.ComposeContextRequest
+	12, // 19: zoea.composer.v1.ComposerService.ComposeContext:output_type -> zoea.composer.v1.ComposeContextResponse
+	19, // [19:20] is the sub-list for method output_type
+	18, // [18:19] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_zoea_composer_v1_composer_proto_init() }
@@ -1328,7 +1403,7 @@ func file_zoea_composer_v1_composer_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zoea_composer_v1_composer_proto_rawDesc), len(file_zoea_composer_v1_composer_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -30,6 +30,9 @@ type Options struct {
 	Parallel int
 	// Tune, if set, changes Zoea v2's policy after the defaults (and Budget) are applied: the trade-off studies.
 	Tune func(*compose.Policy)
+	// Replicas, above 1, adds Zoea v2 composed by that many composer replicas taking turns, each starting from the
+	// compaction it chose itself last (a caller that does not pass previous_compaction back).
+	Replicas int
 }
 
 // Stats is one system's measurements over every request of every session.
@@ -145,7 +148,7 @@ func Run(o Options) (Result, error) {
 				res.StateCases += cases
 				res.Oversize += over
 				mu.Unlock()
-				for _, sys := range Systems(tok, tools, o.Budget, o.Tune) {
+				for _, sys := range Systems(tok, tools, o.Budget, o.Tune, o.Replicas) {
 					if !keep(sys.Name) {
 						continue
 					}
@@ -227,9 +230,10 @@ func (s *Stats) add(o Stats) {
 	s.ComposeTime += o.ComposeTime
 }
 
-// Systems returns the compared systems, in table order.
-func Systems(tok *o200k.Tokenizer, tools []ToolDef, budget int, tune func(*compose.Policy)) []System {
-	return []System{
+// Systems returns the compared systems, in table order; with replicas above 1, Zoea v2 by that many forgetful
+// replicas last.
+func Systems(tok *o200k.Tokenizer, tools []ToolDef, budget int, tune func(*compose.Policy), replicas int) []System {
+	systems := []System{
 		FullHistory(histgen.RealPrompt),
 		LastN(histgen.RealPrompt, 20),
 		SeedLoopSlice(histgen.RealPrompt),
@@ -237,6 +241,10 @@ func Systems(tok *o200k.Tokenizer, tools []ToolDef, budget int, tune func(*compo
 		ZoeaV1(histgen.RealPrompt, tok, budget),
 		ZoeaV2(histgen.RealPrompt, tok, tools, budget, tune),
 	}
+	if replicas > 1 {
+		systems = append(systems, ZoeaV2Replicas(histgen.RealPrompt, tok, tools, budget, tune, replicas))
+	}
+	return systems
 }
 
 func replaySession(st *Stats, sys System, s histgen.RealSession, tok Counter, toolTokens, budget int) error {

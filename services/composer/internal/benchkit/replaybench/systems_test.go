@@ -212,3 +212,23 @@ func TestReplayInvariants(t *testing.T) {
 		t.Error("last-20 never cut a loop in half: the replay is not exercising windows")
 	}
 }
+
+// TestReplicasWithoutPreviousCompaction: Zoea v2 composed by two replicas taking turns, none told the previous
+// compaction, sends valid requests that extend each other less often than one composer's.
+func TestReplicasWithoutPreviousCompaction(t *testing.T) {
+	res, err := Run(Options{Sessions: 2, Seed: 11, Calls: 120, Parallel: 2, Only: "zoea v2", Replicas: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Stats) != 2 || res.Stats[0].System != "Zoea v2" || res.Stats[1].System != "Zoea v2, 2 replicas without previous_compaction" {
+		t.Fatalf("systems %+v", res.Stats)
+	}
+	one, two := res.Stats[0], res.Stats[1]
+	if two.InvalidOAI+two.InvalidAnth+two.Errors != 0 || two.MissionHave != two.MissionReqs {
+		t.Errorf("replicas: invalid %d+%d, refused %d, mission %d/%d", two.InvalidOAI, two.InvalidAnth, two.Errors, two.MissionHave, two.MissionReqs)
+	}
+	if two.PrefixShare >= one.PrefixShare {
+		t.Errorf("prefix share sums: replicas %.1f, one composer %.1f; want the replicas' lower", two.PrefixShare, one.PrefixShare)
+	}
+	t.Logf("prefix share sums over %d requests: one composer %.1f, two forgetful replicas %.1f", one.Requests, one.PrefixShare, two.PrefixShare)
+}

@@ -1,6 +1,8 @@
 package replaybench
 
 import (
+	"fmt"
+
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/replay/baseline/v1compose"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
@@ -42,6 +44,22 @@ func ZoeaV2(system string, tok *o200k.Tokenizer, tools []ToolDef, budget int, tu
 	next := v2Session(system, tok, tools, budget, tune)
 	return System{Name: "Zoea v2", Compose: func(rows []compose.Memory) ([]chat.Message, error) {
 		res, err := next(rows)
+		return res.Messages, err
+	}}
+}
+
+// ZoeaV2Replicas is Zoea v2 composed by n composer replicas taking turns (round-robin), each starting from the
+// compaction it chose itself last, as replicas do for a caller that does not pass previous_compaction back. With it
+// passed back (the runner does), n replicas compose what ZoeaV2 does.
+func ZoeaV2Replicas(system string, tok *o200k.Tokenizer, tools []ToolDef, budget int, tune func(*compose.Policy), n int) System {
+	replicas := make([]func([]compose.Memory) (compose.Result, error), n)
+	for i := range replicas {
+		replicas[i] = v2Session(system, tok, tools, budget, tune)
+	}
+	calls := 0
+	return System{Name: fmt.Sprintf("Zoea v2, %d replicas without previous_compaction", n), Compose: func(rows []compose.Memory) ([]chat.Message, error) {
+		res, err := replicas[calls%n](rows)
+		calls++
 		return res.Messages, err
 	}}
 }
