@@ -165,10 +165,23 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		w := int32(o.window)
 		policy = &composerv1.Policy{ScanWindow: &w}
 	}
+	// As the runner does, each request passes back the compaction of the mysis's previous one.
+	var mu sync.Mutex
+	previous := make(map[string]*composerv1.Compaction, len(ids))
 	composeOnce := func(id string) (time.Duration, error) {
+		mu.Lock()
+		prev := previous[id]
+		mu.Unlock()
 		start := time.Now()
-		_, err := client.ComposeContext(ctx, &composerv1.ComposeContextRequest{MysisId: id, Policy: policy})
-		return time.Since(start), err
+		resp, err := client.ComposeContext(ctx, &composerv1.ComposeContextRequest{MysisId: id, Policy: policy, PreviousCompaction: prev})
+		took := time.Since(start)
+		if err == nil {
+			m := resp.GetManifest()
+			mu.Lock()
+			previous[id] = &composerv1.Compaction{BoundarySeq: m.GetCompactionBoundarySeq(), CompactionSeq: m.GetCompactionSeq()}
+			mu.Unlock()
+		}
+		return took, err
 	}
 	fmt.Fprintf(out, "composer %s, memory %s, %d myses, concurrency %d\n", addr, o.memory, len(ids), o.concurrency)
 
