@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -105,6 +106,9 @@ OPENAI_API_KEY, ZOEA_OPENAI_MODEL) uses a real model.`,
 			if o.stop {
 				return stopStale(o.stateDir, cmd.OutOrStdout())
 			}
+			// Output piped to a pager or `| tee` goes away with the terminal, before the SIGHUP is handled: a write
+			// to that pipe must fail, not kill the launcher halfway through stopping its services.
+			signal.Ignore(syscall.SIGPIPE)
 			return runDev(cmd.Context(), o, cmd.OutOrStdout())
 		},
 	}

@@ -234,11 +234,13 @@ func freePortBase(t *testing.T) int {
 	return 0
 }
 
-// devProcess is a `zoea dev` running as its own process; exited delivers its Wait result.
+// devProcess is a `zoea dev` running as its own process; exited delivers its Wait result. closeOutput closes the
+// reading end of its output, as a pager or `| tee` that went away with the terminal does.
 type devProcess struct {
-	cmd    *exec.Cmd
-	out    *milestones
-	exited chan error
+	cmd         *exec.Cmd
+	out         *milestones
+	exited      chan error
+	closeOutput func()
 }
 
 // startDevProcess runs the built `zoea dev` as its own process and waits until the mission is out.
@@ -275,7 +277,7 @@ func startDevProcess(t *testing.T, bin, stateDir, dbURL string, base int) devPro
 		t.Fatalf("zoea dev did not bring the swarm up in 2 minutes:\n%s", out.String())
 	}
 	t.Cleanup(func() { _ = stopStale(stateDir, io.Discard) })
-	return devProcess{cmd: cmd, out: out, exited: exited}
+	return devProcess{cmd: cmd, out: out, exited: exited, closeOutput: func() { _ = pr.Close() }}
 }
 
 // TestDevStopsOnHangupAndStopFindsAnOrphanedSwarm closes the launcher the two ways a terminal does: SIGKILL
@@ -345,6 +347,31 @@ func TestDevStopsOnHangupAndStopFindsAnOrphanedSwarm(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(stateDir, pidFileName)); !os.IsNotExist(err) {
 		t.Errorf("the pid file outlived a clean stop: %v", err)
+	}
+
+	// SIGHUP with the output gone: `zoea dev | tee log` in a terminal that closes. tee dies first, so the
+	// launcher's next lines hit a closed pipe; it must still stop every service instead of dying of SIGPIPE.
+	dev = startDevProcess(t, bin, stateDir, dbURL, base)
+	if pf, err = readPidFile(filepath.Join(stateDir, pidFileName)); err != nil {
+		t.Fatal(err)
+	}
+	dev.closeOutput()
+	_ = dev.cmd.Process.Signal(syscall.SIGHUP)
+	select {
+	case err := <-dev.exited:
+		if ws, ok := dev.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			t.Errorf("zoea dev was killed by %v on the way out (%v)", ws.Signal(), err)
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatalf("zoea dev did not exit on SIGHUP with its output closed:\n%s", dev.out.String())
+	}
+	for _, r := range pf.Services {
+		if r.alive() {
+			t.Errorf("%s (pid %d) still runs after SIGHUP with the output closed", r.Name, r.PID)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(stateDir, pidFileName)); !os.IsNotExist(err) {
+		t.Errorf("the pid file outlived a stop with the output closed: %v", err)
 	}
 }
 
