@@ -4,6 +4,7 @@ package present
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -69,14 +70,36 @@ func Credits(s *runnerv1.MysisStatus) string {
 	return fmt.Sprint(s.GetCredits())
 }
 
+// Compact writes a count in at most 6 characters: as it is below 10,000, then with one decimal and k, M or B
+// (12.3k, 1.1M): a table column that must not cut a long number short.
+func Compact(n int64) string {
+	if -10_000 < n && n < 10_000 {
+		return strconv.FormatInt(n, 10)
+	}
+	v := float64(n)
+	for _, unit := range []string{"k", "M", "B"} {
+		if v /= 1000; math.Abs(v) < 999.95 {
+			return strconv.FormatFloat(v, 'f', 1, 64) + unit
+		}
+	}
+	return strconv.FormatFloat(v/1000, 'f', 1, 64) + "T"
+}
+
 // Usage is the tokens and cost columns of a mysis: prompt plus completion tokens of every recorded LLM call and
 // their cost; "—" when the runner reported no usage.
 func Usage(s *runnerv1.MysisStatus) (tokens, cost string) {
+	return usage(s, func(n int64) string { return strconv.FormatInt(n, 10) })
+}
+
+// UsageCompact is Usage with the tokens written by Compact, for a narrow table column.
+func UsageCompact(s *runnerv1.MysisStatus) (tokens, cost string) { return usage(s, Compact) }
+
+func usage(s *runnerv1.MysisStatus, count func(int64) string) (tokens, cost string) {
 	u := s.GetUsage()
 	if u == nil {
 		return "—", "—"
 	}
-	return strconv.FormatInt(u.GetPromptTokens()+u.GetCompletionTokens(), 10), spend.USD(u.GetCostNanos())
+	return count(u.GetPromptTokens() + u.GetCompletionTokens()), spend.USD(u.GetCostNanos())
 }
 
 // Event is one event as a line: "running → idle (no prompt after 3 nudges)", "tool mine (42 ms): ok …".

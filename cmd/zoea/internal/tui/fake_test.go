@@ -38,8 +38,11 @@ func status3() []*runnerv1.MysisStatus {
 			Turns: turns, Credits: credits, LastAction: action, LastError: lastErr, LastActionAt: timestamppb.New(t0),
 		}
 	}
+	scout := mk("scout-1", memoryv1.MysisState_MYSIS_STATE_RUNNING, 12, 1250, "mine", "")
+	// A long-running mysis's usage: the table shows the tokens compact (1.1M), the focus view exact.
+	scout.Usage = &memoryv1.UsageTotals{Calls: 412, PromptTokens: 1_098_312, CachedPromptTokens: 880_000, CompletionTokens: 6_734, CostNanos: 1_234_567}
 	return []*runnerv1.MysisStatus{
-		mk("scout-1", memoryv1.MysisState_MYSIS_STATE_RUNNING, 12, 1250, "mine", ""),
+		scout,
 		mk("miner-2", memoryv1.MysisState_MYSIS_STATE_IDLE, 3, -1, "get_status", ""),
 		mk("trader-3", memoryv1.MysisState_MYSIS_STATE_ERRORED, 7, 80, "sell",
 			"ollama: HTTP 500: model runner has unexpectedly stopped, this may be due to resource limitations or an internal error, check ollama server logs for details"),

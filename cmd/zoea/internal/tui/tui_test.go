@@ -94,7 +94,7 @@ func (c *console) golden() string {
 func TestSwarmView(t *testing.T) {
 	c := start(t, 140, 12)
 	s := c.golden()
-	for _, want := range []string{"3 myses: 1 running, 1 idle, 1 errored", "scout-1", "1250", "ollama: HTTP 500", "TOKENS", "COST"} {
+	for _, want := range []string{"3 myses: 1 running, 1 idle, 1 errored", "scout-1", "1250", "ollama: HTTP 500", "TOKENS", "COST", " 1.1M ", " $0.001235 "} {
 		if !strings.Contains(s, want) {
 			t.Errorf("screen lacks %q", want)
 		}

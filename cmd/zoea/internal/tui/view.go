@@ -109,9 +109,9 @@ func (m *Model) columns() []column {
 		}},
 		{title: "TURNS", width: 5, right: true, cell: func(s *runnerv1.MysisStatus) string { return fmt.Sprint(s.GetTurns()) }},
 		{title: "CREDITS", width: 8, right: true, cell: present.Credits},
-		// Tokens and cost: present.Usage fills them once the usage issue (#11) adds the fields to MysisStatus.
-		{title: "TOKENS", width: 7, right: true, cell: func(s *runnerv1.MysisStatus) string { t, _ := present.Usage(s); return t }},
-		{title: "COST", width: 7, right: true, cell: func(s *runnerv1.MysisStatus) string { _, c := present.Usage(s); return c }},
+		// Tokens compact (1.1M), so a long-running mysis's count is never cut short; the focus view has it exact.
+		{title: "TOKENS", width: 7, right: true, cell: func(s *runnerv1.MysisStatus) string { t, _ := present.UsageCompact(s); return t }},
+		{title: "COST", width: 9, right: true, cell: func(s *runnerv1.MysisStatus) string { _, c := present.Usage(s); return c }},
 		{title: "LAST ACTION", width: 12, flex: true, cell: func(s *runnerv1.MysisStatus) string { return present.OneLine(s.GetLastAction()) }},
 		{title: "LAST ERROR", width: 12, flex: true, cell: func(s *runnerv1.MysisStatus) string { return present.OneLine(s.GetLastError()) }},
 	}
