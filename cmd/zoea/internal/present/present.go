@@ -219,6 +219,7 @@ func ExplainPreview(resp *runnerv1.PreviewContextResponse, running bool) Preview
 		}
 		pm := &p.Messages[i]
 		pm.Synthetic = s.GetKind()
+		pm.Tokens += int(s.GetTokens())
 		if s.GetKind() == "missing_result" && running && i >= tail {
 			pm.InProgress = true
 			pm.Reasons = appendNew(pm.Reasons, "tool call in progress: its result is not stored yet")

@@ -78,7 +78,7 @@ func newScripted() *scripted {
 			},
 			Tokens:      &composerv1.SectionTokens{System: 30, Mission: 14, CurrentTurn: 55, Synthetic: 9, Total: 108},
 			TokenBudget: 8192,
-			Synthetic:   []*composerv1.SyntheticMessage{{Index: 5, Kind: "missing_result", Reason: "interrupted tool call: no result recorded"}},
+			Synthetic:   []*composerv1.SyntheticMessage{{Index: 5, Kind: "missing_result", Reason: "interrupted tool call: no result recorded", Tokens: 9}},
 			Repairs:     []string{`interrupted: memory #41: tool call "c2" has no recorded result`},
 		},
 	}

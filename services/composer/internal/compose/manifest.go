@@ -100,6 +100,8 @@ type Synthetic struct {
 	Role   string `json:"role"`
 	Kind   string `json:"kind"` // SynthNudge, SynthMission, SynthMissingResult or SynthCarriedHeader
 	Reason string `json:"reason"`
+	// Tokens is what it adds to the request (to the message before it when it was joined to that one).
+	Tokens int `json:"tokens"`
 }
 
 // Kinds of synthetic messages.

@@ -115,7 +115,7 @@ func (c *composer) assemble(parts []renderPart) rendered {
 			out.missionTokens += t
 		}
 		if p.synth != "" {
-			out.synthetic = append(out.synthetic, Synthetic{Index: len(out.msgs) - 1, Role: string(p.msg.Role), Kind: p.kind, Reason: p.synth})
+			out.synthetic = append(out.synthetic, Synthetic{Index: len(out.msgs) - 1, Role: string(p.msg.Role), Kind: p.kind, Reason: p.synth, Tokens: t})
 		}
 	}
 	out.tokens = c.requestTokens(sec)

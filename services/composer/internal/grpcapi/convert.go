@@ -91,7 +91,7 @@ func toProtoManifest(m compose.Manifest, p compose.Policy) *composerv1.Manifest 
 		}
 	}
 	for _, s := range m.Synthetic {
-		out.Synthetic = append(out.Synthetic, &composerv1.SyntheticMessage{Index: clampInt32(s.Index), Kind: s.Kind, Reason: s.Reason})
+		out.Synthetic = append(out.Synthetic, &composerv1.SyntheticMessage{Index: clampInt32(s.Index), Kind: s.Kind, Reason: s.Reason, Tokens: clampInt32(s.Tokens)})
 	}
 	for _, r := range m.Repairs {
 		out.Repairs = append(out.Repairs, fmt.Sprintf("%s: memory #%d: %s", r.Kind, r.MemoryID, r.Detail))

@@ -135,12 +135,21 @@ func TestComposeContextOneRoundTripSameAsCompose(t *testing.T) {
 			}
 			sum += int(e.GetTokens())
 		}
+		entries := sum - int(m.GetTokens().GetSystem()) - want.Manifest.Tokens.Framing
 		if want.Manifest.Mission != nil {
 			sum += want.Manifest.Mission.Tokens
 		}
 		sum += int(m.GetTokens().GetSynthetic())
 		if sum != int(m.GetTokens().GetTotal()) {
 			t.Fatalf("entries add up to %d, total %d", sum, m.GetTokens().GetTotal())
+		}
+		// And per message: every token is either a memory's (its entry) or a synthetic message's.
+		perMessage := int(m.GetTokens().GetSystem()) + want.Manifest.Tokens.Framing + entries
+		for _, s := range m.GetSynthetic() {
+			perMessage += int(s.GetTokens())
+		}
+		if perMessage != int(m.GetTokens().GetTotal()) {
+			t.Fatalf("entries and synthetic messages add up to %d, total %d (synthetic %v)", perMessage, m.GetTokens().GetTotal(), m.GetSynthetic())
 		}
 		if resp.GetEncouragement().GetAction() != composerv1.EncouragementAction_ENCOURAGEMENT_ACTION_NONE {
 			t.Fatalf("mid-turn compose: %v", resp.GetEncouragement())
@@ -169,6 +178,9 @@ func TestMissionOutsideWindowIsSynthetic(t *testing.T) {
 	}
 	if resp.GetManifest().GetTokens().GetMission() == 0 {
 		t.Fatal("mission tokens not counted")
+	}
+	if got := resp.GetManifest().GetSynthetic()[0].GetTokens(); got != resp.GetManifest().GetTokens().GetMission() {
+		t.Fatalf("the mission message counts %d tokens, the mission section %d", got, resp.GetManifest().GetTokens().GetMission())
 	}
 }
 

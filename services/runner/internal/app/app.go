@@ -281,7 +281,7 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	api := grpcapi.New(memory, composerAPI, natsbus.Wakes{Bus: bus}, live{statuses: statuses, mgr: mgr}, grpcapi.Defaults{
 		Provider: cfg.DefaultProvider, Providers: names, Check: checker.Check,
 		Models:      map[string]string{"ollama": cfg.OllamaModel, "openai": cfg.OpenAIModel, "autopilot": "autopilot"},
-		SpendLimits: spendCfg.MysisDefaults,
+		SpendLimits: spendCfg.MysisDefaults, Tools: router.Tools,
 	})
 	srv.Register(&runnerv1.SwarmService_ServiceDesc, api)
 

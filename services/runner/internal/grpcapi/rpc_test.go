@@ -2,7 +2,10 @@ package grpcapi
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +19,8 @@ import (
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/libs/testkit/memfake"
+	"github.com/zoeaswarm/zoea/services/runner/internal/composerclient"
+	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 	"github.com/zoeaswarm/zoea/services/runner/internal/usage"
 )
@@ -541,6 +546,44 @@ func TestPreviewContextRPC(t *testing.T) {
 		s.composer.answer(nil, status.Error(code, "composer says no"))
 		_, err = s.api.PreviewContext(ctx, &runnerv1.PreviewContextRequest{Mysis: "preview-a"})
 		checkStatus(t, "composer "+code.String(), err, code, "")
+	}
+}
+
+// A preview budgets for the tool definitions the mysis's real requests carry (Defaults.Tools); without the tool
+// list (the game server down) it is refused as Unavailable instead of showing a request that would not be sent.
+func TestPreviewContextSendsTheTools(t *testing.T) {
+	tools := []llm.Tool{
+		{Name: "get_status", Description: "Your ship.", Parameters: json.RawMessage(`{"type":"object"}`), ReadOnly: true},
+		{Name: "zoea_search_messages", Description: "Search your memories.", Parameters: json.RawMessage(`{"type":"object","required":["query"]}`)},
+	}
+	var gameDown atomic.Bool
+	s := startSwarm(t, Defaults{Tools: func(context.Context) ([]llm.Tool, error) {
+		if gameDown.Load() {
+			return nil, errors.New("mcp connect http://127.0.0.1:7100/mcp: connection refused")
+		}
+		return tools, nil
+	}}, nil)
+	ctx := context.Background()
+	s.composer.answer(&composerv1.ComposeContextResponse{Manifest: &composerv1.Manifest{TokenBudget: 8192}}, nil)
+	addMysis(t, s.mem, "tooled", "autopilot", "autopilot")
+	if _, err := s.api.PreviewContext(ctx, &runnerv1.PreviewContextRequest{Mysis: "tooled"}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := s.composer.requests()
+	want := composerclient.ToProtoTools(tools)
+	if len(reqs) != 1 || len(reqs[0].GetTools()) != len(want) {
+		t.Fatalf("composer asked %v, want the two tools", reqs)
+	}
+	for i, w := range want {
+		if !proto.Equal(reqs[0].GetTools()[i], w) {
+			t.Errorf("tool %d: %v, want %v", i, reqs[0].GetTools()[i], w)
+		}
+	}
+	gameDown.Store(true)
+	_, err := s.api.PreviewContext(ctx, &runnerv1.PreviewContextRequest{Mysis: "tooled"})
+	checkStatus(t, "game down", err, codes.Unavailable, "")
+	if n := len(s.composer.requests()); n != 1 {
+		t.Errorf("the composer was asked for a preview without the tools (%d requests)", n)
 	}
 }
 

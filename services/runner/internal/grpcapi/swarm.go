@@ -16,6 +16,8 @@ import (
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/libs/names"
+	"github.com/zoeaswarm/zoea/services/runner/internal/composerclient"
+	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 	"github.com/zoeaswarm/zoea/services/runner/internal/memoryclient"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 	"github.com/zoeaswarm/zoea/services/runner/internal/usage"
@@ -52,6 +54,9 @@ type Defaults struct {
 	// SpendLimits are the configured per-mysis spend limits (ZOEA_SPEND_LIMITS_MYSIS), shown where a mysis has no
 	// own limit.
 	SpendLimits []usage.Limit
+	// Tools, when set, returns the tool definitions a mysis's requests carry, so PreviewContext budgets for them as
+	// the real request does.
+	Tools func(ctx context.Context) ([]llm.Tool, error)
 }
 
 // Memory is the memory service as the admin API uses it; memoryclient.Client implements it. Records come back as
@@ -367,7 +372,15 @@ func (s *Server) PreviewContext(ctx context.Context, req *runnerv1.PreviewContex
 		last := recent[len(recent)-1]
 		autonomous = last.Role == "assistant" && len(last.ToolCalls) == 0 || last.Role == "system"
 	}
-	resp, err := s.composer.ComposeContext(ctx, &composerv1.ComposeContextRequest{MysisId: m.GetId(), Policy: req.GetPolicy(), BeginAutonomousTurn: autonomous})
+	creq := &composerv1.ComposeContextRequest{MysisId: m.GetId(), Policy: req.GetPolicy(), BeginAutonomousTurn: autonomous}
+	if s.defaults.Tools != nil {
+		tools, err := s.defaults.Tools(ctx)
+		if err != nil {
+			return nil, errs.Unavailablef(err, "the preview needs the game server's tool list to budget for it")
+		}
+		creq.Tools = composerclient.ToProtoTools(tools)
+	}
+	resp, err := s.composer.ComposeContext(ctx, creq)
 	if err != nil {
 		return nil, err
 	}

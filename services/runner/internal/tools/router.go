@@ -18,11 +18,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 )
 
@@ -107,6 +110,9 @@ type Router struct {
 	search   Searcher
 	client   *mcp.Client
 	log      *slog.Logger
+
+	mu    sync.Mutex
+	tools []llm.Tool // the definitions the last session listed (Tools)
 }
 
 // NewRouter builds a router.
@@ -138,6 +144,25 @@ func NewRouter(cfg Config, accounts Accounts, search Searcher) *Router {
 // Open returns a session for m; nothing happens on the network before Prepare.
 func (r *Router) Open(m mysis.Mysis) mysis.ToolSession {
 	return &Session{r: r, mysisID: m.ID, name: m.Name, log: r.log.With("mysis_id", m.ID)}
+}
+
+// Tools returns the tool definitions a mysis's requests carry: the game's tools and the search tools, as the last
+// session listed them, or listed now on a session of their own when none has yet (a preview before any mysis ran
+// on this replica). Shared, not per mysis: every mysis plays the same game server.
+func (r *Router) Tools(ctx context.Context) ([]llm.Tool, error) {
+	r.mu.Lock()
+	tools := r.tools
+	r.mu.Unlock()
+	if tools != nil {
+		return slices.Clone(tools), nil
+	}
+	cs, err := r.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cs.Close()
+	_, tools, err = r.listTools(ctx, cs)
+	return slices.Clone(tools), err
 }
 
 // connect opens a fresh MCP session.

@@ -72,28 +72,39 @@ func (s *Session) connectLocked(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	game, defs, err := s.r.listTools(ctx, cs)
+	if err != nil {
+		_ = cs.Close()
+		return err
+	}
+	s.cs, s.game, s.llmTools = cs, game, defs
+	return nil
+}
+
+// listTools lists the game's tools on cs and returns them by name and as the definitions a mysis's requests carry
+// (the game's, then the search tools), which the router also keeps for Router.Tools.
+func (r *Router) listTools(ctx context.Context, cs *mcp.ClientSession) (map[string]gameTool, []llm.Tool, error) {
 	game := map[string]gameTool{}
 	var defs []llm.Tool
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
-			_ = cs.Close()
-			return fmt.Errorf("list tools: %w", err)
+			return nil, nil, fmt.Errorf("list tools: %w", err)
 		}
 		schema, hasSession, err := llmSchema(t.InputSchema)
 		if err != nil {
-			_ = cs.Close()
-			return fmt.Errorf("tool %s schema: %w", t.Name, err)
+			return nil, nil, fmt.Errorf("tool %s schema: %w", t.Name, err)
 		}
 		game[t.Name] = gameTool{name: t.Name, hasSession: hasSession}
 		defs = append(defs, llm.Tool{Name: t.Name, Description: t.Description, Parameters: schema, ReadOnly: readOnly(t)})
 	}
 	if len(game) == 0 {
-		_ = cs.Close()
-		return errors.New("list tools: the game server offers no tools")
+		return nil, nil, errors.New("list tools: the game server offers no tools")
 	}
-	s.cs, s.game = cs, game
-	s.llmTools = append(defs, searchTools()...)
-	return nil
+	defs = append(defs, searchTools()...)
+	r.mu.Lock()
+	r.tools = defs
+	r.mu.Unlock()
+	return game, defs, nil
 }
 
 // knownReads are SpaceMolt's documented reads (docs/SPACEMOLT.md) that change nothing in the game, for a server that

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 	"github.com/zoeaswarm/zoea/services/runner/internal/testkit/testenv"
 )
@@ -42,18 +43,25 @@ func call(id, name, args string) chat.ToolCall {
 	return chat.ToolCall{ID: id, Name: name, Arguments: args}
 }
 
-// TestSessionAgainstSimulator drives one tool session against the real simulator binary: registration, login,
-// credential hiding, session id injection, and transparent recovery from a displaced login. The sessions live as
-// long as in production, so no step can expire under a slow machine; TestSessionRecoversFromExpiry covers expiry.
-func TestSessionAgainstSimulator(t *testing.T) {
+// simRouter starts the real simulator (registration code "letmein") and returns a router to it with its accounts
+// and a context that ends with the test (at most a minute).
+func simRouter(t *testing.T) (context.Context, *Router, *memAccounts) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and runs the simulator")
 	}
 	sim := testenv.StartSim(t, "ZOEA_SIM_REGISTRATION_CODE=letmein")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
 	accounts := newAccounts(t)
-	r := NewRouter(Config{Endpoint: sim.MCPURL(), RegistrationCode: "letmein"}, accounts, &fakeSearch{})
+	return ctx, NewRouter(Config{Endpoint: sim.MCPURL(), RegistrationCode: "letmein"}, accounts, &fakeSearch{}), accounts
+}
+
+// TestSessionAgainstSimulator drives one tool session against the real simulator binary: registration, login,
+// credential hiding, session id injection, and transparent recovery from a displaced login. The sessions live as
+// long as in production, so no step can expire under a slow machine; TestSessionRecoversFromExpiry covers expiry.
+func TestSessionAgainstSimulator(t *testing.T) {
+	ctx, r, accounts := simRouter(t)
 	s := r.Open(accounts.mysis(t, "Ada Lovelace")).(*Session)
 	defer s.Close()
 
@@ -498,5 +506,44 @@ func TestReadOnlyTools(t *testing.T) {
 		if got := readOnly(tc.tool); got != tc.want {
 			t.Errorf("readOnly(%s) = %v, want %v", tc.tool.Name, got, tc.want)
 		}
+	}
+}
+
+// Router.Tools lists what a session would offer before any mysis ran (a preview on a fresh replica) and afterwards
+// returns what the sessions listed; an unreachable game server is an error, not an empty list.
+func TestRouterToolsAgainstSimulator(t *testing.T) {
+	ctx, r, accounts := simRouter(t)
+	before, err := r.Tools(ctx)
+	if err != nil {
+		t.Fatalf("tools before any session: %v", err)
+	}
+	s := r.Open(accounts.mysis(t, "Grace Hopper")).(*Session)
+	defer s.Close()
+	defs, err := s.Prepare(ctx)
+	if err != nil {
+		t.Fatalf("prepare: %v", err)
+	}
+	after, err := r.Tools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(ts []llm.Tool) string {
+		var out []string
+		for _, d := range ts {
+			out = append(out, d.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	if names(before) != names(defs) || names(after) != names(defs) || !strings.Contains(names(defs), toolSearchMessages) {
+		t.Fatalf("tools before a session %s, a session's %s, after it %s: want the same, search tools included", names(before), names(defs), names(after))
+	}
+	for i := range defs {
+		if string(before[i].Parameters) != string(defs[i].Parameters) || before[i].Description != defs[i].Description {
+			t.Errorf("%s: listed alone %s, by the session %s", defs[i].Name, before[i].Parameters, defs[i].Parameters)
+		}
+	}
+	down := NewRouter(Config{Endpoint: "http://127.0.0.1:1/mcp", ConnectTimeout: 2 * time.Second}, accounts, &fakeSearch{})
+	if ts, err := down.Tools(ctx); err == nil {
+		t.Fatalf("tools from an unreachable game server: %d, no error", len(ts))
 	}
 }

@@ -525,7 +525,9 @@ type SyntheticMessage struct {
 	// Kind: "nudge", "mission", "missing_result", …
 	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
 	// Why it was added.
-	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Tokens it adds to the request (to the message at index when it was joined to it).
+	Tokens        int32 `protobuf:"varint,4,opt,name=tokens,proto3" json:"tokens,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -579,6 +581,13 @@ func (x *SyntheticMessage) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *SyntheticMessage) GetTokens() int32 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
 }
 
 // SectionTokens counts tokens per section of the request.
@@ -1256,11 +1265,12 @@ const file_zoea_composer_v1_composer_proto_rawDesc = "" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x16\n" +
 	"\x06tokens\x18\x05 \x01(\x05R\x06tokens\x12(\n" +
 	"\rmessage_index\x18\x06 \x01(\x05H\x00R\fmessageIndex\x88\x01\x01B\x10\n" +
-	"\x0e_message_index\"T\n" +
+	"\x0e_message_index\"l\n" +
 	"\x10SyntheticMessage\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xe2\x01\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x16\n" +
+	"\x06tokens\x18\x04 \x01(\x05R\x06tokens\"\xe2\x01\n" +
 	"\rSectionTokens\x12\x16\n" +
 	"\x06system\x18\x01 \x01(\x05R\x06system\x12\x18\n" +
 	"\amission\x18\x02 \x01(\x05R\amission\x12\x18\n" +
