@@ -89,7 +89,7 @@ func listCmd(ep *endpoints) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List myses with their live status",
-		Args:  cobra.NoArgs,
+		Args:  noArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return ep.call(cmd, present.Subject{}, func(ctx context.Context, c *clients) error {
 				req := &runnerv1.ListMysesRequest{PageSize: 1000}
@@ -130,7 +130,7 @@ func getCmd(ep *endpoints) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get MYSIS",
 		Short: "Show one mysis (name or id): configuration, live status and its full last error",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneMysis(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return ep.call(cmd, present.Subject{Mysis: args[0]}, func(ctx context.Context, c *clients) error {
 				resp, err := c.swarm.GetMysis(ctx, &runnerv1.GetMysisRequest{Mysis: args[0]})
@@ -189,7 +189,7 @@ func createCmd(ep *endpoints) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Create a mysis",
-		Args:  cobra.ExactArgs(1),
+		Args:  argsBetween(1, 1, "the new mysis's name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Name = args[0]
 			if cmd.Flags().Changed("temperature") {
@@ -215,7 +215,7 @@ func createCmd(ep *endpoints) *cobra.Command {
 
 func startCmd(ep *endpoints) *cobra.Command {
 	return &cobra.Command{
-		Use: "start MYSIS", Short: "Start a mysis", Args: cobra.ExactArgs(1),
+		Use: "start MYSIS", Short: "Start a mysis", Args: oneMysis(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return ep.call(cmd, present.Subject{Mysis: args[0]}, func(ctx context.Context, c *clients) error {
 				resp, err := c.swarm.StartMysis(ctx, &runnerv1.StartMysisRequest{Mysis: args[0]})
@@ -232,7 +232,7 @@ func startCmd(ep *endpoints) *cobra.Command {
 func stopCmd(ep *endpoints) *cobra.Command {
 	var reason string
 	cmd := &cobra.Command{
-		Use: "stop MYSIS", Short: "Stop a mysis", Args: cobra.ExactArgs(1),
+		Use: "stop MYSIS", Short: "Stop a mysis", Args: oneMysis(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return ep.call(cmd, present.Subject{Mysis: args[0]}, func(ctx context.Context, c *clients) error {
 				resp, err := c.swarm.StopMysis(ctx, &runnerv1.StopMysisRequest{Mysis: args[0], Reason: reason})
@@ -251,7 +251,7 @@ func stopCmd(ep *endpoints) *cobra.Command {
 func deleteCmd(ep *endpoints) *cobra.Command {
 	var yes bool
 	cmd := &cobra.Command{
-		Use: "delete MYSIS", Short: "Delete a mysis with all its memories (asks first; --yes skips the question)", Args: cobra.ExactArgs(1),
+		Use: "delete MYSIS", Short: "Delete a mysis with all its memories (asks first; --yes skips the question)", Args: oneMysis(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return ep.call(cmd, present.Subject{Mysis: args[0]}, func(ctx context.Context, c *clients) error {
 				got, err := c.swarm.GetMysis(ctx, &runnerv1.GetMysisRequest{Mysis: args[0]})
@@ -302,7 +302,7 @@ func configureCmd(ep *endpoints) *cobra.Command {
 	var provider, model, prompt string
 	var temperature float64
 	cmd := &cobra.Command{
-		Use: "configure MYSIS", Short: "Change a mysis's provider, model, temperature or system prompt", Args: cobra.ExactArgs(1),
+		Use: "configure MYSIS", Short: "Change a mysis's provider, model, temperature or system prompt", Args: oneMysis(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := &runnerv1.ConfigureMysisRequest{Mysis: args[0]}
 			fl := cmd.Flags()
@@ -337,7 +337,7 @@ func configureCmd(ep *endpoints) *cobra.Command {
 
 func broadcastCmd(ep *endpoints) *cobra.Command {
 	return &cobra.Command{
-		Use: "broadcast TEXT", Short: "Broadcast a mission to every mysis", Args: cobra.MinimumNArgs(1),
+		Use: "broadcast TEXT", Short: "Broadcast a mission to every mysis", Args: argsBetween(1, -1, "the mission text"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return ep.call(cmd, present.Subject{Service: "bus"}, func(ctx context.Context, c *clients) error {
 				resp, err := c.bus.Broadcast(ctx, &busv1.BroadcastRequest{Content: strings.Join(args, " ")})
@@ -353,7 +353,7 @@ func broadcastCmd(ep *endpoints) *cobra.Command {
 
 func sendCmd(ep *endpoints) *cobra.Command {
 	return &cobra.Command{
-		Use: "send MYSIS TEXT", Short: "Send a direct message to one mysis (wakes it when idle)", Args: cobra.MinimumNArgs(2),
+		Use: "send MYSIS TEXT", Short: "Send a direct message to one mysis (wakes it when idle)", Args: argsBetween(2, -1, "a mysis and the message text"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return ep.call(cmd, present.Subject{Mysis: args[0], Service: "bus"}, func(ctx context.Context, c *clients) error {
 				resp, err := c.bus.SendDirect(ctx, &busv1.SendDirectRequest{Mysis: args[0], Content: strings.Join(args[1:], " ")})
@@ -386,7 +386,7 @@ func searchCmd(ep *endpoints) *cobra.Command {
 		Long: "QUERY uses web search syntax: words, \"exact phrases\", OR, -exclusion. Identifiers like iron_ore work, and a\n" +
 			"mysis's tool calls are found by name and arguments (sell, titanium_ore). --order relevance (default) ranks the\n" +
 			"mysis's newest matches (at most 200) best first; --order recency lists the newest matches first.",
-		Args: cobra.RangeArgs(1, 2),
+		Args: argsBetween(1, 2, "a mysis and a query, or with --broadcasts a query alone"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o, err := searchOrder(order)
 			if err != nil {
@@ -467,7 +467,7 @@ func previewCmd(ep *endpoints) *cobra.Command {
 	var asJSON bool
 	var full bool
 	cmd := &cobra.Command{
-		Use: "preview MYSIS", Short: "Show what the composer would send to the LLM now, and why each message is there", Args: cobra.ExactArgs(1),
+		Use: "preview MYSIS", Short: "Show what the composer would send to the LLM now, and why each message is there", Args: oneMysis(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return ep.call(cmd, present.Subject{Mysis: args[0]}, func(ctx context.Context, c *clients) error {
 				resp, err := c.swarm.PreviewContext(ctx, &runnerv1.PreviewContextRequest{Mysis: args[0]})
@@ -510,7 +510,7 @@ func historyCmd(ep *endpoints) *cobra.Command {
 	var limit int32
 	var follow bool
 	cmd := &cobra.Command{
-		Use: "history MYSIS", Short: "Show a mysis's most recent memories (--follow keeps printing new ones)", Args: cobra.ExactArgs(1),
+		Use: "history MYSIS", Short: "Show a mysis's most recent memories (--follow keeps printing new ones)", Args: oneMysis(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var m *memoryv1.Mysis
 			var last int64
@@ -617,7 +617,7 @@ func watchCmd(ep *endpoints) *cobra.Command {
 	var myses []string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use: "watch", Short: "Stream swarm events until Ctrl-C (--mysis takes names or ids)", Args: cobra.NoArgs,
+		Use: "watch", Short: "Stream swarm events until Ctrl-C (--mysis takes names or ids)", Args: noArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := ep.dial()
 			if err != nil {

@@ -101,7 +101,7 @@ universe in <state-dir>/sim-state.json, and the mission is not broadcast twice. 
 The children's process ids are recorded in <state-dir>/dev.pids; --stop stops a swarm left running (a killed
 terminal, a crashed launcher). ZOEA_PROVIDER=ollama (with OLLAMA_HOST, ZOEA_OLLAMA_MODEL) or openai (with
 OPENAI_API_KEY, ZOEA_OPENAI_MODEL) uses a real model.`,
-		Args: cobra.NoArgs,
+		Args: noArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.stop {
 				return stopStale(o.stateDir, cmd.OutOrStdout())

@@ -45,7 +45,7 @@ func seedDemoCmd(ep *endpoints) *cobra.Command {
 		Long: `seed-demo creates myses mysis-1…mysis-N (keeping any that exist, with their history), broadcasts the mission
 once (the broadcast id is derived from the text, so running it again sends nothing new) and starts every demo
 mysis. docker compose runs it as a one-shot job after the runner is healthy; 'zoea dev' runs the same code.`,
-		Args: cobra.NoArgs,
+		Args: noArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if s.myses < 1 {
 				return fmt.Errorf("--myses must be at least 1, got %d", s.myses)

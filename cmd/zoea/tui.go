@@ -24,7 +24,7 @@ ZOEA_ADMIN_TOKEN when the swarm has an admin token). The table follows the bus's
 
 Keys: n new mysis · b broadcast · m message · r relaunch · s stop · d delete (asks) · c configure ·
 enter focus (events, history, full last error) · p context preview · / filter · o sort · ? help · q quit.`,
-		Args: cobra.NoArgs,
+		Args: noArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !isTerminal(cmd.OutOrStdout()) {
 				return present.Sentencef("zoea tui needs a terminal, and stdout is not one; use zoea list, zoea watch or zoea history for plain output")

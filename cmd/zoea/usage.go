@@ -147,7 +147,7 @@ func limitsCmd(ep *endpoints) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "limits MYSIS [unit/window=amount,...]",
 		Short: "Show or set a mysis's spend limits, e.g. `zoea limits miner-1 cost/day=2.00,tokens/hour=200000`",
-		Args:  cobra.RangeArgs(1, 2),
+		Args:  argsBetween(1, 2, "a mysis and, to set them, the limits"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return ep.call(cmd, present.Subject{Mysis: args[0]}, func(ctx context.Context, c *clients) error {
 				var st *runnerv1.MysisStatus

@@ -77,13 +77,21 @@ func Explain(err error, s Subject) error {
 		return Sentencef("%s", msg)
 	case codes.Unavailable:
 		return Sentencef("cannot reach the %s at %s: is the swarm running? (make dev, or docker compose up; --%s or ZOEA_%s_ADDR point elsewhere)",
-			s.Service, s.Addr, s.Service, strings.ToUpper(s.Service))
+			serviceName(s.Service), s.Addr, s.Service, strings.ToUpper(s.Service))
 	case codes.DeadlineExceeded:
-		return Sentencef("the %s at %s did not answer in time (--timeout)", s.Service, s.Addr)
+		return Sentencef("the %s at %s did not answer in time (--timeout)", serviceName(s.Service), s.Addr)
 	case codes.Unauthenticated, codes.PermissionDenied:
-		return Sentencef("the %s refused the call: %s (set ZOEA_ADMIN_TOKEN or --token to the swarm's admin token)", s.Service, msg)
+		return Sentencef("the %s refused the call: %s (set ZOEA_ADMIN_TOKEN or --token to the swarm's admin token)", serviceName(s.Service), msg)
 	}
 	return Sentencef("%s: %s", s.Service, trimSQL(msg))
+}
+
+// serviceName is a service as a sentence names it: "memory service", "runner", "bus".
+func serviceName(service string) string {
+	if service == "memory" {
+		return "memory service"
+	}
+	return service
 }
 
 // flagName shows an API field as the CLI flag that sets it.

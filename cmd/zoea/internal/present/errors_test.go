@@ -45,6 +45,8 @@ func TestErrorsAreSentences(t *testing.T) {
 		{"down", status.Error(codes.Unavailable, "connection error: desc = \"transport: Error while dialing: dial tcp 127.0.0.1:7003: connect: connection refused\""),
 			Subject{Service: "runner", Addr: "127.0.0.1:7003"},
 			"cannot reach the runner at 127.0.0.1:7003: is the swarm running? (make dev, or docker compose up; --runner or ZOEA_RUNNER_ADDR point elsewhere)"},
+		{"memory down", status.Error(codes.Unavailable, "connection refused"), Subject{Service: "memory", Addr: "127.0.0.1:7001"},
+			"cannot reach the memory service at 127.0.0.1:7001: is the swarm running? (make dev, or docker compose up; --memory or ZOEA_MEMORY_ADDR point elsewhere)"},
 		{"slow", status.Error(codes.DeadlineExceeded, "context deadline exceeded"), Subject{Service: "bus", Addr: "127.0.0.1:7004"},
 			"the bus at 127.0.0.1:7004 did not answer in time (--timeout)"},
 		{"token", status.Error(codes.Unauthenticated, "missing bearer token"), Subject{Service: "runner"},

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// Wrong argument counts are sentences that name the command, what it wants and its usage, never cobra's
+// "requires at least 1 arg(s)".
+func TestArgumentCountsAreExplained(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"broadcast"}, "broadcast needs the mission text (usage: zoea broadcast TEXT [flags])"},
+		{[]string{"send", "scout-1"}, "send needs a mysis and the message text (usage: zoea send MYSIS TEXT [flags])"},
+		{[]string{"stop"}, "stop needs one mysis, by name or id (usage: zoea stop MYSIS [flags])"},
+		{[]string{"get", "scout", "1"}, `get takes one mysis, by name or id, got 2 arguments ["scout" "1"]; put quotes around text with spaces`},
+		{[]string{"create"}, "create needs the new mysis's name"},
+		{[]string{"list", "all"}, `list takes no arguments, got ["all"] (usage: zoea list [flags])`},
+		{[]string{"search", "scout-1", "iron", "ore"}, "search takes a mysis and a query, or with --broadcasts a query alone, got 3 arguments"},
+		{[]string{"limits"}, "limits needs a mysis and, to set them, the limits (usage: zoea limits MYSIS"},
+	} {
+		root := newRoot("test")
+		root.SetArgs(tc.args)
+		root.SetOut(new(strings.Builder))
+		root.SetErr(new(strings.Builder))
+		err := root.Execute()
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "arg(s)") {
+			t.Errorf("zoea %s: %v, want %q", strings.Join(tc.args, " "), err, tc.want)
+		}
+	}
+}
