@@ -1,10 +1,37 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
+
+// flagError turns a flag that does not parse into a sentence naming the flag, the value and what it must be; any
+// other flag error (an unknown flag) points at the command's help.
+func flagError(cmd *cobra.Command, err error) error {
+	var bad *pflag.InvalidValueError
+	if errors.As(err, &bad) {
+		return fmt.Errorf("--%s: %q is not %s", bad.GetFlag().Name, bad.GetValue(), valueKind(bad.GetFlag().Value.Type()))
+	}
+	return fmt.Errorf("%v (zoea %s --help lists the flags)", err, cmd.Name())
+}
+
+// valueKind says what a flag of pflag type t takes.
+func valueKind(t string) string {
+	switch t {
+	case "duration":
+		return "a duration such as 30s, 15m or 2h"
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		return "a whole number"
+	case "float32", "float64":
+		return "a number"
+	case "bool":
+		return "true or false"
+	}
+	return "a valid " + t
+}
 
 // Positional-argument checks that say in a sentence what is missing or extra, with the usage line. cobra's own
 // ("requires at least 1 arg(s), only received 0") names neither the command nor what it wants.

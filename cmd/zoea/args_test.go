@@ -6,7 +6,7 @@ import (
 )
 
 // Wrong argument counts are sentences that name the command, what it wants and its usage, never cobra's
-// "requires at least 1 arg(s)".
+// "requires at least 1 arg(s)"; a flag value that does not parse says what the flag takes.
 func TestArgumentCountsAreExplained(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -20,6 +20,9 @@ func TestArgumentCountsAreExplained(t *testing.T) {
 		{[]string{"list", "all"}, `list takes no arguments, got ["all"] (usage: zoea list [flags])`},
 		{[]string{"search", "scout-1", "iron", "ore"}, "search takes a mysis and a query, or with --broadcasts a query alone, got 3 arguments"},
 		{[]string{"limits"}, "limits needs a mysis and, to set them, the limits (usage: zoea limits MYSIS"},
+		{[]string{"usage", "--since", "5x"}, `--since: "5x" is not a duration such as 30s, 15m or 2h`},
+		{[]string{"history", "scout-1", "--limit", "ten"}, `--limit: "ten" is not a whole number`},
+		{[]string{"list", "--bogus"}, "unknown flag: --bogus (zoea list --help lists the flags)"},
 	} {
 		root := newRoot("test")
 		root.SetArgs(tc.args)

@@ -44,6 +44,7 @@ func newRoot(version string) *cobra.Command {
 	f.StringVar(&ep.token, "token", os.Getenv("ZOEA_ADMIN_TOKEN"), "admin bearer token (default $ZOEA_ADMIN_TOKEN)")
 	f.DurationVar(&ep.timeout, "timeout", 30*time.Second, "timeout of each call")
 
+	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		listCmd(ep), getCmd(ep), createCmd(ep), startCmd(ep), stopCmd(ep), deleteCmd(ep), configureCmd(ep),
 		broadcastCmd(ep), sendCmd(ep), searchCmd(ep), previewCmd(ep), watchCmd(ep), historyCmd(ep),
