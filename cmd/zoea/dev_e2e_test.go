@@ -246,8 +246,11 @@ type devProcess struct {
 // startDevProcess runs the built `zoea dev` as its own process and waits until the mission is out.
 func startDevProcess(t *testing.T, bin, stateDir, dbURL string, base int) devProcess {
 	t.Helper()
+	// Its own embedded JetStream (nothing answers at a free address), as in TestDevRunsALocalSwarm: on the machine's
+	// NATS, a developer's running swarm shares the broadcast stream's delivery consumer and would deliver this
+	// test's mission to its own myses.
 	cmd := exec.Command(filepath.Join(bin, "zoea"), "dev", "--bin", bin, "--state-dir", stateDir, "--database-url", dbURL,
-		"--port-base", strconv.Itoa(base), "--quiet", "--duration", "5m", "--tick", "1s")
+		"--nats-url", "nats://"+freeAddr(t), "--port-base", strconv.Itoa(base), "--quiet", "--duration", "5m", "--tick", "1s")
 	out := &milestones{t: t, tag: "zoea dev:"}
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
