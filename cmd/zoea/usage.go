@@ -128,8 +128,9 @@ func printUsage(w io.Writer, by string, u *runnerv1.GetUsageResponse) {
 		if t.GetCalls() > 0 {
 			avg = (time.Duration(math.Round(float64(t.GetLatencyMs())/float64(t.GetCalls()))) * time.Millisecond).String()
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t\n", name, t.GetCalls(), t.GetFailedCalls(), t.GetPromptTokens(),
-			t.GetCachedPromptTokens(), t.GetCompletionTokens(), t.GetReasoningTokens(), t.GetComposedTokens(), spend.USD(t.GetCostNanos()), avg)
+		n := present.Grouped
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, n(t.GetCalls()), n(t.GetFailedCalls()), n(t.GetPromptTokens()),
+			n(t.GetCachedPromptTokens()), n(t.GetCompletionTokens()), n(t.GetReasoningTokens()), n(t.GetComposedTokens()), spend.USD(t.GetCostNanos()), avg)
 	}
 	for _, r := range u.GetRows() {
 		name := r.GetMysisName()
@@ -179,7 +180,7 @@ func limitsCmd(ep *endpoints) *cobra.Command {
 				for _, l := range st.GetSpendLimits() {
 					fmt.Fprintf(w, "%s: %s\n", st.GetMysis().GetName(), spend.Describe(l))
 				}
-				fmt.Fprintf(w, "spent so far: %d tokens, %s\n", st.GetUsage().GetPromptTokens()+st.GetUsage().GetCompletionTokens(), spend.USD(st.GetUsage().GetCostNanos()))
+				fmt.Fprintf(w, "spent so far: %s tokens, %s\n", present.Grouped(st.GetUsage().GetPromptTokens()+st.GetUsage().GetCompletionTokens()), spend.USD(st.GetUsage().GetCostNanos()))
 				return nil
 			})
 		},

@@ -28,7 +28,7 @@ func TestUsageRangeAndTable(t *testing.T) {
 		Total: &memoryv1.UsageTotals{Calls: 2, PromptTokens: 2006, CostNanos: 336_900, LatencyMs: 300},
 	})
 	out := b.String()
-	for _, want := range []string{"MYSIS", "miner-1", "2006", "1920", "$0.000337", "150ms", "TOTAL"} {
+	for _, want := range []string{"MYSIS", "miner-1", "2,006", "1,920", "$0.000337", "150ms", "TOTAL"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("table lacks %q:\n%s", want, out)
 		}

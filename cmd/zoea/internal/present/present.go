@@ -9,6 +9,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
@@ -70,6 +73,12 @@ func Credits(s *runnerv1.MysisStatus) string {
 	return fmt.Sprint(s.GetCredits())
 }
 
+// numbers writes counts with thousands separators.
+var numbers = message.NewPrinter(language.English)
+
+// Grouped writes a count with thousands separators (17,069,701): a count a person reads exactly.
+func Grouped(n int64) string { return numbers.Sprintf("%d", n) }
+
 // Compact writes a count in at most 6 characters: as it is below 10,000, then with one decimal and k, M or B
 // (12.3k, 1.1M): a table column that must not cut a long number short.
 func Compact(n int64) string {
@@ -88,7 +97,7 @@ func Compact(n int64) string {
 // Usage is the tokens and cost columns of a mysis: prompt plus completion tokens of every recorded LLM call and
 // their cost; "—" when the runner reported no usage.
 func Usage(s *runnerv1.MysisStatus) (tokens, cost string) {
-	return usage(s, func(n int64) string { return strconv.FormatInt(n, 10) })
+	return usage(s, Grouped)
 }
 
 // UsageCompact is Usage with the tokens written by Compact, for a narrow table column.

@@ -13,3 +13,11 @@ func TestCompact(t *testing.T) {
 		}
 	}
 }
+
+func TestGrouped(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 17_069_701: "17,069,701", -2_500: "-2,500"} {
+		if got := Grouped(n); got != want {
+			t.Errorf("Grouped(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
