@@ -94,7 +94,8 @@ func devCmd() *cobra.Command {
 		Long: `dev starts memory, composer, bus, runner and spacemolt-sim from --bin against the local Postgres
 (creating and migrating the database) and the local NATS (or an embedded one when none answers), creates a demo
 swarm, broadcasts a mission and shows each mysis's state, last action and credits until Ctrl-C (or SIGTERM, or
-SIGHUP when the terminal closes), which stops everything cleanly. The services listen on 127.0.0.1 only.
+SIGHUP when the terminal closes), which stops everything cleanly. The services listen on 127.0.0.1 only. A service
+that dies meanwhile is started again (its log continues); a fourth death within two minutes stops the swarm.
 
 A second run continues the first: the database keeps the myses' histories and accounts, the simulator keeps its
 universe in <state-dir>/sim-state.json, and the mission is not broadcast twice. --fresh starts over on purpose.
@@ -149,9 +150,9 @@ func envDuration(key string, def time.Duration) time.Duration {
 
 // proc is one child service.
 type proc struct {
-	name string
-	cmd  *exec.Cmd
-	done chan error
+	name, addr string
+	cmd        *exec.Cmd
+	done       chan error
 }
 
 func runDev(ctx context.Context, o *devOptions, out io.Writer) error {
@@ -230,27 +231,38 @@ func runDev(ctx context.Context, o *devOptions, out io.Writer) error {
 	fmt.Fprintln(out, "memory: schema migrated")
 
 	pids := &pidFile{path: filepath.Join(o.stateDir, pidFileName), Launcher: selfProcess()}
-	var procs []*proc
+	view := devView(o, out) // devconsole.go: the console on a terminal, plain lines otherwise
+	ctx, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
+	// Each child listens on its own address; later entries of Env win over the inherited ones.
+	start := func(name string, restart bool) (*proc, error) {
+		return startProc(o.bin, name, o.addrs.of(name), append(slices.Clip(env), "ZOEA_LISTEN_ADDR="+o.addrs.of(name)), logDir, restart)
+	}
+	sup := &supervisor{restarts: map[string][]time.Time{}, pids: pids, notify: io.Discard, logDir: logDir, fail: fail, now: time.Now,
+		start:   func(name string) (*proc, error) { return start(name, true) },
+		healthy: func(ctx context.Context, p *proc) error { return waitHealthy(ctx, p, p.addr) }}
+	if o.quiet {
+		sup.notify = out
+	}
 	defer func() {
-		stopAll(procs, out)
+		sup.stopAll(out)
 		pids.remove()
 	}()
 	for _, name := range []string{"memory", "composer", "spacemolt-sim", "bus", "runner"} {
-		addr := o.addrs.of(name)
-		// Each child listens on its own address; later entries of Env win over the inherited ones.
-		p, err := startProc(o.bin, name, append(slices.Clip(env), "ZOEA_LISTEN_ADDR="+addr), logDir)
+		p, err := start(name, false)
 		if err != nil {
 			return err
 		}
-		procs = append(procs, p)
-		if err := pids.add(name, addr, p.cmd.Process.Pid); err != nil {
+		sup.add(p)
+		if err := pids.add(name, p.addr, p.cmd.Process.Pid); err != nil {
 			return fmt.Errorf("record process ids: %w", err)
 		}
-		if err := waitHealthy(ctx, p, addr); err != nil {
+		if err := waitHealthy(ctx, p, p.addr); err != nil {
 			return fmt.Errorf("%s did not become healthy: %w (log: %s)", name, err, filepath.Join(logDir, name+".log"))
 		}
-		fmt.Fprintf(out, "%s: serving on %s\n", name, addr)
+		fmt.Fprintf(out, "%s: serving on %s\n", name, p.addr)
 	}
+	sup.watch(ctx)
 
 	c, err := (&endpoints{runner: o.addrs.runner, bus: o.addrs.bus, memory: o.addrs.memory,
 		token: os.Getenv("ZOEA_ADMIN_TOKEN"), timeout: 30 * time.Second}).dial()
@@ -261,7 +273,7 @@ func runDev(ctx context.Context, o *devOptions, out io.Writer) error {
 	if err := seedDemo(ctx, c, demoSeed{myses: o.myses, provider: o.provider, model: o.model, mission: o.mission}, out); err != nil {
 		return err
 	}
-	return devView(o, out)(ctx, c, o, procs, out) // devconsole.go: the console on a terminal, plain lines otherwise
+	return view(ctx, c, o, out)
 }
 
 // portsFree fails when any service address is taken, naming the process when an earlier 'zoea dev' recorded it.
@@ -385,10 +397,19 @@ func ensureNATS(natsURL, storeDir string) (string, func(), error) {
 	return srv.ClientURL(), func() { srv.Shutdown(); srv.WaitForShutdown() }, nil
 }
 
-func startProc(bin, name string, env []string, logDir string) (*proc, error) {
-	logFile, err := os.Create(filepath.Join(logDir, name+".log"))
+// startProc starts a service listening on addr, its output in logDir/<name>.log: a new log, or, when restart is
+// set, the same log continued after a line that says so.
+func startProc(bin, name, addr string, env []string, logDir string, restart bool) (*proc, error) {
+	flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	if restart {
+		flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	}
+	logFile, err := os.OpenFile(filepath.Join(logDir, name+".log"), flags, 0o644)
 	if err != nil {
 		return nil, err
+	}
+	if restart {
+		fmt.Fprintf(logFile, "--- zoea dev: %s exited unexpectedly; started again at %s ---\n", name, time.Now().Format(time.RFC3339))
 	}
 	// Not CommandContext: on Ctrl-C the children get SIGTERM and their own shutdown deadline, not SIGKILL.
 	cmd := exec.Command(filepath.Join(bin, name))
@@ -401,7 +422,7 @@ func startProc(bin, name string, env []string, logDir string) (*proc, error) {
 		logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &proc{name: name, cmd: cmd, done: make(chan error, 1)}
+	p := &proc{name: name, addr: addr, cmd: cmd, done: make(chan error, 1)}
 	go func() {
 		p.done <- cmd.Wait()
 		logFile.Close()
@@ -493,7 +514,7 @@ func fetchSimStats(ctx context.Context, simAddr string) (*simStats, error) {
 	return &s, nil
 }
 
-func watchProgress(ctx context.Context, c *clients, o *devOptions, procs []*proc, out io.Writer) error {
+func watchProgress(ctx context.Context, c *clients, o *devOptions, out io.Writer) error {
 	start := time.Now()
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
@@ -501,20 +522,15 @@ func watchProgress(ctx context.Context, c *clients, o *devOptions, procs []*proc
 	for {
 		select {
 		case <-ctx.Done():
+			if err := failure(ctx); err != nil {
+				return err // a service died for good
+			}
 			fmt.Fprintln(out, "\nstopping the swarm…")
 			if o.duration > 0 && o.minEarners > 0 && earners < o.minEarners {
 				return fmt.Errorf("only %d of %d myses earned credits in %s", earners, o.minEarners, o.duration)
 			}
 			return nil
 		case <-t.C:
-		}
-		for _, p := range procs {
-			select {
-			case err := <-p.done:
-				p.done <- err
-				return fmt.Errorf("%s exited unexpectedly (%v); see %s", p.name, err, filepath.Join(o.stateDir, "logs", p.name+".log"))
-			default:
-			}
 		}
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		list, err := c.swarm.ListMyses(cctx, &runnerv1.ListMysesRequest{PageSize: 1000})

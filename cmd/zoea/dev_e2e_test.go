@@ -21,7 +21,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
 	"github.com/zoeaswarm/zoea/libs/pgtest"
+	zserver "github.com/zoeaswarm/zoea/libs/server"
 )
 
 // buildServices builds every service binary (and the zoea CLI when withCLI) into a temporary directory.
@@ -48,18 +50,23 @@ func buildServices(t *testing.T, withCLI bool) string {
 // milestones copies zoea dev's output into a buffer and reports its milestones (not the per-second table) with
 // t.Log, so a long run shows where it is.
 type milestones struct {
-	t   *testing.T
-	mu  sync.Mutex
-	buf bytes.Buffer
-	tag string
+	t       *testing.T
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	tag     string
+	changed chan struct{} // signalled (never blocking) after each write, for waitFor
 }
 
 func (m *milestones) Write(p []byte) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.buf.Write(p)
+	select {
+	case m.changed <- struct{}{}:
+	default:
+	}
 	for _, line := range strings.Split(string(p), "\n") {
-		for _, k := range []string{"postgres:", "nats:", "serving on", "swarm:", "stopped", "earned credits", "fresh:", "memory: schema"} {
+		for _, k := range []string{"postgres:", "nats:", "serving on", "swarm:", "stopped", "earned credits", "fresh:", "memory: schema", "started again"} {
 			if strings.Contains(line, k) {
 				m.t.Logf("%s %s", m.tag, line)
 				break
@@ -73,6 +80,39 @@ func (m *milestones) String() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.buf.String()
+}
+
+// composedTurns is the turns the myses of the swarm at port base have finished, summed.
+func composedTurns(ctx context.Context, t *testing.T, base int) int64 {
+	t.Helper()
+	a := devAddrsFor("127.0.0.1", base)
+	c, err := (&endpoints{runner: a.runner, bus: a.bus, memory: a.memory, timeout: 10 * time.Second}).dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	list, err := c.swarm.ListMyses(ctx, &runnerv1.ListMysesRequest{PageSize: 100})
+	if err != nil {
+		t.Fatalf("list myses: %v", err)
+	}
+	var n int64
+	for _, m := range list.GetMyses() {
+		n += m.GetTurns()
+	}
+	return n
+}
+
+// waitFor waits until the output holds text, failing the test after within.
+func (m *milestones) waitFor(text string, within time.Duration) {
+	m.t.Helper()
+	deadline := time.After(within)
+	for !strings.Contains(m.String(), text) {
+		select {
+		case <-m.changed:
+		case <-deadline:
+			m.t.Fatalf("no %q in the output within %s:\n%s", text, within, tail(m.String(), 2000))
+		}
+	}
 }
 
 // simPlayers reads the simulator's state file: username → (credits_earned, calls, id).
@@ -146,7 +186,7 @@ func TestDevRunsALocalSwarm(t *testing.T) {
 		minEarners: 3,
 		quiet:      true,
 	}
-	out := &milestones{t: t, tag: "run 1:"}
+	out := &milestones{t: t, tag: "run 1:", changed: make(chan struct{}, 1)}
 	began := time.Now()
 	if err := runDev(context.Background(), o, out); err != nil {
 		t.Fatalf("zoea dev: %v\n%s", err, tail(out.String(), 3000))
@@ -171,7 +211,7 @@ func TestDevRunsALocalSwarm(t *testing.T) {
 
 	// Run 2: the same database and state directory, for long enough that every mysis plays again.
 	o.addrs, o.duration, o.minEarners = freeAddrs(t), 25*time.Second, 0
-	out2 := &milestones{t: t, tag: "run 2:"}
+	out2 := &milestones{t: t, tag: "run 2:", changed: make(chan struct{}, 1)}
 	if err := runDev(context.Background(), o, out2); err != nil {
 		t.Fatalf("restarted zoea dev: %v\n%s", err, tail(out2.String(), 3000))
 	}
@@ -251,7 +291,7 @@ func startDevProcess(t *testing.T, bin, stateDir, dbURL string, base int) devPro
 	// test's mission to its own myses.
 	cmd := exec.Command(filepath.Join(bin, "zoea"), "dev", "--bin", bin, "--state-dir", stateDir, "--database-url", dbURL,
 		"--nats-url", "nats://"+freeAddr(t), "--port-base", strconv.Itoa(base), "--quiet", "--duration", "5m", "--tick", "1s")
-	out := &milestones{t: t, tag: "zoea dev:"}
+	out := &milestones{t: t, tag: "zoea dev:", changed: make(chan struct{}, 1)}
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	if err := cmd.Start(); err != nil {
@@ -350,6 +390,47 @@ func TestDevStopsOnHangupAndStopFindsAnOrphanedSwarm(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(stateDir, pidFileName)); !os.IsNotExist(err) {
 		t.Errorf("the pid file outlived a clean stop: %v", err)
+	}
+
+	// A service killed in the middle of play is started again and the swarm plays on: the runner composes through
+	// the new composer (its turns go on), and the pid file names the new process, which the hangup below stops.
+	dev = startDevProcess(t, bin, stateDir, dbURL, base)
+	if pf, err = readPidFile(filepath.Join(stateDir, pidFileName)); err != nil {
+		t.Fatal(err)
+	}
+	composer := pf.Services[1]
+	if composer.Name != "composer" {
+		t.Fatalf("pid file order: %+v", pf.Services)
+	}
+	_ = syscall.Kill(composer.PID, syscall.SIGKILL)
+	dev.out.waitFor("composer: exited unexpectedly (signal: killed); started again as pid", time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := zserver.Healthcheck(ctx, composer.Addr); err != nil { // the launcher reports it once it serves
+		t.Fatalf("the composer started again is not serving: %v", err)
+	}
+	restarted, err := readPidFile(filepath.Join(stateDir, pidFileName))
+	if err != nil || restarted.Services[1].PID == composer.PID || !restarted.Services[1].alive() {
+		t.Fatalf("pid file after the restart: %+v (%v), the killed composer was pid %d", restarted, err, composer.PID)
+	}
+	turnsAfter := composedTurns(ctx, t, base)
+	for composedTurns(ctx, t, base) <= turnsAfter {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no mysis finished a turn after the composer was started again:\n%s", tail(dev.out.String(), 2000))
+		case <-dev.out.changed: // the progress line, every second
+		}
+	}
+	_ = dev.cmd.Process.Signal(syscall.SIGHUP)
+	select {
+	case <-dev.exited:
+	case <-time.After(90 * time.Second):
+		t.Fatalf("zoea dev did not exit on SIGHUP after a restart:\n%s", dev.out.String())
+	}
+	for _, r := range restarted.Services {
+		if r.alive() {
+			t.Errorf("%s (pid %d) still runs after SIGHUP", r.Name, r.PID)
+		}
 	}
 
 	// SIGHUP with the output gone: `zoea dev | tee log` in a terminal that closes. tee dies first, so the

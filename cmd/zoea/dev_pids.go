@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -72,8 +73,14 @@ func (r procRecord) alive() bool {
 	return true
 }
 
+// add records a service's process, in place of the one recorded for it before (a service started again).
 func (f *pidFile) add(name, addr string, pid int) error {
-	f.Services = append(f.Services, procRecord{Name: name, PID: pid, Addr: addr, Started: startTime(pid)})
+	r := procRecord{Name: name, PID: pid, Addr: addr, Started: startTime(pid)}
+	if i := slices.IndexFunc(f.Services, func(s procRecord) bool { return s.Name == name }); i >= 0 {
+		f.Services[i] = r
+	} else {
+		f.Services = append(f.Services, r)
+	}
 	return f.write()
 }
 

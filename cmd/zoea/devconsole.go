@@ -11,7 +11,8 @@ import (
 
 // This file is the hook between `zoea dev` and the console; dev.go only calls devView.
 
-type devViewFunc func(ctx context.Context, c *clients, o *devOptions, procs []*proc, out io.Writer) error
+// A view runs until ctx ends: Ctrl-C, --duration, or a service that died for good (failure(ctx) says which).
+type devViewFunc func(ctx context.Context, c *clients, o *devOptions, out io.Writer) error
 
 // devView picks how `zoea dev` shows the swarm it started: the console (`zoea tui`) when stdout is a terminal and
 // --quiet is not set, so the swarm can be watched and commanded in one window; otherwise plain progress lines,
@@ -24,24 +25,20 @@ func devView(o *devOptions, out io.Writer) devViewFunc {
 	return watchProgress
 }
 
-// devConsole runs the console until the commander quits (q), Ctrl-C, or a service exits, which it reports.
-func devConsole(ctx context.Context, c *clients, o *devOptions, procs []*proc, _ io.Writer) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	for _, p := range procs {
-		go func() {
-			select {
-			case err := <-p.done:
-				p.done <- err // stopAll reads it again
-				cancel(fmt.Errorf("%s exited unexpectedly (%v); see %s", p.name, err, filepath.Join(o.stateDir, "logs", p.name+".log")))
-			case <-ctx.Done():
-			}
-		}()
-	}
+// devConsole runs the console until the commander quits (q), Ctrl-C, or a service dies for good, which it reports.
+func devConsole(ctx context.Context, c *clients, o *devOptions, _ io.Writer) error {
 	err := runConsole(ctx, c, fmt.Sprintf("Zoea local swarm (%s, logs in %s)", o.provider, filepath.Join(o.stateDir, "logs")),
 		&endpoints{timeout: 30 * time.Second})
-	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
+	if cause := failure(ctx); cause != nil {
 		return cause
 	}
 	return err
+}
+
+// failure is why ctx ended when that was not Ctrl-C, SIGTERM or --duration: a service that died for good.
+func failure(ctx context.Context) error {
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
+		return cause
+	}
+	return nil
 }

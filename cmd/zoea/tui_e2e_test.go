@@ -84,7 +84,7 @@ func startLocalSwarm(t *testing.T) *localSwarm {
 	})
 	ctx := context.Background()
 	for _, svc := range []string{"memory", "composer", "spacemolt-sim", "bus", "runner"} {
-		p, err := startProc(s.bin, svc, append(base, "ZOEA_LISTEN_ADDR="+addr[svc]), s.logDir)
+		p, err := startProc(s.bin, svc, addr[svc], append(base, "ZOEA_LISTEN_ADDR="+addr[svc]), s.logDir, false)
 		if err != nil {
 			t.Fatal(err)
 		}
