@@ -241,8 +241,11 @@ func runDev(ctx context.Context, o *devOptions, out io.Writer) error {
 	sup := &supervisor{restarts: map[string][]time.Time{}, pids: pids, notify: io.Discard, logDir: logDir, fail: fail, now: time.Now,
 		start:   func(name string) (*proc, error) { return start(name, true) },
 		healthy: func(ctx context.Context, p *proc) error { return waitHealthy(ctx, p, p.addr) }}
+	notices := make(noticeWriter, 16)
 	if o.quiet {
 		sup.notify = out
+	} else {
+		sup.notify = notices
 	}
 	defer func() {
 		sup.stopAll(out)
@@ -273,7 +276,7 @@ func runDev(ctx context.Context, o *devOptions, out io.Writer) error {
 	if err := seedDemo(ctx, c, demoSeed{myses: o.myses, provider: o.provider, model: o.model, mission: o.mission}, out); err != nil {
 		return err
 	}
-	return view(ctx, c, o, out)
+	return view(ctx, c, o, out, notices)
 }
 
 // portsFree fails when any service address is taken, naming the process when an earlier 'zoea dev' recorded it.
@@ -514,7 +517,7 @@ func fetchSimStats(ctx context.Context, simAddr string) (*simStats, error) {
 	return &s, nil
 }
 
-func watchProgress(ctx context.Context, c *clients, o *devOptions, out io.Writer) error {
+func watchProgress(ctx context.Context, c *clients, o *devOptions, out io.Writer, _ <-chan string) error {
 	start := time.Now()
 	t := time.NewTicker(time.Second)
 	defer t.Stop()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -104,3 +105,13 @@ func TestSupervisorRestartsThenGivesUp(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+// noticeWriter passes each line on to the console and drops lines while the console has not taken the ones before.
+func TestNoticeWriterSendsLines(t *testing.T) {
+	w := make(noticeWriter, 2)
+	fmt.Fprintf(w, "composer: started again\nrunner: started again\n")
+	fmt.Fprintln(w, "bus: started again") // the channel is full: dropped
+	if a, b := <-w, <-w; a != "composer: started again" || b != "runner: started again" || len(w) != 0 {
+		t.Fatalf("lines %q, %q, %d more", a, b, len(w))
+	}
+}

@@ -34,7 +34,7 @@ enter focus (events, history, full last error) · p context preview · / filter 
 				return err
 			}
 			defer c.Close()
-			return runConsole(cmd.Context(), c, "Zoea", ep)
+			return runConsole(cmd.Context(), c, "Zoea", ep, nil)
 		},
 	}
 }
@@ -46,10 +46,10 @@ func isTerminal(w io.Writer) bool {
 }
 
 // runConsole runs the console until the commander quits or ctx ends.
-func runConsole(ctx context.Context, c *clients, title string, ep *endpoints) error {
+func runConsole(ctx context.Context, c *clients, title string, ep *endpoints, notices <-chan string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	m := tui.New(ctx, tui.GRPC{Swarm: c.swarm, Bus: c.bus, Memory: c.memory}, tui.Options{Title: title, CallTimeout: ep.timeout})
+	m := tui.New(ctx, tui.GRPC{Swarm: c.swarm, Bus: c.bus, Memory: c.memory}, tui.Options{Title: title, CallTimeout: ep.timeout, Notices: notices})
 	_, err := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx)).Run()
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return nil // Ctrl-C from outside, or the swarm stopping: not an error

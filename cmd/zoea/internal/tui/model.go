@@ -56,6 +56,8 @@ type Options struct {
 	Now func() time.Time
 	// CallTimeout bounds each call (default 30s).
 	CallTimeout time.Duration
+	// Notices, when set, are lines from outside the console (zoea dev: a service started again), shown as they come.
+	Notices <-chan string
 }
 
 // Model is the console's state. Create it with New and run it with tea.NewProgram.
@@ -167,7 +169,27 @@ type (
 // Init implements tea.Model: load the swarm and start the event stream.
 func (m *Model) Init() tea.Cmd {
 	m.live = true
-	return tea.Batch(m.loadList(), m.watch(), m.nextEvent())
+	return tea.Batch(m.loadList(), m.watch(), m.nextEvent(), m.nextNotice())
+}
+
+// noticeMsg is a line from Options.Notices.
+type noticeMsg struct{ text string }
+
+func (m *Model) nextNotice() tea.Cmd {
+	if m.opts.Notices == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		select {
+		case n, ok := <-m.opts.Notices:
+			if !ok {
+				return nil
+			}
+			return noticeMsg{n}
+		case <-m.ctx.Done():
+			return nil
+		}
+	}
 }
 
 func (m *Model) call() (context.Context, context.CancelFunc) {
@@ -299,6 +321,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case eventMsg:
 		return m, tea.Batch(m.onEvent(msg.e), m.nextEvent())
+	case noticeMsg:
+		m.setFlash(msg.text, false)
+		return m, m.nextNotice()
 	case watchDoneMsg:
 		m.live = false
 		if m.ctx.Err() != nil {

@@ -42,12 +42,16 @@ type console struct {
 	b  *scripted
 }
 
-func start(t *testing.T, w, h int) *console {
+func start(t *testing.T, w, h int) *console { return startWith(t, w, h, Options{}) }
+
+// startWith starts the console on the scripted swarm with opts (the clock and call timeout are the test's).
+func startWith(t *testing.T, w, h int, opts Options) *console {
 	t.Helper()
 	b := newScripted()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	m := New(ctx, b, Options{Now: func() time.Time { return t0 }, CallTimeout: 5 * time.Second})
+	opts.Now, opts.CallTimeout = func() time.Time { return t0 }, 5*time.Second
+	m := New(ctx, b, opts)
 	c := &console{t: t, tm: teatest.NewTestModel(t, m, teatest.WithInitialTermSize(w, h)), b: b}
 	c.waitFor("trader-3")
 	return c
@@ -293,4 +297,18 @@ func TestHelp(t *testing.T) {
 	c.key("?")
 	c.waitFor("any key closes this help")
 	c.golden()
+}
+
+// A notice from outside (zoea dev started a service again) shows in the status line as it comes, and each one
+// replaces the one before.
+func TestNoticesShowInTheStatusLine(t *testing.T) {
+	notices := make(chan string, 2)
+	c := startWith(t, 140, 12, Options{Notices: notices})
+	notices <- "composer: exited unexpectedly (signal: killed); started again as pid 4242"
+	c.waitFor("started again as pid 4242")
+	notices <- "runner: exited unexpectedly (exit status 2); started again as pid 4343"
+	c.waitFor("pid 4343")
+	if s := c.screen(); strings.Contains(s, "pid 4242") || !strings.Contains(s, "runner: exited unexpectedly") {
+		t.Fatalf("status line:\n%s", s)
+	}
 }
