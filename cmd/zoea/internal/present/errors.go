@@ -9,6 +9,8 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/zoeaswarm/zoea/libs/server"
 )
 
 // Sentence is an error already phrased for a person; Explain passes it through unchanged.
@@ -76,6 +78,14 @@ func Explain(err error, s Subject) error {
 	case codes.FailedPrecondition:
 		return Sentencef("%s", msg)
 	case codes.Unavailable:
+		switch {
+		case answered(st) && (strings.Contains(msg, "desc =") || strings.Contains(msg, "connection error")):
+			// The service is up; a service it calls is not, and what it relays is gRPC's transport text.
+			return Sentencef("the %s at %s is up but cannot reach a service it needs (its log says which)", serviceName(s.Service), s.Addr)
+		case answered(st):
+			// The service is up and says in a sentence what it needs and lacks.
+			return Sentencef("the %s answered: %s", serviceName(s.Service), msg)
+		}
 		return Sentencef("cannot reach the %s at %s: is the swarm running? (make dev, or docker compose up; --%s or ZOEA_%s_ADDR point elsewhere)",
 			serviceName(s.Service), s.Addr, s.Service, strings.ToUpper(s.Service))
 	case codes.DeadlineExceeded:
@@ -84,6 +94,17 @@ func Explain(err error, s Subject) error {
 		return Sentencef("the %s refused the call: %s (set ZOEA_ADMIN_TOKEN or --token to the swarm's admin token)", serviceName(s.Service), msg)
 	}
 	return Sentencef("%s: %s", s.Service, trimSQL(msg))
+}
+
+// answered reports whether a Zoea service sent st itself (its errors carry an ErrorInfo in Zoea's domain), rather
+// than gRPC reporting that the service could not be reached.
+func answered(st *status.Status) bool {
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == server.ErrorDomain {
+			return true
+		}
+	}
+	return false
 }
 
 // serviceName is a service as a sentence names it: "memory service", "runner", "bus".

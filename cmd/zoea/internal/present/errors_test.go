@@ -9,6 +9,8 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/zoeaswarm/zoea/libs/server"
 )
 
 func badField(field, desc string) error {
@@ -45,6 +47,12 @@ func TestErrorsAreSentences(t *testing.T) {
 		{"down", status.Error(codes.Unavailable, "connection error: desc = \"transport: Error while dialing: dial tcp 127.0.0.1:7003: connect: connection refused\""),
 			Subject{Service: "runner", Addr: "127.0.0.1:7003"},
 			"cannot reach the runner at 127.0.0.1:7003: is the swarm running? (make dev, or docker compose up; --runner or ZOEA_RUNNER_ADDR point elsewhere)"},
+		{"up, but what it needs is not", answeredWith(codes.Unavailable, "the game server did not list its tools, which the preview needs to count the request's tokens"),
+			Subject{Service: "runner", Addr: "127.0.0.1:7003"},
+			"the runner answered: the game server did not list its tools, which the preview needs to count the request's tokens"},
+		{"up, but a service it calls is not", answeredWith(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:7001: connect: connection refused"`),
+			Subject{Service: "runner", Addr: "127.0.0.1:7003"},
+			"the runner at 127.0.0.1:7003 is up but cannot reach a service it needs (its log says which)"},
 		{"memory down", status.Error(codes.Unavailable, "connection refused"), Subject{Service: "memory", Addr: "127.0.0.1:7001"},
 			"cannot reach the memory service at 127.0.0.1:7001: is the swarm running? (make dev, or docker compose up; --memory or ZOEA_MEMORY_ADDR point elsewhere)"},
 		{"slow", status.Error(codes.DeadlineExceeded, "context deadline exceeded"), Subject{Service: "bus", Addr: "127.0.0.1:7004"},
@@ -83,4 +91,10 @@ func TestEditDistanceCountsASwapOnce(t *testing.T) {
 			t.Errorf("EditDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.d)
 		}
 	}
+}
+
+// answeredWith is an error status as a Zoea service sends it (libs/server): with an ErrorInfo in Zoea's domain.
+func answeredWith(code codes.Code, msg string) error {
+	st, _ := status.New(code, msg).WithDetails(&errdetails.ErrorInfo{Reason: "UNAVAILABLE", Domain: server.ErrorDomain})
+	return st.Err()
 }

@@ -376,7 +376,7 @@ func (s *Server) PreviewContext(ctx context.Context, req *runnerv1.PreviewContex
 	if s.defaults.Tools != nil {
 		tools, err := s.defaults.Tools(ctx)
 		if err != nil {
-			return nil, errs.Unavailablef(err, "the preview needs the game server's tool list to budget for it")
+			return nil, errs.Unavailablef(err, "the game server did not list its tools, which the preview needs to count the request's tokens (the runner's log says why)")
 		}
 		creq.Tools = composerclient.ToProtoTools(tools)
 	}
