@@ -274,6 +274,9 @@ func runDev(ctx context.Context, o *devOptions, out io.Writer) error {
 	}
 	defer c.Close()
 	if err := seedDemo(ctx, c, demoSeed{myses: o.myses, provider: o.provider, model: o.model, mission: o.mission}, out); err != nil {
+		if f := failure(ctx); f != nil {
+			return f // a service died for good meanwhile: that is the reason
+		}
 		return err
 	}
 	return view(ctx, c, o, out, notices)
