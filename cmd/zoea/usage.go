@@ -127,6 +127,9 @@ func printUsage(w io.Writer, by string, u *runnerv1.GetUsageResponse) {
 		avg := "-"
 		if t.GetCalls() > 0 {
 			avg = (time.Duration(math.Round(float64(t.GetLatencyMs())/float64(t.GetCalls()))) * time.Millisecond).String()
+			if avg == "0s" {
+				avg = "<1ms" // an offline provider (autopilot) answers within the millisecond
+			}
 		}
 		n := present.Grouped
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, n(t.GetCalls()), n(t.GetFailedCalls()), n(t.GetPromptTokens()),

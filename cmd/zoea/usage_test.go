@@ -27,8 +27,12 @@ func TestUsageRangeAndTable(t *testing.T) {
 		Rows:  []*memoryv1.UsageRow{{MysisName: "miner-1", Totals: &memoryv1.UsageTotals{Calls: 2, PromptTokens: 2006, CachedPromptTokens: 1920, CompletionTokens: 300, CostNanos: 336_900, LatencyMs: 300}}},
 		Total: &memoryv1.UsageTotals{Calls: 2, PromptTokens: 2006, CostNanos: 336_900, LatencyMs: 300},
 	})
+	printUsage(&b, "model", &runnerv1.GetUsageResponse{
+		Rows:  []*memoryv1.UsageRow{{Provider: "autopilot", Model: "autopilot", Totals: &memoryv1.UsageTotals{Calls: 40, LatencyMs: 3}}},
+		Total: &memoryv1.UsageTotals{Calls: 40, LatencyMs: 3},
+	})
 	out := b.String()
-	for _, want := range []string{"MYSIS", "miner-1", "2,006", "1,920", "$0.000337", "150ms", "TOTAL"} {
+	for _, want := range []string{"MYSIS", "miner-1", "2,006", "1,920", "$0.000337", "150ms", "TOTAL", "autopilot/autopilot", "<1ms"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("table lacks %q:\n%s", want, out)
 		}
