@@ -56,6 +56,12 @@ type Config struct {
 	OnScan func()
 }
 
+// seenOwner is a lease's holder as the watch last reported it, and when.
+type seenOwner struct {
+	holder string
+	at     time.Time
+}
+
 type handle struct {
 	actor  Actor
 	cancel context.CancelFunc
@@ -74,7 +80,8 @@ type Manager struct {
 
 	mu     sync.Mutex
 	actors map[string]*handle
-	owners map[string]string // from the lease watch: mysis → holder ("" unknown or free)
+	// owners is what the lease watch last said of each mysis: its holder and when that was heard (see holderLocked).
+	owners map[string]seenOwner
 	// gone holds myses whose actor ended by itself (deleted): their free lease must not be re-acquired from a
 	// watch event or a wake, or a deleted mysis would bounce between acquire and release. A listing that still
 	// shows the mysis clears the mark.
@@ -100,7 +107,7 @@ func New(leases Leases, lister Lister, newActor func(id string) Actor, cfg Confi
 	}
 	return &Manager{
 		leases: leases, lister: lister, newActor: newActor, cfg: cfg, log: cfg.Logger,
-		actors: map[string]*handle{}, owners: map[string]string{}, gone: map[string]bool{}, acquireQ: make(chan string, 8192),
+		actors: map[string]*handle{}, owners: map[string]seenOwner{}, gone: map[string]bool{}, acquireQ: make(chan string, 8192),
 	}
 }
 
@@ -149,7 +156,7 @@ func (m *Manager) onLease(id, owner string) {
 	if owner == "" {
 		delete(m.owners, id)
 	} else {
-		m.owners[id] = owner
+		m.owners[id] = seenOwner{owner, time.Now()}
 	}
 	_, mine := m.actors[id]
 	m.mu.Unlock()
@@ -199,7 +206,7 @@ func (m *Manager) scan(ctx context.Context) {
 		for _, id := range ids {
 			m.mu.Lock()
 			_, mine := m.actors[id]
-			owner := m.owners[id]
+			owner := m.holderLocked(id)
 			delete(m.gone, id)
 			m.mu.Unlock()
 			if !mine && owner == "" {
@@ -249,7 +256,7 @@ func (m *Manager) start(ctx context.Context, id string) {
 		return
 	}
 	m.actors[id] = h
-	m.owners[id] = m.leases.Holder()
+	m.owners[id] = seenOwner{m.leases.Holder(), time.Now()}
 	m.mu.Unlock()
 	m.log.Info("lease acquired; actor started", "mysis_id", id)
 	m.wg.Add(1)
@@ -386,7 +393,7 @@ func (m *Manager) shutdown() {
 func (m *Manager) Wake(id string, r mysis.WakeReason) {
 	m.mu.Lock()
 	h, mine := m.actors[id]
-	owner := m.owners[id]
+	owner := m.holderLocked(id)
 	m.mu.Unlock()
 	if mine {
 		h.actor.Wake(r)
@@ -406,11 +413,24 @@ func (m *Manager) WakeAll(r mysis.WakeReason) {
 	}
 }
 
-// Owner returns the holder of a mysis's lease as last seen ("" when free or unknown).
+// Owner returns the holder of a mysis's lease as last seen ("" when free, expired or unknown).
 func (m *Manager) Owner(id string) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.owners[id]
+	return m.holderLocked(id)
+}
+
+// holderLocked is the holder of id's lease as the watch reported it, or "" when it is free, unknown, or has not
+// been heard of for a whole TTL. A holder renews every TTL/3 and each renewal reaches the watch, so a lease that
+// went a TTL without one has expired on the server (MaxAge counts from the last write, which came before it was
+// heard). A NATS server without limit markers (before 2.11, Debian 12's 2.9) never reports that expiry, and the
+// scan would otherwise skip a crashed replica's myses for ever. m.mu must be held.
+func (m *Manager) holderLocked(id string) string {
+	o, ok := m.owners[id]
+	if !ok || time.Since(o.at) > m.leases.TTL() {
+		return ""
+	}
+	return o.holder
 }
 
 // Local returns the live status of a mysis run by this replica.

@@ -11,15 +11,37 @@ import (
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 )
 
-// table is a shared lease table several fake replicas use, like the KV bucket.
+// table is a shared lease table several fake replicas use, like the KV bucket on a NATS server without limit
+// markers (Debian's 2.9): an entry not written for a TTL is gone, and nobody is told. Acquisitions, renewals and
+// releases reach every watcher, and a new watcher first hears every current lease, as a KV watch does.
 type table struct {
-	mu     sync.Mutex
-	owner  map[string]string
-	watch  []func(id, owner string)
-	failed map[string]bool // renewals of these ids report lost
+	mu      sync.Mutex
+	owner   map[string]string
+	written map[string]time.Time
+	watch   []func(id, owner string)
+	failed  map[string]bool // renewals of these ids report lost
 }
 
-func newTable() *table { return &table{owner: map[string]string{}, failed: map[string]bool{}} }
+func newTable() *table {
+	return &table{owner: map[string]string{}, written: map[string]time.Time{}, failed: map[string]bool{}}
+}
+
+// ownerLocked is id's holder, "" once its entry expired; tb.mu must be held.
+func (tb *table) ownerLocked(id string) string {
+	if o := tb.owner[id]; o != "" && time.Since(tb.written[id]) <= leaseTTL {
+		return o
+	}
+	delete(tb.owner, id)
+	return ""
+}
+
+// put writes id's entry for holder and tells every watcher; tb.mu must be held.
+func (tb *table) put(id, holder string) {
+	tb.owner[id], tb.written[id] = holder, time.Now()
+	tb.notify(id, holder)
+}
+
+const leaseTTL = 60 * time.Millisecond
 
 func (tb *table) notify(id, owner string) {
 	for _, w := range tb.watch {
@@ -33,33 +55,33 @@ type fakeLeases struct {
 }
 
 func (f fakeLeases) Holder() string     { return f.holder }
-func (f fakeLeases) TTL() time.Duration { return 60 * time.Millisecond }
+func (f fakeLeases) TTL() time.Duration { return leaseTTL }
 func (f fakeLeases) Acquire(_ context.Context, id string) (bool, error) {
 	f.tb.mu.Lock()
 	defer f.tb.mu.Unlock()
-	if o := f.tb.owner[id]; o != "" && o != f.holder {
+	if o := f.tb.ownerLocked(id); o != "" && o != f.holder {
 		return false, nil
 	}
-	f.tb.owner[id] = f.holder
-	f.tb.notify(id, f.holder)
+	f.tb.put(id, f.holder)
 	return true, nil
 }
 func (f fakeLeases) Renew(_ context.Context, id string) (bool, error) {
 	f.tb.mu.Lock()
 	defer f.tb.mu.Unlock()
-	if f.tb.owner[id] != f.holder {
+	if f.tb.ownerLocked(id) != f.holder {
 		return true, nil
 	}
 	if f.tb.failed[id] {
 		delete(f.tb.owner, id)
 		return true, nil
 	}
+	f.tb.put(id, f.holder)
 	return false, nil
 }
 func (f fakeLeases) Valid(id string) bool {
 	f.tb.mu.Lock()
 	defer f.tb.mu.Unlock()
-	return f.tb.owner[id] == f.holder
+	return f.tb.ownerLocked(id) == f.holder
 }
 func (f fakeLeases) Release(_ context.Context, id string) error {
 	f.tb.mu.Lock()
@@ -73,6 +95,11 @@ func (f fakeLeases) Release(_ context.Context, id string) error {
 func (f fakeLeases) Watch(ctx context.Context, h func(id, owner string)) error {
 	f.tb.mu.Lock()
 	f.tb.watch = append(f.tb.watch, h)
+	for id := range f.tb.owner {
+		if o := f.tb.ownerLocked(id); o != "" {
+			go h(id, o)
+		}
+	}
 	f.tb.mu.Unlock()
 	<-ctx.Done()
 	return nil
@@ -201,6 +228,39 @@ func TestManagersShareAndHandOver(t *testing.T) {
 			}
 		}
 		tb.mu.Unlock()
+	})
+}
+
+// A replica that crashed (no release, no more renewals) leaves leases that expire on the server without anybody
+// being told, as on a NATS server without limit markers: the survivor heard the dead holder once and never again,
+// and must take every mysis over within a couple of TTLs anyway.
+func TestCrashedReplicasMysesMoveWithoutExpiryEvents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tb := newTable()
+		ids := []string{"a", "b", "c"}
+		tb.mu.Lock()
+		for _, id := range ids {
+			tb.put(id, "crashed") // written just before the crash; never renewed, never released
+		}
+		tb.mu.Unlock()
+		running := &sync.Map{}
+		m := New(fakeLeases{tb, "r2"}, fakeLister{ids}, func(id string) Actor { return newFakeActor(id, running) },
+			Config{ScanInterval: 20 * time.Millisecond})
+		ctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		go func() { _ = m.Run(ctx) }()
+		synctest.Wait()
+		if count(running) != 0 || m.Owner("a") != "crashed" {
+			t.Fatalf("before the TTL: %d actors, owner of a %q; want none and the crashed replica", count(running), m.Owner("a"))
+		}
+		began := time.Now()
+		waitFor(t, "r2 runs the crashed replica's myses", func() bool { return count(running) == len(ids) })
+		if took := time.Since(began); took > 2*leaseTTL {
+			t.Errorf("take-over took %s, want within two TTLs (%s)", took, 2*leaseTTL)
+		}
+		if o := m.Owner("a"); o != "r2" {
+			t.Errorf("owner of a %q, want r2", o)
+		}
 	})
 }
 
