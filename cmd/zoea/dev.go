@@ -53,6 +53,8 @@ type devOptions struct {
 	quiet       bool
 	fresh       bool
 	stop        bool
+	// providerAsked is set when --provider, --model or ZOEA_PROVIDER chose the provider: existing demo myses switch to it.
+	providerAsked bool
 }
 
 // devAddrs are where the local swarm's services listen.
@@ -107,6 +109,7 @@ OPENAI_API_KEY, ZOEA_OPENAI_MODEL) uses a real model.`,
 			if o.stop {
 				return stopStale(o.stateDir, cmd.OutOrStdout())
 			}
+			o.providerAsked = cmd.Flags().Changed("provider") || cmd.Flags().Changed("model") || os.Getenv("ZOEA_PROVIDER") != ""
 			// Output piped to a pager or `| tee` goes away with the terminal, before the SIGHUP is handled: a write
 			// to that pipe must fail, not kill the launcher halfway through stopping its services.
 			signal.Ignore(syscall.SIGPIPE)
@@ -267,13 +270,15 @@ func runDev(ctx context.Context, o *devOptions, out io.Writer) error {
 	}
 	sup.watch(ctx)
 
-	c, err := (&endpoints{runner: o.addrs.runner, bus: o.addrs.bus, memory: o.addrs.memory,
-		token: os.Getenv("ZOEA_ADMIN_TOKEN"), timeout: 30 * time.Second}).dial()
+	ep := &endpoints{runner: o.addrs.runner, bus: o.addrs.bus, memory: o.addrs.memory, token: os.Getenv("ZOEA_ADMIN_TOKEN"),
+		timeout: 30 * time.Second}
+	c, err := ep.dial()
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	if err := seedDemo(ctx, c, demoSeed{myses: o.myses, provider: o.provider, model: o.model, mission: o.mission}, out); err != nil {
+	seed := demoSeed{myses: o.myses, provider: o.provider, model: o.model, mission: o.mission, switchExisting: o.providerAsked}
+	if err := seedDemo(ctx, c, ep, seed, out); err != nil {
 		if f := failure(ctx); f != nil {
 			return f // a service died for good meanwhile: that is the reason
 		}

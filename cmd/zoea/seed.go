@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/zoeaswarm/zoea/cmd/zoea/internal/present"
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
 )
@@ -23,6 +24,9 @@ type demoSeed struct {
 	provider string // "" = the runner's ZOEA_DEFAULT_PROVIDER
 	model    string // "" = the provider's default model
 	mission  string
+	// switchExisting moves demo myses that already exist to provider (and model, when set): the commander asked
+	// for them by flag or ZOEA_PROVIDER, so a swarm first run on autopilot plays with the real model next time.
+	switchExisting bool
 }
 
 // missionNamespace scopes the broadcast ids of seeded missions (a fixed random UUID).
@@ -44,12 +48,14 @@ func seedDemoCmd(ep *endpoints) *cobra.Command {
 		Short: "Create the demo swarm, broadcast its mission and start it (idempotent; what 'zoea dev' and compose run)",
 		Long: `seed-demo creates myses mysis-1…mysis-N (keeping any that exist, with their history), broadcasts the mission
 once (the broadcast id is derived from the text, so running it again sends nothing new) and starts every demo
-mysis. docker compose runs it as a one-shot job after the runner is healthy; 'zoea dev' runs the same code.`,
+mysis. With --provider (or ZOEA_PROVIDER), demo myses that already exist switch to that provider and --model.
+docker compose runs it as a one-shot job after the runner is healthy; 'zoea dev' runs the same code.`,
 		Args: noArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if s.myses < 1 {
 				return fmt.Errorf("--myses must be at least 1, got %d", s.myses)
 			}
+			s.switchExisting = s.provider != "" // set by --provider or ZOEA_PROVIDER
 			c, err := ep.dial()
 			if err != nil {
 				return err
@@ -58,7 +64,7 @@ mysis. docker compose runs it as a one-shot job after the runner is healthy; 'zo
 			// Creating, broadcasting and starting are several calls: give the whole seed the per-call timeout each.
 			ctx, cancel := context.WithTimeout(cmd.Context(), ep.timeout*time.Duration(2*s.myses+1))
 			defer cancel()
-			return seedDemo(ctx, c, s, cmd.OutOrStdout())
+			return seedDemo(ctx, c, ep, s, cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()
@@ -69,8 +75,12 @@ mysis. docker compose runs it as a one-shot job after the runner is healthy; 'zo
 	return cmd
 }
 
-// seedDemo creates the demo myses that do not exist yet, broadcasts the mission once and starts them all.
-func seedDemo(ctx context.Context, c *clients, s demoSeed, out io.Writer) error {
+// seedDemo creates the demo myses that do not exist yet (and, with switchExisting, moves existing ones to the
+// provider asked for), broadcasts the mission once and starts them all. Errors are sentences about ep's services.
+func seedDemo(ctx context.Context, c *clients, ep *endpoints, s demoSeed, out io.Writer) error {
+	runnerErr := func(what string, err error) error {
+		return fmt.Errorf("%s: %w", what, present.Explain(err, present.Subject{Service: "runner", Addr: ep.runner}))
+	}
 	names := make([]string, s.myses)
 	ids := make([]string, s.myses)
 	for i := range names {
@@ -83,12 +93,27 @@ func seedDemo(ctx context.Context, c *clients, s demoSeed, out io.Writer) error 
 		case status.Code(err) == codes.AlreadyExists:
 			got, err := c.swarm.GetMysis(ctx, &runnerv1.GetMysisRequest{Mysis: names[i]})
 			if err != nil {
-				return fmt.Errorf("get %s: %w", names[i], err)
+				return runnerErr("get "+names[i], err)
 			}
-			ids[i] = got.GetStatus().GetMysis().GetId()
-			fmt.Fprintf(out, "swarm: %s exists (history kept)\n", names[i])
+			m := got.GetStatus().GetMysis()
+			ids[i] = m.GetId()
+			if !s.switchExisting || m.GetProvider() == s.provider && (s.model == "" || m.GetModel() == s.model) {
+				fmt.Fprintf(out, "swarm: %s exists (history kept)\n", names[i])
+				continue
+			}
+			req := &runnerv1.ConfigureMysisRequest{Mysis: names[i], Provider: &s.provider}
+			if s.model != "" {
+				req.Model = &s.model
+			}
+			up, err := c.swarm.ConfigureMysis(ctx, req)
+			if err != nil {
+				return runnerErr(fmt.Sprintf("switch %s from %s to %s", names[i], m.GetProvider(), s.provider), err)
+			}
+			um := up.GetStatus().GetMysis()
+			fmt.Fprintf(out, "swarm: %s exists (history kept), switched from %s/%s to %s/%s\n", names[i], m.GetProvider(), m.GetModel(),
+				um.GetProvider(), um.GetModel())
 		default:
-			return fmt.Errorf("create %s: %w", names[i], err)
+			return runnerErr("create "+names[i], err)
 		}
 	}
 	// The mission goes out before anyone starts, so the first turn answers it instead of nudging an idle crew. Its
@@ -96,13 +121,13 @@ func seedDemo(ctx context.Context, c *clients, s demoSeed, out io.Writer) error 
 	id := missionID(s.mission, ids)
 	resp, err := c.bus.Broadcast(ctx, &busv1.BroadcastRequest{Content: s.mission, BroadcastId: id})
 	if err != nil {
-		return fmt.Errorf("broadcast: %w", err)
+		return fmt.Errorf("broadcast: %w", present.Explain(err, present.Subject{Service: "bus", Addr: ep.bus}))
 	}
 	fmt.Fprintf(out, "swarm: mission %s sent to the swarm once (sending it again changes nothing)\n", resp.GetBroadcastId())
 	// A broadcast wakes idle myses by itself; starting explicitly also resumes myses a previous run left stopped.
 	for _, name := range names {
 		if _, err := c.swarm.StartMysis(ctx, &runnerv1.StartMysisRequest{Mysis: name}); err != nil {
-			return fmt.Errorf("start %s: %w", name, err)
+			return runnerErr("start "+name, err)
 		}
 	}
 	return nil

@@ -43,7 +43,8 @@ type localSwarm struct {
 	ep                  *endpoints
 }
 
-func startLocalSwarm(t *testing.T) *localSwarm {
+// startLocalSwarm starts the swarm; env entries (KEY=value) override its environment, e.g. a provider's address.
+func startLocalSwarm(t *testing.T, env ...string) *localSwarm {
 	t.Helper()
 	s := &localSwarm{bin: t.TempDir(), logDir: t.TempDir()}
 	for _, svc := range []string{"memory", "composer", "runner", "bus", "spacemolt-sim"} {
@@ -72,6 +73,7 @@ func startLocalSwarm(t *testing.T) *localSwarm {
 		"OLLAMA_HOST=http://"+freeAddr(t), "OPENAI_API_KEY=", "OPENAI_BASE_URL=", // no Ollama there, no OpenAI key
 		"ZOEA_SECRET_KEY=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
 	)
+	base = append(base, env...) // later entries win
 	migrate := exec.Command(filepath.Join(s.bin, "memory"), "migrate")
 	migrate.Env = base
 	if out, err := migrate.CombinedOutput(); err != nil {
