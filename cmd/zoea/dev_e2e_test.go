@@ -358,6 +358,9 @@ func TestDevStopsOnHangupAndStopFindsAnOrphanedSwarm(t *testing.T) {
 		t.Fatalf("zoea dev --stop: %v\n%s", err, stopOut.String())
 	}
 	t.Logf("zoea dev --stop:\n%s", stopOut.String())
+	if !strings.Contains(stopOut.String(), "stopped 5 orphaned services;") {
+		t.Errorf("zoea dev --stop does not say it stopped the five orphans:\n%s", stopOut.String())
+	}
 	for _, r := range pf.Services {
 		if r.alive() {
 			t.Errorf("%s (pid %d) survived --stop", r.Name, r.PID)

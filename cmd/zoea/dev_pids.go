@@ -123,12 +123,10 @@ func stopStale(stateDir string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	stopped := 0
+	stopped, launcher := 0, false
 	if f.Launcher.alive() && f.Launcher.PID != os.Getpid() {
-		fmt.Fprintf(out, "stopping %s (pid %d)\n", f.Launcher.Name, f.Launcher.PID)
-		if terminate(f.Launcher, 60*time.Second) {
-			stopped++
-		}
+		fmt.Fprintf(out, "stopping %s (pid %d), which stops its services in order\n", f.Launcher.Name, f.Launcher.PID)
+		launcher = terminate(f.Launcher, 60*time.Second)
 	}
 	for i := len(f.Services) - 1; i >= 0; i-- {
 		r := f.Services[i]
@@ -146,7 +144,16 @@ func stopStale(stateDir string, out io.Writer) error {
 		}
 	}
 	f.remove()
-	fmt.Fprintf(out, "stopped %d processes; %s removed\n", stopped, path)
+	switch {
+	case !launcher && stopped == 0:
+		fmt.Fprintf(out, "nothing was running; %s removed\n", path)
+	case launcher && stopped == 0:
+		fmt.Fprintf(out, "stopped; %s removed\n", path)
+	case stopped == 1:
+		fmt.Fprintf(out, "stopped 1 orphaned service; %s removed\n", path)
+	default:
+		fmt.Fprintf(out, "stopped %d orphaned services; %s removed\n", stopped, path)
+	}
 	return nil
 }
 

@@ -115,3 +115,25 @@ func TestNoticeWriterSendsLines(t *testing.T) {
 		t.Fatalf("lines %q, %q, %d more", a, b, len(w))
 	}
 }
+
+// zoea dev --stop says what it stopped: orphans one by one, or that nothing recorded was running any more.
+func TestStopStaleSaysWhatItStopped(t *testing.T) {
+	dir := t.TempDir()
+	orphan := sleeper(t, "memory")
+	pf := &pidFile{path: filepath.Join(dir, pidFileName), Launcher: procRecord{Name: "zoea dev", PID: 1 << 22}}
+	if err := pf.add("memory", "127.0.0.1:7001", orphan.cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := stopStale(dir, &out); err != nil || !strings.Contains(out.String(), "stopped 1 orphaned service; ") {
+		t.Fatalf("stop: %v\n%s", err, out.String())
+	}
+	<-orphan.done
+	if err := pf.write(); err != nil { // the record again, its processes gone
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := stopStale(dir, &out); err != nil || !strings.Contains(out.String(), "nothing was running; ") {
+		t.Fatalf("stop with nothing alive: %v\n%s", err, out.String())
+	}
+}
