@@ -241,7 +241,7 @@ func runDev(ctx context.Context, o *devOptions, out io.Writer) error {
 	start := func(name string, restart bool) (*proc, error) {
 		return startProc(o.bin, name, o.addrs.of(name), append(slices.Clip(env), "ZOEA_LISTEN_ADDR="+o.addrs.of(name)), logDir, restart)
 	}
-	sup := &supervisor{restarts: map[string][]time.Time{}, pids: pids, notify: io.Discard, logDir: logDir, fail: fail, now: time.Now,
+	sup := &supervisor{restarts: map[string][]time.Time{}, pids: pids, notify: io.Discard, logDir: logDir, fail: fail,
 		start:   func(name string) (*proc, error) { return start(name, true) },
 		healthy: func(ctx context.Context, p *proc) error { return waitHealthy(ctx, p, p.addr) }}
 	notices := make(noticeWriter, 16)

@@ -34,8 +34,7 @@ type supervisor struct {
 	notify   io.Writer
 	logDir   string
 	fail     context.CancelCauseFunc // ends the swarm with the reason
-	now      func() time.Time
-	restartC chan string // receives the name of each service started again (tests); nil: none
+	restartC chan string             // receives the name of each service started again (tests); nil: none
 }
 
 // add records a service started for the first time.
@@ -70,7 +69,7 @@ func (s *supervisor) await(ctx context.Context, p *proc) {
 		return
 	}
 	log := filepath.Join(s.logDir, p.name+".log")
-	now := s.now()
+	now := time.Now()
 	recent := slices.DeleteFunc(s.restarts[p.name], func(t time.Time) bool { return now.Sub(t) > restartWindow })
 	if len(recent) >= maxRestarts {
 		p.done <- err

@@ -36,7 +36,7 @@ func TestSupervisorRestartsThenGivesUp(t *testing.T) {
 	dir := t.TempDir()
 	s := &supervisor{restarts: map[string][]time.Time{}, pids: &pidFile{path: filepath.Join(dir, pidFileName)},
 		notify: writerFunc(func(b []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return notes.Write(b) }),
-		logDir: dir, fail: fail, now: time.Now, restartC: restarted,
+		logDir: dir, fail: fail, restartC: restarted,
 		start: func(name string) (*proc, error) { return sleeper(t, name), nil }}
 	s.add(sleeper(t, "memory"))
 	s.add(sleeper(t, "composer"))
