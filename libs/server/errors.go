@@ -75,7 +75,9 @@ func ToStatus(ctx context.Context, log *slog.Logger, err error) error {
 }
 
 // FromStatus turns a gRPC error received by a client back into a domain error, so adapters can return errs kinds.
-// The kind, the offending field and the reason survive the round trip.
+// The kind, the offending field and the reason survive the round trip. A status no Zoea service sent (no ErrorInfo
+// in Zoea's domain: gRPC's own, e.g. a connection refused) keeps its text as the cause only; relayed, it reads
+// unreachableMsg, never gRPC's transport text.
 func FromStatus(err error) error {
 	st, ok := status.FromError(err)
 	if !ok || err == nil {
@@ -87,9 +89,11 @@ func FromStatus(err error) error {
 			out.Kind = k
 		}
 	}
+	zoea := false
 	for _, d := range st.Details() {
 		switch d := d.(type) {
 		case *errdetails.ErrorInfo:
+			zoea = zoea || d.GetDomain() == ErrorDomain
 			if d.GetDomain() == ErrorDomain && d.GetReason() != out.Kind.Reason() {
 				out.Reason = d.GetReason()
 			}
@@ -99,5 +103,11 @@ func FromStatus(err error) error {
 			}
 		}
 	}
+	if !zoea && out.Kind == errs.Unavailable {
+		out.Msg = unreachableMsg
+	}
 	return out
 }
+
+// unreachableMsg is what a service says when a service it calls could not be reached.
+const unreachableMsg = "a service this one calls is unreachable (its log says which)"

@@ -57,3 +57,21 @@ func TestRelayedErrorIsNotNested(t *testing.T) {
 		t.Errorf("field detail %q, recovered %q", field, errs.FieldOf(FromStatus(st.Err())))
 	}
 }
+
+// A service that cannot reach another relays a sentence, not gRPC's transport text; its own log keeps the cause.
+// An Unavailable a Zoea service sent keeps its sentence.
+func TestUnreachablePeerIsRelayedAsASentence(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	transport := status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:7001: connect: connection refused"`)
+	got := FromStatus(transport)
+	if !errs.Is(got, errs.Unavailable) || !strings.Contains(got.Error(), "connection refused") {
+		t.Fatalf("the cause must stay for the log: %v", got)
+	}
+	if st := status.Convert(ToStatus(context.Background(), log, got)); st.Message() != unreachableMsg {
+		t.Fatalf("relayed as %q, want %q", st.Message(), unreachableMsg)
+	}
+	sent := ToStatus(context.Background(), log, &errs.Error{Kind: errs.Unavailable, Msg: "the game server did not list its tools"})
+	if st := status.Convert(ToStatus(context.Background(), log, FromStatus(sent))); st.Message() != "the game server did not list its tools" {
+		t.Fatalf("a Zoea service's own Unavailable relayed as %q", st.Message())
+	}
+}

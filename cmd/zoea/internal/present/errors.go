@@ -78,12 +78,9 @@ func Explain(err error, s Subject) error {
 	case codes.FailedPrecondition:
 		return Sentencef("%s", msg)
 	case codes.Unavailable:
-		switch {
-		case answered(st) && (strings.Contains(msg, "desc =") || strings.Contains(msg, "connection error")):
-			// The service is up; a service it calls is not, and what it relays is gRPC's transport text.
-			return Sentencef("the %s at %s is up but cannot reach a service it needs (its log says which)", serviceName(s.Service), s.Addr)
-		case answered(st):
-			// The service is up and says in a sentence what it needs and lacks.
+		if answered(st) {
+			// The service is up and says in a sentence what it needs and lacks (libs/server relays a peer it
+			// cannot reach as a sentence too).
 			return Sentencef("the %s answered: %s", serviceName(s.Service), msg)
 		}
 		return Sentencef("cannot reach the %s at %s: is the swarm running? (make dev, or docker compose up; --%s or ZOEA_%s_ADDR point elsewhere)",
