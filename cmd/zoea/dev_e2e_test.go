@@ -82,15 +82,9 @@ func (m *milestones) String() string {
 	return m.buf.String()
 }
 
-// composedTurns is the turns the myses of the swarm at port base have finished, summed.
-func composedTurns(ctx context.Context, t *testing.T, base int) int64 {
+// composedTurns is the turns the myses of a swarm have finished, summed, as its runner reports them.
+func composedTurns(ctx context.Context, t *testing.T, c *clients) int64 {
 	t.Helper()
-	a := devAddrsFor("127.0.0.1", base)
-	c, err := (&endpoints{runner: a.runner, bus: a.bus, memory: a.memory, timeout: 10 * time.Second}).dial()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	list, err := c.swarm.ListMyses(ctx, &runnerv1.ListMysesRequest{PageSize: 100})
 	if err != nil {
 		t.Fatalf("list myses: %v", err)
@@ -416,8 +410,14 @@ func TestDevStopsOnHangupAndStopFindsAnOrphanedSwarm(t *testing.T) {
 	if err != nil || restarted.Services[1].PID == composer.PID || !restarted.Services[1].alive() {
 		t.Fatalf("pid file after the restart: %+v (%v), the killed composer was pid %d", restarted, err, composer.PID)
 	}
-	turnsAfter := composedTurns(ctx, t, base)
-	for composedTurns(ctx, t, base) <= turnsAfter {
+	a := devAddrsFor("127.0.0.1", base)
+	c, err := (&endpoints{runner: a.runner, bus: a.bus, memory: a.memory, timeout: 10 * time.Second}).dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	turnsAfter := composedTurns(ctx, t, c)
+	for composedTurns(ctx, t, c) <= turnsAfter {
 		select {
 		case <-ctx.Done():
 			t.Fatalf("no mysis finished a turn after the composer was started again:\n%s", tail(dev.out.String(), 2000))
