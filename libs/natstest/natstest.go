@@ -29,6 +29,15 @@ func StartDirPort(tb testing.TB, dir string, port int) *server.Server {
 	return run(tb, &server.Options{Port: port, StoreDir: dir})
 }
 
+// StartWith is Start with the server's options adjusted by configure before it starts (e.g. SyncAlways, to run
+// as the shipped nats.conf does).
+func StartWith(tb testing.TB, configure func(*server.Options)) *server.Server {
+	tb.Helper()
+	opts := &server.Options{Port: server.RANDOM_PORT, StoreDir: tb.TempDir()}
+	configure(opts)
+	return run(tb, opts)
+}
+
 // run starts an in-process JetStream server on 127.0.0.1 with opts (Port and StoreDir at least) and stops it when
 // the test ends.
 func run(tb testing.TB, opts *server.Options) *server.Server {

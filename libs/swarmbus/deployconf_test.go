@@ -28,6 +28,11 @@ func TestDeployNATSConfig(t *testing.T) {
 		t.Fatalf("nats.conf must not allow unauthenticated or shared-token access: no_auth_user=%q token=%t user=%q",
 			opts.NoAuthUser, opts.Authorization != "", opts.Username)
 	}
+	// Every acknowledged write is on disk (deploy/nats_test.go TestNATSSyncAlways checks the Helm values alike).
+	if !opts.SyncAlways {
+		t.Errorf("nats.conf: JetStream must fsync before acknowledging (jetstream { sync_interval: always }); SyncAlways=%t SyncInterval=%s",
+			opts.SyncAlways, opts.SyncInterval)
+	}
 	got := map[string]*server.User{}
 	for _, u := range opts.Users {
 		got[u.Username] = u
