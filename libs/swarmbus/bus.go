@@ -62,7 +62,8 @@ type Options struct {
 	DuplicateWindow time.Duration
 	// StreamMaxBytes caps the message stream; when full, new publishes fail (nothing acknowledged is dropped).
 	StreamMaxBytes int64
-	// Replicas is the JetStream replication factor of the stream and bucket (1 for a single server, 3 in a cluster).
+	// Replicas is the JetStream replication factor of the message stream and both buckets (1 for a single server, 3
+	// in a cluster). Connect creates each with it and updates an existing one whose replication differs, either way.
 	Replicas int
 	// PublishTimeout bounds one PubAck wait; a publish is retried with the same message id until its ctx is done.
 	PublishTimeout time.Duration
@@ -316,18 +317,13 @@ func (b *Bus) ensure(ctx context.Context) error {
 	return b.ensureStatusBucket(ctx)
 }
 
-// ensureStatusBucket creates the status bucket, or adopts an existing one as it is (its config has nothing a
-// deployment tunes, and an update would only race other starters).
+// ensureStatusBucket creates the status bucket, or adopts an existing one, updating it only when its replication
+// differs from Options.Replicas (nothing else in its config is tuned by a deployment, and an update would only race
+// other starters).
 func (b *Bus) ensureStatusBucket(ctx context.Context) error {
 	kv, err := b.js.KeyValue(ctx, b.names.StatusBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = b.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:      b.names.StatusBucket,
-			Description: "Zoea live mysis statuses: key mysis.<id>, value the JSON status its runner replica last wrote",
-			History:     1,
-			Storage:     jetstream.MemoryStorage,
-			Replicas:    b.opts.Replicas,
-		})
+		kv, err = b.js.CreateKeyValue(ctx, b.statusBucketConfig())
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			kv, err = b.js.KeyValue(ctx, b.names.StatusBucket)
 		}
@@ -335,10 +331,38 @@ func (b *Bus) ensureStatusBucket(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("status bucket %s: %w", b.names.StatusBucket, err)
 	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("status bucket %s status: %w", b.names.StatusBucket, err)
+	}
+	if have := bucketReplicas(st); have != b.opts.Replicas {
+		if kv, err = b.js.UpdateKeyValue(ctx, b.statusBucketConfig()); err != nil {
+			return fmt.Errorf("set replicas of status bucket %s to %d: %w", b.names.StatusBucket, b.opts.Replicas, err)
+		}
+		b.log.Info("changed replicas of the bucket", "bucket", b.names.StatusBucket, "from", have, "to", b.opts.Replicas)
+	}
 	b.mu.Lock()
 	b.statusKV = kv
 	b.mu.Unlock()
 	return nil
+}
+
+func (b *Bus) statusBucketConfig() jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:      b.names.StatusBucket,
+		Description: "Zoea live mysis statuses: key mysis.<id>, value the JSON status its runner replica last wrote",
+		History:     1,
+		Storage:     jetstream.MemoryStorage,
+		Replicas:    b.opts.Replicas,
+	}
+}
+
+// bucketReplicas is the replication factor of a bucket's stream (0 when the status does not say).
+func bucketReplicas(st jetstream.KeyValueStatus) int {
+	if s, ok := st.(interface{ StreamInfo() *jetstream.StreamInfo }); ok && s.StreamInfo() != nil {
+		return s.StreamInfo().Config.Replicas
+	}
+	return 0
 }
 
 func (b *Bus) statusBucket() jetstream.KeyValue {
@@ -374,13 +398,24 @@ func (b *Bus) ensureBucket(ctx context.Context) error {
 		return fmt.Errorf("lease bucket %s status: %w", b.names.LeaseBucket, err)
 	}
 	ttl := st.TTL()
-	if want > 0 && ttl != want {
-		kv, err = b.js.UpdateKeyValue(ctx, b.bucketConfig(want, st.LimitMarkerTTL() > 0))
+	newTTL := ttl
+	if want > 0 {
+		newTTL = want
+	}
+	// A TTL or a replication that differs from this process's setting is updated (every replica of a deployment
+	// should agree on both); the stream and the status bucket follow Options.Replicas alike.
+	if have := bucketReplicas(st); newTTL != ttl || have != b.opts.Replicas {
+		kv, err = b.js.UpdateKeyValue(ctx, b.bucketConfig(newTTL, st.LimitMarkerTTL() > 0))
 		if err != nil {
-			return fmt.Errorf("set lease TTL to %s: %w", want, err)
+			return fmt.Errorf("set lease TTL to %s and replicas to %d: %w", newTTL, b.opts.Replicas, err)
 		}
-		b.log.Warn("changed lease TTL of the bucket", "from", ttl.String(), "to", want.String())
-		ttl = want
+		if newTTL != ttl {
+			b.log.Warn("changed lease TTL of the bucket", "from", ttl.String(), "to", newTTL.String())
+		}
+		if have != b.opts.Replicas {
+			b.log.Info("changed replicas of the bucket", "bucket", b.names.LeaseBucket, "from", have, "to", b.opts.Replicas)
+		}
+		ttl = newTTL
 	}
 	b.mu.Lock()
 	b.kv, b.ttl = kv, ttl

@@ -255,6 +255,9 @@ func (b *Bus) deliveryConsumer(ctx context.Context, log *slog.Logger, opts Consu
 			AckWait:       opts.AckWait,
 			MaxDeliver:    opts.MaxDeliver,
 			MaxAckPending: 1,
+			// The stream's replication, set explicitly: a consumer created while the stream was R1 keeps one peer
+			// when the stream is scaled up, so each start reconciles it with Options.Replicas like the stream.
+			Replicas: b.opts.Replicas,
 			// No filter: the stream holds exactly the subjects to deliver, and multiple filter subjects would need
 			// NATS 2.10+ (Debian 12 ships 2.9).
 		})
