@@ -51,6 +51,28 @@ type SubjectPermissions struct {
 	PublishAllow, PublishDeny, SubscribeAllow []string
 }
 
+// Roles: which of a swarm's NATS resources a process ensures and uses (Options.Role), matching its NATS user's
+// permissions (PermissionsFor).
+const (
+	// RoleBus publishes broadcasts and direct messages into the message stream, delivers them through the durable
+	// consumer, wakes runners and watches events. It creates and reconciles the message stream and the consumer,
+	// and never touches the lease and status buckets.
+	RoleBus = "bus"
+	// RoleRunner holds leases, writes statuses, publishes wakes and events and listens for wakes. It creates and
+	// reconciles the two buckets, and never touches the message stream.
+	RoleRunner = "runner"
+)
+
+// InboxPrefix is the prefix of the reply subjects (JetStream API answers, KV watch deliveries) of a process of
+// role in the swarm named by n, so its NATS user may subscribe to its own replies only: with the shared "_INBOX.>"
+// a runner's credentials could read the bus's pulled messages. An empty role keeps NATS's "_INBOX".
+func InboxPrefix(n Names, role string) string {
+	if role == "" {
+		return nats.InboxPrefix[:len(nats.InboxPrefix)-1]
+	}
+	return "_INBOX." + strings.TrimSuffix(n.Broadcast, ".bcast") + "." + role
+}
+
 // Permissions are the least subject permissions of each Zoea service of the default swarm, for a NATS
 // authorization config (see docs/OPERATIONS.md); PermissionsFor gives a named swarm's.
 var Permissions = mustPermissions("")
@@ -63,30 +85,53 @@ func mustPermissions(swarm string) map[string]SubjectPermissions {
 	return p
 }
 
-// PermissionsFor returns the least subject permissions of each Zoea service of swarm (Options.Swarm), keyed by
-// service ("bus", "runner"). JetStream's API ($JS.API.>) is needed by both to ensure the stream and buckets and to
-// use consumers and KV; the runner may not delete or purge streams. The JetStream API is not split by swarm, so
-// credentials of one swarm can still reach another's stream through it: give each swarm its own NATS account
-// where swarms must be isolated from each other, not only kept apart.
+// PermissionsFor returns the least subject permissions of each Zoea service of swarm (Options.Swarm), keyed by role
+// ("bus", "runner"): an allow list of exactly the subjects each uses, JetStream's API named per stream and consumer.
+// The bus may manage the message stream and its delivery consumer and nothing else of JetStream; a runner may
+// manage and use the two KV buckets and nothing else, so it cannot reconfigure, read, purge or delete the message
+// stream or its consumer, nor create streams (e.g. one capturing events). What a runner can still do with its
+// buckets' configuration it could do to their data anyway: they are the runners' own state. Each role receives
+// replies on its own inbox prefix (InboxPrefix). Swarms are kept apart the same way: one swarm's users reach none
+// of another swarm's resources.
 func PermissionsFor(swarm string) (map[string]SubjectPermissions, error) {
 	n, err := NamesFor(swarm)
 	if err != nil {
 		return nil, err
 	}
+	const api = "$JS.API."
+	stream, consumer := n.Stream, n.Consumer
+	bus := []string{n.Broadcast, n.DirectPrefix + ">", n.WakePrefix + ">", n.EventPrefix + ">",
+		api + "STREAM.INFO." + stream, api + "STREAM.CREATE." + stream, api + "STREAM.UPDATE." + stream,
+		api + "CONSUMER.CREATE." + stream + "." + consumer, api + "CONSUMER.INFO." + stream + "." + consumer,
+		api + "CONSUMER.MSG.NEXT." + stream + "." + consumer,
+		"$JS.ACK." + stream + "." + consumer + ".>",
+	}
+	runner := []string{n.WakePrefix + ">", n.EventPrefix + ">",
+		// Account info: the KV client checks the server's API level before creating or updating a bucket.
+		api + "INFO",
+	}
+	for _, bucket := range []string{n.LeaseBucket, n.StatusBucket} {
+		kv := "KV_" + bucket
+		runner = append(runner,
+			api+"STREAM.INFO."+kv, api+"STREAM.CREATE."+kv, api+"STREAM.UPDATE."+kv,
+			// Reads: direct gets (by key, or by sequence) and, on a bucket without direct access, the stream's get.
+			api+"DIRECT.GET."+kv, api+"DIRECT.GET."+kv+".>", api+"STREAM.MSG.GET."+kv,
+			// Watches: an ordered push consumer (created by name and filter, or unnamed on older servers), its
+			// flow control replies, and its deletion when the watch ends.
+			api+"CONSUMER.CREATE."+kv, api+"CONSUMER.CREATE."+kv+".>", api+"CONSUMER.INFO."+kv+".>",
+			api+"CONSUMER.DELETE."+kv+".>", "$JS.FC."+kv+".>",
+			// Writes: put, create, update, delete of keys.
+			"$KV."+bucket+".>",
+		)
+	}
 	return map[string]SubjectPermissions{
-		// The bus publishes broadcasts and direct messages into the stream, consumes them, wakes runners and
-		// publishes and watches events.
-		"bus": {
-			PublishAllow:   []string{n.Broadcast, n.DirectPrefix + ">", n.WakePrefix + ">", n.EventPrefix + ">", "$JS.API.>", "$JS.ACK.>", "$KV." + n.StatusBucket + ".>", "$KV." + n.LeaseBucket + ".>"},
-			SubscribeAllow: []string{n.EventPrefix + ">", "_INBOX.>"},
+		RoleBus: {
+			PublishAllow:   bus,
+			SubscribeAllow: []string{n.EventPrefix + ">", InboxPrefix(n, RoleBus) + ".>"},
 		},
-		// A runner holds leases and statuses, publishes events and wakes (an admin call on one replica wakes the
-		// owner), and listens for wakes. It never writes messages: those go through the bus.
-		"runner": {
-			PublishAllow: []string{n.WakePrefix + ">", n.EventPrefix + ">", "$JS.API.>", "$KV." + n.LeaseBucket + ".>", "$KV." + n.StatusBucket + ".>"},
-			PublishDeny: []string{n.Broadcast, n.DirectPrefix + ">",
-				"$JS.API.STREAM.DELETE.>", "$JS.API.STREAM.PURGE.>", "$JS.API.STREAM.MSG.DELETE.>"},
-			SubscribeAllow: []string{n.WakePrefix + ">", "_INBOX.>"},
+		RoleRunner: {
+			PublishAllow:   runner,
+			SubscribeAllow: []string{n.WakePrefix + ">", InboxPrefix(n, RoleRunner) + ".>"},
 		},
 	}, nil
 }

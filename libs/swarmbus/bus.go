@@ -37,6 +37,9 @@ const (
 	swarmToken = "_swarm"
 )
 
+// ensureAttemptTimeout bounds one attempt to ensure the stream and buckets at Connect.
+const ensureAttemptTimeout = 5 * time.Second
+
 // logConnectAttemptFailed is logged (at Warn) for every failed attempt to reach NATS, the first connection's included.
 const logConnectAttemptFailed = "nats connect attempt failed; retrying"
 
@@ -77,6 +80,11 @@ type Options struct {
 	// swarms can share one NATS server without seeing each other's messages, wakes, events, leases or statuses.
 	// Every bus and runner of a swarm must use the same name. Empty keeps the default names.
 	Swarm string
+	// Role (RoleBus, RoleRunner) limits what this process ensures and uses to what its NATS user may touch
+	// (PermissionsFor): the bus the message stream and its consumer, a runner the two buckets; replies come on the
+	// role's own inbox prefix (InboxPrefix). Empty: everything, on the shared "_INBOX" (tools and tests against a
+	// server without authorization).
+	Role string
 }
 
 func (o *Options) setDefaults() {
@@ -138,6 +146,9 @@ func Connect(ctx context.Context, url string, opts Options) (*Bus, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.Role != "" && opts.Role != RoleBus && opts.Role != RoleRunner {
+		return nil, fmt.Errorf("swarmbus: unknown role %q (want %q, %q or empty)", opts.Role, RoleBus, RoleRunner)
+	}
 	opts.setDefaults()
 	b := &Bus{opts: opts, names: names, log: opts.Logger.With("component", "swarmbus"), reconnectCh: make(chan struct{})}
 	if names.Swarm != "" {
@@ -184,6 +195,9 @@ func Connect(ctx context.Context, url string, opts Options) (*Bus, error) {
 	if auth != nil {
 		natsOpts = append(natsOpts, auth)
 	}
+	if opts.Role != "" {
+		natsOpts = append(natsOpts, nats.CustomInboxPrefix(InboxPrefix(names, opts.Role)))
+	}
 	nc, err := nats.Connect(url, natsOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("swarmbus: connect %s: %w", url, err)
@@ -195,13 +209,20 @@ func Connect(ctx context.Context, url string, opts Options) (*Bus, error) {
 		return nil, fmt.Errorf("swarmbus: jetstream: %w", err)
 	}
 	for attempt := 1; ; attempt++ {
-		err = b.ensure(ctx)
+		// Bounded per attempt: a request the server drops (a subject this user may not publish) is never answered.
+		actx, cancel := context.WithTimeout(ctx, ensureAttemptTimeout)
+		err = b.ensure(actx)
+		cancel()
 		if err == nil {
 			break
 		}
 		if authRefused(nc.LastError()) || authRefused(err) {
 			nc.Close()
 			return nil, fmt.Errorf("swarmbus: NATS refused this service's credentials (set user and password or a token in ZOEA_NATS_URL, or an nkey or creds file in ZOEA_NATS_CREDS; see docs/OPERATIONS.md): %w", cmpErr(nc.LastError(), err))
+		}
+		if last := nc.LastError(); errors.Is(last, nats.ErrPermissionViolation) {
+			nc.Close()
+			return nil, fmt.Errorf("swarmbus: this service's NATS user may not use the swarm's stream or buckets (give it swarmbus.PermissionsFor(%q)[%q], docs/OPERATIONS.md; check ZOEA_SWARM): %w", names.Swarm, opts.Role, last)
 		}
 		if ctx.Err() != nil {
 			nc.Close()
@@ -223,13 +244,18 @@ func (b *Bus) Close() {
 	}
 }
 
-// Ready reports whether the connection is up and JetStream answers; services use it as a readiness check.
+// Ready reports whether the connection is up and JetStream answers (about the message stream, or, for a runner,
+// the lease bucket's stream); services use it as a readiness check.
 func (b *Bus) Ready(ctx context.Context) error {
 	if s := b.nc.Status(); s != nats.CONNECTED {
 		return fmt.Errorf("nats %s", s)
 	}
-	if _, err := b.js.Stream(ctx, b.names.Stream); err != nil {
-		return fmt.Errorf("jetstream stream %s: %w", b.names.Stream, err)
+	name := b.names.Stream
+	if b.opts.Role == RoleRunner {
+		name = "KV_" + b.names.LeaseBucket
+	}
+	if _, err := b.js.Stream(ctx, name); err != nil {
+		return fmt.Errorf("jetstream stream %s: %w", name, err)
 	}
 	return nil
 }
@@ -292,6 +318,21 @@ func (b *Bus) streamConfig() jetstream.StreamConfig {
 // ensure creates or reconciles the stream and the lease and status buckets. The server treats a create with an identical
 // config as a no-op, so concurrent starters converge; a starter that loses a create race reads what the winner made.
 func (b *Bus) ensure(ctx context.Context) error {
+	if b.opts.Role != RoleRunner {
+		if err := b.ensureStream(ctx); err != nil {
+			return err
+		}
+	}
+	if b.opts.Role == RoleBus {
+		return nil
+	}
+	if err := b.ensureBucket(ctx); err != nil {
+		return err
+	}
+	return b.ensureStatusBucket(ctx)
+}
+
+func (b *Bus) ensureStream(ctx context.Context) error {
 	cfg := b.streamConfig()
 	s, err := b.js.Stream(ctx, b.names.Stream)
 	switch {
@@ -311,10 +352,7 @@ func (b *Bus) ensure(ctx context.Context) error {
 			b.log.Info("updated stream config", "stream", b.names.Stream)
 		}
 	}
-	if err := b.ensureBucket(ctx); err != nil {
-		return err
-	}
-	return b.ensureStatusBucket(ctx)
+	return nil
 }
 
 // ensureStatusBucket creates the status bucket, or adopts an existing one, updating it only when its replication
@@ -365,10 +403,17 @@ func bucketReplicas(st jetstream.KeyValueStatus) int {
 	return 0
 }
 
-func (b *Bus) statusBucket() jetstream.KeyValue {
+// errNoBuckets: the bus role neither ensures nor may use the buckets.
+var errNoBuckets = errors.New("swarmbus: a bus connected with Role bus has no lease or status bucket (they are the runners'; see PermissionsFor)")
+
+// statusBucket is the status bucket, or errNoBuckets.
+func (b *Bus) statusBucket() (jetstream.KeyValue, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.statusKV
+	if b.statusKV == nil {
+		return nil, errNoBuckets
+	}
+	return b.statusKV, nil
 }
 
 func (b *Bus) ensureBucket(ctx context.Context) error {

@@ -64,6 +64,9 @@ func (b *Bus) Leases(holder string) (*Leases, error) {
 	if holder == "" {
 		return nil, errors.New("swarmbus: empty lease holder id")
 	}
+	if b.opts.Role == RoleBus {
+		return nil, errNoBuckets
+	}
 	return &Leases{b: b, holder: holder, held: map[string]heldLease{}}, nil
 }
 

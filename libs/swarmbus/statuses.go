@@ -63,7 +63,11 @@ func (s *Statuses) Put(ctx context.Context, st Status) error {
 	if err != nil {
 		return fmt.Errorf("swarmbus: encode status: %w", err)
 	}
-	if _, err := s.b.statusBucket().Put(ctx, statusKey(st.MysisID), data); err != nil {
+	kv, err := s.b.statusBucket()
+	if err != nil {
+		return err
+	}
+	if _, err := kv.Put(ctx, statusKey(st.MysisID), data); err != nil {
 		return fmt.Errorf("swarmbus: put status %s: %w", st.MysisID, err)
 	}
 	return nil
@@ -74,7 +78,11 @@ func (s *Statuses) Get(ctx context.Context, mysisID string) (Status, error) {
 	if err := ValidateID(mysisID); err != nil {
 		return Status{}, fmt.Errorf("status mysis id: %w", err)
 	}
-	e, err := s.b.statusBucket().Get(ctx, statusKey(mysisID))
+	kv, err := s.b.statusBucket()
+	if err != nil {
+		return Status{}, err
+	}
+	e, err := kv.Get(ctx, statusKey(mysisID))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return Status{}, fmt.Errorf("%w for mysis %s", ErrStatusNotFound, mysisID)
 	}
@@ -93,7 +101,11 @@ func (s *Statuses) Delete(ctx context.Context, mysisID string) error {
 	if err := ValidateID(mysisID); err != nil {
 		return fmt.Errorf("status mysis id: %w", err)
 	}
-	if err := s.b.statusBucket().Delete(ctx, statusKey(mysisID)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+	kv, err := s.b.statusBucket()
+	if err != nil {
+		return err
+	}
+	if err := kv.Delete(ctx, statusKey(mysisID)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return fmt.Errorf("swarmbus: delete status %s: %w", mysisID, err)
 	}
 	return nil
@@ -101,7 +113,11 @@ func (s *Statuses) Delete(ctx context.Context, mysisID string) error {
 
 // List returns every stored status by mysis id. Undecodable entries are skipped.
 func (s *Statuses) List(ctx context.Context) (map[string]Status, error) {
-	w, err := s.b.statusBucket().Watch(ctx, statusKeyPrefix+"*", jetstream.IgnoreDeletes())
+	kv, err := s.b.statusBucket()
+	if err != nil {
+		return nil, err
+	}
+	w, err := kv.Watch(ctx, statusKeyPrefix+"*", jetstream.IgnoreDeletes())
 	if err != nil {
 		return nil, fmt.Errorf("swarmbus: list statuses: %w", err)
 	}
@@ -131,9 +147,17 @@ func (s *Statuses) List(ctx context.Context) (map[string]Status, error) {
 // calling synced again. handler and synced run on Watch's goroutine and must
 // not block for long. Undecodable entries are skipped.
 func (s *Statuses) Watch(ctx context.Context, handler func(StatusEvent), synced func()) error {
+	kv, err := s.b.statusBucket()
+	if err != nil {
+		return err
+	}
 	for attempt := 1; ctx.Err() == nil; attempt++ {
 		reconnected := s.b.nextReconnect()
-		w, err := s.b.statusBucket().Watch(ctx, statusKeyPrefix+"*")
+		// The bucket handle as of now: ensure replaces it after a reconnection.
+		if k, err := s.b.statusBucket(); err == nil {
+			kv = k
+		}
+		w, err := kv.Watch(ctx, statusKeyPrefix+"*")
 		if err != nil {
 			s.b.log.Warn("status watch failed; retrying", "err", err, "attempt", attempt)
 			sleep(ctx, backoff(attempt, 200*time.Millisecond, 5*time.Second))

@@ -270,14 +270,31 @@ func TestPermissionsFor(t *testing.T) {
 	}
 	for svc, p := range alpha {
 		for _, subj := range slices.Concat(p.PublishAllow, p.SubscribeAllow) {
-			if strings.HasPrefix(subj, "zoea.") || strings.Contains(subj, "zoea_leases") || strings.Contains(subj, "zoea_status") {
+			if strings.HasPrefix(subj, "zoea.") || strings.Contains(subj, "zoea_leases") || strings.Contains(subj, "zoea_status") ||
+				strings.Contains(subj, "ZOEA_MESSAGES") || strings.HasPrefix(subj, "_INBOX.zoea.") {
 				t.Errorf("%s of swarm alpha may use the default swarm's %q", svc, subj)
 			}
 		}
 	}
 	if !slices.Contains(alpha["bus"].PublishAllow, "zoea_alpha.bcast") || !slices.Contains(alpha["runner"].SubscribeAllow, "zoea_alpha.wake.>") ||
-		!slices.Contains(alpha["runner"].PublishDeny, "zoea_alpha.bcast") {
+		slices.Contains(alpha["runner"].PublishAllow, "zoea_alpha.bcast") ||
+		!slices.Contains(alpha["bus"].PublishAllow, "$JS.API.CONSUMER.MSG.NEXT.ZOEA_ALPHA_MESSAGES.bus-delivery") {
 		t.Errorf("swarm alpha permissions = %+v", alpha)
+	}
+	// Allow lists only: every JetStream API or ack subject names its stream (no "$JS.API.>"), and no deny list is
+	// needed.
+	for _, perms := range []map[string]swarmbus.SubjectPermissions{def, alpha} {
+		for svc, p := range perms {
+			if len(p.PublishDeny) > 0 {
+				t.Errorf("%s has a deny list %v: allow exactly what it needs instead", svc, p.PublishDeny)
+			}
+			for _, subj := range p.PublishAllow {
+				if rest, ok := strings.CutPrefix(subj, "$JS."); ok && (strings.HasPrefix(rest, ">") || strings.HasPrefix(rest, "API.>") ||
+					strings.HasPrefix(rest, "ACK.>") || strings.HasPrefix(rest, "API.STREAM.>") || strings.HasPrefix(rest, "API.CONSUMER.>")) {
+					t.Errorf("%s may publish %q: JetStream subjects must name their stream", svc, subj)
+				}
+			}
+		}
 	}
 	if _, err := swarmbus.PermissionsFor("A"); !errors.Is(err, swarmbus.ErrInvalidSwarm) {
 		t.Errorf("PermissionsFor(%q) = %v, want ErrInvalidSwarm", "A", err)

@@ -94,7 +94,7 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	log.Info("nats", "url", redactURL(cfg.NATSURL)) // the URL may carry credentials: logged without them
 
 	connectCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	bus, err := swarmbus.Connect(connectCtx, cfg.NATSURL, swarmbus.Options{Name: "zoea-bus", Logger: log, Replicas: cfg.NATSReplicas, CredsFile: cfg.NATSCreds, Swarm: cfg.Swarm})
+	bus, err := swarmbus.Connect(connectCtx, cfg.NATSURL, swarmbus.Options{Name: "zoea-bus", Logger: log, Replicas: cfg.NATSReplicas, CredsFile: cfg.NATSCreds, Swarm: cfg.Swarm, Role: swarmbus.RoleBus})
 	cancel()
 	if err != nil {
 		return err

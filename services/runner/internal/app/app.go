@@ -211,7 +211,7 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	memory := memoryclient.New(memAPI)
 	composerAPI := composerv1.NewComposerServiceClient(compConn)
 
-	bus, err := swarmbus.Connect(ctx, cfg.NATSURL, swarmbus.Options{Name: "runner-" + cfg.ReplicaID, Logger: log, LeaseTTL: cfg.LeaseTTL, Replicas: cfg.NATSReplicas, CredsFile: cfg.NATSCreds, Swarm: cfg.Swarm})
+	bus, err := swarmbus.Connect(ctx, cfg.NATSURL, swarmbus.Options{Name: "runner-" + cfg.ReplicaID, Logger: log, LeaseTTL: cfg.LeaseTTL, Replicas: cfg.NATSReplicas, CredsFile: cfg.NATSCreds, Swarm: cfg.Swarm, Role: swarmbus.RoleRunner})
 	if err != nil {
 		return fmt.Errorf("nats: %w", err)
 	}
