@@ -12,6 +12,11 @@ const (
 	MaxToolCallIDBytes = 64
 	// MaxToolNameBytes is the longest tool name providers accept (OpenAI and Anthropic: 64).
 	MaxToolNameBytes = 64
+	// MaxProviderBytes bounds a provider name (autopilot, ollama, openai, a gateway's name).
+	MaxProviderBytes = 32
+	// MaxSystemPromptBytes bounds a mysis's system prompt (about 4,000 tokens), so the model's context budget keeps
+	// room for the conversation.
+	MaxSystemPromptBytes = 16 << 10
 )
 
 // Text limits. One memory's content, reasoning and tool arguments are each at most MaxTextBytes; one append request

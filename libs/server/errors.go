@@ -59,13 +59,13 @@ func ToStatus(ctx context.Context, log *slog.Logger, err error) error {
 		return status.Error(codes.Internal, "internal error")
 	}
 	// Only the public sentence leaves; the cause (SQL constraint names, driver errors, a peer's status) is logged.
-	msg := e.Public()
+	msg := clip(e.Public())
 	if e.Err != nil {
 		log.WarnContext(ctx, "classified failure", "method", methodOf(ctx), "kind", errs.ReasonOf(e), "err", err)
 	}
 	details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: errs.ReasonOf(e), Domain: ErrorDomain}}
 	if e.Kind == errs.Invalid && e.Field != "" {
-		details = append(details, &errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: e.Field, Description: e.Msg}}})
+		details = append(details, &errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: clip(e.Field), Description: clip(e.Msg)}}})
 	}
 	st := status.New(code, msg)
 	if d, derr := st.WithDetails(details...); derr == nil {

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-func interceptors(log *slog.Logger, opts Options) ([]grpc.UnaryServerInterceptor, []grpc.StreamServerInterceptor) {
+func interceptors(log *slog.Logger, opts Options, failures *decodeFailures) ([]grpc.UnaryServerInterceptor, []grpc.StreamServerInterceptor) {
 	logger := logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
 		log.Log(ctx, slog.Level(lvl), msg, fields...)
 	})
@@ -47,7 +47,7 @@ func interceptors(log *slog.Logger, opts Options) ([]grpc.UnaryServerInterceptor
 		logging.StreamServerInterceptor(logger, logOpts...),
 		recovery.StreamServerInterceptor(recover),
 		auth.StreamServerInterceptor(authFn),
-		errorStream(log),
+		errorStream(log, failures),
 	}
 	return unary, stream
 }
@@ -95,9 +95,11 @@ func errorUnary(log *slog.Logger) grpc.UnaryServerInterceptor {
 	}
 }
 
-func errorStream(log *slog.Logger) grpc.StreamServerInterceptor {
+// errorStream maps a stream's errors like errorUnary, and gives the handler a stream whose RecvMsg refuses an
+// undecodable message with InvalidArgument (decodeStream).
+func errorStream(log *slog.Logger, failures *decodeFailures) grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		if err := handler(srv, ss); err != nil {
+		if err := handler(srv, decodeStream{ServerStream: ss, failures: failures, log: log}); err != nil {
 			return ToStatus(ss.Context(), log, err)
 		}
 		return nil

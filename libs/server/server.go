@@ -66,6 +66,8 @@ type Server struct {
 	grpc   *grpc.Server
 	health *health.Server
 	log    *slog.Logger
+	// decodeFailures carries requests the codec could not decode to the handler that asked for them (decode.go).
+	decodeFailures *decodeFailures
 
 	mu       sync.Mutex
 	services []string
@@ -87,8 +89,12 @@ func New(opts Options) *Server {
 	}
 	log := opts.Logger.With("service", opts.Name)
 	s := &Server{opts: opts, health: health.NewServer(), log: log, started: make(chan struct{})}
-	unary, stream := interceptors(log, opts)
+	failures := &decodeFailures{}
+	s.decodeFailures = failures
+	unary, stream := interceptors(log, opts, failures)
 	s.grpc = grpc.NewServer(
+		// Undecodable requests are InvalidArgument, not grpc-go's Internal (decode.go).
+		grpc.ForceServerCodecV2(newDecodeCodec(failures)),
 		// gRPC's default 4 MiB would refuse a request below the documented field limits with a message naming no
 		// field; requests up to chat.MaxMessageBytes reach validation, which names the field that is too long.
 		grpc.MaxRecvMsgSize(chat.MaxMessageBytes),
@@ -96,7 +102,7 @@ func New(opts Options) *Server {
 		grpc.ChainUnaryInterceptor(append(unary, opts.ExtraUnary...)...),
 		grpc.ChainStreamInterceptor(append(stream, opts.ExtraStream...)...),
 	)
-	healthpb.RegisterHealthServer(s.grpc, s.health)
+	s.grpc.RegisterService(withDecodeErrors(&healthpb.Health_ServiceDesc, failures, log), s.health)
 	reflection.Register(s.grpc)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	// Liveness is separate from readiness: a process whose database is briefly down is alive and must not be
@@ -107,7 +113,7 @@ func New(opts Options) *Server {
 
 // Register adds a service implementation; name is its full service name (used as a health service key).
 func (s *Server) Register(desc *grpc.ServiceDesc, impl any) {
-	s.grpc.RegisterService(desc, impl)
+	s.grpc.RegisterService(withDecodeErrors(desc, s.decodeFailures, s.log), impl)
 	s.mu.Lock()
 	s.services = append(s.services, desc.ServiceName)
 	s.mu.Unlock()

@@ -65,7 +65,7 @@ func (s Source) Valid() bool { return s >= SourceDirect && s <= SourceSystem }
 
 // MaxProviderBytes bounds a mysis's provider name. Which providers exist, and which need a model, is the runner's
 // rule (it validates both before it stores a mysis); memory stores the name as an opaque identifier.
-const MaxProviderBytes = 32
+const MaxProviderBytes = chat.MaxProviderBytes
 
 // Mysis is one agent of the swarm as stored.
 type Mysis struct {
@@ -327,5 +327,5 @@ const (
 	MaxTemperature     = 2.0
 	MaxToolCallsPerMsg = chat.MaxToolCallsPerMessage
 	// MaxSystemPromptBytes keeps a system prompt well inside the composer's default token budget (8192).
-	MaxSystemPromptBytes = 16 << 10
+	MaxSystemPromptBytes = chat.MaxSystemPromptBytes
 )

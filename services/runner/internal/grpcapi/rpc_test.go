@@ -735,3 +735,57 @@ func TestProviderRefusalIsFailedPrecondition(t *testing.T) {
 	}
 	checkWakes(t, "refusals", s.wakes)
 }
+
+// Oversized strings are refused up front with InvalidArgument naming the field, in a short message: a 10 MB
+// provider or model name used to come back as "Unavailable: COMPRESSION_ERROR", the value echoed into the status
+// message and again into its BadRequest detail, which overflowed the HTTP/2 trailer the status travels in. Nothing
+// reaches memory.
+func TestConfigureAndCreateRefuseOversizedFields(t *testing.T) {
+	s := startSwarm(t, modelDefaults, nil)
+	ctx := context.Background()
+	addMysis(t, s.mem, "scout", "autopilot", "autopilot")
+	huge := strings.Repeat("x", 10<<20)
+	updates, creates := s.mem.Calls("UpdateMysisConfig"), s.mem.Calls("CreateMysis")
+	for _, tc := range []struct {
+		name  string
+		call  func() error
+		field string
+	}{
+		{"configure provider", func() error {
+			_, err := s.api.ConfigureMysis(ctx, &runnerv1.ConfigureMysisRequest{Mysis: "scout", Provider: &huge})
+			return err
+		}, "provider"},
+		{"configure model", func() error {
+			_, err := s.api.ConfigureMysis(ctx, &runnerv1.ConfigureMysisRequest{Mysis: "scout", Provider: new("ollama"), Model: &huge})
+			return err
+		}, "model"},
+		{"configure system prompt", func() error {
+			_, err := s.api.ConfigureMysis(ctx, &runnerv1.ConfigureMysisRequest{Mysis: "scout", SystemPrompt: &huge})
+			return err
+		}, "system_prompt"},
+		{"configure mysis", func() error {
+			_, err := s.api.ConfigureMysis(ctx, &runnerv1.ConfigureMysisRequest{Mysis: huge, Temperature: new(1.0)})
+			return err
+		}, "mysis"},
+		{"create provider", func() error {
+			_, err := s.api.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: "big", Provider: huge})
+			return err
+		}, "provider"},
+		{"create model", func() error {
+			_, err := s.api.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: "big", Provider: "ollama", Model: huge})
+			return err
+		}, "model"},
+	} {
+		err := tc.call()
+		checkStatus(t, tc.name, err, codes.InvalidArgument, tc.field)
+		if st, _ := status.FromError(err); len(st.Message()) > 1<<10 || strings.Count(st.Message(), "xxxxxxxx") > 1 {
+			t.Errorf("%s: a %d-byte message echoing the value: %.200q", tc.name, len(st.Message()), st.Message())
+		}
+	}
+	if n := s.mem.Calls("UpdateMysisConfig") - updates; n != 0 {
+		t.Errorf("oversized configures reached memory %d times", n)
+	}
+	if n := s.mem.Calls("CreateMysis") - creates; n != 0 {
+		t.Errorf("oversized creates reached memory %d times", n)
+	}
+}

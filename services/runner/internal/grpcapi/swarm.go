@@ -5,6 +5,7 @@ package grpcapi
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 
@@ -14,6 +15,7 @@ import (
 	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/libs/names"
 	"github.com/zoeaswarm/zoea/services/runner/internal/composerclient"
@@ -146,6 +148,9 @@ func (s *Server) statusOf(m *memoryv1.Mysis) *runnerv1.MysisStatus {
 }
 
 func (s *Server) checkProvider(field, p string) error {
+	if err := checkSize(field, p, chat.MaxProviderBytes); err != nil {
+		return err
+	}
 	if len(s.defaults.Providers) > 0 && !slices.Contains(s.defaults.Providers, p) {
 		return errs.InvalidField(field, "unknown provider %q (have %s)", p, strings.Join(s.defaults.Providers, ", "))
 	}
@@ -160,6 +165,23 @@ func (s *Server) checkServes(ctx context.Context, provider, model string) error 
 	return s.defaults.Check(ctx, provider, model)
 }
 
+// checkSize refuses a string field longer than the stored limit before anything else reads it: memory would refuse
+// it too, but only after the runner relayed up to 64 MiB, and a check that echoes the value (an unknown provider
+// %q) would carry it back in the status.
+func checkSize(field, v string, limit int) error {
+	if len(v) > limit {
+		return errs.InvalidField(field, "too long: %d bytes, at most %d", len(v), limit)
+	}
+	return nil
+}
+
+// checkConfigSizes bounds a create's or configure's provider, model and system prompt (empty: not given).
+func checkConfigSizes(provider, model, prompt string) error {
+	return errors.Join(checkSize("provider", provider, chat.MaxProviderBytes),
+		checkSize("model", model, chat.MaxShortFieldBytes),
+		checkSize("system_prompt", prompt, chat.MaxSystemPromptBytes))
+}
+
 func checkTemperature(field string, t float64) error {
 	if t < 0 || t > 2 {
 		return errs.InvalidField(field, "must be between 0 and 2, got %v", t)
@@ -172,6 +194,9 @@ func (s *Server) CreateMysis(ctx context.Context, req *runnerv1.CreateMysisReque
 	// One rule for names in every service (libs/names): refused, never trimmed, so the name stored is the one sent.
 	name := req.GetName()
 	if err := names.Check("name", name); err != nil {
+		return nil, err
+	}
+	if err := checkConfigSizes(req.GetProvider(), req.GetModel(), req.GetSystemPrompt()); err != nil {
 		return nil, err
 	}
 	provider := req.GetProvider()
@@ -293,6 +318,9 @@ func (s *Server) StopMysis(ctx context.Context, req *runnerv1.StopMysisRequest) 
 
 // ConfigureMysis implements SwarmService.
 func (s *Server) ConfigureMysis(ctx context.Context, req *runnerv1.ConfigureMysisRequest) (*runnerv1.ConfigureMysisResponse, error) {
+	if err := checkConfigSizes(req.GetProvider(), req.GetModel(), req.GetSystemPrompt()); err != nil {
+		return nil, err
+	}
 	m, err := s.resolve(ctx, req.GetMysis())
 	if err != nil {
 		return nil, err
