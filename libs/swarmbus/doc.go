@@ -64,4 +64,11 @@
 // Each runner replica writes what its actors are doing (last action, credits, turns, last error) to the
 // zoea_status bucket and watches the whole bucket, so an admin call that reaches any replica can describe any
 // mysis. Statuses are observations like events, so the bucket is in memory; see Statuses.
+//
+// # Roles, permissions and replication
+//
+// Options.Role splits the resources between the two services, matching their NATS users' allow lists
+// (PermissionsFor): the bus creates and reconciles the message stream and its delivery consumer, a runner the two
+// buckets, and each receives replies on its own inbox prefix (InboxPrefix). Every resource a process ensures follows
+// Options.Replicas (ZOEA_NATS_REPLICAS) when it is created and when an existing one differs.
 package swarmbus
