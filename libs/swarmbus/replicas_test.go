@@ -39,7 +39,9 @@ func TestReplicasFollowTheSettingOnACluster(t *testing.T) {
 	old := connect(t, cluster.URL(), swarmbus.Options{Name: "old", LeaseTTL: 7 * time.Second})
 	consumeOne(t, ctx, old, "old")
 	checkReplicas(t, ctx, js, old.Names(), 1)
-	consumeOne(t, ctx, connect(t, cluster.URL(), swarmbus.Options{Name: "bus-r3", Replicas: 3}), "r3")
+	// As the services do it: the runner (Role runner) updates the buckets, the bus (Role bus) the stream and consumer.
+	connect(t, cluster.URL(), swarmbus.Options{Name: "runner-r3", Role: swarmbus.RoleRunner, Replicas: 3})
+	consumeOne(t, ctx, connect(t, cluster.URL(), swarmbus.Options{Name: "bus-r3", Role: swarmbus.RoleBus, Replicas: 3}), "r3")
 	checkReplicas(t, ctx, js, old.Names(), 3)
 	lease, err := js.KeyValue(ctx, old.Names().LeaseBucket)
 	if err != nil {
@@ -50,7 +52,8 @@ func TestReplicasFollowTheSettingOnACluster(t *testing.T) {
 	}
 
 	// And back to 1.
-	consumeOne(t, ctx, connect(t, cluster.URL(), swarmbus.Options{Name: "bus-r1", Replicas: 1, LeaseTTL: 7 * time.Second}), "r1")
+	connect(t, cluster.URL(), swarmbus.Options{Name: "runner-r1", Role: swarmbus.RoleRunner, Replicas: 1, LeaseTTL: 7 * time.Second})
+	consumeOne(t, ctx, connect(t, cluster.URL(), swarmbus.Options{Name: "bus-r1", Role: swarmbus.RoleBus, Replicas: 1}), "r1")
 	checkReplicas(t, ctx, js, old.Names(), 1)
 }
 
