@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/libs/server"
@@ -44,6 +46,16 @@ func (s *swarmImpl) ConfigureMysis(context.Context, *runnerv1.ConfigureMysisRequ
 	return &runnerv1.ConfigureMysisResponse{}, nil
 }
 
+type memoryImpl struct {
+	memoryv1.UnimplementedMemoryServiceServer
+	calls atomic.Int32
+}
+
+func (m *memoryImpl) AppendMemories(context.Context, *memoryv1.AppendMemoriesRequest) (*memoryv1.AppendMemoriesResponse, error) {
+	m.calls.Add(1)
+	return &memoryv1.AppendMemoriesResponse{}, nil
+}
+
 type busImpl struct {
 	busv1.UnimplementedBusServiceServer
 	calls atomic.Int32
@@ -59,8 +71,9 @@ func (b *busImpl) WatchEvents(*busv1.WatchEventsRequest, grpc.ServerStreamingSer
 // real Zoea services behind libs/server, and the handler never runs. Other garbage is InvalidArgument too.
 func TestInvalidRequestsAreInvalidArgument(t *testing.T) {
 	srv := server.New(server.Options{Name: "test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	swarm, bus := &swarmImpl{}, &busImpl{}
+	swarm, bus, mem := &swarmImpl{}, &busImpl{}, &memoryImpl{}
 	srv.Register(&runnerv1.SwarmService_ServiceDesc, swarm)
+	srv.Register(&memoryv1.MemoryService_ServiceDesc, mem)
 	srv.Register(&busv1.BusService_ServiceDesc, bus)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -87,6 +100,13 @@ func TestInvalidRequestsAreInvalidArgument(t *testing.T) {
 		var resp []byte
 		return conn.Invoke(ctx, runnerv1.SwarmService_ConfigureMysis_FullMethodName, &req, &resp, grpc.ForceCodec(rawCodec{}))
 	}
+	appendMemories := func(req []byte) error {
+		var resp []byte
+		return conn.Invoke(ctx, memoryv1.MemoryService_AppendMemories_FullMethodName, &req, &resp, grpc.ForceCodec(rawCodec{}))
+	}
+	msg := func(num protowire.Number, b []byte) []byte {
+		return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), b)
+	}
 	stream := func(req []byte) error {
 		s, err := conn.NewStream(ctx, &busv1.BusService_ServiceDesc.Streams[0], busv1.BusService_WatchEvents_FullMethodName, grpc.ForceCodec(rawCodec{}))
 		if err != nil {
@@ -111,6 +131,9 @@ func TestInvalidRequestsAreInvalidArgument(t *testing.T) {
 		{"unary: optional model", unary, append(str(1, "scout"), str(3, badUTF8)...), "model"},
 		{"stream: repeated mysis_ids", stream, append(str(1, "m1"), str(1, badUTF8)...), "mysis_ids[1]"},
 		{"unary: truncated message", unary, []byte{0x0a, 0x05, 's'}, ""},
+		{"unary: nested, in the third memory's content", appendMemories,
+			slices.Concat(str(1, "m1"), msg(2, str(4, "ok")), msg(2, str(4, "ok")), msg(2, slices.Concat(str(3, "cmd"), str(4, badUTF8)))),
+			"memories[2].content"},
 	} {
 		err := tc.call(tc.req)
 		st, _ := status.FromError(err)
@@ -131,7 +154,7 @@ func TestInvalidRequestsAreInvalidArgument(t *testing.T) {
 			t.Errorf("%s: message %q carries the library's text", tc.name, st.Message())
 		}
 	}
-	if n := swarm.calls.Load() + bus.calls.Load(); n != 0 {
+	if n := swarm.calls.Load() + bus.calls.Load() + mem.calls.Load(); n != 0 {
 		t.Errorf("handlers ran %d times on undecodable requests", n)
 	}
 	// A well-formed request still reaches its handler.
