@@ -31,44 +31,61 @@ type resumePoint struct {
 // findResumePoint decides how the next turn starts. A turn is complete when the newest memory is an assistant
 // message without tool calls; anything else (a prompt, a nudge, a cut tool loop) means the turn is resumed rather
 // than a new autonomous turn opened — which is also what keeps a mysis whose LLM is down from burning nudges.
+//
+// Unanswered calls are looked for behind newer prompts too: a runner killed during a call while the commander
+// broadcast leaves [assistant with calls, (some results), broadcast, …]. The newest assistant message decides —
+// prompts and results after it are passed over — so every call it made gets its one result (the real one, or
+// "result unknown") before the prompt is acted on. recent must reach back to that assistant message (resumePoint
+// reads until it does); a window of prompts alone has no calls to answer.
 func findResumePoint(recent []Memory) resumePoint {
 	if len(recent) == 0 {
 		return resumePoint{}
 	}
 	last := recent[len(recent)-1]
 	rp := resumePoint{lastSeq: last.Seq}
-	switch last.Role {
-	case chat.RoleUser:
-		rp.pending = true
-	case chat.RoleAssistant:
-		if len(last.ToolCalls) > 0 {
-			rp.pending = true
-			rp.unanswered = append([]chat.ToolCall(nil), last.ToolCalls...)
-			rp.calls = last.ToolCalls
-			rp.assistantSeq = last.Seq
-		}
-	case chat.RoleTool:
-		rp.pending = true
-		answered := map[string]bool{}
-		for i := len(recent) - 1; i >= 0; i-- {
-			m := recent[i]
-			if m.Role == chat.RoleTool {
-				answered[m.ToolCallID] = true
-				continue
-			}
-			if m.Role == chat.RoleAssistant {
-				for _, c := range m.ToolCalls {
-					if !answered[c.ID] {
-						rp.unanswered = append(rp.unanswered, c)
-					}
+	if last.Role == chat.RoleAssistant && len(last.ToolCalls) == 0 {
+		return rp // a final answer: the turn is complete
+	}
+	rp.pending = last.Role == chat.RoleUser || last.Role == chat.RoleAssistant || last.Role == chat.RoleTool
+	answered := map[string]bool{}
+	for i := len(recent) - 1; i >= 0; i-- {
+		m := recent[i]
+		switch m.Role {
+		case chat.RoleTool:
+			answered[m.ToolCallID] = true
+			continue
+		case chat.RoleAssistant:
+			for _, c := range m.ToolCalls {
+				if !answered[c.ID] {
+					rp.unanswered = append(rp.unanswered, c)
 				}
+			}
+			if len(m.ToolCalls) > 0 {
 				rp.assistantSeq = m.Seq
 				rp.calls = m.ToolCalls
 			}
-			break
+		case chat.RoleUser:
+			continue
 		}
+		break
 	}
 	return rp
+}
+
+// maxResumeWindow is the most memories one resume reads: the memory service's largest window.
+const maxResumeWindow = 1000
+
+// reachesAssistant reports whether recent (oldest first) holds an assistant message, or is the whole history.
+func reachesAssistant(recent []Memory, limit int) bool {
+	if len(recent) < limit || len(recent) > 0 && recent[0].Seq <= 1 {
+		return true
+	}
+	for _, m := range recent {
+		if m.Role == chat.RoleAssistant {
+			return true
+		}
+	}
+	return false
 }
 
 // ensureTools prepares the tool session once: no turn ever runs without the tool list (LESSONS 8).
@@ -357,8 +374,16 @@ func (a *Actor) resumePoint(ctx context.Context, m Mysis) (resumePoint, error) {
 		return resumePoint{lastSeq: m.LastSeq}, nil
 	}
 	recent, err := a.deps.Store.Recent(ctx, a.id, 1)
-	if err == nil && len(recent) == 1 && recent[0].Role == chat.RoleTool {
-		recent, err = a.deps.Store.Recent(ctx, a.id, a.cfg.ResumeWindow)
+	if err == nil && len(recent) == 1 && !(recent[0].Role == chat.RoleAssistant && len(recent[0].ToolCalls) == 0) {
+		// A prompt or a result is the newest memory: read back to the newest assistant message, past every prompt
+		// that arrived after it, for calls it left unanswered. A burst of prompts longer than the window doubles
+		// it, up to the memory service's largest window.
+		for limit := min(a.cfg.ResumeWindow, maxResumeWindow); ; limit = min(2*limit, maxResumeWindow) {
+			recent, err = a.deps.Store.Recent(ctx, a.id, limit)
+			if err != nil || reachesAssistant(recent, limit) || limit == maxResumeWindow {
+				break
+			}
+		}
 	}
 	if err != nil {
 		return resumePoint{}, fmt.Errorf("read memories: %w", err)
