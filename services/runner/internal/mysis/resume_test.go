@@ -158,4 +158,3 @@ func TestFindResumePointLooksPastNewerPrompts(t *testing.T) {
 		}
 	}
 }
-
