@@ -141,6 +141,7 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis, assumed bool) error {
 		lastSeq, held = max(lastSeq, seq), h
 	}
 	autonomous := !rp.pending
+	discarded := 0 // paid final answers thrown away this turn: at most one
 
 	for it := range a.cfg.MaxToolIterations {
 		comp, err := a.compose(ctx, autonomous && it == 0, held)
@@ -211,10 +212,23 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis, assumed bool) error {
 			cond.IfNoPromptAfter = &seq
 		}
 		stored, err := a.appendIf(ctx, nm, cond)
-		if errors.Is(err, ErrPromptArrived) {
+		if errors.Is(err, ErrPromptArrived) && discarded == 0 {
+			// The first time in a turn, the answer is thrown away and the model asked again with the prompt in
+			// view: a final answer stored after a prompt it never saw would close the turn on it.
 			a.log.Debug("prompt arrived during the LLM call; composing again")
+			discarded++
+			a.metrics.ReplyDiscarded(ctx, m)
 			a.recordAlone(ctx, call) // paid for, but no reply stored: a call row without a memory and without an error
 			continue
+		}
+		if errors.Is(err, ErrPromptArrived) {
+			// Never twice: a model slower than the commander's prompts would otherwise never finish a turn, paying
+			// for every discarded answer (issue 26). This paid answer is kept; the prompts it did not see stay in
+			// the history before it, and the next turn's request carries them.
+			a.log.Info("prompt arrived during the LLM call again; keeping the answer, the prompt is taken next turn")
+			if stored, err = a.append(ctx, nm); err == nil {
+				a.promptSeen(ctx, m)
+			}
 		}
 		if err != nil {
 			return err
@@ -257,6 +271,17 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis, assumed bool) error {
 	a.setStatus(func(s *Status) { s.Turns++; s.LastError = "" })
 	a.putStatus(ctx)
 	return nil
+}
+
+// promptSeen resets the encouragement count after a kept answer that a commander prompt arrived during: the next
+// turn begins autonomously (the answer is the newest memory), but a mysis the commander is talking to is not
+// idling, so its nudges must not add up to the idle limit. Best effort: a stop or a failure here changes nothing
+// the next turn's read does not see.
+func (a *Actor) promptSeen(ctx context.Context, m Mysis) {
+	zero := 0
+	if _, err := a.deps.Store.SetState(ctx, a.id, StateChange{To: StateRunning, Reason: m.StateReason, Count: &zero, Expected: StateRunning}); err != nil {
+		a.log.Debug("could not reset the encouragement count after a kept answer", "err", err)
+	}
 }
 
 // compose asks for the next request, carrying held (the previous iteration's last tool result, stored by the
