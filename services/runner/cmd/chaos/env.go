@@ -256,6 +256,27 @@ func (e *env) streamLeader(ctx context.Context) (*natsNode, error) {
 	return nil, errors.New("no message stream found")
 }
 
+// replicas reads the replication factor of every stream (the message stream and the KV buckets), by name.
+func (e *env) replicas(ctx context.Context) (map[string]int, error) {
+	nc, err := nats.Connect(e.natsURL, nats.Timeout(5*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	out := map[string]int{}
+	infos := js.ListStreams(ctx)
+	for info := range infos.Info() {
+		out[info.Config.Name] = info.Config.Replicas
+	}
+	return out, infos.Err()
+}
+
 // killLeader kill -9s the node leading the message stream and leaves it down: the other two keep a quorum.
 func (e *env) killLeader() error {
 	n, err := e.streamLeader(context.Background())

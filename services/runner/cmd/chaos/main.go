@@ -36,6 +36,7 @@ import (
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/server"
 )
 
@@ -44,7 +45,7 @@ type options struct {
 	steady, duration     time.Duration
 	broadcastEvery       time.Duration
 	slowMin, slowMax     time.Duration
-	keep                 bool
+	keep, huge           bool
 }
 
 func main() {
@@ -58,6 +59,7 @@ func main() {
 	flag.DurationVar(&o.slowMin, "slow-min", 20*time.Second, "the slow model's shortest answer time")
 	flag.DurationVar(&o.slowMax, "slow-max", 30*time.Second, "the slow model's longest answer time")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temp dir (logs) at the end")
+	flag.BoolVar(&o.huge, "huge", true, "the slow model pads every final answer to 5 MB (stored replies must stay bounded)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -157,7 +159,7 @@ func (e *env) faults() []fault {
 
 func run(ctx context.Context, o options) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	model := newSlowModel(o.slowMin, o.slowMax)
+	model := newSlowModel(o.slowMin, o.slowMax, o.huge)
 	e, err := setup(ctx, o, log, model)
 	if e != nil {
 		defer e.teardown(log, o.keep || err != nil)
@@ -318,6 +320,20 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	endRes := e.resources()
+	// ZOEA_NATS_REPLICAS=3: every stream and bucket must be R3, or losing one node loses what it held.
+	if reps, err := e.replicas(ctx); err != nil {
+		failf("read the streams' replicas: %v", err)
+	} else {
+		var parts []string
+		for name, r := range reps {
+			parts = append(parts, fmt.Sprintf("%s R%d", name, r))
+			if r != 3 {
+				failf("stream %s has %d replica(s) with ZOEA_NATS_REPLICAS=3", name, r)
+			}
+		}
+		sort.Strings(parts)
+		fmt.Fprintf(&report, "== NATS: 3 nodes; %s\n", strings.Join(parts, ", "))
+	}
 
 	fmt.Fprintf(&report, "\n== recovery (component back after \"down\"; then the first acknowledged append / broadcast; then every mysis's first stored model reply)\n")
 	for _, r := range recs {
@@ -409,7 +425,7 @@ func run(ctx context.Context, o options) error {
 	}
 
 	// The swarm's histories: gapless, each idempotency key once, every tool call answered exactly once.
-	sGaps, sDupKeys, calls, twice, finals, slowReplies := 0, 0, 0, 0, 0, 0
+	sGaps, sDupKeys, calls, twice, finals, slowReplies, largest := 0, 0, 0, 0, 0, 0, 0
 	for _, id := range swarmIDs {
 		ms := histories[id]
 		keys, answered := map[string]bool{}, map[string]int{}
@@ -427,6 +443,11 @@ func run(ctx context.Context, o options) error {
 			case memoryv1.Role_ROLE_TOOL:
 				answered[m.GetToolCallId()]++
 			case memoryv1.Role_ROLE_ASSISTANT:
+				size := len(m.GetContent()) + len(m.GetReasoning())
+				for _, c := range m.GetToolCalls() {
+					size += len(c.GetArgumentsJson())
+				}
+				largest = max(largest, size)
 				calls += len(m.GetToolCalls())
 				if len(m.GetToolCalls()) == 0 {
 					finals++
@@ -451,6 +472,10 @@ func run(ctx context.Context, o options) error {
 		len(swarmIDs), o.swarm, o.slow, finals, calls, nUnanswered, twice, sGaps, sDupKeys)
 	if sGaps > 0 || sDupKeys > 0 || twice > 0 || finals == 0 {
 		failf("swarm histories: seq gaps %d, duplicate keys %d, calls answered twice %d, final replies %d", sGaps, sDupKeys, twice, finals)
+	}
+	fmt.Fprintf(&report, "== largest stored model reply: %d bytes (content, reasoning and arguments; the slow model wrote 5 MB answers: %v)\n", largest, o.huge)
+	if largest > 3*chat.MaxReplyBytes {
+		failf("a stored reply holds %d bytes, more than its three bounded fields (%d each) allow", largest, chat.MaxReplyBytes)
 	}
 	served, cut := model.counts()
 	fmt.Fprintf(&report, "== slow model: %d replies served in full (%d requests cut by a kill or a stop), %d stored; a served reply not stored was paid and discarded\n", served, cut, slowReplies)

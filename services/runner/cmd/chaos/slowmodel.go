@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -15,15 +16,24 @@ import (
 // that a broadcast arriving meanwhile can race.
 type slowModel struct {
 	min, max time.Duration
-	srv      *http.Server
-	addr     string
+	// answer is every final answer's text: 5 MB with -huge (the runner must store a bounded reply,
+	// chat.MaxReplyBytes), else one sentence.
+	answer string
+	srv    *http.Server
+	addr   string
 
 	mu          sync.Mutex
 	served, cut int
 	seq         int
 }
 
-func newSlowModel(min, max time.Duration) *slowModel { return &slowModel{min: min, max: max} }
+func newSlowModel(min, max time.Duration, huge bool) *slowModel {
+	s := &slowModel{min: min, max: max, answer: "Status checked; holding position and reporting to the commander."}
+	if huge {
+		s.answer = strings.Repeat("Status checked, holding position. ", 5<<20/34) // the 5 MB a runaway model writes
+	}
+	return s
+}
 
 func (s *slowModel) url() string { return "http://" + s.addr + "/v1" }
 
@@ -82,7 +92,7 @@ func (s *slowModel) chat(w http.ResponseWriter, r *http.Request) {
 	s.seq++
 	n := s.seq
 	s.mu.Unlock()
-	msg := map[string]any{"role": "assistant", "content": "Status checked; holding position and reporting to the commander."}
+	msg := map[string]any{"role": "assistant", "content": s.answer}
 	finish := "stop"
 	hasStatus := false
 	for _, t := range req.Tools {
