@@ -477,8 +477,38 @@ func run(ctx context.Context, o options) error {
 	if largest > 3*chat.MaxReplyBytes {
 		failf("a stored reply holds %d bytes, more than its three bounded fields (%d each) allow", largest, chat.MaxReplyBytes)
 	}
+	// Paid replies thrown away: the runner records every successful call, and a reply it did not keep (a final
+	// answer a broadcast raced, issue 26) is a call with no stored memory. At most one per turn.
+	discarded, slowFinals := 0, 0
+	for _, id := range swarmIDs {
+		if !strings.HasPrefix(names[id], "slow-") {
+			continue
+		}
+		u, err := usageOf(ctx, swarms, id)
+		if err != nil {
+			failf("usage of %s: %v", names[id], err)
+			continue
+		}
+		replies, finalsOf := 0, 0
+		for _, m := range histories[id] {
+			if m.GetRole() == memoryv1.Role_ROLE_ASSISTANT && m.GetSource() == memoryv1.Source_SOURCE_LLM {
+				replies++
+				if len(m.GetToolCalls()) == 0 {
+					finalsOf++
+				}
+			}
+		}
+		d := int(u.GetCalls()-u.GetFailedCalls()) - replies
+		discarded += d
+		slowFinals += finalsOf
+		// A turn ends with a final answer, or is cut by a fault (at most one per fault) or by the final stop.
+		if turns := finalsOf + len(recs) + 1; d > turns {
+			failf("%s: %d paid replies discarded in at most %d turns: more than one per turn", names[id], d, turns)
+		}
+	}
 	served, cut := model.counts()
-	fmt.Fprintf(&report, "== slow model: %d replies served in full (%d requests cut by a kill or a stop), %d stored; a served reply not stored was paid and discarded\n", served, cut, slowReplies)
+	fmt.Fprintf(&report, "== slow model: %d replies served in full (%d requests cut by a kill or a stop), %d stored (%d final answers); %d recorded and discarded because a broadcast raced them (at most one per turn)\n",
+		served, cut, slowReplies, slowFinals, discarded)
 	if o.slow > 0 && slowReplies == 0 {
 		failf("no slow-model mysis stored a reply")
 	}
@@ -500,6 +530,21 @@ func run(ctx context.Context, o options) error {
 	}
 	fmt.Println("== PASS: every acknowledged write stored exactly once, every call answered once, every mysis progressed after every fault")
 	return nil
+}
+
+// usageOf is a mysis's LLM usage (all time) through whichever runner answers.
+func usageOf(ctx context.Context, swarms []runnerv1.SwarmServiceClient, id string) (*memoryv1.UsageTotals, error) {
+	var err error
+	for _, s := range swarms {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		var r *runnerv1.GetMysisResponse
+		r, err = s.GetMysis(cctx, &runnerv1.GetMysisRequest{Mysis: id})
+		cancel()
+		if err == nil {
+			return r.GetStatus().GetUsage(), nil
+		}
+	}
+	return nil, err
 }
 
 // stopMysis stops one mysis through whichever runner answers.
