@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/libs/errs"
 )
 
 // discardMetrics counts discarded replies and finished turns; the rest is noMetrics.
@@ -80,6 +81,52 @@ func TestSlowModelFinishesTurnsWhileTheCommanderTalks(t *testing.T) {
 			if !seen {
 				t.Errorf("%q never reached the model", want)
 			}
+		}
+	})
+}
+
+// A turn cut short after a discarded answer (here the composer fails once, the mysis errors and retries) does not
+// renew the allowance: the retried turn's answer, raced by a broadcast again, is kept — faults every few seconds
+// would otherwise let a slow model's answers be thrown away one per retry.
+func TestDiscardAllowanceSurvivesACutTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Mysis{State: StateRunning}, Config{TurnPause: time.Hour})
+		metrics := &discardMetrics{}
+		h.actor.deps.Metrics, h.actor.metrics = metrics, metrics
+		h.provider.gate = make(chan struct{})
+		var composes int
+		h.composer.before = func(n int) error {
+			composes = n + 1
+			if n == 1 { // the compose after the discarded answer: the composer is unreachable once
+				return errs.Unavailablef(nil, "composer unreachable")
+			}
+			return nil
+		}
+		h.start()
+		for i := range 2 {
+			h.eventually(fmt.Sprintf("LLM call %d in flight", i+1), func() bool { return h.provider.count() == i+1 })
+			if _, err := h.store.Append(context.Background(), testID, []NewMemory{{Role: chat.RoleUser, Source: SourceBroadcast,
+				Content: fmt.Sprintf("Broadcast %d.", i)}}); err != nil {
+				t.Fatal(err)
+			}
+			h.provider.gate <- struct{}{}
+		}
+		h.eventually("the second answer handled", func() bool { return h.actor.Status().Turns >= 1 })
+		h.stop()
+		if composes < 3 {
+			t.Fatalf("%d composes: the failed compose and the retried turn's did not happen", composes)
+		}
+		if d := metrics.count(); d != 1 {
+			t.Errorf("%d answers discarded across the cut turn and its retry, want 1", d)
+		}
+		replies := 0
+		for _, m := range h.store.all(testID) {
+			if m.Role == chat.RoleAssistant {
+				replies++
+			}
+		}
+		if replies != 1 {
+			t.Errorf("%d answers stored, want the retried turn's", replies)
 		}
 	})
 }

@@ -141,7 +141,6 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis, assumed bool) error {
 		lastSeq, held = max(lastSeq, seq), h
 	}
 	autonomous := !rp.pending
-	discarded := 0 // paid final answers thrown away this turn: at most one
 
 	for it := range a.cfg.MaxToolIterations {
 		comp, err := a.compose(ctx, autonomous && it == 0, held)
@@ -212,11 +211,11 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis, assumed bool) error {
 			cond.IfNoPromptAfter = &seq
 		}
 		stored, err := a.appendIf(ctx, nm, cond)
-		if errors.Is(err, ErrPromptArrived) && discarded == 0 {
+		if errors.Is(err, ErrPromptArrived) && !a.discarded {
 			// The first time in a turn, the answer is thrown away and the model asked again with the prompt in
 			// view: a final answer stored after a prompt it never saw would close the turn on it.
 			a.log.Debug("prompt arrived during the LLM call; composing again")
-			discarded++
+			a.discarded = true
 			a.metrics.ReplyDiscarded(ctx, m)
 			a.recordAlone(ctx, call) // paid for, but no reply stored: a call row without a memory and without an error
 			continue
@@ -239,7 +238,7 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis, assumed bool) error {
 		}
 		lastSeq = asst.Seq
 		if len(asst.ToolCalls) == 0 {
-			a.lastFinal = asst.Seq
+			a.lastFinal, a.discarded = asst.Seq, false
 			if fromCompose {
 				next := m
 				a.next = &next
