@@ -59,7 +59,7 @@ test: ## Run every module's tests with -race (needs Postgres and NATS; see READM
 	done; exit $$fail
 
 .PHONY: chaos
-chaos: ## Fault suite on private ports: restarts Postgres, kills NATS, memory, a runner and the bus under load; fails on any loss
+chaos: ## Fault suite on private ports: kill -9 of every service and NATS node (3-node R3 cluster), Postgres restarts, slow model; fails on any loss, unanswered call or stalled mysis
 	go run ./services/runner/cmd/chaos $(CHAOS_FLAGS)
 
 .PHONY: build

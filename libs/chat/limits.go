@@ -24,6 +24,12 @@ const (
 // size every Zoea server and client is configured with (gRPC's own default of 4 MiB would refuse a request before
 // any field is checked, with a message that names none).
 const (
+	// MaxReplyBytes bounds what one model reply may store: an assistant memory's content, its reasoning, and its
+	// tool calls' arguments (each call's and all together), and the copy of a call's arguments a tool result
+	// carries. A model answers in a few kilobytes; a 5 MB reply is a loop or an attack, and stored whole it would
+	// ride in every composed window after it. The runner cuts a reply to it (with a note saying so) and answers a
+	// call whose arguments exceed it with a tool error; the memory service refuses more.
+	MaxReplyBytes       = 256 << 10
 	MaxTextBytes        = 8 << 20
 	MaxRequestTextBytes = 32 << 20
 	MaxMessageBytes     = 64 << 20

@@ -15,6 +15,7 @@ package memorycontract
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	"github.com/zoeaswarm/zoea/libs/chat"
 )
 
 // Capability is a group of RPCs a memory implementation claims to implement.
@@ -88,6 +90,7 @@ var suites = map[Capability][]struct {
 		{"GaplessSeq", testGaplessSeq},
 		{"IdempotencyKeys", testIdempotencyKeys},
 		{"AppendRejects", testAppendRejects},
+		{"ReplyLimits", testReplyLimits},
 	},
 	Recent:    {{"RecentWindow", testRecentWindow}},
 	State:     {{"CompareAndSet", testCompareAndSet}},
@@ -357,6 +360,43 @@ func testAppendRejects(t *testing.T, c memoryv1.MemoryServiceClient) {
 	if r := appendOK(t, c, m.GetId(), userMemory("first", "")); r[0].GetSeq() != 1 {
 		t.Errorf("seq after rejected appends = %d, want 1", r[0].GetSeq())
 	}
+}
+
+// testReplyLimits: a model's reply is held to chat.MaxReplyBytes — an assistant memory's content, reasoning and its
+// calls' arguments (each and together), and a result's copy of its call's arguments — and refused beyond it naming
+// the field; prompts and tool results keep the larger chat.MaxTextBytes (results are cut in the window instead).
+func testReplyLimits(t *testing.T, c memoryv1.MemoryServiceClient) {
+	ctx := ctxT(t)
+	m := newMysis(t, c, uniqueName("big"))
+	asst := func(content, reasoning string, args ...string) *memoryv1.NewMemory {
+		nm := &memoryv1.NewMemory{Role: memoryv1.Role_ROLE_ASSISTANT, Source: memoryv1.Source_SOURCE_LLM, Content: content, Reasoning: reasoning}
+		for i, a := range args {
+			nm.ToolCalls = append(nm.ToolCalls, &memoryv1.ToolCall{Id: fmt.Sprintf("c%d", i), Name: "chat", ArgumentsJson: a})
+		}
+		return nm
+	}
+	// jsonOf is a JSON object text of exactly n bytes.
+	jsonOf := func(n int) string { return `{"m":"` + strings.Repeat("x", n-8) + `"}` }
+	limit := chat.MaxReplyBytes
+	appendOK(t, c, m.GetId(), asst(strings.Repeat("x", limit), strings.Repeat("r", limit), jsonOf(limit/2), jsonOf(limit/2)))
+	for _, tc := range []struct {
+		what, field string
+		mem         *memoryv1.NewMemory
+	}{
+		{"reply content over the limit", "memories[0].content", asst(strings.Repeat("x", limit+1), "")},
+		{"1 MiB reply", "memories[0].content", asst(strings.Repeat("x", 1<<20), "")},
+		{"reasoning over the limit", "memories[0].reasoning", asst("ok", strings.Repeat("r", limit+1))},
+		{"one call's arguments over the limit", "memories[0].tool_calls[0].arguments_json", asst("", "", jsonOf(limit+1))},
+		{"the calls' arguments together over the limit", "memories[0].tool_calls[1].arguments_json", asst("", "", jsonOf(limit/2), jsonOf(limit/2+1))},
+		{"a result's copy of its call's arguments over the limit", "memories[0].call_arguments_json", &memoryv1.NewMemory{Role: memoryv1.Role_ROLE_TOOL,
+			Source: memoryv1.Source_SOURCE_TOOL, ToolCallId: "c0", ToolName: "chat", Content: "ok", CallArgumentsJson: jsonOf(limit + 1)}},
+	} {
+		_, err := c.AppendMemories(ctx, &memoryv1.AppendMemoriesRequest{MysisId: m.GetId(), Memories: []*memoryv1.NewMemory{tc.mem}})
+		wantInvalid(t, tc.what, err, tc.field)
+	}
+	// A tool result (the game's text) is not a reply: 1 MiB is stored.
+	appendOK(t, c, m.GetId(), &memoryv1.NewMemory{Role: memoryv1.Role_ROLE_TOOL, Source: memoryv1.Source_SOURCE_TOOL, ToolCallId: "c0", ToolName: "chat",
+		Content: strings.Repeat("x", 1<<20), CallArgumentsJson: jsonOf(limit / 2)})
 }
 
 func testRecentWindow(t *testing.T, c memoryv1.MemoryServiceClient) {

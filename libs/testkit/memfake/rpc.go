@@ -33,6 +33,7 @@ const (
 	maxToolCalls     = chat.MaxToolCallsPerMessage
 	maxShortField    = chat.MaxShortFieldBytes
 	maxContent       = chat.MaxTextBytes
+	maxReply         = chat.MaxReplyBytes
 	callLookback     = 256
 	reasonPromptSeen = "PROMPT_ARRIVED"
 )
@@ -292,14 +293,18 @@ func validateNewMemory(p string, m *memoryv1.NewMemory) error {
 	if _, ok := memoryv1.Source_name[int32(m.GetSource())]; !ok || m.GetSource() == memoryv1.Source_SOURCE_UNSPECIFIED {
 		return errs.InvalidField(fl("source"), "required")
 	}
+	contentMax := maxContent
+	if m.GetRole() == memoryv1.Role_ROLE_ASSISTANT {
+		contentMax = maxReply // a model's reply (chat.MaxReplyBytes)
+	}
 	for _, c := range []struct {
 		name, v string
 		max     int
 	}{
-		{"sender_id", m.GetSenderId(), maxShortField}, {"content", m.GetContent(), maxContent},
-		{"reasoning", m.GetReasoning(), maxContent}, {"tool_call_id", m.GetToolCallId(), maxShortField},
+		{"sender_id", m.GetSenderId(), maxShortField}, {"content", m.GetContent(), contentMax},
+		{"reasoning", m.GetReasoning(), maxReply}, {"tool_call_id", m.GetToolCallId(), maxShortField},
 		{"tool_name", m.GetToolName(), maxShortField}, {"idempotency_key", m.GetIdempotencyKey(), maxShortField},
-		{"call_arguments_json", m.GetCallArgumentsJson(), maxContent},
+		{"call_arguments_json", m.GetCallArgumentsJson(), maxReply},
 	} {
 		if err := checkText(fl(c.name), c.v, c.max); err != nil {
 			return err
@@ -322,6 +327,7 @@ func validateNewMemory(p string, m *memoryv1.NewMemory) error {
 		return errs.InvalidField(fl("tool_calls"), "at most %d tool calls per message", maxToolCalls)
 	}
 	ids := map[string]bool{}
+	args := 0
 	for j, tc := range m.GetToolCalls() {
 		tp := fmt.Sprintf("%s.tool_calls[%d]", p, j)
 		switch {
@@ -337,8 +343,11 @@ func validateNewMemory(p string, m *memoryv1.NewMemory) error {
 				return err
 			}
 		}
-		if err := checkText(tp+".arguments_json", tc.GetArgumentsJson(), maxContent); err != nil {
+		if err := checkText(tp+".arguments_json", tc.GetArgumentsJson(), maxReply); err != nil {
 			return err
+		}
+		if args += len(tc.GetArgumentsJson()); args > maxReply {
+			return errs.InvalidField(tp+".arguments_json", "too long: the calls' arguments add up to %d bytes, at most %d in one message", args, maxReply)
 		}
 		a := tc.GetArgumentsJson()
 		if !strings.HasPrefix(strings.TrimLeft(a, " \t\r\n"), "{") || !json.Valid([]byte(a)) {

@@ -320,6 +320,9 @@ const (
 	MaxPageSize        = 1000
 	MaxDeliveryTargets = 10000
 	MaxContentBytes    = chat.MaxTextBytes
+	// MaxReplyBytes bounds an assistant memory's content, its reasoning and its calls' arguments, and a tool
+	// result's call_arguments_json (see chat.MaxReplyBytes).
+	MaxReplyBytes      = chat.MaxReplyBytes
 	MaxShortFieldBytes = chat.MaxShortFieldBytes
 	MaxQueryBytes      = 1024
 	MinUsernameRunes   = 3

@@ -175,17 +175,22 @@ func ValidateNewMemory(prefix string, m NewMemory) error {
 	if !m.Source.Valid() {
 		return errs.InvalidField(f("source"), "required")
 	}
+	// A model's reply is held to MaxReplyBytes; prompts and tool results (cut in the window) to MaxContentBytes.
+	contentMax := MaxContentBytes
+	if m.Role == RoleAssistant {
+		contentMax = MaxReplyBytes
+	}
 	for _, c := range []struct {
 		name, v string
 		max     int
 	}{
 		{"sender_id", m.SenderID, MaxShortFieldBytes},
-		{"content", m.Content, MaxContentBytes},
-		{"reasoning", m.Reasoning, MaxContentBytes},
+		{"content", m.Content, contentMax},
+		{"reasoning", m.Reasoning, MaxReplyBytes},
 		{"tool_call_id", m.ToolCallID, MaxShortFieldBytes},
 		{"tool_name", m.ToolName, MaxShortFieldBytes},
 		{"idempotency_key", m.IdempotencyKey, MaxShortFieldBytes},
-		{"call_arguments_json", m.CallArguments, MaxContentBytes},
+		{"call_arguments_json", m.CallArguments, MaxReplyBytes},
 	} {
 		if err := CheckText(f(c.name), c.v, c.max); err != nil {
 			return err
@@ -212,9 +217,14 @@ func ValidateNewMemory(prefix string, m NewMemory) error {
 		return errs.InvalidField(f("tool_calls"), "at most %d tool calls per message", MaxToolCallsPerMsg)
 	}
 	ids := make(map[string]bool, len(m.ToolCalls))
+	args := 0
 	for j, tc := range m.ToolCalls {
 		if err := ValidateToolCall(fmt.Sprintf("%s.tool_calls[%d]", prefix, j), tc); err != nil {
 			return err
+		}
+		if args += len(tc.Arguments); args > MaxReplyBytes {
+			return errs.InvalidField(fmt.Sprintf("%s.tool_calls[%d].arguments_json", prefix, j),
+				"too long: the calls' arguments add up to %d bytes, at most %d in one message", args, MaxReplyBytes)
 		}
 		if ids[tc.ID] {
 			return errs.InvalidField(fmt.Sprintf("%s.tool_calls[%d].id", prefix, j), "duplicate tool call id %q", truncate(tc.ID, 64))
@@ -238,7 +248,7 @@ func ValidateToolCall(prefix string, tc ToolCall) error {
 	if err := CheckText(prefix+".name", tc.Name, MaxShortFieldBytes); err != nil {
 		return err
 	}
-	if err := CheckText(prefix+".arguments_json", tc.Arguments, MaxContentBytes); err != nil {
+	if err := CheckText(prefix+".arguments_json", tc.Arguments, MaxReplyBytes); err != nil {
 		return err
 	}
 	if !IsJSONObject(tc.Arguments) {

@@ -235,10 +235,10 @@ func TestListRecentIsBoundedByBytes(t *testing.T) {
 	if small := must[[]memory.Memory](t)(s.ListRecentMemories(ctx, m.ID, 2)); len(small) != 2 {
 		t.Fatalf("limit 2: %d rows", len(small))
 	}
-	// One row above the budget still comes back alone: a reader always makes progress.
+	// The largest row the service takes (a tool result of MaxContentBytes) comes back: a reader always makes progress.
 	n := mkMysis(t, s)
 	huge := strings.Repeat("y", 8<<20)
-	must[[]memory.Memory](t)(s.AppendMemories(ctx, n.ID, []memory.NewMemory{{Role: memory.RoleAssistant, Source: memory.SourceLLM, Content: huge, Reasoning: huge}}))
+	must[[]memory.Memory](t)(s.AppendMemories(ctx, n.ID, []memory.NewMemory{{Role: memory.RoleTool, Source: memory.SourceTool, ToolCallID: "c1", ToolName: "get_map", Content: huge}}))
 	if one := must[[]memory.Memory](t)(s.ListRecentMemories(ctx, n.ID, 10)); len(one) != 1 {
 		t.Fatalf("a single oversized row: %d rows", len(one))
 	}

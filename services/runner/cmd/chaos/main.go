@@ -1,9 +1,17 @@
 // Command chaos is Zoea's repeatable fault suite (`make chaos`). On private ports it starts its own Postgres cluster
-// (pg_createcluster), its own JetStream server (in-process, so it can be killed and restarted on the same store),
-// the memory, composer and bus services, the simulator and two runner replicas built from this repository; then it
-// runs bounded load loops — appends with idempotency keys, broadcasts, a swarm of autopilot myses — while it
-// restarts Postgres (fast and immediate), kills NATS, the memory service and a runner replica. At the end it prints
-// acknowledged vs stored counts, duplicates, gaps and recovery times, and exits non-zero on any loss.
+// (pg_createcluster), a 3-node JetStream cluster (nats-server processes built from the module the repository pins,
+// every stream and bucket at R3), the memory, composer and bus services, the simulator, two runner replicas and a
+// fake OpenAI-compatible model server that answers in 20–30 s; then it runs load — appends with idempotency keys, a
+// broadcast every few seconds, a swarm of autopilot myses and a few myses on the slow model — while it restarts
+// Postgres (fast and immediate) and kill -9s every process in turn: the memory service, the composer, the
+// simulator, the bus, both runners, the NATS node leading the message stream and then a second node while the
+// first is still down (quorum lost, then regained).
+//
+// At the end it stops every mysis and checks: every acknowledged append stored once, gapless; every acknowledged
+// broadcast delivered to every mysis exactly once; every tool call answered exactly once (no call left without a
+// result, none answered twice); every mysis made progress (a stored model reply) after each fault. It prints
+// recovery times and the RSS, threads and open files of every process at the start and the end, and exits non-zero
+// on any failed check. -duration repeats the fault cycle until that much time has passed (a soak).
 //
 // It never touches the shared Postgres (5432) or NATS (4222): every address is a fresh free port.
 package main
@@ -14,40 +22,44 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
+	"math/rand/v2"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
-	"strconv"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/google/uuid"
-	natsserver "github.com/nats-io/nats-server/v2/server"
 
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/server"
 )
 
-const secretKey = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
-
 type options struct {
-	writers, swarm int
-	steady         time.Duration
-	keep           bool
+	writers, swarm, slow int
+	steady, duration     time.Duration
+	broadcastEvery       time.Duration
+	slowMin, slowMax     time.Duration
+	keep, huge           bool
 }
 
 func main() {
 	var o options
 	flag.IntVar(&o.writers, "writers", 4, "append loops, one mysis each")
-	flag.IntVar(&o.swarm, "swarm", 6, "autopilot myses spread over two runner replicas")
-	flag.DurationVar(&o.steady, "steady", 6*time.Second, "load between two faults")
+	flag.IntVar(&o.swarm, "swarm", 12, "autopilot myses spread over two runner replicas")
+	flag.IntVar(&o.slow, "slow", 3, "myses on the slow fake model (OpenAI wire format)")
+	flag.DurationVar(&o.steady, "steady", 8*time.Second, "load between two faults")
+	flag.DurationVar(&o.duration, "duration", 0, "run the fault cycle again until this much time has passed (0: once)")
+	flag.DurationVar(&o.broadcastEvery, "broadcast-every", 3*time.Second, "pause between two commander broadcasts")
+	flag.DurationVar(&o.slowMin, "slow-min", 20*time.Second, "the slow model's shortest answer time")
+	flag.DurationVar(&o.slowMax, "slow-max", 30*time.Second, "the slow model's longest answer time")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temp dir (logs) at the end")
+	flag.BoolVar(&o.huge, "huge", true, "the slow model pads every final answer to 5 MB (stored replies must stay bounded)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -55,219 +67,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
 		os.Exit(1)
 	}
-}
-
-// proc is a service process that can be killed and started again with the same settings.
-type proc struct {
-	name, bin, logPath string
-	env                []string
-	cmd                *exec.Cmd
-	done               chan struct{}
-}
-
-func (p *proc) start() error {
-	logf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(p.bin)
-	cmd.Env = append(os.Environ(), p.env...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		_ = logf.Close()
-		return fmt.Errorf("start %s: %w", p.name, err)
-	}
-	p.cmd, p.done = cmd, make(chan struct{})
-	go func() { _ = cmd.Wait(); _ = logf.Close(); close(p.done) }()
-	return nil
-}
-
-func (p *proc) kill() {
-	if p.cmd != nil && p.cmd.Process != nil {
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-}
-
-func (p *proc) term() {
-	if p.cmd != nil && p.cmd.Process != nil {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(10 * time.Second):
-			p.kill()
-		}
-	}
-}
-
-type env struct {
-	dir      string
-	pgName   string
-	pgPort   int
-	natsPort int
-	natsDir  string
-	nats     *natsserver.Server
-	procs    map[string]*proc
-	memAddr  string
-	busAddr  string
-	runAddrs []string
-}
-
-func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.work not found: run from inside the repository")
-		}
-		dir = parent
-	}
-}
-
-func sh(name string, args ...string) error {
-	out, err := exec.Command(name, args...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, out)
-	}
-	return nil
-}
-
-func (e *env) startNATS() error {
-	srv, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: e.natsPort, JetStream: true, StoreDir: e.natsDir, NoLog: true, NoSigs: true})
-	if err != nil {
-		return err
-	}
-	srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		return errors.New("nats not ready")
-	}
-	e.nats = srv
-	return nil
-}
-
-func (e *env) killNATS() {
-	e.nats.Shutdown()
-	e.nats.WaitForShutdown()
-}
-
-func waitHealthy(ctx context.Context, addr string, within time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, within)
-	defer cancel()
-	for {
-		err := server.Healthcheck(ctx, addr)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s not healthy: %w", addr, err)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-func setup(ctx context.Context, o options, log *slog.Logger) (*env, error) {
-	root, err := repoRoot()
-	if err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp("", "zoea-chaos-")
-	if err != nil {
-		return nil, err
-	}
-	e := &env{dir: dir, procs: map[string]*proc{}, natsPort: freePort(), natsDir: filepath.Join(dir, "nats")}
-	log.Info("building binaries", "dir", dir)
-	for _, svc := range []string{"memory", "composer", "bus", "runner", "spacemolt-sim"} {
-		if err := sh("go", "build", "-C", root, "-o", filepath.Join(dir, svc), "./services/"+svc+"/cmd/"+svc); err != nil {
-			return e, err
-		}
-	}
-	// A private Postgres cluster on a free port (trust auth on loopback), never the shared one.
-	e.pgPort, e.pgName = freePort(), fmt.Sprintf("zoeachaos%d", os.Getpid())
-	log.Info("creating a private Postgres cluster", "name", e.pgName, "port", e.pgPort)
-	if err := sh("pg_createcluster", "15", e.pgName, "-p", strconv.Itoa(e.pgPort), "--start", "--", "--auth=trust"); err != nil {
-		return e, err
-	}
-	dbURL := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", e.pgPort)
-	if err := e.startNATS(); err != nil {
-		return e, err
-	}
-	natsURL := fmt.Sprintf("nats://127.0.0.1:%d", e.natsPort)
-	add := func(name, bin string, envs ...string) (*proc, error) {
-		p := &proc{name: name, bin: filepath.Join(dir, bin), logPath: filepath.Join(dir, name+".log"), env: envs}
-		e.procs[name] = p
-		return p, p.start()
-	}
-	simAddr := fmt.Sprintf("127.0.0.1:%d", freePort())
-	if _, err := add("spacemolt-sim", "spacemolt-sim", "ZOEA_LISTEN_ADDR="+simAddr, "ZOEA_SIM_TICK=20ms", "ZOEA_SIM_MUTATIONS_PER_MIN=-1", "ZOEA_SIM_READS_PER_MIN=-1", "ZOEA_SIM_CHAT_PER_MIN=-1"); err != nil {
-		return e, err
-	}
-	e.memAddr = fmt.Sprintf("127.0.0.1:%d", freePort())
-	if _, err := add("memory", "memory", "ZOEA_LISTEN_ADDR="+e.memAddr, "ZOEA_DATABASE_URL="+dbURL, "ZOEA_SECRET_KEY="+secretKey, "ZOEA_MIGRATE_ON_START=true", "ZOEA_DB_MAX_CONNS=16"); err != nil {
-		return e, err
-	}
-	compAddr := fmt.Sprintf("127.0.0.1:%d", freePort())
-	if _, err := add("composer", "composer", "ZOEA_LISTEN_ADDR="+compAddr, "ZOEA_MEMORY_ADDR="+e.memAddr); err != nil {
-		return e, err
-	}
-	e.busAddr = fmt.Sprintf("127.0.0.1:%d", freePort())
-	if _, err := add("bus", "bus", "ZOEA_LISTEN_ADDR="+e.busAddr, "ZOEA_MEMORY_ADDR="+e.memAddr, "ZOEA_NATS_URL="+natsURL); err != nil {
-		return e, err
-	}
-	for _, addr := range []string{e.memAddr, compAddr, e.busAddr} {
-		if err := waitHealthy(ctx, addr, 60*time.Second); err != nil {
-			return e, err
-		}
-	}
-	for _, id := range []string{"r1", "r2"} {
-		addr := fmt.Sprintf("127.0.0.1:%d", freePort())
-		e.runAddrs = append(e.runAddrs, addr)
-		if _, err := add("runner-"+id, "runner", "ZOEA_LISTEN_ADDR="+addr, "ZOEA_MEMORY_ADDR="+e.memAddr, "ZOEA_COMPOSER_ADDR="+compAddr,
-			"ZOEA_NATS_URL="+natsURL, "ZOEA_SPACEMOLT_URL=http://"+simAddr+"/mcp", "ZOEA_REPLICA_ID="+id, "ZOEA_DEFAULT_PROVIDER=autopilot",
-			"ZOEA_LEASE_TTL=3s", "ZOEA_TURN_PAUSE=200ms", "ZOEA_ERROR_BACKOFF_MIN=200ms", "ZOEA_ERROR_BACKOFF_MAX=2s", "ZOEA_SHUTDOWN_TIMEOUT=5s"); err != nil {
-			return e, err
-		}
-	}
-	for _, addr := range e.runAddrs {
-		if err := waitHealthy(ctx, addr, 60*time.Second); err != nil {
-			return e, err
-		}
-	}
-	return e, nil
-}
-
-func (e *env) teardown(log *slog.Logger, keep bool) {
-	for _, p := range e.procs {
-		p.term()
-	}
-	if e.nats != nil {
-		e.killNATS()
-	}
-	if e.pgName != "" {
-		if err := sh("pg_dropcluster", "15", e.pgName, "--stop"); err != nil {
-			log.Warn("drop Postgres cluster", "err", err)
-		}
-	}
-	if keep {
-		log.Info("logs kept", "dir", e.dir)
-		return
-	}
-	_ = os.RemoveAll(e.dir)
 }
 
 // counters is what a load loop acknowledged and when it last succeeded.
@@ -321,15 +120,54 @@ func retry(ctx context.Context, c *counters, op func(context.Context) error) err
 	}
 }
 
+// recovery is one fault: how long the component was down, and from when it was back the first acknowledged
+// append and broadcast; progress (filled in at the end) is the time until the slowest mysis stored a model reply.
+type recovery struct {
+	fault                   string
+	began, back             time.Time
+	outage, appends, bcasts time.Duration
+	appendOK, bcastOK       bool
+}
+
+type fault struct {
+	name string
+	do   func() error
+}
+
+func (e *env) faults() []fault {
+	restart := func(name string) fault {
+		return fault{name + " SIGKILL", func() error { p := e.procs[name]; p.kill(); return p.start() }}
+	}
+	return []fault{
+		{"postgres restart (fast)", func() error { return sh("pg_ctlcluster", "15", e.pgName, "restart", "-m", "fast") }},
+		{"postgres stop (immediate)", func() error {
+			if err := sh("pg_ctlcluster", "15", e.pgName, "stop", "-m", "immediate"); err != nil {
+				return err
+			}
+			return sh("pg_ctlcluster", "15", e.pgName, "start")
+		}},
+		restart("memory"),
+		restart("composer"),
+		restart("spacemolt-sim"),
+		restart("bus"),
+		restart("runner-r1"),
+		restart("runner-r2"),
+		{"nats stream leader SIGKILL", e.killLeader},
+		{"nats second node SIGKILL (quorum lost)", e.killSecond},
+	}
+}
+
 func run(ctx context.Context, o options) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	e, err := setup(ctx, o, log)
+	model := newSlowModel(o.slowMin, o.slowMax, o.huge)
+	e, err := setup(ctx, o, log, model)
 	if e != nil {
 		defer e.teardown(log, o.keep || err != nil)
 	}
 	if err != nil {
 		return err
 	}
+	defer model.close()
 	memConn, err := server.Dial(e.memAddr, "")
 	if err != nil {
 		return err
@@ -342,14 +180,18 @@ func run(ctx context.Context, o options) error {
 	}
 	defer busConn.Close()
 	bus := busv1.NewBusServiceClient(busConn)
-	runConn, err := server.Dial(e.runAddrs[0], "")
-	if err != nil {
-		return err
+	// The swarm API of both runners: either serves every mysis; the one that is down is skipped.
+	var swarms []runnerv1.SwarmServiceClient
+	for _, addr := range e.runAddrs {
+		conn, err := server.Dial(addr, "")
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		swarms = append(swarms, runnerv1.NewSwarmServiceClient(conn))
 	}
-	defer runConn.Close()
-	swarm := runnerv1.NewSwarmServiceClient(runConn)
 
-	// The myses: writers (appended to directly) and an autopilot swarm (run by the two replicas).
+	// The myses: writers (appended to directly), an autopilot swarm and the slow-model myses (run by the replicas).
 	var writerIDs, swarmIDs []string
 	for i := range o.writers {
 		r, err := mem.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: fmt.Sprintf("writer-%d", i), Provider: "autopilot", SystemPrompt: "You are a mysis."})
@@ -358,13 +200,20 @@ func run(ctx context.Context, o options) error {
 		}
 		writerIDs = append(writerIDs, r.GetMysis().GetId())
 	}
-	for i := range o.swarm {
-		r, err := swarm.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: fmt.Sprintf("pilot-%d", i), Start: true})
+	names := map[string]string{}
+	for i := range o.swarm + o.slow {
+		req := &runnerv1.CreateMysisRequest{Name: fmt.Sprintf("pilot-%d", i), Start: true}
+		if i >= o.swarm {
+			req.Name, req.Provider, req.Model = fmt.Sprintf("slow-%d", i-o.swarm), "openai", "chaos-slow"
+		}
+		r, err := swarms[0].CreateMysis(ctx, req)
 		if err != nil {
 			return fmt.Errorf("create swarm mysis: %w", err)
 		}
 		swarmIDs = append(swarmIDs, r.GetStatus().GetMysis().GetId())
+		names[r.GetStatus().GetMysis().GetId()] = req.Name
 	}
+	startRes := e.resources()
 
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -384,6 +233,7 @@ func run(ctx context.Context, o options) error {
 				if err == nil {
 					ackedKeys[w] = append(ackedKeys[w], key)
 				}
+				time.Sleep(20 * time.Millisecond) // a steady trickle: the check is about loss, not throughput
 			}
 		}()
 	}
@@ -395,78 +245,111 @@ func run(ctx context.Context, o options) error {
 		for loadCtx.Err() == nil {
 			id := uuid.NewString()
 			if err := retry(loadCtx, broadcasts, func(c context.Context) error {
-				_, err := bus.Broadcast(c, &busv1.BroadcastRequest{BroadcastId: id, Content: "Chaos drill " + id[:8] + ": keep mining."})
+				_, err := bus.Broadcast(c, &busv1.BroadcastRequest{BroadcastId: id, Content: "Chaos drill " + id[:8] + ": report and keep mining."})
 				return err
 			}); err == nil {
 				ackedBroadcasts = append(ackedBroadcasts, id)
 			}
-			time.Sleep(200 * time.Millisecond)
+			select {
+			case <-loadCtx.Done():
+			case <-time.After(o.broadcastEvery):
+			}
 		}
 	}()
 
-	type recovery struct {
-		fault                   string
-		outage, appends, bcasts time.Duration
-		appendOK, bcastOK       bool
-	}
 	var recs []recovery
-	steady := func() {
+	sleep := func(d time.Duration) {
 		select {
 		case <-ctx.Done():
-		case <-time.After(o.steady):
+		case <-time.After(d):
 		}
 	}
-	faults := []struct {
-		name string
-		do   func() error
-	}{
-		{"postgres restart (fast)", func() error { return sh("pg_ctlcluster", "15", e.pgName, "restart", "-m", "fast") }},
-		{"postgres restart (immediate)", func() error {
-			if err := sh("pg_ctlcluster", "15", e.pgName, "stop", "-m", "immediate"); err != nil {
-				return err
+	began := time.Now()
+	sleep(o.steady)
+	for round := 1; ctx.Err() == nil; round++ {
+		for _, f := range e.faults() {
+			if ctx.Err() != nil {
+				break
 			}
-			return sh("pg_ctlcluster", "15", e.pgName, "start")
-		}},
-		{"nats killed (2s down)", func() error {
-			e.killNATS()
-			time.Sleep(2 * time.Second)
-			return e.startNATS()
-		}},
-		{"memory service SIGKILL", func() error { p := e.procs["memory"]; p.kill(); return p.start() }},
-		{"runner r2 SIGKILL", func() error { p := e.procs["runner-r2"]; p.kill(); return p.start() }},
-		{"bus SIGKILL", func() error { p := e.procs["bus"]; p.kill(); return p.start() }},
-	}
-	steady()
-	for _, f := range faults {
-		if ctx.Err() != nil {
+			name := f.name
+			if o.duration > 0 {
+				name = fmt.Sprintf("#%d %s", round, f.name)
+			}
+			log.Info("fault", "what", name)
+			t0 := time.Now()
+			if err := f.do(); err != nil {
+				stopLoad()
+				wg.Wait()
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			// Recovery counts from the moment the component is back (restarted), not from the fault.
+			back := time.Now()
+			ra, okA := appends.firstOKAfter(ctx, back, 90*time.Second)
+			rb, okB := broadcasts.firstOKAfter(ctx, back, 90*time.Second)
+			recs = append(recs, recovery{fault: name, began: t0, back: back, outage: back.Sub(t0), appends: ra, bcasts: rb, appendOK: okA, bcastOK: okB})
+			sleep(o.steady)
+		}
+		if time.Since(began) >= o.duration {
 			break
 		}
-		log.Info("fault", "what", f.name)
-		began := time.Now()
-		if err := f.do(); err != nil {
-			stopLoad()
-			wg.Wait()
-			return fmt.Errorf("%s: %w", f.name, err)
-		}
-		// Recovery counts from the moment the component is back (restarted), not from the fault.
-		back := time.Now()
-		ra, okA := appends.firstOKAfter(ctx, back, 60*time.Second)
-		rb, okB := broadcasts.firstOKAfter(ctx, back, 60*time.Second)
-		recs = append(recs, recovery{f.name, back.Sub(began), ra, rb, okA, okB})
-		steady()
 	}
+	// The slow model needs up to slow-max per reply and a killed runner's myses wait for its lease: give the last
+	// fault time to show progress before the load stops.
+	// A slow-model turn that a broadcast races needs up to three replies (call, discarded answer, kept answer).
+	sleep(3*o.slowMax + 5*time.Second)
 	stopLoad()
 	wg.Wait()
+	stopped := time.Now()
 
-	// Let deliveries drain, then count.
-	allIDs := append(append([]string(nil), writerIDs...), swarmIDs...)
-	fail := false
 	var report strings.Builder
-	fmt.Fprintf(&report, "\n== recovery (fault injected and component back after \"down\"; then first acknowledged append / broadcast)\n")
-	for _, r := range recs {
-		fmt.Fprintf(&report, "%-30s down %-8s append %-8s broadcast %-8s\n", r.fault, r.outage.Round(10*time.Millisecond), okDur(r.appends, r.appendOK), okDur(r.bcasts, r.bcastOK))
-		fail = fail || !r.appendOK || !r.bcastOK
+	fail := false
+	failf := func(format string, args ...any) {
+		fail = true
+		fmt.Fprintf(&report, "FAIL: "+format+"\n", args...)
 	}
+
+	// Stop every mysis: a stop is honoured at a safe point (after the current LLM call or tool, the calls not
+	// started answered "not executed"), so once they have settled every call must have exactly one result.
+	for _, id := range swarmIDs {
+		if err := stopMysis(ctx, swarms, id); err != nil {
+			failf("stop %s: %v", names[id], err)
+		}
+	}
+	histories, unanswered, err := settle(ctx, mem, swarmIDs, o.slowMax+20*time.Second)
+	if err != nil {
+		return err
+	}
+	endRes := e.resources()
+	// ZOEA_NATS_REPLICAS=3: every stream and bucket must be R3, or losing one node loses what it held.
+	if reps, err := e.replicas(ctx); err != nil {
+		failf("read the streams' replicas: %v", err)
+	} else {
+		var parts []string
+		for name, r := range reps {
+			parts = append(parts, fmt.Sprintf("%s R%d", name, r))
+			if r != 3 {
+				failf("stream %s has %d replica(s) with ZOEA_NATS_REPLICAS=3", name, r)
+			}
+		}
+		sort.Strings(parts)
+		fmt.Fprintf(&report, "== NATS: 3 nodes; %s\n", strings.Join(parts, ", "))
+	}
+
+	fmt.Fprintf(&report, "\n== recovery (component back after \"down\"; then the first acknowledged append / broadcast; then every mysis's first stored model reply)\n")
+	for _, r := range recs {
+		// Progress after a fault may come after the next fault too (a slow-model reply takes 20–30 s, faults come
+		// every few seconds): it is measured until the stop, and none at all fails.
+		prog, slowest, never := progressAfter(histories, r.back, stopped)
+		fmt.Fprintf(&report, "%-44s down %-8s append %-8s broadcast %-8s progress %-8s (slowest: %s)\n", r.fault, r.outage.Round(10*time.Millisecond),
+			okDur(r.appends, r.appendOK), okDur(r.bcasts, r.bcastOK), okDur(prog, len(never) == 0), names[slowest])
+		if !r.appendOK || !r.bcastOK {
+			failf("%s: no acknowledged append or broadcast within 90s of the component's return", r.fault)
+		}
+		for _, id := range never {
+			failf("%s: %s stored no model reply after the fault", r.fault, names[id])
+		}
+	}
+
 	lost, dups, gaps, stored := 0, 0, 0, 0
 	for w, id := range writerIDs {
 		ms, err := allMemories(ctx, mem, id)
@@ -500,9 +383,12 @@ func run(ctx context.Context, o options) error {
 	}
 	// stored may exceed acknowledged by the appends in flight when the load stopped (stored, answer not awaited).
 	fmt.Fprintf(&report, "== appends: acknowledged %d, stored %d (≥ acknowledged: in flight at the stop), lost %d, duplicates %d, seq gaps %d, retries %d\n", totalAcked, stored, lost, dups, gaps, appends.retries)
-	fail = fail || lost > 0 || dups > 0 || gaps > 0
+	if lost > 0 || dups > 0 || gaps > 0 {
+		failf("appends lost %d, duplicated %d, seq gaps %d", lost, dups, gaps)
+	}
 
 	// Every acknowledged broadcast reaches every mysis exactly once (deliveries are asynchronous: wait for them).
+	allIDs := append(append([]string(nil), writerIDs...), swarmIDs...)
 	var bLost, bDups int
 	deadline := time.Now().Add(90 * time.Second)
 	for {
@@ -534,15 +420,14 @@ func run(ctx context.Context, o options) error {
 	}
 	fmt.Fprintf(&report, "== broadcasts: acknowledged %d × %d myses, missing deliveries %d, duplicate deliveries %d, retries %d\n",
 		len(ackedBroadcasts), len(allIDs), bLost, bDups, broadcasts.retries)
-	fail = fail || bLost > 0 || bDups > 0
+	if bLost > 0 || bDups > 0 {
+		failf("broadcast deliveries missing %d, duplicated %d", bLost, bDups)
+	}
 
-	// The swarm's histories stay gapless, with each idempotency key once and each tool call answered at most once.
-	sGaps, sDups, sTurns := 0, 0, 0
+	// The swarm's histories: gapless, each idempotency key once, every tool call answered exactly once.
+	sGaps, sDupKeys, calls, twice, finals, slowReplies, largest := 0, 0, 0, 0, 0, 0, 0
 	for _, id := range swarmIDs {
-		ms, err := allMemories(ctx, mem, id)
-		if err != nil {
-			return err
-		}
+		ms := histories[id]
 		keys, answered := map[string]bool{}, map[string]int{}
 		for i, m := range ms {
 			if m.GetSeq() != int64(i+1) {
@@ -550,31 +435,202 @@ func run(ctx context.Context, o options) error {
 			}
 			if k := m.GetIdempotencyKey(); k != "" {
 				if keys[k] {
-					sDups++
+					sDupKeys++
 				}
 				keys[k] = true
 			}
-			if m.GetRole() == memoryv1.Role_ROLE_TOOL {
+			switch m.GetRole() {
+			case memoryv1.Role_ROLE_TOOL:
 				answered[m.GetToolCallId()]++
-			}
-			if m.GetRole() == memoryv1.Role_ROLE_ASSISTANT && len(m.GetToolCalls()) == 0 {
-				sTurns++
+			case memoryv1.Role_ROLE_ASSISTANT:
+				size := len(m.GetContent()) + len(m.GetReasoning())
+				for _, c := range m.GetToolCalls() {
+					size += len(c.GetArgumentsJson())
+				}
+				largest = max(largest, size)
+				calls += len(m.GetToolCalls())
+				if len(m.GetToolCalls()) == 0 {
+					finals++
+				}
+				if strings.HasPrefix(names[id], "slow-") {
+					slowReplies++
+				}
 			}
 		}
 		for _, n := range answered {
 			if n > 1 {
-				sDups += n - 1
+				twice += n - 1
 			}
 		}
 	}
-	fmt.Fprintf(&report, "== swarm: %d myses over 2 replicas, %d finished replies, seq gaps %d, duplicate keys/answers %d\n", len(swarmIDs), sTurns, sGaps, sDups)
-	fail = fail || sGaps > 0 || sDups > 0 || sTurns == 0
+	nUnanswered := 0
+	for id, cs := range unanswered {
+		nUnanswered += len(cs)
+		failf("%s: calls left without a result after the stop: %s", names[id], strings.Join(cs, ", "))
+	}
+	fmt.Fprintf(&report, "== swarm: %d myses (%d autopilot, %d on the slow model) over 2 replicas, %d final replies, %d tool calls: unanswered %d, answered twice %d; seq gaps %d, duplicate keys %d\n",
+		len(swarmIDs), o.swarm, o.slow, finals, calls, nUnanswered, twice, sGaps, sDupKeys)
+	if sGaps > 0 || sDupKeys > 0 || twice > 0 || finals == 0 {
+		failf("swarm histories: seq gaps %d, duplicate keys %d, calls answered twice %d, final replies %d", sGaps, sDupKeys, twice, finals)
+	}
+	fmt.Fprintf(&report, "== largest stored model reply: %d bytes (content, reasoning and arguments; the slow model wrote 5 MB answers: %v)\n", largest, o.huge)
+	if largest > 3*chat.MaxReplyBytes {
+		failf("a stored reply holds %d bytes, more than its three bounded fields (%d each) allow", largest, chat.MaxReplyBytes)
+	}
+	// Paid replies thrown away: the runner records every successful call, and a reply it did not keep (a final
+	// answer a broadcast raced, issue 26) is a call with no stored memory. At most one per turn.
+	discarded, slowFinals := 0, 0
+	for _, id := range swarmIDs {
+		if !strings.HasPrefix(names[id], "slow-") {
+			continue
+		}
+		u, err := usageOf(ctx, swarms, id)
+		if err != nil {
+			failf("usage of %s: %v", names[id], err)
+			continue
+		}
+		replies, finalsOf := 0, 0
+		for _, m := range histories[id] {
+			if m.GetRole() == memoryv1.Role_ROLE_ASSISTANT && m.GetSource() == memoryv1.Source_SOURCE_LLM {
+				replies++
+				if len(m.GetToolCalls()) == 0 {
+					finalsOf++
+				}
+			}
+		}
+		d := int(u.GetCalls()-u.GetFailedCalls()) - replies
+		discarded += d
+		slowFinals += finalsOf
+		// A turn ends with a final answer, or is cut by a fault (at most one per fault) or by the final stop.
+		if turns := finalsOf + len(recs) + 1; d > turns {
+			failf("%s: %d paid replies discarded in at most %d turns: more than one per turn", names[id], d, turns)
+		}
+	}
+	served, cut := model.counts()
+	fmt.Fprintf(&report, "== slow model: %d replies served in full (%d requests cut by a kill or a stop), %d stored (%d final answers); %d recorded and discarded because a broadcast raced them (at most one per owner between two final answers)\n",
+		served, cut, slowReplies, slowFinals, discarded)
+	if o.slow > 0 && slowReplies == 0 {
+		failf("no slow-model mysis stored a reply")
+	}
+
+	fmt.Fprintf(&report, "== processes (RSS MiB / OS threads / open files), at the start → at the end (%s of load)\n", time.Since(began).Round(time.Second))
+	procNames := make([]string, 0, len(endRes))
+	for n := range endRes {
+		procNames = append(procNames, n)
+	}
+	sort.Strings(procNames)
+	for _, n := range procNames {
+		fmt.Fprintf(&report, "%-16s %s → %s\n", n, startRes[n], endRes[n])
+	}
+	fmt.Fprintf(&report, "(goroutines: the services expose no runtime metrics endpoint; OS threads from /proc are shown instead)\n")
+
 	fmt.Print(report.String())
 	if fail {
-		return errors.New("loss, duplicates, gaps or no recovery: see the report above")
+		return errors.New("a check failed: see the report above")
 	}
-	fmt.Println("== PASS: every acknowledged write stored exactly once")
+	fmt.Println("== PASS: every acknowledged write stored exactly once, every call answered once, every mysis progressed after every fault")
 	return nil
+}
+
+// usageOf is a mysis's LLM usage (all time) through whichever runner answers.
+func usageOf(ctx context.Context, swarms []runnerv1.SwarmServiceClient, id string) (*memoryv1.UsageTotals, error) {
+	var err error
+	for _, s := range swarms {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		var r *runnerv1.GetMysisResponse
+		r, err = s.GetMysis(cctx, &runnerv1.GetMysisRequest{Mysis: id})
+		cancel()
+		if err == nil {
+			return r.GetStatus().GetUsage(), nil
+		}
+	}
+	return nil, err
+}
+
+// stopMysis stops one mysis through whichever runner answers.
+func stopMysis(ctx context.Context, swarms []runnerv1.SwarmServiceClient, id string) error {
+	var err error
+	for attempt := 0; attempt < 20; attempt++ {
+		for _, s := range swarms {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err = s.StopMysis(cctx, &runnerv1.StopMysisRequest{Mysis: id, Reason: "chaos: end of the run"})
+			cancel()
+			if err == nil {
+				return nil
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return err
+}
+
+// settle waits until no stopped mysis has a tool call without a result (or within has passed), and returns the
+// histories and the calls still unanswered, by mysis.
+func settle(ctx context.Context, mem memoryv1.MemoryServiceClient, ids []string, within time.Duration) (map[string][]*memoryv1.Memory, map[string][]string, error) {
+	deadline := time.Now().Add(within)
+	for {
+		histories := map[string][]*memoryv1.Memory{}
+		open := map[string][]string{}
+		for _, id := range ids {
+			ms, err := allMemories(ctx, mem, id)
+			if err != nil {
+				return nil, nil, err
+			}
+			histories[id] = ms
+			if cs := unansweredCalls(ms); len(cs) > 0 {
+				open[id] = cs
+			}
+		}
+		if len(open) == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			return histories, open, nil
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// unansweredCalls are the ids of tool calls in ms without a stored result.
+func unansweredCalls(ms []*memoryv1.Memory) []string {
+	answered := map[string]bool{}
+	for _, m := range ms {
+		if m.GetRole() == memoryv1.Role_ROLE_TOOL {
+			answered[m.GetToolCallId()] = true
+		}
+	}
+	var out []string
+	for _, m := range ms {
+		for _, c := range m.GetToolCalls() {
+			if !answered[c.GetId()] {
+				out = append(out, fmt.Sprintf("%s (seq %d, %s)", c.GetId(), m.GetSeq(), c.GetName()))
+			}
+		}
+	}
+	return out
+}
+
+// progressAfter is how long after t the slowest mysis stored its first model reply (before until), which one that
+// was, and the myses that stored none in that span.
+func progressAfter(histories map[string][]*memoryv1.Memory, t, until time.Time) (time.Duration, string, []string) {
+	var worst time.Duration
+	var slowest string
+	var missing []string
+	for id, ms := range histories {
+		found := false
+		for _, m := range ms {
+			at := m.GetCreatedAt().AsTime()
+			if m.GetRole() == memoryv1.Role_ROLE_ASSISTANT && at.After(t) && at.Before(until) {
+				if d := at.Sub(t); d > worst {
+					worst, slowest = d, id
+				}
+				found = true
+				break
+			}
+		}
+		if !found {
+			missing = append(missing, id)
+		}
+	}
+	sort.Strings(missing)
+	return worst, slowest, missing
 }
 
 func okDur(d time.Duration, ok bool) string {
@@ -606,4 +662,12 @@ func allMemories(ctx context.Context, mem memoryv1.MemoryServiceClient, id strin
 		}
 		from = out[len(out)-1].GetSeq() + 1
 	}
+}
+
+// jitter is a duration in [lo, hi].
+func jitter(lo, hi time.Duration) time.Duration {
+	if hi <= lo {
+		return lo
+	}
+	return lo + rand.N(hi-lo+1)
 }

@@ -58,6 +58,7 @@ type Recorder struct {
 	composed    metric.Int64Histogram
 	budgetUse   metric.Float64Histogram
 	spendStops  metric.Int64Counter
+	discarded   metric.Int64Counter
 }
 
 var _ mysis.Metrics = (*Recorder)(nil)
@@ -102,6 +103,10 @@ func New(mp metric.MeterProvider, tp trace.TracerProvider) (*Recorder, error) {
 	}
 	if r.spendStops, err = m.Int64Counter("zoea.spend.limit_stops", metric.WithUnit("{stop}"),
 		metric.WithDescription("LLM calls a spend limit prevented, by scope")); err != nil {
+		return nil, err
+	}
+	if r.discarded, err = m.Int64Counter("zoea.llm.replies_discarded", metric.WithUnit("{reply}"),
+		metric.WithDescription("Paid final answers discarded because a commander prompt arrived during the call (at most one per turn)")); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -179,4 +184,9 @@ func (r *Recorder) Composed(ctx context.Context, m mysis.Mysis, tokens, budget i
 // SpendStopped implements mysis.Metrics.
 func (r *Recorder) SpendStopped(ctx context.Context, m mysis.Mysis, scope string) {
 	r.spendStops.Add(ctx, 1, metric.WithAttributes(AttrScope.String(scope), AttrMysis.String(m.Name)))
+}
+
+// ReplyDiscarded implements mysis.Metrics.
+func (r *Recorder) ReplyDiscarded(ctx context.Context, m mysis.Mysis) {
+	r.discarded.Add(ctx, 1, metric.WithAttributes(AttrMysis.String(m.Name), AttrProvider.String(m.Provider)))
 }

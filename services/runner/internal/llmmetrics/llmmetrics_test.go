@@ -55,6 +55,7 @@ func TestRecorder(t *testing.T) {
 	rec.ToolCalled(ctx, "sell", true, time.Millisecond)
 	rec.Composed(ctx, m, 6000, 8000)
 	rec.SpendStopped(ctx, m, "swarm")
+	rec.ReplyDiscarded(ctx, m)
 
 	got := collect(t, reader)
 	tok := got["gen_ai.client.token.usage"].(metricdata.Histogram[int64])
@@ -108,6 +109,10 @@ func TestRecorder(t *testing.T) {
 	stops := got["zoea.spend.limit_stops"].(metricdata.Sum[int64]).DataPoints
 	if len(stops) != 1 || stops[0].Value != 1 || attr(stops[0].Attributes, "zoea.spend.scope") != "swarm" {
 		t.Fatalf("stops %+v", stops)
+	}
+	discarded := got["zoea.llm.replies_discarded"].(metricdata.Sum[int64]).DataPoints
+	if len(discarded) != 1 || discarded[0].Value != 1 || attr(discarded[0].Attributes, "zoea.mysis.name") != "miner-1" {
+		t.Fatalf("discarded replies %+v", discarded)
 	}
 
 	ended := spans.Ended()

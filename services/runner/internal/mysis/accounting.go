@@ -95,6 +95,9 @@ type Metrics interface {
 	Composed(ctx context.Context, m Mysis, tokens, budget int)
 	// SpendStopped counts a call a spend limit prevented.
 	SpendStopped(ctx context.Context, m Mysis, scope string)
+	// ReplyDiscarded counts a paid final answer thrown away because a commander prompt arrived while the model
+	// wrote it (at most one per turn; see runTurn).
+	ReplyDiscarded(ctx context.Context, m Mysis)
 }
 
 type noMetrics struct{}
@@ -106,6 +109,7 @@ func (noMetrics) TurnDone(context.Context, Mysis, string)                 {}
 func (noMetrics) ToolCalled(context.Context, string, bool, time.Duration) {}
 func (noMetrics) Composed(context.Context, Mysis, int, int)               {}
 func (noMetrics) SpendStopped(context.Context, Mysis, string)             {}
+func (noMetrics) ReplyDiscarded(context.Context, Mysis)                   {}
 
 // newCallID returns a random UUID (v4): the call's idempotency key in the memory service.
 func newCallID() string {

@@ -103,8 +103,12 @@ type Actor struct {
 	toolList []llm.Tool
 	readOnly map[string]bool // tools whose calls may be re-run on resume
 	prepared bool
-	backoff  *retry.Backoff
-	retryAt  time.Time
+	// discarded says a paid final answer was thrown away since this actor's last final answer (ErrPromptArrived):
+	// the next one is kept. Held across turns cut short (an error, an interruption), so faults do not renew the
+	// allowance; a new owner starts afresh.
+	discarded bool
+	backoff   *retry.Backoff
+	retryAt   time.Time
 	// lastFinal is the seq of the final answer (no tool calls) this actor stored last: while it is still the
 	// mysis's last seq, the next turn starts autonomous without reading memories (see resumePoint).
 	lastFinal int64

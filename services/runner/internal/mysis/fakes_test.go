@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -410,7 +411,13 @@ func (c *fakeComposer) Compose(ctx context.Context, id string, req ComposeReques
 			prev.Content += "\n\n" + mem.Content // adjacent prompts are joined, as the composer does
 			continue
 		}
-		msgs = append(msgs, chat.Message{Role: mem.Role, Content: mem.Content, ToolCalls: mem.ToolCalls, ToolCallID: mem.ToolCallID, Name: mem.ToolName})
+		msg := chat.Message{Role: mem.Role, Content: mem.Content, ToolCalls: mem.ToolCalls, ToolCallID: mem.ToolCallID, Name: mem.ToolName}
+		if mem.Role == chat.RoleTool {
+			// As the composer does: a result stored after newer prompts is moved back next to its call.
+			msgs = placeResult(msgs, msg)
+			continue
+		}
+		msgs = append(msgs, msg)
 	}
 	comp := Composition{Messages: msgs, MaxSeq: maxSeq, Action: ActionNone, NextCount: m.EncouragementCount, Mysis: &m, Appended: appended,
 		Compaction: Compaction{Boundary: int64(n+1) * 4, Seq: int64(n+1)*4 + 1}} // a new one on every call
@@ -441,6 +448,21 @@ func (c *fakeComposer) Compose(ctx context.Context, id string, req ComposeReques
 		}
 	}
 	return comp, nil
+}
+
+// placeResult inserts a tool result after its call's assistant message and the results already following it.
+func placeResult(msgs []chat.Message, res chat.Message) []chat.Message {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != chat.RoleAssistant || !slices.ContainsFunc(msgs[i].ToolCalls, func(c chat.ToolCall) bool { return c.ID == res.ToolCallID }) {
+			continue
+		}
+		j := i + 1
+		for j < len(msgs) && msgs[j].Role == chat.RoleTool {
+			j++
+		}
+		return slices.Insert(msgs, j, res)
+	}
+	return append(msgs, res)
 }
 
 func (c *fakeComposer) autonomousCalls() int {

@@ -47,7 +47,7 @@ const (
 	// unanswered when a turn resumes: the previous owner crashed or lost its lease during the call, or the call
 	// failed in transport. The game may or may not have executed it, so running it again could do it twice (sell
 	// twice, jump twice); the model checks instead.
-	InterruptedResult = "Error: interrupted: result unknown — the runner restarted during this call, which may or may not have taken effect; call get_status to check"
+	InterruptedResult = "Error: interrupted: the result of this call is unknown: the runner stopped while it ran; check with a read (get_status) before repeating it"
 	// NotRunResult answers calls that a stop or a graceful shutdown cut off before they started: nothing happened.
 	NotRunResult = "Error: not_executed: the mysis was stopped before this call ran, so nothing happened; call it again if it is still needed"
 )

@@ -42,8 +42,8 @@ type replyCheck struct {
 // the conversation, since every stored reply has its own; maxRun is how many calls are run.
 func checkReply(msg chat.Message, reasoning string, keySeq int64, maxRun int) replyCheck {
 	out := replyCheck{
-		Content:   storableText(msg.Content, chat.MaxTextBytes),
-		Reasoning: storableText(reasoning, chat.MaxTextBytes),
+		Content:   storableText(msg.Content, chat.MaxReplyBytes),
+		Reasoning: storableText(reasoning, chat.MaxReplyBytes),
 		Problems:  map[int]string{},
 	}
 	// Calls beyond maxRun are not run. Only the first of them is stored, answered with an error that counts the
@@ -77,8 +77,9 @@ func checkReply(msg chat.Message, reasoning string, keySeq int64, maxRun int) re
 		switch {
 		case strings.TrimSpace(args) == "":
 			args = "{}" // no arguments: what every tool reads as "none"
-		case argBytes+len(args) > chat.MaxTextBytes:
-			problems = append(problems, fmt.Sprintf("the arguments are too long (%d bytes; at most %d in one reply)", len(args), chat.MaxTextBytes))
+		case argBytes+len(args) > chat.MaxReplyBytes:
+			// Stored whole, a runaway call would ride in every window after it; the model reads why it did not run.
+			problems = append(problems, fmt.Sprintf("the arguments are too long (%d bytes; at most %d in one reply, all calls together)", len(args), chat.MaxReplyBytes))
 			args = wrapArgs(args)
 		case !utf8.ValidString(args) || !isJSONObject(args):
 			problems = append(problems, "the arguments are not one JSON object ("+jsonProblem(args)+")")
@@ -227,7 +228,8 @@ func storableText(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
-	const note = "… [cut: too long to store]"
+	// The note says what is missing, so the model (reading its own history) and an operator know the text is cut.
+	note := fmt.Sprintf("… [cut: %d bytes; at most %d of a reply are stored]", len(s), max)
 	return cutUTF8(s, max-len(note)) + note
 }
 

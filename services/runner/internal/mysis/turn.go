@@ -31,44 +31,61 @@ type resumePoint struct {
 // findResumePoint decides how the next turn starts. A turn is complete when the newest memory is an assistant
 // message without tool calls; anything else (a prompt, a nudge, a cut tool loop) means the turn is resumed rather
 // than a new autonomous turn opened — which is also what keeps a mysis whose LLM is down from burning nudges.
+//
+// Unanswered calls are looked for behind newer prompts too: a runner killed during a call while the commander
+// broadcast leaves [assistant with calls, (some results), broadcast, …]. The newest assistant message decides —
+// prompts and results after it are passed over — so every call it made gets its one result (the real one, or
+// "result unknown") before the prompt is acted on. recent must reach back to that assistant message (resumePoint
+// reads until it does); a window of prompts alone has no calls to answer.
 func findResumePoint(recent []Memory) resumePoint {
 	if len(recent) == 0 {
 		return resumePoint{}
 	}
 	last := recent[len(recent)-1]
 	rp := resumePoint{lastSeq: last.Seq}
-	switch last.Role {
-	case chat.RoleUser:
-		rp.pending = true
-	case chat.RoleAssistant:
-		if len(last.ToolCalls) > 0 {
-			rp.pending = true
-			rp.unanswered = append([]chat.ToolCall(nil), last.ToolCalls...)
-			rp.calls = last.ToolCalls
-			rp.assistantSeq = last.Seq
-		}
-	case chat.RoleTool:
-		rp.pending = true
-		answered := map[string]bool{}
-		for i := len(recent) - 1; i >= 0; i-- {
-			m := recent[i]
-			if m.Role == chat.RoleTool {
-				answered[m.ToolCallID] = true
-				continue
-			}
-			if m.Role == chat.RoleAssistant {
-				for _, c := range m.ToolCalls {
-					if !answered[c.ID] {
-						rp.unanswered = append(rp.unanswered, c)
-					}
+	if last.Role == chat.RoleAssistant && len(last.ToolCalls) == 0 {
+		return rp // a final answer: the turn is complete
+	}
+	rp.pending = last.Role == chat.RoleUser || last.Role == chat.RoleAssistant || last.Role == chat.RoleTool
+	answered := map[string]bool{}
+	for i := len(recent) - 1; i >= 0; i-- {
+		m := recent[i]
+		switch m.Role {
+		case chat.RoleTool:
+			answered[m.ToolCallID] = true
+			continue
+		case chat.RoleAssistant:
+			for _, c := range m.ToolCalls {
+				if !answered[c.ID] {
+					rp.unanswered = append(rp.unanswered, c)
 				}
+			}
+			if len(m.ToolCalls) > 0 {
 				rp.assistantSeq = m.Seq
 				rp.calls = m.ToolCalls
 			}
-			break
+		case chat.RoleUser:
+			continue
 		}
+		break
 	}
 	return rp
+}
+
+// maxResumeWindow is the most memories one resume reads: the memory service's largest window.
+const maxResumeWindow = 1000
+
+// reachesAssistant reports whether recent (oldest first) holds an assistant message, or is the whole history.
+func reachesAssistant(recent []Memory, limit int) bool {
+	if len(recent) < limit || len(recent) > 0 && recent[0].Seq <= 1 {
+		return true
+	}
+	for _, m := range recent {
+		if m.Role == chat.RoleAssistant {
+			return true
+		}
+	}
+	return false
 }
 
 // ensureTools prepares the tool session once: no turn ever runs without the tool list (LESSONS 8).
@@ -194,10 +211,23 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis, assumed bool) error {
 			cond.IfNoPromptAfter = &seq
 		}
 		stored, err := a.appendIf(ctx, nm, cond)
-		if errors.Is(err, ErrPromptArrived) {
+		if errors.Is(err, ErrPromptArrived) && !a.discarded {
+			// The first time in a turn, the answer is thrown away and the model asked again with the prompt in
+			// view: a final answer stored after a prompt it never saw would close the turn on it.
 			a.log.Debug("prompt arrived during the LLM call; composing again")
+			a.discarded = true
+			a.metrics.ReplyDiscarded(ctx, m)
 			a.recordAlone(ctx, call) // paid for, but no reply stored: a call row without a memory and without an error
 			continue
+		}
+		if errors.Is(err, ErrPromptArrived) {
+			// Never twice: a model slower than the commander's prompts would otherwise never finish a turn, paying
+			// for every discarded answer (issue 26). This paid answer is kept; the prompts it did not see stay in
+			// the history before it, and the next turn's request carries them.
+			a.log.Info("prompt arrived during the LLM call again; keeping the answer, the prompt is taken next turn")
+			if stored, err = a.append(ctx, nm); err == nil {
+				a.promptSeen(ctx, m)
+			}
 		}
 		if err != nil {
 			return err
@@ -208,7 +238,7 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis, assumed bool) error {
 		}
 		lastSeq = asst.Seq
 		if len(asst.ToolCalls) == 0 {
-			a.lastFinal = asst.Seq
+			a.lastFinal, a.discarded = asst.Seq, false
 			if fromCompose {
 				next := m
 				a.next = &next
@@ -240,6 +270,17 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis, assumed bool) error {
 	a.setStatus(func(s *Status) { s.Turns++; s.LastError = "" })
 	a.putStatus(ctx)
 	return nil
+}
+
+// promptSeen resets the encouragement count after a kept answer that a commander prompt arrived during: the next
+// turn begins autonomously (the answer is the newest memory), but a mysis the commander is talking to is not
+// idling, so its nudges must not add up to the idle limit. Best effort: a stop or a failure here changes nothing
+// the next turn's read does not see.
+func (a *Actor) promptSeen(ctx context.Context, m Mysis) {
+	zero := 0
+	if _, err := a.deps.Store.SetState(ctx, a.id, StateChange{To: StateRunning, Reason: m.StateReason, Count: &zero, Expected: StateRunning}); err != nil {
+		a.log.Debug("could not reset the encouragement count after a kept answer", "err", err)
+	}
 }
 
 // compose asks for the next request, carrying held (the previous iteration's last tool result, stored by the
@@ -357,8 +398,16 @@ func (a *Actor) resumePoint(ctx context.Context, m Mysis) (resumePoint, error) {
 		return resumePoint{lastSeq: m.LastSeq}, nil
 	}
 	recent, err := a.deps.Store.Recent(ctx, a.id, 1)
-	if err == nil && len(recent) == 1 && recent[0].Role == chat.RoleTool {
-		recent, err = a.deps.Store.Recent(ctx, a.id, a.cfg.ResumeWindow)
+	if err == nil && len(recent) == 1 && !(recent[0].Role == chat.RoleAssistant && len(recent[0].ToolCalls) == 0) {
+		// A prompt or a result is the newest memory: read back to the newest assistant message, past every prompt
+		// that arrived after it, for calls it left unanswered. A burst of prompts longer than the window doubles
+		// it, up to the memory service's largest window.
+		for limit := min(a.cfg.ResumeWindow, maxResumeWindow); ; limit = min(2*limit, maxResumeWindow) {
+			recent, err = a.deps.Store.Recent(ctx, a.id, limit)
+			if err != nil || reachesAssistant(recent, limit) || limit == maxResumeWindow {
+				break
+			}
+		}
 	}
 	if err != nil {
 		return resumePoint{}, fmt.Errorf("read memories: %w", err)
