@@ -126,8 +126,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// The SDK logs every session at info level; a swarm would drown the log.
 	sdkLog := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	mcpSrv := mcpserver.New(engine, mcpserver.Options{SessionTimeout: cfg.MCPSessionTTL, Logger: sdkLog})
+	mcpV2 := mcpserver.NewV2(engine, mcpserver.Options{SessionTimeout: cfg.MCPSessionTTL, Logger: sdkLog})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", mcpSrv.Handler())
+	mux.Handle("/mcp/v2", mcpV2.Handler())
 	admin.Register(mux, engine, admin.Options{Token: cfg.AdminToken.Reveal(), Logger: log})
 	// No write timeout: travel and jump calls block for many ticks.
 	srv := &http.Server{Addr: cfg.ListenAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -159,6 +161,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 		defer cancel()
 		mcpSrv.Close()
+		mcpV2.Close()
 		err := srv.Shutdown(sctx)
 		stopEngine()
 		if err != nil {
