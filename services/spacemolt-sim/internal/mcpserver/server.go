@@ -42,6 +42,8 @@ type Server struct {
 
 	// pool is the game-session pool of this endpoint: v1 (/mcp) or v2 (/mcp/v2) ids are not valid on the other.
 	pool game.Pool
+	// guard, when set (NewGuard), applies the auth limit to login/register and adds restart warnings.
+	guard *Guard
 	// render turns a game answer into the endpoint's tool result.
 	render func(res any, err error) (*mcp.CallToolResult, error)
 
@@ -122,11 +124,30 @@ func (s *Server) invoke(ctx context.Context, req *mcp.CallToolRequest, t tool, r
 				string(pool) + " endpoint; v1 (/mcp) and v2 (/mcp/v2) sessions are separate. Call login() again here."})
 		}
 	}
-	res, err := t.run(ctx, c)
+	var res any
+	if t.binds {
+		err = s.guard.authCheck(req)
+	}
+	if err == nil {
+		res, err = t.run(ctx, c)
+	}
 	if err == nil && t.binds && mcpID != "" {
 		s.bind(req.Session, sessionIDOf(res))
 	}
-	return s.render(res, err)
+	out, err := s.render(res, err)
+	if w := s.guard.warning(); w != nil && out != nil {
+		// Over MCP the live server queues the warning as a notification; the simulator also puts it on every result
+		// so a client that only calls tools sees it in time (docs/SPACEMOLT.md).
+		out.Meta = mcp.Meta{"server_restart_warning": w}
+	}
+	return out, err
+}
+
+// forgetBindings drops every MCP → game session binding (a restart).
+func (s *Server) forgetBindings() {
+	s.mu.Lock()
+	clear(s.bound)
+	s.mu.Unlock()
 }
 
 func sessionIDOf(res any) string {

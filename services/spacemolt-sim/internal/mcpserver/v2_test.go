@@ -283,4 +283,3 @@ func TestV2ErrorsCarryWaits(t *testing.T) {
 		}
 	}
 }
-
