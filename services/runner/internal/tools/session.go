@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net"
 	"regexp"
 	"slices"
 	"sort"
@@ -249,6 +250,12 @@ func (s *Session) callGameLocked(ctx context.Context, name string, args map[stri
 		attempts++
 		res, err := s.callOnceLocked(ctx, name, args)
 		if err != nil {
+			if ctx.Err() == nil && transportFailure(err) && !(connectFailure(err) || dialFailure(err) || s.isRead(name, args)) {
+				// The request may have reached the server before the connection broke: sending it again could run
+				// the action twice.
+				s.log.Warn("connection broke during a game action; its outcome is unknown", "tool", name, "err", err)
+				return errorResult("server_unreachable", "the connection to the game server broke during this call, so whether it ran is unknown. Check with a read (get_status) before repeating it."), nil
+			}
 			if ctx.Err() != nil || !transportFailure(err) {
 				var we *jsonrpc.Error
 				if errors.As(err, &we) && !sessionExpired(err) {
@@ -354,6 +361,33 @@ func transportFailure(err error) bool {
 		}
 	})
 	return rejected && !refused
+}
+
+// connectFailure reports whether err came from opening the MCP session, before the call was sent.
+func connectFailure(err error) bool {
+	var te *transportError
+	return errors.As(err, &te)
+}
+
+// dialFailure reports whether err is a failed connection attempt: the request cannot have reached the server, so even
+// a mutation may be sent again. Other transport errors (a connection cut mid-call) are retried only for reads.
+func dialFailure(err error) bool {
+	dial := false
+	walkErrors(err, func(e error) {
+		if oe, ok := e.(*net.OpError); ok && oe.Op == "dial" {
+			dial = true
+		}
+	})
+	return dial
+}
+
+// isRead reports whether a call changes nothing in the game: a known read by tool name (legacy) or by action (v2).
+func (s *Session) isRead(name string, args map[string]any) bool {
+	if s.v2 {
+		a, _ := args[actionArg].(string)
+		return knownReads[a] || a == "get_commands" || name == "spacemolt_catalog"
+	}
+	return knownReads[name]
 }
 
 func walkErrors(err error, f func(error)) {
