@@ -114,9 +114,9 @@ type Config struct {
 	// Sleep waits d or until ctx ends (default a timer); tests replace it.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Now is the clock (default time.Now).
-	Now func() time.Time
-	Logger         *slog.Logger
-	Version        string
+	Now     func() time.Time
+	Logger  *slog.Logger
+	Version string
 }
 
 // Router opens per-mysis tool sessions.

@@ -107,7 +107,6 @@ func (s *Session) authCall(ctx context.Context, action string, args map[string]a
 	return s.rawCallLocked(ctx, action, args)
 }
 
-
 // listTools lists the game's tools on cs and returns them by name and as the definitions a mysis's requests carry
 // (the game's, then the search tools), which the router also keeps for Router.Tools.
 func (r *Router) listTools(ctx context.Context, cs *mcp.ClientSession) (map[string]gameTool, []llm.Tool, error) {
