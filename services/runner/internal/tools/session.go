@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"net/http"
 	"regexp"
 	"slices"
 	"sort"
@@ -249,13 +250,14 @@ func (s *Session) callGameLocked(ctx context.Context, name string, args map[stri
 		attempts++
 		res, err := s.callOnceLocked(ctx, name, args)
 		if err != nil {
-			if ctx.Err() == nil && transportFailure(err) && !(connectFailure(err) || dialFailure(err) || s.isRead(name, args)) {
+			refusedFor, refused := serverRefusal(err)
+			if ctx.Err() == nil && transportFailure(err) && !refused && !(connectFailure(err) || dialFailure(err) || s.isRead(name, args)) {
 				// The request may have reached the server before the connection broke: sending it again could run
 				// the action twice.
 				s.log.Warn("connection broke during a game action; its outcome is unknown", "tool", name, "err", err)
 				return errorResult("server_unreachable", "the connection to the game server broke during this call, so whether it ran is unknown. Check with a read (get_status) before repeating it."), nil
 			}
-			if ctx.Err() != nil || !transportFailure(err) {
+			if ctx.Err() != nil || !(transportFailure(err) || refused) {
 				var we *jsonrpc.Error
 				if errors.As(err, &we) && !sessionExpired(err) {
 					// The server rejected the call itself (bad params and the like): the model can read and fix that.
@@ -269,8 +271,9 @@ func (s *Session) callGameLocked(ctx context.Context, name string, args map[stri
 					attempts, cfg.UnreachableFor.Round(time.Second)), nil
 			}
 			s.retries++
-			s.log.Info("game server unreachable; retrying", "tool", name, "in", backoff, "err", err)
-			if err := cfg.Sleep(ctx, backoff); err != nil {
+			wait := max(backoff, refusedFor)
+			s.log.Info("game server unreachable; retrying", "tool", name, "in", wait, "err", err)
+			if err := cfg.Sleep(ctx, wait); err != nil {
 				return mysis.ToolResult{}, err
 			}
 			backoff = min(2*backoff, 5*time.Second)
@@ -366,6 +369,33 @@ func transportFailure(err error) bool {
 func connectFailure(err error) bool {
 	var te *transportError
 	return errors.As(err, &te)
+}
+
+// serverRefusal reports an HTTP refusal with Retry-After (503 while the server restarts, 429 over a session cap),
+// which the simulator and the SDK carry as a JSON-RPC error with data.retry_after: the call was not run, so it may be
+// sent again after the wait.
+func serverRefusal(err error) (time.Duration, bool) {
+	var wait time.Duration
+	found := false
+	walkErrors(err, func(e error) {
+		je, ok := e.(*jsonrpc.Error)
+		if !ok || len(je.Data) == 0 {
+			return
+		}
+		var d struct {
+			RetryAfter *int `json:"retry_after"`
+		}
+		if json.Unmarshal(je.Data, &d) == nil && d.RetryAfter != nil {
+			wait, found = time.Duration(*d.RetryAfter)*time.Second, true
+		}
+	})
+	if !found {
+		// go-sdk v1.8 reports a 503 or 429 to a request in a session by the status text alone ("sending
+		// \"tools/call\": Service Unavailable"), without the body or Retry-After: back off as for a transport error.
+		msg := err.Error()
+		found = strings.HasSuffix(msg, http.StatusText(http.StatusServiceUnavailable)) || strings.HasSuffix(msg, http.StatusText(http.StatusTooManyRequests))
+	}
+	return min(wait, 30*time.Second), found
 }
 
 // dialFailure reports whether err is a failed connection attempt: the request cannot have reached the server, so even
