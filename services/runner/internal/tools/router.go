@@ -222,7 +222,7 @@ const (
 	ViewText       = "text"
 	ViewStructured = "structured"
 	// DefaultResultView is chosen by the token counts in docs/BENCHMARKS.md ("MCP v2: text or structuredContent").
-	DefaultResultView = ViewText
+	DefaultResultView = ViewStructured
 )
 
 func sleep(ctx context.Context, d time.Duration) error {

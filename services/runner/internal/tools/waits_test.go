@@ -107,7 +107,7 @@ func scriptedSession(t *testing.T, sc *scripted, ft *fakeTime, maxWait time.Dura
 	t.Helper()
 	accounts := newAccounts(t)
 	accounts.pool(t, Account{Username: "scripted", Password: "pw", Empire: "solarian"})
-	r := NewRouter(Config{Endpoint: sc.url, MaxWait: maxWait, UnreachableFor: 10 * time.Second, Sleep: ft.Sleep, Now: ft.Now}, accounts, &fakeSearch{})
+	r := NewRouter(Config{Endpoint: sc.url, ResultView: ViewText, MaxWait: maxWait, UnreachableFor: 10 * time.Second, Sleep: ft.Sleep, Now: ft.Now}, accounts, &fakeSearch{})
 	s := r.Open(accounts.mysis(t, "Scripted")).(*Session)
 	t.Cleanup(s.Close)
 	if _, err := s.Prepare(context.Background()); err != nil {
