@@ -569,6 +569,21 @@ func (s *Session) loginLocked(ctx context.Context) (string, error) {
 		}
 		res, err = s.authCall(ctx, "login", map[string]any{"username": s.account.Username, "password": s.account.Password})
 	}
+	// The live server limits logins per address (30 a minute with all session creations, escalating lock-outs): a
+	// short refusal is waited out here, as for game actions.
+	var waited time.Duration
+	for err == nil && res.IsError && gameErrorCode(textOf(res)) == "rate_limited" {
+		d, _, ok := s.waitFor(res, textOf(res))
+		if !ok || waited+d > s.r.cfg.MaxWait {
+			break
+		}
+		s.waits++
+		if err := s.r.cfg.Sleep(ctx, d); err != nil {
+			return "", err
+		}
+		waited += d
+		res, err = s.authCall(ctx, "login", map[string]any{"username": s.account.Username, "password": s.account.Password})
+	}
 	if err != nil {
 		return "", fmt.Errorf("login %s: %w", s.account.Username, err)
 	}

@@ -19,6 +19,7 @@ import (
 // cue. The sim's real /mcp/v2 is played in TestV2SessionAgainstSimulator.
 type scripted struct {
 	mu      sync.Mutex
+	auth    []*mcp.CallToolResult // answers of spacemolt_auth before the normal login
 	answers []*mcp.CallToolResult
 	calls   []string // actions called
 	down    atomic.Bool
@@ -44,6 +45,13 @@ func newScripted(t *testing.T) *scripted {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "scripted", Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "spacemolt_auth", InputSchema: map[string]any{"type": "object"}},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			sc.mu.Lock()
+			defer sc.mu.Unlock()
+			if len(sc.auth) > 0 {
+				a := sc.auth[0]
+				sc.auth = sc.auth[1:]
+				return a, nil
+			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "session_id: s1"}},
 				StructuredContent: map[string]any{"session_id": "s1", "password": "pw"}}, nil
 		})
@@ -261,4 +269,16 @@ func equalDurations(a, b []time.Duration) bool {
 		}
 	}
 	return true
+}
+
+// TestLoginRateLimitedIsWaitedOut: a login refused by the per-address auth limit with a short retry_after is retried
+// after the wait instead of failing the mysis.
+func TestLoginRateLimitedIsWaitedOut(t *testing.T) {
+	sc := newScripted(t)
+	sc.auth = []*mcp.CallToolResult{errResult("rate_limited", "Too many session, login and register attempts. retry_after: 12s", map[string]any{"retry_after": 12, "wait_seconds": 12})}
+	ft := &fakeTime{now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+	s := scriptedSession(t, sc, ft, 30*time.Second)
+	if s.sessionID != "s1" || !equalDurations(ft.slept, []time.Duration{12 * time.Second}) {
+		t.Fatalf("session %q after sleeping %v; want s1 after 12s", s.sessionID, ft.slept)
+	}
 }
