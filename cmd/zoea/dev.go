@@ -214,7 +214,7 @@ func runDev(ctx context.Context, o *devOptions, out io.Writer) error {
 		"ZOEA_COMPOSER_ADDR="+o.addrs.composer,
 		"ZOEA_RUNNER_ADDR="+o.addrs.runner,
 		"ZOEA_BUS_ADDR="+o.addrs.bus,
-		"ZOEA_SPACEMOLT_URL=http://"+o.addrs.sim+"/mcp",
+		"ZOEA_SPACEMOLT_URL=http://"+o.addrs.sim+simEndpointPath(),
 		"ZOEA_SIM_TICK="+o.tick.String(),
 		"ZOEA_SIM_STATE_FILE="+o.simStateFile(),
 		"ZOEA_SIM_SAVE_INTERVAL=10s",
@@ -593,4 +593,13 @@ func renderProgress(out io.Writer, o *devOptions, elapsed time.Duration, list []
 	}
 	tw.Flush()
 	return earners
+}
+
+// simEndpointPath is the simulator endpoint the demo swarm plays: /mcp/v2 when ZOEA_SPACEMOLT_ENDPOINT=v2 or
+// ZOEA_SPACEMOLT_URL ends in /mcp/v2 (the runner reads ZOEA_SPACEMOLT_ENDPOINT too), else the legacy /mcp.
+func simEndpointPath() string {
+	if os.Getenv("ZOEA_SPACEMOLT_ENDPOINT") == "v2" || strings.HasSuffix(strings.TrimSuffix(os.Getenv("ZOEA_SPACEMOLT_URL"), "/"), "/mcp/v2") {
+		return "/mcp/v2"
+	}
+	return "/mcp"
 }

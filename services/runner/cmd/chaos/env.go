@@ -353,7 +353,7 @@ func setup(ctx context.Context, o options, log *slog.Logger, model *slowModel) (
 		return p.start()
 	}
 	simAddr := fmt.Sprintf("127.0.0.1:%d", freePort())
-	if err := add("spacemolt-sim", "spacemolt-sim", "ZOEA_LISTEN_ADDR="+simAddr, "ZOEA_SIM_TICK=20ms", "ZOEA_SIM_MUTATIONS_PER_MIN=-1", "ZOEA_SIM_READS_PER_MIN=-1", "ZOEA_SIM_CHAT_PER_MIN=-1"); err != nil {
+	if err := add("spacemolt-sim", "spacemolt-sim", "ZOEA_LISTEN_ADDR="+simAddr, "ZOEA_SIM_TICK=20ms", "ZOEA_SIM_MUTATIONS_PER_MIN=-1", "ZOEA_SIM_READS_PER_MIN=-1", "ZOEA_SIM_CHAT_PER_MIN=-1", "ZOEA_SIM_AUTH_PER_MIN=-1"); err != nil {
 		return e, err
 	}
 	e.memAddr = fmt.Sprintf("127.0.0.1:%d", freePort())

@@ -11,9 +11,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ollama/ollama/envconfig"
@@ -59,6 +61,15 @@ type Config struct {
 	// the default names. The swarm's bus must use the same name.
 	Swarm        string `env:"ZOEA_SWARM"`
 	SpaceMoltURL string `env:"ZOEA_SPACEMOLT_URL" envDefault:"http://127.0.0.1:7100/mcp"`
+	// SpaceMoltEndpoint picks the game's MCP endpoint for the swarm: "v1" (the legacy flat tools at /mcp) or "v2"
+	// (the 16 action tools at /mcp/v2), rewriting the path of ZOEA_SPACEMOLT_URL; empty plays the URL as given
+	// (a URL ending in /mcp/v2 is v2).
+	SpaceMoltEndpoint string `env:"ZOEA_SPACEMOLT_ENDPOINT"`
+	// SpaceMoltResult is what the model reads of a v2 result: text or structured (docs/BENCHMARKS.md); empty
+	// selects the measured default.
+	SpaceMoltResult string `env:"ZOEA_SPACEMOLT_RESULT"`
+	// SpaceMoltMaxWait is the longest action_pending / in_transit / rate_limited wait spent inside a tool call.
+	SpaceMoltMaxWait time.Duration `env:"ZOEA_SPACEMOLT_MAX_WAIT" envDefault:"30s"`
 
 	DefaultProvider string        `env:"ZOEA_DEFAULT_PROVIDER" envDefault:"autopilot"`
 	OllamaHost      string        `env:"OLLAMA_HOST"`
@@ -104,9 +115,39 @@ func LoadConfig() (Config, error) {
 	return cfg, cfg.Validate()
 }
 
+// SpaceMoltEndpointURL applies ZOEA_SPACEMOLT_ENDPOINT to ZOEA_SPACEMOLT_URL: v1 ends the path in /mcp, v2 in
+// /mcp/v2, empty keeps the URL.
+func SpaceMoltEndpointURL(raw, endpoint string) (string, error) {
+	if endpoint == "" {
+		return raw, nil
+	}
+	if endpoint != "v1" && endpoint != "v2" {
+		return "", fmt.Errorf("ZOEA_SPACEMOLT_ENDPOINT must be v1 or v2, got %q", endpoint)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("ZOEA_SPACEMOLT_URL %q is not a URL", raw)
+	}
+	base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/v2"), "/mcp")
+	u.Path = base + "/mcp"
+	if endpoint == "v2" {
+		u.Path += "/v2"
+	}
+	return u.String(), nil
+}
+
 // Validate checks values the environment parser cannot.
 func (c *Config) Validate() error {
+	u, err := SpaceMoltEndpointURL(c.SpaceMoltURL, c.SpaceMoltEndpoint)
+	if err != nil {
+		return err
+	}
+	c.SpaceMoltURL = u
 	switch {
+	case c.SpaceMoltResult != "" && c.SpaceMoltResult != tools.ViewText && c.SpaceMoltResult != tools.ViewStructured:
+		return fmt.Errorf("ZOEA_SPACEMOLT_RESULT must be text or structured, got %q", c.SpaceMoltResult)
+	case c.SpaceMoltMaxWait < 0:
+		return errors.New("ZOEA_SPACEMOLT_MAX_WAIT must not be negative")
 	case c.MaxToolIterations < 1:
 		return errors.New("ZOEA_MAX_TOOL_ITERATIONS must be at least 1")
 	case c.MaxCallsPerReply < 0:
@@ -234,7 +275,8 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	if regCode == "" {
 		regCode = cfg.SimRegistrationCode.Reveal()
 	}
-	router := tools.NewRouter(tools.Config{Endpoint: cfg.SpaceMoltURL, Empire: cfg.Empire, RegistrationCode: regCode, Logger: log}, memory, memory)
+	router := tools.NewRouter(tools.Config{Endpoint: cfg.SpaceMoltURL, Empire: cfg.Empire, RegistrationCode: regCode, Logger: log,
+		ResultView: cfg.SpaceMoltResult, MaxWait: cfg.SpaceMoltMaxWait}, memory, memory)
 	events := natsbus.Events{Bus: bus, Log: log}
 	actorCfg := mysis.Config{
 		MaxToolIterations: cfg.MaxToolIterations, MaxCallsPerReply: cfg.MaxCallsPerReply, TurnPause: cfg.TurnPause, BackoffMin: cfg.BackoffMin, BackoffMax: cfg.BackoffMax,

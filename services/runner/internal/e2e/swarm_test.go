@@ -309,9 +309,17 @@ func TestReplicaHandover(t *testing.T) {
 
 // TestAutopilotSwarmEarnsCredits: three autopilot myses get a broadcast mission, play the starter loop against the
 // simulator and earn credits (scored by the simulator's /admin/stats); their memories hold the tool loops.
-func TestAutopilotSwarmEarnsCredits(t *testing.T) {
+func TestAutopilotSwarmEarnsCredits(t *testing.T) { autopilotSwarmEarns(t, "") }
+
+// TestAutopilotSwarmEarnsCreditsOnMCPv2 is the same swarm playing the simulator's /mcp/v2 (16 action tools).
+func TestAutopilotSwarmEarnsCreditsOnMCPv2(t *testing.T) { autopilotSwarmEarns(t, "/v2") }
+
+func autopilotSwarmEarns(t *testing.T, pathSuffix string) {
 	s := startStack(t)
-	r := s.startRunner(t, "r1", nil, func(c *app.Config) { c.DefaultProvider = "autopilot" })
+	r := s.startRunner(t, "r1", nil, func(c *app.Config) {
+		c.DefaultProvider = "autopilot"
+		c.SpaceMoltURL = s.sim.MCPURL() + pathSuffix
+	})
 	ctx := context.Background()
 	ids := map[string]string{}
 	for _, name := range []string{"miner-a", "miner-b", "miner-c"} {
@@ -344,6 +352,9 @@ func TestAutopilotSwarmEarnsCredits(t *testing.T) {
 	for name, id := range ids {
 		ms := s.checkHistory(t, id, passwords)
 		for _, tool := range []string{"mine", "sell"} {
+			if pathSuffix != "" {
+				tool = "spacemolt" // v2: the actions of one tool
+			}
 			if !hasToolLoop(ms, tool) {
 				t.Errorf("%s: no %s tool loop stored", name, tool)
 			}

@@ -99,8 +99,24 @@ type Config struct {
 	RegistrationCode string
 	// ConnectTimeout bounds one MCP initialize (default 15s).
 	ConnectTimeout time.Duration
-	Logger         *slog.Logger
-	Version        string
+	// ResultView is what the model reads of a v2 result that carries both: "text" (the rendered text) or
+	// "structured" (structuredContent as JSON). Empty selects DefaultResultView. Legacy /mcp results are text only.
+	ResultView string
+	// MaxWait is the longest wait for action_pending, in_transit or rate_limited the runner spends inside a tool
+	// call before calling again, so the model pays no iteration for it (default 30s). Longer waits go back to the
+	// model with a note.
+	MaxWait time.Duration
+	// TickWait is how long action_pending is waited out when the server does not say (default 10s, the live tick).
+	TickWait time.Duration
+	// UnreachableFor is how long a transport failure is retried, with backoff, before the model is told the game
+	// server is unreachable (default 30s).
+	UnreachableFor time.Duration
+	// Sleep waits d or until ctx ends (default a timer); tests replace it.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Now is the clock (default time.Now).
+	Now     func() time.Time
+	Logger  *slog.Logger
+	Version string
 }
 
 // Router opens per-mysis tool sessions.
@@ -134,6 +150,24 @@ func NewRouter(cfg Config, accounts Accounts, search Searcher) *Router {
 	}
 	if cfg.Version == "" {
 		cfg.Version = "dev"
+	}
+	if cfg.ResultView == "" {
+		cfg.ResultView = DefaultResultView
+	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = 30 * time.Second
+	}
+	if cfg.TickWait <= 0 {
+		cfg.TickWait = 10 * time.Second
+	}
+	if cfg.UnreachableFor <= 0 {
+		cfg.UnreachableFor = 30 * time.Second
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleep
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	return &Router{
 		cfg: cfg, accounts: accounts, search: search, log: cfg.Logger,
@@ -181,6 +215,25 @@ func (r *Router) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		return nil, fmt.Errorf("mcp connect %s: %w", r.cfg.Endpoint, err)
 	}
 	return cs, nil
+}
+
+// Result views (Config.ResultView).
+const (
+	ViewText       = "text"
+	ViewStructured = "structured"
+	// DefaultResultView is chosen by the token counts in docs/BENCHMARKS.md ("MCP v2: text or structuredContent").
+	DefaultResultView = ViewStructured
+)
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // usernameFor derives a SpaceMolt username (3–24 of letters, digits, _ and -) from a mysis name.

@@ -6,10 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"net"
+	"net/http"
+	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -44,9 +50,14 @@ type Session struct {
 	llmTools  []llm.Tool
 	account   *Account
 	sessionID string // the game session id from the last login
+	// v2 is set when the server speaks MCP v2 (action-dispatched tools; login is spacemolt_auth action=login).
+	v2 bool
+	// pauseUntil holds the next game call back until an announced server restart has passed.
+	pauseUntil time.Time
 
-	// Recoveries, for tests and logs: MCP sessions re-initialised and game re-logins after a session error.
-	reconnects, relogins int
+	// Recoveries, for tests and logs: MCP sessions re-initialised and game re-logins after a session error; waits
+	// spent inside a call on action_pending, in_transit or rate_limited; transport retries; restart pauses.
+	reconnects, relogins, waits, retries, pauses int
 }
 
 // Prepare connects, loads the tool list and logs the mysis in with its account (claimed or registered on first use).
@@ -70,15 +81,31 @@ func (s *Session) connectLocked(ctx context.Context) error {
 	}
 	cs, err := s.r.connect(ctx)
 	if err != nil {
-		return err
+		return &transportError{err}
 	}
 	game, defs, err := s.r.listTools(ctx, cs)
 	if err != nil {
 		_ = cs.Close()
 		return err
 	}
+	_, s.v2 = game[v2AuthTool]
 	s.cs, s.game, s.llmTools = cs, game, defs
 	return nil
+}
+
+// v2AuthTool is MCP v2's auth tool; its presence marks a v2 server.
+const v2AuthTool = "spacemolt_auth"
+
+// actionArg selects a v2 tool's command.
+const actionArg = "action"
+
+// authCall runs login or register the endpoint's way.
+func (s *Session) authCall(ctx context.Context, action string, args map[string]any) (*mcp.CallToolResult, error) {
+	if s.v2 {
+		args[actionArg] = action
+		return s.rawCallLocked(ctx, v2AuthTool, args)
+	}
+	return s.rawCallLocked(ctx, action, args)
 }
 
 // listTools lists the game's tools on cs and returns them by name and as the definitions a mysis's requests carry
@@ -163,14 +190,25 @@ func (s *Session) Call(ctx context.Context, c chat.ToolCall) (mysis.ToolResult, 
 	switch c.Name {
 	case toolSearchMessages, toolSearchReasoning, toolSearchBroadcasts:
 		return s.searchLocked(ctx, c.Name, args), nil
+	case v2AuthTool:
+		if a, _ := args[actionArg].(string); a == "login" || a == "register" {
+			text, err := s.loginLocked(ctx)
+			if err != nil {
+				return mysis.ToolResult{}, err
+			}
+			return s.result(text, text, false), nil
+		}
 	case "register", "login":
+		if s.v2 {
+			break // no such tool on v2: unknown_tool below
+		}
 		// The runner owns the account: whatever the model passed, log in with the stored one and give back the
 		// game's answer with the password removed.
 		text, err := s.loginLocked(ctx)
 		if err != nil {
 			return mysis.ToolResult{}, err
 		}
-		return s.result(c.Name, text, false), nil
+		return s.result(text, text, false), nil
 	}
 	if _, ok := s.game[c.Name]; !ok {
 		return errorResult("unknown_tool", "there is no tool named %q", c.Name), nil
@@ -192,46 +230,303 @@ func parseArgs(text string) (map[string]any, error) {
 	return args, nil
 }
 
-// callGameLocked calls a game tool, hiding expired sessions: an expired MCP session is re-initialised and the
-// mysis logged in again; a game session error triggers one re-login. Either way the call is retried once.
+// callGameLocked calls a game tool and spends no model iteration on what the runner can handle itself:
+//   - an expired MCP session is re-initialised and a lost game session logged in again (callOnceLocked);
+//   - action_pending, in_transit and rate_limited are waited out and the call made again, as long as the waits of
+//     this call stay within MaxWait; a longer wait goes back to the model with a note;
+//   - a transport failure (the request never reached the server) is retried with backoff for UnreachableFor, then
+//     answered "the game server is unreachable";
+//   - after a server_restart_warning the next call waits until the restart has passed.
 func (s *Session) callGameLocked(ctx context.Context, name string, args map[string]any) (mysis.ToolResult, error) {
-	res, err := s.rawCallLocked(ctx, name, args)
+	if err := s.pauseLocked(ctx); err != nil {
+		return mysis.ToolResult{}, err
+	}
+	cfg := s.r.cfg
+	giveUp := cfg.Now().Add(cfg.UnreachableFor)
+	backoff := 250 * time.Millisecond
+	var waited time.Duration
+	attempts := 0
+	for {
+		attempts++
+		res, err := s.callOnceLocked(ctx, name, args)
+		if err != nil {
+			refusedFor, refused := serverRefusal(err)
+			if ctx.Err() == nil && transportFailure(err) && !refused && !(connectFailure(err) || dialFailure(err) || s.isRead(name, args)) {
+				// The request may have reached the server before the connection broke: sending it again could run
+				// the action twice.
+				s.log.Warn("connection broke during a game action; its outcome is unknown", "tool", name, "err", err)
+				return errorResult("server_unreachable", "the connection to the game server broke during this call, so whether it ran is unknown. Check with a read (get_status) before repeating it."), nil
+			}
+			if ctx.Err() != nil || !(transportFailure(err) || refused) {
+				var we *jsonrpc.Error
+				if errors.As(err, &we) && !sessionExpired(err) {
+					// The server rejected the call itself (bad params and the like): the model can read and fix that.
+					return errorResult("invalid_request", "%s", we.Message), nil
+				}
+				return mysis.ToolResult{}, fmt.Errorf("call %s: %w", name, err)
+			}
+			if !cfg.Now().Before(giveUp) {
+				s.log.Warn("game server unreachable; telling the model", "tool", name, "attempts", attempts, "err", err)
+				return errorResult("server_unreachable", "the game server is unreachable (%d attempts over %s); nothing was done. Try again in a while.",
+					attempts, cfg.UnreachableFor.Round(time.Second)), nil
+			}
+			s.retries++
+			wait := max(backoff, refusedFor)
+			s.log.Info("game server unreachable; retrying", "tool", name, "in", wait, "err", err)
+			if err := cfg.Sleep(ctx, wait); err != nil {
+				return mysis.ToolResult{}, err
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		s.noteWarning(res)
+		text, data := s.view(res), dataOf(res)
+		if res.IsError {
+			if d, code, ok := s.waitFor(res, text); ok {
+				if waited+d > cfg.MaxWait {
+					text += fmt.Sprintf("\n(The runner did not wait: %s is longer than the %s it waits inside a call. Do something else, or call again later.)",
+						d, cfg.MaxWait)
+					return s.result(text, data, true), nil
+				}
+				s.waits++
+				s.log.Info("waiting inside the call", "tool", name, "code", code, "wait", d)
+				if err := cfg.Sleep(ctx, d); err != nil {
+					return mysis.ToolResult{}, err
+				}
+				waited += d
+				continue
+			}
+		}
+		return s.result(text, data, res.IsError), nil
+	}
+}
+
+// callOnceLocked makes one call, hiding expired sessions: an expired MCP session is re-initialised and the mysis
+// logged in again; a game session error triggers one re-login. Either way the call is made again once.
+func (s *Session) callOnceLocked(ctx context.Context, name string, args map[string]any) (*mcp.CallToolResult, error) {
+	res, err := s.rawCallLocked(ctx, name, maps.Clone(args))
 	if err != nil && sessionExpired(err) && ctx.Err() == nil {
 		s.log.Info("mcp session expired; re-initialising", "tool", name, "err", err)
 		s.reconnects++
 		if err := s.connectLocked(ctx); err != nil {
-			return mysis.ToolResult{}, err
+			return nil, err
 		}
 		if _, err := s.loginLocked(ctx); err != nil {
-			return mysis.ToolResult{}, err
+			return nil, err
 		}
-		res, err = s.rawCallLocked(ctx, name, args)
+		res, err = s.rawCallLocked(ctx, name, maps.Clone(args))
 	}
 	if err != nil {
-		var we *jsonrpc.Error
-		if errors.As(err, &we) && !sessionExpired(err) {
-			// The server rejected the call itself (bad params and the like): the model can read and fix that.
-			return errorResult("invalid_request", "%s", we.Message), nil
-		}
-		return mysis.ToolResult{}, fmt.Errorf("call %s: %w", name, err)
+		return nil, err
 	}
-	text := textOf(res)
 	if res.IsError {
-		switch gameErrorCode(text) {
+		switch code := gameErrorCode(textOf(res)); code {
 		case "session_invalid", "session_required", "not_authenticated":
-			s.log.Info("game session lost; logging in again", "tool", name, "code", gameErrorCode(text))
+			s.log.Info("game session lost; logging in again", "tool", name, "code", code)
 			s.relogins++
 			if _, err := s.loginLocked(ctx); err != nil {
-				return mysis.ToolResult{}, err
+				return nil, err
 			}
-			res, err = s.rawCallLocked(ctx, name, args)
-			if err != nil {
-				return mysis.ToolResult{}, fmt.Errorf("call %s: %w", name, err)
-			}
-			text = textOf(res)
+			return s.rawCallLocked(ctx, name, maps.Clone(args))
 		}
 	}
-	return s.result(name, text, res.IsError), nil
+	return res, nil
+}
+
+// transportError marks a failure to reach the server at all (connect or initialize failed).
+type transportError struct{ err error }
+
+func (e *transportError) Error() string { return e.err.Error() }
+func (e *transportError) Unwrap() error { return e.err }
+
+// codeRejected is the SDK's "rejected by transport" (jsonrpc2.ErrRejected): the request never reached the server.
+const codeRejected = -32005
+
+// callLevel are JSON-RPC codes by which a server refuses the call itself; the model can fix those.
+var callLevel = map[int64]bool{-32600: true, -32601: true, -32602: true, -32021: true}
+
+// transportFailure reports whether err means the request did not reach the game server, so making it again
+// cannot run an action twice: a failed connect, or the SDK's ErrRejected without a call-level refusal in the chain.
+func transportFailure(err error) bool {
+	var te *transportError
+	if errors.As(err, &te) {
+		return true
+	}
+	rejected, refused := false, false
+	walkErrors(err, func(e error) {
+		if je, ok := e.(*jsonrpc.Error); ok {
+			if je.Code == codeRejected {
+				rejected = true
+			} else if callLevel[je.Code] {
+				refused = true
+			}
+		}
+	})
+	return rejected && !refused
+}
+
+// connectFailure reports whether err came from opening the MCP session, before the call was sent.
+func connectFailure(err error) bool {
+	var te *transportError
+	return errors.As(err, &te)
+}
+
+// serverRefusal reports an HTTP refusal with Retry-After (503 while the server restarts, 429 over a session cap),
+// which the simulator and the SDK carry as a JSON-RPC error with data.retry_after: the call was not run, so it may be
+// sent again after the wait.
+func serverRefusal(err error) (time.Duration, bool) {
+	var wait time.Duration
+	found := false
+	walkErrors(err, func(e error) {
+		je, ok := e.(*jsonrpc.Error)
+		if !ok || len(je.Data) == 0 {
+			return
+		}
+		var d struct {
+			RetryAfter *int `json:"retry_after"`
+		}
+		if json.Unmarshal(je.Data, &d) == nil && d.RetryAfter != nil {
+			wait, found = time.Duration(*d.RetryAfter)*time.Second, true
+		}
+	})
+	if !found {
+		// go-sdk v1.8 reports a 503 or 429 to a request in a session by the status text alone ("sending
+		// \"tools/call\": Service Unavailable"), without the body or Retry-After: back off as for a transport error.
+		msg := err.Error()
+		found = strings.HasSuffix(msg, http.StatusText(http.StatusServiceUnavailable)) || strings.HasSuffix(msg, http.StatusText(http.StatusTooManyRequests))
+	}
+	return min(wait, 30*time.Second), found
+}
+
+// dialFailure reports whether err is a failed connection attempt: the request cannot have reached the server, so even
+// a mutation may be sent again. Other transport errors (a connection cut mid-call) are retried only for reads.
+func dialFailure(err error) bool {
+	dial := false
+	walkErrors(err, func(e error) {
+		if oe, ok := e.(*net.OpError); ok && oe.Op == "dial" {
+			dial = true
+		}
+	})
+	return dial
+}
+
+// isRead reports whether a call changes nothing in the game: a known read by tool name (legacy) or by action (v2).
+func (s *Session) isRead(name string, args map[string]any) bool {
+	if s.v2 {
+		a, _ := args[actionArg].(string)
+		return knownReads[a] || a == "get_commands" || name == "spacemolt_catalog"
+	}
+	return knownReads[name]
+}
+
+func walkErrors(err error, f func(error)) {
+	if err == nil {
+		return
+	}
+	f(err)
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		walkErrors(u.Unwrap(), f)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			walkErrors(e, f)
+		}
+	}
+}
+
+// waitFor reads how long to wait before making a refused call again: action_pending (the next tick), in_transit
+// (seconds until arrival) and rate_limited (retry_after), from structuredContent.error when the server sends it,
+// else from the message.
+func (s *Session) waitFor(res *mcp.CallToolResult, text string) (time.Duration, string, bool) {
+	code := gameErrorCode(textOf(res))
+	switch code {
+	case "action_pending", "in_transit", "rate_limited":
+	default:
+		return 0, "", false
+	}
+	secs := 0
+	if res.StructuredContent != nil {
+		if raw, err := json.Marshal(res.StructuredContent); err == nil {
+			var sc struct {
+				Error struct {
+					WaitSeconds int `json:"wait_seconds"`
+					RetryAfter  int `json:"retry_after"`
+					Remaining   int `json:"seconds_remaining"`
+				} `json:"error"`
+			}
+			if json.Unmarshal(raw, &sc) == nil {
+				secs = max(sc.Error.WaitSeconds, sc.Error.RetryAfter, sc.Error.Remaining)
+			}
+		}
+	}
+	if secs == 0 {
+		if m := waitPattern.FindStringSubmatch(text); m != nil {
+			secs, _ = strconv.Atoi(m[1])
+		}
+	}
+	if secs > 0 {
+		return time.Duration(secs) * time.Second, code, true
+	}
+	if code == "action_pending" {
+		return s.r.cfg.TickWait, code, true
+	}
+	return 0, "", false
+}
+
+// waitPattern finds the seconds in the legacy messages ("arrives in 40 seconds", "retry_after: 12s").
+var waitPattern = regexp.MustCompile(`(?:arrives in|retry_after:?|wait_seconds:?) ?(\d+) ?s`)
+
+// noteWarning remembers a server_restart_warning (in a result's _meta) so the next call waits the restart out.
+func (s *Session) noteWarning(res *mcp.CallToolResult) {
+	w, ok := res.Meta["server_restart_warning"].(map[string]any)
+	if !ok {
+		return
+	}
+	secs, _ := w["seconds_until_restart"].(float64)
+	if secs <= 0 {
+		return
+	}
+	until := s.r.cfg.Now().Add(time.Duration(secs)*time.Second + time.Second)
+	if until.After(s.pauseUntil) {
+		s.log.Info("the game server announced a restart; pausing game calls until it has passed", "seconds", secs)
+		s.pauseUntil = until
+	}
+}
+
+// pauseLocked waits until an announced restart has passed.
+func (s *Session) pauseLocked(ctx context.Context) error {
+	if s.pauseUntil.IsZero() {
+		return nil
+	}
+	d := s.pauseUntil.Sub(s.r.cfg.Now())
+	s.pauseUntil = time.Time{}
+	if d <= 0 {
+		return nil
+	}
+	s.pauses++
+	return s.r.cfg.Sleep(ctx, d)
+}
+
+// view is what the model reads of a result: the text, or for a successful v2 result with ResultView structured its
+// structuredContent as JSON. An error is always its text, "Error: <code>: <message>", which names the code.
+func (s *Session) view(res *mcp.CallToolResult) string {
+	if s.v2 && s.r.cfg.ResultView == ViewStructured && !res.IsError && res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			return string(b)
+		}
+	}
+	return textOf(res)
+}
+
+// dataOf is a result as JSON for the runner's own reading (session id, password, credits): structuredContent
+// when present, else the text (the legacy endpoint's text is JSON).
+func dataOf(res *mcp.CallToolResult) string {
+	if res != nil && res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			return string(b)
+		}
+	}
+	return textOf(res)
 }
 
 func (s *Session) rawCallLocked(ctx context.Context, name string, args map[string]any) (*mcp.CallToolResult, error) {
@@ -267,12 +562,27 @@ func (s *Session) loginLocked(ctx context.Context) (string, error) {
 			return s.redact(text), nil // registered: already logged in
 		}
 	}
-	res, err := s.rawCallLocked(ctx, "login", map[string]any{"username": s.account.Username, "password": s.account.Password})
+	res, err := s.authCall(ctx, "login", map[string]any{"username": s.account.Username, "password": s.account.Password})
 	if err != nil && sessionExpired(err) && ctx.Err() == nil {
 		if err := s.connectLocked(ctx); err != nil {
 			return "", err
 		}
-		res, err = s.rawCallLocked(ctx, "login", map[string]any{"username": s.account.Username, "password": s.account.Password})
+		res, err = s.authCall(ctx, "login", map[string]any{"username": s.account.Username, "password": s.account.Password})
+	}
+	// The live server limits logins per address (30 a minute with all session creations, escalating lock-outs): a
+	// short refusal is waited out here, as for game actions.
+	var waited time.Duration
+	for err == nil && res.IsError && gameErrorCode(textOf(res)) == "rate_limited" {
+		d, _, ok := s.waitFor(res, textOf(res))
+		if !ok || waited+d > s.r.cfg.MaxWait {
+			break
+		}
+		s.waits++
+		if err := s.r.cfg.Sleep(ctx, d); err != nil {
+			return "", err
+		}
+		waited += d
+		res, err = s.authCall(ctx, "login", map[string]any{"username": s.account.Username, "password": s.account.Password})
 	}
 	if err != nil {
 		return "", fmt.Errorf("login %s: %w", s.account.Username, err)
@@ -295,8 +605,8 @@ func (s *Session) loginLocked(ctx context.Context) (string, error) {
 	if res.IsError {
 		return "", fmt.Errorf("login %s: %s", s.account.Username, s.redact(text))
 	}
-	s.sessionID = sessionIDOf(text)
-	return s.redact(text), nil
+	s.sessionID = sessionIDOf(dataOf(res))
+	return s.redact(s.view(res)), nil
 }
 
 // ensureAccountLocked finds the mysis's account: the one bound to it, else a free one from the pool, else a new
@@ -337,7 +647,7 @@ func (s *Session) registerLocked(ctx context.Context, stale string) (string, err
 		if s.r.cfg.RegistrationCode != "" {
 			args["registration_code"] = s.r.cfg.RegistrationCode
 		}
-		res, err := s.rawCallLocked(ctx, "register", args)
+		res, err := s.authCall(ctx, "register", args)
 		if err != nil {
 			return "", fmt.Errorf("register: %w", err)
 		}
@@ -352,7 +662,7 @@ func (s *Session) registerLocked(ctx context.Context, stale string) (string, err
 			Password  string `json:"password"`
 			SessionID string `json:"session_id"`
 		}
-		if err := json.Unmarshal([]byte(text), &reg); err != nil || reg.Password == "" {
+		if err := json.Unmarshal([]byte(dataOf(res)), &reg); err != nil || reg.Password == "" {
 			return "", fmt.Errorf("register %s: no password in the result", username)
 		}
 		if stale != "" && username != stale {
@@ -368,7 +678,7 @@ func (s *Session) registerLocked(ctx context.Context, stale string) (string, err
 		}
 		s.account, s.sessionID = &acct, reg.SessionID
 		s.log.Info("registered a SpaceMolt account", "username", username)
-		return text, nil
+		return s.view(res), nil
 	}
 	return "", fmt.Errorf("register: no free username for %q after 5 attempts", s.name)
 }
@@ -381,12 +691,13 @@ func sessionIDOf(text string) string {
 	return r.SessionID
 }
 
-// result builds what the model reads: the game's text with credentials removed, plus the credits when reported.
-func (s *Session) result(tool, text string, isError bool) mysis.ToolResult {
+// result builds what the model reads: the game's text with credentials removed, plus the credits when the data
+// (the result as JSON) reports them.
+func (s *Session) result(text, data string, isError bool) mysis.ToolResult {
 	text = s.redact(text)
 	res := mysis.ToolResult{Content: text, IsError: isError}
 	if !isError {
-		res.Credits = creditsOf(text)
+		res.Credits = creditsOf(data)
 	}
 	return res
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/admin"
 	"github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/game"
@@ -101,5 +102,33 @@ func TestAdminToken(t *testing.T) {
 	}
 	if code := do(t, http.MethodGet, ts.URL+"/healthz", "", nil); code != http.StatusOK {
 		t.Fatalf("healthz needs no token: HTTP %d", code)
+	}
+}
+
+type restarter struct{ in, down time.Duration }
+
+func (r *restarter) ScheduleRestart(in, down time.Duration) time.Time {
+	r.in, r.down = in, down
+	return time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC).Add(in)
+}
+
+func TestRestartEndpoint(t *testing.T) {
+	e := game.New(game.Config{Seed: 3})
+	r := &restarter{}
+	mux := http.NewServeMux()
+	admin.Register(mux, e, admin.Options{Token: "tok", Restarter: r})
+	ts := httptest.NewServer(mux)
+	defer ts.Close()
+	if code := do(t, http.MethodPost, ts.URL+"/admin/restart", "", nil); code != http.StatusUnauthorized {
+		t.Fatalf("without the token: %d", code)
+	}
+	if code := do(t, http.MethodPost, ts.URL+"/admin/restart", "tok", nil); code != http.StatusOK || r.in != 60*time.Second || r.down != 2*time.Second {
+		t.Fatalf("defaults: %d, in %v, downtime %v; want 200, 60s, 2s", code, r.in, r.down)
+	}
+	if code := do(t, http.MethodPost, ts.URL+"/admin/restart?in=5s&downtime=10s", "tok", nil); code != http.StatusOK || r.in != 5*time.Second || r.down != 10*time.Second {
+		t.Fatalf("explicit: %d, in %v, downtime %v", code, r.in, r.down)
+	}
+	if code := do(t, http.MethodPost, ts.URL+"/admin/restart?in=soon", "tok", nil); code != http.StatusBadRequest {
+		t.Fatalf("in=soon: %d, want 400", code)
 	}
 }

@@ -36,6 +36,16 @@ type Config struct {
 	ReadsPerMinute     int           `env:"ZOEA_SIM_READS_PER_MIN" envDefault:"300"`
 	ChatPerMinute      int           `env:"ZOEA_SIM_CHAT_PER_MIN" envDefault:"20"`
 	AdminToken         config.Secret `env:"ZOEA_ADMIN_TOKEN"`
+	// Session caps over both MCP endpoints (issue 26: an initialize flood must not hold memory): beyond them an
+	// initialize is HTTP 503 (total) or 429 (per client address) with Retry-After. A session that makes no request
+	// within ZOEA_SIM_UNINIT_SESSION_TTL of its initialize is closed.
+	MaxSessions          int           `env:"ZOEA_SIM_MAX_SESSIONS" envDefault:"2000"`
+	MaxSessionsPerClient int           `env:"ZOEA_SIM_MAX_SESSIONS_PER_CLIENT" envDefault:"500"`
+	UninitSessionTTL     time.Duration `env:"ZOEA_SIM_UNINIT_SESSION_TTL" envDefault:"30s"`
+	// AuthPerMinute is the live server's shared limit on session creation, login and register per client address,
+	// with escalating lock-outs (2 to 30 minutes). Negative disables it (load tests with hundreds of myses on one
+	// address).
+	AuthPerMinute int `env:"ZOEA_SIM_AUTH_PER_MIN" envDefault:"30"`
 	// StateFile keeps the universe between runs: loaded at start when it exists, saved every SaveInterval and at
 	// shutdown. Empty: every start is a fresh universe.
 	StateFile       string        `env:"ZOEA_SIM_STATE_FILE"`
@@ -69,6 +79,12 @@ func (c Config) validate() error {
 		return errors.New("ZOEA_SIM_SAVE_INTERVAL must be positive")
 	case c.MCPSessionTTL < 0:
 		return errors.New("ZOEA_SIM_MCP_SESSION_TTL must not be negative")
+	case c.MaxSessions <= 0 || c.MaxSessionsPerClient <= 0:
+		return errors.New("ZOEA_SIM_MAX_SESSIONS and ZOEA_SIM_MAX_SESSIONS_PER_CLIENT must be positive")
+	case c.UninitSessionTTL <= 0:
+		return errors.New("ZOEA_SIM_UNINIT_SESSION_TTL must be positive")
+	case c.AuthPerMinute == 0:
+		return errors.New("ZOEA_SIM_AUTH_PER_MIN must be positive (or negative to disable)")
 	case c.MutationsPerMinute == 0 || c.ReadsPerMinute == 0 || c.ChatPerMinute == 0:
 		return errors.New("rate limits must be positive (or negative to disable)")
 	}
@@ -126,9 +142,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// The SDK logs every session at info level; a swarm would drown the log.
 	sdkLog := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	mcpSrv := mcpserver.New(engine, mcpserver.Options{SessionTimeout: cfg.MCPSessionTTL, Logger: sdkLog})
+	mcpV2 := mcpserver.NewV2(engine, mcpserver.Options{SessionTimeout: cfg.MCPSessionTTL, Logger: sdkLog})
+	guard := mcpserver.NewGuard(engine, mcpserver.GuardOptions{
+		MaxSessions: cfg.MaxSessions, MaxSessionsPerClient: cfg.MaxSessionsPerClient,
+		UninitializedTTL: cfg.UninitSessionTTL, AuthPerMinute: cfg.AuthPerMinute,
+	}, mcpSrv, mcpV2)
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcpSrv.Handler())
-	admin.Register(mux, engine, admin.Options{Token: cfg.AdminToken.Reveal(), Logger: log})
+	mux.Handle("/mcp", guard.Wrap(mcpSrv.Handler()))
+	mux.Handle("/mcp/v2", guard.Wrap(mcpV2.Handler()))
+	admin.Register(mux, engine, admin.Options{Token: cfg.AdminToken.Reveal(), Logger: log, Restarter: guard})
 	// No write timeout: travel and jump calls block for many ticks.
 	srv := &http.Server{Addr: cfg.ListenAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
@@ -144,6 +166,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	defer stopEngine()
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return engine.Run(engineCtx) })
+	g.Go(func() error { return guard.Run(engineCtx) })
 	if cfg.StateFile != "" {
 		g.Go(func() error { return saveEvery(engineCtx, engine, cfg, log) })
 	}
@@ -159,6 +182,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 		defer cancel()
 		mcpSrv.Close()
+		mcpV2.Close()
 		err := srv.Shutdown(sctx)
 		stopEngine()
 		if err != nil {

@@ -411,10 +411,11 @@ func (e *Engine) maybeSweepSessions() {
 	}
 }
 
-// newSession logs p in, displacing any earlier session of the account.
-func (e *Engine) newSession(p *Player) string {
+// newSession logs p in on the pool's endpoint, displacing any earlier session of the account (on either pool:
+// one connection per account).
+func (e *Engine) newSession(p *Player, pool Pool) string {
 	id := e.hexID(16)
-	s := &session{id: id, player: p}
+	s := &session{id: id, pool: pool, player: p}
 	s.lastSeen.Store(e.now().UnixNano())
 	e.sessMu.Lock()
 	if old, ok := e.current[p]; ok {
@@ -424,6 +425,48 @@ func (e *Engine) newSession(p *Player) string {
 	e.current[p] = id
 	e.sessMu.Unlock()
 	return id
+}
+
+// Pool is the endpoint family a game session belongs to. SpaceMolt keeps v1 and v2 sessions apart: a session id
+// from one is unknown to the other.
+type Pool string
+
+// The session pools.
+const (
+	PoolV1 Pool = "v1"
+	PoolV2 Pool = "v2"
+)
+
+// SessionPool reports the pool of a live session id.
+func (e *Engine) SessionPool(sid string) (Pool, bool) {
+	e.sessMu.RLock()
+	defer e.sessMu.RUnlock()
+	s, ok := e.sessions[sid]
+	if !ok {
+		return "", false
+	}
+	return s.pool, true
+}
+
+// DropSessions forgets every game session, as a server restart does: the next call with an old id gets
+// session_invalid and the player logs in again. Players, ships and the world stay.
+func (e *Engine) DropSessions() int {
+	e.sessMu.Lock()
+	defer e.sessMu.Unlock()
+	n := len(e.sessions)
+	e.sessions = map[string]*session{}
+	e.current = map[*Player]string{}
+	return n
+}
+
+// Catalog lists the tradeable items (spacemolt_catalog type=items).
+func (e *Engine) Catalog() *CatalogResult {
+	res := &CatalogResult{Type: "items"}
+	for _, it := range itemCatalog {
+		res.Items = append(res.Items, CatalogItem{ID: it.ID, Name: it.Name, Category: "ore", GuidePrice: it.GuidePrice})
+	}
+	res.Total = len(res.Items)
+	return res
 }
 
 func hashPassword(pw string) [32]byte { return sha256.Sum256([]byte(pw)) }
@@ -443,6 +486,11 @@ func validUsername(u string) bool {
 // Register creates an account with a starter ship docked at Sol Central and
 // logs it in.
 func (e *Engine) Register(username, empire, code string) (res *RegisterResult, err error) {
+	return e.RegisterIn(PoolV1, username, empire, code)
+}
+
+// RegisterIn is Register with the new session in pool.
+func (e *Engine) RegisterIn(pool Pool, username, empire, code string) (res *RegisterResult, err error) {
 	defer func() {
 		if err != nil {
 			e.anonCalls.Add(1)
@@ -480,7 +528,7 @@ func (e *Engine) Register(username, empire, code string) (res *RegisterResult, e
 
 	p.calls.Add(1)
 	e.notify(p, "system", "welcome", map[string]any{"message": "Welcome to SpaceMolt, " + username + ". Undock, mine at main_belt, sell at sol_central."})
-	sid := e.newSession(p)
+	sid := e.newSession(p, pool)
 	p.mu.Lock()
 	st := p.snapshot()
 	p.mu.Unlock()
@@ -493,6 +541,11 @@ func (e *Engine) Register(username, empire, code string) (res *RegisterResult, e
 
 // Login starts a session for an existing account, replacing its previous one.
 func (e *Engine) Login(username, password string) (*LoginResult, error) {
+	return e.LoginIn(PoolV1, username, password)
+}
+
+// LoginIn is Login with the new session in pool.
+func (e *Engine) LoginIn(pool Pool, username, password string) (*LoginResult, error) {
 	e.accMu.RLock()
 	p := e.byName[strings.ToLower(username)]
 	e.accMu.RUnlock()
@@ -505,7 +558,7 @@ func (e *Engine) Login(username, password string) (*LoginResult, error) {
 	e.sessMu.RLock()
 	_, displaced := e.current[p]
 	e.sessMu.RUnlock()
-	sid := e.newSession(p)
+	sid := e.newSession(p, pool)
 	p.calls.Add(1)
 	if displaced {
 		e.notify(p, "system", "session_replaced", map[string]any{"message": "A new login replaced your previous session."})

@@ -139,6 +139,7 @@ func (st *playerState) cargoUsed() int {
 // session is a game login. player is nil after logout.
 type session struct {
 	id       string
+	pool     Pool
 	player   *Player
 	lastSeen atomic.Int64 // unix nanos of the game clock
 }

@@ -394,3 +394,18 @@ type HelpResult struct {
 	Topic string `json:"topic"`
 	Text  string `json:"text"`
 }
+
+// CatalogResult answers spacemolt_catalog.
+type CatalogResult struct {
+	Type  string        `json:"type"`
+	Items []CatalogItem `json:"items"`
+	Total int           `json:"total"`
+}
+
+// CatalogItem is one catalog entry.
+type CatalogItem struct {
+	ID         string `json:"id"`
+	Name       string `json:"name"`
+	Category   string `json:"category"`
+	GuidePrice int    `json:"guide_price"`
+}

@@ -36,8 +36,10 @@ type simOptions struct {
 type sim struct {
 	t      testing.TB
 	url    string
+	urlV2  string // the /mcp/v2 endpoint over the same engine
 	engine *game.Engine
 	srv    *mcpserver.Server
+	srvV2  *mcpserver.Server
 	clock  *clock
 	// client reaches the simulator (nil: http.DefaultClient over loopback).
 	client *http.Client
@@ -81,8 +83,10 @@ func newSim(t testing.TB, o simOptions) *sim {
 		t.Cleanup(func() { cancel(); <-done })
 	}
 	s.srv = mcpserver.New(s.engine, mcpserver.Options{SessionTimeout: o.mcpTimeout, OnUnbind: o.onUnbind})
+	s.srvV2 = mcpserver.NewV2(s.engine, mcpserver.Options{SessionTimeout: o.mcpTimeout, OnUnbind: o.onUnbind})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", s.srv.Handler())
+	mux.Handle("/mcp/v2", s.srvV2.Handler())
 	if o.inMemory {
 		lis := newMemListener()
 		hs := &http.Server{Handler: mux}
@@ -91,18 +95,22 @@ func newSim(t testing.TB, o simOptions) *sim {
 		transport := &http.Transport{DialContext: lis.dial}
 		s.client = &http.Client{Transport: transport}
 		s.url = "http://sim.test/mcp"
+		s.urlV2 = s.url + "/v2"
 		t.Cleanup(func() {
 			_ = hs.Close()
 			<-served
 			transport.CloseIdleConnections()
 		})
 		t.Cleanup(s.srv.Close) // runs first: ends the clients' SSE streams
+		t.Cleanup(s.srvV2.Close)
 		return s
 	}
 	ts := httptest.NewServer(mux)
 	s.url = ts.URL + "/mcp"
+	s.urlV2 = s.url + "/v2"
 	t.Cleanup(ts.Close)
 	t.Cleanup(s.srv.Close) // runs before ts.Close: ends the clients' SSE streams
+	t.Cleanup(s.srvV2.Close)
 	return s
 }
 

@@ -40,6 +40,13 @@ type Server struct {
 	handler  http.Handler
 	onUnbind func(mcpSessionID string)
 
+	// pool is the game-session pool of this endpoint: v1 (/mcp) or v2 (/mcp/v2) ids are not valid on the other.
+	pool game.Pool
+	// guard, when set (NewGuard), applies the auth limit to login/register and adds restart warnings.
+	guard *Guard
+	// render turns a game answer into the endpoint's tool result.
+	render func(res any, err error) (*mcp.CallToolResult, error)
+
 	mu    sync.Mutex
 	bound map[string]string // MCP session id → game session id
 }
@@ -52,7 +59,7 @@ func New(engine *game.Engine, opts Options) *Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	s := &Server{engine: engine, log: opts.Logger, bound: map[string]string{}, onUnbind: opts.OnUnbind}
+	s := &Server{engine: engine, log: opts.Logger, bound: map[string]string{}, onUnbind: opts.OnUnbind, pool: game.PoolV1, render: toResult}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "spacemolt-sim", Title: "SpaceMolt (offline simulator)", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: "SpaceMolt, an MMO for AI agents. Call register or login first; help explains the rules.",
 		Logger:       opts.Logger,
@@ -64,12 +71,17 @@ func New(engine *game.Engine, opts Options) *Server {
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: ro, OpenWorldHint: new(false)},
 		}, s.handle(t))
 	}
+	s.mount(opts)
+	return s
+}
+
+// mount builds the HTTP handler over s.mcp.
+func (s *Server) mount(opts Options) {
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		SessionTimeout: opts.SessionTimeout,
 		Logger:         opts.Logger,
 	})
 	s.handler = sessionNotInitialized(streamable)
-	return s
 }
 
 // Handler is the HTTP handler to mount at /mcp.
@@ -84,27 +96,58 @@ func (s *Server) BoundSessions() int {
 
 func (s *Server) handle(t tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		var mcpID string
-		if req.Session != nil {
-			mcpID = req.Session.ID()
-		}
-		a, err := parseArgs(req.Params.Arguments, t.params)
-		c := call{sid: a.str(sessionParam.name), args: a}
-		if c.sid == "" && mcpID != "" {
-			s.mu.Lock()
-			c.sid = s.bound[mcpID]
-			s.mu.Unlock()
-		}
-		if err != nil {
-			s.engine.CountRejected(c.sid)
-			return toResult(nil, err)
-		}
-		res, err := t.run(ctx, c)
-		if err == nil && t.binds && mcpID != "" {
-			s.bind(req.Session, sessionIDOf(res))
-		}
-		return toResult(res, err)
+		return s.invoke(ctx, req, t, req.Params.Arguments)
 	}
+}
+
+// invoke runs t with raw arguments on behalf of req's MCP session.
+func (s *Server) invoke(ctx context.Context, req *mcp.CallToolRequest, t tool, raw json.RawMessage) (*mcp.CallToolResult, error) {
+	var mcpID string
+	if req.Session != nil {
+		mcpID = req.Session.ID()
+	}
+	a, err := parseArgs(raw, t.params)
+	c := call{sid: a.str(sessionParam.name), args: a}
+	if c.sid == "" && mcpID != "" {
+		s.mu.Lock()
+		c.sid = s.bound[mcpID]
+		s.mu.Unlock()
+	}
+	if err != nil {
+		s.engine.CountRejected(c.sid)
+		return s.render(nil, err)
+	}
+	if c.sid != "" && !t.binds {
+		if pool, ok := s.engine.SessionPool(c.sid); ok && pool != s.pool {
+			s.engine.CountRejected("")
+			return s.render(nil, &game.Error{Code: game.CodeSessionInvalid, Message: "This session belongs to the " +
+				string(pool) + " endpoint; v1 (/mcp) and v2 (/mcp/v2) sessions are separate. Call login() again here."})
+		}
+	}
+	var res any
+	if t.binds {
+		err = s.guard.authCheck(req)
+	}
+	if err == nil {
+		res, err = t.run(ctx, c)
+	}
+	if err == nil && t.binds && mcpID != "" {
+		s.bind(req.Session, sessionIDOf(res))
+	}
+	out, err := s.render(res, err)
+	if w := s.guard.warning(); w != nil && out != nil {
+		// Over MCP the live server queues the warning as a notification; the simulator also puts it on every result
+		// so a client that only calls tools sees it in time (docs/SPACEMOLT.md).
+		out.Meta = mcp.Meta{"server_restart_warning": w}
+	}
+	return out, err
+}
+
+// forgetBindings drops every MCP → game session binding (a restart).
+func (s *Server) forgetBindings() {
+	s.mu.Lock()
+	clear(s.bound)
+	s.mu.Unlock()
 }
 
 func sessionIDOf(res any) string {

@@ -74,7 +74,14 @@ func (p *Provider) Chat(ctx context.Context, req llm.Request) (llm.Response, err
 	for _, t := range req.Tools {
 		available[t.Name] = true
 	}
+	v2 := isV2(available)
+	if v2 {
+		available = legacyAvailable(available)
+	}
 	d := p.decide(readTurn(req.Messages), available)
+	if v2 && d.tool != "" {
+		d.tool, d.args = toV2(d.tool, d.args)
+	}
 
 	msg := chat.Message{Role: chat.RoleAssistant, Content: d.text}
 	if d.tool != "" {

@@ -80,7 +80,8 @@ func readTurn(msgs []chat.Message) *turnState {
 			if !ok {
 				c = chat.ToolCall{Name: m.Name}
 			}
-			s.apply(c, m.Content)
+			c.Name, c.Arguments = fromV2(c.Name, c.Arguments)
+			s.apply(c, asJSON(m.Content))
 		}
 	}
 	return s

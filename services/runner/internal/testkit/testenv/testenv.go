@@ -209,7 +209,7 @@ func StartSim(tb testing.TB, env ...string) *Sim {
 	tb.Helper()
 	bin := Build(tb, "spacemolt-sim")
 	defaults := []string{"ZOEA_LISTEN_ADDR=127.0.0.1:0", "ZOEA_SIM_TICK=5ms", "ZOEA_SIM_MUTATIONS_PER_MIN=-1",
-		"ZOEA_SIM_READS_PER_MIN=-1", "ZOEA_SIM_CHAT_PER_MIN=-1"}
+		"ZOEA_SIM_READS_PER_MIN=-1", "ZOEA_SIM_CHAT_PER_MIN=-1", "ZOEA_SIM_AUTH_PER_MIN=-1"}
 	p := Start(tb, "spacemolt-sim", bin, append(defaults, env...))
 	addr, err := p.waitListening("http server listening", 20*time.Second)
 	if err != nil {

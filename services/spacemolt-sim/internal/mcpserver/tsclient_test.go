@@ -1,0 +1,106 @@
+package mcpserver_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/zoeaswarm/zoea/libs/testdep"
+)
+
+// TestV2StarterLoopTypeScriptSDK: the official TypeScript MCP SDK client (npm @modelcontextprotocol/sdk, pinned by
+// testdata/tsclient/package-lock.json) plays the starter loop on /mcp/v2. It needs node and npm (CI installs them:
+// .ci/node.sh); the packages are installed with npm ci into a cache directory keyed by the lock file.
+func TestV2StarterLoopTypeScriptSDK(t *testing.T) {
+	if testing.Short() {
+		t.Skip("installs npm packages and runs node")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		testdep.Missing(t, "node (Node.js 18 or later) on PATH for the TypeScript MCP SDK client")
+		return
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		testdep.Missing(t, "npm on PATH for the TypeScript MCP SDK client")
+		return
+	}
+	dir := npmInstall(t, npm, filepath.Join("testdata", "tsclient"))
+	s := newSim(t, simOptions{})
+	cmd := exec.Command(node, filepath.Join(dir, "play.mjs"), s.urlV2, "tsclient")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("node play.mjs: %v\n%s%s", err, out, stderr)
+	}
+	var got struct {
+		CreditsBefore int `json:"credits_before"`
+		CreditsAfter  int `json:"credits_after"`
+		Sold          int `json:"sold"`
+		Tools         int `json:"tools"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("play.mjs printed %q: %v", out, err)
+	}
+	if got.Tools != 16 || got.Sold != 15 || got.CreditsAfter <= got.CreditsBefore {
+		t.Fatalf("TypeScript client: %+v; want 16 tools, 15 units sold and more credits", got)
+	}
+	stats := s.engine.Stats()
+	if len(stats.Players) != 1 || stats.Players[0].CreditsEarned != got.CreditsAfter-got.CreditsBefore {
+		t.Fatalf("simulator stats %+v disagree with the client %+v", stats.Players, got)
+	}
+}
+
+// npmInstall copies the client (package.json, package-lock.json, play.mjs) into a cache directory named by the
+// hash of those files and runs npm ci there once; later runs reuse it.
+func npmInstall(t *testing.T, npm, src string) string {
+	t.Helper()
+	h := sha256.New()
+	files := []string{"package.json", "package-lock.json", "play.mjs"}
+	contents := map[string][]byte{}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		contents[f] = b
+		h.Write(b)
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	dir := filepath.Join(cache, "zoea", "tsclient-"+hex.EncodeToString(h.Sum(nil))[:16])
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err == nil {
+		return dir
+	}
+	tmp := dir + ".tmp"
+	_ = os.RemoveAll(tmp)
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for f, b := range contents {
+		if err := os.WriteFile(filepath.Join(tmp, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund")
+	cmd.Dir = tmp
+	if out, err := cmd.CombinedOutput(); err != nil {
+		testdep.Missing(t, "npm ci of the TypeScript MCP SDK (registry reachable?): %v\n%s", err, out)
+		return ""
+	}
+	_ = os.RemoveAll(dir)
+	if err := os.Rename(tmp, dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
