@@ -17,11 +17,13 @@ EARN_TIMEOUT="${ZOEA_CHECK_EARN_TIMEOUT:-300}"
 MYSES="${ZOEA_DEMO_MYSES:-3}"
 dc() { docker compose -p "$PROJECT" -f docker-compose.yml -f deploy/docker/compose-check.yml "$@"; }
 
+LOG=$(mktemp -t zoea-compose-check.XXXXXX)
 t0=$(date +%s); phase_start=$t0; phase=""
 begin() { phase=$1; phase_start=$(date +%s); printf '== %s\n' "$phase"; }
 done_phase() { printf '   %s: %ss\n' "$phase" "$(( $(date +%s) - phase_start ))"; }
 fail() {
   printf 'compose-check: FAILED in "%s": %s\n' "$phase" "$*" >&2
+  printf 'compose-check: build and up output: %s\n' "$LOG" >&2
   dc ps -a >&2 || true
   dc logs --no-color --tail 40 >&2 || true
   if [ -z "${ZOEA_CHECK_KEEP:-}" ]; then dc down -v --remove-orphans >/dev/null 2>&1 || true; fi
@@ -69,11 +71,12 @@ dc down -v --remove-orphans >/dev/null 2>&1 || true
 done_phase
 
 begin "build"
-dc build >/dev/null || fail "docker compose build failed (run it by hand to see why)"
+dc build >>"$LOG" 2>&1 || fail "docker compose build failed (its output: $LOG)"
 done_phase
 
 begin "up to $MYSES myses earning credits"
-dc up -d || fail "docker compose up failed"
+# pull_policy: build makes every `up` run the (cached) build too; its output goes to the log.
+dc up -d >>"$LOG" 2>&1 || fail "docker compose up failed (its output: $LOG)"
 wait_until "$EARN_TIMEOUT" "$MYSES myses earning credits" enough_earners
 stats | sed 's/^/   /'
 done_phase
@@ -94,8 +97,8 @@ done_phase
 
 begin "down, up: the swarm continues"
 before=$(total_calls)
-dc down || fail "docker compose down failed"
-dc up -d || fail "the second docker compose up failed"
+dc down >>"$LOG" 2>&1 || fail "docker compose down failed"
+dc up -d >>"$LOG" 2>&1 || fail "the second docker compose up failed"
 wait_until 180 "play after down/up" calls_beyond "$before"
 [ "$(earners)" -ge "$MYSES" ] || fail "after down/up the game lost the myses' earnings: $(stats | tr '\n' ';')"
 dc --profile cli run --rm zoea list
@@ -105,4 +108,4 @@ begin "down -v"
 dc down -v --remove-orphans >/dev/null || fail "docker compose down -v failed"
 done_phase
 trap - INT TERM
-printf 'compose-check: passed in %ss\n' "$(( $(date +%s) - t0 ))"
+printf 'compose-check: passed in %ss (build and up output: %s)\n' "$(( $(date +%s) - t0 ))" "$LOG"
