@@ -91,11 +91,15 @@ bench-memory: ## Seed BENCH_DB (an empty database) and measure the memory servic
 
 .PHONY: up
 up: ## docker compose up (Postgres, NATS, migrations, every service)
-	docker compose up -d --build
+	docker compose up -d
 
 .PHONY: down
 down: ## docker compose down
 	docker compose down
+
+.PHONY: compose-check
+compose-check: ## docker compose on a real engine: build, up until 3 myses earn credits, kill -9 the runner, down/up, down -v (docs/DEPLOY.md)
+	./deploy/docker/compose-check.sh
 
 .PHONY: tidy
 tidy: ## go mod tidy in every module

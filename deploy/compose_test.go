@@ -181,6 +181,19 @@ func TestComposeHealthAndDependencies(t *testing.T) {
 		}
 	}
 
+	// Debian 12's docker.io is Engine 20.10: compose refuses healthcheck.start_interval there ("feature require
+	// Docker Engine v25 or later"), so no service may use it.
+	for name, svc := range p.Services {
+		if hc := svc.HealthCheck; hc != nil && hc.StartInterval != nil {
+			t.Errorf("%s: healthcheck.start_interval needs Docker Engine 25+; docs/DEPLOY.md promises 20.10", name)
+		}
+	}
+	// The CLI is a client: `docker compose --profile cli run --rm zoea …` must not start (and so re-run) the
+	// dependency chain, whose migrate job is a one-shot.
+	if deps := p.Services["zoea"].DependsOn; len(deps) != 0 {
+		t.Errorf("the cli profile's zoea service depends on %v; a client must not pull the swarm up (or re-run migrate)", deps)
+	}
+
 	// The startup order docs/DEPLOY.md describes.
 	wantDeps := map[string]map[string]string{
 		"migrate":     {"postgres": types.ServiceConditionHealthy},
@@ -347,8 +360,15 @@ func checkZoeaImage(t *testing.T, root string, svc types.ServiceConfig, binary s
 	if b.Dockerfile != dockerfilePath {
 		t.Errorf("%s: dockerfile %s, want %s", svc.Name, b.Dockerfile, dockerfilePath)
 	}
-	if arg := b.Args["SERVICE"]; arg == nil || *arg != binary {
-		t.Errorf("%s: build arg SERVICE=%v, want %s", svc.Name, arg, binary)
+	if b.Target != binary {
+		t.Errorf("%s: build target %q, want %q (the Dockerfile's stage for that binary)", svc.Name, b.Target, binary)
+	}
+	if arg := b.Args["VERSION"]; arg == nil || !strings.Contains(*arg, "ZOEA_TAG") && *arg != "dev" {
+		t.Errorf("%s: build arg VERSION=%v, want it to follow ZOEA_TAG", svc.Name, arg)
+	}
+	// Without it the first `up` pulls docker.io/zoea/<binary>: online, someone else's image would run.
+	if svc.PullPolicy != types.PullPolicyBuild {
+		t.Errorf("%s: pull_policy %q, want build (never pull an image of that name from a registry)", svc.Name, svc.PullPolicy)
 	}
 	if !strings.HasPrefix(svc.Image, "zoea/"+binary+":") {
 		t.Errorf("%s: image %s, want zoea/%s:<tag>", svc.Name, svc.Image, binary)

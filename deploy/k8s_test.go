@@ -595,6 +595,21 @@ func TestK8sDevOverlay(t *testing.T) {
 	if pg := m.statefulSets["postgres"]; pg != nil && len(pg.Spec.VolumeClaimTemplates) == 0 {
 		t.Error("dev Postgres keeps its data on no volume")
 	}
+	// The dev images are built and loaded by hand: a pull would fetch whatever a registry serves as zoea/<svc>:dev.
+	for name, d := range m.deployments {
+		for _, c := range d.Spec.Template.Spec.Containers {
+			if strings.HasPrefix(c.Image, "zoea/") && c.ImagePullPolicy != corev1.PullNever {
+				t.Errorf("dev Deployment %s container %s (%s): imagePullPolicy %q, want Never", name, c.Name, c.Image, c.ImagePullPolicy)
+			}
+		}
+	}
+	for name, j := range m.jobs {
+		for _, c := range j.Spec.Template.Spec.Containers {
+			if strings.HasPrefix(c.Image, "zoea/") && c.ImagePullPolicy != corev1.PullNever {
+				t.Errorf("dev Job %s container %s (%s): imagePullPolicy %q, want Never", name, c.Name, c.Image, c.ImagePullPolicy)
+			}
+		}
+	}
 	for name, d := range m.deployments {
 		if name != "runner" && (d.Spec.Replicas == nil || *d.Spec.Replicas != 1) {
 			t.Errorf("dev Deployment %s replicas %v, want 1", name, d.Spec.Replicas)

@@ -28,6 +28,18 @@ var kindCodes = map[errs.Kind]codes.Code{
 	errs.Aborted:         codes.Aborted,
 }
 
+// causeLevel is how loudly a classified error's cause is logged. A client's expected outcome (a name that exists
+// when an idempotent seed creates it again, a mysis that is not found, a refused input) is routine and logged at
+// debug, like the call itself (interceptors.go); a dependency that failed is a warning an operator should see.
+func causeLevel(k errs.Kind) slog.Level {
+	switch k {
+	case errs.Invalid, errs.NotFound, errs.Exists, errs.Conflict:
+		return slog.LevelDebug
+	default:
+		return slog.LevelWarn
+	}
+}
+
 // ToStatus is the one place where a domain error becomes a gRPC status. Errors that already carry a status pass
 // through; internal errors are logged in full and returned generic so no SQL or stack detail leaks to callers.
 // Every classified error carries an ErrorInfo whose reason clients can switch on, and Invalid errors a BadRequest
@@ -61,7 +73,7 @@ func ToStatus(ctx context.Context, log *slog.Logger, err error) error {
 	// Only the public sentence leaves; the cause (SQL constraint names, driver errors, a peer's status) is logged.
 	msg := clip(e.Public())
 	if e.Err != nil {
-		log.WarnContext(ctx, "classified failure", "method", methodOf(ctx), "kind", errs.ReasonOf(e), "err", err)
+		log.Log(ctx, causeLevel(e.Kind), "classified failure", "method", methodOf(ctx), "kind", errs.ReasonOf(e), "err", err)
 	}
 	details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: errs.ReasonOf(e), Domain: ErrorDomain}}
 	if e.Kind == errs.Invalid && e.Field != "" {

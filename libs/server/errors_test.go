@@ -69,6 +69,35 @@ func TestToStatusEveryCase(t *testing.T) {
 	}
 }
 
+// A client's expected outcome with a cause (an idempotent create that finds the name taken: the seed job run again)
+// is not a warning in the server's log; a dependency failure is.
+func TestToStatusLogsExpectedOutcomesQuietly(t *testing.T) {
+	cause := errors.New(`duplicate key value violates unique constraint "myses_name_key" (SQLSTATE 23505)`)
+	cases := []struct {
+		err  error
+		warn bool
+	}{
+		{&errs.Error{Kind: errs.Exists, Msg: "a mysis named x already exists", Err: cause}, false},
+		{&errs.Error{Kind: errs.NotFound, Msg: "no mysis named x", Err: cause}, false},
+		{&errs.Error{Kind: errs.Invalid, Field: "name", Msg: "too long", Err: cause}, false},
+		{&errs.Error{Kind: errs.Conflict, Msg: "stale revision", Err: cause}, false},
+		{errs.Unavailablef(cause, "postgres is unreachable"), true},
+		{errs.Abortedf(cause, "a concurrent update won; retry"), true},
+	}
+	for _, c := range cases {
+		var buf strings.Builder
+		log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		_ = server.ToStatus(context.Background(), log, c.err)
+		out := buf.String()
+		if !strings.Contains(out, "classified failure") {
+			t.Fatalf("%v: cause not logged at all: %q", c.err, out)
+		}
+		if got := strings.Contains(out, "level=WARN"); got != c.warn {
+			t.Errorf("%v: logged %q, want a warning %v", c.err, out, c.warn)
+		}
+	}
+}
+
 func TestFromStatusRoundTrip(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	kinds := []errs.Kind{errs.Invalid, errs.NotFound, errs.Exists, errs.Conflict, errs.Unavailable, errs.Timeout, errs.Unauthenticated, errs.Aborted}
