@@ -68,6 +68,13 @@ type composer struct {
 	prevBoundary, prevCompactSeq, compactSeq int64
 	// carryTokens is Policy.CarryTokens bounded by half the room the request's messages have (selectUnits).
 	carryTokens int
+	// cache is the policy's cache model (the default filled in); cold says the provider's cache has expired since
+	// the previous request; note is why the boundary moved in this request (nil: it did not).
+	cache CacheModel
+	cold  bool
+	note  *CompactionNote
+	// fixedReq is the request's part that every request sends first: system prompt, tools, framing.
+	fixedReq int
 }
 
 func (c *composer) count(s string) int {
@@ -124,6 +131,12 @@ type toolResult struct {
 	state   resultState
 	reason  Reason
 	pinned  bool
+	// pinAs is the policy entry that pins the result (the tool, or "tool.action"); "" when not pinned.
+	pinAs string
+	// tool is what "the same tool" means for the budget's value order and the carry ranks: the tool name, or
+	// "tool.action" for a call of an action-dispatched tool (SpaceMolt's MCP v2), whose actions are different
+	// commands.
+	tool string
 	// bodyTokens and sentTokens (-1: not counted yet) spare the call memo the biggest strings of a compose: the
 	// body is needed by capResult and, when it is sent whole, by render.
 	bodyTokens int
@@ -238,6 +251,11 @@ func (c *composer) run(in Input) (Result, error) {
 func (c *composer) takeIn(in Input) request {
 	c.recentStart = in.RecentStartSeq
 	c.prevBoundary, c.prevCompactSeq = in.PrevBoundary, in.PrevCompactSeq
+	c.cache = c.p.Cache
+	if c.cache.Name == "" {
+		c.cache = CacheAnthropic
+	}
+	c.cold = c.cache.Lifetime > 0 && in.SincePrevious > c.cache.Lifetime
 	q := request{in: in, window: c.intake(in.Window), mission: c.mission(in.Mission), level: NudgeNone}
 	for _, t := range in.Tools {
 		c.toolTokens += framingPerMessage + c.count(t.JSON())
@@ -389,6 +407,7 @@ func (c *composer) result(q *request, r rendered) Result {
 			Repairs:       c.repairs,
 			Boundary:      c.boundary,
 			CompactSeq:    c.compactSeq,
+			Compaction:    c.note,
 			TurnTruncated: q.in.TurnTruncated,
 		},
 		Encouragement: q.enc,
@@ -632,8 +651,14 @@ func (p *pairing) result(i int, m *Memory, last *unit) {
 		c.repair(m.ID, "moved-result", fmt.Sprintf("result for %q moved back next to its call in memory #%d", id, ref.u.mem.ID))
 	}
 	body := sanitize(m.Content)
+	args := ref.u.calls[ref.k].Arguments
+	pinAs := c.p.pinnedAs(name, args)
+	tool := name
+	if a := actionOf(args); a != "" {
+		tool = name + "." + a
+	}
 	ref.u.results[ref.k] = &toolResult{mem: m, idx: i, name: name, body: body, content: body,
-		pinned: slices.Contains(c.p.PinnedTools, name), bodyTokens: -1, sentTokens: -1}
+		pinned: pinAs != "", pinAs: pinAs, tool: tool, bodyTokens: -1, sentTokens: -1}
 }
 
 // trimCarried keeps, of a carried assistant memory, only the calls whose results were carried. It reports whether

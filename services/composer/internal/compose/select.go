@@ -52,8 +52,8 @@ func (c *composer) classify(units []*unit, objective int64) {
 				continue
 			}
 			r.key = c.p.CallKey(r.name, u.calls[k].Arguments)
-			if !seenTool[r.name] {
-				seenTool[r.name], r.toolNewest = true, true
+			if !seenTool[r.tool] {
+				seenTool[r.tool], r.toolNewest = true, true
 			}
 			next, ok := seen[r.key]
 			seen[r.key], r.nextSeq = u.seq, next
@@ -68,8 +68,8 @@ func (c *composer) classify(units []*unit, objective int64) {
 				if seenPinned == nil {
 					seenPinned = make(map[string]bool)
 				}
-				if !seenPinned[r.name] {
-					seenPinned[r.name], r.carry = true, true
+				if !seenPinned[r.pinAs] {
+					seenPinned[r.pinAs], r.carry = true, true
 				}
 			}
 		}
@@ -118,7 +118,7 @@ func (c *composer) selectUnits(units []*unit, currentStart int, missionUnit *uni
 	var choice boundaryChoice
 	if firstSeq != math.MaxInt64 {
 		choice = c.chooseBoundary(boundarySearch{units: units, fixedUnit: fixedUnit, fixed: fixed, g0: g0, ceiling: ceiling,
-			high: high, low: low})
+			high: high, low: low, growth: c.growth(units, fixedUnit, g0)})
 	}
 	// Recorded even when nothing lies below it: the next request starts from it.
 	c.boundary, c.compactSeq = choice.boundary, choice.compactSeq
@@ -167,7 +167,8 @@ func compactCeiling(units []*unit, currentStart int) int64 {
 // request had it while the request stays under high (so requests extend each other); else it moves to the lowest
 // grid point at or above it whose request fits low. Both leave room for the system prompt, the tools and the reply.
 func (c *composer) waterMarks(system string) (high, low int) {
-	room := c.p.TokenBudget - c.count(system) - framingPerMessage - c.toolTokens - framingReply
+	c.fixedReq = c.count(system) + framingPerMessage + c.toolTokens + framingReply
+	room := c.p.TokenBudget - c.fixedReq
 	// Carried state takes at most half the room the budget leaves the messages, so however little the tool
 	// schemas leave, requests can still grow as pure extensions between two compactions instead of compacting on
 	// every request.
@@ -176,6 +177,9 @@ func (c *composer) waterMarks(system string) (high, low int) {
 		c.carryTokens = max(min(c.p.CarryTokens, room/2), 1)
 	}
 	high = room
+	if c.priced() {
+		return room, room // v3: the boundary stays while the request fits; the price decides the rest
+	}
 	if c.p.HighWater > 0 {
 		high = min(high, c.p.HighWater)
 	}
@@ -348,4 +352,31 @@ func needPromptBefore(units []*unit) {
 			}
 		}
 	}
+}
+
+// priced reports whether the boundary's moves are decided by price (composition v3).
+func (c *composer) priced() bool { return c.p.Compaction != CompactionWatermark }
+
+// growth is the mysis's own growth per request: the tokens of the window's recent units (from g0 on) per LLM
+// reply among them (each loop or text reply is one request's output, with the results it brought). With no reply
+// in view, a typical loop's size.
+func (c *composer) growth(units []*unit, fixedUnit func(*unit) bool, g0 int64) int {
+	const typical = 200
+	if !c.priced() {
+		return 0
+	}
+	tokens, replies := 0, 0
+	for _, u := range units {
+		if fixedUnit(u) || u.seq < g0 {
+			continue
+		}
+		tokens += c.unitTokens(u)
+		if u.kind == kindLoop || u.kind == kindText {
+			replies++
+		}
+	}
+	if replies == 0 {
+		return typical
+	}
+	return max(tokens/replies, 1)
 }

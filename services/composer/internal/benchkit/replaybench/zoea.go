@@ -79,8 +79,9 @@ func v2Session(system string, tok *o200k.Tokenizer, tools []ToolDef, budget int,
 	for i, t := range tools {
 		ctools[i] = compose.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters}
 	}
-	o := WindowOptions{Window: p.ScanWindow, CarryLimit: p.CarryLimit, SnapshotTools: p.SnapshotTools,
-		PinnedTools: p.PinnedTools, ReplyLimit: p.ReplyLimit, MaxTurnRows: p.MaxTurnRows}
+	snapshot, pinned := p.WindowTools() // what the composer asks the memory service for
+	o := WindowOptions{Window: p.ScanWindow, CarryLimit: p.CarryLimit, SnapshotTools: snapshot,
+		PinnedTools: pinned, ReplyLimit: p.ReplyLimit, MaxTurnRows: p.MaxTurnRows}
 	var prev, prevSeq int64 // the previous request's boundary, which the composer remembers
 	return func(rows []compose.Memory) (compose.Result, error) {
 		o.RecentFrom = prev
