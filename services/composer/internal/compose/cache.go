@@ -1,8 +1,8 @@
 package compose
 
 import (
-	"math"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )

@@ -208,7 +208,7 @@ func TestFifteenGetShipKeepsNewest(t *testing.T) {
 	h.loop("mine", "{}", "ok")
 	p := compose.DefaultPolicy()
 	p.HighWater, p.LowWater, p.CompactStep = 200, 1, 4 // compact as far as possible: the boundary passes them all
-	p.Compaction = compose.CompactionWatermark // composition v2's marks
+	p.Compaction = compose.CompactionWatermark         // composition v2's marks
 	res := mustCompose(t, compose.Input{SystemPrompt: systemPrompt, Window: h.rows}, p)
 	bodies, stubs := 0, 0
 	for _, m := range res.Messages {

@@ -44,11 +44,11 @@
 package compose
 
 import (
-	"time"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/zoeaswarm/zoea/libs/chat"
 )
