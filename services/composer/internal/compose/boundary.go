@@ -119,8 +119,11 @@ type boundarySearch struct {
 	g0, ceiling int64
 	// high and low are the high- and low-water marks (priced: both the room the budget leaves the history).
 	high, low int
-	// growth is the mysis's growth per request (priced compaction only).
-	growth int
+	// growth is the mysis's growth per request (priced compaction only); turnStart says the request is the first
+	// of its turn, and turnReplies is how many requests a turn takes.
+	growth      int
+	turnStart   bool
+	turnReplies int
 }
 
 // chooseBoundary returns the compaction boundary: the previous one (or, with none, the window's first row) while the
@@ -169,10 +172,14 @@ func (c *composer) pricedBoundary(s *boundarySearch, newestSeq, prev, prevSeq in
 		before = c.estimateAt(s, prev, stay.marks)
 		s.g0 = max(s.g0, prev)
 	}
-	if before <= room {
+	// A compaction breaks the prompt cache in the middle of a turn; at a turn's first request the prompt is new
+	// anyway. So within a turn the boundary moves only when the budget forces it; at a turn's start it also moves
+	// when the turn would outgrow the budget before it ends, or when moving pays.
+	turnWouldOverflow := s.turnStart && before+int64(s.growth*s.turnReplies) > room
+	if before <= room && !turnWouldOverflow {
 		// Would even compacting everything pay? (The smallest history gives the largest saving for the cheapest
 		// rewrite.) If not, no candidate does, and the search is spared.
-		if fresh || s.growth <= 0 {
+		if fresh || !s.turnStart || s.growth <= 0 {
 			return stay
 		}
 		if _, ok := c.compactionPays(int(before), 0, c.fixedReq, s.growth, int(room)); !ok {
@@ -189,6 +196,8 @@ func (c *composer) pricedBoundary(s *boundarySearch, newestSeq, prev, prevSeq in
 	switch {
 	case before > room:
 		note.Why = "budget"
+	case turnWouldOverflow:
+		note.Why = "turn" // the turn would outgrow the budget: compact at its start, not in its middle
 	case !pays:
 		return stay
 	}

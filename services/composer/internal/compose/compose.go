@@ -75,6 +75,9 @@ type composer struct {
 	note  *CompactionNote
 	// fixedReq is the request's part that every request sends first: system prompt, tools, framing.
 	fixedReq int
+	// uncarried lists, newest first, the newest results of their calls below the boundary that the carry bound
+	// left out (priced compaction names them in the carried index).
+	uncarried []indexEntry
 }
 
 func (c *composer) count(s string) int {
@@ -100,6 +103,7 @@ const (
 	kindMission                 // a mission that is not one of the window's memories
 	kindNudge                   // a synthetic nudge, not to be persisted
 	kindHeader                  // a synthetic user line before carried state that no prompt precedes
+	kindIndex                   // v3: a synthetic user line naming the state below the boundary that is not carried
 )
 
 type section int
@@ -374,7 +378,7 @@ func (c *composer) choose(q *request) {
 			}
 		}
 	}
-	q.units = c.promptBefore(q.units)
+	q.units = c.promptBefore(c.placeIndex(q.units))
 }
 
 // fit renders the request and, while it is over the budget, lets the reducer sacrifice one more step; the first

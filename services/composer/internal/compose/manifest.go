@@ -110,6 +110,7 @@ const (
 	SynthMission       = "mission"        // a mission that is not one of the window's memories, re-injected
 	SynthMissingResult = "missing_result" // the stand-in result of a tool call that has none recorded
 	SynthCarriedHeader = "carried_header" // a user line opening carried state that no prompt precedes
+	SynthCarriedIndex  = "carried_index"  // v3: a user line naming the newest results not carried, with memory ids
 )
 
 // Repair records a fix applied to a broken history.

@@ -118,7 +118,8 @@ func (c *composer) selectUnits(units []*unit, currentStart int, missionUnit *uni
 	var choice boundaryChoice
 	if firstSeq != math.MaxInt64 {
 		choice = c.chooseBoundary(boundarySearch{units: units, fixedUnit: fixedUnit, fixed: fixed, g0: g0, ceiling: ceiling,
-			high: high, low: low, growth: c.growth(units, fixedUnit, g0)})
+			high: high, low: low, growth: c.growth(units, fixedUnit, g0), turnStart: turnStart(units, currentStart),
+			turnReplies: turnReplies(units, g0)})
 	}
 	// Recorded even when nothing lies below it: the next request starts from it.
 	c.boundary, c.compactSeq = choice.boundary, choice.compactSeq
@@ -178,7 +179,11 @@ func (c *composer) waterMarks(system string) (high, low int) {
 	}
 	high = room
 	if c.priced() {
-		return room, room // v3: the boundary stays while the request fits; the price decides the rest
+		// v3: the boundary stays while the request fits; the price decides the rest. The estimate is a little
+		// short of the rendered request (joins, renamed ids), and a request the reducer must trim is no extension
+		// either: 1/16 of the room is left for that.
+		room -= room / 16
+		return room, room
 	}
 	if c.p.HighWater > 0 {
 		high = min(high, c.p.HighWater)
@@ -212,6 +217,7 @@ func (c *composer) keepUnits(units []*unit, currentStart int, missionUnit *unit,
 		case u.seq >= boundary:
 			u.keep, u.section, u.reason = true, secHistory, ReasonLive
 		default:
+			c.noteUncarried(u)
 			replies = c.compactUnit(u, current, replies)
 		}
 	}
@@ -324,7 +330,7 @@ func (c *composer) promptBefore(units []*unit) []*unit {
 			continue
 		}
 		switch u.kind {
-		case kindUser, kindMission, kindNudge:
+		case kindUser, kindMission, kindNudge, kindIndex:
 			return units
 		case kindLoop, kindText:
 			h := &unit{kind: kindHeader, idx: -1, turn: -1, content: headerText, keep: true, section: secSynthetic}
@@ -344,7 +350,7 @@ func needPromptBefore(units []*unit) {
 			continue
 		}
 		switch u.kind {
-		case kindUser, kindMission, kindNudge, kindHeader:
+		case kindUser, kindMission, kindNudge, kindHeader, kindIndex:
 			sawUser = true
 		case kindLoop, kindText:
 			if !sawUser && (u.section == secHistory || u.section == secCarried) {
@@ -379,4 +385,37 @@ func (c *composer) growth(units []*unit, fixedUnit func(*unit) bool, g0 int64) i
 		return typical
 	}
 	return max(tokens/replies, 1)
+}
+
+// turnStart reports whether the request is the first of its turn: the current turn holds no reply yet.
+func turnStart(units []*unit, currentStart int) bool {
+	for _, u := range units[currentStart:] {
+		if u.kind == kindLoop || u.kind == kindText {
+			return false
+		}
+	}
+	return true
+}
+
+// turnReplies is the mean number of replies (LLM requests) per turn among the window's turns from g0 on that are
+// over, at least 1; with none in view, 10.
+func turnReplies(units []*unit, g0 int64) int {
+	var turns, replies int
+	last := int64(-1)
+	for _, u := range units {
+		if u.seq < g0 || u.idx < 0 {
+			continue
+		}
+		if u.turn != last {
+			turns++
+			last = u.turn
+		}
+		if u.kind == kindLoop || u.kind == kindText {
+			replies++
+		}
+	}
+	if turns <= 1 {
+		return 10
+	}
+	return max(replies/turns, 1)
 }
