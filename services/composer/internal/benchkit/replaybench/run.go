@@ -525,8 +525,10 @@ func (r Result) V3Table(w io.Writer) {
 		}
 		return fmt.Sprintf("%.2f×", per(s, x)/per(*full, fx))
 	}
-	fmt.Fprintf(w, "%d sessions (shape %q, endpoint %s), %d tool calls, %d requests; tool definitions %d tokens; budget %d; %d planted-fact asks\n\n",
-		r.Sessions, shapeName(r.Options.Shape), endpointName(r.Options.V2), r.Calls, r.Requests, r.ToolTokens, r.Budget, factAsks(r))
+	fmt.Fprintf(w, "%d sessions (shape %q, endpoint %s), %d tool calls, %d requests; tool definitions %d tokens; budget %d; "+
+		"%d planted-fact asks; %s state cases, %.1f%% of them results above the %s-token result cap (no budgeted system sends those whole)\n\n",
+		r.Sessions, shapeName(r.Options.Shape), endpointName(r.Options.V2), r.Calls, r.Requests, r.ToolTokens, r.Budget, factAsks(r),
+		thousands(int64(r.StateCases)), pct(r.Oversize, r.StateCases), thousands(int64(compose.DefaultPolicy().ToolResultCap)))
 	fmt.Fprintln(w, "| system | mean hist tok | max hist tok | state kept | facts present / one search away | invalid OpenAI / Anthropic | prefix broken in turn | billed (a) / req | (a) vs full | billed (b) / req | (b) vs full | tools' share of (a) | over budget | refused |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, s := range r.Stats {
