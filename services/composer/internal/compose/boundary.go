@@ -196,10 +196,10 @@ func (c *composer) pricedBoundary(s *boundarySearch, newestSeq, prev, prevSeq in
 	switch {
 	case before > room:
 		note.Why = "budget"
-	case turnWouldOverflow:
-		note.Why = "turn" // the turn would outgrow the budget: compact at its start, not in its middle
+	case turnWouldOverflow && after+int64(s.growth*s.turnReplies) <= room:
+		note.Why = "turn" // the turn would outgrow the budget, and fits once compacted: compact at its start
 	case !pays:
-		return stay
+		return stay // (a turn too long to fit even compacted gains nothing from an extra compaction at its start)
 	}
 	c.note = &note
 	return moved

@@ -68,6 +68,8 @@ type composer struct {
 	prevBoundary, prevCompactSeq, compactSeq int64
 	// carryTokens is Policy.CarryTokens bounded by half the room the request's messages have (selectUnits).
 	carryTokens int
+	// fullCarry is carryTokens before carryBound's lean share for long objectives.
+	fullCarry int
 	// cache is the policy's cache model (the default filled in); cold says the provider's cache has expired since
 	// the previous request; note is why the boundary moved in this request (nil: it did not).
 	cache CacheModel

@@ -117,12 +117,14 @@ func (c *composer) selectUnits(units []*unit, currentStart int, missionUnit *uni
 	high, low := c.waterMarks(system)
 	var choice boundaryChoice
 	if firstSeq != math.MaxInt64 {
+		c.carryTokens = c.carryBound(units[len(units)-1].seq)
 		choice = c.chooseBoundary(boundarySearch{units: units, fixedUnit: fixedUnit, fixed: fixed, g0: g0, ceiling: ceiling,
 			high: high, low: low, growth: c.growth(units, fixedUnit, g0), turnStart: turnStart(units, currentStart),
 			turnReplies: turnReplies(units, g0)})
 	}
 	// Recorded even when nothing lies below it: the next request starts from it.
 	c.boundary, c.compactSeq = choice.boundary, choice.compactSeq
+	c.carryTokens = c.carryBound(choice.compactSeq) // as of the compaction, so it holds until the next one
 	c.markAsOf(units, choice)
 	c.keepUnits(units, currentStart, missionUnit, choice.boundary)
 }
@@ -177,6 +179,7 @@ func (c *composer) waterMarks(system string) (high, low int) {
 	if c.p.CarryTokens > 0 {
 		c.carryTokens = max(min(c.p.CarryTokens, room/2), 1)
 	}
+	c.fullCarry = c.carryTokens
 	high = room
 	if c.priced() {
 		// v3: the boundary stays while the request fits; the price decides the rest. The estimate is a little
@@ -418,4 +421,22 @@ func turnReplies(units []*unit, g0 int64) int {
 		return 10
 	}
 	return max(replies/turns, 1)
+}
+
+// LongObjectiveRows is the age (in memory seqs since the objective) past which priced compaction carries the lean
+// share of the carry bound: an objective that old has gathered more state than the budget can carry and still let
+// requests grow as extensions of each other for long, and every carried token is re-read on every request and
+// rewritten at every compaction, which comes the sooner the more is carried.
+const LongObjectiveRows = 200
+
+// leanCarryShare is the share of the carry bound a long objective carries (priced compaction).
+const leanCarryShare = 0.7
+
+// carryBound is the carry bound of a compaction decided as of seq asOf: the full bound, or under priced
+// compaction its lean share once the objective is older than LongObjectiveRows.
+func (c *composer) carryBound(asOf int64) int {
+	if !c.priced() || c.p.CarryTokens == 0 || asOf-c.objective <= LongObjectiveRows {
+		return c.fullCarry
+	}
+	return max(int(leanCarryShare*float64(c.fullCarry)), 1)
 }

@@ -8,7 +8,9 @@
 // order) when it is not the prompt of the current turn; the compacted past; and the live part. Everything from the
 // compaction boundary on is the live part, sent as stored (results capped), so requests extend each other and
 // providers' prompt caches stay warm. The boundary stays where the previous request had it (Input.PrevBoundary)
-// until the request outgrows the high-water mark, then moves in one step to the low-water mark. Below it, every turn
+// while the request fits the budget, and moves only when the budget forces it or when the saving expected over the
+// coming requests exceeds the cost of the rewrite under the provider's cache model (composition v3, cache.go; v2's
+// high- and low-water marks stay selectable, CompactionWatermark). Below it, every turn
 // is compacted to what it carried at that compaction (Manifest.CompactSeq): the newest result of each distinct call
 // (tool name + canonical arguments; snapshot tools by name) since the objective with the call that made it, within
 // CarryTokens, pinned login/register results however old, and the newest replies (capped). Results above the
