@@ -117,14 +117,14 @@ func (c *composer) selectUnits(units []*unit, currentStart int, missionUnit *uni
 	high, low := c.waterMarks(system)
 	var choice boundaryChoice
 	if firstSeq != math.MaxInt64 {
-		c.carryTokens = c.carryBound(units[len(units)-1].seq)
+		c.carryTokens = c.carryBound(units, units[len(units)-1].seq)
 		choice = c.chooseBoundary(boundarySearch{units: units, fixedUnit: fixedUnit, fixed: fixed, g0: g0, ceiling: ceiling,
 			high: high, low: low, growth: c.growth(units, fixedUnit, g0), turnStart: turnStart(units, currentStart),
 			turnReplies: turnReplies(units, g0)})
 	}
 	// Recorded even when nothing lies below it: the next request starts from it.
 	c.boundary, c.compactSeq = choice.boundary, choice.compactSeq
-	c.carryTokens = c.carryBound(choice.compactSeq) // as of the compaction, so it holds until the next one
+	c.carryTokens = c.carryBound(units, choice.compactSeq) // as of the compaction, so it holds until the next one
 	c.markAsOf(units, choice)
 	c.keepUnits(units, currentStart, missionUnit, choice.boundary)
 }
@@ -376,7 +376,9 @@ func (c *composer) growth(units []*unit, fixedUnit func(*unit) bool, g0 int64) i
 	}
 	tokens, replies := 0, 0
 	for _, u := range units {
-		if fixedUnit(u) || u.seq < g0 {
+		// Replies (with the results they brought) only: a prompt is the same request's whether it is stored yet
+		// (a persisted nudge) or not (the composer's own), and the price must not depend on which.
+		if fixedUnit(u) || u.seq < g0 || (u.kind != kindLoop && u.kind != kindText) {
 			continue
 		}
 		tokens += c.unitTokens(u)
@@ -434,9 +436,21 @@ const leanCarryShare = 0.7
 
 // carryBound is the carry bound of a compaction decided as of seq asOf: the full bound, or under priced
 // compaction its lean share once the objective is older than LongObjectiveRows.
-func (c *composer) carryBound(asOf int64) int {
-	if !c.priced() || c.p.CarryTokens == 0 || asOf-c.objective <= LongObjectiveRows {
+func (c *composer) carryBound(units []*unit, asOf int64) int {
+	if !c.priced() || c.p.CarryTokens == 0 || replyAsOf(units, asOf)-c.objective <= LongObjectiveRows {
 		return c.fullCarry
 	}
 	return max(int(leanCarryShare*float64(c.fullCarry)), 1)
+}
+
+// replyAsOf is the seq of the newest reply (loop or text) at or before seq asOf: the objective's age does not depend
+// on whether the prompt after it is stored yet.
+func replyAsOf(units []*unit, asOf int64) int64 {
+	var seq int64
+	for _, u := range units {
+		if (u.kind == kindLoop || u.kind == kindText) && u.seq <= asOf {
+			seq = max(seq, u.seq)
+		}
+	}
+	return seq
 }

@@ -284,9 +284,10 @@ func (g *Generator) Case(src Source) Case {
 	for i := range b.src.IntN(4) {
 		in.Tools = append(in.Tools, Tool(i, b.src.IntN(3)))
 	}
-	if len(rows) > 0 && b.src.IntN(2) == 0 { // the previous request's compaction, anywhere in the window (or past it)
+	if len(rows) > 0 && b.src.IntN(2) == 0 { // the previous request's compaction, anywhere in the window
 		r := rows[b.src.IntN(len(rows))]
-		in.PrevBoundary, in.PrevCompactSeq = r.Seq, r.Seq+int64(b.src.IntN(8))
+		// Its compaction seq was the newest memory then: never past the newest one now.
+		in.PrevBoundary, in.PrevCompactSeq = r.Seq, min(r.Seq+int64(b.src.IntN(8)), rows[len(rows)-1].Seq)
 	}
 	if b.src.IntN(4) == 0 {
 		in.SincePrevious = 10 * time.Minute // past every cache's lifetime: a rewrite is free
