@@ -16,8 +16,10 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"time"
 
+	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/histgen"
 	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/replay"
 	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/replaybench"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
@@ -47,6 +49,9 @@ func run(_ context.Context, args []string) error {
 	high := fs.Int("high-water", -1, "Zoea v2's policy.high_water_tokens (-1: the default policy's)")
 	replicas := fs.Int("replicas", 1, "also replay Zoea v2 as this many composer replicas taking turns, none passed the previous compaction")
 	anatomy := fs.Bool("anatomy", false, "replay Zoea v2 only and dissect its boundary moves: what each rewrites and why")
+	shape := fs.String("shape", "", "objective lengths: short (15-40 calls), long (300-1000), mixed, all (each of the three in turn); empty: the original 150-400 with the v2 tables")
+	endpointV2 := fs.Bool("v2", false, "play SpaceMolt's MCP v2 endpoint: the same calls as action-dispatched tools (spacemolt, spacemolt_market, ...)")
+	v3carry := fs.Int("v3-carry-tokens", -1, "Zoea v3's policy.carry_tokens (-1: the default policy's)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -81,8 +86,36 @@ func run(_ context.Context, args []string) error {
 		fmt.Printf("\nreplayed in %s\n", time.Since(start).Round(time.Second))
 		return nil
 	}
+	tuneV3 := func(p *compose.Policy) {
+		if *v3carry >= 0 {
+			p.CarryTokens = *v3carry
+		}
+	}
+	if *shape != "" {
+		shapes := []histgen.Shape{histgen.Shape(*shape)}
+		if *shape == "all" {
+			shapes = histgen.Shapes()
+		}
+		for _, sh := range shapes {
+			if !slices.Contains(histgen.Shapes(), sh) {
+				return fmt.Errorf("-shape %q: use short, long, mixed or all", *shape)
+			}
+			res, err := replaybench.Run(replaybench.Options{Sessions: *sessions, Calls: *calls, Seed: *seed, Budget: *budget, Only: *only,
+				Tune: tune, TuneV3: tuneV3, Parallel: *parallel, Shape: sh, V2: *endpointV2})
+			if err != nil {
+				return err
+			}
+			fmt.Printf("### shape: %s\n\n", sh)
+			res.V3Table(os.Stdout)
+			fmt.Println()
+			res.V3Targets(os.Stdout)
+			fmt.Println()
+		}
+		fmt.Printf("replayed in %s\n", time.Since(start).Round(time.Second))
+		return nil
+	}
 	res, err := replaybench.Run(replaybench.Options{Sessions: *sessions, Calls: *calls, Seed: *seed, Budget: *budget, Only: *only, Tune: tune,
-		Parallel: *parallel, Replicas: *replicas})
+		TuneV3: tuneV3, Parallel: *parallel, Replicas: *replicas, V2: *endpointV2})
 	if err != nil {
 		return err
 	}

@@ -60,6 +60,11 @@ type PolicyConfig struct {
 	CompactStep     int      `env:"ZOEA_COMPOSE_COMPACT_STEP"`
 	LowWater        int      `env:"ZOEA_COMPOSE_LOW_WATER"`
 	CarryTokens     int      `env:"ZOEA_COMPOSE_CARRY_TOKENS"`
+	// Compaction is "priced" (composition v3, the default) or "watermark" (v2: high_water/low_water decide).
+	Compaction string `env:"ZOEA_COMPOSE_COMPACTION"`
+	// CacheModel names the cache model priced compaction uses for every mysis (anthropic, openai, local, none);
+	// empty: chosen per mysis from its provider and model.
+	CacheModel string `env:"ZOEA_COMPOSE_CACHE_MODEL"`
 }
 
 // LoadConfig presets the composer's own defaults (listen port, compose.DefaultPolicy) and parses the environment
@@ -75,13 +80,27 @@ func LoadConfig() (Config, error) {
 			MissionFallback: !d.DisableMissionFallback,
 			CarryLimit:      d.CarryLimit, ReplyLimit: d.ReplyLimit, ReplyCap: d.ReplyCap, MaxTurnRows: d.MaxTurnRows,
 			HighWater: d.HighWater, CompactStep: d.CompactStep, LowWater: d.LowWater, CarryTokens: d.CarryTokens,
+			Compaction: string(d.Compaction),
 		},
 	}
-	err := config.LoadWith(&cfg)
-	return cfg, err
+	if err := config.LoadWith(&cfg); err != nil {
+		return cfg, err
+	}
+	switch c := compose.Compaction(cfg.Policy.Compaction); c {
+	case compose.CompactionPriced, compose.CompactionWatermark:
+	default:
+		return cfg, fmt.Errorf("ZOEA_COMPOSE_COMPACTION=%q: use %q or %q", c, compose.CompactionPriced, compose.CompactionWatermark)
+	}
+	if n := cfg.Policy.CacheModel; n != "" {
+		if _, ok := compose.CacheModelNamed(n); !ok {
+			return cfg, fmt.Errorf("ZOEA_COMPOSE_CACHE_MODEL=%q: use anthropic, openai, local or none (empty: by each mysis's provider and model)", n)
+		}
+	}
+	return cfg, nil
 }
 
 func (pc PolicyConfig) policy() compose.Policy {
+	cache, _ := compose.CacheModelNamed(pc.CacheModel) // checked by LoadConfig; "" is the zero model: per mysis
 	return compose.Policy{
 		ScanWindow: pc.ScanWindow, TokenBudget: pc.TokenBudget, ToolResultCap: pc.ToolResultCap,
 		SnapshotTools: pc.SnapshotTools, PinnedTools: pc.PinnedTools,
@@ -89,6 +108,7 @@ func (pc PolicyConfig) policy() compose.Policy {
 		DisableMissionFallback: !pc.MissionFallback,
 		CarryLimit:             pc.CarryLimit, ReplyLimit: pc.ReplyLimit, ReplyCap: pc.ReplyCap, MaxTurnRows: pc.MaxTurnRows,
 		HighWater: pc.HighWater, CompactStep: pc.CompactStep, LowWater: pc.LowWater, CarryTokens: pc.CarryTokens,
+		Compaction: compose.Compaction(pc.Compaction), Cache: cache,
 	}
 }
 

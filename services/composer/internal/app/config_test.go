@@ -2,6 +2,7 @@ package app
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
@@ -52,5 +53,26 @@ func TestConfigFromEnvironment(t *testing.T) {
 	t.Setenv("ZOEA_COMPOSE_TOKEN_BUDGET", "lots")
 	if _, err := LoadConfig(); err == nil {
 		t.Fatal("an unparsable budget was accepted")
+	}
+}
+
+func TestConfigCompactionAndCacheModel(t *testing.T) {
+	t.Setenv("ZOEA_COMPOSE_COMPACTION", "watermark")
+	t.Setenv("ZOEA_COMPOSE_CACHE_MODEL", "openai")
+	cfg, err := LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := cfg.Policy.policy(); p.Compaction != compose.CompactionWatermark || p.Cache != compose.CacheOpenAI {
+		t.Fatalf("compaction %q, cache %+v", p.Compaction, p.Cache)
+	}
+	t.Setenv("ZOEA_COMPOSE_CACHE_MODEL", "cheap")
+	if _, err := LoadConfig(); err == nil || !strings.Contains(err.Error(), "ZOEA_COMPOSE_CACHE_MODEL") {
+		t.Fatalf("an unknown cache model: %v", err)
+	}
+	t.Setenv("ZOEA_COMPOSE_CACHE_MODEL", "")
+	t.Setenv("ZOEA_COMPOSE_COMPACTION", "sometimes")
+	if _, err := LoadConfig(); err == nil || !strings.Contains(err.Error(), "ZOEA_COMPOSE_COMPACTION") {
+		t.Fatalf("an unknown compaction: %v", err)
 	}
 }

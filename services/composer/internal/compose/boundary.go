@@ -17,12 +17,13 @@ import (
 // (hysteresis), where the next stretch of pure extensions begins. The caller remembers the pair (Manifest.Boundary,
 // Manifest.CompactSeq) and passes it back (Input.PrevBoundary, Input.PrevCompactSeq).
 
-// pinKey keys a pinned tool's results by name: its newest result is carried however old, whatever its arguments.
+// pinKey keys a pinned tool's results by the policy entry that pins them (a tool, or a tool and action): its newest
+// result is carried however old, whatever its arguments.
 func pinKey(name string) string { return "\x00pin " + name }
 
 func (r *toolResult) asOfKey() string {
 	if r.pinned {
-		return pinKey(r.name)
+		return pinKey(r.pinAs)
 	}
 	return r.key
 }
@@ -116,8 +117,13 @@ type boundarySearch struct {
 	fixed     int64            // their tokens
 	// g0 and ceiling are the lowest and the highest candidate.
 	g0, ceiling int64
-	// high and low are the high- and low-water marks.
+	// high and low are the high- and low-water marks (priced: both the room the budget leaves the history).
 	high, low int
+	// growth is the mysis's growth per request (priced compaction only); turnStart says the request is the first
+	// of its turn, and turnReplies is how many requests a turn takes.
+	growth      int
+	turnStart   bool
+	turnReplies int
 }
 
 // chooseBoundary returns the compaction boundary: the previous one (or, with none, the window's first row) while the
@@ -136,6 +142,9 @@ func (c *composer) chooseBoundary(s boundarySearch) boundaryChoice {
 		prevSeq = prev // unknown: decided as of the boundary itself
 	}
 	fresh := prev < s.g0 || prev > s.ceiling // no usable previous boundary: start from the window's first row
+	if c.priced() {
+		return c.pricedBoundary(&s, newestSeq, prev, prevSeq, fresh)
+	}
 	if !fresh {
 		marks := newestAsOf(s.units, prevSeq)
 		if c.estimateAt(&s, prev, marks) <= int64(s.high) {
@@ -144,6 +153,56 @@ func (c *composer) chooseBoundary(s boundarySearch) boundaryChoice {
 		s.g0 = max(s.g0, prev)
 	}
 	return c.sweepBoundary(&s, newestSeq, fresh)
+}
+
+// pricedBoundary is chooseBoundary under CompactionPriced (composition v3). The boundary stays where it was while
+// the request fits the budget and moving it does not pay; when it moves, it moves as far as it can (the smallest
+// request: under any cache model the cheapest next stretch of requests starts from the smallest history) and the
+// manifest says why. With no previous boundary, nothing is compacted while the request fits.
+func (c *composer) pricedBoundary(s *boundarySearch, newestSeq, prev, prevSeq int64, fresh bool) boundaryChoice {
+	room := int64(s.high)
+	var stay boundaryChoice
+	var before int64
+	if fresh {
+		stay = boundaryChoice{s.g0, newestSeq, nil}
+		stay.marks = newestAsOf(s.units, newestSeq)
+		before = c.estimateAt(s, s.g0, stay.marks)
+	} else {
+		stay = boundaryChoice{prev, prevSeq, newestAsOf(s.units, prevSeq)}
+		before = c.estimateAt(s, prev, stay.marks)
+		s.g0 = max(s.g0, prev)
+	}
+	// A compaction breaks the prompt cache in the middle of a turn; at a turn's first request the prompt is new
+	// anyway. So within a turn the boundary moves only when the budget forces it; at a turn's start it also moves
+	// when the turn would outgrow the budget before it ends, or when moving pays.
+	turnWouldOverflow := s.turnStart && before+int64(s.growth*s.turnReplies) > room
+	if before <= room && !turnWouldOverflow {
+		// Would even compacting everything pay? (The smallest history gives the largest saving for the cheapest
+		// rewrite.) If not, no candidate does, and the search is spared.
+		if fresh || !s.turnStart || s.growth <= 0 {
+			return stay
+		}
+		if _, ok := c.compactionPays(int(before), 0, c.fixedReq, s.growth, int(room)); !ok {
+			return stay
+		}
+	}
+	s.low = -1 // no mark: the smallest request
+	moved := c.sweepBoundary(s, newestSeq, false)
+	if moved.boundary == stay.boundary && moved.compactSeq == stay.compactSeq {
+		return stay
+	}
+	after := c.estimateAt(s, moved.boundary, moved.marks)
+	note, pays := c.compactionPays(int(before), int(after), c.fixedReq, s.growth, int(room))
+	switch {
+	case before > room:
+		note.Why = "budget"
+	case turnWouldOverflow && after+int64(s.growth*s.turnReplies) <= room:
+		note.Why = "turn" // the turn would outgrow the budget, and fits once compacted: compact at its start
+	case !pays:
+		return stay // (a turn too long to fit even compacted gains nothing from an extra compaction at its start)
+	}
+	c.note = &note
+	return moved
 }
 
 // capResults caps every stored result to the per-result cap and returns the newest seq of the units that are not
@@ -319,7 +378,7 @@ func markLive(u *unit, compactSeq int64, seenTool map[string]bool) {
 	for _, r := range u.results {
 		r.newestB = true
 		if u.seq <= compactSeq {
-			seenTool[r.name] = true
+			seenTool[r.tool] = true
 		}
 	}
 }
@@ -327,10 +386,10 @@ func markLive(u *unit, compactSeq int64, seenTool map[string]bool) {
 // toolRank ranks r, the newest result of its call in unit u, by its tool: 1 for the first (newest) result of a tool
 // called in turn, 2 for the first result of another tool, 3 for any later one. It marks r's tool seen.
 func toolRank(r *toolResult, u *unit, turn int64, seenTool map[string]bool) int {
-	if seenTool[r.name] {
+	if seenTool[r.tool] {
 		return 3
 	}
-	seenTool[r.name] = true
+	seenTool[r.tool] = true
 	if u.turn == turn {
 		return 1
 	}

@@ -68,6 +68,18 @@ type composer struct {
 	prevBoundary, prevCompactSeq, compactSeq int64
 	// carryTokens is Policy.CarryTokens bounded by half the room the request's messages have (selectUnits).
 	carryTokens int
+	// fullCarry is carryTokens before carryBound's lean share for long objectives.
+	fullCarry int
+	// cache is the policy's cache model (the default filled in); cold says the provider's cache has expired since
+	// the previous request; note is why the boundary moved in this request (nil: it did not).
+	cache CacheModel
+	cold  bool
+	note  *CompactionNote
+	// fixedReq is the request's part that every request sends first: system prompt, tools, framing.
+	fixedReq int
+	// uncarried lists, newest first, the newest results of their calls below the boundary that the carry bound
+	// left out (priced compaction names them in the carried index).
+	uncarried []indexEntry
 }
 
 func (c *composer) count(s string) int {
@@ -93,6 +105,7 @@ const (
 	kindMission                 // a mission that is not one of the window's memories
 	kindNudge                   // a synthetic nudge, not to be persisted
 	kindHeader                  // a synthetic user line before carried state that no prompt precedes
+	kindIndex                   // v3: a synthetic user line naming the state below the boundary that is not carried
 )
 
 type section int
@@ -124,6 +137,12 @@ type toolResult struct {
 	state   resultState
 	reason  Reason
 	pinned  bool
+	// pinAs is the policy entry that pins the result (the tool, or "tool.action"); "" when not pinned.
+	pinAs string
+	// tool is what "the same tool" means for the budget's value order and the carry ranks: the tool name, or
+	// "tool.action" for a call of an action-dispatched tool (SpaceMolt's MCP v2), whose actions are different
+	// commands.
+	tool string
 	// bodyTokens and sentTokens (-1: not counted yet) spare the call memo the biggest strings of a compose: the
 	// body is needed by capResult and, when it is sent whole, by render.
 	bodyTokens int
@@ -238,6 +257,11 @@ func (c *composer) run(in Input) (Result, error) {
 func (c *composer) takeIn(in Input) request {
 	c.recentStart = in.RecentStartSeq
 	c.prevBoundary, c.prevCompactSeq = in.PrevBoundary, in.PrevCompactSeq
+	c.cache = c.p.Cache
+	if c.cache.Name == "" {
+		c.cache = CacheAnthropic
+	}
+	c.cold = c.cache.Lifetime > 0 && in.SincePrevious > c.cache.Lifetime
 	q := request{in: in, window: c.intake(in.Window), mission: c.mission(in.Mission), level: NudgeNone}
 	for _, t := range in.Tools {
 		c.toolTokens += framingPerMessage + c.count(t.JSON())
@@ -356,7 +380,7 @@ func (c *composer) choose(q *request) {
 			}
 		}
 	}
-	q.units = c.promptBefore(q.units)
+	q.units = c.promptBefore(c.placeIndex(q.units))
 }
 
 // fit renders the request and, while it is over the budget, lets the reducer sacrifice one more step; the first
@@ -389,6 +413,7 @@ func (c *composer) result(q *request, r rendered) Result {
 			Repairs:       c.repairs,
 			Boundary:      c.boundary,
 			CompactSeq:    c.compactSeq,
+			Compaction:    c.note,
 			TurnTruncated: q.in.TurnTruncated,
 		},
 		Encouragement: q.enc,
@@ -632,8 +657,14 @@ func (p *pairing) result(i int, m *Memory, last *unit) {
 		c.repair(m.ID, "moved-result", fmt.Sprintf("result for %q moved back next to its call in memory #%d", id, ref.u.mem.ID))
 	}
 	body := sanitize(m.Content)
+	args := ref.u.calls[ref.k].Arguments
+	pinAs := c.p.pinnedAs(name, args)
+	tool := name
+	if a := actionOf(args); a != "" {
+		tool = name + "." + a
+	}
 	ref.u.results[ref.k] = &toolResult{mem: m, idx: i, name: name, body: body, content: body,
-		pinned: slices.Contains(c.p.PinnedTools, name), bodyTokens: -1, sentTokens: -1}
+		pinned: pinAs != "", pinAs: pinAs, tool: tool, bodyTokens: -1, sentTokens: -1}
 }
 
 // trimCarried keeps, of a carried assistant memory, only the calls whose results were carried. It reports whether

@@ -126,6 +126,7 @@ func TestOnlyHistoricalTurns(t *testing.T) {
 	}
 	p := compose.DefaultPolicy()
 	p.HighWater, p.CompactStep, p.CarryLimit, p.ReplyLimit = 1, 1, 0, 0
+	p.Compaction = compose.CompactionWatermark // composition v2's marks
 	small := mustCompose(t, compose.Input{SystemPrompt: systemPrompt, Window: h.rows, BeginTurn: true}, p)
 	// Below the compaction boundary only carried state and replies stay (what the memory service returns for rows
 	// before the recent part): with nothing carried and no replies, the compacted history is the nudge alone; with
@@ -207,6 +208,7 @@ func TestFifteenGetShipKeepsNewest(t *testing.T) {
 	h.loop("mine", "{}", "ok")
 	p := compose.DefaultPolicy()
 	p.HighWater, p.LowWater, p.CompactStep = 200, 1, 4 // compact as far as possible: the boundary passes them all
+	p.Compaction = compose.CompactionWatermark         // composition v2's marks
 	res := mustCompose(t, compose.Input{SystemPrompt: systemPrompt, Window: h.rows}, p)
 	bodies, stubs := 0, 0
 	for _, m := range res.Messages {
@@ -320,6 +322,7 @@ func TestLesson2MultiCallCompaction(t *testing.T) {
 	h.loop("mine", "{}", "ok")
 	p := compose.DefaultPolicy()
 	p.HighWater, p.CompactStep = 100, 1
+	p.Compaction = compose.CompactionWatermark // composition v2's marks
 	res := mustCompose(t, compose.Input{SystemPrompt: systemPrompt, Window: h.rows}, p)
 	// Below the compaction boundary the multi-call message keeps only the call whose result is carried (get_cargo):
 	// the superseded get_ship and mine calls go with their results, so nothing is orphaned.

@@ -110,6 +110,7 @@ const (
 	SynthMission       = "mission"        // a mission that is not one of the window's memories, re-injected
 	SynthMissingResult = "missing_result" // the stand-in result of a tool call that has none recorded
 	SynthCarriedHeader = "carried_header" // a user line opening carried state that no prompt precedes
+	SynthCarriedIndex  = "carried_index"  // v3: a user line naming the newest results not carried, with memory ids
 )
 
 // Repair records a fix applied to a broken history.
@@ -134,6 +135,9 @@ type Manifest struct {
 	// CompactSeq is the newest memory when the boundary last moved: below the boundary the request carries what was
 	// the newest state then. Pass both back (Input.PrevBoundary, Input.PrevCompactSeq) with the next request.
 	CompactSeq int64 `json:"compact_seq,omitempty"`
+	// Compaction says why the boundary moved in this request (composition v3): forced by the budget or paid for by
+	// the expected saving, with both sides of the price. nil when it stayed (or under CompactionWatermark).
+	Compaction *CompactionNote `json:"compaction,omitempty"`
 	// TurnTruncated echoes Input.TurnTruncated: the current turn's oldest rows were not in the window.
 	TurnTruncated bool `json:"turn_truncated,omitempty"`
 }

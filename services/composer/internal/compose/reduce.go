@@ -149,7 +149,7 @@ func lowestSufficient(acts []action, grid func(action) int64, want int, ceiling 
 // protected reports units no stage may drop: prompts that frame the request and the newest loop.
 func (r *reducer) protected(u *unit) bool {
 	switch u.kind {
-	case kindMission, kindNudge, kindHeader:
+	case kindMission, kindNudge, kindHeader, kindIndex:
 		return true
 	case kindUser:
 		return u.section == secMission || u.section == secSynthetic || (u.section == secCurrent && u.isOpener())
@@ -251,7 +251,7 @@ func (r *reducer) text(reason Reason) []action {
 			acts = append(acts, r.dropAction(u, reason))
 		case u.kind == kindUser && sawUser && !r.protected(u):
 			acts = append(acts, r.dropAction(u, reason)) // an earlier prompt, after another user message
-		case u.kind == kindUser || u.kind == kindMission || u.kind == kindNudge || u.kind == kindHeader:
+		case u.kind == kindUser || u.kind == kindMission || u.kind == kindNudge || u.kind == kindHeader || u.kind == kindIndex:
 			sawUser = true
 		}
 	}

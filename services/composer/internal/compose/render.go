@@ -41,7 +41,7 @@ func (c *composer) render(system string, units []*unit) rendered {
 			continue
 		}
 		switch u.kind {
-		case kindUser, kindMission, kindNudge, kindHeader:
+		case kindUser, kindMission, kindNudge, kindHeader, kindIndex:
 			parts = append(parts, c.promptPart(u))
 		case kindText:
 			parts = append(parts, renderPart{msg: chat.Message{Role: chat.RoleAssistant, Content: u.content}, sec: u.section, idx: u.idx})
@@ -61,6 +61,8 @@ func (c *composer) promptPart(u *unit) renderPart {
 	switch {
 	case u.kind == kindHeader:
 		p.kind, p.synth = SynthCarriedHeader, "carried state that no prompt precedes"
+	case u.kind == kindIndex:
+		p.kind, p.synth = SynthCarriedIndex, "results below the boundary that are not carried, each one search away"
 	case u.kind == kindNudge:
 		p.kind, p.synth = SynthNudge, "no prompt in the window and no mission: encouragement (not persisted)"
 	case u.virtual:

@@ -52,8 +52,8 @@ func (c *composer) classify(units []*unit, objective int64) {
 				continue
 			}
 			r.key = c.p.CallKey(r.name, u.calls[k].Arguments)
-			if !seenTool[r.name] {
-				seenTool[r.name], r.toolNewest = true, true
+			if !seenTool[r.tool] {
+				seenTool[r.tool], r.toolNewest = true, true
 			}
 			next, ok := seen[r.key]
 			seen[r.key], r.nextSeq = u.seq, next
@@ -68,8 +68,8 @@ func (c *composer) classify(units []*unit, objective int64) {
 				if seenPinned == nil {
 					seenPinned = make(map[string]bool)
 				}
-				if !seenPinned[r.name] {
-					seenPinned[r.name], r.carry = true, true
+				if !seenPinned[r.pinAs] {
+					seenPinned[r.pinAs], r.carry = true, true
 				}
 			}
 		}
@@ -117,11 +117,14 @@ func (c *composer) selectUnits(units []*unit, currentStart int, missionUnit *uni
 	high, low := c.waterMarks(system)
 	var choice boundaryChoice
 	if firstSeq != math.MaxInt64 {
+		c.carryTokens = c.carryBound(units, units[len(units)-1].seq)
 		choice = c.chooseBoundary(boundarySearch{units: units, fixedUnit: fixedUnit, fixed: fixed, g0: g0, ceiling: ceiling,
-			high: high, low: low})
+			high: high, low: low, growth: c.growth(units, fixedUnit, g0), turnStart: turnStart(units, currentStart),
+			turnReplies: turnReplies(units, g0)})
 	}
 	// Recorded even when nothing lies below it: the next request starts from it.
 	c.boundary, c.compactSeq = choice.boundary, choice.compactSeq
+	c.carryTokens = c.carryBound(units, choice.compactSeq) // as of the compaction, so it holds until the next one
 	c.markAsOf(units, choice)
 	c.keepUnits(units, currentStart, missionUnit, choice.boundary)
 }
@@ -167,7 +170,8 @@ func compactCeiling(units []*unit, currentStart int) int64 {
 // request had it while the request stays under high (so requests extend each other); else it moves to the lowest
 // grid point at or above it whose request fits low. Both leave room for the system prompt, the tools and the reply.
 func (c *composer) waterMarks(system string) (high, low int) {
-	room := c.p.TokenBudget - c.count(system) - framingPerMessage - c.toolTokens - framingReply
+	c.fixedReq = c.count(system) + framingPerMessage + c.toolTokens + framingReply
+	room := c.p.TokenBudget - c.fixedReq
 	// Carried state takes at most half the room the budget leaves the messages, so however little the tool
 	// schemas leave, requests can still grow as pure extensions between two compactions instead of compacting on
 	// every request.
@@ -175,7 +179,15 @@ func (c *composer) waterMarks(system string) (high, low int) {
 	if c.p.CarryTokens > 0 {
 		c.carryTokens = max(min(c.p.CarryTokens, room/2), 1)
 	}
+	c.fullCarry = c.carryTokens
 	high = room
+	if c.priced() {
+		// v3: the boundary stays while the request fits; the price decides the rest. The estimate is a little
+		// short of the rendered request (joins, renamed ids), and a request the reducer must trim is no extension
+		// either: 1/16 of the room is left for that.
+		room -= room / 16
+		return room, room
+	}
 	if c.p.HighWater > 0 {
 		high = min(high, c.p.HighWater)
 	}
@@ -208,6 +220,7 @@ func (c *composer) keepUnits(units []*unit, currentStart int, missionUnit *unit,
 		case u.seq >= boundary:
 			u.keep, u.section, u.reason = true, secHistory, ReasonLive
 		default:
+			c.noteUncarried(u)
 			replies = c.compactUnit(u, current, replies)
 		}
 	}
@@ -320,7 +333,7 @@ func (c *composer) promptBefore(units []*unit) []*unit {
 			continue
 		}
 		switch u.kind {
-		case kindUser, kindMission, kindNudge:
+		case kindUser, kindMission, kindNudge, kindIndex:
 			return units
 		case kindLoop, kindText:
 			h := &unit{kind: kindHeader, idx: -1, turn: -1, content: headerText, keep: true, section: secSynthetic}
@@ -340,7 +353,7 @@ func needPromptBefore(units []*unit) {
 			continue
 		}
 		switch u.kind {
-		case kindUser, kindMission, kindNudge, kindHeader:
+		case kindUser, kindMission, kindNudge, kindHeader, kindIndex:
 			sawUser = true
 		case kindLoop, kindText:
 			if !sawUser && (u.section == secHistory || u.section == secCarried) {
@@ -348,4 +361,96 @@ func needPromptBefore(units []*unit) {
 			}
 		}
 	}
+}
+
+// priced reports whether the boundary's moves are decided by price (composition v3).
+func (c *composer) priced() bool { return c.p.Compaction != CompactionWatermark }
+
+// growth is the mysis's own growth per request: the tokens of the window's recent units (from g0 on) per LLM
+// reply among them (each loop or text reply is one request's output, with the results it brought). With no reply
+// in view, a typical loop's size.
+func (c *composer) growth(units []*unit, fixedUnit func(*unit) bool, g0 int64) int {
+	const typical = 200
+	if !c.priced() {
+		return 0
+	}
+	tokens, replies := 0, 0
+	for _, u := range units {
+		// Replies (with the results they brought) only: a prompt is the same request's whether it is stored yet
+		// (a persisted nudge) or not (the composer's own), and the price must not depend on which.
+		if fixedUnit(u) || u.seq < g0 || (u.kind != kindLoop && u.kind != kindText) {
+			continue
+		}
+		tokens += c.unitTokens(u)
+		if u.kind == kindLoop || u.kind == kindText {
+			replies++
+		}
+	}
+	if replies == 0 {
+		return typical
+	}
+	return max(tokens/replies, 1)
+}
+
+// turnStart reports whether the request is the first of its turn: the current turn holds no reply yet.
+func turnStart(units []*unit, currentStart int) bool {
+	for _, u := range units[currentStart:] {
+		if u.kind == kindLoop || u.kind == kindText {
+			return false
+		}
+	}
+	return true
+}
+
+// turnReplies is the mean number of replies (LLM requests) per turn among the window's turns from g0 on that are
+// over, at least 1; with none in view, 10.
+func turnReplies(units []*unit, g0 int64) int {
+	var turns, replies int
+	last := int64(-1)
+	for _, u := range units {
+		if u.seq < g0 || u.idx < 0 {
+			continue
+		}
+		if u.turn != last {
+			turns++
+			last = u.turn
+		}
+		if u.kind == kindLoop || u.kind == kindText {
+			replies++
+		}
+	}
+	if turns <= 1 {
+		return 10
+	}
+	return max(replies/turns, 1)
+}
+
+// LongObjectiveRows is the age (in memory seqs since the objective) past which priced compaction carries the lean
+// share of the carry bound: an objective that old has gathered more state than the budget can carry and still let
+// requests grow as extensions of each other for long, and every carried token is re-read on every request and
+// rewritten at every compaction, which comes the sooner the more is carried.
+const LongObjectiveRows = 200
+
+// leanCarryShare is the share of the carry bound a long objective carries (priced compaction).
+const leanCarryShare = 0.7
+
+// carryBound is the carry bound of a compaction decided as of seq asOf: the full bound, or under priced
+// compaction its lean share once the objective is older than LongObjectiveRows.
+func (c *composer) carryBound(units []*unit, asOf int64) int {
+	if !c.priced() || c.p.CarryTokens == 0 || replyAsOf(units, asOf)-c.objective <= LongObjectiveRows {
+		return c.fullCarry
+	}
+	return max(int(leanCarryShare*float64(c.fullCarry)), 1)
+}
+
+// replyAsOf is the seq of the newest reply (loop or text) at or before seq asOf: the objective's age does not depend
+// on whether the prompt after it is stored yet.
+func replyAsOf(units []*unit, asOf int64) int64 {
+	var seq int64
+	for _, u := range units {
+		if (u.kind == kindLoop || u.kind == kindText) && u.seq <= asOf {
+			seq = max(seq, u.seq)
+		}
+	}
+	return seq
 }

@@ -8,7 +8,9 @@
 // order) when it is not the prompt of the current turn; the compacted past; and the live part. Everything from the
 // compaction boundary on is the live part, sent as stored (results capped), so requests extend each other and
 // providers' prompt caches stay warm. The boundary stays where the previous request had it (Input.PrevBoundary)
-// until the request outgrows the high-water mark, then moves in one step to the low-water mark. Below it, every turn
+// while the request fits the budget, and moves only when the budget forces it or when the saving expected over the
+// coming requests exceeds the cost of the rewrite under the provider's cache model (composition v3, cache.go; v2's
+// high- and low-water marks stay selectable, CompactionWatermark). Below it, every turn
 // is compacted to what it carried at that compaction (Manifest.CompactSeq): the newest result of each distinct call
 // (tool name + canonical arguments; snapshot tools by name) since the objective with the call that made it, within
 // CarryTokens, pinned login/register results however old, and the newest replies (capped). Results above the
@@ -48,6 +50,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/zoeaswarm/zoea/libs/chat"
 )
@@ -136,6 +139,9 @@ type Input struct {
 	// PrevCompactSeq is the previous request's Manifest.CompactSeq: what the compacted past below PrevBoundary was
 	// decided by. 0 (unknown) decides it as of the boundary itself.
 	PrevCompactSeq int64
+	// SincePrevious is the time since this mysis's previous request, 0 if unknown. Longer than the cache model's
+	// lifetime, the provider's cache has expired and a compaction costs no rewrite.
+	SincePrevious time.Duration
 	// EncouragementCount is the runner's count of consecutive nudged turns.
 	EncouragementCount int
 	// BeginTurn is set when the runner is about to start a new autonomous turn (no new prompt arrived).
@@ -222,6 +228,12 @@ type Policy struct {
 	// CompactStep is the seq grid of the compaction boundary: it only ever sits on the first unit at or after a
 	// multiple of CompactStep, so it moves in steps and the requests between steps extend each other.
 	CompactStep int
+	// Compaction is how the boundary's moves are decided: CompactionPriced (v3, "" means it) or
+	// CompactionWatermark (v2, by HighWater and LowWater).
+	Compaction Compaction
+	// Cache prices the priced compaction; the zero value means CacheAnthropic. The composer service chooses it
+	// from the mysis's provider and model (CacheModelFor) unless its configuration names one.
+	Cache CacheModel
 }
 
 // DefaultPolicy returns the production defaults.
@@ -230,8 +242,8 @@ func DefaultPolicy() Policy {
 		ScanWindow:    50,
 		TokenBudget:   8192,
 		ToolResultCap: 1500,
-		SnapshotTools: []string{"get_status", "get_ship", "get_system", "get_poi", "get_nearby", "get_cargo"},
-		PinnedTools:   []string{"login", "register"},
+		SnapshotTools: DefaultSnapshotTools(),
+		PinnedTools:   DefaultPinnedTools(),
 		CarryLimit:    64,
 		ReplyLimit:    3,
 		ReplyCap:      200,
@@ -240,12 +252,27 @@ func DefaultPolicy() Policy {
 		LowWater:      2500,
 		CarryTokens:   2500,
 		CompactStep:   4,
+		Compaction:    CompactionPriced,
 		Nudges: Nudges{
 			Gentle: "Continue your mission. Check notifications and coordinate with the swarm.",
 			Firm:   "You need to respond. Check your notifications and status.",
 			Urgent: "URGENT: Respond immediately. Check your system status.",
 		},
 	}
+}
+
+// DefaultSnapshotTools are the state reads whose newest result supersedes every older one whatever the arguments,
+// on both SpaceMolt endpoints: the legacy flat tools and their MCP v2 tool.action names (SpaceMolt's public docs,
+// connections.md: core reads are actions of the "spacemolt" tool; ship reads also of "spacemolt_ship").
+func DefaultSnapshotTools() []string {
+	return []string{"get_status", "get_ship", "get_system", "get_poi", "get_nearby", "get_cargo",
+		"spacemolt.get_status", "spacemolt.get_ship", "spacemolt.get_system", "spacemolt.get_poi",
+		"spacemolt.get_nearby", "spacemolt.get_cargo", "spacemolt_ship.get_ship", "spacemolt_ship.get_cargo"}
+}
+
+// DefaultPinnedTools are the session calls carried however old, on both endpoints.
+func DefaultPinnedTools() []string {
+	return []string{"login", "register", "spacemolt_auth.login", "spacemolt_auth.register"}
 }
 
 // Minimums below which composition cannot keep its promises (a cap must fit its own truncation notice).
@@ -279,6 +306,10 @@ func (p Policy) validate() error {
 		return fmt.Errorf("%w: low water %d < 0", ErrInvalidPolicy, p.LowWater)
 	case p.CompactStep < 1:
 		return fmt.Errorf("%w: compact step %d < 1", ErrInvalidPolicy, p.CompactStep)
+	case p.Compaction != "" && p.Compaction != CompactionPriced && p.Compaction != CompactionWatermark:
+		return fmt.Errorf("%w: compaction %q is neither %q nor %q", ErrInvalidPolicy, p.Compaction, CompactionPriced, CompactionWatermark)
+	case p.Cache.validate() != nil:
+		return p.Cache.validate()
 	case p.Nudges.Gentle == "" || p.Nudges.Firm == "" || p.Nudges.Urgent == "":
 		return fmt.Errorf("%w: every nudge level needs wording", ErrInvalidPolicy)
 	}

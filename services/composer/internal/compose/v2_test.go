@@ -141,7 +141,8 @@ func TestCarryOverAcrossTurnsAndTextReplies(t *testing.T) {
 	h.loop("mine", "{}", `{"mined":1}`) // the boundary may pass the newer get_status, so the older one is superseded there
 	p := compose.DefaultPolicy()
 	p.ScanWindow = 20
-	p.HighWater = 400 // force the compaction boundary past the earlier turns
+	p.HighWater = 400                          // force the compaction boundary past the earlier turns
+	p.Compaction = compose.CompactionWatermark // composition v2's marks
 	p.CompactStep = 4
 	res := v2(t, &h, missionOf(&h, mid), p)
 	out := sent(res)
@@ -190,7 +191,8 @@ func TestCarryRanksTurnThenSmallest(t *testing.T) {
 	}
 	p := compose.DefaultPolicy()
 	p.ScanWindow = 20
-	p.HighWater = 300 // force the compaction boundary past everything but the newest loop
+	p.HighWater = 300                          // force the compaction boundary past everything but the newest loop
+	p.Compaction = compose.CompactionWatermark // composition v2's marks
 	p.LowWater = 300
 	p.CompactStep = 1
 	// Room for the scan, the market and one small result — or for the scan and all three small ones. Newest first
@@ -277,6 +279,7 @@ func TestEarlierConclusionsKept(t *testing.T) {
 	p := compose.DefaultPolicy()
 	p.ScanWindow = 6
 	p.HighWater = 200
+	p.Compaction = compose.CompactionWatermark // composition v2's marks
 	p.CompactStep = 2
 	res := v2(t, &h, missionOf(&h, mid), p)
 	out := sent(res)
@@ -317,7 +320,8 @@ func TestToolsCountedInBudget(t *testing.T) {
 	}
 	p := compose.DefaultPolicy()
 	p.TokenBudget = 4000
-	p.CompactStep = 1 // fine steps, so the difference the tools make shows in a history this short
+	p.CompactStep = 1                          // fine steps, so the difference the tools make shows in a history this short
+	p.Compaction = compose.CompactionWatermark // v2's marks follow the room the tools leave
 	without := mustCompose(t, compose.Input{SystemPrompt: systemPrompt, Window: h.rows}, p)
 	with := mustCompose(t, compose.Input{SystemPrompt: systemPrompt, Window: h.rows, Tools: tools}, p)
 	tok, err := o200k.Load()
@@ -365,9 +369,10 @@ func TestBudgetOrderOfSacrifice(t *testing.T) {
 		compose.ReasonSuperseded: 1, compose.ReasonAllSuperseded: 2,
 	}
 	p := compose.DefaultPolicy()
-	p.HighWater = 0   // the budget alone: every compression here is the reducer's
-	p.CarryTokens = 0 // no carry bound either (it would take half the shrinking room: TestCarryBoundFollowsRoom)
-	p.CompactStep = 1 // one grid cell per row: the order shows at every budget
+	p.HighWater = 0                            // the budget alone: every compression here is the reducer's
+	p.Compaction = compose.CompactionWatermark // composition v2's marks
+	p.CarryTokens = 0                          // no carry bound either (it would take half the shrinking room: TestCarryBoundFollowsRoom)
+	p.CompactStep = 1                          // one grid cell per row: the order shows at every budget
 	first := map[int]int{}
 	for budget := 6000; budget >= 700; budget -= 50 {
 		p.TokenBudget = budget

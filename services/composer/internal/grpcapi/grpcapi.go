@@ -157,6 +157,7 @@ func (s *Service) ComposeContext(ctx context.Context, req *composerv1.ComposeCon
 		}
 		return nil, err
 	}
+	p = withCacheModel(p, relayed.Mysis)
 	in.Tools, in.BeginTurn = tools, req.GetBeginAutonomousTurn()
 	in.PrevBoundary, in.PrevCompactSeq = prev.boundary, prev.compactSeq
 	var res compose.Result
@@ -167,6 +168,10 @@ func (s *Service) ComposeContext(ctx context.Context, req *composerv1.ComposeCon
 	}
 	if err != nil {
 		return nil, fromComposeError(id, err)
+	}
+	if n := res.Manifest.Compaction; n != nil {
+		s.log.Debug("compaction", "mysis_id", id, "why", n.Why, "cache", n.Cache, "history_before", n.Before, "history_after", n.After,
+			"expected_saving", n.ExpectedSaving, "rewrite_cost", n.RewriteCost, "boundary_seq", res.Manifest.Boundary)
 	}
 	if s.bounds != nil && res.Manifest.Boundary > 0 {
 		s.bounds.put(id, mark{res.Manifest.Boundary, res.Manifest.CompactSeq})
@@ -227,4 +232,13 @@ func fromComposeError(id string, err error) error {
 		return &errs.Error{Kind: errs.Invalid, Field: "policy", Msg: err.Error()}
 	}
 	return err
+}
+
+// withCacheModel is p with the mysis's cache model (compose.CacheModelFor its provider and model) unless the
+// server's policy names one: priced compaction weighs a rewrite by what the mysis's provider charges for it.
+func withCacheModel(p compose.Policy, m *memoryv1.Mysis) compose.Policy {
+	if p.Cache.Name == "" && m != nil {
+		p.Cache = compose.CacheModelFor(m.GetProvider(), m.GetModel())
+	}
+	return p
 }

@@ -80,10 +80,12 @@ const (
 )
 
 // toProtoWindowRequest asks the memory service for what composition needs under policy p.
+// The memory service keys calls by tool name, so "tool.action" entries are asked for as Policy.WindowTools says.
 func toProtoWindowRequest(id string, p compose.Policy) *memoryv1.GetComposeWindowRequest {
+	snapshot, pinned := p.WindowTools()
 	return &memoryv1.GetComposeWindowRequest{
 		MysisId: id, Window: int32(p.ScanWindow), GlobalMissionFallback: !p.DisableMissionFallback,
-		CarryLimit: int32(p.CarryLimit), SnapshotTools: p.SnapshotTools, PinnedTools: p.PinnedTools,
+		CarryLimit: int32(p.CarryLimit), SnapshotTools: snapshot, PinnedTools: pinned,
 		ReplyLimit: int32(p.ReplyLimit), MaxTurnRows: int32(p.MaxTurnRows),
 		MaxResultBytes: int32(min(max(minResultCutBytes, p.ToolResultCap*resultBytesPerToken), 1<<30)),
 	}

@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/chat/chatvalid"
@@ -246,6 +247,10 @@ func (g *Generator) Case(src Source) Case {
 	p.ReplyCap = 32 + b.src.IntN(300)
 	p.HighWater = b.src.IntN(8000)
 	p.CompactStep = 1 + b.src.IntN(32)
+	if b.src.IntN(3) == 0 { // v2's watermark compaction; else v3's, priced with one of the cache models
+		p.Compaction = compose.CompactionWatermark
+	}
+	p.Cache = []compose.CacheModel{compose.CacheAnthropic, compose.CacheOpenAI, compose.CacheLocal, compose.CacheNone}[b.src.IntN(4)]
 
 	rows := b.rows
 	if len(rows) > p.ScanWindow {
@@ -278,6 +283,14 @@ func (g *Generator) Case(src Source) Case {
 	}
 	for i := range b.src.IntN(4) {
 		in.Tools = append(in.Tools, Tool(i, b.src.IntN(3)))
+	}
+	if len(rows) > 0 && b.src.IntN(2) == 0 { // the previous request's compaction, anywhere in the window
+		r := rows[b.src.IntN(len(rows))]
+		// Its compaction seq was the newest memory then: never past the newest one now.
+		in.PrevBoundary, in.PrevCompactSeq = r.Seq, min(r.Seq+int64(b.src.IntN(8)), rows[len(rows)-1].Seq)
+	}
+	if b.src.IntN(4) == 0 {
+		in.SincePrevious = 10 * time.Minute // past every cache's lifetime: a rewrite is free
 	}
 	switch v := b.src.IntN(4); {
 	case v == 0 && len(prompts) > 0:

@@ -63,6 +63,8 @@ type RealSession struct {
 	Rows        []compose.Memory
 	Requests    []int
 	Calls       int
+	// Facts are the planted facts (plantFacts): a piece of an early result asked for again later.
+	Facts []Fact
 }
 
 // RealPrompt is the system prompt sessions are composed with: the runner's default prompt in length and content.
@@ -217,6 +219,7 @@ const realCargoMax = 70
 
 type realGen struct {
 	r       *rand.Rand
+	opts    RealOptions
 	pers    Personality
 	g       *realGalaxy
 	p       *realPlayer
@@ -233,12 +236,21 @@ type realGen struct {
 
 // RealPlay generates one session of at least calls tool calls with personality pers, deterministically from seed.
 func RealPlay(seed uint64, calls int, pers Personality) RealSession {
+	return RealPlayWith(seed, calls, pers, RealOptions{})
+}
+
+// RealPlayWith is RealPlay with the objective lengths and endpoint of o; the zero RealOptions is RealPlay.
+func RealPlayWith(seed uint64, calls int, pers Personality, o RealOptions) RealSession {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
-	pg := &realGen{r: r, pers: pers, g: newPlayGalaxy(r, 70+r.IntN(170))}
+	pg := &realGen{r: r, opts: o, pers: pers, g: newPlayGalaxy(r, 70+r.IntN(170))}
 	pg.p = &realPlayer{name: fmt.Sprintf("mysis-%d", seed%1000), credits: 100 + r.IntN(50), fuel: 100, hull: 100, shield: 55,
 		cargo: map[string]int{}, tick: 1000 + int64(r.IntN(50000)), visited: map[int]bool{0: true}, prices: map[string]int{}, password: r.Uint64()}
 	pg.s.Personality = pers.Name
 	pg.run(calls)
+	pg.plantFacts()
+	if o.V2 {
+		toV2(pg.s.Rows)
+	}
 	return pg.s
 }
 
@@ -269,7 +281,7 @@ func (pg *realGen) run(calls int) {
 		switch {
 		case pg.callN >= nextMission:
 			pg.newMission(first)
-			nextMission = pg.callN + pg.between(150, 400)
+			nextMission = pg.callN + pg.objectiveCalls()
 		case pg.chance(0.04):
 			pg.add(compose.Memory{Role: chat.RoleUser, Source: compose.SourceBroadcast, SenderID: fmt.Sprintf("mysis-%d", pg.r.IntN(9)),
 				Content: pg.pick("mysis-%d: found a rich titanium deposit at %s, prices at %s Central are good.",

@@ -77,6 +77,9 @@ func ComposeWindowFrom(all []compose.Memory, p compose.Policy, objectiveSeq, fro
 			}
 		}
 	}
+	// The memory service keys calls by tool name (Policy.WindowTools): a superset of what the composer carries.
+	wp := p
+	wp.SnapshotTools, wp.PinnedTools = p.WindowTools()
 	keep := make(map[int]bool)
 	seenKey := make(map[string]bool)
 	seenPinned := make(map[string]bool)
@@ -87,11 +90,11 @@ func ComposeWindowFrom(all []compose.Memory, p compose.Policy, objectiveSeq, fro
 		if m.Role != chat.RoleTool || caller[i] < 0 {
 			continue
 		}
-		if slices.Contains(p.PinnedTools, m.ToolName) && !seenPinned[m.ToolName] {
+		if slices.Contains(wp.PinnedTools, m.ToolName) && !seenPinned[m.ToolName] {
 			seenPinned[m.ToolName] = true
 			keep[i], keep[caller[i]] = true, true
 		}
-		k := p.CallKey(m.ToolName, args[i])
+		k := wp.CallKey(m.ToolName, args[i])
 		if seenKey[k] || m.Seq < objectiveSeq {
 			continue
 		}

@@ -45,7 +45,7 @@ func Anatomy(o Options) (MoveAnatomy, error) {
 	pers := histgen.Personalities()
 	for i := range o.Sessions {
 		s := session(o, i, pers)
-		next := v2Session(histgen.RealPrompt, tok, tools, o.Budget, o.Tune)
+		next := v2Session(histgen.RealPrompt, tok, tools, o.Budget, v2Policy(o.Tune))
 		var prev compose.Result
 		for n, at := range s.Requests {
 			res, err := next(s.Rows[:at])

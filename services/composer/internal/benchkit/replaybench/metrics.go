@@ -171,10 +171,26 @@ func StateRows(rows []compose.Memory) []int {
 }
 
 func newestByTool(rows []compose.Memory, start int) map[string]int {
-	newest := map[string]int{} // tool name → row index of its newest result
+	newest := map[string]int{} // tool (or tool.action) → row index of its newest result
+	action := map[string]string{}
 	for i := start + 1; i < len(rows); i++ {
-		if rows[i].Role == chat.RoleTool && rows[i].ToolName != "" {
-			newest[rows[i].ToolName] = i
+		r := rows[i]
+		for _, tc := range r.ToolCalls {
+			if strings.Contains(tc.Arguments, `"action"`) {
+				var v struct {
+					Action string `json:"action"`
+				}
+				if json.Unmarshal([]byte(tc.Arguments), &v) == nil && v.Action != "" {
+					action[tc.ID] = v.Action
+				}
+			}
+		}
+		if r.Role == chat.RoleTool && r.ToolName != "" {
+			key := r.ToolName
+			if a := action[r.ToolCallID]; a != "" {
+				key += "." + a // an action-dispatched tool (SpaceMolt MCP v2): each action is its own tool
+			}
+			newest[key] = i
 		}
 	}
 	return newest

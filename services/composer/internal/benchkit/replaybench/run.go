@@ -33,6 +33,12 @@ type Options struct {
 	// Replicas, above 1, adds Zoea v2 composed by that many composer replicas taking turns, each starting from the
 	// compaction it chose itself last (a caller that does not pass previous_compaction back).
 	Replicas int
+	// Shape sets how long objectives last (histgen.Shape; "" the original 150–400 calls); V2 plays the same calls on
+	// SpaceMolt's MCP v2 endpoint (action-dispatched tools).
+	Shape histgen.Shape
+	V2    bool
+	// TuneV3, if set, changes Zoea v3's policy after the defaults (and Budget) are applied.
+	TuneV3 func(*compose.Policy)
 }
 
 // Stats is one system's measurements over every request of every session.
@@ -56,7 +62,22 @@ type Stats struct {
 	BilledA     float64
 	BilledB     float64
 	ComposeTime time.Duration
+	// ToolBilledA is the part of BilledA spent on the tool definitions.
+	ToolBilledA float64
+	// InTurn counts the requests that follow another request of the same turn (no prompt between them), and
+	// BrokenInTurn those of them that are not a pure extension of the previous request (its cached prefix is
+	// shorter than the previous request).
+	InTurn, BrokenInTurn int
+	// FactAsks counts the requests that ask for a planted fact (histgen.Fact); FactPresent those holding it,
+	// FactPointer those naming the memory that holds it (a stub or a cut result's pointer: one search away).
+	FactAsks, FactPresent, FactPointer int
 }
+
+// FactPct is the share of planted-fact requests where the fact is in the request or one search away.
+func (s Stats) FactPct() float64 { return pct(s.FactPresent+s.FactPointer, s.FactAsks) }
+
+// BrokenPct is the share of same-turn requests whose prefix is broken.
+func (s Stats) BrokenPct() float64 { return pct(s.BrokenInTurn, s.InTurn) }
 
 func pct(a, b int) float64 {
 	if b == 0 {
@@ -148,7 +169,7 @@ func Run(o Options) (Result, error) {
 				res.StateCases += cases
 				res.Oversize += over
 				mu.Unlock()
-				for _, sys := range Systems(tok, tools, o.Budget, o.Tune, o.Replicas) {
+				for _, sys := range Systems(tok, tools, o.Budget, o.Tune, o.TuneV3, o.Replicas) {
 					if !keep(sys.Name) {
 						continue
 					}
@@ -193,7 +214,7 @@ func Run(o Options) (Result, error) {
 func session(o Options, i int, pers []histgen.Personality) histgen.RealSession {
 	seed := o.Seed + uint64(i)
 	extra := rand.New(rand.NewPCG(seed, 1)).IntN(151)
-	return histgen.RealPlay(seed, o.Calls+extra, pers[i%len(pers)])
+	return histgen.RealPlayWith(seed, o.Calls+extra, pers[i%len(pers)], histgen.RealOptions{Shape: o.Shape, V2: o.V2})
 }
 
 // stateCases counts a session's coverage cases and those whose result has more than capTokens tokens.
@@ -228,11 +249,17 @@ func (s *Stats) add(o Stats) {
 	s.BilledA += o.BilledA
 	s.BilledB += o.BilledB
 	s.ComposeTime += o.ComposeTime
+	s.ToolBilledA += o.ToolBilledA
+	s.InTurn += o.InTurn
+	s.BrokenInTurn += o.BrokenInTurn
+	s.FactAsks += o.FactAsks
+	s.FactPresent += o.FactPresent
+	s.FactPointer += o.FactPointer
 }
 
 // Systems returns the compared systems, in table order; with replicas above 1, Zoea v2 by that many forgetful
 // replicas last.
-func Systems(tok *o200k.Tokenizer, tools []ToolDef, budget int, tune func(*compose.Policy), replicas int) []System {
+func Systems(tok *o200k.Tokenizer, tools []ToolDef, budget int, tune, tuneV3 func(*compose.Policy), replicas int) []System {
 	systems := []System{
 		FullHistory(histgen.RealPrompt),
 		LastN(histgen.RealPrompt, 20),
@@ -240,6 +267,9 @@ func Systems(tok *o200k.Tokenizer, tools []ToolDef, budget int, tune func(*compo
 		SeedTurnAware(histgen.RealPrompt),
 		ZoeaV1(histgen.RealPrompt, tok, budget),
 		ZoeaV2(histgen.RealPrompt, tok, tools, budget, tune),
+		ZoeaV3(histgen.RealPrompt, tok, tools, budget, tuneV3),
+		KeepEverything(histgen.RealPrompt, tok, tools, 0),
+		KeepEverything(histgen.RealPrompt, tok, tools, max(budget, compose.DefaultPolicy().TokenBudget)),
 	}
 	if replicas > 1 {
 		systems = append(systems, ZoeaV2Replicas(histgen.RealPrompt, tok, tools, budget, tune, replicas))
@@ -249,7 +279,14 @@ func Systems(tok *o200k.Tokenizer, tools []ToolDef, budget int, tune func(*compo
 
 func replaySession(st *Stats, sys System, s histgen.RealSession, tok Counter, toolTokens, budget int) error {
 	var prev []chat.Message
-	for _, at := range s.Requests {
+	prevTotal, prevAt := 0, 0
+	asks := make(map[int][]histgen.Fact)
+	for _, f := range s.Facts {
+		for _, k := range f.Asks {
+			asks[k] = append(asks[k], f)
+		}
+	}
+	for k, at := range s.Requests {
 		rows := s.Rows[:at]
 		st.Requests++
 		t0 := time.Now()
@@ -263,8 +300,23 @@ func replaySession(st *Stats, sys System, s histgen.RealSession, tok Counter, to
 		if hasMission {
 			st.MissionReqs++
 		}
+		for _, f := range asks[k] {
+			st.FactAsks++
+			if err != nil {
+				continue
+			}
+			switch present, pointer := FactSent(msgs, f.Text, s.Rows[f.Row].ID); {
+			case present:
+				st.FactPresent++
+			case pointer:
+				st.FactPointer++
+			}
+		}
+		inTurn := prev != nil && !opensTurn(s.Rows[prevAt:at])
+		prevAt = at
 		if err != nil {
 			st.Errors++
+			prev = nil
 			continue
 		}
 		st.Covered += covered
@@ -293,10 +345,56 @@ func replaySession(st *Stats, sys System, s histgen.RealSession, tok Counter, to
 		st.PrefixShare += float64(prefix) / float64(total)
 		st.BilledA += BilledAnthropic(total, prefix)
 		st.BilledB += BilledOpenAI(total, prefix)
-		prev = msgs
+		st.ToolBilledA += ToolBilledAnthropic(total, prefix, toolTokens)
+		if inTurn {
+			st.InTurn++
+			if prefix+framingReply < prevTotal { // a pure extension caches all of the previous request but its reply priming
+				st.BrokenInTurn++
+			}
+		}
+		prev, prevTotal = msgs, total
 	}
 	return nil
 }
+
+// ToolBilledAnthropic is the part of BilledAnthropic(total, prefix) spent on the tool definitions, which lead
+// every request: read from the cache when the cached prefix counts, written when it does not.
+func ToolBilledAnthropic(total, prefix, toolTokens int) float64 {
+	switch {
+	case total < AnthropicMinPrefix:
+		return float64(toolTokens)
+	case prefix >= AnthropicMinPrefix && prefix >= toolTokens:
+		return AnthropicCacheRead * float64(toolTokens)
+	}
+	return AnthropicCacheWrite * float64(toolTokens)
+}
+
+// opensTurn reports whether rows hold a prompt that opens a turn (direct, broadcast or nudge).
+func opensTurn(rows []compose.Memory) bool {
+	for _, r := range rows {
+		if r.Role == chat.RoleUser && (r.Source == compose.SourceDirect || r.Source == compose.SourceBroadcast || r.Source == compose.SourceNudge) {
+			return true
+		}
+	}
+	return false
+}
+
+// FactSent reports whether a request holds a planted fact (present) or, failing that, names the memory holding it
+// (a stub or a cut result's pointer "memory #ID": one search away).
+func FactSent(msgs []chat.Message, fact string, id int64) (present, pointer bool) {
+	ref := fmt.Sprintf("#%d", id)
+	for _, m := range msgs {
+		if strings.Contains(m.Content, fact) {
+			return true, false
+		}
+		if i := strings.Index(m.Content, ref); i >= 0 && !isDigitAt(m.Content, i+len(ref)) {
+			pointer = true
+		}
+	}
+	return false, pointer
+}
+
+func isDigitAt(s string, i int) bool { return i < len(s) && s[i] >= '0' && s[i] <= '9' }
 
 // PersonalityTable writes state coverage, mean history tokens and billed (a) per personality and system.
 func (r Result) PersonalityTable(w io.Writer) {
@@ -408,4 +506,106 @@ func thousands(n int64) string {
 		b.WriteRune(c)
 	}
 	return b.String()
+}
+
+// V3Table writes composition v3's side-by-side table (issue 28): per system, mean and max history tokens, state
+// kept, planted facts present or one search away, invalid under both rules, prefix broken within a turn, billed (a)
+// and (b) per request (and as a share of full history's), the tool definitions' share of (a), requests over budget.
+func (r Result) V3Table(w io.Writer) {
+	var full *Stats
+	for i := range r.Stats {
+		if r.Stats[i].System == "full history" {
+			full = &r.Stats[i]
+		}
+	}
+	per := func(s Stats, x float64) float64 { return x / float64(max(s.Sent(), 1)) }
+	share := func(s Stats, x, fx float64) string {
+		if full == nil || fx == 0 {
+			return "—"
+		}
+		return fmt.Sprintf("%.2f×", per(s, x)/per(*full, fx))
+	}
+	fmt.Fprintf(w, "%d sessions (shape %q, endpoint %s), %d tool calls, %d requests; tool definitions %d tokens; budget %d; "+
+		"%d planted-fact asks; %s state cases, %.1f%% of them results above the %s-token result cap (no budgeted system sends those whole)\n\n",
+		r.Sessions, shapeName(r.Options.Shape), endpointName(r.Options.V2), r.Calls, r.Requests, r.ToolTokens, r.Budget, factAsks(r),
+		thousands(int64(r.StateCases)), pct(r.Oversize, r.StateCases), thousands(int64(compose.DefaultPolicy().ToolResultCap)))
+	fmt.Fprintln(w, "| system | mean hist tok | max hist tok | state kept | facts present / one search away | invalid OpenAI / Anthropic | prefix broken in turn | billed (a) / req | (a) vs full | billed (b) / req | (b) vs full | tools' share of (a) | over budget | refused |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, s := range r.Stats {
+		var fa, fb float64
+		if full != nil {
+			fa, fb = full.BilledA, full.BilledB
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %.1f%% | %.1f%% (%.1f%% + %.1f%%) | %.1f%% / %.1f%% | %.1f%% | %s | %s | %s | %s | %.0f%% | %d | %d |\n",
+			s.System, thousands(int64(s.MeanHist()+0.5)), thousands(int64(s.HistMax)), s.CoveragePct(),
+			s.FactPct(), pct(s.FactPresent, s.FactAsks), pct(s.FactPointer, s.FactAsks),
+			pct(s.InvalidOAI, s.Sent()), pct(s.InvalidAnth, s.Sent()), s.BrokenPct(),
+			thousands(int64(per(s, s.BilledA)+0.5)), share(s, s.BilledA, fa), thousands(int64(per(s, s.BilledB)+0.5)), share(s, s.BilledB, fb),
+			100*s.ToolBilledA/max(s.BilledA, 1), s.OverBudget, s.Errors)
+	}
+}
+
+func factAsks(r Result) int {
+	if len(r.Stats) == 0 {
+		return 0
+	}
+	return r.Stats[0].FactAsks
+}
+
+func shapeName(s histgen.Shape) string {
+	if s == "" {
+		return "original: objectives of 150–400 calls"
+	}
+	return string(s)
+}
+
+func endpointName(v2 bool) string {
+	if v2 {
+		return "MCP v2 (tool.action)"
+	}
+	return "legacy /mcp"
+}
+
+// V3Targets writes issue 28's targets for Zoea v3 on this shape as met or missed.
+func (r Result) V3Targets(w io.Writer) {
+	var full, keep, v3 *Stats
+	for i := range r.Stats {
+		switch s := &r.Stats[i]; {
+		case s.System == "full history":
+			full = s
+		case s.System == "keep everything, no budget":
+			keep = s
+		case s.System == "Zoea v3":
+			v3 = s
+		}
+	}
+	if full == nil || v3 == nil {
+		return
+	}
+	verdict := func(ok bool) string {
+		if ok {
+			return "**met**"
+		}
+		return "**missed**"
+	}
+	a := v3.BilledA / float64(max(v3.Sent(), 1))
+	fa := full.BilledA / float64(max(full.Sent(), 1))
+	fmt.Fprintf(w, "| target (Zoea v3, shape %s) | measured | verdict |\n|---|---|---|\n", shapeName(r.Options.Shape))
+	switch r.Options.Shape {
+	case histgen.ShapeShort:
+		fmt.Fprintf(w, "| state ≥ 99.5%% | %.1f%% | %s |\n", v3.CoveragePct(), verdict(v3.CoveragePct() >= 99.5))
+		if keep != nil {
+			ka := keep.BilledA / float64(max(keep.Sent(), 1))
+			fmt.Fprintf(w, "| billed (a) ≤ keep-everything's and ≤ 0.27× full | %s vs %s; %.2f× full | %s |\n", thousands(int64(a+0.5)),
+				thousands(int64(ka+0.5)), a/fa, verdict(a <= ka && a <= 0.27*fa))
+		}
+	case histgen.ShapeLong:
+		fmt.Fprintf(w, "| state ≥ 80%% at ≤ 4,000 mean history tokens | %.1f%% at %s | %s |\n", v3.CoveragePct(), thousands(int64(v3.MeanHist()+0.5)),
+			verdict(v3.CoveragePct() >= 80 && v3.MeanHist() <= 4000))
+		fmt.Fprintf(w, "| billed (a) ≤ 0.35× full | %.2f× | %s |\n", a/fa, verdict(a <= 0.35*fa))
+	}
+	fmt.Fprintf(w, "| prefix broken within a turn ≤ 5%% | %.1f%% | %s |\n", v3.BrokenPct(), verdict(v3.BrokenPct() <= 5))
+	fmt.Fprintf(w, "| planted facts ≥ 99%% present or one search away | %.1f%% | %s |\n", v3.FactPct(), verdict(v3.FactPct() >= 99))
+	fmt.Fprintf(w, "| 0 invalid | %d / %d, %d refused | %s |\n", v3.InvalidOAI, v3.InvalidAnth, v3.Errors, verdict(v3.InvalidOAI+v3.InvalidAnth+v3.Errors == 0))
+	fmt.Fprintf(w, "| never over budget (tools counted) | %d | %s |\n", v3.OverBudget, verdict(v3.OverBudget == 0))
 }

@@ -1,10 +1,12 @@
 package replaybench
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
+	"github.com/zoeaswarm/zoea/services/composer/internal/o200k"
 )
 
 // System is one way of composing a request: it gets the mysis's whole history before an LLM call (the benchmark's
@@ -190,4 +192,80 @@ func seedRemoveOrphanedCalls(rows []compose.Memory) []compose.Memory {
 		}
 	}
 	return out
+}
+
+// KeepEverything is issue 28's simple packer: the newest commander prompt (the objective) and every row since it as
+// stored, each superseded result (a newer result of the same call follows, by compose.DefaultPolicy's call key)
+// replaced by a one-line stub and every result cut to the default result cap; nothing before the objective. With a budget above 0 (tool definitions counted), the
+// oldest loops, replies and prompts after the objective go first until the request fits.
+func KeepEverything(system string, tok *o200k.Tokenizer, tools []ToolDef, budget int) System {
+	name := "keep everything, no budget"
+	if budget > 0 {
+		name = fmt.Sprintf("keep everything, budget %s", thousands(int64(budget)))
+	}
+	c := tok.NewCounter()
+	toolTokens := ToolTokens(c, tools)
+	p := compose.DefaultPolicy()
+	return System{Name: name, Compose: func(rows []compose.Memory) ([]chat.Message, error) {
+		start := 0
+		for i := len(rows) - 1; i >= 0; i-- {
+			if IsCommanderPrompt(rows[i]) {
+				start = i
+				break
+			}
+		}
+		w := rows[start:]
+		args := map[string]string{}
+		for _, r := range w {
+			for _, tc := range r.ToolCalls {
+				args[tc.ID] = tc.Arguments
+			}
+		}
+		seen := map[string]bool{}
+		body := make([]chat.Message, len(w))
+		for i := len(w) - 1; i >= 0; i-- {
+			body[i] = toMessage(w[i])
+			if r := w[i]; r.Role == chat.RoleTool {
+				k := p.CallKey(r.ToolName, args[r.ToolCallID])
+				switch {
+				case seen[k]:
+					body[i].Content = fmt.Sprintf("[superseded: a newer %s result follows; this one is memory #%d]", r.ToolName, r.ID)
+				case c.Count(r.Content) > p.ToolResultCap:
+					// Cut like every budgeted system cuts (a 50–200 KB map would otherwise dwarf the rest).
+					body[i].Content = r.Content[:c.PrefixLen(r.Content, p.ToolResultCap-32)] +
+						fmt.Sprintf("…[truncated; full result is memory #%d]", r.ID)
+				}
+				seen[k] = true
+			}
+		}
+		head := []chat.Message{{Role: chat.RoleSystem, Content: system}}
+		if len(body) > 0 && body[0].Role == chat.RoleUser {
+			head, body = append(head, body[0]), body[1:]
+		}
+		if budget > 0 {
+			n := HistoryTokens(c, head) + toolTokens
+			sizes := make([]int, len(body))
+			for i, m := range body {
+				sizes[i] = MessageTokens(c, m)
+				n += sizes[i]
+			}
+			from := 0
+			for n > budget && from < len(body)-1 {
+				// Drop one unit from the front: a message and the tool results answering it.
+				n -= sizes[from]
+				from++
+				for from < len(body) && body[from].Role == chat.RoleTool {
+					n -= sizes[from]
+					from++
+				}
+				// The first message after the head must not be a second user message in a row.
+				for from < len(body)-1 && body[from].Role == chat.RoleUser && len(head) > 1 {
+					n -= sizes[from]
+					from++
+				}
+			}
+			body = body[from:]
+		}
+		return append(head, body...), nil
+	}}
 }

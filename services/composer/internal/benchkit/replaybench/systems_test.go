@@ -173,7 +173,7 @@ func TestReplayInvariants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Sessions != 2 || res.Requests == 0 || len(res.Stats) != 6 {
+	if res.Sessions != 2 || res.Requests == 0 || len(res.Stats) != 9 {
 		t.Fatalf("replay shape: %+v", res)
 	}
 	by := map[string]Stats{}
@@ -195,7 +195,7 @@ func TestReplayInvariants(t *testing.T) {
 	if want := float64(full.Sent() - 2); full.PrefixShare < want*0.9 {
 		t.Errorf("full history prefix share sum %.1f, want about %.0f", full.PrefixShare, want)
 	}
-	for _, name := range []string{"Zoea v1", "Zoea v2"} {
+	for _, name := range []string{"Zoea v1", "Zoea v2", "Zoea v3", "keep everything, no budget", "keep everything, budget 8,192"} {
 		s := by[name]
 		if s.InvalidOAI+s.InvalidAnth != 0 || (s.Errors == 0 && s.MissionHave != s.MissionReqs) {
 			t.Errorf("%s: invalid %d+%d, mission %d/%d", name, s.InvalidOAI, s.InvalidAnth, s.MissionHave, s.MissionReqs)
@@ -207,6 +207,15 @@ func TestReplayInvariants(t *testing.T) {
 	}
 	if n != res.Requests {
 		t.Errorf("per-personality requests add up to %d, want %d", n, res.Requests)
+	}
+	// The packer without a budget sends the newest result of every call since the objective in full unless it is
+	// above the result cap, and every planted fact; v3 keeps every fact in the request or names where it is (on
+	// these sessions, which hold a few).
+	if keep := by["keep everything, no budget"]; keep.Covered != keep.CovCases-res.Oversize || keep.FactPresent != keep.FactAsks || keep.FactAsks == 0 {
+		t.Errorf("keep everything: coverage %d/%d (%d oversize), facts %d/%d", keep.Covered, keep.CovCases, res.Oversize, keep.FactPresent, keep.FactAsks)
+	}
+	if v3 := by["Zoea v3"]; v3.FactPresent+v3.FactPointer != v3.FactAsks || v3.OverBudget != 0 {
+		t.Errorf("Zoea v3: facts %d+%d of %d, over budget %d", v3.FactPresent, v3.FactPointer, v3.FactAsks, v3.OverBudget)
 	}
 	if by["last-20"].InvalidOAI == 0 {
 		t.Error("last-20 never cut a loop in half: the replay is not exercising windows")

@@ -41,7 +41,7 @@ func ZoeaV1(system string, tok *o200k.Tokenizer, budget int) System {
 // returns for the policy's carry options (V2Window, with each tool result's call arguments and key as the memory
 // service stores them) and the tool definitions, which it budgets for.
 func ZoeaV2(system string, tok *o200k.Tokenizer, tools []ToolDef, budget int, tune func(*compose.Policy)) System {
-	next := v2Session(system, tok, tools, budget, tune)
+	next := v2Session(system, tok, tools, budget, v2Policy(tune))
 	return System{Name: "Zoea v2", Compose: func(rows []compose.Memory) ([]chat.Message, error) {
 		res, err := next(rows)
 		return res.Messages, err
@@ -54,7 +54,7 @@ func ZoeaV2(system string, tok *o200k.Tokenizer, tools []ToolDef, budget int, tu
 func ZoeaV2Replicas(system string, tok *o200k.Tokenizer, tools []ToolDef, budget int, tune func(*compose.Policy), n int) System {
 	replicas := make([]func([]compose.Memory) (compose.Result, error), n)
 	for i := range replicas {
-		replicas[i] = v2Session(system, tok, tools, budget, tune)
+		replicas[i] = v2Session(system, tok, tools, budget, v2Policy(tune))
 	}
 	calls := 0
 	return System{Name: fmt.Sprintf("Zoea v2, %d replicas without previous_compaction", n), Compose: func(rows []compose.Memory) ([]chat.Message, error) {
@@ -62,6 +62,16 @@ func ZoeaV2Replicas(system string, tok *o200k.Tokenizer, tools []ToolDef, budget
 		calls++
 		return res.Messages, err
 	}}
+}
+
+// v2Policy is composition v2's policy (the watermark compaction), then tune.
+func v2Policy(tune func(*compose.Policy)) func(*compose.Policy) {
+	return func(p *compose.Policy) {
+		p.Compaction = compose.CompactionWatermark
+		if tune != nil {
+			tune(p)
+		}
+	}
 }
 
 // v2Session returns one session's Zoea v2 composer: each call composes the request for rows, starting from the
@@ -79,8 +89,9 @@ func v2Session(system string, tok *o200k.Tokenizer, tools []ToolDef, budget int,
 	for i, t := range tools {
 		ctools[i] = compose.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters}
 	}
-	o := WindowOptions{Window: p.ScanWindow, CarryLimit: p.CarryLimit, SnapshotTools: p.SnapshotTools,
-		PinnedTools: p.PinnedTools, ReplyLimit: p.ReplyLimit, MaxTurnRows: p.MaxTurnRows}
+	snapshot, pinned := p.WindowTools() // what the composer asks the memory service for
+	o := WindowOptions{Window: p.ScanWindow, CarryLimit: p.CarryLimit, SnapshotTools: snapshot,
+		PinnedTools: pinned, ReplyLimit: p.ReplyLimit, MaxTurnRows: p.MaxTurnRows}
 	var prev, prevSeq int64 // the previous request's boundary, which the composer remembers
 	return func(rows []compose.Memory) (compose.Result, error) {
 		o.RecentFrom = prev
@@ -111,4 +122,20 @@ func withCallKeys(rows []compose.Memory) []compose.Memory {
 		out[i] = r
 	}
 	return out
+}
+
+// ZoeaV3 is the live compose package at its default policy (composition v3: compaction priced with the Anthropic
+// cache model, which billed (a) uses), fed like ZoeaV2.
+func ZoeaV3(system string, tok *o200k.Tokenizer, tools []ToolDef, budget int, tune func(*compose.Policy)) System {
+	next := v2Session(system, tok, tools, budget, func(p *compose.Policy) {
+		p.Compaction = compose.CompactionPriced
+		p.Cache = compose.CacheAnthropic
+		if tune != nil {
+			tune(p)
+		}
+	})
+	return System{Name: "Zoea v3", Compose: func(rows []compose.Memory) ([]chat.Message, error) {
+		res, err := next(rows)
+		return res.Messages, err
+	}}
 }

@@ -1,0 +1,176 @@
+package compose_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/histgen"
+	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
+)
+
+// compose1 composes the request for rows h (a v2 window as the memory service returns it), starting from the
+// previous request's compaction.
+func composeFrom(t *testing.T, h *hist, mission *compose.Mission, p compose.Policy, prev compose.Manifest) compose.Result {
+	t.Helper()
+	var obj int64
+	if mission != nil {
+		obj = mission.Seq
+	}
+	w := histgen.ComposeWindowFrom(h.rows, p, obj, prev.Boundary)
+	return mustCompose(t, compose.Input{SystemPrompt: systemPrompt, Mission: mission, Window: w.Rows, RecentStartSeq: w.RecentStartSeq,
+		ObjectiveSeq: w.ObjectiveSeq, PrevBoundary: prev.Boundary, PrevCompactSeq: prev.CompactSeq}, p)
+}
+
+// Priced compaction (v3): while the whole history fits the budget nothing is compacted, so every request is the
+// previous one plus what happened since, superseded results included; over the budget the boundary moves, and the
+// manifest says why with both sides of the price.
+func TestPricedCompactsOnlyOverBudget(t *testing.T) {
+	var h hist
+	mid := h.user(compose.SourceBroadcast, "Commander: mine iron at the belt.")
+	p := compose.DefaultPolicy()
+	p.TokenBudget = 3000
+	var prev compose.Manifest
+	var prevMsgs int
+	moved := 0
+	for i := range 40 {
+		h.loop("get_status", "{}", fmt.Sprintf(`{"credits":%d,"cargo":%d,"note":"%s"}`, 100+i, i, strings.Repeat("status ", 20)))
+		h.loop("mine", fmt.Sprintf(`{"n":%d}`, i), `{"mined":3}`)
+		res := composeFrom(t, &h, missionOf(&h, mid), p, prev)
+		n := res.Manifest.Compaction
+		switch {
+		case n == nil && res.Manifest.Boundary != prev.Boundary && prev.Boundary != 0:
+			t.Fatalf("request %d: the boundary moved from %d to %d without a note", i, prev.Boundary, res.Manifest.Boundary)
+		case n == nil && prev.Boundary != 0 && len(res.Messages) < prevMsgs:
+			t.Fatalf("request %d: no compaction, yet the request shrank from %d to %d messages", i, prevMsgs, len(res.Messages))
+		case n != nil:
+			moved++
+			if n.Why != "budget" || n.Before <= n.After || n.RewriteCost <= 0 || n.Cache != "anthropic" {
+				t.Fatalf("request %d: note %+v", i, *n)
+			}
+		}
+		if moved == 0 && strings.Count(sent(res), `"credits"`) != i+1 {
+			t.Fatalf("request %d: before the first compaction every result is sent as stored", i)
+		}
+		prev, prevMsgs = res.Manifest, len(res.Messages)
+	}
+	if moved == 0 {
+		t.Fatal("40 loops never outgrew a 3,000-token budget: the test proves nothing")
+	}
+}
+
+// Whether a compaction pays depends on the provider's cache: without a cache (every token costs the same) a smaller
+// request is always cheaper and the composer compacts at the next turn's start; with Anthropic's (re-reading costs
+// 0.1×, rewriting 1.25×) the same history — little of it superseded, so compaction would save a few prompts and a
+// reply but rewrite all the state — is kept as it is.
+func TestPriceDependsOnCacheModel(t *testing.T) {
+	build := func() (*hist, int64) {
+		var h hist
+		mid := h.user(compose.SourceBroadcast, "Commander: survey the belt.")
+		for turn := range 4 {
+			for i := range 6 {
+				h.loop("scan", fmt.Sprintf(`{"target":"t%d_%d"}`, turn, i), fmt.Sprintf(`{"target":"t%d_%d","ore":%d}`, turn, i, 7*i+turn))
+			}
+			h.text(fmt.Sprintf("Turn %d done: %s", turn, strings.Repeat("the belt holds iron and some copper; ", 4)))
+			h.user(compose.SourceNudge, "Continue your mission.")
+		}
+		return &h, mid
+	}
+	run := func(cache compose.CacheModel) compose.Result {
+		h, mid := build()
+		p := compose.DefaultPolicy()
+		p.Cache = cache
+		// The budget leaves room for ~800 more tokens (about a dozen requests of this mysis's growth): the turn
+		// fits, and a saving is counted over those requests.
+		p.TokenBudget = 60000
+		probe := composeFrom(t, h, missionOf(h, mid), p, compose.Manifest{})
+		p.TokenBudget = probe.Manifest.Tokens.Total + 800
+		// The previous request's compaction: the boundary at the window's start, nothing compacted.
+		first := composeFrom(t, h, missionOf(h, mid), p, compose.Manifest{})
+		if first.Manifest.Compaction != nil {
+			t.Fatalf("%s: a fresh request that fits was compacted: %+v", cache.Name, *first.Manifest.Compaction)
+		}
+		return composeFrom(t, h, missionOf(h, mid), p, first.Manifest)
+	}
+	kept := run(compose.CacheAnthropic)
+	if kept.Manifest.Compaction != nil {
+		t.Errorf("anthropic: compacted although re-reading is cheap: %+v", *kept.Manifest.Compaction)
+	}
+	res := run(compose.CacheNone)
+	n := res.Manifest.Compaction
+	if n == nil || n.Why != "price" || n.ExpectedSaving <= n.RewriteCost || n.After >= n.Before {
+		t.Fatalf("no cache: want a compaction that pays, got %+v", n)
+	}
+	if res.Manifest.Tokens.Total >= kept.Manifest.Tokens.Total {
+		t.Errorf("no cache: %d tokens after compacting, %d kept whole", res.Manifest.Tokens.Total, kept.Manifest.Tokens.Total)
+	}
+}
+
+func TestCacheModelFor(t *testing.T) {
+	for _, c := range []struct{ provider, model, want string }{
+		{"autopilot", "autopilot", "none"}, {"ollama", "qwen3:8b", "local"}, {"llamacpp", "x", "local"},
+		{"openai", "gpt-4.1", "openai"}, {"openai", "anthropic/claude-sonnet-4", "anthropic"}, {"anthropic", "claude-3-5", "anthropic"},
+		{"zai", "glm-4.6", "anthropic"},
+	} {
+		if got := compose.CacheModelFor(c.provider, c.model).Name; got != c.want {
+			t.Errorf("%s/%s: %s, want %s", c.provider, c.model, got, c.want)
+		}
+	}
+	p := compose.DefaultPolicy()
+	p.Cache = compose.CacheModel{Name: "odd", Read: 2, Write: 1}
+	if _, err := compose.Compose(compose.Input{SystemPrompt: "s"}, p); err == nil {
+		t.Error("a cache model that reads dearer than it writes was accepted")
+	}
+	p = compose.DefaultPolicy()
+	p.Compaction = "sometimes"
+	if _, err := compose.Compose(compose.Input{SystemPrompt: "s"}, p); err == nil {
+		t.Error("an unknown compaction mode was accepted")
+	}
+}
+
+// Results the carry bound leaves out below the boundary are named in the carried index, with their arguments and
+// memory ids, so a fact seen once stays one search away; the index does not change while the boundary stays.
+func TestCarriedIndexNamesWhatIsNotCarried(t *testing.T) {
+	var h hist
+	mid := h.user(compose.SourceBroadcast, "Commander: compare the markets.")
+	var ids []int64
+	for i := range 12 {
+		var orders strings.Builder
+		for j := range 40 {
+			fmt.Fprintf(&orders, "p%d q%d; ", 7*i+j, 13*j+i)
+		}
+		h.loop("view_market", fmt.Sprintf(`{"item_id":"item_%d"}`, i), fmt.Sprintf(`{"item":"item_%d","best_sell":%d,"orders":"%s"}`, i, 10+i, orders.String()))
+		ids = append(ids, h.rows[len(h.rows)-1].ID)
+	}
+	for i := range 10 {
+		h.loop("mine", fmt.Sprintf(`{"n":%d}`, i), `{"mined":3}`)
+	}
+	p := compose.DefaultPolicy()
+	p.TokenBudget, p.CarryTokens = 2500, 400
+	res := composeFrom(t, &h, missionOf(&h, mid), p, compose.Manifest{})
+	out := sent(res)
+	if !strings.Contains(out, "[Earlier results not shown here") {
+		t.Fatalf("no carried index\n%s", dump(res.Manifest))
+	}
+	for i, id := range ids {
+		in, named := strings.Contains(out, fmt.Sprintf(`"best_sell":%d`, 10+i)), strings.Contains(out, fmt.Sprintf("view_market {\"item_id\":\"item_%d\"} (memory #%d)", i, id))
+		if !in && !named {
+			t.Errorf("market of item_%d neither sent nor named", i)
+		}
+	}
+	kinds := ""
+	for _, s := range res.Manifest.Synthetic {
+		kinds += s.Kind + " "
+	}
+	if !strings.Contains(kinds, compose.SynthCarriedIndex) {
+		t.Errorf("synthetic kinds %q", kinds)
+	}
+	// The next request (one more loop, the boundary staying) extends this one: the index is byte-stable.
+	h.loop("mine", `{"n":99}`, `{"mined":1}`)
+	next := composeFrom(t, &h, missionOf(&h, mid), p, res.Manifest)
+	if next.Manifest.Boundary == res.Manifest.Boundary {
+		if len(next.Messages) < len(res.Messages) || !equalMessages(res.Messages, next.Messages[:len(res.Messages)]) {
+			t.Errorf("the boundary stayed but the request is no extension\n%s\n---\n%s", dump(res.Messages), dump(next.Messages))
+		}
+	}
+}
