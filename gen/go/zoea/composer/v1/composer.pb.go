@@ -157,8 +157,9 @@ type Policy struct {
 	TokenBudget *int32 `protobuf:"varint,2,opt,name=token_budget,json=tokenBudget,proto3,oneof" json:"token_budget,omitempty"`
 	// Maximum tokens of a single tool result before it is cut with a pointer (default 1500).
 	ToolResultCapTokens *int32 `protobuf:"varint,3,opt,name=tool_result_cap_tokens,json=toolResultCapTokens,proto3,oneof" json:"tool_result_cap_tokens,omitempty"`
-	// State-snapshot tools whose superseded results become stubs. When empty the defaults apply
-	// (get_status, get_ship, get_system, get_poi, get_nearby, get_cargo).
+	// State-snapshot tools whose superseded results become stubs, named as a tool or tool.action (SpaceMolt MCP v2:
+	// spacemolt.get_status). When empty the defaults apply: get_status, get_ship, get_system, get_poi, get_nearby,
+	// get_cargo, and the same reads as actions of spacemolt (and spacemolt_ship.get_ship, spacemolt_ship.get_cargo).
 	SnapshotTools []string `protobuf:"bytes,4,rep,name=snapshot_tools,json=snapshotTools,proto3" json:"snapshot_tools,omitempty"`
 	// Deprecated and ignored: below the compaction boundary only carried state (carry_limit, carry_tokens) and
 	// earlier replies stay, so that the compacted past equals what the memory window returns (composition v2).
@@ -172,8 +173,8 @@ type Policy struct {
 	// How many distinct calls (tool name + canonical arguments; snapshot tools by name) since the objective earlier
 	// turns may carry, newest first (default 64, 0 to 1000). Passed to the memory service's GetComposeWindow.
 	CarryLimit *int32 `protobuf:"varint,8,opt,name=carry_limit,json=carryLimit,proto3,oneof" json:"carry_limit,omitempty"`
-	// Tools whose newest result is carried even from before the objective and compressed last. When empty the
-	// defaults apply (login, register).
+	// Tools (or tool.action) whose newest result is carried even from before the objective and compressed last.
+	// When empty the defaults apply (login, register, spacemolt_auth.login, spacemolt_auth.register).
 	PinnedTools []string `protobuf:"bytes,9,rep,name=pinned_tools,json=pinnedTools,proto3" json:"pinned_tools,omitempty"`
 	// How many earlier turns' final text replies are kept, newest first (default 3, 0 to 100).
 	ReplyLimit *int32 `protobuf:"varint,10,opt,name=reply_limit,json=replyLimit,proto3,oneof" json:"reply_limit,omitempty"`
