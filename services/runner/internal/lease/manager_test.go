@@ -20,10 +20,19 @@ type table struct {
 	written map[string]time.Time
 	watch   []func(id, owner string)
 	failed  map[string]bool // renewals of these ids report lost
+	// replicas are the heartbeats; their watchers hear beats and departures, never expiries.
+	replicas     map[string]time.Time
+	replicaWatch []func(holder string, live bool)
 }
 
 func newTable() *table {
-	return &table{owner: map[string]string{}, written: map[string]time.Time{}, failed: map[string]bool{}}
+	return &table{owner: map[string]string{}, written: map[string]time.Time{}, failed: map[string]bool{}, replicas: map[string]time.Time{}}
+}
+
+func (tb *table) notifyReplica(holder string, live bool) {
+	for _, w := range tb.replicaWatch {
+		go w(holder, live)
+	}
 }
 
 // ownerLocked is id's holder, "" once its entry expired; tb.mu must be held.
@@ -92,9 +101,29 @@ func (f fakeLeases) Release(_ context.Context, id string) error {
 	}
 	return nil
 }
-func (f fakeLeases) Watch(ctx context.Context, h func(id, owner string)) error {
+func (f fakeLeases) Heartbeat(context.Context) error {
+	f.tb.mu.Lock()
+	defer f.tb.mu.Unlock()
+	f.tb.replicas[f.holder] = time.Now()
+	f.tb.notifyReplica(f.holder, true)
+	return nil
+}
+func (f fakeLeases) Leave(context.Context) error {
+	f.tb.mu.Lock()
+	defer f.tb.mu.Unlock()
+	delete(f.tb.replicas, f.holder)
+	f.tb.notifyReplica(f.holder, false)
+	return nil
+}
+func (f fakeLeases) Watch(ctx context.Context, h func(id, owner string), r func(holder string, live bool)) error {
 	f.tb.mu.Lock()
 	f.tb.watch = append(f.tb.watch, h)
+	f.tb.replicaWatch = append(f.tb.replicaWatch, r)
+	for holder, at := range f.tb.replicas {
+		if time.Since(at) <= leaseTTL {
+			go r(holder, true)
+		}
+	}
 	for id := range f.tb.owner {
 		if o := f.tb.ownerLocked(id); o != "" {
 			go h(id, o)
@@ -147,6 +176,7 @@ func (a *fakeActor) Run(ctx context.Context) error {
 }
 func (a *fakeActor) Wake(mysis.WakeReason) { a.woken.Add(1) }
 func (a *fakeActor) Stop()                 { a.stopOnce.Do(func() { close(a.stop) }) }
+func (a *fakeActor) Yield()                { a.Stop() }
 func (a *fakeActor) Status() mysis.Status  { return mysis.Status{MysisID: a.id} }
 
 // waitFor waits, inside a synctest bubble, until cond holds: it checks cond once every goroutine of the bubble is
