@@ -246,7 +246,7 @@ func (m *Manager) acquirer(ctx context.Context) {
 // scan lists every mysis and tries to acquire the ones nobody holds.
 func (m *Manager) scan(ctx context.Context) {
 	token := ""
-	listed := 0
+	listed := map[string]bool{}
 	for ctx.Err() == nil {
 		ids, next, err := m.lister.ListMysisIDs(ctx, token, m.cfg.PageSize)
 		if err != nil {
@@ -255,8 +255,8 @@ func (m *Manager) scan(ctx context.Context) {
 			}
 			return
 		}
-		listed += len(ids)
 		for _, id := range ids {
+			listed[id] = true
 			m.mu.Lock()
 			_, mine := m.actors[id]
 			owner := m.holderLocked(id)
@@ -271,7 +271,12 @@ func (m *Manager) scan(ctx context.Context) {
 		}
 		if next == "" {
 			m.mu.Lock()
-			m.listed = listed
+			m.listed = len(listed)
+			for id := range m.free {
+				if !listed[id] {
+					delete(m.free, id) // deleted since: not a mysis to count or take
+				}
+			}
 			m.mu.Unlock()
 			if m.cfg.OnScan != nil {
 				m.cfg.OnScan()
@@ -426,15 +431,16 @@ func (m *Manager) keptLocked() int {
 }
 
 // totalLocked is how many myses there are, as far as this replica knows: the larger of the last listing and the
-// leases held by anybody, plus extra (a free mysis being considered). m.mu must be held.
-func (m *Manager) totalLocked(extra int) int {
+// leases held by anybody plus the myses seen free (a new mysis's start wake counts before the next listing).
+// m.mu must be held.
+func (m *Manager) totalLocked() int {
 	owned := 0
 	for id := range m.owners {
 		if m.holderLocked(id) != "" {
 			owned++
 		}
 	}
-	return max(m.listed, owned+extra)
+	return max(m.listed, owned+len(m.free))
 }
 
 // roomLocked reports whether this replica may take id's free lease: it holds fewer than its fair share, or the
@@ -443,7 +449,7 @@ func (m *Manager) roomLocked(id string) bool {
 	if since, ok := m.free[id]; ok && time.Since(since) >= m.rebalanceEvery() {
 		return true
 	}
-	fair := int(math.Ceil(float64(m.totalLocked(1)) / float64(m.liveLocked())))
+	fair := int(math.Ceil(float64(max(m.totalLocked(), 1)) / float64(m.liveLocked())))
 	return m.keptLocked() < fair
 }
 
@@ -457,7 +463,7 @@ func (m *Manager) rebalance() {
 		m.mu.Unlock()
 		return
 	}
-	n, total := m.liveLocked(), m.totalLocked(0)
+	n, total := m.liveLocked(), m.totalLocked()
 	fair := float64(total) / float64(n)
 	kept := m.keptLocked()
 	var yield []*handle
@@ -513,8 +519,10 @@ func (m *Manager) renewAll(ctx context.Context) (lost []string, firstErr error) 
 	return lost, g.Wait()
 }
 
-// shutdown withdraws this replica's presence, asks every actor to stop at a safe point, waits up to StopGrace and
-// cancels the rest. Each lease is released the moment its actor has ended, so other replicas take over at once.
+// shutdown withdraws this replica's presence and asks every actor to yield at the end of its turn; after half of
+// StopGrace those still in a turn are asked to stop at the next safe point (after the current model call or tool),
+// and after StopGrace the rest are cancelled. Each lease is released the moment its actor has ended, so other
+// replicas take over at once.
 func (m *Manager) shutdown() {
 	lctx, lcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	if err := m.leases.Leave(lctx); err != nil {
@@ -528,16 +536,27 @@ func (m *Manager) shutdown() {
 			h.handover = true
 		}
 		hs[id] = h
-		h.actor.Stop()
+		h.actor.Yield()
 	}
 	m.mu.Unlock()
-	deadline := time.After(m.cfg.StopGrace)
+	stop := time.NewTimer(m.cfg.StopGrace / 2)
+	defer stop.Stop()
+	deadline := time.NewTimer(m.cfg.StopGrace)
+	defer deadline.Stop()
 	for _, h := range hs {
-		select {
-		case <-h.done:
-		case <-deadline:
-			for _, h := range hs {
-				h.cancel()
+	wait:
+		for {
+			select {
+			case <-h.done:
+				break wait
+			case <-stop.C:
+				for _, h := range hs {
+					h.actor.Stop()
+				}
+			case <-deadline.C:
+				for _, h := range hs {
+					h.cancel()
+				}
 			}
 		}
 	}
@@ -560,6 +579,11 @@ func (m *Manager) Wake(id string, r mysis.WakeReason) {
 		return
 	}
 	if owner == "" && r != mysis.WakeDelete && r != mysis.WakeStop {
+		m.mu.Lock()
+		if _, seen := m.free[id]; !seen {
+			m.free[id] = time.Now()
+		}
+		m.mu.Unlock()
 		m.enqueue(id)
 	}
 }

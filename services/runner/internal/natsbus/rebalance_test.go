@@ -21,7 +21,7 @@ import (
 // lease as the server holds it, and turns cut before their end.
 type swarmProbe struct {
 	mu         sync.Mutex
-	active     map[string]string         // mysis → replica whose actor runs it now
+	active     map[string]string          // mysis → replica whose actor runs it now
 	held       map[string]map[string]bool // replica → myses it runs
 	violations []string
 	turns      int
