@@ -269,8 +269,11 @@ func run(ctx context.Context, f flags) error {
 		took time.Duration
 	}
 	var results []result
+	var starts []time.Time
+	var names []string
 	step := func(name string, change func() error) error {
 		began := time.Now()
+		starts, names = append(starts, began), append(names, name)
 		if err := change(); err != nil {
 			return err
 		}
@@ -308,15 +311,23 @@ func run(ctx context.Context, f flags) error {
 		return err
 	}
 	defer mconn.Close()
-	return report(ctx, memoryv1.NewMemoryServiceClient(mconn), ids, playFrom, playTo, f.parallel)
+	return report(ctx, memoryv1.NewMemoryServiceClient(mconn), ids, playFrom, playTo, starts, names, f.parallel)
 }
 
 // report reads every mysis's memories and checks the play between from and to.
-func report(ctx context.Context, mem memoryv1.MemoryServiceClient, ids []string, from, to time.Time, parallel int) error {
+func report(ctx context.Context, mem memoryv1.MemoryServiceClient, ids []string, from, to time.Time, starts []time.Time, names []string, parallel int) error {
 	type stats struct {
 		replies, results, twice, notRun, interrupted int
 		gap                                          time.Duration
 		gapMysis                                     string
+		stepGap                                      []time.Duration // largest gap ending during each step
+	}
+	stepOf := func(at time.Time) int {
+		i := len(starts) - 1
+		for i > 0 && at.Before(starts[i]) {
+			i--
+		}
+		return i
 	}
 	per := make([]stats, len(ids))
 	g, gctx := errgroup.WithContext(ctx)
@@ -328,6 +339,7 @@ func report(ctx context.Context, mem memoryv1.MemoryServiceClient, ids []string,
 				return err
 			}
 			s := &per[i]
+			s.stepGap = make([]time.Duration, len(starts))
 			answered := map[string]int{}
 			var last time.Time
 			for _, m := range ms {
@@ -335,6 +347,9 @@ func report(ctx context.Context, mem memoryv1.MemoryServiceClient, ids []string,
 				if at.After(from) && at.Before(to) {
 					if !last.IsZero() && at.Sub(last) > s.gap {
 						s.gap, s.gapMysis = at.Sub(last), id
+					}
+					if k := stepOf(at); !last.IsZero() && at.Sub(last) > s.stepGap[k] {
+						s.stepGap[k] = at.Sub(last)
 					}
 					last = at
 				}
@@ -363,8 +378,11 @@ func report(ctx context.Context, mem memoryv1.MemoryServiceClient, ids []string,
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	var tot stats
+	tot := stats{stepGap: make([]time.Duration, len(starts))}
 	for _, s := range per {
+		for k, g := range s.stepGap {
+			tot.stepGap[k] = max(tot.stepGap[k], g)
+		}
 		tot.replies += s.replies
 		tot.results += s.results
 		tot.twice += s.twice
@@ -377,6 +395,9 @@ func report(ctx context.Context, mem memoryv1.MemoryServiceClient, ids []string,
 	fmt.Printf("play %s: %d model replies, %d tool results; calls answered twice %d; calls not run (cut by a stop) %d; calls with an unknown result (cut by a crash) %d\n",
 		to.Sub(from).Round(time.Second), tot.replies, tot.results, tot.twice, tot.notRun, tot.interrupted)
 	fmt.Printf("largest gap between two stored memories of one mysis: %.1fs (%s)\n", tot.gap.Seconds(), cmp.Or(tot.gapMysis, "-"))
+	for k, name := range names {
+		fmt.Printf("  largest gap ending during %-34s %5.1fs\n", name+":", tot.stepGap[k].Seconds())
+	}
 	if tot.twice > 0 {
 		return fmt.Errorf("%d tool calls answered twice", tot.twice)
 	}

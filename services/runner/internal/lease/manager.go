@@ -149,8 +149,16 @@ func (m *Manager) Run(ctx context.Context) error {
 	if err := m.leases.Heartbeat(ctx); err != nil && ctx.Err() == nil {
 		m.log.Warn("replica heartbeat failed", "err", err)
 	}
+	// Renewals outlive ctx: during a graceful shutdown actors keep their leases until they have ended, however long
+	// ZOEA_STOP_GRACE is next to the TTL, or another replica could take a mysis that is still running here.
+	rctx, stopRenewing := context.WithCancel(context.WithoutCancel(ctx))
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		m.renewer(ctx, rctx)
+	}()
 	var bg sync.WaitGroup
-	bg.Add(3)
+	bg.Add(2)
 	go func() {
 		defer bg.Done()
 		// The watch retries on its own until ctx ends; any other end is a bug worth an error log, and take-overs
@@ -163,10 +171,6 @@ func (m *Manager) Run(ctx context.Context) error {
 		defer bg.Done()
 		m.acquirer(ctx)
 	}()
-	go func() {
-		defer bg.Done()
-		m.renewer(ctx)
-	}()
 
 	m.scan(ctx)
 	t := time.NewTicker(m.cfg.ScanInterval)
@@ -176,6 +180,8 @@ func (m *Manager) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			bg.Wait()
 			m.shutdown()
+			stopRenewing()
+			<-renewed
 			return nil
 		case <-t.C:
 			m.scan(ctx)
@@ -369,23 +375,27 @@ func (m *Manager) drop(id, why string) {
 	}
 }
 
-func (m *Manager) renewer(ctx context.Context) {
+// renewer renews the held leases every TTL/3 until rctx ends (after the shutdown), and heartbeats and rebalances
+// only until ctx (the run) ends.
+func (m *Manager) renewer(ctx, rctx context.Context) {
 	t := time.NewTicker(max(m.leases.TTL()/3, 10*time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
-		case <-ctx.Done():
+		case <-rctx.Done():
 			return
 		case <-t.C:
 		}
-		if err := m.leases.Heartbeat(ctx); err != nil && ctx.Err() == nil {
-			m.log.Warn("replica heartbeat failed", "err", err)
+		if ctx.Err() == nil {
+			if err := m.leases.Heartbeat(ctx); err != nil && ctx.Err() == nil {
+				m.log.Warn("replica heartbeat failed", "err", err)
+			}
 		}
-		lost, err := m.renewAll(ctx)
+		lost, err := m.renewAll(rctx)
 		for _, id := range lost {
 			m.drop(id, "renew failed")
 		}
-		if err != nil && ctx.Err() == nil {
+		if err != nil && rctx.Err() == nil {
 			m.log.Warn("lease renewal failed", "err", err)
 		}
 		// A lease that could not be renewed for a whole TTL may belong to someone else by now.
@@ -399,8 +409,8 @@ func (m *Manager) renewer(ctx context.Context) {
 		m.mu.Unlock()
 		for _, id := range stale {
 			m.drop(id, "lease not renewed within its TTL")
-			rctx, cancel := context.WithTimeout(ctx, time.Second)
-			_ = m.leases.Release(rctx, id)
+			cctx, cancel := context.WithTimeout(rctx, time.Second)
+			_ = m.leases.Release(cctx, id)
 			cancel()
 		}
 		m.rebalance()

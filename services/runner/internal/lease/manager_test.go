@@ -324,3 +324,56 @@ func TestLostLeaseStopsActorAndDeletedMysisReleases(t *testing.T) {
 		})
 	})
 }
+
+// stubbornActor runs until its context ends or done is closed; Stop and Yield only count (a call that takes long).
+type stubbornActor struct {
+	fakeActor
+	done chan struct{}
+}
+
+func (a *stubbornActor) Run(ctx context.Context) error {
+	a.running.Store(a.id, a)
+	defer a.running.Delete(a.id)
+	select {
+	case <-ctx.Done():
+	case <-a.done:
+	}
+	return nil
+}
+func (a *stubbornActor) Stop()  {}
+func (a *stubbornActor) Yield() {}
+
+// A graceful stop that outlasts the lease TTL (StopGrace > TTL) keeps renewing the leases of the actors still
+// running: nobody else may take a mysis before its actor has ended, and then it is released at once.
+func TestShutdownKeepsRenewingUntilActorsEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tb := newTable()
+		running := &sync.Map{}
+		done := make(chan struct{})
+		m := New(fakeLeases{tb, "r1"}, fakeLister{[]string{"a"}}, func(id string) Actor {
+			return &stubbornActor{fakeActor: fakeActor{id: id, running: running}, done: done}
+		}, Config{ScanInterval: time.Hour, StopGrace: 10 * leaseTTL})
+		ctx, cancel := context.WithCancel(context.Background())
+		stopped := make(chan struct{})
+		go func() { _ = m.Run(ctx); close(stopped) }()
+		waitFor(t, "a running", func() bool { return count(running) == 1 })
+
+		cancel()
+		time.Sleep(3 * leaseTTL) // fake time: three TTLs into the shutdown, the actor still runs
+		synctest.Wait()
+		tb.mu.Lock()
+		owner := tb.ownerLocked("a")
+		tb.mu.Unlock()
+		if count(running) != 1 || owner != "r1" {
+			t.Fatalf("three TTLs into the shutdown: %d actors running, lease held by %q; want the actor and r1", count(running), owner)
+		}
+		close(done)
+		<-stopped
+		tb.mu.Lock()
+		owner = tb.ownerLocked("a")
+		tb.mu.Unlock()
+		if owner != "" {
+			t.Errorf("after the shutdown the lease is held by %q, want it released", owner)
+		}
+	})
+}
