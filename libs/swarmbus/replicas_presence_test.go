@@ -98,3 +98,46 @@ func TestWatchSwarmReportsPresenceInOrder(t *testing.T) {
 		t.Fatalf("Owners with only presence keys in the bucket: %v %v, want none", owners, err)
 	}
 }
+
+// A release that races a renewal of the same lease (the revision moved on after Release read it) still frees the
+// lease, instead of leaving it held and unrenewed until the TTL; a lease someone else holds is left alone.
+func TestReleaseAfterARacingRenewalFreesTheLease(t *testing.T) {
+	srv := natstest.Start(t)
+	ctx := testCtx(t)
+	b := connect(t, srv.ClientURL(), swarmbus.Options{LeaseTTL: time.Minute, Role: swarmbus.RoleRunner})
+	a, _ := b.Leases("replica-a")
+	same, _ := b.Leases("replica-a") // the same holder's write that lands between Release's read and its delete
+	if ok, err := a.Acquire(ctx, "m1"); err != nil || !ok {
+		t.Fatalf("acquire: %v %v", ok, err)
+	}
+	if ok, err := same.Acquire(ctx, "m1"); err != nil || !ok { // adopts the entry: its revision moves on
+		t.Fatalf("adopt: %v %v", ok, err)
+	}
+	if err := a.Release(ctx, "m1"); err != nil {
+		t.Fatal(err)
+	}
+	if owner, err := a.Owner(ctx, "m1"); err != nil || owner != "" {
+		t.Fatalf("after the release the lease is held by %q (%v), want it free", owner, err)
+	}
+
+	other, _ := b.Leases("replica-b")
+	if ok, err := a.Acquire(ctx, "m2"); err != nil || !ok {
+		t.Fatalf("acquire m2: %v %v", ok, err)
+	}
+	// replica-a's lease expired and replica-b took it: simulated by deleting and creating it anew.
+	if ok, err := same.Acquire(ctx, "m2"); err != nil || !ok {
+		t.Fatalf("adopt m2: %v %v", ok, err)
+	}
+	if err := same.Release(ctx, "m2"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := other.Acquire(ctx, "m2"); err != nil || !ok {
+		t.Fatalf("b acquires m2: %v %v", ok, err)
+	}
+	if err := a.Release(ctx, "m2"); err != nil {
+		t.Fatal(err)
+	}
+	if owner, _ := a.Owner(ctx, "m2"); owner != "replica-b" {
+		t.Fatalf("a stale release freed replica-b's lease: owner %q", owner)
+	}
+}
