@@ -119,8 +119,8 @@ func (c *Config) Validate() error {
 		return errors.New("ZOEA_MAX_CALLS_PER_REPLY must not be negative (0 means the default)")
 	case c.TurnPause < 0:
 		return errors.New("ZOEA_TURN_PAUSE must not be negative")
-	case c.StopGrace <= 0:
-		return errors.New("ZOEA_STOP_GRACE must be positive")
+	case c.StopGrace < 0:
+		return errors.New("ZOEA_STOP_GRACE must not be negative (0 means the default, 10s)")
 	case c.AutopilotLatency < 0:
 		return errors.New("ZOEA_AUTOPILOT_LATENCY must not be negative")
 	case c.LeaseTTL < time.Second:
