@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -840,5 +841,64 @@ func readYAML(t *testing.T, rel string, into any) {
 	}
 	if err := yaml.Unmarshal(b, into); err != nil {
 		t.Fatalf("%s: %v", rel, err)
+	}
+}
+
+// docs/OPERATIONS.md "Replicas per service" states how each service runs; the base manifests must match it.
+func TestOperationsReplicasMatchK8s(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "OPERATIONS.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "\n## Replicas per service\n")
+	if !ok {
+		t.Fatal(`docs/OPERATIONS.md has no "## Replicas per service" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	stated := map[string]string{}
+	for line := range strings.SplitSeq(section, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 || strings.Contains(cells[1], "---") || strings.TrimSpace(cells[1]) == "service" {
+			continue
+		}
+		stated[strings.TrimSpace(cells[1])] = strings.TrimSpace(cells[2])
+	}
+	m := buildOverlay(t, "base")
+	for _, name := range []string{"runner", "memory", "composer", "bus", "spacemolt-sim"} {
+		want, ok := stated[name]
+		if !ok {
+			t.Errorf("docs/OPERATIONS.md does not say how %s runs", name)
+			continue
+		}
+		d := m.deployments[name]
+		if d == nil {
+			t.Errorf("no %s Deployment in the base", name)
+			continue
+		}
+		if hpa := m.hpas[name]; hpa != nil {
+			if got := fmt.Sprintf("HPA %d–%d", *hpa.Spec.MinReplicas, hpa.Spec.MaxReplicas); got != want {
+				t.Errorf("%s: the base has %s, docs/OPERATIONS.md says %q", name, got, want)
+			}
+		} else {
+			got := "1"
+			if d.Spec.Replicas != nil {
+				got = strconv.Itoa(int(*d.Spec.Replicas))
+			}
+			if got != want {
+				t.Errorf("%s: the base runs %s replicas, docs/OPERATIONS.md says %q", name, got, want)
+			}
+		}
+		if want == "1" {
+			if m.pdbs[name] != nil {
+				t.Errorf("%s runs one replica: a PodDisruptionBudget would only block drains", name)
+			}
+			if d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+				t.Errorf("%s runs exactly one replica: want the Recreate strategy, got %q", name, d.Spec.Strategy.Type)
+			}
+			continue
+		}
+		if pdb := m.pdbs[name]; pdb == nil || pdb.Spec.MaxUnavailable == nil {
+			t.Errorf("%s runs several replicas: want a PodDisruptionBudget with maxUnavailable", name)
+		}
 	}
 }

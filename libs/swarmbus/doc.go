@@ -8,6 +8,7 @@
 //	zoea.wake.<mysis>       wake-up pokes     core NATS, fan-out to every subscriber
 //	zoea.events.<mysis>     swarm events      core NATS, fan-out to every subscriber
 //	KV zoea_leases          mysis leases      key "mysis.<id>" = holder id, bucket TTL = lease TTL
+//	                        replica presence  key "replica.<holder>" = heartbeat time (Heartbeat, Leave, WatchSwarm)
 //	KV zoea_status          live statuses     key "mysis.<id>" = JSON Status, in memory, one revision
 //
 // These are the default swarm's names. Several swarms can share one NATS server: each bus and runner of a swarm
@@ -58,6 +59,11 @@
 // an entry that is not renewed disappears by itself; the bucket also keeps limit markers, so a Watch sees the expiry
 // as a "free" event and a surviving replica can take the mysis over within the TTL. See Leases for the rules the
 // runner must follow.
+//
+// Runner replicas also announce themselves in the same bucket (Heartbeat every TTL/3, Leave on a graceful stop), so
+// each knows how many replicas share the swarm and can take its fair share. Presence needs no bucket or permission
+// of its own. WatchSwarm reports leases and presence through one watcher, in the order they were written: a
+// departing replica's Leave arrives before its releases.
 //
 // # Live statuses
 //

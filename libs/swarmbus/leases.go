@@ -184,10 +184,24 @@ func (l *Leases) Release(ctx context.Context, mysisID string) error {
 	if !ok {
 		return nil
 	}
-	err := l.b.bucket().Delete(ctx, leaseKey(mysisID), jetstream.LastRevision(h.rev))
-	if err != nil && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists) {
-		return fmt.Errorf("swarmbus: release lease %s: %w", mysisID, err)
+	kv, key, rev := l.b.bucket(), leaseKey(mysisID), h.rev
+	for range 3 {
+		err := kv.Delete(ctx, key, jetstream.LastRevision(rev))
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists) {
+			return fmt.Errorf("swarmbus: release lease %s: %w", mysisID, err)
+		}
+		// A renewal that was in flight may have moved the revision on: if the entry is still ours, delete that one
+		// (otherwise the lease would stay held, unrenewed, until its TTL). Someone else's entry is left alone.
+		e, gerr := kv.Get(ctx, key)
+		if gerr != nil || string(e.Value()) != l.holder {
+			return nil
+		}
+		rev = e.Revision()
 	}
+	l.forget(mysisID)
 	return nil
 }
 

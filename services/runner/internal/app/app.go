@@ -82,6 +82,9 @@ type Config struct {
 	ProviderConcurrency int `env:"ZOEA_PROVIDER_CONCURRENCY" envDefault:"8"`
 	// AutopilotConcurrency limits the offline policy separately (0: unlimited): it costs microseconds.
 	AutopilotConcurrency int `env:"ZOEA_AUTOPILOT_CONCURRENCY" envDefault:"0"`
+	// AutopilotLatency delays every autopilot reply by this long (0: none), so load and scale runs see turns as long
+	// as a real model's.
+	AutopilotLatency time.Duration `env:"ZOEA_AUTOPILOT_LATENCY" envDefault:"0s"`
 
 	MaxToolIterations int `env:"ZOEA_MAX_TOOL_ITERATIONS" envDefault:"10"`
 	// MaxCallsPerReply bounds the tool calls run from one model reply; the others are answered with a tool error.
@@ -91,6 +94,9 @@ type Config struct {
 	BackoffMax       time.Duration `env:"ZOEA_ERROR_BACKOFF_MAX" envDefault:"2m"`
 	LeaseTTL         time.Duration `env:"ZOEA_LEASE_TTL" envDefault:"15s"`
 	ReplicaID        string        `env:"ZOEA_REPLICA_ID"`
+	// StopGrace bounds a graceful shutdown: actors yield at the end of their turn for its first half, then stop at
+	// the next safe point; whatever still runs when it is over is cancelled. Keep it below the pod's grace period.
+	StopGrace time.Duration `env:"ZOEA_STOP_GRACE" envDefault:"10s"`
 
 	// Prices override or extend the built-in price table: "provider/model=input,cached_input,output;…" in USD per
 	// million tokens. PricesFile is a JSON file of the same ({"openai/gpt-4o": {"input":2.5,…}}); ZOEA_PRICES wins.
@@ -154,6 +160,10 @@ func (c *Config) Validate() error {
 		return errors.New("ZOEA_MAX_CALLS_PER_REPLY must not be negative (0 means the default)")
 	case c.TurnPause < 0:
 		return errors.New("ZOEA_TURN_PAUSE must not be negative")
+	case c.StopGrace < 0:
+		return errors.New("ZOEA_STOP_GRACE must not be negative (0 means the default, 10s)")
+	case c.AutopilotLatency < 0:
+		return errors.New("ZOEA_AUTOPILOT_LATENCY must not be negative")
 	case c.LeaseTTL < time.Second:
 		return errors.New("ZOEA_LEASE_TTL must be at least 1s")
 	case c.BackoffMin <= 0 || c.BackoffMax < c.BackoffMin:
@@ -310,7 +320,7 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 		Events: events, Status: statuses,
 		Spend: usage.NewGuard(memory, spendCfg, prices, now), Calls: memory, Metrics: metrics, Clock: opts.Clock,
 	}
-	mgr := lease.New(natsbus.Leases{L: leases}, memory, func(id string) lease.Actor { return mysis.New(id, deps, actorCfg) }, lease.Config{Logger: log, OnScan: opts.OnLeaseScan})
+	mgr := lease.New(natsbus.Leases{L: leases}, memory, func(id string) lease.Actor { return mysis.New(id, deps, actorCfg) }, lease.Config{Logger: log, OnScan: opts.OnLeaseScan, StopGrace: cfg.StopGrace})
 
 	srv := server.New(server.Options{
 		Name: "runner", Config: cfg.Server, Logger: log,
@@ -414,7 +424,7 @@ func buildProviders(cfg Config, extra []llm.Provider, wrapAll func(llm.Provider)
 		ps = append(ps, wrap(oai, cfg.ProviderConcurrency, log))
 	}
 	if ap := autopilotProvider(cfg.MaxToolIterations); ap != nil && !overridden(ap.Name()) {
-		ps = append(ps, llm.WithLimit(ap, cfg.AutopilotConcurrency))
+		ps = append(ps, llm.WithLimit(withLatency(ap, cfg.AutopilotLatency), cfg.AutopilotConcurrency))
 	}
 	ps = append(ps, extra...)
 	if wrapAll != nil {

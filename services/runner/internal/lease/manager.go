@@ -2,11 +2,21 @@
 // a TTL, renewed at TTL/3); a replica runs one actor per lease it holds, stops an actor the moment its lease is
 // lost, takes over myses whose lease is free (a crashed replica's expire after the TTL; a stopping replica's are
 // released at once) and finds new myses by listing them from the memory service and by "start" wakes.
+//
+// Replicas share the swarm. Each heartbeats its presence every TTL/3, so every replica knows how many are live
+// (N) and how many myses there are (T). A replica takes free myses only while it holds fewer than ⌈T/N⌉ (a lease
+// free for a whole rebalance interval is taken by anyone, so no mysis is left behind by a stale count), and one
+// holding more than ⌈T/N × 1.1⌉ asks the surplus actors to yield at the end of their current turn, then releases
+// each lease as its actor ends: a mysis never has two holders (the next one acquires only a released lease) and
+// never moves inside a tool loop. A replica that is asked to stop withdraws its presence, then releases each lease
+// as soon as that actor has stopped, so the others take over at once instead of after the TTL.
 package lease
 
 import (
 	"context"
 	"log/slog"
+	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,8 +36,12 @@ type Leases interface {
 	// Valid reports whether the lease is held and not possibly expired.
 	Valid(mysisID string) bool
 	Release(ctx context.Context, mysisID string) error
-	// Watch reports every lease and each change (owner "" = free) until ctx ends.
-	Watch(ctx context.Context, handler func(mysisID, owner string)) error
+	// Heartbeat announces this replica as live for a TTL; Leave withdraws that at once.
+	Heartbeat(ctx context.Context) error
+	Leave(ctx context.Context) error
+	// Watch reports every lease and each change (owner "" = free) and every replica heartbeat and departure
+	// (live false), in the order they were written, until ctx ends.
+	Watch(ctx context.Context, onLease func(mysisID, owner string), onReplica func(holder string, live bool)) error
 }
 
 // Lister pages through every mysis id.
@@ -40,8 +54,13 @@ type Actor interface {
 	Run(ctx context.Context) error
 	Wake(r mysis.WakeReason)
 	Stop()
+	// Yield asks the actor to end at the end of its current turn (rebalancing hands the mysis over).
+	Yield()
 	Status() mysis.Status
 }
+
+// Tolerance is how far above its fair share a replica may hold before it gives myses up (hysteresis: ±10%).
+const Tolerance = 0.10
 
 // Config tunes the manager.
 type Config struct {
@@ -66,8 +85,11 @@ type handle struct {
 	actor  Actor
 	cancel context.CancelFunc
 	done   chan struct{}
-	// dropped is set when the manager itself ended the actor (lease lost, shutdown): no release on exit.
+	// dropped is set when the manager itself ended the actor because the lease is lost: no release on exit.
 	dropped bool
+	// handover is set when the actor was asked to end so that another replica takes the mysis (rebalancing,
+	// shutdown): its lease is released the moment it ends.
+	handover bool
 }
 
 // Manager runs the actors of the myses this replica holds.
@@ -85,7 +107,14 @@ type Manager struct {
 	// gone holds myses whose actor ended by itself (deleted): their free lease must not be re-acquired from a
 	// watch event or a wake, or a deleted mysis would bounce between acquire and release. A listing that still
 	// shows the mysis clears the mark.
-	gone     map[string]bool
+	gone map[string]bool
+	// free holds myses whose lease was seen free and not yet taken, with when that was first seen: one free for a
+	// whole rebalance interval is taken whatever the fair share says.
+	free map[string]time.Time
+	// replicas are the other live replicas, with when each last heartbeat was heard.
+	replicas map[string]time.Time
+	// listed is how many myses the last complete listing found.
+	listed   int
 	runCtx   context.Context
 	acquireQ chan string
 	wg       sync.WaitGroup
@@ -107,7 +136,8 @@ func New(leases Leases, lister Lister, newActor func(id string) Actor, cfg Confi
 	}
 	return &Manager{
 		leases: leases, lister: lister, newActor: newActor, cfg: cfg, log: cfg.Logger,
-		actors: map[string]*handle{}, owners: map[string]seenOwner{}, gone: map[string]bool{}, acquireQ: make(chan string, 8192),
+		actors: map[string]*handle{}, owners: map[string]seenOwner{}, gone: map[string]bool{}, free: map[string]time.Time{},
+		replicas: map[string]time.Time{}, acquireQ: make(chan string, 8192),
 	}
 }
 
@@ -116,23 +146,30 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.mu.Lock()
 	m.runCtx = ctx
 	m.mu.Unlock()
+	if err := m.leases.Heartbeat(ctx); err != nil && ctx.Err() == nil {
+		m.log.Warn("replica heartbeat failed", "err", err)
+	}
+	// Renewals outlive ctx: during a graceful shutdown actors keep their leases until they have ended, however long
+	// ZOEA_STOP_GRACE is next to the TTL, or another replica could take a mysis that is still running here.
+	rctx, stopRenewing := context.WithCancel(context.WithoutCancel(ctx))
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		m.renewer(ctx, rctx)
+	}()
 	var bg sync.WaitGroup
-	bg.Add(3)
+	bg.Add(2)
 	go func() {
 		defer bg.Done()
 		// The watch retries on its own until ctx ends; any other end is a bug worth an error log, and take-overs
 		// then rest on the periodic scan alone.
-		if err := m.leases.Watch(ctx, m.onLease); err != nil && ctx.Err() == nil {
+		if err := m.leases.Watch(ctx, m.onLease, m.onReplica); err != nil && ctx.Err() == nil {
 			m.log.Error("lease watch ended; free leases are now found by the periodic scan only", "err", err)
 		}
 	}()
 	go func() {
 		defer bg.Done()
 		m.acquirer(ctx)
-	}()
-	go func() {
-		defer bg.Done()
-		m.renewer(ctx)
 	}()
 
 	m.scan(ctx)
@@ -143,6 +180,8 @@ func (m *Manager) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			bg.Wait()
 			m.shutdown()
+			stopRenewing()
+			<-renewed
 			return nil
 		case <-t.C:
 			m.scan(ctx)
@@ -153,12 +192,16 @@ func (m *Manager) Run(ctx context.Context) error {
 // onLease tracks owners and queues free leases for acquisition (take-over of a dead or stopping replica's myses).
 func (m *Manager) onLease(id, owner string) {
 	m.mu.Lock()
+	_, mine := m.actors[id]
 	if owner == "" {
 		delete(m.owners, id)
+		if _, seen := m.free[id]; !seen && !mine {
+			m.free[id] = time.Now()
+		}
 	} else {
 		m.owners[id] = seenOwner{owner, time.Now()}
+		delete(m.free, id)
 	}
-	_, mine := m.actors[id]
 	m.mu.Unlock()
 	if owner == "" && !mine {
 		m.enqueue(id)
@@ -167,6 +210,20 @@ func (m *Manager) onLease(id, owner string) {
 		// Someone else holds it now: our lease is gone; stop at once.
 		m.drop(id, "lease taken by "+owner)
 	}
+}
+
+// onReplica tracks the other live replicas (this one always counts itself).
+func (m *Manager) onReplica(holder string, live bool) {
+	if holder == m.leases.Holder() {
+		return
+	}
+	m.mu.Lock()
+	if live {
+		m.replicas[holder] = time.Now()
+	} else {
+		delete(m.replicas, holder)
+	}
+	m.mu.Unlock()
 }
 
 func (m *Manager) enqueue(id string) {
@@ -195,6 +252,7 @@ func (m *Manager) acquirer(ctx context.Context) {
 // scan lists every mysis and tries to acquire the ones nobody holds.
 func (m *Manager) scan(ctx context.Context) {
 	token := ""
+	listed := map[string]bool{}
 	for ctx.Err() == nil {
 		ids, next, err := m.lister.ListMysisIDs(ctx, token, m.cfg.PageSize)
 		if err != nil {
@@ -204,16 +262,28 @@ func (m *Manager) scan(ctx context.Context) {
 			return
 		}
 		for _, id := range ids {
+			listed[id] = true
 			m.mu.Lock()
 			_, mine := m.actors[id]
 			owner := m.holderLocked(id)
 			delete(m.gone, id)
+			if _, seen := m.free[id]; !seen && !mine && owner == "" {
+				m.free[id] = time.Now()
+			}
 			m.mu.Unlock()
 			if !mine && owner == "" {
 				m.tryAcquire(ctx, id)
 			}
 		}
 		if next == "" {
+			m.mu.Lock()
+			m.listed = len(listed)
+			for id := range m.free {
+				if !listed[id] {
+					delete(m.free, id) // deleted since: not a mysis to count or take
+				}
+			}
+			m.mu.Unlock()
 			if m.cfg.OnScan != nil {
 				m.cfg.OnScan()
 			}
@@ -226,8 +296,9 @@ func (m *Manager) scan(ctx context.Context) {
 func (m *Manager) tryAcquire(ctx context.Context, id string) {
 	m.mu.Lock()
 	_, mine := m.actors[id]
+	room := m.roomLocked(id)
 	m.mu.Unlock()
-	if mine || ctx.Err() != nil {
+	if mine || !room || ctx.Err() != nil {
 		return
 	}
 	ok, err := m.leases.Acquire(ctx, id)
@@ -257,6 +328,7 @@ func (m *Manager) start(ctx context.Context, id string) {
 	}
 	m.actors[id] = h
 	m.owners[id] = seenOwner{m.leases.Holder(), time.Now()}
+	delete(m.free, id)
 	m.mu.Unlock()
 	m.log.Info("lease acquired; actor started", "mysis_id", id)
 	m.wg.Add(1)
@@ -265,19 +337,24 @@ func (m *Manager) start(ctx context.Context, id string) {
 		defer close(h.done)
 		_ = h.actor.Run(actx)
 		m.mu.Lock()
-		dropped := h.dropped
+		dropped, handover := h.dropped, h.handover
 		if m.actors[id] == h {
 			delete(m.actors, id)
 		}
-		if !dropped {
+		if !dropped && !handover {
 			m.gone[id] = true
 		}
 		m.mu.Unlock()
 		cancel()
 		if !dropped {
-			// The actor ended by itself (mysis deleted): give the lease back.
+			// Handed over (the actor ended at a turn boundary or a safe point) or ended by itself (mysis deleted):
+			// give the lease back now, so another replica takes it at once.
 			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			_ = m.leases.Release(rctx, id)
+			if err := m.leases.Release(rctx, id); err != nil {
+				m.log.Warn("release lease failed", "mysis_id", id, "err", err)
+			} else if handover {
+				m.log.Info("lease released; mysis handed over", "mysis_id", id)
+			}
 			rcancel()
 		}
 	}()
@@ -298,20 +375,27 @@ func (m *Manager) drop(id, why string) {
 	}
 }
 
-func (m *Manager) renewer(ctx context.Context) {
+// renewer renews the held leases every TTL/3 until rctx ends (after the shutdown), and heartbeats and rebalances
+// only until ctx (the run) ends.
+func (m *Manager) renewer(ctx, rctx context.Context) {
 	t := time.NewTicker(max(m.leases.TTL()/3, 10*time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
-		case <-ctx.Done():
+		case <-rctx.Done():
 			return
 		case <-t.C:
 		}
-		lost, err := m.renewAll(ctx)
+		if ctx.Err() == nil {
+			if err := m.leases.Heartbeat(ctx); err != nil && ctx.Err() == nil {
+				m.log.Warn("replica heartbeat failed", "err", err)
+			}
+		}
+		lost, err := m.renewAll(rctx)
 		for _, id := range lost {
 			m.drop(id, "renew failed")
 		}
-		if err != nil && ctx.Err() == nil {
+		if err != nil && rctx.Err() == nil {
 			m.log.Warn("lease renewal failed", "err", err)
 		}
 		// A lease that could not be renewed for a whole TTL may belong to someone else by now.
@@ -325,10 +409,102 @@ func (m *Manager) renewer(ctx context.Context) {
 		m.mu.Unlock()
 		for _, id := range stale {
 			m.drop(id, "lease not renewed within its TTL")
-			rctx, cancel := context.WithTimeout(ctx, time.Second)
-			_ = m.leases.Release(rctx, id)
+			cctx, cancel := context.WithTimeout(rctx, time.Second)
+			_ = m.leases.Release(cctx, id)
 			cancel()
 		}
+		m.rebalance()
+	}
+}
+
+// liveLocked counts the live replicas, this one included: the others heard within a TTL (a live replica beats
+// every TTL/3; a dead one's heartbeat expires without an event on a NATS server before 2.11). m.mu must be held.
+func (m *Manager) liveLocked() int {
+	n := 1
+	for _, at := range m.replicas {
+		if time.Since(at) <= m.leases.TTL() {
+			n++
+		}
+	}
+	return n
+}
+
+// keptLocked counts the actors this replica keeps (not handing over). m.mu must be held.
+func (m *Manager) keptLocked() int {
+	n := 0
+	for _, h := range m.actors {
+		if !h.handover {
+			n++
+		}
+	}
+	return n
+}
+
+// totalLocked is how many myses there are, as far as this replica knows: the larger of the last listing and the
+// leases held by anybody plus the myses seen free (a new mysis's start wake counts before the next listing).
+// m.mu must be held.
+func (m *Manager) totalLocked() int {
+	owned := 0
+	for id := range m.owners {
+		if m.holderLocked(id) != "" {
+			owned++
+		}
+	}
+	return max(m.listed, owned+len(m.free))
+}
+
+// roomLocked reports whether this replica may take id's free lease: it holds fewer than its fair share, or the
+// lease has been free for a whole rebalance interval (nobody else took it: the counts disagree). m.mu must be held.
+func (m *Manager) roomLocked(id string) bool {
+	if since, ok := m.free[id]; ok && time.Since(since) >= m.rebalanceEvery() {
+		return true
+	}
+	fair := int(math.Ceil(float64(max(m.totalLocked(), 1)) / float64(m.liveLocked())))
+	return m.keptLocked() < fair
+}
+
+func (m *Manager) rebalanceEvery() time.Duration { return max(m.leases.TTL()/3, 10*time.Millisecond) }
+
+// rebalance asks surplus actors to yield when this replica holds more than its fair share plus the tolerance, and
+// retries free leases that were refused for want of room. Which actors yield is deterministic: the highest ids.
+func (m *Manager) rebalance() {
+	m.mu.Lock()
+	if m.runCtx == nil || m.runCtx.Err() != nil {
+		m.mu.Unlock()
+		return
+	}
+	n, total := m.liveLocked(), m.totalLocked()
+	fair := float64(total) / float64(n)
+	kept := m.keptLocked()
+	var yield []*handle
+	var ids []string
+	if kept > int(math.Ceil(fair*(1+Tolerance))) {
+		for id, h := range m.actors {
+			if !h.handover {
+				ids = append(ids, id)
+			}
+		}
+		slices.Sort(ids)
+		ids = ids[int(math.Ceil(fair)):]
+		for _, id := range ids {
+			h := m.actors[id]
+			h.handover = true
+			yield = append(yield, h)
+		}
+	}
+	var retry []string
+	for id := range m.free {
+		retry = append(retry, id)
+	}
+	m.mu.Unlock()
+	if len(yield) > 0 {
+		m.log.Info("rebalancing: handing myses over at their next turn boundary", "replicas", n, "myses", total, "held", kept, "yielding", len(yield))
+	}
+	for _, h := range yield {
+		h.actor.Yield()
+	}
+	for _, id := range retry {
+		m.enqueue(id)
 	}
 }
 
@@ -353,35 +529,48 @@ func (m *Manager) renewAll(ctx context.Context) (lost []string, firstErr error) 
 	return lost, g.Wait()
 }
 
-// shutdown asks every actor to stop at a safe point, waits up to StopGrace, cancels the rest and releases every
-// lease so other replicas take over at once.
+// shutdown withdraws this replica's presence and asks every actor to yield at the end of its turn; after half of
+// StopGrace those still in a turn are asked to stop at the next safe point (after the current model call or tool),
+// and after StopGrace the rest are cancelled. Each lease is released the moment its actor has ended, so other
+// replicas take over at once.
 func (m *Manager) shutdown() {
+	lctx, lcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	if err := m.leases.Leave(lctx); err != nil {
+		m.log.Warn("replica leave failed", "err", err)
+	}
+	lcancel()
 	m.mu.Lock()
 	hs := make(map[string]*handle, len(m.actors))
 	for id, h := range m.actors {
-		h.dropped = true
+		if !h.dropped {
+			h.handover = true
+		}
 		hs[id] = h
-		h.actor.Stop()
+		h.actor.Yield()
 	}
 	m.mu.Unlock()
-	deadline := time.After(m.cfg.StopGrace)
+	stop := time.NewTimer(m.cfg.StopGrace / 2)
+	defer stop.Stop()
+	deadline := time.NewTimer(m.cfg.StopGrace)
+	defer deadline.Stop()
 	for _, h := range hs {
-		select {
-		case <-h.done:
-		case <-deadline:
-			for _, h := range hs {
-				h.cancel()
+	wait:
+		for {
+			select {
+			case <-h.done:
+				break wait
+			case <-stop.C:
+				for _, h := range hs {
+					h.actor.Stop()
+				}
+			case <-deadline.C:
+				for _, h := range hs {
+					h.cancel()
+				}
 			}
 		}
 	}
 	m.wg.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for id := range hs {
-		if err := m.leases.Release(ctx, id); err != nil {
-			m.log.Warn("release lease failed", "mysis_id", id, "err", err)
-		}
-	}
 	m.mu.Lock()
 	m.actors = map[string]*handle{}
 	m.mu.Unlock()
@@ -400,6 +589,11 @@ func (m *Manager) Wake(id string, r mysis.WakeReason) {
 		return
 	}
 	if owner == "" && r != mysis.WakeDelete && r != mysis.WakeStop {
+		m.mu.Lock()
+		if _, seen := m.free[id]; !seen {
+			m.free[id] = time.Now()
+		}
+		m.mu.Unlock()
 		m.enqueue(id)
 	}
 }

@@ -20,10 +20,19 @@ type table struct {
 	written map[string]time.Time
 	watch   []func(id, owner string)
 	failed  map[string]bool // renewals of these ids report lost
+	// replicas are the heartbeats; their watchers hear beats and departures, never expiries.
+	replicas     map[string]time.Time
+	replicaWatch []func(holder string, live bool)
 }
 
 func newTable() *table {
-	return &table{owner: map[string]string{}, written: map[string]time.Time{}, failed: map[string]bool{}}
+	return &table{owner: map[string]string{}, written: map[string]time.Time{}, failed: map[string]bool{}, replicas: map[string]time.Time{}}
+}
+
+func (tb *table) notifyReplica(holder string, live bool) {
+	for _, w := range tb.replicaWatch {
+		go w(holder, live)
+	}
 }
 
 // ownerLocked is id's holder, "" once its entry expired; tb.mu must be held.
@@ -92,9 +101,29 @@ func (f fakeLeases) Release(_ context.Context, id string) error {
 	}
 	return nil
 }
-func (f fakeLeases) Watch(ctx context.Context, h func(id, owner string)) error {
+func (f fakeLeases) Heartbeat(context.Context) error {
+	f.tb.mu.Lock()
+	defer f.tb.mu.Unlock()
+	f.tb.replicas[f.holder] = time.Now()
+	f.tb.notifyReplica(f.holder, true)
+	return nil
+}
+func (f fakeLeases) Leave(context.Context) error {
+	f.tb.mu.Lock()
+	defer f.tb.mu.Unlock()
+	delete(f.tb.replicas, f.holder)
+	f.tb.notifyReplica(f.holder, false)
+	return nil
+}
+func (f fakeLeases) Watch(ctx context.Context, h func(id, owner string), r func(holder string, live bool)) error {
 	f.tb.mu.Lock()
 	f.tb.watch = append(f.tb.watch, h)
+	f.tb.replicaWatch = append(f.tb.replicaWatch, r)
+	for holder, at := range f.tb.replicas {
+		if time.Since(at) <= leaseTTL {
+			go r(holder, true)
+		}
+	}
 	for id := range f.tb.owner {
 		if o := f.tb.ownerLocked(id); o != "" {
 			go h(id, o)
@@ -147,6 +176,7 @@ func (a *fakeActor) Run(ctx context.Context) error {
 }
 func (a *fakeActor) Wake(mysis.WakeReason) { a.woken.Add(1) }
 func (a *fakeActor) Stop()                 { a.stopOnce.Do(func() { close(a.stop) }) }
+func (a *fakeActor) Yield()                { a.Stop() }
 func (a *fakeActor) Status() mysis.Status  { return mysis.Status{MysisID: a.id} }
 
 // waitFor waits, inside a synctest bubble, until cond holds: it checks cond once every goroutine of the bubble is
@@ -292,5 +322,58 @@ func TestLostLeaseStopsActorAndDeletedMysisReleases(t *testing.T) {
 			defer tb.mu.Unlock()
 			return tb.owner["b"] == ""
 		})
+	})
+}
+
+// stubbornActor runs until its context ends or done is closed; Stop and Yield only count (a call that takes long).
+type stubbornActor struct {
+	fakeActor
+	done chan struct{}
+}
+
+func (a *stubbornActor) Run(ctx context.Context) error {
+	a.running.Store(a.id, a)
+	defer a.running.Delete(a.id)
+	select {
+	case <-ctx.Done():
+	case <-a.done:
+	}
+	return nil
+}
+func (a *stubbornActor) Stop()  {}
+func (a *stubbornActor) Yield() {}
+
+// A graceful stop that outlasts the lease TTL (StopGrace > TTL) keeps renewing the leases of the actors still
+// running: nobody else may take a mysis before its actor has ended, and then it is released at once.
+func TestShutdownKeepsRenewingUntilActorsEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tb := newTable()
+		running := &sync.Map{}
+		done := make(chan struct{})
+		m := New(fakeLeases{tb, "r1"}, fakeLister{[]string{"a"}}, func(id string) Actor {
+			return &stubbornActor{fakeActor: fakeActor{id: id, running: running}, done: done}
+		}, Config{ScanInterval: time.Hour, StopGrace: 10 * leaseTTL})
+		ctx, cancel := context.WithCancel(context.Background())
+		stopped := make(chan struct{})
+		go func() { _ = m.Run(ctx); close(stopped) }()
+		waitFor(t, "a running", func() bool { return count(running) == 1 })
+
+		cancel()
+		time.Sleep(3 * leaseTTL) // fake time: three TTLs into the shutdown, the actor still runs
+		synctest.Wait()
+		tb.mu.Lock()
+		owner := tb.ownerLocked("a")
+		tb.mu.Unlock()
+		if count(running) != 1 || owner != "r1" {
+			t.Fatalf("three TTLs into the shutdown: %d actors running, lease held by %q; want the actor and r1", count(running), owner)
+		}
+		close(done)
+		<-stopped
+		tb.mu.Lock()
+		owner = tb.ownerLocked("a")
+		tb.mu.Unlock()
+		if owner != "" {
+			t.Errorf("after the shutdown the lease is held by %q, want it released", owner)
+		}
 	})
 }

@@ -25,12 +25,16 @@ type renewLeases struct {
 	watchErr error
 }
 
-func (r *renewLeases) Holder() string                                    { return "me" }
-func (r *renewLeases) TTL() time.Duration                                { return time.Minute }
-func (r *renewLeases) Acquire(context.Context, string) (bool, error)     { return false, nil }
-func (r *renewLeases) Valid(string) bool                                 { return true }
-func (r *renewLeases) Release(context.Context, string) error             { return nil }
-func (r *renewLeases) Watch(context.Context, func(string, string)) error { return r.watchErr }
+func (r *renewLeases) Holder() string                                { return "me" }
+func (r *renewLeases) TTL() time.Duration                            { return time.Minute }
+func (r *renewLeases) Acquire(context.Context, string) (bool, error) { return false, nil }
+func (r *renewLeases) Valid(string) bool                             { return true }
+func (r *renewLeases) Release(context.Context, string) error         { return nil }
+func (r *renewLeases) Heartbeat(context.Context) error               { return nil }
+func (r *renewLeases) Leave(context.Context) error                   { return nil }
+func (r *renewLeases) Watch(context.Context, func(string, string), func(string, bool)) error {
+	return r.watchErr
+}
 func (r *renewLeases) Renew(_ context.Context, id string) (bool, error) {
 	r.mu.Lock()
 	r.inFlight++

@@ -95,6 +95,8 @@ type Actor struct {
 	status   Status
 	sig      chan struct{}
 	stopping atomic.Bool
+	// yielding ends Run at the next turn boundary: the lease manager hands the mysis to another replica.
+	yielding atomic.Bool
 	clock    Clock
 	metrics  Metrics
 
@@ -168,6 +170,16 @@ func (a *Actor) Stop() {
 	}
 }
 
+// Yield asks the actor to end once its current turn is over — never inside a tool loop, unlike Stop — so the
+// lease manager can hand the mysis to another replica (rebalancing); the next owner starts from a finished turn.
+func (a *Actor) Yield() {
+	a.yielding.Store(true)
+	select {
+	case a.sig <- struct{}{}:
+	default:
+	}
+}
+
 // Status returns a copy of the live status.
 func (a *Actor) Status() Status {
 	a.mu.Lock()
@@ -202,7 +214,7 @@ func (a *Actor) hasPending() bool {
 
 // wait returns when a wake arrives, d passes (d <= 0: no timeout) or ctx ends.
 func (a *Actor) wait(ctx context.Context, d time.Duration) {
-	if a.hasPending() || a.stopping.Load() {
+	if a.hasPending() || a.stopping.Load() || a.yielding.Load() {
 		return
 	}
 	var timeout <-chan time.Time
@@ -223,7 +235,7 @@ func (a *Actor) wait(ctx context.Context, d time.Duration) {
 func (a *Actor) Run(ctx context.Context) error {
 	defer a.closeTools()
 	a.log.Debug("actor started")
-	for ctx.Err() == nil && !a.stopping.Load() {
+	for ctx.Err() == nil && !a.stopping.Load() && !a.yielding.Load() {
 		if m, ok := a.carried(); ok {
 			// The previous turn ended with this actor's own final answer and nothing woke the actor since: the
 			// turn starts without reading the mysis, and its first composition checks the record it reads.

@@ -637,3 +637,42 @@ func TestDirectMessageDuringFinalAnswerIsAnswered(t *testing.T) {
 		}
 	})
 }
+
+// Yield (the lease manager handing the mysis to another replica) lets the current turn finish its tool loop — the
+// call runs and the model gives its final answer — and only then ends Run: nothing is cut or answered "not run".
+func TestYieldEndsAtTurnBoundary(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Mysis{State: StateRunning}, Config{TurnPause: time.Hour})
+		h.provider.gate = make(chan struct{})
+		h.provider.script = func(n int, req llm.Request) (llm.Response, error) {
+			if n == 0 {
+				return reply("", call("c0", "mine", `{}`)), nil
+			}
+			return reply("mined"), nil
+		}
+		h.start()
+		h.eventually("LLM in flight", func() bool { return h.provider.count() == 1 })
+		h.actor.Yield()
+		h.provider.gate <- struct{}{}
+		h.eventually("asked again after the tool", func() bool { return h.provider.count() == 2 })
+		h.provider.gate <- struct{}{}
+		select {
+		case <-h.done:
+			h.cancel = nil
+		case <-time.After(2 * time.Second):
+			t.Fatal("Run did not return after the yielded turn ended")
+		}
+		if got := h.tools.called(); len(got) != 1 {
+			t.Errorf("tools run %v, want the one call of the turn", got)
+		}
+		ms := h.store.all(testID)
+		for _, m := range ms {
+			if m.Content == NotRunResult {
+				t.Errorf("a call was answered as not run: %+v", ms)
+			}
+		}
+		if last := ms[len(ms)-1]; last.Role != chat.RoleAssistant || last.Content != "mined" {
+			t.Errorf("last memory %+v, want the turn's final answer", last)
+		}
+	})
+}

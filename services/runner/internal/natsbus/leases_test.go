@@ -47,6 +47,7 @@ func (a startedActor) Run(ctx context.Context) error {
 }
 func (startedActor) Wake(mysis.WakeReason)  {}
 func (a startedActor) Stop()                { a.once.Do(func() { close(a.stop) }) }
+func (a startedActor) Yield()               { a.Stop() }
 func (a startedActor) Status() mysis.Status { return mysis.Status{MysisID: a.id} }
 
 // A replica that crashed holding leases, on a lease bucket without limit markers (what a NATS server before 2.11,

@@ -96,7 +96,15 @@ func (l Leases) Valid(id string) bool { return l.L.Valid(id) }
 // Release implements lease.Leases.
 func (l Leases) Release(ctx context.Context, id string) error { return l.L.Release(ctx, id) }
 
+// Heartbeat implements lease.Leases.
+func (l Leases) Heartbeat(ctx context.Context) error { return l.L.Heartbeat(ctx) }
+
+// Leave implements lease.Leases.
+func (l Leases) Leave(ctx context.Context) error { return l.L.Leave(ctx) }
+
 // Watch implements lease.Leases.
-func (l Leases) Watch(ctx context.Context, handler func(id, owner string)) error {
-	return l.L.Watch(ctx, func(ev swarmbus.LeaseEvent) { handler(ev.MysisID, ev.Owner) })
+func (l Leases) Watch(ctx context.Context, onLease func(id, owner string), onReplica func(holder string, live bool)) error {
+	return l.L.WatchSwarm(ctx,
+		func(ev swarmbus.LeaseEvent) { onLease(ev.MysisID, ev.Owner) },
+		func(ev swarmbus.ReplicaEvent) { onReplica(ev.Holder, ev.Live) })
 }
