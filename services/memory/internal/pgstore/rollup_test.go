@@ -83,7 +83,9 @@ func TestRangedUsageMatchesTheCallLog(t *testing.T) {
 	}
 	base := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
 	span := 4 * 24 * time.Hour
-	randAt := func() time.Time { return base.Add(time.Duration(rng.Int64N(int64(span/time.Microsecond))) * time.Microsecond) }
+	randAt := func() time.Time {
+		return base.Add(time.Duration(rng.Int64N(int64(span/time.Microsecond))) * time.Microsecond)
+	}
 	models := []string{"gpt-4o-mini", "gpt-4.1-mini", "claude-haiku"}
 	n := 0
 	for batch := range 120 {
@@ -215,4 +217,3 @@ func mapsEqual[K comparable](a, b map[K]memory.UsageTotals) bool {
 	}
 	return true
 }
-
