@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
+	"github.com/zoeaswarm/zoea/services/memory/internal/pgstore"
 )
 
 // rawUsage sums llm_calls directly, per mysis, provider and model, for the calls in [from, to) (a zero bound is
@@ -216,4 +218,69 @@ func mapsEqual[K comparable](a, b map[K]memory.UsageTotals) bool {
 		}
 	}
 	return true
+}
+
+// TestRangeSegments: a range splits into the call log's edges (each shorter than an hour), whole hours and whole
+// days, disjoint and covering it exactly; "last hour" from mid-hour reads only the partial hour from the call log.
+func TestRangeSegments(t *testing.T) {
+	at := func(d, h, m int) time.Time { return time.Date(2026, 11, d, h, m, 0, 0, time.UTC) }
+	seg := func(span int, from, to time.Time) pgstore.RangeSegment {
+		return pgstore.RangeSegment{Span: span, From: from, To: to}
+	}
+	for _, c := range []struct {
+		name     string
+		from, to time.Time
+		want     []pgstore.RangeSegment
+	}{
+		{"last hour from mid-hour, open end", at(26, 21, 30), time.Time{},
+			[]pgstore.RangeSegment{seg(0, at(26, 21, 30), at(26, 22, 0)), seg(1, at(26, 22, 0), at(27, 0, 0)), seg(2, at(27, 0, 0), time.Time{})}},
+		{"today", at(26, 0, 0), time.Time{}, []pgstore.RangeSegment{seg(2, at(26, 0, 0), time.Time{})}},
+		{"inside one hour", at(26, 21, 5), at(26, 21, 50), []pgstore.RangeSegment{seg(0, at(26, 21, 5), at(26, 21, 50))}},
+		{"across one hour boundary", at(26, 21, 50), at(26, 22, 10),
+			[]pgstore.RangeSegment{seg(0, at(26, 21, 50), at(26, 22, 10))}},
+		{"whole hours in one day", at(26, 3, 0), at(26, 7, 0), []pgstore.RangeSegment{seg(1, at(26, 3, 0), at(26, 7, 0))}},
+		{"days with ragged edges", at(24, 22, 15), at(26, 1, 45), []pgstore.RangeSegment{
+			seg(0, at(24, 22, 15), at(24, 23, 0)), seg(0, at(26, 1, 0), at(26, 1, 45)),
+			seg(1, at(24, 23, 0), at(25, 0, 0)), seg(1, at(26, 0, 0), at(26, 1, 0)), seg(2, at(25, 0, 0), at(26, 0, 0))}},
+		{"open start", time.Time{}, at(26, 1, 45), []pgstore.RangeSegment{
+			seg(0, at(26, 1, 0), at(26, 1, 45)), seg(1, at(26, 0, 0), at(26, 1, 0)), seg(2, time.Time{}, at(26, 0, 0))}},
+	} {
+		if got := pgstore.RangeSegments(c.from, c.to); !slices.Equal(got, c.want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", c.name, got, c.want)
+		}
+	}
+
+	// Random ranges: disjoint, exactly covering, edges short, rollup bounds aligned.
+	rng := rand.New(rand.NewPCG(7, 7))
+	base := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	for range 10_000 {
+		from := base.Add(time.Duration(rng.Int64N(int64(96 * time.Hour))))
+		to := from.Add(1 + time.Duration(rng.Int64N(int64(72*time.Hour))))
+		if rng.IntN(4) == 0 {
+			to = to.Truncate(time.Hour)
+		}
+		if !to.After(from) {
+			continue
+		}
+		segs := pgstore.RangeSegments(from, to)
+		slices.SortFunc(segs, func(a, b pgstore.RangeSegment) int { return a.From.Compare(b.From) })
+		if !segs[0].From.Equal(from) || !segs[len(segs)-1].To.Equal(to) {
+			t.Fatalf("[%v, %v): %+v does not cover it", from, to, segs)
+		}
+		var raw time.Duration
+		for i, s := range segs {
+			if !s.To.After(s.From) || (i > 0 && !segs[i-1].To.Equal(s.From)) {
+				t.Fatalf("[%v, %v): %+v has a gap, an overlap or an empty part", from, to, segs)
+			}
+			unit := map[int]time.Duration{1: time.Hour, 2: 24 * time.Hour}[s.Span]
+			if s.Span == 0 {
+				raw += s.To.Sub(s.From)
+			} else if !s.From.Truncate(unit).Equal(s.From) || !s.To.Truncate(unit).Equal(s.To) {
+				t.Fatalf("[%v, %v): %+v is not aligned to its span", from, to, s)
+			}
+		}
+		if raw >= 2*time.Hour {
+			t.Fatalf("[%v, %v): %v from the call log", from, to, raw)
+		}
+	}
 }
