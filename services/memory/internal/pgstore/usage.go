@@ -235,6 +235,8 @@ func (s *Store) GetUsage(ctx context.Context, q memory.UsageQuery) (memory.Usage
 // aggregates, and the condition on it with the condition's arguments ($1…$len(args)).
 type usageFilter struct {
 	src, aggs, cond string
+	// walkSrc is a range's src for one mysis, m.id, of an outer walk over myses ("" for all time).
+	walkSrc string
 	args            []any
 	ranged          bool
 	// idsArg is the placeholder of the mysis ids ("" when the query names none).
@@ -259,17 +261,17 @@ func usageFilterOf(q memory.UsageQuery) usageFilter {
 		}
 		return f
 	}
-	var parts []string
+	var parts, walk []string
 	for _, seg := range rangeSegments(q.From, q.To) {
 		col, where := "u.start", []string{"u.span = " + strconv.Itoa(int(seg.span))}
 		sel := `SELECT u.mysis_id, u.provider, u.model, u.calls, u.failed_calls, u.prompt_tokens, u.cached_prompt_tokens,
 			u.completion_tokens, u.reasoning_tokens, u.composed_tokens, u.latency_ms, u.retries, u.cost_nanos,
-			u.first_call_at, u.last_call_at FROM llm_usage_rollup u`
+			u.first_call_at, u.last_call_at FROM llm_usage_rollup u WHERE `
 		if seg.span == spanCalls {
 			col, where = "u.started_at", nil
 			sel = `SELECT u.mysis_id, u.provider, u.model, 1::bigint, (u.error <> '')::int::bigint, u.prompt_tokens,
 				u.cached_prompt_tokens, u.completion_tokens, u.reasoning_tokens, u.composed_tokens, u.latency_ms,
-				u.retries::bigint, u.cost_nanos, u.started_at, u.started_at FROM llm_calls u`
+				u.retries::bigint, u.cost_nanos, u.started_at, u.started_at FROM llm_calls u WHERE `
 		}
 		if !seg.from.IsZero() {
 			where = append(where, col+" >= "+arg(seg.from))
@@ -277,17 +279,19 @@ func usageFilterOf(q memory.UsageQuery) usageFilter {
 		if !seg.to.IsZero() {
 			where = append(where, col+" < "+arg(seg.to))
 		}
+		walk = append(walk, sel+strings.Join(append(slices.Clone(where), "u.mysis_id = m.id"), " AND "))
 		if f.idsArg != "" {
 			where = append(where, "u.mysis_id = ANY("+f.idsArg+"::uuid[])")
 		}
-		if len(where) > 0 {
-			sel += " WHERE " + strings.Join(where, " AND ")
+		if len(where) == 0 {
+			where = append(where, "TRUE")
 		}
-		parts = append(parts, sel)
+		parts = append(parts, sel+strings.Join(where, " AND "))
 	}
-	f.src = `(` + strings.Join(parts, "\n\t\tUNION ALL ") + `) AS u (mysis_id, provider, model, calls, failed_calls,
-		prompt_tokens, cached_prompt_tokens, completion_tokens, reasoning_tokens, composed_tokens, latency_ms, retries,
-		cost_nanos, first_call_at, last_call_at)`
+	const cols = ` AS u (mysis_id, provider, model, calls, failed_calls, prompt_tokens, cached_prompt_tokens,
+		completion_tokens, reasoning_tokens, composed_tokens, latency_ms, retries, cost_nanos, first_call_at, last_call_at)`
+	f.src = `(` + strings.Join(parts, "\n\t\tUNION ALL ") + `)` + cols
+	f.walkSrc = `(` + strings.Join(walk, "\n\t\tUNION ALL ") + `)` + cols
 	return f
 }
 
@@ -362,23 +366,19 @@ func (f usageFilter) param(i int) string { return "$" + strconv.Itoa(len(f.args)
 // queueByMysis queues one page of per-mysis sums, in name order after q.AfterName.
 func (f usageFilter) queueByMysis(b *pgx.Batch, q memory.UsageQuery) {
 	rowArgs := append(slices.Clone(f.args), q.AfterName, q.PageSize+1)
-	if f.ranged {
-		// A range holds few myses' calls (an hour: a fraction of the swarm): sum them first, then name them.
-		b.Queue(`SELECT m.id::text, m.name, '', '', t.calls, t.failed, t.prompt, t.cached, t.completion,
-				t.reasoning, t.composed, t.latency, t.retries, t.cost, t.first_at, t.last_at
-				FROM (SELECT u.mysis_id, `+f.aggs+` FROM `+f.src+` WHERE `+f.cond+` GROUP BY u.mysis_id) t
-				JOIN myses m ON m.id = t.mysis_id
-				WHERE m.name > `+f.param(1)+` ORDER BY m.name LIMIT `+f.param(2), rowArgs...)
-		return
-	}
 	// Walk myses in name order (its unique index) and sum each one's rows through the mysis-first index: a page
 	// reads its own myses' rows, not the swarm's; myses without calls are skipped.
 	mysisCond := "TRUE"
 	if f.idsArg != "" {
 		mysisCond = "m.id = ANY(" + f.idsArg + "::uuid[])"
 	}
+	src := f.src + ` WHERE u.mysis_id = m.id AND ` + f.cond
+	if f.ranged {
+		// Each part of the range (edges, hours, days) is probed through its mysis-first index.
+		src = f.walkSrc
+	}
 	b.Queue(`SELECT m.id::text, m.name, '', '', t.* FROM myses m
-			CROSS JOIN LATERAL (SELECT `+f.aggs+` FROM `+f.src+` WHERE u.mysis_id = m.id AND `+f.cond+`) t
+			CROSS JOIN LATERAL (SELECT `+f.aggs+` FROM `+src+`) t
 			WHERE `+mysisCond+` AND m.name > `+f.param(1)+` AND t.calls > 0
 			ORDER BY m.name LIMIT `+f.param(2), rowArgs...)
 }

@@ -110,7 +110,8 @@ func BenchmarkUsageSwarmByMysis(b *testing.B) {
 					return nil, nil
 				}
 				i++
-				at := now.Add(-time.Duration(int64(span) * int64(i) / calls))
+				// span/calls first: span*i overflows int64 (it did before issue 32, which put calls in the future).
+				at := now.Add(-span / calls * time.Duration(i))
 				model := "gpt-4o-mini"
 				if i%5 == 0 {
 					model = "gpt-4.1-mini"
