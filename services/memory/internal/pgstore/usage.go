@@ -237,8 +237,8 @@ type usageFilter struct {
 	src, aggs, cond string
 	// walkSrc is a range's src for one mysis, m.id, of an outer walk over myses ("" for all time).
 	walkSrc string
-	args            []any
-	ranged          bool
+	args    []any
+	ranged  bool
 	// idsArg is the placeholder of the mysis ids ("" when the query names none).
 	idsArg string
 }
