@@ -1,6 +1,10 @@
 package pgstore
 
-import "github.com/zoeaswarm/zoea/services/memory/internal/memory"
+import (
+	"time"
+
+	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
+)
 
 // WindowSQL exposes the compose-window statement to the plan test.
 func WindowSQL() string { return windowSQL }
@@ -32,3 +36,18 @@ const (
 
 // SearchWalk is searchWalk, for the reference test.
 func SearchWalk(n, limit, older int64) int64 { return searchWalk(n, limit, older) }
+
+// RangeSegment is one part of a usage range as GetUsage sums it: span 0 the call log, 1 hours, 2 days.
+type RangeSegment struct {
+	Span     int
+	From, To time.Time
+}
+
+// RangeSegments exposes how GetUsage splits a range.
+func RangeSegments(from, to time.Time) []RangeSegment {
+	var out []RangeSegment
+	for _, s := range rangeSegments(from, to) {
+		out = append(out, RangeSegment{int(s.span), s.from, s.to})
+	}
+	return out
+}

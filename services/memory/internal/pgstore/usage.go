@@ -17,8 +17,8 @@ import (
 // swarmShards is the number of swarm_spend rows per window (see 00004_llm_usage.sql).
 const swarmShards = 16
 
-// recordCallsSQL stores calls and keeps the running totals and the spend counters current, in one statement: the
-// data-modifying CTEs run exactly once whether or not the final SELECT reads them, and only calls that were new
+// recordCallsSQL stores calls and keeps the running totals, the hourly and daily rollups and the spend counters
+// current, in one statement: the data-modifying CTEs run exactly once whether or not the final SELECT reads them, and only calls that were new
 // (not a retried call_id) reach the totals and counters. Per window only the newest window's calls are added; a
 // row of an older window restarts at them.
 const recordCallsSQL = `
@@ -56,6 +56,31 @@ WITH c AS (
 		cost_nanos = t.cost_nanos + excluded.cost_nanos,
 		first_call_at = least(t.first_call_at, excluded.first_call_at),
 		last_call_at = greatest(t.last_call_at, excluded.last_call_at)
+	RETURNING 1
+), rollup AS (
+	INSERT INTO llm_usage_rollup AS r (mysis_id, span, start, provider, model, calls, failed_calls, prompt_tokens,
+		cached_prompt_tokens, completion_tokens, reasoning_tokens, composed_tokens, latency_ms, retries, cost_nanos,
+		first_call_at, last_call_at)
+	SELECT c.mysis_id, s.span, s.start, c.provider, c.model, count(*), count(*) FILTER (WHERE c.error <> ''),
+		sum(c.prompt_tokens), sum(c.cached_prompt_tokens), sum(c.completion_tokens), sum(c.reasoning_tokens),
+		sum(c.composed_tokens), sum(c.latency_ms), sum(c.retries), sum(c.cost_nanos), min(c.started_at), max(c.started_at)
+	FROM c CROSS JOIN LATERAL (VALUES
+		(1::smallint, date_trunc('hour', c.started_at, 'UTC')),
+		(2::smallint, date_trunc('day', c.started_at, 'UTC'))) AS s(span, start)
+	GROUP BY c.mysis_id, s.span, s.start, c.provider, c.model
+	ON CONFLICT (mysis_id, span, start, provider, model) DO UPDATE SET
+		calls = r.calls + excluded.calls,
+		failed_calls = r.failed_calls + excluded.failed_calls,
+		prompt_tokens = r.prompt_tokens + excluded.prompt_tokens,
+		cached_prompt_tokens = r.cached_prompt_tokens + excluded.cached_prompt_tokens,
+		completion_tokens = r.completion_tokens + excluded.completion_tokens,
+		reasoning_tokens = r.reasoning_tokens + excluded.reasoning_tokens,
+		composed_tokens = r.composed_tokens + excluded.composed_tokens,
+		latency_ms = r.latency_ms + excluded.latency_ms,
+		retries = r.retries + excluded.retries,
+		cost_nanos = r.cost_nanos + excluded.cost_nanos,
+		first_call_at = least(r.first_call_at, excluded.first_call_at),
+		last_call_at = greatest(r.last_call_at, excluded.last_call_at)
 	RETURNING 1
 ), win AS (
 	SELECT DISTINCT ON (w.win) w.win, w.start, sum(c.prompt_tokens + c.completion_tokens) AS tokens,
@@ -147,7 +172,7 @@ func (s *Store) RecordLlmCalls(ctx context.Context, mysisID string, calls []memo
 	return n, nil
 }
 
-// Aggregates over the two sources: the running totals (all time) and the call log (a time range).
+// Aggregates over the running totals (all time) and over a range's rollup rows and calls (usageFilterOf).
 const (
 	totalsAggs = `coalesce(sum(u.calls), 0)::bigint AS calls, coalesce(sum(u.failed_calls), 0)::bigint AS failed,
 		coalesce(sum(u.prompt_tokens), 0)::bigint AS prompt, coalesce(sum(u.cached_prompt_tokens), 0)::bigint AS cached,
@@ -155,12 +180,6 @@ const (
 		coalesce(sum(u.composed_tokens), 0)::bigint AS composed, coalesce(sum(u.latency_ms), 0)::bigint AS latency,
 		coalesce(sum(u.retries), 0)::bigint AS retries, coalesce(sum(u.cost_nanos), 0)::bigint AS cost,
 		min(u.first_call_at) AS first_at, max(u.last_call_at) AS last_at`
-	callsAggs = `count(*) AS calls, count(*) FILTER (WHERE u.error <> '') AS failed,
-		coalesce(sum(u.prompt_tokens), 0)::bigint AS prompt, coalesce(sum(u.cached_prompt_tokens), 0)::bigint AS cached,
-		coalesce(sum(u.completion_tokens), 0)::bigint AS completion, coalesce(sum(u.reasoning_tokens), 0)::bigint AS reasoning,
-		coalesce(sum(u.composed_tokens), 0)::bigint AS composed, coalesce(sum(u.latency_ms), 0)::bigint AS latency,
-		coalesce(sum(u.retries), 0)::bigint AS retries, coalesce(sum(u.cost_nanos), 0)::bigint AS cost,
-		min(u.started_at) AS first_at, max(u.started_at) AS last_at`
 )
 
 func totalsDest(t *memory.UsageTotals, first, last **time.Time) []any {
@@ -216,38 +235,129 @@ func (s *Store) GetUsage(ctx context.Context, q memory.UsageQuery) (memory.Usage
 // aggregates, and the condition on it with the condition's arguments ($1…$len(args)).
 type usageFilter struct {
 	src, aggs, cond string
-	args            []any
-	ranged          bool
+	// walkSrc is a range's src for one mysis, m.id, of an outer walk over myses ("" for all time).
+	walkSrc string
+	args    []any
+	ranged  bool
 	// idsArg is the placeholder of the mysis ids ("" when the query names none).
 	idsArg string
 }
 
-// usageFilterOf builds the filter for q.
+// usageFilterOf builds the filter for q. All time reads the running totals. A range reads the rollup's whole days
+// and whole hours and the call log only for its edges (see rangeSegments), so it sums at most two hours of calls
+// however long it is; each part carries its own conditions so each reads through its own index.
 func usageFilterOf(q memory.UsageQuery) usageFilter {
-	f := usageFilter{src: "llm_usage_totals u", aggs: totalsAggs, args: []any{}, ranged: !q.From.IsZero() || !q.To.IsZero()}
-	var where []string
+	f := usageFilter{src: "llm_usage_totals u", aggs: totalsAggs, args: []any{}, cond: "TRUE", ranged: !q.From.IsZero() || !q.To.IsZero()}
 	arg := func(v any) string {
 		f.args = append(f.args, v)
 		return "$" + strconv.Itoa(len(f.args))
 	}
-	if f.ranged {
-		f.src, f.aggs = "llm_calls u", callsAggs
-		if !q.From.IsZero() {
-			where = append(where, "u.started_at >= "+arg(q.From))
-		}
-		if !q.To.IsZero() {
-			where = append(where, "u.started_at < "+arg(q.To))
-		}
-	}
 	if len(q.MysisIDs) > 0 {
 		f.idsArg = arg(q.MysisIDs)
-		where = append(where, "u.mysis_id = ANY("+f.idsArg+"::uuid[])")
 	}
-	f.cond = "TRUE"
-	if len(where) > 0 {
-		f.cond = strings.Join(where, " AND ")
+	if !f.ranged {
+		if f.idsArg != "" {
+			f.cond = "u.mysis_id = ANY(" + f.idsArg + "::uuid[])"
+		}
+		return f
 	}
+	var parts, walk []string
+	for _, seg := range rangeSegments(q.From, q.To) {
+		col, where := "u.start", []string{"u.span = " + strconv.Itoa(int(seg.span))}
+		sel := `SELECT u.mysis_id, u.provider, u.model, u.calls, u.failed_calls, u.prompt_tokens, u.cached_prompt_tokens,
+			u.completion_tokens, u.reasoning_tokens, u.composed_tokens, u.latency_ms, u.retries, u.cost_nanos,
+			u.first_call_at, u.last_call_at FROM llm_usage_rollup u WHERE `
+		if seg.span == spanCalls {
+			col, where = "u.started_at", nil
+			sel = `SELECT u.mysis_id, u.provider, u.model, 1::bigint, (u.error <> '')::int::bigint, u.prompt_tokens,
+				u.cached_prompt_tokens, u.completion_tokens, u.reasoning_tokens, u.composed_tokens, u.latency_ms,
+				u.retries::bigint, u.cost_nanos, u.started_at, u.started_at FROM llm_calls u WHERE `
+		}
+		if !seg.from.IsZero() {
+			where = append(where, col+" >= "+arg(seg.from))
+		}
+		if !seg.to.IsZero() {
+			where = append(where, col+" < "+arg(seg.to))
+		}
+		walk = append(walk, sel+strings.Join(append(slices.Clone(where), "u.mysis_id = m.id"), " AND "))
+		if f.idsArg != "" {
+			where = append(where, "u.mysis_id = ANY("+f.idsArg+"::uuid[])")
+		}
+		if len(where) == 0 {
+			where = append(where, "TRUE")
+		}
+		parts = append(parts, sel+strings.Join(where, " AND "))
+	}
+	const cols = ` AS u (mysis_id, provider, model, calls, failed_calls, prompt_tokens, cached_prompt_tokens,
+		completion_tokens, reasoning_tokens, composed_tokens, latency_ms, retries, cost_nanos, first_call_at, last_call_at)`
+	f.src = `(` + strings.Join(parts, "\n\t\tUNION ALL ") + `)` + cols
+	f.walkSrc = `(` + strings.Join(walk, "\n\t\tUNION ALL ") + `)` + cols
 	return f
+}
+
+// rollupSpan is where a segment of a range is summed from: the call log, or the rollup's hours or days (the
+// numbers are llm_usage_rollup.span).
+type rollupSpan int16
+
+const (
+	spanCalls rollupSpan = 0
+	spanHour  rollupSpan = 1
+	spanDay   rollupSpan = 2
+)
+
+// segment is the part [from, to) of a range summed from one source; a zero bound is open.
+type segment struct {
+	span     rollupSpan
+	from, to time.Time
+}
+
+// rangeSegments splits [from, to) (a zero bound is open) into disjoint segments that cover it exactly: the
+// ragged edges shorter than an hour from the call log, whole UTC hours up to the first and from the last whole day
+// from the hourly rollup, and the whole UTC days between from the daily rollup. Every boundary inside the range is
+// a whole hour or day, which is what the rollups are keyed by, so the sums are exact.
+func rangeSegments(from, to time.Time) []segment {
+	var out []segment
+	hf, ht := from, to // the whole hours
+	if !from.IsZero() {
+		hf = ceilTo(from, time.Hour)
+	}
+	if !to.IsZero() {
+		ht = to.Truncate(time.Hour)
+	}
+	if !from.IsZero() && !to.IsZero() && !hf.Before(ht) {
+		return []segment{{spanCalls, from, to}}
+	}
+	if !from.IsZero() && from.Before(hf) {
+		out = append(out, segment{spanCalls, from, hf})
+	}
+	if !to.IsZero() && ht.Before(to) {
+		out = append(out, segment{spanCalls, ht, to})
+	}
+	df, dt := hf, ht // the whole days
+	if !hf.IsZero() {
+		df = ceilTo(hf, 24*time.Hour)
+	}
+	if !ht.IsZero() {
+		dt = ht.Truncate(24 * time.Hour)
+	}
+	if !hf.IsZero() && !ht.IsZero() && !df.Before(dt) {
+		return append(out, segment{spanHour, hf, ht})
+	}
+	if !hf.IsZero() && hf.Before(df) {
+		out = append(out, segment{spanHour, hf, df})
+	}
+	if !ht.IsZero() && dt.Before(ht) {
+		out = append(out, segment{spanHour, dt, ht})
+	}
+	return append(out, segment{spanDay, df, dt})
+}
+
+// ceilTo rounds t up to a multiple of d (counted from the zero time, so whole UTC hours and days).
+func ceilTo(t time.Time, d time.Duration) time.Time {
+	if tr := t.Truncate(d); !tr.Equal(t) {
+		return tr.Add(d)
+	}
+	return t
 }
 
 // param is the placeholder of the filter's i-th extra argument (1-based), after its own.
@@ -256,23 +366,19 @@ func (f usageFilter) param(i int) string { return "$" + strconv.Itoa(len(f.args)
 // queueByMysis queues one page of per-mysis sums, in name order after q.AfterName.
 func (f usageFilter) queueByMysis(b *pgx.Batch, q memory.UsageQuery) {
 	rowArgs := append(slices.Clone(f.args), q.AfterName, q.PageSize+1)
-	if f.ranged {
-		// A range holds few myses' calls (an hour: a fraction of the swarm): sum them first, then name them.
-		b.Queue(`SELECT m.id::text, m.name, '', '', t.calls, t.failed, t.prompt, t.cached, t.completion,
-				t.reasoning, t.composed, t.latency, t.retries, t.cost, t.first_at, t.last_at
-				FROM (SELECT u.mysis_id, `+f.aggs+` FROM `+f.src+` WHERE `+f.cond+` GROUP BY u.mysis_id) t
-				JOIN myses m ON m.id = t.mysis_id
-				WHERE m.name > `+f.param(1)+` ORDER BY m.name LIMIT `+f.param(2), rowArgs...)
-		return
-	}
 	// Walk myses in name order (its unique index) and sum each one's rows through the mysis-first index: a page
 	// reads its own myses' rows, not the swarm's; myses without calls are skipped.
 	mysisCond := "TRUE"
 	if f.idsArg != "" {
 		mysisCond = "m.id = ANY(" + f.idsArg + "::uuid[])"
 	}
+	src := f.src + ` WHERE u.mysis_id = m.id AND ` + f.cond
+	if f.ranged {
+		// Each part of the range (edges, hours, days) is probed through its mysis-first index.
+		src = f.walkSrc
+	}
 	b.Queue(`SELECT m.id::text, m.name, '', '', t.* FROM myses m
-			CROSS JOIN LATERAL (SELECT `+f.aggs+` FROM `+f.src+` WHERE u.mysis_id = m.id AND `+f.cond+`) t
+			CROSS JOIN LATERAL (SELECT `+f.aggs+` FROM `+src+`) t
 			WHERE `+mysisCond+` AND m.name > `+f.param(1)+` AND t.calls > 0
 			ORDER BY m.name LIMIT `+f.param(2), rowArgs...)
 }

@@ -78,12 +78,14 @@ func TestRecordingAddsNoRoundTrip(t *testing.T) {
 	}
 }
 
-// BenchmarkUsageSwarmByMysis seeds 10,000 myses and 1,000,000 calls over 7 days with COPY (the running totals are
-// built from the copied calls in one statement, as the online write path would have kept them), then measures
-// the swarm's usage grouped by mysis: all time (first page and the whole swarm in pages of 1,000), today, and
-// the last hour. It reports p50/p95/p99 per query.
+// BenchmarkUsageSwarmByMysis seeds 10,000 myses and 1,000,000 calls over 7 days with COPY (the running totals and,
+// where the schema has them, the hourly and daily rollups are built from the copied calls in one statement each, as
+// the write path would have kept them), then measures every usage query the console and `zoea usage` make — all
+// time, today, the last 24 hours, the last hour and the last 15 minutes; the whole swarm's total, a page of 100 by
+// mysis, by model, one mysis's total — and the spend check the runner makes before every call. It reports
+// p50/p95/p99 per query. The same file runs on a schema without the rollups (before issue 32).
 //
-//	go test -run '^$' -bench UsageSwarmByMysis -benchtime 200x ./internal/pgstore/
+//	go test -run '^$' -bench UsageSwarmByMysis -benchtime 200x -timeout 60m ./internal/pgstore/
 func BenchmarkUsageSwarmByMysis(b *testing.B) {
 	const myses, calls = 10_000, 1_000_000
 	ctx := context.Background()
@@ -108,7 +110,8 @@ func BenchmarkUsageSwarmByMysis(b *testing.B) {
 					return nil, nil
 				}
 				i++
-				at := now.Add(-time.Duration(int64(span) * int64(i) / calls))
+				// span/calls first: span*i overflows int64 (it did before issue 32, which put calls in the future).
+				at := now.Add(-span / calls * time.Duration(i))
 				model := "gpt-4o-mini"
 				if i%5 == 0 {
 					model = "gpt-4.1-mini"
@@ -129,24 +132,69 @@ func BenchmarkUsageSwarmByMysis(b *testing.B) {
 		FROM llm_calls GROUP BY 1, 2, 3`); err != nil {
 		b.Fatal(err)
 	}
-	for _, table := range []string{"llm_calls", "llm_usage_totals", "myses"} {
+	// The spend counters of one mysis, so the spend check reads what it reads in production.
+	if _, err := p.Exec(ctx, `INSERT INTO mysis_spend (mysis_id, win, start, tokens, cost_nanos)
+		VALUES ($1, 1, date_trunc('hour', now(), 'UTC'), 100, 100), ($1, 2, date_trunc('day', now(), 'UTC'), 1000, 1000),
+			($1, 3, 'epoch', 10000, 10000)`, uuidN(1)); err != nil {
+		b.Fatal(err)
+	}
+	tables := []string{"llm_calls", "llm_usage_totals", "myses", "mysis_spend"}
+	var rollup bool
+	if err := p.QueryRow(ctx, `SELECT to_regclass('llm_usage_rollup') IS NOT NULL`).Scan(&rollup); err != nil {
+		b.Fatal(err)
+	}
+	if rollup { // the same statement as the migration's backfill (00010_usage_rollup.sql)
+		if _, err := p.Exec(ctx, `INSERT INTO llm_usage_rollup (mysis_id, span, start, provider, model, calls, failed_calls,
+				prompt_tokens, cached_prompt_tokens, completion_tokens, reasoning_tokens, composed_tokens, latency_ms, retries,
+				cost_nanos, first_call_at, last_call_at)
+			SELECT c.mysis_id, s.span, s.start, c.provider, c.model, count(*), count(*) FILTER (WHERE c.error <> ''),
+				sum(c.prompt_tokens), sum(c.cached_prompt_tokens), sum(c.completion_tokens), sum(c.reasoning_tokens),
+				sum(c.composed_tokens), sum(c.latency_ms), sum(c.retries), sum(c.cost_nanos), min(c.started_at), max(c.started_at)
+			FROM llm_calls c CROSS JOIN LATERAL (VALUES
+				(1::smallint, date_trunc('hour', c.started_at, 'UTC')),
+				(2::smallint, date_trunc('day', c.started_at, 'UTC'))) AS s(span, start)
+			GROUP BY c.mysis_id, s.span, s.start, c.provider, c.model`); err != nil {
+			b.Fatal(err)
+		}
+		tables = append(tables, "llm_usage_rollup")
+	}
+	for _, table := range tables {
 		if _, err := p.Exec(ctx, `VACUUM ANALYZE `+table); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.Logf("seeded %d myses and %d calls in %v", myses, calls, time.Since(start).Round(time.Second))
+	b.Logf("seeded %d myses and %d calls in %v (rollup: %v)", myses, calls, time.Since(start).Round(time.Second), rollup)
 
-	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
-	cases := []struct {
+	type usageCase struct {
 		name string
 		q    memory.UsageQuery
 		all  bool // page through the whole swarm
-	}{
+	}
+	today := now.Truncate(24 * time.Hour)
+	one := []string{uuidN(1)}
+	cases := []usageCase{
 		{"all-time first page of 100", memory.UsageQuery{GroupBy: memory.GroupMysis}, false},
 		{"all-time whole swarm, pages of 1000", memory.UsageQuery{GroupBy: memory.GroupMysis, PageSize: 1000}, true},
-		{"all-time by model", memory.UsageQuery{GroupBy: memory.GroupModel}, false},
-		{"today first page of 100", memory.UsageQuery{GroupBy: memory.GroupMysis, From: today}, false},
-		{"last hour first page of 100", memory.UsageQuery{GroupBy: memory.GroupMysis, From: now.Add(-time.Hour)}, false},
+	}
+	for _, r := range []struct {
+		name string
+		from time.Time
+	}{{"all-time", time.Time{}}, {"today", today}, {"last 24h", now.Add(-24 * time.Hour)},
+		{"last hour", now.Add(-time.Hour)}, {"since 15m", now.Add(-15 * time.Minute)}} {
+		cases = append(cases,
+			usageCase{r.name + " swarm total", memory.UsageQuery{From: r.from}, false},
+			usageCase{r.name + " by model", memory.UsageQuery{From: r.from, GroupBy: memory.GroupModel}, false},
+			usageCase{r.name + " one mysis", memory.UsageQuery{From: r.from, MysisIDs: one}, false})
+		if !r.from.IsZero() {
+			cases = append(cases, usageCase{r.name + " first page of 100", memory.UsageQuery{From: r.from, GroupBy: memory.GroupMysis}, false})
+		}
+	}
+	report := func(b *testing.B, lat []time.Duration) {
+		slices.Sort(lat)
+		pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))]) / 1e6 }
+		b.ReportMetric(pct(0.50), "p50_ms")
+		b.ReportMetric(pct(0.95), "p95_ms")
+		b.ReportMetric(pct(0.99), "p99_ms")
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -154,6 +202,9 @@ func BenchmarkUsageSwarmByMysis(b *testing.B) {
 			for b.Loop() {
 				t0 := time.Now()
 				q := c.q
+				if q.PageSize == 0 {
+					q.PageSize = 100
+				}
 				for {
 					u, err := s.GetUsage(ctx, q)
 					if err != nil {
@@ -166,11 +217,18 @@ func BenchmarkUsageSwarmByMysis(b *testing.B) {
 				}
 				lat = append(lat, time.Since(t0))
 			}
-			slices.Sort(lat)
-			pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))]) / 1e6 }
-			b.ReportMetric(pct(0.50), "p50_ms")
-			b.ReportMetric(pct(0.95), "p95_ms")
-			b.ReportMetric(pct(0.99), "p99_ms")
+			report(b, lat)
 		})
 	}
+	b.Run("spend check one mysis", func(b *testing.B) {
+		var lat []time.Duration
+		for b.Loop() {
+			t0 := time.Now()
+			if _, err := s.GetSpend(ctx, uuidN(1), time.Now()); err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(t0))
+		}
+		report(b, lat)
+	})
 }
