@@ -194,7 +194,7 @@ func Connect(ctx context.Context, url string, opts Options) (*Bus, error) {
 		return nil, fmt.Errorf("swarmbus: jetstream: %w", err)
 	}
 	for attempt := 1; ; attempt++ {
-		err = b.ensure(ctx)
+		err = ExplainNoJetStream(b.ensure(ctx))
 		if err == nil {
 			break
 		}
@@ -228,7 +228,7 @@ func (b *Bus) Ready(ctx context.Context) error {
 		return fmt.Errorf("nats %s", s)
 	}
 	if _, err := b.js.Stream(ctx, b.names.Stream); err != nil {
-		return fmt.Errorf("jetstream stream %s: %w", b.names.Stream, err)
+		return fmt.Errorf("jetstream stream %s: %w", b.names.Stream, ExplainNoJetStream(err))
 	}
 	return nil
 }
