@@ -49,13 +49,19 @@ lint: ## go vet + staticcheck + gofmt on every module
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; fail=1; fi; \
 	exit $$fail
 
+.PHONY: setup
+setup: ## One-time machine set-up, run by dev and test: when PostgreSQL, role zoea, a JetStream NATS, gcc or tmux is missing, says so and runs .ci/services.sh (via sudo unless root)
+	@./.ci/setup.sh
+
 .PHONY: test
-# cmd/zoea runs whole swarms for minutes: -v streams the milestones its tests log (t.Log) as they happen.
-test: ## Run every module's tests with -race (needs Postgres and NATS; see README)
+# go test -json through cmd/zoea/testprogress: each package's ok/FAIL line as it finishes, failing tests' output, the
+# long end-to-end tests' t.Log milestones as they happen and a line a minute naming what still runs; nothing per
+# passing test. pipefail (SHELLFLAGS) keeps go test's exit status.
+test: setup ## Run every module's tests with -race (needs Postgres and NATS: the set-up step provides them)
+	@cd cmd/zoea && go build -o $(CURDIR)/bin/testprogress ./testprogress
 	@fail=0; for m in $(MODULES); do \
 	  echo "== test $$m"; \
-	  v=""; [ "$$m" != cmd/zoea ] || v=-v; \
-	  (cd $$m && go test $(TEST_FLAGS) $$v ./...) || fail=1; \
+	  (cd $$m && go test $(TEST_FLAGS) -json ./... | $(CURDIR)/bin/testprogress) || fail=1; \
 	done; exit $$fail
 
 .PHONY: chaos
@@ -72,7 +78,7 @@ build: ## Build every binary into bin/
 	@echo "== build zoea"; cd cmd/zoea && go build -trimpath -ldflags "-X main.version=$(VERSION)" -o ../../bin/zoea .
 
 .PHONY: dev
-dev: build ## Run a local swarm: every service on this machine, three autopilot myses, live progress (Ctrl-C stops)
+dev: setup build ## Run a local swarm: every service on this machine, three autopilot myses, live progress (Ctrl-C stops)
 	./bin/zoea dev --bin ./bin
 
 .PHONY: bench

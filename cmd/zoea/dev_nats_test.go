@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -76,4 +79,32 @@ func TestEnsureNATSChecksJetStream(t *testing.T) {
 			t.Errorf("note %q", note)
 		}
 	})
+}
+
+// .ci/services.sh --check (what `make dev` and `make test` run before anything else) must see that a NATS answering
+// without JetStream is not enough, and say what to do; with JetStream it has nothing to say about NATS.
+func TestServicesCheckNamesJetStream(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Fatal("bash is needed to run .ci/services.sh")
+	}
+	check := func(url string) (string, error) {
+		port := url[strings.LastIndexByte(url, ':')+1:]
+		cmd := exec.Command("bash", filepath.Join("..", "..", ".ci", "services.sh"), "--check")
+		cmd.Env = append(os.Environ(), "ZOEA_NATS_PORT="+port)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := check(natstest.StartWithoutJetStream(t).ClientURL())
+	if err == nil || !strings.Contains(out, "but has no JetStream, which Zoea needs") ||
+		!strings.Contains(out, "/etc/nats-server.conf") || !strings.Contains(out, "systemctl disable --now nats-server") {
+		t.Errorf("--check against a NATS without JetStream: %v\n%s", err, out)
+	}
+	out, _ = check(natstest.Start(t).ClientURL())
+	if strings.Contains(out, "JetStream") || strings.Contains(out, "NATS answers") {
+		t.Errorf("--check against a NATS with JetStream complains about it:\n%s", out)
+	}
+	out, err = check("nats://" + freeAddr(t))
+	if err == nil || !strings.Contains(out, "no NATS answers on 127.0.0.1:") {
+		t.Errorf("--check with nothing listening: %v\n%s", err, out)
+	}
 }
