@@ -57,8 +57,9 @@ func printJSON(w io.Writer, m proto.Message) error {
 
 func stateName(s memoryv1.MysisState) string { return present.State(s) }
 
-// printStatuses prints the list table. The error column is short (the full error is in `zoea get`); an errored
-// mysis without a recorded error shows its state reason.
+// printStatuses prints the list table. TURNS is the mysis's stored turn number, its whole life's turns (a runner's
+// own count restarts with each lease; `zoea get` shows both). The error column is short (the full error is in
+// `zoea get`); an errored mysis without a recorded error shows its state reason.
 func printStatuses(w io.Writer, list []*runnerv1.MysisStatus) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSTATE\tPROVIDER\tMODEL\tCREDITS\tTURNS\tTOKENS\tCOST\tLAST ACTION\tLAST ERROR\tOWNER")
@@ -66,7 +67,7 @@ func printStatuses(w io.Writer, list []*runnerv1.MysisStatus) {
 		m := s.GetMysis()
 		tokens, cost := present.Usage(s)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", m.GetName(), stateName(m.GetState()), m.GetProvider(),
-			m.GetModel(), present.Credits(s), s.GetTurns(), tokens, cost, present.Clip(present.OneLine(s.GetLastAction()), 30),
+			m.GetModel(), present.Credits(s), m.GetCurrentTurn(), tokens, cost, present.Clip(present.OneLine(s.GetLastAction()), 30),
 			present.Clip(present.OneLine(lastError(s)), 50), s.GetOwner())
 	}
 	tw.Flush()

@@ -28,6 +28,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
+	"github.com/zoeaswarm/zoea/cmd/zoea/internal/present"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
 	"github.com/zoeaswarm/zoea/libs/pgutil"
 	zserver "github.com/zoeaswarm/zoea/libs/server"
@@ -608,8 +609,8 @@ func renderProgress(out io.Writer, o *devOptions, elapsed time.Duration, list []
 		if e > 0 {
 			earners++
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\n", m.GetName(), stateName(m.GetState()), s.GetTurns(), credits, e,
-			clip(s.GetLastAction(), 40), clip(s.GetLastError(), 40))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\n", present.Safe(m.GetName()), stateName(m.GetState()), m.GetCurrentTurn(), credits, e,
+			clip(present.OneLine(s.GetLastAction()), 40), clip(present.OneLine(s.GetLastError()), 40))
 	}
 	tw.Flush()
 	return earners

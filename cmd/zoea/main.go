@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/zoeaswarm/zoea/cmd/zoea/internal/present"
 )
 
 var version = "dev"
@@ -18,7 +20,7 @@ func main() {
 	err := newRoot(version).ExecuteContext(ctx)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "zoea:", err)
+		fmt.Fprintln(os.Stderr, "zoea:", present.Safe(err.Error())) // an error may quote a model's text
 		os.Exit(1)
 	}
 }

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"net"
+	"os"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc"
+
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+)
+
+// listingRunner answers ListMyses and GetMysis with fixed statuses: what a model wrote reaches the CLI through
+// them (last action, last error), so they carry bidi and terminal controls.
+type listingRunner struct {
+	runnerv1.UnimplementedSwarmServiceServer
+	myses []*runnerv1.MysisStatus
+}
+
+func (r *listingRunner) ListMyses(context.Context, *runnerv1.ListMysesRequest) (*runnerv1.ListMysesResponse, error) {
+	return &runnerv1.ListMysesResponse{Myses: r.myses}, nil
+}
+
+func (r *listingRunner) GetMysis(context.Context, *runnerv1.GetMysisRequest) (*runnerv1.GetMysisResponse, error) {
+	return &runnerv1.GetMysisResponse{Status: r.myses[0]}, nil
+}
+
+func serveRunner(t *testing.T, r runnerv1.SwarmServiceServer) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	runnerv1.RegisterSwarmServiceServer(srv, r)
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(srv.Stop)
+	return l.Addr().String()
+}
+
+func runZoea(t *testing.T, args ...string) string {
+	t.Helper()
+	var out strings.Builder
+	root := newRoot("test")
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		t.Fatalf("zoea %v: %v\n%s", args, err, out.String())
+	}
+	return out.String()
+}
+
+// After a restart the runner's own turn count starts again at 1; list shows the mysis's stored turn number. A
+// model's bidi and escape codes are shown escaped in list and get, never applied.
+func TestListShowsTotalTurnsAndEscapesModelText(t *testing.T) {
+	r := &listingRunner{myses: []*runnerv1.MysisStatus{{
+		Mysis: &memoryv1.Mysis{Id: "id-1", Name: "scout-1", Provider: "autopilot", Model: "autopilot",
+			State: memoryv1.MysisState_MYSIS_STATE_RUNNING, CurrentTurn: 44, SystemPrompt: "You play \u202eSpaceMolt"},
+		Turns: 1, Credits: 900, LastAction: "sell \u202Eero\u202C at\x1b[2J sol", LastError: "model said \x1b]0;owned\x07 \u2067x\u2069",
+	}}}
+	addr := serveRunner(t, r)
+	list := runZoea(t, "--runner", addr, "list")
+	lines := strings.Split(list, "\n")
+	head, row := strings.Fields(lines[0]), strings.Fields(lines[1])
+	for i, h := range head {
+		if h == "TURNS" && (i >= len(row) || row[i] != "44") {
+			t.Errorf("TURNS shows %v, want the stored turn 44:\n%s", row, list)
+		}
+	}
+	get := runZoea(t, "--runner", addr, "get", "scout-1")
+	for name, out := range map[string]string{"list": list, "get": get} {
+		for _, raw := range []string{"\u202E", "\u202C", "\u2067", "\x1b", "\x07"} {
+			if strings.Contains(out, raw) {
+				t.Errorf("%s prints %q as it is:\n%q", name, raw, out)
+			}
+		}
+	}
+	if !strings.Contains(list, `sell \u202eero\u202c at\x1b[2`) || !strings.Contains(get, `model said \x1b]0;owned\x07 \u2067x\u2069`) {
+		t.Errorf("escaped text missing:\n%s\n%s", list, get)
+	}
+	if !strings.Contains(get, "turn:          44 (1 run by its current owner)") && !strings.Contains(get, "44 (1 run by its current owner)") {
+		t.Errorf("get does not show both turn counts:\n%s", get)
+	}
+}
+
+// --help shows where the admin token comes from, never the token.
+func TestHelpDoesNotPrintTheAdminToken(t *testing.T) {
+	const secret = "s3cret-admin-token-value"
+	t.Setenv("ZOEA_ADMIN_TOKEN", secret)
+	for _, args := range [][]string{{"--help"}, {"list", "--help"}, {"dev", "--help"}} {
+		out := runZoea(t, args...)
+		if strings.Contains(out, secret) {
+			t.Errorf("zoea %v prints the token:\n%s", args, out)
+		}
+		if !strings.Contains(out, "$ZOEA_ADMIN_TOKEN, set, not shown") {
+			t.Errorf("zoea %v does not say the token comes from ZOEA_ADMIN_TOKEN:\n%s", args, out)
+		}
+	}
+	ep := &endpoints{}
+	if ep.adminToken() != secret {
+		t.Error("without --token the CLI does not use ZOEA_ADMIN_TOKEN")
+	}
+	ep.token = "flag"
+	if ep.adminToken() != "flag" {
+		t.Error("--token does not win over ZOEA_ADMIN_TOKEN")
+	}
+	os.Unsetenv("ZOEA_ADMIN_TOKEN")
+	if out := runZoea(t, "--help"); !strings.Contains(out, "$ZOEA_ADMIN_TOKEN, not set") {
+		t.Errorf("--help without the variable:\n%s", out)
+	}
+}
