@@ -11,6 +11,8 @@ SERVICES  := memory composer runner bus spacemolt-sim
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 TEST_FLAGS ?= -race -count=1 -timeout 20m
 BENCH     ?= .
+# Extra flags for zoea dev, e.g. DEV_FLAGS='--duration 5m --expect-earners 3' (make fresh-check uses that).
+DEV_FLAGS ?=
 
 .PHONY: help
 help: ## List targets
@@ -64,6 +66,10 @@ test: setup ## Run every module's tests with -race (needs Postgres and NATS: the
 	  (cd $$m && go test $(TEST_FLAGS) -json ./... | $(CURDIR)/bin/testprogress) || fail=1; \
 	done; exit $$fail
 
+.PHONY: fresh-check
+fresh-check: ## As root: README's one line and make test on a debootstrapped Debian 12 in its own network namespace, timed per phase (docs/FRESH-CHECK.md)
+	./.ci/fresh-check.sh
+
 .PHONY: chaos
 chaos: ## Fault suite on private ports: restarts Postgres, kills NATS, memory, a runner and the bus under load; fails on any loss
 	go run ./services/runner/cmd/chaos $(CHAOS_FLAGS)
@@ -79,7 +85,7 @@ build: ## Build every binary into bin/
 
 .PHONY: dev
 dev: setup build ## Run a local swarm: every service on this machine, three autopilot myses, live progress (Ctrl-C stops)
-	./bin/zoea dev --bin ./bin
+	./bin/zoea dev --bin ./bin $(DEV_FLAGS)
 
 .PHONY: bench
 bench: ## Run Go benchmarks of every module (BENCH=regexp to filter); big-data runs are in docs/BENCHMARKS.md
