@@ -142,7 +142,10 @@ fi
 case $state in
   none)
     mkdir -p /var/lib/nats-server
-    start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- \
+    # Matched by its own pid file: --exec alone would take any nats-server on the machine (another port, another
+    # container's, one in a chroot) for this one and start nothing.
+    start-stop-daemon --start --oknodo --background --make-pidfile --pidfile /run/zoea-nats-server.pid \
+      --exec /usr/sbin/nats-server -- \
       -a 127.0.0.1 -p "$NATS_PORT" -js -sd /var/lib/nats-server -l /var/log/nats-server.log
     wait_nats jetstream
     ;;
