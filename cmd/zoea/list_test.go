@@ -6,8 +6,10 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
@@ -84,6 +86,26 @@ func TestListShowsTotalTurnsAndEscapesModelText(t *testing.T) {
 	}
 	if !strings.Contains(get, "turn:          44 (1 run by its current owner)") && !strings.Contains(get, "44 (1 run by its current owner)") {
 		t.Errorf("get does not show both turn counts:\n%s", get)
+	}
+}
+
+// After a runner dies its myses wait for their leases to expire: list says so, and that the credits may be stale.
+func TestListSaysPlayIsPausedUntilALeaseExpires(t *testing.T) {
+	until := time.Now().Add(9 * time.Second)
+	r := &listingRunner{myses: []*runnerv1.MysisStatus{
+		{Mysis: &memoryv1.Mysis{Id: "id-1", Name: "scout-1", State: memoryv1.MysisState_MYSIS_STATE_RUNNING, CurrentTurn: 44},
+			Owner: "runner-7f3a", Credits: 900, PausedUntil: timestamppb.New(until)},
+		{Mysis: &memoryv1.Mysis{Id: "id-2", Name: "miner-2", State: memoryv1.MysisState_MYSIS_STATE_RUNNING, CurrentTurn: 3},
+			Owner: "runner-9b1c", Credits: 10},
+	}}
+	list := runZoea(t, "--runner", serveRunner(t, r), "list")
+	want := "scout-1: play is paused until its lease expires (by " + until.Local().Format(time.TimeOnly)
+	if !strings.Contains(list, want) || !strings.Contains(list, "runner runner-7f3a, which held it, stopped renewing it") ||
+		!strings.Contains(list, "may be stale") {
+		t.Errorf("list does not explain the pause:\n%s", list)
+	}
+	if strings.Contains(list, "miner-2: play is paused") {
+		t.Errorf("a mysis with a live runner is reported paused:\n%s", list)
 	}
 }
 
