@@ -115,8 +115,8 @@ prepare() {
   ln -sf /proc/self/fd "$ROOT/dev/fd"
 
   cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
-  # The root shares the host's UTS namespace: its hostname must resolve, as on any installed system.
-  printf '127.0.1.1\t%s\n' "$(hostname)" >>"$ROOT/etc/hosts"
+  # debootstrap writes no /etc/hosts; Debian's installer writes this one (the root shares the host's name).
+  printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n' "$(hostname)" >"$ROOT/etc/hosts"
   cp -a /usr/local/go "$ROOT/usr/local/go"
   echo 'export PATH=$PATH:/usr/local/go/bin' >"$ROOT/etc/profile.d/go.sh" # as go.dev/doc/install says
   if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
