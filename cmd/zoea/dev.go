@@ -119,6 +119,11 @@ OPENAI_API_KEY, ZOEA_OPENAI_MODEL) uses a real model.`,
 			// Output piped to a pager or `| tee` goes away with the terminal, before the SIGHUP is handled: a write
 			// to that pipe must fail, not kill the launcher halfway through stopping its services.
 			signal.Ignore(syscall.SIGPIPE)
+			if out, ok := cmd.OutOrStdout().(*os.File); ok && !o.quiet && o.minEarners == 0 {
+				if guarded, err := runGuarded(out, " The services it started may still run: 'zoea dev --stop' (./bin/zoea dev --stop) stops them."); guarded {
+					return err // termguard.go: the launcher ran in a child, and the terminal is restored
+				}
+			}
 			return runDev(cmd.Context(), o, cmd.OutOrStdout())
 		},
 	}

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -19,6 +20,10 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	err := newRoot(version).ExecuteContext(ctx)
 	stop()
+	var code exitCode
+	if errors.As(err, &code) {
+		os.Exit(int(code)) // the console's child process has said why
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "zoea:", present.Safe(err.Error())) // an error may quote a model's text
 		os.Exit(1)

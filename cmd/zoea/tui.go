@@ -29,6 +29,11 @@ enter focus (events, history, full last error) · p context preview · / filter 
 			if !isTerminal(cmd.OutOrStdout()) {
 				return present.Sentencef("zoea tui needs a terminal, and stdout is not one; use zoea list, zoea watch or zoea history for plain output")
 			}
+			if out, ok := cmd.OutOrStdout().(*os.File); ok {
+				if guarded, err := runGuarded(out, ""); guarded {
+					return err // termguard.go: the console ran in a child, and the terminal is restored
+				}
+			}
 			c, err := ep.dial()
 			if err != nil {
 				return err
