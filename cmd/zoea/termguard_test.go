@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // childrenOf lists pid's child processes (Linux: /proc/<pid>/task/<tid>/children).
@@ -29,6 +32,32 @@ func childrenOf(t *testing.T, pid int) []int {
 		}
 	}
 	return out
+}
+
+// waitExit waits for process pid, not a child of the test, to end: a pidfd becomes readable when it does.
+func waitExit(t *testing.T, pid int, within time.Duration) {
+	t.Helper()
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return // already gone
+	}
+	if err != nil {
+		t.Fatalf("pidfd_open %d: %v", pid, err)
+	}
+	defer unix.Close(fd)
+	for {
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(within.Milliseconds()))
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("poll pidfd %d: %v", pid, err)
+		}
+		if n == 0 {
+			t.Fatalf("process %d still runs %s after the kill", pid, within)
+		}
+		return
+	}
 }
 
 // A console killed with SIGKILL cannot restore the terminal itself: the guard process does, and a killed guard
@@ -81,17 +110,8 @@ func TestKilledConsoleLeavesTheTerminalUsable(t *testing.T) {
 			}
 			scr := c.waitText("console-ended-", 30*time.Second)
 			// Every zoea process is gone (a console whose guard was killed stops on the SIGTERM the kernel sends it).
-			deadline := time.Now().Add(30 * time.Second)
 			for _, p := range append(guards, consoles...) {
-				for {
-					if _, err := os.Stat(fmt.Sprintf("/proc/%d", p)); err != nil {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("process %d still runs 30s after the kill", p)
-					}
-					time.Sleep(50 * time.Millisecond) // another process: its exit is only visible in /proc
-				}
+				waitExit(t, p, 30*time.Second)
 			}
 			out, err := exec.Command("stty", "-a", "-F", tty).Output()
 			if err != nil {
