@@ -35,7 +35,15 @@ const terminalReset = "\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?2004l\x
 // already the child. It reports whether it did (and the child's outcome); false means: do the work here.
 // afterKill is said when the child was killed, after the sentence that the terminal is restored.
 func runGuarded(stdout *os.File, afterKill string) (bool, error) {
-	if os.Getenv(guardedEnv) != "" || !term.IsTerminal(stdout.Fd()) || !term.IsTerminal(os.Stdin.Fd()) {
+	if os.Getenv(guardedEnv) != "" {
+		// The child. Once its guard is gone the shell takes the terminal back, and the child, now in the
+		// background, would be stopped (SIGTTOU, SIGTTIN) the moment it puts the terminal back or reads a key:
+		// stopped, it would neither restore the terminal nor stop its services. Ignored, those calls just proceed
+		// or fail.
+		signal.Ignore(syscall.SIGTTOU, syscall.SIGTTIN)
+		return false, nil
+	}
+	if !term.IsTerminal(stdout.Fd()) || !term.IsTerminal(os.Stdin.Fd()) {
 		return false, nil
 	}
 	state, err := term.GetState(os.Stdin.Fd())
