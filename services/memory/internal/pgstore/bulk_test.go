@@ -43,7 +43,7 @@ func TestRecreateIndexesInParallel(t *testing.T) {
 	if len(want) < 32 {
 		t.Fatalf("expected the partitioned table's indexes, got %d: %v", len(want), want)
 	}
-	for round := range 10 {
+	for round := range 6 {
 		defs, err := s.DropSecondaryIndexes(ctx)
 		if err != nil {
 			t.Fatal(err)
