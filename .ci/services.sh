@@ -1,14 +1,68 @@
 #!/usr/bin/env bash
 # Prepares a machine for `make dev` and `make test` (run as root: it installs Debian packages and acts as the postgres
-# OS user). Idempotent; safe to run again.
-#   - installs what is missing: PostgreSQL, NATS, gcc (go test -race needs cgo), jq (the cookbook);
+# OS user). Idempotent; safe to run again. `make dev` and `make test` run it (through sudo) when --check finds
+# something missing.
+#   - installs what is missing: PostgreSQL, NATS, gcc (go test -race needs cgo), jq (the cookbook), tmux;
 #   - starts the local Postgres cluster and creates role zoea (password zoea, CREATEDB) owning database zoea, which
 #     is what the default ZOEA_DATABASE_URL (postgres://zoea:zoea@127.0.0.1:5432/zoea) and the tests' admin URL use.
 #     A password works with Debian's default pg_hba.conf (scram-sha-256 on 127.0.0.1); pg_hba.conf is left alone;
-#   - starts NATS with JetStream on 127.0.0.1:4222.
-# ZOEA_PG_PORT (default 5432) picks another local cluster, for example one made with pg_createcluster.
+#   - makes sure a NATS with JetStream answers on 127.0.0.1:4222: starts one when nothing answers; when the Debian
+#     package's own service answers with its stock config (host and port only, JetStream off), enables JetStream in
+#     /etc/nats-server.conf and restarts it; any other NATS without JetStream is reported with what to do.
+# --check installs and changes nothing (any user): it lists what is missing, one line each, and exits 1 if anything is.
+# ZOEA_PG_PORT (default 5432) picks another local cluster, for example one made with pg_createcluster; ZOEA_NATS_PORT
+# (default 4222) another NATS port.
 set -euo pipefail
 PG_PORT="${ZOEA_PG_PORT:-5432}"
+NATS_PORT="${ZOEA_NATS_PORT:-4222}"
+NATS_CONF=/etc/nats-server.conf
+
+# nats_info prints the INFO line a NATS server sends on connect (nothing when nothing answers). JetStream-enabled
+# servers say "jetstream":true in it, so it needs no NATS client.
+nats_info() {
+  (exec 3<>"/dev/tcp/127.0.0.1/$NATS_PORT" && IFS= read -r -t 3 line <&3 && printf '%s' "$line") 2>/dev/null || true
+}
+nats_state() { # none | plain | jetstream
+  local info
+  info=$(nats_info)
+  if [ -z "$info" ]; then echo none
+  elif [[ $info == *'"jetstream":true'* ]]; then echo jetstream
+  else echo plain
+  fi
+}
+no_jetstream_advice="something answers on 127.0.0.1:$NATS_PORT but has no JetStream, which Zoea needs: enable it (add
+  'jetstream { store_dir: /var/lib/nats-server }' to $NATS_CONF, or the config that server reads, and restart it:
+  sudo systemctl restart nats-server), or stop it (sudo systemctl disable --now nats-server) so that this script
+  starts a JetStream server of its own"
+
+# check lists what `make dev` and `make test` need and this machine lacks.
+check() {
+  local missing=()
+  command -v gcc >/dev/null || missing+=("gcc is not installed (go test -race needs cgo)")
+  command -v jq >/dev/null || missing+=("jq is not installed (the cookbook's examples)")
+  command -v tmux >/dev/null || missing+=("tmux is not installed (the console's end-to-end test runs in it)")
+  [ -x /usr/sbin/nats-server ] || missing+=("nats-server is not installed (tests start their own servers with it)")
+  if ! command -v pg_isready >/dev/null || ! command -v psql >/dev/null; then
+    missing+=("PostgreSQL is not installed")
+  elif ! pg_isready -q -h 127.0.0.1 -p "$PG_PORT" 2>/dev/null; then
+    missing+=("PostgreSQL does not answer on 127.0.0.1:$PG_PORT")
+  elif ! PGPASSWORD=zoea PGCONNECT_TIMEOUT=5 psql -X -q -h 127.0.0.1 -p "$PG_PORT" -U zoea -d zoea -tAc 'SELECT 1' >/dev/null 2>&1; then
+    missing+=("role zoea (password zoea) cannot log in to database zoea on 127.0.0.1:$PG_PORT")
+  fi
+  case $(nats_state) in
+    none) missing+=("no NATS answers on 127.0.0.1:$NATS_PORT") ;;
+    plain) missing+=("$no_jetstream_advice") ;;
+  esac
+  if [ ${#missing[@]} -gt 0 ]; then
+    printf '  - %s\n' "${missing[@]}"
+    return 1
+  fi
+}
+
+if [ "${1:-}" = --check ]; then
+  check
+  exit
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "services.sh: run as root (sudo bash .ci/services.sh): it installs packages and creates the Postgres role" >&2
@@ -71,11 +125,37 @@ SQL
 fi
 PGPASSWORD=zoea psql -X -q -h 127.0.0.1 -p "$PG_PORT" -U zoea -d zoea -tAc "SELECT 'postgres: role zoea can connect to database zoea at 127.0.0.1:$PG_PORT'"
 
-# NATS with JetStream.
-if ! (exec 3<>/dev/tcp/127.0.0.1/4222) 2>/dev/null; then
-  mkdir -p /var/lib/nats-server
-  start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- \
-    -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log
-  for _ in $(seq 1 30); do (exec 3<>/dev/tcp/127.0.0.1/4222) 2>/dev/null && break; sleep 1; done
+# NATS with JetStream: the port answering is not enough.
+wait_nats() { for _ in $(seq 1 30); do [ "$(nats_state)" = "$1" ] && return; sleep 1; done; }
+state=$(nats_state)
+if [ "$state" = plain ] && [ "$NATS_PORT" = 4222 ] && command -v systemctl >/dev/null &&
+  systemctl is-active -q nats-server 2>/dev/null && ! grep -qiE '^[[:space:]]*jetstream' "$NATS_CONF" &&
+  ! dpkg --verify nats-server 2>/dev/null | grep -q "$NATS_CONF"; then
+  # The package's service with its unmodified stock config: nobody chose "no JetStream", so turn it on.
+  echo "nats: the nats-server service runs with Debian's stock $NATS_CONF, which leaves JetStream off; enabling it there"
+  install -d -o nats -g nats /var/lib/nats-server
+  printf '\n# Added by Zoea'"'"'s .ci/services.sh: Zoea needs JetStream.\njetstream {\n  store_dir: /var/lib/nats-server\n}\n' >>"$NATS_CONF"
+  systemctl restart nats-server
+  wait_nats jetstream
+  state=$(nats_state)
 fi
-(exec 3<>/dev/tcp/127.0.0.1/4222) && echo "nats: accepting connections at 127.0.0.1:4222"
+case $state in
+  none)
+    mkdir -p /var/lib/nats-server
+    # Matched by its own pid file: --exec alone would take any nats-server on the machine (another port, another
+    # container's, one in a chroot) for this one and start nothing.
+    start-stop-daemon --start --oknodo --background --make-pidfile --pidfile /run/zoea-nats-server.pid \
+      --exec /usr/sbin/nats-server -- \
+      -a 127.0.0.1 -p "$NATS_PORT" -js -sd /var/lib/nats-server -l /var/log/nats-server.log
+    wait_nats jetstream
+    ;;
+  plain)
+    echo "services.sh: $no_jetstream_advice" >&2
+    exit 1
+    ;;
+esac
+if [ "$(nats_state)" != jetstream ]; then
+  echo "services.sh: NATS with JetStream did not come up on 127.0.0.1:$NATS_PORT (log: /var/log/nats-server.log)" >&2
+  exit 1
+fi
+echo "nats: JetStream answers at 127.0.0.1:$NATS_PORT"

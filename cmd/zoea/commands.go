@@ -57,8 +57,9 @@ func printJSON(w io.Writer, m proto.Message) error {
 
 func stateName(s memoryv1.MysisState) string { return present.State(s) }
 
-// printStatuses prints the list table. The error column is short (the full error is in `zoea get`); an errored
-// mysis without a recorded error shows its state reason.
+// printStatuses prints the list table. TURNS is the mysis's stored turn number, its whole life's turns (a runner's
+// own count restarts with each lease; `zoea get` shows both). The error column is short (the full error is in
+// `zoea get`); an errored mysis without a recorded error shows its state reason.
 func printStatuses(w io.Writer, list []*runnerv1.MysisStatus) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSTATE\tPROVIDER\tMODEL\tCREDITS\tTURNS\tTOKENS\tCOST\tLAST ACTION\tLAST ERROR\tOWNER")
@@ -66,10 +67,29 @@ func printStatuses(w io.Writer, list []*runnerv1.MysisStatus) {
 		m := s.GetMysis()
 		tokens, cost := present.Usage(s)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", m.GetName(), stateName(m.GetState()), m.GetProvider(),
-			m.GetModel(), present.Credits(s), s.GetTurns(), tokens, cost, present.Clip(present.OneLine(s.GetLastAction()), 30),
+			m.GetModel(), present.Credits(s), m.GetCurrentTurn(), tokens, cost, present.Clip(present.OneLine(s.GetLastAction()), 30),
 			present.Clip(present.OneLine(lastError(s)), 50), s.GetOwner())
 	}
 	tw.Flush()
+	for _, s := range list {
+		if note := pausedNote(s, time.Now()); note != "" {
+			fmt.Fprintf(w, "%s: %s\n", s.GetMysis().GetName(), note)
+		}
+	}
+}
+
+// pausedNote explains a mysis whose lease holder stopped renewing it (a runner that died): nobody plays it until the
+// lease expires and another runner takes it over, and what the table shows for it is that runner's last report.
+func pausedNote(s *runnerv1.MysisStatus, now time.Time) string {
+	p := s.GetPausedUntil()
+	if p == nil {
+		return ""
+	}
+	until := p.AsTime()
+	wait := max(until.Sub(now).Round(time.Second), 0)
+	return fmt.Sprintf("play is paused until its lease expires (by %s, in %s): runner %s, which held it, stopped renewing "+
+		"it and has probably died; its credits and last action are as that runner last reported them and may be stale",
+		until.Local().Format(time.TimeOnly), wait, s.GetOwner())
 }
 
 // lastError is the mysis's last error, or the reason it is errored when the runner recorded none.
@@ -173,6 +193,9 @@ func printStatus(w io.Writer, s *runnerv1.MysisStatus) {
 	}
 	row("last action", action)
 	row("owner", s.GetOwner())
+	if note := pausedNote(s, time.Now()); note != "" {
+		row("paused", note)
+	}
 	row("account", m.GetAccountUsername())
 	prompt := m.GetSystemPrompt()
 	first, _, _ := strings.Cut(strings.TrimSpace(prompt), "\n")

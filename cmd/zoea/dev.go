@@ -28,9 +28,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
+	"github.com/zoeaswarm/zoea/cmd/zoea/internal/present"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
 	"github.com/zoeaswarm/zoea/libs/pgutil"
 	zserver "github.com/zoeaswarm/zoea/libs/server"
+	"github.com/zoeaswarm/zoea/libs/swarmbus"
 )
 
 // devOptions configure `zoea dev`, the one-command local swarm.
@@ -53,6 +55,9 @@ type devOptions struct {
 	quiet       bool
 	fresh       bool
 	stop        bool
+	// natsChosen is set when --nats-url or ZOEA_NATS_URL named the NATS server: one without JetStream is an error
+	// then, not a reason to use the embedded server.
+	natsChosen bool
 	// providerAsked is set when --provider, --model or ZOEA_PROVIDER chose the provider: existing demo myses switch to it.
 	providerAsked bool
 }
@@ -94,8 +99,8 @@ func devCmd() *cobra.Command {
 		Use:   "dev",
 		Short: "Run a local swarm: every service on this machine, a demo swarm, live progress until Ctrl-C",
 		Long: `dev starts memory, composer, bus, runner and spacemolt-sim from --bin against the local Postgres
-(creating and migrating the database) and the local NATS (or an embedded one when none answers), creates a demo
-swarm, broadcasts a mission and shows each mysis's state, last action and credits until Ctrl-C (or SIGTERM, or
+(creating and migrating the database) and the local NATS (or an embedded one when none answers, or when the
+default one has no JetStream), creates a demo swarm, broadcasts a mission and shows each mysis's state, last action and credits until Ctrl-C (or SIGTERM, or
 SIGHUP when the terminal closes), which stops everything cleanly. The services listen on 127.0.0.1 only. A service
 that dies meanwhile is started again (its log continues); a fourth death within two minutes stops the swarm.
 
@@ -109,10 +114,16 @@ OPENAI_API_KEY, ZOEA_OPENAI_MODEL) uses a real model.`,
 			if o.stop {
 				return stopStale(o.stateDir, cmd.OutOrStdout())
 			}
+			o.natsChosen = cmd.Flags().Changed("nats-url") || os.Getenv("ZOEA_NATS_URL") != ""
 			o.providerAsked = cmd.Flags().Changed("provider") || cmd.Flags().Changed("model") || os.Getenv("ZOEA_PROVIDER") != ""
 			// Output piped to a pager or `| tee` goes away with the terminal, before the SIGHUP is handled: a write
 			// to that pipe must fail, not kill the launcher halfway through stopping its services.
 			signal.Ignore(syscall.SIGPIPE)
+			if out, ok := cmd.OutOrStdout().(*os.File); ok && !o.quiet && o.minEarners == 0 {
+				if guarded, err := runGuarded(out, " The services it started may still run: 'zoea dev --stop' (./bin/zoea dev --stop) stops them."); guarded {
+					return err // termguard.go: the launcher ran in a child, and the terminal is restored
+				}
+			}
 			return runDev(cmd.Context(), o, cmd.OutOrStdout())
 		},
 	}
@@ -120,7 +131,7 @@ OPENAI_API_KEY, ZOEA_OPENAI_MODEL) uses a real model.`,
 	f.StringVar(&o.bin, "bin", "./bin", "directory with the service binaries (make build)")
 	f.StringVar(&o.stateDir, "state-dir", ".zoea", "directory for logs, process ids, the simulator's universe and the embedded NATS store")
 	f.StringVar(&o.databaseURL, "database-url", envOr("ZOEA_DATABASE_URL", pgutil.DefaultURL), "Postgres database (created if missing)")
-	f.StringVar(&o.natsURL, "nats-url", envOr("ZOEA_NATS_URL", "nats://127.0.0.1:4222"), "NATS server (an embedded one starts when none answers)")
+	f.StringVar(&o.natsURL, "nats-url", envOr("ZOEA_NATS_URL", "nats://127.0.0.1:4222"), "NATS server with JetStream (when the default has none or nothing answers, an embedded one starts)")
 	f.StringVar(&o.provider, "provider", envOr("ZOEA_PROVIDER", "autopilot"), "LLM provider for the demo myses: autopilot, ollama or openai")
 	f.StringVar(&o.model, "model", "", "model for the demo myses (default: the runner's ZOEA_OLLAMA_MODEL or ZOEA_OPENAI_MODEL)")
 	f.StringVar(&o.host, "host", envOr("ZOEA_DEV_HOST", "127.0.0.1"), "address the services listen on (0.0.0.0 exposes them to the network, without a token unless ZOEA_ADMIN_TOKEN is set)")
@@ -196,16 +207,12 @@ func runDev(ctx context.Context, o *devOptions, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "postgres: %s ready\n", redactURL(o.databaseURL))
 
-	natsURL, stopNATS, err := ensureNATS(o.natsURL, filepath.Join(o.stateDir, "nats"))
+	natsURL, natsNote, stopNATS, err := ensureNATS(ctx, o.natsURL, filepath.Join(o.stateDir, "nats"), o.natsChosen)
 	if err != nil {
 		return err
 	}
 	defer stopNATS()
-	if natsURL != o.natsURL {
-		fmt.Fprintf(out, "nats: nothing answered at %s; started an embedded JetStream server at %s\n", o.natsURL, natsURL)
-	} else {
-		fmt.Fprintf(out, "nats: using %s\n", natsURL)
-	}
+	fmt.Fprintln(out, natsNote)
 
 	env := append(os.Environ(),
 		"ZOEA_DATABASE_URL="+o.databaseURL,
@@ -389,23 +396,42 @@ func dropDatabase(ctx context.Context, dbURL string) error {
 	return nil
 }
 
-// ensureNATS returns a NATS URL that answers: the configured one, or an embedded JetStream server.
-func ensureNATS(natsURL, storeDir string) (string, func(), error) {
+// ensureNATS returns a JetStream-enabled NATS URL: the configured one, or an embedded server. note says which and
+// why. A NATS that answers without JetStream (Debian's nats-server package, whose stock /etc/nats-server.conf sets
+// only host and port) cannot carry the swarm: at the default URL zoea dev falls back to the embedded server and says
+// how to enable JetStream there; a URL the user chose (--nats-url, ZOEA_NATS_URL) is not second-guessed, it is an
+// error that says the same.
+func ensureNATS(ctx context.Context, natsURL, storeDir string, chosen bool) (url, note string, stop func(), err error) {
 	nc, err := nats.Connect(natsURL, nats.Timeout(time.Second), nats.MaxReconnects(0))
 	if err == nil {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err = swarmbus.CheckJetStream(cctx, nc)
+		cancel()
 		nc.Close()
-		return natsURL, func() {}, nil
+		switch {
+		case err == nil:
+			return natsURL, "nats: using " + natsURL, func() {}, nil
+		case !errors.Is(err, swarmbus.ErrNoJetStream):
+			return "", "", nil, fmt.Errorf("nats at %s: %w", natsURL, err)
+		case chosen:
+			return "", "", nil, fmt.Errorf("nats at %s: %w; or unset ZOEA_NATS_URL/--nats-url to use an embedded server", natsURL, err)
+		}
+		note = fmt.Sprintf("nats: %s answers but has no JetStream, which Zoea needs (to use it: `jetstream: enabled` in "+
+			"/etc/nats-server.conf, then restart it); started an embedded JetStream server at %%s", natsURL)
+	} else {
+		note = fmt.Sprintf("nats: nothing answered at %s; started an embedded JetStream server at %%s", natsURL)
 	}
 	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
 		StoreDir: storeDir, NoLog: true, NoSigs: true})
 	if err != nil {
-		return "", nil, fmt.Errorf("embedded nats: %w", err)
+		return "", "", nil, fmt.Errorf("embedded nats: %w", err)
 	}
 	srv.Start()
 	if !srv.ReadyForConnections(10 * time.Second) {
-		return "", nil, errors.New("embedded nats did not start")
+		srv.Shutdown()
+		return "", "", nil, errors.New("embedded nats did not start")
 	}
-	return srv.ClientURL(), func() { srv.Shutdown(); srv.WaitForShutdown() }, nil
+	return srv.ClientURL(), fmt.Sprintf(note, srv.ClientURL()), func() { srv.Shutdown(); srv.WaitForShutdown() }, nil
 }
 
 // startProc starts a service listening on addr, its output in logDir/<name>.log: a new log, or, when restart is
@@ -588,8 +614,8 @@ func renderProgress(out io.Writer, o *devOptions, elapsed time.Duration, list []
 		if e > 0 {
 			earners++
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\n", m.GetName(), stateName(m.GetState()), s.GetTurns(), credits, e,
-			clip(s.GetLastAction(), 40), clip(s.GetLastError(), 40))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\n", present.Safe(m.GetName()), stateName(m.GetState()), m.GetCurrentTurn(), credits, e,
+			clip(present.OneLine(s.GetLastAction()), 40), clip(present.OneLine(s.GetLastError()), 40))
 	}
 	tw.Flush()
 	return earners

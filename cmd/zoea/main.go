@@ -4,10 +4,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/zoeaswarm/zoea/cmd/zoea/internal/present"
 )
 
 var version = "dev"
@@ -17,8 +20,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	err := newRoot(version).ExecuteContext(ctx)
 	stop()
+	var code exitCode
+	if errors.As(err, &code) {
+		os.Exit(int(code)) // the console's child process has said why
+	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "zoea:", err)
+		fmt.Fprintln(os.Stderr, "zoea:", present.Safe(err.Error())) // an error may quote a model's text
 		os.Exit(1)
 	}
 }

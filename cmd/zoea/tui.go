@@ -29,6 +29,11 @@ enter focus (events, history, full last error) · p context preview · / filter 
 			if !isTerminal(cmd.OutOrStdout()) {
 				return present.Sentencef("zoea tui needs a terminal, and stdout is not one; use zoea list, zoea watch or zoea history for plain output")
 			}
+			if out, ok := cmd.OutOrStdout().(*os.File); ok {
+				if guarded, err := runGuarded(out, ""); guarded {
+					return err // termguard.go: the console ran in a child, and the terminal is restored
+				}
+			}
 			c, err := ep.dial()
 			if err != nil {
 				return err
@@ -50,7 +55,10 @@ func runConsole(ctx context.Context, c *clients, title string, ep *endpoints, no
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	m := tui.New(ctx, tui.GRPC{Swarm: c.swarm, Bus: c.bus, Memory: c.memory}, tui.Options{Title: title, CallTimeout: ep.timeout, Notices: notices})
-	_, err := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx)).Run()
+	// No signal handler of bubbletea's own: main's context already ends on SIGINT, SIGTERM and SIGHUP, and with both,
+	// a SIGTERM arriving as the context ends left bubbletea's handler blocked sending a quit message nobody reads,
+	// and the program waiting for it for ever (seen when the terminal guard died: the console never exited).
+	_, err := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx), tea.WithoutSignalHandler()).Run()
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return nil // Ctrl-C from outside, or the swarm stopping: not an error
 	}

@@ -211,7 +211,7 @@ func Connect(ctx context.Context, url string, opts Options) (*Bus, error) {
 	for attempt := 1; ; attempt++ {
 		// Bounded per attempt: a request the server drops (a subject this user may not publish) is never answered.
 		actx, cancel := context.WithTimeout(ctx, ensureAttemptTimeout)
-		err = b.ensure(actx)
+		err = ExplainNoJetStream(b.ensure(actx))
 		cancel()
 		if err == nil {
 			break
@@ -255,7 +255,7 @@ func (b *Bus) Ready(ctx context.Context) error {
 		name = "KV_" + b.names.LeaseBucket
 	}
 	if _, err := b.js.Stream(ctx, name); err != nil {
-		return fmt.Errorf("jetstream stream %s: %w", name, err)
+		return fmt.Errorf("jetstream stream %s: %w", name, ExplainNoJetStream(err))
 	}
 	return nil
 }

@@ -62,8 +62,8 @@ func Clip(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// OneLine collapses whitespace runs (newlines included) to single spaces.
-func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// OneLine collapses whitespace runs (newlines included) to single spaces, and escapes what Safe escapes.
+func OneLine(s string) string { return Safe(strings.Join(strings.Fields(s), " ")) }
 
 // Credits is the credits column: "?" while the game has not reported them.
 func Credits(s *runnerv1.MysisStatus) string {
@@ -297,12 +297,12 @@ func PreviewText(p Preview, clip int) []string {
 			if clip > 0 {
 				c = Clip(c, clip)
 			}
-			for _, l := range strings.Split(c, "\n") {
+			for _, l := range strings.Split(Safe(c), "\n") {
 				out = append(out, "    "+l)
 			}
 		}
 		for _, tc := range msg.GetToolCalls() {
-			out = append(out, fmt.Sprintf("    → %s(%s) id=%s", tc.GetName(), tc.GetArgumentsJson(), tc.GetId()))
+			out = append(out, Safe(fmt.Sprintf("    → %s(%s) id=%s", tc.GetName(), tc.GetArgumentsJson(), tc.GetId())))
 		}
 	}
 	if len(p.Dropped) > 0 {

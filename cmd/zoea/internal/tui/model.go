@@ -438,7 +438,7 @@ func (m *Model) visible() []*runnerv1.MysisStatus {
 		case "state":
 			c = cmp.Compare(present.State(a.GetMysis().GetState()), present.State(b.GetMysis().GetState()))
 		case "turns":
-			c = cmp.Compare(b.GetTurns(), a.GetTurns())
+			c = cmp.Compare(b.GetMysis().GetCurrentTurn(), a.GetMysis().GetCurrentTurn())
 		case "credits":
 			c = cmp.Compare(b.GetCredits(), a.GetCredits())
 		case "last action":

@@ -107,7 +107,7 @@ func (m *Model) columns() []column {
 		{title: "PROVIDER/MODEL", width: 20, cell: func(s *runnerv1.MysisStatus) string {
 			return s.GetMysis().GetProvider() + "/" + s.GetMysis().GetModel()
 		}},
-		{title: "TURNS", width: 5, right: true, cell: func(s *runnerv1.MysisStatus) string { return fmt.Sprint(s.GetTurns()) }},
+		{title: "TURNS", width: 5, right: true, cell: func(s *runnerv1.MysisStatus) string { return fmt.Sprint(s.GetMysis().GetCurrentTurn()) }},
 		{title: "CREDITS", width: 8, right: true, cell: present.Credits},
 		// Tokens compact (1.1M), so a long-running mysis's count is never cut short; the focus view has it exact.
 		{title: "TOKENS", width: 7, right: true, cell: func(s *runnerv1.MysisStatus) string { t, _ := present.UsageCompact(s); return t }},
@@ -195,7 +195,7 @@ func (m *Model) swarmView() []string {
 	for _, st := range vis[start:min(len(vis), start+room)] {
 		var cells []string
 		for _, c := range cols {
-			cell := pad(c.cell(st), c.width, c.right)
+			cell := pad(present.Safe(c.cell(st)), c.width, c.right)
 			if c.title == "STATE" {
 				if style, ok := stateStyles[st.GetMysis().GetState()]; ok {
 					cell = style.Render(cell)
@@ -225,8 +225,8 @@ func (m *Model) focusHeader() string {
 	if r := mm.GetStateReason(); r != "" {
 		state += " (" + r + ")"
 	}
-	return titleStyle.Render(fmt.Sprintf("%s · %s · %s/%s · turn %d · credits %s · tokens %s · cost %s",
-		mm.GetName(), state, mm.GetProvider(), mm.GetModel(), mm.GetCurrentTurn(), present.Credits(st), tokens, cost))
+	return titleStyle.Render(present.Safe(fmt.Sprintf("%s · %s · %s/%s · turn %d · credits %s · tokens %s · cost %s",
+		mm.GetName(), state, mm.GetProvider(), mm.GetModel(), mm.GetCurrentTurn(), present.Credits(st), tokens, cost)))
 }
 
 // focusBody is the scrolling part of the focus view: last action, the full last error, live events, history.
@@ -238,10 +238,10 @@ func (m *Model) focusBody() string {
 	if at := st.GetLastActionAt(); at != nil && action != "" {
 		action += " at " + at.AsTime().Local().Format("15:04:05")
 	}
-	b = append(b, "last action: "+or(action, "none yet"))
+	b = append(b, "last action: "+present.Safe(or(action, "none yet")))
 	if e := st.GetLastError(); e != "" {
 		b = append(b, errStyle.Render("last error:"))
-		for _, l := range strings.Split(lipgloss.NewStyle().Width(w-2).Render(e), "\n") {
+		for _, l := range strings.Split(lipgloss.NewStyle().Width(w-2).Render(present.Safe(e)), "\n") {
 			b = append(b, "  "+l)
 		}
 	} else {
@@ -253,7 +253,7 @@ func (m *Model) focusBody() string {
 		b = append(b, dimStyle.Render("  none since the console started"))
 	}
 	for i := len(evs) - 1; i >= 0 && i >= len(evs)-12; i-- {
-		b = append(b, fmt.Sprintf("  %s  %s", evs[i].at.Local().Format("15:04:05"), evs[i].text))
+		b = append(b, fmt.Sprintf("  %s  %s", evs[i].at.Local().Format("15:04:05"), present.Safe(evs[i].text)))
 	}
 	b = append(b, "", headStyle.Render("recent history"))
 	if m.histErr != "" {
@@ -266,7 +266,7 @@ func (m *Model) focusBody() string {
 			line += ": " + c
 		}
 		for _, tc := range mem.GetToolCalls() {
-			line += fmt.Sprintf(" → %s(%s)", tc.GetName(), tc.GetArgumentsJson())
+			line += present.Safe(fmt.Sprintf(" → %s(%s)", tc.GetName(), tc.GetArgumentsJson()))
 		}
 		b = append(b, line)
 	}

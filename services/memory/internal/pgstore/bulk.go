@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -137,9 +138,6 @@ func (s *Store) DropSecondaryIndexes(ctx context.Context) ([]IndexDef, error) {
 	defs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (IndexDef, error) {
 		var d IndexDef
 		err := r.Scan(&d.Name, &d.SQL)
-		// An index of the partitioned table (00008) is defined "ON ONLY memories"; rebuilt without ONLY, it is
-		// built on every partition too.
-		d.SQL = strings.Replace(d.SQL, " ON ONLY ", " ON ", 1)
 		return d, err
 	})
 	if err != nil {
@@ -153,15 +151,53 @@ func (s *Store) DropSecondaryIndexes(ctx context.Context) ([]IndexDef, error) {
 	return defs, nil
 }
 
+// onOnly marks the definition of an index of a partitioned table (00008): "CREATE INDEX x ON ONLY memories …".
+const onOnly = " ON ONLY "
+
 // RecreateIndexes builds indexes from their definitions on up to parallel connections at once, each with
 // maintenance_work_mem set to workMem (e.g. "512MB") for its session.
+//
+// An index of the partitioned table is built the way Postgres documents for large tables: the parent index ON ONLY
+// the parent (instant, invalid), then one named index per partition, each attached to it (the parent becomes valid
+// with the last). The partitions' copies are named here (<index>_pNN): left to Postgres, two indexes on the same
+// columns built at once pick the same generated name for their partition copies and one build fails with
+// "duplicate key value violates unique constraint pg_class_relname_nsp_index".
 func (s *Store) RecreateIndexes(ctx context.Context, defs []IndexDef, workMem string, parallel int) error {
 	if parallel < 1 {
 		parallel = 1
 	}
-	work := make(chan IndexDef, len(defs))
+	parts, err := s.memoryPartitions(ctx)
+	if err != nil {
+		return err
+	}
+	var jobs []indexJob
 	for _, d := range defs {
-		work <- d
+		i := strings.Index(d.SQL, onOnly)
+		if i < 0 || len(parts) == 0 {
+			jobs = append(jobs, indexJob{name: d.Name, sql: d.SQL})
+			continue
+		}
+		// The parent first, on its own: the partition builds attach to it.
+		if _, err := s.pool.Exec(ctx, d.SQL); err != nil {
+			return dbErr(err, "create index "+d.Name)
+		}
+		head, tail := d.SQL[:i], d.SQL[i+len(onOnly):] // "CREATE INDEX name", "memories USING …"
+		quoted := pgx.Identifier{d.Name}.Sanitize()
+		if !strings.HasSuffix(head, " "+d.Name) && !strings.HasSuffix(head, " "+quoted) {
+			return fmt.Errorf("recreate index %s: unexpected definition %q", d.Name, d.SQL)
+		}
+		verb := head[:strings.LastIndexByte(head, ' ')] // "CREATE [UNIQUE] INDEX"
+		using := tail[strings.IndexByte(tail, ' '):]    // " USING …"
+		for _, p := range parts {
+			child := partitionIndexName(d.Name, p.suffix)
+			jobs = append(jobs, indexJob{name: child,
+				sql:    verb + " " + pgx.Identifier{child}.Sanitize() + " ON " + pgx.Identifier{p.schema, p.name}.Sanitize() + using,
+				attach: `ALTER INDEX ` + quoted + ` ATTACH PARTITION ` + pgx.Identifier{p.schema, child}.Sanitize()})
+		}
+	}
+	work := make(chan indexJob, len(jobs))
+	for _, j := range jobs {
+		work <- j
 	}
 	close(work)
 	errc := make(chan error, parallel)
@@ -178,9 +214,14 @@ func (s *Store) RecreateIndexes(ctx context.Context, defs []IndexDef, workMem st
 						return dbErr(err, "set maintenance_work_mem")
 					}
 				}
-				for d := range work {
-					if _, err := conn.Exec(ctx, d.SQL); err != nil {
-						return dbErr(err, "create index "+d.Name)
+				for j := range work {
+					if _, err := conn.Exec(ctx, j.sql); err != nil {
+						return dbErr(err, "create index "+j.name)
+					}
+					if j.attach != "" {
+						if _, err := conn.Exec(ctx, j.attach); err != nil {
+							return dbErr(err, "attach index "+j.name)
+						}
 					}
 				}
 				return nil
@@ -196,9 +237,43 @@ func (s *Store) RecreateIndexes(ctx context.Context, defs []IndexDef, workMem st
 	if first != nil {
 		return first
 	}
-	// Partitions' copies get their <index>_pNN names back (00008), as error handling expects.
-	_, err := s.pool.Exec(ctx, `SELECT zoea_name_partition_indexes('memories'::regclass)`)
+	// Copies built by an older definition keep the <index>_pNN names error handling expects (00008).
+	_, err = s.pool.Exec(ctx, `SELECT zoea_name_partition_indexes('memories'::regclass)`)
 	return dbErr(err, "name partition indexes")
+}
+
+// indexJob is one index build; attach, when set, attaches the built partition index to its parent.
+type indexJob struct {
+	name, sql, attach string
+}
+
+// partition is one leaf of the memories table; suffix is the NN of memories_pNN.
+type partition struct {
+	schema, name, suffix string
+}
+
+// memoryPartitions lists the leaf partitions of memories (none when the table is not partitioned).
+func (s *Store) memoryPartitions(ctx context.Context) ([]partition, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT n.nspname, c.relname, right(c.relname, 2)
+		FROM pg_partition_tree('memories') t JOIN pg_class c ON c.oid = t.relid JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE t.isleaf AND t.level > 0 ORDER BY c.relname`)
+	if err != nil {
+		return nil, dbErr(err, "list partitions")
+	}
+	ps, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (partition, error) {
+		var p partition
+		return p, r.Scan(&p.schema, &p.name, &p.suffix)
+	})
+	return ps, dbErr(err, "list partitions")
+}
+
+// partitionIndexName is the name zoea_name_partition_indexes (00008) gives a partition's copy of index.
+func partitionIndexName(index, suffix string) string {
+	if len(index) > 59 {
+		index = index[:59]
+	}
+	return index + "_p" + suffix
 }
 
 // SizeStats describes the on-disk size of the memories table.

@@ -398,6 +398,8 @@ func (l live) Status(id string) (mysis.Status, bool) {
 
 func (l live) Owner(id string) string { return l.mgr.Owner(id) }
 
+func (l live) Silent(id string) (time.Time, bool) { return l.mgr.Silent(id) }
+
 // registry adapts llm.Registry to mysis.Providers.
 type registry struct{ r *llm.Registry }
 

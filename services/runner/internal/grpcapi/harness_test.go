@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -76,10 +77,11 @@ type mapLive struct {
 	mu     sync.Mutex
 	status map[string]mysis.Status
 	owner  map[string]string
+	silent map[string]time.Time
 }
 
 func newLive() *mapLive {
-	return &mapLive{status: map[string]mysis.Status{}, owner: map[string]string{}}
+	return &mapLive{status: map[string]mysis.Status{}, owner: map[string]string{}, silent: map[string]time.Time{}}
 }
 
 func (l *mapLive) set(id, owner string, st *mysis.Status) {
@@ -102,6 +104,13 @@ func (l *mapLive) Owner(id string) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.owner[id]
+}
+
+func (l *mapLive) Silent(id string) (time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, ok := l.silent[id]
+	return t, ok
 }
 
 // recComposer is a ComposerService that records requests and answers resp, or err.

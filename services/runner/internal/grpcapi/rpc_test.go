@@ -789,3 +789,36 @@ func TestConfigureAndCreateRefuseOversizedFields(t *testing.T) {
 		t.Errorf("oversized creates reached memory %d times", n)
 	}
 }
+
+// A mysis whose lease holder stopped renewing it (a runner killed) says until when its play is paused; one whose
+// holder is live, or that has no holder, does not.
+func TestListMysesSaysWhenPlayIsPausedForALease(t *testing.T) {
+	live := newLive()
+	s := startSwarm(t, Defaults{}, live)
+	a := addMysis(t, s.mem, "alpha", "autopilot", "autopilot")
+	b := addMysis(t, s.mem, "bravo", "autopilot", "autopilot")
+	c := addMysis(t, s.mem, "charlie", "autopilot", "autopilot")
+	until := time.Date(2026, 11, 26, 20, 0, 15, 0, time.UTC)
+	live.set(a.GetId(), "runner-dead", &mysis.Status{Credits: 900, Turns: 44})
+	live.set(b.GetId(), "runner-live", &mysis.Status{Credits: 100, Turns: 2})
+	live.mu.Lock()
+	live.silent[a.GetId()] = until
+	live.silent[c.GetId()] = until // no owner any more: nothing is paused
+	live.mu.Unlock()
+	resp, err := s.api.ListMyses(context.Background(), &runnerv1.ListMysesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*runnerv1.MysisStatus{}
+	for _, m := range resp.GetMyses() {
+		got[m.GetMysis().GetName()] = m
+	}
+	if p := got["alpha"].GetPausedUntil(); p == nil || !p.AsTime().Equal(until) {
+		t.Errorf("alpha (silent holder): paused_until %v, want %v", p, until)
+	}
+	for _, name := range []string{"bravo", "charlie"} {
+		if p := got[name].GetPausedUntil(); p != nil {
+			t.Errorf("%s: paused_until %v, want none", name, p.AsTime())
+		}
+	}
+}

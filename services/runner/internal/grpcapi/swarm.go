@@ -8,6 +8,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -36,6 +37,8 @@ type Live interface {
 	Status(id string) (mysis.Status, bool)
 	// Owner is the replica holding the mysis's lease, "" when none.
 	Owner(id string) string
+	// Silent reports a lease whose holder stopped renewing it, and when it expires at the latest.
+	Silent(id string) (expires time.Time, ok bool)
 }
 
 // Defaults apply to CreateMysis fields left empty.
@@ -138,6 +141,9 @@ func (s *Server) resolveField(ctx context.Context, field, ref string) (*memoryv1
 
 func (s *Server) statusOf(m *memoryv1.Mysis) *runnerv1.MysisStatus {
 	out := &runnerv1.MysisStatus{Mysis: m, Owner: s.live.Owner(m.GetId()), Credits: -1}
+	if until, ok := s.live.Silent(m.GetId()); ok && out.Owner != "" {
+		out.PausedUntil = timestamppb.New(until)
+	}
 	if st, ok := s.live.Status(m.GetId()); ok {
 		out.LastAction, out.Credits, out.Turns, out.LastError = st.LastAction, st.Credits, st.Turns, st.LastError
 		if !st.LastActionAt.IsZero() {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -19,6 +20,7 @@ type noLive struct{}
 
 func (noLive) Status(string) (mysis.Status, bool) { return mysis.Status{}, false }
 func (noLive) Owner(string) string                { return "" }
+func (noLive) Silent(string) (time.Time, bool)    { return time.Time{}, false }
 
 // Bad input is rejected before any call to the memory service (the nil client would panic), as InvalidArgument
 // naming the field.

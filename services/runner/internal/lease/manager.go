@@ -627,6 +627,28 @@ func (m *Manager) holderLocked(id string) string {
 	return o.holder
 }
 
+// Silent reports a mysis whose lease holder (another replica) has not been heard renewing it for over half a TTL,
+// though it renews every third of one: that replica has most likely stopped, and the mysis's play is paused until
+// the lease expires, at the latest at the returned time, when a live replica takes it over.
+func (m *Manager) Silent(id string) (expires time.Time, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	o, known := m.owners[id]
+	if !known || o.holder == m.leases.Holder() {
+		return time.Time{}, false
+	}
+	return silentUntil(o.at, m.leases.TTL(), time.Now())
+}
+
+// silentUntil is Silent's rule for a holder last heard at heard: silent after half a TTL, until heard+TTL.
+func silentUntil(heard time.Time, ttl time.Duration, now time.Time) (time.Time, bool) {
+	expires := heard.Add(ttl)
+	if now.Sub(heard) <= ttl/2 || !now.Before(expires) {
+		return time.Time{}, false
+	}
+	return expires, true
+}
+
 // Local returns the live status of a mysis run by this replica.
 func (m *Manager) Local(id string) (mysis.Status, bool) {
 	m.mu.Lock()

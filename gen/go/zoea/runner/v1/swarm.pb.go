@@ -46,7 +46,11 @@ type MysisStatus struct {
 	// Everything this mysis's LLM calls used and cost (all time).
 	Usage *v1.UsageTotals `protobuf:"bytes,8,opt,name=usage,proto3" json:"usage,omitempty"`
 	// The spend limits that apply to it: its own where set, else the configured defaults.
-	SpendLimits   []*v1.SpendLimit `protobuf:"bytes,9,rep,name=spend_limits,json=spendLimits,proto3" json:"spend_limits,omitempty"`
+	SpendLimits []*v1.SpendLimit `protobuf:"bytes,9,rep,name=spend_limits,json=spendLimits,proto3" json:"spend_limits,omitempty"`
+	// Set when the replica holding its lease has stopped renewing it (it has most likely died): play is paused until
+	// the lease expires, at the latest at this time, when another replica takes it over. Until then credits, last
+	// action and turns are as that replica last reported them.
+	PausedUntil   *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=paused_until,json=pausedUntil,proto3" json:"paused_until,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -140,6 +144,13 @@ func (x *MysisStatus) GetUsage() *v1.UsageTotals {
 func (x *MysisStatus) GetSpendLimits() []*v1.SpendLimit {
 	if x != nil {
 		return x.SpendLimits
+	}
+	return nil
+}
+
+func (x *MysisStatus) GetPausedUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PausedUntil
 	}
 	return nil
 }
@@ -1275,7 +1286,7 @@ var File_zoea_runner_v1_swarm_proto protoreflect.FileDescriptor
 
 const file_zoea_runner_v1_swarm_proto_rawDesc = "" +
 	"\n" +
-	"\x1azoea/runner/v1/swarm.proto\x12\x0ezoea.runner.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1fzoea/composer/v1/composer.proto\x1a\x1bzoea/memory/v1/memory.proto\"\xf4\x02\n" +
+	"\x1azoea/runner/v1/swarm.proto\x12\x0ezoea.runner.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1fzoea/composer/v1/composer.proto\x1a\x1bzoea/memory/v1/memory.proto\"\xb3\x03\n" +
 	"\vMysisStatus\x12+\n" +
 	"\x05mysis\x18\x01 \x01(\v2\x15.zoea.memory.v1.MysisR\x05mysis\x12\x14\n" +
 	"\x05owner\x18\x02 \x01(\tR\x05owner\x12\x1f\n" +
@@ -1287,7 +1298,9 @@ const file_zoea_runner_v1_swarm_proto_rawDesc = "" +
 	"\n" +
 	"last_error\x18\a \x01(\tR\tlastError\x121\n" +
 	"\x05usage\x18\b \x01(\v2\x1b.zoea.memory.v1.UsageTotalsR\x05usage\x12=\n" +
-	"\fspend_limits\x18\t \x03(\v2\x1a.zoea.memory.v1.SpendLimitR\vspendLimits\"\xcc\x01\n" +
+	"\fspend_limits\x18\t \x03(\v2\x1a.zoea.memory.v1.SpendLimitR\vspendLimits\x12=\n" +
+	"\fpaused_until\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\vpausedUntil\"\xcc\x01\n" +
 	"\x12CreateMysisRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x14\n" +
@@ -1423,49 +1436,50 @@ var file_zoea_runner_v1_swarm_proto_depIdxs = []int32{
 	22, // 1: zoea.runner.v1.MysisStatus.last_action_at:type_name -> google.protobuf.Timestamp
 	23, // 2: zoea.runner.v1.MysisStatus.usage:type_name -> zoea.memory.v1.UsageTotals
 	24, // 3: zoea.runner.v1.MysisStatus.spend_limits:type_name -> zoea.memory.v1.SpendLimit
-	0,  // 4: zoea.runner.v1.CreateMysisResponse.status:type_name -> zoea.runner.v1.MysisStatus
-	25, // 5: zoea.runner.v1.ListMysesRequest.state:type_name -> zoea.memory.v1.MysisState
-	0,  // 6: zoea.runner.v1.ListMysesResponse.myses:type_name -> zoea.runner.v1.MysisStatus
-	0,  // 7: zoea.runner.v1.GetMysisResponse.status:type_name -> zoea.runner.v1.MysisStatus
-	0,  // 8: zoea.runner.v1.StartMysisResponse.status:type_name -> zoea.runner.v1.MysisStatus
-	0,  // 9: zoea.runner.v1.StopMysisResponse.status:type_name -> zoea.runner.v1.MysisStatus
-	0,  // 10: zoea.runner.v1.ConfigureMysisResponse.status:type_name -> zoea.runner.v1.MysisStatus
-	26, // 11: zoea.runner.v1.PreviewContextRequest.policy:type_name -> zoea.composer.v1.Policy
-	27, // 12: zoea.runner.v1.PreviewContextResponse.messages:type_name -> zoea.composer.v1.ChatMessage
-	28, // 13: zoea.runner.v1.PreviewContextResponse.manifest:type_name -> zoea.composer.v1.Manifest
-	29, // 14: zoea.runner.v1.PreviewContextResponse.encouragement:type_name -> zoea.composer.v1.Encouragement
-	22, // 15: zoea.runner.v1.GetUsageRequest.from:type_name -> google.protobuf.Timestamp
-	22, // 16: zoea.runner.v1.GetUsageRequest.to:type_name -> google.protobuf.Timestamp
-	30, // 17: zoea.runner.v1.GetUsageRequest.group_by:type_name -> zoea.memory.v1.UsageGroup
-	23, // 18: zoea.runner.v1.GetUsageResponse.total:type_name -> zoea.memory.v1.UsageTotals
-	31, // 19: zoea.runner.v1.GetUsageResponse.rows:type_name -> zoea.memory.v1.UsageRow
-	24, // 20: zoea.runner.v1.SetSpendLimitsRequest.limits:type_name -> zoea.memory.v1.SpendLimit
-	0,  // 21: zoea.runner.v1.SetSpendLimitsResponse.status:type_name -> zoea.runner.v1.MysisStatus
-	1,  // 22: zoea.runner.v1.SwarmService.CreateMysis:input_type -> zoea.runner.v1.CreateMysisRequest
-	3,  // 23: zoea.runner.v1.SwarmService.ListMyses:input_type -> zoea.runner.v1.ListMysesRequest
-	5,  // 24: zoea.runner.v1.SwarmService.GetMysis:input_type -> zoea.runner.v1.GetMysisRequest
-	7,  // 25: zoea.runner.v1.SwarmService.StartMysis:input_type -> zoea.runner.v1.StartMysisRequest
-	9,  // 26: zoea.runner.v1.SwarmService.StopMysis:input_type -> zoea.runner.v1.StopMysisRequest
-	11, // 27: zoea.runner.v1.SwarmService.ConfigureMysis:input_type -> zoea.runner.v1.ConfigureMysisRequest
-	13, // 28: zoea.runner.v1.SwarmService.DeleteMysis:input_type -> zoea.runner.v1.DeleteMysisRequest
-	15, // 29: zoea.runner.v1.SwarmService.PreviewContext:input_type -> zoea.runner.v1.PreviewContextRequest
-	17, // 30: zoea.runner.v1.SwarmService.GetUsage:input_type -> zoea.runner.v1.GetUsageRequest
-	19, // 31: zoea.runner.v1.SwarmService.SetSpendLimits:input_type -> zoea.runner.v1.SetSpendLimitsRequest
-	2,  // 32: zoea.runner.v1.SwarmService.CreateMysis:output_type -> zoea.runner.v1.CreateMysisResponse
-	4,  // 33: zoea.runner.v1.SwarmService.ListMyses:output_type -> zoea.runner.v1.ListMysesResponse
-	6,  // 34: zoea.runner.v1.SwarmService.GetMysis:output_type -> zoea.runner.v1.GetMysisResponse
-	8,  // 35: zoea.runner.v1.SwarmService.StartMysis:output_type -> zoea.runner.v1.StartMysisResponse
-	10, // 36: zoea.runner.v1.SwarmService.StopMysis:output_type -> zoea.runner.v1.StopMysisResponse
-	12, // 37: zoea.runner.v1.SwarmService.ConfigureMysis:output_type -> zoea.runner.v1.ConfigureMysisResponse
-	14, // 38: zoea.runner.v1.SwarmService.DeleteMysis:output_type -> zoea.runner.v1.DeleteMysisResponse
-	16, // 39: zoea.runner.v1.SwarmService.PreviewContext:output_type -> zoea.runner.v1.PreviewContextResponse
-	18, // 40: zoea.runner.v1.SwarmService.GetUsage:output_type -> zoea.runner.v1.GetUsageResponse
-	20, // 41: zoea.runner.v1.SwarmService.SetSpendLimits:output_type -> zoea.runner.v1.SetSpendLimitsResponse
-	32, // [32:42] is the sub-list for method output_type
-	22, // [22:32] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	22, // 4: zoea.runner.v1.MysisStatus.paused_until:type_name -> google.protobuf.Timestamp
+	0,  // 5: zoea.runner.v1.CreateMysisResponse.status:type_name -> zoea.runner.v1.MysisStatus
+	25, // 6: zoea.runner.v1.ListMysesRequest.state:type_name -> zoea.memory.v1.MysisState
+	0,  // 7: zoea.runner.v1.ListMysesResponse.myses:type_name -> zoea.runner.v1.MysisStatus
+	0,  // 8: zoea.runner.v1.GetMysisResponse.status:type_name -> zoea.runner.v1.MysisStatus
+	0,  // 9: zoea.runner.v1.StartMysisResponse.status:type_name -> zoea.runner.v1.MysisStatus
+	0,  // 10: zoea.runner.v1.StopMysisResponse.status:type_name -> zoea.runner.v1.MysisStatus
+	0,  // 11: zoea.runner.v1.ConfigureMysisResponse.status:type_name -> zoea.runner.v1.MysisStatus
+	26, // 12: zoea.runner.v1.PreviewContextRequest.policy:type_name -> zoea.composer.v1.Policy
+	27, // 13: zoea.runner.v1.PreviewContextResponse.messages:type_name -> zoea.composer.v1.ChatMessage
+	28, // 14: zoea.runner.v1.PreviewContextResponse.manifest:type_name -> zoea.composer.v1.Manifest
+	29, // 15: zoea.runner.v1.PreviewContextResponse.encouragement:type_name -> zoea.composer.v1.Encouragement
+	22, // 16: zoea.runner.v1.GetUsageRequest.from:type_name -> google.protobuf.Timestamp
+	22, // 17: zoea.runner.v1.GetUsageRequest.to:type_name -> google.protobuf.Timestamp
+	30, // 18: zoea.runner.v1.GetUsageRequest.group_by:type_name -> zoea.memory.v1.UsageGroup
+	23, // 19: zoea.runner.v1.GetUsageResponse.total:type_name -> zoea.memory.v1.UsageTotals
+	31, // 20: zoea.runner.v1.GetUsageResponse.rows:type_name -> zoea.memory.v1.UsageRow
+	24, // 21: zoea.runner.v1.SetSpendLimitsRequest.limits:type_name -> zoea.memory.v1.SpendLimit
+	0,  // 22: zoea.runner.v1.SetSpendLimitsResponse.status:type_name -> zoea.runner.v1.MysisStatus
+	1,  // 23: zoea.runner.v1.SwarmService.CreateMysis:input_type -> zoea.runner.v1.CreateMysisRequest
+	3,  // 24: zoea.runner.v1.SwarmService.ListMyses:input_type -> zoea.runner.v1.ListMysesRequest
+	5,  // 25: zoea.runner.v1.SwarmService.GetMysis:input_type -> zoea.runner.v1.GetMysisRequest
+	7,  // 26: zoea.runner.v1.SwarmService.StartMysis:input_type -> zoea.runner.v1.StartMysisRequest
+	9,  // 27: zoea.runner.v1.SwarmService.StopMysis:input_type -> zoea.runner.v1.StopMysisRequest
+	11, // 28: zoea.runner.v1.SwarmService.ConfigureMysis:input_type -> zoea.runner.v1.ConfigureMysisRequest
+	13, // 29: zoea.runner.v1.SwarmService.DeleteMysis:input_type -> zoea.runner.v1.DeleteMysisRequest
+	15, // 30: zoea.runner.v1.SwarmService.PreviewContext:input_type -> zoea.runner.v1.PreviewContextRequest
+	17, // 31: zoea.runner.v1.SwarmService.GetUsage:input_type -> zoea.runner.v1.GetUsageRequest
+	19, // 32: zoea.runner.v1.SwarmService.SetSpendLimits:input_type -> zoea.runner.v1.SetSpendLimitsRequest
+	2,  // 33: zoea.runner.v1.SwarmService.CreateMysis:output_type -> zoea.runner.v1.CreateMysisResponse
+	4,  // 34: zoea.runner.v1.SwarmService.ListMyses:output_type -> zoea.runner.v1.ListMysesResponse
+	6,  // 35: zoea.runner.v1.SwarmService.GetMysis:output_type -> zoea.runner.v1.GetMysisResponse
+	8,  // 36: zoea.runner.v1.SwarmService.StartMysis:output_type -> zoea.runner.v1.StartMysisResponse
+	10, // 37: zoea.runner.v1.SwarmService.StopMysis:output_type -> zoea.runner.v1.StopMysisResponse
+	12, // 38: zoea.runner.v1.SwarmService.ConfigureMysis:output_type -> zoea.runner.v1.ConfigureMysisResponse
+	14, // 39: zoea.runner.v1.SwarmService.DeleteMysis:output_type -> zoea.runner.v1.DeleteMysisResponse
+	16, // 40: zoea.runner.v1.SwarmService.PreviewContext:output_type -> zoea.runner.v1.PreviewContextResponse
+	18, // 41: zoea.runner.v1.SwarmService.GetUsage:output_type -> zoea.runner.v1.GetUsageResponse
+	20, // 42: zoea.runner.v1.SwarmService.SetSpendLimits:output_type -> zoea.runner.v1.SetSpendLimitsResponse
+	33, // [33:43] is the sub-list for method output_type
+	23, // [23:33] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_zoea_runner_v1_swarm_proto_init() }

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// stream renders events as go test -json would.
+func stream(t *testing.T, evs ...event) string {
+	t.Helper()
+	var b strings.Builder
+	for _, e := range evs {
+		j, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(j)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func TestProgressShowsResultsFailuresAndSlowTestsOnly(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 20, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	const a, b = "github.com/zoeaswarm/zoea/cmd/zoea", "github.com/zoeaswarm/zoea/libs/names"
+	in := stream(t,
+		event{Time: at(0), Action: "start", Package: a},
+		event{Time: at(0), Action: "start", Package: b},
+		event{Time: at(0), Action: "run", Package: b, Test: "TestQuick"},
+		event{Time: at(0), Action: "output", Package: b, Test: "TestQuick", Output: "=== RUN   TestQuick\n"},
+		event{Time: at(0), Action: "output", Package: b, Test: "TestQuick", Output: "    x_test.go:1: quick chatter\n"},
+		event{Time: at(0), Action: "pass", Package: b, Test: "TestQuick"},
+		event{Time: at(0), Action: "run", Package: b, Test: "TestBroken"},
+		event{Time: at(0), Action: "output", Package: b, Test: "TestBroken", Output: "    x_test.go:9: got 1, want 2\n"},
+		event{Time: at(0), Action: "output", Package: b, Test: "TestBroken", Output: "--- FAIL: TestBroken (0.00s)\n"},
+		event{Time: at(0), Action: "fail", Package: b, Test: "TestBroken", Elapsed: 0.01},
+		event{Time: at(0), Action: "output", Package: b, Output: "FAIL\n"},
+		event{Time: at(0), Action: "output", Package: b, Output: "FAIL\t" + b + "\t0.02s\n"},
+		event{Time: at(0), Action: "fail", Package: b},
+		event{Time: at(0), Action: "run", Package: a, Test: "TestSwarm"},
+		event{Time: at(1), Action: "output", Package: a, Test: "TestSwarm", Output: "    dev_test.go:1: built the services\n"},
+		event{Time: at(30), Action: "output", Package: a, Test: "TestSwarm", Output: "    dev_test.go:2: three myses earned credits\n"},
+		event{Time: at(31), Action: "pass", Package: a, Test: "TestSwarm"},
+		event{Time: at(31), Action: "output", Package: a, Output: "PASS\n"},
+		event{Time: at(31), Action: "output", Package: a, Output: "ok  \t" + a + "\t31.0s\n"},
+		event{Time: at(31), Action: "pass", Package: a},
+	)
+	var out strings.Builder
+	err := newProgress(&out, func() time.Time { return at(31) }).run(strings.NewReader(in), nil)
+	got := out.String()
+	if err == nil || !strings.Contains(err.Error(), "1 package(s) failed") {
+		t.Errorf("a failed package must fail the run: %v", err)
+	}
+	for _, want := range []string{
+		"    x_test.go:9: got 1, want 2\n--- FAIL: TestBroken (0.01s) in " + b + "\n",
+		"FAIL\t" + b + "\t0.02s\n",
+		"  [cmd/zoea TestSwarm 30s]     dev_test.go:1: built the services\n", // held back until the test was slow
+		"  [cmd/zoea TestSwarm 30s]     dev_test.go:2: three myses earned credits\n",
+		"ok  \t" + a + "\t31.0s\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	for _, noise := range []string{"quick chatter", "=== RUN", "PASS\n"} {
+		if strings.Contains(got, noise) {
+			t.Errorf("output has %q:\n%s", noise, got)
+		}
+	}
+	if !strings.HasSuffix(got, "ok  \t"+a+"\t31.0s\n") {
+		t.Errorf("the last line must be go test's own result line:\n%s", got)
+	}
+}
+
+func TestProgressSaysWhatIsStillRunning(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 20, 0, 0, 0, time.UTC)
+	const a = "github.com/zoeaswarm/zoea/cmd/zoea"
+	in := stream(t,
+		event{Time: t0, Action: "start", Package: a},
+		event{Time: t0, Action: "run", Package: a, Test: "TestSwarm"},
+	)
+	var out strings.Builder
+	p := newProgress(&out, func() time.Time { return t0.Add(3 * time.Minute) })
+	for _, l := range strings.Split(strings.TrimSpace(in), "\n") {
+		p.line([]byte(l))
+	}
+	p.heartbeat()
+	if want := "… still running: cmd/zoea (longest: cmd/zoea TestSwarm, 3m0s)\n"; out.String() != want {
+		t.Errorf("got %q, want %q", out.String(), want)
+	}
+	if err := p.end(); err == nil || !strings.Contains(err.Error(), "without a result for "+a) {
+		t.Errorf("a stream that stops mid-package must fail: %v", err)
+	}
+}
