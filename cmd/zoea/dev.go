@@ -421,8 +421,10 @@ func ensureNATS(ctx context.Context, natsURL, storeDir string, chosen bool) (url
 	} else {
 		note = fmt.Sprintf("nats: nothing answered at %s; started an embedded JetStream server at %%s", natsURL)
 	}
+	// SyncAlways: fsync before acknowledging, as every shipped NATS config does (docs/OPERATIONS.md "NATS"), so an
+	// acknowledged broadcast survives the machine losing power, not just the process dying.
 	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
-		StoreDir: storeDir, NoLog: true, NoSigs: true})
+		StoreDir: storeDir, SyncAlways: true, NoLog: true, NoSigs: true})
 	if err != nil {
 		return "", "", nil, fmt.Errorf("embedded nats: %w", err)
 	}
