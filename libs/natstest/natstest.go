@@ -42,7 +42,15 @@ func StartWith(tb testing.TB, configure func(*server.Options)) *server.Server {
 // the test ends.
 func run(tb testing.TB, opts *server.Options) *server.Server {
 	tb.Helper()
-	opts.Host, opts.JetStream, opts.NoLog, opts.NoSigs = "127.0.0.1", true, true, true
+	opts.JetStream = true
+	return serve(tb, opts)
+}
+
+// serve starts an in-process server on 127.0.0.1 with opts as given (JetStream only if opts asks for it) and stops
+// it when the test ends.
+func serve(tb testing.TB, opts *server.Options) *server.Server {
+	tb.Helper()
+	opts.Host, opts.NoLog, opts.NoSigs = "127.0.0.1", true, true
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		tb.Fatalf("natstest: %v", err)

@@ -2,7 +2,6 @@ package natstest
 
 import (
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 )
@@ -12,17 +11,5 @@ import (
 // responders. Tests use it to check that each component names JetStream when it is missing.
 func StartWithoutJetStream(tb testing.TB) *server.Server {
 	tb.Helper()
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoLog: true, NoSigs: true})
-	if err != nil {
-		tb.Fatalf("natstest: %v", err)
-	}
-	srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		tb.Fatal("natstest: server not ready")
-	}
-	tb.Cleanup(func() {
-		srv.Shutdown()
-		srv.WaitForShutdown()
-	})
-	return srv
+	return serve(tb, &server.Options{Port: server.RANDOM_PORT})
 }
