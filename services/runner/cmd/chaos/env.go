@@ -217,17 +217,26 @@ func (n *natsNode) waitHealthy(ctx context.Context, within time.Duration) error 
 	}
 }
 
-// streamLeader names the node leading the swarm's message stream (the stream that is not a KV bucket).
-func (e *env) streamLeader(ctx context.Context) (*natsNode, error) {
+// jetstream connects to the cluster for one inspection; done closes the connection.
+func (e *env) jetstream() (js jetstream.JetStream, done func(), err error) {
 	nc, err := nats.Connect(e.natsURL, nats.Timeout(5*time.Second))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
+	if js, err = jetstream.New(nc); err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return js, nc.Close, nil
+}
+
+// streamLeader names the node leading the swarm's message stream (the stream that is not a KV bucket).
+func (e *env) streamLeader(ctx context.Context) (*natsNode, error) {
+	js, done, err := e.jetstream()
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	names := js.StreamNames(ctx)
@@ -258,15 +267,11 @@ func (e *env) streamLeader(ctx context.Context) (*natsNode, error) {
 
 // replicas reads the replication factor of every stream (the message stream and the KV buckets), by name.
 func (e *env) replicas(ctx context.Context) (map[string]int, error) {
-	nc, err := nats.Connect(e.natsURL, nats.Timeout(5*time.Second))
+	js, done, err := e.jetstream()
 	if err != nil {
 		return nil, err
 	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return nil, err
-	}
+	defer done()
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	out := map[string]int{}
