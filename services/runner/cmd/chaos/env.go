@@ -27,6 +27,7 @@ const secretKey = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1
 type proc struct {
 	name, bin, logPath string
 	args, env          []string
+	cred               *syscall.Credential // run as this user (Postgres refuses root); nil: as chaos runs
 	cmd                *exec.Cmd
 	done               chan struct{}
 }
@@ -39,6 +40,9 @@ func (p *proc) start() error {
 	cmd := exec.Command(p.bin, p.args...)
 	cmd.Env = append(os.Environ(), p.env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if p.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred}
+	}
 	if err := cmd.Start(); err != nil {
 		_ = logf.Close()
 		return fmt.Errorf("start %s: %w", p.name, err)
@@ -98,6 +102,8 @@ type env struct {
 	runAddrs []string
 	// down is the NATS node killLeader left down for killSecond.
 	down *natsNode
+	// ha is the Patroni cluster of -postgres patroni (nil: one private Postgres, pgName).
+	ha *patroniCluster
 }
 
 func freePort() int {
@@ -338,13 +344,26 @@ func setup(ctx context.Context, o options, log *slog.Logger, model *slowModel) (
 	if err := sh("go", "build", "-C", filepath.Join(root, "services", "runner"), "-o", natsBin, "github.com/nats-io/nats-server/v2"); err != nil {
 		return e, err
 	}
-	// A private Postgres cluster on a free port (trust auth on loopback), never the shared one.
-	e.pgPort, e.pgName = freePort(), fmt.Sprintf("zoeachaos%d", os.Getpid())
-	log.Info("creating a private Postgres cluster", "name", e.pgName, "port", e.pgPort)
-	if err := sh("pg_createcluster", "15", e.pgName, "-p", strconv.Itoa(e.pgPort), "--start", "--", "--auth=trust"); err != nil {
-		return e, err
+	var dbURL string
+	if o.postgres == "patroni" {
+		// An HA cluster: Patroni, a primary and two replicas (synchronous), the memory service on a multi-host URL.
+		log.Info("starting etcd and a 3-node Patroni cluster (synchronous_mode)")
+		ha, err := startPatroni(ctx, dir, log, o.pgBinDir)
+		e.ha = ha
+		if err != nil {
+			return e, err
+		}
+		dbURL = ha.url()
+	} else {
+		// A private Postgres cluster on a free port (trust auth on loopback), never the shared one.
+		e.pgPort, e.pgName = freePort(), fmt.Sprintf("zoeachaos%d", os.Getpid())
+		log.Info("creating a private Postgres cluster", "name", e.pgName, "port", e.pgPort)
+		if err := sh("pg_createcluster", "15", e.pgName, "-p", strconv.Itoa(e.pgPort), "--start", "--", "--auth=trust"); err != nil {
+			return e, err
+		}
+		dbURL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", e.pgPort)
 	}
-	dbURL := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", e.pgPort)
+	log.Info("database", "url", dbURL)
 	log.Info("starting a 3-node NATS cluster")
 	if err := e.setupNATS(ctx, natsBin); err != nil {
 		return e, err
@@ -405,6 +424,9 @@ func (e *env) teardown(log *slog.Logger, keep bool) {
 	for _, n := range e.nodes {
 		n.proc.term()
 	}
+	if e.ha != nil {
+		e.ha.stop()
+	}
 	if e.pgName != "" {
 		if err := sh("pg_dropcluster", "15", e.pgName, "--stop"); err != nil {
 			log.Warn("drop Postgres cluster", "err", err)
@@ -439,6 +461,22 @@ func (e *env) resources() map[string]usage {
 		} else {
 			out[name] = usage{}
 		}
+	}
+	if e.ha != nil {
+		out["etcd"] = usage{}
+		if e.ha.etcd.running() {
+			out["etcd"] = procUsage(e.ha.etcd.cmd.Process.Pid)
+		}
+		for name, pid := range e.ha.postmasters() {
+			out[name] = procUsage(pid)
+		}
+		for _, n := range e.ha.nodes {
+			out[n.proc.name] = usage{}
+			if n.proc.running() {
+				out[n.proc.name] = procUsage(n.proc.cmd.Process.Pid)
+			}
+		}
+		return out
 	}
 	if b, err := os.ReadFile(fmt.Sprintf("/var/lib/postgresql/15/%s/postmaster.pid", e.pgName)); err == nil {
 		if pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])); err == nil {
