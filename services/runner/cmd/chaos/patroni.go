@@ -328,14 +328,22 @@ func (n *pgNode) postmasterPID() int {
 	return pid
 }
 
-// killNode is the primary's machine dying: its Postgres (the postmaster leads its own process group, with every
-// backend in it) and its Patroni are kill -9ed, so nothing on that node answers, restarts or hands over.
+// killNode is the primary's machine dying: its Postgres (the postmaster and every backend: one process group) and its Patroni are kill -9ed, so nothing on that node answers, restarts or hands over.
 func (n *pgNode) killNode() error {
 	pid := n.postmasterPID()
 	if pid <= 0 {
 		return fmt.Errorf("%s: no postmaster.pid in %s", n.name, n.dataDir)
 	}
-	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
+	// Patroni starts the postmaster in a session of its own (a helper that calls setsid and exits), so its process
+	// group is that session's, not its pid.
+	pgid, err := syscall.Getpgid(pid)
+	if err != nil {
+		return fmt.Errorf("%s: postmaster %d: %w", n.name, pid, err)
+	}
+	if pgid <= 1 || pgid == syscall.Getpgrp() {
+		return fmt.Errorf("%s: postmaster %d is in process group %d, not one of its own", n.name, pid, pgid)
+	}
+	if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil {
 		return fmt.Errorf("kill -9 the postgres process group of %s: %w", n.name, err)
 	}
 	n.proc.kill()
@@ -390,7 +398,9 @@ func (c *patroniCluster) stop() {
 		n.proc.term()
 		// Patroni stops its Postgres on SIGTERM; one killed mid-way leaves it running.
 		if pid := n.postmasterPID(); pid > 0 && syscall.Kill(pid, 0) == nil {
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			if pgid, err := syscall.Getpgid(pid); err == nil && pgid > 1 && pgid != syscall.Getpgrp() {
+				_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			}
 		}
 	}
 	if c.etcd != nil {
