@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -437,6 +439,39 @@ func (e *env) teardown(log *slog.Logger, keep bool) {
 		return
 	}
 	_ = os.RemoveAll(e.dir)
+}
+
+// rpcCode is how a gRPC error reads in a service's log.
+var rpcCode = regexp.MustCompile(`rpc error: code = (\w+)`)
+
+// loggedCodes counts the gRPC errors the runners, the bus and the composer logged, by code.
+func (e *env) loggedCodes() (map[string]int, error) {
+	out := map[string]int{}
+	for name, p := range e.procs {
+		if !strings.HasPrefix(name, "runner") && name != "bus" && name != "composer" {
+			continue
+		}
+		b, err := os.ReadFile(p.logPath)
+		if err != nil {
+			return out, err
+		}
+		for _, m := range rpcCode.FindAllSubmatch(b, -1) {
+			out[string(m[1])]++
+		}
+	}
+	return out, nil
+}
+
+func codeCounts(m map[string]int) string {
+	var parts []string
+	for code, n := range m {
+		parts = append(parts, fmt.Sprintf("%s %d", code, n))
+	}
+	sort.Strings(parts)
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // usage is one process's footprint read from /proc.

@@ -416,14 +416,23 @@ func run(ctx context.Context, o options) error {
 		fmt.Fprintf(&report, "== NATS: 3 nodes; %s\n", strings.Join(parts, ", "))
 	}
 
+	autopilot := map[string][]*memoryv1.Memory{}
+	for id, ms := range histories {
+		if !strings.HasPrefix(names[id], "slow-") {
+			autopilot[id] = ms
+		}
+	}
 	fmt.Fprintf(&report, "\n== recovery (component back after \"down\"; then the first acknowledged append / broadcast; then every mysis's first stored model reply)\n")
 	for _, r := range recs {
 		// Progress after a fault may come after the next fault too (a slow-model reply takes 20–30 s, faults come
 		// every few seconds): it is measured until the stop, and none at all fails.
 		prog, slowest, never := progressAfter(histories, r.back, stopped)
+		sinceFault, _, _ := progressAfter(histories, r.began, stopped)
 		gap, gapID := playGap(histories, r.began, stopped)
-		fmt.Fprintf(&report, "%-44s down %-8s append %-8s broadcast %-8s progress %-8s (slowest: %s); largest play gap across the fault %s (%s)\n", r.fault, r.outage.Round(10*time.Millisecond),
-			okDur(r.appends, r.appendOK), okDur(r.bcasts, r.bcastOK), okDur(prog, len(never) == 0), names[slowest], gap.Round(10*time.Millisecond), names[gapID])
+		pilotGap, pilotID := playGap(autopilot, r.began, stopped)
+		fmt.Fprintf(&report, "%-44s down %-8s append %-8s broadcast %-8s progress %-8s (slowest: %s; %s after the fault); largest play gap across the fault: autopilot %s (%s), any %s (%s)\n", r.fault, r.outage.Round(10*time.Millisecond),
+			okDur(r.appends, r.appendOK), okDur(r.bcasts, r.bcastOK), okDur(prog, len(never) == 0), names[slowest], okDur(sinceFault, len(never) == 0),
+			pilotGap.Round(10*time.Millisecond), names[pilotID], gap.Round(10*time.Millisecond), names[gapID])
 		if !r.appendOK || !r.bcastOK {
 			failf("%s: no acknowledged append or broadcast within 90s of the component's return", r.fault)
 		}
@@ -468,6 +477,15 @@ func run(ctx context.Context, o options) error {
 	fmt.Fprintf(&report, "== failed attempts by gRPC code: appends %s; broadcasts %s\n", appends.codeList(), broadcasts.codeList())
 	if e.ha != nil && appends.unclear()+broadcasts.unclear() > 0 {
 		failf("a Postgres failover must read as Unavailable to clients: appends %s; broadcasts %s", appends.codeList(), broadcasts.codeList())
+	}
+	// What the services themselves were told: every gRPC error the runners, the bus and the composer logged.
+	logged, err := e.loggedCodes()
+	if err != nil {
+		failf("read the services' logs: %v", err)
+	}
+	fmt.Fprintf(&report, "== gRPC errors in the runners', bus's and composer's logs, by code: %s\n", codeCounts(logged))
+	if e.ha != nil && logged["Internal"]+logged["Unknown"] > 0 {
+		failf("a Postgres failover must read as Unavailable to the services: %s", codeCounts(logged))
 	}
 	if lost > 0 || dups > 0 || gaps > 0 {
 		failf("appends lost %d, duplicated %d, seq gaps %d", lost, dups, gaps)
@@ -549,6 +567,16 @@ func run(ctx context.Context, o options) error {
 			}
 		}
 	}
+	// A call whose result could not be stored (the database was away) is answered "unknown" once, never re-run.
+	unknown := 0
+	for _, id := range swarmIDs {
+		for _, m := range histories[id] {
+			if m.GetRole() == memoryv1.Role_ROLE_TOOL && strings.Contains(m.GetContent(), "the result of this call is unknown") {
+				unknown++
+			}
+		}
+	}
+	fmt.Fprintf(&report, "== tool calls cut by a fault and answered \"result unknown\" (not run again): %d\n", unknown)
 	nUnanswered := 0
 	for id, cs := range unanswered {
 		nUnanswered += len(cs)
