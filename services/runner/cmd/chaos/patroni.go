@@ -298,7 +298,7 @@ func (c *patroniCluster) waitHealthy(ctx context.Context, want int, within time.
 			}
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("Patroni cluster not healthy within %s (want a leader, %d streaming replicas, one synchronous): %+v, %v", within, want-1, last, err)
+			return fmt.Errorf("the Patroni cluster is not healthy within %s (want a leader, %d streaming replicas, one synchronous): %+v, %v", within, want-1, last, err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -376,7 +376,7 @@ func (c *patroniCluster) failover(ctx context.Context) fault {
 			}
 			c.log.Info("new Postgres primary", "node", next.name)
 			if next.name != sync {
-				return fmt.Errorf("Patroni promoted %s, not the synchronous standby %s: acknowledged commits may be lost", next.name, sync)
+				return fmt.Errorf("the failover promoted %s, not the synchronous standby %s: acknowledged commits may be lost", next.name, sync)
 			}
 			return nil
 		},
