@@ -23,6 +23,6 @@ if [ ${#missing[@]} -gt 0 ]; then
     systemctl disable --now etcd
   fi
 fi
-# Short model replies (2–4 s) so every mysis shows it plays again within the run; two failovers; about 4 minutes
-# here (2 cores), the timeout is the bound.
+# Short model replies (2–4 s) so every mysis shows it plays again within the run; two failovers; 4–7 minutes on
+# the shared 2-core box (1.5–3 of them building), the timeout is the bound.
 timeout "${ZOEA_PATRONI_TIMEOUT:-15m}" make chaos CHAOS_FLAGS="-postgres patroni -swarm 12 -slow 1 -slow-min 2s -slow-max 4s -steady 8s"
