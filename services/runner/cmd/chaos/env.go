@@ -93,15 +93,17 @@ type natsNode struct {
 }
 
 type env struct {
-	dir      string
-	pgName   string
-	pgPort   int
-	nodes    []*natsNode
-	natsURL  string
-	procs    map[string]*proc
-	memAddr  string
-	busAddr  string
-	runAddrs []string
+	dir    string
+	pgName string
+	// pgVersion is the major version of the private cluster (pg_createcluster), the newest installed.
+	pgVersion string
+	pgPort    int
+	nodes     []*natsNode
+	natsURL   string
+	procs     map[string]*proc
+	memAddr   string
+	busAddr   string
+	runAddrs  []string
 	// down is the NATS node killLeader left down for killSecond.
 	down *natsNode
 	// ha is the Patroni cluster of -postgres patroni (nil: one private Postgres, pgName).
@@ -357,10 +359,16 @@ func setup(ctx context.Context, o options, log *slog.Logger, model *slowModel) (
 		}
 		dbURL = ha.url()
 	} else {
-		// A private Postgres cluster on a free port (trust auth on loopback), never the shared one.
+		// A private Postgres cluster on a free port (trust auth on loopback), never the shared one, of the newest
+		// major version installed.
+		bin := pgBinDir("/usr/lib/postgresql")
+		if bin == "" {
+			return e, errors.New("no PostgreSQL server is installed (/usr/lib/postgresql/<version>/bin/postgres): sudo apt-get install -y postgresql")
+		}
+		e.pgVersion = filepath.Base(filepath.Dir(bin))
 		e.pgPort, e.pgName = freePort(), fmt.Sprintf("zoeachaos%d", os.Getpid())
 		log.Info("creating a private Postgres cluster", "name", e.pgName, "port", e.pgPort)
-		if err := sh("pg_createcluster", "15", e.pgName, "-p", strconv.Itoa(e.pgPort), "--start", "--", "--auth=trust"); err != nil {
+		if err := sh("pg_createcluster", e.pgVersion, e.pgName, "-p", strconv.Itoa(e.pgPort), "--start", "--", "--auth=trust"); err != nil {
 			return e, err
 		}
 		dbURL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", e.pgPort)
@@ -430,7 +438,7 @@ func (e *env) teardown(log *slog.Logger, keep bool) {
 		e.ha.stop()
 	}
 	if e.pgName != "" {
-		if err := sh("pg_dropcluster", "15", e.pgName, "--stop"); err != nil {
+		if err := sh("pg_dropcluster", e.pgVersion, e.pgName, "--stop"); err != nil {
 			log.Warn("drop Postgres cluster", "err", err)
 		}
 	}
@@ -513,7 +521,7 @@ func (e *env) resources() map[string]usage {
 		}
 		return out
 	}
-	if b, err := os.ReadFile(fmt.Sprintf("/var/lib/postgresql/15/%s/postmaster.pid", e.pgName)); err == nil {
+	if b, err := os.ReadFile(fmt.Sprintf("/var/lib/postgresql/%s/%s/postmaster.pid", e.pgVersion, e.pgName)); err == nil {
 		if pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])); err == nil {
 			out["postgres (main)"] = procUsage(pid)
 		}

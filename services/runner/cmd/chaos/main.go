@@ -198,12 +198,12 @@ func (e *env) faults() []fault {
 		return []fault{e.ha.failover(context.Background()), e.ha.failover(context.Background())}
 	}
 	return []fault{
-		{name: "postgres restart (fast)", do: func() error { return sh("pg_ctlcluster", "15", e.pgName, "restart", "-m", "fast") }},
+		{name: "postgres restart (fast)", do: func() error { return sh("pg_ctlcluster", e.pgVersion, e.pgName, "restart", "-m", "fast") }},
 		{name: "postgres stop (immediate)", do: func() error {
-			if err := sh("pg_ctlcluster", "15", e.pgName, "stop", "-m", "immediate"); err != nil {
+			if err := sh("pg_ctlcluster", e.pgVersion, e.pgName, "stop", "-m", "immediate"); err != nil {
 				return err
 			}
-			return sh("pg_ctlcluster", "15", e.pgName, "start")
+			return sh("pg_ctlcluster", e.pgVersion, e.pgName, "start")
 		}},
 		restart("memory"),
 		restart("composer"),
