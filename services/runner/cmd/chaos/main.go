@@ -13,6 +13,12 @@
 // recovery times and the RSS, threads and open files of every process at the start and the end, and exits non-zero
 // on any failed check. -duration repeats the fault cycle until that much time has passed (a soak).
 //
+// -postgres patroni replaces the one Postgres with an HA cluster — etcd and three Patroni nodes, synchronous_mode,
+// the memory service on a multi-host URL with target_session_attrs=read-write — and the faults with two whole-node
+// kills of the primary (patroni.go). It then also fails when a client saw an error other than Unavailable (or its
+// own deadline), when a service logged an Internal or Unknown gRPC error, or when a mysis is left ERRORED. It
+// installs nothing: without Patroni or etcd it prints the apt-get line and exits 2.
+//
 // It never touches the shared Postgres (5432) or NATS (4222): every address is a fresh free port.
 package main
 
