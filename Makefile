@@ -74,7 +74,7 @@ fresh-check: ## As root: README's one line and make test on a debootstrapped Deb
 	./.ci/fresh-check.sh
 
 .PHONY: chaos
-chaos: ## Fault suite on private ports: kill -9 of every service and NATS node (3-node R3 cluster), Postgres restarts, slow model; fails on any loss, unanswered call or stalled mysis
+chaos: ## Fault suite on private ports: kill -9 of every service and NATS node (3-node R3 cluster), Postgres restarts, slow model; fails on any loss, unanswered call or stalled mysis. CHAOS_FLAGS="-postgres patroni": HA Postgres (Patroni, etcd, 2 sync replicas), the primary node killed twice (needs: apt-get install patroni etcd-server)
 	go run ./services/runner/cmd/chaos $(CHAOS_FLAGS)
 
 .PHONY: build

@@ -757,6 +757,8 @@ func keys[V any](m map[string]V) []string {
 }
 
 // cnpgAppSecret is the Secret CloudNativePG generates for deploy/k8s/external/cnpg-cluster.yaml: <cluster>-app.
+// The manifest is decoded strictly: a field this struct does not know (a typo, or a setting the operator would
+// reject) fails the test.
 func cnpgAppSecret(t *testing.T) string {
 	t.Helper()
 	var cluster struct {
@@ -767,7 +769,16 @@ func cnpgAppSecret(t *testing.T) string {
 			Namespace string `json:"namespace"`
 		} `json:"metadata"`
 		Spec struct {
-			Instances int `json:"instances"`
+			Instances             int    `json:"instances"`
+			ImageName             string `json:"imageName"`
+			PrimaryUpdateStrategy string `json:"primaryUpdateStrategy"`
+			PostgreSQL            struct {
+				Synchronous *struct {
+					Method         string `json:"method"`
+					Number         int    `json:"number"`
+					DataDurability string `json:"dataDurability"`
+				} `json:"synchronous"`
+			} `json:"postgresql"`
 			Bootstrap struct {
 				InitDB struct {
 					Database string `json:"database"`
@@ -777,9 +788,20 @@ func cnpgAppSecret(t *testing.T) string {
 			Storage struct {
 				Size string `json:"size"`
 			} `json:"storage"`
+			Resources  corev1.ResourceRequirements `json:"resources"`
+			Monitoring struct {
+				EnablePodMonitor bool `json:"enablePodMonitor"`
+			} `json:"monitoring"`
 		} `json:"spec"`
 	}
-	readYAML(t, "deploy/k8s/external/cnpg-cluster.yaml", &cluster)
+	rel := "deploy/k8s/external/cnpg-cluster.yaml"
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), filepath.FromSlash(rel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(b, &cluster); err != nil {
+		t.Fatalf("%s: %v", rel, err)
+	}
 	if cluster.APIVersion != "postgresql.cnpg.io/v1" || cluster.Kind != "Cluster" {
 		t.Fatalf("cnpg-cluster.yaml is %s %s, want postgresql.cnpg.io/v1 Cluster", cluster.APIVersion, cluster.Kind)
 	}
@@ -788,6 +810,18 @@ func cnpgAppSecret(t *testing.T) string {
 	}
 	if cluster.Spec.Bootstrap.InitDB.Database != "zoea" || cluster.Spec.Instances < 2 {
 		t.Errorf("CloudNativePG Cluster: database %q, %d instances; want zoea and high availability", cluster.Spec.Bootstrap.InitDB.Database, cluster.Spec.Instances)
+	}
+	// Synchronous replication (what make chaos -postgres patroni proves): a failover loses no acknowledged commit
+	// only if a replica confirmed it, and one replica may be lost without blocking writes.
+	switch s := cluster.Spec.PostgreSQL.Synchronous; {
+	case s == nil:
+		t.Errorf("%s: spec.postgresql.synchronous is not set: replication is asynchronous and a failover can lose acknowledged appends", rel)
+	case s.Method != "any" && s.Method != "first":
+		t.Errorf("%s: spec.postgresql.synchronous.method = %q, want any or first", rel, s.Method)
+	case s.Number < 1 || s.Number > cluster.Spec.Instances-2:
+		t.Errorf("%s: spec.postgresql.synchronous.number = %d with %d instances: want at least 1, and a replica to spare (≤ instances-2)", rel, s.Number, cluster.Spec.Instances)
+	case s.DataDurability != "" && s.DataDurability != "required":
+		t.Errorf("%s: spec.postgresql.synchronous.dataDurability = %q: only required keeps acknowledged commits on a replica when replicas are down", rel, s.DataDurability)
 	}
 	if _, err := resource.ParseQuantity(cluster.Spec.Storage.Size); err != nil {
 		t.Errorf("CloudNativePG storage size: %v", err)

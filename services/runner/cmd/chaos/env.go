@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,6 +29,7 @@ const secretKey = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1
 type proc struct {
 	name, bin, logPath string
 	args, env          []string
+	cred               *syscall.Credential // run as this user (Postgres refuses root); nil: as chaos runs
 	cmd                *exec.Cmd
 	done               chan struct{}
 }
@@ -39,6 +42,9 @@ func (p *proc) start() error {
 	cmd := exec.Command(p.bin, p.args...)
 	cmd.Env = append(os.Environ(), p.env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if p.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred}
+	}
 	if err := cmd.Start(); err != nil {
 		_ = logf.Close()
 		return fmt.Errorf("start %s: %w", p.name, err)
@@ -87,17 +93,21 @@ type natsNode struct {
 }
 
 type env struct {
-	dir      string
-	pgName   string
-	pgPort   int
-	nodes    []*natsNode
-	natsURL  string
-	procs    map[string]*proc
-	memAddr  string
-	busAddr  string
-	runAddrs []string
+	dir    string
+	pgName string
+	// pgVersion is the major version of the private cluster (pg_createcluster), the newest installed.
+	pgVersion string
+	pgPort    int
+	nodes     []*natsNode
+	natsURL   string
+	procs     map[string]*proc
+	memAddr   string
+	busAddr   string
+	runAddrs  []string
 	// down is the NATS node killLeader left down for killSecond.
 	down *natsNode
+	// ha is the Patroni cluster of -postgres patroni (nil: one private Postgres, pgName).
+	ha *patroniCluster
 }
 
 func freePort() int {
@@ -338,13 +348,32 @@ func setup(ctx context.Context, o options, log *slog.Logger, model *slowModel) (
 	if err := sh("go", "build", "-C", filepath.Join(root, "services", "runner"), "-o", natsBin, "github.com/nats-io/nats-server/v2"); err != nil {
 		return e, err
 	}
-	// A private Postgres cluster on a free port (trust auth on loopback), never the shared one.
-	e.pgPort, e.pgName = freePort(), fmt.Sprintf("zoeachaos%d", os.Getpid())
-	log.Info("creating a private Postgres cluster", "name", e.pgName, "port", e.pgPort)
-	if err := sh("pg_createcluster", "15", e.pgName, "-p", strconv.Itoa(e.pgPort), "--start", "--", "--auth=trust"); err != nil {
-		return e, err
+	var dbURL string
+	if o.postgres == "patroni" {
+		// An HA cluster: Patroni, a primary and two replicas (synchronous), the memory service on a multi-host URL.
+		log.Info("starting etcd and a 3-node Patroni cluster (synchronous_mode)")
+		ha, err := startPatroni(ctx, dir, log, o.pgBinDir)
+		e.ha = ha
+		if err != nil {
+			return e, err
+		}
+		dbURL = ha.url()
+	} else {
+		// A private Postgres cluster on a free port (trust auth on loopback), never the shared one, of the newest
+		// major version installed.
+		bin := pgBinDir("/usr/lib/postgresql")
+		if bin == "" {
+			return e, errors.New("no PostgreSQL server is installed (/usr/lib/postgresql/<version>/bin/postgres): sudo apt-get install -y postgresql")
+		}
+		e.pgVersion = filepath.Base(filepath.Dir(bin))
+		e.pgPort, e.pgName = freePort(), fmt.Sprintf("zoeachaos%d", os.Getpid())
+		log.Info("creating a private Postgres cluster", "name", e.pgName, "port", e.pgPort)
+		if err := sh("pg_createcluster", e.pgVersion, e.pgName, "-p", strconv.Itoa(e.pgPort), "--start", "--", "--auth=trust"); err != nil {
+			return e, err
+		}
+		dbURL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", e.pgPort)
 	}
-	dbURL := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", e.pgPort)
+	log.Info("database", "url", dbURL)
 	log.Info("starting a 3-node NATS cluster")
 	if err := e.setupNATS(ctx, natsBin); err != nil {
 		return e, err
@@ -405,8 +434,11 @@ func (e *env) teardown(log *slog.Logger, keep bool) {
 	for _, n := range e.nodes {
 		n.proc.term()
 	}
+	if e.ha != nil {
+		e.ha.stop()
+	}
 	if e.pgName != "" {
-		if err := sh("pg_dropcluster", "15", e.pgName, "--stop"); err != nil {
+		if err := sh("pg_dropcluster", e.pgVersion, e.pgName, "--stop"); err != nil {
 			log.Warn("drop Postgres cluster", "err", err)
 		}
 	}
@@ -415,6 +447,39 @@ func (e *env) teardown(log *slog.Logger, keep bool) {
 		return
 	}
 	_ = os.RemoveAll(e.dir)
+}
+
+// rpcCode is how a gRPC error reads in a service's log.
+var rpcCode = regexp.MustCompile(`rpc error: code = (\w+)`)
+
+// loggedCodes counts the gRPC errors the runners, the bus and the composer logged, by code.
+func (e *env) loggedCodes() (map[string]int, error) {
+	out := map[string]int{}
+	for name, p := range e.procs {
+		if !strings.HasPrefix(name, "runner") && name != "bus" && name != "composer" {
+			continue
+		}
+		b, err := os.ReadFile(p.logPath)
+		if err != nil {
+			return out, err
+		}
+		for _, m := range rpcCode.FindAllSubmatch(b, -1) {
+			out[string(m[1])]++
+		}
+	}
+	return out, nil
+}
+
+func codeCounts(m map[string]int) string {
+	var parts []string
+	for code, n := range m {
+		parts = append(parts, fmt.Sprintf("%s %d", code, n))
+	}
+	sort.Strings(parts)
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // usage is one process's footprint read from /proc.
@@ -440,7 +505,23 @@ func (e *env) resources() map[string]usage {
 			out[name] = usage{}
 		}
 	}
-	if b, err := os.ReadFile(fmt.Sprintf("/var/lib/postgresql/15/%s/postmaster.pid", e.pgName)); err == nil {
+	if e.ha != nil {
+		out["etcd"] = usage{}
+		if e.ha.etcd.running() {
+			out["etcd"] = procUsage(e.ha.etcd.cmd.Process.Pid)
+		}
+		for name, pid := range e.ha.postmasters() {
+			out[name] = procUsage(pid)
+		}
+		for _, n := range e.ha.nodes {
+			out[n.proc.name] = usage{}
+			if n.proc.running() {
+				out[n.proc.name] = procUsage(n.proc.cmd.Process.Pid)
+			}
+		}
+		return out
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/var/lib/postgresql/%s/%s/postmaster.pid", e.pgVersion, e.pgName)); err == nil {
 		if pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])); err == nil {
 			out["postgres (main)"] = procUsage(pid)
 		}

@@ -13,6 +13,12 @@
 // recovery times and the RSS, threads and open files of every process at the start and the end, and exits non-zero
 // on any failed check. -duration repeats the fault cycle until that much time has passed (a soak).
 //
+// -postgres patroni replaces the one Postgres with an HA cluster — etcd and three Patroni nodes, synchronous_mode,
+// the memory service on a multi-host URL with target_session_attrs=read-write — and the faults with two whole-node
+// kills of the primary (patroni.go). It then also fails when a client saw an error other than Unavailable (or its
+// own deadline), when a service logged an Internal or Unknown gRPC error, or when a mysis is left ERRORED. It
+// installs nothing: without Patroni or etcd it prints the apt-get line and exits 2.
+//
 // It never touches the shared Postgres (5432) or NATS (4222): every address is a fresh free port.
 package main
 
@@ -32,6 +38,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
@@ -46,6 +54,8 @@ type options struct {
 	broadcastEvery       time.Duration
 	slowMin, slowMax     time.Duration
 	keep, huge           bool
+	postgres             string // "cluster" (one private Postgres) or "patroni" (an HA cluster)
+	pgBinDir             string // -postgres patroni: the PostgreSQL server binaries found
 }
 
 func main() {
@@ -60,7 +70,22 @@ func main() {
 	flag.DurationVar(&o.slowMax, "slow-max", 30*time.Second, "the slow model's longest answer time")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temp dir (logs) at the end")
 	flag.BoolVar(&o.huge, "huge", true, "the slow model pads every final answer to 5 MB (stored replies must stay bounded)")
+	flag.StringVar(&o.postgres, "postgres", "cluster", "cluster: one private Postgres, restarted; patroni: a primary and two synchronous replicas under Patroni and etcd, the primary's node killed (failover) instead of every other fault")
 	flag.Parse()
+	switch o.postgres {
+	case "cluster":
+	case "patroni":
+		// Installs nothing: says what to install before anything is built or started.
+		bin, err := patroniTools()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "chaos:", err)
+			os.Exit(2)
+		}
+		o.pgBinDir = bin
+	default:
+		fmt.Fprintf(os.Stderr, "chaos: -postgres must be cluster or patroni, got %q\n", o.postgres)
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o); err != nil {
@@ -69,12 +94,42 @@ func main() {
 	}
 }
 
-// counters is what a load loop acknowledged and when it last succeeded.
+// counters is what a load loop acknowledged, when it last succeeded, and the gRPC codes of its failed attempts.
 type counters struct {
 	mu      sync.Mutex
 	lastOK  time.Time
 	acked   int
 	retries int
+	codes   map[codes.Code]int
+}
+
+// codeList is the failed attempts by gRPC code, e.g. "Unavailable 212".
+func (c *counters) codeList() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var parts []string
+	for code, n := range c.codes {
+		parts = append(parts, fmt.Sprintf("%s %d", code, n))
+	}
+	sort.Strings(parts)
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// unclear counts the failed attempts that were not Unavailable (the server's "retry later") or the client's own
+// deadline: Internal or Unknown would mean a failover looks like a bug to a client.
+func (c *counters) unclear() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for code, k := range c.codes {
+		if code != codes.Unavailable && code != codes.DeadlineExceeded {
+			n += k
+		}
+	}
+	return n
 }
 
 func (c *counters) ok() {
@@ -115,6 +170,10 @@ func retry(ctx context.Context, c *counters, op func(context.Context) error) err
 		}
 		c.mu.Lock()
 		c.retries++
+		if c.codes == nil {
+			c.codes = map[codes.Code]int{}
+		}
+		c.codes[status.Code(err)]++
 		c.mu.Unlock()
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -132,19 +191,25 @@ type recovery struct {
 type fault struct {
 	name string
 	do   func() error
+	// then, when set, runs after the recovery was measured (a failed-over node rejoining).
+	then func() error
 }
 
 func (e *env) faults() []fault {
 	restart := func(name string) fault {
-		return fault{name + " SIGKILL", func() error { p := e.procs[name]; p.kill(); return p.start() }}
+		return fault{name: name + " SIGKILL", do: func() error { p := e.procs[name]; p.kill(); return p.start() }}
+	}
+	if e.ha != nil {
+		// The primary's node dies twice: the second time the node promoted by the first failover.
+		return []fault{e.ha.failover(context.Background()), e.ha.failover(context.Background())}
 	}
 	return []fault{
-		{"postgres restart (fast)", func() error { return sh("pg_ctlcluster", "15", e.pgName, "restart", "-m", "fast") }},
-		{"postgres stop (immediate)", func() error {
-			if err := sh("pg_ctlcluster", "15", e.pgName, "stop", "-m", "immediate"); err != nil {
+		{name: "postgres restart (fast)", do: func() error { return sh("pg_ctlcluster", e.pgVersion, e.pgName, "restart", "-m", "fast") }},
+		{name: "postgres stop (immediate)", do: func() error {
+			if err := sh("pg_ctlcluster", e.pgVersion, e.pgName, "stop", "-m", "immediate"); err != nil {
 				return err
 			}
-			return sh("pg_ctlcluster", "15", e.pgName, "start")
+			return sh("pg_ctlcluster", e.pgVersion, e.pgName, "start")
 		}},
 		restart("memory"),
 		restart("composer"),
@@ -152,8 +217,8 @@ func (e *env) faults() []fault {
 		restart("bus"),
 		restart("runner-r1"),
 		restart("runner-r2"),
-		{"nats stream leader SIGKILL", e.killLeader},
-		{"nats second node SIGKILL (quorum lost)", e.killSecond},
+		{name: "nats stream leader SIGKILL", do: e.killLeader},
+		{name: "nats second node SIGKILL (quorum lost)", do: e.killSecond},
 	}
 }
 
@@ -287,6 +352,13 @@ func run(ctx context.Context, o options) error {
 			ra, okA := appends.firstOKAfter(ctx, back, 90*time.Second)
 			rb, okB := broadcasts.firstOKAfter(ctx, back, 90*time.Second)
 			recs = append(recs, recovery{fault: name, began: t0, back: back, outage: back.Sub(t0), appends: ra, bcasts: rb, appendOK: okA, bcastOK: okB})
+			if f.then != nil {
+				if err := f.then(); err != nil {
+					stopLoad()
+					wg.Wait()
+					return fmt.Errorf("%s: %w", name, err)
+				}
+			}
 			sleep(o.steady)
 		}
 		if time.Since(began) >= o.duration {
@@ -307,6 +379,21 @@ func run(ctx context.Context, o options) error {
 		fail = true
 		fmt.Fprintf(&report, "FAIL: "+format+"\n", args...)
 	}
+
+	// No mysis may be left ERRORED by a fault: the runner retries a failed turn after a back-off.
+	errored := 0
+	for _, id := range swarmIDs {
+		st, err := stateOf(ctx, swarms, id)
+		if err != nil {
+			failf("state of %s: %v", names[id], err)
+			continue
+		}
+		if st == memoryv1.MysisState_MYSIS_STATE_ERRORED {
+			errored++
+			failf("%s is ERRORED at the end of the load", names[id])
+		}
+	}
+	fmt.Fprintf(&report, "== myses ERRORED at the end of the load: %d of %d\n", errored, len(swarmIDs))
 
 	// Stop every mysis: a stop is honoured at a safe point (after the current LLM call or tool, the calls not
 	// started answered "not executed"), so once they have settled every call must have exactly one result.
@@ -335,13 +422,23 @@ func run(ctx context.Context, o options) error {
 		fmt.Fprintf(&report, "== NATS: 3 nodes; %s\n", strings.Join(parts, ", "))
 	}
 
+	autopilot := map[string][]*memoryv1.Memory{}
+	for id, ms := range histories {
+		if !strings.HasPrefix(names[id], "slow-") {
+			autopilot[id] = ms
+		}
+	}
 	fmt.Fprintf(&report, "\n== recovery (component back after \"down\"; then the first acknowledged append / broadcast; then every mysis's first stored model reply)\n")
 	for _, r := range recs {
 		// Progress after a fault may come after the next fault too (a slow-model reply takes 20–30 s, faults come
 		// every few seconds): it is measured until the stop, and none at all fails.
 		prog, slowest, never := progressAfter(histories, r.back, stopped)
-		fmt.Fprintf(&report, "%-44s down %-8s append %-8s broadcast %-8s progress %-8s (slowest: %s)\n", r.fault, r.outage.Round(10*time.Millisecond),
-			okDur(r.appends, r.appendOK), okDur(r.bcasts, r.bcastOK), okDur(prog, len(never) == 0), names[slowest])
+		sinceFault, _, _ := progressAfter(histories, r.began, stopped)
+		gap, gapID := playGap(histories, r.began, stopped)
+		pilotGap, pilotID := playGap(autopilot, r.began, stopped)
+		fmt.Fprintf(&report, "%-44s down %-8s append %-8s broadcast %-8s progress %-8s (slowest: %s; %s after the fault); largest play gap across the fault: autopilot %s (%s), any %s (%s)\n", r.fault, r.outage.Round(10*time.Millisecond),
+			okDur(r.appends, r.appendOK), okDur(r.bcasts, r.bcastOK), okDur(prog, len(never) == 0), names[slowest], okDur(sinceFault, len(never) == 0),
+			pilotGap.Round(10*time.Millisecond), names[pilotID], gap.Round(10*time.Millisecond), names[gapID])
 		if !r.appendOK || !r.bcastOK {
 			failf("%s: no acknowledged append or broadcast within 90s of the component's return", r.fault)
 		}
@@ -383,6 +480,19 @@ func run(ctx context.Context, o options) error {
 	}
 	// stored may exceed acknowledged by the appends in flight when the load stopped (stored, answer not awaited).
 	fmt.Fprintf(&report, "== appends: acknowledged %d, stored %d (≥ acknowledged: in flight at the stop), lost %d, duplicates %d, seq gaps %d, retries %d\n", totalAcked, stored, lost, dups, gaps, appends.retries)
+	fmt.Fprintf(&report, "== failed attempts by gRPC code: appends %s; broadcasts %s\n", appends.codeList(), broadcasts.codeList())
+	if e.ha != nil && appends.unclear()+broadcasts.unclear() > 0 {
+		failf("a Postgres failover must read as Unavailable to clients: appends %s; broadcasts %s", appends.codeList(), broadcasts.codeList())
+	}
+	// What the services themselves were told: every gRPC error the runners, the bus and the composer logged.
+	logged, err := e.loggedCodes()
+	if err != nil {
+		failf("read the services' logs: %v", err)
+	}
+	fmt.Fprintf(&report, "== gRPC errors in the runners', bus's and composer's logs, by code: %s\n", codeCounts(logged))
+	if e.ha != nil && logged["Internal"]+logged["Unknown"] > 0 {
+		failf("a Postgres failover must read as Unavailable to the services: %s", codeCounts(logged))
+	}
 	if lost > 0 || dups > 0 || gaps > 0 {
 		failf("appends lost %d, duplicated %d, seq gaps %d", lost, dups, gaps)
 	}
@@ -463,6 +573,16 @@ func run(ctx context.Context, o options) error {
 			}
 		}
 	}
+	// A call whose result could not be stored (the database was away) is answered "unknown" once, never re-run.
+	unknown := 0
+	for _, id := range swarmIDs {
+		for _, m := range histories[id] {
+			if m.GetRole() == memoryv1.Role_ROLE_TOOL && strings.Contains(m.GetContent(), "the result of this call is unknown") {
+				unknown++
+			}
+		}
+	}
+	fmt.Fprintf(&report, "== tool calls cut by a fault and answered \"result unknown\" (not run again): %d\n", unknown)
 	nUnanswered := 0
 	for id, cs := range unanswered {
 		nUnanswered += len(cs)
@@ -545,6 +665,21 @@ func usageOf(ctx context.Context, swarms []runnerv1.SwarmServiceClient, id strin
 		}
 	}
 	return nil, err
+}
+
+// stateOf is a mysis's stored state through whichever runner answers.
+func stateOf(ctx context.Context, swarms []runnerv1.SwarmServiceClient, id string) (memoryv1.MysisState, error) {
+	var err error
+	for _, s := range swarms {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		var r *runnerv1.GetMysisResponse
+		r, err = s.GetMysis(cctx, &runnerv1.GetMysisRequest{Mysis: id})
+		cancel()
+		if err == nil {
+			return r.GetStatus().GetMysis().GetState(), nil
+		}
+	}
+	return memoryv1.MysisState_MYSIS_STATE_UNSPECIFIED, err
 }
 
 // stopMysis stops one mysis through whichever runner answers.
@@ -631,6 +766,35 @@ func progressAfter(histories map[string][]*memoryv1.Memory, t, until time.Time) 
 	}
 	sort.Strings(missing)
 	return worst, slowest, missing
+}
+
+// playGap is the longest pause in any mysis's play across t: from its last stored model reply before t to its first
+// after t (before until), and which mysis that was.
+func playGap(histories map[string][]*memoryv1.Memory, t, until time.Time) (time.Duration, string) {
+	var worst time.Duration
+	var who string
+	for id, ms := range histories {
+		var before, after time.Time
+		for _, m := range ms {
+			if m.GetRole() != memoryv1.Role_ROLE_ASSISTANT {
+				continue
+			}
+			at := m.GetCreatedAt().AsTime()
+			if !at.After(t) {
+				before = at
+			} else if at.Before(until) {
+				after = at
+				break
+			}
+		}
+		if before.IsZero() || after.IsZero() {
+			continue
+		}
+		if d := after.Sub(before); d > worst {
+			worst, who = d, id
+		}
+	}
+	return worst, who
 }
 
 func okDur(d time.Duration, ok bool) string {
