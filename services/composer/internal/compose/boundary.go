@@ -79,7 +79,10 @@ func (c *composer) compactCost(u *unit, newest []bool) (cost, state int) {
 	switch u.kind {
 	case kindLoop:
 		pinned := false
-		n := framingPerMessage + c.count(u.content)
+		n := framingPerMessage
+		if !c.priced() {
+			n += c.count(u.content) // v3 sends a carried loop without its text (keepCarriedCalls)
+		}
 		for k, r := range u.results {
 			switch {
 			case newest[k] && r.pinned && c.eligible(r):

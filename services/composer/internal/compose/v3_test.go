@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/histgen"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
 )
@@ -235,5 +236,32 @@ func TestIndexArgWords(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("index lacks %q\n%s", want, out)
 		}
+	}
+}
+
+// Below the boundary a carried loop sends its call and result without the words the model wrote with the call:
+// those are not state, and under a fixed budget every token of them is room the live part lacks.
+func TestCarriedLoopWithoutItsText(t *testing.T) {
+	var h hist
+	mid := h.user(compose.SourceBroadcast, "Commander: find iron.")
+	const note = "Let me look at the market at Sol Station before deciding where to sell."
+	h.add(compose.Memory{Role: chat.RoleAssistant, Source: compose.SourceLLM, Content: note,
+		ToolCalls: []chat.ToolCall{{ID: "call_m", Name: "view_market", Arguments: `{"station":"sol"}`}}})
+	h.result("call_m", "view_market", `{"iron_ore":{"buy":11,"sell":14}}`)
+	for i := range 60 {
+		h.loop("mine", fmt.Sprintf(`{"n":%d}`, i%3), fmt.Sprintf(`{"mined":%d,"log":"%s"}`, i, strings.Repeat("ore ", 40)))
+	}
+	p := compose.DefaultPolicy()
+	p.TokenBudget = 2500
+	res := composeFrom(t, &h, missionOf(&h, mid), p, compose.Manifest{})
+	out := sent(res)
+	if res.Manifest.Boundary <= 3 {
+		t.Fatalf("nothing compacted (boundary %d): the test needs the market loop below it", res.Manifest.Boundary)
+	}
+	if !strings.Contains(out, `"sell":14`) {
+		t.Fatalf("the market result is not carried\n%s", dump(res.Manifest))
+	}
+	if strings.Contains(out, note) {
+		t.Errorf("the carried loop still sends its text\n%s", out)
 	}
 }

@@ -24,6 +24,10 @@ type Diagnosis struct {
 	StateMisses    map[string]int
 	FactAsks       int
 	FactMisses     map[string]int
+	// Moves counts every boundary move by its compaction note's reason, and whether it came at a turn's first request.
+	Moves map[string]int
+	// MoveSum sums the budget moves' history before and after, growth per request, and counts them.
+	MoveSum [4]int
 }
 
 // Diagnose replays the sessions Run would generate through Zoea v3 alone (o.TuneV3 applied) and sorts its misses by
@@ -34,7 +38,7 @@ func Diagnose(o Options) (Diagnosis, error) {
 		return Diagnosis{}, err
 	}
 	tools := SpaceMoltTools()
-	d := Diagnosis{BreakCauses: map[string]int{}, StateMisses: map[string]int{}, FactMisses: map[string]int{}}
+	d := Diagnosis{BreakCauses: map[string]int{}, StateMisses: map[string]int{}, FactMisses: map[string]int{}, Moves: map[string]int{}}
 	ctr := tok.NewCounter()
 	toolTokens := ToolTokens(ctr, tools)
 	pers := histgen.Personalities()
@@ -91,6 +95,19 @@ func Diagnose(o Options) (Diagnosis, error) {
 				}
 			}
 			total := HistoryTokens(ctr, res.Messages) + toolTokens
+			if n > 0 && res.Manifest.Compaction != nil {
+				where := "within a turn"
+				if opensTurn(s.Rows[prevAt:at]) {
+					where = "at a turn's first request"
+				}
+				d.Moves[res.Manifest.Compaction.Why+", "+where]++
+				if cn := res.Manifest.Compaction; cn.Why == "budget" {
+					d.MoveSum[0] += cn.Before
+					d.MoveSum[1] += cn.After
+					d.MoveSum[2] += cn.Growth
+					d.MoveSum[3]++
+				}
+			}
 			if n > 0 && !opensTurn(s.Rows[prevAt:at]) {
 				d.InTurn++
 				if CachedPrefix(ctr, toolTokens, prev.Messages, res.Messages)+framingReply < prevTotal {
@@ -141,6 +158,10 @@ func (d Diagnosis) Table(w io.Writer) {
 		for _, k := range keys {
 			fmt.Fprintf(w, "  %6d  %s\n", m[k], k)
 		}
+	}
+	list("boundary moves", sum(d.Moves), d.Moves)
+	if n := d.MoveSum[3]; n > 0 {
+		fmt.Fprintf(w, "budget moves: mean history %d tokens before, %d after, growth %d per request\n", d.MoveSum[0]/n, d.MoveSum[1]/n, d.MoveSum[2]/n)
 	}
 	list("prefix broken within a turn", d.InTurn, d.BreakCauses)
 	list("state not sent in full", d.StateCases, d.StateMisses)
