@@ -102,6 +102,9 @@ func run(_ context.Context, args []string) error {
 			shapes = histgen.Shapes()
 		}
 		for _, sh := range shapes {
+			if sh != histgen.ShapeDefault && !slices.Contains(histgen.Shapes(), sh) {
+				return fmt.Errorf("-shape %q: use short, long, mixed or all", *shape)
+			}
 			d, err := replaybench.Diagnose(replaybench.Options{Sessions: *sessions, Calls: *calls, Seed: *seed, Budget: *budget,
 				TuneV3: tuneV3, Shape: sh, V2: *endpointV2})
 			if err != nil {
