@@ -52,6 +52,8 @@ func run(_ context.Context, args []string) error {
 	shape := fs.String("shape", "", "objective lengths: short (15-40 calls), long (300-1000), mixed, all (each of the three in turn); empty: the original 150-400 with the v2 tables")
 	endpointV2 := fs.Bool("v2", false, "play SpaceMolt's MCP v2 endpoint: the same calls as action-dispatched tools (spacemolt, spacemolt_market, ...)")
 	v3carry := fs.Int("v3-carry-tokens", -1, "Zoea v3's policy.carry_tokens (-1: the default policy's)")
+	v3limit := fs.Int("v3-carry-limit", -1, "Zoea v3's policy.carry_limit (-1: the default policy's)")
+	diagnose := fs.Bool("diagnose", false, "replay Zoea v3 only (with -shape, -v2) and sort its misses by cause: prefix breaks within a turn, state not sent, planted facts lost")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -90,6 +92,30 @@ func run(_ context.Context, args []string) error {
 		if *v3carry >= 0 {
 			p.CarryTokens = *v3carry
 		}
+		if *v3limit >= 0 {
+			p.CarryLimit = *v3limit
+		}
+	}
+	if *diagnose {
+		shapes := []histgen.Shape{histgen.Shape(*shape)}
+		if *shape == "all" {
+			shapes = histgen.Shapes()
+		}
+		for _, sh := range shapes {
+			if sh != histgen.ShapeDefault && !slices.Contains(histgen.Shapes(), sh) {
+				return fmt.Errorf("-shape %q: use short, long, mixed or all", *shape)
+			}
+			d, err := replaybench.Diagnose(replaybench.Options{Sessions: *sessions, Calls: *calls, Seed: *seed, Budget: *budget,
+				TuneV3: tuneV3, Shape: sh, V2: *endpointV2})
+			if err != nil {
+				return err
+			}
+			fmt.Printf("### shape: %s\n\n", sh)
+			d.Table(os.Stdout)
+			fmt.Println()
+		}
+		fmt.Printf("replayed in %s\n", time.Since(start).Round(time.Second))
+		return nil
 	}
 	if *shape != "" {
 		shapes := []histgen.Shape{histgen.Shape(*shape)}

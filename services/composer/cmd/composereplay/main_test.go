@@ -15,6 +15,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{[]string{"-calls", "-3"}, "-calls must be at least 1"},
 		{[]string{"-budget", "-1"}, "-budget must not be negative"},
 		{[]string{"-bogus"}, "flag provided but not defined"},
+		{[]string{"-diagnose", "-shape", "odd"}, `-shape "odd": use short, long, mixed or all`},
 	} {
 		err := run(context.Background(), c.args)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -25,6 +26,12 @@ func TestRunRejectsBadFlags(t *testing.T) {
 
 func TestRunSmallReplay(t *testing.T) {
 	if err := run(context.Background(), []string{"-sessions", "1", "-calls", "20", "-only", "zoea", "-personalities"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRunSmallDiagnosis(t *testing.T) {
+	if err := run(context.Background(), []string{"-diagnose", "-sessions", "1", "-calls", "20", "-shape", "short"}); err != nil {
 		t.Fatal(err)
 	}
 }

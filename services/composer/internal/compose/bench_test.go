@@ -40,12 +40,23 @@ func BenchmarkCompose20(b *testing.B) {
 	cpu.Report(b, b.N)
 }
 
+// BenchmarkCompose20Watermark is BenchmarkCompose20WarmCounter under composition v2's watermark compaction: the
+// v2 side of "compose CPU no worse than v2" in the same build and run.
+func BenchmarkCompose20Watermark(b *testing.B) {
+	benchWarm(b, compose.CompactionWatermark)
+}
+
 // BenchmarkCompose20WarmCounter reuses one o200k.Counter across calls, as a composer server may per worker: the
 // piece memo is warm, so only the merges of unseen pieces cost.
 func BenchmarkCompose20WarmCounter(b *testing.B) {
+	benchWarm(b, compose.CompactionPriced)
+}
+
+func benchWarm(b *testing.B, mode compose.Compaction) {
 	in := window20(b)
 	p := compose.DefaultPolicy()
 	p.ScanWindow = 20
+	p.Compaction = mode
 	tok, err := o200k.Load()
 	if err != nil {
 		b.Fatal(err)

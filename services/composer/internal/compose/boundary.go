@@ -79,7 +79,10 @@ func (c *composer) compactCost(u *unit, newest []bool) (cost, state int) {
 	switch u.kind {
 	case kindLoop:
 		pinned := false
-		n := framingPerMessage + c.count(u.content)
+		n := framingPerMessage
+		if !c.priced() {
+			n += c.count(u.content) // v3 sends a carried loop without its text (keepCarriedCalls)
+		}
 		for k, r := range u.results {
 			switch {
 			case newest[k] && r.pinned && c.eligible(r):
@@ -350,15 +353,27 @@ func (c *composer) carryCandidates(units []*unit, ch boundaryChoice) []carryCand
 			switch {
 			case r.pinned:
 				rank = 0
-			case !c.eligible(r) || distinct >= c.p.CarryLimit:
+			case !c.eligible(r) || distinct >= c.carryHorizon():
 				continue
 			default:
 				distinct++
+				r.inHorizon = true
 			}
 			cands = append(cands, carryCand{r, rank, c.resultTokens(r) + c.callTokens(u, k)})
 		}
 	}
 	return cands
+}
+
+// carryHorizon is how many distinct calls below the boundary (newest first, as of the compaction) the compacted
+// past may carry or name. The window holds the newest CarryLimit calls since the objective as of now, so calls made
+// after the compaction push the oldest out of it; under priced compaction a quarter of the limit is left for them,
+// so the compacted past (and the carried index) stays byte-stable until the next compaction.
+func (c *composer) carryHorizon() int {
+	if !c.priced() {
+		return c.p.CarryLimit
+	}
+	return c.p.CarryLimit - c.p.CarryLimit/4
 }
 
 // compactTurn is the newest turn with a tool loop as of the compaction seq (a prompt or nudge alone does not move it).

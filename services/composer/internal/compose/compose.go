@@ -157,6 +157,8 @@ type toolResult struct {
 	nextSeq int64
 	// newestB and carryB are newest and carry as of the compaction boundary: among the results below it (markAsOf).
 	newestB, carryB bool
+	// inHorizon: the result is among the calls the compaction may carry or name (carryHorizon).
+	inHorizon bool
 	// toolNewest: no later result in the window comes from the same tool (whatever its arguments) — the state the
 	// model last saw from that tool, worth more per token than an older call's result with other arguments.
 	toolNewest bool

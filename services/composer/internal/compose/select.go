@@ -301,6 +301,9 @@ func (c *composer) keepCarriedCalls(u *unit) {
 		}
 	}
 	u.calls, u.results = calls, results
+	if c.priced() {
+		u.content = "" // v3: below the boundary a loop carries state, not the words the model wrote with its calls
+	}
 }
 
 // capReply cuts an earlier reply to the reply cap, pointing at the memory that holds it whole.

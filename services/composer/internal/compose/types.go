@@ -244,7 +244,7 @@ func DefaultPolicy() Policy {
 		ToolResultCap: 1500,
 		SnapshotTools: DefaultSnapshotTools(),
 		PinnedTools:   DefaultPinnedTools(),
-		CarryLimit:    64,
+		CarryLimit:    128,
 		ReplyLimit:    3,
 		ReplyCap:      200,
 		MaxTurnRows:   2000,

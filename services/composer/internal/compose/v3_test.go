@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/histgen"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
 )
@@ -153,7 +154,7 @@ func TestCarriedIndexNamesWhatIsNotCarried(t *testing.T) {
 		t.Fatalf("no carried index\n%s", dump(res.Manifest))
 	}
 	for i, id := range ids {
-		in, named := strings.Contains(out, fmt.Sprintf(`"best_sell":%d`, 10+i)), strings.Contains(out, fmt.Sprintf("view_market {\"item_id\":\"item_%d\"} (memory #%d)", i, id))
+		in, named := strings.Contains(out, fmt.Sprintf(`"best_sell":%d`, 10+i)), strings.Contains(out, fmt.Sprintf("item_%d #%d", i, id))
 		if !in && !named {
 			t.Errorf("market of item_%d neither sent nor named", i)
 		}
@@ -172,5 +173,95 @@ func TestCarriedIndexNamesWhatIsNotCarried(t *testing.T) {
 		if len(next.Messages) < len(res.Messages) || !equalMessages(res.Messages, next.Messages[:len(res.Messages)]) {
 			t.Errorf("the boundary stayed but the request is no extension\n%s\n---\n%s", dump(res.Messages), dump(next.Messages))
 		}
+	}
+}
+
+// Calls made after a compaction push the oldest calls out of the window (it holds the newest CarryLimit calls since
+// the objective); the compacted past and its index name only calls the window keeps until the next compaction, so
+// while the boundary stays the request still extends the previous one.
+func TestCarriedIndexStableWhileNewCallsArrive(t *testing.T) {
+	var h hist
+	mid := h.user(compose.SourceBroadcast, "Commander: compare the markets.")
+	for i := range 12 {
+		var orders strings.Builder
+		for j := range 30 {
+			fmt.Fprintf(&orders, "p%d q%d; ", 7*i+j, 13*j+i)
+		}
+		h.loop("view_market", fmt.Sprintf(`{"item_id":"item_%d"}`, i), fmt.Sprintf(`{"item":"item_%d","orders":"%s"}`, i, orders.String()))
+	}
+	for range 6 {
+		h.loop("mine", `{}`, `{"mined":3}`)
+	}
+	p := compose.DefaultPolicy()
+	p.TokenBudget, p.CarryTokens, p.CarryLimit = 2000, 400, 8
+	res := composeFrom(t, &h, missionOf(&h, mid), p, compose.Manifest{})
+	if !strings.Contains(sent(res), "[Earlier results not shown here") {
+		t.Fatalf("no carried index\n%s", dump(res.Manifest))
+	}
+	// Two new distinct calls: the window no longer holds the two oldest of the calls it held at the compaction.
+	h.loop("get_notifications", `{}`, `{"n":0}`)
+	h.loop("scan", `{"x":1}`, `{"found":"nothing"}`)
+	next := composeFrom(t, &h, missionOf(&h, mid), p, res.Manifest)
+	if next.Manifest.Boundary != res.Manifest.Boundary {
+		t.Fatalf("the boundary moved (%d → %d): the test needs it to stay", res.Manifest.Boundary, next.Manifest.Boundary)
+	}
+	if len(next.Messages) < len(res.Messages) || !equalMessages(res.Messages, next.Messages[:len(res.Messages)]) {
+		t.Errorf("the boundary stayed but the request is no extension\n%s\n---\n%s", dump(res.Messages), dump(next.Messages))
+	}
+}
+
+// An index entry quotes a call's argument words (sorted keys, an action-dispatched call's action left out), cut to a
+// bound; arguments that are not a JSON object are sent as {} (rule 8), so they quote nothing.
+func TestIndexArgWords(t *testing.T) {
+	var h hist
+	mid := h.user(compose.SourceBroadcast, "Commander: scout.")
+	body := func(k int) string {
+		var b strings.Builder
+		for j := range 150 {
+			fmt.Fprintf(&b, "o%d v%d; ", 31*j+k, 17*j+k)
+		}
+		return b.String()
+	}
+	h.loop("spacemolt_market", `{"action":"view_market","item_id":"iron_ore","station":"sol"}`, body(1))
+	h.loop("find_route", `not json`, body(2))
+	h.loop("catalog", `{"type":"ore","page":2,"all":true}`, body(3))
+	for range 8 {
+		h.loop("mine", `{}`, `{"mined":3}`)
+	}
+	p := compose.DefaultPolicy()
+	p.TokenBudget, p.CarryTokens = 2000, 64
+	res := composeFrom(t, &h, missionOf(&h, mid), p, compose.Manifest{})
+	out := sent(res)
+	for _, want := range []string{"spacemolt_market.view_market: iron_ore sol #", "find_route: #", "catalog: true 2 ore #"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("index lacks %q\n%s", want, out)
+		}
+	}
+}
+
+// Below the boundary a carried loop sends its call and result without the words the model wrote with the call:
+// those are not state, and under a fixed budget every token of them is room the live part lacks.
+func TestCarriedLoopWithoutItsText(t *testing.T) {
+	var h hist
+	mid := h.user(compose.SourceBroadcast, "Commander: find iron.")
+	const note = "Let me look at the market at Sol Station before deciding where to sell."
+	h.add(compose.Memory{Role: chat.RoleAssistant, Source: compose.SourceLLM, Content: note,
+		ToolCalls: []chat.ToolCall{{ID: "call_m", Name: "view_market", Arguments: `{"station":"sol"}`}}})
+	h.result("call_m", "view_market", `{"iron_ore":{"buy":11,"sell":14}}`)
+	for i := range 60 {
+		h.loop("mine", fmt.Sprintf(`{"n":%d}`, i%3), fmt.Sprintf(`{"mined":%d,"log":"%s"}`, i, strings.Repeat("ore ", 40)))
+	}
+	p := compose.DefaultPolicy()
+	p.TokenBudget = 2500
+	res := composeFrom(t, &h, missionOf(&h, mid), p, compose.Manifest{})
+	out := sent(res)
+	if res.Manifest.Boundary <= 3 {
+		t.Fatalf("nothing compacted (boundary %d): the test needs the market loop below it", res.Manifest.Boundary)
+	}
+	if !strings.Contains(out, `"sell":14`) {
+		t.Fatalf("the market result is not carried\n%s", dump(res.Manifest))
+	}
+	if strings.Contains(out, note) {
+		t.Errorf("the carried loop still sends its text\n%s", out)
 	}
 }

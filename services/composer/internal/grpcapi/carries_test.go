@@ -204,6 +204,7 @@ func TestCarryCacheFollowsPolicy(t *testing.T) {
 	obs, cached, whole := twoComposers(t, mem)
 	// compose composes with a carry_limit override (0: none) and reports whether carry_known was sent and the
 	// carried rows left out.
+	defaultLimit := int32(compose.DefaultPolicy().CarryLimit)
 	compose := func(limit int32) (known, omitted bool) {
 		t.Helper()
 		req := &composerv1.ComposeContextRequest{MysisId: id}
@@ -231,7 +232,7 @@ func TestCarryCacheFollowsPolicy(t *testing.T) {
 		t.Fatalf("the same policy again: carry_known sent %v, omitted %v", known, omitted)
 	}
 	if known, _ := compose(2); known {
-		t.Fatal("carry_limit 2 sent carry_known for rows held under carry_limit 64")
+		t.Fatal("carry_limit 2 sent carry_known for rows held under the default carry_limit")
 	}
 	if known, _ := compose(2); !known {
 		t.Fatal("carry_limit 2 again: the rows read under it were not held")
@@ -239,8 +240,8 @@ func TestCarryCacheFollowsPolicy(t *testing.T) {
 	if known, _ := compose(0); known {
 		t.Fatal("back to the default carry_limit: sent carry_known for rows held under carry_limit 2")
 	}
-	if known, _ := compose(64); !known {
-		t.Fatal("carry_limit 64 given explicitly (the default's value): the rows held under the default were not used")
+	if known, _ := compose(defaultLimit); !known {
+		t.Fatal("the default carry_limit given explicitly: the rows held under the default were not used")
 	}
 }
 
