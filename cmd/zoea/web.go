@@ -23,6 +23,7 @@ const defaultWebListen = "127.0.0.1:7200"
 
 func webCmd(ep *endpoints) *cobra.Command {
 	var listen string
+	var check bool
 	cmd := &cobra.Command{
 		Use:   "web",
 		Short: "The commander's web console: the swarm, each mysis, the next request's anatomy and the spend, in a browser",
@@ -34,6 +35,9 @@ Listening beyond this machine (--listen 0.0.0.0:7200) is for a cluster: put TLS 
 docs/CONSOLE.md describes the pages.`,
 		Args: noArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if check {
+				return checkWeb(cmd.Context(), listen)
+			}
 			c, err := ep.dial()
 			if err != nil {
 				return err
@@ -47,6 +51,7 @@ docs/CONSOLE.md describes the pages.`,
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", envOr("ZOEA_WEB_LISTEN", defaultWebListen), "address to serve the console on (host:port)")
+	cmd.Flags().BoolVar(&check, "check", false, "only check that a console serves on --listen (a container's health check), and exit")
 	return cmd
 }
 
@@ -94,4 +99,30 @@ func oneTimeToken() string {
 		panic(err)
 	}
 	return hex.EncodeToString(b)
+}
+
+// checkWeb asks the console on listen for /healthz: the health check of its container, where there is no curl.
+func checkWeb(ctx context.Context, listen string) error {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", listen, err)
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+"/healthz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("no web console answers on %s: %w", listen, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("the web console on %s answered %s", listen, resp.Status)
+	}
+	return nil
 }

@@ -333,4 +333,6 @@ func LastError(s *runnerv1.MysisStatus) string {
 
 // BadValue is the sentence for a value that does not parse, as the CLI says it of a flag: `--temperature: "hot" is
 // not a number`.
-func BadValue(flag, value, kind string) error { return Sentencef("--%s: %q is not %s", flag, value, kind) }
+func BadValue(flag, value, kind string) error {
+	return Sentencef("--%s: %q is not %s", flag, value, kind)
+}

@@ -14,15 +14,6 @@ import (
 	"github.com/zoeaswarm/zoea/libs/spend"
 )
 
-// flash keeps an action's outcome for the session's next page, never in the URL.
-func (s *Server) flash(r *http.Request, text string, ok bool) {
-	if sess := sessionOf(r); sess != nil {
-		s.mu.Lock()
-		sess.flash, sess.flashOK = present.Safe(text), ok
-		s.mu.Unlock()
-	}
-}
-
 // back is where an action returns: the form's "back" when it is a path of this console, else def.
 func back(r *http.Request, def string) string {
 	b := r.PostFormValue("back")
@@ -48,16 +39,16 @@ func (s *Server) do(w http.ResponseWriter, r *http.Request, def string, sub pres
 				}
 			}
 		}
-		s.flash(r, present.Explain(err, sub).Error(), false)
+		s.flash(w, r, present.Explain(err, sub).Error(), false)
 	} else {
-		s.flash(r, text, true)
+		s.flash(w, r, text, true)
 	}
 	http.Redirect(w, r, back(r, def), http.StatusSeeOther)
 }
 
 // refuseInput returns to the page with a sentence about bad input, without calling the swarm.
 func (s *Server) refuseInput(w http.ResponseWriter, r *http.Request, def, sentence string) {
-	s.flash(r, sentence, false)
+	s.flash(w, r, sentence, false)
 	http.Redirect(w, r, back(r, def), http.StatusSeeOther)
 }
 

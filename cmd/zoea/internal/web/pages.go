@@ -56,7 +56,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, page s
 	l := layout{Title: page, Page: data}
 	if sess := sessionOf(r); sess != nil {
 		l.LoggedIn, l.CSRF = true, sess.csrf
-		l.Flash, l.FlashOK = s.takeFlash(r)
+		l.Flash, l.FlashOK = s.takeFlash(w, r)
 		l.Live, l.LiveWhy = s.hub.status()
 	}
 	keys, _ := json.Marshal(keytable.Browser())

@@ -4,26 +4,31 @@
 // as the terminal console does, and takes its keyboard shortcuts from internal/keytable.
 //
 // Safe by default: every page but the login form needs a session, made by typing the admin token once; the session
-// id lives in an HttpOnly, SameSite=Strict cookie (the token itself never leaves the server and is never in a page
-// or a URL); every state-changing request must come from this origin (http.CrossOriginProtection) and carry the
+// lives in an HttpOnly, SameSite=Strict cookie, signed with a key derived from the token (so every replica accepts
+// it and a new token ends it; the token itself never leaves the server and is never in a page or a URL); every state-changing request must come from this origin (http.CrossOriginProtection) and carry the
 // session's CSRF token; model text is escaped by html/template after present.Safe has made bidi and control
 // characters visible.
 package web
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"html/template"
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"sync"
+	"strings"
 	"time"
 
 	"github.com/zoeaswarm/zoea/cmd/zoea/internal/backend"
+	"github.com/zoeaswarm/zoea/cmd/zoea/internal/present"
 )
 
 //go:embed templates/*.html
@@ -54,20 +59,19 @@ type Server struct {
 	pages map[string]*template.Template
 	mux   http.Handler
 
-	mu       sync.Mutex
-	sessions map[string]*session
+	key []byte // signs sessions: derived from the token, so a new token ends every session
 }
 
+// session is a login: signed, not stored, so any replica of the console accepts it.
 type session struct {
 	csrf    string
 	expires time.Time
-	flash   string
-	flashOK bool
 }
 
 const (
 	sessionCookie = "zoea_session"
 	loginCookie   = "zoea_login"
+	flashCookie   = "zoea_flash"
 )
 
 // New returns the console over b. Run starts its one watch of the event stream.
@@ -87,7 +91,9 @@ func New(b backend.Backend, opts Options) *Server {
 	if opts.Token == "" {
 		panic("web: Options.Token is required")
 	}
-	s := &Server{b: b, opts: opts, sessions: map[string]*session{}}
+	mac := hmac.New(sha256.New, []byte(opts.Token))
+	mac.Write([]byte("zoea web session key v1"))
+	s := &Server{b: b, opts: opts, key: mac.Sum(nil)}
 	s.hub = newHub(b, opts.Now, opts.CallTimeout, opts.Log)
 	s.pages = parsePages()
 	s.mux = s.routes()
@@ -112,6 +118,7 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	assets, _ := fs.Sub(assetFS, "assets")
 	mux.Handle("GET /assets/", http.StripPrefix("/assets/", cacheForever(http.FileServerFS(assets))))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /login", s.loginPage)
 	mux.HandleFunc("POST /login", s.login)
 	mux.HandleFunc("POST /logout", s.authed(s.logout))
@@ -197,22 +204,44 @@ func (s *Server) changes(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+func (s *Server) sign(parts ...[]byte) []byte {
+	mac := hmac.New(sha256.New, s.key)
+	for _, p := range parts {
+		mac.Write(p)
+	}
+	return mac.Sum(nil)
+}
+
+// newSession is a session cookie's value: expiry and nonce, and their signature.
+func (s *Server) newSession(expires time.Time) string {
+	payload := binary.BigEndian.AppendUint64(nil, uint64(expires.Unix()))
+	nonce := make([]byte, 16)
+	if _, err := rand.Read(nonce); err != nil {
+		panic(err)
+	}
+	payload = append(payload, nonce...)
+	enc := base64.RawURLEncoding
+	return enc.EncodeToString(payload) + "." + enc.EncodeToString(s.sign([]byte("session"), payload))
+}
+
+// lookup is the request's session when its cookie is signed with this console's key and has not expired.
 func (s *Server) lookup(r *http.Request) *session {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil {
 		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sess := s.sessions[c.Value]
-	if sess == nil {
+	p64, m64, ok := strings.Cut(c.Value, ".")
+	enc := base64.RawURLEncoding
+	payload, err1 := enc.DecodeString(p64)
+	mac, err2 := enc.DecodeString(m64)
+	if !ok || err1 != nil || err2 != nil || len(payload) != 24 || !hmac.Equal(mac, s.sign([]byte("session"), payload)) {
 		return nil
 	}
-	if s.opts.Now().After(sess.expires) {
-		delete(s.sessions, c.Value)
+	expires := time.Unix(int64(binary.BigEndian.Uint64(payload[:8])), 0)
+	if !s.opts.Now().Before(expires) {
 		return nil
 	}
-	return sess
+	return &session{csrf: hex.EncodeToString(s.sign([]byte("csrf"), payload)), expires: expires}
 }
 
 func secure(r *http.Request) bool { return r.TLS != nil }
@@ -243,16 +272,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.loginForm(w, r, http.StatusUnauthorized, "wrong token: the console takes the swarm's admin token (ZOEA_ADMIN_TOKEN)")
 		return
 	}
-	id := randomID()
-	s.mu.Lock()
-	now := s.opts.Now()
-	for k, v := range s.sessions { // forget expired sessions
-		if now.After(v.expires) {
-			delete(s.sessions, k)
-		}
-	}
-	s.sessions[id] = &session{csrf: randomID(), expires: now.Add(s.opts.SessionTTL)}
-	s.mu.Unlock()
+	id := s.newSession(s.opts.Now().Add(s.opts.SessionTTL))
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true, Secure: secure(r),
 		SameSite: http.SameSiteStrictMode, MaxAge: int(s.opts.SessionTTL / time.Second)})
 	http.SetCookie(w, &http.Cookie{Name: loginCookie, Path: "/login", MaxAge: -1})
@@ -265,11 +285,6 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, http.StatusForbidden, "refused: the form's CSRF token is missing or stale; reload the page and try again")
 		return
 	}
-	if c, err := r.Cookie(sessionCookie); err == nil {
-		s.mu.Lock()
-		delete(s.sessions, c.Value)
-		s.mu.Unlock()
-	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Path: "/", MaxAge: -1})
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
@@ -280,14 +295,26 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, code int, why st
 	s.render(w, r, code, "refused", map[string]any{"Why": why})
 }
 
-func (s *Server) takeFlash(r *http.Request) (string, bool) {
-	sess := sessionOf(r)
-	if sess == nil {
+// flash keeps an action's outcome for the session's next page in a short-lived cookie, never in the URL.
+func (s *Server) flash(w http.ResponseWriter, r *http.Request, text string, ok bool) {
+	v := "e"
+	if ok {
+		v = "o"
+	}
+	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(v + present.Safe(text))),
+		Path: "/", HttpOnly: true, Secure: secure(r), SameSite: http.SameSiteStrictMode, MaxAge: 60})
+}
+
+// takeFlash reads the outcome of the last action, once.
+func (s *Server) takeFlash(w http.ResponseWriter, r *http.Request) (string, bool) {
+	c, err := r.Cookie(flashCookie)
+	if err != nil {
 		return "", false
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f, ok := sess.flash, sess.flashOK
-	sess.flash = ""
-	return f, ok
+	http.SetCookie(w, &http.Cookie{Name: flashCookie, Path: "/", MaxAge: -1})
+	b, err := base64.RawURLEncoding.DecodeString(c.Value)
+	if err != nil || len(b) < 2 {
+		return "", false
+	}
+	return string(b[1:]), b[0] == 'o'
 }

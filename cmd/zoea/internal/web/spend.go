@@ -97,8 +97,8 @@ func stack(hours []*runnerv1.GetUsageResponse, name func(*memoryv1.UsageRow) str
 // limitView is one spend limit of one mysis and how close the mysis is to it.
 type limitView struct {
 	Mysis, Ref, Limit, Spent string
-	Percent               int
-	Over                  bool
+	Percent                  int
+	Over                     bool
 }
 
 func (s *Server) spendPage(w http.ResponseWriter, r *http.Request) {

@@ -117,8 +117,8 @@ func (s *scripted) Preview(context.Context, string) (*runnerv1.PreviewContextRes
 				{MemoryId: 5, Seq: 5, Disposition: composerv1.Disposition_DISPOSITION_INCLUDED, MessageIndex: i(1), Reason: "current turn", Tokens: 9},
 				{MemoryId: 2, Seq: 2, Disposition: composerv1.Disposition_DISPOSITION_DROPPED, Reason: "over budget", Tokens: 40},
 			},
-			Synthetic: []*composerv1.SyntheticMessage{{Index: 2, Kind: "nudge", Reason: "no prompt this turn", Tokens: 6}},
-			Tokens:    &composerv1.SectionTokens{System: 12, CurrentTurn: 9, Synthetic: 6, Tools: 100, Total: 130},
+			Synthetic:   []*composerv1.SyntheticMessage{{Index: 2, Kind: "nudge", Reason: "no prompt this turn", Tokens: 6}},
+			Tokens:      &composerv1.SectionTokens{System: 12, CurrentTurn: 9, Synthetic: 6, Tools: 100, Total: 130},
 			TokenBudget: 8000, CompactionBoundarySeq: 3, Tokenizer: "o200k_base",
 		},
 	}, nil
