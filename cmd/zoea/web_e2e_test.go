@@ -23,13 +23,13 @@ import (
 
 // browser is headless Debian chromium driven by chromedp.
 type browser struct {
-	t     *testing.T
+	t     testing.TB
 	ctx   context.Context
 	base  string
 	shots string
 }
 
-func startBrowser(t *testing.T, base string) *browser {
+func startBrowser(t testing.TB, base string) *browser {
 	t.Helper()
 	path, err := exec.LookPath("chromium")
 	if err != nil {

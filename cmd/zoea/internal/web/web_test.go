@@ -399,3 +399,44 @@ func TestEventsReachAnOpenPage(t *testing.T) {
 		}
 	}
 }
+
+func TestASessionIsValidOnEveryReplicaAndOnlyWithItsToken(t *testing.T) {
+	b := newScripted()
+	c := startConsole(t, b)
+	c.login(testToken)
+	u, _ := url.Parse(c.srv.URL)
+	cookies := c.c.Jar.Cookies(u)
+	get := func(s *Server) int {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		for _, ck := range cookies {
+			req.AddCookie(ck)
+		}
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, req)
+		return w.Code
+	}
+	if code := get(New(b, Options{Token: testToken})); code != http.StatusOK {
+		t.Fatalf("another replica with the same token: %d, want the page", code)
+	}
+	if code := get(New(b, Options{Token: "a-new-token"})); code != http.StatusSeeOther {
+		t.Fatalf("a console with another token: %d, want the login form", code)
+	}
+	later := New(b, Options{Token: testToken, Now: func() time.Time { return time.Now().Add(13 * time.Hour) }})
+	if code := get(later); code != http.StatusSeeOther {
+		t.Fatalf("13 hours later: %d, want the login form", code)
+	}
+	for i, ck := range cookies {
+		if ck.Name == sessionCookie {
+			forged := *ck
+			last := "A"
+			if strings.HasSuffix(ck.Value, "A") {
+				last = "B"
+			}
+			forged.Value = ck.Value[:len(ck.Value)-1] + last
+			cookies[i] = &forged
+		}
+	}
+	if code := get(New(b, Options{Token: testToken})); code != http.StatusSeeOther {
+		t.Fatalf("a forged signature: %d, want the login form", code)
+	}
+}

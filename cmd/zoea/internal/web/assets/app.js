@@ -35,6 +35,7 @@
         set("credits", d.credits); set("turns", String(d.turns)); set("tokens", d.tokens); set("cost", d.cost);
         set("action", d.action); set("error", d.error); set("owner", d.owner);
         tr.classList.add("flash-row");
+        tr.dataset.updated = String(Date.now()); // when the last row event arrived (the benchmark reads it)
         setTimeout(() => tr.classList.remove("flash-row"), 600);
       }
       if (d.id === mysisID) {

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
+	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+)
+
+// BenchmarkWebConsoleSwarm measures the web console against a real local swarm of ZOEA_WEB_BENCH_MYSES myses (default
+// 1,000; created, not started, so the machine is not busy playing them): ns/op is one load of the swarm page (GET /,
+// the runner's ListMyses of every mysis, the page rendered and read whole), reported with its p50/p99; then, in
+// headless chromium with that page open, how long an event takes to show: a direct message to one mysis, until its
+// row on the page has been updated from the server-sent events (event-p50-ms, event-max-ms). docs/BENCHMARKS.md.
+func BenchmarkWebConsoleSwarm(b *testing.B) {
+	n := 1000
+	if v, err := strconv.Atoi(os.Getenv("ZOEA_WEB_BENCH_MYSES")); err == nil && v > 0 {
+		n = v
+	}
+	const token = "web-bench-admin-token"
+	s := startLocalSwarm(b, "ZOEA_ADMIN_TOKEN="+token)
+	ep := &endpoints{runner: s.runner, bus: s.bus, memory: s.memory, token: token, timeout: 60 * time.Second}
+	c, err := ep.dial()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(c.Close)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	sem := make(chan struct{}, 8)
+	began := time.Now()
+	for i := range n {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if _, err := c.swarm.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: fmt.Sprintf("m-%04d", i), Provider: "autopilot"}); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatalf("create: %v", err)
+	}
+	b.Logf("created %d myses in %s", n, time.Since(began).Round(time.Millisecond))
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	wctx, wcancel := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- serveWeb(wctx, ln, c.backend(), token, 60*time.Second, io.Discard, "web console") }()
+	b.Cleanup(func() { wcancel(); <-served })
+	base := "http://" + ln.Addr().String()
+
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar}
+	resp, err := hc.Get(base + "/login")
+	if err != nil {
+		b.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	csrf := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindSubmatch(page)
+	req, _ := http.NewRequest(http.MethodPost, base+"/login", nil)
+	req.PostForm = url.Values{"csrf": {string(csrf[1])}, "token": {token}}
+	if resp, err = hc.PostForm(base+"/login", req.PostForm); err != nil || resp.StatusCode != http.StatusOK {
+		b.Fatalf("login: %v %v", err, resp.Status)
+	}
+	resp.Body.Close()
+	load := func() time.Duration {
+		t0 := time.Now()
+		resp, err := hc.Get(base + "/")
+		if err != nil {
+			b.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !regexp.MustCompile(fmt.Sprintf(`data-name="m-%04d"`, n-1)).Match(body) {
+			b.Fatalf("the swarm page: %s, without the last mysis", resp.Status)
+		}
+		return time.Since(t0)
+	}
+	load() // warm: connections, the runner's caches
+	var loads []time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		loads = append(loads, load())
+	}
+	b.StopTimer()
+	slices.Sort(loads)
+	pct := func(d []time.Duration, p float64) float64 {
+		return float64(d[min(len(d)-1, int(float64(len(d))*p))].Microseconds()) / 1000
+	}
+	b.ReportMetric(pct(loads, 0.5), "page-p50-ms")
+	b.ReportMetric(pct(loads, 0.99), "page-p99-ms")
+
+	br := startBrowser(b, base)
+	if br == nil {
+		return
+	}
+	bctx, bcancel := context.WithTimeout(br.ctx, 5*time.Minute)
+	defer bcancel()
+	if err := chromedp.Do(bctx, chromedp.Navigate(base+"/login"), chromedp.SendKeys(chromedp.ID("token"), token),
+		chromedp.Submit(chromedp.ID("token")), chromedp.WaitVisible(chromedp.ID("swarm"))); err != nil {
+		b.Fatalf("browser login: %v", err)
+	}
+	dcl, err := chromedp.Run(bctx, chromedp.Evaluate[float64](`performance.getEntriesByType("navigation")[0].domContentLoadedEventEnd`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(dcl, "browser-dcl-ms")
+	// Let the event stream open before the first message.
+	if _, err := chromedp.Run(bctx, chromedp.Poll[bool](`document.getElementById("live").textContent === "live"`)); err != nil {
+		b.Fatal(err)
+	}
+	var lat []time.Duration
+	for i := range 10 {
+		name := fmt.Sprintf("m-%04d", i*(n/10))
+		t0 := time.Now()
+		if _, err := c.bus.SendDirect(ctx, &busv1.SendDirectRequest{Mysis: name, Content: "benchmark order " + strconv.Itoa(i)}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](fmt.Sprintf(`!!document.querySelector('tr[data-name="%s"]').dataset.updated`, name),
+			chromedp.WithPollingInterval(5*time.Millisecond))); err != nil {
+			b.Fatalf("the event for %s never showed: %v", name, err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	slices.Sort(lat)
+	b.ReportMetric(pct(lat, 0.5), "event-p50-ms")
+	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "event-max-ms")
+}
