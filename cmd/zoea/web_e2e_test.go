@@ -42,6 +42,10 @@ func startBrowser(t testing.TB, base string) *browser {
 	t.Cleanup(acancel)
 	bctx, bcancel := chromedp.NewContext(actx)
 	t.Cleanup(bcancel)
+	// The first run starts the browser, which lives as long as the context of that run: the test's, not a step's.
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
 	shots := os.Getenv("ZOEA_WEB_SCREENSHOTS") // CI keeps them as artifacts
 	if shots == "" {
 		shots = filepath.Join(os.TempDir(), "zoea-web-screenshots")
