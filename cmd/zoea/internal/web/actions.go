@@ -31,6 +31,7 @@ func (s *Server) do(w http.ResponseWriter, r *http.Request, def string, sub pres
 	ctx, cancel := s.call(r)
 	defer cancel()
 	text, err := fn(ctx)
+	s.hub.forget() // the page after an action lists the swarm as it is now
 	if err != nil {
 		if isNotFound(err) && sub.Mysis != "" {
 			if list, lerr := s.b.List(ctx); lerr == nil {

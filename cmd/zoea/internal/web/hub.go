@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/zoeaswarm/zoea/cmd/zoea/internal/backend"
 	"github.com/zoeaswarm/zoea/cmd/zoea/internal/present"
@@ -38,7 +39,16 @@ type hub struct {
 	live     bool
 	watchErr string
 	ctx      context.Context
+
+	// The swarm as last listed and kept current by events: the swarm page renders from it while the stream is live
+	// and the list is younger than listFresh, instead of asking the runner for every mysis on each load.
+	rows     map[string]*runnerv1.MysisStatus
+	listedAt time.Time
+	complete bool // no event since the list was taken is unaccounted for
 }
+
+// listFresh is how long a list kept current by events serves the swarm page before it is read whole again.
+const listFresh = time.Minute
 
 type eventLine struct {
 	At   time.Time
@@ -79,6 +89,7 @@ func (h *hub) run(ctx context.Context) {
 func (h *hub) setLive(live bool, why string) {
 	h.mu.Lock()
 	h.live, h.watchErr = live, why
+	h.complete = false // events may have been missed while the stream was down
 	h.mu.Unlock()
 	h.publish("live", map[string]any{"live": live, "why": why})
 }
@@ -164,8 +175,22 @@ func (h *hub) onEvent(e *busv1.Event) {
 		list = list[len(list)-eventsKept:]
 	}
 	h.events[id] = list
+	if st := h.rows[id]; st != nil {
+		applyEvent(st, e)
+	} else if id != "" {
+		h.complete = false // a mysis the list does not know: created elsewhere
+	}
 	h.mu.Unlock()
-	h.publish("event", map[string]any{"id": id, "at": at.UTC().Format(time.TimeOnly), "kind": line.Kind, "text": line.Text})
+	msg := map[string]any{"id": id, "at": at.UTC().Format(time.TimeOnly), "kind": line.Kind, "text": line.Text}
+	switch p := e.GetPayload().(type) { // what the row shows at once, before the mysis is read again
+	case *busv1.Event_StateChanged:
+		msg["state"] = present.State(p.StateChanged.GetTo())
+	case *busv1.Event_ToolCalled:
+		msg["action"] = present.Clip(present.OneLine(p.ToolCalled.GetTool()), 40)
+	case *busv1.Event_Error:
+		msg["error"] = present.Clip(present.OneLine(p.Error.GetMessage()), 80)
+	}
+	h.publish("event", msg)
 	if id != "" {
 		h.refresh(id)
 	}
@@ -189,8 +214,16 @@ func (h *hub) refresh(id string) {
 			cancel()
 			switch {
 			case err == nil:
+				h.mu.Lock()
+				if h.rows != nil {
+					h.rows[id] = st
+				}
+				h.mu.Unlock()
 				h.publish("row", rowOf(st))
 			case isNotFound(err):
+				h.mu.Lock()
+				delete(h.rows, id)
+				h.mu.Unlock()
 				h.publish("gone", map[string]any{"id": id})
 			default:
 				h.log.Warn("read a mysis after an event", "mysis", id, "err", err)
@@ -243,3 +276,50 @@ func rowOf(st *runnerv1.MysisStatus) row {
 }
 
 func isNotFound(err error) bool { return status.Code(err) == codes.NotFound }
+
+// applyEvent folds what an event says into a kept status (the read that follows brings the rest).
+func applyEvent(st *runnerv1.MysisStatus, e *busv1.Event) {
+	switch p := e.GetPayload().(type) {
+	case *busv1.Event_StateChanged:
+		if st.Mysis != nil {
+			st.Mysis.State, st.Mysis.StateReason = p.StateChanged.GetTo(), p.StateChanged.GetReason()
+		}
+	case *busv1.Event_ToolCalled:
+		st.LastAction = p.ToolCalled.GetTool()
+	case *busv1.Event_Error:
+		st.LastError = p.Error.GetMessage()
+	}
+}
+
+// swarm is the kept list when it is current (the stream live, nothing missed, younger than listFresh).
+func (h *hub) swarm() ([]*runnerv1.MysisStatus, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.live || !h.complete || h.now().Sub(h.listedAt) > listFresh {
+		return nil, false
+	}
+	out := make([]*runnerv1.MysisStatus, 0, len(h.rows))
+	for _, st := range h.rows {
+		out = append(out, proto.Clone(st).(*runnerv1.MysisStatus))
+	}
+	return out, true
+}
+
+// keep stores a whole list read at start (taken before the read, so an event during it marks it incomplete only if
+// it names a mysis the list lacks).
+func (h *hub) keep(list []*runnerv1.MysisStatus, start time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.rows = make(map[string]*runnerv1.MysisStatus, len(list))
+	for _, st := range list {
+		h.rows[st.GetMysis().GetId()] = proto.Clone(st).(*runnerv1.MysisStatus)
+	}
+	h.listedAt, h.complete = start, h.live
+}
+
+// forget makes the next swarm page read the whole list (after the commander changed the swarm).
+func (h *hub) forget() {
+	h.mu.Lock()
+	h.complete = false
+	h.mu.Unlock()
+}

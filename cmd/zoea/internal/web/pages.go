@@ -127,12 +127,17 @@ func matches(r row, filter string) bool {
 }
 
 func (s *Server) swarmPage(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := s.call(r)
-	defer cancel()
-	list, err := s.b.List(ctx)
-	if err != nil {
-		s.failed(w, r, err, present.Subject{Service: "runner"})
-		return
+	list, kept := s.hub.swarm()
+	if !kept {
+		ctx, cancel := s.call(r)
+		defer cancel()
+		start := s.opts.Now()
+		var err error
+		if list, err = s.b.List(ctx); err != nil {
+			s.failed(w, r, err, present.Subject{Service: "runner"})
+			return
+		}
+		s.hub.keep(list, start)
 	}
 	by := r.URL.Query().Get("sort")
 	if !slices.Contains(sortNames, by) {

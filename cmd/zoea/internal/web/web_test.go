@@ -33,6 +33,7 @@ type scripted struct {
 	mu              sync.Mutex
 	myses           []*runnerv1.MysisStatus
 	calls           []string
+	lists           int
 	events          chan *busv1.Event
 }
 
@@ -64,6 +65,7 @@ func (s *scripted) called() []string {
 func (s *scripted) List(context.Context) ([]*runnerv1.MysisStatus, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.lists++
 	return slices.Clone(s.myses), nil
 }
 
@@ -438,5 +440,49 @@ func TestASessionIsValidOnEveryReplicaAndOnlyWithItsToken(t *testing.T) {
 	}
 	if code := get(New(b, Options{Token: testToken})); code != http.StatusSeeOther {
 		t.Fatalf("a forged signature: %d, want the login form", code)
+	}
+}
+
+func (s *scripted) listed() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lists
+}
+
+// While the event stream is live, the swarm page is drawn from the list the events keep current; a mysis the list
+// does not know, or an action of the commander, makes the next page read the whole list again.
+func TestSwarmPageReadsTheWholeSwarmOnlyWhenItMustHave(t *testing.T) {
+	b := newScripted()
+	c := startConsole(t, b)
+	c.login(testToken)
+	c.get("/")
+	c.get("/?sort=credits")
+	if n := b.listed(); n != 1 {
+		t.Fatalf("two loads read the whole swarm %d times, want once", n)
+	}
+	resp, err := c.c.Get(c.srv.URL + "/events") // an open page: events now reach the console's subscribers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	b.events <- &busv1.Event{MysisId: "id-elsewhere", Payload: &busv1.Event_ToolCalled{ToolCalled: &busv1.ToolCalled{Tool: "mine"}}}
+	for {
+		l, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(l, "event: event") {
+			break
+		}
+	}
+	c.get("/")
+	if n := b.listed(); n != 2 {
+		t.Fatalf("after an event for a mysis created elsewhere the page read the swarm %d times in all, want 2", n)
+	}
+	c.post("/broadcast", url.Values{"text": {"mine"}, "csrf": {c.csrf}})
+	c.get("/")
+	if n := b.listed(); n != 3 {
+		t.Fatalf("after a broadcast the page read the swarm %d times in all, want 3", n)
 	}
 }

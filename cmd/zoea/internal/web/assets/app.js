@@ -50,6 +50,14 @@
     });
     es.addEventListener("event", (e) => {
       const d = JSON.parse(e.data);
+      const tr = document.querySelector('tr[data-id="' + CSS.escape(d.id) + '"]');
+      if (tr && (d.state || d.action || d.error)) { // what the event says shows at once; its "row" follows
+        const set = (col, text) => { const td = tr.querySelector('[data-col="' + col + '"]'); if (td) td.textContent = text; };
+        if (d.state) { const st = tr.querySelector('[data-col="state"] .state'); if (st) { st.textContent = d.state; st.className = "state " + d.state; } }
+        if (d.action) set("action", d.action);
+        if (d.error) set("error", d.error);
+      }
+      if (tr) tr.dataset.event = String(Date.now()); // when the last event for it arrived (the benchmark reads it)
       if (d.id !== mysisID) return;
       const ol = document.getElementById("timeline");
       if (!ol) return;
