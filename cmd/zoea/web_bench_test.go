@@ -134,11 +134,6 @@ func BenchmarkWebConsoleSwarm(b *testing.B) {
 		chromedp.Submit(chromedp.ID("token")), chromedp.WaitVisible(chromedp.ID("swarm"))); err != nil {
 		b.Fatalf("browser login: %v", err)
 	}
-	dcl, err := chromedp.Run(bctx, chromedp.Evaluate[float64](`performance.getEntriesByType("navigation")[0].domContentLoadedEventEnd`))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportMetric(dcl, "browser-dcl-ms")
 	// Let the event stream open before the first message.
 	if _, err := chromedp.Run(bctx, chromedp.Poll[bool](`document.getElementById("live").textContent === "live"`)); err != nil {
 		b.Fatal(err)
