@@ -41,6 +41,7 @@ check() {
   command -v gcc >/dev/null || missing+=("gcc is not installed (go test -race needs cgo)")
   command -v jq >/dev/null || missing+=("jq is not installed (the cookbook's examples)")
   command -v tmux >/dev/null || missing+=("tmux is not installed (the console's end-to-end test runs in it)")
+  command -v chromium >/dev/null || missing+=("chromium is not installed (the web console's browser test drives it headless)")
   [ -x /usr/sbin/nats-server ] || missing+=("nats-server is not installed (tests start their own servers with it)")
   if ! command -v pg_isready >/dev/null || ! command -v psql >/dev/null; then
     missing+=("PostgreSQL is not installed")
@@ -78,6 +79,7 @@ command -v jq >/dev/null || missing+=(jq)
 command -v pg_ctlcluster >/dev/null || missing+=(postgresql)
 [ -x /usr/sbin/nats-server ] || missing+=(nats-server)
 command -v tmux >/dev/null || missing+=(tmux) # the console's end-to-end test drives zoea tui in tmux
+command -v chromium >/dev/null || missing+=(chromium) # the web console's browser test drives zoea web in it (chromedp)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}"
   apt_install "${missing[@]}"

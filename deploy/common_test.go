@@ -21,6 +21,10 @@ var zoeaServices = []zoeaService{
 	{name: "spacemolt-sim", port: 7100, grpc: false},
 }
 
+// webConsole is `zoea web` (the zoea image), deployed beside the services: HTTP /healthz on its port, its address in
+// ZOEA_WEB_LISTEN (the CLI must not pick up a service's ZOEA_LISTEN_ADDR).
+var webConsole = zoeaService{name: "web", port: 7200, grpc: false}
+
 func zoeaServiceByName(name string) (zoeaService, bool) {
 	for _, s := range zoeaServices {
 		if s.name == name {

@@ -27,6 +27,7 @@ var composeServices = map[string]composeService{
 	"nats":           {},
 	"migrate":        {oneShot: true},
 	"seed":           {oneShot: true},
+	"web":            {},
 	"memory":         {},
 	"composer":       {},
 	"bus":            {},

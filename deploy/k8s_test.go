@@ -264,6 +264,10 @@ func TestK8sProbes(t *testing.T) {
 	forEachOverlay(t, func(t *testing.T, m *manifests) {
 		for name, d := range m.deployments {
 			z, ok := zoeaServiceByName(name)
+			listenVar := "ZOEA_LISTEN_ADDR"
+			if name == webConsole.name {
+				z, ok, listenVar = webConsole, true, "ZOEA_WEB_LISTEN"
+			}
 			if !ok {
 				t.Errorf("Deployment %s is not a Zoea service", name)
 				continue
@@ -314,8 +318,8 @@ func TestK8sProbes(t *testing.T) {
 			if !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.ContainerPort == int32(z.port) && p.Name == wantPortName }) {
 				t.Errorf("Deployment %s: no container port %s/%d", name, wantPortName, z.port)
 			}
-			if got := containerEnv(c, "ZOEA_LISTEN_ADDR"); got != fmt.Sprintf(":%d", z.port) {
-				t.Errorf("Deployment %s: ZOEA_LISTEN_ADDR=%q, want :%d", name, got, z.port)
+			if got := containerEnv(c, listenVar); got != fmt.Sprintf(":%d", z.port) {
+				t.Errorf("Deployment %s: %s=%q, want :%d", name, listenVar, got, z.port)
 			}
 		}
 		for name, s := range m.statefulSets {
@@ -615,15 +619,19 @@ func TestK8sDevOverlay(t *testing.T) {
 		if name != "runner" && (d.Spec.Replicas == nil || *d.Spec.Replicas != 1) {
 			t.Errorf("dev Deployment %s replicas %v, want 1", name, d.Spec.Replicas)
 		}
-		if img := d.Spec.Template.Spec.Containers[0].Image; img != "zoea/"+name+":dev" {
-			t.Errorf("dev Deployment %s image %s, want zoea/%s:dev", name, img, name)
+		image := name
+		if name == webConsole.name {
+			image = "zoea" // the CLI's image runs `zoea web`
+		}
+		if img := d.Spec.Template.Spec.Containers[0].Image; img != "zoea/"+image+":dev" {
+			t.Errorf("dev Deployment %s image %s, want zoea/%s:dev", name, img, image)
 		}
 	}
 	if hpa := m.hpas["runner"]; hpa != nil && (hpa.Spec.MinReplicas == nil || *hpa.Spec.MinReplicas != 1) {
 		t.Errorf("dev runner HPA minReplicas %v, want 1", hpa.Spec.MinReplicas)
 	}
-	if len(m.deployments) != len(zoeaServices) {
-		t.Errorf("dev has %d Deployments, want every Zoea service (%d)", len(m.deployments), len(zoeaServices))
+	if len(m.deployments) != len(zoeaServices)+1 {
+		t.Errorf("dev has %d Deployments, want every Zoea service (%d) and the web console", len(m.deployments), len(zoeaServices))
 	}
 
 	// The generated dev Secret points the services at the in-cluster Postgres with the password Postgres gets.
@@ -898,7 +906,7 @@ func TestOperationsReplicasMatchK8s(t *testing.T) {
 		stated[strings.TrimSpace(cells[1])] = strings.TrimSpace(cells[2])
 	}
 	m := buildOverlay(t, "base")
-	for _, name := range []string{"runner", "memory", "composer", "bus", "spacemolt-sim"} {
+	for _, name := range []string{"runner", "memory", "composer", "bus", "spacemolt-sim", "web"} {
 		want, ok := stated[name]
 		if !ok {
 			t.Errorf("docs/OPERATIONS.md does not say how %s runs", name)

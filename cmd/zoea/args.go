@@ -6,6 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/zoeaswarm/zoea/cmd/zoea/internal/present"
 )
 
 // flagError turns a flag that does not parse into a sentence naming the flag, the value and what it must be; any
@@ -13,7 +15,7 @@ import (
 func flagError(cmd *cobra.Command, err error) error {
 	var bad *pflag.InvalidValueError
 	if errors.As(err, &bad) {
-		return fmt.Errorf("--%s: %q is not %s", bad.GetFlag().Name, bad.GetValue(), valueKind(bad.GetFlag().Value.Type()))
+		return present.BadValue(bad.GetFlag().Name, bad.GetValue(), valueKind(bad.GetFlag().Value.Type()))
 	}
 	return fmt.Errorf("%v (zoea %s --help lists the flags)", err, cmd.Name())
 }

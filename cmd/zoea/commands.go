@@ -93,15 +93,7 @@ func pausedNote(s *runnerv1.MysisStatus, now time.Time) string {
 }
 
 // lastError is the mysis's last error, or the reason it is errored when the runner recorded none.
-func lastError(s *runnerv1.MysisStatus) string {
-	if e := s.GetLastError(); e != "" {
-		return e
-	}
-	if s.GetMysis().GetState() == memoryv1.MysisState_MYSIS_STATE_ERRORED {
-		return s.GetMysis().GetStateReason()
-	}
-	return ""
-}
+func lastError(s *runnerv1.MysisStatus) string { return present.LastError(s) }
 
 func listCmd(ep *endpoints) *cobra.Command {
 	var asJSON bool

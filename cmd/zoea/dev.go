@@ -62,15 +62,19 @@ type devOptions struct {
 	providerAsked bool
 }
 
-// devAddrs are where the local swarm's services listen.
+// devAddrs are where the local swarm's services listen, and the web console (zoea web, in the launcher's process;
+// none when empty).
 type devAddrs struct {
-	memory, composer, runner, bus, sim string
+	memory, composer, runner, bus, sim, web string
 }
 
-// devAddrsFor puts the services on host at base+1…base+4 and base+100 (7001–7004 and 7100 by default).
+// devAddrsFor puts the services on host at base+1…base+4 and base+100 (7001–7004 and 7100 by default), and the web
+// console at base+200 on loopback (127.0.0.1:7200 by default) whatever the host: it is the commander's, not the
+// swarm's.
 func devAddrsFor(host string, base int) devAddrs {
 	at := func(off int) string { return net.JoinHostPort(host, strconv.Itoa(base+off)) }
-	return devAddrs{memory: at(1), composer: at(2), runner: at(3), bus: at(4), sim: at(100)}
+	return devAddrs{memory: at(1), composer: at(2), runner: at(3), bus: at(4), sim: at(100),
+		web: net.JoinHostPort("127.0.0.1", strconv.Itoa(base+200))}
 }
 
 func (a devAddrs) of(svc string) string {
@@ -83,6 +87,8 @@ func (a devAddrs) of(svc string) string {
 		return a.runner
 	case "bus":
 		return a.bus
+	case "web":
+		return a.web
 	}
 	return a.sim
 }
@@ -135,7 +141,7 @@ OPENAI_API_KEY, ZOEA_OPENAI_MODEL) uses a real model.`,
 	f.StringVar(&o.provider, "provider", envOr("ZOEA_PROVIDER", "autopilot"), "LLM provider for the demo myses: autopilot, ollama or openai")
 	f.StringVar(&o.model, "model", "", "model for the demo myses (default: the runner's ZOEA_OLLAMA_MODEL or ZOEA_OPENAI_MODEL)")
 	f.StringVar(&o.host, "host", envOr("ZOEA_DEV_HOST", "127.0.0.1"), "address the services listen on (0.0.0.0 exposes them to the network, without a token unless ZOEA_ADMIN_TOKEN is set)")
-	f.IntVar(&o.portBase, "port-base", envInt("ZOEA_DEV_PORT_BASE", 7000), "services listen on base+1…base+4 (memory, composer, runner, bus) and base+100 (spacemolt-sim)")
+	f.IntVar(&o.portBase, "port-base", envInt("ZOEA_DEV_PORT_BASE", 7000), "services listen on base+1…base+4 (memory, composer, runner, bus) and base+100 (spacemolt-sim); the web console on 127.0.0.1:base+200")
 	f.DurationVar(&o.tick, "tick", envDuration("ZOEA_SIM_TICK", time.Second), "simulator tick (the real game's is 10s)")
 	f.DurationVar(&o.turnPause, "turn-pause", envDuration("ZOEA_TURN_PAUSE", time.Second), "pause between autonomous turns")
 	f.IntVar(&o.myses, "myses", 3, "size of the demo swarm")
@@ -284,6 +290,25 @@ func runDev(ctx context.Context, o *devOptions, out io.Writer) error {
 		return err
 	}
 	defer c.Close()
+	if o.addrs.web != "" {
+		// The web console beside the terminal one, over the same clients; its address (and a made-up login token
+		// when the swarm has none) goes to the output and to the console's status line.
+		ln, err := net.Listen("tcp", o.addrs.web)
+		if err != nil {
+			return fmt.Errorf("web console: --port-base: %w", err)
+		}
+		wctx, stopWeb := context.WithCancel(ctx)
+		webDone := make(chan error, 1)
+		go func() {
+			webDone <- serveWeb(wctx, ln, c.backend(), ep.adminToken(), ep.timeout, io.MultiWriter(out, notices), "web console")
+		}()
+		defer func() {
+			stopWeb()
+			if err := <-webDone; err != nil {
+				fmt.Fprintf(out, "web console: %v\n", err)
+			}
+		}()
+	}
 	seed := demoSeed{myses: o.myses, provider: o.provider, model: o.model, mission: o.mission, switchExisting: o.providerAsked}
 	if err := seedDemo(ctx, c, ep, seed, out); err != nil {
 		if f := failure(ctx); f != nil {
@@ -298,8 +323,11 @@ func runDev(ctx context.Context, o *devOptions, out io.Writer) error {
 func portsFree(stateDir string, addrs devAddrs) error {
 	known, _ := readPidFile(filepath.Join(stateDir, pidFileName))
 	var taken []string
-	for _, name := range []string{"memory", "composer", "spacemolt-sim", "bus", "runner"} {
+	for _, name := range []string{"memory", "composer", "spacemolt-sim", "bus", "runner", "web"} {
 		addr := addrs.of(name)
+		if addr == "" {
+			continue
+		}
 		conn, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 		if err != nil {
 			continue

@@ -194,6 +194,9 @@ func TestDevRunsALocalSwarm(t *testing.T) {
 			t.Errorf("%s did not stop cleanly:\n%s", svc, tail(got, 1500))
 		}
 	}
+	if !strings.Contains(got, "web console: http://"+o.addrs.web+"/ (") {
+		t.Errorf("zoea dev did not print the web console's address %s:\n%s", o.addrs.web, tail(got, 1500))
+	}
 	t.Logf("three myses earned credits %s after start", time.Since(began).Round(time.Second))
 	if _, err := os.Stat(filepath.Join(o.stateDir, pidFileName)); !os.IsNotExist(err) {
 		t.Errorf("a clean stop must remove %s (stat: %v)", pidFileName, err)
@@ -246,13 +249,13 @@ func TestDevRunsALocalSwarm(t *testing.T) {
 	}
 }
 
-// freePortBase finds a base whose five service ports (base+1…+4, base+100) are free on loopback.
+// freePortBase finds a base whose service ports (base+1…+4, base+100) and web console port (base+200) are free on loopback.
 func freePortBase(t *testing.T) int {
 	t.Helper()
 	for range 100 {
 		base := 20000 + rand.IntN(30000)
 		ok := true
-		for _, off := range []int{1, 2, 3, 4, 100} {
+		for _, off := range []int{1, 2, 3, 4, 100, 200} {
 			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+off))
 			if err != nil {
 				ok = false

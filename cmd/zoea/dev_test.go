@@ -115,8 +115,11 @@ func TestRedactURLHidesPassword(t *testing.T) {
 }
 
 func TestDevAddrsDefaultToLoopback(t *testing.T) {
+	if a := devAddrsFor("0.0.0.0", 7000); a.web != "127.0.0.1:7200" {
+		t.Fatalf("with --host 0.0.0.0 the web console listens on %s, want loopback", a.web)
+	}
 	a := devAddrsFor("127.0.0.1", 7000)
-	if a != (devAddrs{memory: "127.0.0.1:7001", composer: "127.0.0.1:7002", runner: "127.0.0.1:7003", bus: "127.0.0.1:7004", sim: "127.0.0.1:7100"}) {
+	if a != (devAddrs{memory: "127.0.0.1:7001", composer: "127.0.0.1:7002", runner: "127.0.0.1:7003", bus: "127.0.0.1:7004", sim: "127.0.0.1:7100", web: "127.0.0.1:7200"}) {
 		t.Fatalf("default addresses = %+v", a)
 	}
 	cmd := devCmd()
@@ -150,12 +153,12 @@ func TestPortsFreeNamesTheHolder(t *testing.T) {
 	}
 }
 
-// freeAddrs takes five free loopback ports (closed again, so the services can bind them).
+// freeAddrs takes six free loopback ports (closed again, so the services can bind them).
 func freeAddrs(t *testing.T) devAddrs {
 	t.Helper()
 	var got []string
 	var ls []net.Listener
-	for range 5 {
+	for range 6 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -166,5 +169,5 @@ func freeAddrs(t *testing.T) devAddrs {
 	for _, l := range ls {
 		l.Close()
 	}
-	return devAddrs{memory: got[0], composer: got[1], runner: got[2], bus: got[3], sim: got[4]}
+	return devAddrs{memory: got[0], composer: got[1], runner: got[2], bus: got[3], sim: got[4], web: got[5]}
 }

@@ -54,7 +54,7 @@ func isTerminal(w io.Writer) bool {
 func runConsole(ctx context.Context, c *clients, title string, ep *endpoints, notices <-chan string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	m := tui.New(ctx, tui.GRPC{Swarm: c.swarm, Bus: c.bus, Memory: c.memory}, tui.Options{Title: title, CallTimeout: ep.timeout, Notices: notices})
+	m := tui.New(ctx, c.backend(), tui.Options{Title: title, CallTimeout: ep.timeout, Notices: notices})
 	// No signal handler of bubbletea's own: main's context already ends on SIGINT, SIGTERM and SIGHUP, and with both,
 	// a SIGTERM arriving as the context ends left bubbletea's handler blocked sending a quit message nobody reads,
 	// and the program waiting for it for ever (seen when the terminal guard died: the console never exited).

@@ -22,7 +22,7 @@ import (
 	"github.com/zoeaswarm/zoea/libs/pgtest"
 )
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -44,7 +44,7 @@ type localSwarm struct {
 }
 
 // startLocalSwarm starts the swarm; env entries (KEY=value) override its environment, e.g. a provider's address.
-func startLocalSwarm(t *testing.T, env ...string) *localSwarm {
+func startLocalSwarm(t testing.TB, env ...string) *localSwarm {
 	t.Helper()
 	s := &localSwarm{bin: t.TempDir(), logDir: t.TempDir()}
 	for _, svc := range []string{"memory", "composer", "runner", "bus", "spacemolt-sim"} {

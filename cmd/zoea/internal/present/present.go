@@ -319,3 +319,20 @@ func PreviewText(p Preview, clip int) []string {
 		t.GetSystem(), t.GetMission(), t.GetCarried(), t.GetHistory(), t.GetCurrentTurn(), t.GetSynthetic(), t.GetTools(), t.GetTotal(), p.Budget))
 	return out
 }
+
+// LastError is a mysis's last error, or the reason it is errored when the runner recorded none.
+func LastError(s *runnerv1.MysisStatus) string {
+	if e := s.GetLastError(); e != "" {
+		return e
+	}
+	if s.GetMysis().GetState() == memoryv1.MysisState_MYSIS_STATE_ERRORED {
+		return s.GetMysis().GetStateReason()
+	}
+	return ""
+}
+
+// BadValue is the sentence for a value that does not parse, as the CLI says it of a flag: `--temperature: "hot" is
+// not a number`.
+func BadValue(flag, value, kind string) error {
+	return Sentencef("--%s: %q is not %s", flag, value, kind)
+}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/zoeaswarm/zoea/cmd/zoea/internal/backend"
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
@@ -20,12 +21,13 @@ import (
 // scripted is a Backend holding a small swarm in memory: the golden screens need the same data on every run.
 // The real services are driven by the tmux end-to-end test of the zoea binary.
 type scripted struct {
-	mu      sync.Mutex
-	myses   []*runnerv1.MysisStatus
-	events  chan *busv1.Event
-	calls   []string
-	history map[string][]*memoryv1.Memory
-	preview *runnerv1.PreviewContextResponse
+	backend.Backend // what the console does not call (search, usage, limits, spend): nil, a call would panic
+	mu              sync.Mutex
+	myses           []*runnerv1.MysisStatus
+	events          chan *busv1.Event
+	calls           []string
+	history         map[string][]*memoryv1.Memory
+	preview         *runnerv1.PreviewContextResponse
 }
 
 var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)

@@ -1,34 +1,27 @@
 package tui
 
-import "github.com/charmbracelet/bubbles/key"
+import (
+	"github.com/charmbracelet/bubbles/key"
 
-// keyMap is the console's keys: the seed's single letters, plus / to filter, p to preview and o to sort.
+	"github.com/zoeaswarm/zoea/cmd/zoea/internal/keytable"
+)
+
+// keyMap is the console's keys, built from the table both consoles share (internal/keytable).
 type keyMap struct {
 	New, Broadcast, Message, Relaunch, Stop, Delete, Configure key.Binding
 	Focus, Preview, Filter, Sort, Help, Quit, Back, Up, Down   key.Binding
 }
 
 func defaultKeys() keyMap {
-	b := func(help string, keys ...string) key.Binding {
-		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(keys[0], help))
+	b := func(a keytable.Action) key.Binding {
+		kb := keytable.Of(a)
+		return key.NewBinding(key.WithKeys(kb.Keys...), key.WithHelp(kb.FirstLabel(), kb.Help))
 	}
 	return keyMap{
-		New:       b("new", "n"),
-		Broadcast: b("broadcast", "b"),
-		Message:   b("message", "m"),
-		Relaunch:  b("relaunch", "r"),
-		Stop:      b("stop", "s"),
-		Delete:    b("delete", "d"),
-		Configure: b("configure", "c"),
-		Focus:     key.NewBinding(key.WithKeys("enter"), key.WithHelp("⏎", "focus")),
-		Preview:   b("preview", "p"),
-		Filter:    b("filter", "/"),
-		Sort:      b("sort", "o"),
-		Help:      b("help", "?"),
-		Quit:      b("quit", "q"),
-		Back:      b("back", "esc"),
-		Up:        b("up", "up", "k"),
-		Down:      b("down", "down", "j"),
+		New: b(keytable.New), Broadcast: b(keytable.Broadcast), Message: b(keytable.Message), Relaunch: b(keytable.Relaunch),
+		Stop: b(keytable.Stop), Delete: b(keytable.Delete), Configure: b(keytable.Configure), Focus: b(keytable.Focus),
+		Preview: b(keytable.Preview), Filter: b(keytable.Filter), Sort: b(keytable.Sort), Help: b(keytable.Help),
+		Quit: b(keytable.Quit), Back: b(keytable.Back), Up: b(keytable.Up), Down: b(keytable.Down),
 	}
 }
 

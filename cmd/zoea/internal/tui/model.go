@@ -1,3 +1,7 @@
+// Package tui is `zoea tui`, the commander's console: one screen with every mysis, updated from the bus's event
+// stream, and single keys to create, broadcast, message, relaunch, stop, delete, configure, focus and preview. It is
+// built on Bubble Tea (the update loop), Bubbles (text inputs, viewports, key help) and Lip Gloss (styles). It talks
+// to the swarm through backend.Backend and takes its keys from internal/keytable, as the web console does.
 package tui
 
 import (
@@ -9,11 +13,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/zoeaswarm/zoea/cmd/zoea/internal/backend"
+	"github.com/zoeaswarm/zoea/cmd/zoea/internal/keytable"
 	"github.com/zoeaswarm/zoea/cmd/zoea/internal/present"
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
@@ -63,7 +68,7 @@ type Options struct {
 // Model is the console's state. Create it with New and run it with tea.NewProgram.
 type Model struct {
 	ctx  context.Context
-	b    Backend
+	b    backend.Backend
 	opts Options
 
 	width, height int
@@ -111,7 +116,7 @@ type eventLine struct {
 }
 
 // New returns the console for b. ctx bounds its calls and the event stream.
-func New(ctx context.Context, b Backend, opts Options) *Model {
+func New(ctx context.Context, b backend.Backend, opts Options) *Model {
 	if opts.Title == "" {
 		opts.Title = "Zoea"
 	}
@@ -491,58 +496,16 @@ func (m *Model) onKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case modeForm:
 		return m.onFormKey(k)
 	case modeConfirm:
-		id := m.confirmFor
-		m.mode = m.back
-		if k.String() == "y" || k.String() == "Y" {
-			name := m.name(id)
-			if m.focus == id {
-				m.mode, m.focus = modeSwarm, ""
-			}
-			return m, m.act(present.Subject{Mysis: name, Service: "runner"}, func(ctx context.Context) (string, error) {
-				return "deleted " + name, m.b.Delete(ctx, id)
-			})
-		}
-		m.setFlash("not deleted: "+m.name(id)+" is kept", false)
-		return m, nil
+		return m.onConfirmKey(k)
 	case modeHelp:
 		m.mode = m.back
 		return m, nil
 	}
-	keys := m.keys
-	switch {
-	case key.Matches(k, keys.Quit):
-		if m.mode == modeSwarm {
-			m.quitting = true
-			return m, tea.Quit
+	act, bound := keytable.Lookup(k.String())
+	if bound && !keytable.Of(act).OnMysis {
+		if cmd, done := m.onSwarmKey(act); done {
+			return m, cmd
 		}
-		m.mode = m.backFrom()
-		return m, nil
-	case key.Matches(k, keys.Back):
-		if m.mode != modeSwarm {
-			m.mode = m.backFrom()
-		} else if m.filter != "" {
-			m.filter = ""
-			m.fixSelection()
-		}
-		return m, nil
-	case key.Matches(k, keys.Help):
-		m.back, m.mode = m.mode, modeHelp
-		return m, nil
-	case key.Matches(k, keys.Up) && m.mode == modeSwarm:
-		m.moveSelection(-1)
-		return m, nil
-	case key.Matches(k, keys.Down) && m.mode == modeSwarm:
-		m.moveSelection(1)
-		return m, nil
-	case key.Matches(k, keys.Sort) && m.mode == modeSwarm:
-		m.sortBy = (m.sortBy + 1) % len(sortNames)
-		return m, nil
-	case key.Matches(k, keys.Filter) && m.mode == modeSwarm:
-		return m, m.openInput(inputFilter, "", m.filter)
-	case key.Matches(k, keys.New):
-		return m, m.openForm("")
-	case key.Matches(k, keys.Broadcast):
-		return m, m.openInput(inputBroadcast, "", "")
 	}
 	id := m.target()
 	if id == "" {
@@ -551,33 +514,10 @@ func (m *Model) onKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	}
-	name := m.name(id)
-	sub := present.Subject{Mysis: name, Service: "runner"}
-	switch {
-	case key.Matches(k, keys.Focus) && m.mode == modeSwarm:
-		m.focus, m.mode, m.history, m.histErr = id, modeFocus, nil, ""
-		m.layoutViewport()
-		m.viewport.GotoTop()
-		return m, tea.Batch(m.loadHistory(id), m.loadOne(id))
-	case key.Matches(k, keys.Preview):
-		m.focus, m.prevFor, m.preview, m.prevErr = id, id, nil, ""
-		if m.mode != modePreview {
-			m.back = m.mode
+	if bound && keytable.Of(act).OnMysis {
+		if cmd, done := m.onMysisKey(act, id); done {
+			return m, cmd
 		}
-		m.mode = modePreview
-		m.layoutViewport()
-		return m, m.loadPreview(id)
-	case key.Matches(k, keys.Message):
-		return m, m.openInput(inputMessage, id, "")
-	case key.Matches(k, keys.Relaunch):
-		return m, m.act(sub, func(ctx context.Context) (string, error) { return "started " + name, m.b.Start(ctx, id) })
-	case key.Matches(k, keys.Stop):
-		return m, m.act(sub, func(ctx context.Context) (string, error) { return "stopped " + name, m.b.Stop(ctx, id) })
-	case key.Matches(k, keys.Delete):
-		m.confirmFor, m.back, m.mode = id, m.mode, modeConfirm
-		return m, nil
-	case key.Matches(k, keys.Configure):
-		return m, m.openForm(id)
 	}
 	if m.mode == modeFocus || m.mode == modePreview {
 		var cmd tea.Cmd
@@ -585,6 +525,107 @@ func (m *Model) onKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m, cmd
 	}
 	return m, nil
+}
+
+// onConfirmKey answers the delete question: only y deletes.
+func (m *Model) onConfirmKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
+	id := m.confirmFor
+	m.mode = m.back
+	if k.String() != "y" && k.String() != "Y" {
+		m.setFlash("not deleted: "+m.name(id)+" is kept", false)
+		return m, nil
+	}
+	name := m.name(id)
+	if m.focus == id {
+		m.mode, m.focus = modeSwarm, ""
+	}
+	return m, m.act(present.Subject{Mysis: name, Service: "runner"}, func(ctx context.Context) (string, error) {
+		return "deleted " + name, m.b.Delete(ctx, id)
+	})
+}
+
+// onSwarmKey runs an action that needs no mysis; done is false when it does not apply in this view (the key then
+// scrolls the focus or preview view).
+func (m *Model) onSwarmKey(act keytable.Action) (cmd tea.Cmd, done bool) {
+	inSwarm := m.mode == modeSwarm
+	switch act {
+	case keytable.Quit:
+		if inSwarm {
+			m.quitting = true
+			return tea.Quit, true
+		}
+		m.mode = m.backFrom()
+	case keytable.Back:
+		if !inSwarm {
+			m.mode = m.backFrom()
+		} else if m.filter != "" {
+			m.filter = ""
+			m.fixSelection()
+		}
+	case keytable.Help:
+		m.back, m.mode = m.mode, modeHelp
+	case keytable.Up, keytable.Down, keytable.Sort, keytable.Filter:
+		if !inSwarm {
+			return nil, false
+		}
+		return m.onTableKey(act), true
+	case keytable.New:
+		return m.openForm(""), true
+	case keytable.Broadcast:
+		return m.openInput(inputBroadcast, "", ""), true
+	}
+	return nil, true
+}
+
+// onTableKey moves, sorts or filters the swarm table.
+func (m *Model) onTableKey(act keytable.Action) tea.Cmd {
+	switch act {
+	case keytable.Up:
+		m.moveSelection(-1)
+	case keytable.Down:
+		m.moveSelection(1)
+	case keytable.Sort:
+		m.sortBy = (m.sortBy + 1) % len(sortNames)
+	case keytable.Filter:
+		return m.openInput(inputFilter, "", m.filter)
+	}
+	return nil
+}
+
+// onMysisKey runs an action on mysis id; done is false when it does not apply in this view.
+func (m *Model) onMysisKey(act keytable.Action, id string) (cmd tea.Cmd, done bool) {
+	name := m.name(id)
+	sub := present.Subject{Mysis: name, Service: "runner"}
+	switch act {
+	case keytable.Focus:
+		if m.mode != modeSwarm {
+			return nil, false
+		}
+		m.focus, m.mode, m.history, m.histErr = id, modeFocus, nil, ""
+		m.layoutViewport()
+		m.viewport.GotoTop()
+		return tea.Batch(m.loadHistory(id), m.loadOne(id)), true
+	case keytable.Preview:
+		m.focus, m.prevFor, m.preview, m.prevErr = id, id, nil, ""
+		if m.mode != modePreview {
+			m.back = m.mode
+		}
+		m.mode = modePreview
+		m.layoutViewport()
+		return m.loadPreview(id), true
+	case keytable.Message:
+		return m.openInput(inputMessage, id, ""), true
+	case keytable.Relaunch:
+		return m.act(sub, func(ctx context.Context) (string, error) { return "started " + name, m.b.Start(ctx, id) }), true
+	case keytable.Stop:
+		return m.act(sub, func(ctx context.Context) (string, error) { return "stopped " + name, m.b.Stop(ctx, id) }), true
+	case keytable.Delete:
+		m.confirmFor, m.back, m.mode = id, m.mode, modeConfirm
+		return nil, true
+	case keytable.Configure:
+		return m.openForm(id), true
+	}
+	return nil, false
 }
 
 func (m *Model) backFrom() mode {

@@ -1,12 +1,13 @@
-// Package tui is `zoea tui`, the commander's console: one screen with every mysis, updated from the bus's event
-// stream, and single keys to create, broadcast, message, relaunch, stop, delete, configure, focus and preview. It is
-// built on Bubble Tea (the update loop), Bubbles (text inputs, viewports, key help) and Lip Gloss (styles).
-//
-// The console talks to the swarm through Backend; GRPC is the real one, tests drive a scripted one.
-package tui
+// Package backend is what the commander's consoles ask of the swarm: the terminal console (`zoea tui`,
+// internal/tui) and the web console (`zoea web`, internal/web) both talk to the runner, bus and memory services
+// through Backend, and read the same key table (keys.go). GRPC is the real Backend; tests drive scripted ones.
+package backend
 
 import (
 	"context"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
@@ -30,6 +31,14 @@ type Backend interface {
 	Preview(ctx context.Context, mysis string) (*runnerv1.PreviewContextResponse, error)
 	// Watch streams every event of the swarm to fn until ctx ends or the stream fails.
 	Watch(ctx context.Context, fn func(*busv1.Event)) error
+	// Search ranks a mysis's messages and tool calls (by name and arguments) for query.
+	Search(ctx context.Context, mysisID, query string, order memoryv1.SearchOrder, limit int32) (*memoryv1.SearchMessagesResponse, error)
+	// Usage sums the LLM calls started in [from, to) (zero times: unbounded) grouped by group, every page read.
+	Usage(ctx context.Context, from, to time.Time, group memoryv1.UsageGroup) (*runnerv1.GetUsageResponse, error)
+	// SetLimits replaces a mysis's own spend limits (none: the configured defaults apply again).
+	SetLimits(ctx context.Context, mysis string, limits []*memoryv1.SpendLimit) (*runnerv1.MysisStatus, error)
+	// Spend is what a mysis spent in the hour, day and total windows that contain now.
+	Spend(ctx context.Context, mysisID string) (*memoryv1.GetSpendResponse, error)
 }
 
 // GRPC is the Backend over the runner, bus and memory services.
@@ -129,4 +138,43 @@ func (g GRPC) Watch(ctx context.Context, fn func(*busv1.Event)) error {
 		}
 		fn(resp.GetEvent())
 	}
+}
+
+// Search implements Backend.
+func (g GRPC) Search(ctx context.Context, mysisID, query string, order memoryv1.SearchOrder, limit int32) (*memoryv1.SearchMessagesResponse, error) {
+	return g.Memory.SearchMessages(ctx, &memoryv1.SearchMessagesRequest{MysisId: mysisID, Query: query, Order: order, Limit: limit})
+}
+
+// Usage implements Backend.
+func (g GRPC) Usage(ctx context.Context, from, to time.Time, group memoryv1.UsageGroup) (*runnerv1.GetUsageResponse, error) {
+	req := &runnerv1.GetUsageRequest{GroupBy: group, PageSize: 1000}
+	if !from.IsZero() {
+		req.From = timestamppb.New(from)
+	}
+	if !to.IsZero() {
+		req.To = timestamppb.New(to)
+	}
+	all := &runnerv1.GetUsageResponse{}
+	for {
+		resp, err := g.Swarm.GetUsage(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		all.Total = resp.GetTotal()
+		all.Rows = append(all.Rows, resp.GetRows()...)
+		if req.PageToken = resp.GetNextPageToken(); req.PageToken == "" {
+			return all, nil
+		}
+	}
+}
+
+// SetLimits implements Backend.
+func (g GRPC) SetLimits(ctx context.Context, mysis string, limits []*memoryv1.SpendLimit) (*runnerv1.MysisStatus, error) {
+	resp, err := g.Swarm.SetSpendLimits(ctx, &runnerv1.SetSpendLimitsRequest{Mysis: mysis, Limits: limits})
+	return resp.GetStatus(), err
+}
+
+// Spend implements Backend.
+func (g GRPC) Spend(ctx context.Context, mysisID string) (*memoryv1.GetSpendResponse, error) {
+	return g.Memory.GetSpend(ctx, &memoryv1.GetSpendRequest{MysisId: mysisID})
 }

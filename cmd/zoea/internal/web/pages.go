@@ -1,0 +1,273 @@
+package web
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zoeaswarm/zoea/cmd/zoea/internal/keytable"
+	"github.com/zoeaswarm/zoea/cmd/zoea/internal/present"
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	"github.com/zoeaswarm/zoea/libs/spend"
+)
+
+var funcs = template.FuncMap{
+	"safe":    present.Safe,
+	"oneline": present.OneLine,
+	"clip":    func(n int, s string) string { return present.Clip(s, n) },
+	"grouped": func(n int64) string { return present.Grouped(n) },
+	"usd":     spend.USD,
+	"time":    func(t time.Time) string { return t.UTC().Format("15:04:05") },
+	"path":    url.PathEscape,
+}
+
+// parsePages parses each page with the layout.
+func parsePages() map[string]*template.Template {
+	pages := map[string]*template.Template{}
+	for _, name := range []string{"login", "refused", "swarm", "mysis", "anatomy", "spend", "help", "delete"} {
+		pages[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
+	}
+	return pages
+}
+
+// layout is what every page's frame shows.
+type layout struct {
+	Title    string
+	CSRF     string
+	Flash    string
+	FlashOK  bool
+	Keys     string // the shared key table as JSON, for the script
+	Live     bool
+	LiveWhy  string
+	LoggedIn bool
+	Page     any
+}
+
+func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, page string, data any) {
+	l := layout{Title: page, Page: data}
+	if sess := sessionOf(r); sess != nil {
+		l.LoggedIn, l.CSRF = true, sess.csrf
+		l.Flash, l.FlashOK = s.takeFlash(w, r)
+		l.Live, l.LiveWhy = s.hub.status()
+	}
+	keys, _ := json.Marshal(keytable.Browser())
+	l.Keys = string(keys)
+	var buf bytes.Buffer
+	if err := s.pages[page].Execute(&buf, l); err != nil {
+		s.opts.Log.Error("render", "page", page, "err", err)
+		http.Error(w, "the page could not be drawn: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	w.Write(buf.Bytes())
+}
+
+func (s *Server) call(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), s.opts.CallTimeout)
+}
+
+// failed shows a call's error as the CLI words it.
+func (s *Server) failed(w http.ResponseWriter, r *http.Request, err error, sub present.Subject) {
+	code := http.StatusBadGateway
+	if isNotFound(err) {
+		code = http.StatusNotFound
+		if sub.Mysis != "" {
+			ctx, cancel := s.call(r)
+			if list, lerr := s.b.List(ctx); lerr == nil {
+				for _, st := range list {
+					sub.Known = append(sub.Known, st.GetMysis().GetName())
+				}
+			}
+			cancel()
+		}
+	}
+	s.render(w, r, code, "refused", map[string]any{"Why": present.Safe(present.Explain(err, sub).Error())})
+}
+
+// sortNames are the swarm table's orders; o (or the link) cycles through them.
+var sortNames = []string{"name", "state", "turns", "credits", "tokens", "cost", "last action"}
+
+func sortRows(rows []row, by string) {
+	slices.SortFunc(rows, func(a, b row) int {
+		var c int
+		switch by {
+		case "state":
+			c = cmp.Compare(a.State, b.State)
+		case "turns":
+			c = cmp.Compare(b.Turns, a.Turns)
+		case "credits":
+			c = cmp.Compare(b.credits, a.credits)
+		case "tokens":
+			c = cmp.Compare(b.tokens, a.tokens)
+		case "cost":
+			c = cmp.Compare(b.costNanos, a.costNanos)
+		case "last action":
+			c = cmp.Compare(a.Action, b.Action)
+		}
+		return cmp.Or(c, cmp.Compare(a.Name, b.Name))
+	})
+}
+
+func matches(r row, filter string) bool {
+	if filter == "" {
+		return true
+	}
+	hay := strings.ToLower(strings.Join([]string{r.Name, r.State, r.Provider, r.Model, r.Action, r.LastError, r.Owner}, " "))
+	return strings.Contains(hay, strings.ToLower(filter))
+}
+
+func (s *Server) swarmPage(w http.ResponseWriter, r *http.Request) {
+	list, kept := s.hub.swarm()
+	if !kept {
+		ctx, cancel := s.call(r)
+		defer cancel()
+		start := s.opts.Now()
+		var err error
+		if list, err = s.b.List(ctx); err != nil {
+			s.failed(w, r, err, present.Subject{Service: "runner"})
+			return
+		}
+		s.hub.keep(list, start)
+	}
+	by := r.URL.Query().Get("sort")
+	if !slices.Contains(sortNames, by) {
+		by = "name"
+	}
+	filter := r.URL.Query().Get("q")
+	rows := make([]row, 0, len(list))
+	counts := map[string]int{}
+	for _, st := range list {
+		rw := rowOf(st)
+		counts[rw.State]++
+		if matches(rw, filter) {
+			rows = append(rows, rw)
+		}
+	}
+	sortRows(rows, by)
+	next := sortNames[(slices.Index(sortNames, by)+1)%len(sortNames)]
+	var states []string
+	for _, k := range []string{"running", "idle", "stopped", "errored"} {
+		if counts[k] > 0 {
+			states = append(states, fmt.Sprintf("%d %s", counts[k], k))
+		}
+	}
+	s.render(w, r, http.StatusOK, "swarm", map[string]any{
+		"Rows": rows, "Total": len(list), "Sort": by, "Sorts": sortNames, "Next": next, "Filter": filter,
+		"States": strings.Join(states, " · "),
+	})
+}
+
+func (s *Server) helpPage(w http.ResponseWriter, r *http.Request) {
+	s.render(w, r, http.StatusOK, "help", map[string]any{"Table": keytable.Table})
+}
+
+// turnGroup is one turn of a mysis's history.
+type turnGroup struct {
+	Turn     int64
+	Memories []memoryView
+}
+
+type memoryView struct {
+	Seq       int64
+	Label     string
+	At        string
+	Content   string
+	Reasoning string
+	Calls     []callView
+}
+
+type callView struct{ Name, Args string }
+
+func viewMemory(m *memoryv1.Memory) memoryView {
+	v := memoryView{Seq: m.GetSeq(), Label: present.Safe(present.RowLabel(m)), Content: present.Safe(m.GetContent()),
+		Reasoning: present.Safe(m.GetReasoning())}
+	if m.GetCreatedAt() != nil {
+		v.At = m.GetCreatedAt().AsTime().UTC().Format(time.DateTime)
+	}
+	for _, c := range m.GetToolCalls() {
+		v.Calls = append(v.Calls, callView{Name: present.Safe(c.GetName()), Args: present.Safe(c.GetArgumentsJson())})
+	}
+	return v
+}
+
+func (s *Server) mysisPage(w http.ResponseWriter, r *http.Request) {
+	ref := r.PathValue("mysis")
+	ctx, cancel := s.call(r)
+	defer cancel()
+	st, err := s.b.Get(ctx, ref)
+	if err != nil {
+		s.failed(w, r, err, present.Subject{Mysis: ref, Service: "runner"})
+		return
+	}
+	m := st.GetMysis()
+	data := map[string]any{"Row": rowOf(st), "Mysis": m, "Name": present.Safe(m.GetName()), "Ref": m.GetName(),
+		"FullError": present.Safe(present.LastError(st)), "Events": s.hub.timeline(m.GetId()),
+		"Temperature": strconv.FormatFloat(m.GetTemperature(), 'g', -1, 64), "Owner": present.Safe(st.GetOwner()),
+		"Turns": st.GetTurns(), "Query": "", "Order": ""}
+	var limits []string
+	for _, l := range st.GetSpendLimits() {
+		limits = append(limits, spend.Describe(l))
+	}
+	data["Limits"] = limits
+	u := st.GetUsage()
+	data["Usage"] = map[string]string{"calls": present.Grouped(u.GetCalls()), "prompt": present.Grouped(u.GetPromptTokens()),
+		"cached": present.Grouped(u.GetCachedPromptTokens()), "completion": present.Grouped(u.GetCompletionTokens()),
+		"cost": spend.USD(u.GetCostNanos())}
+	if q := strings.TrimSpace(r.URL.Query().Get("q")); q != "" {
+		order := memoryv1.SearchOrder_SEARCH_ORDER_RELEVANCE
+		if r.URL.Query().Get("order") == "recency" {
+			order = memoryv1.SearchOrder_SEARCH_ORDER_RECENCY
+		}
+		data["Query"], data["Order"] = q, r.URL.Query().Get("order")
+		resp, err := s.b.Search(ctx, m.GetId(), q, order, 30)
+		if err != nil {
+			data["SearchErr"] = present.Safe(present.Explain(err, present.Subject{Service: "memory", Mysis: m.GetName()}).Error())
+		} else {
+			var hits []map[string]any
+			for _, h := range resp.GetHits() {
+				hits = append(hits, map[string]any{"Memory": viewMemory(h.GetMemory()), "Rank": fmt.Sprintf("%.3f", h.GetRank()),
+					"Snippet": present.OneLine(h.GetSnippet())})
+			}
+			data["Hits"], data["Bounded"] = hits, resp.GetCandidatesBounded()
+		}
+	}
+	mems, err := s.b.History(ctx, m.GetId(), 60)
+	if err != nil {
+		data["HistoryErr"] = present.Safe(present.Explain(err, present.Subject{Service: "memory"}).Error())
+	}
+	var turns []turnGroup // newest turn first
+	for i := len(mems) - 1; i >= 0; i-- {
+		mem := mems[i]
+		if len(turns) == 0 || turns[len(turns)-1].Turn != mem.GetTurn() {
+			turns = append(turns, turnGroup{Turn: mem.GetTurn()})
+		}
+		g := &turns[len(turns)-1]
+		g.Memories = append([]memoryView{viewMemory(mem)}, g.Memories...)
+	}
+	data["History"] = turns
+	s.render(w, r, http.StatusOK, "mysis", data)
+}
+
+func (s *Server) deletePage(w http.ResponseWriter, r *http.Request) {
+	ref := r.PathValue("mysis")
+	ctx, cancel := s.call(r)
+	defer cancel()
+	st, err := s.b.Get(ctx, ref)
+	if err != nil {
+		s.failed(w, r, err, present.Subject{Mysis: ref, Service: "runner"})
+		return
+	}
+	m := st.GetMysis()
+	s.render(w, r, http.StatusOK, "delete", map[string]any{"Name": present.Safe(m.GetName()), "Ref": m.GetName(),
+		"State": present.State(m.GetState()), "Turn": m.GetCurrentTurn(), "Memories": m.GetLastSeq()})
+}

@@ -1,0 +1,320 @@
+// Package web is `zoea web`, the commander's web console: the swarm, one mysis, the next request's anatomy and the
+// spend as server-rendered pages (html/template, assets embedded), live through server-sent events fed by one watch
+// of the bus's event stream, and the commander's actions as forms. It talks to the swarm through backend.Backend,
+// as the terminal console does, and takes its keyboard shortcuts from internal/keytable.
+//
+// Safe by default: every page but the login form needs a session, made by typing the admin token once; the session
+// lives in an HttpOnly, SameSite=Strict cookie, signed with a key derived from the token (so every replica accepts
+// it and a new token ends it; the token itself never leaves the server and is never in a page or a URL); every state-changing request must come from this origin (http.CrossOriginProtection) and carry the
+// session's CSRF token; model text is escaped by html/template after present.Safe has made bidi and control
+// characters visible.
+package web
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/zoeaswarm/zoea/cmd/zoea/internal/backend"
+	"github.com/zoeaswarm/zoea/cmd/zoea/internal/present"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed assets
+var assetFS embed.FS
+
+// Options configure the console.
+type Options struct {
+	// Token is what the login form must be given (the swarm's admin token, or one `zoea web` made up). Required.
+	Token string
+	// CallTimeout bounds each call to the swarm (default 30s).
+	CallTimeout time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// SessionTTL is how long a login lasts (default 12h).
+	SessionTTL time.Duration
+	// Log gets one line per refused request and per failed call (default: discard).
+	Log *slog.Logger
+}
+
+// Server is the console's HTTP handler.
+type Server struct {
+	b     backend.Backend
+	opts  Options
+	hub   *hub
+	pages map[string]*template.Template
+	mux   http.Handler
+
+	key []byte // signs sessions: derived from the token, so a new token ends every session
+}
+
+// session is a login: signed, not stored, so any replica of the console accepts it.
+type session struct {
+	csrf    string
+	expires time.Time
+}
+
+const (
+	sessionCookie = "zoea_session"
+	loginCookie   = "zoea_login"
+	flashCookie   = "zoea_flash"
+)
+
+// New returns the console over b. Run starts its one watch of the event stream.
+func New(b backend.Backend, opts Options) *Server {
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = 30 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.SessionTTL <= 0 {
+		opts.SessionTTL = 12 * time.Hour
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Token == "" {
+		panic("web: Options.Token is required")
+	}
+	mac := hmac.New(sha256.New, []byte(opts.Token))
+	mac.Write([]byte("zoea web session key v1"))
+	s := &Server{b: b, opts: opts, key: mac.Sum(nil)}
+	s.hub = newHub(b, opts.Now, opts.CallTimeout, opts.Log)
+	s.pages = parsePages()
+	s.mux = s.routes()
+	return s
+}
+
+// Run watches the bus's event stream for every open page until ctx ends, opening it again when it fails.
+func (s *Server) Run(ctx context.Context) { s.hub.run(ctx) }
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "+
+		"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	s.mux.ServeHTTP(w, r)
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	assets, _ := fs.Sub(assetFS, "assets")
+	mux.Handle("GET /assets/", http.StripPrefix("/assets/", cacheForever(http.FileServerFS(assets))))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /login", s.loginPage)
+	mux.HandleFunc("POST /login", s.login)
+	mux.HandleFunc("POST /logout", s.authed(s.logout))
+
+	mux.HandleFunc("GET /{$}", s.authed(s.swarmPage))
+	mux.HandleFunc("GET /help", s.authed(s.helpPage))
+	mux.HandleFunc("GET /spend", s.authed(s.spendPage))
+	mux.HandleFunc("GET /events", s.authed(s.events))
+	mux.HandleFunc("GET /mysis/{mysis}", s.authed(s.mysisPage))
+	mux.HandleFunc("GET /mysis/{mysis}/anatomy", s.authed(s.anatomyPage))
+	mux.HandleFunc("GET /mysis/{mysis}/delete", s.authed(s.deletePage))
+
+	mux.HandleFunc("POST /broadcast", s.authed(s.changes(s.broadcast)))
+	mux.HandleFunc("POST /create", s.authed(s.changes(s.create)))
+	mux.HandleFunc("POST /mysis/{mysis}/start", s.authed(s.changes(s.start)))
+	mux.HandleFunc("POST /mysis/{mysis}/stop", s.authed(s.changes(s.stop)))
+	mux.HandleFunc("POST /mysis/{mysis}/delete", s.authed(s.changes(s.delete)))
+	mux.HandleFunc("POST /mysis/{mysis}/message", s.authed(s.changes(s.message)))
+	mux.HandleFunc("POST /mysis/{mysis}/configure", s.authed(s.changes(s.configure)))
+	mux.HandleFunc("POST /mysis/{mysis}/limits", s.authed(s.changes(s.limits)))
+
+	// Every unsafe method (POST here) from another origin is refused before any handler runs: the browser's
+	// Sec-Fetch-Site, or else its Origin against the Host.
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.opts.Log.Warn("refused a cross-origin request", "method", r.Method, "path", r.URL.Path, "origin", r.Header.Get("Origin"))
+		s.refuse(w, r, http.StatusForbidden, "refused: this request came from another site (its Origin is not this console's)")
+	}))
+	return cop.Handler(mux)
+}
+
+func cacheForever(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		h.ServeHTTP(w, r)
+	})
+}
+
+func randomID() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand does not fail on a supported platform
+	}
+	return hex.EncodeToString(b)
+}
+
+type ctxKey struct{}
+
+// sessionOf is the request's session; authed put it there.
+func sessionOf(r *http.Request) *session {
+	s, _ := r.Context().Value(ctxKey{}).(*session)
+	return s
+}
+
+// authed lets a request through only with a live session: a page asked without one goes to the login form, anything
+// else is refused.
+func (s *Server) authed(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sess := s.lookup(r)
+		if sess == nil {
+			if r.Method == http.MethodGet && r.URL.Path != "/events" {
+				http.Redirect(w, r, "/login", http.StatusSeeOther)
+				return
+			}
+			s.refuse(w, r, http.StatusUnauthorized, "refused: log in first (the session is missing or has expired)")
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		h(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, sess)))
+	}
+}
+
+// changes checks the CSRF token of a state-changing request against its session's.
+func (s *Server) changes(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sess := sessionOf(r)
+		if got := r.PostFormValue("csrf"); got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(sess.csrf)) != 1 {
+			s.opts.Log.Warn("refused a request without the session's CSRF token", "path", r.URL.Path)
+			s.refuse(w, r, http.StatusForbidden, "refused: the form's CSRF token is missing or stale; reload the page and try again")
+			return
+		}
+		h(w, r)
+	}
+}
+
+func (s *Server) sign(parts ...[]byte) []byte {
+	mac := hmac.New(sha256.New, s.key)
+	for _, p := range parts {
+		mac.Write(p)
+	}
+	return mac.Sum(nil)
+}
+
+// newSession is a session cookie's value: expiry and nonce, and their signature.
+func (s *Server) newSession(expires time.Time) string {
+	payload := binary.BigEndian.AppendUint64(nil, uint64(expires.Unix()))
+	nonce := make([]byte, 16)
+	if _, err := rand.Read(nonce); err != nil {
+		panic(err)
+	}
+	payload = append(payload, nonce...)
+	enc := base64.RawURLEncoding
+	return enc.EncodeToString(payload) + "." + enc.EncodeToString(s.sign([]byte("session"), payload))
+}
+
+// lookup is the request's session when its cookie is signed with this console's key and has not expired.
+func (s *Server) lookup(r *http.Request) *session {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return nil
+	}
+	p64, m64, ok := strings.Cut(c.Value, ".")
+	enc := base64.RawURLEncoding
+	payload, err1 := enc.DecodeString(p64)
+	mac, err2 := enc.DecodeString(m64)
+	if !ok || err1 != nil || err2 != nil || len(payload) != 24 || !hmac.Equal(mac, s.sign([]byte("session"), payload)) {
+		return nil
+	}
+	expires := time.Unix(int64(binary.BigEndian.Uint64(payload[:8])), 0)
+	if !s.opts.Now().Before(expires) {
+		return nil
+	}
+	return &session{csrf: hex.EncodeToString(s.sign([]byte("csrf"), payload)), expires: expires}
+}
+
+func secure(r *http.Request) bool { return r.TLS != nil }
+
+func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
+	s.loginForm(w, r, http.StatusOK, "")
+}
+
+// loginForm shows the login form with a fresh login CSRF token (double-submitted: a cookie and the form field).
+func (s *Server) loginForm(w http.ResponseWriter, r *http.Request, code int, problem string) {
+	tok := randomID()
+	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: tok, Path: "/login", HttpOnly: true, Secure: secure(r),
+		SameSite: http.SameSiteStrictMode, MaxAge: 3600})
+	w.Header().Set("Cache-Control", "no-store")
+	s.render(w, r, code, "login", map[string]any{"CSRF": tok, "Problem": problem})
+}
+
+func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	c, err := r.Cookie(loginCookie)
+	form := r.PostFormValue("csrf")
+	if err != nil || form == "" || subtle.ConstantTimeCompare([]byte(c.Value), []byte(form)) != 1 {
+		s.opts.Log.Warn("refused a login without its CSRF token")
+		s.loginForm(w, r, http.StatusForbidden, "refused: the login form's CSRF token is missing or stale; try again")
+		return
+	}
+	if subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(s.opts.Token)) != 1 {
+		s.opts.Log.Warn("refused a wrong admin token at login")
+		s.loginForm(w, r, http.StatusUnauthorized, "wrong token: the console takes the swarm's admin token (ZOEA_ADMIN_TOKEN)")
+		return
+	}
+	id := s.newSession(s.opts.Now().Add(s.opts.SessionTTL))
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true, Secure: secure(r),
+		SameSite: http.SameSiteStrictMode, MaxAge: int(s.opts.SessionTTL / time.Second)})
+	http.SetCookie(w, &http.Cookie{Name: loginCookie, Path: "/login", MaxAge: -1})
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	sess := sessionOf(r)
+	if got := r.PostFormValue("csrf"); subtle.ConstantTimeCompare([]byte(got), []byte(sess.csrf)) != 1 {
+		s.refuse(w, r, http.StatusForbidden, "refused: the form's CSRF token is missing or stale; reload the page and try again")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Path: "/", MaxAge: -1})
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// refuse answers a refused request with a page that says why.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, code int, why string) {
+	w.Header().Set("Cache-Control", "no-store")
+	s.render(w, r, code, "refused", map[string]any{"Why": why})
+}
+
+// flash keeps an action's outcome for the session's next page in a short-lived cookie, never in the URL.
+func (s *Server) flash(w http.ResponseWriter, r *http.Request, text string, ok bool) {
+	v := "e"
+	if ok {
+		v = "o"
+	}
+	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(v + present.Safe(text))),
+		Path: "/", HttpOnly: true, Secure: secure(r), SameSite: http.SameSiteStrictMode, MaxAge: 60})
+}
+
+// takeFlash reads the outcome of the last action, once.
+func (s *Server) takeFlash(w http.ResponseWriter, r *http.Request) (string, bool) {
+	c, err := r.Cookie(flashCookie)
+	if err != nil {
+		return "", false
+	}
+	http.SetCookie(w, &http.Cookie{Name: flashCookie, Path: "/", MaxAge: -1})
+	b, err := base64.RawURLEncoding.DecodeString(c.Value)
+	if err != nil || len(b) < 2 {
+		return "", false
+	}
+	return string(b[1:]), b[0] == 'o'
+}

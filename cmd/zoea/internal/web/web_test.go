@@ -1,0 +1,488 @@
+package web
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/zoeaswarm/zoea/cmd/zoea/internal/backend"
+	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
+	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+)
+
+const testToken = "s3cret-admin-token"
+
+// scripted is a small swarm in memory; the real services drive the browser test in cmd/zoea.
+type scripted struct {
+	backend.Backend // what these tests do not call: nil
+	mu              sync.Mutex
+	myses           []*runnerv1.MysisStatus
+	calls           []string
+	lists           int
+	events          chan *busv1.Event
+}
+
+func newScripted() *scripted {
+	mk := func(name string, state memoryv1.MysisState, turn, credits int64, lastErr string) *runnerv1.MysisStatus {
+		return &runnerv1.MysisStatus{Mysis: &memoryv1.Mysis{Id: "id-" + name, Name: name, State: state, Provider: "autopilot",
+			Model: "autopilot", CurrentTurn: turn}, Credits: credits, LastAction: "mine", LastError: lastErr, Owner: "runner-a"}
+	}
+	return &scripted{events: make(chan *busv1.Event, 16), myses: []*runnerv1.MysisStatus{
+		mk("scout-1", memoryv1.MysisState_MYSIS_STATE_RUNNING, 12, 1250, ""),
+		mk("miner-2", memoryv1.MysisState_MYSIS_STATE_IDLE, 3, 80, ""),
+		// A model's text that tries to reorder the line (U+202E) and to inject markup.
+		mk("trader-3", memoryv1.MysisState_MYSIS_STATE_ERRORED, 7, 10, "bad \u202eevil <script>alert(1)</script>"),
+	}}
+}
+
+func (s *scripted) record(c string) {
+	s.mu.Lock()
+	s.calls = append(s.calls, c)
+	s.mu.Unlock()
+}
+
+func (s *scripted) called() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.calls)
+}
+
+func (s *scripted) List(context.Context) ([]*runnerv1.MysisStatus, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lists++
+	return slices.Clone(s.myses), nil
+}
+
+func (s *scripted) Get(_ context.Context, ref string) (*runnerv1.MysisStatus, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, st := range s.myses {
+		if st.GetMysis().GetName() == ref || st.GetMysis().GetId() == ref {
+			return st, nil
+		}
+	}
+	return nil, status.Error(codes.NotFound, "no such mysis")
+}
+
+func (s *scripted) Delete(_ context.Context, ref string) error {
+	s.record("delete " + ref)
+	return nil
+}
+
+func (s *scripted) Broadcast(_ context.Context, text string) (int32, error) {
+	s.record("broadcast " + text)
+	return 3, nil
+}
+
+func (s *scripted) History(context.Context, string, int32) ([]*memoryv1.Memory, error) {
+	return []*memoryv1.Memory{{Seq: 1, Turn: 1, Role: memoryv1.Role_ROLE_ASSISTANT, Source: memoryv1.Source_SOURCE_LLM,
+		ToolCalls: []*memoryv1.ToolCall{{Name: "sell", ArgumentsJson: `{"item_id":"titanium_ore"}`}}}}, nil
+}
+
+func (s *scripted) Watch(ctx context.Context, fn func(*busv1.Event)) error {
+	for {
+		select {
+		case e := <-s.events:
+			fn(e)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (s *scripted) Preview(context.Context, string) (*runnerv1.PreviewContextResponse, error) {
+	i := func(n int32) *int32 { return &n }
+	return &runnerv1.PreviewContextResponse{
+		Messages: []*composerv1.ChatMessage{
+			{Role: memoryv1.Role_ROLE_SYSTEM, Content: "You are a SpaceMolt pilot."},
+			{Role: memoryv1.Role_ROLE_USER, Content: "Mine ore."},
+			{Role: memoryv1.Role_ROLE_USER, Content: "Keep going."},
+		},
+		Manifest: &composerv1.Manifest{
+			Entries: []*composerv1.ManifestEntry{
+				{MemoryId: 5, Seq: 5, Disposition: composerv1.Disposition_DISPOSITION_INCLUDED, MessageIndex: i(1), Reason: "current turn", Tokens: 9},
+				{MemoryId: 2, Seq: 2, Disposition: composerv1.Disposition_DISPOSITION_DROPPED, Reason: "over budget", Tokens: 40},
+			},
+			Synthetic:   []*composerv1.SyntheticMessage{{Index: 2, Kind: "nudge", Reason: "no prompt this turn", Tokens: 6}},
+			Tokens:      &composerv1.SectionTokens{System: 12, CurrentTurn: 9, Synthetic: 6, Tools: 100, Total: 130},
+			TokenBudget: 8000, CompactionBoundarySeq: 3, Tokenizer: "o200k_base",
+		},
+	}, nil
+}
+
+// console is a logged-in browser stand-in: a cookie jar, and the CSRF token of the last page.
+type console struct {
+	t    *testing.T
+	srv  *httptest.Server
+	c    *http.Client
+	csrf string
+}
+
+func startConsole(t *testing.T, b backend.Backend) *console {
+	t.Helper()
+	s := New(b, Options{Token: testToken, CallTimeout: 5 * time.Second})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go s.Run(ctx)
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	jar, _ := cookiejar.New(nil)
+	return &console{t: t, srv: srv, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}}
+}
+
+var csrfRE = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
+
+func (c *console) get(path string) (int, string) {
+	c.t.Helper()
+	resp, err := c.c.Get(c.srv.URL + path)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if m := csrfRE.FindSubmatch(b); m != nil {
+		c.csrf = string(m[1])
+	}
+	return resp.StatusCode, string(b)
+}
+
+// post sends a form as a browser on this origin does.
+func (c *console) post(path string, form url.Values) (*http.Response, string) {
+	c.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, c.srv.URL+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", c.srv.URL)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	resp, err := c.c.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func (c *console) login(token string) *http.Response {
+	c.t.Helper()
+	c.get("/login")
+	resp, _ := c.post("/login", url.Values{"csrf": {c.csrf}, "token": {token}})
+	return resp
+}
+
+func TestLoginRefusesAWrongTokenAndKeepsOnlyASessionCookie(t *testing.T) {
+	c := startConsole(t, newScripted())
+	if code, _ := c.get("/"); code != http.StatusSeeOther {
+		t.Fatalf("the swarm page without a session: %d, want a redirect to the login form", code)
+	}
+	resp := c.login("wrong")
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a wrong token: %d, want 401", resp.StatusCode)
+	}
+	for _, ck := range resp.Cookies() {
+		if ck.Name == sessionCookie {
+			t.Fatal("a wrong token got a session cookie")
+		}
+	}
+	resp = c.login(testToken)
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the right token: %d, want 303", resp.StatusCode)
+	}
+	var sc *http.Cookie
+	for _, ck := range resp.Cookies() {
+		if ck.Name == sessionCookie {
+			sc = ck
+		}
+	}
+	if sc == nil || !sc.HttpOnly || sc.SameSite != http.SameSiteStrictMode || strings.Contains(sc.Value, testToken) {
+		t.Fatalf("session cookie %+v: want HttpOnly, SameSite=Strict, and not the token", sc)
+	}
+	for _, p := range []string{"/", "/mysis/scout-1", "/mysis/scout-1/anatomy", "/help", "/mysis/scout-1/delete"} {
+		code, body := c.get(p)
+		if code != http.StatusOK {
+			t.Errorf("%s: %d", p, code)
+		}
+		if strings.Contains(body, testToken) {
+			t.Errorf("%s shows the admin token", p)
+		}
+	}
+}
+
+func TestLoginWithoutItsCSRFTokenIsRefused(t *testing.T) {
+	c := startConsole(t, newScripted())
+	c.get("/login")
+	resp, _ := c.post("/login", url.Values{"token": {testToken}})
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("login without the form's CSRF token: %d, want 403", resp.StatusCode)
+	}
+}
+
+func TestChangesNeedTheCSRFTokenAndThisOrigin(t *testing.T) {
+	b := newScripted()
+	c := startConsole(t, b)
+	c.login(testToken)
+	c.get("/")
+	resp, body := c.post("/broadcast", url.Values{"text": {"mine"}})
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "CSRF token is missing") {
+		t.Fatalf("a broadcast without the CSRF token: %d %s", resp.StatusCode, body)
+	}
+	req, _ := http.NewRequest(http.MethodPost, c.srv.URL+"/broadcast", strings.NewReader(url.Values{"text": {"mine"}, "csrf": {c.csrf}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "http://evil.example")
+	resp, err := c.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("a broadcast from another origin: %d, want 403", resp.StatusCode)
+	}
+	if calls := b.called(); len(calls) != 0 {
+		t.Fatalf("refused requests reached the swarm: %v", calls)
+	}
+	resp, _ = c.post("/broadcast", url.Values{"text": {"mine ore"}, "csrf": {c.csrf}})
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("a broadcast with the token: %d", resp.StatusCode)
+	}
+	if calls := b.called(); !slices.Equal(calls, []string{"broadcast mine ore"}) {
+		t.Fatalf("calls %v", calls)
+	}
+	if _, body := c.get("/"); !strings.Contains(body, "broadcast delivered to 3 myses") {
+		t.Fatal("the swarm page does not say where the broadcast went")
+	}
+	c.post("/broadcast", url.Values{"text": {"  "}, "csrf": {c.csrf}})
+	if _, body := c.get("/"); !strings.Contains(body, "nothing broadcast: the text was empty") {
+		t.Fatal("an empty broadcast is not refused in words")
+	}
+}
+
+func TestDeleteAsksFirst(t *testing.T) {
+	b := newScripted()
+	c := startConsole(t, b)
+	c.login(testToken)
+	_, body := c.get("/mysis/miner-2/delete")
+	if !strings.Contains(body, "Delete mysis miner-2 (idle, turn 3)") {
+		t.Fatalf("no question on the delete page:\n%s", body)
+	}
+	c.post("/mysis/miner-2/delete", url.Values{"csrf": {c.csrf}, "confirm": {"no"}})
+	if len(b.called()) != 0 {
+		t.Fatalf("deleted without a yes: %v", b.called())
+	}
+	if _, body := c.get("/mysis/miner-2"); !strings.Contains(body, "not deleted: miner-2 is kept") {
+		t.Fatal("no word that the mysis was kept")
+	}
+	c.post("/mysis/miner-2/delete", url.Values{"csrf": {c.csrf}, "confirm": {"yes"}})
+	if !slices.Equal(b.called(), []string{"delete miner-2"}) {
+		t.Fatalf("calls %v", b.called())
+	}
+}
+
+func TestModelTextIsShownEscapedNotApplied(t *testing.T) {
+	c := startConsole(t, newScripted())
+	c.login(testToken)
+	for _, p := range []string{"/", "/mysis/trader-3"} {
+		_, body := c.get(p)
+		if strings.Contains(body, "\u202e") || strings.Contains(body, "<script>alert") {
+			t.Errorf("%s applies the model's text", p)
+		}
+		if !strings.Contains(body, `\u202eevil &lt;script&gt;`) {
+			t.Errorf("%s does not show the bidi control and the markup escaped", p)
+		}
+	}
+}
+
+func TestSwarmPageSortsAndFilters(t *testing.T) {
+	c := startConsole(t, newScripted())
+	c.login(testToken)
+	order := func(body string) []string {
+		var names []string
+		for _, m := range regexp.MustCompile(`data-id="id-([a-z0-9-]+)"`).FindAllStringSubmatch(body, -1) {
+			names = append(names, m[1])
+		}
+		return names
+	}
+	_, body := c.get("/?sort=credits")
+	if got := order(body); !slices.Equal(got, []string{"scout-1", "miner-2", "trader-3"}) {
+		t.Fatalf("by credits: %v", got)
+	}
+	_, body = c.get("/?sort=name&q=errored")
+	if got := order(body); !slices.Equal(got, []string{"trader-3"}) {
+		t.Fatalf("filtered on errored: %v", got)
+	}
+}
+
+func TestMysisPageShowsToolCallsAndTheFullError(t *testing.T) {
+	c := startConsole(t, newScripted())
+	c.login(testToken)
+	_, body := c.get("/mysis/trader-3")
+	for _, want := range []string{`<b>sell</b>(<code>{&#34;item_id&#34;:&#34;titanium_ore&#34;}</code>)`, `id="last-error"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("mysis page lacks %s", want)
+		}
+	}
+	code, body := c.get("/mysis/scuot-1")
+	if code != http.StatusNotFound || !strings.Contains(body, "no mysis named scuot-1 (did you mean scout-1?)") {
+		t.Fatalf("an unknown mysis: %d %s", code, body)
+	}
+}
+
+func TestAnatomyTokensAddUpToTheComposersTotal(t *testing.T) {
+	c := startConsole(t, newScripted())
+	c.login(testToken)
+	_, body := c.get("/mysis/scout-1/anatomy")
+	sum := 0
+	for _, m := range regexp.MustCompile(`data-tokens="(-?\d+)"`).FindAllStringSubmatch(body, -1) {
+		n := 0
+		for _, d := range m[1] {
+			n = n*10 + int(d-'0')
+		}
+		sum += n
+	}
+	if sum != 130 || !strings.Contains(body, `data-total="130"`) {
+		t.Fatalf("rows sum to %d, want the composer's 130", sum)
+	}
+	for _, want := range []string{"memory #2, seq 2 (40 tokens): over budget", `id="prefix-end"`, "compaction boundary at seq 3", "nudge: no prompt this turn"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("anatomy lacks %q", want)
+		}
+	}
+	// The cached prefix ends before the nudge, the one message only this request has.
+	if i, j := strings.Index(body, `data-index="1"`), strings.Index(body, `id="prefix-end"`); i < 0 || j < i || j > strings.Index(body, `data-index="2"`) {
+		t.Error("the prefix does not end between message 1 and the nudge")
+	}
+}
+
+func TestEventsReachAnOpenPage(t *testing.T) {
+	b := newScripted()
+	c := startConsole(t, b)
+	c.login(testToken)
+	resp, err := c.c.Get(c.srv.URL + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	r := bufio.NewReader(resp.Body)
+	if l, _ := r.ReadString('\n'); !strings.HasPrefix(l, "retry:") {
+		t.Fatalf("first line %q", l)
+	}
+	b.events <- &busv1.Event{MysisId: "id-miner-2", Payload: &busv1.Event_ToolCalled{ToolCalled: &busv1.ToolCalled{Tool: "travel"}}}
+	seen := map[string]bool{}
+	for !seen["event"] || !seen["row"] {
+		l, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stream ended: %v", err)
+		}
+		if kind, ok := strings.CutPrefix(strings.TrimSpace(l), "event: "); ok {
+			data, _ := r.ReadString('\n')
+			if !strings.Contains(data, `"id":"id-miner-2"`) {
+				t.Fatalf("%s for another mysis: %s", kind, data)
+			}
+			seen[kind] = true
+		}
+	}
+}
+
+func TestASessionIsValidOnEveryReplicaAndOnlyWithItsToken(t *testing.T) {
+	b := newScripted()
+	c := startConsole(t, b)
+	c.login(testToken)
+	u, _ := url.Parse(c.srv.URL)
+	cookies := c.c.Jar.Cookies(u)
+	get := func(s *Server) int {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		for _, ck := range cookies {
+			req.AddCookie(ck)
+		}
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, req)
+		return w.Code
+	}
+	if code := get(New(b, Options{Token: testToken})); code != http.StatusOK {
+		t.Fatalf("another replica with the same token: %d, want the page", code)
+	}
+	if code := get(New(b, Options{Token: "a-new-token"})); code != http.StatusSeeOther {
+		t.Fatalf("a console with another token: %d, want the login form", code)
+	}
+	later := New(b, Options{Token: testToken, Now: func() time.Time { return time.Now().Add(13 * time.Hour) }})
+	if code := get(later); code != http.StatusSeeOther {
+		t.Fatalf("13 hours later: %d, want the login form", code)
+	}
+	for i, ck := range cookies {
+		if ck.Name == sessionCookie {
+			forged := *ck
+			last := "A"
+			if strings.HasSuffix(ck.Value, "A") {
+				last = "B"
+			}
+			forged.Value = ck.Value[:len(ck.Value)-1] + last
+			cookies[i] = &forged
+		}
+	}
+	if code := get(New(b, Options{Token: testToken})); code != http.StatusSeeOther {
+		t.Fatalf("a forged signature: %d, want the login form", code)
+	}
+}
+
+func (s *scripted) listed() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lists
+}
+
+// While the event stream is live, the swarm page is drawn from the list the events keep current; a mysis the list
+// does not know, or an action of the commander, makes the next page read the whole list again.
+func TestSwarmPageReadsTheWholeSwarmOnlyWhenItMustHave(t *testing.T) {
+	b := newScripted()
+	c := startConsole(t, b)
+	c.login(testToken)
+	c.get("/")
+	c.get("/?sort=credits")
+	if n := b.listed(); n != 1 {
+		t.Fatalf("two loads read the whole swarm %d times, want once", n)
+	}
+	resp, err := c.c.Get(c.srv.URL + "/events") // an open page: events now reach the console's subscribers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	b.events <- &busv1.Event{MysisId: "id-elsewhere", Payload: &busv1.Event_ToolCalled{ToolCalled: &busv1.ToolCalled{Tool: "mine"}}}
+	for {
+		l, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(l, "event: event") {
+			break
+		}
+	}
+	c.get("/")
+	if n := b.listed(); n != 2 {
+		t.Fatalf("after an event for a mysis created elsewhere the page read the swarm %d times in all, want 2", n)
+	}
+	c.post("/broadcast", url.Values{"text": {"mine"}, "csrf": {c.csrf}})
+	c.get("/")
+	if n := b.listed(); n != 3 {
+		t.Fatalf("after a broadcast the page read the swarm %d times in all, want 3", n)
+	}
+}
