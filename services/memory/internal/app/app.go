@@ -1,6 +1,6 @@
 // Package app wires the memory service: configuration (libs/config), the Postgres pool and migrations, the secret
 // box for account passwords, the pgstore adapter and the grpcapi transport registered on libs/server. cmd/memory
-// calls Main.
+// calls Main (subcommands, logging, telemetry, then Run); tests call Run with a loopback listener.
 package app
 
 import (
@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"time"
@@ -79,6 +80,14 @@ func redactURL(s string) string {
 	return u.Redacted()
 }
 
+// Options are wiring details that are not configuration: tests set them, production leaves them zero.
+type Options struct {
+	// Logger receives everything; slog.Default() when nil.
+	Logger *slog.Logger
+	// Listener, when set, is served instead of listening on cfg.Server.ListenAddr (tests pass a loopback one).
+	Listener net.Listener
+}
+
 func serve(ctx context.Context, log *slog.Logger, cfg Config, args []string, version string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	migrateFlag := fs.Bool("migrate", cfg.MigrateOnStart, "apply pending migrations before serving (env ZOEA_MIGRATE_ON_START)")
@@ -87,14 +96,25 @@ func serve(ctx context.Context, log *slog.Logger, cfg Config, args []string, ver
 	}
 	cfg.MigrateOnStart = *migrateFlag
 	config.Log(log, "memory starting", cfg)
-	log.Info("database", "url", redactURL(cfg.DatabaseURL), "version", version)
+	log.Info("memory", "version", version)
 
 	stopTelemetry, err := telemetry.Setup(ctx, "memory", version, log)
 	if err != nil {
 		return fmt.Errorf("telemetry: %w", err)
 	}
 	defer stopTelemetry()
+	return Run(ctx, cfg, Options{Logger: log})
+}
 
+// Run serves the memory service with cfg until ctx ends: the secret box, the pool (migrating first when
+// cfg.MigrateOnStart), the pgstore adapter and its background indexer, the domain service and the grpcapi transport
+// on libs/server. It returns once the server has stopped gracefully.
+func Run(ctx context.Context, cfg Config, opts Options) error {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log.Info("database", "url", redactURL(cfg.DatabaseURL))
 	var box pgstore.Sealer
 	if key := cfg.SecretKey.Reveal(); key != "" {
 		k, err := secretbox.ParseKey(key)
@@ -108,6 +128,9 @@ func serve(ctx context.Context, log *slog.Logger, cfg Config, args []string, ver
 		box = b
 	} else {
 		log.Warn("ZOEA_SECRET_KEY is not set: account calls will fail with FailedPrecondition; everything else works")
+	}
+	if cfg.FTSIndexInterval < 0 {
+		return fmt.Errorf("ZOEA_FTS_INDEX_INTERVAL must not be negative, got %s", cfg.FTSIndexInterval)
 	}
 
 	pool, err := pgutil.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns)
@@ -124,14 +147,11 @@ func serve(ctx context.Context, log *slog.Logger, cfg Config, args []string, ver
 		checkSchema(ctx, log, pool)
 	}
 
-	if cfg.FTSIndexInterval < 0 {
-		return fmt.Errorf("ZOEA_FTS_INDEX_INTERVAL must not be negative, got %s", cfg.FTSIndexInterval)
-	}
-	var opts []pgstore.Option
+	var storeOpts []pgstore.Option
 	if cfg.FTSIndexInterval > 0 {
-		opts = append(opts, pgstore.WithAsyncFTS())
+		storeOpts = append(storeOpts, pgstore.WithAsyncFTS())
 	}
-	store := pgstore.New(pool, box, opts...)
+	store := pgstore.New(pool, box, storeOpts...)
 	if cfg.FTSIndexInterval > 0 {
 		ictx, stopIndexer := context.WithCancel(ctx)
 		tick := time.NewTicker(cfg.FTSIndexInterval)
@@ -149,6 +169,9 @@ func serve(ctx context.Context, log *slog.Logger, cfg Config, args []string, ver
 		Checks: []server.Check{{Name: "postgres", Fn: store.Ping}},
 	})
 	srv.Register(&memoryv1.MemoryService_ServiceDesc, grpcapi.New(memory.NewService(store)))
+	if opts.Listener != nil {
+		return srv.Serve(ctx, opts.Listener)
+	}
 	return srv.Run(ctx)
 }
 
