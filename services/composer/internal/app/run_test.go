@@ -29,7 +29,9 @@ func TestRunServesOnALoopbackListener(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Listener: lis}) }()
+	go func() {
+		done <- Run(ctx, cfg, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Listener: lis})
+	}()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
