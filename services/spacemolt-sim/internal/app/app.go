@@ -51,8 +51,8 @@ type Config struct {
 	AuthPerMinute int `env:"ZOEA_SIM_AUTH_PER_MIN" envDefault:"30"`
 	// StateFile keeps the universe between runs: loaded at start when it exists, saved every SaveInterval and at
 	// shutdown. Empty: every start is a fresh universe.
-	StateFile       string        `env:"ZOEA_SIM_STATE_FILE"`
-	SaveInterval    time.Duration `env:"ZOEA_SIM_SAVE_INTERVAL" envDefault:"30s"`
+	StateFile    string        `env:"ZOEA_SIM_STATE_FILE"`
+	SaveInterval time.Duration `env:"ZOEA_SIM_SAVE_INTERVAL" envDefault:"30s"`
 	// GOGC defaults to 400 here: the MCP SDK allocates a 32 KiB decode buffer
 	// per JSON message, so with Go's default of 100 garbage collection costs
 	// about a third of the CPU of every call, while the live heap stays small.
