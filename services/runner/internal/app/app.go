@@ -315,8 +315,9 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
+	composer := composerclient.New(composerAPI, nil)
 	deps := mysis.Deps{
-		Store: memory, Composer: composerclient.New(composerAPI, nil), Tools: router, Providers: registry,
+		Store: memory, Composer: composer, Tools: router, Providers: registry,
 		Events: events, Status: statuses,
 		Spend: usage.NewGuard(memory, spendCfg, prices, now), Calls: memory, Metrics: metrics, Clock: opts.Clock,
 	}
@@ -330,7 +331,7 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 			{Name: "nats", Fn: bus.Ready},
 		},
 	})
-	api := grpcapi.New(memory, composerAPI, natsbus.Wakes{Bus: bus}, live{statuses: statuses, mgr: mgr}, grpcapi.Defaults{
+	api := grpcapi.New(memory, composer, natsbus.Wakes{Bus: bus}, live{statuses: statuses, mgr: mgr}, grpcapi.Defaults{
 		Provider: cfg.DefaultProvider, Providers: names, Check: checker.Check,
 		Models:      map[string]string{"ollama": cfg.OllamaModel, "openai": cfg.OpenAIModel, "autopilot": "autopilot"},
 		SpendLimits: spendCfg.MysisDefaults, Tools: router.Tools,
