@@ -36,7 +36,7 @@ type Config struct {
 	MaxWindowBytes int `env:"ZOEA_COMPOSE_MAX_WINDOW_BYTES" envDefault:"67108864"`
 	// TokenCacheEntries bounds the token-count cache (about 80 bytes per entry); 0 uses the package default.
 	TokenCacheEntries int `env:"ZOEA_COMPOSE_TOKEN_CACHE_ENTRIES" envDefault:"262144"`
-	// CarryCacheBytes bounds the windows held, over all myses (grpcapi carries.go: the memory service then skips
+	// CarryCacheBytes bounds the windows held, over all myses (window/carries.go: the memory service then skips
 	// reading them); 0 holds none.
 	CarryCacheBytes int64 `env:"ZOEA_COMPOSE_CARRY_CACHE_BYTES" envDefault:"67108864"`
 	Policy          PolicyConfig
