@@ -134,7 +134,8 @@ func Main(ctx context.Context, args []string, version string) error {
 		return fmt.Errorf("unknown command %q (usage: composer [serve | healthcheck])", cmd)
 	}
 
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log := server.NewLogger(os.Stderr, cfg.Server.LogLevel)
+	slog.SetDefault(log)
 	config.Log(log, "composer starting", cfg)
 	log.Info("composer", "version", version)
 	// Windows and responses are tens to hundreds of KiB: gRPC's default pool would clear a 1 MiB buffer for each.

@@ -60,12 +60,8 @@ func (c *Client) Window(ctx context.Context, mysisID string, p compose.Policy, r
 // SERVING.
 func Ready(h healthpb.HealthClient) server.Check {
 	return server.Check{Name: "memory", Fn: func(ctx context.Context) error {
-		resp, err := h.Check(ctx, &healthpb.HealthCheckRequest{Service: memoryv1.MemoryService_ServiceDesc.ServiceName})
-		if err != nil {
-			return fmt.Errorf("memory health: %w", err)
-		}
-		if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-			return fmt.Errorf("memory health: %s", resp.GetStatus())
+		if err := server.PeerServing(ctx, h, memoryv1.MemoryService_ServiceDesc.ServiceName); err != nil {
+			return fmt.Errorf("memory %w", err)
 		}
 		return nil
 	}}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/url"
 	"os"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/config"
 	"github.com/zoeaswarm/zoea/libs/pgutil"
+	"github.com/zoeaswarm/zoea/libs/retry"
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/libs/telemetry"
 	"github.com/zoeaswarm/zoea/services/memory/internal/grpcapi"
@@ -45,11 +45,12 @@ type Config struct {
 //	memory migrate              apply pending schema migrations and exit
 //	memory healthcheck          exit 0 when the local server reports SERVING (container health checks)
 func Main(ctx context.Context, args []string, version string) error {
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg := Config{Server: server.Config{ListenAddr: ":7001"}}
 	if err := config.LoadWith(&cfg); err != nil {
 		return err
 	}
+	log := server.NewLogger(os.Stderr, cfg.Server.LogLevel)
+	slog.SetDefault(log)
 	cmd := "serve"
 	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
 		cmd, args = args[0], args[1:]
@@ -69,15 +70,6 @@ func Main(ctx context.Context, args []string, version string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown command %q (serve, migrate, healthcheck)", cmd)
-}
-
-// redactURL hides the password of a database URL for logs.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(unparseable)"
-	}
-	return u.Redacted()
 }
 
 // Options are wiring details that are not configuration: tests set them, production leaves them zero.
@@ -114,7 +106,7 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	log.Info("database", "url", redactURL(cfg.DatabaseURL))
+	log.Info("database", "url", config.RedactURL(cfg.DatabaseURL))
 	var box pgstore.Sealer
 	if key := cfg.SecretKey.Reveal(); key != "" {
 		k, err := secretbox.ParseKey(key)
@@ -175,9 +167,11 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	return srv.Run(ctx)
 }
 
-// migrateWithRetry waits for Postgres (a compose or k8s start may race it) and applies migrations.
+// migrateWithRetry waits for Postgres (a compose or k8s start may race it) and applies migrations, waiting between
+// attempts by libs/retry's one rule (doubling from 200ms to 5s, jittered) for at most migrateWait.
 func migrateWithRetry(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool) error {
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(migrateWait)
+	wait := retry.New(retry.Policy{Initial: 200 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5})
 	for {
 		_, err := migrations.Up(ctx, pool, log)
 		if err == nil {
@@ -187,14 +181,18 @@ func migrateWithRetry(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool)
 			// Postgres answers, so the failure is the migration itself (or we waited long enough).
 			return err
 		}
-		log.Warn("waiting for postgres to migrate", "err", err)
+		d := wait.Next()
+		log.Warn("waiting for postgres to migrate", "err", err, "retry_in", d.String())
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(time.Second):
+		case <-time.After(d):
 		}
 	}
 }
+
+// migrateWait bounds how long a start with ZOEA_MIGRATE_ON_START waits for Postgres.
+const migrateWait = 2 * time.Minute
 
 // checkSchema warns when the database is behind or ahead of this binary; it does not block start, because
 // Postgres may not be up yet and readiness reports that.
@@ -217,7 +215,7 @@ func migrate(ctx context.Context, log *slog.Logger, cfg Config, args []string) e
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	log.Info("migrating", "database", redactURL(cfg.DatabaseURL))
+	log.Info("migrating", "database", config.RedactURL(cfg.DatabaseURL))
 	pool, err := pgutil.Open(ctx, cfg.DatabaseURL, 2)
 	if err != nil {
 		return err

@@ -24,7 +24,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
@@ -326,8 +325,8 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	srv := server.New(server.Options{
 		Name: "runner", Config: cfg.Server, Logger: log,
 		Checks: []server.Check{
-			{Name: "memory", Fn: healthCheck(memConn)},
-			{Name: "composer", Fn: healthCheck(compConn)},
+			server.PeerCheck("memory", memConn, ""),
+			server.PeerCheck("composer", compConn, ""),
 			{Name: "nats", Fn: bus.Ready},
 		},
 	})
@@ -368,20 +367,6 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	g.Go(func() error { return statuses.Watch(gctx) })
 	g.Go(func() error { return mgr.Run(gctx) })
 	return g.Wait()
-}
-
-func healthCheck(conn *grpc.ClientConn) func(ctx context.Context) error {
-	client := healthpb.NewHealthClient(conn)
-	return func(ctx context.Context) error {
-		resp, err := client.Check(ctx, &healthpb.HealthCheckRequest{})
-		if err != nil {
-			return err
-		}
-		if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-			return fmt.Errorf("health %s", resp.GetStatus())
-		}
-		return nil
-	}
 }
 
 // live joins the shared status bucket with the lease table for the admin API.

@@ -124,7 +124,8 @@ func Main(ctx context.Context, args []string, version string) error {
 			return fmt.Errorf("unknown command %q (usage: spacemolt-sim [serve | healthcheck])", args[0])
 		}
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	log := server.NewLogger(os.Stderr, cfg.Server.LogLevel)
+	slog.SetDefault(log)
 	config.Log(log, "starting spacemolt-sim", cfg)
 	log.Info("spacemolt-sim", "version", version)
 	stopTelemetry, err := telemetry.Setup(ctx, "spacemolt-sim", version, log)
@@ -163,7 +164,7 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 		return err
 	}
 	// The SDK logs every session at info level; a swarm would drown the log.
-	sdkLog := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	sdkLog := server.NewLogger(os.Stderr, max(slog.LevelWarn, cfg.Server.LogLevel))
 	mcpSrv := mcpserver.New(engine, mcpserver.Options{SessionTimeout: cfg.MCPSessionTTL, Logger: sdkLog})
 	mcpV2 := mcpserver.NewV2(engine, mcpserver.Options{SessionTimeout: cfg.MCPSessionTTL, Logger: sdkLog})
 	guard := mcpserver.NewGuard(engine, mcpserver.GuardOptions{
