@@ -30,6 +30,7 @@ import (
 
 	"github.com/zoeaswarm/zoea/cmd/zoea/internal/present"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+	"github.com/zoeaswarm/zoea/libs/config"
 	"github.com/zoeaswarm/zoea/libs/pgutil"
 	zserver "github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
@@ -206,12 +207,12 @@ func runDev(ctx context.Context, o *devOptions, out io.Writer) error {
 				return err
 			}
 		}
-		fmt.Fprintf(out, "fresh: dropped database %s, forgot %s\n", redactURL(o.databaseURL), o.simStateFile())
+		fmt.Fprintf(out, "fresh: dropped database %s, forgot %s\n", config.RedactURL(o.databaseURL), o.simStateFile())
 	}
 	if err := ensureDatabase(ctx, o.databaseURL); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "postgres: %s ready\n", redactURL(o.databaseURL))
+	fmt.Fprintf(out, "postgres: %s ready\n", config.RedactURL(o.databaseURL))
 
 	natsURL, natsNote, stopNATS, err := ensureNATS(ctx, o.natsURL, filepath.Join(o.stateDir, "nats"), o.natsChosen)
 	if err != nil {
@@ -348,14 +349,6 @@ func portsFree(stateDir string, addrs devAddrs) error {
 	}
 	return fmt.Errorf("%s\n  stop an earlier swarm with 'zoea dev --stop' (./bin/zoea dev --stop), "+
 		"or use other ports with --port-base (ZOEA_DEV_PORT_BASE)", strings.Join(taken, "\n  "))
-}
-
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparseable database url)"
-	}
-	return u.Redacted()
 }
 
 // dbSetup is the advice for a Postgres that refuses the default URL.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"reflect"
 	"time"
 
@@ -154,4 +155,14 @@ func indexComma(s string) int {
 		}
 	}
 	return -1
+}
+
+// RedactURL is a URL as logs and messages may show it: with its password replaced by "xxxxx" (net/url's
+// Redacted), or "(unparseable URL)" when it is not one, so a malformed URL holding a password is never echoed.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparseable URL)"
+	}
+	return u.Redacted()
 }

@@ -83,3 +83,16 @@ func TestLogMasksSecrets(t *testing.T) {
 		t.Fatalf("fmt leaked secret: %q", s)
 	}
 }
+
+func TestRedactURLHidesPasswords(t *testing.T) {
+	for raw, want := range map[string]string{
+		"postgres://zoea:hunter2@db:5432/zoea": "postgres://zoea:xxxxx@db:5432/zoea",
+		"nats://user:s3cret@nats:4222":         "nats://user:xxxxx@nats:4222",
+		"nats://127.0.0.1:4222":                "nats://127.0.0.1:4222",
+		"postgres://zoea:hunter2@db:5432/%zz":  "(unparseable URL)",
+	} {
+		if got := config.RedactURL(raw); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}

@@ -30,6 +30,9 @@ const (
 	// Aborted means a concurrent transaction won (a serialization failure, a deadlock): the same call retried at once
 	// will usually succeed. Unlike Conflict it says nothing about the caller's request being wrong for the state.
 	Aborted
+	// PermissionDenied means the caller is known but this operation is not allowed to it (a mysis broadcasting where
+	// only the commander may).
+	PermissionDenied
 )
 
 // Reasons are stable, machine-readable causes carried to clients in a gRPC ErrorInfo (domain "zoea.dev"), so a client
@@ -46,6 +49,7 @@ const (
 	ReasonTimeout         = "TIMEOUT"                // DeadlineExceeded
 	ReasonUnauthenticated = "UNAUTHENTICATED"        // Unauthenticated
 	ReasonAborted         = "CONCURRENT_UPDATE"      // Aborted: a concurrent transaction won; retry at once
+	ReasonPermission      = "PERMISSION_DENIED"      // PermissionDenied: not allowed to this caller; do not retry
 	ReasonInternal        = "INTERNAL"               // Internal: a bug; logged in full on the server
 )
 
@@ -109,6 +113,8 @@ func (e *Error) Public() string {
 			msg = "deadline exceeded"
 		case Unauthenticated:
 			msg = "unauthenticated"
+		case PermissionDenied:
+			msg = "permission denied"
 		default:
 			msg = "invalid"
 		}
@@ -117,6 +123,12 @@ func (e *Error) Public() string {
 		return e.Field + ": " + msg
 	}
 	return msg
+}
+
+// Deniedf reports an operation the caller may not perform; field (may be empty) names the request field that asks
+// for it.
+func Deniedf(field, format string, args ...any) error {
+	return &Error{Kind: PermissionDenied, Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
 // InvalidField reports bad input in one field.
@@ -186,6 +198,8 @@ func (k Kind) Reason() string {
 		return ReasonUnauthenticated
 	case Aborted:
 		return ReasonAborted
+	case PermissionDenied:
+		return ReasonPermission
 	default:
 		return ReasonInternal
 	}

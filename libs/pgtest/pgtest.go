@@ -64,14 +64,15 @@ func Create(ctx context.Context, prefix string) (string, func() error, error) {
 }
 
 // Main runs a package's tests against one fresh database whose URL it stores in *dbURL, and drops it afterwards.
+// Without Postgres it follows testdep's rule (testdep.MissingMain): the package is skipped locally, fails in CI.
 // Use it from TestMain: func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, "memory", &dbURL)) }.
 func Main(m *testing.M, prefix string, dbURL *string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	u, drop, err := Create(ctx, prefix)
 	cancel()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		// The same rule as New: skipped on a developer's machine, a failure in CI.
+		return testdep.MissingMain("Postgres: %v", err)
 	}
 	*dbURL = u
 	code := m.Run()

@@ -40,3 +40,18 @@ func TestFreshDatabaseIsDropped(t *testing.T) {
 		t.Fatalf("database %s still exists after drop", name)
 	}
 }
+
+// Without Postgres, Main follows testdep's rule instead of always exiting 1: 0 locally (skipped), 1 in CI; the
+// package's tests do not run either way.
+func TestMainWithoutPostgresFollowsTestdep(t *testing.T) {
+	t.Setenv("ZOEA_TEST_DATABASE_URL", "postgres://nobody@127.0.0.1:1/postgres?sslmode=disable&connect_timeout=2")
+	var url string
+	t.Setenv("CI", "")
+	if code := pgtest.Main(nil, "nopg", &url); code != 0 || url != "" {
+		t.Fatalf("locally: exit %d, url %q; want 0 and no database", code, url)
+	}
+	t.Setenv("CI", "true")
+	if code := pgtest.Main(nil, "nopg", &url); code != 1 || url != "" {
+		t.Fatalf("in CI: exit %d, url %q; want 1 and no database", code, url)
+	}
+}

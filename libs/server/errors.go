@@ -18,14 +18,15 @@ const ErrorDomain = "zoea.dev"
 
 // kindCodes is the one table between domain kinds and gRPC codes, read both ways.
 var kindCodes = map[errs.Kind]codes.Code{
-	errs.Invalid:         codes.InvalidArgument,
-	errs.NotFound:        codes.NotFound,
-	errs.Exists:          codes.AlreadyExists,
-	errs.Conflict:        codes.FailedPrecondition,
-	errs.Unavailable:     codes.Unavailable,
-	errs.Timeout:         codes.DeadlineExceeded,
-	errs.Unauthenticated: codes.Unauthenticated,
-	errs.Aborted:         codes.Aborted,
+	errs.Invalid:          codes.InvalidArgument,
+	errs.NotFound:         codes.NotFound,
+	errs.Exists:           codes.AlreadyExists,
+	errs.Conflict:         codes.FailedPrecondition,
+	errs.Unavailable:      codes.Unavailable,
+	errs.Timeout:          codes.DeadlineExceeded,
+	errs.Unauthenticated:  codes.Unauthenticated,
+	errs.Aborted:          codes.Aborted,
+	errs.PermissionDenied: codes.PermissionDenied,
 }
 
 // causeLevel is how loudly a classified error's cause is logged. A client's expected outcome (a name that exists

@@ -42,6 +42,7 @@ func TestToStatusEveryCase(t *testing.T) {
 		{"aborted hides the cause", errs.Abortedf(secret, "a concurrent update won; retry"), codes.Aborted, "a concurrent update won; retry", errs.ReasonAborted},
 		{"timeout", &errs.Error{Kind: errs.Timeout, Msg: "game did not answer"}, codes.DeadlineExceeded, "game did not answer", errs.ReasonTimeout},
 		{"unauthenticated", &errs.Error{Kind: errs.Unauthenticated, Msg: "bad token"}, codes.Unauthenticated, "bad token", errs.ReasonUnauthenticated},
+		{"permission denied names the field", errs.Deniedf("sender_id", "myses may not broadcast"), codes.PermissionDenied, "sender_id: myses may not broadcast", errs.ReasonPermission},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -100,7 +101,7 @@ func TestToStatusLogsExpectedOutcomesQuietly(t *testing.T) {
 
 func TestFromStatusRoundTrip(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	kinds := []errs.Kind{errs.Invalid, errs.NotFound, errs.Exists, errs.Conflict, errs.Unavailable, errs.Timeout, errs.Unauthenticated, errs.Aborted}
+	kinds := []errs.Kind{errs.Invalid, errs.NotFound, errs.Exists, errs.Conflict, errs.Unavailable, errs.Timeout, errs.Unauthenticated, errs.Aborted, errs.PermissionDenied}
 	for _, k := range kinds {
 		in := &errs.Error{Kind: k, Msg: "something"}
 		if k == errs.Invalid {

@@ -20,12 +20,8 @@ func Healthcheck(ctx context.Context, addr string) error {
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
-	if err != nil {
+	if err := PeerServing(ctx, healthpb.NewHealthClient(conn), ""); err != nil {
 		return fmt.Errorf("health check %s: %w", addr, err)
-	}
-	if resp.Status != healthpb.HealthCheckResponse_SERVING {
-		return fmt.Errorf("health check %s: %s", addr, resp.Status)
 	}
 	return nil
 }

@@ -31,6 +31,8 @@ type Config struct {
 	ListenAddr      string        `env:"ZOEA_LISTEN_ADDR"`
 	AdminToken      config.Secret `env:"ZOEA_ADMIN_TOKEN"`
 	ShutdownTimeout time.Duration `env:"ZOEA_SHUTDOWN_TIMEOUT" envDefault:"10s"`
+	// LogLevel is the least severe level logged (NewLogger): debug, info, warn or error.
+	LogLevel slog.Level `env:"ZOEA_LOG_LEVEL" envDefault:"info"`
 }
 
 // Check is one readiness condition, e.g. "postgres answers a ping".

@@ -74,17 +74,23 @@ func parseOne(unit, window, amount string) (*memoryv1.SpendLimit, error) {
 
 // Describe is how a person reads a limit: "$2.00 per day", "100000 tokens per hour", "$10.00 in total".
 func Describe(l *memoryv1.SpendLimit) string {
-	amount := strconv.FormatInt(l.GetAmount(), 10) + " tokens"
-	if l.GetUnit() == memoryv1.SpendUnit_SPEND_UNIT_COST_NANOS {
-		amount = USD(l.GetAmount())
+	return DescribeParts(int32(l.GetWindow()), int32(l.GetUnit()), l.GetAmount())
+}
+
+// DescribeParts is Describe on a limit's parts, for callers that hold limits in types of their own (the runner's
+// usage package): window and unit are zoea.memory.v1's SpendWindow and SpendUnit numbers.
+func DescribeParts(window, unit int32, amount int64) string {
+	text := strconv.FormatInt(amount, 10) + " tokens"
+	if memoryv1.SpendUnit(unit) == memoryv1.SpendUnit_SPEND_UNIT_COST_NANOS {
+		text = USD(amount)
 	}
-	switch l.GetWindow() {
+	switch memoryv1.SpendWindow(window) {
 	case memoryv1.SpendWindow_SPEND_WINDOW_HOUR:
-		return amount + " per hour"
+		return text + " per hour"
 	case memoryv1.SpendWindow_SPEND_WINDOW_DAY:
-		return amount + " per day"
+		return text + " per day"
 	}
-	return amount + " in total"
+	return text + " in total"
 }
 
 // USD formats billionths of a dollar with at least cents and more digits only when they matter: $0.00, $1.50,

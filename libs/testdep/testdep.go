@@ -30,3 +30,16 @@ func Missing(tb testing.TB, format string, args ...any) {
 	}
 	tb.Skip(msg + " (skipped; with CI=true this fails)")
 }
+
+// MissingMain is Missing for a TestMain, which has no testing.TB: it reports the missing dependency on stderr and
+// returns the exit code for os.Exit — 0 on a developer's machine (the package's tests are skipped, and the message
+// says so), 1 in CI.
+func MissingMain(format string, args ...any) int {
+	msg := "missing test dependency: " + fmt.Sprintf(format, args...)
+	if InCI() {
+		fmt.Fprintln(os.Stderr, msg+" (CI=true: a missing dependency fails)")
+		return 1
+	}
+	fmt.Fprintln(os.Stderr, msg+" (every test of this package skipped; with CI=true this fails)")
+	return 0
+}

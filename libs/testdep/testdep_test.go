@@ -40,3 +40,14 @@ func TestMissingSkipsLocallyAndFailsInCI(t *testing.T) {
 		t.Fatalf("in CI: skipped %q, failed %q; want a failure naming the dependency", r.skipped, r.failed)
 	}
 }
+
+func TestMissingMainExitsZeroLocallyAndOneInCI(t *testing.T) {
+	t.Setenv("CI", "")
+	if code := testdep.MissingMain("Postgres: %s", "refused"); code != 0 {
+		t.Fatalf("locally: exit %d, want 0 (skipped)", code)
+	}
+	t.Setenv("CI", "true")
+	if code := testdep.MissingMain("Postgres: %s", "refused"); code != 1 {
+		t.Fatalf("in CI: exit %d, want 1", code)
+	}
+}

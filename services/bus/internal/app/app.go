@@ -8,12 +8,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/url"
 	"os"
 	"time"
 
 	"golang.org/x/sync/errgroup"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
@@ -58,15 +56,6 @@ func LoadConfig() (Config, error) {
 	return cfg, nil
 }
 
-// redactURL hides the password of a URL for logs.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(unparseable)"
-	}
-	return u.Redacted()
-}
-
 // Options are wiring details that are not configuration: tests set them, production leaves them zero.
 type Options struct {
 	// Logger receives everything; slog.Default() when nil.
@@ -91,7 +80,7 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 		log = slog.Default()
 	}
 	config.Log(log, "bus starting", cfg)
-	log.Info("nats", "url", redactURL(cfg.NATSURL)) // the URL may carry credentials: logged without them
+	log.Info("nats", "url", config.RedactURL(cfg.NATSURL)) // the URL may carry credentials: logged without them
 
 	connectCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	bus, err := swarmbus.Connect(connectCtx, cfg.NATSURL, swarmbus.Options{Name: "zoea-bus", Logger: log, Replicas: cfg.NATSReplicas, CredsFile: cfg.NATSCreds, Swarm: cfg.Swarm, Role: swarmbus.RoleBus})
@@ -107,22 +96,12 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	}
 	defer memConn.Close()
 	mem := memoryv1.NewMemoryServiceClient(memConn)
-	memHealth := healthpb.NewHealthClient(memConn)
 
 	deliverer := delivery.New(memoryclient.New(mem), natsbus.New(bus), log)
 	api := grpcapi.New(bus, mem, deliverer, grpcapi.Options{AllowMysisBroadcast: cfg.AllowMysisBroadcast, PublishBudget: opts.PublishBudget, Logger: log})
 	checks := []server.Check{
 		{Name: "nats", Fn: bus.Ready},
-		{Name: "memory", Fn: func(ctx context.Context) error {
-			resp, err := memHealth.Check(ctx, &healthpb.HealthCheckRequest{})
-			if err != nil {
-				return err
-			}
-			if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-				return fmt.Errorf("memory service %s", resp.GetStatus())
-			}
-			return nil
-		}},
+		server.PeerCheck("memory", memConn, ""),
 	}
 	if !opts.NoDelivery {
 		// An acknowledged broadcast is only as good as the consumer that delivers it.
@@ -170,7 +149,8 @@ func Main(ctx context.Context, args []string, version string) error {
 	default:
 		return fmt.Errorf("unknown command %q (usage: bus [serve | healthcheck])", cmd)
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log := server.NewLogger(os.Stderr, cfg.Server.LogLevel)
+	slog.SetDefault(log)
 	stopTelemetry, err := telemetry.Setup(ctx, "bus", version, log)
 	if err != nil {
 		return fmt.Errorf("telemetry: %w", err)

@@ -393,12 +393,17 @@ func TestWatchEventsFilters(t *testing.T) {
 	if kinds["EVENT_KIND_BROADCAST"] != 3 || kinds["EVENT_KIND_MEMORY_APPENDED"] != 1 {
 		t.Fatalf("unfiltered watcher got %v", kinds)
 	}
-	select {
-	case ev := <-onlyBroadcastsOfM0:
-		t.Fatalf("filtered watcher got an extra event %v", ev)
-	case ev := <-everythingOfM1:
-		t.Fatalf("m1 watcher got an extra event %v", ev)
-	case <-time.After(300 * time.Millisecond):
+	// Nothing else reached the filtered watchers: every event above was published (the unfiltered watcher saw all
+	// four) before this sentinel broadcast, and one subscription receives in publish order, so a leaked event would
+	// arrive before the sentinel. Each filtered watcher's next event must be the sentinel itself.
+	sentinel, err := bus.client.Broadcast(ctx, &busv1.BroadcastRequest{Content: "sentinel"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, ch := range map[string]chan *busv1.Event{"filtered watcher": onlyBroadcastsOfM0, "m1 watcher": everythingOfM1} {
+		if ev := next(ch); ev.GetKind() != busv1.EventKind_EVENT_KIND_BROADCAST || ev.GetBroadcast().GetBroadcastId() != sentinel.GetBroadcastId() {
+			t.Fatalf("%s got an extra event before the sentinel: %v", name, ev)
+		}
 	}
 }
 

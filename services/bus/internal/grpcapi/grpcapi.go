@@ -13,9 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
@@ -100,8 +98,7 @@ func (s *Server) Broadcast(ctx context.Context, req *busv1.BroadcastRequest) (*b
 	sender := req.GetSenderId()
 	if sender != "" {
 		if !s.opts.AllowMysisBroadcast {
-			return nil, status.Error(codes.PermissionDenied,
-				"sender_id: myses may not broadcast (only the commander may, with sender_id empty); set ZOEA_ALLOW_MYSIS_BROADCAST=true to allow it")
+			return nil, errs.Deniedf("sender_id", "myses may not broadcast (only the commander may, with sender_id empty); set ZOEA_ALLOW_MYSIS_BROADCAST=true to allow it")
 		}
 		var err error
 		if sender, err = s.knownSender(ctx, sender); err != nil {

@@ -9,9 +9,6 @@ import (
 	"sync"
 	"testing"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
@@ -87,8 +84,8 @@ func TestBroadcastRejections(t *testing.T) {
 	_, mem := startMemory(t)
 	closed := grpcapi.New(bus, mem, nil, grpcapi.Options{Logger: quiet()})
 	_, err := closed.Broadcast(context.Background(), &busv1.BroadcastRequest{Content: "x", SenderId: "5b0c6c1e-6f0e-4c2a-9d51-0d6f7f3f0a11"})
-	if status.Code(err) != codes.PermissionDenied {
-		t.Fatalf("mysis broadcast while disabled: %v", err)
+	if !errs.Is(err, errs.PermissionDenied) || errs.FieldOf(err) != "sender_id" {
+		t.Fatalf("mysis broadcast while disabled: %v, want a PermissionDenied errs error naming sender_id (libs/server maps it)", err)
 	}
 	open := grpcapi.New(bus, mem, nil, grpcapi.Options{AllowMysisBroadcast: true, Logger: quiet()})
 	_, err = open.Broadcast(context.Background(), &busv1.BroadcastRequest{Content: "x", SenderId: "not-a-uuid"})

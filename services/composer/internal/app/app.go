@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 
 	"google.golang.org/grpc"
@@ -35,7 +36,7 @@ type Config struct {
 	MaxWindowBytes int `env:"ZOEA_COMPOSE_MAX_WINDOW_BYTES" envDefault:"67108864"`
 	// TokenCacheEntries bounds the token-count cache (about 80 bytes per entry); 0 uses the package default.
 	TokenCacheEntries int `env:"ZOEA_COMPOSE_TOKEN_CACHE_ENTRIES" envDefault:"262144"`
-	// CarryCacheBytes bounds the windows held, over all myses (grpcapi carries.go: the memory service then skips
+	// CarryCacheBytes bounds the windows held, over all myses (window/carries.go: the memory service then skips
 	// reading them); 0 holds none.
 	CarryCacheBytes int64 `env:"ZOEA_COMPOSE_CARRY_CACHE_BYTES" envDefault:"67108864"`
 	Policy          PolicyConfig
@@ -133,25 +134,41 @@ func Main(ctx context.Context, args []string, version string) error {
 		return fmt.Errorf("unknown command %q (usage: composer [serve | healthcheck])", cmd)
 	}
 
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log := server.NewLogger(os.Stderr, cfg.Server.LogLevel)
+	slog.SetDefault(log)
 	config.Log(log, "composer starting", cfg)
 	log.Info("composer", "version", version)
+	// Windows and responses are tens to hundreds of KiB: gRPC's default pool would clear a 1 MiB buffer for each.
+	// The pool is process-wide (grpc-go asks for it to be set before any server or connection exists), so the
+	// process's entry sets it, not Run, which tests call beside their own connections.
+	experimental.SetDefaultBufferPool(bufpool.New())
 	stopTelemetry, err := telemetry.Setup(ctx, "composer", version, log)
 	if err != nil {
 		return fmt.Errorf("telemetry: %w", err)
 	}
 	defer stopTelemetry()
-	return Run(ctx, cfg, log)
+	return Run(ctx, cfg, Options{Logger: log})
 }
 
-// Run serves the composer with cfg until ctx ends.
-func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+// Options are wiring details that are not configuration: tests set them, production leaves them zero.
+type Options struct {
+	// Logger receives everything; slog.Default() when nil.
+	Logger *slog.Logger
+	// Listener, when set, is served instead of listening on cfg.Server.ListenAddr (tests pass a loopback one).
+	Listener net.Listener
+}
+
+// Run serves the composer with cfg until ctx ends: the tokenizer and its cache, the memory service adapter, the
+// grpcapi transport on libs/server. It returns once the server has stopped gracefully.
+func Run(ctx context.Context, cfg Config, opts Options) error {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
 	tok, err := o200k.Load()
 	if err != nil {
 		return fmt.Errorf("tokenizer: %w", err)
 	}
-	// Windows and responses are tens to hundreds of KiB: gRPC's default pool would clear a 1 MiB buffer for each.
-	experimental.SetDefaultBufferPool(bufpool.New())
 	memConn, err := server.Dial(cfg.MemoryAddr, cfg.Server.AdminToken.Reveal(),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxWindowBytes)))
 	if err != nil {
@@ -176,6 +193,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Checks: []server.Check{memoryclient.Ready(healthpb.NewHealthClient(memConn))},
 	})
 	srv.Register(&composerv1.ComposerService_ServiceDesc, svc)
+	if opts.Listener != nil {
+		return srv.Serve(ctx, opts.Listener)
+	}
 	return srv.Run(ctx)
 }
 

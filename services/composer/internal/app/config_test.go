@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
-	"github.com/zoeaswarm/zoea/services/composer/internal/grpcapi"
+	"github.com/zoeaswarm/zoea/services/composer/internal/window"
 )
 
 func TestConfigDefaultsAreComposeDefaults(t *testing.T) {
@@ -17,8 +17,8 @@ func TestConfigDefaultsAreComposeDefaults(t *testing.T) {
 	if cfg.Server.ListenAddr != ":7002" || cfg.MemoryAddr != "127.0.0.1:7001" {
 		t.Fatalf("addresses %q %q", cfg.Server.ListenAddr, cfg.MemoryAddr)
 	}
-	if cfg.CarryCacheBytes != grpcapi.DefaultCarryCacheBytes || carryCacheOption(0) >= 0 {
-		t.Fatalf("carry cache %d bytes by default (want %d); 0 must hold none", cfg.CarryCacheBytes, grpcapi.DefaultCarryCacheBytes)
+	if cfg.CarryCacheBytes != window.DefaultCarryCacheBytes || carryCacheOption(0) >= 0 {
+		t.Fatalf("carry cache %d bytes by default (want %d); 0 must hold none", cfg.CarryCacheBytes, window.DefaultCarryCacheBytes)
 	}
 	if got, want := cfg.Policy.policy(), compose.DefaultPolicy(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("default policy\n got %+v\nwant %+v", got, want)

@@ -11,11 +11,11 @@ import (
 	"github.com/zoeaswarm/zoea/libs/chat/chatpb"
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
+	"github.com/zoeaswarm/zoea/services/composer/internal/policy"
 )
 
 // Limits on tool definitions sent with a request.
 const (
-	maxToolName = 128
 	maxTools    = 512
 	maxToolJSON = 64 << 10 // one tool definition's description plus schema
 )
@@ -44,8 +44,8 @@ func fromProtoTools(ts []*composerv1.ToolDefinition) ([]compose.Tool, error) {
 	for i, t := range ts {
 		name, params := t.GetName(), strings.TrimSpace(t.GetParametersJson())
 		switch {
-		case strings.TrimSpace(name) == "" || len(name) > maxToolName:
-			return nil, errs.InvalidField(fmt.Sprintf("tools[%d].name", i), "a tool name of 1 to %d bytes is required", maxToolName)
+		case strings.TrimSpace(name) == "" || len(name) > policy.MaxToolName:
+			return nil, errs.InvalidField(fmt.Sprintf("tools[%d].name", i), "a tool name of 1 to %d bytes is required", policy.MaxToolName)
 		case len(t.GetDescription())+len(params) > maxToolJSON:
 			return nil, errs.InvalidField(fmt.Sprintf("tools[%d]", i), "description and parameters_json may hold at most %d bytes", maxToolJSON)
 		case params != "" && (params[0] != '{' || !json.Valid([]byte(params))):

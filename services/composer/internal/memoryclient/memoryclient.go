@@ -15,7 +15,7 @@ import (
 	"github.com/zoeaswarm/zoea/libs/chat/chatpb"
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
-	"github.com/zoeaswarm/zoea/services/composer/internal/grpcapi"
+	"github.com/zoeaswarm/zoea/services/composer/internal/window"
 )
 
 // WindowAPI is the one memory-service call the composer makes; the generated MemoryServiceClient implements it.
@@ -39,7 +39,7 @@ func New(api WindowAPI) *Client { return &Client{api: api} }
 // (Relayed.CarryOmitted), and the recent rows known holds with them (Relayed.RecentOmittedThrough); the caller
 // splices them back. When the recent part starts later than known's, the service derives the carried rows from
 // known's seqs and returns the whole window.
-func (c *Client) Window(ctx context.Context, mysisID string, p compose.Policy, recentFrom int64, known *grpcapi.CarryKnown, relay grpcapi.Relay) (compose.Input, grpcapi.Relayed, error) {
+func (c *Client) Window(ctx context.Context, mysisID string, p compose.Policy, recentFrom int64, known *window.CarryKnown, relay window.Relay) (compose.Input, window.Relayed, error) {
 	req := toProtoWindowRequest(mysisID, p)
 	req.RecentFromSeq = recentFrom
 	if known != nil {
@@ -49,9 +49,9 @@ func (c *Client) Window(ctx context.Context, mysisID string, p compose.Policy, r
 	req.Append, req.SpendAt = relay.Append, relay.SpendAt
 	w, err := c.api.GetComposeWindow(ctx, req)
 	if err != nil {
-		return compose.Input{}, grpcapi.Relayed{}, fmt.Errorf("memory GetComposeWindow for mysis %s: %w", mysisID, server.FromStatus(err))
+		return compose.Input{}, window.Relayed{}, fmt.Errorf("memory GetComposeWindow for mysis %s: %w", mysisID, server.FromStatus(err))
 	}
-	return fromProtoWindow(w), grpcapi.Relayed{Appended: w.GetAppended(), Mysis: w.GetMysis(), Spend: w.GetSpend(),
+	return fromProtoWindow(w), window.Relayed{Appended: w.GetAppended(), Mysis: w.GetMysis(), Spend: w.GetSpend(),
 		CarryOmitted: w.GetCarryOmitted(), CarryCut: w.GetCarryCut(), CarryBytes: w.GetCarryBytes(),
 		RecentOmittedThrough: w.GetRecentOmittedThrough(), RecentBytes: w.GetRecentBytes()}, nil
 }
@@ -60,12 +60,8 @@ func (c *Client) Window(ctx context.Context, mysisID string, p compose.Policy, r
 // SERVING.
 func Ready(h healthpb.HealthClient) server.Check {
 	return server.Check{Name: "memory", Fn: func(ctx context.Context) error {
-		resp, err := h.Check(ctx, &healthpb.HealthCheckRequest{Service: memoryv1.MemoryService_ServiceDesc.ServiceName})
-		if err != nil {
-			return fmt.Errorf("memory health: %w", err)
-		}
-		if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-			return fmt.Errorf("memory health: %s", resp.GetStatus())
+		if err := server.PeerServing(ctx, h, memoryv1.MemoryService_ServiceDesc.ServiceName); err != nil {
+			return fmt.Errorf("memory %w", err)
 		}
 		return nil
 	}}

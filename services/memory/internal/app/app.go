@@ -1,6 +1,6 @@
 // Package app wires the memory service: configuration (libs/config), the Postgres pool and migrations, the secret
 // box for account passwords, the pgstore adapter and the grpcapi transport registered on libs/server. cmd/memory
-// calls Main.
+// calls Main (subcommands, logging, telemetry, then Run); tests call Run with a loopback listener.
 package app
 
 import (
@@ -8,7 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net/url"
+	"net"
 	"os"
 	"time"
 
@@ -17,6 +17,7 @@ import (
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/config"
 	"github.com/zoeaswarm/zoea/libs/pgutil"
+	"github.com/zoeaswarm/zoea/libs/retry"
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/libs/telemetry"
 	"github.com/zoeaswarm/zoea/services/memory/internal/grpcapi"
@@ -44,11 +45,12 @@ type Config struct {
 //	memory migrate              apply pending schema migrations and exit
 //	memory healthcheck          exit 0 when the local server reports SERVING (container health checks)
 func Main(ctx context.Context, args []string, version string) error {
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg := Config{Server: server.Config{ListenAddr: ":7001"}}
 	if err := config.LoadWith(&cfg); err != nil {
 		return err
 	}
+	log := server.NewLogger(os.Stderr, cfg.Server.LogLevel)
+	slog.SetDefault(log)
 	cmd := "serve"
 	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
 		cmd, args = args[0], args[1:]
@@ -70,13 +72,12 @@ func Main(ctx context.Context, args []string, version string) error {
 	return fmt.Errorf("unknown command %q (serve, migrate, healthcheck)", cmd)
 }
 
-// redactURL hides the password of a database URL for logs.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(unparseable)"
-	}
-	return u.Redacted()
+// Options are wiring details that are not configuration: tests set them, production leaves them zero.
+type Options struct {
+	// Logger receives everything; slog.Default() when nil.
+	Logger *slog.Logger
+	// Listener, when set, is served instead of listening on cfg.Server.ListenAddr (tests pass a loopback one).
+	Listener net.Listener
 }
 
 func serve(ctx context.Context, log *slog.Logger, cfg Config, args []string, version string) error {
@@ -87,14 +88,25 @@ func serve(ctx context.Context, log *slog.Logger, cfg Config, args []string, ver
 	}
 	cfg.MigrateOnStart = *migrateFlag
 	config.Log(log, "memory starting", cfg)
-	log.Info("database", "url", redactURL(cfg.DatabaseURL), "version", version)
+	log.Info("memory", "version", version)
 
 	stopTelemetry, err := telemetry.Setup(ctx, "memory", version, log)
 	if err != nil {
 		return fmt.Errorf("telemetry: %w", err)
 	}
 	defer stopTelemetry()
+	return Run(ctx, cfg, Options{Logger: log})
+}
 
+// Run serves the memory service with cfg until ctx ends: the secret box, the pool (migrating first when
+// cfg.MigrateOnStart), the pgstore adapter and its background indexer, the domain service and the grpcapi transport
+// on libs/server. It returns once the server has stopped gracefully.
+func Run(ctx context.Context, cfg Config, opts Options) error {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log.Info("database", "url", config.RedactURL(cfg.DatabaseURL))
 	var box pgstore.Sealer
 	if key := cfg.SecretKey.Reveal(); key != "" {
 		k, err := secretbox.ParseKey(key)
@@ -108,6 +120,9 @@ func serve(ctx context.Context, log *slog.Logger, cfg Config, args []string, ver
 		box = b
 	} else {
 		log.Warn("ZOEA_SECRET_KEY is not set: account calls will fail with FailedPrecondition; everything else works")
+	}
+	if cfg.FTSIndexInterval < 0 {
+		return fmt.Errorf("ZOEA_FTS_INDEX_INTERVAL must not be negative, got %s", cfg.FTSIndexInterval)
 	}
 
 	pool, err := pgutil.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns)
@@ -124,14 +139,11 @@ func serve(ctx context.Context, log *slog.Logger, cfg Config, args []string, ver
 		checkSchema(ctx, log, pool)
 	}
 
-	if cfg.FTSIndexInterval < 0 {
-		return fmt.Errorf("ZOEA_FTS_INDEX_INTERVAL must not be negative, got %s", cfg.FTSIndexInterval)
-	}
-	var opts []pgstore.Option
+	var storeOpts []pgstore.Option
 	if cfg.FTSIndexInterval > 0 {
-		opts = append(opts, pgstore.WithAsyncFTS())
+		storeOpts = append(storeOpts, pgstore.WithAsyncFTS())
 	}
-	store := pgstore.New(pool, box, opts...)
+	store := pgstore.New(pool, box, storeOpts...)
 	if cfg.FTSIndexInterval > 0 {
 		ictx, stopIndexer := context.WithCancel(ctx)
 		tick := time.NewTicker(cfg.FTSIndexInterval)
@@ -149,12 +161,17 @@ func serve(ctx context.Context, log *slog.Logger, cfg Config, args []string, ver
 		Checks: []server.Check{{Name: "postgres", Fn: store.Ping}},
 	})
 	srv.Register(&memoryv1.MemoryService_ServiceDesc, grpcapi.New(memory.NewService(store)))
+	if opts.Listener != nil {
+		return srv.Serve(ctx, opts.Listener)
+	}
 	return srv.Run(ctx)
 }
 
-// migrateWithRetry waits for Postgres (a compose or k8s start may race it) and applies migrations.
+// migrateWithRetry waits for Postgres (a compose or k8s start may race it) and applies migrations, waiting between
+// attempts by libs/retry's one rule (doubling from 200ms to 5s, jittered) for at most migrateWait.
 func migrateWithRetry(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool) error {
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(migrateWait)
+	wait := retry.New(retry.Policy{Initial: 200 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5})
 	for {
 		_, err := migrations.Up(ctx, pool, log)
 		if err == nil {
@@ -164,14 +181,18 @@ func migrateWithRetry(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool)
 			// Postgres answers, so the failure is the migration itself (or we waited long enough).
 			return err
 		}
-		log.Warn("waiting for postgres to migrate", "err", err)
+		d := wait.Next()
+		log.Warn("waiting for postgres to migrate", "err", err, "retry_in", d.String())
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(time.Second):
+		case <-time.After(d):
 		}
 	}
 }
+
+// migrateWait bounds how long a start with ZOEA_MIGRATE_ON_START waits for Postgres.
+const migrateWait = 2 * time.Minute
 
 // checkSchema warns when the database is behind or ahead of this binary; it does not block start, because
 // Postgres may not be up yet and readiness reports that.
@@ -194,7 +215,7 @@ func migrate(ctx context.Context, log *slog.Logger, cfg Config, args []string) e
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	log.Info("migrating", "database", redactURL(cfg.DatabaseURL))
+	log.Info("migrating", "database", config.RedactURL(cfg.DatabaseURL))
 	pool, err := pgutil.Open(ctx, cfg.DatabaseURL, 2)
 	if err != nil {
 		return err

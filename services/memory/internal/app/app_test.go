@@ -2,22 +2,25 @@ package app
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"net"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 
 	"github.com/zoeaswarm/zoea/libs/pgtest"
 	"github.com/zoeaswarm/zoea/libs/server"
 )
 
-func TestRunMigrateThenServe(t *testing.T) {
+func TestMigrateSubcommandIsIdempotent(t *testing.T) {
 	t.Setenv("ZOEA_DATABASE_URL", pgtest.New(t))
-	t.Setenv("ZOEA_LISTEN_ADDR", "127.0.0.1:0")
 	t.Setenv("ZOEA_SECRET_KEY", "")
 	ctx := context.Background()
 	if err := Main(ctx, []string{"migrate"}, "test"); err != nil {
@@ -26,10 +29,67 @@ func TestRunMigrateThenServe(t *testing.T) {
 	if err := Main(ctx, []string{"migrate"}, "test"); err != nil {
 		t.Fatalf("second migrate: %v", err)
 	}
-	sctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
-	defer cancel()
-	if err := Main(sctx, []string{"serve", "-migrate"}, "test"); err != nil {
-		t.Fatalf("serve: %v", err)
+}
+
+// startRun is the service as production wires it: Run on a loopback listener the test holds, so no other process
+// can take the port between choosing it and serving on it. It returns the address once health reports SERVING.
+func startRun(t *testing.T, cfg Config) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, cfg, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Listener: lis})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run after cancel: %v", err)
+		}
+	})
+	conn, err := server.Dial(lis.Addr().String(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	// The deadline only bounds a broken run: AwaitServing returns on the health change itself.
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	if err := server.AwaitServing(wctx, conn, memoryv1.MemoryService_ServiceDesc.ServiceName); err != nil {
+		t.Fatalf("memory: %v", err)
+	}
+	return lis.Addr().String()
+}
+
+func testConfig(t *testing.T) Config {
+	return Config{DatabaseURL: pgtest.New(t), DBMaxConns: 4, MigrateOnStart: true, FTSIndexInterval: 10 * time.Millisecond}
+}
+
+// Run on a fresh database migrates it (MigrateOnStart), serves the MemoryService and stops cleanly with ctx.
+func TestRunMigratesAndServes(t *testing.T) {
+	addr := startRun(t, testConfig(t))
+	conn, err := server.Dial(addr, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	mem := memoryv1.NewMemoryServiceClient(conn)
+	ctx := context.Background()
+	created, err := mem.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: "run-test", Provider: "autopilot", SystemPrompt: "play"})
+	if err != nil {
+		t.Fatalf("CreateMysis on the served memory: %v", err)
+	}
+	got, err := mem.GetMysis(ctx, &memoryv1.GetMysisRequest{MysisId: created.GetMysis().GetId()})
+	if err != nil || got.GetMysis().GetName() != "run-test" {
+		t.Fatalf("GetMysis = %v, %v", got, err)
+	}
+	// Accounts need ZOEA_SECRET_KEY: without one the call says so instead of storing a password in clear.
+	_, err = mem.CreateAccount(ctx, &memoryv1.CreateAccountRequest{Username: "pilot-one", Password: "hunter22", Empire: "solarian"})
+	if status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("CreateAccount without a secret key: %v, want FailedPrecondition", err)
 	}
 }
 
@@ -50,44 +110,14 @@ func TestRunRejectsBadInput(t *testing.T) {
 }
 
 func TestHealthcheckSubcommand(t *testing.T) {
-	t.Setenv("ZOEA_DATABASE_URL", pgtest.New(t))
 	t.Setenv("ZOEA_SECRET_KEY", "")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	t.Setenv("ZOEA_LISTEN_ADDR", addr)
+	// Port 1 (tcpmux) is privileged and unserved here: the probe must fail.
+	t.Setenv("ZOEA_LISTEN_ADDR", "127.0.0.1:1")
 	if err := Main(context.Background(), []string{"healthcheck"}, "test"); err == nil {
 		t.Fatal("healthcheck passed with no server running")
 	}
-	sctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Main(sctx, []string{"serve", "-migrate"}, "test") }()
-	defer func() { cancel(); <-done }()
-	// Wait for the server's own event: a health Watch (waiting for the listener to accept, then streaming every
-	// status change) until it reports SERVING. The deadline only bounds a broken run.
-	conn, err := server.Dial(addr, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	wctx, wcancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer wcancel()
-	w, err := healthpb.NewHealthClient(conn).Watch(wctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		r, err := w.Recv()
-		if err != nil {
-			t.Fatalf("memory never reported SERVING: %v", err)
-		}
-		if r.GetStatus() == healthpb.HealthCheckResponse_SERVING {
-			break
-		}
-	}
+	addr := startRun(t, testConfig(t))
+	t.Setenv("ZOEA_LISTEN_ADDR", addr)
 	if err := Main(context.Background(), []string{"healthcheck"}, "test"); err != nil {
 		t.Fatalf("healthcheck failed against a serving memory: %v", err)
 	}

@@ -24,7 +24,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
@@ -315,8 +314,9 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
+	composer := composerclient.New(composerAPI, nil)
 	deps := mysis.Deps{
-		Store: memory, Composer: composerclient.New(composerAPI, nil), Tools: router, Providers: registry,
+		Store: memory, Composer: composer, Tools: router, Providers: registry,
 		Events: events, Status: statuses,
 		Spend: usage.NewGuard(memory, spendCfg, prices, now), Calls: memory, Metrics: metrics, Clock: opts.Clock,
 	}
@@ -325,12 +325,12 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	srv := server.New(server.Options{
 		Name: "runner", Config: cfg.Server, Logger: log,
 		Checks: []server.Check{
-			{Name: "memory", Fn: healthCheck(memConn)},
-			{Name: "composer", Fn: healthCheck(compConn)},
+			server.PeerCheck("memory", memConn, ""),
+			server.PeerCheck("composer", compConn, ""),
 			{Name: "nats", Fn: bus.Ready},
 		},
 	})
-	api := grpcapi.New(memory, composerAPI, natsbus.Wakes{Bus: bus}, live{statuses: statuses, mgr: mgr}, grpcapi.Defaults{
+	api := grpcapi.New(memory, composer, natsbus.Wakes{Bus: bus}, live{statuses: statuses, mgr: mgr}, grpcapi.Defaults{
 		Provider: cfg.DefaultProvider, Providers: names, Check: checker.Check,
 		Models:      map[string]string{"ollama": cfg.OllamaModel, "openai": cfg.OpenAIModel, "autopilot": "autopilot"},
 		SpendLimits: spendCfg.MysisDefaults, Tools: router.Tools,
@@ -367,20 +367,6 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	g.Go(func() error { return statuses.Watch(gctx) })
 	g.Go(func() error { return mgr.Run(gctx) })
 	return g.Wait()
-}
-
-func healthCheck(conn *grpc.ClientConn) func(ctx context.Context) error {
-	client := healthpb.NewHealthClient(conn)
-	return func(ctx context.Context) error {
-		resp, err := client.Check(ctx, &healthpb.HealthCheckRequest{})
-		if err != nil {
-			return err
-		}
-		if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-			return fmt.Errorf("health %s", resp.GetStatus())
-		}
-		return nil
-	}
 }
 
 // live joins the shared status bucket with the lease table for the admin API.

@@ -29,7 +29,8 @@ func Main(ctx context.Context, args []string, version string) error {
 			return fmt.Errorf("unknown subcommand %q (want: serve, healthcheck)", args[0])
 		}
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	log := server.NewLogger(os.Stderr, cfg.Server.LogLevel)
+	slog.SetDefault(log)
 	config.Log(log, "runner configuration", cfg)
 	log.Info("runner", "version", version)
 	stopTelemetry, err := telemetry.Setup(ctx, "runner", version, log)

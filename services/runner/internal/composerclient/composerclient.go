@@ -11,7 +11,7 @@ import (
 	"github.com/zoeaswarm/zoea/libs/chat/chatpb"
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
-	"github.com/zoeaswarm/zoea/services/runner/internal/memoryclient"
+	"github.com/zoeaswarm/zoea/services/runner/internal/memorypb"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 )
 
@@ -31,7 +31,7 @@ func New(api composerv1.ComposerServiceClient, policy *composerv1.Policy) *Clien
 func (c *Client) Compose(ctx context.Context, mysisID string, r mysis.ComposeRequest) (mysis.Composition, error) {
 	req := &composerv1.ComposeContextRequest{
 		MysisId: mysisID, Policy: c.policy, BeginAutonomousTurn: r.BeginAutonomousTurn, Tools: ToProtoTools(r.Tools),
-		Append: memoryclient.ToProtoNewMemories(r.Append),
+		Append: memorypb.ToProtoNewMemories(r.Append),
 	}
 	if !r.SpendAt.IsZero() {
 		req.SpendAt = timestamppb.New(r.SpendAt)
@@ -45,9 +45,21 @@ func (c *Client) Compose(ctx context.Context, mysisID string, r mysis.ComposeReq
 	}
 	out := FromProto(resp)
 	if resp.GetSpend() != nil && !r.SpendAt.IsZero() {
-		out.Spend = &mysis.SpendCounts{At: r.SpendAt, Data: memoryclient.FromProtoSpend(resp.GetSpend())}
+		out.Spend = &mysis.SpendCounts{At: r.SpendAt, Data: memorypb.FromProtoSpend(resp.GetSpend())}
 	}
 	return out, nil
+}
+
+// Preview composes a mysis's next request without storing anything (the SwarmService's PreviewContext): policy
+// overrides the server's defaults for this call only, and the composition comes back as the composer sent it, for
+// the transport to relay. Errors are libs/errs errors.
+func (c *Client) Preview(ctx context.Context, mysisID string, policy *composerv1.Policy, beginAutonomousTurn bool, tools []llm.Tool) (*composerv1.ComposeContextResponse, error) {
+	resp, err := c.api.ComposeContext(ctx, &composerv1.ComposeContextRequest{MysisId: mysisID, Policy: policy,
+		BeginAutonomousTurn: beginAutonomousTurn, Tools: ToProtoTools(tools)})
+	if err != nil {
+		return nil, server.FromStatus(err)
+	}
+	return resp, nil
 }
 
 // ToProtoTools converts the tools sent with a request to the definitions the composer budgets for: what the
@@ -79,11 +91,11 @@ func FromProto(resp *composerv1.ComposeContextResponse) mysis.Composition {
 	out.Tokens, out.Budget = int(resp.GetManifest().GetTokens().GetTotal()), int(resp.GetManifest().GetTokenBudget())
 	out.Compaction = mysis.Compaction{Boundary: resp.GetManifest().GetCompactionBoundarySeq(), Seq: resp.GetManifest().GetCompactionSeq()}
 	if resp.GetMysis() != nil {
-		m := memoryclient.FromProtoMysis(resp.GetMysis())
+		m := memorypb.FromProtoMysis(resp.GetMysis())
 		out.Mysis = &m
 	}
 	for _, m := range resp.GetAppended() {
-		out.Appended = append(out.Appended, memoryclient.FromProtoMemory(m))
+		out.Appended = append(out.Appended, memorypb.FromProtoMemory(m))
 	}
 	enc := resp.GetEncouragement()
 	out.NextCount, out.Nudge = int(enc.GetNextCount()), enc.GetNudge()

@@ -23,6 +23,7 @@ import (
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/libs/testkit/memfake"
+	"github.com/zoeaswarm/zoea/services/runner/internal/composerclient"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 )
 
@@ -251,7 +252,7 @@ func startSwarm(t *testing.T, d Defaults, live Live) *swarm {
 	wakes := &recWakes{}
 
 	srv := server.New(server.Options{Name: "runner", Logger: slog.New(slog.DiscardHandler)})
-	srv.Register(&runnerv1.SwarmService_ServiceDesc, New(memory, composerv1.NewComposerServiceClient(dial(t, compLis.Addr().String())), wakes, live, d))
+	srv.Register(&runnerv1.SwarmService_ServiceDesc, New(memory, composerclient.New(composerv1.NewComposerServiceClient(dial(t, compLis.Addr().String())), nil), wakes, live, d))
 	lis := listen(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)

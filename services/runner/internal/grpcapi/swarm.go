@@ -19,7 +19,6 @@ import (
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/libs/names"
-	"github.com/zoeaswarm/zoea/services/runner/internal/composerclient"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 	"github.com/zoeaswarm/zoea/services/runner/internal/memoryclient"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
@@ -84,14 +83,20 @@ type Memory interface {
 type Server struct {
 	runnerv1.UnimplementedSwarmServiceServer
 	memory   Memory
-	composer composerv1.ComposerServiceClient
+	composer Previewer
 	wakes    Waker
 	live     Live
 	defaults Defaults
 }
 
+// Previewer composes a mysis's next request without side effects (composerclient.Client implements it over the
+// composer service); errors are libs/errs errors. The composition is relayed as the composer sent it.
+type Previewer interface {
+	Preview(ctx context.Context, mysisID string, policy *composerv1.Policy, beginAutonomousTurn bool, tools []llm.Tool) (*composerv1.ComposeContextResponse, error)
+}
+
 // New builds the server.
-func New(memory Memory, composer composerv1.ComposerServiceClient, wakes Waker, live Live, d Defaults) *Server {
+func New(memory Memory, composer Previewer, wakes Waker, live Live, d Defaults) *Server {
 	if d.Temperature == 0 {
 		d.Temperature = 0.7
 	}
@@ -406,15 +411,13 @@ func (s *Server) PreviewContext(ctx context.Context, req *runnerv1.PreviewContex
 		last := recent[len(recent)-1]
 		autonomous = last.Role == "assistant" && len(last.ToolCalls) == 0 || last.Role == "system"
 	}
-	creq := &composerv1.ComposeContextRequest{MysisId: m.GetId(), Policy: req.GetPolicy(), BeginAutonomousTurn: autonomous}
+	var tools []llm.Tool
 	if s.defaults.Tools != nil {
-		tools, err := s.defaults.Tools(ctx)
-		if err != nil {
+		if tools, err = s.defaults.Tools(ctx); err != nil {
 			return nil, errs.Unavailablef(err, "the game server did not list its tools, which the preview needs to count the request's tokens (the runner's log says why)")
 		}
-		creq.Tools = composerclient.ToProtoTools(tools)
 	}
-	resp, err := s.composer.ComposeContext(ctx, creq)
+	resp, err := s.composer.Preview(ctx, m.GetId(), req.GetPolicy(), autonomous, tools)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/services/runner/internal/memoryclient"
+	"github.com/zoeaswarm/zoea/services/runner/internal/memorypb"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 	"github.com/zoeaswarm/zoea/services/runner/internal/usage"
 )
@@ -89,6 +90,6 @@ func (s *Server) addUsageAndLimits(ctx context.Context, st *runnerv1.MysisStatus
 	if err != nil {
 		return err
 	}
-	st.SpendLimits = memoryclient.ToProtoLimits(usage.Effective(s.defaults.SpendLimits, own))
+	st.SpendLimits = memorypb.ToProtoLimits(usage.Effective(s.defaults.SpendLimits, own))
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/server"
+	"github.com/zoeaswarm/zoea/services/runner/internal/memorypb"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 	"github.com/zoeaswarm/zoea/services/runner/internal/usage"
 )
@@ -124,5 +125,5 @@ func (c *Client) OwnSpendLimits(ctx context.Context, id string) ([]usage.Limit, 
 	if err != nil {
 		return nil, server.FromStatus(err)
 	}
-	return FromProtoLimits(resp.GetLimits()), nil
+	return memorypb.FromProtoLimits(resp.GetLimits()), nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/zoeaswarm/zoea/libs/chat/chatpb"
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/libs/server"
+	"github.com/zoeaswarm/zoea/services/runner/internal/memorypb"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 	"github.com/zoeaswarm/zoea/services/runner/internal/tools"
 )
@@ -30,7 +31,7 @@ func (c *Client) GetMysis(ctx context.Context, id string) (mysis.Mysis, error) {
 	if err != nil {
 		return mysis.Mysis{}, server.FromStatus(err)
 	}
-	return FromProtoMysis(resp.GetMysis()), nil
+	return memorypb.FromProtoMysis(resp.GetMysis()), nil
 }
 
 // SetState implements mysis.Store.
@@ -39,14 +40,14 @@ func (c *Client) SetState(ctx context.Context, id string, ch mysis.StateChange) 
 	if err != nil {
 		return mysis.Mysis{}, server.FromStatus(err)
 	}
-	return FromProtoMysis(resp.GetMysis()), nil
+	return memorypb.FromProtoMysis(resp.GetMysis()), nil
 }
 
 // Append implements mysis.Store.
 func (c *Client) Append(ctx context.Context, id string, ms []mysis.NewMemory) ([]mysis.Memory, error) {
 	req := &memoryv1.AppendMemoriesRequest{MysisId: id, Memories: make([]*memoryv1.NewMemory, len(ms))}
 	for i, m := range ms {
-		req.Memories[i] = toProtoNewMemory(m)
+		req.Memories[i] = memorypb.ToProtoNewMemory(m)
 	}
 	resp, err := c.api.AppendMemories(ctx, req)
 	if err != nil {
@@ -54,7 +55,7 @@ func (c *Client) Append(ctx context.Context, id string, ms []mysis.NewMemory) ([
 	}
 	out := make([]mysis.Memory, len(resp.GetMemories()))
 	for i, m := range resp.GetMemories() {
-		out[i] = FromProtoMemory(m)
+		out[i] = memorypb.FromProtoMemory(m)
 	}
 	return out, nil
 }
@@ -68,10 +69,10 @@ const ReasonPromptArrived = "PROMPT_ARRIVED"
 func (c *Client) AppendIf(ctx context.Context, id string, ms []mysis.NewMemory, cond mysis.AppendCondition) ([]mysis.Memory, error) {
 	req := &memoryv1.AppendMemoriesRequest{MysisId: id, Memories: make([]*memoryv1.NewMemory, len(ms)), IfNoPromptAfterSeq: cond.IfNoPromptAfter}
 	for i, m := range ms {
-		req.Memories[i] = toProtoNewMemory(m)
+		req.Memories[i] = memorypb.ToProtoNewMemory(m)
 	}
 	if ch := cond.State; ch != nil {
-		req.StateChange = &memoryv1.AppendStateChange{State: ToProtoState(ch.To), Reason: ch.Reason, ExpectedState: ToProtoState(ch.Expected)}
+		req.StateChange = &memoryv1.AppendStateChange{State: memorypb.ToProtoState(ch.To), Reason: ch.Reason, ExpectedState: memorypb.ToProtoState(ch.Expected)}
 		if ch.Count != nil {
 			n := int32(*ch.Count)
 			req.StateChange.EncouragementCount = &n
@@ -87,7 +88,7 @@ func (c *Client) AppendIf(ctx context.Context, id string, ms []mysis.NewMemory, 
 	}
 	out := make([]mysis.Memory, len(resp.GetMemories()))
 	for i, m := range resp.GetMemories() {
-		out[i] = FromProtoMemory(m)
+		out[i] = memorypb.FromProtoMemory(m)
 	}
 	return out, nil
 }
@@ -100,7 +101,7 @@ func (c *Client) Recent(ctx context.Context, id string, limit int) ([]mysis.Memo
 	}
 	out := make([]mysis.Memory, len(resp.GetMemories()))
 	for i, m := range resp.GetMemories() {
-		out[i] = FromProtoMemory(m)
+		out[i] = memorypb.FromProtoMemory(m)
 	}
 	return out, nil
 }
@@ -207,132 +208,11 @@ func fromProtoAccount(a *memoryv1.Account) tools.Account {
 	return tools.Account{Username: a.GetUsername(), Password: a.GetPassword(), Empire: a.GetEmpire(), MysisID: a.GetMysisId()}
 }
 
-// FromProtoMysis converts a stored mysis.
-func FromProtoMysis(m *memoryv1.Mysis) mysis.Mysis {
-	return mysis.Mysis{
-		ID: m.GetId(), Name: m.GetName(), Provider: m.GetProvider(), Model: m.GetModel(), Temperature: m.GetTemperature(),
-		SystemPrompt: m.GetSystemPrompt(), State: FromProtoState(m.GetState()), StateReason: m.GetStateReason(),
-		EncouragementCount: int(m.GetEncouragementCount()), CurrentTurn: m.GetCurrentTurn(), LastSeq: m.GetLastSeq(),
-		AccountUsername: m.GetAccountUsername(),
-	}
-}
-
-// FromProtoMemory converts a stored memory.
-func FromProtoMemory(m *memoryv1.Memory) mysis.Memory {
-	out := mysis.Memory{
-		ID: m.GetId(), Seq: m.GetSeq(), Turn: m.GetTurn(), Role: chatpb.FromProtoRole(m.GetRole()), Source: FromProtoSource(m.GetSource()),
-		SenderID: m.GetSenderId(), Content: m.GetContent(), Reasoning: m.GetReasoning(), ToolCallID: m.GetToolCallId(),
-		ToolName: m.GetToolName(), IdempotencyKey: m.GetIdempotencyKey(), CallArguments: m.GetCallArgumentsJson(),
-	}
-	out.ToolCalls = chatpb.FromProtoToolCalls(m.GetToolCalls())
-	return out
-}
-
 func toProtoStateChange(id string, ch mysis.StateChange) *memoryv1.SetMysisStateRequest {
-	req := &memoryv1.SetMysisStateRequest{MysisId: id, State: ToProtoState(ch.To), Reason: ch.Reason, ExpectedState: ToProtoState(ch.Expected)}
+	req := &memoryv1.SetMysisStateRequest{MysisId: id, State: memorypb.ToProtoState(ch.To), Reason: ch.Reason, ExpectedState: memorypb.ToProtoState(ch.Expected)}
 	if ch.Count != nil {
 		n := int32(*ch.Count)
 		req.EncouragementCount = &n
 	}
 	return req
-}
-
-// ToProtoNewMemories converts memories to append (nil for none).
-func ToProtoNewMemories(ms []mysis.NewMemory) []*memoryv1.NewMemory {
-	if len(ms) == 0 {
-		return nil
-	}
-	out := make([]*memoryv1.NewMemory, len(ms))
-	for i, m := range ms {
-		out[i] = toProtoNewMemory(m)
-	}
-	return out
-}
-
-func toProtoNewMemory(m mysis.NewMemory) *memoryv1.NewMemory {
-	out := &memoryv1.NewMemory{
-		Role: chatpb.ToProtoRole(m.Role), Source: ToProtoSource(m.Source), SenderId: m.SenderID, Content: m.Content,
-		Reasoning: m.Reasoning, ToolCallId: m.ToolCallID, ToolName: m.ToolName, IdempotencyKey: m.IdempotencyKey,
-		// Empty (a call without arguments) lets the memory service take them from the stored call, which holds
-		// "{}" for it (see the tool calls below).
-		CallArgumentsJson: m.CallArguments,
-
-		LlmCall: ToProtoLlmCall(m.LlmCall),
-	}
-	for _, c := range m.ToolCalls {
-		args := c.Arguments
-		if args == "" {
-			args = "{}"
-		}
-		out.ToolCalls = append(out.ToolCalls, &memoryv1.ToolCall{Id: c.ID, Name: c.Name, ArgumentsJson: args})
-	}
-	return out
-}
-
-// ToProtoState converts a state ("" is UNSPECIFIED).
-func ToProtoState(s mysis.State) memoryv1.MysisState {
-	switch s {
-	case mysis.StateIdle:
-		return memoryv1.MysisState_MYSIS_STATE_IDLE
-	case mysis.StateRunning:
-		return memoryv1.MysisState_MYSIS_STATE_RUNNING
-	case mysis.StateStopped:
-		return memoryv1.MysisState_MYSIS_STATE_STOPPED
-	case mysis.StateErrored:
-		return memoryv1.MysisState_MYSIS_STATE_ERRORED
-	}
-	return memoryv1.MysisState_MYSIS_STATE_UNSPECIFIED
-}
-
-// FromProtoState converts a state.
-func FromProtoState(s memoryv1.MysisState) mysis.State {
-	switch s {
-	case memoryv1.MysisState_MYSIS_STATE_IDLE:
-		return mysis.StateIdle
-	case memoryv1.MysisState_MYSIS_STATE_RUNNING:
-		return mysis.StateRunning
-	case memoryv1.MysisState_MYSIS_STATE_STOPPED:
-		return mysis.StateStopped
-	case memoryv1.MysisState_MYSIS_STATE_ERRORED:
-		return mysis.StateErrored
-	}
-	return mysis.State(fmt.Sprintf("unknown(%d)", s))
-}
-
-// ToProtoSource converts a source.
-func ToProtoSource(s mysis.Source) memoryv1.Source {
-	switch s {
-	case mysis.SourceDirect:
-		return memoryv1.Source_SOURCE_DIRECT
-	case mysis.SourceBroadcast:
-		return memoryv1.Source_SOURCE_BROADCAST
-	case mysis.SourceNudge:
-		return memoryv1.Source_SOURCE_NUDGE
-	case mysis.SourceLLM:
-		return memoryv1.Source_SOURCE_LLM
-	case mysis.SourceTool:
-		return memoryv1.Source_SOURCE_TOOL
-	case mysis.SourceSystem:
-		return memoryv1.Source_SOURCE_SYSTEM
-	}
-	return memoryv1.Source_SOURCE_UNSPECIFIED
-}
-
-// FromProtoSource converts a source.
-func FromProtoSource(s memoryv1.Source) mysis.Source {
-	switch s {
-	case memoryv1.Source_SOURCE_DIRECT:
-		return mysis.SourceDirect
-	case memoryv1.Source_SOURCE_BROADCAST:
-		return mysis.SourceBroadcast
-	case memoryv1.Source_SOURCE_NUDGE:
-		return mysis.SourceNudge
-	case memoryv1.Source_SOURCE_LLM:
-		return mysis.SourceLLM
-	case memoryv1.Source_SOURCE_TOOL:
-		return mysis.SourceTool
-	case memoryv1.Source_SOURCE_SYSTEM:
-		return mysis.SourceSystem
-	}
-	return ""
 }

@@ -14,7 +14,7 @@ import (
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	"github.com/zoeaswarm/zoea/libs/chat/chatpb"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
-	"github.com/zoeaswarm/zoea/services/runner/internal/memoryclient"
+	"github.com/zoeaswarm/zoea/services/runner/internal/memorypb"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 )
 
@@ -38,7 +38,7 @@ func ToProtoEvent(ev mysis.Event) *busv1.Event {
 	case mysis.EventStateChanged:
 		out.Kind = busv1.EventKind_EVENT_KIND_STATE_CHANGED
 		out.Payload = &busv1.Event_StateChanged{StateChanged: &busv1.StateChanged{
-			From: memoryclient.ToProtoState(ev.From), To: memoryclient.ToProtoState(ev.To), Reason: ev.Reason}}
+			From: memorypb.ToProtoState(ev.From), To: memorypb.ToProtoState(ev.To), Reason: ev.Reason}}
 	case mysis.EventMemoryAppended:
 		out.Kind = busv1.EventKind_EVENT_KIND_MEMORY_APPENDED
 		out.Payload = &busv1.Event_MemoryAppended{MemoryAppended: &busv1.MemoryAppended{

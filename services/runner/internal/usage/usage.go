@@ -16,7 +16,6 @@ import (
 	"strings"
 	"time"
 
-	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/spend"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
@@ -182,7 +181,7 @@ type Limit struct {
 
 // String is how a person reads the limit: "$2.00 per day", "100000 tokens per hour", "$10.00 in total".
 func (l Limit) String() string {
-	return spend.Describe(&memoryv1.SpendLimit{Window: memoryv1.SpendWindow(l.Window), Unit: memoryv1.SpendUnit(l.Unit), Amount: l.Amount})
+	return spend.DescribeParts(int32(l.Window), int32(l.Unit), l.Amount)
 }
 
 // ParseLimits reads limits in the shared syntax of libs/spend ("cost/day=2.00,tokens/hour=200000").

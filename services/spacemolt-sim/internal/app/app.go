@@ -18,6 +18,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/zoeaswarm/zoea/libs/config"
+	"github.com/zoeaswarm/zoea/libs/server"
+	"github.com/zoeaswarm/zoea/libs/telemetry"
 	"github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/admin"
 	"github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/game"
 	"github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/mcpserver"
@@ -26,7 +28,9 @@ import (
 
 // Config is read from the environment. Rate limits are per account per minute; a negative value disables the limit.
 type Config struct {
-	ListenAddr         string        `env:"ZOEA_LISTEN_ADDR" envDefault:":7100"`
+	// Server carries ZOEA_LISTEN_ADDR (default :7100), ZOEA_ADMIN_TOKEN (the admin endpoints' bearer token) and
+	// ZOEA_SHUTDOWN_TIMEOUT, read as every service reads them (libs/server).
+	Server             server.Config
 	Tick               time.Duration `env:"ZOEA_SIM_TICK" envDefault:"10s"`
 	Seed               int64         `env:"ZOEA_SIM_SEED" envDefault:"1"`
 	RegistrationCode   config.Secret `env:"ZOEA_SIM_REGISTRATION_CODE"`
@@ -35,7 +39,6 @@ type Config struct {
 	MutationsPerMinute int           `env:"ZOEA_SIM_MUTATIONS_PER_MIN" envDefault:"30"`
 	ReadsPerMinute     int           `env:"ZOEA_SIM_READS_PER_MIN" envDefault:"300"`
 	ChatPerMinute      int           `env:"ZOEA_SIM_CHAT_PER_MIN" envDefault:"20"`
-	AdminToken         config.Secret `env:"ZOEA_ADMIN_TOKEN"`
 	// Session caps over both MCP endpoints (issue 26: an initialize flood must not hold memory): beyond them an
 	// initialize is HTTP 503 (total) or 429 (per client address) with Retry-After. A session that makes no request
 	// within ZOEA_SIM_UNINIT_SESSION_TTL of its initialize is closed.
@@ -48,9 +51,8 @@ type Config struct {
 	AuthPerMinute int `env:"ZOEA_SIM_AUTH_PER_MIN" envDefault:"30"`
 	// StateFile keeps the universe between runs: loaded at start when it exists, saved every SaveInterval and at
 	// shutdown. Empty: every start is a fresh universe.
-	StateFile       string        `env:"ZOEA_SIM_STATE_FILE"`
-	SaveInterval    time.Duration `env:"ZOEA_SIM_SAVE_INTERVAL" envDefault:"30s"`
-	ShutdownTimeout time.Duration `env:"ZOEA_SHUTDOWN_TIMEOUT" envDefault:"10s"`
+	StateFile    string        `env:"ZOEA_SIM_STATE_FILE"`
+	SaveInterval time.Duration `env:"ZOEA_SIM_SAVE_INTERVAL" envDefault:"30s"`
 	// GOGC defaults to 400 here: the MCP SDK allocates a 32 KiB decode buffer
 	// per JSON message, so with Go's default of 100 garbage collection costs
 	// about a third of the CPU of every call, while the live heap stays small.
@@ -59,8 +61,8 @@ type Config struct {
 
 // LoadConfig reads and validates the configuration from the environment.
 func LoadConfig() (Config, error) {
-	cfg, err := config.Load[Config]()
-	if err != nil {
+	cfg := Config{Server: server.Config{ListenAddr: ":7100"}}
+	if err := config.LoadWith(&cfg); err != nil {
 		return cfg, err
 	}
 	if err := cfg.validate(); err != nil {
@@ -116,20 +118,42 @@ func Main(ctx context.Context, args []string, version string) error {
 	if len(args) > 0 {
 		switch args[0] {
 		case "healthcheck":
-			return Healthcheck(ctx, cfg.ListenAddr)
+			return server.HTTPHealthcheck(ctx, cfg.Server.ListenAddr)
 		case "serve":
 		default:
 			return fmt.Errorf("unknown command %q (usage: spacemolt-sim [serve | healthcheck])", args[0])
 		}
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	log := server.NewLogger(os.Stderr, cfg.Server.LogLevel)
+	slog.SetDefault(log)
 	config.Log(log, "starting spacemolt-sim", cfg)
 	log.Info("spacemolt-sim", "version", version)
-	return Run(ctx, cfg, log)
+	stopTelemetry, err := telemetry.Setup(ctx, "spacemolt-sim", version, log)
+	if err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	defer stopTelemetry()
+	return Run(ctx, cfg, Options{Logger: log})
 }
 
-// Run serves the simulator with cfg until ctx ends, then saves the state file (when there is one).
-func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+// Options are wiring details that are not configuration: tests set them, production leaves them zero.
+type Options struct {
+	// Logger receives everything; slog.Default() when nil.
+	Logger *slog.Logger
+	// Listener, when set, is served instead of listening on cfg.Server.ListenAddr (tests pass a loopback one).
+	Listener net.Listener
+}
+
+// Run serves the simulator with cfg until ctx ends, then shuts the HTTP server down the way every service does
+// (libs/server: in-flight calls get ZOEA_SHUTDOWN_TIMEOUT) and saves the state file (when there is one).
+func Run(ctx context.Context, cfg Config, opts Options) error {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := cfg.validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
 	gc, err := gcPercent(cfg.GOGC)
 	if err != nil {
 		return err
@@ -140,7 +164,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	// The SDK logs every session at info level; a swarm would drown the log.
-	sdkLog := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	sdkLog := server.NewLogger(os.Stderr, max(slog.LevelWarn, cfg.Server.LogLevel))
 	mcpSrv := mcpserver.New(engine, mcpserver.Options{SessionTimeout: cfg.MCPSessionTTL, Logger: sdkLog})
 	mcpV2 := mcpserver.NewV2(engine, mcpserver.Options{SessionTimeout: cfg.MCPSessionTTL, Logger: sdkLog})
 	guard := mcpserver.NewGuard(engine, mcpserver.GuardOptions{
@@ -150,18 +174,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", guard.Wrap(mcpSrv.Handler()))
 	mux.Handle("/mcp/v2", guard.Wrap(mcpV2.Handler()))
-	admin.Register(mux, engine, admin.Options{Token: cfg.AdminToken.Reveal(), Logger: log, Restarter: guard})
+	admin.Register(mux, engine, admin.Options{Token: cfg.Server.AdminToken.Reveal(), Logger: log, Restarter: guard})
 	// No write timeout: travel and jump calls block for many ticks.
-	srv := &http.Server{Addr: cfg.ListenAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// Open MCP sessions (streams) end as the shutdown begins, so the graceful stop does not wait for them.
+	srv.RegisterOnShutdown(func() { mcpSrv.Close(); mcpV2.Close() })
 
-	lis, err := net.Listen("tcp", cfg.ListenAddr)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", cfg.ListenAddr, err)
-	}
-	log.Info("http server listening", "addr", lis.Addr().String()) // the real port when ZOEA_LISTEN_ADDR ends in :0
-
-	// The engine outlives the HTTP server so calls waiting on a tick can finish
-	// during shutdown.
+	// The engine outlives the HTTP server so calls waiting on a tick can finish during shutdown.
 	engineCtx, stopEngine := context.WithCancel(context.Background())
 	defer stopEngine()
 	g, gctx := errgroup.WithContext(ctx)
@@ -171,24 +190,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		g.Go(func() error { return saveEvery(engineCtx, engine, cfg, log) })
 	}
 	g.Go(func() error {
-		if err := srv.Serve(lis); !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("serve: %w", err)
-		}
-		return nil
-	})
-	g.Go(func() error {
-		<-gctx.Done()
-		log.Info("shutting down")
-		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-		defer cancel()
-		mcpSrv.Close()
-		mcpV2.Close()
-		err := srv.Shutdown(sctx)
-		stopEngine()
-		if err != nil {
-			return fmt.Errorf("shutdown: %w", err)
-		}
-		return nil
+		defer stopEngine()
+		return server.ServeHTTP(gctx, "spacemolt-sim", cfg.Server, log, srv, opts.Listener)
 	})
 	err = g.Wait()
 	if cfg.StateFile != "" {
@@ -249,30 +252,4 @@ func saveEvery(ctx context.Context, engine *game.Engine, cfg Config, log *slog.L
 			log.Error("saving state failed", "file", cfg.StateFile, "err", err)
 		}
 	}
-}
-
-// Healthcheck asks the simulator listening on addr for /healthz.
-func Healthcheck(ctx context.Context, addr string) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("ZOEA_LISTEN_ADDR: %w", err)
-	}
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		host = "127.0.0.1"
-	}
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+"/healthz", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("/healthz: %s", resp.Status)
-	}
-	return nil
 }

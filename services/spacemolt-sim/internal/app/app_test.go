@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
+	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,7 +20,7 @@ func TestConfigFromEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.ListenAddr != ":7100" || cfg.Tick != 10*time.Second || cfg.SessionTTL != 30*time.Minute ||
+	if cfg.Server.ListenAddr != ":7100" || cfg.Server.ShutdownTimeout != 10*time.Second || cfg.Tick != 10*time.Second || cfg.SessionTTL != 30*time.Minute ||
 		cfg.MutationsPerMinute != 30 || cfg.ReadsPerMinute != 300 || cfg.ChatPerMinute != 20 {
 		t.Fatalf("defaults = %+v", cfg)
 	}
@@ -52,21 +52,46 @@ func TestConfigFromEnv(t *testing.T) {
 	}
 }
 
-func TestHealthcheckAsksHealthz(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/healthz" {
-			http.NotFound(w, r)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	}))
-	defer srv.Close()
-	t.Setenv("ZOEA_LISTEN_ADDR", strings.TrimPrefix(srv.URL, "http://"))
-	if err := Main(context.Background(), []string{"healthcheck"}, "test"); err != nil {
-		t.Fatalf("healthy server: %v", err)
+// Run, as production wires it, on a loopback listener the test holds: the healthcheck subcommand passes against it,
+// and when ctx ends it shuts down through libs/server and saves the universe, which the next start continues.
+func TestRunServesAndSavesAtShutdown(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg, err := LoadConfig()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := Healthcheck(context.Background(), "127.0.0.1:1"); err == nil {
-		t.Fatal("healthcheck of a closed port succeeded")
+	cfg.Seed = 5
+	cfg.StateFile = filepath.Join(t.TempDir(), "sim-state.json")
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg, Options{Logger: log, Listener: lis}) }()
+	// The listener is bound before Run starts: the probe's connection waits in its backlog until Run serves.
+	t.Setenv("ZOEA_LISTEN_ADDR", lis.Addr().String())
+	if err := Main(context.Background(), []string{"healthcheck"}, "test"); err != nil {
+		t.Fatalf("healthcheck of a running simulator: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if _, err := os.Stat(cfg.StateFile); err != nil {
+		t.Fatalf("no state saved at shutdown: %v", err)
+	}
+	// The saved universe is the one the next start continues: one of another seed is refused.
+	cfg.Seed = 6
+	if err := Run(context.Background(), cfg, Options{Logger: log}); err == nil || !strings.Contains(err.Error(), "ZOEA_SIM_SEED=5") {
+		t.Fatalf("a start with another seed over the saved universe: %v", err)
+	}
+	t.Setenv("ZOEA_LISTEN_ADDR", "127.0.0.1:1")
+	if err := Main(context.Background(), []string{"healthcheck"}, "test"); err == nil {
+		t.Fatal("healthcheck of a closed port passed")
+	}
+	if err := Main(context.Background(), []string{"frobnicate"}, "test"); err == nil {
+		t.Fatal("unknown subcommand accepted")
 	}
 }
 

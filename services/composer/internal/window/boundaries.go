@@ -1,37 +1,41 @@
-package grpcapi
+package window
 
 import "sync"
 
-// boundaries remembers the compaction boundary of each mysis's last request (compose.Manifest.Boundary and
+// Boundaries remembers the compaction boundary of each mysis's last request (compose.Manifest.Boundary and
 // CompactSeq), so the next request can extend it append-only and keep the provider's prompt cache warm
 // (compose.Input.PrevBoundary and PrevCompactSeq) when the caller does not pass the previous compaction back itself
 // (ComposeContextRequest.previous_compaction; the runner does). It is a cache: a mysis it forgot (a restart,
 // eviction) or last composed on another replica is composed from the boundary chosen afresh or from an older one,
-// which costs a cache miss at the provider, never correctness. Bounded: past maxBoundaries myses the oldest entries
+// which costs a cache miss at the provider, never correctness. Bounded: past MaxBoundaries myses the oldest entries
 // are evicted first.
-type boundaries struct {
+type Boundaries struct {
 	mu    sync.Mutex
-	seqs  map[string]mark
+	seqs  map[string]Mark
 	order []string // insertion order, for eviction
 	max   int
 }
 
-const maxBoundaries = 100_000
+// MaxBoundaries is how many myses Boundaries remembers by default.
+const MaxBoundaries = 100_000
 
-// mark is one mysis's boundary and compaction seq.
-type mark struct{ boundary, compactSeq int64 }
+// Mark is one mysis's boundary and compaction seq.
+type Mark struct{ Boundary, CompactSeq int64 }
 
-func newBoundaries(n int) *boundaries {
-	return &boundaries{seqs: make(map[string]mark), max: n}
+// NewBoundaries remembers up to n myses' marks, evicting the oldest first.
+func NewBoundaries(n int) *Boundaries {
+	return &Boundaries{seqs: make(map[string]Mark), max: n}
 }
 
-func (b *boundaries) get(id string) mark {
+// Get is the mysis's last mark (zero: none remembered).
+func (b *Boundaries) Get(id string) Mark {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.seqs[id]
 }
 
-func (b *boundaries) put(id string, m mark) {
+// Put remembers the mysis's mark.
+func (b *Boundaries) Put(id string, m Mark) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, ok := b.seqs[id]; !ok {
