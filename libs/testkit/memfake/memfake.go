@@ -67,6 +67,7 @@ type Fake struct {
 	faults     map[string][]Fault
 	failAll    map[string]codes.Code
 	calls      map[string]int
+	llmCalls   map[string]bool // call ids recorded by RecordLlmCalls
 	changed    chan struct{} // closed (and replaced) on every call and write; see Await
 }
 

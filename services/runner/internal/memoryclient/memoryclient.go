@@ -213,7 +213,7 @@ func FromProtoMysis(m *memoryv1.Mysis) mysis.Mysis {
 		ID: m.GetId(), Name: m.GetName(), Provider: m.GetProvider(), Model: m.GetModel(), Temperature: m.GetTemperature(),
 		SystemPrompt: m.GetSystemPrompt(), State: FromProtoState(m.GetState()), StateReason: m.GetStateReason(),
 		EncouragementCount: int(m.GetEncouragementCount()), CurrentTurn: m.GetCurrentTurn(), LastSeq: m.GetLastSeq(),
-		AccountUsername: m.GetAccountUsername(),
+		AccountUsername: m.GetAccountUsername(), ReplyDiscarded: m.GetReplyDiscarded(), SpaceMoltEndpoint: m.GetSpacemoltEndpoint(),
 	}
 }
 

@@ -21,7 +21,7 @@ func ToProtoLlmCall(c *mysis.LlmCall) *memoryv1.LlmCall {
 		CallId: c.CallID, Provider: c.Provider, Model: c.Model, PromptTokens: c.PromptTokens,
 		CachedPromptTokens: c.CachedPromptTokens, CompletionTokens: c.CompletionTokens, ReasoningTokens: c.ReasoningTokens,
 		ComposedTokens: c.ComposedTokens, LatencyMs: c.Latency.Milliseconds(), Retries: int32(c.Retries), Error: c.Error,
-		CostNanos: c.CostNanos,
+		CostNanos: c.CostNanos, Discarded: c.Discarded,
 	}
 	if !c.StartedAt.IsZero() {
 		out.StartedAt = timestamppb.New(c.StartedAt)

@@ -88,10 +88,16 @@ func reachesAssistant(recent []Memory, limit int) bool {
 	return false
 }
 
-// ensureTools prepares the tool session once: no turn ever runs without the tool list (LESSONS 8).
+// ensureTools prepares the tool session once: no turn ever runs without the tool list (LESSONS 8). A mysis whose
+// SpaceMolt endpoint was changed (configure) gets a new session on the new endpoint here, at a turn start: calls of
+// the old session left unanswered are answered by the resume below like any cut call.
 func (a *Actor) ensureTools(ctx context.Context, m Mysis) error {
+	if a.tools != nil && a.endpoint != m.SpaceMoltEndpoint {
+		a.log.Info("SpaceMolt endpoint changed; opening a new tool session", "from", a.endpoint, "to", m.SpaceMoltEndpoint)
+		a.closeTools()
+	}
 	if a.tools == nil {
-		a.tools = a.deps.Tools.Open(m)
+		a.tools, a.endpoint = a.deps.Tools.Open(m), m.SpaceMoltEndpoint
 	}
 	if a.prepared {
 		return nil
@@ -102,12 +108,7 @@ func (a *Actor) ensureTools(ctx context.Context, m Mysis) error {
 		return fmt.Errorf("prepare tools: %w", err)
 	}
 	a.toolList, a.prepared = list, true
-	a.readOnly = map[string]bool{}
-	for _, t := range list {
-		if t.ReadOnly {
-			a.readOnly[t.Name] = true
-		}
-	}
+	a.readOnly = llm.ReadOnlyCalls(list)
 	return nil
 }
 
@@ -211,13 +212,18 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis, assumed bool) error {
 			cond.IfNoPromptAfter = &seq
 		}
 		stored, err := a.appendIf(ctx, nm, cond)
-		if errors.Is(err, ErrPromptArrived) && !a.discarded {
+		if errors.Is(err, ErrPromptArrived) && !a.discarded && !m.ReplyDiscarded {
 			// The first time in a turn, the answer is thrown away and the model asked again with the prompt in
-			// view: a final answer stored after a prompt it never saw would close the turn on it.
+			// view: a final answer stored after a prompt it never saw would close the turn on it. m is the record
+			// the composition read just before this call: ReplyDiscarded says an earlier owner of the mysis (another
+			// replica, this one before a restart) already threw this turn's one answer away.
 			a.log.Debug("prompt arrived during the LLM call; composing again")
 			a.discarded = true
 			a.metrics.ReplyDiscarded(ctx, m)
-			a.recordAlone(ctx, call) // paid for, but no reply stored: a call row without a memory and without an error
+			// Paid for, but no reply stored: a call row without a memory and without an error. Marked discarded,
+			// it sets the mysis's ReplyDiscarded, so the allowance is spent for whoever owns the mysis next.
+			call.Discarded = true
+			a.recordAlone(ctx, call)
 			continue
 		}
 		if errors.Is(err, ErrPromptArrived) {
@@ -241,6 +247,7 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis, assumed bool) error {
 			a.lastFinal, a.discarded = asst.Seq, false
 			if fromCompose {
 				next := m
+				next.ReplyDiscarded = false // the final answer's append cleared it
 				a.next = &next
 			}
 		}
@@ -420,7 +427,9 @@ func (a *Actor) resumePoint(ctx context.Context, m Mysis) (resumePoint, error) {
 //
 // resumed says the calls were found unanswered when the turn started. Calls run one at a time and each result is
 // stored before the next call starts, so only the first of them can have been running when the previous owner died
-// (or failed in transport): the game may have executed it. A read-only call is simply run again; any other is not
+// (or failed in transport): the game may have executed it. A read-only call — judged by its tool and, for an
+// action-dispatched tool (MCP v2), by its action: spacemolt action=get_status reads, action=travel does not (see
+// llm.ReadOnlyCall) — is simply run again; any other is not
 // re-executed but answered with InterruptedResult, so the model looks (get_status) before repeating it — running
 // "sell" or "jump" again blindly could do it twice. The calls after it never started; once an outcome is unknown,
 // the ones that would change the game are answered with NotRunResult, since the model planned them on a result it
@@ -440,7 +449,7 @@ func (a *Actor) execCalls(ctx context.Context, assistantSeq int64, calls []chat.
 		var res ToolResult
 		if msg, bad := problems[c.ID]; bad {
 			res = ToolResult{Content: msg, IsError: true}
-		} else if resumed && !a.readOnly[c.Name] && (i == 0 || unknown) {
+		} else if resumed && !llm.ReadOnlyCall(a.readOnly, c.Name, c.Arguments) && (i == 0 || unknown) {
 			res = ToolResult{Content: NotRunResult, IsError: true}
 			if i == 0 {
 				res.Content, unknown = InterruptedResult, true

@@ -42,12 +42,15 @@ type Session struct {
 	r       *Router
 	mysisID string
 	name    string
-	log     *slog.Logger
+	// endpoint is the MCP URL this session plays (the swarm's, or the mysis's own choice of v1 or v2).
+	endpoint string
+	log      *slog.Logger
 
 	mu        sync.Mutex
 	cs        *mcp.ClientSession
 	game      map[string]gameTool
 	llmTools  []llm.Tool
+	reads     map[string]bool // the calls that change nothing (llm.ReadOnlyCalls of llmTools)
 	account   *Account
 	sessionID string // the game session id from the last login
 	// v2 is set when the server speaks MCP v2 (action-dispatched tools; login is spacemolt_auth action=login).
@@ -79,17 +82,17 @@ func (s *Session) connectLocked(ctx context.Context) error {
 		_ = s.cs.Close()
 		s.cs = nil
 	}
-	cs, err := s.r.connect(ctx)
+	cs, err := s.r.connect(ctx, s.endpoint)
 	if err != nil {
 		return &transportError{err}
 	}
-	game, defs, err := s.r.listTools(ctx, cs)
+	game, defs, err := s.r.listTools(ctx, cs, s.endpoint)
 	if err != nil {
 		_ = cs.Close()
 		return err
 	}
 	_, s.v2 = game[v2AuthTool]
-	s.cs, s.game, s.llmTools = cs, game, defs
+	s.cs, s.game, s.llmTools, s.reads = cs, game, defs, llm.ReadOnlyCalls(defs)
 	return nil
 }
 
@@ -110,7 +113,7 @@ func (s *Session) authCall(ctx context.Context, action string, args map[string]a
 
 // listTools lists the game's tools on cs and returns them by name and as the definitions a mysis's requests carry
 // (the game's, then the search tools), which the router also keeps for Router.Tools.
-func (r *Router) listTools(ctx context.Context, cs *mcp.ClientSession) (map[string]gameTool, []llm.Tool, error) {
+func (r *Router) listTools(ctx context.Context, cs *mcp.ClientSession, endpoint string) (map[string]gameTool, []llm.Tool, error) {
 	game := map[string]gameTool{}
 	var defs []llm.Tool
 	for t, err := range cs.Tools(ctx, nil) {
@@ -122,14 +125,21 @@ func (r *Router) listTools(ctx context.Context, cs *mcp.ClientSession) (map[stri
 			return nil, nil, fmt.Errorf("tool %s schema: %w", t.Name, err)
 		}
 		game[t.Name] = gameTool{name: t.Name, hasSession: hasSession}
-		defs = append(defs, llm.Tool{Name: t.Name, Description: t.Description, Parameters: schema, ReadOnly: readOnly(t)})
+		def := llm.Tool{Name: t.Name, Description: t.Description, Parameters: schema, ReadOnly: readOnly(t)}
+		if !def.ReadOnly {
+			def.ReadOnlyActions = readActions(t.Name, schema)
+		}
+		defs = append(defs, def)
 	}
 	if len(game) == 0 {
 		return nil, nil, errors.New("list tools: the game server offers no tools")
 	}
 	defs = append(defs, searchTools()...)
 	r.mu.Lock()
-	r.tools = defs
+	if r.tools == nil {
+		r.tools = map[string][]llm.Tool{}
+	}
+	r.tools[endpoint] = defs
 	r.mu.Unlock()
 	return game, defs, nil
 }
@@ -140,6 +150,37 @@ func (r *Router) listTools(ctx context.Context, cs *mcp.ClientSession) (map[stri
 var knownReads = map[string]bool{
 	"get_status": true, "get_ship": true, "get_cargo": true, "get_system": true, "get_poi": true, "get_nearby": true,
 	"get_map": true, "find_route": true, "view_market": true, "captains_log_list": true, "help": true,
+	"spacemolt_catalog": true, // MCP v2's one tool without an action: catalog lookups
+}
+
+// knownV2Reads are the documented reads among MCP v2's actions (docs/SPACEMOLT.md, "MCP v2"), as "tool.action". A v2
+// tool mixes reads and mutations (spacemolt: get_status and travel), so its tool-level ReadOnlyHint is false and
+// cannot tell them apart; the action can. Every tool's help is a read too. An action not known here is treated as
+// one that may change the game: a call of it cut by a crash is answered "result unknown", never run twice.
+var knownV2Reads = map[string]bool{
+	"spacemolt.get_status": true, "spacemolt.get_ship": true, "spacemolt.get_cargo": true, "spacemolt.get_system": true,
+	"spacemolt.get_poi": true, "spacemolt.get_nearby": true, "spacemolt.get_map": true, "spacemolt.find_route": true,
+	"spacemolt.get_commands": true, "spacemolt_market.view_market": true, "spacemolt_social.captains_log_list": true,
+}
+
+// readActions returns the read actions of an action-dispatched tool: the actions its input schema enumerates for
+// the action argument that are documented reads. Nil for a tool without an action enum (legacy /mcp).
+func readActions(tool string, schema json.RawMessage) []string {
+	var s struct {
+		Properties map[string]struct {
+			Enum []any `json:"enum"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(schema, &s) != nil {
+		return nil
+	}
+	var out []string
+	for _, v := range s.Properties[actionArg].Enum {
+		if a, ok := v.(string); ok && (a == "help" || knownV2Reads[tool+"."+a]) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // readOnly reports whether a call of t whose result was lost may be run again: the server says it is read-only or
@@ -410,13 +451,14 @@ func dialFailure(err error) bool {
 	return dial
 }
 
-// isRead reports whether a call changes nothing in the game: a known read by tool name (legacy) or by action (v2).
+// isRead reports whether a call changes nothing in the game, judged as a resumed call is (llm.ReadOnlyCall): by the
+// tool, and for an action-dispatched tool (v2) by its action.
 func (s *Session) isRead(name string, args map[string]any) bool {
-	if s.v2 {
-		a, _ := args[actionArg].(string)
-		return knownReads[a] || a == "get_commands" || name == "spacemolt_catalog"
+	if s.reads[name] {
+		return true
 	}
-	return knownReads[name]
+	a, _ := args[actionArg].(string)
+	return a != "" && s.reads[name+"."+a]
 }
 
 func walkErrors(err error, f func(error)) {
