@@ -68,7 +68,7 @@ type Fake struct {
 	failAll    map[string]codes.Code
 	calls      map[string]int
 	llmCalls   map[string]bool // call ids recorded by RecordLlmCalls
-	changed    chan struct{} // closed (and replaced) on every call and write; see Await
+	changed    chan struct{}   // closed (and replaced) on every call and write; see Await
 }
 
 // Options adjusts a Fake.
