@@ -34,13 +34,22 @@ func TestReadOnlyCallsOnBothEndpoints(t *testing.T) {
 		}
 	}
 
+	// The swarm plays /mcp; this mysis chose v2 (issue 29: the endpoint per mysis), so its session plays /mcp/v2.
 	accounts := newAccounts(t)
-	r := NewRouter(Config{Endpoint: sim.MCPURL() + "/v2", RegistrationCode: "letmein", ResultView: ViewStructured}, accounts, &fakeSearch{})
-	s := r.Open(accounts.mysis(t, "Ada Lovelace")).(*Session)
+	r := NewRouter(Config{Endpoint: sim.MCPURL(), RegistrationCode: "letmein", ResultView: ViewStructured}, accounts, &fakeSearch{})
+	m := accounts.mysis(t, "Ada Lovelace")
+	m.SpaceMoltEndpoint = EndpointV2
+	s := r.Open(m).(*Session)
 	defer s.Close()
 	v2, err := s.Prepare(ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !s.v2 || s.endpoint != sim.MCPURL()+"/v2" {
+		t.Fatalf("a mysis on v2 plays %s (v2 %v), want the swarm's server at /mcp/v2", s.endpoint, s.v2)
+	}
+	if listed, err := r.Tools(ctx, EndpointV2); err != nil || len(listed) != len(v2) {
+		t.Errorf("Tools(v2) = %d tools, %v; want the v2 session's %d", len(listed), err, len(v2))
 	}
 	reads = llm.ReadOnlyCalls(v2)
 	for _, tc := range []struct {

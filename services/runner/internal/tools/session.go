@@ -115,11 +115,17 @@ func (s *Session) authCall(ctx context.Context, action string, args map[string]a
 // (the game's, then the search tools), which the router also keeps for Router.Tools.
 func (r *Router) listTools(ctx context.Context, cs *mcp.ClientSession, endpoint string) (map[string]gameTool, []llm.Tool, error) {
 	game := map[string]gameTool{}
-	var defs []llm.Tool
+	var listed []*mcp.Tool
+	v2 := false
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("list tools: %w", err)
 		}
+		listed = append(listed, t)
+		v2 = v2 || t.Name == v2AuthTool
+	}
+	var defs []llm.Tool
+	for _, t := range listed {
 		schema, hasSession, err := llmSchema(t.InputSchema)
 		if err != nil {
 			return nil, nil, fmt.Errorf("tool %s schema: %w", t.Name, err)
@@ -127,7 +133,7 @@ func (r *Router) listTools(ctx context.Context, cs *mcp.ClientSession, endpoint 
 		game[t.Name] = gameTool{name: t.Name, hasSession: hasSession}
 		def := llm.Tool{Name: t.Name, Description: t.Description, Parameters: schema, ReadOnly: readOnly(t)}
 		if !def.ReadOnly {
-			def.ReadOnlyActions = readActions(t.Name, schema)
+			def.ReadOnlyActions = readActions(t.Name, schema, v2)
 		}
 		defs = append(defs, def)
 	}
@@ -163,23 +169,37 @@ var knownV2Reads = map[string]bool{
 	"spacemolt.get_commands": true, "spacemolt_market.view_market": true, "spacemolt_social.captains_log_list": true,
 }
 
-// readActions returns the read actions of an action-dispatched tool: the actions its input schema enumerates for
-// the action argument that are documented reads. Nil for a tool without an action enum (legacy /mcp).
-func readActions(tool string, schema json.RawMessage) []string {
+// readActions returns the read actions of an action-dispatched tool: of the actions its input schema enumerates for
+// the action argument, the documented reads; when the schema enumerates none but the tool takes an action (or the
+// server is v2, whose every tool does), all of the tool's documented reads. Nil for a legacy /mcp tool.
+func readActions(tool string, schema json.RawMessage, v2 bool) []string {
 	var s struct {
-		Properties map[string]struct {
+		Properties map[string]*struct {
 			Enum []any `json:"enum"`
 		} `json:"properties"`
 	}
-	if json.Unmarshal(schema, &s) != nil {
+	_ = json.Unmarshal(schema, &s)
+	action, hasAction := s.Properties[actionArg]
+	if !hasAction && !v2 {
 		return nil
 	}
+	read := func(a string) bool { return a == "help" || knownV2Reads[tool+"."+a] }
 	var out []string
-	for _, v := range s.Properties[actionArg].Enum {
-		if a, ok := v.(string); ok && (a == "help" || knownV2Reads[tool+"."+a]) {
+	if action != nil && len(action.Enum) > 0 {
+		for _, v := range action.Enum {
+			if a, ok := v.(string); ok && read(a) {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	out = append(out, "help")
+	for k := range knownV2Reads {
+		if t, a, _ := strings.Cut(k, "."); t == tool {
 			out = append(out, a)
 		}
 	}
+	slices.Sort(out)
 	return out
 }
 
