@@ -189,6 +189,7 @@ func printStatus(w io.Writer, s *runnerv1.MysisStatus) {
 		row("paused", note)
 	}
 	row("account", m.GetAccountUsername())
+	row("endpoint", endpointName(m.GetSpacemoltEndpoint()))
 	prompt := m.GetSystemPrompt()
 	first, _, _ := strings.Cut(strings.TrimSpace(prompt), "\n")
 	row("system prompt", fmt.Sprintf("%q… (%d characters; --json shows it all)", present.Clip(first, 60), len([]rune(prompt))))
@@ -210,6 +211,7 @@ func createCmd(ep *endpoints) *cobra.Command {
 			if cmd.Flags().Changed("temperature") {
 				req.Temperature = &temperature
 			}
+			req.SpacemoltEndpoint = endpointValue(req.SpacemoltEndpoint)
 			return ep.call(cmd, present.Subject{Mysis: req.Name, Create: true}, func(ctx context.Context, c *clients) error {
 				resp, err := c.swarm.CreateMysis(ctx, req)
 				if err != nil {
@@ -225,7 +227,29 @@ func createCmd(ep *endpoints) *cobra.Command {
 	cmd.Flags().Float64Var(&temperature, "temperature", 0.7, "sampling temperature")
 	cmd.Flags().StringVar(&req.SystemPrompt, "system-prompt", "", "system prompt (default: Zoea's SpaceMolt prompt)")
 	cmd.Flags().BoolVar(&req.Start, "start", false, "start it right away")
+	cmd.Flags().StringVar(&req.SpacemoltEndpoint, "endpoint", "", "SpaceMolt MCP endpoint it plays: v1 (/mcp) or v2 (/mcp/v2) (default: the swarm's, ZOEA_SPACEMOLT_ENDPOINT)")
 	return cmd
+}
+
+// endpointValue maps the --endpoint flag to the API's value: "swarm" (or nothing) is "", the swarm's endpoint.
+func endpointValue(flag string) string {
+	if strings.EqualFold(strings.TrimSpace(flag), "swarm") {
+		return ""
+	}
+	return flag
+}
+
+// endpointName shows a mysis's SpaceMolt endpoint.
+func endpointName(e string) string {
+	switch e {
+	case "":
+		return "the swarm's (ZOEA_SPACEMOLT_ENDPOINT)"
+	case "v1":
+		return "v1 (/mcp)"
+	case "v2":
+		return "v2 (/mcp/v2)"
+	}
+	return e
 }
 
 func startCmd(ep *endpoints) *cobra.Command {
@@ -314,10 +338,10 @@ func confirm(in io.Reader, out io.Writer, question string) (bool, error) {
 }
 
 func configureCmd(ep *endpoints) *cobra.Command {
-	var provider, model, prompt string
+	var provider, model, prompt, endpoint string
 	var temperature float64
 	cmd := &cobra.Command{
-		Use: "configure MYSIS", Short: "Change a mysis's provider, model, temperature or system prompt", Args: oneMysis(),
+		Use: "configure MYSIS", Short: "Change a mysis's provider, model, temperature, system prompt or SpaceMolt endpoint", Args: oneMysis(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := &runnerv1.ConfigureMysisRequest{Mysis: args[0]}
 			fl := cmd.Flags()
@@ -333,6 +357,10 @@ func configureCmd(ep *endpoints) *cobra.Command {
 			if fl.Changed("system-prompt") {
 				req.SystemPrompt = &prompt
 			}
+			if fl.Changed("endpoint") {
+				e := endpointValue(endpoint)
+				req.SpacemoltEndpoint = &e
+			}
 			return ep.call(cmd, present.Subject{Mysis: args[0]}, func(ctx context.Context, c *clients) error {
 				resp, err := c.swarm.ConfigureMysis(ctx, req)
 				if err != nil {
@@ -347,6 +375,7 @@ func configureCmd(ep *endpoints) *cobra.Command {
 	cmd.Flags().StringVar(&model, "model", "", "model name")
 	cmd.Flags().Float64Var(&temperature, "temperature", 0.7, "sampling temperature")
 	cmd.Flags().StringVar(&prompt, "system-prompt", "", "system prompt")
+	cmd.Flags().StringVar(&endpoint, "endpoint", "", "SpaceMolt MCP endpoint: v1 (/mcp), v2 (/mcp/v2) or swarm (the swarm's); taken at its next turn")
 	return cmd
 }
 

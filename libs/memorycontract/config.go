@@ -50,6 +50,27 @@ func testUpdateConfig(t *testing.T, c memoryv1.MemoryServiceClient) {
 	if err != nil || resp.GetMysis().GetProvider() != "ollama" || resp.GetMysis().GetModel() != "qwen3:8b" {
 		t.Errorf("an empty update = %v, %v; want the mysis unchanged", resp.GetMysis(), err)
 	}
+	// The SpaceMolt endpoint (issue 29): set per mysis, kept by other updates, "" back to the swarm's.
+	if m.GetSpacemoltEndpoint() != "" {
+		t.Errorf("a new mysis plays endpoint %q, want the swarm's (\"\")", m.GetSpacemoltEndpoint())
+	}
+	for _, step := range []struct {
+		set  *string
+		want string
+	}{{proto.String("v2"), "v2"}, {nil, "v2"}, {proto.String("v1"), "v1"}, {proto.String(""), ""}} {
+		resp, err = c.UpdateMysisConfig(ctx, &memoryv1.UpdateMysisConfigRequest{MysisId: m.GetId(), SpacemoltEndpoint: step.set, Temperature: proto.Float64(0.4)})
+		if err != nil || resp.GetMysis().GetSpacemoltEndpoint() != step.want {
+			t.Errorf("update endpoint %v = %v, %v; want %q", step.set, resp.GetMysis(), err, step.want)
+		}
+	}
+	created, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: uniqueName("v2"), Provider: "autopilot", SystemPrompt: "You mine.", SpacemoltEndpoint: "v2"})
+	if err != nil || created.GetMysis().GetSpacemoltEndpoint() != "v2" {
+		t.Fatalf("create on v2 = %v, %v", created.GetMysis(), err)
+	}
+	stored, err = c.GetMysis(ctx, &memoryv1.GetMysisRequest{MysisId: created.GetMysis().GetId()})
+	if err != nil || stored.GetMysis().GetSpacemoltEndpoint() != "v2" {
+		t.Errorf("GetMysis of a mysis created on v2 = %v, %v", stored.GetMysis(), err)
+	}
 }
 
 func testUpdateConfigRejects(t *testing.T, c memoryv1.MemoryServiceClient) {
@@ -68,6 +89,10 @@ func testUpdateConfigRejects(t *testing.T, c memoryv1.MemoryServiceClient) {
 	wantInvalid(t, "an empty provider", update(&memoryv1.UpdateMysisConfigRequest{Provider: proto.String("")}), "provider")
 	wantInvalid(t, "a provider that is no identifier", update(&memoryv1.UpdateMysisConfigRequest{Provider: proto.String("Open AI")}), "provider")
 	wantInvalid(t, "a NUL byte in the model", update(&memoryv1.UpdateMysisConfigRequest{Model: proto.String("a\x00b")}), "model")
+	wantInvalid(t, "an unknown endpoint", update(&memoryv1.UpdateMysisConfigRequest{SpacemoltEndpoint: proto.String("v3")}), "spacemolt_endpoint")
+	wantInvalid(t, "an endpoint URL", update(&memoryv1.UpdateMysisConfigRequest{SpacemoltEndpoint: proto.String("http://game/mcp/v2")}), "spacemolt_endpoint")
+	_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: uniqueName("bad"), Provider: "autopilot", SystemPrompt: "x", SpacemoltEndpoint: "V2"})
+	wantInvalid(t, "create with an unknown endpoint", err, "spacemolt_endpoint")
 	// A refused update changes nothing, not even its valid fields.
 	wantInvalid(t, "a valid model with a bad temperature",
 		update(&memoryv1.UpdateMysisConfigRequest{Model: proto.String("other"), Temperature: proto.Float64(9)}), "temperature")
@@ -81,7 +106,8 @@ func testUpdateConfigRejects(t *testing.T, c memoryv1.MemoryServiceClient) {
 
 // configOf is the configuration part of a mysis.
 func configOf(m *memoryv1.Mysis) *memoryv1.Mysis {
-	return &memoryv1.Mysis{Provider: m.GetProvider(), Model: m.GetModel(), Temperature: m.GetTemperature(), SystemPrompt: m.GetSystemPrompt()}
+	return &memoryv1.Mysis{Provider: m.GetProvider(), Model: m.GetModel(), Temperature: m.GetTemperature(), SystemPrompt: m.GetSystemPrompt(),
+		SpacemoltEndpoint: m.GetSpacemoltEndpoint()}
 }
 
 func testDeleteMysis(t *testing.T, c memoryv1.MemoryServiceClient) {

@@ -34,7 +34,7 @@ type Capability int
 const (
 	// Myses is CreateMysis, GetMysis, GetMysisByName and ListMyses.
 	Myses Capability = iota
-	// Append is AppendMemories (needs Myses to create the myses it writes to).
+	// Append is AppendMemories and RecordLlmCalls' discard flag (needs Myses to create the myses it writes to).
 	Append
 	// Recent is ListRecentMemories (needs Append).
 	Recent
@@ -91,6 +91,7 @@ var suites = map[Capability][]struct {
 		{"IdempotencyKeys", testIdempotencyKeys},
 		{"AppendRejects", testAppendRejects},
 		{"ReplyLimits", testReplyLimits},
+		{"ReplyDiscarded", testReplyDiscarded},
 	},
 	Recent:    {{"RecentWindow", testRecentWindow}},
 	State:     {{"CompareAndSet", testCompareAndSet}},
@@ -490,4 +491,54 @@ func testBroadcastRejects(t *testing.T, c memoryv1.MemoryServiceClient) {
 	if r := appendOK(t, c, m.GetId(), userMemory("after", "")); r[0].GetSeq() != 1 {
 		t.Errorf("seq after rejected broadcasts = %d, want 1", r[0].GetSeq())
 	}
+}
+
+// testReplyDiscarded: recording a discarded reply (RecordLlmCalls, discarded set) marks the mysis's reply_discarded
+// until its next final answer (an assistant memory without tool calls) — stored state, so a runner that takes the
+// mysis over knows the turn already threw one paid answer away (issue 26). A failed call, prompts, and replies with
+// tool calls leave it as it is; a retried record of a discarded call already stored does not set it again.
+func testReplyDiscarded(t *testing.T, c memoryv1.MemoryServiceClient) {
+	ctx := ctxT(t)
+	m := newMysis(t, c, uniqueName("discard"))
+	flag := func(what string, want bool) {
+		t.Helper()
+		resp, err := c.GetMysis(ctx, &memoryv1.GetMysisRequest{MysisId: m.GetId()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.GetMysis().GetReplyDiscarded(); got != want {
+			t.Fatalf("%s: reply_discarded = %v, want %v", what, got, want)
+		}
+	}
+	record := func(calls ...*memoryv1.LlmCall) {
+		t.Helper()
+		if _, err := c.RecordLlmCalls(ctx, &memoryv1.RecordLlmCallsRequest{MysisId: m.GetId(), Calls: calls}); err != nil {
+			t.Fatalf("RecordLlmCalls: %v", err)
+		}
+	}
+	flag("a new mysis", false)
+	record(&memoryv1.LlmCall{CallId: uuid.NewString(), Provider: "openai", Model: "m", Error: "timeout"})
+	flag("after a failed call", false)
+	// No tokens, no cost: the suite may share a database, and the swarm's spend counts are not per mysis.
+	discarded := &memoryv1.LlmCall{CallId: uuid.NewString(), Provider: "openai", Model: "m", Discarded: true}
+	record(discarded)
+	flag("after a discarded reply", true)
+	appendOK(t, c, m.GetId(), userMemory("a broadcast", ""), &memoryv1.NewMemory{Role: memoryv1.Role_ROLE_ASSISTANT,
+		Source: memoryv1.Source_SOURCE_LLM, ToolCalls: []*memoryv1.ToolCall{{Id: "c1", Name: "get_status", ArgumentsJson: "{}"}}},
+		&memoryv1.NewMemory{Role: memoryv1.Role_ROLE_TOOL, Source: memoryv1.Source_SOURCE_TOOL, ToolCallId: "c1", ToolName: "get_status", Content: "{}"})
+	flag("after a prompt, a reply with calls and its result", true)
+	appendOK(t, c, m.GetId(), &memoryv1.NewMemory{Role: memoryv1.Role_ROLE_ASSISTANT, Source: memoryv1.Source_SOURCE_LLM, Content: "done",
+		LlmCall: &memoryv1.LlmCall{CallId: uuid.NewString(), Provider: "openai", Model: "m"}})
+	flag("after a final answer", false)
+	record(discarded)
+	flag("after a retried record of the discarded call", false)
+
+	_, err := c.RecordLlmCalls(ctx, &memoryv1.RecordLlmCallsRequest{MysisId: m.GetId(), Calls: []*memoryv1.LlmCall{
+		{CallId: uuid.NewString(), Provider: "openai", Error: "boom", Discarded: true}}})
+	wantInvalid(t, "a failed call marked discarded", err, "calls[0].discarded")
+	_, err = c.AppendMemories(ctx, &memoryv1.AppendMemoriesRequest{MysisId: m.GetId(), Memories: []*memoryv1.NewMemory{{
+		Role: memoryv1.Role_ROLE_ASSISTANT, Source: memoryv1.Source_SOURCE_LLM, Content: "x",
+		LlmCall: &memoryv1.LlmCall{CallId: uuid.NewString(), Provider: "openai", Discarded: true}}}})
+	wantInvalid(t, "a stored reply marked discarded", err, "memories[0].llm_call.discarded")
+	flag("after rejected requests", false)
 }

@@ -16,8 +16,8 @@ const maxProvider = 32
 
 // config is the configuration part of a mysis, validated as a whole on create and on every update.
 type config struct {
-	provider, model, systemPrompt string
-	temperature                   float64
+	provider, model, systemPrompt, endpoint string
+	temperature                             float64
 }
 
 // validate applies the real service's rules (memory validateConfig): a provider identifier, a storable model, a
@@ -31,6 +31,9 @@ func (c config) validate() error {
 	}
 	if t := c.temperature; t != t || t < 0 || t > 2 {
 		return errs.InvalidField("temperature", "must be between 0 and 2")
+	}
+	if e := c.endpoint; e != "" && e != "v1" && e != "v2" {
+		return errs.InvalidField("spacemolt_endpoint", "must be v1 (the flat tools at /mcp), v2 (the action tools at /mcp/v2) or empty for the swarm's endpoint")
 	}
 	if strings.TrimSpace(c.systemPrompt) == "" {
 		return errs.InvalidField("system_prompt", "required: a mysis without a system prompt cannot be composed")
@@ -67,7 +70,8 @@ func (f *Fake) UpdateMysisConfig(_ context.Context, req *memoryv1.UpdateMysisCon
 	if err != nil {
 		return nil, err
 	}
-	c := config{provider: m.GetProvider(), model: m.GetModel(), temperature: m.GetTemperature(), systemPrompt: m.GetSystemPrompt()}
+	c := config{provider: m.GetProvider(), model: m.GetModel(), temperature: m.GetTemperature(), systemPrompt: m.GetSystemPrompt(),
+		endpoint: m.GetSpacemoltEndpoint()}
 	if req.Provider != nil {
 		c.provider = req.GetProvider()
 	}
@@ -80,10 +84,14 @@ func (f *Fake) UpdateMysisConfig(_ context.Context, req *memoryv1.UpdateMysisCon
 	if req.SystemPrompt != nil {
 		c.systemPrompt = req.GetSystemPrompt()
 	}
+	if req.SpacemoltEndpoint != nil {
+		c.endpoint = req.GetSpacemoltEndpoint()
+	}
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
 	m.Provider, m.Model, m.Temperature, m.SystemPrompt = c.provider, c.model, c.temperature, c.systemPrompt
+	m.SpacemoltEndpoint = c.endpoint
 	m.UpdatedAt = timestamppb.Now()
 	f.changedLocked()
 	return &memoryv1.UpdateMysisConfigResponse{Mysis: proto.Clone(m).(*memoryv1.Mysis)}, nil

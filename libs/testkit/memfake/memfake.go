@@ -67,7 +67,8 @@ type Fake struct {
 	faults     map[string][]Fault
 	failAll    map[string]codes.Code
 	calls      map[string]int
-	changed    chan struct{} // closed (and replaced) on every call and write; see Await
+	llmCalls   map[string]bool // call ids recorded by RecordLlmCalls
+	changed    chan struct{}   // closed (and replaced) on every call and write; see Await
 }
 
 // Options adjusts a Fake.

@@ -24,18 +24,20 @@ import (
 
 // The real service's limits (services/memory/internal/memory) the fake applies.
 const (
-	maxBatch         = 1000
-	defaultWindow    = 20
-	maxWindow        = 1000
-	defaultPageSize  = 100
-	maxPageSize      = 1000
-	maxSystemPrompt  = 16 << 10
-	maxToolCalls     = chat.MaxToolCallsPerMessage
-	maxShortField    = chat.MaxShortFieldBytes
-	maxContent       = chat.MaxTextBytes
-	maxReply         = chat.MaxReplyBytes
-	callLookback     = 256
-	reasonPromptSeen = "PROMPT_ARRIVED"
+	maxBatch        = 1000
+	defaultWindow   = 20
+	maxWindow       = 1000
+	defaultPageSize = 100
+	maxPageSize     = 1000
+	maxSystemPrompt = 16 << 10
+	maxToolCalls    = chat.MaxToolCallsPerMessage
+	maxShortField   = chat.MaxShortFieldBytes
+	maxContent      = chat.MaxTextBytes
+	maxReply        = chat.MaxReplyBytes
+	callLookback    = 256
+	// maxCallsPerRecord is RecordLlmCalls' batch bound (the service's memory.MaxCallsPerCall).
+	maxCallsPerRecord = 100
+	reasonPromptSeen  = "PROMPT_ARRIVED"
 )
 
 func injected(fault Fault) error { return status.Error(fault.Code, "injected failure") }
@@ -94,7 +96,8 @@ func (f *Fake) CreateMysis(_ context.Context, req *memoryv1.CreateMysisRequest) 
 	if err := names.Check("name", req.GetName()); err != nil {
 		return nil, err
 	}
-	c := config{provider: req.GetProvider(), model: req.GetModel(), temperature: req.GetTemperature(), systemPrompt: req.GetSystemPrompt()}
+	c := config{provider: req.GetProvider(), model: req.GetModel(), temperature: req.GetTemperature(), systemPrompt: req.GetSystemPrompt(),
+		endpoint: req.GetSpacemoltEndpoint()}
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
@@ -105,7 +108,7 @@ func (f *Fake) CreateMysis(_ context.Context, req *memoryv1.CreateMysisRequest) 
 	m := &memoryv1.Mysis{
 		Id: uuid.NewString(), Name: req.GetName(), Provider: req.GetProvider(), Model: req.GetModel(),
 		Temperature: req.GetTemperature(), SystemPrompt: req.GetSystemPrompt(), State: memoryv1.MysisState_MYSIS_STATE_IDLE,
-		CreatedAt: now, UpdatedAt: now,
+		SpacemoltEndpoint: req.GetSpacemoltEndpoint(), CreatedAt: now, UpdatedAt: now,
 	}
 	f.myses[m.Id] = m
 	f.byName[m.Name] = m.Id
@@ -323,6 +326,9 @@ func validateNewMemory(p string, m *memoryv1.NewMemory) error {
 	if m.GetLlmCall() != nil && role != memoryv1.Role_ROLE_ASSISTANT {
 		return errs.InvalidField(fl("llm_call"), "only assistant messages carry an LLM call")
 	}
+	if m.GetLlmCall().GetDiscarded() {
+		return errs.InvalidField(fl("llm_call.discarded"), "a call whose reply is stored was not discarded")
+	}
 	if len(m.GetToolCalls()) > maxToolCalls {
 		return errs.InvalidField(fl("tool_calls"), "at most %d tool calls per message", maxToolCalls)
 	}
@@ -370,6 +376,9 @@ func (f *Fake) appendLocked(mysisID string, nm *memoryv1.NewMemory, broadcastID 
 	y.LastSeq++
 	if opensTurn(nm.GetRole(), nm.GetSource()) {
 		y.CurrentTurn++
+	}
+	if nm.GetRole() == memoryv1.Role_ROLE_ASSISTANT && len(nm.GetToolCalls()) == 0 {
+		y.ReplyDiscarded = false // a final answer ends the turn's discard allowance
 	}
 	y.UpdatedAt = timestamppb.Now()
 	f.nextID++
@@ -599,4 +608,63 @@ func (f *Fake) RecordBroadcast(_ context.Context, req *memoryv1.RecordBroadcastR
 		return nil, status.Error(fault.Code, "injected failure after commit")
 	}
 	return resp, nil
+}
+
+// RecordLlmCalls implements MemoryService.RecordLlmCalls as far as the fake keeps it: the calls are validated and
+// their ids remembered (a retried call_id is not counted again), usage is not summed; a new discarded call sets the
+// mysis's reply_discarded, which its next final answer clears.
+func (f *Fake) RecordLlmCalls(_ context.Context, req *memoryv1.RecordLlmCallsRequest) (*memoryv1.RecordLlmCallsResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fault, faulty := f.enter("RecordLlmCalls"); faulty {
+		return nil, injected(fault)
+	}
+	id, err := parseID("mysis_id", req.GetMysisId())
+	if err != nil {
+		return nil, err
+	}
+	calls := req.GetCalls()
+	switch {
+	case len(calls) == 0:
+		return nil, errs.InvalidField("calls", "at least one call is required")
+	case len(calls) > maxCallsPerRecord:
+		return nil, errs.InvalidField("calls", "at most %d calls per request, got %d", maxCallsPerRecord, len(calls))
+	}
+	seen := map[string]bool{}
+	for i, c := range calls {
+		p := fmt.Sprintf("calls[%d]", i)
+		if _, err := parseID(p+".call_id", c.GetCallId()); err != nil {
+			return nil, err
+		}
+		if c.GetProvider() == "" {
+			return nil, errs.InvalidField(p+".provider", "required")
+		}
+		if c.GetDiscarded() && c.GetError() != "" {
+			return nil, errs.InvalidField(p+".discarded", "a failed call (error set) has no reply to discard")
+		}
+		if seen[c.GetCallId()] {
+			return nil, errs.InvalidField(p+".call_id", "repeats an earlier call_id of this request")
+		}
+		seen[c.GetCallId()] = true
+	}
+	y, ok := f.myses[id]
+	if !ok {
+		return nil, notFound(id)
+	}
+	if f.llmCalls == nil {
+		f.llmCalls = map[string]bool{}
+	}
+	n := 0
+	for _, c := range calls {
+		if f.llmCalls[c.GetCallId()] {
+			continue
+		}
+		f.llmCalls[c.GetCallId()] = true
+		n++
+		if c.GetDiscarded() && !y.GetReplyDiscarded() {
+			y.ReplyDiscarded, y.UpdatedAt = true, timestamppb.Now()
+		}
+	}
+	f.changedLocked()
+	return &memoryv1.RecordLlmCallsResponse{RecordedCount: int32(n)}, nil
 }

@@ -119,6 +119,8 @@ func flagName(field string) string {
 		return "--" + field
 	case "system_prompt":
 		return "--system-prompt"
+	case "spacemolt_endpoint":
+		return "--endpoint"
 	case "mysis", "name":
 		return "mysis name"
 	}

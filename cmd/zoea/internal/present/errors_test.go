@@ -42,6 +42,8 @@ func TestErrorsAreSentences(t *testing.T) {
 			`--model: autopilot runs no model, so model "foo" would be ignored`},
 		{"temperature", badField("temperature", "must be between 0 and 2, got 3"), Subject{Service: "runner"},
 			"--temperature: must be between 0 and 2, got 3"},
+		{"endpoint", badField("spacemolt_endpoint", `must be v1 (the flat tools at /mcp), v2 (the action tools at /mcp/v2) or empty for the swarm's endpoint; got "v3"`),
+			Subject{Service: "runner"}, `--endpoint: must be v1 (the flat tools at /mcp), v2 (the action tools at /mcp/v2) or empty for the swarm's endpoint; got "v3"`},
 		{"precondition as is", status.Error(codes.FailedPrecondition, "provider ollama is not reachable at http://127.0.0.1:11434 (connection refused)"),
 			Subject{Service: "runner"}, "provider ollama is not reachable at http://127.0.0.1:11434 (connection refused)"},
 		{"down", status.Error(codes.Unavailable, "connection error: desc = \"transport: Error while dialing: dial tcp 127.0.0.1:7003: connect: connection refused\""),

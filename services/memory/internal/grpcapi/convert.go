@@ -104,6 +104,8 @@ func toProtoMysis(m memory.Mysis) *memoryv1.Mysis {
 		AccountUsername:    m.AccountUsername,
 		CreatedAt:          toProtoTime(m.CreatedAt),
 		UpdatedAt:          toProtoTime(m.UpdatedAt),
+		ReplyDiscarded:     m.ReplyDiscarded,
+		SpacemoltEndpoint:  m.SpaceMoltEndpoint,
 	}
 }
 

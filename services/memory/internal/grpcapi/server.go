@@ -28,7 +28,7 @@ var _ memoryv1.MemoryServiceServer = (*Server)(nil)
 func (s *Server) CreateMysis(ctx context.Context, req *memoryv1.CreateMysisRequest) (*memoryv1.CreateMysisResponse, error) {
 	m, err := s.svc.CreateMysis(ctx, memory.NewMysis{
 		Name: req.GetName(), Provider: req.GetProvider(), Model: req.GetModel(),
-		Temperature: req.GetTemperature(), SystemPrompt: req.GetSystemPrompt(),
+		Temperature: req.GetTemperature(), SystemPrompt: req.GetSystemPrompt(), SpaceMoltEndpoint: req.GetSpacemoltEndpoint(),
 	})
 	if err != nil {
 		return nil, err
@@ -82,6 +82,7 @@ func (s *Server) ListMyses(ctx context.Context, req *memoryv1.ListMysesRequest) 
 func (s *Server) UpdateMysisConfig(ctx context.Context, req *memoryv1.UpdateMysisConfigRequest) (*memoryv1.UpdateMysisConfigResponse, error) {
 	m, err := s.svc.UpdateMysisConfig(ctx, req.GetMysisId(), memory.ConfigPatch{
 		Provider: req.Provider, Model: req.Model, Temperature: req.Temperature, SystemPrompt: req.SystemPrompt,
+		SpaceMoltEndpoint: req.SpacemoltEndpoint,
 	})
 	if err != nil {
 		return nil, err

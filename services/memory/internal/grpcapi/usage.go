@@ -119,7 +119,7 @@ func fromProtoLlmCall(c *memoryv1.LlmCall) *memory.LlmCall {
 		CallID: c.GetCallId(), Provider: c.GetProvider(), Model: c.GetModel(), PromptTokens: c.GetPromptTokens(),
 		CachedPromptTokens: c.GetCachedPromptTokens(), CompletionTokens: c.GetCompletionTokens(),
 		ReasoningTokens: c.GetReasoningTokens(), ComposedTokens: c.GetComposedTokens(), LatencyMS: c.GetLatencyMs(),
-		Retries: c.GetRetries(), Error: c.GetError(), CostNanos: c.GetCostNanos(),
+		Retries: c.GetRetries(), Error: c.GetError(), CostNanos: c.GetCostNanos(), Discarded: c.GetDiscarded(),
 	}
 	if c.StartedAt != nil {
 		out.StartedAt = c.GetStartedAt().AsTime()

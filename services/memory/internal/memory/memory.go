@@ -83,6 +83,10 @@ type Mysis struct {
 	AccountUsername    string
 	CreatedAt          time.Time
 	UpdatedAt          time.Time
+	// ReplyDiscarded: a discarded reply was recorded (LlmCall.Discarded) and no final answer stored since.
+	ReplyDiscarded bool
+	// SpaceMoltEndpoint is the game endpoint the mysis plays: "v1", "v2", or "" for the swarm's.
+	SpaceMoltEndpoint string
 }
 
 // NewMysis is what a caller supplies to create a mysis.
@@ -92,7 +96,13 @@ type NewMysis struct {
 	Model        string
 	Temperature  float64
 	SystemPrompt string
+	// SpaceMoltEndpoint: one of SpaceMoltEndpoints.
+	SpaceMoltEndpoint string
 }
+
+// SpaceMoltEndpoints are the values of a mysis's SpaceMolt endpoint: the legacy /mcp, MCP v2 at /mcp/v2, and ""
+// for the swarm's (the runner's setting).
+var SpaceMoltEndpoints = []string{"", "v1", "v2"}
 
 // ConfigPatch changes some configuration fields of a mysis; nil fields stay as they are.
 type ConfigPatch struct {
@@ -100,6 +110,8 @@ type ConfigPatch struct {
 	Model        *string
 	Temperature  *float64
 	SystemPrompt *string
+	// SpaceMoltEndpoint "" sets the mysis back to the swarm's endpoint.
+	SpaceMoltEndpoint *string
 }
 
 // Apply returns m's configuration with the patch applied, validated as a whole (a provider change may make an
@@ -116,6 +128,9 @@ func (p ConfigPatch) Apply(m NewMysis) (NewMysis, error) {
 	}
 	if p.SystemPrompt != nil {
 		m.SystemPrompt = *p.SystemPrompt
+	}
+	if p.SpaceMoltEndpoint != nil {
+		m.SpaceMoltEndpoint = *p.SpaceMoltEndpoint
 	}
 	return m, validateConfig(m)
 }

@@ -24,6 +24,9 @@ type LlmCall struct {
 	CostNanos          int64
 	// StartedAt is when the call started; zero means the time of the write. Spend windows count by it.
 	StartedAt time.Time
+	// Discarded: a paid reply thrown away unstored because a prompt arrived (RecordLlmCalls only); recording it sets
+	// the mysis's ReplyDiscarded until its next final answer.
+	Discarded bool
 }
 
 // UsageGroup says how usage rows are grouped.
@@ -147,6 +150,9 @@ func ValidateLlmCall(prefix string, c LlmCall) error {
 		if err := CheckText(f(t.name), t.v, t.max); err != nil {
 			return err
 		}
+	}
+	if c.Discarded && c.Error != "" {
+		return errs.InvalidField(f("discarded"), "a failed call (error set) has no reply to discard")
 	}
 	for _, n := range []struct {
 		name string

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -88,6 +89,9 @@ func validateConfig(m NewMysis) error {
 	}
 	if math.IsNaN(m.Temperature) || m.Temperature < 0 || m.Temperature > MaxTemperature {
 		return errs.InvalidField("temperature", "must be between 0 and 2")
+	}
+	if !slices.Contains(SpaceMoltEndpoints, m.SpaceMoltEndpoint) {
+		return errs.InvalidField("spacemolt_endpoint", "must be v1 (the flat tools at /mcp), v2 (the action tools at /mcp/v2) or empty for the swarm's endpoint; got %q", truncate(m.SpaceMoltEndpoint, 40))
 	}
 	// A prompt the composer cannot use would only show up later as a mysis stuck errored: refuse it here.
 	if strings.TrimSpace(m.SystemPrompt) == "" {
@@ -208,6 +212,9 @@ func ValidateNewMemory(prefix string, m NewMemory) error {
 	if m.LlmCall != nil {
 		if m.Role != RoleAssistant {
 			return errs.InvalidField(f("llm_call"), "only assistant messages carry an LLM call")
+		}
+		if m.LlmCall.Discarded {
+			return errs.InvalidField(f("llm_call.discarded"), "a call whose reply is stored was not discarded")
 		}
 		if err := ValidateLlmCall(f("llm_call"), *m.LlmCall); err != nil {
 			return err

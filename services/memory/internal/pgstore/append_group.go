@@ -266,7 +266,7 @@ func (w *groupWrite) plan(c *appendCall, locked map[string]*lockedMysis) appendR
 			return appendResult{err: err}
 		}
 		w.ins.merge(&ins)
-		w.myses.add(c.mysisID, st.lastSeq, st.turn, c.cond)
+		w.myses.add(c.mysisID, st.lastSeq, st.turn, c.cond, hasFinalAnswer(ins.dst))
 	}
 	// A full retry still records an LLM call that is not stored yet: a replica that raced for the same reply paid
 	// for its call.
@@ -328,15 +328,17 @@ func (w *groupWrite) send(ctx context.Context, conn *pgxpool.Conn) error {
 }
 
 // updateMysesSQL advances the counters of a group's myses and applies the state changes of their conditions; a
-// NULL state leaves state, reason and encouragement count as they are.
+// NULL state leaves state, reason and encouragement count as they are. A final answer among the rows clears
+// reply_discarded (see migration 00011).
 const updateMysesSQL = `
 UPDATE myses y SET last_seq = u.last_seq, current_turn = u.turn,
 	state = coalesce(u.state, y.state),
 	state_reason = CASE WHEN u.state IS NULL THEN y.state_reason ELSE u.reason END,
 	encouragement_count = coalesce(u.encouragement, y.encouragement_count),
+	reply_discarded = y.reply_discarded AND NOT u.final,
 	updated_at = now()
-FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::int[])
-	AS u(id, last_seq, turn, state, reason, encouragement)
+FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::int[], $7::boolean[])
+	AS u(id, last_seq, turn, state, reason, encouragement, final)
 WHERE y.id = u.id`
 
 // mysesUpdate holds updateMysesSQL's columns.
@@ -344,10 +346,22 @@ type mysesUpdate struct {
 	id, state, reason []*string
 	lastSeq, turn     []int64
 	encouragement     []*int32
+	final             []bool
 }
 
-func (u *mysesUpdate) add(id string, lastSeq, turn int64, c *memory.AppendCondition) {
+// hasFinalAnswer reports whether rows hold a final answer: an assistant message without tool calls.
+func hasFinalAnswer(rows []*memory.Memory) bool {
+	for _, m := range rows {
+		if m.Role == memory.RoleAssistant && len(m.ToolCalls) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (u *mysesUpdate) add(id string, lastSeq, turn int64, c *memory.AppendCondition, final bool) {
 	u.id = append(u.id, &id)
+	u.final = append(u.final, final)
 	u.lastSeq, u.turn = append(u.lastSeq, lastSeq), append(u.turn, turn)
 	var state, reason *string
 	var enc *int32
@@ -359,5 +373,5 @@ func (u *mysesUpdate) add(id string, lastSeq, turn int64, c *memory.AppendCondit
 }
 
 func (u *mysesUpdate) args() []any {
-	return []any{u.id, u.lastSeq, u.turn, u.state, u.reason, u.encouragement}
+	return []any{u.id, u.lastSeq, u.turn, u.state, u.reason, u.encouragement, u.final}
 }

@@ -9,7 +9,7 @@ import (
 // The compose-window statement (window.go) returns rows of several kinds in one result; these typed NULLs fill the
 // columns of the kinds a row is not.
 const nullMysis = `NULL::uuid, NULL::text, NULL::text, NULL::text, NULL::float8, NULL::text, NULL::text, NULL::text,
-	NULL::int4, NULL::int8, NULL::int8, NULL::text, NULL::timestamptz, NULL::timestamptz`
+	NULL::int4, NULL::int8, NULL::int8, NULL::text, NULL::timestamptz, NULL::timestamptz, NULL::boolean, NULL::text`
 
 const nullMem = `NULL::int8, NULL::uuid, NULL::int8, NULL::int8, NULL::int2, NULL::int2, NULL::text, NULL::text,
 	NULL::text, NULL::jsonb, NULL::text, NULL::text, NULL::text, NULL::uuid, NULL::timestamptz, NULL::text, NULL::text`
@@ -26,6 +26,8 @@ type composeRow struct {
 	yEnc                                                              *int32
 	yTurn, yLast                                                      *int64
 	yCreated, yUpdated                                                *time.Time
+	yDiscarded                                                        *bool
+	yEndpoint                                                         *string
 	// memory
 	mID, mSeq, mTurn                                                            *int64
 	mMysis, mSender, mContent, mReasoning, mCallID, mToolName, mKey, mBroadcast *string
@@ -42,7 +44,7 @@ type composeRow struct {
 func (r *composeRow) dest() []any {
 	return []any{&r.kind,
 		&r.yID, &r.yName, &r.yProvider, &r.yModel, &r.yTemp, &r.yPrompt, &r.yState, &r.yReason, &r.yEnc, &r.yTurn,
-		&r.yLast, &r.yAccount, &r.yCreated, &r.yUpdated,
+		&r.yLast, &r.yAccount, &r.yCreated, &r.yUpdated, &r.yDiscarded, &r.yEndpoint,
 		&r.mID, &r.mMysis, &r.mSeq, &r.mTurn, &r.mRole, &r.mSource, &r.mSender, &r.mContent, &r.mReasoning,
 		&r.mToolCalls, &r.mCallID, &r.mToolName, &r.mKey, &r.mBroadcast, &r.mCreated, &r.mCallArgs, &r.mCallKey,
 		&r.wStart, &r.wObjective, &r.wTruncated, &r.wSkip, &r.wHeld}
@@ -54,7 +56,7 @@ func (r *composeRow) mysis() memory.Mysis {
 		Temperature: deref(r.yTemp), SystemPrompt: deref(r.yPrompt), State: memory.State(deref(r.yState)),
 		StateReason: deref(r.yReason), EncouragementCount: deref(r.yEnc), CurrentTurn: deref(r.yTurn),
 		LastSeq: deref(r.yLast), AccountUsername: deref(r.yAccount), CreatedAt: deref(r.yCreated),
-		UpdatedAt: deref(r.yUpdated),
+		UpdatedAt: deref(r.yUpdated), ReplyDiscarded: deref(r.yDiscarded), SpaceMoltEndpoint: deref(r.yEndpoint),
 	}
 }
 

@@ -15,11 +15,13 @@ import (
 // the accounts table's unique mysis_id index.
 const mysisCols = `y.id, y.name, y.provider, y.model, y.temperature, y.system_prompt, y.state, y.state_reason,
 	y.encouragement_count, y.current_turn, y.last_seq,
-	coalesce((SELECT a.username FROM accounts a WHERE a.mysis_id = y.id), ''), y.created_at, y.updated_at`
+	coalesce((SELECT a.username FROM accounts a WHERE a.mysis_id = y.id), ''), y.created_at, y.updated_at,
+	y.reply_discarded, y.spacemolt_endpoint`
 
 func mysisDest(m *memory.Mysis) []any {
 	return []any{&m.ID, &m.Name, &m.Provider, &m.Model, &m.Temperature, &m.SystemPrompt, &m.State, &m.StateReason,
-		&m.EncouragementCount, &m.CurrentTurn, &m.LastSeq, &m.AccountUsername, &m.CreatedAt, &m.UpdatedAt}
+		&m.EncouragementCount, &m.CurrentTurn, &m.LastSeq, &m.AccountUsername, &m.CreatedAt, &m.UpdatedAt,
+		&m.ReplyDiscarded, &m.SpaceMoltEndpoint}
 }
 
 func errMysisNotFound(id string) error { return errs.NotFoundf("mysis %s not found", id) }
@@ -28,10 +30,10 @@ func errMysisNotFound(id string) error { return errs.NotFoundf("mysis %s not fou
 func (s *Store) CreateMysis(ctx context.Context, n memory.NewMysis) (memory.Mysis, error) {
 	var m memory.Mysis
 	err := s.pool.QueryRow(ctx, `
-		INSERT INTO myses AS y (id, name, provider, model, temperature, system_prompt)
-		VALUES ($1, $2, $3, $4, $5, $6)
+		INSERT INTO myses AS y (id, name, provider, model, temperature, system_prompt, spacemolt_endpoint)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)
 		RETURNING `+mysisCols,
-		memory.NewID(), n.Name, n.Provider, n.Model, n.Temperature, n.SystemPrompt).Scan(mysisDest(&m)...)
+		memory.NewID(), n.Name, n.Provider, n.Model, n.Temperature, n.SystemPrompt, n.SpaceMoltEndpoint).Scan(mysisDest(&m)...)
 	if err != nil {
 		return memory.Mysis{}, dbErr(err, "create mysis")
 	}
@@ -92,8 +94,8 @@ func (s *Store) UpdateMysisConfig(ctx context.Context, id string, apply func(mem
 	}
 	defer rollback(ctx, tx)
 	var cur memory.NewMysis
-	err = tx.QueryRow(ctx, `SELECT name, provider, model, temperature, system_prompt FROM myses WHERE id = $1 FOR NO KEY UPDATE`, id).
-		Scan(&cur.Name, &cur.Provider, &cur.Model, &cur.Temperature, &cur.SystemPrompt)
+	err = tx.QueryRow(ctx, `SELECT name, provider, model, temperature, system_prompt, spacemolt_endpoint FROM myses WHERE id = $1 FOR NO KEY UPDATE`, id).
+		Scan(&cur.Name, &cur.Provider, &cur.Model, &cur.Temperature, &cur.SystemPrompt, &cur.SpaceMoltEndpoint)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memory.Mysis{}, errMysisNotFound(id)
 	}
@@ -106,9 +108,10 @@ func (s *Store) UpdateMysisConfig(ctx context.Context, id string, apply func(mem
 	}
 	var m memory.Mysis
 	err = tx.QueryRow(ctx, `
-		UPDATE myses y SET provider = $2, model = $3, temperature = $4, system_prompt = $5, updated_at = now()
+		UPDATE myses y SET provider = $2, model = $3, temperature = $4, system_prompt = $5, spacemolt_endpoint = $6,
+			updated_at = now()
 		WHERE y.id = $1
-		RETURNING `+mysisCols, id, next.Provider, next.Model, next.Temperature, next.SystemPrompt).Scan(mysisDest(&m)...)
+		RETURNING `+mysisCols, id, next.Provider, next.Model, next.Temperature, next.SystemPrompt, next.SpaceMoltEndpoint).Scan(mysisDest(&m)...)
 	if err != nil {
 		return memory.Mysis{}, dbErr(err, "update mysis")
 	}

@@ -162,11 +162,36 @@ func callsOf(ms []memory.NewMemory, stored []memory.Memory) ([]memory.LlmCall, [
 	return calls, seqs
 }
 
+// markDiscardedSQL sets a mysis's reply_discarded for discarded calls ($2) not stored yet: a retried record of a call
+// already stored (perhaps before a final answer cleared the flag) sets nothing.
+const markDiscardedSQL = `
+UPDATE myses SET reply_discarded = true, updated_at = now()
+WHERE id = $1 AND NOT reply_discarded AND NOT EXISTS (SELECT 1 FROM llm_calls WHERE call_id = ANY($2::uuid[]))`
+
 // RecordLlmCalls stores calls that produced no memory (failed or discarded); a call_id already stored is skipped.
-// It returns how many calls were new.
+// It returns how many calls were new. A new discarded call sets the mysis's reply_discarded in the same
+// transaction; the mysis row is locked before the spend rows, the order every append takes too.
 func (s *Store) RecordLlmCalls(ctx context.Context, mysisID string, calls []memory.LlmCall) (int, error) {
+	var discarded []string
+	for _, c := range calls {
+		if c.Discarded {
+			discarded = append(discarded, c.CallID)
+		}
+	}
 	var n int
-	if err := s.pool.QueryRow(ctx, recordCallsSQL, recordCallsArgs(mysisID, calls, nil)...).Scan(&n); err != nil {
+	if len(discarded) == 0 {
+		if err := s.pool.QueryRow(ctx, recordCallsSQL, recordCallsArgs(mysisID, calls, nil)...).Scan(&n); err != nil {
+			return 0, dbErr(err, "record llm calls")
+		}
+		return n, nil
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, markDiscardedSQL, mysisID, discarded); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, recordCallsSQL, recordCallsArgs(mysisID, calls, nil)...).Scan(&n)
+	})
+	if err != nil {
 		return 0, dbErr(err, "record llm calls")
 	}
 	return n, nil

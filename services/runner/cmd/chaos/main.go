@@ -627,7 +627,7 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	served, cut := model.counts()
-	fmt.Fprintf(&report, "== slow model: %d replies served in full (%d requests cut by a kill or a stop), %d stored (%d final answers); %d recorded and discarded because a broadcast raced them (at most one per owner between two final answers)\n",
+	fmt.Fprintf(&report, "== slow model: %d replies served in full (%d requests cut by a kill or a stop), %d stored (%d final answers); %d recorded and discarded because a broadcast raced them (at most one between two final answers of the mysis, across owners)\n",
 		served, cut, slowReplies, slowFinals, discarded)
 	if o.slow > 0 && slowReplies == 0 {
 		failf("no slow-model mysis stored a reply")

@@ -11,11 +11,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/url"
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ollama/ollama/envconfig"
@@ -121,24 +119,16 @@ func LoadConfig() (Config, error) {
 }
 
 // SpaceMoltEndpointURL applies ZOEA_SPACEMOLT_ENDPOINT to ZOEA_SPACEMOLT_URL: v1 ends the path in /mcp, v2 in
-// /mcp/v2, empty keeps the URL.
+// /mcp/v2, empty keeps the URL (tools.EndpointURL, which also applies a mysis's own choice).
 func SpaceMoltEndpointURL(raw, endpoint string) (string, error) {
-	if endpoint == "" {
-		return raw, nil
-	}
-	if endpoint != "v1" && endpoint != "v2" {
+	if endpoint != "" && endpoint != tools.EndpointV1 && endpoint != tools.EndpointV2 {
 		return "", fmt.Errorf("ZOEA_SPACEMOLT_ENDPOINT must be v1 or v2, got %q", endpoint)
 	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return "", fmt.Errorf("ZOEA_SPACEMOLT_URL %q is not a URL", raw)
+	u, err := tools.EndpointURL(raw, endpoint)
+	if err != nil {
+		return "", fmt.Errorf("ZOEA_SPACEMOLT_URL: %w", err)
 	}
-	base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/v2"), "/mcp")
-	u.Path = base + "/mcp"
-	if endpoint == "v2" {
-		u.Path += "/v2"
-	}
-	return u.String(), nil
+	return u, nil
 }
 
 // Validate checks values the environment parser cannot.

@@ -557,7 +557,9 @@ func TestPreviewContextSendsTheTools(t *testing.T) {
 		{Name: "zoea_search_messages", Description: "Search your memories.", Parameters: json.RawMessage(`{"type":"object","required":["query"]}`)},
 	}
 	var gameDown atomic.Bool
-	s := startSwarm(t, Defaults{Tools: func(context.Context) ([]llm.Tool, error) {
+	var asked atomic.Value // the endpoint the last tool list was asked for
+	s := startSwarm(t, Defaults{Tools: func(_ context.Context, endpoint string) ([]llm.Tool, error) {
+		asked.Store(endpoint)
 		if gameDown.Load() {
 			return nil, errors.New("mcp connect http://127.0.0.1:7100/mcp: connection refused")
 		}
@@ -569,6 +571,9 @@ func TestPreviewContextSendsTheTools(t *testing.T) {
 	if _, err := s.api.PreviewContext(ctx, &runnerv1.PreviewContextRequest{Mysis: "tooled"}); err != nil {
 		t.Fatal(err)
 	}
+	if got := asked.Load(); got != "" {
+		t.Errorf("tools asked for endpoint %q, want the swarm's (\"\")", got)
+	}
 	reqs := s.composer.requests()
 	want := composerclient.ToProtoTools(tools)
 	if len(reqs) != 1 || len(reqs[0].GetTools()) != len(want) {
@@ -579,12 +584,68 @@ func TestPreviewContextSendsTheTools(t *testing.T) {
 			t.Errorf("tool %d: %v, want %v", i, reqs[0].GetTools()[i], w)
 		}
 	}
+	// A mysis that plays MCP v2 is previewed with v2's tool block.
+	if _, err := s.api.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: "tooled-v2", Provider: "autopilot", SpacemoltEndpoint: "v2"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.api.PreviewContext(ctx, &runnerv1.PreviewContextRequest{Mysis: "tooled-v2"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := asked.Load(); got != "v2" {
+		t.Errorf("tools asked for endpoint %q, want v2", got)
+	}
 	gameDown.Store(true)
 	_, err := s.api.PreviewContext(ctx, &runnerv1.PreviewContextRequest{Mysis: "tooled"})
 	checkStatus(t, "game down", err, codes.Unavailable, "")
-	if n := len(s.composer.requests()); n != 1 {
+	if n := len(s.composer.requests()); n != 2 {
 		t.Errorf("the composer was asked for a preview without the tools (%d requests)", n)
 	}
+}
+
+// The SpaceMolt endpoint is chosen per mysis (issue 29): create and configure store v1, v2 or "" (the swarm's),
+// a configure wakes the mysis to take it at its next turn, and anything else is refused naming the field, with
+// nothing stored.
+func TestSpaceMoltEndpointPerMysisRPC(t *testing.T) {
+	s := startSwarm(t, Defaults{}, nil)
+	ctx := context.Background()
+	resp, err := s.api.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: "far", Provider: "autopilot", SpacemoltEndpoint: "v2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.GetStatus().GetMysis().GetSpacemoltEndpoint(); got != "v2" || storedMysis(t, s.mem, "far").GetSpacemoltEndpoint() != "v2" {
+		t.Fatalf("created with endpoint %q (stored %q), want v2", got, storedMysis(t, s.mem, "far").GetSpacemoltEndpoint())
+	}
+	creates := s.mem.Calls("CreateMysis")
+	for _, bad := range []string{"v3", "V2", "http://127.0.0.1:7100/mcp/v2", strings.Repeat("x", 10000)} {
+		_, err := s.api.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: "bad", Provider: "autopilot", SpacemoltEndpoint: bad})
+		checkStatus(t, "create on "+truncateForTest(bad), err, codes.InvalidArgument, "spacemolt_endpoint")
+	}
+	if n := s.mem.Calls("CreateMysis"); n != creates {
+		t.Errorf("refused creates reached the memory service (%d calls)", n-creates)
+	}
+	m := storedMysis(t, s.mem, "far")
+	for _, e := range []string{"v1", ""} {
+		if _, err := s.api.ConfigureMysis(ctx, &runnerv1.ConfigureMysisRequest{Mysis: "far", SpacemoltEndpoint: new(e)}); err != nil {
+			t.Fatalf("configure endpoint %q: %v", e, err)
+		}
+		if got := storedMysis(t, s.mem, "far").GetSpacemoltEndpoint(); got != e {
+			t.Errorf("configured endpoint %q, stored %q", e, got)
+		}
+		checkWakes(t, "configure endpoint "+e, s.wakes, wake{m.GetId(), mysis.WakeConfigure})
+	}
+	updates := s.mem.Calls("UpdateMysisConfig")
+	_, err = s.api.ConfigureMysis(ctx, &runnerv1.ConfigureMysisRequest{Mysis: "far", SpacemoltEndpoint: new("mcp/v2")})
+	checkStatus(t, "configure an endpoint URL", err, codes.InvalidArgument, "spacemolt_endpoint")
+	if n := s.mem.Calls("UpdateMysisConfig"); n != updates {
+		t.Errorf("a refused configure reached the memory service")
+	}
+}
+
+func truncateForTest(s string) string {
+	if len(s) > 20 {
+		return s[:20] + "…"
+	}
+	return s
 }
 
 func TestGetUsageRPC(t *testing.T) {

@@ -58,9 +58,9 @@ type Defaults struct {
 	// SpendLimits are the configured per-mysis spend limits (ZOEA_SPEND_LIMITS_MYSIS), shown where a mysis has no
 	// own limit.
 	SpendLimits []usage.Limit
-	// Tools, when set, returns the tool definitions a mysis's requests carry, so PreviewContext budgets for them as
-	// the real request does.
-	Tools func(ctx context.Context) ([]llm.Tool, error)
+	// Tools, when set, returns the tool definitions a mysis's requests carry on its SpaceMolt endpoint ("v1", "v2",
+	// "" for the swarm's), so PreviewContext budgets for them as the real request does.
+	Tools func(ctx context.Context, endpoint string) ([]llm.Tool, error)
 }
 
 // Memory is the memory service as the admin API uses it; memoryclient.Client implements it. Records come back as
@@ -238,7 +238,11 @@ func (s *Server) CreateMysis(ctx context.Context, req *runnerv1.CreateMysisReque
 	if strings.TrimSpace(prompt) == "" {
 		prompt = s.defaults.SystemPrompt
 	}
-	m, err := s.memory.CreateMysis(ctx, memoryclient.NewMysis{Name: name, Provider: provider, Model: model, Temperature: temp, SystemPrompt: prompt})
+	if err := checkEndpoint(req.GetSpacemoltEndpoint()); err != nil {
+		return nil, err
+	}
+	m, err := s.memory.CreateMysis(ctx, memoryclient.NewMysis{Name: name, Provider: provider, Model: model, Temperature: temp, SystemPrompt: prompt,
+		SpaceMoltEndpoint: req.GetSpacemoltEndpoint()})
 	if err != nil {
 		return nil, err
 	}
@@ -336,7 +340,12 @@ func (s *Server) ConfigureMysis(ctx context.Context, req *runnerv1.ConfigureMysi
 	if err != nil {
 		return nil, err
 	}
-	up := memoryclient.ConfigChange{Model: req.Model, Temperature: req.Temperature, SystemPrompt: req.SystemPrompt}
+	up := memoryclient.ConfigChange{Model: req.Model, Temperature: req.Temperature, SystemPrompt: req.SystemPrompt, SpaceMoltEndpoint: req.SpacemoltEndpoint}
+	if req.SpacemoltEndpoint != nil {
+		if err := checkEndpoint(req.GetSpacemoltEndpoint()); err != nil {
+			return nil, err
+		}
+	}
 	if req.Provider != nil {
 		if err := s.checkProvider("provider", req.GetProvider()); err != nil {
 			return nil, err
@@ -413,7 +422,7 @@ func (s *Server) PreviewContext(ctx context.Context, req *runnerv1.PreviewContex
 	}
 	var tools []llm.Tool
 	if s.defaults.Tools != nil {
-		if tools, err = s.defaults.Tools(ctx); err != nil {
+		if tools, err = s.defaults.Tools(ctx, m.GetSpacemoltEndpoint()); err != nil {
 			return nil, errs.Unavailablef(err, "the game server did not list its tools, which the preview needs to count the request's tokens (the runner's log says why)")
 		}
 	}
@@ -422,4 +431,17 @@ func (s *Server) PreviewContext(ctx context.Context, req *runnerv1.PreviewContex
 		return nil, err
 	}
 	return &runnerv1.PreviewContextResponse{Messages: resp.GetMessages(), Manifest: resp.GetManifest(), Encouragement: resp.GetEncouragement()}, nil
+}
+
+// checkEndpoint refuses a SpaceMolt endpoint other than v1, v2 or "" (the swarm's), naming the field, before
+// anything is stored (the memory service checks the same).
+func checkEndpoint(e string) error {
+	if e == "" || e == "v1" || e == "v2" {
+		return nil
+	}
+	shown := e
+	if len(shown) > 40 {
+		shown = shown[:40] + "…"
+	}
+	return errs.InvalidField("spacemolt_endpoint", "must be v1 (the flat tools at /mcp), v2 (the action tools at /mcp/v2) or empty for the swarm's endpoint; got %q", shown)
 }

@@ -22,6 +22,52 @@ type Tool struct {
 	// ReadOnly reports that running the tool changes nothing (a game read, a memory search), so a call whose result
 	// was lost in a crash may simply be run again. It is not sent to the model.
 	ReadOnly bool
+	// ReadOnlyActions, for an action-dispatched tool (SpaceMolt's MCP v2: an "action" argument selects the command,
+	// spacemolt action=get_status reads, action=travel moves the ship), are the actions whose calls change nothing,
+	// when the tool as a whole is not ReadOnly. Not sent to the model.
+	ReadOnlyActions []string
+}
+
+// ActionArg is the argument that selects an action-dispatched tool's command.
+const ActionArg = "action"
+
+// ActionOf returns the action a call's JSON arguments select ("" when there is none or it is not a string).
+func ActionOf(arguments string) string {
+	var args map[string]json.RawMessage
+	if json.Unmarshal([]byte(arguments), &args) != nil {
+		return ""
+	}
+	var action string
+	if json.Unmarshal(args[ActionArg], &action) != nil {
+		return ""
+	}
+	return action
+}
+
+// ReadOnlyCalls indexes which calls of tools change nothing: a ReadOnly tool by its name ("get_status",
+// "spacemolt_catalog"), a read action of an action-dispatched tool as "tool.action" ("spacemolt.get_status").
+// ReadOnlyCall looks a call up in it.
+func ReadOnlyCalls(tools []Tool) map[string]bool {
+	out := map[string]bool{}
+	for _, t := range tools {
+		if t.ReadOnly {
+			out[t.Name] = true
+		}
+		for _, a := range t.ReadOnlyActions {
+			out[t.Name+"."+a] = true
+		}
+	}
+	return out
+}
+
+// ReadOnlyCall reports whether a call of tool name with these JSON arguments changes nothing, judged by the tool
+// and, for an action-dispatched tool, by its action (see ReadOnlyCalls).
+func ReadOnlyCall(reads map[string]bool, name, arguments string) bool {
+	if reads[name] {
+		return true
+	}
+	a := ActionOf(arguments)
+	return a != "" && reads[name+"."+a]
 }
 
 // Request is one chat completion request.

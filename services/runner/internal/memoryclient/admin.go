@@ -20,12 +20,15 @@ import (
 type NewMysis struct {
 	Name, Provider, Model, SystemPrompt string
 	Temperature                         float64
+	// SpaceMoltEndpoint is "v1", "v2" or "" for the swarm's.
+	SpaceMoltEndpoint string
 }
 
 // ConfigChange changes a mysis's configuration; nil fields stay as they are.
 type ConfigChange struct {
 	Provider, Model, SystemPrompt *string
 	Temperature                   *float64
+	SpaceMoltEndpoint             *string
 }
 
 // UsageQuery selects usage rows (see memoryv1.GetUsageRequest).
@@ -67,7 +70,7 @@ func (c *Client) ListMysisRecords(ctx context.Context, state memoryv1.MysisState
 // CreateMysis stores a new mysis.
 func (c *Client) CreateMysis(ctx context.Context, m NewMysis) (*memoryv1.Mysis, error) {
 	resp, err := c.api.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: m.Name, Provider: m.Provider, Model: m.Model,
-		Temperature: m.Temperature, SystemPrompt: m.SystemPrompt})
+		Temperature: m.Temperature, SystemPrompt: m.SystemPrompt, SpacemoltEndpoint: m.SpaceMoltEndpoint})
 	if err != nil {
 		return nil, server.FromStatus(err)
 	}
@@ -86,7 +89,7 @@ func (c *Client) SetStateRecord(ctx context.Context, id string, ch mysis.StateCh
 // UpdateConfig changes a mysis's configuration.
 func (c *Client) UpdateConfig(ctx context.Context, id string, ch ConfigChange) (*memoryv1.Mysis, error) {
 	resp, err := c.api.UpdateMysisConfig(ctx, &memoryv1.UpdateMysisConfigRequest{MysisId: id, Provider: ch.Provider, Model: ch.Model,
-		Temperature: ch.Temperature, SystemPrompt: ch.SystemPrompt})
+		Temperature: ch.Temperature, SystemPrompt: ch.SystemPrompt, SpacemoltEndpoint: ch.SpaceMoltEndpoint})
 	if err != nil {
 		return nil, server.FromStatus(err)
 	}

@@ -21,7 +21,7 @@ func FromProtoMysis(m *memoryv1.Mysis) mysis.Mysis {
 		ID: m.GetId(), Name: m.GetName(), Provider: m.GetProvider(), Model: m.GetModel(), Temperature: m.GetTemperature(),
 		SystemPrompt: m.GetSystemPrompt(), State: FromProtoState(m.GetState()), StateReason: m.GetStateReason(),
 		EncouragementCount: int(m.GetEncouragementCount()), CurrentTurn: m.GetCurrentTurn(), LastSeq: m.GetLastSeq(),
-		AccountUsername: m.GetAccountUsername(),
+		AccountUsername: m.GetAccountUsername(), ReplyDiscarded: m.GetReplyDiscarded(), SpaceMoltEndpoint: m.GetSpacemoltEndpoint(),
 	}
 }
 
@@ -146,7 +146,7 @@ func ToProtoLlmCall(c *mysis.LlmCall) *memoryv1.LlmCall {
 		CallId: c.CallID, Provider: c.Provider, Model: c.Model, PromptTokens: c.PromptTokens,
 		CachedPromptTokens: c.CachedPromptTokens, CompletionTokens: c.CompletionTokens, ReasoningTokens: c.ReasoningTokens,
 		ComposedTokens: c.ComposedTokens, LatencyMs: c.Latency.Milliseconds(), Retries: int32(c.Retries), Error: c.Error,
-		CostNanos: c.CostNanos,
+		CostNanos: c.CostNanos, Discarded: c.Discarded,
 	}
 	if !c.StartedAt.IsZero() {
 		out.StartedAt = timestamppb.New(c.StartedAt)

@@ -28,6 +28,10 @@ type LlmCall struct {
 	Error     string
 	CostNanos int64
 	StartedAt time.Time
+	// Discarded marks a paid reply thrown away unstored because a commander prompt arrived while the model wrote it
+	// (recorded on its own). The memory service then marks the mysis (Mysis.ReplyDiscarded) until its next final
+	// answer, so whichever runner owns the mysis next keeps its next answer.
+	Discarded bool
 }
 
 // SpendReasonPrefix starts the state reason of a mysis that a spend limit made idle; the actor recognises its own

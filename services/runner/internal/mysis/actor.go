@@ -102,12 +102,15 @@ type Actor struct {
 
 	// Owned by the Run goroutine.
 	tools    ToolSession
+	endpoint string // the SpaceMolt endpoint tools was opened for (Mysis.SpaceMoltEndpoint)
 	toolList []llm.Tool
-	readOnly map[string]bool // tools whose calls may be re-run on resume
+	readOnly map[string]bool // tools and "tool.action"s whose calls may be re-run on resume (llm.ReadOnlyCalls)
 	prepared bool
 	// discarded says a paid final answer was thrown away since this actor's last final answer (ErrPromptArrived):
 	// the next one is kept. Held across turns cut short (an error, an interruption), so faults do not renew the
-	// allowance; a new owner starts afresh.
+	// allowance. The stored record says the same (Mysis.ReplyDiscarded, set by recording the discarded call), so a
+	// new owner — another replica, this one after a restart, a hand-over — knows it too; this copy covers a record
+	// that could not be written.
 	discarded bool
 	backoff   *retry.Backoff
 	retryAt   time.Time

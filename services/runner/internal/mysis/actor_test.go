@@ -3,6 +3,7 @@ package mysis
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -384,6 +385,7 @@ func TestStopBetweenCallsAnswersTheRestAsNotRun(t *testing.T) {
 func TestResumeDoesNotReExecuteMutations(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
+		v2       bool // the tools are MCP v2's: action-dispatched
 		calls    []chat.ToolCall
 		answered []string          // call ids with a stored result before the crash
 		ran      []string          // call ids run again on resume
@@ -406,10 +408,30 @@ func TestResumeDoesNotReExecuteMutations(t *testing.T) {
 			name: "first call answered, cut during the second", calls: []chat.ToolCall{call("a", "get_status", `{}`), call("b", "sell", `{}`)},
 			answered: []string{"a"}, results: map[string]string{"b": InterruptedResult},
 		},
+		// MCP v2 (issue 29): one tool, spacemolt, reads and moves; its action decides.
+		{
+			name: "v2: cut during a read action", v2: true, calls: []chat.ToolCall{call("a", "spacemolt", `{"action":"get_status"}`)},
+			ran: []string{"a"}, results: map[string]string{"a": ""},
+		},
+		{
+			name: "v2: cut during a mutation action, a read and a mutation planned after it", v2: true,
+			calls: []chat.ToolCall{call("a", "spacemolt", `{"action":"travel","id":"main_belt"}`), call("b", "spacemolt", `{"action":"get_status"}`),
+				call("c", "spacemolt", `{"action":"mine"}`)},
+			ran: []string{"b"}, results: map[string]string{"a": InterruptedResult, "b": "", "c": NotRunResult},
+		},
+		{
+			name: "v2: an action that is not a string is no read", v2: true, calls: []chat.ToolCall{call("a", "spacemolt", `{"action":["get_status"]}`)},
+			results: map[string]string{"a": InterruptedResult},
+		},
+		{
+			name: "v2: the tool without actions", v2: true, calls: []chat.ToolCall{call("a", "spacemolt_catalog", `{"type":"items"}`)},
+			ran: []string{"a"}, results: map[string]string{"a": ""},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := newHarness(t, Mysis{State: StateRunning}, Config{TurnPause: time.Hour})
+				h.tools.v2 = tc.v2
 				ctx := context.Background()
 				if _, err := h.store.Append(ctx, testID, []NewMemory{{Role: chat.RoleUser, Source: SourceBroadcast, Content: "Mine and sell."}}); err != nil {
 					t.Fatal(err)
@@ -673,6 +695,37 @@ func TestYieldEndsAtTurnBoundary(t *testing.T) {
 		}
 		if last := ms[len(ms)-1]; last.Role != chat.RoleAssistant || last.Content != "mined" {
 			t.Errorf("last memory %+v, want the turn's final answer", last)
+		}
+	})
+}
+
+// A mysis configured onto another SpaceMolt endpoint (issue 29: v1 or v2 per mysis) plays it from its next turn: the
+// actor closes its tool session and opens one for the new endpoint, whose tool list the next request carries.
+func TestEndpointChangeOpensANewToolSession(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Mysis{State: StateRunning}, Config{TurnPause: time.Hour})
+		h.start()
+		h.eventually("a turn on the swarm's endpoint", func() bool { return h.actor.Status().Turns >= 1 })
+		h.tools.mu.Lock()
+		h.tools.v2 = true // the session opened next lists the v2 tools
+		h.tools.mu.Unlock()
+		h.store.setEndpoint(testID, "v2")
+		h.actor.Wake(WakeConfigure)
+		h.eventually("a turn on v2", func() bool { return h.actor.Status().Turns >= 2 })
+		h.stop()
+		if got := h.tools.openedFor(); strings.Join(got, ",") != ",v2" {
+			t.Fatalf("sessions opened for endpoints %q, want the swarm's, then v2", got)
+		}
+		h.tools.mu.Lock()
+		closes := h.tools.closes
+		h.tools.mu.Unlock()
+		if closes < 1 {
+			t.Errorf("%d sessions closed: the old endpoint's session was left open", closes)
+		}
+		reqs := h.provider.requests()
+		last := reqs[len(reqs)-1]
+		if !slices.ContainsFunc(last.Tools, func(t llm.Tool) bool { return t.Name == "spacemolt" }) {
+			t.Errorf("the turn after the change sent tools %v, want the v2 session's", last.Tools)
 		}
 	})
 }

@@ -116,6 +116,15 @@ func (s *fakeStore) get(id string) Mysis {
 	return m
 }
 
+// setEndpoint configures a mysis's SpaceMolt endpoint through the memory API, as ConfigureMysis does.
+func (s *fakeStore) setEndpoint(id, endpoint string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.mem.UpdateMysisConfig(context.Background(), &memoryv1.UpdateMysisConfigRequest{MysisId: s.ids[id], SpacemoltEndpoint: &endpoint}); err != nil {
+		panic(fmt.Sprintf("fakeStore.setEndpoint(%s): %v", id, err))
+	}
+}
+
 func (s *fakeStore) setDown(v bool) {
 	s.mu.Lock()
 	s.down = v
@@ -240,6 +249,24 @@ func (s *fakeStore) AppendIf(ctx context.Context, id string, ms []NewMemory, c A
 	return out, nil
 }
 
+// RecordCalls is the CallLog port over the shared fake's RecordLlmCalls (converted as memoryclient.ToProtoLlmCall
+// does, as far as the fake reads a call): a discarded call marks the mysis's reply_discarded there.
+func (s *fakeStore) RecordCalls(ctx context.Context, id string, calls []LlmCall) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sid, err := s.idLocked(id)
+	if err != nil {
+		return err
+	}
+	req := &memoryv1.RecordLlmCallsRequest{MysisId: sid}
+	for _, c := range calls {
+		req.Calls = append(req.Calls, &memoryv1.LlmCall{CallId: c.CallID, Provider: c.Provider, Model: c.Model,
+			PromptTokens: c.PromptTokens, CompletionTokens: c.CompletionTokens, Error: c.Error, Discarded: c.Discarded})
+	}
+	_, err = s.mem.RecordLlmCalls(ctx, req)
+	return wire(err)
+}
+
 func (s *fakeStore) Recent(ctx context.Context, id string, limit int) ([]Memory, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -287,7 +314,7 @@ func (s *fakeStore) fromProtoMysisLocked(m *memoryv1.Mysis) Mysis {
 		ID: s.names[m.GetId()], Name: m.GetName(), Provider: m.GetProvider(), Model: m.GetModel(), Temperature: m.GetTemperature(),
 		SystemPrompt: m.GetSystemPrompt(), State: fromProtoState(m.GetState()), StateReason: m.GetStateReason(),
 		EncouragementCount: int(m.GetEncouragementCount()), CurrentTurn: m.GetCurrentTurn(), LastSeq: m.GetLastSeq(),
-		AccountUsername: m.GetAccountUsername(),
+		AccountUsername: m.GetAccountUsername(), ReplyDiscarded: m.GetReplyDiscarded(), SpaceMoltEndpoint: m.GetSpacemoltEndpoint(),
 	}
 }
 
@@ -546,9 +573,25 @@ type fakeTools struct {
 	closes     int
 	failOnce   map[string]error
 	onCall     func(chat.ToolCall)
+	// v2 adds MCP v2's action-dispatched tools to the list, annotated as the tool router annotates them.
+	v2 bool
+	// opened is the SpaceMolt endpoint of each session opened.
+	opened []string
 }
 
-func (f *fakeTools) Open(Mysis) ToolSession { return &fakeSession{f: f} }
+func (f *fakeTools) Open(m Mysis) ToolSession {
+	f.mu.Lock()
+	f.opened = append(f.opened, m.SpaceMoltEndpoint)
+	f.mu.Unlock()
+	return &fakeSession{f: f}
+}
+
+// openedFor is the SpaceMolt endpoint of every session opened, in order.
+func (f *fakeTools) openedFor() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.opened...)
+}
 
 func (f *fakeTools) setPrepareErr(err error) {
 	f.mu.Lock()
@@ -571,11 +614,17 @@ func (s *fakeSession) Prepare(context.Context) ([]llm.Tool, error) {
 	if s.f.prepareErr != nil {
 		return nil, s.f.prepareErr
 	}
-	return []llm.Tool{
+	list := []llm.Tool{
 		{Name: "get_status", Parameters: []byte(`{"type":"object"}`), ReadOnly: true},
 		{Name: "mine", Parameters: []byte(`{"type":"object"}`)},
 		{Name: "sell", Parameters: []byte(`{"type":"object"}`)},
-	}, nil
+	}
+	if s.f.v2 {
+		list = append(list,
+			llm.Tool{Name: "spacemolt", Parameters: []byte(`{"type":"object","properties":{"action":{"type":"string"}}}`), ReadOnlyActions: []string{"get_status", "help"}},
+			llm.Tool{Name: "spacemolt_catalog", Parameters: []byte(`{"type":"object"}`), ReadOnly: true})
+	}
+	return list, nil
 }
 
 func (s *fakeSession) Call(_ context.Context, c chat.ToolCall) (ToolResult, error) {
@@ -656,7 +705,7 @@ func newHarness(t *testing.T, m Mysis, cfg Config) *harness {
 	if cfg.BackoffMin == 0 {
 		cfg.BackoffMin, cfg.BackoffMax = 5*time.Millisecond, 40*time.Millisecond
 	}
-	h.actor = New(m.ID, Deps{Store: st, Composer: h.composer, Tools: h.tools, Providers: fakeProviders{h.provider}, Events: h.events}, cfg)
+	h.actor = New(m.ID, Deps{Store: st, Composer: h.composer, Tools: h.tools, Providers: fakeProviders{h.provider}, Events: h.events, Calls: st}, cfg)
 	return h
 }
 

@@ -66,6 +66,12 @@ type Mysis struct {
 	CurrentTurn        int64
 	LastSeq            int64
 	AccountUsername    string
+	// ReplyDiscarded says a paid final answer of the current turn was already thrown away (ErrPromptArrived), by
+	// this replica or an earlier owner, and no final answer was stored since: the next answer is kept (issue 26).
+	ReplyDiscarded bool
+	// SpaceMoltEndpoint is the game endpoint the mysis plays: "v1" (/mcp), "v2" (/mcp/v2), or "" for the swarm's.
+	// A change takes effect at the next turn start: the tool session is opened again on the new endpoint.
+	SpaceMoltEndpoint string
 }
 
 // Memory is one stored message.

@@ -130,3 +130,61 @@ func TestDiscardAllowanceSurvivesACutTurn(t *testing.T) {
 		}
 	})
 }
+
+// The allowance is the mysis's, not the actor's (issue 26): a turn whose answer was discarded, then cut off by the
+// end of its owner (a crash, a lost lease, a hand-over to another replica), is resumed by a new actor while the
+// commander keeps talking. The new owner keeps its next paid answer instead of discarding a second one: chaos
+// measured 8 discards for 3 final answers with a fault every ~9 s while each new owner started afresh.
+func TestDiscardAllowanceSurvivesANewOwner(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Mysis{State: StateRunning}, Config{TurnPause: time.Hour})
+		metrics := &discardMetrics{}
+		h.actor.deps.Metrics, h.actor.metrics = metrics, metrics
+		h.provider.gate = make(chan struct{})
+		broadcast := func(i int) {
+			t.Helper()
+			if _, err := h.store.Append(context.Background(), testID, []NewMemory{{Role: chat.RoleUser, Source: SourceBroadcast,
+				Content: fmt.Sprintf("Broadcast %d.", i)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.start()
+		h.eventually("the first LLM call in flight", func() bool { return h.provider.count() == 1 })
+		broadcast(0)
+		h.provider.gate <- struct{}{}
+		// Discarded: the actor asks again with the broadcast in view, and its owner ends during that call.
+		h.eventually("the second LLM call in flight", func() bool { return h.provider.count() == 2 })
+		if d := metrics.count(); d != 1 {
+			t.Fatalf("%d answers discarded before the owner ended, want 1", d)
+		}
+		if !h.store.get(testID).ReplyDiscarded {
+			t.Fatal("the discarded answer is not recorded on the mysis")
+		}
+		h.stop()
+
+		// A new owner: nothing of the old actor's memory, the same stored mysis.
+		h.actor = New(testID, h.actor.deps, h.actor.cfg)
+		h.start()
+		h.eventually("the new owner's LLM call in flight", func() bool { return h.provider.count() == 3 })
+		broadcast(1) // the commander talks again while the new owner's model writes
+		h.provider.gate <- struct{}{}
+		h.eventually("the new owner's answer handled", func() bool { return h.actor.Status().Turns >= 1 || h.provider.count() >= 4 })
+		h.stop()
+
+		if d := metrics.count(); d != 1 {
+			t.Errorf("%d answers discarded in one turn across two owners, want 1", d)
+		}
+		var replies []Memory
+		for _, m := range h.store.all(testID) {
+			if m.Role == chat.RoleAssistant {
+				replies = append(replies, m)
+			}
+		}
+		if len(replies) != 1 {
+			t.Fatalf("%d answers stored, want the new owner's", len(replies))
+		}
+		if h.store.get(testID).ReplyDiscarded {
+			t.Error("the kept final answer did not end the turn's discard allowance")
+		}
+	})
+}

@@ -88,10 +88,16 @@ func reachesAssistant(recent []Memory, limit int) bool {
 	return false
 }
 
-// ensureTools prepares the tool session once: no turn ever runs without the tool list (LESSONS 8).
+// ensureTools prepares the tool session once: no turn ever runs without the tool list (LESSONS 8). A mysis whose
+// SpaceMolt endpoint was changed (configure) gets a new session on the new endpoint here, at a turn start: calls of
+// the old session left unanswered are answered by the resume below like any cut call.
 func (a *Actor) ensureTools(ctx context.Context, m Mysis) error {
+	if a.tools != nil && a.endpoint != m.SpaceMoltEndpoint {
+		a.log.Info("SpaceMolt endpoint changed; opening a new tool session", "from", a.endpoint, "to", m.SpaceMoltEndpoint)
+		a.closeTools()
+	}
 	if a.tools == nil {
-		a.tools = a.deps.Tools.Open(m)
+		a.tools, a.endpoint = a.deps.Tools.Open(m), m.SpaceMoltEndpoint
 	}
 	if a.prepared {
 		return nil
@@ -102,13 +108,20 @@ func (a *Actor) ensureTools(ctx context.Context, m Mysis) error {
 		return fmt.Errorf("prepare tools: %w", err)
 	}
 	a.toolList, a.prepared = list, true
-	a.readOnly = map[string]bool{}
-	for _, t := range list {
-		if t.ReadOnly {
-			a.readOnly[t.Name] = true
-		}
-	}
+	a.readOnly = llm.ReadOnlyCalls(list)
 	return nil
+}
+
+// turnState is what one turn carries from one iteration to the next.
+type turnState struct {
+	// m is the mysis record: from the turn start, then the one each composition read.
+	m Mysis
+	// lastSeq is the newest seq this turn has seen or stored.
+	lastSeq int64
+	// held is the last tool result of the previous iteration: it is stored by the next compose call.
+	held []NewMemory
+	// autonomous says the turn was not opened by a prompt: its first composition decides the nudge.
+	autonomous bool
 }
 
 // runTurn runs one turn: compose → LLM → tools → compose … until the model answers without tool calls or the
@@ -124,152 +137,209 @@ func (a *Actor) runTurn(ctx context.Context, m Mysis, assumed bool) error {
 	if err := a.ensureTools(ctx, m); err != nil {
 		return err
 	}
-	rp, err := a.resumePoint(ctx, m)
+	ts, err := a.resumeTurn(ctx, m)
 	if err != nil {
 		return err
 	}
-	lastSeq := rp.lastSeq
-	// held is the last tool result of the previous iteration: it is stored by the next compose call.
-	var held []NewMemory
-	if len(rp.unanswered) > 0 {
-		// A tool loop was cut mid-call (crash, lease lost, a failed call): finish it before asking the model again.
-		// Reads are run again; a call that may have changed the game is answered with InterruptedResult instead.
-		seq, h, err := a.execCalls(ctx, rp.assistantSeq, rp.unanswered, true, storedProblems(rp.calls, a.cfg.MaxCallsPerReply))
-		if err != nil {
-			return err
-		}
-		lastSeq, held = max(lastSeq, seq), h
-	}
-	autonomous := !rp.pending
-
 	for it := range a.cfg.MaxToolIterations {
-		comp, err := a.compose(ctx, autonomous && it == 0, held)
-		held = nil
+		done, err := a.iterate(ctx, ts, it, assumed)
 		if err != nil {
 			return err
 		}
-		for _, ap := range comp.Appended {
-			lastSeq = max(lastSeq, ap.Seq)
-		}
-		if fresh := comp.Mysis; fresh != nil {
-			if fresh.State != StateRunning {
-				return errInterrupted // stopped, paused by a limit, …: the loop re-reads the state
-			}
-			if assumed && it == 0 && fresh.LastSeq != a.lastFinal {
-				return errReread // something was stored since our own final answer: start the turn from a fresh read
-			}
-			m = *fresh
-		}
-		fromCompose := comp.Mysis != nil
-		prov, err := a.deps.Providers.Provider(m.Provider)
-		if err != nil {
-			return fmt.Errorf("provider %q: %w", m.Provider, err)
-		}
-		seq := max(comp.MaxSeq, lastSeq)
-		if it == 0 {
-			nudgeSeq, err := a.applyEncouragement(ctx, m, comp)
-			if err != nil {
-				return err
-			}
-			seq = max(seq, nudgeSeq)
-		}
-		// The last guard before the provider: a request that breaks the providers' rules is never sent.
-		if err := chatvalid.Strict.Validate(comp.Messages); err != nil {
-			return fmt.Errorf("composed request rejected: %w", err)
-		}
-		a.metrics.Composed(ctx, m, comp.Tokens, comp.Budget)
-		if err := a.checkSpend(ctx, m, comp.Tokens, comp.Spend); err != nil {
-			return err
-		}
-		// Windows count by the injected clock; latency is wall time.
-		start, wall, callID := a.clock.Now(), time.Now(), newCallID()
-		cctx, endCall := a.metrics.StartLLMCall(ctx, m)
-		resp, err := prov.Chat(cctx, llm.Request{Model: m.Model, Temperature: m.Temperature, Messages: comp.Messages, Tools: a.toolList})
-		call := a.callRecord(m, callID, start, time.Since(wall), comp.Tokens, resp, err)
-		endCall(call)
-		if err != nil {
-			a.recordAlone(ctx, call)
-			return fmt.Errorf("llm %s: %w", m.Provider, err)
-		}
-		// The reply is untrusted: store it in a form the store accepts (see reply.go).
-		reply := checkReply(resp.Message, resp.Reasoning, seq, a.cfg.MaxCallsPerReply)
-		content := reply.Content
-		if strings.TrimSpace(content) == "" && len(reply.Calls) == 0 {
-			content = "(no reply)"
-		}
-		// Keyed by the newest memory the model saw: a retry after a crash, or a second replica racing for the
-		// same mysis, gets the stored row back instead of writing a second answer.
-		nm := NewMemory{
-			Role: chat.RoleAssistant, Source: SourceLLM, Content: content, Reasoning: reply.Reasoning,
-			ToolCalls: reply.Calls, IdempotencyKey: fmt.Sprintf("llm:%s:%d", a.id, seq), LlmCall: &call,
-		}
-		var cond AppendCondition
-		if len(reply.Calls) == 0 {
-			// A final answer stored after a commander message the model did not see would mark that message as
-			// answered. The memory service decides in the append's transaction whether one arrived after seq, so
-			// none can slip in between the check and the write.
-			cond.IfNoPromptAfter = &seq
-		}
-		stored, err := a.appendIf(ctx, nm, cond)
-		if errors.Is(err, ErrPromptArrived) && !a.discarded {
-			// The first time in a turn, the answer is thrown away and the model asked again with the prompt in
-			// view: a final answer stored after a prompt it never saw would close the turn on it.
-			a.log.Debug("prompt arrived during the LLM call; composing again")
-			a.discarded = true
-			a.metrics.ReplyDiscarded(ctx, m)
-			a.recordAlone(ctx, call) // paid for, but no reply stored: a call row without a memory and without an error
-			continue
-		}
-		if errors.Is(err, ErrPromptArrived) {
-			// Never twice: a model slower than the commander's prompts would otherwise never finish a turn, paying
-			// for every discarded answer (issue 26). This paid answer is kept; the prompts it did not see stay in
-			// the history before it, and the next turn's request carries them.
-			a.log.Info("prompt arrived during the LLM call again; keeping the answer, the prompt is taken next turn")
-			if stored, err = a.append(ctx, nm); err == nil {
-				a.promptSeen(ctx, m)
-			}
-		}
-		if err != nil {
-			return err
-		}
-		asst := stored
-		if len(reply.Problems) > 0 {
-			a.log.Info("model reply had bad tool calls; answering them with tool errors", "seq", asst.Seq, "bad_calls", len(reply.Problems), "calls", len(resp.Message.ToolCalls))
-		}
-		lastSeq = asst.Seq
-		if len(asst.ToolCalls) == 0 {
-			a.lastFinal, a.discarded = asst.Seq, false
-			if fromCompose {
-				next := m
-				a.next = &next
-			}
-		}
-		a.setStatus(func(s *Status) {
-			s.LastAction, s.LastActionAt = "llm "+label(asst), time.Now()
-		})
-		a.log.Debug("llm replied", "seq", asst.Seq, "tool_calls", len(asst.ToolCalls), "took", call.Latency)
-		if len(asst.ToolCalls) == 0 {
+		if done {
 			break
 		}
-		if a.interrupted(ctx) {
-			a.answerNotRun(ctx, asst.Seq, asst.ToolCalls)
-			return errInterrupted
-		}
-		seq, held, err = a.execCalls(ctx, asst.Seq, asst.ToolCalls, false, reply.problemsByID(asst.ToolCalls, a.cfg.MaxCallsPerReply))
-		if err != nil {
-			return err
-		}
-		lastSeq = max(lastSeq, seq)
 	}
-	if len(held) > 0 {
+	if len(ts.held) > 0 {
 		// The iteration limit ended the turn after tools ran: no compose follows to carry the last result.
-		if err := a.storeHeld(ctx, held); err != nil {
+		if err := a.storeHeld(ctx, ts.held); err != nil {
 			return err
 		}
 	}
 	a.setStatus(func(s *Status) { s.Turns++; s.LastError = "" })
 	a.putStatus(ctx)
 	return nil
+}
+
+// resumeTurn reads where the turn stands (resumePoint) and finishes a tool loop that was cut mid-call (crash,
+// lease lost, a failed call) before the model is asked again: reads are run again; a call that may have changed
+// the game is answered with InterruptedResult instead (execCalls).
+func (a *Actor) resumeTurn(ctx context.Context, m Mysis) (*turnState, error) {
+	rp, err := a.resumePoint(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	ts := &turnState{m: m, lastSeq: rp.lastSeq, autonomous: !rp.pending}
+	if len(rp.unanswered) > 0 {
+		seq, held, err := a.execCalls(ctx, rp.assistantSeq, rp.unanswered, true, storedProblems(rp.calls, a.cfg.MaxCallsPerReply))
+		if err != nil {
+			return nil, err
+		}
+		ts.lastSeq, ts.held = max(ts.lastSeq, seq), held
+	}
+	return ts, nil
+}
+
+// iterate runs one iteration of the turn: compose, ask the model, store its reply, run its calls. It reports true
+// when the reply was a final answer (the turn is over); a discarded reply is an iteration that asks again.
+func (a *Actor) iterate(ctx context.Context, ts *turnState, it int, assumed bool) (bool, error) {
+	comp, err := a.compose(ctx, ts.autonomous && it == 0, ts.held)
+	ts.held = nil
+	if err != nil {
+		return false, err
+	}
+	for _, ap := range comp.Appended {
+		ts.lastSeq = max(ts.lastSeq, ap.Seq)
+	}
+	fromCompose := comp.Mysis != nil
+	seq, prov, err := a.beforeCall(ctx, ts, comp, it, assumed)
+	if err != nil {
+		return false, err
+	}
+	resp, call, err := a.callModel(ctx, ts.m, prov, comp)
+	if err != nil {
+		return false, err
+	}
+	// The reply is untrusted: store it in a form the store accepts (see reply.go).
+	reply := checkReply(resp.Message, resp.Reasoning, seq, a.cfg.MaxCallsPerReply)
+	asst, kept, err := a.storeReply(ctx, ts.m, reply, call, seq)
+	if err != nil || !kept {
+		return false, err // !kept: discarded, compose again with the prompt in view
+	}
+	if len(reply.Problems) > 0 {
+		a.log.Info("model reply had bad tool calls; answering them with tool errors", "seq", asst.Seq, "bad_calls", len(reply.Problems), "calls", len(resp.Message.ToolCalls))
+	}
+	ts.lastSeq = asst.Seq
+	final := len(asst.ToolCalls) == 0
+	if final {
+		a.lastFinal, a.discarded = asst.Seq, false
+		if fromCompose {
+			next := ts.m
+			next.ReplyDiscarded = false // the final answer's append cleared it
+			a.next = &next
+		}
+	}
+	a.setStatus(func(s *Status) {
+		s.LastAction, s.LastActionAt = "llm "+label(asst), time.Now()
+	})
+	a.log.Debug("llm replied", "seq", asst.Seq, "tool_calls", len(asst.ToolCalls), "took", call.Latency)
+	if final {
+		return true, nil
+	}
+	if a.interrupted(ctx) {
+		a.answerNotRun(ctx, asst.Seq, asst.ToolCalls)
+		return false, errInterrupted
+	}
+	seq, held, err := a.execCalls(ctx, asst.Seq, asst.ToolCalls, false, reply.problemsByID(asst.ToolCalls, a.cfg.MaxCallsPerReply))
+	if err != nil {
+		return false, err
+	}
+	ts.lastSeq, ts.held = max(ts.lastSeq, seq), held
+	return false, nil
+}
+
+// beforeCall checks what the composition read and readies the LLM call: a mysis no longer running ends the turn,
+// a carried record that is stale hands it back for a fresh read, the record replaces ts.m, then the provider, the
+// turn's encouragement (first iteration), the request's validity and the spend limits. It returns the seq the reply
+// is keyed by: the newest memory the model sees.
+func (a *Actor) beforeCall(ctx context.Context, ts *turnState, comp Composition, it int, assumed bool) (int64, llm.Provider, error) {
+	if fresh := comp.Mysis; fresh != nil {
+		if fresh.State != StateRunning {
+			return 0, nil, errInterrupted // stopped, paused by a limit, …: the loop re-reads the state
+		}
+		if assumed && it == 0 && fresh.LastSeq != a.lastFinal {
+			return 0, nil, errReread // something was stored since our own final answer: start the turn from a fresh read
+		}
+		ts.m = *fresh
+	}
+	m := ts.m
+	prov, err := a.deps.Providers.Provider(m.Provider)
+	if err != nil {
+		return 0, nil, fmt.Errorf("provider %q: %w", m.Provider, err)
+	}
+	seq := max(comp.MaxSeq, ts.lastSeq)
+	if it == 0 {
+		nudgeSeq, err := a.applyEncouragement(ctx, m, comp)
+		if err != nil {
+			return 0, nil, err
+		}
+		seq = max(seq, nudgeSeq)
+	}
+	// The last guard before the provider: a request that breaks the providers' rules is never sent.
+	if err := chatvalid.Strict.Validate(comp.Messages); err != nil {
+		return 0, nil, fmt.Errorf("composed request rejected: %w", err)
+	}
+	a.metrics.Composed(ctx, m, comp.Tokens, comp.Budget)
+	if err := a.checkSpend(ctx, m, comp.Tokens, comp.Spend); err != nil {
+		return 0, nil, err
+	}
+	return seq, prov, nil
+}
+
+// callModel sends the composed request and accounts for the call; a failed call is recorded on its own.
+func (a *Actor) callModel(ctx context.Context, m Mysis, prov llm.Provider, comp Composition) (llm.Response, LlmCall, error) {
+	// Windows count by the injected clock; latency is wall time.
+	start, wall, callID := a.clock.Now(), time.Now(), newCallID()
+	cctx, endCall := a.metrics.StartLLMCall(ctx, m)
+	resp, err := prov.Chat(cctx, llm.Request{Model: m.Model, Temperature: m.Temperature, Messages: comp.Messages, Tools: a.toolList})
+	call := a.callRecord(m, callID, start, time.Since(wall), comp.Tokens, resp, err)
+	endCall(call)
+	if err != nil {
+		a.recordAlone(ctx, call)
+		return resp, call, fmt.Errorf("llm %s: %w", m.Provider, err)
+	}
+	return resp, call, nil
+}
+
+// storeReply stores the model's reply with its call's accounting. It reports kept=false when the reply was a final
+// answer thrown away because a commander prompt arrived while the model wrote it: at most once per turn of the
+// mysis (this turn's, whichever owner discarded it), after which the paid answer is kept.
+func (a *Actor) storeReply(ctx context.Context, m Mysis, reply replyCheck, call LlmCall, seq int64) (Memory, bool, error) {
+	content := reply.Content
+	if strings.TrimSpace(content) == "" && len(reply.Calls) == 0 {
+		content = "(no reply)"
+	}
+	// Keyed by the newest memory the model saw: a retry after a crash, or a second replica racing for the
+	// same mysis, gets the stored row back instead of writing a second answer.
+	nm := NewMemory{
+		Role: chat.RoleAssistant, Source: SourceLLM, Content: content, Reasoning: reply.Reasoning,
+		ToolCalls: reply.Calls, IdempotencyKey: fmt.Sprintf("llm:%s:%d", a.id, seq), LlmCall: &call,
+	}
+	var cond AppendCondition
+	if len(reply.Calls) == 0 {
+		// A final answer stored after a commander message the model did not see would mark that message as
+		// answered. The memory service decides in the append's transaction whether one arrived after seq, so
+		// none can slip in between the check and the write.
+		cond.IfNoPromptAfter = &seq
+	}
+	stored, err := a.appendIf(ctx, nm, cond)
+	if errors.Is(err, ErrPromptArrived) && !a.discarded && !m.ReplyDiscarded {
+		// The first time in a turn, the answer is thrown away and the model asked again with the prompt in
+		// view: a final answer stored after a prompt it never saw would close the turn on it. m is the record
+		// the composition read just before this call: ReplyDiscarded says an earlier owner of the mysis (another
+		// replica, this one before a restart) already threw this turn's one answer away.
+		a.log.Debug("prompt arrived during the LLM call; composing again")
+		a.discarded = true
+		a.metrics.ReplyDiscarded(ctx, m)
+		// Paid for, but no reply stored: a call row without a memory and without an error. Marked discarded,
+		// it sets the mysis's ReplyDiscarded, so the allowance is spent for whoever owns the mysis next.
+		call.Discarded = true
+		a.recordAlone(ctx, call)
+		return Memory{}, false, nil
+	}
+	if errors.Is(err, ErrPromptArrived) {
+		// Never twice: a model slower than the commander's prompts would otherwise never finish a turn, paying
+		// for every discarded answer (issue 26). This paid answer is kept; the prompts it did not see stay in
+		// the history before it, and the next turn's request carries them.
+		a.log.Info("prompt arrived during the LLM call again; keeping the answer, the prompt is taken next turn")
+		if stored, err = a.append(ctx, nm); err == nil {
+			a.promptSeen(ctx, m)
+		}
+	}
+	if err != nil {
+		return Memory{}, false, err
+	}
+	return stored, true, nil
 }
 
 // promptSeen resets the encouragement count after a kept answer that a commander prompt arrived during: the next
@@ -420,7 +490,9 @@ func (a *Actor) resumePoint(ctx context.Context, m Mysis) (resumePoint, error) {
 //
 // resumed says the calls were found unanswered when the turn started. Calls run one at a time and each result is
 // stored before the next call starts, so only the first of them can have been running when the previous owner died
-// (or failed in transport): the game may have executed it. A read-only call is simply run again; any other is not
+// (or failed in transport): the game may have executed it. A read-only call — judged by its tool and, for an
+// action-dispatched tool (MCP v2), by its action: spacemolt action=get_status reads, action=travel does not (see
+// llm.ReadOnlyCall) — is simply run again; any other is not
 // re-executed but answered with InterruptedResult, so the model looks (get_status) before repeating it — running
 // "sell" or "jump" again blindly could do it twice. The calls after it never started; once an outcome is unknown,
 // the ones that would change the game are answered with NotRunResult, since the model planned them on a result it
@@ -440,7 +512,7 @@ func (a *Actor) execCalls(ctx context.Context, assistantSeq int64, calls []chat.
 		var res ToolResult
 		if msg, bad := problems[c.ID]; bad {
 			res = ToolResult{Content: msg, IsError: true}
-		} else if resumed && !a.readOnly[c.Name] && (i == 0 || unknown) {
+		} else if resumed && !llm.ReadOnlyCall(a.readOnly, c.Name, c.Arguments) && (i == 0 || unknown) {
 			res = ToolResult{Content: NotRunResult, IsError: true}
 			if i == 0 {
 				res.Content, unknown = InterruptedResult, true

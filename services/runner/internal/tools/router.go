@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -88,7 +89,8 @@ type Searcher interface {
 
 // Config configures the router.
 type Config struct {
-	// Endpoint is the SpaceMolt MCP URL, e.g. http://127.0.0.1:7100/mcp.
+	// Endpoint is the swarm's SpaceMolt MCP URL, e.g. http://127.0.0.1:7100/mcp. A mysis whose SpaceMoltEndpoint
+	// is set plays the same server's other endpoint (EndpointURL).
 	Endpoint string
 	// HTTPClient defaults to a client with a connection pool sized for a swarm and no overall timeout (travel
 	// blocks for many ticks; the caller's context bounds a call).
@@ -128,7 +130,45 @@ type Router struct {
 	log      *slog.Logger
 
 	mu    sync.Mutex
-	tools []llm.Tool // the definitions the last session listed (Tools)
+	tools map[string][]llm.Tool // per endpoint URL, the definitions the last session there listed (Tools)
+}
+
+// The SpaceMolt endpoints a mysis can play (mysis.Mysis.SpaceMoltEndpoint); "" is the swarm's (Config.Endpoint).
+const (
+	EndpointV1 = "v1" // the legacy flat tools at /mcp
+	EndpointV2 = "v2" // MCP v2's action-dispatched tools at /mcp/v2
+)
+
+// EndpointURL applies an endpoint choice to a SpaceMolt MCP URL: v1 ends the path in /mcp, v2 in /mcp/v2, ""
+// keeps the URL.
+func EndpointURL(raw, endpoint string) (string, error) {
+	if endpoint == "" {
+		return raw, nil
+	}
+	if endpoint != EndpointV1 && endpoint != EndpointV2 {
+		return "", fmt.Errorf("endpoint must be v1 or v2, got %q", endpoint)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("%q is not a URL", raw)
+	}
+	base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/v2"), "/mcp")
+	u.Path = base + "/mcp"
+	if endpoint == EndpointV2 {
+		u.Path += "/v2"
+	}
+	return u.String(), nil
+}
+
+// endpointURL is the URL a mysis with this endpoint choice plays. The memory service admits only v1, v2 and "";
+// anything else (a record from a newer version) plays the swarm's endpoint rather than none.
+func (r *Router) endpointURL(endpoint string) string {
+	u, err := EndpointURL(r.cfg.Endpoint, endpoint)
+	if err != nil {
+		r.log.Warn("unknown SpaceMolt endpoint; playing the swarm's", "endpoint", endpoint, "err", err)
+		return r.cfg.Endpoint
+	}
+	return u
 }
 
 // NewRouter builds a router.
@@ -175,36 +215,38 @@ func NewRouter(cfg Config, accounts Accounts, search Searcher) *Router {
 	}
 }
 
-// Open returns a session for m; nothing happens on the network before Prepare.
+// Open returns a session for m on its SpaceMolt endpoint (m.SpaceMoltEndpoint, "" for the swarm's); nothing happens
+// on the network before Prepare.
 func (r *Router) Open(m mysis.Mysis) mysis.ToolSession {
-	return &Session{r: r, mysisID: m.ID, name: m.Name, log: r.log.With("mysis_id", m.ID)}
+	return &Session{r: r, mysisID: m.ID, name: m.Name, endpoint: r.endpointURL(m.SpaceMoltEndpoint), log: r.log.With("mysis_id", m.ID)}
 }
 
-// Tools returns the tool definitions a mysis's requests carry: the game's tools and the search tools, as the last
-// session listed them, or listed now on a session of their own when none has yet (a preview before any mysis ran
-// on this replica). Shared, not per mysis: every mysis plays the same game server.
-func (r *Router) Tools(ctx context.Context) ([]llm.Tool, error) {
+// Tools returns the tool definitions a mysis's requests carry on an endpoint ("v1", "v2", "" for the swarm's): the
+// game's tools and the search tools, as the last session there listed them, or listed now on a session of their
+// own when none has yet (a preview before any mysis ran on this replica). Shared by every mysis on that endpoint.
+func (r *Router) Tools(ctx context.Context, endpoint string) ([]llm.Tool, error) {
+	u := r.endpointURL(endpoint)
 	r.mu.Lock()
-	tools := r.tools
+	tools := r.tools[u]
 	r.mu.Unlock()
 	if tools != nil {
 		return slices.Clone(tools), nil
 	}
-	cs, err := r.connect(ctx)
+	cs, err := r.connect(ctx, u)
 	if err != nil {
 		return nil, err
 	}
 	defer cs.Close()
-	_, tools, err = r.listTools(ctx, cs)
+	_, tools, err = r.listTools(ctx, cs, u)
 	return slices.Clone(tools), err
 }
 
-// connect opens a fresh MCP session.
-func (r *Router) connect(ctx context.Context) (*mcp.ClientSession, error) {
+// connect opens a fresh MCP session on the endpoint URL u.
+func (r *Router) connect(ctx context.Context, u string) (*mcp.ClientSession, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.ConnectTimeout)
 	defer cancel()
 	t := &mcp.StreamableClientTransport{
-		Endpoint:   r.cfg.Endpoint,
+		Endpoint:   u,
 		HTTPClient: r.cfg.HTTPClient,
 		// Only request/response is needed; a standalone SSE stream per mysis would hold a connection each.
 		DisableStandaloneSSE: true,
@@ -212,7 +254,7 @@ func (r *Router) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	}
 	cs, err := r.client.Connect(ctx, t, nil)
 	if err != nil {
-		return nil, fmt.Errorf("mcp connect %s: %w", r.cfg.Endpoint, err)
+		return nil, fmt.Errorf("mcp connect %s: %w", u, err)
 	}
 	return cs, nil
 }

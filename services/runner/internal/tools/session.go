@@ -42,12 +42,15 @@ type Session struct {
 	r       *Router
 	mysisID string
 	name    string
-	log     *slog.Logger
+	// endpoint is the MCP URL this session plays (the swarm's, or the mysis's own choice of v1 or v2).
+	endpoint string
+	log      *slog.Logger
 
 	mu        sync.Mutex
 	cs        *mcp.ClientSession
 	game      map[string]gameTool
 	llmTools  []llm.Tool
+	reads     map[string]bool // the calls that change nothing (llm.ReadOnlyCalls of llmTools)
 	account   *Account
 	sessionID string // the game session id from the last login
 	// v2 is set when the server speaks MCP v2 (action-dispatched tools; login is spacemolt_auth action=login).
@@ -79,17 +82,17 @@ func (s *Session) connectLocked(ctx context.Context) error {
 		_ = s.cs.Close()
 		s.cs = nil
 	}
-	cs, err := s.r.connect(ctx)
+	cs, err := s.r.connect(ctx, s.endpoint)
 	if err != nil {
 		return &transportError{err}
 	}
-	game, defs, err := s.r.listTools(ctx, cs)
+	game, defs, err := s.r.listTools(ctx, cs, s.endpoint)
 	if err != nil {
 		_ = cs.Close()
 		return err
 	}
 	_, s.v2 = game[v2AuthTool]
-	s.cs, s.game, s.llmTools = cs, game, defs
+	s.cs, s.game, s.llmTools, s.reads = cs, game, defs, llm.ReadOnlyCalls(defs)
 	return nil
 }
 
@@ -110,26 +113,39 @@ func (s *Session) authCall(ctx context.Context, action string, args map[string]a
 
 // listTools lists the game's tools on cs and returns them by name and as the definitions a mysis's requests carry
 // (the game's, then the search tools), which the router also keeps for Router.Tools.
-func (r *Router) listTools(ctx context.Context, cs *mcp.ClientSession) (map[string]gameTool, []llm.Tool, error) {
+func (r *Router) listTools(ctx context.Context, cs *mcp.ClientSession, endpoint string) (map[string]gameTool, []llm.Tool, error) {
 	game := map[string]gameTool{}
-	var defs []llm.Tool
+	var listed []*mcp.Tool
+	v2 := false
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("list tools: %w", err)
 		}
+		listed = append(listed, t)
+		v2 = v2 || t.Name == v2AuthTool
+	}
+	var defs []llm.Tool
+	for _, t := range listed {
 		schema, hasSession, err := llmSchema(t.InputSchema)
 		if err != nil {
 			return nil, nil, fmt.Errorf("tool %s schema: %w", t.Name, err)
 		}
 		game[t.Name] = gameTool{name: t.Name, hasSession: hasSession}
-		defs = append(defs, llm.Tool{Name: t.Name, Description: t.Description, Parameters: schema, ReadOnly: readOnly(t)})
+		def := llm.Tool{Name: t.Name, Description: t.Description, Parameters: schema, ReadOnly: readOnly(t)}
+		if !def.ReadOnly {
+			def.ReadOnlyActions = readActions(t.Name, schema, v2)
+		}
+		defs = append(defs, def)
 	}
 	if len(game) == 0 {
 		return nil, nil, errors.New("list tools: the game server offers no tools")
 	}
 	defs = append(defs, searchTools()...)
 	r.mu.Lock()
-	r.tools = defs
+	if r.tools == nil {
+		r.tools = map[string][]llm.Tool{}
+	}
+	r.tools[endpoint] = defs
 	r.mu.Unlock()
 	return game, defs, nil
 }
@@ -140,6 +156,51 @@ func (r *Router) listTools(ctx context.Context, cs *mcp.ClientSession) (map[stri
 var knownReads = map[string]bool{
 	"get_status": true, "get_ship": true, "get_cargo": true, "get_system": true, "get_poi": true, "get_nearby": true,
 	"get_map": true, "find_route": true, "view_market": true, "captains_log_list": true, "help": true,
+	"spacemolt_catalog": true, // MCP v2's one tool without an action: catalog lookups
+}
+
+// knownV2Reads are the documented reads among MCP v2's actions (docs/SPACEMOLT.md, "MCP v2"), as "tool.action". A v2
+// tool mixes reads and mutations (spacemolt: get_status and travel), so its tool-level ReadOnlyHint is false and
+// cannot tell them apart; the action can. Every tool's help is a read too. An action not known here is treated as
+// one that may change the game: a call of it cut by a crash is answered "result unknown", never run twice.
+var knownV2Reads = map[string]bool{
+	"spacemolt.get_status": true, "spacemolt.get_ship": true, "spacemolt.get_cargo": true, "spacemolt.get_system": true,
+	"spacemolt.get_poi": true, "spacemolt.get_nearby": true, "spacemolt.get_map": true, "spacemolt.find_route": true,
+	"spacemolt.get_commands": true, "spacemolt_market.view_market": true, "spacemolt_social.captains_log_list": true,
+}
+
+// readActions returns the read actions of an action-dispatched tool: of the actions its input schema enumerates for
+// the action argument, the documented reads; when the schema enumerates none but the tool takes an action (or the
+// server is v2, whose every tool does), all of the tool's documented reads. Nil for a legacy /mcp tool.
+func readActions(tool string, schema json.RawMessage, v2 bool) []string {
+	var s struct {
+		Properties map[string]*struct {
+			Enum []any `json:"enum"`
+		} `json:"properties"`
+	}
+	_ = json.Unmarshal(schema, &s)
+	action, hasAction := s.Properties[actionArg]
+	if !hasAction && !v2 {
+		return nil
+	}
+	read := func(a string) bool { return a == "help" || knownV2Reads[tool+"."+a] }
+	var out []string
+	if action != nil && len(action.Enum) > 0 {
+		for _, v := range action.Enum {
+			if a, ok := v.(string); ok && read(a) {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	out = append(out, "help")
+	for k := range knownV2Reads {
+		if t, a, _ := strings.Cut(k, "."); t == tool {
+			out = append(out, a)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // readOnly reports whether a call of t whose result was lost may be run again: the server says it is read-only or
@@ -410,13 +471,14 @@ func dialFailure(err error) bool {
 	return dial
 }
 
-// isRead reports whether a call changes nothing in the game: a known read by tool name (legacy) or by action (v2).
+// isRead reports whether a call changes nothing in the game, judged as a resumed call is (llm.ReadOnlyCall): by the
+// tool, and for an action-dispatched tool (v2) by its action.
 func (s *Session) isRead(name string, args map[string]any) bool {
-	if s.v2 {
-		a, _ := args[actionArg].(string)
-		return knownReads[a] || a == "get_commands" || name == "spacemolt_catalog"
+	if s.reads[name] {
+		return true
 	}
-	return knownReads[name]
+	a, _ := args[actionArg].(string)
+	return a != "" && s.reads[name+"."+a]
 }
 
 func walkErrors(err error, f func(error)) {

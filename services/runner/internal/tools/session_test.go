@@ -129,7 +129,7 @@ func TestSessionAgainstSimulator(t *testing.T) {
 	}
 
 	// Another client logs in with the same account: ours is displaced (session_invalid) and silently recovers.
-	other, err := r.connect(ctx)
+	other, err := r.connect(ctx, r.cfg.Endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestSessionClaimsPoolAccount(t *testing.T) {
 	defer cancel()
 	// Register an account directly, as an operator would, and put it in the pool unbound.
 	setup := NewRouter(Config{Endpoint: sim.MCPURL()}, newAccounts(t), &fakeSearch{})
-	cs, err := setup.connect(ctx)
+	cs, err := setup.connect(ctx, setup.cfg.Endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func TestSessionReplacesAnAccountTheGameRejects(t *testing.T) {
 	defer cancel()
 	// Someone else registers the name the mysis's dead account had.
 	setup := NewRouter(Config{Endpoint: sim.MCPURL()}, newAccounts(t), &fakeSearch{})
-	cs, err := setup.connect(ctx)
+	cs, err := setup.connect(ctx, setup.cfg.Endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -513,7 +513,7 @@ func TestReadOnlyTools(t *testing.T) {
 // returns what the sessions listed; an unreachable game server is an error, not an empty list.
 func TestRouterToolsAgainstSimulator(t *testing.T) {
 	ctx, r, accounts := simRouter(t)
-	before, err := r.Tools(ctx)
+	before, err := r.Tools(ctx, "")
 	if err != nil {
 		t.Fatalf("tools before any session: %v", err)
 	}
@@ -523,7 +523,7 @@ func TestRouterToolsAgainstSimulator(t *testing.T) {
 	if err != nil {
 		t.Fatalf("prepare: %v", err)
 	}
-	after, err := r.Tools(ctx)
+	after, err := r.Tools(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -543,7 +543,7 @@ func TestRouterToolsAgainstSimulator(t *testing.T) {
 		}
 	}
 	down := NewRouter(Config{Endpoint: "http://127.0.0.1:1/mcp", ConnectTimeout: 2 * time.Second}, accounts, &fakeSearch{})
-	if ts, err := down.Tools(ctx); err == nil {
+	if ts, err := down.Tools(ctx, ""); err == nil {
 		t.Fatalf("tools from an unreachable game server: %d, no error", len(ts))
 	}
 }

@@ -227,7 +227,7 @@ func TestDialFailureRetriesMutations(t *testing.T) {
 	}
 	closed := "http://" + lis.Addr().String()
 	_ = lis.Close()
-	s.r.cfg.Endpoint = closed
+	s.endpoint = closed
 	_ = s.cs.Close()
 	s.cs = nil
 	res, err := s.Call(context.Background(), call("c1", "spacemolt", `{"action":"mine"}`))

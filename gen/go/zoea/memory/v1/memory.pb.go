@@ -469,9 +469,16 @@ type Mysis struct {
 	// Creation time.
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	// Last change of any field above.
-	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// A paid final answer was thrown away unstored (an LlmCall recorded with discarded set) and no final answer
+	// (an assistant memory without tool calls) has been stored since. The runner that owns the mysis keeps its next
+	// answer then, whichever replica discarded the first: at most one discarded reply per turn (issue 26).
+	ReplyDiscarded bool `protobuf:"varint,15,opt,name=reply_discarded,json=replyDiscarded,proto3" json:"reply_discarded,omitempty"`
+	// The SpaceMolt MCP endpoint this mysis plays: "v1" (the legacy flat tools at /mcp), "v2" (the action-dispatched
+	// tools at /mcp/v2), or "" for the swarm's (the runner's ZOEA_SPACEMOLT_ENDPOINT and ZOEA_SPACEMOLT_URL).
+	SpacemoltEndpoint string `protobuf:"bytes,16,opt,name=spacemolt_endpoint,json=spacemoltEndpoint,proto3" json:"spacemolt_endpoint,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Mysis) Reset() {
@@ -600,6 +607,20 @@ func (x *Mysis) GetUpdatedAt() *timestamppb.Timestamp {
 		return x.UpdatedAt
 	}
 	return nil
+}
+
+func (x *Mysis) GetReplyDiscarded() bool {
+	if x != nil {
+		return x.ReplyDiscarded
+	}
+	return false
+}
+
+func (x *Mysis) GetSpacemoltEndpoint() string {
+	if x != nil {
+		return x.SpacemoltEndpoint
+	}
+	return ""
 }
 
 // ToolCall is one structured tool call of an assistant message.
@@ -1022,7 +1043,10 @@ type LlmCall struct {
 	// Cost in billionths of a US dollar (1e-9 USD), computed by the runner from its price table.
 	CostNanos int64 `protobuf:"varint,12,opt,name=cost_nanos,json=costNanos,proto3" json:"cost_nanos,omitempty"`
 	// When the call started; unset means the time of the write. Spend windows are counted by this time.
-	StartedAt     *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	StartedAt *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	// The reply was paid for and thrown away unstored because a commander prompt arrived while the model wrote it
+	// (RecordLlmCalls only). Recording such a call sets the mysis's reply_discarded in the same transaction.
+	Discarded     bool `protobuf:"varint,14,opt,name=discarded,proto3" json:"discarded,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1146,6 +1170,13 @@ func (x *LlmCall) GetStartedAt() *timestamppb.Timestamp {
 		return x.StartedAt
 	}
 	return nil
+}
+
+func (x *LlmCall) GetDiscarded() bool {
+	if x != nil {
+		return x.Discarded
+	}
+	return false
 }
 
 // Broadcast is one message to the swarm.
@@ -1315,9 +1346,11 @@ type CreateMysisRequest struct {
 	// Temperature, 0–2.
 	Temperature float64 `protobuf:"fixed64,4,opt,name=temperature,proto3" json:"temperature,omitempty"`
 	// System prompt.
-	SystemPrompt  string `protobuf:"bytes,5,opt,name=system_prompt,json=systemPrompt,proto3" json:"system_prompt,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SystemPrompt string `protobuf:"bytes,5,opt,name=system_prompt,json=systemPrompt,proto3" json:"system_prompt,omitempty"`
+	// SpaceMolt endpoint: "v1", "v2" or "" for the swarm's (see Mysis.spacemolt_endpoint).
+	SpacemoltEndpoint string `protobuf:"bytes,6,opt,name=spacemolt_endpoint,json=spacemoltEndpoint,proto3" json:"spacemolt_endpoint,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *CreateMysisRequest) Reset() {
@@ -1381,6 +1414,13 @@ func (x *CreateMysisRequest) GetTemperature() float64 {
 func (x *CreateMysisRequest) GetSystemPrompt() string {
 	if x != nil {
 		return x.SystemPrompt
+	}
+	return ""
+}
+
+func (x *CreateMysisRequest) GetSpacemoltEndpoint() string {
+	if x != nil {
+		return x.SpacemoltEndpoint
 	}
 	return ""
 }
@@ -1746,9 +1786,11 @@ type UpdateMysisConfigRequest struct {
 	// New temperature, when set.
 	Temperature *float64 `protobuf:"fixed64,4,opt,name=temperature,proto3,oneof" json:"temperature,omitempty"`
 	// New system prompt, when set.
-	SystemPrompt  *string `protobuf:"bytes,5,opt,name=system_prompt,json=systemPrompt,proto3,oneof" json:"system_prompt,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SystemPrompt *string `protobuf:"bytes,5,opt,name=system_prompt,json=systemPrompt,proto3,oneof" json:"system_prompt,omitempty"`
+	// New SpaceMolt endpoint, when set: "v1", "v2", or "" for the swarm's.
+	SpacemoltEndpoint *string `protobuf:"bytes,6,opt,name=spacemolt_endpoint,json=spacemoltEndpoint,proto3,oneof" json:"spacemolt_endpoint,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *UpdateMysisConfigRequest) Reset() {
@@ -1812,6 +1854,13 @@ func (x *UpdateMysisConfigRequest) GetTemperature() float64 {
 func (x *UpdateMysisConfigRequest) GetSystemPrompt() string {
 	if x != nil && x.SystemPrompt != nil {
 		return *x.SystemPrompt
+	}
+	return ""
+}
+
+func (x *UpdateMysisConfigRequest) GetSpacemoltEndpoint() string {
+	if x != nil && x.SpacemoltEndpoint != nil {
+		return *x.SpacemoltEndpoint
 	}
 	return ""
 }
@@ -5082,7 +5131,7 @@ var File_zoea_memory_v1_memory_proto protoreflect.FileDescriptor
 
 const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\n" +
-	"\x1bzoea/memory/v1/memory.proto\x12\x0ezoea.memory.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x89\x04\n" +
+	"\x1bzoea/memory/v1/memory.proto\x12\x0ezoea.memory.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe1\x04\n" +
 	"\x05Mysis\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1a\n" +
@@ -5100,7 +5149,9 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"U\n" +
+	"updated_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12'\n" +
+	"\x0freply_discarded\x18\x0f \x01(\bR\x0ereplyDiscarded\x12-\n" +
+	"\x12spacemolt_endpoint\x18\x10 \x01(\tR\x11spacemoltEndpoint\"U\n" +
 	"\bToolCall\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12%\n" +
@@ -5141,7 +5192,7 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\x0fidempotency_key\x18\t \x01(\tR\x0eidempotencyKey\x12.\n" +
 	"\x13call_arguments_json\x18\n" +
 	" \x01(\tR\x11callArgumentsJson\x122\n" +
-	"\bllm_call\x18\v \x01(\v2\x17.zoea.memory.v1.LlmCallR\allmCall\"\xd5\x03\n" +
+	"\bllm_call\x18\v \x01(\v2\x17.zoea.memory.v1.LlmCallR\allmCall\"\xf3\x03\n" +
 	"\aLlmCall\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x1a\n" +
 	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x14\n" +
@@ -5159,7 +5210,8 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\n" +
 	"cost_nanos\x18\f \x01(\x03R\tcostNanos\x129\n" +
 	"\n" +
-	"started_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\"\x8d\x01\n" +
+	"started_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12\x1c\n" +
+	"\tdiscarded\x18\x0e \x01(\bR\tdiscarded\"\x8d\x01\n" +
 	"\tBroadcast\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tsender_id\x18\x02 \x01(\tR\bsenderId\x12\x18\n" +
@@ -5172,13 +5224,14 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\x06empire\x18\x03 \x01(\tR\x06empire\x12\x19\n" +
 	"\bmysis_id\x18\x04 \x01(\tR\amysisId\x129\n" +
 	"\n" +
-	"created_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xa1\x01\n" +
+	"created_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xd0\x01\n" +
 	"\x12CreateMysisRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x14\n" +
 	"\x05model\x18\x03 \x01(\tR\x05model\x12 \n" +
 	"\vtemperature\x18\x04 \x01(\x01R\vtemperature\x12#\n" +
-	"\rsystem_prompt\x18\x05 \x01(\tR\fsystemPrompt\"B\n" +
+	"\rsystem_prompt\x18\x05 \x01(\tR\fsystemPrompt\x12-\n" +
+	"\x12spacemolt_endpoint\x18\x06 \x01(\tR\x11spacemoltEndpoint\"B\n" +
 	"\x13CreateMysisResponse\x12+\n" +
 	"\x05mysis\x18\x01 \x01(\v2\x15.zoea.memory.v1.MysisR\x05mysis\",\n" +
 	"\x0fGetMysisRequest\x12\x19\n" +
@@ -5196,17 +5249,19 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\x05state\x18\x03 \x01(\x0e2\x1a.zoea.memory.v1.MysisStateR\x05state\"h\n" +
 	"\x11ListMysesResponse\x12+\n" +
 	"\x05myses\x18\x01 \x03(\v2\x15.zoea.memory.v1.MysisR\x05myses\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xfb\x01\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xc6\x02\n" +
 	"\x18UpdateMysisConfigRequest\x12\x19\n" +
 	"\bmysis_id\x18\x01 \x01(\tR\amysisId\x12\x1f\n" +
 	"\bprovider\x18\x02 \x01(\tH\x00R\bprovider\x88\x01\x01\x12\x19\n" +
 	"\x05model\x18\x03 \x01(\tH\x01R\x05model\x88\x01\x01\x12%\n" +
 	"\vtemperature\x18\x04 \x01(\x01H\x02R\vtemperature\x88\x01\x01\x12(\n" +
-	"\rsystem_prompt\x18\x05 \x01(\tH\x03R\fsystemPrompt\x88\x01\x01B\v\n" +
+	"\rsystem_prompt\x18\x05 \x01(\tH\x03R\fsystemPrompt\x88\x01\x01\x122\n" +
+	"\x12spacemolt_endpoint\x18\x06 \x01(\tH\x04R\x11spacemoltEndpoint\x88\x01\x01B\v\n" +
 	"\t_providerB\b\n" +
 	"\x06_modelB\x0e\n" +
 	"\f_temperatureB\x10\n" +
-	"\x0e_system_prompt\"H\n" +
+	"\x0e_system_promptB\x15\n" +
+	"\x13_spacemolt_endpoint\"H\n" +
 	"\x19UpdateMysisConfigResponse\x12+\n" +
 	"\x05mysis\x18\x01 \x01(\v2\x15.zoea.memory.v1.MysisR\x05mysis\"\x8c\x02\n" +
 	"\x14SetMysisStateRequest\x12\x19\n" +

@@ -169,9 +169,12 @@ type CreateMysisRequest struct {
 	// System prompt (default: Zoea's SpaceMolt prompt).
 	SystemPrompt string `protobuf:"bytes,5,opt,name=system_prompt,json=systemPrompt,proto3" json:"system_prompt,omitempty"`
 	// Start it right away.
-	Start         bool `protobuf:"varint,6,opt,name=start,proto3" json:"start,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Start bool `protobuf:"varint,6,opt,name=start,proto3" json:"start,omitempty"`
+	// SpaceMolt MCP endpoint it plays: "v1" (/mcp, flat tools), "v2" (/mcp/v2, action-dispatched tools), or "" for
+	// the swarm's (ZOEA_SPACEMOLT_ENDPOINT).
+	SpacemoltEndpoint string `protobuf:"bytes,7,opt,name=spacemolt_endpoint,json=spacemoltEndpoint,proto3" json:"spacemolt_endpoint,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *CreateMysisRequest) Reset() {
@@ -244,6 +247,13 @@ func (x *CreateMysisRequest) GetStart() bool {
 		return x.Start
 	}
 	return false
+}
+
+func (x *CreateMysisRequest) GetSpacemoltEndpoint() string {
+	if x != nil {
+		return x.SpacemoltEndpoint
+	}
+	return ""
 }
 
 // CreateMysisResponse carries the new mysis.
@@ -708,9 +718,11 @@ type ConfigureMysisRequest struct {
 	// New temperature, when set.
 	Temperature *float64 `protobuf:"fixed64,4,opt,name=temperature,proto3,oneof" json:"temperature,omitempty"`
 	// New system prompt, when set.
-	SystemPrompt  *string `protobuf:"bytes,5,opt,name=system_prompt,json=systemPrompt,proto3,oneof" json:"system_prompt,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SystemPrompt *string `protobuf:"bytes,5,opt,name=system_prompt,json=systemPrompt,proto3,oneof" json:"system_prompt,omitempty"`
+	// New SpaceMolt endpoint, when set: "v1", "v2", or "" for the swarm's. Taken at the mysis's next turn.
+	SpacemoltEndpoint *string `protobuf:"bytes,6,opt,name=spacemolt_endpoint,json=spacemoltEndpoint,proto3,oneof" json:"spacemolt_endpoint,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ConfigureMysisRequest) Reset() {
@@ -774,6 +786,13 @@ func (x *ConfigureMysisRequest) GetTemperature() float64 {
 func (x *ConfigureMysisRequest) GetSystemPrompt() string {
 	if x != nil && x.SystemPrompt != nil {
 		return *x.SystemPrompt
+	}
+	return ""
+}
+
+func (x *ConfigureMysisRequest) GetSpacemoltEndpoint() string {
+	if x != nil && x.SpacemoltEndpoint != nil {
+		return *x.SpacemoltEndpoint
 	}
 	return ""
 }
@@ -1300,14 +1319,15 @@ const file_zoea_runner_v1_swarm_proto_rawDesc = "" +
 	"\x05usage\x18\b \x01(\v2\x1b.zoea.memory.v1.UsageTotalsR\x05usage\x12=\n" +
 	"\fspend_limits\x18\t \x03(\v2\x1a.zoea.memory.v1.SpendLimitR\vspendLimits\x12=\n" +
 	"\fpaused_until\x18\n" +
-	" \x01(\v2\x1a.google.protobuf.TimestampR\vpausedUntil\"\xcc\x01\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\vpausedUntil\"\xfb\x01\n" +
 	"\x12CreateMysisRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x14\n" +
 	"\x05model\x18\x03 \x01(\tR\x05model\x12%\n" +
 	"\vtemperature\x18\x04 \x01(\x01H\x00R\vtemperature\x88\x01\x01\x12#\n" +
 	"\rsystem_prompt\x18\x05 \x01(\tR\fsystemPrompt\x12\x14\n" +
-	"\x05start\x18\x06 \x01(\bR\x05startB\x0e\n" +
+	"\x05start\x18\x06 \x01(\bR\x05start\x12-\n" +
+	"\x12spacemolt_endpoint\x18\a \x01(\tR\x11spacemoltEndpointB\x0e\n" +
 	"\f_temperature\"J\n" +
 	"\x13CreateMysisResponse\x123\n" +
 	"\x06status\x18\x01 \x01(\v2\x1b.zoea.runner.v1.MysisStatusR\x06status\"\x80\x01\n" +
@@ -1331,17 +1351,19 @@ const file_zoea_runner_v1_swarm_proto_rawDesc = "" +
 	"\x05mysis\x18\x01 \x01(\tR\x05mysis\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"H\n" +
 	"\x11StopMysisResponse\x123\n" +
-	"\x06status\x18\x01 \x01(\v2\x1b.zoea.runner.v1.MysisStatusR\x06status\"\xf3\x01\n" +
+	"\x06status\x18\x01 \x01(\v2\x1b.zoea.runner.v1.MysisStatusR\x06status\"\xbe\x02\n" +
 	"\x15ConfigureMysisRequest\x12\x14\n" +
 	"\x05mysis\x18\x01 \x01(\tR\x05mysis\x12\x1f\n" +
 	"\bprovider\x18\x02 \x01(\tH\x00R\bprovider\x88\x01\x01\x12\x19\n" +
 	"\x05model\x18\x03 \x01(\tH\x01R\x05model\x88\x01\x01\x12%\n" +
 	"\vtemperature\x18\x04 \x01(\x01H\x02R\vtemperature\x88\x01\x01\x12(\n" +
-	"\rsystem_prompt\x18\x05 \x01(\tH\x03R\fsystemPrompt\x88\x01\x01B\v\n" +
+	"\rsystem_prompt\x18\x05 \x01(\tH\x03R\fsystemPrompt\x88\x01\x01\x122\n" +
+	"\x12spacemolt_endpoint\x18\x06 \x01(\tH\x04R\x11spacemoltEndpoint\x88\x01\x01B\v\n" +
 	"\t_providerB\b\n" +
 	"\x06_modelB\x0e\n" +
 	"\f_temperatureB\x10\n" +
-	"\x0e_system_prompt\"M\n" +
+	"\x0e_system_promptB\x15\n" +
+	"\x13_spacemolt_endpoint\"M\n" +
 	"\x16ConfigureMysisResponse\x123\n" +
 	"\x06status\x18\x01 \x01(\v2\x1b.zoea.runner.v1.MysisStatusR\x06status\"*\n" +
 	"\x12DeleteMysisRequest\x12\x14\n" +
