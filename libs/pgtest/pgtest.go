@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -13,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/zoeaswarm/zoea/libs/pgutil"
 	"github.com/zoeaswarm/zoea/libs/testdep"
@@ -57,8 +60,7 @@ func Create(ctx context.Context, prefix string) (string, func() error, error) {
 			return err
 		}
 		defer c.Close(ctx)
-		_, err = c.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
-		return err
+		return dropDatabase(ctx, c, name)
 	}
 	return u.String(), drop, nil
 }
@@ -113,4 +115,25 @@ func sanitize(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// dropDatabase drops a test database and ends the sessions still in it. WITH (FORCE) ends every backend in the
+// database, and a role that is not a superuser may end only its own: an autovacuum worker busy in the database
+// (likely right after a test wrote many rows) belongs to no role, so FORCE then fails with insufficient_privilege
+// (42501) — a fresh machine's make test runs as the ordinary role zoea and met exactly that. A plain DROP DATABASE
+// stops autovacuum workers itself and waits for them, so on 42501 the role ends its own sessions and drops without
+// FORCE.
+func dropDatabase(ctx context.Context, c *pgx.Conn, name string) error {
+	drop := "DROP DATABASE IF EXISTS " + pgx.Identifier{name}.Sanitize()
+	_, err := c.Exec(ctx, drop+" WITH (FORCE)")
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != pgerrcode.InsufficientPrivilege {
+		return err
+	}
+	if _, err := c.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = $1 AND usename = current_user AND pid <> pg_backend_pid()`, name); err != nil {
+		return fmt.Errorf("end the test's own sessions in %s: %w", name, err)
+	}
+	_, err = c.Exec(ctx, drop)
+	return err
 }
