@@ -2,8 +2,9 @@
 // composer, simulator and NATS, it starts runner processes (the runner binary) in a swarm of its own (ZOEA_SWARM),
 // creates and starts N autopilot myses with a simulated model latency, broadcasts them a mission, and then scales the replicas: 2 → 4 → 3 → 2
 // by SIGTERM, then 3 and back to 2 by kill -9. After each step it reports how long the lease split took to come
-// within ±10% of fair on every live replica. At the end it reads every mysis's memories and reports turns, tool
-// calls answered twice, calls cut by a stop or a crash, and the largest gap in any mysis's play.
+// within ±10% of fair on every live replica. At the end it reads every mysis's memories and reports turns
+// (completed, superseded, lost, open at the end: countTurns), tool calls answered twice, calls cut by a stop or a
+// crash, and the largest gap in any mysis's play.
 //
 //	scaleload -runner ./bin/runner -myses 600 -latency 3s
 package main
@@ -321,6 +322,7 @@ func report(ctx context.Context, mem memoryv1.MemoryServiceClient, ids []string,
 		gap                                          time.Duration
 		gapMysis                                     string
 		stepGap                                      []time.Duration // largest gap ending during each step
+		turns                                        turnCount
 	}
 	stepOf := func(at time.Time) int {
 		i := len(starts) - 1
@@ -340,6 +342,7 @@ func report(ctx context.Context, mem memoryv1.MemoryServiceClient, ids []string,
 			}
 			s := &per[i]
 			s.stepGap = make([]time.Duration, len(starts))
+			s.turns = countTurns(ms)
 			answered := map[string]int{}
 			var last time.Time
 			for _, m := range ms {
@@ -388,18 +391,28 @@ func report(ctx context.Context, mem memoryv1.MemoryServiceClient, ids []string,
 		tot.twice += s.twice
 		tot.notRun += s.notRun
 		tot.interrupted += s.interrupted
+		tot.turns.add(s.turns)
 		if s.gap > tot.gap {
 			tot.gap, tot.gapMysis = s.gap, s.gapMysis
 		}
 	}
 	fmt.Printf("play %s: %d model replies, %d tool results; calls answered twice %d; calls not run (cut by a stop) %d; calls with an unknown result (cut by a crash) %d\n",
 		to.Sub(from).Round(time.Second), tot.replies, tot.results, tot.twice, tot.notRun, tot.interrupted)
+	fmt.Printf("turns: %d completed, %d superseded by a newer prompt, turns lost %d, %d open at the end only because the run stopped\n",
+		tot.turns.completed, tot.turns.superseded, tot.turns.lost, tot.turns.openAtEnd)
+	shown := 0
+	for i, s := range per {
+		if len(s.turns.lostTurns) > 0 && shown < 10 {
+			fmt.Printf("  lost: mysis %s turns %v\n", ids[i], s.turns.lostTurns)
+			shown++
+		}
+	}
 	fmt.Printf("largest gap between two stored memories of one mysis: %.1fs (%s)\n", tot.gap.Seconds(), cmp.Or(tot.gapMysis, "-"))
 	for k, name := range names {
 		fmt.Printf("  largest gap ending during %-34s %5.1fs\n", name+":", tot.stepGap[k].Seconds())
 	}
-	if tot.twice > 0 {
-		return fmt.Errorf("%d tool calls answered twice", tot.twice)
+	if tot.twice > 0 || tot.turns.lost > 0 {
+		return fmt.Errorf("%d tool calls answered twice, %d turns lost", tot.twice, tot.turns.lost)
 	}
 	return nil
 }
