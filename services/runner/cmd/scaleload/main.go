@@ -323,6 +323,8 @@ func report(ctx context.Context, mem memoryv1.MemoryServiceClient, ids []string,
 		gapMysis                                     string
 		stepGap                                      []time.Duration // largest gap ending during each step
 		turns                                        turnCount
+		// calls cut during each step, and after the play (the final teardown) at index len(starts)
+		stepNotRun, stepUnknown []int
 	}
 	stepOf := func(at time.Time) int {
 		i := len(starts) - 1
@@ -343,6 +345,7 @@ func report(ctx context.Context, mem memoryv1.MemoryServiceClient, ids []string,
 			s := &per[i]
 			s.stepGap = make([]time.Duration, len(starts))
 			s.turns = countTurns(ms)
+			s.stepNotRun, s.stepUnknown = make([]int, len(starts)+1), make([]int, len(starts)+1)
 			answered := map[string]int{}
 			var last time.Time
 			for _, m := range ms {
@@ -362,11 +365,17 @@ func report(ctx context.Context, mem memoryv1.MemoryServiceClient, ids []string,
 				case m.GetToolCallId() != "":
 					s.results++
 					answered[m.GetToolCallId()]++
+					k := len(starts) // the teardown
+					if at := m.GetCreatedAt().AsTime(); at.Before(to) {
+						k = stepOf(at)
+					}
 					switch m.GetContent() {
 					case mysis.NotRunResult:
 						s.notRun++
+						s.stepNotRun[k]++
 					case mysis.InterruptedResult:
 						s.interrupted++
+						s.stepUnknown[k]++
 					}
 				}
 			}
@@ -381,8 +390,12 @@ func report(ctx context.Context, mem memoryv1.MemoryServiceClient, ids []string,
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	tot := stats{stepGap: make([]time.Duration, len(starts))}
+	tot := stats{stepGap: make([]time.Duration, len(starts)), stepNotRun: make([]int, len(starts)+1), stepUnknown: make([]int, len(starts)+1)}
 	for _, s := range per {
+		for k := range tot.stepNotRun {
+			tot.stepNotRun[k] += s.stepNotRun[k]
+			tot.stepUnknown[k] += s.stepUnknown[k]
+		}
 		for k, g := range s.stepGap {
 			tot.stepGap[k] = max(tot.stepGap[k], g)
 		}
@@ -409,8 +422,10 @@ func report(ctx context.Context, mem memoryv1.MemoryServiceClient, ids []string,
 	}
 	fmt.Printf("largest gap between two stored memories of one mysis: %.1fs (%s)\n", tot.gap.Seconds(), cmp.Or(tot.gapMysis, "-"))
 	for k, name := range names {
-		fmt.Printf("  largest gap ending during %-34s %5.1fs\n", name+":", tot.stepGap[k].Seconds())
+		fmt.Printf("  during %-34s largest gap ending %5.1fs; calls not run %d, unknown result %d\n",
+			name+":", tot.stepGap[k].Seconds(), tot.stepNotRun[k], tot.stepUnknown[k])
 	}
+	fmt.Printf("  after the play (final teardown): calls not run %d, unknown result %d\n", tot.stepNotRun[len(starts)], tot.stepUnknown[len(starts)])
 	if tot.twice > 0 || tot.turns.lost > 0 {
 		return fmt.Errorf("%d tool calls answered twice, %d turns lost", tot.twice, tot.turns.lost)
 	}
