@@ -2,8 +2,9 @@
 // composer, simulator and NATS, it starts runner processes (the runner binary) in a swarm of its own (ZOEA_SWARM),
 // creates and starts N autopilot myses with a simulated model latency, broadcasts them a mission, and then scales the replicas: 2 → 4 → 3 → 2
 // by SIGTERM, then 3 and back to 2 by kill -9. After each step it reports how long the lease split took to come
-// within ±10% of fair on every live replica. At the end it reads every mysis's memories and reports turns, tool
-// calls answered twice, calls cut by a stop or a crash, and the largest gap in any mysis's play.
+// within ±10% of fair on every live replica. At the end it reads every mysis's memories and reports turns
+// (completed, superseded, lost, open at the end: countTurns), tool calls answered twice, calls cut by a stop or a
+// crash, and the largest gap in any mysis's play.
 //
 //	scaleload -runner ./bin/runner -myses 600 -latency 3s
 package main
@@ -321,6 +322,9 @@ func report(ctx context.Context, mem memoryv1.MemoryServiceClient, ids []string,
 		gap                                          time.Duration
 		gapMysis                                     string
 		stepGap                                      []time.Duration // largest gap ending during each step
+		turns                                        turnCount
+		// calls cut during each step, and after the play (the final teardown) at index len(starts)
+		stepNotRun, stepUnknown []int
 	}
 	stepOf := func(at time.Time) int {
 		i := len(starts) - 1
@@ -340,6 +344,8 @@ func report(ctx context.Context, mem memoryv1.MemoryServiceClient, ids []string,
 			}
 			s := &per[i]
 			s.stepGap = make([]time.Duration, len(starts))
+			s.turns = countTurns(ms)
+			s.stepNotRun, s.stepUnknown = make([]int, len(starts)+1), make([]int, len(starts)+1)
 			answered := map[string]int{}
 			var last time.Time
 			for _, m := range ms {
@@ -359,11 +365,17 @@ func report(ctx context.Context, mem memoryv1.MemoryServiceClient, ids []string,
 				case m.GetToolCallId() != "":
 					s.results++
 					answered[m.GetToolCallId()]++
+					k := len(starts) // the teardown
+					if at := m.GetCreatedAt().AsTime(); at.Before(to) {
+						k = stepOf(at)
+					}
 					switch m.GetContent() {
 					case mysis.NotRunResult:
 						s.notRun++
+						s.stepNotRun[k]++
 					case mysis.InterruptedResult:
 						s.interrupted++
+						s.stepUnknown[k]++
 					}
 				}
 			}
@@ -378,8 +390,12 @@ func report(ctx context.Context, mem memoryv1.MemoryServiceClient, ids []string,
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	tot := stats{stepGap: make([]time.Duration, len(starts))}
+	tot := stats{stepGap: make([]time.Duration, len(starts)), stepNotRun: make([]int, len(starts)+1), stepUnknown: make([]int, len(starts)+1)}
 	for _, s := range per {
+		for k := range tot.stepNotRun {
+			tot.stepNotRun[k] += s.stepNotRun[k]
+			tot.stepUnknown[k] += s.stepUnknown[k]
+		}
 		for k, g := range s.stepGap {
 			tot.stepGap[k] = max(tot.stepGap[k], g)
 		}
@@ -388,18 +404,30 @@ func report(ctx context.Context, mem memoryv1.MemoryServiceClient, ids []string,
 		tot.twice += s.twice
 		tot.notRun += s.notRun
 		tot.interrupted += s.interrupted
+		tot.turns.add(s.turns)
 		if s.gap > tot.gap {
 			tot.gap, tot.gapMysis = s.gap, s.gapMysis
 		}
 	}
 	fmt.Printf("play %s: %d model replies, %d tool results; calls answered twice %d; calls not run (cut by a stop) %d; calls with an unknown result (cut by a crash) %d\n",
 		to.Sub(from).Round(time.Second), tot.replies, tot.results, tot.twice, tot.notRun, tot.interrupted)
+	fmt.Printf("turns: %d completed, %d superseded by a newer prompt, turns lost %d, %d open at the end only because the run stopped\n",
+		tot.turns.completed, tot.turns.superseded, tot.turns.lost, tot.turns.openAtEnd)
+	shown := 0
+	for i, s := range per {
+		if len(s.turns.lostTurns) > 0 && shown < 10 {
+			fmt.Printf("  lost: mysis %s turns %v\n", ids[i], s.turns.lostTurns)
+			shown++
+		}
+	}
 	fmt.Printf("largest gap between two stored memories of one mysis: %.1fs (%s)\n", tot.gap.Seconds(), cmp.Or(tot.gapMysis, "-"))
 	for k, name := range names {
-		fmt.Printf("  largest gap ending during %-34s %5.1fs\n", name+":", tot.stepGap[k].Seconds())
+		fmt.Printf("  during %-34s largest gap ending %5.1fs; calls not run %d, unknown result %d\n",
+			name+":", tot.stepGap[k].Seconds(), tot.stepNotRun[k], tot.stepUnknown[k])
 	}
-	if tot.twice > 0 {
-		return fmt.Errorf("%d tool calls answered twice", tot.twice)
+	fmt.Printf("  after the play (final teardown): calls not run %d, unknown result %d\n", tot.stepNotRun[len(starts)], tot.stepUnknown[len(starts)])
+	if tot.twice > 0 || tot.turns.lost > 0 {
+		return fmt.Errorf("%d tool calls answered twice, %d turns lost", tot.twice, tot.turns.lost)
 	}
 	return nil
 }
