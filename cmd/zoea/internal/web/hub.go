@@ -176,7 +176,11 @@ func (h *hub) onEvent(e *busv1.Event) {
 	}
 	h.events[id] = list
 	if st := h.rows[id]; st != nil {
+		// A kept status is never changed in place: pages render them and row events are built from them outside
+		// the lock (swarm, refresh), so an event replaces the status with an amended copy.
+		st = proto.Clone(st).(*runnerv1.MysisStatus)
 		applyEvent(st, e)
+		h.rows[id] = st
 	} else if id != "" {
 		h.complete = false // a mysis the list does not know: created elsewhere
 	}

@@ -3,7 +3,9 @@ package web
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -484,5 +486,48 @@ func TestSwarmPageReadsTheWholeSwarmOnlyWhenItMustHave(t *testing.T) {
 	c.get("/")
 	if n := b.listed(); n != 3 {
 		t.Fatalf("after a broadcast the page read the swarm %d times in all, want 3", n)
+	}
+}
+
+// Kept statuses are read outside the hub's lock — a page rendering the swarm, the row event after a refresh — while
+// events keep arriving, so an event must amend a copy, never the status being read. The browser test's run under
+// -race caught applyEvent writing LastAction while a refresh built a row from the same status; with -race this
+// test fails the same way on the old code.
+func TestEventsNeverChangeAStatusBeingRead(t *testing.T) {
+	b := newScripted()
+	h := newHub(b, time.Now, 5*time.Second, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h.mu.Lock()
+	h.ctx, h.live = ctx, true
+	h.mu.Unlock()
+	list, err := b.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.keep(list, time.Now())
+	sub := h.subscribe()
+	defer h.unsubscribe(sub)
+
+	done := make(chan struct{})
+	go func() { // a page rendering the kept list while events arrive
+		defer close(done)
+		for i := 0; i < 200; i++ {
+			sts, _ := h.swarm()
+			for _, st := range sts {
+				_ = rowOf(st)
+			}
+		}
+	}()
+	for i := 0; i < 200; i++ {
+		h.onEvent(&busv1.Event{MysisId: "id-scout-1", Payload: &busv1.Event_ToolCalled{ToolCalled: &busv1.ToolCalled{Tool: fmt.Sprintf("mine-%d", i)}}})
+	}
+	<-done
+	// The last event is applied to the kept status (the refresh that follows reads the scripted swarm's own status).
+	h.mu.Lock()
+	got := h.rows["id-scout-1"].GetLastAction()
+	h.mu.Unlock()
+	if got != "mine-199" && got != "mine" {
+		t.Fatalf("kept last action %q, want the last event's (mine-199) or the refreshed status's (mine)", got)
 	}
 }
