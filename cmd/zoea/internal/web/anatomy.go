@@ -144,17 +144,15 @@ func buildAnatomy(p present.Preview, man *composerv1.Manifest, enc *composerv1.E
 }
 
 func (s *Server) anatomyPage(w http.ResponseWriter, r *http.Request) {
-	ref := r.PathValue("mysis")
 	ctx, cancel := s.call(r)
 	defer cancel()
-	st, err := s.b.Get(ctx, ref)
-	if err != nil {
-		s.failed(w, r, err, present.Subject{Mysis: ref, Service: "runner"})
+	st, ok := s.pathMysis(ctx, w, r)
+	if !ok {
 		return
 	}
 	resp, err := s.b.Preview(ctx, st.GetMysis().GetId())
 	if err != nil {
-		s.failed(w, r, err, present.Subject{Mysis: ref, Service: "runner"})
+		s.failed(w, r, err, present.Subject{Mysis: r.PathValue("mysis"), Service: "runner"})
 		return
 	}
 	running := st.GetMysis().GetState() == memoryv1.MysisState_MYSIS_STATE_RUNNING

@@ -17,6 +17,7 @@ import (
 	"github.com/zoeaswarm/zoea/cmd/zoea/internal/keytable"
 	"github.com/zoeaswarm/zoea/cmd/zoea/internal/present"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
 	"github.com/zoeaswarm/zoea/libs/spend"
 )
 
@@ -201,12 +202,10 @@ func viewMemory(m *memoryv1.Memory) memoryView {
 }
 
 func (s *Server) mysisPage(w http.ResponseWriter, r *http.Request) {
-	ref := r.PathValue("mysis")
 	ctx, cancel := s.call(r)
 	defer cancel()
-	st, err := s.b.Get(ctx, ref)
-	if err != nil {
-		s.failed(w, r, err, present.Subject{Mysis: ref, Service: "runner"})
+	st, ok := s.pathMysis(ctx, w, r)
+	if !ok {
 		return
 	}
 	m := st.GetMysis()
@@ -259,15 +258,24 @@ func (s *Server) mysisPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deletePage(w http.ResponseWriter, r *http.Request) {
-	ref := r.PathValue("mysis")
 	ctx, cancel := s.call(r)
 	defer cancel()
-	st, err := s.b.Get(ctx, ref)
-	if err != nil {
-		s.failed(w, r, err, present.Subject{Mysis: ref, Service: "runner"})
+	st, ok := s.pathMysis(ctx, w, r)
+	if !ok {
 		return
 	}
 	m := st.GetMysis()
 	s.render(w, r, http.StatusOK, "delete", map[string]any{"Name": present.Safe(m.GetName()), "Ref": m.GetName(),
 		"State": present.State(m.GetState()), "Turn": m.GetCurrentTurn(), "Memories": m.GetLastSeq()})
+}
+
+// pathMysis reads the mysis the URL names ({mysis}); when it cannot, it has answered the request with the reason.
+func (s *Server) pathMysis(ctx context.Context, w http.ResponseWriter, r *http.Request) (*runnerv1.MysisStatus, bool) {
+	ref := r.PathValue("mysis")
+	st, err := s.b.Get(ctx, ref)
+	if err != nil {
+		s.failed(w, r, err, present.Subject{Mysis: ref, Service: "runner"})
+		return nil, false
+	}
+	return st, true
 }
