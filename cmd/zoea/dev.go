@@ -131,7 +131,9 @@ OPENAI_API_KEY, ZOEA_OPENAI_MODEL) uses a real model.`,
 					return err // termguard.go: the launcher ran in a child, and the terminal is restored
 				}
 			}
-			return runDev(cmd.Context(), o, cmd.OutOrStdout())
+			err := runDev(cmd.Context(), o, cmd.OutOrStdout())
+			sayIfGuardLost(os.Stderr)
+			return err
 		},
 	}
 	f := cmd.Flags()

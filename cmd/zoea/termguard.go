@@ -22,6 +22,18 @@ import (
 // guardedEnv marks the child, which must not guard again.
 const guardedEnv = "ZOEA_TERMINAL_GUARDED"
 
+// guardPid is, in the child, the guard that started it; 0 when this process is not a guarded child.
+var guardPid int
+
+// sayIfGuardLost tells the commander, once the console has put the terminal back, that its guard was killed. The
+// shell took the terminal back when the guard died and printed its prompt on the console's screen, which the console
+// then left, so the prompt is gone from view: say so, and how to get it back.
+func sayIfGuardLost(w *os.File) {
+	if guardPid != 0 && os.Getppid() != guardPid {
+		fmt.Fprintf(w, "zoea: the console's guard process (pid %d) was killed; the console stopped and the terminal is restored. Press Enter for a prompt.\n", guardPid)
+	}
+}
+
 // exitCode ends the process with a code and no message: the child has already said why.
 type exitCode int
 
@@ -41,6 +53,7 @@ func runGuarded(stdout *os.File, afterKill string) (bool, error) {
 		// stopped, it would neither restore the terminal nor stop its services. Ignored, those calls just proceed
 		// or fail.
 		signal.Ignore(syscall.SIGTTOU, syscall.SIGTTIN)
+		guardPid = os.Getppid()
 		return false, nil
 	}
 	if !term.IsTerminal(stdout.Fd()) || !term.IsTerminal(os.Stdin.Fd()) {

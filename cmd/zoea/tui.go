@@ -39,7 +39,9 @@ enter focus (events, history, full last error) · p context preview · / filter 
 				return err
 			}
 			defer c.Close()
-			return runConsole(cmd.Context(), c, "Zoea", ep, nil)
+			err = runConsole(cmd.Context(), c, "Zoea", ep, nil)
+			sayIfGuardLost(os.Stderr)
+			return err
 		},
 	}
 }
