@@ -208,7 +208,17 @@ func (p *progress) packageDone(e event) {
 }
 
 func (p *progress) heartbeat() {
-	if p.printed || len(p.running) == 0 {
+	if p.printed {
+		p.printed = false
+		return
+	}
+	if len(p.running) == 0 {
+		// go test says nothing while it compiles (with -race, on a cold build cache, for minutes): say that it does.
+		msg := "… building: go test compiles packages and their tests before it runs them"
+		if n := len(p.finished); n > 0 {
+			msg += fmt.Sprintf(" (%d package(s) done so far)", n)
+		}
+		p.print(msg)
 		p.printed = false
 		return
 	}

@@ -95,3 +95,33 @@ func TestProgressSaysWhatIsStillRunning(t *testing.T) {
 		t.Errorf("a stream that stops mid-package must fail: %v", err)
 	}
 }
+
+// While go test compiles, nothing runs and go test prints nothing: the heartbeat says so, once a minute, rather than
+// leaving a newcomer with minutes of silence.
+func TestProgressSaysItIsBuilding(t *testing.T) {
+	var out strings.Builder
+	p := newProgress(&out, time.Now)
+	p.heartbeat()
+	p.heartbeat()
+	if got := strings.Count(out.String(), "… building: go test compiles"); got != 2 {
+		t.Errorf("two silent minutes of compiling gave %d building lines, want 2:\n%s", got, out.String())
+	}
+	const a = "github.com/zoeaswarm/zoea/cmd/zoea"
+	out.Reset()
+	for _, l := range strings.Split(strings.TrimSpace(stream(t,
+		event{Action: "start", Package: a},
+		event{Action: "output", Package: a, Output: "ok  \t" + a + "\t1.0s\n"},
+		event{Action: "pass", Package: a, Elapsed: 1},
+	)), "\n") {
+		p.line([]byte(l))
+	}
+	if !strings.HasPrefix(out.String(), "ok  ") {
+		t.Fatalf("the package's result line is not shown: %q", out.String())
+	}
+	out.Reset()
+	p.heartbeat() // the ok line was printed in this minute: nothing more
+	p.heartbeat()
+	if want := "… building: go test compiles packages and their tests before it runs them (1 package(s) done so far)\n"; out.String() != want {
+		t.Errorf("got %q, want %q", out.String(), want)
+	}
+}
