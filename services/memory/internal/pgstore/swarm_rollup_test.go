@@ -212,3 +212,68 @@ func TestSwarmRollupMatchesTheCallLog(t *testing.T) {
 		t.Fatalf("only %d calls written: the test checks too little", n)
 	}
 }
+
+// TestSwarmRollupExactUnderConcurrentWritesAndDeletes: writers of some myses and a deleter of others, at once, all
+// in the same few hours (so they share shards' rows and each other's first and last calls), leave the swarm rollup
+// equal to the call log: a deletion's recompute and a writer's update of the same row do not lose either.
+func TestSwarmRollupExactUnderConcurrentWritesAndDeletes(t *testing.T) {
+	ctx := context.Background()
+	s, p := freshStore(t)
+	const writers, perWriter, doomed = 4, 60, 24
+	var keep, gone []memory.Mysis
+	for range writers {
+		keep = append(keep, mkMysis(t, s))
+	}
+	for range doomed {
+		gone = append(gone, mkMysis(t, s))
+	}
+	base := time.Date(2026, 11, 20, 22, 30, 0, 0, time.UTC)
+	at := func(rng *rand.Rand) time.Time {
+		return base.Add(time.Duration(rng.IntN(4)) * 30 * time.Minute) // few distinct instants: ties everywhere
+	}
+	// The doomed myses' calls first, so the deletions have rows to take out while the writers write.
+	rng := rand.New(rand.NewPCG(5, 5))
+	for _, m := range gone {
+		var calls []memory.LlmCall
+		for range 3 {
+			calls = append(calls, *call(memory.NewID(), at(rng), 100, 10, 10, 1000))
+		}
+		if _, err := s.RecordLlmCalls(ctx, m.ID, calls); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errc := make(chan error, writers+1)
+	for w := range writers {
+		go func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 9))
+			for range perWriter {
+				if _, err := s.RecordLlmCalls(ctx, keep[w].ID, []memory.LlmCall{*call(memory.NewID(), at(rng), 100, 10, 10, 1000)}); err != nil {
+					errc <- err
+					return
+				}
+			}
+			errc <- nil
+		}()
+	}
+	go func() {
+		for _, m := range gone {
+			if err := s.DeleteMysis(ctx, m.ID); err != nil {
+				errc <- err
+				return
+			}
+		}
+		errc <- nil
+	}()
+	for range writers + 1 {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := swarmRollupDiff(t, p); d != "" {
+		t.Fatal(d)
+	}
+	var n int
+	if err := p.QueryRow(ctx, `SELECT count(*) FROM llm_calls`).Scan(&n); err != nil || n != writers*perWriter {
+		t.Fatalf("%d calls left (%v), want the writers' %d", n, err, writers*perWriter)
+	}
+}
