@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -214,6 +215,30 @@ func TestWebConsoleInABrowser(t *testing.T) {
 		t.Fatalf("anatomy: rows sum to %d, page total %d; the composer's total is %d", sum, total, want)
 	}
 	t.Logf("anatomy: %d messages, rows sum to the composer's %d tokens", len(prev.GetMessages()), want)
+
+	// The tool block's definitions are listed, tool by tool in the order sent, and their tokens add up to the block's.
+	listed := value(b, "tool definitions", 10*time.Second, chromedp.Evaluate[[]string](
+		`Array.from(document.querySelectorAll("#tools li.tool")).map(e => e.dataset.name)`))
+	var toolNames []string
+	described := 0
+	for _, d := range prev.GetTools() {
+		toolNames = append(toolNames, d.GetName())
+		if d.GetDescription() != "" {
+			described++
+		}
+	}
+	toolSum := value(b, "tool tokens", 10*time.Second, chromedp.Evaluate[int](
+		`Array.from(document.querySelectorAll("#tools li.tool")).reduce((a, e) => a + Number(e.dataset.toolTokens), 0)`))
+	descs := value(b, "tool descriptions", 10*time.Second, chromedp.Evaluate[int](
+		`document.querySelectorAll("#tools li.tool .tool-description").length`))
+	if len(toolNames) == 0 || !slices.Equal(listed, toolNames) || toolSum != int(prev.GetManifest().GetTokens().GetTools()) || descs != described {
+		t.Fatalf("anatomy lists tools %v (%d tokens, %d descriptions); the request sends %v (%d tokens, %d described)",
+			listed, toolSum, descs, toolNames, prev.GetManifest().GetTokens().GetTools(), described)
+	}
+	// Each definition opens on a click: its description shows.
+	b.run("open a tool definition", 10*time.Second, chromedp.Click(chromedp.CSS("#tools li.tool summary")),
+		chromedp.WaitVisible(chromedp.CSS("#tools li.tool details[open] .tool-parameters")))
+	t.Logf("anatomy: %d tool definitions listed, %d tokens as the tool block", len(listed), toolSum)
 	b.screenshot("anatomy")
 
 	// d asks first: "no" keeps the mysis, "yes" deletes it.

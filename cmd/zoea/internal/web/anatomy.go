@@ -1,6 +1,8 @@
 package web
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -44,14 +46,49 @@ type anatomy struct {
 	Prefix       string
 	Compaction   []string
 	Dispositions string
+	// ToolDefs is every tool definition sent with the request, in order, with its share of Tools.
+	ToolDefs []toolDef
+}
+
+// toolDef is one tool definition of the tool block: what the model is told about the tool and what it costs.
+type toolDef struct {
+	Name, Description, Parameters string
+	Tokens                        int32
+}
+
+// toolDefs pairs the definitions the runner sent with the composer's count of each (by position, which both keep;
+// by name should a count be missing from its place).
+func toolDefs(defs []*composerv1.ToolDefinition, counts []*composerv1.ToolTokens) []toolDef {
+	byName := make(map[string]int32, len(counts))
+	for _, c := range counts {
+		byName[c.GetName()] = c.GetTokens()
+	}
+	out := make([]toolDef, len(defs))
+	for i, d := range defs {
+		n, ok := byName[d.GetName()]
+		if i < len(counts) && counts[i].GetName() == d.GetName() {
+			n, ok = counts[i].GetTokens(), true
+		}
+		if !ok {
+			n = -1
+		}
+		params := d.GetParametersJson()
+		var b bytes.Buffer
+		if json.Indent(&b, []byte(params), "", "  ") == nil {
+			params = b.String()
+		}
+		out[i] = toolDef{Name: present.Safe(d.GetName()), Description: present.Safe(d.GetDescription()),
+			Parameters: present.Safe(params), Tokens: n}
+	}
+	return out
 }
 
 // stableTail is the synthetic kinds Zoea adds at the end of one request only: the prefix before the first of them
 // is what the next request starts with too, between compactions.
 var stableTail = map[string]bool{"nudge": true, "missing_result": true}
 
-func buildAnatomy(p present.Preview, man *composerv1.Manifest, enc *composerv1.Encouragement) anatomy {
-	a := anatomy{Budget: p.Budget, Tokenizer: man.GetTokenizer()}
+func buildAnatomy(p present.Preview, man *composerv1.Manifest, enc *composerv1.Encouragement, tools []*composerv1.ToolDefinition) anatomy {
+	a := anatomy{Budget: p.Budget, Tokenizer: man.GetTokenizer(), ToolDefs: toolDefs(tools, man.GetTools())}
 	prefixEnd := len(p.Messages) - 1
 	for i, m := range p.Messages {
 		if stableTail[m.Synthetic] && i-1 < prefixEnd {
@@ -156,7 +193,7 @@ func (s *Server) anatomyPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	running := st.GetMysis().GetState() == memoryv1.MysisState_MYSIS_STATE_RUNNING
-	a := buildAnatomy(present.ExplainPreview(resp, running), resp.GetManifest(), resp.GetEncouragement())
+	a := buildAnatomy(present.ExplainPreview(resp, running), resp.GetManifest(), resp.GetEncouragement(), resp.GetTools())
 	s.render(w, r, http.StatusOK, "anatomy", map[string]any{"Name": present.Safe(st.GetMysis().GetName()),
 		"Ref": st.GetMysis().GetName(), "A": a})
 }

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -124,6 +125,11 @@ func (s *scripted) Preview(context.Context, string) (*runnerv1.PreviewContextRes
 			Synthetic:   []*composerv1.SyntheticMessage{{Index: 2, Kind: "nudge", Reason: "no prompt this turn", Tokens: 6}},
 			Tokens:      &composerv1.SectionTokens{System: 12, CurrentTurn: 9, Synthetic: 6, Tools: 100, Total: 130},
 			TokenBudget: 8000, CompactionBoundarySeq: 3, Tokenizer: "o200k_base",
+			Tools: []*composerv1.ToolTokens{{Name: "mine", Tokens: 58}, {Name: "sell", Tokens: 42}},
+		},
+		Tools: []*composerv1.ToolDefinition{
+			{Name: "mine", Description: "Mine the asteroid you are at.\nNeeds a mining laser.", ParametersJson: `{"type":"object","properties":{}}`},
+			{Name: "sell", Description: "Sell <cargo> at the station's \u202emarket", ParametersJson: `{"type":"object","properties":{"item":{"type":"string"}},"required":["item"]}`},
 		},
 	}, nil
 }
@@ -368,6 +374,33 @@ func TestAnatomyTokensAddUpToTheComposersTotal(t *testing.T) {
 	// The cached prefix ends before the nudge, the one message only this request has.
 	if i, j := strings.Index(body, `data-index="1"`), strings.Index(body, `id="prefix-end"`); i < 0 || j < i || j > strings.Index(body, `data-index="2"`) {
 		t.Error("the prefix does not end between message 1 and the nudge")
+	}
+}
+
+// TestAnatomyListsTheToolDefinitions: the tool block is listed tool by tool — name, description, parameters and
+// the composer's count of each, which add up to the block's tokens —, escaped, with its bidi controls shown.
+func TestAnatomyListsTheToolDefinitions(t *testing.T) {
+	c := startConsole(t, newScripted())
+	c.login(testToken)
+	_, body := c.get("/mysis/scout-1/anatomy")
+	sum := 0
+	var names []string
+	for _, m := range regexp.MustCompile(`<li class="tool" data-name="([^"]*)" data-tool-tokens="(\d+)">`).FindAllStringSubmatch(body, -1) {
+		names = append(names, m[1])
+		n, _ := strconv.Atoi(m[2])
+		sum += n
+	}
+	if !slices.Equal(names, []string{"mine", "sell"}) || sum != 100 {
+		t.Fatalf("tool definitions listed: %v summing to %d tokens, want mine and sell summing to the block's 100", names, sum)
+	}
+	for _, want := range []string{"2 definitions, listed below", "<b class=\"tool-name\">mine</b> <span class=\"tool-tokens\">58 tokens</span>",
+		"Mine the asteroid you are at.\nNeeds a mining laser.", "Sell &lt;cargo&gt; at the station&#39;s", `&#34;required&#34;: [`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("anatomy lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "\u202e") || strings.Contains(body, "<cargo>") {
+		t.Error("a description's bidi control or markup reached the page as is")
 	}
 }
 

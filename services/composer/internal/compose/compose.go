@@ -62,6 +62,7 @@ type composer struct {
 	// recentStart is Input.RecentStartSeq: rows before it are carried rows of a v2 window.
 	recentStart int64
 	toolTokens  int
+	tools       []ToolTokens // each tool's share of toolTokens
 	boundary    int64
 	objective   int64
 	// prevBoundary and prevCompactSeq are Input's; compactSeq is the compaction seq of this request's boundary.
@@ -243,7 +244,7 @@ func (c *composer) run(in Input) (Result, error) {
 	q := c.takeIn(in) // on the stack: the phases take its address
 	if idle := c.encourage(&q); idle {
 		return Result{
-			Manifest:      Manifest{Items: c.finishItems(q.window), TurnTruncated: in.TurnTruncated},
+			Manifest:      Manifest{Items: c.finishItems(q.window), TurnTruncated: in.TurnTruncated, Tools: c.tools},
 			Encouragement: Encouragement{Decision: DecisionIdle, Count: in.EncouragementCount},
 		}, nil
 	}
@@ -266,7 +267,9 @@ func (c *composer) takeIn(in Input) request {
 	c.cold = c.cache.Lifetime > 0 && in.SincePrevious > c.cache.Lifetime
 	q := request{in: in, window: c.intake(in.Window), mission: c.mission(in.Mission), level: NudgeNone}
 	for _, t := range in.Tools {
-		c.toolTokens += framingPerMessage + c.count(t.JSON())
+		n := framingPerMessage + c.count(t.JSON())
+		c.toolTokens += n
+		c.tools = append(c.tools, ToolTokens{Name: t.Name, Tokens: n})
 	}
 	return q
 }
@@ -417,6 +420,7 @@ func (c *composer) result(q *request, r rendered) Result {
 			CompactSeq:    c.compactSeq,
 			Compaction:    c.note,
 			TurnTruncated: q.in.TurnTruncated,
+			Tools:         c.tools,
 		},
 		Encouragement: q.enc,
 		Nudge:         q.nudge,

@@ -140,6 +140,14 @@ type Manifest struct {
 	Compaction *CompactionNote `json:"compaction,omitempty"`
 	// TurnTruncated echoes Input.TurnTruncated: the current turn's oldest rows were not in the window.
 	TurnTruncated bool `json:"turn_truncated,omitempty"`
+	// Tools is each tool definition's tokens, in Input.Tools order; they sum to Tokens.Tools.
+	Tools []ToolTokens `json:"tools,omitempty"`
+}
+
+// ToolTokens is one tool definition's tokens, its framing included.
+type ToolTokens struct {
+	Name   string `json:"name"`
+	Tokens int    `json:"tokens"`
 }
 
 // Errors.

@@ -96,6 +96,9 @@ func toProtoManifest(m compose.Manifest, p compose.Policy) *composerv1.Manifest 
 	for _, r := range m.Repairs {
 		out.Repairs = append(out.Repairs, fmt.Sprintf("%s: memory #%d: %s", r.Kind, r.MemoryID, r.Detail))
 	}
+	for _, t := range m.Tools {
+		out.Tools = append(out.Tools, &composerv1.ToolTokens{Name: t.Name, Tokens: clampInt32(t.Tokens)})
+	}
 	return out
 }
 

@@ -96,3 +96,68 @@ func TestUsageRollupBackfill(t *testing.T) {
 		}
 	}
 }
+
+// TestSwarmUsageRollupBackfill migrates calls written at schema v9 (with the running totals the write path kept)
+// and checks 00013 built the swarm rollup from the per-mysis rollup and the totals: per hour, day and all time,
+// provider, model and shard (the mysis id's last byte & 15), equal to a direct aggregate over the calls.
+func TestSwarmUsageRollupBackfill(t *testing.T) {
+	ctx := context.Background()
+	p := open(t, pgtest.New(t))
+	if err := migrations.UpTo(ctx, p, 9); err != nil {
+		t.Fatal(err)
+	}
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := p.Exec(ctx, sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// a and b share shard 1; c is shard 2.
+	a, b, c := "00000000-0000-4000-8000-000000000001", "00000000-0000-4000-8000-000000000011", "00000000-0000-4000-8000-000000000002"
+	exec(`INSERT INTO myses (id, name, provider) VALUES ($1, 'a', 'openai'), ($2, 'b', 'openai'), ($3, 'c', 'openai')`, a, b, c)
+	t0 := time.Date(2026, 11, 23, 23, 10, 0, 0, time.UTC)
+	for i, call := range []struct {
+		mysis string
+		at    time.Duration
+		model string
+		err   string
+	}{{a, 0, "m1", ""}, {b, 20 * time.Minute, "m1", "boom"}, {a, 50 * time.Minute, "m1", ""}, {c, 55 * time.Minute, "m1", ""},
+		{b, 5 * time.Minute, "m2", ""}, {c, 0, "m1", ""}} {
+		exec(`INSERT INTO llm_calls (call_id, mysis_id, started_at, provider, model, prompt_tokens, cost_nanos, error)
+			VALUES ($1, $2, $3, 'openai', $4, $5::bigint, $5::bigint * 10, $6)`, memory.NewID(), call.mysis, t0.Add(call.at), call.model, 100*(i+1), call.err)
+	}
+	exec(`INSERT INTO llm_usage_totals (mysis_id, provider, model, calls, failed_calls, prompt_tokens, cost_nanos, first_call_at, last_call_at)
+		SELECT mysis_id, provider, model, count(*), count(*) FILTER (WHERE error <> ''), sum(prompt_tokens), sum(cost_nanos),
+			min(started_at), max(started_at) FROM llm_calls GROUP BY 1, 2, 3`)
+	if _, err := migrations.Up(ctx, p, nil); err != nil {
+		t.Fatal(err)
+	}
+	var diff string
+	if err := p.QueryRow(ctx, `WITH raw AS (
+			SELECT s.span, s.start, c.provider, c.model, (get_byte(uuid_send(c.mysis_id), 15) & 15)::smallint AS shard,
+				count(*) AS calls, count(*) FILTER (WHERE c.error <> '') AS failed, sum(c.prompt_tokens) AS prompt,
+				sum(c.cost_nanos) AS cost, min(c.started_at) AS first, max(c.started_at) AS last
+			FROM llm_calls c CROSS JOIN LATERAL (VALUES (1::smallint, date_trunc('hour', c.started_at, 'UTC')),
+				(2::smallint, date_trunc('day', c.started_at, 'UTC')), (3::smallint, 'epoch'::timestamptz)) AS s(span, start)
+			GROUP BY 1, 2, 3, 4, 5
+		), got AS (
+			SELECT span, start, provider, model, shard, calls, failed_calls AS failed, prompt_tokens AS prompt, cost_nanos AS cost,
+				first_call_at AS first, last_call_at AS last FROM llm_usage_swarm_rollup
+		)
+		SELECT coalesce(string_agg(x::text, '; '), '') FROM ((TABLE raw EXCEPT TABLE got) UNION ALL (TABLE got EXCEPT TABLE raw)) x`).Scan(&diff); err != nil {
+		t.Fatal(err)
+	}
+	if diff != "" {
+		t.Fatalf("swarm rollup differs from the calls: %s", diff)
+	}
+	// One row by hand: shard 1's hour 23:00 of m1 holds a's first call and b's failed one.
+	var calls, failed, prompt int64
+	var first, last time.Time
+	if err := p.QueryRow(ctx, `SELECT calls, failed_calls, prompt_tokens, first_call_at, last_call_at FROM llm_usage_swarm_rollup
+		WHERE span = 1 AND start = $1 AND model = 'm1' AND shard = 1`, t0.Truncate(time.Hour)).Scan(&calls, &failed, &prompt, &first, &last); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 2 || failed != 1 || prompt != 300 || !first.Equal(t0) || !last.Equal(t0.Add(20*time.Minute)) {
+		t.Fatalf("shard 1, 23:00, m1: %d calls, %d failed, %d prompt, %v–%v", calls, failed, prompt, first, last)
+	}
+}

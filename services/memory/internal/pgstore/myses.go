@@ -156,14 +156,85 @@ func (s *Store) SetMysisState(ctx context.Context, id string, c memory.StateChan
 }
 
 // DeleteMysis removes a mysis; its memories go with it (ON DELETE CASCADE) and its account is released
-// (ON DELETE SET NULL).
+// (ON DELETE SET NULL). Its calls leave the swarm's usage rollup in the same transaction (takeOutOfSwarmSQL), so
+// the rollup keeps equalling the call log.
 func (s *Store) DeleteMysis(ctx context.Context, id string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM myses WHERE id = $1`, id)
+	var found bool
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// The mysis row first: no call of it commits after this, so its rows read below are all it has.
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM myses WHERE id = $1 FOR UPDATE)`, id).Scan(&found); err != nil || !found {
+			return err
+		}
+		b := &pgx.Batch{}
+		b.Queue(lockSwarmRowsSQL, id)
+		b.Queue(takeOutOfSwarmSQL, id)
+		b.Queue(dropEmptySwarmRowsSQL, id)
+		b.Queue(`DELETE FROM myses WHERE id = $1`, id)
+		return tx.SendBatch(ctx, b).Close()
+	})
 	if err != nil {
 		return dbErr(err, "delete mysis")
 	}
-	if tag.RowsAffected() == 0 {
+	if !found {
 		return errMysisNotFound(id)
 	}
 	return nil
 }
+
+// mysisRollupRows is a mysis's rows as the swarm rollup keys them ($1 the mysis): its hours and days
+// (llm_usage_rollup) and its all time (llm_usage_totals).
+const mysisRollupRows = `SELECT span, start, provider, model, calls, failed_calls, prompt_tokens, cached_prompt_tokens,
+		completion_tokens, reasoning_tokens, composed_tokens, latency_ms, retries, cost_nanos, first_call_at, last_call_at
+	FROM llm_usage_rollup WHERE mysis_id = $1
+	UNION ALL
+	SELECT 3::smallint, 'epoch'::timestamptz, provider, model, calls, failed_calls, prompt_tokens, cached_prompt_tokens,
+		completion_tokens, reasoning_tokens, composed_tokens, latency_ms, retries, cost_nanos, first_call_at, last_call_at
+	FROM llm_usage_totals WHERE mysis_id = $1`
+
+// lockSwarmRowsSQL locks the swarm rollup rows a mysis's calls are in, in the order every writer locks them
+// (recordCallsSQL), so a deletion and the writers of other myses of its shard cannot deadlock.
+const lockSwarmRowsSQL = `SELECT 1 FROM llm_usage_swarm_rollup r
+	WHERE r.shard = get_byte(uuid_send($1::uuid), 15) & 15
+		AND (r.span, r.start, r.provider, r.model) IN (SELECT span, start, provider, model FROM (` + mysisRollupRows + `) d)
+	ORDER BY r.span, r.start, r.provider, r.model FOR UPDATE`
+
+// takeOutOfSwarmSQL subtracts a mysis's ($1) rows from its shard of the swarm rollup and, where the mysis held a
+// row's first or last call, recomputes them from the shard's other myses.
+const takeOutOfSwarmSQL = `
+WITH d AS (` + mysisRollupRows + `)
+UPDATE llm_usage_swarm_rollup r SET
+		calls = r.calls - d.calls,
+		failed_calls = r.failed_calls - d.failed_calls,
+		prompt_tokens = r.prompt_tokens - d.prompt_tokens,
+		cached_prompt_tokens = r.cached_prompt_tokens - d.cached_prompt_tokens,
+		completion_tokens = r.completion_tokens - d.completion_tokens,
+		reasoning_tokens = r.reasoning_tokens - d.reasoning_tokens,
+		composed_tokens = r.composed_tokens - d.composed_tokens,
+		latency_ms = r.latency_ms - d.latency_ms,
+		retries = r.retries - d.retries,
+		cost_nanos = r.cost_nanos - d.cost_nanos,
+		first_call_at = CASE WHEN r.first_call_at < d.first_call_at THEN r.first_call_at ELSE (
+			SELECT coalesce(min(o.first_call_at), r.first_call_at) FROM (
+				SELECT mysis_id, first_call_at FROM llm_usage_rollup
+				WHERE r.span < 3 AND span = r.span AND start = r.start AND provider = r.provider AND model = r.model
+				UNION ALL
+				SELECT mysis_id, first_call_at FROM llm_usage_totals
+				WHERE r.span = 3 AND provider = r.provider AND model = r.model) o
+			WHERE o.mysis_id <> $1 AND get_byte(uuid_send(o.mysis_id), 15) & 15 = r.shard) END,
+		last_call_at = CASE WHEN r.last_call_at > d.last_call_at THEN r.last_call_at ELSE (
+			SELECT coalesce(max(o.last_call_at), r.last_call_at) FROM (
+				SELECT mysis_id, last_call_at FROM llm_usage_rollup
+				WHERE r.span < 3 AND span = r.span AND start = r.start AND provider = r.provider AND model = r.model
+				UNION ALL
+				SELECT mysis_id, last_call_at FROM llm_usage_totals
+				WHERE r.span = 3 AND provider = r.provider AND model = r.model) o
+			WHERE o.mysis_id <> $1 AND get_byte(uuid_send(o.mysis_id), 15) & 15 = r.shard) END
+	FROM d
+	WHERE r.shard = get_byte(uuid_send($1::uuid), 15) & 15
+		AND r.span = d.span AND r.start = d.start AND r.provider = d.provider AND r.model = d.model`
+
+// dropEmptySwarmRowsSQL deletes the rows of a mysis's ($1) shard that takeOutOfSwarmSQL left with no call (a row
+// is written only with calls, so no other row has none).
+const dropEmptySwarmRowsSQL = `DELETE FROM llm_usage_swarm_rollup r
+	WHERE r.shard = get_byte(uuid_send($1::uuid), 15) & 15 AND r.calls = 0
+		AND (r.span, r.start, r.provider, r.model) IN (SELECT span, start, provider, model FROM (` + mysisRollupRows + `) d)`

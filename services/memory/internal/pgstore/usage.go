@@ -17,8 +17,8 @@ import (
 // swarmShards is the number of swarm_spend rows per window (see 00004_llm_usage.sql).
 const swarmShards = 16
 
-// recordCallsSQL stores calls and keeps the running totals, the hourly and daily rollups and the spend counters
-// current, in one statement: the data-modifying CTEs run exactly once whether or not the final SELECT reads them, and only calls that were new
+// recordCallsSQL stores calls and keeps the running totals, the hourly and daily rollups (per mysis, and the
+// swarm's per shard) and the spend counters current, in one statement: the data-modifying CTEs run exactly once whether or not the final SELECT reads them, and only calls that were new
 // (not a retried call_id) reach the totals and counters. Per window only the newest window's calls are added; a
 // row of an older window restarts at them.
 const recordCallsSQL = `
@@ -69,6 +69,35 @@ WITH c AS (
 		(2::smallint, date_trunc('day', c.started_at, 'UTC'))) AS s(span, start)
 	GROUP BY c.mysis_id, s.span, s.start, c.provider, c.model
 	ON CONFLICT (mysis_id, span, start, provider, model) DO UPDATE SET
+		calls = r.calls + excluded.calls,
+		failed_calls = r.failed_calls + excluded.failed_calls,
+		prompt_tokens = r.prompt_tokens + excluded.prompt_tokens,
+		cached_prompt_tokens = r.cached_prompt_tokens + excluded.cached_prompt_tokens,
+		completion_tokens = r.completion_tokens + excluded.completion_tokens,
+		reasoning_tokens = r.reasoning_tokens + excluded.reasoning_tokens,
+		composed_tokens = r.composed_tokens + excluded.composed_tokens,
+		latency_ms = r.latency_ms + excluded.latency_ms,
+		retries = r.retries + excluded.retries,
+		cost_nanos = r.cost_nanos + excluded.cost_nanos,
+		first_call_at = least(r.first_call_at, excluded.first_call_at),
+		last_call_at = greatest(r.last_call_at, excluded.last_call_at)
+	RETURNING 1
+), swarm AS (
+	INSERT INTO llm_usage_swarm_rollup AS r (span, start, provider, model, shard, calls, failed_calls, prompt_tokens,
+		cached_prompt_tokens, completion_tokens, reasoning_tokens, composed_tokens, latency_ms, retries, cost_nanos,
+		first_call_at, last_call_at)
+	SELECT s.span, s.start, c.provider, c.model, (get_byte(uuid_send(c.mysis_id), 15) & 15)::smallint, count(*),
+		count(*) FILTER (WHERE c.error <> ''), sum(c.prompt_tokens), sum(c.cached_prompt_tokens), sum(c.completion_tokens),
+		sum(c.reasoning_tokens), sum(c.composed_tokens), sum(c.latency_ms), sum(c.retries), sum(c.cost_nanos),
+		min(c.started_at), max(c.started_at)
+	FROM c CROSS JOIN LATERAL (VALUES
+		(1::smallint, date_trunc('hour', c.started_at, 'UTC')),
+		(2::smallint, date_trunc('day', c.started_at, 'UTC')),
+		(3::smallint, 'epoch'::timestamptz)) AS s(span, start)
+	GROUP BY s.span, s.start, c.provider, c.model, c.mysis_id
+	-- One order for every writer, so two writers of one shard lock its rows in the same order.
+	ORDER BY s.span, s.start, c.provider, c.model
+	ON CONFLICT (span, start, provider, model, shard) DO UPDATE SET
 		calls = r.calls + excluded.calls,
 		failed_calls = r.failed_calls + excluded.failed_calls,
 		prompt_tokens = r.prompt_tokens + excluded.prompt_tokens,
@@ -221,8 +250,8 @@ func setTimes(t *memory.UsageTotals, first, last *time.Time) {
 	}
 }
 
-// GetUsage sums calls: all time from the running totals, a time range from the call log. The total and one page
-// of groups travel in one batch.
+// GetUsage sums calls: all time from the running totals, a time range from the rollups and the call log's ragged
+// edges (usageFilterOf). The total and one page of groups travel in one batch.
 func (s *Store) GetUsage(ctx context.Context, q memory.UsageQuery) (memory.Usage, error) {
 	f := usageFilterOf(q)
 	b := &pgx.Batch{}
@@ -256,11 +285,12 @@ func (s *Store) GetUsage(ctx context.Context, q memory.UsageQuery) (memory.Usage
 	return out, nil
 }
 
-// usageFilter is what GetUsage sums over: the source (the running totals, or the call log for a time range), its
-// aggregates, and the condition on it with the condition's arguments ($1…$len(args)).
+// usageFilter is what GetUsage sums over: the source of the total and the by-model sums (the swarm rollup when
+// the query names no mysis; otherwise the per-mysis running totals, or for a time range the per-mysis rollup and
+// the call log's edges), its aggregates, and the condition on it with the condition's arguments ($1…$len(args)).
 type usageFilter struct {
 	src, aggs, cond string
-	// walkSrc is a range's src for one mysis, m.id, of an outer walk over myses ("" for all time).
+	// walkSrc is the source for one mysis, m.id, of an outer walk over myses (by mysis).
 	walkSrc string
 	args    []any
 	ranged  bool
@@ -268,21 +298,32 @@ type usageFilter struct {
 	idsArg string
 }
 
-// usageFilterOf builds the filter for q. All time reads the running totals. A range reads the rollup's whole days
-// and whole hours and the call log only for its edges (see rangeSegments), so it sums at most two hours of calls
-// however long it is; each part carries its own conditions so each reads through its own index.
+// rollupCols are the columns every part of a source has, in this order.
+const rollupCols = `provider, model, calls, failed_calls, prompt_tokens, cached_prompt_tokens, completion_tokens,
+	reasoning_tokens, composed_tokens, latency_ms, retries, cost_nanos, first_call_at, last_call_at`
+
+// usageFilterOf builds the filter for q. All time reads the running totals (per mysis, or the swarm rollup's all-time
+// rows). A range reads whole days and whole hours from a rollup and the call log only for its edges (see
+// rangeSegments), so it sums at most two hours of calls however long it is; each part carries its own conditions so
+// each reads through its own index. Without named myses the total and by-model sums read the swarm rollup, a few
+// rows per hour or day whatever the swarm's size.
 func usageFilterOf(q memory.UsageQuery) usageFilter {
-	f := usageFilter{src: "llm_usage_totals u", aggs: totalsAggs, args: []any{}, cond: "TRUE", ranged: !q.From.IsZero() || !q.To.IsZero()}
+	f := usageFilter{aggs: totalsAggs, args: []any{}, cond: "TRUE", ranged: !q.From.IsZero() || !q.To.IsZero()}
 	arg := func(v any) string {
 		f.args = append(f.args, v)
 		return "$" + strconv.Itoa(len(f.args))
 	}
+	const cols = ` AS u (mysis_id, provider, model, calls, failed_calls, prompt_tokens, cached_prompt_tokens,
+		completion_tokens, reasoning_tokens, composed_tokens, latency_ms, retries, cost_nanos, first_call_at, last_call_at)`
 	if len(q.MysisIDs) > 0 {
 		f.idsArg = arg(q.MysisIDs)
 	}
 	if !f.ranged {
+		f.walkSrc = `(SELECT mysis_id, ` + rollupCols + ` FROM llm_usage_totals WHERE mysis_id = m.id)` + cols
 		if f.idsArg != "" {
-			f.cond = "u.mysis_id = ANY(" + f.idsArg + "::uuid[])"
+			f.src, f.cond = "llm_usage_totals u", "u.mysis_id = ANY("+f.idsArg+"::uuid[])"
+		} else {
+			f.src = `(SELECT NULL::uuid, ` + rollupCols + ` FROM llm_usage_swarm_rollup WHERE span = 3)` + cols
 		}
 		return f
 	}
@@ -292,11 +333,13 @@ func usageFilterOf(q memory.UsageQuery) usageFilter {
 		sel := `SELECT u.mysis_id, u.provider, u.model, u.calls, u.failed_calls, u.prompt_tokens, u.cached_prompt_tokens,
 			u.completion_tokens, u.reasoning_tokens, u.composed_tokens, u.latency_ms, u.retries, u.cost_nanos,
 			u.first_call_at, u.last_call_at FROM llm_usage_rollup u WHERE `
+		swarmSel := `SELECT NULL::uuid, ` + rollupCols + ` FROM llm_usage_swarm_rollup u WHERE `
 		if seg.span == spanCalls {
 			col, where = "u.started_at", nil
 			sel = `SELECT u.mysis_id, u.provider, u.model, 1::bigint, (u.error <> '')::int::bigint, u.prompt_tokens,
 				u.cached_prompt_tokens, u.completion_tokens, u.reasoning_tokens, u.composed_tokens, u.latency_ms,
 				u.retries::bigint, u.cost_nanos, u.started_at, u.started_at FROM llm_calls u WHERE `
+			swarmSel = sel
 		}
 		if !seg.from.IsZero() {
 			where = append(where, col+" >= "+arg(seg.from))
@@ -307,14 +350,14 @@ func usageFilterOf(q memory.UsageQuery) usageFilter {
 		walk = append(walk, sel+strings.Join(append(slices.Clone(where), "u.mysis_id = m.id"), " AND "))
 		if f.idsArg != "" {
 			where = append(where, "u.mysis_id = ANY("+f.idsArg+"::uuid[])")
+		} else {
+			sel = swarmSel
 		}
 		if len(where) == 0 {
 			where = append(where, "TRUE")
 		}
 		parts = append(parts, sel+strings.Join(where, " AND "))
 	}
-	const cols = ` AS u (mysis_id, provider, model, calls, failed_calls, prompt_tokens, cached_prompt_tokens,
-		completion_tokens, reasoning_tokens, composed_tokens, latency_ms, retries, cost_nanos, first_call_at, last_call_at)`
 	f.src = `(` + strings.Join(parts, "\n\t\tUNION ALL ") + `)` + cols
 	f.walkSrc = `(` + strings.Join(walk, "\n\t\tUNION ALL ") + `)` + cols
 	return f
@@ -397,13 +440,9 @@ func (f usageFilter) queueByMysis(b *pgx.Batch, q memory.UsageQuery) {
 	if f.idsArg != "" {
 		mysisCond = "m.id = ANY(" + f.idsArg + "::uuid[])"
 	}
-	src := f.src + ` WHERE u.mysis_id = m.id AND ` + f.cond
-	if f.ranged {
-		// Each part of the range (edges, hours, days) is probed through its mysis-first index.
-		src = f.walkSrc
-	}
+	// Each part of the range (edges, hours, days) is probed through its mysis-first index.
 	b.Queue(`SELECT m.id::text, m.name, '', '', t.* FROM myses m
-			CROSS JOIN LATERAL (SELECT `+f.aggs+` FROM `+src+`) t
+			CROSS JOIN LATERAL (SELECT `+f.aggs+` FROM `+f.walkSrc+`) t
 			WHERE `+mysisCond+` AND m.name > `+f.param(1)+` AND t.calls > 0
 			ORDER BY m.name LIMIT `+f.param(2), rowArgs...)
 }

@@ -91,79 +91,9 @@ func BenchmarkUsageSwarmByMysis(b *testing.B) {
 	ctx := context.Background()
 	s, p := freshStore(b)
 	now := time.Now().UTC()
-	ms := make([]memory.Mysis, myses)
-	for i := range ms {
-		ms[i] = memory.Mysis{ID: uuidN(i + 1), Name: fmt.Sprintf("mysis-%05d", i), Provider: "openai", Model: "gpt-4o-mini", State: memory.StateIdle, CreatedAt: now}
-	}
-	if err := s.CopyMyses(ctx, ms); err != nil {
-		b.Fatal(err)
-	}
 	start := time.Now()
-	span := 7 * 24 * time.Hour
-	_, err := p.CopyFrom(ctx, pgx.Identifier{"llm_calls"},
-		[]string{"call_id", "mysis_id", "memory_seq", "started_at", "provider", "model", "prompt_tokens", "cached_prompt_tokens",
-			"completion_tokens", "reasoning_tokens", "composed_tokens", "latency_ms", "retries", "error", "cost_nanos"},
-		pgx.CopyFromFunc(func() func() ([]any, error) {
-			i := 0
-			return func() ([]any, error) {
-				if i == calls {
-					return nil, nil
-				}
-				i++
-				// span/calls first: span*i overflows int64 (it did before issue 32, which put calls in the future).
-				at := now.Add(-span / calls * time.Duration(i))
-				model := "gpt-4o-mini"
-				if i%5 == 0 {
-					model = "gpt-4.1-mini"
-				}
-				return []any{fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i), uuidN(i%myses + 1), int64(i), at, "openai", model,
-					int64(1000 + i%500), int64(512), int64(20 + i%50), int64(0), int64(990 + i%500), int64(400 + i%300), int32(i % 2), "", int64(150_000 + i%1000)}, nil
-			}
-		}()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := p.Exec(ctx, `INSERT INTO llm_usage_totals (mysis_id, provider, model, calls, failed_calls, prompt_tokens,
-			cached_prompt_tokens, completion_tokens, reasoning_tokens, composed_tokens, latency_ms, retries, cost_nanos,
-			first_call_at, last_call_at)
-		SELECT mysis_id, provider, model, count(*), count(*) FILTER (WHERE error <> ''), sum(prompt_tokens),
-			sum(cached_prompt_tokens), sum(completion_tokens), sum(reasoning_tokens), sum(composed_tokens), sum(latency_ms),
-			sum(retries), sum(cost_nanos), min(started_at), max(started_at)
-		FROM llm_calls GROUP BY 1, 2, 3`); err != nil {
-		b.Fatal(err)
-	}
-	// The spend counters of one mysis, so the spend check reads what it reads in production.
-	if _, err := p.Exec(ctx, `INSERT INTO mysis_spend (mysis_id, win, start, tokens, cost_nanos)
-		VALUES ($1, 1, date_trunc('hour', now(), 'UTC'), 100, 100), ($1, 2, date_trunc('day', now(), 'UTC'), 1000, 1000),
-			($1, 3, 'epoch', 10000, 10000)`, uuidN(1)); err != nil {
-		b.Fatal(err)
-	}
-	tables := []string{"llm_calls", "llm_usage_totals", "myses", "mysis_spend"}
-	var rollup bool
-	if err := p.QueryRow(ctx, `SELECT to_regclass('llm_usage_rollup') IS NOT NULL`).Scan(&rollup); err != nil {
-		b.Fatal(err)
-	}
-	if rollup { // the same statement as the migration's backfill (00010_usage_rollup.sql)
-		if _, err := p.Exec(ctx, `INSERT INTO llm_usage_rollup (mysis_id, span, start, provider, model, calls, failed_calls,
-				prompt_tokens, cached_prompt_tokens, completion_tokens, reasoning_tokens, composed_tokens, latency_ms, retries,
-				cost_nanos, first_call_at, last_call_at)
-			SELECT c.mysis_id, s.span, s.start, c.provider, c.model, count(*), count(*) FILTER (WHERE c.error <> ''),
-				sum(c.prompt_tokens), sum(c.cached_prompt_tokens), sum(c.completion_tokens), sum(c.reasoning_tokens),
-				sum(c.composed_tokens), sum(c.latency_ms), sum(c.retries), sum(c.cost_nanos), min(c.started_at), max(c.started_at)
-			FROM llm_calls c CROSS JOIN LATERAL (VALUES
-				(1::smallint, date_trunc('hour', c.started_at, 'UTC')),
-				(2::smallint, date_trunc('day', c.started_at, 'UTC'))) AS s(span, start)
-			GROUP BY c.mysis_id, s.span, s.start, c.provider, c.model`); err != nil {
-			b.Fatal(err)
-		}
-		tables = append(tables, "llm_usage_rollup")
-	}
-	for _, table := range tables {
-		if _, err := p.Exec(ctx, `VACUUM ANALYZE `+table); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.Logf("seeded %d myses and %d calls in %v (rollup: %v)", myses, calls, time.Since(start).Round(time.Second), rollup)
+	rollup, swarmRollup := seedUsageSwarm(ctx, b, s, p, now, myses, calls)
+	b.Logf("seeded %d myses and %d calls in %v (rollup: %v, swarm rollup: %v)", myses, calls, time.Since(start).Round(time.Second), rollup, swarmRollup)
 
 	type usageCase struct {
 		name string
@@ -172,9 +102,23 @@ func BenchmarkUsageSwarmByMysis(b *testing.B) {
 	}
 	today := now.Truncate(24 * time.Hour)
 	one := []string{uuidN(1)}
+	// The runner's ListMyses (the console's swarm page) asks the all-time usage of a page of 1,000 myses by id.
+	var pageIDs []string
+	for i := range 1000 {
+		pageIDs = append(pageIDs, uuidN(5000+i))
+	}
+	// The console's spend page reads each of the last 24 hours by model and by mysis (every page), and this hour and
+	// today by mysis (every page) for the limits.
+	hourAgo := now.Truncate(time.Hour).Add(-3 * time.Hour)
 	cases := []usageCase{
 		{"all-time first page of 100", memory.UsageQuery{GroupBy: memory.GroupMysis}, false},
 		{"all-time whole swarm, pages of 1000", memory.UsageQuery{GroupBy: memory.GroupMysis, PageSize: 1000}, true},
+		{"all-time 1000 myses by id (swarm page)", memory.UsageQuery{GroupBy: memory.GroupMysis, MysisIDs: pageIDs, PageSize: 1000}, false},
+		{"one whole hour by model (spend page)", memory.UsageQuery{From: hourAgo, To: hourAgo.Add(time.Hour), GroupBy: memory.GroupModel, PageSize: 1000}, false},
+		{"one whole hour whole swarm by mysis, pages of 1000 (spend page)", memory.UsageQuery{From: hourAgo, To: hourAgo.Add(time.Hour), GroupBy: memory.GroupMysis, PageSize: 1000}, true},
+		{"this hour whole swarm by mysis, pages of 1000 (spend limits)", memory.UsageQuery{From: now.Truncate(time.Hour), GroupBy: memory.GroupMysis, PageSize: 1000}, true},
+		{"today whole swarm by mysis, pages of 1000 (spend limits)", memory.UsageQuery{From: now.Truncate(24 * time.Hour), GroupBy: memory.GroupMysis, PageSize: 1000}, true},
+		{"last 24h whole swarm by mysis, pages of 1000", memory.UsageQuery{From: now.Add(-24 * time.Hour), GroupBy: memory.GroupMysis, PageSize: 1000}, true},
 	}
 	for _, r := range []struct {
 		name string
@@ -189,16 +133,17 @@ func BenchmarkUsageSwarmByMysis(b *testing.B) {
 			cases = append(cases, usageCase{r.name + " first page of 100", memory.UsageQuery{From: r.from, GroupBy: memory.GroupMysis}, false})
 		}
 	}
-	report := func(b *testing.B, lat []time.Duration) {
+	reportAs := func(b *testing.B, lat []time.Duration, prefix string) {
 		slices.Sort(lat)
 		pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))]) / 1e6 }
-		b.ReportMetric(pct(0.50), "p50_ms")
-		b.ReportMetric(pct(0.95), "p95_ms")
-		b.ReportMetric(pct(0.99), "p99_ms")
+		b.ReportMetric(pct(0.50), prefix+"p50_ms")
+		b.ReportMetric(pct(0.95), prefix+"p95_ms")
+		b.ReportMetric(pct(0.99), prefix+"p99_ms")
 	}
+	report := func(b *testing.B, lat []time.Duration) { reportAs(b, lat, "") }
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			var lat []time.Duration
+			var lat, pages []time.Duration // each whole query; each request (page) of it
 			for b.Loop() {
 				t0 := time.Now()
 				q := c.q
@@ -206,10 +151,12 @@ func BenchmarkUsageSwarmByMysis(b *testing.B) {
 					q.PageSize = 100
 				}
 				for {
+					p0 := time.Now()
 					u, err := s.GetUsage(ctx, q)
 					if err != nil {
 						b.Fatal(err)
 					}
+					pages = append(pages, time.Since(p0))
 					if !c.all || !u.More {
 						break
 					}
@@ -218,6 +165,9 @@ func BenchmarkUsageSwarmByMysis(b *testing.B) {
 				lat = append(lat, time.Since(t0))
 			}
 			report(b, lat)
+			if c.all {
+				reportAs(b, pages, "page_")
+			}
 		})
 	}
 	b.Run("spend check one mysis", func(b *testing.B) {
@@ -232,3 +182,107 @@ func BenchmarkUsageSwarmByMysis(b *testing.B) {
 		report(b, lat)
 	})
 }
+
+// seedUsageSwarm fills a fresh store with myses myses and calls calls evenly over the 7 days before now (COPY), and
+// the running totals, rollups and swarm rollup the write path would have kept (where the schema has them), then
+// VACUUM ANALYZEs. It reports which rollups the schema has.
+func seedUsageSwarm(ctx context.Context, tb testing.TB, s *svcStore, p *pgxpool.Pool, now time.Time, myses, calls int) (rollup, swarmRollup bool) {
+	ms := make([]memory.Mysis, myses)
+	for i := range ms {
+		ms[i] = memory.Mysis{ID: uuidN(i + 1), Name: fmt.Sprintf("mysis-%05d", i), Provider: "openai", Model: "gpt-4o-mini", State: memory.StateIdle, CreatedAt: now}
+	}
+	if err := s.CopyMyses(ctx, ms); err != nil {
+		tb.Fatal(err)
+	}
+	span := 7 * 24 * time.Hour
+	_, err := p.CopyFrom(ctx, pgx.Identifier{"llm_calls"},
+		[]string{"call_id", "mysis_id", "memory_seq", "started_at", "provider", "model", "prompt_tokens", "cached_prompt_tokens",
+			"completion_tokens", "reasoning_tokens", "composed_tokens", "latency_ms", "retries", "error", "cost_nanos"},
+		pgx.CopyFromFunc(func() func() ([]any, error) {
+			i := 0
+			return func() ([]any, error) {
+				if i == calls {
+					return nil, nil
+				}
+				i++
+				// span/calls first: span*i overflows int64 (it did before issue 32, which put calls in the future).
+				at := now.Add(-span / time.Duration(calls) * time.Duration(i))
+				model := "gpt-4o-mini"
+				if i%5 == 0 {
+					model = "gpt-4.1-mini"
+				}
+				return []any{fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i), uuidN(i%myses + 1), int64(i), at, "openai", model,
+					int64(1000 + i%500), int64(512), int64(20 + i%50), int64(0), int64(990 + i%500), int64(400 + i%300), int32(i % 2), "", int64(150_000 + i%1000)}, nil
+			}
+		}()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := p.Exec(ctx, `INSERT INTO llm_usage_totals (mysis_id, provider, model, calls, failed_calls, prompt_tokens,
+			cached_prompt_tokens, completion_tokens, reasoning_tokens, composed_tokens, latency_ms, retries, cost_nanos,
+			first_call_at, last_call_at)
+		SELECT mysis_id, provider, model, count(*), count(*) FILTER (WHERE error <> ''), sum(prompt_tokens),
+			sum(cached_prompt_tokens), sum(completion_tokens), sum(reasoning_tokens), sum(composed_tokens), sum(latency_ms),
+			sum(retries), sum(cost_nanos), min(started_at), max(started_at)
+		FROM llm_calls GROUP BY 1, 2, 3`); err != nil {
+		tb.Fatal(err)
+	}
+	// The spend counters of one mysis, so the spend check reads what it reads in production.
+	if _, err := p.Exec(ctx, `INSERT INTO mysis_spend (mysis_id, win, start, tokens, cost_nanos)
+		VALUES ($1, 1, date_trunc('hour', now(), 'UTC'), 100, 100), ($1, 2, date_trunc('day', now(), 'UTC'), 1000, 1000),
+			($1, 3, 'epoch', 10000, 10000)`, uuidN(1)); err != nil {
+		tb.Fatal(err)
+	}
+	tables := []string{"llm_calls", "llm_usage_totals", "myses", "mysis_spend"}
+	if err := p.QueryRow(ctx, `SELECT to_regclass('llm_usage_rollup') IS NOT NULL`).Scan(&rollup); err != nil {
+		tb.Fatal(err)
+	}
+	if rollup { // the same statement as the migration's backfill (00010_usage_rollup.sql)
+		if _, err := p.Exec(ctx, `INSERT INTO llm_usage_rollup (mysis_id, span, start, provider, model, calls, failed_calls,
+				prompt_tokens, cached_prompt_tokens, completion_tokens, reasoning_tokens, composed_tokens, latency_ms, retries,
+				cost_nanos, first_call_at, last_call_at)
+			SELECT c.mysis_id, s.span, s.start, c.provider, c.model, count(*), count(*) FILTER (WHERE c.error <> ''),
+				sum(c.prompt_tokens), sum(c.cached_prompt_tokens), sum(c.completion_tokens), sum(c.reasoning_tokens),
+				sum(c.composed_tokens), sum(c.latency_ms), sum(c.retries), sum(c.cost_nanos), min(c.started_at), max(c.started_at)
+			FROM llm_calls c CROSS JOIN LATERAL (VALUES
+				(1::smallint, date_trunc('hour', c.started_at, 'UTC')),
+				(2::smallint, date_trunc('day', c.started_at, 'UTC'))) AS s(span, start)
+			GROUP BY c.mysis_id, s.span, s.start, c.provider, c.model`); err != nil {
+			tb.Fatal(err)
+		}
+		tables = append(tables, "llm_usage_rollup")
+	}
+	if err := p.QueryRow(ctx, `SELECT to_regclass('llm_usage_swarm_rollup') IS NOT NULL`).Scan(&swarmRollup); err != nil {
+		tb.Fatal(err)
+	}
+	if swarmRollup { // the same statement as the migration's backfill (00013_swarm_usage_rollup.sql)
+		if _, err := p.Exec(ctx, swarmRollupBackfill); err != nil {
+			tb.Fatal(err)
+		}
+		tables = append(tables, "llm_usage_swarm_rollup")
+	}
+	for _, table := range tables {
+		if _, err := p.Exec(ctx, `VACUUM ANALYZE `+table); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return rollup, swarmRollup
+}
+
+// swarmRollupBackfill is 00013_swarm_usage_rollup.sql's backfill.
+const swarmRollupBackfill = `INSERT INTO llm_usage_swarm_rollup (span, start, provider, model, shard, calls, failed_calls,
+		prompt_tokens, cached_prompt_tokens, completion_tokens, reasoning_tokens, composed_tokens, latency_ms, retries,
+		cost_nanos, first_call_at, last_call_at)
+	SELECT span, start, provider, model, get_byte(uuid_send(mysis_id), 15) & 15, sum(calls), sum(failed_calls),
+		sum(prompt_tokens), sum(cached_prompt_tokens), sum(completion_tokens), sum(reasoning_tokens), sum(composed_tokens),
+		sum(latency_ms), sum(retries), sum(cost_nanos), min(first_call_at), max(last_call_at)
+	FROM (
+		SELECT mysis_id, span, start, provider, model, calls, failed_calls, prompt_tokens, cached_prompt_tokens,
+			completion_tokens, reasoning_tokens, composed_tokens, latency_ms, retries, cost_nanos, first_call_at, last_call_at
+		FROM llm_usage_rollup
+		UNION ALL
+		SELECT mysis_id, 3, 'epoch', provider, model, calls, failed_calls, prompt_tokens, cached_prompt_tokens,
+			completion_tokens, reasoning_tokens, composed_tokens, latency_ms, retries, cost_nanos, first_call_at, last_call_at
+		FROM llm_usage_totals
+	) r
+	GROUP BY span, start, provider, model, get_byte(uuid_send(mysis_id), 15) & 15`

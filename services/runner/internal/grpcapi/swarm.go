@@ -19,6 +19,7 @@ import (
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/libs/names"
+	"github.com/zoeaswarm/zoea/services/runner/internal/composerclient"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 	"github.com/zoeaswarm/zoea/services/runner/internal/memoryclient"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
@@ -430,7 +431,8 @@ func (s *Server) PreviewContext(ctx context.Context, req *runnerv1.PreviewContex
 	if err != nil {
 		return nil, err
 	}
-	return &runnerv1.PreviewContextResponse{Messages: resp.GetMessages(), Manifest: resp.GetManifest(), Encouragement: resp.GetEncouragement()}, nil
+	return &runnerv1.PreviewContextResponse{Messages: resp.GetMessages(), Manifest: resp.GetManifest(), Encouragement: resp.GetEncouragement(),
+		Tools: composerclient.ToProtoTools(tools)}, nil
 }
 
 // checkEndpoint refuses a SpaceMolt endpoint other than v1, v2 or "" (the swarm's), naming the field, before

@@ -725,6 +725,8 @@ type Manifest struct {
 	TurnTruncated bool `protobuf:"varint,9,opt,name=turn_truncated,json=turnTruncated,proto3" json:"turn_truncated,omitempty"`
 	// The newest memory when the boundary last moved: the compacted past carries the state known then.
 	CompactionSeq int64 `protobuf:"varint,10,opt,name=compaction_seq,json=compactionSeq,proto3" json:"compaction_seq,omitempty"`
+	// Tokens of each tool definition sent with the request, in the order given; they sum to tokens.tools.
+	Tools         []*ToolTokens `protobuf:"bytes,11,rep,name=tools,proto3" json:"tools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -829,6 +831,68 @@ func (x *Manifest) GetCompactionSeq() int64 {
 	return 0
 }
 
+func (x *Manifest) GetTools() []*ToolTokens {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+// ToolTokens is what one tool definition costs in the request.
+type ToolTokens struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tool name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Tokens of its definition as the provider receives it, with its framing.
+	Tokens        int32 `protobuf:"varint,2,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolTokens) Reset() {
+	*x = ToolTokens{}
+	mi := &file_zoea_composer_v1_composer_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolTokens) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolTokens) ProtoMessage() {}
+
+func (x *ToolTokens) ProtoReflect() protoreflect.Message {
+	mi := &file_zoea_composer_v1_composer_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolTokens.ProtoReflect.Descriptor instead.
+func (*ToolTokens) Descriptor() ([]byte, []int) {
+	return file_zoea_composer_v1_composer_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ToolTokens) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ToolTokens) GetTokens() int32 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
+}
+
 // Encouragement is the composer's decision on the nudge counter.
 type Encouragement struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -844,7 +908,7 @@ type Encouragement struct {
 
 func (x *Encouragement) Reset() {
 	*x = Encouragement{}
-	mi := &file_zoea_composer_v1_composer_proto_msgTypes[6]
+	mi := &file_zoea_composer_v1_composer_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -856,7 +920,7 @@ func (x *Encouragement) String() string {
 func (*Encouragement) ProtoMessage() {}
 
 func (x *Encouragement) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_composer_v1_composer_proto_msgTypes[6]
+	mi := &file_zoea_composer_v1_composer_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -869,7 +933,7 @@ func (x *Encouragement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Encouragement.ProtoReflect.Descriptor instead.
 func (*Encouragement) Descriptor() ([]byte, []int) {
-	return file_zoea_composer_v1_composer_proto_rawDescGZIP(), []int{6}
+	return file_zoea_composer_v1_composer_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Encouragement) GetAction() EncouragementAction {
@@ -909,7 +973,7 @@ type ToolDefinition struct {
 
 func (x *ToolDefinition) Reset() {
 	*x = ToolDefinition{}
-	mi := &file_zoea_composer_v1_composer_proto_msgTypes[7]
+	mi := &file_zoea_composer_v1_composer_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -921,7 +985,7 @@ func (x *ToolDefinition) String() string {
 func (*ToolDefinition) ProtoMessage() {}
 
 func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_composer_v1_composer_proto_msgTypes[7]
+	mi := &file_zoea_composer_v1_composer_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -934,7 +998,7 @@ func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolDefinition.ProtoReflect.Descriptor instead.
 func (*ToolDefinition) Descriptor() ([]byte, []int) {
-	return file_zoea_composer_v1_composer_proto_rawDescGZIP(), []int{7}
+	return file_zoea_composer_v1_composer_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ToolDefinition) GetName() string {
@@ -987,7 +1051,7 @@ type ComposeContextRequest struct {
 
 func (x *ComposeContextRequest) Reset() {
 	*x = ComposeContextRequest{}
-	mi := &file_zoea_composer_v1_composer_proto_msgTypes[8]
+	mi := &file_zoea_composer_v1_composer_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -999,7 +1063,7 @@ func (x *ComposeContextRequest) String() string {
 func (*ComposeContextRequest) ProtoMessage() {}
 
 func (x *ComposeContextRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_composer_v1_composer_proto_msgTypes[8]
+	mi := &file_zoea_composer_v1_composer_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1012,7 +1076,7 @@ func (x *ComposeContextRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComposeContextRequest.ProtoReflect.Descriptor instead.
 func (*ComposeContextRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_composer_v1_composer_proto_rawDescGZIP(), []int{8}
+	return file_zoea_composer_v1_composer_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ComposeContextRequest) GetMysisId() string {
@@ -1077,7 +1141,7 @@ type Compaction struct {
 
 func (x *Compaction) Reset() {
 	*x = Compaction{}
-	mi := &file_zoea_composer_v1_composer_proto_msgTypes[9]
+	mi := &file_zoea_composer_v1_composer_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1089,7 +1153,7 @@ func (x *Compaction) String() string {
 func (*Compaction) ProtoMessage() {}
 
 func (x *Compaction) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_composer_v1_composer_proto_msgTypes[9]
+	mi := &file_zoea_composer_v1_composer_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1102,7 +1166,7 @@ func (x *Compaction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Compaction.ProtoReflect.Descriptor instead.
 func (*Compaction) Descriptor() ([]byte, []int) {
-	return file_zoea_composer_v1_composer_proto_rawDescGZIP(), []int{9}
+	return file_zoea_composer_v1_composer_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Compaction) GetBoundarySeq() int64 {
@@ -1141,7 +1205,7 @@ type ComposeContextResponse struct {
 
 func (x *ComposeContextResponse) Reset() {
 	*x = ComposeContextResponse{}
-	mi := &file_zoea_composer_v1_composer_proto_msgTypes[10]
+	mi := &file_zoea_composer_v1_composer_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1153,7 +1217,7 @@ func (x *ComposeContextResponse) String() string {
 func (*ComposeContextResponse) ProtoMessage() {}
 
 func (x *ComposeContextResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_composer_v1_composer_proto_msgTypes[10]
+	mi := &file_zoea_composer_v1_composer_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1166,7 +1230,7 @@ func (x *ComposeContextResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComposeContextResponse.ProtoReflect.Descriptor instead.
 func (*ComposeContextResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_composer_v1_composer_proto_rawDescGZIP(), []int{10}
+	return file_zoea_composer_v1_composer_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ComposeContextResponse) GetMessages() []*ChatMessage {
@@ -1280,7 +1344,7 @@ const file_zoea_composer_v1_composer_proto_rawDesc = "" +
 	"\tsynthetic\x18\x05 \x01(\x05R\tsynthetic\x12\x14\n" +
 	"\x05total\x18\x06 \x01(\x05R\x05total\x12\x14\n" +
 	"\x05tools\x18\a \x01(\x05R\x05tools\x12\x18\n" +
-	"\acarried\x18\b \x01(\x05R\acarried\"\xc2\x03\n" +
+	"\acarried\x18\b \x01(\x05R\acarried\"\xf6\x03\n" +
 	"\bManifest\x129\n" +
 	"\aentries\x18\x01 \x03(\v2\x1f.zoea.composer.v1.ManifestEntryR\aentries\x127\n" +
 	"\x06tokens\x18\x02 \x01(\v2\x1f.zoea.composer.v1.SectionTokensR\x06tokens\x12!\n" +
@@ -1293,7 +1357,12 @@ const file_zoea_composer_v1_composer_proto_rawDesc = "" +
 	"\x17compaction_boundary_seq\x18\b \x01(\x03R\x15compactionBoundarySeq\x12%\n" +
 	"\x0eturn_truncated\x18\t \x01(\bR\rturnTruncated\x12%\n" +
 	"\x0ecompaction_seq\x18\n" +
-	" \x01(\x03R\rcompactionSeq\"\x83\x01\n" +
+	" \x01(\x03R\rcompactionSeq\x122\n" +
+	"\x05tools\x18\v \x03(\v2\x1c.zoea.composer.v1.ToolTokensR\x05tools\"8\n" +
+	"\n" +
+	"ToolTokens\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06tokens\x18\x02 \x01(\x05R\x06tokens\"\x83\x01\n" +
 	"\rEncouragement\x12=\n" +
 	"\x06action\x18\x01 \x01(\x0e2%.zoea.composer.v1.EncouragementActionR\x06action\x12\x1d\n" +
 	"\n" +
@@ -1350,7 +1419,7 @@ func file_zoea_composer_v1_composer_proto_rawDescGZIP() []byte {
 }
 
 var file_zoea_composer_v1_composer_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_zoea_composer_v1_composer_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_zoea_composer_v1_composer_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_zoea_composer_v1_composer_proto_goTypes = []any{
 	(Disposition)(0),               // 0: zoea.composer.v1.Disposition
 	(EncouragementAction)(0),       // 1: zoea.composer.v1.EncouragementAction
@@ -1360,45 +1429,47 @@ var file_zoea_composer_v1_composer_proto_goTypes = []any{
 	(*SyntheticMessage)(nil),       // 5: zoea.composer.v1.SyntheticMessage
 	(*SectionTokens)(nil),          // 6: zoea.composer.v1.SectionTokens
 	(*Manifest)(nil),               // 7: zoea.composer.v1.Manifest
-	(*Encouragement)(nil),          // 8: zoea.composer.v1.Encouragement
-	(*ToolDefinition)(nil),         // 9: zoea.composer.v1.ToolDefinition
-	(*ComposeContextRequest)(nil),  // 10: zoea.composer.v1.ComposeContextRequest
-	(*Compaction)(nil),             // 11: zoea.composer.v1.Compaction
-	(*ComposeContextResponse)(nil), // 12: zoea.composer.v1.ComposeContextResponse
-	(v1.Role)(0),                   // 13: zoea.memory.v1.Role
-	(*v1.ToolCall)(nil),            // 14: zoea.memory.v1.ToolCall
-	(*v1.NewMemory)(nil),           // 15: zoea.memory.v1.NewMemory
-	(*timestamppb.Timestamp)(nil),  // 16: google.protobuf.Timestamp
-	(*v1.Mysis)(nil),               // 17: zoea.memory.v1.Mysis
-	(*v1.GetSpendResponse)(nil),    // 18: zoea.memory.v1.GetSpendResponse
-	(*v1.Memory)(nil),              // 19: zoea.memory.v1.Memory
+	(*ToolTokens)(nil),             // 8: zoea.composer.v1.ToolTokens
+	(*Encouragement)(nil),          // 9: zoea.composer.v1.Encouragement
+	(*ToolDefinition)(nil),         // 10: zoea.composer.v1.ToolDefinition
+	(*ComposeContextRequest)(nil),  // 11: zoea.composer.v1.ComposeContextRequest
+	(*Compaction)(nil),             // 12: zoea.composer.v1.Compaction
+	(*ComposeContextResponse)(nil), // 13: zoea.composer.v1.ComposeContextResponse
+	(v1.Role)(0),                   // 14: zoea.memory.v1.Role
+	(*v1.ToolCall)(nil),            // 15: zoea.memory.v1.ToolCall
+	(*v1.NewMemory)(nil),           // 16: zoea.memory.v1.NewMemory
+	(*timestamppb.Timestamp)(nil),  // 17: google.protobuf.Timestamp
+	(*v1.Mysis)(nil),               // 18: zoea.memory.v1.Mysis
+	(*v1.GetSpendResponse)(nil),    // 19: zoea.memory.v1.GetSpendResponse
+	(*v1.Memory)(nil),              // 20: zoea.memory.v1.Memory
 }
 var file_zoea_composer_v1_composer_proto_depIdxs = []int32{
-	13, // 0: zoea.composer.v1.ChatMessage.role:type_name -> zoea.memory.v1.Role
-	14, // 1: zoea.composer.v1.ChatMessage.tool_calls:type_name -> zoea.memory.v1.ToolCall
+	14, // 0: zoea.composer.v1.ChatMessage.role:type_name -> zoea.memory.v1.Role
+	15, // 1: zoea.composer.v1.ChatMessage.tool_calls:type_name -> zoea.memory.v1.ToolCall
 	0,  // 2: zoea.composer.v1.ManifestEntry.disposition:type_name -> zoea.composer.v1.Disposition
 	4,  // 3: zoea.composer.v1.Manifest.entries:type_name -> zoea.composer.v1.ManifestEntry
 	6,  // 4: zoea.composer.v1.Manifest.tokens:type_name -> zoea.composer.v1.SectionTokens
 	5,  // 5: zoea.composer.v1.Manifest.synthetic:type_name -> zoea.composer.v1.SyntheticMessage
-	1,  // 6: zoea.composer.v1.Encouragement.action:type_name -> zoea.composer.v1.EncouragementAction
-	2,  // 7: zoea.composer.v1.ComposeContextRequest.policy:type_name -> zoea.composer.v1.Policy
-	9,  // 8: zoea.composer.v1.ComposeContextRequest.tools:type_name -> zoea.composer.v1.ToolDefinition
-	15, // 9: zoea.composer.v1.ComposeContextRequest.append:type_name -> zoea.memory.v1.NewMemory
-	16, // 10: zoea.composer.v1.ComposeContextRequest.spend_at:type_name -> google.protobuf.Timestamp
-	11, // 11: zoea.composer.v1.ComposeContextRequest.previous_compaction:type_name -> zoea.composer.v1.Compaction
-	3,  // 12: zoea.composer.v1.ComposeContextResponse.messages:type_name -> zoea.composer.v1.ChatMessage
-	7,  // 13: zoea.composer.v1.ComposeContextResponse.manifest:type_name -> zoea.composer.v1.Manifest
-	8,  // 14: zoea.composer.v1.ComposeContextResponse.encouragement:type_name -> zoea.composer.v1.Encouragement
-	17, // 15: zoea.composer.v1.ComposeContextResponse.mysis:type_name -> zoea.memory.v1.Mysis
-	18, // 16: zoea.composer.v1.ComposeContextResponse.spend:type_name -> zoea.memory.v1.GetSpendResponse
-	19, // 17: zoea.composer.v1.ComposeContextResponse.appended:type_name -> zoea.memory.v1.Memory
-	10, // 18: zoea.composer.v1.ComposerService.ComposeContext:input_type -> zoea.composer.v1.ComposeContextRequest
-	12, // 19: zoea.composer.v1.ComposerService.ComposeContext:output_type -> zoea.composer.v1.ComposeContextResponse
-	19, // [19:20] is the sub-list for method output_type
-	18, // [18:19] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	8,  // 6: zoea.composer.v1.Manifest.tools:type_name -> zoea.composer.v1.ToolTokens
+	1,  // 7: zoea.composer.v1.Encouragement.action:type_name -> zoea.composer.v1.EncouragementAction
+	2,  // 8: zoea.composer.v1.ComposeContextRequest.policy:type_name -> zoea.composer.v1.Policy
+	10, // 9: zoea.composer.v1.ComposeContextRequest.tools:type_name -> zoea.composer.v1.ToolDefinition
+	16, // 10: zoea.composer.v1.ComposeContextRequest.append:type_name -> zoea.memory.v1.NewMemory
+	17, // 11: zoea.composer.v1.ComposeContextRequest.spend_at:type_name -> google.protobuf.Timestamp
+	12, // 12: zoea.composer.v1.ComposeContextRequest.previous_compaction:type_name -> zoea.composer.v1.Compaction
+	3,  // 13: zoea.composer.v1.ComposeContextResponse.messages:type_name -> zoea.composer.v1.ChatMessage
+	7,  // 14: zoea.composer.v1.ComposeContextResponse.manifest:type_name -> zoea.composer.v1.Manifest
+	9,  // 15: zoea.composer.v1.ComposeContextResponse.encouragement:type_name -> zoea.composer.v1.Encouragement
+	18, // 16: zoea.composer.v1.ComposeContextResponse.mysis:type_name -> zoea.memory.v1.Mysis
+	19, // 17: zoea.composer.v1.ComposeContextResponse.spend:type_name -> zoea.memory.v1.GetSpendResponse
+	20, // 18: zoea.composer.v1.ComposeContextResponse.appended:type_name -> zoea.memory.v1.Memory
+	11, // 19: zoea.composer.v1.ComposerService.ComposeContext:input_type -> zoea.composer.v1.ComposeContextRequest
+	13, // 20: zoea.composer.v1.ComposerService.ComposeContext:output_type -> zoea.composer.v1.ComposeContextResponse
+	20, // [20:21] is the sub-list for method output_type
+	19, // [19:20] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_zoea_composer_v1_composer_proto_init() }
@@ -1414,7 +1485,7 @@ func file_zoea_composer_v1_composer_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zoea_composer_v1_composer_proto_rawDesc), len(file_zoea_composer_v1_composer_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

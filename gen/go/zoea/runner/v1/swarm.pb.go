@@ -990,6 +990,9 @@ type PreviewContextResponse struct {
 	Manifest *v11.Manifest `protobuf:"bytes,2,opt,name=manifest,proto3" json:"manifest,omitempty"`
 	// Counter decision.
 	Encouragement *v11.Encouragement `protobuf:"bytes,3,opt,name=encouragement,proto3" json:"encouragement,omitempty"`
+	// The tool definitions sent with the request (the game server's list), in order; manifest.tools has each one's
+	// tokens.
+	Tools         []*v11.ToolDefinition `protobuf:"bytes,4,rep,name=tools,proto3" json:"tools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1041,6 +1044,13 @@ func (x *PreviewContextResponse) GetManifest() *v11.Manifest {
 func (x *PreviewContextResponse) GetEncouragement() *v11.Encouragement {
 	if x != nil {
 		return x.Encouragement
+	}
+	return nil
+}
+
+func (x *PreviewContextResponse) GetTools() []*v11.ToolDefinition {
+	if x != nil {
+		return x.Tools
 	}
 	return nil
 }
@@ -1371,11 +1381,12 @@ const file_zoea_runner_v1_swarm_proto_rawDesc = "" +
 	"\x13DeleteMysisResponse\"_\n" +
 	"\x15PreviewContextRequest\x12\x14\n" +
 	"\x05mysis\x18\x01 \x01(\tR\x05mysis\x120\n" +
-	"\x06policy\x18\x02 \x01(\v2\x18.zoea.composer.v1.PolicyR\x06policy\"\xd2\x01\n" +
+	"\x06policy\x18\x02 \x01(\v2\x18.zoea.composer.v1.PolicyR\x06policy\"\x8a\x02\n" +
 	"\x16PreviewContextResponse\x129\n" +
 	"\bmessages\x18\x01 \x03(\v2\x1d.zoea.composer.v1.ChatMessageR\bmessages\x126\n" +
 	"\bmanifest\x18\x02 \x01(\v2\x1a.zoea.composer.v1.ManifestR\bmanifest\x12E\n" +
-	"\rencouragement\x18\x03 \x01(\v2\x1f.zoea.composer.v1.EncouragementR\rencouragement\"\xf6\x01\n" +
+	"\rencouragement\x18\x03 \x01(\v2\x1f.zoea.composer.v1.EncouragementR\rencouragement\x126\n" +
+	"\x05tools\x18\x04 \x03(\v2 .zoea.composer.v1.ToolDefinitionR\x05tools\"\xf6\x01\n" +
 	"\x0fGetUsageRequest\x12\x14\n" +
 	"\x05myses\x18\x01 \x03(\tR\x05myses\x12.\n" +
 	"\x04from\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12*\n" +
@@ -1450,8 +1461,9 @@ var file_zoea_runner_v1_swarm_proto_goTypes = []any{
 	(*v11.ChatMessage)(nil),        // 27: zoea.composer.v1.ChatMessage
 	(*v11.Manifest)(nil),           // 28: zoea.composer.v1.Manifest
 	(*v11.Encouragement)(nil),      // 29: zoea.composer.v1.Encouragement
-	(v1.UsageGroup)(0),             // 30: zoea.memory.v1.UsageGroup
-	(*v1.UsageRow)(nil),            // 31: zoea.memory.v1.UsageRow
+	(*v11.ToolDefinition)(nil),     // 30: zoea.composer.v1.ToolDefinition
+	(v1.UsageGroup)(0),             // 31: zoea.memory.v1.UsageGroup
+	(*v1.UsageRow)(nil),            // 32: zoea.memory.v1.UsageRow
 }
 var file_zoea_runner_v1_swarm_proto_depIdxs = []int32{
 	21, // 0: zoea.runner.v1.MysisStatus.mysis:type_name -> zoea.memory.v1.Mysis
@@ -1470,38 +1482,39 @@ var file_zoea_runner_v1_swarm_proto_depIdxs = []int32{
 	27, // 13: zoea.runner.v1.PreviewContextResponse.messages:type_name -> zoea.composer.v1.ChatMessage
 	28, // 14: zoea.runner.v1.PreviewContextResponse.manifest:type_name -> zoea.composer.v1.Manifest
 	29, // 15: zoea.runner.v1.PreviewContextResponse.encouragement:type_name -> zoea.composer.v1.Encouragement
-	22, // 16: zoea.runner.v1.GetUsageRequest.from:type_name -> google.protobuf.Timestamp
-	22, // 17: zoea.runner.v1.GetUsageRequest.to:type_name -> google.protobuf.Timestamp
-	30, // 18: zoea.runner.v1.GetUsageRequest.group_by:type_name -> zoea.memory.v1.UsageGroup
-	23, // 19: zoea.runner.v1.GetUsageResponse.total:type_name -> zoea.memory.v1.UsageTotals
-	31, // 20: zoea.runner.v1.GetUsageResponse.rows:type_name -> zoea.memory.v1.UsageRow
-	24, // 21: zoea.runner.v1.SetSpendLimitsRequest.limits:type_name -> zoea.memory.v1.SpendLimit
-	0,  // 22: zoea.runner.v1.SetSpendLimitsResponse.status:type_name -> zoea.runner.v1.MysisStatus
-	1,  // 23: zoea.runner.v1.SwarmService.CreateMysis:input_type -> zoea.runner.v1.CreateMysisRequest
-	3,  // 24: zoea.runner.v1.SwarmService.ListMyses:input_type -> zoea.runner.v1.ListMysesRequest
-	5,  // 25: zoea.runner.v1.SwarmService.GetMysis:input_type -> zoea.runner.v1.GetMysisRequest
-	7,  // 26: zoea.runner.v1.SwarmService.StartMysis:input_type -> zoea.runner.v1.StartMysisRequest
-	9,  // 27: zoea.runner.v1.SwarmService.StopMysis:input_type -> zoea.runner.v1.StopMysisRequest
-	11, // 28: zoea.runner.v1.SwarmService.ConfigureMysis:input_type -> zoea.runner.v1.ConfigureMysisRequest
-	13, // 29: zoea.runner.v1.SwarmService.DeleteMysis:input_type -> zoea.runner.v1.DeleteMysisRequest
-	15, // 30: zoea.runner.v1.SwarmService.PreviewContext:input_type -> zoea.runner.v1.PreviewContextRequest
-	17, // 31: zoea.runner.v1.SwarmService.GetUsage:input_type -> zoea.runner.v1.GetUsageRequest
-	19, // 32: zoea.runner.v1.SwarmService.SetSpendLimits:input_type -> zoea.runner.v1.SetSpendLimitsRequest
-	2,  // 33: zoea.runner.v1.SwarmService.CreateMysis:output_type -> zoea.runner.v1.CreateMysisResponse
-	4,  // 34: zoea.runner.v1.SwarmService.ListMyses:output_type -> zoea.runner.v1.ListMysesResponse
-	6,  // 35: zoea.runner.v1.SwarmService.GetMysis:output_type -> zoea.runner.v1.GetMysisResponse
-	8,  // 36: zoea.runner.v1.SwarmService.StartMysis:output_type -> zoea.runner.v1.StartMysisResponse
-	10, // 37: zoea.runner.v1.SwarmService.StopMysis:output_type -> zoea.runner.v1.StopMysisResponse
-	12, // 38: zoea.runner.v1.SwarmService.ConfigureMysis:output_type -> zoea.runner.v1.ConfigureMysisResponse
-	14, // 39: zoea.runner.v1.SwarmService.DeleteMysis:output_type -> zoea.runner.v1.DeleteMysisResponse
-	16, // 40: zoea.runner.v1.SwarmService.PreviewContext:output_type -> zoea.runner.v1.PreviewContextResponse
-	18, // 41: zoea.runner.v1.SwarmService.GetUsage:output_type -> zoea.runner.v1.GetUsageResponse
-	20, // 42: zoea.runner.v1.SwarmService.SetSpendLimits:output_type -> zoea.runner.v1.SetSpendLimitsResponse
-	33, // [33:43] is the sub-list for method output_type
-	23, // [23:33] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	30, // 16: zoea.runner.v1.PreviewContextResponse.tools:type_name -> zoea.composer.v1.ToolDefinition
+	22, // 17: zoea.runner.v1.GetUsageRequest.from:type_name -> google.protobuf.Timestamp
+	22, // 18: zoea.runner.v1.GetUsageRequest.to:type_name -> google.protobuf.Timestamp
+	31, // 19: zoea.runner.v1.GetUsageRequest.group_by:type_name -> zoea.memory.v1.UsageGroup
+	23, // 20: zoea.runner.v1.GetUsageResponse.total:type_name -> zoea.memory.v1.UsageTotals
+	32, // 21: zoea.runner.v1.GetUsageResponse.rows:type_name -> zoea.memory.v1.UsageRow
+	24, // 22: zoea.runner.v1.SetSpendLimitsRequest.limits:type_name -> zoea.memory.v1.SpendLimit
+	0,  // 23: zoea.runner.v1.SetSpendLimitsResponse.status:type_name -> zoea.runner.v1.MysisStatus
+	1,  // 24: zoea.runner.v1.SwarmService.CreateMysis:input_type -> zoea.runner.v1.CreateMysisRequest
+	3,  // 25: zoea.runner.v1.SwarmService.ListMyses:input_type -> zoea.runner.v1.ListMysesRequest
+	5,  // 26: zoea.runner.v1.SwarmService.GetMysis:input_type -> zoea.runner.v1.GetMysisRequest
+	7,  // 27: zoea.runner.v1.SwarmService.StartMysis:input_type -> zoea.runner.v1.StartMysisRequest
+	9,  // 28: zoea.runner.v1.SwarmService.StopMysis:input_type -> zoea.runner.v1.StopMysisRequest
+	11, // 29: zoea.runner.v1.SwarmService.ConfigureMysis:input_type -> zoea.runner.v1.ConfigureMysisRequest
+	13, // 30: zoea.runner.v1.SwarmService.DeleteMysis:input_type -> zoea.runner.v1.DeleteMysisRequest
+	15, // 31: zoea.runner.v1.SwarmService.PreviewContext:input_type -> zoea.runner.v1.PreviewContextRequest
+	17, // 32: zoea.runner.v1.SwarmService.GetUsage:input_type -> zoea.runner.v1.GetUsageRequest
+	19, // 33: zoea.runner.v1.SwarmService.SetSpendLimits:input_type -> zoea.runner.v1.SetSpendLimitsRequest
+	2,  // 34: zoea.runner.v1.SwarmService.CreateMysis:output_type -> zoea.runner.v1.CreateMysisResponse
+	4,  // 35: zoea.runner.v1.SwarmService.ListMyses:output_type -> zoea.runner.v1.ListMysesResponse
+	6,  // 36: zoea.runner.v1.SwarmService.GetMysis:output_type -> zoea.runner.v1.GetMysisResponse
+	8,  // 37: zoea.runner.v1.SwarmService.StartMysis:output_type -> zoea.runner.v1.StartMysisResponse
+	10, // 38: zoea.runner.v1.SwarmService.StopMysis:output_type -> zoea.runner.v1.StopMysisResponse
+	12, // 39: zoea.runner.v1.SwarmService.ConfigureMysis:output_type -> zoea.runner.v1.ConfigureMysisResponse
+	14, // 40: zoea.runner.v1.SwarmService.DeleteMysis:output_type -> zoea.runner.v1.DeleteMysisResponse
+	16, // 41: zoea.runner.v1.SwarmService.PreviewContext:output_type -> zoea.runner.v1.PreviewContextResponse
+	18, // 42: zoea.runner.v1.SwarmService.GetUsage:output_type -> zoea.runner.v1.GetUsageResponse
+	20, // 43: zoea.runner.v1.SwarmService.SetSpendLimits:output_type -> zoea.runner.v1.SetSpendLimitsResponse
+	34, // [34:44] is the sub-list for method output_type
+	24, // [24:34] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_zoea_runner_v1_swarm_proto_init() }
