@@ -5,8 +5,9 @@
 #   2. build every image;  3. `up -d` until three myses have earned credits in the game;
 #   4. the web console: its container healthy, and over its published port the login page, a wrong token refused,
 #      the admin token's login and the swarm page listing the demo myses, as docs/DEPLOY.md tells a user to do;
-#   5. the cli profile's `zoea list`;  6. kill -9 of the runner's process inside its container: it is restarted and
-#      play goes on;  7. `down` and `up` again: the same swarm continues and the web console shows it;  8. `down -v`.
+#   5. the cli profile's `zoea list`;  6. kill -9 of the runner's process inside its container: it is restarted, play
+#      goes on and the web console still shows the swarm;  7. `down` and `up` again: the same swarm continues and the
+#      web console shows it;  8. `down -v`.
 # Each phase prints its time. It runs as its own project (ZOEA_CHECK_PROJECT, default zoea-check) with no host ports
 # but the simulator's admin on ZOEA_CHECK_SIM_PORT and the web console on ZOEA_CHECK_WEB_PORT
 # (deploy/docker/compose-check.yml), so it can run beside `make dev`.
@@ -119,7 +120,8 @@ dc build >>"$LOG" 2>&1 || fail "docker compose build failed (its output: $LOG)"
 done_phase
 
 begin "up to $MYSES myses earning credits"
-# pull_policy: build makes every `up` run the (cached) build too; its output goes to the log.
+# pull_policy: build makes every `up` and `run` run the (cached) build too; its output goes to the log (`run`:
+# --quiet-build). Without buildx, compose warns that it is "configured to build using Bake" and uses its own builder.
 dc up -d >>"$LOG" 2>&1 || fail "docker compose up failed (its output: $LOG)"
 wait_until "$EARN_TIMEOUT" "$MYSES myses earning credits" enough_earners
 stats | sed 's/^/   /'
@@ -131,7 +133,7 @@ web_console
 done_phase
 
 begin "cli profile: zoea list"
-dc --profile cli run --rm zoea list || fail "zoea list failed"
+dc --profile cli run --rm --quiet-build zoea list || fail "zoea list failed"
 done_phase
 
 begin "kill -9 of the runner's process; play goes on"
@@ -142,6 +144,7 @@ kill -9 "$pid"
 wait_until 120 "the runner's restart" bash -c "[ \"\$(docker inspect -f '{{.RestartCount}}' $cid)\" -gt $restarts ]"
 wait_until 180 "play after the runner's restart" calls_beyond "$before"
 printf '   game calls %s → %s\n' "$before" "$(total_calls)"
+web_console
 done_phase
 
 begin "down, up: the swarm continues"
@@ -150,13 +153,13 @@ dc down >>"$LOG" 2>&1 || fail "docker compose down failed"
 dc up -d >>"$LOG" 2>&1 || fail "the second docker compose up failed"
 wait_until 180 "play after down/up" calls_beyond "$before"
 [ "$(earners)" -ge "$MYSES" ] || fail "after down/up the game lost the myses' earnings: $(stats | tr '\n' ';')"
-dc --profile cli run --rm zoea list
+dc --profile cli run --rm --quiet-build zoea list || fail "zoea list failed after down/up"
 wait_until 120 "the web container's health check after down/up" web_healthy
 web_console
 done_phase
 
 begin "down -v"
-dc down -v --remove-orphans >/dev/null || fail "docker compose down -v failed"
+dc down -v --remove-orphans >>"$LOG" 2>&1 || fail "docker compose down -v failed (its output: $LOG)"
 done_phase
 trap - INT TERM
 rm -f "$JAR"
