@@ -113,7 +113,7 @@ down: ## docker compose down
 	docker compose down
 
 .PHONY: compose-check
-compose-check: ## docker compose on a real engine: build, up until 3 myses earn credits, kill -9 the runner, down/up, down -v (docs/DEPLOY.md)
+compose-check: ## docker compose on a real engine: build, up until 3 myses earn credits, the web console, kill -9 the runner, down/up, down -v (docs/DEPLOY.md)
 	./deploy/docker/compose-check.sh
 
 .PHONY: tidy
