@@ -576,11 +576,6 @@ func realError(code, msg string) string { return "Error: " + code + ": " + msg }
 
 // result plays call c against the simulated state and returns its result body.
 func (pg *realGen) result(c chat.ToolCall) string {
-	p := pg.p
-	s := &pg.g.systems[p.sys]
-	var args map[string]any
-	_ = json.Unmarshal([]byte(c.Arguments), &args)
-	str := func(k string) string { v, _ := args[k].(string); return v }
 	if pg.chance(0.003) && c.Name != "login" && c.Name != "register" {
 		pg.relogin = true
 		return realError("session_invalid", "your session has expired; log in again")
@@ -598,231 +593,372 @@ func (pg *realGen) result(c chat.ToolCall) string {
 			return realError("rate_limited", fmt.Sprintf("too many requests, retry_after %d", 2+pg.r.IntN(8)))
 		}
 	}
-	switch c.Name {
-	case "login", "register":
-		p.sessionID = fmt.Sprintf("%08x-%04x-%04x", pg.r.Uint32(), pg.r.IntN(1<<16), pg.r.IntN(1<<16))
-		res := realObj{"player": pg.playerView(), "ship": pg.shipView(), "system": s.id, "poi": s.pois[p.poi].id,
-			"session_id": p.sessionID, "message": "Welcome back, captain."}
-		if c.Name == "register" {
-			res["password"] = fmt.Sprintf("%016x%016x%016x%016x", pg.r.Uint64(), pg.r.Uint64(), pg.r.Uint64(), pg.r.Uint64())
-			res["player_id"] = "pl_" + p.sessionID[:8]
-			res["message"] = "Registered. Save your password: it is shown only once."
-		}
-		return realJSON(res)
-	case "get_status":
-		return realJSON(realObj{"player": pg.playerView(), "ship": pg.shipView(), "modules": pg.modules(), "current_tick": p.tick})
-	case "get_ship":
-		return realJSON(realObj{"ship": pg.shipView(), "modules": pg.modules()})
-	case "get_cargo":
-		items := []realObj{}
-		keys := make([]string, 0, len(p.cargo))
-		for k := range p.cargo {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			if p.cargo[k] > 0 {
-				items = append(items, realObj{"item_id": k, "name": realItemName(k), "quantity": p.cargo[k]})
-			}
-		}
-		return realJSON(realObj{"cargo": items, "used": p.used(), "capacity": realCargoMax, "available": realCargoMax - p.used()})
-	case "get_system":
-		return realJSON(realObj{"system": pg.systemView(p.sys, true), "in_transit": false})
-	case "get_poi":
-		q := s.pois[p.poi]
-		res := realObj{"poi": realObj{"id": q.id, "system_id": s.id, "type": q.kind, "name": q.name,
-			"description": "A " + strings.ReplaceAll(q.kind, "_", " ") + " in the " + s.name + " system.", "position": realObj{"x": q.x, "y": q.y}}}
-		if q.kind == "asteroid_belt" {
-			res["resources"] = []realObj{{"resource_id": "iron_ore", "name": "Iron Ore", "richness": 3 + pg.r.IntN(5), "remaining": 200 + pg.r.IntN(5000)},
-				{"resource_id": "copper_ore", "name": "Copper Ore", "richness": 1 + pg.r.IntN(4), "remaining": 100 + pg.r.IntN(3000)}}
-		}
-		if q.base {
-			res["base"] = realObj{"id": q.id + "_base", "name": q.name + " Base", "services": []string{"market", "fuel", "repair"}, "fuel_price": 2}
-			res["services"] = []string{"market", "fuel", "repair"}
-		}
-		return realJSON(res)
-	case "get_nearby":
-		ps := []realObj{}
-		for i := range pg.r.IntN(6) {
-			ps = append(ps, realObj{"player_id": fmt.Sprintf("pl_%06x", pg.r.IntN(1<<24)), "username": fmt.Sprintf("pilot_%d", i*37+pg.r.IntN(30)),
-				"empire": "nebula", "ship_class": "theoria", "docked": pg.chance(0.5)})
-		}
-		return realJSON(realObj{"poi_id": s.pois[p.poi].id, "players": ps, "pirates": []any{}, "count": len(ps)})
-	case "get_map":
-		// The galaxy map is the one huge result: 50–200 KB.
-		var systems []realObj
-		for i := range pg.g.systems {
-			v := pg.systemView(i, false)
-			v["has_station"] = true
-			v["visited"] = p.visited[i]
-			systems = append(systems, v)
-		}
-		return realJSON(realObj{"systems": systems, "count": len(systems), "current_system": s.id})
-	case "find_route":
-		n := 1 + pg.r.IntN(7)
-		var route []realObj
-		for i := range n {
-			t := pg.g.systems[(pg.target+i*7)%len(pg.g.systems)]
-			route = append(route, realObj{"system_id": t.id, "name": t.name, "jumps": i + 1})
-		}
-		return realJSON(realObj{"found": true, "route": route, "total_jumps": n, "estimated_fuel": n * 6, "fuel": p.fuel})
-	case "view_market":
-		if !p.docked && pg.mission != realTrade {
-			return realError("not_docked", "dock at a base to view its market")
-		}
-		item := str("item_id")
-		var items []realObj
-		for _, it := range realItems {
-			if item != "" && it.id != item {
-				continue
-			}
-			pr := pg.price(it.id)
-			line := realObj{"item_id": it.id, "name": it.name, "guide_price": it.guide, "best_buy": pr, "buy_volume": 50 + pg.r.IntN(900),
-				"best_sell": pr + 1 + pr/5, "sell_volume": pg.r.IntN(400)}
-			if item != "" {
-				var buys, sells []realObj
-				for k := range 6 + pg.r.IntN(6) {
-					buys = append(buys, realObj{"price": max(1, pr-k), "quantity": 10 + pg.r.IntN(200)})
-					sells = append(sells, realObj{"price": pr + 1 + pr/5 + k, "quantity": 10 + pg.r.IntN(200)})
-				}
-				line["buy_orders"], line["sell_orders"] = buys, sells
-			}
-			items = append(items, line)
-		}
-		return realJSON(realObj{"base_id": s.pois[0].id + "_base", "items": items})
-	case "catalog":
-		t := str("type")
-		var items []realObj
-		for i, it := range realItems {
-			kind := "component"
-			switch {
-			case strings.HasSuffix(it.id, "_ore") || it.id == "water_ice":
-				kind = "ore"
-			case i%3 == 0:
-				kind = "consumable"
-			}
-			if t != "" && kind != t {
-				continue
-			}
-			items = append(items, realObj{"item_id": it.id, "name": it.name, "type": kind, "guide_price": it.guide, "volume": 1 + i%4,
-				"description": fmt.Sprintf("%s: traded at most stations; refined from raw materials or mined in belts of %s-rich systems.", it.name, strings.Split(it.id, "_")[0])})
-		}
-		return realJSON(realObj{"items": items, "count": len(items)})
-	case "get_notifications":
-		var ns []realObj
-		for i := range pg.r.IntN(12) {
-			kinds := []string{"chat", "market", "system", "trade"}
-			ns = append(ns, realObj{"id": fmt.Sprintf("n_%d", p.tick*10+int64(i)), "type": kinds[pg.r.IntN(4)], "msg_type": "info",
-				"timestamp": fmt.Sprintf("2026-11-23T%02d:%02d:%02dZ", pg.r.IntN(24), pg.r.IntN(60), pg.r.IntN(60)),
-				"data":      realObj{"from": fmt.Sprintf("pilot_%d", pg.r.IntN(300)), "content": "Selling copper at " + pg.g.systems[pg.r.IntN(len(pg.g.systems))].name + ", anyone buying?"}})
-		}
-		if len(ns) == 0 {
-			return realJSON(realObj{"notifications": []any{}, "count": 0, "remaining": 0, "current_tick": p.tick})
-		}
-		return realJSON(realObj{"notifications": ns, "count": len(ns), "remaining": pg.r.IntN(5), "current_tick": p.tick})
-	case "help":
-		return realJSON(realObj{"topic": str("topic"), "text": strings.Repeat("Mining: travel to an asteroid belt and call mine once per tick; each call yields ore by your mining power and the deposit's richness. Deposits deplete and refill slowly. Sell at a station market: sell fills against buy orders, best price first. ", 3+pg.r.IntN(5))})
-	case "captains_log_list":
-		if p.logCount == 0 {
-			return realJSON(realObj{"entry": nil, "index": 0, "total_count": 0})
-		}
-		return realJSON(realObj{"entry": fmt.Sprintf("Tick %d: plan is to %s.", p.tick-int64(pg.r.IntN(500)), pg.intent()), "index": 0, "total_count": p.logCount})
-	case "captains_log_add":
-		p.logCount = min(p.logCount+1, 20)
-		return realJSON(realObj{"index": 0, "total_count": p.logCount, "message": "Log entry added."})
-	case "chat":
-		return realJSON(realObj{"sent_at": fmt.Sprintf("tick %d", p.tick), "channel": "faction", "recipients": pg.r.IntN(12)})
-	case "zoea_search_messages":
-		var hits []realObj
-		for i := range pg.r.IntN(8) {
-			hits = append(hits, realObj{"memory_id": pg.id - int64(10+pg.r.IntN(2000)), "role": "tool", "tool_name": "view_market",
-				"snippet": fmt.Sprintf("…\"item_id\":\"iron_ore\",\"best_buy\":%d,\"buy_volume\":%d… (%d)", pg.price("iron_ore"), pg.r.IntN(900), i)})
-		}
-		return realJSON(realObj{"results": hits, "count": len(hits)})
-	case "undock":
-		p.docked = false
-		return realJSON(realObj{"ok": true, "poi_id": s.pois[p.poi].id, "message": "Undocked."})
-	case "dock":
-		p.docked = true
-		q := s.pois[p.poi]
-		return realJSON(realObj{"base": realObj{"id": q.id + "_base", "name": q.name + " Base", "services": []string{"market", "fuel", "repair"}, "fuel_price": 2},
-			"poi_id": q.id, "message": "Docked at " + q.name + "."})
-	case "travel":
-		target := str("target_poi")
-		for i, q := range s.pois {
-			if q.id == target {
-				used := max(1, pg.r.IntN(6))
-				p.poi, p.docked, p.fuel = i, false, max(0, p.fuel-used)
-				return realJSON(realObj{"poi": q.name, "poi_id": q.id, "system_id": s.id, "fuel_used": used, "fuel": p.fuel,
-					"ticks": 1 + pg.r.IntN(4), "message": "Arrived at " + q.name + "."})
-			}
-		}
-		return realError("invalid_poi", "no POI "+target+" in this system")
-	case "jump":
-		target := str("target_system")
-		for _, l := range s.links {
-			if pg.g.systems[l].id == target {
-				used := 4 + pg.r.IntN(6)
-				p.sys, p.poi, p.docked, p.fuel = l, 0, false, max(0, p.fuel-used)
-				p.visited[l] = true
-				t := pg.g.systems[l]
-				if l == pg.target || pg.chance(0.1) {
-					pg.target = pg.r.IntN(len(pg.g.systems))
-				}
-				return realJSON(realObj{"from_system": s.id, "system_id": t.id, "system_name": t.name, "poi_id": t.pois[0].id,
-					"fuel_used": used, "fuel": p.fuel, "ticks": 6, "message": "Jumped to " + t.name + "."})
-			}
-		}
-		return realError("not_connected", target+" is not adjacent to "+s.id)
-	case "mine":
-		if s.pois[p.poi].kind != "asteroid_belt" {
-			return realError("invalid_poi", "nothing to mine here")
-		}
-		if p.used() >= realCargoMax {
-			return realError("cargo_full", "your hold is full")
-		}
-		ore := "iron_ore"
-		if pg.chance(0.3) {
-			ore = "copper_ore"
-		}
-		q := min(realCargoMax-p.used(), 3+pg.r.IntN(5))
-		p.cargo[ore] += q
-		return realJSON(realObj{"kind": "yield", "resource_id": ore, "name": realOres[ore], "quantity": q, "remaining": 100 + pg.r.IntN(4000),
-			"cargo_used": p.used(), "cargo_max": realCargoMax, "message": fmt.Sprintf("Mined %d %s.", q, realOres[ore])})
-	case "sell":
-		item := str("item_id")
-		q := min(p.cargo[item], int(realArgInt(args, "quantity")))
-		if q <= 0 {
-			return realError("no_cargo", "you have no "+item)
-		}
-		pr := pg.price(item)
-		p.cargo[item] -= q
-		p.credits += q * pr
-		pg.p.prices[item] -= pg.r.IntN(2)
-		return realJSON(realObj{"item_id": item, "quantity_requested": q, "quantity_sold": q, "total_earned": q * pr,
-			"fills": []realObj{{"quantity": q, "price_each": pr}}, "credits": p.credits, "message": fmt.Sprintf("Sold %d %s.", q, realItemName(item))})
-	case "buy":
-		item := str("item_id")
-		q := int(realArgInt(args, "quantity"))
-		pr := pg.price(item) + 2
-		if q*pr > p.credits {
-			return realError("no_credits", fmt.Sprintf("need %d credits, have %d", q*pr, p.credits))
-		}
-		if p.used()+q > realCargoMax {
-			return realError("no_cargo_space", "not enough cargo space")
-		}
-		p.credits -= q * pr
-		p.cargo[item] += q
-		return realJSON(realObj{"item_id": item, "quantity": q, "total_cost": q * pr, "fills": []realObj{{"quantity": q, "price_each": pr}},
-			"credits": p.credits, "message": fmt.Sprintf("Bought %d %s.", q, realItemName(item))})
-	case "refuel":
-		add := 100 - p.fuel
-		cost := min(add*2, p.credits)
-		p.fuel += cost / 2
-		p.credits -= cost
-		return realJSON(realObj{"fuel": p.fuel, "fuel_max": 100, "fuel_added": cost / 2, "cost": cost, "credits": p.credits, "message": "Refuelled."})
+	h, ok := realResults[c.Name]
+	if !ok {
+		return realError("unknown_tool", c.Name)
 	}
-	return realError("unknown_tool", c.Name)
+	rc := realCall{name: c.Name, sys: &pg.g.systems[pg.p.sys]}
+	_ = json.Unmarshal([]byte(c.Arguments), &rc.args)
+	return h(pg, rc)
+}
+
+// realCall is one tool call as a result handler sees it: the tool's name, its decoded arguments and the system the
+// player is in when the call arrives.
+type realCall struct {
+	name string
+	args map[string]any
+	sys  *realSystem
+}
+
+// str is the string argument k, or "".
+func (c realCall) str(k string) string { v, _ := c.args[k].(string); return v }
+
+// realResults maps each tool to the handler that plays it against the simulated state.
+var realResults = map[string]func(*realGen, realCall) string{
+	"login":                (*realGen).loginResult,
+	"register":             (*realGen).loginResult,
+	"get_status":           (*realGen).getStatusResult,
+	"get_ship":             (*realGen).getShipResult,
+	"get_cargo":            (*realGen).getCargoResult,
+	"get_system":           (*realGen).getSystemResult,
+	"get_poi":              (*realGen).getPoiResult,
+	"get_nearby":           (*realGen).getNearbyResult,
+	"get_map":              (*realGen).getMapResult,
+	"find_route":           (*realGen).findRouteResult,
+	"view_market":          (*realGen).viewMarketResult,
+	"catalog":              (*realGen).catalogResult,
+	"get_notifications":    (*realGen).getNotificationsResult,
+	"help":                 (*realGen).helpResult,
+	"captains_log_list":    (*realGen).captainsLogListResult,
+	"captains_log_add":     (*realGen).captainsLogAddResult,
+	"chat":                 (*realGen).chatResult,
+	"zoea_search_messages": (*realGen).zoeaSearchMessagesResult,
+	"undock":               (*realGen).undockResult,
+	"dock":                 (*realGen).dockResult,
+	"travel":               (*realGen).travelResult,
+	"jump":                 (*realGen).jumpResult,
+	"mine":                 (*realGen).mineResult,
+	"sell":                 (*realGen).sellResult,
+	"buy":                  (*realGen).buyResult,
+	"refuel":               (*realGen).refuelResult,
+}
+
+// loginResult answers login and register.
+func (pg *realGen) loginResult(c realCall) string {
+	p, s := pg.p, c.sys
+	p.sessionID = fmt.Sprintf("%08x-%04x-%04x", pg.r.Uint32(), pg.r.IntN(1<<16), pg.r.IntN(1<<16))
+	res := realObj{"player": pg.playerView(), "ship": pg.shipView(), "system": s.id, "poi": s.pois[p.poi].id,
+		"session_id": p.sessionID, "message": "Welcome back, captain."}
+	if c.name == "register" {
+		res["password"] = fmt.Sprintf("%016x%016x%016x%016x", pg.r.Uint64(), pg.r.Uint64(), pg.r.Uint64(), pg.r.Uint64())
+		res["player_id"] = "pl_" + p.sessionID[:8]
+		res["message"] = "Registered. Save your password: it is shown only once."
+	}
+	return realJSON(res)
+}
+
+// getStatusResult answers get_status.
+func (pg *realGen) getStatusResult(c realCall) string {
+	p := pg.p
+	return realJSON(realObj{"player": pg.playerView(), "ship": pg.shipView(), "modules": pg.modules(), "current_tick": p.tick})
+}
+
+// getShipResult answers get_ship.
+func (pg *realGen) getShipResult(c realCall) string {
+	return realJSON(realObj{"ship": pg.shipView(), "modules": pg.modules()})
+}
+
+// getCargoResult answers get_cargo.
+func (pg *realGen) getCargoResult(c realCall) string {
+	p := pg.p
+	items := []realObj{}
+	keys := make([]string, 0, len(p.cargo))
+	for k := range p.cargo {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if p.cargo[k] > 0 {
+			items = append(items, realObj{"item_id": k, "name": realItemName(k), "quantity": p.cargo[k]})
+		}
+	}
+	return realJSON(realObj{"cargo": items, "used": p.used(), "capacity": realCargoMax, "available": realCargoMax - p.used()})
+}
+
+// getSystemResult answers get_system.
+func (pg *realGen) getSystemResult(c realCall) string {
+	p := pg.p
+	return realJSON(realObj{"system": pg.systemView(p.sys, true), "in_transit": false})
+}
+
+// getPoiResult answers get_poi.
+func (pg *realGen) getPoiResult(c realCall) string {
+	p, s := pg.p, c.sys
+	q := s.pois[p.poi]
+	res := realObj{"poi": realObj{"id": q.id, "system_id": s.id, "type": q.kind, "name": q.name,
+		"description": "A " + strings.ReplaceAll(q.kind, "_", " ") + " in the " + s.name + " system.", "position": realObj{"x": q.x, "y": q.y}}}
+	if q.kind == "asteroid_belt" {
+		res["resources"] = []realObj{{"resource_id": "iron_ore", "name": "Iron Ore", "richness": 3 + pg.r.IntN(5), "remaining": 200 + pg.r.IntN(5000)},
+			{"resource_id": "copper_ore", "name": "Copper Ore", "richness": 1 + pg.r.IntN(4), "remaining": 100 + pg.r.IntN(3000)}}
+	}
+	if q.base {
+		res["base"] = realObj{"id": q.id + "_base", "name": q.name + " Base", "services": []string{"market", "fuel", "repair"}, "fuel_price": 2}
+		res["services"] = []string{"market", "fuel", "repair"}
+	}
+	return realJSON(res)
+}
+
+// getNearbyResult answers get_nearby.
+func (pg *realGen) getNearbyResult(c realCall) string {
+	p, s := pg.p, c.sys
+	ps := []realObj{}
+	for i := range pg.r.IntN(6) {
+		ps = append(ps, realObj{"player_id": fmt.Sprintf("pl_%06x", pg.r.IntN(1<<24)), "username": fmt.Sprintf("pilot_%d", i*37+pg.r.IntN(30)),
+			"empire": "nebula", "ship_class": "theoria", "docked": pg.chance(0.5)})
+	}
+	return realJSON(realObj{"poi_id": s.pois[p.poi].id, "players": ps, "pirates": []any{}, "count": len(ps)})
+}
+
+// getMapResult answers get_map.
+func (pg *realGen) getMapResult(c realCall) string {
+	p, s := pg.p, c.sys
+	// The galaxy map is the one huge result: 50–200 KB.
+	var systems []realObj
+	for i := range pg.g.systems {
+		v := pg.systemView(i, false)
+		v["has_station"] = true
+		v["visited"] = p.visited[i]
+		systems = append(systems, v)
+	}
+	return realJSON(realObj{"systems": systems, "count": len(systems), "current_system": s.id})
+}
+
+// findRouteResult answers find_route.
+func (pg *realGen) findRouteResult(c realCall) string {
+	p := pg.p
+	n := 1 + pg.r.IntN(7)
+	var route []realObj
+	for i := range n {
+		t := pg.g.systems[(pg.target+i*7)%len(pg.g.systems)]
+		route = append(route, realObj{"system_id": t.id, "name": t.name, "jumps": i + 1})
+	}
+	return realJSON(realObj{"found": true, "route": route, "total_jumps": n, "estimated_fuel": n * 6, "fuel": p.fuel})
+}
+
+// viewMarketResult answers view_market.
+func (pg *realGen) viewMarketResult(c realCall) string {
+	p, s := pg.p, c.sys
+	if !p.docked && pg.mission != realTrade {
+		return realError("not_docked", "dock at a base to view its market")
+	}
+	item := c.str("item_id")
+	var items []realObj
+	for _, it := range realItems {
+		if item != "" && it.id != item {
+			continue
+		}
+		pr := pg.price(it.id)
+		line := realObj{"item_id": it.id, "name": it.name, "guide_price": it.guide, "best_buy": pr, "buy_volume": 50 + pg.r.IntN(900),
+			"best_sell": pr + 1 + pr/5, "sell_volume": pg.r.IntN(400)}
+		if item != "" {
+			var buys, sells []realObj
+			for k := range 6 + pg.r.IntN(6) {
+				buys = append(buys, realObj{"price": max(1, pr-k), "quantity": 10 + pg.r.IntN(200)})
+				sells = append(sells, realObj{"price": pr + 1 + pr/5 + k, "quantity": 10 + pg.r.IntN(200)})
+			}
+			line["buy_orders"], line["sell_orders"] = buys, sells
+		}
+		items = append(items, line)
+	}
+	return realJSON(realObj{"base_id": s.pois[0].id + "_base", "items": items})
+}
+
+// catalogResult answers catalog.
+func (pg *realGen) catalogResult(c realCall) string {
+	t := c.str("type")
+	var items []realObj
+	for i, it := range realItems {
+		kind := "component"
+		switch {
+		case strings.HasSuffix(it.id, "_ore") || it.id == "water_ice":
+			kind = "ore"
+		case i%3 == 0:
+			kind = "consumable"
+		}
+		if t != "" && kind != t {
+			continue
+		}
+		items = append(items, realObj{"item_id": it.id, "name": it.name, "type": kind, "guide_price": it.guide, "volume": 1 + i%4,
+			"description": fmt.Sprintf("%s: traded at most stations; refined from raw materials or mined in belts of %s-rich systems.", it.name, strings.Split(it.id, "_")[0])})
+	}
+	return realJSON(realObj{"items": items, "count": len(items)})
+}
+
+// getNotificationsResult answers get_notifications.
+func (pg *realGen) getNotificationsResult(c realCall) string {
+	p := pg.p
+	var ns []realObj
+	for i := range pg.r.IntN(12) {
+		kinds := []string{"chat", "market", "system", "trade"}
+		ns = append(ns, realObj{"id": fmt.Sprintf("n_%d", p.tick*10+int64(i)), "type": kinds[pg.r.IntN(4)], "msg_type": "info",
+			"timestamp": fmt.Sprintf("2026-11-23T%02d:%02d:%02dZ", pg.r.IntN(24), pg.r.IntN(60), pg.r.IntN(60)),
+			"data":      realObj{"from": fmt.Sprintf("pilot_%d", pg.r.IntN(300)), "content": "Selling copper at " + pg.g.systems[pg.r.IntN(len(pg.g.systems))].name + ", anyone buying?"}})
+	}
+	if len(ns) == 0 {
+		return realJSON(realObj{"notifications": []any{}, "count": 0, "remaining": 0, "current_tick": p.tick})
+	}
+	return realJSON(realObj{"notifications": ns, "count": len(ns), "remaining": pg.r.IntN(5), "current_tick": p.tick})
+}
+
+// helpResult answers help.
+func (pg *realGen) helpResult(c realCall) string {
+	return realJSON(realObj{"topic": c.str("topic"), "text": strings.Repeat("Mining: travel to an asteroid belt and call mine once per tick; each call yields ore by your mining power and the deposit's richness. Deposits deplete and refill slowly. Sell at a station market: sell fills against buy orders, best price first. ", 3+pg.r.IntN(5))})
+}
+
+// captainsLogListResult answers captains_log_list.
+func (pg *realGen) captainsLogListResult(c realCall) string {
+	p := pg.p
+	if p.logCount == 0 {
+		return realJSON(realObj{"entry": nil, "index": 0, "total_count": 0})
+	}
+	return realJSON(realObj{"entry": fmt.Sprintf("Tick %d: plan is to %s.", p.tick-int64(pg.r.IntN(500)), pg.intent()), "index": 0, "total_count": p.logCount})
+}
+
+// captainsLogAddResult answers captains_log_add.
+func (pg *realGen) captainsLogAddResult(c realCall) string {
+	p := pg.p
+	p.logCount = min(p.logCount+1, 20)
+	return realJSON(realObj{"index": 0, "total_count": p.logCount, "message": "Log entry added."})
+}
+
+// chatResult answers chat.
+func (pg *realGen) chatResult(c realCall) string {
+	p := pg.p
+	return realJSON(realObj{"sent_at": fmt.Sprintf("tick %d", p.tick), "channel": "faction", "recipients": pg.r.IntN(12)})
+}
+
+// zoeaSearchMessagesResult answers zoea_search_messages.
+func (pg *realGen) zoeaSearchMessagesResult(c realCall) string {
+	var hits []realObj
+	for i := range pg.r.IntN(8) {
+		hits = append(hits, realObj{"memory_id": pg.id - int64(10+pg.r.IntN(2000)), "role": "tool", "tool_name": "view_market",
+			"snippet": fmt.Sprintf("…\"item_id\":\"iron_ore\",\"best_buy\":%d,\"buy_volume\":%d… (%d)", pg.price("iron_ore"), pg.r.IntN(900), i)})
+	}
+	return realJSON(realObj{"results": hits, "count": len(hits)})
+}
+
+// undockResult answers undock.
+func (pg *realGen) undockResult(c realCall) string {
+	p, s := pg.p, c.sys
+	p.docked = false
+	return realJSON(realObj{"ok": true, "poi_id": s.pois[p.poi].id, "message": "Undocked."})
+}
+
+// dockResult answers dock.
+func (pg *realGen) dockResult(c realCall) string {
+	p, s := pg.p, c.sys
+	p.docked = true
+	q := s.pois[p.poi]
+	return realJSON(realObj{"base": realObj{"id": q.id + "_base", "name": q.name + " Base", "services": []string{"market", "fuel", "repair"}, "fuel_price": 2},
+		"poi_id": q.id, "message": "Docked at " + q.name + "."})
+}
+
+// travelResult answers travel.
+func (pg *realGen) travelResult(c realCall) string {
+	p, s := pg.p, c.sys
+	target := c.str("target_poi")
+	for i, q := range s.pois {
+		if q.id == target {
+			used := max(1, pg.r.IntN(6))
+			p.poi, p.docked, p.fuel = i, false, max(0, p.fuel-used)
+			return realJSON(realObj{"poi": q.name, "poi_id": q.id, "system_id": s.id, "fuel_used": used, "fuel": p.fuel,
+				"ticks": 1 + pg.r.IntN(4), "message": "Arrived at " + q.name + "."})
+		}
+	}
+	return realError("invalid_poi", "no POI "+target+" in this system")
+}
+
+// jumpResult answers jump.
+func (pg *realGen) jumpResult(c realCall) string {
+	p, s := pg.p, c.sys
+	target := c.str("target_system")
+	for _, l := range s.links {
+		if pg.g.systems[l].id == target {
+			used := 4 + pg.r.IntN(6)
+			p.sys, p.poi, p.docked, p.fuel = l, 0, false, max(0, p.fuel-used)
+			p.visited[l] = true
+			t := pg.g.systems[l]
+			if l == pg.target || pg.chance(0.1) {
+				pg.target = pg.r.IntN(len(pg.g.systems))
+			}
+			return realJSON(realObj{"from_system": s.id, "system_id": t.id, "system_name": t.name, "poi_id": t.pois[0].id,
+				"fuel_used": used, "fuel": p.fuel, "ticks": 6, "message": "Jumped to " + t.name + "."})
+		}
+	}
+	return realError("not_connected", target+" is not adjacent to "+s.id)
+}
+
+// mineResult answers mine.
+func (pg *realGen) mineResult(c realCall) string {
+	p, s := pg.p, c.sys
+	if s.pois[p.poi].kind != "asteroid_belt" {
+		return realError("invalid_poi", "nothing to mine here")
+	}
+	if p.used() >= realCargoMax {
+		return realError("cargo_full", "your hold is full")
+	}
+	ore := "iron_ore"
+	if pg.chance(0.3) {
+		ore = "copper_ore"
+	}
+	q := min(realCargoMax-p.used(), 3+pg.r.IntN(5))
+	p.cargo[ore] += q
+	return realJSON(realObj{"kind": "yield", "resource_id": ore, "name": realOres[ore], "quantity": q, "remaining": 100 + pg.r.IntN(4000),
+		"cargo_used": p.used(), "cargo_max": realCargoMax, "message": fmt.Sprintf("Mined %d %s.", q, realOres[ore])})
+}
+
+// sellResult answers sell.
+func (pg *realGen) sellResult(c realCall) string {
+	p := pg.p
+	item := c.str("item_id")
+	q := min(p.cargo[item], int(realArgInt(c.args, "quantity")))
+	if q <= 0 {
+		return realError("no_cargo", "you have no "+item)
+	}
+	pr := pg.price(item)
+	p.cargo[item] -= q
+	p.credits += q * pr
+	pg.p.prices[item] -= pg.r.IntN(2)
+	return realJSON(realObj{"item_id": item, "quantity_requested": q, "quantity_sold": q, "total_earned": q * pr,
+		"fills": []realObj{{"quantity": q, "price_each": pr}}, "credits": p.credits, "message": fmt.Sprintf("Sold %d %s.", q, realItemName(item))})
+}
+
+// buyResult answers buy.
+func (pg *realGen) buyResult(c realCall) string {
+	p := pg.p
+	item := c.str("item_id")
+	q := int(realArgInt(c.args, "quantity"))
+	pr := pg.price(item) + 2
+	if q*pr > p.credits {
+		return realError("no_credits", fmt.Sprintf("need %d credits, have %d", q*pr, p.credits))
+	}
+	if p.used()+q > realCargoMax {
+		return realError("no_cargo_space", "not enough cargo space")
+	}
+	p.credits -= q * pr
+	p.cargo[item] += q
+	return realJSON(realObj{"item_id": item, "quantity": q, "total_cost": q * pr, "fills": []realObj{{"quantity": q, "price_each": pr}},
+		"credits": p.credits, "message": fmt.Sprintf("Bought %d %s.", q, realItemName(item))})
+}
+
+// refuelResult answers refuel.
+func (pg *realGen) refuelResult(c realCall) string {
+	p := pg.p
+	add := 100 - p.fuel
+	cost := min(add*2, p.credits)
+	p.fuel += cost / 2
+	p.credits -= cost
+	return realJSON(realObj{"fuel": p.fuel, "fuel_max": 100, "fuel_added": cost / 2, "cost": cost, "credits": p.credits, "message": "Refuelled."})
 }
 
 // loginArgs are the account's credentials, the same on every login of the session.
