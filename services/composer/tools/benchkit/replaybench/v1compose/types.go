@@ -1,7 +1,7 @@
 // Package v1compose is a FROZEN COPY of Zoea's composition v1 (services/composer/internal/compose at commit de06014),
-// kept only as the baseline column of the replay benchmark (tools/benchkit/replaybench, tools/cmd/composereplay). It is benchmark
-// tooling: production never imports it, and it is never changed except to keep it compiling. The original package
-// comment follows.
+// kept only as the baseline column of the replay benchmark (tools/benchkit/replaybench, tools/cmd/composereplay). It
+// is benchmark tooling: production never imports it, and it is never changed except to keep it compiling. The
+// original package comment follows.
 //
 // Compose builds the message list for one LLM request of a mysis: the heart of Zoea. It is a pure function of
 // its input — no I/O, no clock, no randomness, no dependence on map iteration order — so the same input always gives
