@@ -75,7 +75,7 @@ fresh-check: ## As root: README's one line and make test on a debootstrapped Deb
 
 .PHONY: chaos
 chaos: ## Fault suite on private ports: kill -9 of every service and NATS node (3-node R3 cluster), Postgres restarts, slow model; fails on any loss, unanswered call or stalled mysis. CHAOS_FLAGS="-postgres patroni": HA Postgres (Patroni, etcd, 2 sync replicas), the primary node killed twice (needs: apt-get install patroni etcd-server)
-	go run ./services/runner/cmd/chaos $(CHAOS_FLAGS)
+	go run ./services/runner/tools/cmd/chaos $(CHAOS_FLAGS)
 
 .PHONY: build
 build: ## Build every binary into bin/
@@ -100,7 +100,7 @@ bench: ## Run Go benchmarks of every module (BENCH=regexp to filter); big-data r
 .PHONY: bench-memory
 bench-memory: ## Seed BENCH_DB (an empty database) and measure the memory service at scale (SEED_FLAGS, BENCH_FLAGS; see services/memory/README.md)
 	@test -n "$(BENCH_DB)" || { echo "set BENCH_DB to an empty database's URL (createdb zoea_bench)"; exit 1; }
-	cd services/memory && go build -o ../../bin/memorybench ./cmd/memorybench
+	cd services/memory/tools && go build -o ../../../bin/memorybench ./cmd/memorybench
 	./bin/memorybench seed -db '$(BENCH_DB)' $(SEED_FLAGS)
 	./bin/memorybench bench -db '$(BENCH_DB)' $(BENCH_FLAGS)
 

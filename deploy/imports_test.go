@@ -54,8 +54,9 @@ func forbiddenInDomain(pkg string) string {
 }
 
 // isAdapter reports whether a service package is an adapter: any package under internal/ that is not the
-// composition root (app), the transport (grpcapi), a domain package, test support (testkit, e2e) or tooling
-// (benchkit). Commands (cmd/) are roots too: tools may wire a grpcapi themselves.
+// composition root (app), the transport (grpcapi), a domain package or test support (testkit, e2e). Commands (cmd/)
+// are roots too, and tooling lives in the service's tooling module (services/<svc>/tools), whose load drivers may
+// wire a grpcapi themselves.
 func isAdapter(rel string) bool {
 	svc, rest, ok := strings.Cut(strings.TrimPrefix(rel, "services/"), "/internal/")
 	if !ok || svc == "" {
@@ -66,7 +67,7 @@ func isAdapter(rel string) bool {
 		return false
 	}
 	switch top {
-	case "app", "grpcapi", "testkit", "benchkit", "e2e":
+	case "app", "grpcapi", "testkit", "e2e":
 		return false
 	}
 	return true
@@ -87,8 +88,9 @@ func TestImportRuleClassifiers(t *testing.T) {
 		"services/composer/internal/memoryclient": true, "services/runner/internal/provider/openai": true,
 		"services/composer/internal/window": true, "services/runner/internal/natsbus": true,
 		"services/composer/internal/grpcapi": false, "services/memory/internal/app": false, "services/memory/internal/memory": false,
-		"services/runner/internal/testkit/testenv": false, "services/memory/internal/benchkit/seed": false,
-		"services/runner/internal/e2e": false, "services/composer/cmd/composeload": false, "libs/server": false,
+		"services/runner/internal/testkit/testenv": false, "services/memory/tools/benchkit": false,
+		"services/runner/internal/e2e": false, "services/composer/tools/cmd/composeload": false, "libs/server": false,
+		"services/runner/internal/tools": true,
 	} {
 		if got := isAdapter(rel); got != want {
 			t.Errorf("isAdapter(%q) = %v, want %v", rel, got, want)

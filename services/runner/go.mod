@@ -4,7 +4,6 @@ go 1.26.0
 
 require (
 	github.com/modelcontextprotocol/go-sdk v1.8.0
-	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/ollama/ollama v0.17.4
 	github.com/openai/openai-go/v3 v3.96.0
 	github.com/zoeaswarm/zoea/gen v0.0.0-00010101000000-000000000000
@@ -20,6 +19,8 @@ require (
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
 )
+
+require github.com/nats-io/nats-server/v2 v2.15.2 // indirect
 
 require (
 	cloud.google.com/go v0.34.0 // indirect

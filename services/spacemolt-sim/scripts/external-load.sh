@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs cmd/spacemolt-sim as its own process on a loopback port, drives it with
-# cmd/simload, and reports the server process's CPU per call, so server cost is
+# tools/cmd/simload, and reports the server process's CPU per call, so server cost is
 # measured apart from the load generator's.
 #
 #   scripts/external-load.sh -mode reads -client raw -players 32 -duration 20s
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 bin=$(mktemp -d)
 trap 'kill "${pid:-}" 2>/dev/null || true; rm -rf "$bin"' EXIT
 go build -o "$bin/sim" ./cmd/spacemolt-sim
-go build -o "$bin/simload" ./cmd/simload
+go build -o "$bin/simload" ./tools/cmd/simload
 port=${PORT:-17199}
 ZOEA_LISTEN_ADDR=127.0.0.1:$port ZOEA_SIM_TICK=${TICK:-1s} ZOEA_SIM_READS_PER_MIN=-1 \
   ZOEA_SIM_MUTATIONS_PER_MIN=-1 ZOEA_SIM_CHAT_PER_MIN=-1 "$bin/sim" 2>"$bin/sim.log" &

@@ -3,10 +3,10 @@ package compose_test
 import (
 	"testing"
 
-	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/benchcpu"
-	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/replay"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
 	"github.com/zoeaswarm/zoea/services/composer/internal/o200k"
+	"github.com/zoeaswarm/zoea/services/composer/internal/testkit/benchcpu"
+	"github.com/zoeaswarm/zoea/services/composer/internal/testkit/replay"
 	"github.com/zoeaswarm/zoea/services/composer/internal/tokcache"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/chat/chatvalid"
-	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/histgen"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
+	"github.com/zoeaswarm/zoea/services/composer/internal/testkit/histgen"
 )
 
 func reasonsByID(res compose.Result) map[int64]compose.Item {

@@ -3,8 +3,8 @@ package compose_test
 import (
 	"testing"
 
-	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/histgen"
 	"github.com/zoeaswarm/zoea/services/composer/internal/o200k"
+	"github.com/zoeaswarm/zoea/services/composer/internal/testkit/histgen"
 )
 
 // FuzzCompose turns fuzz bytes into a history (see histgen) and checks that the request is valid under

@@ -8,9 +8,9 @@ import (
 
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/chat/chatvalid"
-	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/histgen"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
 	"github.com/zoeaswarm/zoea/services/composer/internal/o200k"
+	"github.com/zoeaswarm/zoea/services/composer/internal/testkit/histgen"
 )
 
 // v2 composes what production composes for a whole history h: the memory service's v2 window (emulated by

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/zoeaswarm/zoea/libs/chat"
-	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/histgen"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
+	"github.com/zoeaswarm/zoea/services/composer/internal/testkit/histgen"
 )
 
 // compose1 composes the request for rows h (a v2 window as the memory service returns it), starting from the

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
-	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/benchcpu"
-	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/replay"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
 	"github.com/zoeaswarm/zoea/services/composer/internal/grpcapi"
+	"github.com/zoeaswarm/zoea/services/composer/internal/testkit/benchcpu"
+	"github.com/zoeaswarm/zoea/services/composer/internal/testkit/replay"
 )
 
 // BenchmarkComposeContext is one ComposeContext over loopback gRPC against the fake memory service (default policy,

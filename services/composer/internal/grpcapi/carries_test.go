@@ -14,10 +14,10 @@ import (
 	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/chat"
-	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/histgen"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
 	"github.com/zoeaswarm/zoea/services/composer/internal/grpcapi"
 	"github.com/zoeaswarm/zoea/services/composer/internal/memoryclient"
+	"github.com/zoeaswarm/zoea/services/composer/internal/testkit/histgen"
 )
 
 // observed passes GetComposeWindow through to the real memory service and counts what the carry cache did.

@@ -24,11 +24,11 @@ import (
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/chat/chatvalid"
-	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/histgen"
-	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/replay"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
 	"github.com/zoeaswarm/zoea/services/composer/internal/grpcapi"
 	"github.com/zoeaswarm/zoea/services/composer/internal/o200k"
+	"github.com/zoeaswarm/zoea/services/composer/internal/testkit/histgen"
+	"github.com/zoeaswarm/zoea/services/composer/internal/testkit/replay"
 	"github.com/zoeaswarm/zoea/services/composer/internal/tokcache"
 )
 

@@ -8,9 +8,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
-	"github.com/zoeaswarm/zoea/services/composer/internal/benchkit/histgen"
 	"github.com/zoeaswarm/zoea/services/composer/internal/grpcapi"
 	"github.com/zoeaswarm/zoea/services/composer/internal/memoryclient"
+	"github.com/zoeaswarm/zoea/services/composer/internal/testkit/histgen"
 )
 
 // previousOf is the previous_compaction a caller passes back after resp.

@@ -5,7 +5,7 @@
 //	memory migrate              apply pending schema migrations and exit
 //	memory healthcheck          exit 0 when the local server reports SERVING (container health checks)
 //
-// Seeding and measuring a benchmark database is a separate tool, cmd/memorybench, so the server binary carries no
+// Seeding and measuring a benchmark database is a separate tool, tools/cmd/memorybench (its own module), so the server binary carries no
 // benchmark code.
 package main
 

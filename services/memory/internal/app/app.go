@@ -61,7 +61,7 @@ func Main(ctx context.Context, args []string, version string) error {
 	case "migrate":
 		return migrate(ctx, log, cfg, args)
 	case "seed", "bench":
-		return fmt.Errorf("%q moved out of the server binary: run memorybench %s (services/memory/cmd/memorybench)", cmd, cmd)
+		return fmt.Errorf("%q moved out of the server binary: run memorybench %s (services/memory/tools/cmd/memorybench)", cmd, cmd)
 	case "healthcheck":
 		// Container probes run this: distroless images have no shell or grpc_health_probe.
 		return server.Healthcheck(ctx, cfg.Server.ListenAddr)

@@ -1,0 +1,177 @@
+package replaybench
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
+	"github.com/zoeaswarm/zoea/services/composer/internal/o200k"
+	"github.com/zoeaswarm/zoea/services/composer/internal/testkit/histgen"
+)
+
+// Diagnosis is why Zoea v3 misses issue 28's targets on a replay: for every request whose prefix is broken within a
+// turn, what broke it; for every state case not sent in full, and every planted fact neither present nor one search
+// away, what the manifest says became of the row.
+type Diagnosis struct {
+	InTurn, Broken int
+	BreakCauses    map[string]int
+	StateCases     int
+	StateMisses    map[string]int
+	FactAsks       int
+	FactMisses     map[string]int
+	// Moves counts every boundary move by its compaction note's reason, and whether it came at a turn's first request.
+	Moves map[string]int
+	// MoveSum sums the budget moves' history before and after, growth per request, and counts them.
+	MoveSum [4]int
+}
+
+// Diagnose replays the sessions Run would generate through Zoea v3 alone (o.TuneV3 applied) and sorts its misses by
+// cause.
+func Diagnose(o Options) (Diagnosis, error) {
+	tok, err := o200k.Load()
+	if err != nil {
+		return Diagnosis{}, err
+	}
+	tools := SpaceMoltTools()
+	d := Diagnosis{BreakCauses: map[string]int{}, StateMisses: map[string]int{}, FactMisses: map[string]int{}, Moves: map[string]int{}}
+	ctr := tok.NewCounter()
+	toolTokens := ToolTokens(ctr, tools)
+	pers := histgen.Personalities()
+	for i := range o.Sessions {
+		s := session(o, i, pers)
+		next := v2Session(histgen.RealPrompt, tok, tools, o.Budget, func(p *compose.Policy) {
+			p.Compaction = compose.CompactionPriced
+			p.Cache = compose.CacheAnthropic
+			if o.TuneV3 != nil {
+				o.TuneV3(p)
+			}
+		})
+		asks := map[int][]histgen.Fact{}
+		for _, f := range s.Facts {
+			for _, k := range f.Asks {
+				asks[k] = append(asks[k], f)
+			}
+		}
+		var prev compose.Result
+		prevAt, prevTotal := 0, 0
+		for n, at := range s.Requests {
+			rows := s.Rows[:at]
+			res, err := next(rows)
+			if err != nil {
+				return d, fmt.Errorf("session %d request %d: %w", i, n, err)
+			}
+			items := map[int64]compose.Item{}
+			for _, it := range res.Manifest.Items {
+				items[it.MemoryID] = it
+			}
+			why := func(id int64) string {
+				it, ok := items[id]
+				if !ok {
+					return "not in the window"
+				}
+				return string(it.Disposition) + ": " + string(it.Reason)
+			}
+			sent := map[string]string{}
+			for _, m := range res.Messages {
+				if m.Role == chat.RoleTool {
+					sent[m.ToolCallID] = m.Content
+				}
+			}
+			for _, ri := range StateRows(rows) {
+				d.StateCases++
+				if c, ok := sent[rows[ri].ToolCallID]; !ok || c != rows[ri].Content {
+					d.StateMisses[why(rows[ri].ID)]++
+				}
+			}
+			for _, f := range asks[n] {
+				d.FactAsks++
+				if present, pointer := FactSent(res.Messages, f.Text, s.Rows[f.Row].ID); !present && !pointer {
+					d.FactMisses[why(s.Rows[f.Row].ID)]++
+				}
+			}
+			total := HistoryTokens(ctr, res.Messages) + toolTokens
+			if n > 0 && res.Manifest.Compaction != nil {
+				where := "within a turn"
+				if opensTurn(s.Rows[prevAt:at]) {
+					where = "at a turn's first request"
+				}
+				d.Moves[res.Manifest.Compaction.Why+", "+where]++
+				if cn := res.Manifest.Compaction; cn.Why == "budget" {
+					d.MoveSum[0] += cn.Before
+					d.MoveSum[1] += cn.After
+					d.MoveSum[2] += cn.Growth
+					d.MoveSum[3]++
+				}
+			}
+			if n > 0 && !opensTurn(s.Rows[prevAt:at]) {
+				d.InTurn++
+				if CachedPrefix(ctr, toolTokens, prev.Messages, res.Messages)+framingReply < prevTotal {
+					d.Broken++
+					d.BreakCauses[breakWhy(prev, res)]++
+				}
+			}
+			prev, prevAt, prevTotal = res, at, total
+		}
+	}
+	return d, nil
+}
+
+// breakWhy names what broke the prefix from prev to res: a boundary move (and the compaction note's reason), the
+// budget reducer (in either request), or the first differing message's kind.
+func breakWhy(prev, res compose.Result) string {
+	if res.Manifest.Boundary != prev.Manifest.Boundary || res.Manifest.CompactSeq != prev.Manifest.CompactSeq {
+		if n := res.Manifest.Compaction; n != nil {
+			return "boundary moved: " + n.Why
+		}
+		return "boundary moved without a note"
+	}
+	for _, it := range res.Manifest.Items {
+		if strings.HasPrefix(string(it.Reason), "budget") || it.Reason == compose.ReasonBudget || it.Reason == compose.ReasonBudgetDropped {
+			return "reducer: " + string(it.Reason)
+		}
+	}
+	k := 0
+	for k < min(len(prev.Messages), len(res.Messages)) && messageEqual(prev.Messages[k], res.Messages[k]) {
+		k++
+	}
+	if k < len(prev.Messages) {
+		m := prev.Messages[k]
+		c := m.Content
+		if len(c) > 40 {
+			c = c[:40]
+		}
+		return fmt.Sprintf("first difference: %s %q", m.Role, c)
+	}
+	return "other"
+}
+
+// Table writes the diagnosis.
+func (d Diagnosis) Table(w io.Writer) {
+	list := func(title string, total int, m map[string]int) {
+		fmt.Fprintf(w, "%s (%d of %d):\n", title, sum(m), total)
+		keys := slices.SortedFunc(maps.Keys(m), func(a, b string) int { return cmp.Or(m[b]-m[a], strings.Compare(a, b)) })
+		for _, k := range keys {
+			fmt.Fprintf(w, "  %6d  %s\n", m[k], k)
+		}
+	}
+	list("boundary moves", sum(d.Moves), d.Moves)
+	if n := d.MoveSum[3]; n > 0 {
+		fmt.Fprintf(w, "budget moves: mean history %d tokens before, %d after, growth %d per request\n", d.MoveSum[0]/n, d.MoveSum[1]/n, d.MoveSum[2]/n)
+	}
+	list("prefix broken within a turn", d.InTurn, d.BreakCauses)
+	list("state not sent in full", d.StateCases, d.StateMisses)
+	list("planted facts neither present nor one search away", d.FactAsks, d.FactMisses)
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
