@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+)
+
+// stopAfterKill is the fault that leaves stopped myses with cut calls (issue 26): runner r1 is killed with -9 and
+// every mysis it held is stopped through r2 at once, before r1's leases expire, so no owner resumes the cut tool
+// loops; the replica that then takes each stopped mysis must answer its cut calls without running them. Once they
+// are answered (or 30 s have passed) the myses are started again and play on.
+type stopAfterKill struct {
+	mu     sync.Mutex
+	rounds int
+	myses  int           // stopped right after the kill, over all rounds
+	cut    int           // calls without a result right after the stop
+	worst  time.Duration // kill → every cut call answered, the slowest round
+	open   []string      // calls still without a result 30 s after the kill
+	errs   []string
+}
+
+func (s *stopAfterKill) fault(ctx context.Context, e *env, mem memoryv1.MemoryServiceClient, swarms []runnerv1.SwarmServiceClient) fault {
+	var ids []string
+	var killed time.Time
+	r2 := swarms[1]
+	return fault{name: "runner-r1 SIGKILL, its myses stopped at once", do: func() error {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		list, err := r2.ListMyses(cctx, &runnerv1.ListMysesRequest{})
+		if err != nil {
+			return fmt.Errorf("list myses through r2: %w", err)
+		}
+		ids = ids[:0]
+		for _, st := range list.GetMyses() {
+			if name := st.GetMysis().GetName(); st.GetOwner() == "r1" && (strings.HasPrefix(name, "pilot-") || strings.HasPrefix(name, "slow-")) {
+				ids = append(ids, st.GetMysis().GetId())
+			}
+		}
+		p := e.procs["runner-r1"]
+		p.kill()
+		killed = time.Now()
+		for _, id := range ids {
+			if _, err := r2.StopMysis(cctx, &runnerv1.StopMysisRequest{Mysis: id, Reason: "chaos: stopped right after its owner's kill"}); err != nil {
+				return fmt.Errorf("stop %s through r2: %w", id, err)
+			}
+		}
+		// r1's leases last up to 3 s after its last renewal: nobody has resumed these myses yet.
+		cut := 0
+		for _, id := range ids {
+			ms, err := recentMemories(ctx, mem, id)
+			if err != nil {
+				return err
+			}
+			cut += len(unansweredCalls(ms))
+		}
+		s.mu.Lock()
+		s.rounds++
+		s.myses += len(ids)
+		s.cut += cut
+		s.mu.Unlock()
+		return p.start()
+	}, then: func() error {
+		deadline := killed.Add(30 * time.Second)
+		var open []string
+		for {
+			open = open[:0]
+			for _, id := range ids {
+				ms, err := recentMemories(ctx, mem, id)
+				if err != nil {
+					return err
+				}
+				open = append(open, unansweredCalls(ms)...)
+			}
+			if len(open) == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		took := time.Since(killed)
+		s.mu.Lock()
+		if len(open) > 0 {
+			s.open = append(s.open, open...)
+		} else {
+			s.worst = max(s.worst, took)
+		}
+		s.mu.Unlock()
+		for _, id := range ids {
+			if err := startMysis(ctx, swarms, id); err != nil {
+				s.mu.Lock()
+				s.errs = append(s.errs, fmt.Sprintf("start %s: %v", id, err))
+				s.mu.Unlock()
+			}
+		}
+		return nil
+	}}
+}
+
+func (s *stopAfterKill) report(w *strings.Builder, failf func(string, ...any)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rounds == 0 {
+		return
+	}
+	fmt.Fprintf(w, "== stopped right after their owner's kill: %d myses in %d round(s), %d calls cut in flight; every one answered by the replica that took the stopped mysis within %s of the kill; still open after 30 s: %d\n",
+		s.myses, s.rounds, s.cut, s.worst.Round(10*time.Millisecond), len(s.open))
+	if len(s.open) > 0 {
+		failf("calls of stopped myses left without a result 30 s after their owner's kill: %s", strings.Join(s.open, ", "))
+	}
+	for _, e := range s.errs {
+		failf("%s", e)
+	}
+}
+
+// startMysis starts one mysis through whichever runner answers.
+func startMysis(ctx context.Context, swarms []runnerv1.SwarmServiceClient, id string) error {
+	var err error
+	for attempt := 0; attempt < 20; attempt++ {
+		for _, sw := range swarms {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err = sw.StartMysis(cctx, &runnerv1.StartMysisRequest{Mysis: id})
+			cancel()
+			if err == nil {
+				return nil
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return err
+}
+
+// recentMemories is a mysis's newest 200 memories: a call's results follow it, so every call in them has its results
+// in them too.
+func recentMemories(ctx context.Context, mem memoryv1.MemoryServiceClient, id string) ([]*memoryv1.Memory, error) {
+	var err error
+	for attempt := 0; attempt < 50; attempt++ {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		var resp *memoryv1.ListRecentMemoriesResponse
+		resp, err = mem.ListRecentMemories(cctx, &memoryv1.ListRecentMemoriesRequest{MysisId: id, Limit: 200})
+		cancel()
+		if err == nil {
+			return resp.GetMemories(), nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return nil, fmt.Errorf("read the recent memories of %s: %w", id, err)
+}
