@@ -42,6 +42,11 @@ func (s *stopAfterKill) fault(ctx context.Context, e *env, mem memoryv1.MemorySe
 				ids = append(ids, st.GetMysis().GetId())
 			}
 		}
+		// Kill r1 the moment one of its myses is inside a tool call (its newest memory is the model's call), as a
+		// crash would most often find it; a game action waits for the simulator's tick, so the kill lands in it.
+		for wait := time.Now().Add(10 * time.Second); time.Now().Before(wait) && !inCall(cctx, mem, ids); {
+			time.Sleep(5 * time.Millisecond)
+		}
 		p := e.procs["runner-r1"]
 		p.kill()
 		killed = time.Now()
@@ -107,8 +112,14 @@ func (s *stopAfterKill) report(w *strings.Builder, failf func(string, ...any)) {
 	if s.rounds == 0 {
 		return
 	}
-	fmt.Fprintf(w, "== stopped right after their owner's kill: %d myses in %d round(s), %d calls cut in flight; every one answered by the replica that took the stopped mysis within %s of the kill; still open after 30 s: %d\n",
-		s.myses, s.rounds, s.cut, s.worst.Round(10*time.Millisecond), len(s.open))
+	answered := "every one answered by the replica that took the stopped myses within " + s.worst.Round(10*time.Millisecond).String() + " of the kill (slowest round)"
+	if len(s.open) > 0 {
+		answered = fmt.Sprintf("%d still without a result 30 s after the kill", len(s.open))
+	}
+	fmt.Fprintf(w, "== stopped right after their owner's kill: %d myses in %d round(s), %d calls cut in flight; %s\n", s.myses, s.rounds, s.cut, answered)
+	if s.cut == 0 {
+		fmt.Fprintf(w, "   (no call was in flight at any of these kills: this run did not exercise the rule)\n")
+	}
 	if len(s.open) > 0 {
 		failf("calls of stopped myses left without a result 30 s after their owner's kill: %s", strings.Join(s.open, ", "))
 	}
@@ -149,4 +160,18 @@ func recentMemories(ctx context.Context, mem memoryv1.MemoryServiceClient, id st
 		time.Sleep(200 * time.Millisecond)
 	}
 	return nil, fmt.Errorf("read the recent memories of %s: %w", id, err)
+}
+
+// inCall reports whether one of the myses' newest memory is a model reply with tool calls: a call is running.
+func inCall(ctx context.Context, mem memoryv1.MemoryServiceClient, ids []string) bool {
+	for _, id := range ids {
+		resp, err := mem.ListRecentMemories(ctx, &memoryv1.ListRecentMemoriesRequest{MysisId: id, Limit: 1})
+		if err != nil || len(resp.GetMemories()) == 0 {
+			continue
+		}
+		if m := resp.GetMemories()[0]; m.GetRole() == memoryv1.Role_ROLE_ASSISTANT && len(m.GetToolCalls()) > 0 {
+			return true
+		}
+	}
+	return false
 }
