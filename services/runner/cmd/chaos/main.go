@@ -5,8 +5,9 @@
 // broadcast every few seconds, a swarm of autopilot myses and a few myses on the slow model — while it restarts
 // Postgres (fast and immediate) and kill -9s every process in turn: the memory service, the composer, the
 // simulator, the bus, both runners, the NATS node leading the message stream and then a second node while the
-// first is still down (quorum lost, then regained); last, runner r1 again with every mysis it held stopped at once,
-// before any other replica could resume them (stopcut.go: their cut calls must still be answered).
+// first is still down (quorum lost, then regained); last, the runner holding more myses again, inside a tool call,
+// with every mysis it held stopped at once, before the other could resume them (stopcut.go: their cut calls must
+// still be answered).
 //
 // At the end it stops every mysis and checks: every acknowledged append stored once, gapless; every acknowledged
 // broadcast delivered to every mysis exactly once; every tool call answered exactly once (no call left without a

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -11,8 +12,9 @@ import (
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
 )
 
-// stopAfterKill is the fault that leaves stopped myses with cut calls (issue 26): runner r1 is killed with -9 and
-// every mysis it held is stopped through r2 at once, before r1's leases expire, so no owner resumes the cut tool
+// stopAfterKill is the fault that leaves stopped myses with cut calls (issue 26): the runner holding more myses is
+// killed with -9 while one of them is inside a tool call, and every mysis it held is stopped through the other at
+// once, before the killed one's leases expire, so no owner resumes the cut tool
 // loops; the replica that then takes each stopped mysis must answer its cut calls without running them. Once they
 // are answered (or 30 s have passed) the myses are started again and play on.
 type stopAfterKill struct {
@@ -28,34 +30,58 @@ type stopAfterKill struct {
 func (s *stopAfterKill) fault(ctx context.Context, e *env, mem memoryv1.MemoryServiceClient, swarms []runnerv1.SwarmServiceClient) fault {
 	var ids []string
 	var killed time.Time
-	r2 := swarms[1]
-	return fault{name: "runner-r1 SIGKILL, its myses stopped at once", do: func() error {
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		list, err := r2.ListMyses(cctx, &runnerv1.ListMysesRequest{})
-		if err != nil {
-			return fmt.Errorf("list myses through r2: %w", err)
-		}
-		ids = ids[:0]
-		for _, st := range list.GetMyses() {
-			if name := st.GetMysis().GetName(); st.GetOwner() == "r1" && (strings.HasPrefix(name, "pilot-") || strings.HasPrefix(name, "slow-")) {
-				ids = append(ids, st.GetMysis().GetId())
+	var stopper runnerv1.SwarmServiceClient
+	return fault{name: "runner SIGKILL, its myses stopped at once", do: func() error {
+		// The victim is the replica holding more myses (after the NATS faults one may hold them all for a while).
+		victim := ""
+		for wait := time.Now().Add(15 * time.Second); victim == "" && time.Now().Before(wait); time.Sleep(500 * time.Millisecond) {
+			held := map[string][]string{}
+			for _, sw := range swarms {
+				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				list, err := sw.ListMyses(cctx, &runnerv1.ListMysesRequest{})
+				cancel()
+				if err != nil {
+					continue
+				}
+				for _, st := range list.GetMyses() {
+					if name := st.GetMysis().GetName(); strings.HasPrefix(name, "pilot-") || strings.HasPrefix(name, "slow-") {
+						held[st.GetOwner()] = append(held[st.GetOwner()], st.GetMysis().GetId())
+					}
+				}
+				break
+			}
+			if len(held["r1"])+len(held["r2"]) > 0 {
+				victim = "r1"
+				if len(held["r2"]) > len(held["r1"]) {
+					victim = "r2"
+				}
+				ids = append(ids[:0], held[victim]...)
 			}
 		}
-		// Kill r1 the moment one of its myses is inside a tool call (its newest memory is the model's call), as a
+		if victim == "" {
+			return errors.New("no runner holds a swarm mysis 15 s after the previous fault")
+		}
+		stopper = swarms[1]
+		if victim == "r2" {
+			stopper = swarms[0]
+		}
+		// Kill it the moment one of its myses is inside a tool call (its newest memory is the model's call), as a
 		// crash would most often find it; a game action waits for the simulator's tick, so the kill lands in it.
-		for wait := time.Now().Add(10 * time.Second); time.Now().Before(wait) && !inCall(cctx, mem, ids); {
+		for wait := time.Now().Add(10 * time.Second); time.Now().Before(wait) && !inCall(ctx, mem, ids); {
 			time.Sleep(5 * time.Millisecond)
 		}
-		p := e.procs["runner-r1"]
+		p := e.procs["runner-"+victim]
 		p.kill()
 		killed = time.Now()
 		for _, id := range ids {
-			if _, err := r2.StopMysis(cctx, &runnerv1.StopMysisRequest{Mysis: id, Reason: "chaos: stopped right after its owner's kill"}); err != nil {
-				return fmt.Errorf("stop %s through r2: %w", id, err)
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err := stopper.StopMysis(cctx, &runnerv1.StopMysisRequest{Mysis: id, Reason: "chaos: stopped right after its owner's kill"})
+			cancel()
+			if err != nil {
+				return fmt.Errorf("stop %s through the other runner: %w", id, err)
 			}
 		}
-		// r1's leases last up to 3 s after its last renewal: nobody has resumed these myses yet.
+		// The victim's leases last up to 3 s after its last renewal: nobody has resumed these myses yet.
 		cut := 0
 		for _, id := range ids {
 			ms, err := recentMemories(ctx, mem, id)
@@ -165,7 +191,9 @@ func recentMemories(ctx context.Context, mem memoryv1.MemoryServiceClient, id st
 // inCall reports whether one of the myses' newest memory is a model reply with tool calls: a call is running.
 func inCall(ctx context.Context, mem memoryv1.MemoryServiceClient, ids []string) bool {
 	for _, id := range ids {
-		resp, err := mem.ListRecentMemories(ctx, &memoryv1.ListRecentMemoriesRequest{MysisId: id, Limit: 1})
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		resp, err := mem.ListRecentMemories(cctx, &memoryv1.ListRecentMemoriesRequest{MysisId: id, Limit: 1})
+		cancel()
 		if err != nil || len(resp.GetMemories()) == 0 {
 			continue
 		}
