@@ -123,6 +123,9 @@ type Actor struct {
 	next *Mysis
 	// lastPrompt is the composer's count of the last request checked against the spend limits.
 	lastPrompt int
+	// settledSeq is the last seq of a stopped mysis whose history answerStopped found complete (or completed): the
+	// stopped branch reads memories again only when something was stored since.
+	settledSeq int64
 	// compaction is where the last composition's compaction boundary sat: the next compose passes it back
 	// (ComposeRequest.Previous), so whichever composer replica serves it extends the request before.
 	compaction Compaction
@@ -264,6 +267,19 @@ func (a *Actor) Run(ctx context.Context) error {
 			a.wait(ctx, a.nextBackoff())
 			a.takeWakes()
 			continue
+		}
+		if m.State == StateStopped && m.LastSeq != a.settledSeq {
+			// Before the stop is reported taken in: a stopped mysis runs no turn, so a tool loop cut by a fault
+			// (its owner died, lost its lease or failed during a call) is answered here, or never (issue 26).
+			if err := a.settleStopped(ctx, m); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				a.noteError(ctx, fmt.Errorf("answer the cut calls of a stopped mysis: %w", err))
+				a.wait(ctx, a.nextBackoff())
+				a.takeWakes()
+				continue
+			}
 		}
 		if a.Status().State != m.State {
 			// The stored state changed under the actor (the API stopped, started or resumed it) and the actor is

@@ -586,6 +586,66 @@ func (a *Actor) storeResult(ctx context.Context, assistantSeq int64, c chat.Tool
 	return stored, nil
 }
 
+// settleStopped makes sure a stopped mysis has no tool call without a result (answerStopped) and records how far its
+// history is known to be complete (settledSeq). Once it is, what arrives while the mysis stays stopped is commander
+// prompts, which open no call: when every memory stored since is a prompt, one short read says so and the window
+// is not read again for each broadcast.
+func (a *Actor) settleStopped(ctx context.Context, m Mysis) error {
+	if since := m.LastSeq - a.settledSeq; a.settledSeq > 0 && since > 0 && since <= maxResumeWindow {
+		recent, err := a.deps.Store.Recent(ctx, a.id, int(since))
+		if err != nil {
+			return fmt.Errorf("read memories: %w", err)
+		}
+		// Oldest first; it must reach back to the first memory after settledSeq (more may have arrived since m).
+		prompts := len(recent) > 0 && recent[0].Seq == a.settledSeq+1
+		for _, r := range recent {
+			prompts = prompts && r.Role == chat.RoleUser
+		}
+		if prompts {
+			a.settledSeq = recent[len(recent)-1].Seq
+			return nil
+		}
+	}
+	seq, err := a.answerStopped(ctx, m)
+	if err != nil {
+		return err
+	}
+	a.settledSeq = max(seq, m.LastSeq)
+	return nil
+}
+
+// answerStopped answers the tool calls a cut loop left without a result on a mysis that is stopped, without running
+// any of them: a stopped mysis does not act in the game, and it runs no turn (so no resume) until it is started
+// again, which may be never. The owner died, lost its lease or failed in transport during the first unanswered call
+// (calls run one at a time, each result stored before the next starts), so that one is answered InterruptedResult;
+// the later ones never started and are answered NotRunResult; a call the model got wrong gets its tool error, as
+// execCalls gives it. Each answer is stored under the call's idempotency key, like every result: a resume after a
+// start, or a former owner finishing the call late, gets this row back instead of writing a second one, so every
+// call keeps exactly one result. It returns the newest seq it saw or stored.
+func (a *Actor) answerStopped(ctx context.Context, m Mysis) (int64, error) {
+	rp, err := a.resumePoint(ctx, m)
+	if err != nil {
+		return 0, err
+	}
+	last := rp.lastSeq
+	problems := storedProblems(rp.calls, a.cfg.MaxCallsPerReply)
+	for i, c := range rp.unanswered {
+		res := ToolResult{Content: NotRunResult, IsError: true}
+		if msg, bad := problems[c.ID]; bad {
+			res.Content = msg
+		} else if i == 0 {
+			res.Content = InterruptedResult
+		}
+		stored, err := a.storeResult(ctx, rp.assistantSeq, c, res, 0)
+		if err != nil {
+			return 0, err
+		}
+		last = max(last, stored.Seq)
+		a.log.Info("cut tool call of a stopped mysis answered without running it", "tool", c.Name, "call_id", c.ID, "result", res.Content)
+	}
+	return last, nil
+}
+
 // answerNotRun answers calls that a stop cut off before they started with NotRunResult. Only this actor knows that
 // they never ran; stored now, the next owner finds a complete loop instead of calls it would have to treat as
 // "result unknown". When ctx is over (lease lost, forced shutdown) nothing is written: the calls stay unanswered

@@ -5,7 +5,9 @@
 // broadcast every few seconds, a swarm of autopilot myses and a few myses on the slow model — while it restarts
 // Postgres (fast and immediate) and kill -9s every process in turn: the memory service, the composer, the
 // simulator, the bus, both runners, the NATS node leading the message stream and then a second node while the
-// first is still down (quorum lost, then regained).
+// first is still down (quorum lost, then regained); last, the runner holding more myses again, inside a tool call,
+// with every mysis it held stopped at once, before the other could resume them (stopcut.go: their cut calls must
+// still be answered).
 //
 // At the end it stops every mysis and checks: every acknowledged append stored once, gapless; every acknowledged
 // broadcast delivered to every mysis exactly once; every tool call answered exactly once (no call left without a
@@ -323,6 +325,7 @@ func run(ctx context.Context, o options) error {
 	}()
 
 	var recs []recovery
+	stopCut := &stopAfterKill{}
 	sleep := func(d time.Duration) {
 		select {
 		case <-ctx.Done():
@@ -332,7 +335,11 @@ func run(ctx context.Context, o options) error {
 	began := time.Now()
 	sleep(o.steady)
 	for round := 1; ctx.Err() == nil; round++ {
-		for _, f := range e.faults() {
+		faults := e.faults()
+		if e.ha == nil {
+			faults = append(faults, stopCut.fault(ctx, e, mem, swarms))
+		}
+		for _, f := range faults {
 			if ctx.Err() != nil {
 				break
 			}
@@ -583,6 +590,7 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	fmt.Fprintf(&report, "== tool calls cut by a fault and answered \"result unknown\" (not run again): %d\n", unknown)
+	stopCut.report(&report, failf)
 	nUnanswered := 0
 	for id, cs := range unanswered {
 		nUnanswered += len(cs)
