@@ -119,6 +119,23 @@ func BenchmarkUsageSwarmByMysis(b *testing.B) {
 		{"this hour whole swarm by mysis, pages of 1000 (spend limits)", memory.UsageQuery{From: now.Truncate(time.Hour), GroupBy: memory.GroupMysis, PageSize: 1000}, true},
 		{"today whole swarm by mysis, pages of 1000 (spend limits)", memory.UsageQuery{From: now.Truncate(24 * time.Hour), GroupBy: memory.GroupMysis, PageSize: 1000}, true},
 		{"last 24h whole swarm by mysis, pages of 1000", memory.UsageQuery{From: now.Add(-24 * time.Hour), GroupBy: memory.GroupMysis, PageSize: 1000}, true},
+		// Since the top-by-cost query (issue 32): the spend page asks the top 10 myses of its range (the last 24 or
+		// 168 hours, whole hours and this one) in one request; the limits read only the myses with limits, by id;
+		// the swarm page can ask only its visible page; `zoea usage --by mysis` pages by 200.
+		{"spend page 24h top 10 by cost", memory.UsageQuery{From: now.Truncate(time.Hour).Add(-23 * time.Hour), GroupBy: memory.GroupMysis, Top: 10}, false},
+		{"spend page 168h top 10 by cost", memory.UsageQuery{From: now.Truncate(time.Hour).Add(-167 * time.Hour), GroupBy: memory.GroupMysis, Top: 10}, false},
+		{"today top 10 by cost", memory.UsageQuery{From: today, GroupBy: memory.GroupMysis, Top: 10}, false},
+		{"last hour top 10 by cost", memory.UsageQuery{From: now.Add(-time.Hour), GroupBy: memory.GroupMysis, Top: 10}, false},
+		{"all-time top 10 by cost", memory.UsageQuery{GroupBy: memory.GroupMysis, Top: 10}, false},
+		{"all-time top 100 by cost", memory.UsageQuery{GroupBy: memory.GroupMysis, Top: 100}, false},
+		{"this hour 100 limited myses by id (spend limits)", memory.UsageQuery{From: now.Truncate(time.Hour), GroupBy: memory.GroupMysis, MysisIDs: pageIDs[:100], PageSize: 1000}, false},
+		{"today 100 limited myses by id (spend limits)", memory.UsageQuery{From: today, GroupBy: memory.GroupMysis, MysisIDs: pageIDs[:100], PageSize: 1000}, false},
+		{"all-time 100 myses by id (swarm page, visible page)", memory.UsageQuery{GroupBy: memory.GroupMysis, MysisIDs: pageIDs[:100], PageSize: 1000}, false},
+		{"all-time 200 myses by id", memory.UsageQuery{GroupBy: memory.GroupMysis, MysisIDs: pageIDs[:200], PageSize: 1000}, false},
+		{"all-time first page of 200 by mysis", memory.UsageQuery{GroupBy: memory.GroupMysis, PageSize: 200}, false},
+		{"today first page of 200 by mysis", memory.UsageQuery{From: today, GroupBy: memory.GroupMysis, PageSize: 200}, false},
+		{"last 24h first page of 200 by mysis", memory.UsageQuery{From: now.Add(-24 * time.Hour), GroupBy: memory.GroupMysis, PageSize: 200}, false},
+		{"last 24h middle page of 200 by mysis", memory.UsageQuery{From: now.Add(-24 * time.Hour), GroupBy: memory.GroupMysis, PageSize: 200, AfterName: "mysis-05000"}, false},
 	}
 	for _, r := range []struct {
 		name string
