@@ -299,8 +299,8 @@ type usageFilter struct {
 	// mysisSrc is the selection's rows with their mysis (never the swarm rollup), conditions included: what a
 	// ranking of myses sums.
 	mysisSrc string
-	args    []any
-	ranged  bool
+	args     []any
+	ranged   bool
 	// idsArg is the placeholder of the mysis ids ("" when the query names none).
 	idsArg string
 }
