@@ -28,7 +28,7 @@ func (s *Server) GetUsage(ctx context.Context, req *runnerv1.GetUsageRequest) (*
 	}
 	resp, err := s.memory.Usage(ctx, memoryclient.UsageQuery{
 		MysisIDs: ids, From: req.GetFrom(), To: req.GetTo(), GroupBy: req.GetGroupBy(),
-		PageSize: req.GetPageSize(), PageToken: req.GetPageToken(),
+		PageSize: req.GetPageSize(), PageToken: req.GetPageToken(), Top: req.GetTop(),
 	})
 	if err != nil {
 		return nil, err
