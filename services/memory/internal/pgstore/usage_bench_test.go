@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/zoeaswarm/zoea/libs/pgtest"
+	"github.com/zoeaswarm/zoea/libs/pgutil"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
 	"github.com/zoeaswarm/zoea/services/memory/internal/migrations"
 )
@@ -86,14 +88,48 @@ func TestRecordingAddsNoRoundTrip(t *testing.T) {
 // p50/p95/p99 per query. The same file runs on a schema without the rollups (before issue 32).
 //
 //	go test -run '^$' -bench UsageSwarmByMysis -benchtime 200x -timeout 60m ./internal/pgstore/
+//
+// Seeding takes minutes. With ZOEA_BENCH_USAGE_DB set to the URL of a database (created beforehand, e.g.
+// `createdb zoea_usage_bench`), the benchmark seeds it once and keeps it; a later run that finds it seeded reuses
+// it and measures as of the seeding's time (so "today" and "this hour" are the same ranges of the same calls).
 func BenchmarkUsageSwarmByMysis(b *testing.B) {
 	const myses, calls = 10_000, 1_000_000
 	ctx := context.Background()
-	s, p := freshStore(b)
+	var s *svcStore
+	var p *pgxpool.Pool
 	now := time.Now().UTC()
-	start := time.Now()
-	rollup, swarmRollup := seedUsageSwarm(ctx, b, s, p, now, myses, calls)
-	b.Logf("seeded %d myses and %d calls in %v (rollup: %v, swarm rollup: %v)", myses, calls, time.Since(start).Round(time.Second), rollup, swarmRollup)
+	seeded := false
+	if url := os.Getenv("ZOEA_BENCH_USAGE_DB"); url != "" {
+		var err error
+		if p, err = pgutil.Open(ctx, url, 10); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(p.Close)
+		if _, err := migrations.Up(ctx, p, nil); err != nil {
+			b.Fatal(err)
+		}
+		s = newSvcStore(p, testBox(b))
+		var n int
+		var last *time.Time
+		if err := p.QueryRow(ctx, `SELECT count(*), max(started_at) FROM llm_calls`).Scan(&n, &last); err != nil {
+			b.Fatal(err)
+		}
+		switch {
+		case n == calls:
+			// The newest call is one step before the seeding's now (seedUsageSwarm).
+			now, seeded = last.UTC().Add(7*24*time.Hour/calls), true
+			b.Logf("reusing the seeded database (seeded as of %v)", now)
+		case n != 0:
+			b.Fatalf("ZOEA_BENCH_USAGE_DB holds %d calls, neither none nor the %d seeded ones", n, calls)
+		}
+	} else {
+		s, p = freshStore(b)
+	}
+	if !seeded {
+		start := time.Now()
+		rollup, swarmRollup := seedUsageSwarm(ctx, b, s, p, now, myses, calls)
+		b.Logf("seeded %d myses and %d calls in %v (rollup: %v, swarm rollup: %v)", myses, calls, time.Since(start).Round(time.Second), rollup, swarmRollup)
+	}
 
 	type usageCase struct {
 		name string
