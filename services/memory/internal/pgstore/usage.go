@@ -468,15 +468,19 @@ func (f usageFilter) queueByMysis(b *pgx.Batch, q memory.UsageQuery) {
 }
 
 // queueTop queues the q.Top myses with the highest cost in the selection (equal costs in name order): the
-// selection's rows are summed per mysis by cost and calls alone to rank them, and only the winners' full sums are
-// read, each through its mysis-first indexes.
+// selection's rows are summed per mysis by cost and calls alone to rank them (hours and days through the rollup's
+// covering index, llm_usage_rollup_rank_idx, without touching the table), only the myses at or above the Top-th
+// highest cost are looked up for their names (ties at the cut included, so the order by name is exact), and only
+// the winners' full sums are read, each through its mysis-first indexes.
 func (f usageFilter) queueTop(b *pgx.Batch, q memory.UsageQuery) {
 	rowArgs := append(slices.Clone(f.args), q.Top)
 	b.Queue(`WITH ranked AS (
 			SELECT r.mysis_id, sum(r.cost_nanos) AS cost FROM `+f.mysisSrc+` AS r (mysis_id, cost_nanos, calls)
 			GROUP BY r.mysis_id HAVING sum(r.calls) > 0),
+		cut AS (SELECT cost FROM ranked ORDER BY cost DESC OFFSET `+f.param(1)+` - 1 LIMIT 1),
 		top AS (
 			SELECT m.id, m.name, ranked.cost FROM ranked JOIN myses m ON m.id = ranked.mysis_id
+			WHERE ranked.cost >= ALL (SELECT cost FROM cut)
 			ORDER BY ranked.cost DESC, m.name LIMIT `+f.param(1)+`)
 		SELECT m.id::text, m.name, '', '', t.* FROM top m
 			CROSS JOIN LATERAL (SELECT `+f.aggs+` FROM `+f.walkSrc+`) t
