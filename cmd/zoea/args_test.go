@@ -21,6 +21,9 @@ func TestArgumentCountsAreExplained(t *testing.T) {
 		{[]string{"search", "scout-1", "iron", "ore"}, "search takes a mysis and a query, or with --broadcasts a query alone, got 3 arguments"},
 		{[]string{"limits"}, "limits needs a mysis and, to set them, the limits (usage: zoea limits MYSIS"},
 		{[]string{"usage", "--since", "5x"}, `--since: "5x" is not a duration such as 30s, 15m or 2h`},
+		{[]string{"usage", "--top", "101"}, `--top: 101 is not between 1 and 100`},
+		{[]string{"usage", "--top", "5", "--by", "model"}, `--top ranks myses by cost: use it with --by mysis`},
+		{[]string{"usage", "--page-size", "0"}, `--page-size: 0 is not between 1 and 1000`},
 		{[]string{"history", "scout-1", "--limit", "ten"}, `--limit: "ten" is not a whole number`},
 		{[]string{"list", "--bogus"}, "unknown flag: --bogus (zoea list --help lists the flags)"},
 	} {

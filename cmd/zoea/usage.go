@@ -58,6 +58,7 @@ func usageCmd(ep *endpoints) *cobra.Command {
 		since        time.Duration
 		today        bool
 		pageSize     int
+		top          int
 	)
 	cmd := &cobra.Command{
 		Use:   "usage [MYSIS...]",
@@ -67,7 +68,19 @@ func usageCmd(ep *endpoints) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if pageSize < 1 || pageSize > 1000 {
+				return fmt.Errorf("--page-size: %d is not between 1 and 1000", pageSize)
+			}
 			req := &runnerv1.GetUsageRequest{Myses: args, PageSize: int32(pageSize)}
+			if top != 0 {
+				if top < 1 || top > 100 {
+					return fmt.Errorf("--top: %d is not between 1 and 100", top)
+				}
+				if by != "mysis" {
+					return fmt.Errorf("--top ranks myses by cost: use it with --by mysis")
+				}
+				req.Top, req.PageSize = int32(top), 0
+			}
 			switch by {
 			case "mysis":
 				req.GroupBy = memoryv1.UsageGroup_USAGE_GROUP_MYSIS
@@ -100,7 +113,7 @@ func usageCmd(ep *endpoints) *cobra.Command {
 				if asJSON {
 					return printJSON(cmd.OutOrStdout(), all)
 				}
-				printUsage(cmd.OutOrStdout(), by, all)
+				printUsage(cmd.OutOrStdout(), by, all, top > 0)
 				return nil
 			})
 		},
@@ -112,11 +125,12 @@ func usageCmd(ep *endpoints) *cobra.Command {
 	fl.BoolVar(&today, "today", false, "only calls since 00:00 UTC")
 	fl.StringVar(&from, "from", "", "only calls from this time (RFC 3339)")
 	fl.StringVar(&to, "to", "", "only calls before this time (RFC 3339)")
-	fl.IntVar(&pageSize, "page-size", 1000, "rows per request")
+	fl.IntVar(&pageSize, "page-size", 200, "rows per request (1-1000; 200 keeps each request fast at 10,000 myses)")
+	fl.IntVar(&top, "top", 0, "only the N myses that cost most (1-100), highest first, and the others as one line")
 	return cmd
 }
 
-func printUsage(w io.Writer, by string, u *runnerv1.GetUsageResponse) {
+func printUsage(w io.Writer, by string, u *runnerv1.GetUsageResponse, top bool) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	first := "MYSIS"
 	if by == "model" {
@@ -142,8 +156,35 @@ func printUsage(w io.Writer, by string, u *runnerv1.GetUsageResponse) {
 		}
 		line(name, r.GetTotals())
 	}
+	if top {
+		if others := othersOf(u); others.GetCalls() > 0 {
+			line("OTHERS", others)
+		}
+	}
 	line("TOTAL", u.GetTotal())
 	tw.Flush()
+}
+
+// othersOf is the total minus the rows: what the myses not shown spent (first and last call unknown).
+func othersOf(u *runnerv1.GetUsageResponse) *memoryv1.UsageTotals {
+	t := u.GetTotal()
+	o := &memoryv1.UsageTotals{Calls: t.GetCalls(), FailedCalls: t.GetFailedCalls(), PromptTokens: t.GetPromptTokens(),
+		CachedPromptTokens: t.GetCachedPromptTokens(), CompletionTokens: t.GetCompletionTokens(), ReasoningTokens: t.GetReasoningTokens(),
+		ComposedTokens: t.GetComposedTokens(), LatencyMs: t.GetLatencyMs(), Retries: t.GetRetries(), CostNanos: t.GetCostNanos()}
+	for _, r := range u.GetRows() {
+		x := r.GetTotals()
+		o.Calls -= x.GetCalls()
+		o.FailedCalls -= x.GetFailedCalls()
+		o.PromptTokens -= x.GetPromptTokens()
+		o.CachedPromptTokens -= x.GetCachedPromptTokens()
+		o.CompletionTokens -= x.GetCompletionTokens()
+		o.ReasoningTokens -= x.GetReasoningTokens()
+		o.ComposedTokens -= x.GetComposedTokens()
+		o.LatencyMs -= x.GetLatencyMs()
+		o.Retries -= x.GetRetries()
+		o.CostNanos -= x.GetCostNanos()
+	}
+	return o
 }
 
 func limitsCmd(ep *endpoints) *cobra.Command {

@@ -272,7 +272,8 @@ func TestWebConsoleInABrowser(t *testing.T) {
 	}
 
 	// The remaining pages, for the screenshots; then the swarm page as a phone shows it.
-	b.run("spend", 60*time.Second, chromedp.Navigate(base+"/spend"), chromedp.WaitVisible(chromedp.CSS("figure.chart")))
+	b.run("spend", 60*time.Second, chromedp.Navigate(base+"/spend"), chromedp.WaitVisible(chromedp.CSS("figure.chart")),
+		chromedp.WaitVisible(chromedp.CSS("#top-table a")))
 	b.screenshot("spend")
 	b.run("help (?)", 30*time.Second, chromedp.KeyEvent("?"), chromedp.WaitVisible(chromedp.ID("#keys")))
 	b.screenshot("keys")

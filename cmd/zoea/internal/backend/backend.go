@@ -35,6 +35,12 @@ type Backend interface {
 	Search(ctx context.Context, mysisID, query string, order memoryv1.SearchOrder, limit int32) (*memoryv1.SearchMessagesResponse, error)
 	// Usage sums the LLM calls started in [from, to) (zero times: unbounded) grouped by group, every page read.
 	Usage(ctx context.Context, from, to time.Time, group memoryv1.UsageGroup) (*runnerv1.GetUsageResponse, error)
+	// TopUsage is the n myses that cost most in [from, to), highest first (equal costs in name order), with the
+	// whole swarm's total: one request.
+	TopUsage(ctx context.Context, from, to time.Time, n int32) (*runnerv1.GetUsageResponse, error)
+	// UsageOf sums the calls of these myses (ids or names) started in [from, to) by mysis (rows only, no
+	// total), UsagePage myses a request.
+	UsageOf(ctx context.Context, myses []string, from, to time.Time) (*runnerv1.GetUsageResponse, error)
 	// SetLimits replaces a mysis's own spend limits (none: the configured defaults apply again).
 	SetLimits(ctx context.Context, mysis string, limits []*memoryv1.SpendLimit) (*runnerv1.MysisStatus, error)
 	// Spend is what a mysis spent in the hour, day and total windows that contain now.
@@ -166,6 +172,44 @@ func (g GRPC) Usage(ctx context.Context, from, to time.Time, group memoryv1.Usag
 			return all, nil
 		}
 	}
+}
+
+// UsagePage is how many myses one by-mysis usage request asks: at 10,000 myses and 1,000,000 calls a page of 200
+// stays within 50 ms (docs/BENCHMARKS.md), a page of 1,000 did not.
+const UsagePage = 200
+
+// TopUsage implements Backend.
+func (g GRPC) TopUsage(ctx context.Context, from, to time.Time, n int32) (*runnerv1.GetUsageResponse, error) {
+	req := &runnerv1.GetUsageRequest{GroupBy: memoryv1.UsageGroup_USAGE_GROUP_MYSIS, Top: n}
+	if !from.IsZero() {
+		req.From = timestamppb.New(from)
+	}
+	if !to.IsZero() {
+		req.To = timestamppb.New(to)
+	}
+	return g.Swarm.GetUsage(ctx, req)
+}
+
+// UsageOf implements Backend.
+func (g GRPC) UsageOf(ctx context.Context, myses []string, from, to time.Time) (*runnerv1.GetUsageResponse, error) {
+	all := &runnerv1.GetUsageResponse{Total: &memoryv1.UsageTotals{}}
+	for len(myses) > 0 {
+		n := min(len(myses), UsagePage)
+		req := &runnerv1.GetUsageRequest{Myses: myses[:n], GroupBy: memoryv1.UsageGroup_USAGE_GROUP_MYSIS, PageSize: int32(n)}
+		myses = myses[n:]
+		if !from.IsZero() {
+			req.From = timestamppb.New(from)
+		}
+		if !to.IsZero() {
+			req.To = timestamppb.New(to)
+		}
+		resp, err := g.Swarm.GetUsage(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		all.Rows = append(all.Rows, resp.GetRows()...)
+	}
+	return all, nil
 }
 
 // SetLimits implements Backend.

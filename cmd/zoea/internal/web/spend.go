@@ -94,6 +94,43 @@ func stack(hours []*runnerv1.GetUsageResponse, name func(*memoryv1.UsageRow) str
 	return out
 }
 
+// topSpenders is how many myses the spend page names; the rest are one sum.
+const topSpenders = 10
+
+// spenderView is one row of the spend page's top myses by cost.
+type spenderView struct {
+	Mysis, Ref, Tokens, Cost string
+	Share                    int // percent of the range's cost
+	Others                   bool
+}
+
+// spenders turns a top-by-cost answer into rows: the top myses, then "all other myses" (the total minus them)
+// when they spent or called anything.
+func spenders(u *runnerv1.GetUsageResponse) []spenderView {
+	total := u.GetTotal()
+	share := func(cost int64) int {
+		if total.GetCostNanos() == 0 {
+			return 0
+		}
+		return int(cost * 100 / total.GetCostNanos())
+	}
+	var out []spenderView
+	var tokens, cost, calls int64
+	for _, r := range u.GetRows() {
+		t := r.GetTotals()
+		tk := t.GetPromptTokens() + t.GetCompletionTokens()
+		tokens, cost, calls = tokens+tk, cost+t.GetCostNanos(), calls+t.GetCalls()
+		out = append(out, spenderView{Mysis: present.Safe(r.GetMysisName()), Ref: r.GetMysisName(), Tokens: present.Grouped(tk),
+			Cost: spend.USD(t.GetCostNanos()), Share: share(t.GetCostNanos())})
+	}
+	if rest := total.GetCalls() - calls; rest > 0 {
+		c := total.GetCostNanos() - cost
+		out = append(out, spenderView{Mysis: "all other myses", Tokens: present.Grouped(total.GetPromptTokens() + total.GetCompletionTokens() - tokens),
+			Cost: spend.USD(c), Share: share(c), Others: true})
+	}
+	return out
+}
+
 // limitView is one spend limit of one mysis and how close the mysis is to it.
 type limitView struct {
 	Mysis, Ref, Limit, Spent string
@@ -114,7 +151,8 @@ func (s *Server) spendPage(w http.ResponseWriter, r *http.Request) {
 		s.failed(w, r, err, present.Subject{Service: "runner"})
 		return
 	}
-	byMysis, err := s.hourly(ctx, now, hours, memoryv1.UsageGroup_USAGE_GROUP_MYSIS)
+	start := now.UTC().Truncate(time.Hour).Add(-time.Duration(hours-1) * time.Hour)
+	top, err := s.b.TopUsage(ctx, start, time.Time{}, topSpenders)
 	if err != nil {
 		s.failed(w, r, err, present.Subject{Service: "runner"})
 		return
@@ -122,8 +160,6 @@ func (s *Server) spendPage(w http.ResponseWriter, r *http.Request) {
 	tokens := func(t *memoryv1.UsageTotals) float64 { return float64(t.GetPromptTokens() + t.GetCompletionTokens()) }
 	cost := func(t *memoryv1.UsageTotals) float64 { return float64(t.GetCostNanos()) / 1e9 }
 	model := func(r *memoryv1.UsageRow) string { return present.Safe(r.GetProvider() + "/" + r.GetModel()) }
-	mysis := func(r *memoryv1.UsageRow) string { return present.Safe(r.GetMysisName()) }
-	start := now.UTC().Truncate(time.Hour).Add(-time.Duration(hours-1) * time.Hour)
 	labels := make([]string, hours)
 	for i := range labels {
 		labels[i] = start.Add(time.Duration(i) * time.Hour).Format("15h")
@@ -133,8 +169,6 @@ func (s *Server) spendPage(w http.ResponseWriter, r *http.Request) {
 	charts := []template.HTML{
 		barChart("Tokens per hour by model", labels, stack(byModel, model, tokens), intFmt),
 		barChart("Cost per hour by model", labels, stack(byModel, model, cost), usdFmt),
-		barChart("Tokens per hour by mysis", labels, stack(byMysis, mysis, tokens), intFmt),
-		barChart("Cost per hour by mysis", labels, stack(byMysis, mysis, cost), usdFmt),
 	}
 	var sumTokens, sumCost int64
 	for _, h := range byModel {
@@ -146,12 +180,12 @@ func (s *Server) spendPage(w http.ResponseWriter, r *http.Request) {
 		s.failed(w, r, err, present.Subject{Service: "runner"})
 		return
 	}
-	s.render(w, r, http.StatusOK, "spend", map[string]any{"Hours": hours, "Charts": charts, "Limits": limits,
+	s.render(w, r, http.StatusOK, "spend", map[string]any{"Hours": hours, "Charts": charts, "Limits": limits, "Top": spenders(top), "TopN": topSpenders,
 		"Tokens": present.Grouped(sumTokens), "Cost": spend.USD(sumCost), "From": start.Format("2006-01-02 15:04 UTC")})
 }
 
-// limitViews is every spend limit of every mysis with what it spent in the limit's window: two swarm-wide usage
-// reads (this hour, today) and the list, however many myses there are.
+// limitViews is every spend limit of every mysis that has one with what it spent in the limit's window: the list,
+// and for the hour and day windows a by-mysis read of only the limited myses (backend.UsagePage a request).
 func (s *Server) limitViews(ctx context.Context, now time.Time) ([]limitView, error) {
 	list, err := s.b.List(ctx)
 	if err != nil {
@@ -170,7 +204,16 @@ func (s *Server) limitViews(ctx context.Context, now time.Time) ([]limitView, er
 	dayStart := time.Date(now.UTC().Year(), now.UTC().Month(), now.UTC().Day(), 0, 0, 0, 0, time.UTC)
 	window := map[memoryv1.SpendWindow]map[string]*memoryv1.UsageTotals{}
 	for w, from := range map[memoryv1.SpendWindow]time.Time{memoryv1.SpendWindow_SPEND_WINDOW_HOUR: hourStart, memoryv1.SpendWindow_SPEND_WINDOW_DAY: dayStart} {
-		u, err := s.b.Usage(ctx, from, time.Time{}, memoryv1.UsageGroup_USAGE_GROUP_MYSIS)
+		var ids []string // the myses with a limit over this window
+		for _, st := range limited {
+			if slices.ContainsFunc(st.GetSpendLimits(), func(l *memoryv1.SpendLimit) bool { return l.GetWindow() == w && l.GetAmount() > 0 }) {
+				ids = append(ids, st.GetMysis().GetId())
+			}
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		u, err := s.b.UsageOf(ctx, ids, from, time.Time{})
 		if err != nil {
 			return nil, err
 		}

@@ -37,7 +37,10 @@ func (s *Server) RecordLlmCalls(ctx context.Context, req *memoryv1.RecordLlmCall
 
 // GetUsage implements MemoryService.GetUsage.
 func (s *Server) GetUsage(ctx context.Context, req *memoryv1.GetUsageRequest) (*memoryv1.GetUsageResponse, error) {
-	q := memory.UsageQuery{MysisIDs: req.GetMysisIds(), PageSize: int(req.GetPageSize())}
+	q := memory.UsageQuery{MysisIDs: req.GetMysisIds(), PageSize: int(req.GetPageSize()), Top: int(req.GetTop())}
+	if q.Top != 0 && q.PageSize != 0 {
+		return nil, errs.InvalidField("page_size", "a top-by-cost query has one page of top rows: leave page_size unset")
+	}
 	if req.From != nil {
 		if err := req.GetFrom().CheckValid(); err != nil {
 			return nil, errs.InvalidField("from", "not a valid timestamp")
@@ -73,7 +76,7 @@ func (s *Server) GetUsage(ctx context.Context, req *memoryv1.GetUsageRequest) (*
 	for _, r := range u.Rows {
 		out.Rows = append(out.Rows, &memoryv1.UsageRow{MysisId: r.MysisID, MysisName: r.MysisName, Provider: r.Provider, Model: r.Model, Totals: toProtoUsageTotals(r.Totals)})
 	}
-	if u.More && len(u.Rows) > 0 {
+	if u.More && len(u.Rows) > 0 && q.Top == 0 {
 		last := u.Rows[len(u.Rows)-1]
 		out.NextPageToken = encodeUsageToken(usageToken{Group: int(q.GroupBy), Name: last.MysisName, Provider: last.Provider, Model: last.Model})
 	}

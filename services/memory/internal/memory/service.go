@@ -403,6 +403,17 @@ func (s *Service) GetUsage(ctx context.Context, q UsageQuery) (Usage, error) {
 	if q.PageSize, err = Limit("page_size", q.PageSize, DefaultPageSize, MaxPageSize); err != nil {
 		return Usage{}, err
 	}
+	if q.Top != 0 {
+		switch {
+		case q.Top < 0 || q.Top > MaxTop:
+			return Usage{}, errs.InvalidField("top", "must be between 1 and %d, got %d", MaxTop, q.Top)
+		case q.GroupBy != GroupMysis:
+			return Usage{}, errs.InvalidField("top", "only ranks myses: set group_by to mysis")
+		case q.AfterName != "":
+			return Usage{}, errs.InvalidField("page_token", "a top-by-cost query has one page")
+		}
+		q.PageSize = q.Top
+	}
 	return s.store.GetUsage(ctx, q)
 }
 

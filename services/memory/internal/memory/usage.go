@@ -47,7 +47,13 @@ type UsageQuery struct {
 	PageSize int
 	// After is the exclusive keyset position: a mysis name, or provider and model.
 	AfterName, AfterProvider, AfterModel string
+	// Top, when positive (group by mysis only), asks for the Top myses by cost, highest first (equal costs in
+	// name order), in one page.
+	Top int
 }
+
+// MaxTop is the most myses a top-by-cost query returns.
+const MaxTop = 100
 
 // UsageTotals sums calls.
 type UsageTotals struct {

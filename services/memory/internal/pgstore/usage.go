@@ -258,7 +258,11 @@ func (s *Store) GetUsage(ctx context.Context, q memory.UsageQuery) (memory.Usage
 	b.Queue(`SELECT `+f.aggs+` FROM `+f.src+` WHERE `+f.cond, f.args...)
 	switch q.GroupBy {
 	case memory.GroupMysis:
-		f.queueByMysis(b, q)
+		if q.Top > 0 {
+			f.queueTop(b, q)
+		} else {
+			f.queueByMysis(b, q)
+		}
 	case memory.GroupModel:
 		f.queueByModel(b, q)
 	}
@@ -292,8 +296,11 @@ type usageFilter struct {
 	src, aggs, cond string
 	// walkSrc is the source for one mysis, m.id, of an outer walk over myses (by mysis).
 	walkSrc string
-	args    []any
-	ranged  bool
+	// mysisSrc is the selection's rows with their mysis (never the swarm rollup), conditions included: what a
+	// ranking of myses sums.
+	mysisSrc string
+	args     []any
+	ranged   bool
 	// idsArg is the placeholder of the mysis ids ("" when the query names none).
 	idsArg string
 }
@@ -320,14 +327,16 @@ func usageFilterOf(q memory.UsageQuery) usageFilter {
 	}
 	if !f.ranged {
 		f.walkSrc = `(SELECT mysis_id, ` + rollupCols + ` FROM llm_usage_totals WHERE mysis_id = m.id)` + cols
+		f.mysisSrc = `(SELECT mysis_id, cost_nanos, calls FROM llm_usage_totals)`
 		if f.idsArg != "" {
 			f.src, f.cond = "llm_usage_totals u", "u.mysis_id = ANY("+f.idsArg+"::uuid[])"
+			f.mysisSrc = `(SELECT mysis_id, cost_nanos, calls FROM llm_usage_totals WHERE mysis_id = ANY(` + f.idsArg + `::uuid[]))`
 		} else {
 			f.src = `(SELECT NULL::uuid, ` + rollupCols + ` FROM llm_usage_swarm_rollup WHERE span = 3)` + cols
 		}
 		return f
 	}
-	var parts, walk []string
+	var parts, walk, ranked []string
 	for _, seg := range rangeSegments(q.From, q.To) {
 		col, where := "u.start", []string{"u.span = " + strconv.Itoa(int(seg.span))}
 		sel := `SELECT u.mysis_id, u.provider, u.model, u.calls, u.failed_calls, u.prompt_tokens, u.cached_prompt_tokens,
@@ -350,7 +359,17 @@ func usageFilterOf(q memory.UsageQuery) usageFilter {
 		walk = append(walk, sel+strings.Join(append(slices.Clone(where), "u.mysis_id = m.id"), " AND "))
 		if f.idsArg != "" {
 			where = append(where, "u.mysis_id = ANY("+f.idsArg+"::uuid[])")
+		}
+		rankWhere := " WHERE TRUE"
+		if len(where) > 0 {
+			rankWhere = " WHERE " + strings.Join(where, " AND ")
+		}
+		if seg.span == spanCalls {
+			ranked = append(ranked, `SELECT u.mysis_id, u.cost_nanos, 1::bigint FROM llm_calls u`+rankWhere)
 		} else {
+			ranked = append(ranked, `SELECT u.mysis_id, u.cost_nanos, u.calls FROM llm_usage_rollup u`+rankWhere)
+		}
+		if f.idsArg == "" {
 			sel = swarmSel
 		}
 		if len(where) == 0 {
@@ -358,6 +377,7 @@ func usageFilterOf(q memory.UsageQuery) usageFilter {
 		}
 		parts = append(parts, sel+strings.Join(where, " AND "))
 	}
+	f.mysisSrc = `(` + strings.Join(ranked, "\n\t\tUNION ALL ") + `)`
 	f.src = `(` + strings.Join(parts, "\n\t\tUNION ALL ") + `)` + cols
 	f.walkSrc = `(` + strings.Join(walk, "\n\t\tUNION ALL ") + `)` + cols
 	return f
@@ -445,6 +465,26 @@ func (f usageFilter) queueByMysis(b *pgx.Batch, q memory.UsageQuery) {
 			CROSS JOIN LATERAL (SELECT `+f.aggs+` FROM `+f.walkSrc+`) t
 			WHERE `+mysisCond+` AND m.name > `+f.param(1)+` AND t.calls > 0
 			ORDER BY m.name LIMIT `+f.param(2), rowArgs...)
+}
+
+// queueTop queues the q.Top myses with the highest cost in the selection (equal costs in name order): the
+// selection's rows are summed per mysis by cost and calls alone to rank them (hours and days through the rollup's
+// covering index, llm_usage_rollup_rank_idx, without touching the table), only the myses at or above the Top-th
+// highest cost are looked up for their names (ties at the cut included, so the order by name is exact), and only
+// the winners' full sums are read, each through its mysis-first indexes.
+func (f usageFilter) queueTop(b *pgx.Batch, q memory.UsageQuery) {
+	rowArgs := append(slices.Clone(f.args), q.Top)
+	b.Queue(`WITH ranked AS (
+			SELECT r.mysis_id, sum(r.cost_nanos) AS cost FROM `+f.mysisSrc+` AS r (mysis_id, cost_nanos, calls)
+			GROUP BY r.mysis_id HAVING sum(r.calls) > 0),
+		cut AS (SELECT cost FROM ranked ORDER BY cost DESC OFFSET `+f.param(1)+` - 1 LIMIT 1),
+		top AS (
+			SELECT m.id, m.name, ranked.cost FROM ranked JOIN myses m ON m.id = ranked.mysis_id
+			WHERE ranked.cost >= ALL (SELECT cost FROM cut)
+			ORDER BY ranked.cost DESC, m.name LIMIT `+f.param(1)+`)
+		SELECT m.id::text, m.name, '', '', t.* FROM top m
+			CROSS JOIN LATERAL (SELECT `+f.aggs+` FROM `+f.walkSrc+`) t
+			ORDER BY m.cost DESC, m.name`, rowArgs...)
 }
 
 // queueByModel queues one page of per-(provider, model) sums, in that order after (q.AfterProvider, q.AfterModel).

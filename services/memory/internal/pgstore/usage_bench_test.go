@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/zoeaswarm/zoea/libs/pgtest"
+	"github.com/zoeaswarm/zoea/libs/pgutil"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
 	"github.com/zoeaswarm/zoea/services/memory/internal/migrations"
 )
@@ -86,19 +88,55 @@ func TestRecordingAddsNoRoundTrip(t *testing.T) {
 // p50/p95/p99 per query. The same file runs on a schema without the rollups (before issue 32).
 //
 //	go test -run '^$' -bench UsageSwarmByMysis -benchtime 200x -timeout 60m ./internal/pgstore/
+//
+// Seeding takes minutes. With ZOEA_BENCH_USAGE_DB set to the URL of a database (created beforehand, e.g.
+// `createdb zoea_usage_bench`), the benchmark seeds it once and keeps it; a later run that finds it seeded reuses
+// it and measures as of the seeding's time (so "today" and "this hour" are the same ranges of the same calls).
 func BenchmarkUsageSwarmByMysis(b *testing.B) {
 	const myses, calls = 10_000, 1_000_000
 	ctx := context.Background()
-	s, p := freshStore(b)
+	var s *svcStore
+	var p *pgxpool.Pool
 	now := time.Now().UTC()
-	start := time.Now()
-	rollup, swarmRollup := seedUsageSwarm(ctx, b, s, p, now, myses, calls)
-	b.Logf("seeded %d myses and %d calls in %v (rollup: %v, swarm rollup: %v)", myses, calls, time.Since(start).Round(time.Second), rollup, swarmRollup)
+	seeded := false
+	if url := os.Getenv("ZOEA_BENCH_USAGE_DB"); url != "" {
+		var err error
+		if p, err = pgutil.Open(ctx, url, 10); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(p.Close)
+		if _, err := migrations.Up(ctx, p, nil); err != nil {
+			b.Fatal(err)
+		}
+		s = newSvcStore(p, testBox(b))
+		var n int
+		var last *time.Time
+		if err := p.QueryRow(ctx, `SELECT count(*), max(started_at) FROM llm_calls`).Scan(&n, &last); err != nil {
+			b.Fatal(err)
+		}
+		switch {
+		case n == calls:
+			// The newest call is one step before the seeding's now (seedUsageSwarm).
+			now, seeded = last.UTC().Add(7*24*time.Hour/calls), true
+			b.Logf("reusing the seeded database (seeded as of %v)", now)
+		case n != 0:
+			b.Fatalf("ZOEA_BENCH_USAGE_DB holds %d calls, neither none nor the %d seeded ones", n, calls)
+		}
+	} else {
+		s, p = freshStore(b)
+	}
+	if !seeded {
+		start := time.Now()
+		rollup, swarmRollup := seedUsageSwarm(ctx, b, s, p, now, myses, calls)
+		b.Logf("seeded %d myses and %d calls in %v (rollup: %v, swarm rollup: %v)", myses, calls, time.Since(start).Round(time.Second), rollup, swarmRollup)
+	}
 
 	type usageCase struct {
 		name string
 		q    memory.UsageQuery
 		all  bool // page through the whole swarm
+		// chunk, when set, asks q.MysisIDs chunk ids a request (as the runner's ListMyses does since issue 32).
+		chunk int
 	}
 	today := now.Truncate(24 * time.Hour)
 	one := []string{uuidN(1)}
@@ -111,14 +149,35 @@ func BenchmarkUsageSwarmByMysis(b *testing.B) {
 	// today by mysis (every page) for the limits.
 	hourAgo := now.Truncate(time.Hour).Add(-3 * time.Hour)
 	cases := []usageCase{
-		{"all-time first page of 100", memory.UsageQuery{GroupBy: memory.GroupMysis}, false},
-		{"all-time whole swarm, pages of 1000", memory.UsageQuery{GroupBy: memory.GroupMysis, PageSize: 1000}, true},
-		{"all-time 1000 myses by id (swarm page)", memory.UsageQuery{GroupBy: memory.GroupMysis, MysisIDs: pageIDs, PageSize: 1000}, false},
-		{"one whole hour by model (spend page)", memory.UsageQuery{From: hourAgo, To: hourAgo.Add(time.Hour), GroupBy: memory.GroupModel, PageSize: 1000}, false},
-		{"one whole hour whole swarm by mysis, pages of 1000 (spend page)", memory.UsageQuery{From: hourAgo, To: hourAgo.Add(time.Hour), GroupBy: memory.GroupMysis, PageSize: 1000}, true},
-		{"this hour whole swarm by mysis, pages of 1000 (spend limits)", memory.UsageQuery{From: now.Truncate(time.Hour), GroupBy: memory.GroupMysis, PageSize: 1000}, true},
-		{"today whole swarm by mysis, pages of 1000 (spend limits)", memory.UsageQuery{From: now.Truncate(24 * time.Hour), GroupBy: memory.GroupMysis, PageSize: 1000}, true},
-		{"last 24h whole swarm by mysis, pages of 1000", memory.UsageQuery{From: now.Add(-24 * time.Hour), GroupBy: memory.GroupMysis, PageSize: 1000}, true},
+		{"all-time first page of 100", memory.UsageQuery{GroupBy: memory.GroupMysis}, false, 0},
+		{"all-time whole swarm, pages of 1000", memory.UsageQuery{GroupBy: memory.GroupMysis, PageSize: 1000}, true, 0},
+		{"all-time 1000 myses by id (swarm page)", memory.UsageQuery{GroupBy: memory.GroupMysis, MysisIDs: pageIDs, PageSize: 1000}, false, 0},
+		{"one whole hour by model (spend page)", memory.UsageQuery{From: hourAgo, To: hourAgo.Add(time.Hour), GroupBy: memory.GroupModel, PageSize: 1000}, false, 0},
+		{"one whole hour whole swarm by mysis, pages of 1000 (spend page)", memory.UsageQuery{From: hourAgo, To: hourAgo.Add(time.Hour), GroupBy: memory.GroupMysis, PageSize: 1000}, true, 0},
+		{"this hour whole swarm by mysis, pages of 1000 (spend limits)", memory.UsageQuery{From: now.Truncate(time.Hour), GroupBy: memory.GroupMysis, PageSize: 1000}, true, 0},
+		{"today whole swarm by mysis, pages of 1000 (spend limits)", memory.UsageQuery{From: now.Truncate(24 * time.Hour), GroupBy: memory.GroupMysis, PageSize: 1000}, true, 0},
+		{"last 24h whole swarm by mysis, pages of 1000", memory.UsageQuery{From: now.Add(-24 * time.Hour), GroupBy: memory.GroupMysis, PageSize: 1000}, true, 0},
+		// Since the top-by-cost query (issue 32): the spend page asks the top 10 myses of its range (the last 24 or
+		// 168 hours, whole hours and this one) in one request; the limits read only the myses with limits, by id;
+		// the swarm page can ask only its visible page; `zoea usage --by mysis` pages by 200.
+		{"spend page 24h top 10 by cost", memory.UsageQuery{From: now.Truncate(time.Hour).Add(-23 * time.Hour), GroupBy: memory.GroupMysis, Top: 10}, false, 0},
+		{"spend page 168h top 10 by cost", memory.UsageQuery{From: now.Truncate(time.Hour).Add(-167 * time.Hour), GroupBy: memory.GroupMysis, Top: 10}, false, 0},
+		{"today top 10 by cost", memory.UsageQuery{From: today, GroupBy: memory.GroupMysis, Top: 10}, false, 0},
+		{"last hour top 10 by cost", memory.UsageQuery{From: now.Add(-time.Hour), GroupBy: memory.GroupMysis, Top: 10}, false, 0},
+		{"all-time top 10 by cost", memory.UsageQuery{GroupBy: memory.GroupMysis, Top: 10}, false, 0},
+		{"all-time top 100 by cost", memory.UsageQuery{GroupBy: memory.GroupMysis, Top: 100}, false, 0},
+		{"this hour 100 limited myses by id (spend limits)", memory.UsageQuery{From: now.Truncate(time.Hour), GroupBy: memory.GroupMysis, MysisIDs: pageIDs[:100], PageSize: 1000}, false, 0},
+		{"today 100 limited myses by id (spend limits)", memory.UsageQuery{From: today, GroupBy: memory.GroupMysis, MysisIDs: pageIDs[:100], PageSize: 1000}, false, 0},
+		{"all-time 100 myses by id (swarm page, visible page)", memory.UsageQuery{GroupBy: memory.GroupMysis, MysisIDs: pageIDs[:100], PageSize: 1000}, false, 0},
+		{"all-time 200 myses by id", memory.UsageQuery{GroupBy: memory.GroupMysis, MysisIDs: pageIDs[:200], PageSize: 1000}, false, 0},
+		{"all-time first page of 200 by mysis", memory.UsageQuery{GroupBy: memory.GroupMysis, PageSize: 200}, false, 0},
+		{"today first page of 200 by mysis", memory.UsageQuery{From: today, GroupBy: memory.GroupMysis, PageSize: 200}, false, 0},
+		{"last 24h first page of 200 by mysis", memory.UsageQuery{From: now.Add(-24 * time.Hour), GroupBy: memory.GroupMysis, PageSize: 200}, false, 0},
+		{"last 24h middle page of 200 by mysis", memory.UsageQuery{From: now.Add(-24 * time.Hour), GroupBy: memory.GroupMysis, PageSize: 200, AfterName: "mysis-05000"}, false, 0},
+		{"all-time 1000 myses by id, 200 a request (swarm page)", memory.UsageQuery{GroupBy: memory.GroupMysis, MysisIDs: pageIDs, PageSize: 200}, false, 200},
+		{"all-time whole swarm by mysis, pages of 200 (zoea usage)", memory.UsageQuery{GroupBy: memory.GroupMysis, PageSize: 200}, true, 0},
+		{"today whole swarm by mysis, pages of 200 (zoea usage --today)", memory.UsageQuery{From: today, GroupBy: memory.GroupMysis, PageSize: 200}, true, 0},
+		{"last 24h whole swarm by mysis, pages of 200 (zoea usage --since 24h)", memory.UsageQuery{From: now.Add(-24 * time.Hour), GroupBy: memory.GroupMysis, PageSize: 200}, true, 0},
 	}
 	for _, r := range []struct {
 		name string
@@ -126,11 +185,11 @@ func BenchmarkUsageSwarmByMysis(b *testing.B) {
 	}{{"all-time", time.Time{}}, {"today", today}, {"last 24h", now.Add(-24 * time.Hour)},
 		{"last hour", now.Add(-time.Hour)}, {"since 15m", now.Add(-15 * time.Minute)}} {
 		cases = append(cases,
-			usageCase{r.name + " swarm total", memory.UsageQuery{From: r.from}, false},
-			usageCase{r.name + " by model", memory.UsageQuery{From: r.from, GroupBy: memory.GroupModel}, false},
-			usageCase{r.name + " one mysis", memory.UsageQuery{From: r.from, MysisIDs: one}, false})
+			usageCase{r.name + " swarm total", memory.UsageQuery{From: r.from}, false, 0},
+			usageCase{r.name + " by model", memory.UsageQuery{From: r.from, GroupBy: memory.GroupModel}, false, 0},
+			usageCase{r.name + " one mysis", memory.UsageQuery{From: r.from, MysisIDs: one}, false, 0})
 		if !r.from.IsZero() {
-			cases = append(cases, usageCase{r.name + " first page of 100", memory.UsageQuery{From: r.from, GroupBy: memory.GroupMysis}, false})
+			cases = append(cases, usageCase{r.name + " first page of 100", memory.UsageQuery{From: r.from, GroupBy: memory.GroupMysis}, false, 0})
 		}
 	}
 	reportAs := func(b *testing.B, lat []time.Duration, prefix string) {
@@ -150,6 +209,18 @@ func BenchmarkUsageSwarmByMysis(b *testing.B) {
 				if q.PageSize == 0 {
 					q.PageSize = 100
 				}
+				if c.chunk > 0 {
+					for chunk := range slices.Chunk(c.q.MysisIDs, c.chunk) {
+						q.MysisIDs = chunk
+						p0 := time.Now()
+						if _, err := s.GetUsage(ctx, q); err != nil {
+							b.Fatal(err)
+						}
+						pages = append(pages, time.Since(p0))
+					}
+					lat = append(lat, time.Since(t0))
+					continue
+				}
 				for {
 					p0 := time.Now()
 					u, err := s.GetUsage(ctx, q)
@@ -165,7 +236,7 @@ func BenchmarkUsageSwarmByMysis(b *testing.B) {
 				lat = append(lat, time.Since(t0))
 			}
 			report(b, lat)
-			if c.all {
+			if c.all || c.chunk > 0 {
 				reportAs(b, pages, "page_")
 			}
 		})

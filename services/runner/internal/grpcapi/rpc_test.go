@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -676,6 +679,13 @@ func TestGetUsageRPC(t *testing.T) {
 	if !proto.Equal(resp, &runnerv1.GetUsageResponse{Total: answer.GetTotal(), Rows: answer.GetRows(), NextPageToken: "next"}) {
 		t.Errorf("response %v, memory answered %v", resp, answer)
 	}
+	// The top myses by cost are asked as given.
+	if _, err := s.api.GetUsage(ctx, &runnerv1.GetUsageRequest{From: from, GroupBy: memoryv1.UsageGroup_USAGE_GROUP_MYSIS, Top: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.spend.lastRequest("GetUsage"); !proto.Equal(got, &memoryv1.GetUsageRequest{From: from, GroupBy: memoryv1.UsageGroup_USAGE_GROUP_MYSIS, Top: 10}) {
+		t.Errorf("top 10: memory asked %v", got)
+	}
 	// No myses is the whole swarm.
 	if _, err := s.api.GetUsage(ctx, &runnerv1.GetUsageRequest{GroupBy: memoryv1.UsageGroup_USAGE_GROUP_MODEL}); err != nil {
 		t.Fatal(err)
@@ -881,5 +891,45 @@ func TestListMysesSaysWhenPlayIsPausedForALease(t *testing.T) {
 		if p := got[name].GetPausedUntil(); p != nil {
 			t.Errorf("%s: paused_until %v, want none", name, p.AsTime())
 		}
+	}
+}
+
+// TestListMysesAsksUsageInChunks: a page of more than usageChunk myses asks their usage usageChunk myses a request
+// (a request for 1,000 ids costs more than five of 200), and every mysis of the page gets its own.
+func TestListMysesAsksUsageInChunks(t *testing.T) {
+	s := startSwarm(t, Defaults{}, newLive())
+	ctx := context.Background()
+	const n = 2*usageChunk + 50
+	for i := range n {
+		addMysis(t, s.mem, fmt.Sprintf("m-%04d", i), "autopilot", "autopilot")
+	}
+	var mu sync.Mutex
+	var sizes []int
+	s.spend.setUsage(func(r *memoryv1.GetUsageRequest) (*memoryv1.GetUsageResponse, error) {
+		mu.Lock()
+		sizes = append(sizes, len(r.GetMysisIds()))
+		mu.Unlock()
+		resp := &memoryv1.GetUsageResponse{Total: &memoryv1.UsageTotals{}}
+		for _, id := range r.GetMysisIds() {
+			resp.Rows = append(resp.Rows, &memoryv1.UsageRow{MysisId: id, Totals: &memoryv1.UsageTotals{Calls: 1}})
+		}
+		return resp, nil
+	})
+	page, err := s.api.ListMyses(ctx, &runnerv1.ListMysesRequest{PageSize: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.GetMyses()) != n {
+		t.Fatalf("%d myses listed, want %d", len(page.GetMyses()), n)
+	}
+	for _, st := range page.GetMyses() {
+		if st.GetUsage().GetCalls() != 1 {
+			t.Fatalf("%s has usage %v", st.GetMysis().GetName(), st.GetUsage())
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(sizes, []int{usageChunk, usageChunk, 50}) {
+		t.Errorf("usage requests named %v myses, want %d, %d and 50", sizes, usageChunk, usageChunk)
 	}
 }

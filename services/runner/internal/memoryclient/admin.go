@@ -38,6 +38,7 @@ type UsageQuery struct {
 	GroupBy   memoryv1.UsageGroup
 	PageSize  int32
 	PageToken string
+	Top       int32
 }
 
 // MysisRecord returns the stored mysis with this id.
@@ -107,7 +108,7 @@ func (c *Client) DeleteMysis(ctx context.Context, id string) error {
 // Usage sums recorded LLM usage.
 func (c *Client) Usage(ctx context.Context, q UsageQuery) (*memoryv1.GetUsageResponse, error) {
 	resp, err := c.api.GetUsage(ctx, &memoryv1.GetUsageRequest{MysisIds: q.MysisIDs, From: q.From, To: q.To, GroupBy: q.GroupBy,
-		PageSize: q.PageSize, PageToken: q.PageToken})
+		PageSize: q.PageSize, PageToken: q.PageToken, Top: q.Top})
 	if err != nil {
 		return nil, server.FromStatus(err)
 	}

@@ -4629,7 +4629,12 @@ type GetUsageRequest struct {
 	// Rows per page, default 100, max 1000.
 	PageSize int32 `protobuf:"varint,5,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// Token from a previous response; empty for the first page.
-	PageToken     string `protobuf:"bytes,6,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageToken string `protobuf:"bytes,6,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// With group_by USAGE_GROUP_MYSIS: only the top myses of the selection by cost, highest first (equal costs in
+	// mysis name order), in one response (no next page; page_size and page_token must be unset). 0: every mysis in
+	// name order, a page at a time. At most 100. The total still sums the whole selection, so the other myses' sum
+	// is the total minus the rows.
+	Top           int32 `protobuf:"varint,7,opt,name=top,proto3" json:"top,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4704,6 +4709,13 @@ func (x *GetUsageRequest) GetPageToken() string {
 		return x.PageToken
 	}
 	return ""
+}
+
+func (x *GetUsageRequest) GetTop() int32 {
+	if x != nil {
+		return x.Top
+	}
+	return 0
 }
 
 // GetUsageResponse carries the total of the whole selection and one page of rows.
@@ -5444,7 +5456,7 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"mysis_name\x18\x02 \x01(\tR\tmysisName\x12\x1a\n" +
 	"\bprovider\x18\x03 \x01(\tR\bprovider\x12\x14\n" +
 	"\x05model\x18\x04 \x01(\tR\x05model\x123\n" +
-	"\x06totals\x18\x05 \x01(\v2\x1b.zoea.memory.v1.UsageTotalsR\x06totals\"\xfd\x01\n" +
+	"\x06totals\x18\x05 \x01(\v2\x1b.zoea.memory.v1.UsageTotalsR\x06totals\"\x8f\x02\n" +
 	"\x0fGetUsageRequest\x12\x1b\n" +
 	"\tmysis_ids\x18\x01 \x03(\tR\bmysisIds\x12.\n" +
 	"\x04from\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12*\n" +
@@ -5452,7 +5464,8 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\bgroup_by\x18\x04 \x01(\x0e2\x1a.zoea.memory.v1.UsageGroupR\agroupBy\x12\x1b\n" +
 	"\tpage_size\x18\x05 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x06 \x01(\tR\tpageToken\"\x9b\x01\n" +
+	"page_token\x18\x06 \x01(\tR\tpageToken\x12\x10\n" +
+	"\x03top\x18\a \x01(\x05R\x03top\"\x9b\x01\n" +
 	"\x10GetUsageResponse\x121\n" +
 	"\x05total\x18\x01 \x01(\v2\x1b.zoea.memory.v1.UsageTotalsR\x05total\x12,\n" +
 	"\x04rows\x18\x02 \x03(\v2\x18.zoea.memory.v1.UsageRowR\x04rows\x12&\n" +

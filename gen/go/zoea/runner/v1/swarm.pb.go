@@ -1069,7 +1069,10 @@ type GetUsageRequest struct {
 	// Rows per page, default 100, max 1000.
 	PageSize int32 `protobuf:"varint,5,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// Token from a previous response.
-	PageToken     string `protobuf:"bytes,6,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageToken string `protobuf:"bytes,6,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// With group_by USAGE_GROUP_MYSIS: only the top myses by cost, highest first, in one response (see
+	// zoea.memory.v1.GetUsageRequest.top). At most 100.
+	Top           int32 `protobuf:"varint,7,opt,name=top,proto3" json:"top,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1144,6 +1147,13 @@ func (x *GetUsageRequest) GetPageToken() string {
 		return x.PageToken
 	}
 	return ""
+}
+
+func (x *GetUsageRequest) GetTop() int32 {
+	if x != nil {
+		return x.Top
+	}
+	return 0
 }
 
 // GetUsageResponse carries the total and one page of rows.
@@ -1386,7 +1396,7 @@ const file_zoea_runner_v1_swarm_proto_rawDesc = "" +
 	"\bmessages\x18\x01 \x03(\v2\x1d.zoea.composer.v1.ChatMessageR\bmessages\x126\n" +
 	"\bmanifest\x18\x02 \x01(\v2\x1a.zoea.composer.v1.ManifestR\bmanifest\x12E\n" +
 	"\rencouragement\x18\x03 \x01(\v2\x1f.zoea.composer.v1.EncouragementR\rencouragement\x126\n" +
-	"\x05tools\x18\x04 \x03(\v2 .zoea.composer.v1.ToolDefinitionR\x05tools\"\xf6\x01\n" +
+	"\x05tools\x18\x04 \x03(\v2 .zoea.composer.v1.ToolDefinitionR\x05tools\"\x88\x02\n" +
 	"\x0fGetUsageRequest\x12\x14\n" +
 	"\x05myses\x18\x01 \x03(\tR\x05myses\x12.\n" +
 	"\x04from\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12*\n" +
@@ -1394,7 +1404,8 @@ const file_zoea_runner_v1_swarm_proto_rawDesc = "" +
 	"\bgroup_by\x18\x04 \x01(\x0e2\x1a.zoea.memory.v1.UsageGroupR\agroupBy\x12\x1b\n" +
 	"\tpage_size\x18\x05 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x06 \x01(\tR\tpageToken\"\x9b\x01\n" +
+	"page_token\x18\x06 \x01(\tR\tpageToken\x12\x10\n" +
+	"\x03top\x18\a \x01(\x05R\x03top\"\x9b\x01\n" +
 	"\x10GetUsageResponse\x121\n" +
 	"\x05total\x18\x01 \x01(\v2\x1b.zoea.memory.v1.UsageTotalsR\x05total\x12,\n" +
 	"\x04rows\x18\x02 \x03(\v2\x18.zoea.memory.v1.UsageRowR\x04rows\x12&\n" +
