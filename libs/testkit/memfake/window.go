@@ -11,6 +11,7 @@ import (
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
+	rules "github.com/zoeaswarm/zoea/libs/memoryrules"
 )
 
 // The compose window's limits (services/memory/internal/memory/window.go and bytes.go).
@@ -41,10 +42,10 @@ type windowQuery struct {
 func normalizeWindow(req *memoryv1.GetComposeWindowRequest) (windowQuery, error) {
 	var q windowQuery
 	var err error
-	if q.mysisID, err = parseID("mysis_id", req.GetMysisId()); err != nil {
+	if q.mysisID, err = rules.ParseID("mysis_id", req.GetMysisId()); err != nil {
 		return q, err
 	}
-	if q.window, err = limit("window", int(req.GetWindow()), defaultWindow, maxWindow); err != nil {
+	if q.window, err = rules.Limit("window", int(req.GetWindow()), rules.DefaultWindow, rules.MaxWindow); err != nil {
 		return q, err
 	}
 	capped := func(field string, v, max int) (int, error) {
@@ -64,8 +65,8 @@ func normalizeWindow(req *memoryv1.GetComposeWindowRequest) (windowQuery, error)
 		q.maxRB = defaultMaxResultBytes
 	case q.maxRB < minMaxResultBytes:
 		return q, errs.InvalidField("max_result_bytes", "must be 0 (the server default) or at least %d, got %d", minMaxResultBytes, q.maxRB)
-	case q.maxRB > maxContent:
-		q.maxRB = maxContent
+	case q.maxRB > rules.MaxContentBytes:
+		q.maxRB = rules.MaxContentBytes
 	}
 	maxTurnRows := int(req.GetMaxTurnRows())
 	if maxTurnRows < 0 {
@@ -133,7 +134,7 @@ func checkToolNames(field string, names []string) error {
 		if n == "" {
 			return errs.InvalidField(fl, "must not be empty")
 		}
-		if err := checkText(fl, n, maxShortField); err != nil {
+		if err := rules.CheckText(fl, n, rules.MaxShortFieldBytes); err != nil {
 			return err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/zoeaswarm/zoea/libs/errs"
+	rules "github.com/zoeaswarm/zoea/libs/memoryrules"
 )
 
 // ReasonPromptArrived is the ErrorInfo reason of a conditional append refused because a commander prompt (a direct
@@ -26,7 +27,7 @@ func (c AppendCondition) Validate() error {
 		return errs.InvalidField("if_no_prompt_after_seq", "must not be negative")
 	}
 	if c.State != nil {
-		if err := ValidateStateChange(*c.State); err != nil {
+		if err := rules.ValidateStateChange(*c.State); err != nil {
 			var e *errs.Error
 			if errors.As(err, &e) && e.Field != "" {
 				return &errs.Error{Kind: e.Kind, Field: "state_change." + e.Field, Msg: e.Msg}

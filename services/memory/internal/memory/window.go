@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/zoeaswarm/zoea/libs/errs"
+	rules "github.com/zoeaswarm/zoea/libs/memoryrules"
 )
 
 // Compose-window limits.
@@ -76,10 +77,10 @@ func (q WindowQuery) V2() bool {
 // limit of the service); errors name the API field.
 func (q WindowQuery) Normalize() (WindowQuery, error) {
 	var err error
-	if q.MysisID, err = ParseID("mysis_id", q.MysisID); err != nil {
+	if q.MysisID, err = rules.ParseID("mysis_id", q.MysisID); err != nil {
 		return q, err
 	}
-	if q.Window, err = Limit("window", q.Window, DefaultWindow, MaxWindow); err != nil {
+	if q.Window, err = rules.Limit("window", q.Window, DefaultWindow, MaxWindow); err != nil {
 		return q, err
 	}
 	if q.CarryLimit, err = capped("carry_limit", q.CarryLimit, MaxCarryLimit); err != nil {
@@ -117,7 +118,7 @@ func (q WindowQuery) Normalize() (WindowQuery, error) {
 			if n == "" {
 				return q, errs.InvalidField(f, "must not be empty")
 			}
-			if err := CheckText(f, n, MaxShortFieldBytes); err != nil {
+			if err := rules.CheckText(f, n, MaxShortFieldBytes); err != nil {
 				return q, err
 			}
 		}
