@@ -2,6 +2,7 @@ package memfake
 
 import (
 	"context"
+	"slices"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -53,8 +54,8 @@ func (f *Fake) UpdateMysisConfig(_ context.Context, req *memoryv1.UpdateMysisCon
 	return &memoryv1.UpdateMysisConfigResponse{Mysis: proto.Clone(m).(*memoryv1.Mysis)}, nil
 }
 
-// DeleteMysis implements MemoryService.DeleteMysis: the mysis goes with its memories, idempotency keys and broadcast
-// deliveries, and its account is released (the real schema's ON DELETE CASCADE and SET NULL).
+// DeleteMysis implements MemoryService.DeleteMysis: the mysis goes with its memories, idempotency keys, broadcast
+// deliveries, LLM calls and spend limits, and its account is released (the real schema's ON DELETE CASCADE and SET NULL).
 func (f *Fake) DeleteMysis(_ context.Context, req *memoryv1.DeleteMysisRequest) (*memoryv1.DeleteMysisResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -78,6 +79,16 @@ func (f *Fake) DeleteMysis(_ context.Context, req *memoryv1.DeleteMysisRequest) 
 			a.MysisId = ""
 		}
 	}
+	// Its calls, spend windows and limits go too; the swarm's counts keep what it spent (no refund).
+	f.callOrder = slices.DeleteFunc(f.callOrder, func(c string) bool {
+		if f.llmCalls[c].mysisID == id {
+			delete(f.llmCalls, c)
+			return true
+		}
+		return false
+	})
+	delete(f.spend, id)
+	delete(f.limits, id)
 	f.changedLocked()
 	return &memoryv1.DeleteMysisResponse{}, nil
 }

@@ -291,6 +291,9 @@ func (f *Fake) appendLocked(mysisID string, nm *memoryv1.NewMemory, broadcastID 
 		m.CallArgumentsJson, m.CallKey = args, callkey.Of(m.ToolName, args)
 	}
 	f.memories[mysisID] = append(f.memories[mysisID], m)
+	if c := nm.GetLlmCall(); c != nil {
+		f.recordCallLocked(mysisID, llmCallOf(c)) // stored with its reply, counted like a recorded call
+	}
 	f.changedLocked()
 	if k := nm.GetIdempotencyKey(); k != "" {
 		f.keys[mysisID][k] = m
@@ -493,8 +496,8 @@ func (f *Fake) RecordBroadcast(_ context.Context, req *memoryv1.RecordBroadcastR
 	return resp, nil
 }
 
-// RecordLlmCalls implements MemoryService.RecordLlmCalls as far as the fake keeps it: the calls are validated and
-// their ids remembered (a retried call_id is not counted again), usage is not summed; a new discarded call sets the
+// RecordLlmCalls implements MemoryService.RecordLlmCalls: the calls are validated and stored once per call_id (a
+// retried call_id is not counted again), summed into usage and spend (usage.go); a new discarded call sets the
 // mysis's reply_discarded, which its next final answer clears.
 func (f *Fake) RecordLlmCalls(_ context.Context, req *memoryv1.RecordLlmCallsRequest) (*memoryv1.RecordLlmCallsResponse, error) {
 	f.mu.Lock()
@@ -521,17 +524,13 @@ func (f *Fake) RecordLlmCalls(_ context.Context, req *memoryv1.RecordLlmCallsReq
 	if !ok {
 		return nil, notFound(id)
 	}
-	if f.llmCalls == nil {
-		f.llmCalls = map[string]bool{}
-	}
 	n := 0
-	for _, c := range calls {
-		if f.llmCalls[c.GetCallId()] {
+	for _, c := range in {
+		if !f.recordCallLocked(id, c) {
 			continue
 		}
-		f.llmCalls[c.GetCallId()] = true
 		n++
-		if c.GetDiscarded() && !y.GetReplyDiscarded() {
+		if c.Discarded && !y.GetReplyDiscarded() {
 			y.ReplyDiscarded, y.UpdatedAt = true, timestamppb.Now()
 		}
 	}
