@@ -221,3 +221,7 @@ const (
 	MaxCallsPerCall      = 100
 	MaxErrorBytes        = 4096
 )
+
+// ReasonPromptArrived is the ErrorInfo reason of a conditional append refused because a commander prompt (a direct
+// message or broadcast) arrived after the seq the caller's model saw (if_no_prompt_after_seq).
+const ReasonPromptArrived = "PROMPT_ARRIVED"

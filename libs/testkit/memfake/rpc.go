@@ -22,8 +22,7 @@ import (
 // The fake's own bounds; every request rule and limit is libs/memoryrules', the package the real service validates
 // with.
 const (
-	callLookback     = 256 // the real service's memory.CallLookback
-	reasonPromptSeen = "PROMPT_ARRIVED"
+	callLookback = rules.CallLookback
 )
 
 func injected(fault Fault) error { return status.Error(fault.Code, "injected failure") }
@@ -354,7 +353,7 @@ func (f *Fake) AppendMemories(_ context.Context, req *memoryv1.AppendMemoriesReq
 		for i := len(ms) - 1; i >= 0 && ms[i].GetSeq() > after; i-- {
 			if m := ms[i]; m.GetRole() == memoryv1.Role_ROLE_USER &&
 				(m.GetSource() == memoryv1.Source_SOURCE_DIRECT || m.GetSource() == memoryv1.Source_SOURCE_BROADCAST) {
-				return nil, &errs.Error{Kind: errs.Conflict, Reason: reasonPromptSeen,
+				return nil, &errs.Error{Kind: errs.Conflict, Reason: rules.ReasonPromptArrived,
 					Msg: fmt.Sprintf("mysis %s: a prompt arrived at seq %d, after seq %d: nothing appended", id, m.GetSeq(), after)}
 			}
 		}

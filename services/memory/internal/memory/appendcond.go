@@ -9,7 +9,7 @@ import (
 
 // ReasonPromptArrived is the ErrorInfo reason of a conditional append refused because a commander prompt (a direct
 // message or broadcast) arrived after the seq the caller's model saw (AppendCondition.IfNoPromptAfterSeq).
-const ReasonPromptArrived = "PROMPT_ARRIVED"
+const ReasonPromptArrived = rules.ReasonPromptArrived
 
 // AppendCondition makes an append conditional, decided in its transaction under the mysis lock. A full retry (every
 // memory's idempotency key already stored) returns the stored rows and checks nothing.
