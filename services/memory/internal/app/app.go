@@ -167,28 +167,19 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	return srv.Run(ctx)
 }
 
-// migrateWithRetry waits for Postgres (a compose or k8s start may race it) and applies migrations, waiting between
-// attempts by libs/retry's one rule (doubling from 200ms to 5s, jittered) for at most migrateWait.
+// migrateWithRetry waits for Postgres (a compose or k8s start may race it) and applies migrations: libs/retry's loop
+// (doubling from 200ms to 5s, jittered) for at most migrateWait. A failure while Postgres answers is the migration
+// itself, returned at once.
 func migrateWithRetry(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool) error {
-	deadline := time.Now().Add(migrateWait)
-	wait := retry.New(retry.Policy{Initial: 200 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5})
-	for {
+	return retry.Do(ctx, retry.Policy{Initial: 200 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5}, migrateWait, func() error {
 		_, err := migrations.Up(ctx, pool, log)
-		if err == nil {
-			return nil
+		if err != nil && pool.Ping(ctx) == nil {
+			return retry.Permanent(err)
 		}
-		if pingErr := pool.Ping(ctx); pingErr == nil || time.Now().After(deadline) {
-			// Postgres answers, so the failure is the migration itself (or we waited long enough).
-			return err
-		}
-		d := wait.Next()
+		return err
+	}, func(err error, d time.Duration) {
 		log.Warn("waiting for postgres to migrate", "err", err, "retry_in", d.String())
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(d):
-		}
-	}
+	})
 }
 
 // migrateWait bounds how long a start with ZOEA_MIGRATE_ON_START waits for Postgres.
