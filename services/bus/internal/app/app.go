@@ -23,6 +23,7 @@ import (
 	"github.com/zoeaswarm/zoea/services/bus/internal/grpcapi"
 	"github.com/zoeaswarm/zoea/services/bus/internal/memoryclient"
 	"github.com/zoeaswarm/zoea/services/bus/internal/natsbus"
+	"github.com/zoeaswarm/zoea/services/bus/internal/send"
 )
 
 // Config is the bus's configuration, read from the environment.
@@ -95,10 +96,12 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 		return err
 	}
 	defer memConn.Close()
-	mem := memoryv1.NewMemoryServiceClient(memConn)
 
-	deliverer := delivery.New(memoryclient.New(mem), natsbus.New(bus), log)
-	api := grpcapi.New(bus, mem, deliverer, grpcapi.Options{AllowMysisBroadcast: cfg.AllowMysisBroadcast, PublishBudget: opts.PublishBudget, Logger: log})
+	memory := memoryclient.New(memoryv1.NewMemoryServiceClient(memConn))
+	stream := natsbus.NewBroadcasts(bus)
+	deliverer := delivery.New(memory, natsbus.New(bus), log)
+	sender := send.New(stream, memory, deliverer, send.Options{AllowMysisBroadcast: cfg.AllowMysisBroadcast, PublishBudget: opts.PublishBudget, Logger: log})
+	api := grpcapi.New(sender, stream, grpcapi.Options{Logger: log})
 	checks := []server.Check{
 		{Name: "nats", Fn: bus.Ready},
 		server.PeerCheck("memory", memConn, ""),
@@ -124,7 +127,7 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 		return srv.Run(ctx)
 	})
 	if !opts.NoDelivery {
-		g.Go(func() error { return deliverer.Run(ctx, bus, opts.Consumer) })
+		g.Go(func() error { return stream.Consume(ctx, opts.Consumer, deliverer.Handle) })
 	}
 	return g.Wait()
 }
