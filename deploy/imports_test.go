@@ -259,9 +259,10 @@ func TestImportRules(t *testing.T) {
 			t.Fatalf("only %d adapters classified: the classifier is broken", adapters)
 		}
 	})
-	t.Run("the simulator uses the shared config, server and telemetry", func(t *testing.T) {
+	t.Run("the simulator uses the shared config and server", func(t *testing.T) {
+		// Telemetry comes with server.Start, which TestEveryServiceHasTheSkeleton requires of every Main.
 		imports := pkgs["services/spacemolt-sim/internal/app"]
-		for _, lib := range []string{"libs/config", "libs/server", "libs/telemetry"} {
+		for _, lib := range []string{"libs/config", "libs/server"} {
 			if !slices.Contains(imports, modulePrefix+lib) {
 				t.Errorf("services/spacemolt-sim/internal/app does not import %s", lib)
 			}
@@ -270,8 +271,9 @@ func TestImportRules(t *testing.T) {
 }
 
 // TestEveryServiceHasTheSkeleton checks the shape every services/<svc>/internal/app has: Main(ctx, args, version)
-// for cmd/<svc>, and an exported Run(ctx, cfg Config, opts Options) error whose Options carry Logger and Listener,
-// which tests call with a loopback listener.
+// for cmd/<svc>, which starts the process with server.Start (logger, configuration, telemetry: written once) and
+// picks its subcommand with server.Subcommand, and an exported Run(ctx, cfg Config, opts Options) error whose
+// Options carry Logger and Listener, which tests call with a loopback listener.
 func TestEveryServiceHasTheSkeleton(t *testing.T) {
 	root := repoRoot(t)
 	for _, svc := range zoeaServices {
@@ -307,6 +309,20 @@ func TestEveryServiceHasTheSkeleton(t *testing.T) {
 			}
 			if m := funcs["Main"]; m == nil || len(m.Type.Params.List) != 3 {
 				t.Error("no Main(ctx, args, version)")
+			}
+			calls := map[string]bool{}
+			for _, f := range app.Files {
+				ast.Inspect(f, func(n ast.Node) bool {
+					if c, ok := n.(*ast.CallExpr); ok {
+						calls[types2string(c.Fun)] = true
+					}
+					return true
+				})
+			}
+			for _, want := range []string{"server.Start", "server.Subcommand"} {
+				if !calls[want] {
+					t.Errorf("the app package never calls %s: the shared start-up is written once, in libs/server", want)
+				}
 			}
 			run := funcs["Run"]
 			if run == nil {
