@@ -20,7 +20,7 @@ const modulePrefix = "github.com/zoeaswarm/zoea/"
 // domainPackages are the packages that hold each service's rules and declare its ports. Each may import the
 // standard library, libs packages other than swarmbus, third-party libraries that are not transports or drivers,
 // and its own service's other domain packages; allowed lists the forbidden imports a package still has, each with
-// the reason (issue 27's open items).
+// the reason (none today: the test fails while an allowance is listed that is no longer needed).
 var domainPackages = map[string]struct{ allowed map[string]string }{
 	"services/memory/internal/memory":      {},
 	"services/composer/internal/compose":   {},
@@ -28,10 +28,26 @@ var domainPackages = map[string]struct{ allowed map[string]string }{
 	"services/runner/internal/usage":       {},
 	"services/runner/internal/lease":       {},
 	"services/bus/internal/message":        {},
+	"services/bus/internal/delivery":       {},
+	"services/bus/internal/send":           {},
 	"services/spacemolt-sim/internal/game": {},
-	"services/bus/internal/delivery": {allowed: map[string]string{
-		modulePrefix + "libs/swarmbus": "its ports are still typed in swarmbus's Broadcast, Direct, Delivery and WakeReason (issue 27, open)",
-	}},
+}
+
+// pureLibs are libs packages a domain package builds on for its rules: they are held to the domain rule too.
+var pureLibs = []string{"libs/memoryrules", "libs/errs", "libs/names", "libs/chat"}
+
+// forbiddenInTransport says why a service's grpcapi package may not import pkg, or "" when it may: the transport
+// converts and delegates, so it reaches databases and NATS only through the ports of the packages it calls, and it
+// returns libs/errs errors, which libs/server maps to statuses in one place (no status or codes of its own).
+func forbiddenInTransport(pkg string) string {
+	switch {
+	case pkg == "google.golang.org/grpc/status" || pkg == "google.golang.org/grpc/codes":
+		return "gRPC statuses (errors are libs/errs errors; libs/server maps them)"
+	case strings.HasPrefix(pkg, "github.com/jackc/pgx"), strings.HasPrefix(pkg, "github.com/nats-io/"),
+		pkg == modulePrefix+"libs/swarmbus" || strings.HasPrefix(pkg, modulePrefix+"libs/swarmbus/"):
+		return "a driver or the bus (reached through ports)"
+	}
+	return ""
 }
 
 // forbiddenInDomain says why a domain package may not import pkg, or "" when it may.
@@ -84,6 +100,15 @@ func TestImportRuleClassifiers(t *testing.T) {
 			t.Errorf("forbiddenInDomain(%q) = %v, want %v", pkg, got, bad)
 		}
 	}
+	for pkg, bad := range map[string]bool{
+		"google.golang.org/grpc/status": true, "google.golang.org/grpc/codes": true, modulePrefix + "libs/swarmbus": true,
+		"github.com/nats-io/nats.go/jetstream": true, "github.com/jackc/pgx/v5": true,
+		"google.golang.org/grpc": false, modulePrefix + "gen/go/zoea/bus/v1": false, modulePrefix + "libs/errs": false,
+	} {
+		if got := forbiddenInTransport(pkg) != ""; got != bad {
+			t.Errorf("forbiddenInTransport(%q) = %v, want %v", pkg, got, bad)
+		}
+	}
 	for rel, want := range map[string]bool{
 		"services/composer/internal/memoryclient": true, "services/runner/internal/provider/openai": true,
 		"services/composer/internal/window": true, "services/runner/internal/natsbus": true,
@@ -96,6 +121,32 @@ func TestImportRuleClassifiers(t *testing.T) {
 			t.Errorf("isAdapter(%q) = %v, want %v", rel, got, want)
 		}
 	}
+}
+
+// libPackages maps the given libs packages (paths relative to the repository root) to their non-test imports.
+func libPackages(t *testing.T, rels []string) map[string][]string {
+	t.Helper()
+	args := []string{"list", "-f", `{{.ImportPath}}|{{join .Imports " "}}`}
+	for _, rel := range rels {
+		args = append(args, "./"+rel)
+	}
+	cmd := exec.Command("go", args...)
+	cmd.Dir = repoRoot(t)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %v: %v", rels, err)
+	}
+	pkgs := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		path, imports, _ := strings.Cut(line, "|")
+		pkgs[strings.TrimPrefix(path, modulePrefix)] = strings.Fields(imports)
+	}
+	for _, rel := range rels {
+		if _, ok := pkgs[rel]; !ok {
+			t.Fatalf("go list did not list %s", rel)
+		}
+	}
+	return pkgs
 }
 
 // servicePackages maps each service package (path relative to the repository root) to its non-test imports.
@@ -156,6 +207,42 @@ func TestImportRules(t *testing.T) {
 			}
 		}
 	})
+	t.Run("the libs the domain builds on are pure too", func(t *testing.T) {
+		pkgs := libPackages(t, pureLibs)
+		for _, rel := range pureLibs {
+			for _, imp := range pkgs[rel] {
+				if why := forbiddenInDomain(imp); why != "" {
+					t.Errorf("%s imports %s: a package the domain builds on may not import %s", rel, imp, why)
+				}
+			}
+		}
+	})
+	t.Run("transports convert and delegate", func(t *testing.T) {
+		transports := 0
+		for rel, imports := range pkgs {
+			if _, rest, ok := strings.Cut(rel, "/internal/"); !ok || (rest != "grpcapi" && !strings.HasPrefix(rest, "grpcapi/")) {
+				continue
+			}
+			transports++
+			for _, imp := range imports {
+				if why := forbiddenInTransport(imp); why != "" {
+					t.Errorf("%s imports %s: a transport may not import %s", rel, imp, why)
+				}
+			}
+		}
+		if transports < 4 {
+			t.Fatalf("only %d grpcapi packages found", transports)
+		}
+	})
+	t.Run("memory requests are validated by one package", func(t *testing.T) {
+		// The real service's domain and its in-memory fake both validate with libs/memoryrules (no copy to drift).
+		fake := libPackages(t, []string{"libs/testkit/memfake"})["libs/testkit/memfake"]
+		for rel, imports := range map[string][]string{"services/memory/internal/memory": pkgs["services/memory/internal/memory"], "libs/testkit/memfake": fake} {
+			if !slices.Contains(imports, modulePrefix+"libs/memoryrules") {
+				t.Errorf("%s does not validate with libs/memoryrules", rel)
+			}
+		}
+	})
 	t.Run("adapters import no grpcapi", func(t *testing.T) {
 		adapters := 0
 		for rel, imports := range pkgs {
@@ -174,9 +261,10 @@ func TestImportRules(t *testing.T) {
 			t.Fatalf("only %d adapters classified: the classifier is broken", adapters)
 		}
 	})
-	t.Run("the simulator uses the shared config, server and telemetry", func(t *testing.T) {
+	t.Run("the simulator uses the shared config and server", func(t *testing.T) {
+		// Telemetry comes with server.Start, which TestEveryServiceHasTheSkeleton requires of every Main.
 		imports := pkgs["services/spacemolt-sim/internal/app"]
-		for _, lib := range []string{"libs/config", "libs/server", "libs/telemetry"} {
+		for _, lib := range []string{"libs/config", "libs/server"} {
 			if !slices.Contains(imports, modulePrefix+lib) {
 				t.Errorf("services/spacemolt-sim/internal/app does not import %s", lib)
 			}
@@ -185,8 +273,9 @@ func TestImportRules(t *testing.T) {
 }
 
 // TestEveryServiceHasTheSkeleton checks the shape every services/<svc>/internal/app has: Main(ctx, args, version)
-// for cmd/<svc>, and an exported Run(ctx, cfg Config, opts Options) error whose Options carry Logger and Listener,
-// which tests call with a loopback listener.
+// for cmd/<svc>, which starts the process with server.Start (logger, configuration, telemetry: written once) and
+// picks its subcommand with server.Subcommand, and an exported Run(ctx, cfg Config, opts Options) error whose
+// Options carry Logger and Listener, which tests call with a loopback listener.
 func TestEveryServiceHasTheSkeleton(t *testing.T) {
 	root := repoRoot(t)
 	for _, svc := range zoeaServices {
@@ -222,6 +311,20 @@ func TestEveryServiceHasTheSkeleton(t *testing.T) {
 			}
 			if m := funcs["Main"]; m == nil || len(m.Type.Params.List) != 3 {
 				t.Error("no Main(ctx, args, version)")
+			}
+			calls := map[string]bool{}
+			for _, f := range app.Files {
+				ast.Inspect(f, func(n ast.Node) bool {
+					if c, ok := n.(*ast.CallExpr); ok {
+						calls[types2string(c.Fun)] = true
+					}
+					return true
+				})
+			}
+			for _, want := range []string{"server.Start", "server.Subcommand"} {
+				if !calls[want] {
+					t.Errorf("the app package never calls %s: the shared start-up is written once, in libs/server", want)
+				}
 			}
 			run := funcs["Run"]
 			if run == nil {

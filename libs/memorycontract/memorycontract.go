@@ -2,14 +2,16 @@
 // service runs it against Postgres, and every fake a test uses in its place runs it too, so a fake cannot drift
 // from what it stands in for: idempotent, gapless appends, recent-window reads, compare-and-set state changes,
 // exactly-once broadcast delivery, the compose window (recent part, carried rows, mission), configuration changes
-// and deletion, the account pool, and InvalidArgument statuses that name the field for bad input.
+// and deletion, the account pool, full-text search, LLM-call usage and spend limits, and InvalidArgument statuses
+// that name the field for bad input: every RPC of the service.
 //
 // A fake that implements only part of the API runs the subset it claims:
 //
 //	memorycontract.Run(t, dial, memorycontract.Myses, memorycontract.Append, memorycontract.Broadcast)
 //
 // The suite only ever touches myses and accounts it creates (names carry a random suffix; a claim may take any free
-// account, and the cases assume nothing about which), so it can share a server and a database with other tests.
+// account, and the cases assume nothing about which), so it can share a server and a database with other tests —
+// except Usage, whose calls add to the swarm's spend counts.
 package memorycontract
 
 import (
@@ -36,11 +38,11 @@ const (
 	Myses Capability = iota
 	// Append is AppendMemories and RecordLlmCalls' discard flag (needs Myses to create the myses it writes to).
 	Append
-	// Recent is ListRecentMemories (needs Append).
+	// Recent is ListRecentMemories, ListMemoriesRange and GetMemory (needs Append).
 	Recent
 	// State is SetMysisState (needs Myses).
 	State
-	// Broadcast is RecordBroadcast (needs Append, whose seq shows the delivered rows).
+	// Broadcast is RecordBroadcast and DeliverBroadcast (needs Append, whose seq shows the delivered rows).
 	Broadcast
 	// ComposeWindow is GetComposeWindow, v1 and v2 (needs Append, and Broadcast for the missions it reads).
 	ComposeWindow
@@ -49,10 +51,16 @@ const (
 	Config
 	// Accounts is the account pool: CreateAccount, ClaimAccount, GetAccountForMysis and ReleaseAccount (needs Myses).
 	Accounts
+	// Search is SearchMessages, SearchReasoning and SearchBroadcasts (needs Append and Broadcast).
+	Search
+	// Usage is RecordLlmCalls, GetUsage, GetSpend and SetSpendLimits (needs Append, whose llm_call is usage too).
+	// Its cases add to the swarm's spend counts (at a time long past, but the total window counts them): give the
+	// suite a database no test that checks those counts shares.
+	Usage
 )
 
 // All is every capability: what the real service claims.
-var All = []Capability{Myses, Append, Recent, State, Broadcast, ComposeWindow, Config, Accounts}
+var All = []Capability{Myses, Append, Recent, State, Broadcast, ComposeWindow, Config, Accounts, Search, Usage}
 
 func (c Capability) String() string {
 	switch c {
@@ -72,6 +80,10 @@ func (c Capability) String() string {
 		return "Config"
 	case Accounts:
 		return "Accounts"
+	case Search:
+		return "Search"
+	case Usage:
+		return "Usage"
 	}
 	return fmt.Sprintf("Capability(%d)", int(c))
 }
@@ -93,9 +105,9 @@ var suites = map[Capability][]struct {
 		{"ReplyLimits", testReplyLimits},
 		{"ReplyDiscarded", testReplyDiscarded},
 	},
-	Recent:    {{"RecentWindow", testRecentWindow}},
+	Recent:    {{"RecentWindow", testRecentWindow}, {"Range", testRange}, {"GetMemory", testGetMemory}},
 	State:     {{"CompareAndSet", testCompareAndSet}},
-	Broadcast: {{"ExactlyOnce", testBroadcastExactlyOnce}, {"BroadcastRejects", testBroadcastRejects}},
+	Broadcast: {{"ExactlyOnce", testBroadcastExactlyOnce}, {"BroadcastRejects", testBroadcastRejects}, {"Deliver", testDeliverBroadcast}},
 	ComposeWindow: {
 		{"Empty", testWindowEmpty},
 		{"V1Newest", testWindowV1},
@@ -120,6 +132,16 @@ var suites = map[Capability][]struct {
 		{"CreateBound", testCreateBoundAccount},
 		{"ClaimAndRelease", testClaimAndRelease},
 		{"AccountRejects", testAccountRejects},
+	},
+	Search: {
+		{"Messages", testSearchMessages},
+		{"Reasoning", testSearchReasoning},
+		{"Broadcasts", testSearchBroadcasts},
+	},
+	Usage: {
+		{"RecordLlmCalls", testRecordLlmCalls},
+		{"Usage", testUsage},
+		{"Spend", testSpend},
 	},
 }
 

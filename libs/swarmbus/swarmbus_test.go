@@ -49,9 +49,10 @@ func testCtx(t *testing.T) context.Context {
 
 // collector records deliveries handled by a ConsumeMessages handler.
 type collector struct {
-	mu   sync.Mutex
-	got  []swarmbus.Delivery
-	seen chan swarmbus.Delivery
+	mu      sync.Mutex
+	got     []swarmbus.Delivery
+	seen    chan swarmbus.Delivery
+	markers int // markers published (nothingBefore)
 }
 
 func newCollector() *collector { return &collector{seen: make(chan swarmbus.Delivery, 1000)} }
@@ -81,14 +82,27 @@ func (c *collector) wait(t *testing.T, n int, within time.Duration) []swarmbus.D
 	return append([]swarmbus.Delivery(nil), c.got...)
 }
 
-// quiet asserts that nothing more is delivered for a while.
-func (c *collector) quiet(t *testing.T, d time.Duration) {
+// nothingBefore proves that nothing more is delivered: it publishes a marker broadcast through b and waits for it.
+// A consumer receives the stream in order, so a delivery the test says must not happen (a duplicate, a redelivery)
+// would come before the marker; the marker arriving next is the event that shows there was none.
+func (c *collector) nothingBefore(t *testing.T, b *swarmbus.Bus) {
 	t.Helper()
-	select {
-	case extra := <-c.seen:
-		t.Fatalf("unexpected extra delivery: %+v", extra)
-	case <-time.After(d):
+	c.markers++
+	id := fmt.Sprintf("marker-%d", c.markers)
+	if _, err := b.PublishBroadcast(testCtx(t), swarmbus.Broadcast{ID: id, Content: "marker"}); err != nil {
+		t.Fatal(err)
 	}
+	select {
+	case d := <-c.seen:
+		if d.Broadcast == nil || d.Broadcast.ID != id {
+			t.Fatalf("unexpected delivery before the marker: %+v", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the marker was never delivered")
+	}
+	c.mu.Lock()
+	c.got = c.got[:len(c.got)-1] // the marker is the test's, not a delivery under test
+	c.mu.Unlock()
 }
 
 func consume(t *testing.T, b *swarmbus.Bus, opts swarmbus.ConsumerOptions, h func(context.Context, swarmbus.Delivery) error) (stop func()) {
@@ -227,7 +241,7 @@ func TestRetriedBroadcastPublishIsDeduplicated(t *testing.T) {
 	c := newCollector()
 	consume(t, b, swarmbus.ConsumerOptions{}, c.handle)
 	got := c.wait(t, 2, 10*time.Second)
-	c.quiet(t, 500*time.Millisecond)
+	c.nothingBefore(t, b) // the retried publish was not stored a second time
 	if got[0].Broadcast.ID != bc.ID || got[0].Broadcast.Content != bc.Content || got[1].Broadcast.ID != "other" {
 		t.Fatalf("deliveries out of order or wrong: %+v / %+v", got[0].Broadcast, got[1].Broadcast)
 	}
@@ -288,7 +302,7 @@ func TestBroadcastsSurviveNATSRestart(t *testing.T) {
 	c := newCollector()
 	consume(t, b, swarmbus.ConsumerOptions{}, c.handle)
 	got := c.wait(t, 5, 15*time.Second)
-	c.quiet(t, 300*time.Millisecond)
+	c.nothingBefore(t, b) // nothing was stored twice across the restart
 	want := []string{"b0", "b1", "b2", "direct d0", "b3"}
 	for i, d := range got {
 		id := ""
@@ -415,26 +429,39 @@ func TestShutdownFinishesTheRunningHandler(t *testing.T) {
 	if _, err := b.PublishBroadcast(ctx, swarmbus.Broadcast{ID: "slow", Content: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	started := make(chan struct{})
+	// The handler runs until the consumer is told to stop (its context ends: the shutdown has begun), then checks
+	// that its own context was not cut, and finishes; stop must wait for it.
+	consumerCtx, cancel := context.WithCancel(context.Background())
+	started, done := make(chan struct{}), make(chan struct{})
 	var finished atomic.Bool
-	stop := consume(t, b, swarmbus.ConsumerOptions{}, func(hctx context.Context, _ swarmbus.Delivery) error {
-		close(started)
-		select {
-		case <-time.After(300 * time.Millisecond):
-		case <-hctx.Done():
-			return hctx.Err()
+	var cutErr atomic.Value
+	go func() {
+		defer close(done)
+		if err := b.ConsumeMessages(consumerCtx, swarmbus.ConsumerOptions{FetchWait: 200 * time.Millisecond}, func(hctx context.Context, _ swarmbus.Delivery) error {
+			close(started)
+			<-consumerCtx.Done()
+			if err := hctx.Err(); err != nil {
+				cutErr.Store(err)
+				return err
+			}
+			finished.Store(true)
+			return nil
+		}); err != nil {
+			t.Errorf("ConsumeMessages: %v", err)
 		}
-		finished.Store(true)
-		return nil
-	})
+	}()
 	<-started
-	stop()
+	cancel()
+	<-done
+	if err := cutErr.Load(); err != nil {
+		t.Fatalf("shutdown cut the running handler's context: %v", err)
+	}
 	if !finished.Load() {
-		t.Fatal("shutdown cut the running handler")
+		t.Fatal("ConsumeMessages returned before the running handler finished")
 	}
 	c := newCollector()
 	consume(t, b, swarmbus.ConsumerOptions{}, c.handle)
-	c.quiet(t, 700*time.Millisecond)
+	c.nothingBefore(t, b) // the finished handler's message was acknowledged: it is not delivered again
 }
 
 func TestWakesFanOutToEverySubscriber(t *testing.T) {
@@ -574,12 +601,27 @@ func TestEventsAreFilteredAndCarryTraceContext(t *testing.T) {
 			t.Fatal("wildcard-filtered subscription missed events of a")
 		}
 	}
+	// Events reach a subscription in publish order: a marker that passes both filters, published last, must be the
+	// next event each receives; anything before it is an event the filters let through.
+	marker := &busv1.Event{MysisId: "a", Kind: busv1.EventKind_EVENT_KIND_STATE_CHANGED, Payload: &busv1.Event_StateChanged{StateChanged: &busv1.StateChanged{Reason: "marker"}}}
+	if err := pub.PublishEvent(spanCtx, marker); err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case g := <-filtered:
-		t.Fatalf("filter let through %v", g.ev)
+		if g.ev.GetStateChanged().GetReason() != "marker" {
+			t.Fatalf("filter let through %v", g.ev)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the filtered subscription never received the marker")
+	}
+	select {
 	case ev := <-manyCh:
-		t.Fatalf("wildcard filter let through %v", ev)
-	case <-time.After(300 * time.Millisecond):
+		if ev.GetStateChanged().GetReason() != "marker" {
+			t.Fatalf("wildcard filter let through %v", ev)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the wildcard-filtered subscription never received the marker")
 	}
 }
 

@@ -2,45 +2,18 @@ package memfake
 
 import (
 	"context"
-	"strings"
-	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
+	rules "github.com/zoeaswarm/zoea/libs/memoryrules"
 )
 
-// The real service's account limits (memory.MinUsernameRunes, MaxUsernameRunes and the password bound).
-const (
-	minUsername = 3
-	maxUsername = 24
-	maxPassword = 1024
-)
-
-// validateAccount checks a login to add to the pool as the real service does (memory.ValidateAccount).
+// validateAccount checks a login to add to the pool as the real service does (rules.ValidateAccount).
 func validateAccount(req *memoryv1.CreateAccountRequest) error {
-	u := req.GetUsername()
-	if u == "" {
-		return errs.InvalidField("username", "required")
-	}
-	if err := checkText("username", u, maxShortField); err != nil {
-		return err
-	}
-	if n := utf8.RuneCountInString(u); n < minUsername || n > maxUsername {
-		return errs.InvalidField("username", "must be %d–%d characters", minUsername, maxUsername)
-	}
-	if strings.TrimSpace(u) != u {
-		return errs.InvalidField("username", "must not start or end with spaces")
-	}
-	if req.GetPassword() == "" {
-		return errs.InvalidField("password", "required")
-	}
-	if checkText("password", req.GetPassword(), maxPassword) != nil {
-		return errs.InvalidField("password", "must be valid UTF-8 without NUL bytes, at most %d bytes", maxPassword)
-	}
-	return checkText("empire", req.GetEmpire(), maxShortField)
+	return rules.ValidateAccount(rules.Account{Username: req.GetUsername(), Password: req.GetPassword(), Empire: req.GetEmpire()})
 }
 
 // withoutPassword is what CreateAccount answers: the account without its password.
@@ -86,7 +59,7 @@ func (f *Fake) CreateAccount(_ context.Context, req *memoryv1.CreateAccountReque
 	}
 	mysisID := ""
 	if req.GetMysisId() != "" {
-		id, err := parseID("mysis_id", req.GetMysisId())
+		id, err := rules.ParseID("mysis_id", req.GetMysisId())
 		if err != nil {
 			return nil, err
 		}

@@ -1,11 +1,12 @@
 // Package memfake is the one in-memory stand-in for the memory service (zoea.memory.v1.MemoryService), served over
-// real gRPC, for every service's tests. It implements the RPCs other services call with the contract of the real
-// service, held to it by libs/memorycontract (its own test runs the whole suite): myses, gapless per-mysis seq and
-// turns, idempotency keys and conditional appends on AppendMemories, tool-call keys, recent reads, compare-and-set
-// state changes, configuration updates and deletes, idempotent RecordBroadcast (one row per broadcast per mysis,
-// ever), the v1/v2 compose window and the account pool (create, claim, get, release);
-// errors are the real service's statuses (libs/server.ToStatus: InvalidArgument naming the field, ErrorInfo
-// reasons). It adds what tests need: going down and coming back on the same address, a controllable health status,
+// real gRPC, for every service's tests. It implements every RPC with the contract of the real service, held to it
+// by libs/memorycontract (its own test runs the whole suite): myses, gapless per-mysis seq and turns, idempotency
+// keys and conditional appends on AppendMemories, tool-call keys, recent and range reads, compare-and-set state
+// changes, configuration updates and deletes, idempotent RecordBroadcast and DeliverBroadcast (one row per broadcast
+// per mysis, ever), the v1/v2 compose window, the account pool (create, claim, get, release), search (plain word
+// matching: search.go), and LLM-call usage and spend windows and limits. Requests are validated by
+// libs/memoryrules, the package the real service validates with; errors are the real service's statuses
+// (libs/server.ToStatus: InvalidArgument naming the field, ErrorInfo reasons). It adds what tests need: going down and coming back on the same address, a controllable health status,
 // injected failures (including "committed, then the response was lost"), per-method call counts, inspection of what
 // was written, and Await, which wakes on every call and write instead of polling. Tests that need more (a recorded
 // request, an older server's answers) wrap it with a gRPC interceptor (Options.Interceptors), never a second fake.
@@ -31,6 +32,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	rules "github.com/zoeaswarm/zoea/libs/memoryrules"
 	"github.com/zoeaswarm/zoea/libs/server"
 )
 
@@ -67,8 +69,12 @@ type Fake struct {
 	faults     map[string][]Fault
 	failAll    map[string]codes.Code
 	calls      map[string]int
-	llmCalls   map[string]bool // call ids recorded by RecordLlmCalls
-	changed    chan struct{}   // closed (and replaced) on every call and write; see Await
+	llmCalls   map[string]*usageCall                        // call id → the call (RecordLlmCalls and appended replies)
+	callOrder  []string                                     // call ids in recording order
+	spend      map[string]map[rules.SpendWindow]*spendCount // mysis → its newest window of each kind
+	swarm      map[rules.SpendWindow]*spendCount            // the swarm's newest window of each kind
+	limits     map[string][]rules.SpendLimit                // mysis → its own spend limits, by window then unit
+	changed    chan struct{}                                // closed (and replaced) on every call and write; see Await
 }
 
 // Options adjusts a Fake.
@@ -123,8 +129,10 @@ func New(tb testing.TB) *Fake {
 		tb: tb, health: hs, myses: map[string]*memoryv1.Mysis{}, byName: map[string]string{},
 		memories: map[string][]*memoryv1.Memory{}, keys: map[string]map[string]*memoryv1.Memory{},
 		broadcasts: map[string]*memoryv1.Broadcast{}, recorded: map[string]time.Time{}, delivered: map[string]map[string]bool{},
-		accounts: map[string]*memoryv1.Account{},
-		faults:   map[string][]Fault{}, calls: map[string]int{}, failAll: map[string]codes.Code{}, changed: make(chan struct{}),
+		accounts: map[string]*memoryv1.Account{}, llmCalls: map[string]*usageCall{},
+		spend: map[string]map[rules.SpendWindow]*spendCount{}, swarm: map[rules.SpendWindow]*spendCount{},
+		limits: map[string][]rules.SpendLimit{},
+		faults: map[string][]Fault{}, calls: map[string]int{}, failAll: map[string]codes.Code{}, changed: make(chan struct{}),
 	}
 	f.SetServing(true)
 	return f

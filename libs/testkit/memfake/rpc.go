@@ -2,13 +2,11 @@ package memfake
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"google.golang.org/grpc/status"
@@ -17,73 +15,89 @@ import (
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/callkey"
-	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/errs"
-	"github.com/zoeaswarm/zoea/libs/names"
+	rules "github.com/zoeaswarm/zoea/libs/memoryrules"
 )
 
-// The real service's limits (services/memory/internal/memory) the fake applies.
+// The fake's own bounds; every request rule and limit is libs/memoryrules', the package the real service validates
+// with.
 const (
-	maxBatch        = 1000
-	defaultWindow   = 20
-	maxWindow       = 1000
-	defaultPageSize = 100
-	maxPageSize     = 1000
-	maxSystemPrompt = 16 << 10
-	maxToolCalls    = chat.MaxToolCallsPerMessage
-	maxShortField   = chat.MaxShortFieldBytes
-	maxContent      = chat.MaxTextBytes
-	maxReply        = chat.MaxReplyBytes
-	callLookback    = 256
-	// maxCallsPerRecord is RecordLlmCalls' batch bound (the service's memory.MaxCallsPerCall).
-	maxCallsPerRecord = 100
-	reasonPromptSeen  = "PROMPT_ARRIVED"
+	callLookback = rules.CallLookback
 )
 
 func injected(fault Fault) error { return status.Error(fault.Code, "injected failure") }
 
 func notFound(id string) error { return errs.NotFoundf("mysis %s not found", id) }
 
-// checkText rejects what Postgres cannot store (NUL bytes, invalid UTF-8) and text longer than max bytes.
-func checkText(field, s string, max int) error {
-	if len(s) > max {
-		return errs.InvalidField(field, "too long: %d bytes, at most %d", len(s), max)
+// stateOf is the rules' state of a wire state (unknown numbers are no valid state).
+func stateOf(s memoryv1.MysisState) rules.State {
+	switch s {
+	case memoryv1.MysisState_MYSIS_STATE_UNSPECIFIED:
+		return rules.StateAny
+	case memoryv1.MysisState_MYSIS_STATE_IDLE:
+		return rules.StateIdle
+	case memoryv1.MysisState_MYSIS_STATE_RUNNING:
+		return rules.StateRunning
+	case memoryv1.MysisState_MYSIS_STATE_STOPPED:
+		return rules.StateStopped
+	case memoryv1.MysisState_MYSIS_STATE_ERRORED:
+		return rules.StateErrored
 	}
-	if !utf8.ValidString(s) {
-		return errs.InvalidField(field, "not valid UTF-8")
-	}
-	if i := strings.IndexByte(s, 0); i >= 0 {
-		return errs.InvalidField(field, "contains a NUL byte at offset %d", i)
-	}
-	return nil
+	return rules.State("unknown")
 }
 
-// parseID validates a required UUID and returns its canonical form.
-func parseID(field, s string) (string, error) {
-	if s == "" {
-		return "", errs.InvalidField(field, "required")
-	}
-	u, err := uuid.Parse(s)
-	if err != nil || len(s) != 36 {
-		return "", errs.InvalidField(field, "not a UUID: %q", s)
-	}
-	return u.String(), nil
+// validateStateChange checks a state change as the real service does (rules.ValidateStateChange).
+func validateStateChange(state, expected memoryv1.MysisState, enc *int32, reason string) error {
+	return rules.ValidateStateChange(rules.StateChange{State: stateOf(state), Expected: stateOf(expected), EncouragementCount: enc, Reason: reason})
 }
 
-// limit applies a default and a cap; negative is InvalidArgument.
-func limit(field string, v, def, max int) (int, error) {
-	switch {
-	case v < 0:
-		return 0, errs.InvalidField(field, "must not be negative")
-	case v == 0:
-		return def, nil
+// llmCallOf is the rules' value of a wire LLM call.
+func llmCallOf(c *memoryv1.LlmCall) rules.LlmCall {
+	out := rules.LlmCall{
+		CallID: c.GetCallId(), Provider: c.GetProvider(), Model: c.GetModel(), PromptTokens: c.GetPromptTokens(),
+		CachedPromptTokens: c.GetCachedPromptTokens(), CompletionTokens: c.GetCompletionTokens(),
+		ReasoningTokens: c.GetReasoningTokens(), ComposedTokens: c.GetComposedTokens(), LatencyMS: c.GetLatencyMs(),
+		Retries: c.GetRetries(), Error: c.GetError(), CostNanos: c.GetCostNanos(), Discarded: c.GetDiscarded(),
 	}
-	return min(v, max), nil
+	if c.StartedAt != nil {
+		out.StartedAt = c.GetStartedAt().AsTime()
+	}
+	return out
 }
 
-func validState(s memoryv1.MysisState) bool {
-	_, ok := memoryv1.MysisState_name[int32(s)]
-	return ok && s != memoryv1.MysisState_MYSIS_STATE_UNSPECIFIED
+// newMemoryOf is the rules' value of a wire memory to append (the enum numbers are the stored ones).
+func newMemoryOf(m *memoryv1.NewMemory) rules.NewMemory {
+	out := rules.NewMemory{
+		Role: rules.Role(m.GetRole()), Source: rules.Source(m.GetSource()), SenderID: m.GetSenderId(), Content: m.GetContent(),
+		Reasoning: m.GetReasoning(), ToolCallID: m.GetToolCallId(), ToolName: m.GetToolName(),
+		IdempotencyKey: m.GetIdempotencyKey(), CallArguments: m.GetCallArgumentsJson(),
+	}
+	if r := m.GetRole(); int32(r) != int32(out.Role) {
+		out.Role = rules.RoleUnspecified // out of int16's range: no role
+	}
+	if s := m.GetSource(); int32(s) != int32(out.Source) {
+		out.Source = rules.SourceUnspecified
+	}
+	for _, tc := range m.GetToolCalls() {
+		out.ToolCalls = append(out.ToolCalls, rules.ToolCall{ID: tc.GetId(), Name: tc.GetName(), Arguments: tc.GetArgumentsJson()})
+	}
+	if m.GetLlmCall() != nil {
+		c := llmCallOf(m.GetLlmCall())
+		out.LlmCall = &c
+	}
+	return out
+}
+
+// validateNew checks a batch to append as the real service does (rules.ValidateNewMemories).
+func validateNew(ms []*memoryv1.NewMemory) error {
+	if len(ms) > rules.MaxBatch { // before converting, like the real service's transport
+		return rules.ValidateNewMemories(make([]rules.NewMemory, len(ms)))
+	}
+	out := make([]rules.NewMemory, len(ms))
+	for i, m := range ms {
+		out[i] = newMemoryOf(m)
+	}
+	return rules.ValidateNewMemories(out)
 }
 
 // CreateMysis implements MemoryService.CreateMysis.
@@ -93,12 +107,8 @@ func (f *Fake) CreateMysis(_ context.Context, req *memoryv1.CreateMysisRequest) 
 	if fault, ok := f.enter("CreateMysis"); ok {
 		return nil, injected(fault)
 	}
-	if err := names.Check("name", req.GetName()); err != nil {
-		return nil, err
-	}
-	c := config{provider: req.GetProvider(), model: req.GetModel(), temperature: req.GetTemperature(), systemPrompt: req.GetSystemPrompt(),
-		endpoint: req.GetSpacemoltEndpoint()}
-	if err := c.validate(); err != nil {
+	if err := rules.ValidateNewMysis(rules.NewMysis{Name: req.GetName(), Provider: req.GetProvider(), Model: req.GetModel(),
+		Temperature: req.GetTemperature(), SystemPrompt: req.GetSystemPrompt(), SpaceMoltEndpoint: req.GetSpacemoltEndpoint()}); err != nil {
 		return nil, err
 	}
 	if _, ok := f.byName[req.GetName()]; ok {
@@ -118,7 +128,7 @@ func (f *Fake) CreateMysis(_ context.Context, req *memoryv1.CreateMysisRequest) 
 
 // mysisLocked returns a mysis by id, validating the id; the caller holds f.mu.
 func (f *Fake) mysisLocked(raw string) (*memoryv1.Mysis, error) {
-	id, err := parseID("mysis_id", raw)
+	id, err := rules.ParseID("mysis_id", raw)
 	if err != nil {
 		return nil, err
 	}
@@ -164,11 +174,11 @@ func (f *Fake) ListMyses(_ context.Context, req *memoryv1.ListMysesRequest) (*me
 	if fault, ok := f.enter("ListMyses"); ok {
 		return nil, injected(fault)
 	}
-	size, err := limit("page_size", int(req.GetPageSize()), defaultPageSize, maxPageSize)
+	size, err := rules.Limit("page_size", int(req.GetPageSize()), rules.DefaultPageSize, rules.MaxPageSize)
 	if err != nil {
 		return nil, err
 	}
-	if st := req.GetState(); st != memoryv1.MysisState_MYSIS_STATE_UNSPECIFIED && !validState(st) {
+	if st := stateOf(req.GetState()); st != rules.StateAny && !st.Valid() {
 		return nil, errs.InvalidField("state", "unknown state")
 	}
 	offset := 0
@@ -203,7 +213,7 @@ func (f *Fake) SetMysisState(_ context.Context, req *memoryv1.SetMysisStateReque
 	if fault, ok := f.enter("SetMysisState"); ok {
 		return nil, injected(fault)
 	}
-	id, err := parseID("mysis_id", req.GetMysisId())
+	id, err := rules.ParseID("mysis_id", req.GetMysisId())
 	if err != nil {
 		return nil, err
 	}
@@ -227,19 +237,6 @@ func stateName(s memoryv1.MysisState) string {
 	return strings.ToLower(strings.TrimPrefix(s.String(), "MYSIS_STATE_"))
 }
 
-func validateStateChange(state, expected memoryv1.MysisState, enc *int32, reason string) error {
-	if !validState(state) {
-		return errs.InvalidField("state", "required")
-	}
-	if expected != memoryv1.MysisState_MYSIS_STATE_UNSPECIFIED && !validState(expected) {
-		return errs.InvalidField("expected_state", "unknown state")
-	}
-	if enc != nil && *enc < 0 {
-		return errs.InvalidField("encouragement_count", "must not be negative")
-	}
-	return checkText("reason", reason, 4096)
-}
-
 // setStateLocked applies a state change; the caller holds f.mu.
 func (f *Fake) setStateLocked(m *memoryv1.Mysis, state memoryv1.MysisState, reason string, enc *int32) {
 	m.State, m.StateReason, m.UpdatedAt = state, reason, timestamppb.Now()
@@ -252,116 +249,6 @@ func (f *Fake) setStateLocked(m *memoryv1.Mysis, state memoryv1.MysisState, reas
 // opensTurn reports whether a memory starts a new turn: a user prompt from the commander, the swarm or a nudge.
 func opensTurn(r memoryv1.Role, s memoryv1.Source) bool {
 	return r == memoryv1.Role_ROLE_USER && (s == memoryv1.Source_SOURCE_DIRECT || s == memoryv1.Source_SOURCE_BROADCAST || s == memoryv1.Source_SOURCE_NUDGE)
-}
-
-// validateNew checks a batch to append the way the real service does, naming the field.
-func validateNew(ms []*memoryv1.NewMemory) error {
-	if len(ms) == 0 {
-		return errs.InvalidField("memories", "at least one memory is required")
-	}
-	if len(ms) > maxBatch {
-		return errs.InvalidField("memories", "at most %d memories per call, got %d", maxBatch, len(ms))
-	}
-	total := 0
-	for _, m := range ms {
-		total += len(m.GetContent()) + len(m.GetReasoning())
-		for _, tc := range m.GetToolCalls() {
-			total += len(tc.GetArgumentsJson())
-		}
-	}
-	if total > chat.MaxRequestTextBytes {
-		return errs.InvalidField("memories", "too much text in one call: %d bytes, at most %d", total, chat.MaxRequestTextBytes)
-	}
-	keys := map[string]int{}
-	for i, m := range ms {
-		p := fmt.Sprintf("memories[%d]", i)
-		if err := validateNewMemory(p, m); err != nil {
-			return err
-		}
-		if k := m.GetIdempotencyKey(); k != "" {
-			if j, dup := keys[k]; dup {
-				return errs.InvalidField(p+".idempotency_key", "repeats memories[%d].idempotency_key", j)
-			}
-			keys[k] = i
-		}
-	}
-	return nil
-}
-
-func validateNewMemory(p string, m *memoryv1.NewMemory) error {
-	fl := func(name string) string { return p + "." + name }
-	if _, ok := memoryv1.Role_name[int32(m.GetRole())]; !ok || m.GetRole() == memoryv1.Role_ROLE_UNSPECIFIED {
-		return errs.InvalidField(fl("role"), "required")
-	}
-	if _, ok := memoryv1.Source_name[int32(m.GetSource())]; !ok || m.GetSource() == memoryv1.Source_SOURCE_UNSPECIFIED {
-		return errs.InvalidField(fl("source"), "required")
-	}
-	contentMax := maxContent
-	if m.GetRole() == memoryv1.Role_ROLE_ASSISTANT {
-		contentMax = maxReply // a model's reply (chat.MaxReplyBytes)
-	}
-	for _, c := range []struct {
-		name, v string
-		max     int
-	}{
-		{"sender_id", m.GetSenderId(), maxShortField}, {"content", m.GetContent(), contentMax},
-		{"reasoning", m.GetReasoning(), maxReply}, {"tool_call_id", m.GetToolCallId(), maxShortField},
-		{"tool_name", m.GetToolName(), maxShortField}, {"idempotency_key", m.GetIdempotencyKey(), maxShortField},
-		{"call_arguments_json", m.GetCallArgumentsJson(), maxReply},
-	} {
-		if err := checkText(fl(c.name), c.v, c.max); err != nil {
-			return err
-		}
-	}
-	role := m.GetRole()
-	if role == memoryv1.Role_ROLE_TOOL && m.GetToolCallId() == "" {
-		return errs.InvalidField(fl("tool_call_id"), "required for a tool result")
-	}
-	if m.GetCallArgumentsJson() != "" && role != memoryv1.Role_ROLE_TOOL {
-		return errs.InvalidField(fl("call_arguments_json"), "only tool results carry the arguments of their call")
-	}
-	if len(m.GetToolCalls()) > 0 && role != memoryv1.Role_ROLE_ASSISTANT {
-		return errs.InvalidField(fl("tool_calls"), "only assistant messages carry tool calls")
-	}
-	if m.GetLlmCall() != nil && role != memoryv1.Role_ROLE_ASSISTANT {
-		return errs.InvalidField(fl("llm_call"), "only assistant messages carry an LLM call")
-	}
-	if m.GetLlmCall().GetDiscarded() {
-		return errs.InvalidField(fl("llm_call.discarded"), "a call whose reply is stored was not discarded")
-	}
-	if len(m.GetToolCalls()) > maxToolCalls {
-		return errs.InvalidField(fl("tool_calls"), "at most %d tool calls per message", maxToolCalls)
-	}
-	ids := map[string]bool{}
-	args := 0
-	for j, tc := range m.GetToolCalls() {
-		tp := fmt.Sprintf("%s.tool_calls[%d]", p, j)
-		switch {
-		case tc.GetId() == "":
-			return errs.InvalidField(tp+".id", "required")
-		case tc.GetName() == "":
-			return errs.InvalidField(tp+".name", "required")
-		case ids[tc.GetId()]:
-			return errs.InvalidField(tp+".id", "duplicate tool call id %q", tc.GetId())
-		}
-		for _, c := range []struct{ name, v string }{{"id", tc.GetId()}, {"name", tc.GetName()}} {
-			if err := checkText(tp+"."+c.name, c.v, maxShortField); err != nil {
-				return err
-			}
-		}
-		if err := checkText(tp+".arguments_json", tc.GetArgumentsJson(), maxReply); err != nil {
-			return err
-		}
-		if args += len(tc.GetArgumentsJson()); args > maxReply {
-			return errs.InvalidField(tp+".arguments_json", "too long: the calls' arguments add up to %d bytes, at most %d in one message", args, maxReply)
-		}
-		a := tc.GetArgumentsJson()
-		if !strings.HasPrefix(strings.TrimLeft(a, " \t\r\n"), "{") || !json.Valid([]byte(a)) {
-			return errs.InvalidField(tp+".arguments_json", "must be a JSON object text such as {} or {\"target\":\"sol\"}")
-		}
-		ids[tc.GetId()] = true
-	}
-	return nil
 }
 
 // appendLocked writes one row unless its idempotency key exists; calls are the tool calls a tool result's arguments
@@ -403,6 +290,9 @@ func (f *Fake) appendLocked(mysisID string, nm *memoryv1.NewMemory, broadcastID 
 		m.CallArgumentsJson, m.CallKey = args, callkey.Of(m.ToolName, args)
 	}
 	f.memories[mysisID] = append(f.memories[mysisID], m)
+	if c := nm.GetLlmCall(); c != nil {
+		f.recordCallLocked(mysisID, llmCallOf(c)) // stored with its reply, counted like a recorded call
+	}
 	f.changedLocked()
 	if k := nm.GetIdempotencyKey(); k != "" {
 		f.keys[mysisID][k] = m
@@ -431,7 +321,7 @@ func (f *Fake) AppendMemories(_ context.Context, req *memoryv1.AppendMemoriesReq
 	if faulty && !fault.AfterCommit {
 		return nil, injected(fault)
 	}
-	id, err := parseID("mysis_id", req.GetMysisId())
+	id, err := rules.ParseID("mysis_id", req.GetMysisId())
 	if err != nil {
 		return nil, err
 	}
@@ -463,7 +353,7 @@ func (f *Fake) AppendMemories(_ context.Context, req *memoryv1.AppendMemoriesReq
 		for i := len(ms) - 1; i >= 0 && ms[i].GetSeq() > after; i-- {
 			if m := ms[i]; m.GetRole() == memoryv1.Role_ROLE_USER &&
 				(m.GetSource() == memoryv1.Source_SOURCE_DIRECT || m.GetSource() == memoryv1.Source_SOURCE_BROADCAST) {
-				return nil, &errs.Error{Kind: errs.Conflict, Reason: reasonPromptSeen,
+				return nil, &errs.Error{Kind: errs.Conflict, Reason: rules.ReasonPromptArrived,
 					Msg: fmt.Sprintf("mysis %s: a prompt arrived at seq %d, after seq %d: nothing appended", id, m.GetSeq(), after)}
 			}
 		}
@@ -509,11 +399,11 @@ func (f *Fake) ListRecentMemories(_ context.Context, req *memoryv1.ListRecentMem
 	if fault, ok := f.enter("ListRecentMemories"); ok {
 		return nil, injected(fault)
 	}
-	id, err := parseID("mysis_id", req.GetMysisId())
+	id, err := rules.ParseID("mysis_id", req.GetMysisId())
 	if err != nil {
 		return nil, err
 	}
-	n, err := limit("limit", int(req.GetLimit()), defaultWindow, maxWindow)
+	n, err := rules.Limit("limit", int(req.GetLimit()), rules.DefaultWindow, rules.MaxWindow)
 	if err != nil {
 		return nil, err
 	}
@@ -541,31 +431,26 @@ func (f *Fake) RecordBroadcast(_ context.Context, req *memoryv1.RecordBroadcastR
 	bid := uuid.NewString()
 	if req.GetBroadcastId() != "" {
 		var err error
-		if bid, err = parseID("broadcast_id", req.GetBroadcastId()); err != nil {
+		if bid, err = rules.ParseID("broadcast_id", req.GetBroadcastId()); err != nil {
 			return nil, err
 		}
 	}
-	if strings.TrimSpace(req.GetContent()) == "" {
-		return nil, errs.InvalidField("content", "required")
-	}
-	if err := checkText("content", req.GetContent(), maxContent); err != nil {
+	sender, err := rules.ValidateSenderID("sender_id", req.GetSenderId())
+	if err != nil {
 		return nil, err
 	}
-	if s := req.GetSenderId(); s != "" {
-		id, err := parseID("sender_id", s)
-		if err != nil {
-			return nil, err
-		}
-		if _, ok := f.myses[id]; !ok {
-			return nil, &errs.Error{Kind: errs.NotFound, Field: "sender_id", Msg: "no mysis has this id"}
-		}
+	if err := rules.ValidateBroadcastContent(req.GetContent()); err != nil {
+		return nil, err
 	}
-	targets := make([]string, 0, len(req.GetTargetMysisIds()))
-	for i, t := range req.GetTargetMysisIds() {
-		id, err := parseID(fmt.Sprintf("target_mysis_ids[%d]", i), t)
-		if err != nil {
-			return nil, err
-		}
+	ids, err := rules.ParseTargets("target_mysis_ids", req.GetTargetMysisIds(), false)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := f.myses[sender]; sender != "" && !ok {
+		return nil, &errs.Error{Kind: errs.NotFound, Field: "sender_id", Msg: "no mysis has this id"}
+	}
+	targets := make([]string, 0, len(ids))
+	for _, id := range ids {
 		if _, ok := f.myses[id]; !ok {
 			return nil, notFound(id) // unknown explicit targets: nothing is delivered
 		}
@@ -573,7 +458,7 @@ func (f *Fake) RecordBroadcast(_ context.Context, req *memoryv1.RecordBroadcastR
 	}
 	b, ok := f.broadcasts[bid]
 	if !ok {
-		b = &memoryv1.Broadcast{Id: bid, SenderId: req.GetSenderId(), Content: req.GetContent(), CreatedAt: timestamppb.Now()}
+		b = &memoryv1.Broadcast{Id: bid, SenderId: sender, Content: req.GetContent(), CreatedAt: timestamppb.Now()}
 		f.broadcasts[bid] = b
 		f.bcOrder = append(f.bcOrder, bid)
 	}
@@ -610,8 +495,8 @@ func (f *Fake) RecordBroadcast(_ context.Context, req *memoryv1.RecordBroadcastR
 	return resp, nil
 }
 
-// RecordLlmCalls implements MemoryService.RecordLlmCalls as far as the fake keeps it: the calls are validated and
-// their ids remembered (a retried call_id is not counted again), usage is not summed; a new discarded call sets the
+// RecordLlmCalls implements MemoryService.RecordLlmCalls: the calls are validated and stored once per call_id (a
+// retried call_id is not counted again), summed into usage and spend (usage.go); a new discarded call sets the
 // mysis's reply_discarded, which its next final answer clears.
 func (f *Fake) RecordLlmCalls(_ context.Context, req *memoryv1.RecordLlmCallsRequest) (*memoryv1.RecordLlmCallsResponse, error) {
 	f.mu.Lock()
@@ -619,49 +504,32 @@ func (f *Fake) RecordLlmCalls(_ context.Context, req *memoryv1.RecordLlmCallsReq
 	if fault, faulty := f.enter("RecordLlmCalls"); faulty {
 		return nil, injected(fault)
 	}
-	id, err := parseID("mysis_id", req.GetMysisId())
+	id, err := rules.ParseID("mysis_id", req.GetMysisId())
 	if err != nil {
 		return nil, err
 	}
 	calls := req.GetCalls()
-	switch {
-	case len(calls) == 0:
-		return nil, errs.InvalidField("calls", "at least one call is required")
-	case len(calls) > maxCallsPerRecord:
-		return nil, errs.InvalidField("calls", "at most %d calls per request, got %d", maxCallsPerRecord, len(calls))
+	if len(calls) > rules.MaxCallsPerCall { // before converting, like the real service's transport
+		return nil, rules.ValidateLlmCalls(make([]rules.LlmCall, len(calls)))
 	}
-	seen := map[string]bool{}
+	in := make([]rules.LlmCall, len(calls))
 	for i, c := range calls {
-		p := fmt.Sprintf("calls[%d]", i)
-		if _, err := parseID(p+".call_id", c.GetCallId()); err != nil {
-			return nil, err
-		}
-		if c.GetProvider() == "" {
-			return nil, errs.InvalidField(p+".provider", "required")
-		}
-		if c.GetDiscarded() && c.GetError() != "" {
-			return nil, errs.InvalidField(p+".discarded", "a failed call (error set) has no reply to discard")
-		}
-		if seen[c.GetCallId()] {
-			return nil, errs.InvalidField(p+".call_id", "repeats an earlier call_id of this request")
-		}
-		seen[c.GetCallId()] = true
+		in[i] = llmCallOf(c)
+	}
+	if err := rules.ValidateLlmCalls(in); err != nil {
+		return nil, err
 	}
 	y, ok := f.myses[id]
 	if !ok {
 		return nil, notFound(id)
 	}
-	if f.llmCalls == nil {
-		f.llmCalls = map[string]bool{}
-	}
 	n := 0
-	for _, c := range calls {
-		if f.llmCalls[c.GetCallId()] {
+	for _, c := range in {
+		if !f.recordCallLocked(id, c) {
 			continue
 		}
-		f.llmCalls[c.GetCallId()] = true
 		n++
-		if c.GetDiscarded() && !y.GetReplyDiscarded() {
+		if c.Discarded && !y.GetReplyDiscarded() {
 			y.ReplyDiscarded, y.UpdatedAt = true, timestamppb.Now()
 		}
 	}

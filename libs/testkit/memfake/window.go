@@ -10,21 +10,15 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
-	"github.com/zoeaswarm/zoea/libs/errs"
+	rules "github.com/zoeaswarm/zoea/libs/memoryrules"
 )
 
-// The compose window's limits (services/memory/internal/memory/window.go and bytes.go).
+// The compose window's limits are libs/memoryrules' (the real service's).
 const (
-	maxCarryLimit         = 1000
-	maxReplyLimit         = 100
-	defaultMaxTurnRows    = 2000
-	maxMaxTurnRows        = 10000
-	maxWindowToolNames    = 100
-	carryScanRows         = 10000
-	maxCarryKnownSeqs     = 4096
-	defaultMaxResultBytes = 256 << 10
-	minMaxResultBytes     = 1 << 10
-	maxResponseBytes      = 16 << 20
+	maxCarryLimit    = rules.MaxCarryLimit
+	maxReplyLimit    = rules.MaxReplyLimit
+	carryScanRows    = rules.CarryScanRows
+	maxResponseBytes = rules.MaxResponseBytes
 )
 
 // windowQuery is a normalised GetComposeWindow request.
@@ -37,107 +31,25 @@ type windowQuery struct {
 	snapshot, pinned                      []string
 }
 
-// normalizeWindow validates a request and applies defaults and caps as the real service does, naming the field.
+// normalizeWindow validates a request and applies defaults and caps as the real service does
+// (rules.WindowQuery.Normalize), naming the field.
 func normalizeWindow(req *memoryv1.GetComposeWindowRequest) (windowQuery, error) {
-	var q windowQuery
-	var err error
-	if q.mysisID, err = parseID("mysis_id", req.GetMysisId()); err != nil {
-		return q, err
+	k := req.GetCarryKnown()
+	n, err := rules.WindowQuery{
+		MysisID: req.GetMysisId(), Window: int(req.GetWindow()), GlobalFallback: req.GetGlobalMissionFallback(),
+		CarryLimit: int(req.GetCarryLimit()), SnapshotTools: req.GetSnapshotTools(), PinnedTools: req.GetPinnedTools(),
+		ReplyLimit: int(req.GetReplyLimit()), MaxTurnRows: int(req.GetMaxTurnRows()), MaxResultBytes: int(req.GetMaxResultBytes()),
+		RecentFrom: req.GetRecentFromSeq(),
+		Known: rules.CarryKnown{ObjectiveSeq: k.GetObjectiveSeq(), RecentStartSeq: k.GetRecentStartSeq(), Bytes: k.GetBytes(),
+			Seqs: k.GetSeqs(), RecentThrough: k.GetRecentThroughSeq(), RecentBytes: k.GetRecentBytes()},
+	}.Normalize()
+	if err != nil {
+		return windowQuery{}, err
 	}
-	if q.window, err = limit("window", int(req.GetWindow()), defaultWindow, maxWindow); err != nil {
-		return q, err
-	}
-	capped := func(field string, v, max int) (int, error) {
-		if v < 0 {
-			return 0, errs.InvalidField(field, "must not be negative")
-		}
-		return min(v, max), nil
-	}
-	if q.carry, err = capped("carry_limit", int(req.GetCarryLimit()), maxCarryLimit); err != nil {
-		return q, err
-	}
-	if q.reply, err = capped("reply_limit", int(req.GetReplyLimit()), maxReplyLimit); err != nil {
-		return q, err
-	}
-	switch q.maxRB = int(req.GetMaxResultBytes()); {
-	case q.maxRB == 0:
-		q.maxRB = defaultMaxResultBytes
-	case q.maxRB < minMaxResultBytes:
-		return q, errs.InvalidField("max_result_bytes", "must be 0 (the server default) or at least %d, got %d", minMaxResultBytes, q.maxRB)
-	case q.maxRB > maxContent:
-		q.maxRB = maxContent
-	}
-	maxTurnRows := int(req.GetMaxTurnRows())
-	if maxTurnRows < 0 {
-		return q, errs.InvalidField("max_turn_rows", "must not be negative")
-	}
-	if q.recentFrom = req.GetRecentFromSeq(); q.recentFrom < 0 {
-		return q, errs.InvalidField("recent_from_seq", "must not be negative (0 means none), got %d", q.recentFrom)
-	}
-	q.known = req.GetCarryKnown()
-	if err := checkCarryKnown(q.known); err != nil {
-		return q, err
-	}
-	q.snapshot, q.pinned = req.GetSnapshotTools(), req.GetPinnedTools()
-	if err := checkToolNames("snapshot_tools", q.snapshot); err != nil {
-		return q, err
-	}
-	if err := checkToolNames("pinned_tools", q.pinned); err != nil {
-		return q, err
-	}
-	q.v2 = q.carry > 0 || q.reply > 0 || len(q.pinned) > 0 || maxTurnRows > 0
-	if maxTurnRows == 0 {
-		maxTurnRows = defaultMaxTurnRows
-	}
-	q.turnRows = max(min(maxTurnRows, maxMaxTurnRows), q.window)
-	q.fallback = req.GetGlobalMissionFallback()
-	return q, nil
-}
-
-// checkCarryKnown refuses a negative carry_known field and a seq that cannot be a held row's, naming it. The fake
-// reads every window whole (a derived carry is the same rows), so it only checks the seqs.
-func checkCarryKnown(k *memoryv1.CarryKnown) error {
-	for _, f := range []struct {
-		name string
-		v    int64
-	}{{"carry_known.objective_seq", k.GetObjectiveSeq()}, {"carry_known.recent_start_seq", k.GetRecentStartSeq()}, {"carry_known.bytes", k.GetBytes()},
-		{"carry_known.recent_through_seq", k.GetRecentThroughSeq()}, {"carry_known.recent_bytes", k.GetRecentBytes()}} {
-		if f.v < 0 {
-			return errs.InvalidField(f.name, "must not be negative, got %d", f.v)
-		}
-	}
-	if t := k.GetRecentThroughSeq(); t > 0 && t < k.GetRecentStartSeq() {
-		return errs.InvalidField("carry_known.recent_through_seq",
-			"must be 0 (none held) or at least carry_known.recent_start_seq (%d), got %d", k.GetRecentStartSeq(), t)
-	}
-	if n := len(k.GetSeqs()); n > maxCarryKnownSeqs {
-		return errs.InvalidField("carry_known.seqs", "at most %d seqs, got %d", maxCarryKnownSeqs, n)
-	}
-	for i, seq := range k.GetSeqs() {
-		if seq <= 0 || seq >= k.GetRecentStartSeq() {
-			return errs.InvalidField(fmt.Sprintf("carry_known.seqs[%d]", i),
-				"must be a held row's seq: positive and below carry_known.recent_start_seq (%d), got %d", k.GetRecentStartSeq(), seq)
-		}
-	}
-	return nil
-}
-
-// checkToolNames checks a list of tool names (snapshot_tools, pinned_tools): at most maxWindowToolNames, none
-// empty or over the short-field limit; errors name the field, or the entry.
-func checkToolNames(field string, names []string) error {
-	if len(names) > maxWindowToolNames {
-		return errs.InvalidField(field, "at most %d tool names, got %d", maxWindowToolNames, len(names))
-	}
-	for i, n := range names {
-		fl := fmt.Sprintf("%s[%d]", field, i)
-		if n == "" {
-			return errs.InvalidField(fl, "must not be empty")
-		}
-		if err := checkText(fl, n, maxShortField); err != nil {
-			return err
-		}
-	}
-	return nil
+	return windowQuery{
+		mysisID: n.MysisID, window: n.Window, carry: n.CarryLimit, reply: n.ReplyLimit, turnRows: n.TurnRows(), maxRB: n.MaxResultBytes,
+		recentFrom: n.RecentFrom, known: k, v2: n.V2(), fallback: n.GlobalFallback, snapshot: n.SnapshotTools, pinned: n.PinnedTools,
+	}, nil
 }
 
 func isMission(m *memoryv1.Memory) bool {

@@ -5,10 +5,8 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -18,11 +16,11 @@ import (
 	"github.com/zoeaswarm/zoea/libs/config"
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
-	"github.com/zoeaswarm/zoea/libs/telemetry"
 	"github.com/zoeaswarm/zoea/services/bus/internal/delivery"
 	"github.com/zoeaswarm/zoea/services/bus/internal/grpcapi"
 	"github.com/zoeaswarm/zoea/services/bus/internal/memoryclient"
 	"github.com/zoeaswarm/zoea/services/bus/internal/natsbus"
+	"github.com/zoeaswarm/zoea/services/bus/internal/send"
 )
 
 // Config is the bus's configuration, read from the environment.
@@ -79,7 +77,6 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	config.Log(log, "bus starting", cfg)
 	log.Info("nats", "url", config.RedactURL(cfg.NATSURL)) // the URL may carry credentials: logged without them
 
 	connectCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -95,10 +92,12 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 		return err
 	}
 	defer memConn.Close()
-	mem := memoryv1.NewMemoryServiceClient(memConn)
 
-	deliverer := delivery.New(memoryclient.New(mem), natsbus.New(bus), log)
-	api := grpcapi.New(bus, mem, deliverer, grpcapi.Options{AllowMysisBroadcast: cfg.AllowMysisBroadcast, PublishBudget: opts.PublishBudget, Logger: log})
+	memory := memoryclient.New(memoryv1.NewMemoryServiceClient(memConn))
+	stream := natsbus.NewBroadcasts(bus)
+	deliverer := delivery.New(memory, natsbus.New(bus), log)
+	sender := send.New(stream, memory, deliverer, send.Options{AllowMysisBroadcast: cfg.AllowMysisBroadcast, PublishBudget: opts.PublishBudget, Logger: log})
+	api := grpcapi.New(sender, stream, grpcapi.Options{Logger: log})
 	checks := []server.Check{
 		{Name: "nats", Fn: bus.Ready},
 		server.PeerCheck("memory", memConn, ""),
@@ -124,7 +123,7 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 		return srv.Run(ctx)
 	})
 	if !opts.NoDelivery {
-		g.Go(func() error { return deliverer.Run(ctx, bus, opts.Consumer) })
+		g.Go(func() error { return stream.Consume(ctx, opts.Consumer, deliverer.Handle) })
 	}
 	return g.Wait()
 }
@@ -138,24 +137,17 @@ func Main(ctx context.Context, args []string, version string) error {
 	if err != nil {
 		return err
 	}
-	cmd := "serve"
-	if len(args) > 0 {
-		cmd = args[0]
-	}
-	switch cmd {
-	case "serve":
-	case "healthcheck":
-		return server.Healthcheck(ctx, cfg.Server.ListenAddr)
-	default:
-		return fmt.Errorf("unknown command %q (usage: bus [serve | healthcheck])", cmd)
-	}
-	log := server.NewLogger(os.Stderr, cfg.Server.LogLevel)
-	slog.SetDefault(log)
-	stopTelemetry, err := telemetry.Setup(ctx, "bus", version, log)
+	cmd, _, err := server.Subcommand("bus", args, "serve", "healthcheck")
 	if err != nil {
-		return fmt.Errorf("telemetry: %w", err)
+		return err
 	}
-	defer stopTelemetry()
-	log.Info("bus", "version", version)
+	if cmd == "healthcheck" {
+		return server.Healthcheck(ctx, cfg.Server.ListenAddr)
+	}
+	log, stop, err := server.Start(ctx, "bus", version, cfg.Server.LogLevel, cfg)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	return Run(ctx, cfg, Options{Logger: log})
 }

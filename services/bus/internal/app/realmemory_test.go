@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/pgtest"
@@ -88,19 +87,8 @@ func waitServing(tb testing.TB, conn *grpc.ClientConn) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	// WaitForReady: the watch starts once the process listens; the server then pushes every status change.
-	w, err := healthpb.NewHealthClient(conn).Watch(ctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
-	if err != nil {
-		tb.Fatalf("memory health watch: %v", err)
-	}
-	for {
-		resp, err := w.Recv()
-		if err != nil {
-			tb.Fatalf("memory service never became SERVING: %v", err)
-		}
-		if resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
-			return
-		}
+	if err := server.AwaitServing(ctx, conn, ""); err != nil { // the health stream, not a poll
+		tb.Fatalf("memory service never became SERVING: %v", err)
 	}
 }
 

@@ -19,7 +19,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/zoeaswarm/zoea/libs/errs"
-	"github.com/zoeaswarm/zoea/libs/swarmbus"
 	"github.com/zoeaswarm/zoea/services/bus/internal/message"
 )
 
@@ -30,27 +29,45 @@ type Memory interface {
 	MysisIDs(ctx context.Context) ([]string, error)
 	// RecordBroadcast stores b once and delivers it into every mysis's memory but its sender's; written counts the
 	// rows this call wrote, already the myses that had it.
-	RecordBroadcast(ctx context.Context, b swarmbus.Broadcast) (written, already int, err error)
+	RecordBroadcast(ctx context.Context, b message.Broadcast) (written, already int, err error)
 	// AppendDirect appends d to its mysis's memory under d.IdempotencyKey() and returns the row stored for that key.
-	AppendDirect(ctx context.Context, d swarmbus.Direct) (message.Stored, error)
+	AppendDirect(ctx context.Context, d message.Direct) (message.Stored, error)
 }
+
+// WakeReason says why a mysis is woken.
+type WakeReason string
+
+// Wake reasons of a delivery.
+const (
+	WakeBroadcast WakeReason = "broadcast" // a broadcast was stored in its memory
+	WakeDirect    WakeReason = "direct"    // a direct message was stored in its memory
+)
 
 // Notifier sends wake-ups and events (natsbus.Notifier implements it over libs/swarmbus).
 type Notifier interface {
-	PublishWake(ctx context.Context, mysisID string, reason swarmbus.WakeReason) error
-	PublishWakes(ctx context.Context, mysisIDs []string, reason swarmbus.WakeReason) error
+	PublishWake(ctx context.Context, mysisID string, reason WakeReason) error
+	PublishWakes(ctx context.Context, mysisIDs []string, reason WakeReason) error
 	// BroadcastDelivered announces b in mysisID's memory.
-	BroadcastDelivered(ctx context.Context, mysisID string, b swarmbus.Broadcast, excerpt string) error
+	BroadcastDelivered(ctx context.Context, mysisID string, b message.Broadcast, excerpt string) error
 	// DirectStored announces a direct message in its mysis's memory.
 	DirectStored(ctx context.Context, m message.Stored, excerpt string) error
 	// Dropped reports a message that can never be delivered (mysisID is empty for a broadcast).
 	Dropped(ctx context.Context, mysisID, reason string) error
 }
 
-// Consumer runs the durable delivery consumer (*swarmbus.Bus satisfies it).
-type Consumer interface {
-	ConsumeMessages(ctx context.Context, opts swarmbus.ConsumerOptions, handler func(context.Context, swarmbus.Delivery) error) error
+// Message is one message taken from the durable stream (natsbus converts the stream's deliveries into it): a
+// broadcast or a direct message.
+type Message struct {
+	Broadcast *message.Broadcast
+	Direct    *message.Direct
+	// Attempt is 1 on first delivery and counts redeliveries.
+	Attempt int
+	// Stored is when the stream stored the message (zero when unknown).
+	Stored time.Time
 }
+
+// ErrUndeliverable marks a Handle error that retrying cannot fix: the message is to be dropped, not redelivered.
+var ErrUndeliverable = errors.New("undeliverable")
 
 const excerptBytes = 280
 
@@ -88,7 +105,7 @@ type BroadcastResult struct {
 // at that very moment may end up with the row but no wake (or a wake but no row): harmless, because a runner
 // reconciles a mysis from memory when it takes its lease, and a new mysis inherits the latest broadcast as its
 // mission anyway.
-func (s *Service) Broadcast(ctx context.Context, b swarmbus.Broadcast) (BroadcastResult, error) {
+func (s *Service) Broadcast(ctx context.Context, b message.Broadcast) (BroadcastResult, error) {
 	type listing struct {
 		ids []string
 		err error
@@ -111,7 +128,7 @@ func (s *Service) Broadcast(ctx context.Context, b swarmbus.Broadcast) (Broadcas
 	trace.SpanFromContext(ctx).SetAttributes(attribute.String("zoea.broadcast_id", b.ID), attribute.Int("zoea.targets", len(targets)))
 	res := BroadcastResult{Targets: len(targets), Delivered: written, Already: already}
 
-	if err := s.notify.PublishWakes(ctx, targets, swarmbus.WakeBroadcast); err != nil {
+	if err := s.notify.PublishWakes(ctx, targets, WakeBroadcast); err != nil {
 		return res, fmt.Errorf("wake the targets of broadcast %s: %w", b.ID, err)
 	}
 	excerpt := message.Excerpt(b.Content, excerptBytes)
@@ -150,7 +167,7 @@ var ErrNotAnnounced = errors.New("stored, but the wake-up could not be sent")
 // Direct appends d to its mysis's memory (role user, source direct, idempotency key "direct:<id>"), wakes the mysis
 // and publishes an EVENT_KIND_MEMORY_APPENDED event. It returns the stored memory — the first one stored for that
 // key when d is a retry. A stored row with an error (ErrNotAnnounced) means stored but not announced.
-func (s *Service) Direct(ctx context.Context, d swarmbus.Direct) (message.Stored, error) {
+func (s *Service) Direct(ctx context.Context, d message.Direct) (message.Stored, error) {
 	m, err := s.mem.AppendDirect(ctx, d)
 	if err != nil {
 		return message.Stored{}, fmt.Errorf("append direct message %s: %w", d.ID, err)
@@ -158,7 +175,7 @@ func (s *Service) Direct(ctx context.Context, d swarmbus.Direct) (message.Stored
 	if m.MysisID == "" {
 		m.MysisID = d.MysisID
 	}
-	if err := s.notify.PublishWake(ctx, d.MysisID, swarmbus.WakeDirect); err != nil {
+	if err := s.notify.PublishWake(ctx, d.MysisID, WakeDirect); err != nil {
 		return m, fmt.Errorf("direct message %s: %w: %w", d.ID, ErrNotAnnounced, err)
 	}
 	if err := s.notify.DirectStored(ctx, m, message.Excerpt(m.Content, excerptBytes)); err != nil {
@@ -167,10 +184,10 @@ func (s *Service) Direct(ctx context.Context, d swarmbus.Direct) (message.Stored
 	return m, nil
 }
 
-// Handle delivers one JetStream message; it is the ConsumeMessages handler. Input the memory service refuses, and
-// direct messages to myses that no longer exist, can never succeed: they are terminated (logged, and reported as
-// an EVENT_KIND_ERROR event) instead of blocking the queue. Everything else is retried.
-func (s *Service) Handle(ctx context.Context, d swarmbus.Delivery) error {
+// Handle delivers one message of the durable stream. Input the memory service refuses, and direct messages to myses
+// that no longer exist, can never succeed: they are reported as an EVENT_KIND_ERROR event and returned marked
+// ErrUndeliverable (the consumer terminates them instead of blocking the queue). Everything else is retried.
+func (s *Service) Handle(ctx context.Context, d Message) error {
 	var err error
 	kind, mysisID := "broadcast", ""
 	switch {
@@ -185,7 +202,7 @@ func (s *Service) Handle(ctx context.Context, d swarmbus.Delivery) error {
 		kind, mysisID = "direct", d.Direct.MysisID
 		_, err = s.Direct(ctx, *d.Direct)
 	default:
-		return swarmbus.Permanent(errors.New("empty delivery"))
+		return fmt.Errorf("%w: empty delivery", ErrUndeliverable)
 	}
 	if err == nil {
 		if !d.Stored.IsZero() {
@@ -195,12 +212,7 @@ func (s *Service) Handle(ctx context.Context, d swarmbus.Delivery) error {
 	}
 	if errs.Is(err, errs.Invalid) || (kind == "direct" && errs.Is(err, errs.NotFound)) {
 		_ = s.notify.Dropped(ctx, mysisID, fmt.Sprintf("%s dropped: %v", kind, err))
-		return swarmbus.Permanent(err)
+		return fmt.Errorf("%w: %w", ErrUndeliverable, err)
 	}
 	return err
-}
-
-// Run consumes the message stream until ctx is done.
-func (s *Service) Run(ctx context.Context, c Consumer, opts swarmbus.ConsumerOptions) error {
-	return c.ConsumeMessages(ctx, opts, s.Handle)
 }

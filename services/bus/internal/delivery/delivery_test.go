@@ -11,7 +11,6 @@ import (
 	"github.com/google/uuid"
 	"google.golang.org/grpc/codes"
 
-	"github.com/zoeaswarm/zoea/libs/swarmbus"
 	"github.com/zoeaswarm/zoea/libs/testkit/memfake"
 	"github.com/zoeaswarm/zoea/services/bus/internal/delivery"
 	"github.com/zoeaswarm/zoea/services/bus/internal/memoryclient"
@@ -36,22 +35,22 @@ type event struct {
 type fakeNotifier struct {
 	mu      sync.Mutex
 	wakeErr error
-	wakes   map[string]swarmbus.WakeReason
+	wakes   map[string]delivery.WakeReason
 	events  []event
 }
 
-func (n *fakeNotifier) PublishWake(_ context.Context, id string, r swarmbus.WakeReason) error {
+func (n *fakeNotifier) PublishWake(_ context.Context, id string, r delivery.WakeReason) error {
 	return n.PublishWakes(context.Background(), []string{id}, r)
 }
 
-func (n *fakeNotifier) PublishWakes(_ context.Context, ids []string, r swarmbus.WakeReason) error {
+func (n *fakeNotifier) PublishWakes(_ context.Context, ids []string, r delivery.WakeReason) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.wakeErr != nil {
 		return n.wakeErr
 	}
 	if n.wakes == nil {
-		n.wakes = map[string]swarmbus.WakeReason{}
+		n.wakes = map[string]delivery.WakeReason{}
 	}
 	for _, id := range ids {
 		n.wakes[id] = r
@@ -66,7 +65,7 @@ func (n *fakeNotifier) record(ev event) error {
 	return nil
 }
 
-func (n *fakeNotifier) BroadcastDelivered(_ context.Context, id string, b swarmbus.Broadcast, _ string) error {
+func (n *fakeNotifier) BroadcastDelivered(_ context.Context, id string, b message.Broadcast, _ string) error {
 	return n.record(event{"broadcast", id, b.ID + " from " + b.SenderID})
 }
 
@@ -85,14 +84,14 @@ func TestBroadcastWakesEveryoneButTheSender(t *testing.T) {
 	ids := fake.AddMyses("m", 4)
 	n := &fakeNotifier{}
 	b1 := uuid.NewString()
-	res, err := delivery.New(mem, n, quiet()).Broadcast(context.Background(), swarmbus.Broadcast{ID: b1, SenderID: ids[2], Content: "go"})
+	res, err := delivery.New(mem, n, quiet()).Broadcast(context.Background(), message.Broadcast{ID: b1, SenderID: ids[2], Content: "go"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Targets != 3 || res.Delivered != 3 {
 		t.Fatalf("result = %+v", res)
 	}
-	if len(n.wakes) != 3 || n.wakes[ids[2]] != "" || n.wakes[ids[0]] != swarmbus.WakeBroadcast {
+	if len(n.wakes) != 3 || n.wakes[ids[2]] != "" || n.wakes[ids[0]] != delivery.WakeBroadcast {
 		t.Fatalf("wakes = %v", n.wakes)
 	}
 	if len(n.events) != 3 || n.events[0] != (event{"broadcast", ids[0], b1 + " from " + ids[2]}) {
@@ -104,21 +103,21 @@ func TestBroadcastWakesEveryoneButTheSender(t *testing.T) {
 }
 
 func TestHandleClassifiesFailures(t *testing.T) {
-	broadcast := func(*memfake.Fake, []string) swarmbus.Delivery {
-		return swarmbus.Delivery{Broadcast: &swarmbus.Broadcast{ID: uuid.NewString(), Content: "go"}}
+	broadcast := func(*memfake.Fake, []string) delivery.Message {
+		return delivery.Message{Broadcast: &message.Broadcast{ID: uuid.NewString(), Content: "go"}}
 	}
-	direct := func(_ *memfake.Fake, ids []string) swarmbus.Delivery {
-		return swarmbus.Delivery{Direct: &swarmbus.Direct{ID: "d", MysisID: ids[0], Content: "hi"}}
+	direct := func(_ *memfake.Fake, ids []string) delivery.Message {
+		return delivery.Message{Direct: &message.Direct{ID: "d", MysisID: ids[0], Content: "hi"}}
 	}
-	down := func(method string, d func(*memfake.Fake, []string) swarmbus.Delivery) func(*memfake.Fake, []string) swarmbus.Delivery {
-		return func(f *memfake.Fake, ids []string) swarmbus.Delivery {
+	down := func(method string, d func(*memfake.Fake, []string) delivery.Message) func(*memfake.Fake, []string) delivery.Message {
+		return func(f *memfake.Fake, ids []string) delivery.Message {
 			f.FailAll(method, codes.Unavailable)
 			return d(f, ids)
 		}
 	}
 	cases := []struct {
 		name      string
-		setup     func(f *memfake.Fake, ids []string) swarmbus.Delivery // ids: two myses
+		setup     func(f *memfake.Fake, ids []string) delivery.Message // ids: two myses
 		wakeErr   error
 		wantErr   bool
 		permanent bool
@@ -126,20 +125,20 @@ func TestHandleClassifiesFailures(t *testing.T) {
 	}{
 		{"broadcast ok", broadcast, nil, false, false, false},
 		{"memory down", down("RecordBroadcast", broadcast), nil, true, false, false},
-		{"memory refuses the broadcast", func(*memfake.Fake, []string) swarmbus.Delivery {
-			return swarmbus.Delivery{Broadcast: &swarmbus.Broadcast{ID: "b", Content: "go"}} // not a UUID
+		{"memory refuses the broadcast", func(*memfake.Fake, []string) delivery.Message {
+			return delivery.Message{Broadcast: &message.Broadcast{ID: "b", Content: "go"}} // not a UUID
 		}, nil, true, true, true},
-		{"unknown broadcast sender is retried", func(*memfake.Fake, []string) swarmbus.Delivery {
-			return swarmbus.Delivery{Broadcast: &swarmbus.Broadcast{ID: uuid.NewString(), SenderID: uuid.NewString(), Content: "go"}}
+		{"unknown broadcast sender is retried", func(*memfake.Fake, []string) delivery.Message {
+			return delivery.Message{Broadcast: &message.Broadcast{ID: uuid.NewString(), SenderID: uuid.NewString(), Content: "go"}}
 		}, nil, true, false, false},
 		{"listing fails after recording", down("ListMyses", broadcast), nil, true, false, false},
 		{"wakes fail", broadcast, errors.New("nats: connection closed"), true, false, false},
-		{"direct to a deleted mysis", func(*memfake.Fake, []string) swarmbus.Delivery {
-			return swarmbus.Delivery{Direct: &swarmbus.Direct{ID: "d", MysisID: uuid.NewString(), Content: "hi"}}
+		{"direct to a deleted mysis", func(*memfake.Fake, []string) delivery.Message {
+			return delivery.Message{Direct: &message.Direct{ID: "d", MysisID: uuid.NewString(), Content: "hi"}}
 		}, nil, true, true, true},
 		{"direct while memory is down", down("AppendMemories", direct), nil, true, false, false},
 		{"direct stored but not announced", direct, errors.New("nats down"), true, false, false},
-		{"empty delivery", func(*memfake.Fake, []string) swarmbus.Delivery { return swarmbus.Delivery{} }, nil, true, true, false},
+		{"empty delivery", func(*memfake.Fake, []string) delivery.Message { return delivery.Message{} }, nil, true, true, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -147,8 +146,8 @@ func TestHandleClassifiesFailures(t *testing.T) {
 			d := c.setup(fake, fake.AddMyses("m", 2))
 			n := &fakeNotifier{wakeErr: c.wakeErr}
 			err := delivery.New(mem, n, quiet()).Handle(context.Background(), d)
-			if (err != nil) != c.wantErr || swarmbus.IsPermanent(err) != c.permanent {
-				t.Fatalf("Handle = %v (permanent %v), want error %v permanent %v", err, swarmbus.IsPermanent(err), c.wantErr, c.permanent)
+			if permanent := errors.Is(err, delivery.ErrUndeliverable); (err != nil) != c.wantErr || permanent != c.permanent {
+				t.Fatalf("Handle = %v (undeliverable %v), want error %v undeliverable %v", err, permanent, c.wantErr, c.permanent)
 			}
 			gotErrEvent := false
 			for _, ev := range n.events {
@@ -167,7 +166,7 @@ func TestDirectReturnsTheStoredRowEvenWhenTheWakeFails(t *testing.T) {
 	fake, mem := memory(t)
 	id := fake.AddMyses("m", 1)[0]
 	n := &fakeNotifier{wakeErr: errors.New("nats down")}
-	m, err := delivery.New(mem, n, quiet()).Direct(context.Background(), swarmbus.Direct{ID: "x1", MysisID: id, Content: "hi"})
+	m, err := delivery.New(mem, n, quiet()).Direct(context.Background(), message.Direct{ID: "x1", MysisID: id, Content: "hi"})
 	if m.ID == 0 || m.IdempotencyKey != "direct:x1" || m.MysisID != id || m.Seq != 1 {
 		t.Fatalf("memory = %v", m)
 	}

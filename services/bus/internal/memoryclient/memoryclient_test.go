@@ -10,9 +10,9 @@ import (
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
-	"github.com/zoeaswarm/zoea/libs/swarmbus"
 	"github.com/zoeaswarm/zoea/libs/testkit/memfake"
 	"github.com/zoeaswarm/zoea/services/bus/internal/memoryclient"
+	"github.com/zoeaswarm/zoea/services/bus/internal/message"
 )
 
 // start serves the shared in-memory memory service (libs/testkit/memfake, held to libs/memorycontract like the real
@@ -38,7 +38,7 @@ func TestMysisIDsReadsEveryPage(t *testing.T) {
 func TestAppendDirectStoresAUserRowUnderTheMessageKey(t *testing.T) {
 	f, c := start(t)
 	id := f.AddMyses("m", 1)[0]
-	d := swarmbus.Direct{ID: "x1", MysisID: id, SenderID: "s", Content: "hi"}
+	d := message.Direct{ID: "x1", MysisID: id, SenderID: "s", Content: "hi"}
 	m, err := c.AppendDirect(context.Background(), d)
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func TestStatusesBecomeDomainErrors(t *testing.T) {
 	f, c := start(t)
 	id := f.AddMyses("m", 1)[0]
 	direct := func(mysisID string) error {
-		_, err := c.AppendDirect(context.Background(), swarmbus.Direct{ID: "x", MysisID: mysisID, Content: "hi"})
+		_, err := c.AppendDirect(context.Background(), message.Direct{ID: "x", MysisID: mysisID, Content: "hi"})
 		return err
 	}
 	if err := direct("m"); !errs.Is(err, errs.Invalid) || errs.FieldOf(err) != "mysis_id" {

@@ -95,3 +95,28 @@ type Stored struct {
 	MysisID, SenderID, Content, IdempotencyKey string
 	CreatedAt                                  time.Time
 }
+
+// Broadcast is one message to the swarm as the bus accepted it (the durable stream carries it until delivery).
+type Broadcast struct {
+	// ID is the broadcast id (a UUID), chosen by the caller so that retries are one broadcast.
+	ID string
+	// SenderID is the sending mysis; empty for the commander.
+	SenderID string
+	Content  string
+	// At is when the bus accepted it.
+	At time.Time
+}
+
+// Direct is a message to one mysis as the bus accepted it.
+type Direct struct {
+	// ID is the client's message id (ValidateMessageID), the base of the idempotency key.
+	ID       string
+	MysisID  string
+	SenderID string
+	Content  string
+	At       time.Time
+}
+
+// IdempotencyKey is the key a direct message is stored under in its mysis's memory: "direct:<id>", so a redelivery
+// or a retried call with the same message id stores one row.
+func (d Direct) IdempotencyKey() string { return "direct:" + d.ID }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/experimental"
@@ -18,7 +17,6 @@ import (
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/config"
 	"github.com/zoeaswarm/zoea/libs/server"
-	"github.com/zoeaswarm/zoea/libs/telemetry"
 	"github.com/zoeaswarm/zoea/services/composer/internal/bufpool"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
 	"github.com/zoeaswarm/zoea/services/composer/internal/grpcapi"
@@ -122,31 +120,22 @@ func Main(ctx context.Context, args []string, version string) error {
 	if err != nil {
 		return err
 	}
-	cmd := "serve"
-	if len(args) > 0 {
-		cmd = args[0]
+	cmd, _, err := server.Subcommand("composer", args, "serve", "healthcheck")
+	if err != nil {
+		return err
 	}
-	switch cmd {
-	case "serve":
-	case "healthcheck":
+	if cmd == "healthcheck" {
 		return server.Healthcheck(ctx, cfg.Server.ListenAddr)
-	default:
-		return fmt.Errorf("unknown command %q (usage: composer [serve | healthcheck])", cmd)
 	}
-
-	log := server.NewLogger(os.Stderr, cfg.Server.LogLevel)
-	slog.SetDefault(log)
-	config.Log(log, "composer starting", cfg)
-	log.Info("composer", "version", version)
 	// Windows and responses are tens to hundreds of KiB: gRPC's default pool would clear a 1 MiB buffer for each.
 	// The pool is process-wide (grpc-go asks for it to be set before any server or connection exists), so the
 	// process's entry sets it, not Run, which tests call beside their own connections.
 	experimental.SetDefaultBufferPool(bufpool.New())
-	stopTelemetry, err := telemetry.Setup(ctx, "composer", version, log)
+	log, stop, err := server.Start(ctx, "composer", version, cfg.Server.LogLevel, cfg)
 	if err != nil {
-		return fmt.Errorf("telemetry: %w", err)
+		return err
 	}
-	defer stopTelemetry()
+	defer stop()
 	return Run(ctx, cfg, Options{Logger: log})
 }
 

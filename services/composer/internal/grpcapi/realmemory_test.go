@@ -76,20 +76,29 @@ func realMemory(t *testing.T) (addr string) {
 			t.Logf("memory service output:\n%s", logs.String())
 		}
 	})
+	// The address is in the service's log: re-read it on every write (an event), never on a timer.
 	for {
+		wrote := logs.Wrote() // taken before reading, so a write after the read is not missed
 		if addr = svcbin.LoggedAddr(logs.String(), "grpc server listening"); addr != "" {
-			if err := server.Healthcheck(ctx, addr); err == nil {
-				return addr
-			}
+			break
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("memory service never became healthy:\n%s", logs.String())
+			t.Fatalf("memory service never logged its address:\n%s", logs.String())
 		case <-done:
 			t.Fatalf("memory service exited:\n%s", logs.String())
-		case <-time.After(100 * time.Millisecond):
+		case <-wrote:
 		}
 	}
+	conn, err := server.Dial(addr, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := server.AwaitServing(ctx, conn, ""); err != nil { // the health stream: the status change itself
+		t.Fatalf("memory service never became healthy: %v\n%s", err, logs.String())
+	}
+	return addr
 }
 
 // realMemoryClient is realMemory with a client of it, closed when the test ends.
@@ -104,15 +113,31 @@ func realMemoryClient(t *testing.T) (string, memoryv1.MemoryServiceClient) {
 	return addr, memoryv1.NewMemoryServiceClient(conn)
 }
 
+// syncBuffer is a process's output, safe for concurrent use, that signals each write.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu    sync.Mutex
+	b     bytes.Buffer
+	wrote chan struct{} // closed and replaced on every write
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.wrote != nil {
+		close(s.wrote)
+		s.wrote = nil
+	}
 	return s.b.Write(p)
+}
+
+// Wrote returns a channel closed by the next write.
+func (s *syncBuffer) Wrote() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.wrote == nil {
+		s.wrote = make(chan struct{})
+	}
+	return s.wrote
 }
 
 func (s *syncBuffer) String() string {

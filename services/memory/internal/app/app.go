@@ -19,7 +19,6 @@ import (
 	"github.com/zoeaswarm/zoea/libs/pgutil"
 	"github.com/zoeaswarm/zoea/libs/retry"
 	"github.com/zoeaswarm/zoea/libs/server"
-	"github.com/zoeaswarm/zoea/libs/telemetry"
 	"github.com/zoeaswarm/zoea/services/memory/internal/grpcapi"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
 	"github.com/zoeaswarm/zoea/services/memory/internal/migrations"
@@ -49,17 +48,15 @@ func Main(ctx context.Context, args []string, version string) error {
 	if err := config.LoadWith(&cfg); err != nil {
 		return err
 	}
-	log := server.NewLogger(os.Stderr, cfg.Server.LogLevel)
-	slog.SetDefault(log)
-	cmd := "serve"
-	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
-		cmd, args = args[0], args[1:]
+	cmd, rest, err := server.Subcommand("memory", args, "serve", "migrate", "healthcheck", "help", "memory", "seed", "bench")
+	if err != nil {
+		return err
 	}
 	switch cmd {
-	case "serve", "memory":
-		return serve(ctx, log, cfg, args, version)
 	case "migrate":
-		return migrate(ctx, log, cfg, args)
+		log := server.NewLogger(os.Stderr, cfg.Server.LogLevel)
+		slog.SetDefault(log)
+		return migrate(ctx, log, cfg, rest)
 	case "seed", "bench":
 		return fmt.Errorf("%q moved out of the server binary: run memorybench %s (services/memory/tools/cmd/memorybench)", cmd, cmd)
 	case "healthcheck":
@@ -69,7 +66,7 @@ func Main(ctx context.Context, args []string, version string) error {
 		fmt.Fprintln(os.Stderr, "usage: memory [serve [-migrate] | migrate | healthcheck]")
 		return nil
 	}
-	return fmt.Errorf("unknown command %q (serve, migrate, healthcheck)", cmd)
+	return serve(ctx, cfg, rest, version) // "serve", or "memory" (the binary's name as a subcommand)
 }
 
 // Options are wiring details that are not configuration: tests set them, production leaves them zero.
@@ -80,21 +77,18 @@ type Options struct {
 	Listener net.Listener
 }
 
-func serve(ctx context.Context, log *slog.Logger, cfg Config, args []string, version string) error {
+func serve(ctx context.Context, cfg Config, args []string, version string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	migrateFlag := fs.Bool("migrate", cfg.MigrateOnStart, "apply pending migrations before serving (env ZOEA_MIGRATE_ON_START)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	cfg.MigrateOnStart = *migrateFlag
-	config.Log(log, "memory starting", cfg)
-	log.Info("memory", "version", version)
-
-	stopTelemetry, err := telemetry.Setup(ctx, "memory", version, log)
+	log, stop, err := server.Start(ctx, "memory", version, cfg.Server.LogLevel, cfg)
 	if err != nil {
-		return fmt.Errorf("telemetry: %w", err)
+		return err
 	}
-	defer stopTelemetry()
+	defer stop()
 	return Run(ctx, cfg, Options{Logger: log})
 }
 
@@ -167,28 +161,19 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	return srv.Run(ctx)
 }
 
-// migrateWithRetry waits for Postgres (a compose or k8s start may race it) and applies migrations, waiting between
-// attempts by libs/retry's one rule (doubling from 200ms to 5s, jittered) for at most migrateWait.
+// migrateWithRetry waits for Postgres (a compose or k8s start may race it) and applies migrations: libs/retry's loop
+// (doubling from 200ms to 5s, jittered) for at most migrateWait. A failure while Postgres answers is the migration
+// itself, returned at once.
 func migrateWithRetry(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool) error {
-	deadline := time.Now().Add(migrateWait)
-	wait := retry.New(retry.Policy{Initial: 200 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5})
-	for {
+	return retry.Do(ctx, retry.Policy{Initial: 200 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5}, migrateWait, func() error {
 		_, err := migrations.Up(ctx, pool, log)
-		if err == nil {
-			return nil
+		if err != nil && pool.Ping(ctx) == nil {
+			return retry.Permanent(err)
 		}
-		if pingErr := pool.Ping(ctx); pingErr == nil || time.Now().After(deadline) {
-			// Postgres answers, so the failure is the migration itself (or we waited long enough).
-			return err
-		}
-		d := wait.Next()
+		return err
+	}, func(err error, d time.Duration) {
 		log.Warn("waiting for postgres to migrate", "err", err, "retry_in", d.String())
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(d):
-		}
-	}
+	})
 }
 
 // migrateWait bounds how long a start with ZOEA_MIGRATE_ON_START waits for Postgres.

@@ -5,11 +5,13 @@ import (
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/memorycontract"
+	"github.com/zoeaswarm/zoea/libs/pgtest"
 )
 
 // The real service, on Postgres and with its secret key set (the account calls need it), defines the contract every
-// fake of the memory API is held to: the same suite runs against libs/testkit/memfake.
+// fake of the memory API is held to: the same suite runs against libs/testkit/memfake. It has a database of its
+// own: its Usage cases add to the swarm's spend counts, which TestUsageOverGRPC checks in the package's database.
 func TestContract(t *testing.T) {
-	c, _ := start(t, dbURL, true)
+	c, _ := start(t, pgtest.New(t), true)
 	memorycontract.Run(t, func(*testing.T) memoryv1.MemoryServiceClient { return c }, memorycontract.All...)
 }

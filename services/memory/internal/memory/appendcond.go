@@ -4,11 +4,12 @@ import (
 	"errors"
 
 	"github.com/zoeaswarm/zoea/libs/errs"
+	rules "github.com/zoeaswarm/zoea/libs/memoryrules"
 )
 
 // ReasonPromptArrived is the ErrorInfo reason of a conditional append refused because a commander prompt (a direct
 // message or broadcast) arrived after the seq the caller's model saw (AppendCondition.IfNoPromptAfterSeq).
-const ReasonPromptArrived = "PROMPT_ARRIVED"
+const ReasonPromptArrived = rules.ReasonPromptArrived
 
 // AppendCondition makes an append conditional, decided in its transaction under the mysis lock. A full retry (every
 // memory's idempotency key already stored) returns the stored rows and checks nothing.
@@ -26,7 +27,7 @@ func (c AppendCondition) Validate() error {
 		return errs.InvalidField("if_no_prompt_after_seq", "must not be negative")
 	}
 	if c.State != nil {
-		if err := ValidateStateChange(*c.State); err != nil {
+		if err := rules.ValidateStateChange(*c.State); err != nil {
 			var e *errs.Error
 			if errors.As(err, &e) && e.Field != "" {
 				return &errs.Error{Kind: e.Kind, Field: "state_change." + e.Field, Msg: e.Msg}

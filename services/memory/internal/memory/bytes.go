@@ -5,12 +5,6 @@ import (
 	"unicode/utf8"
 )
 
-// MaxResponseBytes bounds the text one read of recent memories returns. Rows count alone is no bound: 1000 rows of
-// 8 MiB tool results once made a single ListRecentMemories answer hundreds of MB (memory RSS 84 → 531 MB), and a
-// window of 50 such rows can never be composed. The newest row is always returned, whatever its size (at most
-// MaxContentBytes per field), so a reader always makes progress.
-const MaxResponseBytes = 16 << 20
-
 // Bytes is the text size of a memory as the byte bounds count it: content, reasoning and tool arguments.
 func (m Memory) Bytes() int {
 	n := len(m.Content) + len(m.Reasoning)
@@ -33,16 +27,6 @@ func KeepNewestWithin(ms []Memory, max int) []Memory {
 	}
 	return ms
 }
-
-// Compose-window byte bounds: a window of 50 rows of 2 MiB tool results, or one 20 MiB result, must still compose
-// (the composer receives at most ZOEA_COMPOSE_MAX_WINDOW_BYTES, 64 MiB by default), never loop on an error.
-const (
-	// DefaultMaxResultBytes is the tool-result cut when the request names none: far above any composer's own
-	// result cap (a few thousand tokens), so the composer's cap still decides what the model sees.
-	DefaultMaxResultBytes = 256 << 10
-	// MinMaxResultBytes is the smallest cut a request may ask for: enough to show what kind of result it was.
-	MinMaxResultBytes = 1 << 10
-)
 
 // CutResult returns m with its content cut to at most max bytes (at a UTF-8 boundary) when it is a tool result
 // longer than that, followed by a marker saying how much was left out and which memory holds all of it. Other

@@ -7,65 +7,58 @@ package memory
 import (
 	"time"
 
-	"github.com/zoeaswarm/zoea/libs/chat"
+	rules "github.com/zoeaswarm/zoea/libs/memoryrules"
 )
 
-// State is the lifecycle state of a mysis.
-type State string
+// The values a request carries and the rules on them are libs/memoryrules' (the memory fake validates with the same
+// package); the domain names them here so that the rest of the service reads memory.NewMemory, memory.RoleTool, ….
+type (
+	// State is the lifecycle state of a mysis.
+	State = rules.State
+	// Role is the chat role of a memory (stored numbers).
+	Role = rules.Role
+	// Source says where a memory came from (stored numbers).
+	Source = rules.Source
+	// NewMysis is what a caller supplies to create a mysis.
+	NewMysis = rules.NewMysis
+	// StateChange is a lifecycle transition, optionally a compare-and-set on Expected.
+	StateChange = rules.StateChange
+	// ToolCall is one structured tool call of an assistant message.
+	ToolCall = rules.ToolCall
+	// NewMemory is a memory to append; the store assigns id, seq, turn and created_at.
+	NewMemory = rules.NewMemory
+	// Account is a SpaceMolt login (its password plain only in memory; the store keeps it encrypted).
+	Account = rules.Account
+)
 
 // The states a mysis can be in. StateAny is only meaningful as a filter or an unset expectation.
 const (
-	StateAny     State = ""
-	StateIdle    State = "idle"
-	StateRunning State = "running"
-	StateStopped State = "stopped"
-	StateErrored State = "errored"
+	StateAny     = rules.StateAny
+	StateIdle    = rules.StateIdle
+	StateRunning = rules.StateRunning
+	StateStopped = rules.StateStopped
+	StateErrored = rules.StateErrored
 )
-
-// Valid reports whether s is a concrete state.
-func (s State) Valid() bool {
-	switch s {
-	case StateIdle, StateRunning, StateStopped, StateErrored:
-		return true
-	}
-	return false
-}
-
-// Role is the chat role of a memory. The numeric values are stored, so they never change.
-type Role int16
 
 // Roles.
 const (
-	RoleUnspecified Role = 0
-	RoleSystem      Role = 1
-	RoleUser        Role = 2
-	RoleAssistant   Role = 3
-	RoleTool        Role = 4
+	RoleUnspecified = rules.RoleUnspecified
+	RoleSystem      = rules.RoleSystem
+	RoleUser        = rules.RoleUser
+	RoleAssistant   = rules.RoleAssistant
+	RoleTool        = rules.RoleTool
 )
-
-// Valid reports whether r is a concrete role.
-func (r Role) Valid() bool { return r >= RoleSystem && r <= RoleTool }
-
-// Source says where a memory came from. The numeric values are stored, so they never change.
-type Source int16
 
 // Sources.
 const (
-	SourceUnspecified Source = 0
-	SourceDirect      Source = 1
-	SourceBroadcast   Source = 2
-	SourceNudge       Source = 3
-	SourceLLM         Source = 4
-	SourceTool        Source = 5
-	SourceSystem      Source = 6
+	SourceUnspecified = rules.SourceUnspecified
+	SourceDirect      = rules.SourceDirect
+	SourceBroadcast   = rules.SourceBroadcast
+	SourceNudge       = rules.SourceNudge
+	SourceLLM         = rules.SourceLLM
+	SourceTool        = rules.SourceTool
+	SourceSystem      = rules.SourceSystem
 )
-
-// Valid reports whether s is a concrete source.
-func (s Source) Valid() bool { return s >= SourceDirect && s <= SourceSystem }
-
-// MaxProviderBytes bounds a mysis's provider name. Which providers exist, and which need a model, is the runner's
-// rule (it validates both before it stores a mysis); memory stores the name as an opaque identifier.
-const MaxProviderBytes = chat.MaxProviderBytes
 
 // Mysis is one agent of the swarm as stored.
 type Mysis struct {
@@ -88,21 +81,6 @@ type Mysis struct {
 	// SpaceMoltEndpoint is the game endpoint the mysis plays: "v1", "v2", or "" for the swarm's.
 	SpaceMoltEndpoint string
 }
-
-// NewMysis is what a caller supplies to create a mysis.
-type NewMysis struct {
-	Name         string
-	Provider     string
-	Model        string
-	Temperature  float64
-	SystemPrompt string
-	// SpaceMoltEndpoint: one of SpaceMoltEndpoints.
-	SpaceMoltEndpoint string
-}
-
-// SpaceMoltEndpoints are the values of a mysis's SpaceMolt endpoint: the legacy /mcp, MCP v2 at /mcp/v2, and ""
-// for the swarm's (the runner's setting).
-var SpaceMoltEndpoints = []string{"", "v1", "v2"}
 
 // ConfigPatch changes some configuration fields of a mysis; nil fields stay as they are.
 type ConfigPatch struct {
@@ -132,23 +110,7 @@ func (p ConfigPatch) Apply(m NewMysis) (NewMysis, error) {
 	if p.SpaceMoltEndpoint != nil {
 		m.SpaceMoltEndpoint = *p.SpaceMoltEndpoint
 	}
-	return m, validateConfig(m)
-}
-
-// StateChange is a lifecycle transition, optionally a compare-and-set on Expected.
-type StateChange struct {
-	State              State
-	Reason             string
-	EncouragementCount *int32
-	// Expected, when not StateAny, must equal the stored state or nothing changes.
-	Expected State
-}
-
-// ToolCall is one structured tool call of an assistant message. Arguments is a JSON object text kept byte for byte.
-type ToolCall struct {
-	ID        string
-	Name      string
-	Arguments string
+	return m, rules.ValidateConfig(m)
 }
 
 // Memory is one stored message of a mysis.
@@ -172,25 +134,6 @@ type Memory struct {
 	// empty when unknown. CallKey is the server-computed distinct-call key (CallKey), empty on other roles.
 	CallArguments string
 	CallKey       string
-}
-
-// NewMemory is a memory to append; the store assigns id, seq, turn and created_at.
-type NewMemory struct {
-	Role           Role
-	Source         Source
-	SenderID       string
-	Content        string
-	Reasoning      string
-	ToolCalls      []ToolCall
-	ToolCallID     string
-	ToolName       string
-	IdempotencyKey string
-	// CallArguments (tool results only): the call's arguments, byte for byte as the assistant memory holds them.
-	// When empty, the store takes them from the assistant memory that made the call.
-	CallArguments string
-
-	// LlmCall is the accounting of the LLM call that produced this assistant memory, stored with it.
-	LlmCall *LlmCall
 }
 
 // OpensTurn reports whether this memory starts a new turn: a user prompt from the commander, the swarm or a nudge.
@@ -305,15 +248,6 @@ type MessageHits struct {
 	CandidatesBounded bool
 }
 
-// Account is a SpaceMolt login. Password is plain only in memory; the store keeps it encrypted.
-type Account struct {
-	Username  string
-	Password  string
-	Empire    string
-	MysisID   string
-	CreatedAt time.Time
-}
-
 // ListFilter selects a page of myses.
 type ListFilter struct {
 	State     State
@@ -321,29 +255,27 @@ type ListFilter struct {
 	AfterName string // exclusive; "" starts at the beginning
 }
 
-// Limits shared by validation and the adapters.
+// Limits shared by validation and the adapters (libs/memoryrules holds them).
 const (
-	MaxNameRunes       = 64
-	MaxBatch           = 1000
-	MaxWindow          = 1000
-	DefaultWindow      = 20
-	DefaultRangeLimit  = 100
-	MaxRangeLimit      = 1000
-	DefaultSearchLimit = 20
-	MaxSearchLimit     = 100
-	DefaultPageSize    = 100
-	MaxPageSize        = 1000
-	MaxDeliveryTargets = 10000
-	MaxContentBytes    = chat.MaxTextBytes
-	// MaxReplyBytes bounds an assistant memory's content, its reasoning and its calls' arguments, and a tool
-	// result's call_arguments_json (see chat.MaxReplyBytes).
-	MaxReplyBytes      = chat.MaxReplyBytes
-	MaxShortFieldBytes = chat.MaxShortFieldBytes
-	MaxQueryBytes      = 1024
-	MinUsernameRunes   = 3
-	MaxUsernameRunes   = 24
-	MaxTemperature     = 2.0
-	MaxToolCallsPerMsg = chat.MaxToolCallsPerMessage
-	// MaxSystemPromptBytes keeps a system prompt well inside the composer's default token budget (8192).
-	MaxSystemPromptBytes = chat.MaxSystemPromptBytes
+	MaxProviderBytes     = rules.MaxProviderBytes
+	MaxNameRunes         = 64
+	MaxBatch             = rules.MaxBatch
+	MaxWindow            = rules.MaxWindow
+	DefaultWindow        = rules.DefaultWindow
+	DefaultRangeLimit    = rules.DefaultRangeLimit
+	MaxRangeLimit        = rules.MaxRangeLimit
+	DefaultSearchLimit   = rules.DefaultSearchLimit
+	MaxSearchLimit       = rules.MaxSearchLimit
+	DefaultPageSize      = rules.DefaultPageSize
+	MaxPageSize          = rules.MaxPageSize
+	MaxDeliveryTargets   = rules.MaxDeliveryTargets
+	MaxContentBytes      = rules.MaxContentBytes
+	MaxReplyBytes        = rules.MaxReplyBytes
+	MaxShortFieldBytes   = rules.MaxShortFieldBytes
+	MaxQueryBytes        = rules.MaxQueryBytes
+	MinUsernameRunes     = rules.MinUsernameRunes
+	MaxUsernameRunes     = rules.MaxUsernameRunes
+	MaxTemperature       = rules.MaxTemperature
+	MaxToolCallsPerMsg   = rules.MaxToolCallsPerMsg
+	MaxSystemPromptBytes = rules.MaxSystemPromptBytes
 )

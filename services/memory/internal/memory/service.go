@@ -2,10 +2,10 @@ package memory
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/zoeaswarm/zoea/libs/errs"
+	rules "github.com/zoeaswarm/zoea/libs/memoryrules"
 )
 
 // Store is the storage port the Service needs; pgstore.Store implements it. Every argument has been validated and
@@ -76,7 +76,7 @@ func NewService(store Store, opts ...ServiceOption) *Service {
 
 // CreateMysis stores a new idle mysis with a fresh id.
 func (s *Service) CreateMysis(ctx context.Context, n NewMysis) (Mysis, error) {
-	if err := ValidateNewMysis(n); err != nil {
+	if err := rules.ValidateNewMysis(n); err != nil {
 		return Mysis{}, err
 	}
 	return s.store.CreateMysis(ctx, n)
@@ -84,7 +84,7 @@ func (s *Service) CreateMysis(ctx context.Context, n NewMysis) (Mysis, error) {
 
 // GetMysis returns one mysis by id.
 func (s *Service) GetMysis(ctx context.Context, id string) (Mysis, error) {
-	id, err := ParseID("mysis_id", id)
+	id, err := rules.ParseID("mysis_id", id)
 	if err != nil {
 		return Mysis{}, err
 	}
@@ -96,7 +96,7 @@ func (s *Service) GetMysisByName(ctx context.Context, name string) (Mysis, error
 	if name == "" {
 		return Mysis{}, errs.InvalidField("name", "required")
 	}
-	if err := CheckText("name", name, MaxShortFieldBytes); err != nil {
+	if err := rules.CheckText("name", name, MaxShortFieldBytes); err != nil {
 		return Mysis{}, err
 	}
 	return s.store.GetMysisByName(ctx, name)
@@ -106,7 +106,7 @@ func (s *Service) GetMysisByName(ctx context.Context, name string) (Mysis, error
 // f.AfterName, and whether more follow.
 func (s *Service) ListMyses(ctx context.Context, f ListFilter) ([]Mysis, bool, error) {
 	var err error
-	if f.PageSize, err = Limit("page_size", f.PageSize, DefaultPageSize, MaxPageSize); err != nil {
+	if f.PageSize, err = rules.Limit("page_size", f.PageSize, DefaultPageSize, MaxPageSize); err != nil {
 		return nil, false, err
 	}
 	if f.State != StateAny && !f.State.Valid() {
@@ -118,7 +118,7 @@ func (s *Service) ListMyses(ctx context.Context, f ListFilter) ([]Mysis, bool, e
 // UpdateMysisConfig applies a configuration patch. The result is validated as a whole (ConfigPatch.Apply) against
 // the stored configuration, under the store's row lock, so concurrent patches cannot combine into an invalid one.
 func (s *Service) UpdateMysisConfig(ctx context.Context, id string, p ConfigPatch) (Mysis, error) {
-	id, err := ParseID("mysis_id", id)
+	id, err := rules.ParseID("mysis_id", id)
 	if err != nil {
 		return Mysis{}, err
 	}
@@ -128,11 +128,11 @@ func (s *Service) UpdateMysisConfig(ctx context.Context, id string, p ConfigPatc
 // SetMysisState changes the lifecycle state and returns the mysis with its previous state; with c.Expected set it
 // is a compare-and-set.
 func (s *Service) SetMysisState(ctx context.Context, id string, c StateChange) (Mysis, State, error) {
-	id, err := ParseID("mysis_id", id)
+	id, err := rules.ParseID("mysis_id", id)
 	if err != nil {
 		return Mysis{}, "", err
 	}
-	if err := ValidateStateChange(c); err != nil {
+	if err := rules.ValidateStateChange(c); err != nil {
 		return Mysis{}, "", err
 	}
 	return s.store.SetMysisState(ctx, id, c)
@@ -140,7 +140,7 @@ func (s *Service) SetMysisState(ctx context.Context, id string, c StateChange) (
 
 // DeleteMysis removes a mysis with its memories and releases its account.
 func (s *Service) DeleteMysis(ctx context.Context, id string) error {
-	id, err := ParseID("mysis_id", id)
+	id, err := rules.ParseID("mysis_id", id)
 	if err != nil {
 		return err
 	}
@@ -149,11 +149,11 @@ func (s *Service) DeleteMysis(ctx context.Context, id string) error {
 
 // AppendMemories appends a batch to one mysis atomically and returns the stored rows in request order.
 func (s *Service) AppendMemories(ctx context.Context, mysisID string, ms []NewMemory) ([]Memory, error) {
-	mysisID, err := ParseID("mysis_id", mysisID)
+	mysisID, err := rules.ParseID("mysis_id", mysisID)
 	if err != nil {
 		return nil, err
 	}
-	if err := ValidateNewMemories(ms); err != nil {
+	if err := rules.ValidateNewMemories(ms); err != nil {
 		return nil, err
 	}
 	return s.store.AppendMemories(ctx, mysisID, ms)
@@ -165,11 +165,11 @@ func (s *Service) AppendMemoriesIf(ctx context.Context, mysisID string, ms []New
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	mysisID, err := ParseID("mysis_id", mysisID)
+	mysisID, err := rules.ParseID("mysis_id", mysisID)
 	if err != nil {
 		return nil, err
 	}
-	if err := ValidateNewMemories(ms); err != nil {
+	if err := rules.ValidateNewMemories(ms); err != nil {
 		return nil, err
 	}
 	return s.store.AppendMemoriesIf(ctx, mysisID, ms, c)
@@ -178,11 +178,11 @@ func (s *Service) AppendMemoriesIf(ctx context.Context, mysisID string, ms []New
 // ListRecentMemories returns the newest limit memories of a mysis (default DefaultWindow, capped at MaxWindow),
 // oldest first.
 func (s *Service) ListRecentMemories(ctx context.Context, mysisID string, limit int) ([]Memory, error) {
-	mysisID, err := ParseID("mysis_id", mysisID)
+	mysisID, err := rules.ParseID("mysis_id", mysisID)
 	if err != nil {
 		return nil, err
 	}
-	if limit, err = Limit("limit", limit, DefaultWindow, MaxWindow); err != nil {
+	if limit, err = rules.Limit("limit", limit, DefaultWindow, MaxWindow); err != nil {
 		return nil, err
 	}
 	return s.store.ListRecentMemories(ctx, mysisID, limit)
@@ -190,20 +190,11 @@ func (s *Service) ListRecentMemories(ctx context.Context, mysisID string, limit 
 
 // ListMemoriesRange returns memories with fromSeq <= seq <= toSeq (toSeq 0: no upper bound), oldest first.
 func (s *Service) ListMemoriesRange(ctx context.Context, mysisID string, fromSeq, toSeq int64, limit int) ([]Memory, error) {
-	mysisID, err := ParseID("mysis_id", mysisID)
+	mysisID, err := rules.ParseID("mysis_id", mysisID)
 	if err != nil {
 		return nil, err
 	}
-	if fromSeq < 0 {
-		return nil, errs.InvalidField("from_seq", "must not be negative")
-	}
-	if toSeq < 0 {
-		return nil, errs.InvalidField("to_seq", "must not be negative")
-	}
-	if toSeq != 0 && toSeq < fromSeq {
-		return nil, errs.InvalidField("to_seq", "must be 0 or at least from_seq")
-	}
-	if limit, err = Limit("limit", limit, DefaultRangeLimit, MaxRangeLimit); err != nil {
+	if limit, err = rules.ValidateRange(fromSeq, toSeq, limit); err != nil {
 		return nil, err
 	}
 	return s.store.ListMemoriesRange(ctx, mysisID, fromSeq, toSeq, limit)
@@ -211,12 +202,12 @@ func (s *Service) ListMemoriesRange(ctx context.Context, mysisID string, fromSeq
 
 // GetMemory returns one memory of one mysis.
 func (s *Service) GetMemory(ctx context.Context, mysisID string, id int64) (Memory, error) {
-	mysisID, err := ParseID("mysis_id", mysisID)
+	mysisID, err := rules.ParseID("mysis_id", mysisID)
 	if err != nil {
 		return Memory{}, err
 	}
-	if id <= 0 {
-		return Memory{}, errs.InvalidField("memory_id", "required")
+	if err := rules.ValidateMemoryID(id); err != nil {
+		return Memory{}, err
 	}
 	return s.store.GetMemory(ctx, mysisID, id)
 }
@@ -255,16 +246,16 @@ func (s *Service) RecordBroadcast(ctx context.Context, b Broadcast, targets []st
 	var err error
 	if b.ID == "" {
 		b.ID = NewID()
-	} else if b.ID, err = ParseID("broadcast_id", b.ID); err != nil {
+	} else if b.ID, err = rules.ParseID("broadcast_id", b.ID); err != nil {
 		return Delivery{}, err
 	}
-	if b.SenderID, err = ValidateSenderID("sender_id", b.SenderID); err != nil {
+	if b.SenderID, err = rules.ValidateSenderID("sender_id", b.SenderID); err != nil {
 		return Delivery{}, err
 	}
-	if err := ValidateBroadcastContent(b.Content); err != nil {
+	if err := rules.ValidateBroadcastContent(b.Content); err != nil {
 		return Delivery{}, err
 	}
-	if targets, err = ParseTargets("target_mysis_ids", targets, false); err != nil {
+	if targets, err = rules.ParseTargets("target_mysis_ids", targets, false); err != nil {
 		return Delivery{}, err
 	}
 	return s.store.RecordBroadcast(ctx, b, targets)
@@ -272,11 +263,11 @@ func (s *Service) RecordBroadcast(ctx context.Context, b Broadcast, targets []st
 
 // DeliverBroadcast delivers an already recorded broadcast to more myses, idempotently per mysis.
 func (s *Service) DeliverBroadcast(ctx context.Context, broadcastID string, mysisIDs []string) (Delivery, error) {
-	broadcastID, err := ParseID("broadcast_id", broadcastID)
+	broadcastID, err := rules.ParseID("broadcast_id", broadcastID)
 	if err != nil {
 		return Delivery{}, err
 	}
-	if mysisIDs, err = ParseTargets("mysis_ids", mysisIDs, true); err != nil {
+	if mysisIDs, err = rules.ParseTargets("mysis_ids", mysisIDs, true); err != nil {
 		return Delivery{}, err
 	}
 	return s.store.DeliverBroadcast(ctx, broadcastID, mysisIDs)
@@ -315,11 +306,11 @@ func (s *Service) SearchBroadcasts(ctx context.Context, q SearchQuery) ([]Broadc
 
 // CreateAccount adds a login to the pool, optionally bound to a mysis, and returns it without its password.
 func (s *Service) CreateAccount(ctx context.Context, a Account) (Account, error) {
-	if err := ValidateAccount(a); err != nil {
+	if err := rules.ValidateAccount(a); err != nil {
 		return Account{}, err
 	}
 	if a.MysisID != "" {
-		id, err := ParseID("mysis_id", a.MysisID)
+		id, err := rules.ParseID("mysis_id", a.MysisID)
 		if err != nil {
 			return Account{}, err
 		}
@@ -330,7 +321,7 @@ func (s *Service) CreateAccount(ctx context.Context, a Account) (Account, error)
 
 // ClaimAccount binds a free account to the mysis (or returns the one it holds), with its password.
 func (s *Service) ClaimAccount(ctx context.Context, mysisID string) (Account, error) {
-	mysisID, err := ParseID("mysis_id", mysisID)
+	mysisID, err := rules.ParseID("mysis_id", mysisID)
 	if err != nil {
 		return Account{}, err
 	}
@@ -339,7 +330,7 @@ func (s *Service) ClaimAccount(ctx context.Context, mysisID string) (Account, er
 
 // GetAccountForMysis returns the account bound to the mysis, with its password.
 func (s *Service) GetAccountForMysis(ctx context.Context, mysisID string) (Account, error) {
-	mysisID, err := ParseID("mysis_id", mysisID)
+	mysisID, err := rules.ParseID("mysis_id", mysisID)
 	if err != nil {
 		return Account{}, err
 	}
@@ -348,7 +339,7 @@ func (s *Service) GetAccountForMysis(ctx context.Context, mysisID string) (Accou
 
 // ReleaseAccount unbinds the mysis's account and returns its username ("" when it held none).
 func (s *Service) ReleaseAccount(ctx context.Context, mysisID string) (string, error) {
-	mysisID, err := ParseID("mysis_id", mysisID)
+	mysisID, err := rules.ParseID("mysis_id", mysisID)
 	if err != nil {
 		return "", err
 	}
@@ -358,49 +349,20 @@ func (s *Service) ReleaseAccount(ctx context.Context, mysisID string) (string, e
 // RecordLlmCalls stores calls that produced no memory; a call_id already stored is skipped. It returns how many
 // calls were new.
 func (s *Service) RecordLlmCalls(ctx context.Context, mysisID string, calls []LlmCall) (int, error) {
-	mysisID, err := ParseID("mysis_id", mysisID)
+	mysisID, err := rules.ParseID("mysis_id", mysisID)
 	if err != nil {
 		return 0, err
 	}
-	if len(calls) == 0 {
-		return 0, errs.InvalidField("calls", "at least one call is required")
-	}
-	if len(calls) > MaxCallsPerCall {
-		return 0, errs.InvalidField("calls", "at most %d calls per request, got %d", MaxCallsPerCall, len(calls))
-	}
-	seen := make(map[string]bool, len(calls))
-	for i, c := range calls {
-		p := "calls[" + strconv.Itoa(i) + "]"
-		if err := ValidateLlmCall(p, c); err != nil {
-			return 0, err
-		}
-		if seen[c.CallID] {
-			return 0, errs.InvalidField(p+".call_id", "repeats an earlier call_id of this request")
-		}
-		seen[c.CallID] = true
+	if err := rules.ValidateLlmCalls(calls); err != nil {
+		return 0, err
 	}
 	return s.store.RecordLlmCalls(ctx, mysisID, calls)
 }
 
 // GetUsage sums calls, in total and per group, one page of groups at a time.
 func (s *Service) GetUsage(ctx context.Context, q UsageQuery) (Usage, error) {
-	if len(q.MysisIDs) > MaxUsageMyses {
-		return Usage{}, errs.InvalidField("mysis_ids", "at most %d myses, got %d", MaxUsageMyses, len(q.MysisIDs))
-	}
-	ids := make([]string, 0, len(q.MysisIDs))
-	for i, id := range q.MysisIDs {
-		id, err := ParseID("mysis_ids["+strconv.Itoa(i)+"]", id)
-		if err != nil {
-			return Usage{}, err
-		}
-		ids = append(ids, id)
-	}
-	q.MysisIDs = ids
-	if !q.From.IsZero() && !q.To.IsZero() && !q.To.After(q.From) {
-		return Usage{}, errs.InvalidField("to", "must be after from")
-	}
 	var err error
-	if q.PageSize, err = Limit("page_size", q.PageSize, DefaultPageSize, MaxPageSize); err != nil {
+	if q.MysisIDs, q.PageSize, err = rules.ValidateUsage(q.MysisIDs, q.From, q.To, q.PageSize); err != nil {
 		return Usage{}, err
 	}
 	if q.Top != 0 {
@@ -420,7 +382,7 @@ func (s *Service) GetUsage(ctx context.Context, q UsageQuery) (Usage, error) {
 // GetSpend returns the mysis's own limits and the mysis's and the swarm's counts in the windows containing at
 // (zero: now).
 func (s *Service) GetSpend(ctx context.Context, mysisID string, at time.Time) (Spend, error) {
-	mysisID, err := ParseID("mysis_id", mysisID)
+	mysisID, err := rules.ParseID("mysis_id", mysisID)
 	if err != nil {
 		return Spend{}, err
 	}
@@ -432,11 +394,11 @@ func (s *Service) GetSpend(ctx context.Context, mysisID string, at time.Time) (S
 
 // SetSpendLimits replaces a mysis's own limits and returns them ordered by window and unit.
 func (s *Service) SetSpendLimits(ctx context.Context, mysisID string, limits []SpendLimit) ([]SpendLimit, error) {
-	mysisID, err := ParseID("mysis_id", mysisID)
+	mysisID, err := rules.ParseID("mysis_id", mysisID)
 	if err != nil {
 		return nil, err
 	}
-	if err := ValidateSpendLimits(limits); err != nil {
+	if err := rules.ValidateSpendLimits(limits); err != nil {
 		return nil, err
 	}
 	return s.store.SetSpendLimits(ctx, mysisID, limits)

@@ -2,13 +2,8 @@ package app
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
-	"os"
 
-	"github.com/zoeaswarm/zoea/libs/config"
 	"github.com/zoeaswarm/zoea/libs/server"
-	"github.com/zoeaswarm/zoea/libs/telemetry"
 )
 
 // Main is the whole runner command; cmd/runner gives it a signal context and turns its error into an exit code.
@@ -20,23 +15,17 @@ func Main(ctx context.Context, args []string, version string) error {
 	if err != nil {
 		return err
 	}
-	if len(args) > 0 {
-		switch args[0] {
-		case "serve":
-		case "healthcheck":
-			return server.Healthcheck(ctx, cfg.Server.ListenAddr)
-		default:
-			return fmt.Errorf("unknown subcommand %q (want: serve, healthcheck)", args[0])
-		}
-	}
-	log := server.NewLogger(os.Stderr, cfg.Server.LogLevel)
-	slog.SetDefault(log)
-	config.Log(log, "runner configuration", cfg)
-	log.Info("runner", "version", version)
-	stopTelemetry, err := telemetry.Setup(ctx, "runner", version, log)
+	cmd, _, err := server.Subcommand("runner", args, "serve", "healthcheck")
 	if err != nil {
-		return fmt.Errorf("telemetry: %w", err)
+		return err
 	}
-	defer stopTelemetry()
+	if cmd == "healthcheck" {
+		return server.Healthcheck(ctx, cfg.Server.ListenAddr)
+	}
+	log, stop, err := server.Start(ctx, "runner", version, cfg.Server.LogLevel, cfg)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	return Run(ctx, cfg, Options{Logger: log})
 }

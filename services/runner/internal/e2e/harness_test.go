@@ -162,18 +162,12 @@ func startStack(t *testing.T, simEnv ...string) *stack {
 	return s
 }
 
+// waitHealthy returns once the service at addr reports SERVING: server.AwaitServing watches its health stream, so
+// the wait ends on the status change itself, not on a poll.
 func waitHealthy(t *testing.T, ctx context.Context, addr string) {
 	t.Helper()
-	for {
-		err := server.Healthcheck(ctx, addr)
-		if err == nil {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s never became healthy: %v", addr, err)
-		case <-time.After(100 * time.Millisecond):
-		}
+	if err := server.AwaitServing(ctx, dial(t, addr), ""); err != nil {
+		t.Fatalf("%s never became healthy: %v", addr, err)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"syscall"
 	"time"
@@ -27,8 +26,6 @@ type RetryOptions struct {
 	MaxRetryAfter time.Duration
 	// Retryable decides which errors are worth another attempt (default: IsRetryable or IsTransient).
 	Retryable func(error) bool
-	// Rand returns a number in [0, 1) used for jitter (default math/rand/v2). Tests inject a constant.
-	Rand func() float64
 	// Now is the clock used to compare a wait with the context deadline (default time.Now).
 	Now func() time.Time
 	// Sleep waits d or until ctx ends (default a timer). Tests inject a recorder that returns at once.
@@ -52,9 +49,6 @@ func (o RetryOptions) withDefaults() RetryOptions {
 	}
 	if o.Retryable == nil {
 		o.Retryable = func(err error) bool { return IsRetryable(err) || IsTransient(err) }
-	}
-	if o.Rand == nil {
-		o.Rand = rand.Float64
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -118,7 +112,7 @@ func retried(n int, err error) error {
 func (r *retrying) wait(ctx context.Context, attempt int, err error) (time.Duration, error) {
 	// Equal jitter (the shared rule with half of each delay random): the fixed half keeps the wait growing with
 	// every attempt, the random half keeps a swarm that hit the same rate limit together from coming back together.
-	wait := retry.Policy{Initial: r.opts.BaseDelay, Max: r.opts.MaxDelay, Jitter: 0.5, Rand: r.opts.Rand}.Delay(attempt)
+	wait := retry.Policy{Initial: r.opts.BaseDelay, Max: r.opts.MaxDelay, Jitter: 0.5}.Delay(attempt)
 
 	var se *StatusError
 	if errors.As(err, &se) && se.RetryAfter > 0 {

@@ -58,7 +58,8 @@ func TestWithRetry(t *testing.T) {
 		opts      RetryOptions
 		deadline  time.Duration // 0: no deadline
 		wantCalls int
-		wantWaits []time.Duration
+		wantWaits []time.Duration // the lowest wait of each retry
+		wantMax   []time.Duration // the highest, when the wait is jittered
 		wantOK    bool
 		wantCode  int // StatusError code reachable with errors.As from the returned error
 	}{
@@ -73,19 +74,22 @@ func TestWithRetry(t *testing.T) {
 			errs:      []error{status(503, time.Second), status(503, time.Second), status(503, time.Second)},
 			opts:      RetryOptions{BaseDelay: 4 * time.Second},
 			wantCalls: 4, wantWaits: []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second}, wantOK: true,
+			wantMax: []time.Duration{4 * time.Second, 8 * time.Second, 16 * time.Second},
 		},
 		{
 			name:      "backoff grows exponentially with equal jitter",
 			errs:      []error{status(500, 0), status(502, 0), status(408, 0)},
-			opts:      RetryOptions{BaseDelay: time.Second, Rand: func() float64 { return 0.5 }},
-			wantCalls: 4, wantWaits: []time.Duration{750 * time.Millisecond, 1500 * time.Millisecond, 3 * time.Second}, wantOK: true,
+			opts:      RetryOptions{BaseDelay: time.Second},
+			wantCalls: 4, wantWaits: []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}, wantOK: true,
+			wantMax: []time.Duration{time.Second, 2 * time.Second, 4 * time.Second},
 		},
 		{
 			name:      "backoff capped at MaxDelay",
 			errs:      []error{status(500, 0), status(500, 0), status(500, 0), status(500, 0)},
-			opts:      RetryOptions{MaxAttempts: 5, BaseDelay: time.Second, MaxDelay: 2 * time.Second, Rand: func() float64 { return 0.75 }},
+			opts:      RetryOptions{MaxAttempts: 5, BaseDelay: time.Second, MaxDelay: 2 * time.Second},
 			wantCalls: 5, wantOK: true,
-			wantWaits: []time.Duration{875 * time.Millisecond, 1750 * time.Millisecond, 1750 * time.Millisecond, 1750 * time.Millisecond},
+			wantWaits: []time.Duration{500 * time.Millisecond, time.Second, time.Second, time.Second},
+			wantMax:   []time.Duration{time.Second, 2 * time.Second, 2 * time.Second, 2 * time.Second},
 		},
 		{
 			name:      "400 is not retried",
@@ -107,6 +111,7 @@ func TestWithRetry(t *testing.T) {
 			errs:      []error{status(503, 0), status(503, 0), status(503, 0)},
 			opts:      RetryOptions{MaxAttempts: 3, BaseDelay: time.Second},
 			wantCalls: 3, wantWaits: []time.Duration{500 * time.Millisecond, time.Second}, wantCode: 503,
+			wantMax: []time.Duration{time.Second, 2 * time.Second},
 		},
 		{
 			name:      "Retry-After above MaxRetryAfter fails at once",
@@ -130,7 +135,7 @@ func TestWithRetry(t *testing.T) {
 			name:      "transient network error retried",
 			errs:      []error{&url.Error{Op: "Post", URL: "http://x", Err: &net.OpError{Op: "read", Err: os.NewSyscallError("read", syscall.ECONNRESET)}}},
 			opts:      RetryOptions{BaseDelay: 2 * time.Second},
-			wantCalls: 2, wantWaits: []time.Duration{time.Second}, wantOK: true,
+			wantCalls: 2, wantWaits: []time.Duration{time.Second}, wantOK: true, wantMax: []time.Duration{2 * time.Second},
 		},
 		{
 			name:      "provider's own context error not retried",
@@ -145,9 +150,6 @@ func TestWithRetry(t *testing.T) {
 			opts := tc.opts
 			opts.Sleep = sl.Sleep
 			opts.Now = func() time.Time { return epoch }
-			if opts.Rand == nil {
-				opts.Rand = func() float64 { return 0 }
-			}
 			ctx := t.Context()
 			if tc.deadline > 0 {
 				var cancel context.CancelFunc
@@ -162,8 +164,19 @@ func TestWithRetry(t *testing.T) {
 			if fake.calls != tc.wantCalls {
 				t.Errorf("calls = %d, want %d", fake.calls, tc.wantCalls)
 			}
-			if !reflect.DeepEqual(sl.waits, tc.wantWaits) {
-				t.Errorf("waits = %v, want %v", sl.waits, tc.wantWaits)
+			// Equal jitter: a backoff wait d is drawn from [d/2, d] (wantWaits the lowest, wantMax the highest); a
+			// Retry-After above the whole band is waited exactly (no wantMax).
+			hi := tc.wantMax
+			if hi == nil {
+				hi = tc.wantWaits
+			}
+			if len(sl.waits) != len(tc.wantWaits) {
+				t.Errorf("waits = %v, want %d in [%v, %v]", sl.waits, len(tc.wantWaits), tc.wantWaits, hi)
+			}
+			for i := range min(len(sl.waits), len(tc.wantWaits)) {
+				if w := sl.waits[i]; w < tc.wantWaits[i]-time.Nanosecond || w > hi[i] {
+					t.Errorf("wait %d = %v, want within [%v, %v]", i+1, w, tc.wantWaits[i], hi[i])
+				}
 			}
 			if tc.wantOK {
 				if err != nil || resp.Message.Content != "ok" {
@@ -229,7 +242,7 @@ func TestWithRetryOnRetry(t *testing.T) {
 	fake := &scripted{errs: []error{status(429, 3*time.Second)}}
 	sl := &sleeper{}
 	var seen []string
-	p := WithRetry(fake, RetryOptions{Sleep: sl.Sleep, Rand: func() float64 { return 0 }, OnRetry: func(attempt int, wait time.Duration, err error) {
+	p := WithRetry(fake, RetryOptions{Sleep: sl.Sleep, OnRetry: func(attempt int, wait time.Duration, err error) {
 		seen = append(seen, fmt.Sprintf("%d %v %v", attempt, wait, err))
 	}})
 	if _, err := p.Chat(t.Context(), Request{}); err != nil {

@@ -11,6 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/chat/chatpb"
@@ -249,8 +251,8 @@ func (s *fakeStore) AppendIf(ctx context.Context, id string, ms []NewMemory, c A
 	return out, nil
 }
 
-// RecordCalls is the CallLog port over the shared fake's RecordLlmCalls (converted as memoryclient.ToProtoLlmCall
-// does, as far as the fake reads a call): a discarded call marks the mysis's reply_discarded there.
+// RecordCalls is the CallLog port over the shared fake's RecordLlmCalls (converted as memorypb.ToProtoLlmCall does):
+// a discarded call marks the mysis's reply_discarded there.
 func (s *fakeStore) RecordCalls(ctx context.Context, id string, calls []LlmCall) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -260,8 +262,7 @@ func (s *fakeStore) RecordCalls(ctx context.Context, id string, calls []LlmCall)
 	}
 	req := &memoryv1.RecordLlmCallsRequest{MysisId: sid}
 	for _, c := range calls {
-		req.Calls = append(req.Calls, &memoryv1.LlmCall{CallId: c.CallID, Provider: c.Provider, Model: c.Model,
-			PromptTokens: c.PromptTokens, CompletionTokens: c.CompletionTokens, Error: c.Error, Discarded: c.Discarded})
+		req.Calls = append(req.Calls, toProtoLlmCall(&c))
 	}
 	_, err = s.mem.RecordLlmCalls(ctx, req)
 	return wire(err)
@@ -326,6 +327,20 @@ func fromProtoMemory(m *memoryv1.Memory) Memory {
 	}
 }
 
+// toProtoLlmCall is memorypb.ToProtoLlmCall (which imports this package, so the test cannot use it).
+func toProtoLlmCall(c *LlmCall) *memoryv1.LlmCall {
+	out := &memoryv1.LlmCall{
+		CallId: c.CallID, Provider: c.Provider, Model: c.Model, PromptTokens: c.PromptTokens,
+		CachedPromptTokens: c.CachedPromptTokens, CompletionTokens: c.CompletionTokens, ReasoningTokens: c.ReasoningTokens,
+		ComposedTokens: c.ComposedTokens, LatencyMs: c.Latency.Milliseconds(), Retries: int32(c.Retries), Error: c.Error,
+		CostNanos: c.CostNanos, Discarded: c.Discarded,
+	}
+	if !c.StartedAt.IsZero() {
+		out.StartedAt = timestamppb.New(c.StartedAt)
+	}
+	return out
+}
+
 func toProtoNewMemory(m NewMemory) *memoryv1.NewMemory {
 	out := &memoryv1.NewMemory{
 		Role: chatpb.ToProtoRole(m.Role), Source: protoSources[m.Source], SenderId: m.SenderID, Content: m.Content,
@@ -333,7 +348,7 @@ func toProtoNewMemory(m NewMemory) *memoryv1.NewMemory {
 		CallArgumentsJson: m.CallArguments,
 	}
 	if m.LlmCall != nil {
-		out.LlmCall = &memoryv1.LlmCall{} // the fake checks only that an assistant memory carries it
+		out.LlmCall = toProtoLlmCall(m.LlmCall) // validated by the fake as the real service does (libs/memoryrules)
 	}
 	for _, c := range m.ToolCalls {
 		args := c.Arguments

@@ -19,7 +19,6 @@ import (
 
 	"github.com/zoeaswarm/zoea/libs/config"
 	"github.com/zoeaswarm/zoea/libs/server"
-	"github.com/zoeaswarm/zoea/libs/telemetry"
 	"github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/admin"
 	"github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/game"
 	"github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/mcpserver"
@@ -115,24 +114,18 @@ func Main(ctx context.Context, args []string, version string) error {
 	if err != nil {
 		return err
 	}
-	if len(args) > 0 {
-		switch args[0] {
-		case "healthcheck":
-			return server.HTTPHealthcheck(ctx, cfg.Server.ListenAddr)
-		case "serve":
-		default:
-			return fmt.Errorf("unknown command %q (usage: spacemolt-sim [serve | healthcheck])", args[0])
-		}
-	}
-	log := server.NewLogger(os.Stderr, cfg.Server.LogLevel)
-	slog.SetDefault(log)
-	config.Log(log, "starting spacemolt-sim", cfg)
-	log.Info("spacemolt-sim", "version", version)
-	stopTelemetry, err := telemetry.Setup(ctx, "spacemolt-sim", version, log)
+	cmd, _, err := server.Subcommand("spacemolt-sim", args, "serve", "healthcheck")
 	if err != nil {
-		return fmt.Errorf("telemetry: %w", err)
+		return err
 	}
-	defer stopTelemetry()
+	if cmd == "healthcheck" {
+		return server.HTTPHealthcheck(ctx, cfg.Server.ListenAddr)
+	}
+	log, stop, err := server.Start(ctx, "spacemolt-sim", version, cfg.Server.LogLevel, cfg)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	return Run(ctx, cfg, Options{Logger: log})
 }
 

@@ -1,0 +1,41 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/zoeaswarm/zoea/libs/config"
+	"github.com/zoeaswarm/zoea/libs/telemetry"
+)
+
+// Subcommand picks a service command's subcommand: the first argument, or "serve" when there is none or the first
+// is a flag, and the arguments after it. One that is not in known is an error naming them.
+func Subcommand(service string, args []string, known ...string) (cmd string, rest []string, err error) {
+	cmd, rest = "serve", args
+	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
+		cmd, rest = args[0], args[1:]
+	}
+	if !slices.Contains(known, cmd) {
+		return "", nil, fmt.Errorf("unknown command %q (usage: %s [%s])", cmd, service, strings.Join(known, " | "))
+	}
+	return cmd, rest, nil
+}
+
+// Start is what every service's Main does before Run: the JSON logger at level on stderr (also slog's default), the
+// version and the configuration logged (secrets masked, config.Log), and telemetry (OTLP when configured,
+// telemetry.Setup). stop flushes and ends telemetry; call it when Run returns.
+func Start(ctx context.Context, service, version string, level slog.Leveler, cfg any) (log *slog.Logger, stop func(), err error) {
+	log = NewLogger(os.Stderr, level)
+	slog.SetDefault(log)
+	log.Info(service, "version", version)
+	config.Log(log, service+" starting", cfg)
+	stop, err = telemetry.Setup(ctx, service, version, log)
+	if err != nil {
+		return nil, nil, fmt.Errorf("telemetry: %w", err)
+	}
+	return log, stop, nil
+}

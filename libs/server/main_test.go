@@ -1,0 +1,51 @@
+package server_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/zoeaswarm/zoea/libs/server"
+)
+
+func TestSubcommand(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		cmd      string
+		rest     string
+		errMatch string
+	}{
+		{nil, "serve", "[]", ""},
+		{[]string{"-migrate"}, "serve", "[-migrate]", ""},
+		{[]string{"healthcheck"}, "healthcheck", "[]", ""},
+		{[]string{"serve", "-migrate"}, "serve", "[-migrate]", ""},
+		{[]string{"dance"}, "", "", `unknown command "dance" (usage: svc [serve | healthcheck])`},
+	} {
+		cmd, rest, err := server.Subcommand("svc", tc.args, "serve", "healthcheck")
+		if tc.errMatch != "" {
+			if err == nil || err.Error() != tc.errMatch {
+				t.Errorf("Subcommand(%q) = %v, want %q", tc.args, err, tc.errMatch)
+			}
+			continue
+		}
+		if err != nil || cmd != tc.cmd || strings.Join([]string{"[", strings.Join(rest, " "), "]"}, "") != tc.rest {
+			t.Errorf("Subcommand(%q) = %q %q %v, want %q %s", tc.args, cmd, rest, err, tc.cmd, tc.rest)
+		}
+	}
+}
+
+// Start sets the process's logger as slog's default and returns a stop that can be called (telemetry is off here).
+func TestStart(t *testing.T) {
+	t.Setenv("OTEL_SDK_DISABLED", "true")
+	before := slog.Default()
+	t.Cleanup(func() { slog.SetDefault(before) })
+	log, stop, err := server.Start(context.Background(), "svc", "v1", slog.LevelWarn, struct{ Addr string }{":1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if slog.Default() != log || log.Enabled(context.Background(), slog.LevelInfo) || !log.Enabled(context.Background(), slog.LevelWarn) {
+		t.Fatal("Start's logger is not slog's default at the given level")
+	}
+}
