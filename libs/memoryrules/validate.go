@@ -466,6 +466,28 @@ func ValidateUsage(mysisIDs []string, from, to time.Time, pageSize int) ([]strin
 	return ids, size, err
 }
 
+// MaxTop is the most myses a top-by-cost usage query returns.
+const MaxTop = 100
+
+// ValidateTop checks a top-by-cost usage query (top 0: none): 1…MaxTop, myses only (byMysis), one page (no page
+// size, no page token).
+func ValidateTop(top int, byMysis bool, pageSize int, pageToken string) error {
+	if top == 0 {
+		return nil
+	}
+	switch {
+	case top < 0 || top > MaxTop:
+		return errs.InvalidField("top", "must be between 1 and %d, got %d", MaxTop, top)
+	case !byMysis:
+		return errs.InvalidField("top", "only ranks myses: set group_by to mysis")
+	case pageSize != 0:
+		return errs.InvalidField("page_size", "a top-by-cost query has one page of top rows: leave page_size unset")
+	case pageToken != "":
+		return errs.InvalidField("page_token", "a top-by-cost query has one page")
+	}
+	return nil
+}
+
 // ValidateSpendLimits checks a mysis's limits: known window and unit, amount not negative, one per pair.
 func ValidateSpendLimits(ls []SpendLimit) error {
 	seen := map[[2]int16]bool{}

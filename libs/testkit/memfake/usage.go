@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"maps"
 	"slices"
 	"time"
 
@@ -149,6 +150,10 @@ func (f *Fake) GetUsage(_ context.Context, req *memoryv1.GetUsageRequest) (*memo
 	if err != nil {
 		return nil, err
 	}
+	top := int(req.GetTop())
+	if err := rules.ValidateTop(top, group == memoryv1.UsageGroup_USAGE_GROUP_MYSIS, int(req.GetPageSize()), req.GetPageToken()); err != nil {
+		return nil, err
+	}
 	var total totals
 	groups := map[string]*totals{}
 	rows := map[string]*memoryv1.UsageRow{}
@@ -179,6 +184,18 @@ func (f *Fake) GetUsage(_ context.Context, req *memoryv1.GetUsageRequest) (*memo
 		groups[key].add(c)
 	}
 	out := &memoryv1.GetUsageResponse{Total: total.proto()}
+	if top > 0 {
+		// The top myses by cost, highest first, equal costs in name order, in one page.
+		keys := slices.Sorted(maps.Keys(groups))
+		slices.SortStableFunc(keys, func(a, b string) int {
+			return cmp.Compare(groups[b].t.CostNanos, groups[a].t.CostNanos)
+		})
+		for _, k := range keys[:min(top, len(keys))] {
+			rows[k].Totals = groups[k].proto()
+			out.Rows = append(out.Rows, rows[k])
+		}
+		return out, nil
+	}
 	keys := slices.SortedFunc(func(yield func(string) bool) {
 		for k := range groups {
 			if (after.Key == "" || k > after.Key) && !yield(k) {

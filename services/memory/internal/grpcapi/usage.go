@@ -11,6 +11,7 @@ import (
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
+	rules "github.com/zoeaswarm/zoea/libs/memoryrules"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
 )
 
@@ -38,8 +39,8 @@ func (s *Server) RecordLlmCalls(ctx context.Context, req *memoryv1.RecordLlmCall
 // GetUsage implements MemoryService.GetUsage.
 func (s *Server) GetUsage(ctx context.Context, req *memoryv1.GetUsageRequest) (*memoryv1.GetUsageResponse, error) {
 	q := memory.UsageQuery{MysisIDs: req.GetMysisIds(), PageSize: int(req.GetPageSize()), Top: int(req.GetTop())}
-	if q.Top != 0 && q.PageSize != 0 {
-		return nil, errs.InvalidField("page_size", "a top-by-cost query has one page of top rows: leave page_size unset")
+	if err := rules.ValidateTop(q.Top, req.GetGroupBy() == memoryv1.UsageGroup_USAGE_GROUP_MYSIS, q.PageSize, req.GetPageToken()); err != nil {
+		return nil, err
 	}
 	if req.From != nil {
 		if err := req.GetFrom().CheckValid(); err != nil {

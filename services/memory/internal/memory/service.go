@@ -366,13 +366,13 @@ func (s *Service) GetUsage(ctx context.Context, q UsageQuery) (Usage, error) {
 		return Usage{}, err
 	}
 	if q.Top != 0 {
-		switch {
-		case q.Top < 0 || q.Top > MaxTop:
-			return Usage{}, errs.InvalidField("top", "must be between 1 and %d, got %d", MaxTop, q.Top)
-		case q.GroupBy != GroupMysis:
-			return Usage{}, errs.InvalidField("top", "only ranks myses: set group_by to mysis")
-		case q.AfterName != "":
-			return Usage{}, errs.InvalidField("page_token", "a top-by-cost query has one page")
+		// The page size was defaulted above; a top query's page is its top rows.
+		after := ""
+		if q.AfterName != "" {
+			after = "set"
+		}
+		if err := rules.ValidateTop(q.Top, q.GroupBy == GroupMysis, 0, after); err != nil {
+			return Usage{}, err
 		}
 		q.PageSize = q.Top
 	}

@@ -33,7 +33,7 @@ type UsageQuery struct {
 }
 
 // MaxTop is the most myses a top-by-cost query returns.
-const MaxTop = 100
+const MaxTop = rules.MaxTop
 
 // UsageTotals sums calls.
 type UsageTotals struct {
