@@ -26,7 +26,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -46,7 +45,6 @@ import (
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
-	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/server"
 )
 
@@ -224,6 +222,37 @@ func (e *env) faults() []fault {
 	}
 }
 
+// chaosRun is one run of the suite: the stack it started, the clients it drives it with, the myses it created, what
+// the load loops acknowledged, the recoveries it measured and the report it writes.
+type chaosRun struct {
+	o      options
+	log    *slog.Logger
+	e      *env
+	model  *slowModel
+	mem    memoryv1.MemoryServiceClient
+	bus    busv1.BusServiceClient
+	swarms []runnerv1.SwarmServiceClient
+
+	writerIDs, swarmIDs []string
+	names               map[string]string // mysis id → name, for the swarm's myses
+	startRes            map[string]usage
+
+	appends, broadcasts *counters
+	ackedKeys           [][]string // per writer, the idempotency keys of its acknowledged appends
+	ackedBroadcasts     []string
+
+	recs           []recovery
+	stopCut        *stopAfterKill
+	began, stopped time.Time
+	histories      map[string][]*memoryv1.Memory
+	unanswered     map[string][]string
+	report         strings.Builder
+	fail           bool
+	slowReplies    int // the slow model's stored replies (checkSwarm), for checkDiscarded
+}
+
+// run starts the stack, creates the myses, drives the load through every fault (repeated for -duration), lets the
+// myses settle and checks what was stored; it returns an error when the stack failed or a check failed.
 func run(ctx context.Context, o options) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	model := newSlowModel(o.slowMin, o.slowMax, o.huge)
@@ -235,428 +264,195 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer model.close()
-	memConn, err := server.Dial(e.memAddr, "")
+	c := &chaosRun{o: o, log: log, e: e, model: model, names: map[string]string{}, appends: &counters{}, broadcasts: &counters{},
+		ackedKeys: make([][]string, o.writers), stopCut: &stopAfterKill{}}
+	closeConns, err := c.dial()
+	defer closeConns()
 	if err != nil {
 		return err
 	}
-	defer memConn.Close()
-	mem := memoryv1.NewMemoryServiceClient(memConn)
-	busConn, err := server.Dial(e.busAddr, "")
-	if err != nil {
+	if err := c.createMyses(ctx); err != nil {
 		return err
 	}
-	defer busConn.Close()
-	bus := busv1.NewBusServiceClient(busConn)
-	// The swarm API of both runners: either serves every mysis; the one that is down is skipped.
-	var swarms []runnerv1.SwarmServiceClient
-	for _, addr := range e.runAddrs {
-		conn, err := server.Dial(addr, "")
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		swarms = append(swarms, runnerv1.NewSwarmServiceClient(conn))
-	}
-
-	// The myses: writers (appended to directly), an autopilot swarm and the slow-model myses (run by the replicas).
-	var writerIDs, swarmIDs []string
-	for i := range o.writers {
-		r, err := mem.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: fmt.Sprintf("writer-%d", i), Provider: "autopilot", SystemPrompt: "You are a mysis."})
-		if err != nil {
-			return fmt.Errorf("create writer: %w", err)
-		}
-		writerIDs = append(writerIDs, r.GetMysis().GetId())
-	}
-	names := map[string]string{}
-	for i := range o.swarm + o.slow {
-		req := &runnerv1.CreateMysisRequest{Name: fmt.Sprintf("pilot-%d", i), Start: true}
-		if i >= o.swarm {
-			req.Name, req.Provider, req.Model = fmt.Sprintf("slow-%d", i-o.swarm), "openai", "chaos-slow"
-		}
-		r, err := swarms[0].CreateMysis(ctx, req)
-		if err != nil {
-			return fmt.Errorf("create swarm mysis: %w", err)
-		}
-		swarmIDs = append(swarmIDs, r.GetStatus().GetMysis().GetId())
-		names[r.GetStatus().GetMysis().GetId()] = req.Name
-	}
-	startRes := e.resources()
+	c.startRes = e.resources()
 
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	appends := &counters{}
-	ackedKeys := make([][]string, o.writers)
-	for w := range o.writers {
+	c.startAppends(loadCtx, &wg)
+	c.startBroadcasts(loadCtx, &wg)
+	c.began = time.Now()
+	c.sleep(ctx, o.steady)
+	if err := c.faultCycles(ctx); err != nil {
+		stopLoad()
+		wg.Wait()
+		return err
+	}
+	// The slow model needs up to slow-max per reply and a killed runner's myses wait for its lease: give the last
+	// fault time to show progress before the load stops.
+	// A slow-model turn that a broadcast races needs up to three replies (call, discarded answer, kept answer).
+	c.sleep(ctx, 3*o.slowMax+5*time.Second)
+	stopLoad()
+	wg.Wait()
+	c.stopped = time.Now()
+	return c.check(ctx)
+}
+
+// dial connects to the memory service, the bus and the swarm API of both runners; the returned func closes every
+// connection opened, also when dial failed half-way.
+func (c *chaosRun) dial() (func(), error) {
+	var closers []func() error
+	closeAll := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			_ = closers[i]()
+		}
+	}
+	memConn, err := server.Dial(c.e.memAddr, "")
+	if err != nil {
+		return closeAll, err
+	}
+	closers = append(closers, memConn.Close)
+	c.mem = memoryv1.NewMemoryServiceClient(memConn)
+	busConn, err := server.Dial(c.e.busAddr, "")
+	if err != nil {
+		return closeAll, err
+	}
+	closers = append(closers, busConn.Close)
+	c.bus = busv1.NewBusServiceClient(busConn)
+	// The swarm API of both runners: either serves every mysis; the one that is down is skipped.
+	for _, addr := range c.e.runAddrs {
+		conn, err := server.Dial(addr, "")
+		if err != nil {
+			return closeAll, err
+		}
+		closers = append(closers, conn.Close)
+		c.swarms = append(c.swarms, runnerv1.NewSwarmServiceClient(conn))
+	}
+	return closeAll, nil
+}
+
+// createMyses creates the myses: writers (appended to directly), an autopilot swarm and the slow-model myses (run by
+// the replicas, started at once).
+func (c *chaosRun) createMyses(ctx context.Context) error {
+	for i := range c.o.writers {
+		r, err := c.mem.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: fmt.Sprintf("writer-%d", i), Provider: "autopilot", SystemPrompt: "You are a mysis."})
+		if err != nil {
+			return fmt.Errorf("create writer: %w", err)
+		}
+		c.writerIDs = append(c.writerIDs, r.GetMysis().GetId())
+	}
+	for i := range c.o.swarm + c.o.slow {
+		req := &runnerv1.CreateMysisRequest{Name: fmt.Sprintf("pilot-%d", i), Start: true}
+		if i >= c.o.swarm {
+			req.Name, req.Provider, req.Model = fmt.Sprintf("slow-%d", i-c.o.swarm), "openai", "chaos-slow"
+		}
+		r, err := c.swarms[0].CreateMysis(ctx, req)
+		if err != nil {
+			return fmt.Errorf("create swarm mysis: %w", err)
+		}
+		c.swarmIDs = append(c.swarmIDs, r.GetStatus().GetMysis().GetId())
+		c.names[r.GetStatus().GetMysis().GetId()] = req.Name
+	}
+	return nil
+}
+
+// startAppends starts one append loop per writer until loadCtx ends: a steady trickle of appends, each with its own
+// idempotency key, retried until acknowledged; the acknowledged keys are kept for the final check.
+func (c *chaosRun) startAppends(loadCtx context.Context, wg *sync.WaitGroup) {
+	for w := range c.o.writers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := 1; loadCtx.Err() == nil; i++ {
 				key := fmt.Sprintf("chaos:%d:%d", w, i)
-				err := retry(loadCtx, appends, func(c context.Context) error {
-					_, err := mem.AppendMemories(c, &memoryv1.AppendMemoriesRequest{MysisId: writerIDs[w], Memories: []*memoryv1.NewMemory{{
+				err := retry(loadCtx, c.appends, func(cc context.Context) error {
+					_, err := c.mem.AppendMemories(cc, &memoryv1.AppendMemoriesRequest{MysisId: c.writerIDs[w], Memories: []*memoryv1.NewMemory{{
 						Role: memoryv1.Role_ROLE_USER, Source: memoryv1.Source_SOURCE_DIRECT, Content: "order " + key, IdempotencyKey: key}}})
 					return err
 				})
 				if err == nil {
-					ackedKeys[w] = append(ackedKeys[w], key)
+					c.ackedKeys[w] = append(c.ackedKeys[w], key)
 				}
 				time.Sleep(20 * time.Millisecond) // a steady trickle: the check is about loss, not throughput
 			}
 		}()
 	}
-	broadcasts := &counters{}
-	var ackedBroadcasts []string
+}
+
+// startBroadcasts starts the commander's loop until loadCtx ends: a broadcast every -broadcast-every, retried under
+// the same id until acknowledged; the acknowledged ids are kept for the final check.
+func (c *chaosRun) startBroadcasts(loadCtx context.Context, wg *sync.WaitGroup) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for loadCtx.Err() == nil {
 			id := uuid.NewString()
-			if err := retry(loadCtx, broadcasts, func(c context.Context) error {
-				_, err := bus.Broadcast(c, &busv1.BroadcastRequest{BroadcastId: id, Content: "Chaos drill " + id[:8] + ": report and keep mining."})
+			if err := retry(loadCtx, c.broadcasts, func(cc context.Context) error {
+				_, err := c.bus.Broadcast(cc, &busv1.BroadcastRequest{BroadcastId: id, Content: "Chaos drill " + id[:8] + ": report and keep mining."})
 				return err
 			}); err == nil {
-				ackedBroadcasts = append(ackedBroadcasts, id)
+				c.ackedBroadcasts = append(c.ackedBroadcasts, id)
 			}
 			select {
 			case <-loadCtx.Done():
-			case <-time.After(o.broadcastEvery):
+			case <-time.After(c.o.broadcastEvery):
 			}
 		}
 	}()
+}
 
-	var recs []recovery
-	stopCut := &stopAfterKill{}
-	sleep := func(d time.Duration) {
-		select {
-		case <-ctx.Done():
-		case <-time.After(d):
-		}
+// sleep waits d, or less when ctx ends.
+func (c *chaosRun) sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
 	}
-	began := time.Now()
-	sleep(o.steady)
+}
+
+// faultCycles runs every fault in turn (the env's, then the stop after a kill unless under Patroni), with -steady
+// load after each, and repeats the cycle until -duration has passed (once when it is 0).
+func (c *chaosRun) faultCycles(ctx context.Context) error {
 	for round := 1; ctx.Err() == nil; round++ {
-		faults := e.faults()
-		if e.ha == nil {
-			faults = append(faults, stopCut.fault(ctx, e, mem, swarms))
+		faults := c.e.faults()
+		if c.e.ha == nil {
+			faults = append(faults, c.stopCut.fault(ctx, c.e, c.mem, c.swarms))
 		}
 		for _, f := range faults {
 			if ctx.Err() != nil {
 				break
 			}
 			name := f.name
-			if o.duration > 0 {
+			if c.o.duration > 0 {
 				name = fmt.Sprintf("#%d %s", round, f.name)
 			}
-			log.Info("fault", "what", name)
-			t0 := time.Now()
-			if err := f.do(); err != nil {
-				stopLoad()
-				wg.Wait()
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			// Recovery counts from the moment the component is back (restarted), not from the fault.
-			back := time.Now()
-			ra, okA := appends.firstOKAfter(ctx, back, 90*time.Second)
-			rb, okB := broadcasts.firstOKAfter(ctx, back, 90*time.Second)
-			recs = append(recs, recovery{fault: name, began: t0, back: back, outage: back.Sub(t0), appends: ra, bcasts: rb, appendOK: okA, bcastOK: okB})
-			if f.then != nil {
-				if err := f.then(); err != nil {
-					stopLoad()
-					wg.Wait()
-					return fmt.Errorf("%s: %w", name, err)
-				}
-			}
-			sleep(o.steady)
-		}
-		if time.Since(began) >= o.duration {
-			break
-		}
-	}
-	// The slow model needs up to slow-max per reply and a killed runner's myses wait for its lease: give the last
-	// fault time to show progress before the load stops.
-	// A slow-model turn that a broadcast races needs up to three replies (call, discarded answer, kept answer).
-	sleep(3*o.slowMax + 5*time.Second)
-	stopLoad()
-	wg.Wait()
-	stopped := time.Now()
-
-	var report strings.Builder
-	fail := false
-	failf := func(format string, args ...any) {
-		fail = true
-		fmt.Fprintf(&report, "FAIL: "+format+"\n", args...)
-	}
-
-	// No mysis may be left ERRORED by a fault: the runner retries a failed turn after a back-off.
-	errored := 0
-	for _, id := range swarmIDs {
-		st, err := stateOf(ctx, swarms, id)
-		if err != nil {
-			failf("state of %s: %v", names[id], err)
-			continue
-		}
-		if st == memoryv1.MysisState_MYSIS_STATE_ERRORED {
-			errored++
-			failf("%s is ERRORED at the end of the load", names[id])
-		}
-	}
-	fmt.Fprintf(&report, "== myses ERRORED at the end of the load: %d of %d\n", errored, len(swarmIDs))
-
-	// Stop every mysis: a stop is honoured at a safe point (after the current LLM call or tool, the calls not
-	// started answered "not executed"), so once they have settled every call must have exactly one result.
-	for _, id := range swarmIDs {
-		if err := stopMysis(ctx, swarms, id); err != nil {
-			failf("stop %s: %v", names[id], err)
-		}
-	}
-	histories, unanswered, err := settle(ctx, mem, swarmIDs, o.slowMax+20*time.Second)
-	if err != nil {
-		return err
-	}
-	endRes := e.resources()
-	// ZOEA_NATS_REPLICAS=3: every stream and bucket must be R3, or losing one node loses what it held.
-	if reps, err := e.replicas(ctx); err != nil {
-		failf("read the streams' replicas: %v", err)
-	} else {
-		var parts []string
-		for name, r := range reps {
-			parts = append(parts, fmt.Sprintf("%s R%d", name, r))
-			if r != 3 {
-				failf("stream %s has %d replica(s) with ZOEA_NATS_REPLICAS=3", name, r)
-			}
-		}
-		sort.Strings(parts)
-		fmt.Fprintf(&report, "== NATS: 3 nodes; %s\n", strings.Join(parts, ", "))
-	}
-
-	autopilot := map[string][]*memoryv1.Memory{}
-	for id, ms := range histories {
-		if !strings.HasPrefix(names[id], "slow-") {
-			autopilot[id] = ms
-		}
-	}
-	fmt.Fprintf(&report, "\n== recovery (component back after \"down\"; then the first acknowledged append / broadcast; then every mysis's first stored model reply)\n")
-	for _, r := range recs {
-		// Progress after a fault may come after the next fault too (a slow-model reply takes 20–30 s, faults come
-		// every few seconds): it is measured until the stop, and none at all fails.
-		prog, slowest, never := progressAfter(histories, r.back, stopped)
-		sinceFault, _, _ := progressAfter(histories, r.began, stopped)
-		gap, gapID := playGap(histories, r.began, stopped)
-		pilotGap, pilotID := playGap(autopilot, r.began, stopped)
-		fmt.Fprintf(&report, "%-44s down %-8s append %-8s broadcast %-8s progress %-8s (slowest: %s; %s after the fault); largest play gap across the fault: autopilot %s (%s), any %s (%s)\n", r.fault, r.outage.Round(10*time.Millisecond),
-			okDur(r.appends, r.appendOK), okDur(r.bcasts, r.bcastOK), okDur(prog, len(never) == 0), names[slowest], okDur(sinceFault, len(never) == 0),
-			pilotGap.Round(10*time.Millisecond), names[pilotID], gap.Round(10*time.Millisecond), names[gapID])
-		if !r.appendOK || !r.bcastOK {
-			failf("%s: no acknowledged append or broadcast within 90s of the component's return", r.fault)
-		}
-		for _, id := range never {
-			failf("%s: %s stored no model reply after the fault", r.fault, names[id])
-		}
-	}
-
-	lost, dups, gaps, stored := 0, 0, 0, 0
-	for w, id := range writerIDs {
-		ms, err := allMemories(ctx, mem, id)
-		if err != nil {
-			return err
-		}
-		seen := map[string]int{}
-		for i, m := range ms {
-			if m.GetSeq() != int64(i+1) {
-				gaps++
-			}
-			if k := m.GetIdempotencyKey(); strings.HasPrefix(k, "chaos:") {
-				seen[k]++
-				stored++
-			}
-		}
-		for _, k := range ackedKeys[w] {
-			if seen[k] == 0 {
-				lost++
-			}
-		}
-		for _, n := range seen {
-			if n > 1 {
-				dups += n - 1
-			}
-		}
-	}
-	totalAcked := 0
-	for _, ks := range ackedKeys {
-		totalAcked += len(ks)
-	}
-	// stored may exceed acknowledged by the appends in flight when the load stopped (stored, answer not awaited).
-	fmt.Fprintf(&report, "== appends: acknowledged %d, stored %d (≥ acknowledged: in flight at the stop), lost %d, duplicates %d, seq gaps %d, retries %d\n", totalAcked, stored, lost, dups, gaps, appends.retries)
-	fmt.Fprintf(&report, "== failed attempts by gRPC code: appends %s; broadcasts %s\n", appends.codeList(), broadcasts.codeList())
-	if e.ha != nil && appends.unclear()+broadcasts.unclear() > 0 {
-		failf("a Postgres failover must read as Unavailable to clients: appends %s; broadcasts %s", appends.codeList(), broadcasts.codeList())
-	}
-	// What the services themselves were told: every gRPC error the runners, the bus and the composer logged.
-	logged, err := e.loggedCodes()
-	if err != nil {
-		failf("read the services' logs: %v", err)
-	}
-	fmt.Fprintf(&report, "== gRPC errors in the runners', bus's and composer's logs, by code: %s\n", codeCounts(logged))
-	if e.ha != nil && logged["Internal"]+logged["Unknown"] > 0 {
-		failf("a Postgres failover must read as Unavailable to the services: %s", codeCounts(logged))
-	}
-	if lost > 0 || dups > 0 || gaps > 0 {
-		failf("appends lost %d, duplicated %d, seq gaps %d", lost, dups, gaps)
-	}
-
-	// Every acknowledged broadcast reaches every mysis exactly once (deliveries are asynchronous: wait for them).
-	allIDs := append(append([]string(nil), writerIDs...), swarmIDs...)
-	var bLost, bDups int
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		bLost, bDups = 0, 0
-		for _, id := range allIDs {
-			ms, err := allMemories(ctx, mem, id)
-			if err != nil {
+			if err := c.inject(ctx, name, f); err != nil {
 				return err
 			}
-			got := map[string]int{}
-			for _, m := range ms {
-				if b := m.GetBroadcastId(); b != "" {
-					got[b]++
-				}
-			}
-			for _, b := range ackedBroadcasts {
-				switch n := got[b]; {
-				case n == 0:
-					bLost++
-				case n > 1:
-					bDups += n - 1
-				}
-			}
+			c.sleep(ctx, c.o.steady)
 		}
-		if bLost == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+		if time.Since(c.began) >= c.o.duration {
 			break
 		}
-		time.Sleep(time.Second)
 	}
-	fmt.Fprintf(&report, "== broadcasts: acknowledged %d × %d myses, missing deliveries %d, duplicate deliveries %d, retries %d\n",
-		len(ackedBroadcasts), len(allIDs), bLost, bDups, broadcasts.retries)
-	if bLost > 0 || bDups > 0 {
-		failf("broadcast deliveries missing %d, duplicated %d", bLost, bDups)
-	}
+	return nil
+}
 
-	// The swarm's histories: gapless, each idempotency key once, every tool call answered exactly once.
-	sGaps, sDupKeys, calls, twice, finals, slowReplies, largest := 0, 0, 0, 0, 0, 0, 0
-	for _, id := range swarmIDs {
-		ms := histories[id]
-		keys, answered := map[string]bool{}, map[string]int{}
-		for i, m := range ms {
-			if m.GetSeq() != int64(i+1) {
-				sGaps++
-			}
-			if k := m.GetIdempotencyKey(); k != "" {
-				if keys[k] {
-					sDupKeys++
-				}
-				keys[k] = true
-			}
-			switch m.GetRole() {
-			case memoryv1.Role_ROLE_TOOL:
-				answered[m.GetToolCallId()]++
-			case memoryv1.Role_ROLE_ASSISTANT:
-				size := len(m.GetContent()) + len(m.GetReasoning())
-				for _, c := range m.GetToolCalls() {
-					size += len(c.GetArgumentsJson())
-				}
-				largest = max(largest, size)
-				calls += len(m.GetToolCalls())
-				if len(m.GetToolCalls()) == 0 {
-					finals++
-				}
-				if strings.HasPrefix(names[id], "slow-") {
-					slowReplies++
-				}
-			}
-		}
-		for _, n := range answered {
-			if n > 1 {
-				twice += n - 1
-			}
+// inject runs one fault and records its recovery: the outage, then from the moment the component is back (not from
+// the fault) the first acknowledged append and broadcast; then the fault's follow-up, if any.
+func (c *chaosRun) inject(ctx context.Context, name string, f fault) error {
+	c.log.Info("fault", "what", name)
+	t0 := time.Now()
+	if err := f.do(); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	back := time.Now()
+	ra, okA := c.appends.firstOKAfter(ctx, back, 90*time.Second)
+	rb, okB := c.broadcasts.firstOKAfter(ctx, back, 90*time.Second)
+	c.recs = append(c.recs, recovery{fault: name, began: t0, back: back, outage: back.Sub(t0), appends: ra, bcasts: rb, appendOK: okA, bcastOK: okB})
+	if f.then != nil {
+		if err := f.then(); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
-	// A call whose result could not be stored (the database was away) is answered "unknown" once, never re-run.
-	unknown := 0
-	for _, id := range swarmIDs {
-		for _, m := range histories[id] {
-			if m.GetRole() == memoryv1.Role_ROLE_TOOL && strings.Contains(m.GetContent(), "the result of this call is unknown") {
-				unknown++
-			}
-		}
-	}
-	fmt.Fprintf(&report, "== tool calls cut by a fault and answered \"result unknown\" (not run again): %d\n", unknown)
-	stopCut.report(&report, failf)
-	nUnanswered := 0
-	for id, cs := range unanswered {
-		nUnanswered += len(cs)
-		failf("%s: calls left without a result after the stop: %s", names[id], strings.Join(cs, ", "))
-	}
-	fmt.Fprintf(&report, "== swarm: %d myses (%d autopilot, %d on the slow model) over 2 replicas, %d final replies, %d tool calls: unanswered %d, answered twice %d; seq gaps %d, duplicate keys %d\n",
-		len(swarmIDs), o.swarm, o.slow, finals, calls, nUnanswered, twice, sGaps, sDupKeys)
-	if sGaps > 0 || sDupKeys > 0 || twice > 0 || finals == 0 {
-		failf("swarm histories: seq gaps %d, duplicate keys %d, calls answered twice %d, final replies %d", sGaps, sDupKeys, twice, finals)
-	}
-	fmt.Fprintf(&report, "== largest stored model reply: %d bytes (content, reasoning and arguments; the slow model wrote 5 MB answers: %v)\n", largest, o.huge)
-	if largest > 3*chat.MaxReplyBytes {
-		failf("a stored reply holds %d bytes, more than its three bounded fields (%d each) allow", largest, chat.MaxReplyBytes)
-	}
-	// Paid replies thrown away: the runner records every successful call, and a reply it did not keep (a final
-	// answer a broadcast raced, issue 26) is a call with no stored memory. At most one per turn.
-	discarded, slowFinals := 0, 0
-	for _, id := range swarmIDs {
-		if !strings.HasPrefix(names[id], "slow-") {
-			continue
-		}
-		u, err := usageOf(ctx, swarms, id)
-		if err != nil {
-			failf("usage of %s: %v", names[id], err)
-			continue
-		}
-		replies, finalsOf := 0, 0
-		for _, m := range histories[id] {
-			if m.GetRole() == memoryv1.Role_ROLE_ASSISTANT && m.GetSource() == memoryv1.Source_SOURCE_LLM {
-				replies++
-				if len(m.GetToolCalls()) == 0 {
-					finalsOf++
-				}
-			}
-		}
-		d := int(u.GetCalls()-u.GetFailedCalls()) - replies
-		discarded += d
-		slowFinals += finalsOf
-		// A turn ends with a final answer, or is cut by a fault (at most one per fault) or by the final stop.
-		if turns := finalsOf + len(recs) + 1; d > turns {
-			failf("%s: %d paid replies discarded in at most %d turns: more than one per turn", names[id], d, turns)
-		}
-	}
-	served, cut := model.counts()
-	fmt.Fprintf(&report, "== slow model: %d replies served in full (%d requests cut by a kill or a stop), %d stored (%d final answers); %d recorded and discarded because a broadcast raced them (at most one between two final answers of the mysis, across owners)\n",
-		served, cut, slowReplies, slowFinals, discarded)
-	if o.slow > 0 && slowReplies == 0 {
-		failf("no slow-model mysis stored a reply")
-	}
-
-	fmt.Fprintf(&report, "== processes (RSS MiB / OS threads / open files), at the start → at the end (%s of load)\n", time.Since(began).Round(time.Second))
-	procNames := make([]string, 0, len(endRes))
-	for n := range endRes {
-		procNames = append(procNames, n)
-	}
-	sort.Strings(procNames)
-	for _, n := range procNames {
-		fmt.Fprintf(&report, "%-16s %s → %s\n", n, startRes[n], endRes[n])
-	}
-	fmt.Fprintf(&report, "(goroutines: the services expose no runtime metrics endpoint; OS threads from /proc are shown instead)\n")
-
-	fmt.Print(report.String())
-	if fail {
-		return errors.New("a check failed: see the report above")
-	}
-	fmt.Println("== PASS: every acknowledged write stored exactly once, every call answered once, every mysis progressed after every fault")
 	return nil
 }
 
