@@ -144,6 +144,10 @@ func testUsage(t *testing.T, c memoryv1.MemoryServiceClient) {
 // counted in it.
 func testSpend(t *testing.T, c memoryv1.MemoryServiceClient) {
 	ctx := ctxT(t)
+	// A day after the other usage cases' calls: the swarm's counters hold each shard's newest window, so a call of
+	// an earlier case an hour later than this case's (another mysis in the same shard, 1 in 16) would make this
+	// case's hour the older one, and the swarm's count of it could then fall below this mysis's own.
+	t0 := t0.Add(24 * time.Hour)
 	m := newMysis(t, c, uniqueName("spend"))
 	record(t, c, m.GetId(), llmCall("openai", "m1", 100, 20, 500, t0), llmCall("openai", "m1", 20, 10, 100, t0.Add(time.Hour)))
 	record(t, c, m.GetId(), llmCall("openai", "m1", 1000, 0, 9, t0)) // late: the hour has moved on, the day has not
@@ -182,12 +186,12 @@ func testSpend(t *testing.T, c memoryv1.MemoryServiceClient) {
 		}
 		return fmt.Sprint(out)
 	}
-	if got := counts(sp.GetMysis()); got != "[1@03T05:00:30/100 2@03T00:00:1150/609 3@-:1150/609]" {
-		t.Errorf("the mysis's counts at t0+70m = %s, want [1@03T05:00:30/100 2@03T00:00:1150/609 3@-:1150/609]", got)
+	if got := counts(sp.GetMysis()); got != "[1@04T05:00:30/100 2@04T00:00:1150/609 3@-:1150/609]" {
+		t.Errorf("the mysis's counts at t0+70m = %s, want [1@04T05:00:30/100 2@04T00:00:1150/609 3@-:1150/609]", got)
 	}
 	if sp, err := c.GetSpend(ctx, &memoryv1.GetSpendRequest{MysisId: m.GetId(), At: timestamppb.New(t0)}); err != nil ||
-		counts(sp.GetMysis()) != "[1@03T04:00:0/0 2@03T00:00:1150/609 3@-:1150/609]" {
-		t.Errorf("the mysis's counts at t0 = %s, %v; want the past hour uncounted: [1@03T04:00:0/0 2@03T00:00:1150/609 3@-:1150/609]", counts(sp.GetMysis()), err)
+		counts(sp.GetMysis()) != "[1@04T04:00:0/0 2@04T00:00:1150/609 3@-:1150/609]" {
+		t.Errorf("the mysis's counts at t0 = %s, %v; want the past hour uncounted: [1@04T04:00:0/0 2@04T00:00:1150/609 3@-:1150/609]", counts(sp.GetMysis()), err)
 	}
 	if len(sp.GetSwarm()) != 3 {
 		t.Fatalf("swarm counts = %v, want hour, day and total", sp.GetSwarm())
