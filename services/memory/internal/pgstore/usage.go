@@ -21,6 +21,23 @@ const swarmShards = 16
 // swarm's per shard) and the spend counters current, in one statement: the data-modifying CTEs run exactly once whether or not the final SELECT reads them, and only calls that were new
 // (not a retried call_id) reach the totals and counters. Per window only the newest window's calls are added; a
 // row of an older window restarts at them.
+// addUsageSums adds an insert's sums to an existing rollup row (aliased r): the per-mysis and the swarm rollups
+// keep the same columns.
+const addUsageSums = `
+		calls = r.calls + excluded.calls,
+		failed_calls = r.failed_calls + excluded.failed_calls,
+		prompt_tokens = r.prompt_tokens + excluded.prompt_tokens,
+		cached_prompt_tokens = r.cached_prompt_tokens + excluded.cached_prompt_tokens,
+		completion_tokens = r.completion_tokens + excluded.completion_tokens,
+		reasoning_tokens = r.reasoning_tokens + excluded.reasoning_tokens,
+		composed_tokens = r.composed_tokens + excluded.composed_tokens,
+		latency_ms = r.latency_ms + excluded.latency_ms,
+		retries = r.retries + excluded.retries,
+		cost_nanos = r.cost_nanos + excluded.cost_nanos,
+		first_call_at = least(r.first_call_at, excluded.first_call_at),
+		last_call_at = greatest(r.last_call_at, excluded.last_call_at)
+`
+
 const recordCallsSQL = `
 WITH c AS (
 	INSERT INTO llm_calls (call_id, mysis_id, memory_seq, started_at, provider, model, prompt_tokens,
@@ -69,18 +86,7 @@ WITH c AS (
 		(2::smallint, date_trunc('day', c.started_at, 'UTC'))) AS s(span, start)
 	GROUP BY c.mysis_id, s.span, s.start, c.provider, c.model
 	ON CONFLICT (mysis_id, span, start, provider, model) DO UPDATE SET
-		calls = r.calls + excluded.calls,
-		failed_calls = r.failed_calls + excluded.failed_calls,
-		prompt_tokens = r.prompt_tokens + excluded.prompt_tokens,
-		cached_prompt_tokens = r.cached_prompt_tokens + excluded.cached_prompt_tokens,
-		completion_tokens = r.completion_tokens + excluded.completion_tokens,
-		reasoning_tokens = r.reasoning_tokens + excluded.reasoning_tokens,
-		composed_tokens = r.composed_tokens + excluded.composed_tokens,
-		latency_ms = r.latency_ms + excluded.latency_ms,
-		retries = r.retries + excluded.retries,
-		cost_nanos = r.cost_nanos + excluded.cost_nanos,
-		first_call_at = least(r.first_call_at, excluded.first_call_at),
-		last_call_at = greatest(r.last_call_at, excluded.last_call_at)
+` + addUsageSums + `
 	RETURNING 1
 ), swarm AS (
 	INSERT INTO llm_usage_swarm_rollup AS r (span, start, provider, model, shard, calls, failed_calls, prompt_tokens,
@@ -98,18 +104,7 @@ WITH c AS (
 	-- One order for every writer, so two writers of one shard lock its rows in the same order.
 	ORDER BY s.span, s.start, c.provider, c.model
 	ON CONFLICT (span, start, provider, model, shard) DO UPDATE SET
-		calls = r.calls + excluded.calls,
-		failed_calls = r.failed_calls + excluded.failed_calls,
-		prompt_tokens = r.prompt_tokens + excluded.prompt_tokens,
-		cached_prompt_tokens = r.cached_prompt_tokens + excluded.cached_prompt_tokens,
-		completion_tokens = r.completion_tokens + excluded.completion_tokens,
-		reasoning_tokens = r.reasoning_tokens + excluded.reasoning_tokens,
-		composed_tokens = r.composed_tokens + excluded.composed_tokens,
-		latency_ms = r.latency_ms + excluded.latency_ms,
-		retries = r.retries + excluded.retries,
-		cost_nanos = r.cost_nanos + excluded.cost_nanos,
-		first_call_at = least(r.first_call_at, excluded.first_call_at),
-		last_call_at = greatest(r.last_call_at, excluded.last_call_at)
+` + addUsageSums + `
 	RETURNING 1
 ), win AS (
 	SELECT DISTINCT ON (w.win) w.win, w.start, sum(c.prompt_tokens + c.completion_tokens) AS tokens,
