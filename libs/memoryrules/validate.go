@@ -470,8 +470,8 @@ func ValidateUsage(mysisIDs []string, from, to time.Time, pageSize int) ([]strin
 const MaxTop = 100
 
 // ValidateTop checks a top-by-cost usage query (top 0: none): 1…MaxTop, myses only (byMysis), one page (no page
-// size, no page token).
-func ValidateTop(top int, byMysis bool, pageSize int, pageToken string) error {
+// size, not a later page: paged).
+func ValidateTop(top int, byMysis bool, pageSize int, paged bool) error {
 	if top == 0 {
 		return nil
 	}
@@ -482,7 +482,7 @@ func ValidateTop(top int, byMysis bool, pageSize int, pageToken string) error {
 		return errs.InvalidField("top", "only ranks myses: set group_by to mysis")
 	case pageSize != 0:
 		return errs.InvalidField("page_size", "a top-by-cost query has one page of top rows: leave page_size unset")
-	case pageToken != "":
+	case paged:
 		return errs.InvalidField("page_token", "a top-by-cost query has one page")
 	}
 	return nil

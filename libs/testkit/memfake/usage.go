@@ -151,7 +151,7 @@ func (f *Fake) GetUsage(_ context.Context, req *memoryv1.GetUsageRequest) (*memo
 		return nil, err
 	}
 	top := int(req.GetTop())
-	if err := rules.ValidateTop(top, group == memoryv1.UsageGroup_USAGE_GROUP_MYSIS, int(req.GetPageSize()), req.GetPageToken()); err != nil {
+	if err := rules.ValidateTop(top, group == memoryv1.UsageGroup_USAGE_GROUP_MYSIS, int(req.GetPageSize()), req.GetPageToken() != ""); err != nil {
 		return nil, err
 	}
 	var total totals

@@ -39,7 +39,7 @@ func (s *Server) RecordLlmCalls(ctx context.Context, req *memoryv1.RecordLlmCall
 // GetUsage implements MemoryService.GetUsage.
 func (s *Server) GetUsage(ctx context.Context, req *memoryv1.GetUsageRequest) (*memoryv1.GetUsageResponse, error) {
 	q := memory.UsageQuery{MysisIDs: req.GetMysisIds(), PageSize: int(req.GetPageSize()), Top: int(req.GetTop())}
-	if err := rules.ValidateTop(q.Top, req.GetGroupBy() == memoryv1.UsageGroup_USAGE_GROUP_MYSIS, q.PageSize, req.GetPageToken()); err != nil {
+	if err := rules.ValidateTop(q.Top, req.GetGroupBy() == memoryv1.UsageGroup_USAGE_GROUP_MYSIS, q.PageSize, req.GetPageToken() != ""); err != nil {
 		return nil, err
 	}
 	if req.From != nil {

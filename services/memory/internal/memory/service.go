@@ -366,12 +366,8 @@ func (s *Service) GetUsage(ctx context.Context, q UsageQuery) (Usage, error) {
 		return Usage{}, err
 	}
 	if q.Top != 0 {
-		// The page size was defaulted above; a top query's page is its top rows.
-		after := ""
-		if q.AfterName != "" {
-			after = "set"
-		}
-		if err := rules.ValidateTop(q.Top, q.GroupBy == GroupMysis, 0, after); err != nil {
+		// The page size was defaulted above (the transport checks the one asked for); a top query's page is its top rows.
+		if err := rules.ValidateTop(q.Top, q.GroupBy == GroupMysis, 0, q.AfterName != ""); err != nil {
 			return Usage{}, err
 		}
 		q.PageSize = q.Top
