@@ -142,6 +142,9 @@ var suites = map[Capability][]struct {
 		{"RecordLlmCalls", testRecordLlmCalls},
 		{"Usage", testUsage},
 		{"Spend", testSpend},
+		// After Spend: these record calls of today, which would move a shared swarm shard's windows past Spend's.
+		{"TopRanks", testUsageTopRanks},
+		{"TopRejects", testUsageTopRejects},
 	},
 }
 

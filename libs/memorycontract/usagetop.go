@@ -10,15 +10,6 @@ import (
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 )
 
-// RunUsageTop runs the contract of GetUsage's top myses by cost (GetUsageRequest.top) against an implementation
-// of GetUsage and RecordLlmCalls (it needs Myses to create the myses it records calls for). It is apart from Run
-// so that an implementation without usage does not claim it.
-func RunUsageTop(t *testing.T, dial func(t *testing.T) memoryv1.MemoryServiceClient) {
-	t.Helper()
-	t.Run("UsageTop/Ranks", func(t *testing.T) { testUsageTopRanks(t, dial(t)) })
-	t.Run("UsageTop/Rejects", func(t *testing.T) { testUsageTopRejects(t, dial(t)) })
-}
-
 // testUsageTopRanks: the top myses of a selection come highest cost first, equal costs in name order, in one
 // response without a next page, and the total still sums the whole selection.
 func testUsageTopRanks(t *testing.T, c memoryv1.MemoryServiceClient) {

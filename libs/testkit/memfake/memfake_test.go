@@ -16,9 +16,6 @@ func TestContract(t *testing.T) {
 	memorycontract.Run(t, func(t *testing.T) memoryv1.MemoryServiceClient {
 		return memoryv1.NewMemoryServiceClient(dial(t, memfake.Start(t)))
 	}, memorycontract.All...)
-	memorycontract.RunUsageTop(t, func(t *testing.T) memoryv1.MemoryServiceClient {
-		return memoryv1.NewMemoryServiceClient(dial(t, memfake.Start(t)))
-	})
 }
 
 func dial(t *testing.T, f *memfake.Fake) *grpc.ClientConn {
