@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,7 +23,7 @@ import (
 const defaultWebListen = "127.0.0.1:7200"
 
 func webCmd(ep *endpoints) *cobra.Command {
-	var listen string
+	var listen, reach string
 	var check bool
 	cmd := &cobra.Command{
 		Use:   "web",
@@ -32,7 +33,8 @@ runner, bus and memory services, the ones zoea tui uses. Log in with the swarm's
 ZOEA_ADMIN_TOKEN); when none is set, web makes up a one-time login token and prints it here. The browser keeps a
 session cookie only (HttpOnly, SameSite=Strict); every change is a form checked for its origin and CSRF token.
 Listening beyond this machine (--listen 0.0.0.0:7200) is for a cluster: put TLS in front (an Ingress or proxy).
-docs/CONSOLE.md describes the pages.`,
+When browsers reach the console at another address than --listen (a container's port published on the host, an
+Ingress), give it as --url: web prints that address instead. docs/CONSOLE.md describes the pages.`,
 		Args: noArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if check {
@@ -47,10 +49,16 @@ docs/CONSOLE.md describes the pages.`,
 			if err != nil {
 				return fmt.Errorf("--listen %s: %w", listen, err)
 			}
-			return serveWeb(cmd.Context(), ln, c.backend(), ep.adminToken(), ep.timeout, cmd.OutOrStdout(), "web console")
+			if reach != "" {
+				if err := checkWebURL(reach); err != nil {
+					return err
+				}
+			}
+			return serveWeb(cmd.Context(), ln, reach, c.backend(), ep.adminToken(), ep.timeout, cmd.OutOrStdout(), "web console")
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", envOr("ZOEA_WEB_LISTEN", defaultWebListen), "address to serve the console on (host:port)")
+	cmd.Flags().StringVar(&reach, "url", envOr("ZOEA_WEB_URL", ""), "address browsers reach the console at, when it is not --listen (e.g. http://127.0.0.1:7200/ for a published container port)")
 	cmd.Flags().BoolVar(&check, "check", false, "only check that a console serves on --listen (a container's health check), and exit")
 	return cmd
 }
@@ -60,9 +68,9 @@ func (c *clients) backend() backend.GRPC {
 	return backend.GRPC{Swarm: c.swarm, Bus: c.bus, Memory: c.memory}
 }
 
-// serveWeb serves the console on ln until ctx ends. With no admin token it makes up a login token and prints it: the
-// only place it is ever shown.
-func serveWeb(ctx context.Context, ln net.Listener, b backend.Backend, token string, timeout time.Duration, out io.Writer, what string) error {
+// serveWeb serves the console on ln until ctx ends, announcing it at reach (the address browsers use) when that is set.
+// With no admin token it makes up a login token and prints it: the only place it is ever shown.
+func serveWeb(ctx context.Context, ln net.Listener, reach string, b backend.Backend, token string, timeout time.Duration, out io.Writer, what string) error {
 	note := "log in with the swarm's admin token"
 	if token == "" {
 		token = oneTimeToken()
@@ -73,10 +81,8 @@ func serveWeb(ctx context.Context, ln net.Listener, b backend.Backend, token str
 	defer cancel()
 	go srv.Run(ctx)
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	addr := ln.Addr().(*net.TCPAddr)
-	fmt.Fprintf(out, "%s: http://%s/ (%s)\n", what, ln.Addr(), note)
-	if !addr.IP.IsLoopback() {
-		fmt.Fprintf(out, "%s: listening beyond this machine on %s: put TLS in front of it (an Ingress or a reverse proxy)\n", what, ln.Addr())
+	for _, line := range webBanner(what, ln.Addr().(*net.TCPAddr), reach, note) {
+		fmt.Fprintln(out, line)
 	}
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
@@ -89,6 +95,43 @@ func serveWeb(ctx context.Context, ln net.Listener, b backend.Backend, token str
 	defer scancel()
 	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return err
+	}
+	return nil
+}
+
+// webBanner is what the console says when it starts: where to open it, and a warning when it is reachable beyond this
+// machine without TLS in front. A reach address on loopback (a container's port published on the host's loopback)
+// or over https (an Ingress with TLS) needs no warning, whatever the listener inside the container is bound to.
+func webBanner(what string, addr *net.TCPAddr, reach, note string) []string {
+	if reach == "" {
+		lines := []string{fmt.Sprintf("%s: http://%s/ (%s)", what, addr, note)}
+		if !addr.IP.IsLoopback() {
+			lines = append(lines, fmt.Sprintf("%s: listening beyond this machine on %s: put TLS in front of it (an Ingress or a reverse proxy)", what, addr))
+		}
+		return lines
+	}
+	lines := []string{fmt.Sprintf("%s: %s (listening on %s; %s)", what, reach, addr, note)}
+	u, err := url.Parse(reach)
+	if addr.IP.IsLoopback() || (err == nil && (u.Scheme == "https" || isLoopbackHost(u.Hostname()))) {
+		return lines
+	}
+	return append(lines, fmt.Sprintf("%s: reachable beyond this machine at %s without TLS: put TLS in front of it (an Ingress or a reverse proxy)", what, reach))
+}
+
+// isLoopbackHost: localhost or a loopback IP.
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// checkWebURL refuses a --url a browser could not open, naming the flag.
+func checkWebURL(reach string) error {
+	u, err := url.Parse(reach)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--url %q: give the address browsers open, such as http://127.0.0.1:7200/", reach)
 	}
 	return nil
 }

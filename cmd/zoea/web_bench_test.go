@@ -69,7 +69,9 @@ func BenchmarkWebConsoleSwarm(b *testing.B) {
 	}
 	wctx, wcancel := context.WithCancel(ctx)
 	served := make(chan error, 1)
-	go func() { served <- serveWeb(wctx, ln, c.backend(), token, 60*time.Second, io.Discard, "web console") }()
+	go func() {
+		served <- serveWeb(wctx, ln, "", c.backend(), token, 60*time.Second, io.Discard, "web console")
+	}()
 	b.Cleanup(func() { wcancel(); <-served })
 	base := "http://" + ln.Addr().String()
 
