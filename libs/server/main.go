@@ -25,17 +25,24 @@ func Subcommand(service string, args []string, known ...string) (cmd string, res
 	return cmd, rest, nil
 }
 
-// Start is what every service's Main does before Run: the JSON logger at level on stderr (also slog's default), the
-// version and the configuration logged (secrets masked, config.Log), and telemetry (OTLP when configured,
-// telemetry.Setup). stop flushes and ends telemetry; call it when Run returns.
-func Start(ctx context.Context, service, version string, level slog.Leveler, cfg any) (log *slog.Logger, stop func(), err error) {
-	log = NewLogger(os.Stderr, level)
+// Start is what every service's Main does before Run: the JSON logger at sc.LogLevel on stderr (also slog's
+// default), the version and the configuration cfg logged (secrets masked, config.Log), the debug listener when
+// sc.DebugAddr is set (ServeDebug: pprof on loopback; a non-loopback address is an error naming ZOEA_DEBUG_ADDR), and
+// telemetry (OTLP when configured, telemetry.Setup). stop closes the debug listener and flushes and ends telemetry;
+// call it when Run returns.
+func Start(ctx context.Context, service, version string, sc Config, cfg any) (log *slog.Logger, stop func(), err error) {
+	log = NewLogger(os.Stderr, sc.LogLevel)
 	slog.SetDefault(log)
 	log.Info(service, "version", version)
 	config.Log(log, service+" starting", cfg)
-	stop, err = telemetry.Setup(ctx, service, version, log)
+	_, stopDebug, err := ServeDebug(sc.DebugAddr, log)
 	if err != nil {
+		return nil, nil, err
+	}
+	stopTelemetry, err := telemetry.Setup(ctx, service, version, log)
+	if err != nil {
+		stopDebug()
 		return nil, nil, fmt.Errorf("telemetry: %w", err)
 	}
-	return log, stop, nil
+	return log, func() { stopTelemetry(); stopDebug() }, nil
 }

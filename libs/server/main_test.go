@@ -40,7 +40,7 @@ func TestStart(t *testing.T) {
 	t.Setenv("OTEL_SDK_DISABLED", "true")
 	before := slog.Default()
 	t.Cleanup(func() { slog.SetDefault(before) })
-	log, stop, err := server.Start(context.Background(), "svc", "v1", slog.LevelWarn, struct{ Addr string }{":1"})
+	log, stop, err := server.Start(context.Background(), "svc", "v1", server.Config{LogLevel: slog.LevelWarn}, struct{ Addr string }{":1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,6 +33,9 @@ type Config struct {
 	ShutdownTimeout time.Duration `env:"ZOEA_SHUTDOWN_TIMEOUT" envDefault:"10s"`
 	// LogLevel is the least severe level logged (NewLogger): debug, info, warn or error.
 	LogLevel slog.Level `env:"ZOEA_LOG_LEVEL" envDefault:"info"`
+	// DebugAddr is the loopback address of the debug listener (net/http/pprof, ServeDebug) that Start opens; empty,
+	// the default, opens none. A non-loopback address is refused (CheckDebugAddr).
+	DebugAddr string `env:"ZOEA_DEBUG_ADDR"`
 }
 
 // Check is one readiness condition, e.g. "postgres answers a ping".

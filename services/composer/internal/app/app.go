@@ -131,7 +131,7 @@ func Main(ctx context.Context, args []string, version string) error {
 	// The pool is process-wide (grpc-go asks for it to be set before any server or connection exists), so the
 	// process's entry sets it, not Run, which tests call beside their own connections.
 	experimental.SetDefaultBufferPool(bufpool.New())
-	log, stop, err := server.Start(ctx, "composer", version, cfg.Server.LogLevel, cfg)
+	log, stop, err := server.Start(ctx, "composer", version, cfg.Server, cfg)
 	if err != nil {
 		return err
 	}

@@ -84,7 +84,7 @@ func serve(ctx context.Context, cfg Config, args []string, version string) error
 		return err
 	}
 	cfg.MigrateOnStart = *migrateFlag
-	log, stop, err := server.Start(ctx, "memory", version, cfg.Server.LogLevel, cfg)
+	log, stop, err := server.Start(ctx, "memory", version, cfg.Server, cfg)
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ func Main(ctx context.Context, args []string, version string) error {
 	if cmd == "healthcheck" {
 		return server.Healthcheck(ctx, cfg.Server.ListenAddr)
 	}
-	log, stop, err := server.Start(ctx, "runner", version, cfg.Server.LogLevel, cfg)
+	log, stop, err := server.Start(ctx, "runner", version, cfg.Server, cfg)
 	if err != nil {
 		return err
 	}

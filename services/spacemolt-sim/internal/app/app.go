@@ -121,7 +121,7 @@ func Main(ctx context.Context, args []string, version string) error {
 	if cmd == "healthcheck" {
 		return server.HTTPHealthcheck(ctx, cfg.Server.ListenAddr)
 	}
-	log, stop, err := server.Start(ctx, "spacemolt-sim", version, cfg.Server.LogLevel, cfg)
+	log, stop, err := server.Start(ctx, "spacemolt-sim", version, cfg.Server, cfg)
 	if err != nil {
 		return err
 	}

@@ -370,16 +370,28 @@ func (c *chaosRun) checkDiscarded(ctx context.Context) {
 	}
 }
 
-// reportProcesses writes every process's RSS, threads and open files at the start and at the end.
+// reportProcesses writes every process's RSS, threads, open files and goroutines at the start and at the end, and
+// flags a goroutine count that grew a lot (a possible leak). It fails nothing: a fixed threshold would flake on a
+// loaded machine; the numbers are for reading.
 func (c *chaosRun) reportProcesses(endRes map[string]usage) {
-	fmt.Fprintf(&c.report, "== processes (RSS MiB / OS threads / open files), at the start → at the end (%s of load)\n", time.Since(c.began).Round(time.Second))
+	fmt.Fprintf(&c.report, "== processes (RSS MiB / OS threads / open files / goroutines (process uptime)), at the start → at the end (%s of load)\n", time.Since(c.began).Round(time.Second))
 	procNames := make([]string, 0, len(endRes))
 	for n := range endRes {
 		procNames = append(procNames, n)
 	}
 	sort.Strings(procNames)
+	var grew []string
 	for _, n := range procNames {
-		fmt.Fprintf(&c.report, "%-16s %s → %s\n", n, c.startRes[n], endRes[n])
+		start, end := c.startRes[n], endRes[n]
+		fmt.Fprintf(&c.report, "%-16s %s → %s\n", n, start, end)
+		if start.ok && end.ok && start.goroutines > 0 && end.goroutines > 2*start.goroutines && end.goroutines-start.goroutines >= 100 {
+			grew = append(grew, fmt.Sprintf("%s %d → %d", n, start.goroutines, end.goroutines))
+		}
 	}
-	fmt.Fprintf(&c.report, "(goroutines: the services expose no runtime metrics endpoint; OS threads from /proc are shown instead)\n")
+	fmt.Fprintf(&c.report, "(goroutines from each Go process's pprof goroutine profile: the services' ZOEA_DEBUG_ADDR, the NATS nodes' prof_port; n/a: not a Go process with one; the faults restart every service and NATS node, so compare a process with its uptime)\n")
+	if len(grew) > 0 {
+		fmt.Fprintf(&c.report, "NOTE goroutines more than doubled (by 100 or more) between the start and the end: %s — a possible leak; not a failed check\n", strings.Join(grew, ", "))
+	} else {
+		fmt.Fprintf(&c.report, "goroutines: no process more than doubled its count (by 100 or more) between the start and the end\n")
+	}
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,8 +32,11 @@ type proc struct {
 	name, bin, logPath string
 	args, env          []string
 	cred               *syscall.Credential // run as this user (Postgres refuses root); nil: as chaos runs
-	cmd                *exec.Cmd
-	done               chan struct{}
+	// debugAddr serves Go's goroutine profile (pprof, /debug/pprof/goroutine?debug=1): a service's ZOEA_DEBUG_ADDR,
+	// a NATS node's prof_port; empty for a process without one (Postgres, etcd, Patroni).
+	debugAddr string
+	cmd       *exec.Cmd
+	done      chan struct{}
 }
 
 func (p *proc) start() error {
@@ -87,9 +92,9 @@ func (p *proc) term() {
 
 // natsNode is one member of the JetStream cluster.
 type natsNode struct {
-	name                         string
-	port, monitorPort, routePort int
-	proc                         *proc
+	name                                   string
+	port, monitorPort, routePort, profPort int
+	proc                                   *proc
 }
 
 type env struct {
@@ -161,14 +166,16 @@ func waitHealthy(ctx context.Context, addr string, within time.Duration) error {
 }
 
 // natsConf is one node's configuration: JetStream fsyncing every write (as the shipped nats.conf), a cluster route
-// to every node, and the monitoring port whose /healthz says when the node is back.
+// to every node, the monitoring port whose /healthz says when the node is back, and the profiling port (on the
+// listen host, loopback) whose goroutine profile the resource report reads: /varz has no goroutine count.
 func natsConf(n *natsNode, storeDir string, routes []string) string {
 	return fmt.Sprintf(`server_name: %s
 listen: 127.0.0.1:%d
 http: 127.0.0.1:%d
+prof_port: %d
 jetstream { store_dir: %q, sync_interval: always }
 cluster { name: zoea-chaos, listen: 127.0.0.1:%d, routes: [%s] }
-`, n.name, n.port, n.monitorPort, storeDir, n.routePort, strings.Join(routes, ", "))
+`, n.name, n.port, n.monitorPort, n.profPort, storeDir, n.routePort, strings.Join(routes, ", "))
 }
 
 // setupNATS starts a 3-node JetStream cluster as separate nats-server processes, so a node can be kill -9ed.
@@ -181,8 +188,9 @@ func (e *env) setupNATS(ctx context.Context, bin string) error {
 	}
 	var urls []string
 	for i := range 3 {
-		n := &natsNode{name: fmt.Sprintf("n%d", i+1), port: freePort(), monitorPort: freePort(), routePort: routePorts[i]}
-		n.proc = &proc{name: "nats-" + n.name, bin: bin, logPath: filepath.Join(e.dir, "nats-"+n.name+".log")}
+		n := &natsNode{name: fmt.Sprintf("n%d", i+1), port: freePort(), monitorPort: freePort(), routePort: routePorts[i], profPort: freePort()}
+		n.proc = &proc{name: "nats-" + n.name, bin: bin, logPath: filepath.Join(e.dir, "nats-"+n.name+".log"),
+			debugAddr: fmt.Sprintf("127.0.0.1:%d", n.profPort)}
 		conf := filepath.Join(e.dir, "nats-"+n.name+".conf")
 		if err := os.WriteFile(conf, []byte(natsConf(n, filepath.Join(e.dir, "nats-"+n.name), routes)), 0o644); err != nil {
 			return err
@@ -381,8 +389,12 @@ func setup(ctx context.Context, o options, log *slog.Logger, model *slowModel) (
 	if err := model.start(); err != nil {
 		return e, err
 	}
+	// Every service serves pprof on a loopback port of its own (ZOEA_DEBUG_ADDR), kept across restarts: the resource
+	// report reads its goroutine count there.
 	add := func(name, bin string, envs ...string) error {
-		p := &proc{name: name, bin: filepath.Join(dir, bin), logPath: filepath.Join(dir, name+".log"), env: envs}
+		debugAddr := fmt.Sprintf("127.0.0.1:%d", freePort())
+		p := &proc{name: name, bin: filepath.Join(dir, bin), logPath: filepath.Join(dir, name+".log"),
+			env: append(envs, "ZOEA_DEBUG_ADDR="+debugAddr), debugAddr: debugAddr}
 		e.procs[name] = p
 		return p.start()
 	}
@@ -482,42 +494,50 @@ func codeCounts(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// usage is one process's footprint read from /proc.
+// usage is one process's footprint: RSS, threads and open files from /proc, goroutines from its pprof endpoint.
 type usage struct {
 	rssKiB, threads, fds int
-	ok                   bool
+	// goroutines is the goroutine profile's total; goroutineNA: the process has no such endpoint (Postgres, etcd,
+	// Patroni); goroutineErr: it has one that did not answer.
+	goroutines int
+	// uptime is how long this process has run: the faults restart every service and NATS node, so the end column is
+	// of a process younger than the run.
+	uptime time.Duration
+	ok     bool
 }
+
+const (
+	goroutineNA  = -1
+	goroutineErr = -2
+)
 
 func (u usage) String() string {
 	if !u.ok {
 		return "(not running)"
 	}
-	return fmt.Sprintf("%6.1f / %3d / %4d", float64(u.rssKiB)/1024, u.threads, u.fds)
+	g := strconv.Itoa(u.goroutines)
+	switch u.goroutines {
+	case goroutineNA:
+		g = "n/a"
+	case goroutineErr:
+		g = "?"
+	}
+	return fmt.Sprintf("%6.1f / %3d / %4d / %5s (up %s)", float64(u.rssKiB)/1024, u.threads, u.fds, g, u.uptime.Round(time.Second))
 }
 
-// resources reads RSS, threads and open files of every running process, Postgres' postmaster included.
+// resources reads RSS, threads, open files and goroutines of every running process, Postgres' postmaster included.
 func (e *env) resources() map[string]usage {
 	out := map[string]usage{}
 	for name, p := range e.procs {
-		if p.running() {
-			out[name] = procUsage(p.cmd.Process.Pid)
-		} else {
-			out[name] = usage{}
-		}
+		out[name] = p.usage()
 	}
 	if e.ha != nil {
-		out["etcd"] = usage{}
-		if e.ha.etcd.running() {
-			out["etcd"] = procUsage(e.ha.etcd.cmd.Process.Pid)
-		}
+		out["etcd"] = e.ha.etcd.usage()
 		for name, pid := range e.ha.postmasters() {
 			out[name] = procUsage(pid)
 		}
 		for _, n := range e.ha.nodes {
-			out[n.proc.name] = usage{}
-			if n.proc.running() {
-				out[n.proc.name] = procUsage(n.proc.cmd.Process.Pid)
-			}
+			out[n.proc.name] = n.proc.usage()
 		}
 		return out
 	}
@@ -529,12 +549,46 @@ func (e *env) resources() map[string]usage {
 	return out
 }
 
+// usage is the process's footprint while it runs, with the goroutine count from its debug address if it has one.
+func (p *proc) usage() usage {
+	if !p.running() {
+		return usage{}
+	}
+	u := procUsage(p.cmd.Process.Pid)
+	if u.ok && p.debugAddr != "" {
+		u.goroutines = goroutineCount(p.debugAddr)
+	}
+	return u
+}
+
+// goroutineCount reads "goroutine profile: total N", the first line of a Go process's goroutine profile.
+func goroutineCount(addr string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+server.DebugPath+"goroutine?debug=1", nil)
+	if err != nil {
+		return goroutineErr
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return goroutineErr
+	}
+	defer resp.Body.Close()
+	line, _ := bufio.NewReader(resp.Body).ReadString('\n')
+	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "goroutine profile: total ")))
+	if resp.StatusCode != http.StatusOK || err != nil {
+		return goroutineErr
+	}
+	return n
+}
+
+// procUsage reads a process's RSS, threads, open files and uptime from /proc; goroutines n/a.
 func procUsage(pid int) usage {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return usage{}
 	}
-	u := usage{ok: true}
+	u := usage{ok: true, goroutines: goroutineNA, uptime: procUptime(pid)}
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
 		if len(f) < 2 {
@@ -551,4 +605,28 @@ func procUsage(pid int) usage {
 		u.fds = len(fds)
 	}
 	return u
+}
+
+// procUptime is how long pid has run: /proc/uptime less the start time in /proc/<pid>/stat (field 22, clock ticks
+// since boot; USER_HZ is 100 on Linux). 0 when unreadable.
+func procUptime(pid int) time.Duration {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	up, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces: count fields after its closing parenthesis.
+	rest := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(rest) < 20 {
+		return 0
+	}
+	ticks, err1 := strconv.ParseFloat(rest[19], 64)
+	boot, err2 := strconv.ParseFloat(strings.Fields(string(up))[0], 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration((boot - ticks/100) * float64(time.Second))
 }

@@ -12,8 +12,9 @@
 // At the end it stops every mysis and checks: every acknowledged append stored once, gapless; every acknowledged
 // broadcast delivered to every mysis exactly once; every tool call answered exactly once (no call left without a
 // result, none answered twice); every mysis made progress (a stored model reply) after each fault. It prints
-// recovery times and the RSS, threads and open files of every process at the start and the end, and exits non-zero
-// on any failed check. -duration repeats the fault cycle until that much time has passed (a soak).
+// recovery times and the RSS, threads, open files and goroutines of every process at the start and the end (each
+// service and NATS node serves its goroutine profile on a loopback debug port), and exits non-zero on any failed
+// check. -duration repeats the fault cycle until that much time has passed (a soak).
 //
 // -postgres patroni replaces the one Postgres with an HA cluster — etcd and three Patroni nodes, synchronous_mode,
 // the memory service on a multi-host URL with target_session_attrs=read-write — and the faults with two whole-node
