@@ -23,8 +23,8 @@ import (
 // primary key, its edge calls through llm_calls_mysis_started_idx); a mysis not seen has at most the threshold,
 // the sum over the lists of the last cost read (0 for a list read to its end). When the Top-th exact sum is above
 // the threshold, no unseen mysis can reach or tie it, so the first Top seen myses in (cost desc, name) order are
-// the answer, ties at the cut included. Otherwise it reads deeper once, and then sums every mysis's entries of
-// the range from the index (what the ranking did before, now one narrow row per mysis and bucket).
+// the answer, ties at the cut included. Otherwise it reads deeper once if that stays small (maxTopDeepEntries), and
+// then sums every mysis's entries of the range from the index (what the ranking did before, now one narrow row per mysis and bucket).
 //
 // One bucket (all time, a whole day such as today, a whole hour) stops after its first entries unless the costs
 // tie across the cut. Several buckets stop early when a few myses cost much more than most (skewed spend); when
@@ -51,6 +51,8 @@ const (
 	maxTopLists = 64
 	// topDeepFactor is how much deeper the second (and last) read of the lists goes than the first.
 	topDeepFactor = 16
+	// maxTopDeepEntries is the most list entries the deeper read may take (over all lists).
+	maxTopDeepEntries = 4096
 )
 
 // topFirstDepth is how many entries of every list the first read takes for the top n.
@@ -151,29 +153,12 @@ func topRound(ctx context.Context, tx pgx.Tx, p topPlan, depth int) ([]ranked, i
 	for i, l := range p.lists {
 		spans[i], starts[i] = int16(l.span), l.start
 	}
-	n := len(p.args)
-	ph := func(i int) string { return "$" + strconv.Itoa(n+i) }
 	args := append(slices.Clone(p.args), spans, starts, depth)
-	sql := `WITH l AS (SELECT * FROM unnest(` + ph(1) + `::smallint[], ` + ph(2) + `::timestamptz[]) WITH ORDINALITY AS l(span, start, i)),
-		seen AS (
-			SELECT l.i, x.mysis_id, x.cost_nanos FROM l CROSS JOIN LATERAL (
-				SELECT c.mysis_id, c.cost_nanos FROM llm_usage_mysis_cost c WHERE c.span = l.span AND c.start = l.start
-				ORDER BY c.cost_nanos DESC LIMIT ` + ph(3) + `) x),
-		edge AS (
-			SELECT CASE WHEN count(s.mysis_id) = ` + ph(3) + ` THEN min(s.cost_nanos) ELSE 0 END AS last,
-				count(s.mysis_id) = ` + ph(3) + ` AS more
-			FROM l LEFT JOIN seen s ON s.i = l.i GROUP BY l.i),
-		cand AS (SELECT DISTINCT mysis_id FROM seen),
-		exact AS (
-			SELECT r.mysis_id, sum(r.cost_nanos)::bigint AS cost FROM (` + p.exact + `) AS r (mysis_id, cost_nanos, calls)
-			GROUP BY r.mysis_id HAVING sum(r.calls) > 0)
-		SELECT (SELECT coalesce(sum(last), 0)::bigint FROM edge), (SELECT coalesce(bool_or(more), false) FROM edge),
-			coalesce((SELECT array_agg(mysis_id::text) FROM exact), '{}'), coalesce((SELECT array_agg(cost) FROM exact), '{}')`
 	var threshold int64
 	var more bool
 	var ids []string
 	var costs []int64
-	if err := tx.QueryRow(ctx, sql, args...).Scan(&threshold, &more, &ids, &costs); err != nil {
+	if err := tx.QueryRow(ctx, topRoundSQL(p), args...).Scan(&threshold, &more, &ids, &costs); err != nil {
 		return nil, 0, false, err
 	}
 	out := make([]ranked, len(ids))
@@ -296,8 +281,10 @@ func rankTop(ctx context.Context, tx pgx.Tx, p topPlan, n int) ([]ranked, TopHow
 			if ended || cut > threshold {
 				return top, how, nil
 			}
-			// Far from stopping (the threshold above twice the cut): reading deeper would read most entries anyway.
-			if cut < 0 || threshold > 2*cut {
+			// Read deeper only when close to stopping and when the deeper read stays small: far from stopping (the
+			// threshold above twice the cut, as with uniform spend over many hours) it would read most entries and
+			// sum most myses one by one, dearer than the full sum.
+			if cut < 0 || threshold > 2*cut || len(p.lists)*depth*topDeepFactor > maxTopDeepEntries {
 				break
 			}
 			depth *= topDeepFactor
@@ -306,4 +293,25 @@ func rankTop(ctx context.Context, tx pgx.Tx, p topPlan, n int) ([]ranked, TopHow
 	how.Whole = true
 	rs, err := topWhole(ctx, tx, p, n)
 	return rs, how, err
+}
+
+// topRoundSQL is topRound's statement: its placeholders are p.args, then the lists' spans and starts and the depth.
+func topRoundSQL(p topPlan) string {
+	n := len(p.args)
+	ph := func(i int) string { return "$" + strconv.Itoa(n+i) }
+	return `WITH l AS (SELECT * FROM unnest(` + ph(1) + `::smallint[], ` + ph(2) + `::timestamptz[]) WITH ORDINALITY AS l(span, start, i)),
+		seen AS (
+			SELECT l.i, x.mysis_id, x.cost_nanos FROM l CROSS JOIN LATERAL (
+				SELECT c.mysis_id, c.cost_nanos FROM llm_usage_mysis_cost c WHERE c.span = l.span AND c.start = l.start
+				ORDER BY c.cost_nanos DESC LIMIT ` + ph(3) + `) x),
+		edge AS (
+			SELECT CASE WHEN count(s.mysis_id) = ` + ph(3) + ` THEN min(s.cost_nanos) ELSE 0 END AS last,
+				count(s.mysis_id) = ` + ph(3) + ` AS more
+			FROM l LEFT JOIN seen s ON s.i = l.i GROUP BY l.i),
+		cand AS (SELECT DISTINCT mysis_id FROM seen),
+		exact AS (
+			SELECT r.mysis_id, sum(r.cost_nanos)::bigint AS cost FROM (` + p.exact + `) AS r (mysis_id, cost_nanos, calls)
+			GROUP BY r.mysis_id HAVING sum(r.calls) > 0)
+		SELECT (SELECT coalesce(sum(last), 0)::bigint FROM edge), (SELECT coalesce(bool_or(more), false) FROM edge),
+			coalesce((SELECT array_agg(mysis_id::text) FROM exact), '{}'), coalesce((SELECT array_agg(cost) FROM exact), '{}')`
 }

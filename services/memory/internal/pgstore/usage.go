@@ -476,11 +476,11 @@ func (f usageFilter) queueByMysis(b *pgx.Batch, q memory.UsageQuery) {
 			ORDER BY m.name LIMIT `+f.param(2), rowArgs...)
 }
 
-// queueTop queues the q.Top myses with the highest cost in the selection (equal costs in name order): the
-// selection's rows are summed per mysis by cost and calls alone to rank them (hours and days through the rollup's
-// covering index, llm_usage_rollup_rank_idx, without touching the table), only the myses at or above the Top-th
-// highest cost are looked up for their names (ties at the cut included, so the order by name is exact), and only
-// the winners' full sums are read, each through its mysis-first indexes.
+// queueTop queues the q.Top myses with the highest cost among the named myses (q.MysisIDs; over the whole swarm
+// topByCost ranks instead, top.go), equal costs in name order: the selection's rows are summed per mysis by cost and
+// calls alone to rank them (through the named myses' primary keys), only the myses at or above the Top-th highest
+// cost are looked up for their names (ties at the cut included, so the order by name is exact), and only the
+// winners' full sums are read, each through its mysis-first indexes.
 func (f usageFilter) queueTop(b *pgx.Batch, q memory.UsageQuery) {
 	rowArgs := append(slices.Clone(f.args), q.Top)
 	b.Queue(`WITH ranked AS (
