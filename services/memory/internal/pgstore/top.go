@@ -291,6 +291,11 @@ func rankTop(ctx context.Context, tx pgx.Tx, p topPlan, n int) ([]ranked, TopHow
 		}
 	}
 	how.Whole = true
+	// One process for the full sum: on a busy machine (the cores taken) parallel workers only queue, and gathering
+	// and re-sorting their partial sums doubled its time (docs/BENCHMARKS.md).
+	if _, err := tx.Exec(ctx, `SET LOCAL max_parallel_workers_per_gather = 0`); err != nil {
+		return nil, how, err
+	}
 	rs, err := topWhole(ctx, tx, p, n)
 	return rs, how, err
 }
