@@ -18,13 +18,15 @@ import (
 //
 // A range is a set of buckets (the hours and days of rangeSegments) plus at most two ragged edges shorter than an
 // hour (or one range shorter than two hours without a whole hour). Every bucket is a list of myses ordered by
-// cost; an edge's lists are the hours it touches, whose costs bound the edge's. The ranking is the threshold algorithm (Fagin, Lotem, Naor) over those lists: read the first depth
-// entries of every list; every mysis seen gets its exact sum over the range (its rows of the range's buckets by
-// primary key, its edge calls through llm_calls_mysis_started_idx); a mysis not seen has at most the threshold,
-// the sum over the lists of the last cost read (0 for a list read to its end). When the Top-th exact sum is above
-// the threshold, no unseen mysis can reach or tie it, so the first Top seen myses in (cost desc, name) order are
-// the answer, ties at the cut included. Otherwise it reads deeper once if that stays small (maxTopDeepEntries), and
-// then sums every mysis's entries of the range from the index (what the ranking did before, now one narrow row per mysis and bucket).
+// cost; an edge's lists are the hours it touches, whose costs bound the edge's. The ranking is the threshold
+// algorithm (Fagin, Lotem, Naor) over those lists: read the first depth entries of every list; every mysis seen
+// gets its exact sum over the range (its rows of the range's buckets by primary key, its edge calls through
+// llm_calls_mysis_started_idx); a mysis not seen has at most the threshold, the sum over the lists of the last cost
+// read (0 for a list read to its end). When the Top-th exact sum is above the threshold, no unseen mysis can reach
+// or tie it, so the first Top seen myses in (cost desc, name) order are the answer, ties at the cut included.
+// Otherwise it reads deeper once if that stays small (maxTopDeepEntries), and then sums every mysis's entries of
+// the range from the index (what the ranking did before, now one narrow row per mysis and bucket), without
+// parallel workers.
 //
 // One bucket (all time, a whole day such as today, a whole hour) stops after its first entries unless the costs
 // tie across the cut. Several buckets stop early when a few myses cost much more than most (skewed spend); when
