@@ -2,6 +2,7 @@ package migrations_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -159,5 +160,64 @@ func TestSwarmUsageRollupBackfill(t *testing.T) {
 	}
 	if calls != 2 || failed != 1 || prompt != 300 || !first.Equal(t0) || !last.Equal(t0.Add(20*time.Minute)) {
 		t.Fatalf("shard 1, 23:00, m1: %d calls, %d failed, %d prompt, %v–%v", calls, failed, prompt, first, last)
+	}
+}
+
+// TestMysisCostBackfill migrates calls written at schema v9 (with the running totals the write path kept) and
+// checks 00015 built the per-mysis cost lists from the rollup and the totals: per mysis, hour, day and all time over
+// every model, equal to a direct aggregate over the calls; and that 00014's covering index gave way to the plain one.
+func TestMysisCostBackfill(t *testing.T) {
+	ctx := context.Background()
+	p := open(t, pgtest.New(t))
+	if err := migrations.UpTo(ctx, p, 9); err != nil {
+		t.Fatal(err)
+	}
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := p.Exec(ctx, sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := memory.NewID(), memory.NewID()
+	exec(`INSERT INTO myses (id, name, provider) VALUES ($1, 'a', 'openai'), ($2, 'b', 'openai')`, a, b)
+	t0 := time.Date(2026, 11, 23, 23, 10, 0, 0, time.UTC)
+	for i, call := range []struct {
+		mysis string
+		at    time.Duration
+		model string
+	}{{a, 0, "m1"}, {a, 5 * time.Minute, "m2"}, {b, 20 * time.Minute, "m1"}, {a, 50 * time.Minute, "m1"}, {b, 55 * time.Minute, "m2"},
+		{b, 26 * time.Hour, "m1"}} {
+		exec(`INSERT INTO llm_calls (call_id, mysis_id, started_at, provider, model, prompt_tokens, cost_nanos)
+			VALUES ($1, $2, $3, 'openai', $4, 1, $5)`, memory.NewID(), call.mysis, t0.Add(call.at), call.model, int64(1000*(i+1)))
+	}
+	exec(`INSERT INTO llm_usage_totals (mysis_id, provider, model, calls, prompt_tokens, cost_nanos, first_call_at, last_call_at)
+		SELECT mysis_id, provider, model, count(*), sum(prompt_tokens), sum(cost_nanos), min(started_at), max(started_at)
+		FROM llm_calls GROUP BY 1, 2, 3`)
+	if _, err := migrations.Up(ctx, p, nil); err != nil {
+		t.Fatal(err)
+	}
+	var diff string
+	var rows int
+	if err := p.QueryRow(ctx, `WITH raw AS (
+			SELECT c.mysis_id, s.span, s.start, sum(c.cost_nanos) AS cost, count(*) AS calls
+			FROM llm_calls c CROSS JOIN LATERAL (VALUES (1::smallint, date_trunc('hour', c.started_at, 'UTC')),
+				(2::smallint, date_trunc('day', c.started_at, 'UTC')), (3::smallint, 'epoch'::timestamptz)) AS s(span, start)
+			GROUP BY 1, 2, 3
+		), got AS (SELECT mysis_id, span, start, cost_nanos AS cost, calls FROM llm_usage_mysis_cost)
+		SELECT coalesce(string_agg(x::text, '; '), ''), (SELECT count(*) FROM got)
+		FROM ((TABLE raw EXCEPT TABLE got) UNION ALL (TABLE got EXCEPT TABLE raw)) x`).Scan(&diff, &rows); err != nil {
+		t.Fatal(err)
+	}
+	// a: hours 23:00 (two models, one row), 00:00; days 23rd, 24th; all time. b: hours 23:00, 00:00, 01:00 on the
+	// 25th; days 23rd, 24th, 25th; all time.
+	if diff != "" || rows != 12 {
+		t.Fatalf("per-mysis cost rows (%d, want 12) differ from the calls: %s", rows, diff)
+	}
+	var idx []string
+	if err := p.QueryRow(ctx, `SELECT array_agg(indexname::text ORDER BY indexname) FROM pg_indexes WHERE tablename = 'llm_usage_rollup'`).Scan(&idx); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(idx, []string{"llm_usage_rollup_pkey", "llm_usage_rollup_span_start_idx"}) {
+		t.Fatalf("llm_usage_rollup's indexes: %v", idx)
 	}
 }

@@ -51,3 +51,6 @@ func RangeSegments(from, to time.Time) []RangeSegment {
 	}
 	return out
 }
+
+// WithTopTrace has the store tell trace how each top-by-cost ranking over the whole swarm ended.
+func WithTopTrace(trace func(how TopHow)) Option { return func(s *Store) { s.topTrace = trace } }

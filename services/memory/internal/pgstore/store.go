@@ -34,6 +34,8 @@ type Store struct {
 	box      Sealer
 	asyncFTS bool
 	groups   *committer // group commit of small appends (group.go)
+	// topTrace, when set (tests), is told how each top-by-cost ranking ended (top.go).
+	topTrace func(how TopHow)
 }
 
 var _ memory.Store = (*Store)(nil)

@@ -88,6 +88,18 @@ WITH c AS (
 	ON CONFLICT (mysis_id, span, start, provider, model) DO UPDATE SET
 ` + addUsageSums + `
 	RETURNING 1
+), mcost AS (
+	INSERT INTO llm_usage_mysis_cost AS r (mysis_id, span, start, cost_nanos, calls)
+	SELECT c.mysis_id, s.span, s.start, sum(c.cost_nanos), count(*)
+	FROM c CROSS JOIN LATERAL (VALUES
+		(1::smallint, date_trunc('hour', c.started_at, 'UTC')),
+		(2::smallint, date_trunc('day', c.started_at, 'UTC')),
+		(3::smallint, 'epoch'::timestamptz)) AS s(span, start)
+	GROUP BY c.mysis_id, s.span, s.start
+	ORDER BY s.span, s.start
+	ON CONFLICT (mysis_id, span, start) DO UPDATE SET
+		cost_nanos = r.cost_nanos + excluded.cost_nanos, calls = r.calls + excluded.calls
+	RETURNING 1
 ), swarm AS (
 	INSERT INTO llm_usage_swarm_rollup AS r (span, start, provider, model, shard, calls, failed_calls, prompt_tokens,
 		cached_prompt_tokens, completion_tokens, reasoning_tokens, composed_tokens, latency_ms, retries, cost_nanos,
@@ -253,7 +265,9 @@ func (s *Store) GetUsage(ctx context.Context, q memory.UsageQuery) (memory.Usage
 	b.Queue(`SELECT `+f.aggs+` FROM `+f.src+` WHERE `+f.cond, f.args...)
 	switch q.GroupBy {
 	case memory.GroupMysis:
-		if q.Top > 0 {
+		if q.Top > 0 && f.idsArg == "" {
+			return s.topByCost(ctx, q, f)
+		} else if q.Top > 0 {
 			f.queueTop(b, q)
 		} else {
 			f.queueByMysis(b, q)
@@ -462,11 +476,11 @@ func (f usageFilter) queueByMysis(b *pgx.Batch, q memory.UsageQuery) {
 			ORDER BY m.name LIMIT `+f.param(2), rowArgs...)
 }
 
-// queueTop queues the q.Top myses with the highest cost in the selection (equal costs in name order): the
-// selection's rows are summed per mysis by cost and calls alone to rank them (hours and days through the rollup's
-// covering index, llm_usage_rollup_rank_idx, without touching the table), only the myses at or above the Top-th
-// highest cost are looked up for their names (ties at the cut included, so the order by name is exact), and only
-// the winners' full sums are read, each through its mysis-first indexes.
+// queueTop queues the q.Top myses with the highest cost among the named myses (q.MysisIDs; over the whole swarm
+// topByCost ranks instead, top.go), equal costs in name order: the selection's rows are summed per mysis by cost and
+// calls alone to rank them (through the named myses' primary keys), only the myses at or above the Top-th highest
+// cost are looked up for their names (ties at the cut included, so the order by name is exact), and only the
+// winners' full sums are read, each through its mysis-first indexes.
 func (f usageFilter) queueTop(b *pgx.Batch, q memory.UsageQuery) {
 	rowArgs := append(slices.Clone(f.args), q.Top)
 	b.Queue(`WITH ranked AS (

@@ -1,0 +1,324 @@
+package pgstore
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
+)
+
+// Top by cost over the whole swarm (GetUsage with Top and no mysis ids) reads llm_usage_mysis_cost (migration
+// 00015): one row per mysis and whole hour, whole day or all time, read in cost order through
+// llm_usage_mysis_cost_rank_idx (span, start, cost_nanos DESC).
+//
+// A range is a set of buckets (the hours and days of rangeSegments) plus at most two ragged edges shorter than an
+// hour (or one range shorter than two hours without a whole hour). Every bucket is a list of myses ordered by
+// cost; an edge's lists are the hours it touches, whose costs bound the edge's. The ranking is the threshold
+// algorithm (Fagin, Lotem, Naor) over those lists: read the first depth entries of every list; every mysis seen
+// gets its exact sum over the range (its rows of the range's buckets by primary key, its edge calls through
+// llm_calls_mysis_started_idx); a mysis not seen has at most the threshold, the sum over the lists of the last cost
+// read (0 for a list read to its end). When the Top-th exact sum is above the threshold, no unseen mysis can reach
+// or tie it, so the first Top seen myses in (cost desc, name) order are the answer, ties at the cut included.
+// Otherwise it reads deeper once if that stays small (maxTopDeepEntries), and then sums every mysis's entries of
+// the range from the index (what the ranking did before, now one narrow row per mysis and bucket), without
+// parallel workers.
+//
+// One bucket (all time, a whole day such as today, a whole hour) stops after its first entries unless the costs
+// tie across the cut. Several buckets stop early when a few myses cost much more than most (skewed spend); when
+// every mysis costs about the same per hour (uniform spend) the threshold stays far above the Top-th sum and the
+// ranking falls back to the full sum.
+
+// TopHow is how a top-by-cost ranking ended: the lists read whole, stopped at the threshold after the first or the
+// deeper read, or summed whole.
+type TopHow struct {
+	Lists  int  // lists (buckets) of the range
+	Rounds int  // reads of the lists (0: the range had more than maxTopLists)
+	Whole  bool // fell back to summing every mysis's entries
+	Depth  int  // entries read of every list in the last read
+}
+
+// bucket is one list of the ranking: llm_usage_mysis_cost's rows of one span and start.
+type bucket struct {
+	span  rollupSpan
+	start time.Time
+}
+
+const (
+	// maxTopLists is the most lists the threshold algorithm reads; a range of more buckets is summed whole.
+	maxTopLists = 64
+	// topDeepFactor is how much deeper the second (and last) read of the lists goes than the first.
+	topDeepFactor = 16
+	// maxTopDeepEntries is the most list entries the deeper read may take (over all lists).
+	maxTopDeepEntries = 4096
+)
+
+// topFirstDepth is how many entries of every list the first read takes for the top n.
+func topFirstDepth(n int) int { return 4*n + 16 }
+
+// topPlan is a ranking's lists and the SQL that sums candidates exactly over the range.
+type topPlan struct {
+	lists []bucket
+	// exact selects (mysis_id, cost_nanos, calls) of the range's rows for the myses in the CTE cand; its
+	// placeholders are args.
+	exact string
+	args  []any
+	// whole selects (mysis_id, cost_nanos, calls) of every mysis's rows in the range (the fallback); the same args.
+	whole string
+}
+
+// topExtents is the first and last start of the hours and days stored, which bound a range's open ends.
+type topExtents struct{ minHour, maxHour, minDay, maxDay *time.Time }
+
+const topExtentsSQL = `SELECT
+	(SELECT min(start) FROM llm_usage_mysis_cost WHERE span = 1), (SELECT max(start) FROM llm_usage_mysis_cost WHERE span = 1),
+	(SELECT min(start) FROM llm_usage_mysis_cost WHERE span = 2), (SELECT max(start) FROM llm_usage_mysis_cost WHERE span = 2)`
+
+// planTop builds the lists and the exact sums of a top query over q's range (all time when q has none).
+func planTop(q memory.UsageQuery, ext topExtents) topPlan {
+	var p topPlan
+	arg := func(v any) string {
+		p.args = append(p.args, v)
+		return "$" + strconv.Itoa(len(p.args))
+	}
+	if q.From.IsZero() && q.To.IsZero() {
+		p.lists = []bucket{{3, time.Unix(0, 0).UTC()}}
+		p.exact = `SELECT c.mysis_id, c.cost_nanos, c.calls FROM llm_usage_mysis_cost c JOIN cand ON cand.mysis_id = c.mysis_id
+			WHERE c.span = 3`
+		p.whole = `SELECT c.mysis_id, c.cost_nanos, c.calls FROM llm_usage_mysis_cost c WHERE c.span = 3`
+		return p
+	}
+	var exact, whole []string
+	for _, seg := range rangeSegments(q.From, q.To) {
+		if seg.span == spanCalls {
+			// The hours the edge touches (two when a range shorter than two hours holds no whole hour).
+			for h := seg.from.Truncate(time.Hour); h.Before(seg.to); h = h.Add(time.Hour) {
+				p.lists = append(p.lists, bucket{spanHour, h})
+			}
+			cond := `u.started_at >= ` + arg(seg.from) + ` AND u.started_at < ` + arg(seg.to)
+			exact = append(exact, `SELECT u.mysis_id, u.cost_nanos, 1::bigint FROM cand JOIN llm_calls u ON u.mysis_id = cand.mysis_id
+				WHERE `+cond)
+			whole = append(whole, `SELECT u.mysis_id, u.cost_nanos, 1::bigint FROM llm_calls u WHERE `+cond)
+			continue
+		}
+		step, lo, hi := time.Hour, ext.minHour, ext.maxHour
+		if seg.span == spanDay {
+			step, lo, hi = 24*time.Hour, ext.minDay, ext.maxDay
+		}
+		// The buckets of the segment that can hold rows: its bounds, open ends closed by the stored extent.
+		from, to := seg.from, seg.to
+		if lo == nil || hi == nil {
+			continue // no bucket of this span is stored
+		}
+		if from.IsZero() || from.Before(*lo) {
+			from = *lo
+		}
+		if to.IsZero() || to.After(hi.Add(step)) {
+			to = hi.Add(step)
+		}
+		for t := from; t.Before(to); t = t.Add(step) {
+			p.lists = append(p.lists, bucket{seg.span, t})
+			if len(p.lists) > maxTopLists {
+				break
+			}
+		}
+		cond := `c.span = ` + strconv.Itoa(int(seg.span))
+		if !seg.from.IsZero() {
+			cond += ` AND c.start >= ` + arg(seg.from)
+		}
+		if !seg.to.IsZero() {
+			cond += ` AND c.start < ` + arg(seg.to)
+		}
+		exact = append(exact, `SELECT c.mysis_id, c.cost_nanos, c.calls FROM cand JOIN llm_usage_mysis_cost c ON c.mysis_id = cand.mysis_id
+			WHERE `+cond)
+		whole = append(whole, `SELECT c.mysis_id, c.cost_nanos, c.calls FROM llm_usage_mysis_cost c WHERE `+cond)
+	}
+	p.exact = strings.Join(exact, "\n\t\tUNION ALL ")
+	p.whole = strings.Join(whole, "\n\t\tUNION ALL ")
+	return p
+}
+
+// ranked is a mysis's exact cost over the range.
+type ranked struct {
+	id   string
+	cost int64
+}
+
+// topRound reads the first depth entries of every list and returns the exact sums (myses with calls in the range
+// only) of every mysis seen, the threshold, and whether every list was read to its end.
+func topRound(ctx context.Context, tx pgx.Tx, p topPlan, depth int) ([]ranked, int64, bool, error) {
+	spans, starts := make([]int16, len(p.lists)), make([]time.Time, len(p.lists))
+	for i, l := range p.lists {
+		spans[i], starts[i] = int16(l.span), l.start
+	}
+	args := append(slices.Clone(p.args), spans, starts, depth)
+	var threshold int64
+	var more bool
+	var ids []string
+	var costs []int64
+	if err := tx.QueryRow(ctx, topRoundSQL(p), args...).Scan(&threshold, &more, &ids, &costs); err != nil {
+		return nil, 0, false, err
+	}
+	out := make([]ranked, len(ids))
+	for i := range ids {
+		out[i] = ranked{ids[i], costs[i]}
+	}
+	return out, threshold, !more, nil
+}
+
+// topWhole sums every mysis's entries of the range and returns the myses at or above the n-th highest cost (the
+// fallback of the threshold algorithm).
+func topWhole(ctx context.Context, tx pgx.Tx, p topPlan, n int) ([]ranked, error) {
+	args := append(slices.Clone(p.args), n)
+	rows, err := tx.Query(ctx, `WITH r AS (
+			SELECT r.mysis_id, sum(r.cost_nanos)::bigint AS cost FROM (`+p.whole+`) AS r (mysis_id, cost_nanos, calls)
+			GROUP BY r.mysis_id HAVING sum(r.calls) > 0),
+		cut AS (SELECT cost FROM r ORDER BY cost DESC OFFSET $`+strconv.Itoa(len(args))+` - 1 LIMIT 1)
+		SELECT mysis_id::text, cost FROM r WHERE cost >= ALL (SELECT cost FROM cut)`, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (ranked, error) {
+		var x ranked
+		return x, r.Scan(&x.id, &x.cost)
+	})
+}
+
+// atCut keeps the myses at or above the n-th highest cost (all of them when fewer than n), and that cost.
+func atCut(rs []ranked, n int) ([]ranked, int64) {
+	slices.SortFunc(rs, func(a, b ranked) int {
+		switch {
+		case a.cost > b.cost:
+			return -1
+		case a.cost < b.cost:
+			return 1
+		}
+		return 0
+	})
+	if len(rs) < n {
+		return rs, -1
+	}
+	cut := rs[n-1].cost
+	i := n
+	for i < len(rs) && rs[i].cost == cut {
+		i++
+	}
+	return rs[:i], cut
+}
+
+// topByCost answers GetUsage with Top over the whole swarm: the ranking (see the comment at the top of this file)
+// picks the myses at or above the Top-th cost, and one batch reads the selection's total and those myses' names
+// and full sums, first Top in (cost desc, name) order.
+func (s *Store) topByCost(ctx context.Context, q memory.UsageQuery, f usageFilter) (memory.Usage, error) {
+	var out memory.Usage
+	// One snapshot for the ranking and the rows, so calls recorded meanwhile cannot reorder them.
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var ext topExtents
+		if !q.From.IsZero() || !q.To.IsZero() {
+			if err := tx.QueryRow(ctx, topExtentsSQL).Scan(&ext.minHour, &ext.maxHour, &ext.minDay, &ext.maxDay); err != nil {
+				return err
+			}
+		}
+		p := planTop(q, ext)
+		winners, how, err := rankTop(ctx, tx, p, q.Top)
+		if err != nil {
+			return err
+		}
+		if s.topTrace != nil {
+			s.topTrace(how)
+		}
+		ids, costs := make([]string, len(winners)), make([]int64, len(winners))
+		for i, w := range winners {
+			ids[i], costs[i] = w.id, w.cost
+		}
+		b := &pgx.Batch{}
+		b.Queue(`SELECT `+f.aggs+` FROM `+f.src+` WHERE `+f.cond, f.args...)
+		rowArgs := append(slices.Clone(f.args), ids, costs, q.Top)
+		b.Queue(`WITH w AS (SELECT * FROM unnest(`+f.param(1)+`::uuid[], `+f.param(2)+`::bigint[]) AS w(id, cost)),
+			top AS (
+				SELECT m.id, m.name, w.cost FROM w JOIN myses m ON m.id = w.id
+				ORDER BY w.cost DESC, m.name LIMIT `+f.param(3)+`)
+			SELECT m.id::text, m.name, '', '', t.* FROM top m
+				CROSS JOIN LATERAL (SELECT `+f.aggs+` FROM `+f.walkSrc+`) t
+				ORDER BY m.cost DESC, m.name`, rowArgs...)
+		br := tx.SendBatch(ctx, b)
+		defer func() { _ = br.Close() }()
+		var first, last *time.Time
+		if err := br.QueryRow().Scan(totalsDest(&out.Total, &first, &last)...); err != nil {
+			return err
+		}
+		setTimes(&out.Total, first, last)
+		rows, err := scanUsageRows(br)
+		if err != nil {
+			return err
+		}
+		out.Rows = rows
+		return br.Close()
+	})
+	if err != nil {
+		return memory.Usage{}, dbErr(err, "get usage")
+	}
+	return out, nil
+}
+
+// rankTop returns the myses at or above the n-th highest cost of the plan's range: the threshold algorithm, read
+// deeper at most once, then the full sum.
+func rankTop(ctx context.Context, tx pgx.Tx, p topPlan, n int) ([]ranked, TopHow, error) {
+	how := TopHow{Lists: len(p.lists)}
+	if len(p.lists) <= maxTopLists {
+		depth := topFirstDepth(n)
+		for range 2 {
+			how.Rounds++
+			how.Depth = depth
+			rs, threshold, ended, err := topRound(ctx, tx, p, depth)
+			if err != nil {
+				return nil, how, err
+			}
+			top, cut := atCut(rs, n)
+			// Exact when every list was read whole, or when no unseen mysis can reach the cut.
+			if ended || cut > threshold {
+				return top, how, nil
+			}
+			// Read deeper only when close to stopping and when the deeper read stays small: far from stopping (the
+			// threshold above twice the cut, as with uniform spend over many hours) it would read most entries and
+			// sum most myses one by one, dearer than the full sum.
+			if cut < 0 || threshold > 2*cut || len(p.lists)*depth*topDeepFactor > maxTopDeepEntries {
+				break
+			}
+			depth *= topDeepFactor
+		}
+	}
+	how.Whole = true
+	// One process for the full sum: on a busy machine (the cores taken) parallel workers only queue, and gathering
+	// and re-sorting their partial sums doubled its time (docs/BENCHMARKS.md).
+	if _, err := tx.Exec(ctx, `SET LOCAL max_parallel_workers_per_gather = 0`); err != nil {
+		return nil, how, err
+	}
+	rs, err := topWhole(ctx, tx, p, n)
+	return rs, how, err
+}
+
+// topRoundSQL is topRound's statement: its placeholders are p.args, then the lists' spans and starts and the depth.
+func topRoundSQL(p topPlan) string {
+	n := len(p.args)
+	ph := func(i int) string { return "$" + strconv.Itoa(n+i) }
+	return `WITH l AS (SELECT * FROM unnest(` + ph(1) + `::smallint[], ` + ph(2) + `::timestamptz[]) WITH ORDINALITY AS l(span, start, i)),
+		seen AS (
+			SELECT l.i, x.mysis_id, x.cost_nanos FROM l CROSS JOIN LATERAL (
+				SELECT c.mysis_id, c.cost_nanos FROM llm_usage_mysis_cost c WHERE c.span = l.span AND c.start = l.start
+				ORDER BY c.cost_nanos DESC LIMIT ` + ph(3) + `) x),
+		edge AS (
+			SELECT CASE WHEN count(s.mysis_id) = ` + ph(3) + ` THEN min(s.cost_nanos) ELSE 0 END AS last,
+				count(s.mysis_id) = ` + ph(3) + ` AS more
+			FROM l LEFT JOIN seen s ON s.i = l.i GROUP BY l.i),
+		cand AS (SELECT DISTINCT mysis_id FROM seen),
+		exact AS (
+			SELECT r.mysis_id, sum(r.cost_nanos)::bigint AS cost FROM (` + p.exact + `) AS r (mysis_id, cost_nanos, calls)
+			GROUP BY r.mysis_id HAVING sum(r.calls) > 0)
+		SELECT (SELECT coalesce(sum(last), 0)::bigint FROM edge), (SELECT coalesce(bool_or(more), false) FROM edge),
+			coalesce((SELECT array_agg(mysis_id::text) FROM exact), '{}'), coalesce((SELECT array_agg(cost) FROM exact), '{}')`
+}
