@@ -152,7 +152,15 @@ func (s *Server) spendPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := now.UTC().Truncate(time.Hour).Add(-time.Duration(hours-1) * time.Hour)
-	top, err := s.b.TopUsage(ctx, start, time.Time{}, topSpenders)
+	// The top spenders of today (UTC) and of all time: each one stored list the memory service reads in cost order
+	// (≤ 50 ms p99 at 10,000 myses), where a ranking over the chart's hours sums every mysis's hours (docs/BENCHMARKS.md).
+	today := now.UTC().Truncate(24 * time.Hour)
+	topToday, err := s.b.TopUsage(ctx, today, time.Time{}, topSpenders)
+	if err != nil {
+		s.failed(w, r, err, present.Subject{Service: "runner"})
+		return
+	}
+	topAll, err := s.b.TopUsage(ctx, time.Time{}, time.Time{}, topSpenders)
 	if err != nil {
 		s.failed(w, r, err, present.Subject{Service: "runner"})
 		return
@@ -180,7 +188,7 @@ func (s *Server) spendPage(w http.ResponseWriter, r *http.Request) {
 		s.failed(w, r, err, present.Subject{Service: "runner"})
 		return
 	}
-	s.render(w, r, http.StatusOK, "spend", map[string]any{"Hours": hours, "Charts": charts, "Limits": limits, "Top": spenders(top), "TopN": topSpenders,
+	s.render(w, r, http.StatusOK, "spend", map[string]any{"Hours": hours, "Charts": charts, "Limits": limits, "Top": spenders(topToday), "TopAll": spenders(topAll), "TopN": topSpenders,
 		"Tokens": present.Grouped(sumTokens), "Cost": spend.USD(sumCost), "From": start.Format("2006-01-02 15:04 UTC")})
 }
 
