@@ -167,3 +167,51 @@ func TestToolingStaysOutOfTheServices(t *testing.T) {
 		})
 	}
 }
+
+// linkedOnlyByTooling are modules that only tooling and the developer CLI may require: a service's go.mod and
+// libs/go.mod list what ships and what their tests need, and their tests run these as processes instead (libs/natstest
+// runs a nats-server binary of the pinned version). cmd/zoea may require nats-server (zoea dev's embedded fallback),
+// and so may the tooling modules (chaos, swarmload).
+var linkedOnlyByTooling = []string{"github.com/nats-io/nats-server"}
+
+// TestServicesAndLibsDoNotRequireNATSServer: no service module and not libs requires nats-server, directly or
+// indirectly (go.mod lists every module a module's tests need, so one test importing it would bring it back). The
+// modules that do link it (cmd/zoea, services/runner/tools) link the version the tests run (natstest.Version), so
+// zoea dev's embedded server and the chaos suite's behave as the one every test ran against.
+func TestServicesAndLibsDoNotRequireNATSServer(t *testing.T) {
+	root := repoRoot(t)
+	pin := natsServerPin(t)
+	for _, dir := range []string{"cmd/zoea", "services/runner/tools"} {
+		for _, r := range readModFile(t, filepath.Join(root, dir, "go.mod")).Require {
+			if r.Mod.Path == "github.com/nats-io/nats-server/v2" && r.Mod.Version != pin {
+				t.Errorf("%s/go.mod links nats-server %s, the tests run %s (libs/natstest/binary.go Version): keep them equal", dir, r.Mod.Version, pin)
+			}
+		}
+	}
+	dirs := []string{"libs"}
+	for _, svc := range zoeaServices {
+		dirs = append(dirs, "services/"+svc.name)
+	}
+	for _, dir := range dirs {
+		for _, r := range readModFile(t, filepath.Join(root, dir, "go.mod")).Require {
+			for _, banned := range linkedOnlyByTooling {
+				if r.Mod.Path == banned || strings.HasPrefix(r.Mod.Path, banned+"/") {
+					t.Errorf("%s/go.mod requires %s %s: its tests must run it as a process (libs/natstest), not link it", dir, r.Mod.Path, r.Mod.Version)
+				}
+			}
+		}
+	}
+}
+
+func readModFile(t *testing.T, gomod string) *modfile.File {
+	t.Helper()
+	b, err := os.ReadFile(gomod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf, err := modfile.ParseLax(gomod, b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mf
+}

@@ -15,7 +15,7 @@ import (
 )
 
 // NATS authorization in the deployments. deploy/nats/nats.conf gives the bus and the runner their own users with
-// swarmbus.Permissions (libs/swarmbus TestDeployNATSConfig parses it with nats-server's loader and compares); here:
+// swarmbus.Permissions (cmd/zoea TestDeployNATSConfig parses it with nats-server's loader and compares); here:
 // nats-server accepts it, compose and the dev overlay mount it, every service that connects to NATS has credentials
 // the server knows, and prod carries none in the repository.
 
@@ -27,7 +27,7 @@ const natsConf = "deploy/nats/nats.conf"
 func natsPasswordVar(user string) string { return "ZOEA_NATS_" + strings.ToUpper(user) + "_PASSWORD" }
 
 // nats-server itself checks the config (-t): the server the deployments run (the nats:2-alpine image, a current
-// 2.x), built here from the version libs/go.mod pins, since the config uses settings older servers reject
+// 2.x), built here from the version libs/natstest pins, since the config uses settings older servers reject
 // (sync_interval: Debian 12's 2.9 does not know it).
 func TestNATSConfigAcceptedByServer(t *testing.T) {
 	bin := natsServerBinary(t)
@@ -54,23 +54,43 @@ func TestNATSConfigAcceptedByServer(t *testing.T) {
 	}
 }
 
-// natsServerBinary builds nats-server at the version libs/go.mod requires (the go command's build cache makes a
-// second build a link only).
+// natsServerBinary is nats-server at the version the tests pin (natstest.Version in libs/natstest/binary.go, read
+// from there: this module does not import libs): $ZOEA_TEST_NATS_SERVER_BIN if set, as natstest takes it, otherwise
+// a go install into a temp dir (the go command's build cache makes a second build a link only).
 func natsServerBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "nats-server")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/nats-io/nats-server/v2")
-	cmd.Dir = filepath.Join(repoRoot(t), "libs")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build nats-server (the version libs/go.mod pins): %v\n%s", err, out)
+	if bin := os.Getenv("ZOEA_TEST_NATS_SERVER_BIN"); bin != "" {
+		return bin
 	}
-	return bin
+	version := natsServerPin(t)
+	gobin := t.TempDir()
+	cmd := exec.Command("go", "install", "github.com/nats-io/nats-server/v2@"+version)
+	cmd.Env = append(os.Environ(), "GOBIN="+gobin, "GOWORK=off", "GOFLAGS=", "CGO_ENABLED=0")
+	cmd.Dir = gobin
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go install nats-server@%s (the version libs/natstest pins): %v\n%s", version, err, out)
+	}
+	return filepath.Join(gobin, "nats-server")
+}
+
+// natsServerPin reads natstest.Version, the one place the tests' nats-server version is pinned.
+func natsServerPin(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "libs", "natstest", "binary.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^const Version = "(v[0-9][^"]*)"`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal(`libs/natstest/binary.go has no line const Version = "v…": the nats-server pin moved`)
+	}
+	return string(m[1])
 }
 
 // JetStream acknowledges a write only once it is fsynced (sync_interval: always) in every NATS Zoea ships a config
 // for: nats.conf, which compose and the dev overlay mount (TestComposeNATSAuth, TestK8sNATSAuth check the mounts),
 // without a command-line flag overriding it, and the Helm values of the production cluster. With the server's
-// default (fsync every 2 minutes) a power failure loses acknowledged broadcasts. libs/swarmbus TestDeployNATSConfig
+// default (fsync every 2 minutes) a power failure loses acknowledged broadcasts. cmd/zoea TestDeployNATSConfig
 // checks the same file with nats-server's own loader (SyncAlways).
 func TestNATSSyncAlways(t *testing.T) {
 	root := repoRoot(t)

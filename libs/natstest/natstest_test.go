@@ -2,6 +2,9 @@ package natstest_test
 
 import (
 	"context"
+	"errors"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,7 +32,6 @@ func TestJetStreamSurvivesRestartOnSameDir(t *testing.T) {
 	}
 	nc.Close()
 	srv.Shutdown()
-	srv.WaitForShutdown()
 
 	srv2 := natstest.StartDir(t, dir)
 	nc2, err := nats.Connect(srv2.ClientURL())
@@ -45,5 +47,95 @@ func TestJetStreamSurvivesRestartOnSameDir(t *testing.T) {
 	msg, err := s.GetMsg(ctx, 1)
 	if err != nil || string(msg.Data) != "hello" {
 		t.Fatalf("message lost across restart: %v %+v", err, msg)
+	}
+}
+
+// Shutdown and Kill end the process: the port no longer answers, and a second stop does nothing.
+func TestShutdownAndKillStopTheServer(t *testing.T) {
+	for _, stop := range []struct {
+		name string
+		do   func(*natstest.Server)
+	}{{"shutdown", (*natstest.Server).Shutdown}, {"kill", (*natstest.Server).Kill}} {
+		t.Run(stop.name, func(t *testing.T) {
+			srv := natstest.Start(t)
+			nc, err := nats.Connect(srv.ClientURL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			nc.Close()
+			stop.do(srv)
+			stop.do(srv)
+			if c, err := net.DialTimeout("tcp", strings.TrimPrefix(srv.ClientURL(), "nats://"), time.Second); err == nil {
+				c.Close()
+				t.Fatalf("%s: %s still accepts connections", stop.name, srv.ClientURL())
+			}
+		})
+	}
+}
+
+// A server with Users admits only them, with their permissions, and Log hears the violations it logs.
+func TestUsersAndLog(t *testing.T) {
+	violations := make(chan string, 16)
+	srv := natstest.StartWith(t, natstest.Options{
+		Users: []natstest.User{{Name: "u", Password: "p", PublishAllow: []string{"ok.>", "_INBOX.>"}, SubscribeAllow: []string{"ok.>", "_INBOX.>"}}},
+		Log: func(line string) {
+			if strings.Contains(line, "Violation") {
+				violations <- line
+			}
+		},
+	})
+	if nc, err := nats.Connect(srv.ClientURL()); err == nil {
+		nc.Close()
+		t.Fatal("an anonymous client was admitted")
+	}
+	url := strings.Replace(srv.ClientURL(), "nats://", "nats://u:p@", 1)
+	nc, err := nats.Connect(url, nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	if err != nil {
+		t.Fatalf("user u: %v", err)
+	}
+	defer nc.Close()
+	if err := nc.Publish("ok.1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Publish("forbidden", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case line := <-violations:
+		if !strings.Contains(line, "forbidden") {
+			t.Fatalf("violation logged for another subject: %s", line)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server logged no violation for a forbidden publish (or Log did not hear it)")
+	}
+	select {
+	case line := <-violations:
+		t.Fatalf("an allowed publish was logged as a violation: %s", line)
+	default:
+	}
+}
+
+// A server without JetStream answers core NATS and no JetStream requests.
+func TestStartWithoutJetStream(t *testing.T) {
+	srv := natstest.StartWithoutJetStream(t)
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.Request("$JS.API.INFO", nil, 2*time.Second); !errors.Is(err, nats.ErrNoResponders) {
+		t.Fatalf("$JS.API.INFO on a server without JetStream: %v, want no responders", err)
+	}
+}
+
+// What a test pays per server: a JetStream nats-server process started, ready (/healthz 200) and stopped.
+func BenchmarkStartShutdown(b *testing.B) {
+	bin := natstest.Binary(b)
+	b.Logf("nats-server %s at %s", natstest.Version, bin)
+	for b.Loop() {
+		natstest.Start(b).Shutdown()
 	}
 }

@@ -1,15 +1,11 @@
 package natstest
 
-import (
-	"testing"
+import "testing"
 
-	"github.com/nats-io/nats-server/v2/server"
-)
-
-// StartWithoutJetStream runs a plain NATS server, JetStream off, on a random loopback port, as Debian's nats-server
+// StartWithoutJetStream runs a plain NATS server, JetStream off, on a free loopback port, as Debian's nats-server
 // package starts one with its stock /etc/nats-server.conf: core NATS answers, every JetStream request gets no
 // responders. Tests use it to check that each component names JetStream when it is missing.
-func StartWithoutJetStream(tb testing.TB) *server.Server {
+func StartWithoutJetStream(tb testing.TB) *Server {
 	tb.Helper()
-	return serve(tb, &server.Options{Port: server.RANDOM_PORT})
+	return StartWith(tb, Options{NoJetStream: true})
 }

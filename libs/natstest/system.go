@@ -15,10 +15,10 @@ import (
 // SystemBinary is where Debian's nats-server package installs the server that CI and `zoea dev` use.
 const SystemBinary = "/usr/sbin/nats-server"
 
-// StartSystem runs the machine's own nats-server binary (often older than the embedded library: Debian 12 ships
-// 2.9) with JetStream on a free loopback port and returns its URL. It proves Zoea works with the server users
-// actually run, not only with the newest one. A missing binary is
-// testdep.Missing: skipped locally, a failure in CI.
+// StartSystem runs the machine's own nats-server binary (often older than Version, which the other Start
+// functions run: Debian 12 ships 2.9) with JetStream on a free loopback port and returns its URL. It proves Zoea
+// works with the server users actually run, not only with the newest one. A missing binary is testdep.Missing:
+// skipped locally, a failure in CI.
 func StartSystem(tb testing.TB) string {
 	tb.Helper()
 	bin := os.Getenv("ZOEA_TEST_NATS_SERVER")

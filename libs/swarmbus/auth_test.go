@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -31,16 +30,13 @@ func authServer(t *testing.T) (host string, v *violations) {
 // authServerFor starts NATS with one user per entry of perms.
 func authServerFor(t *testing.T, perms map[string]swarmbus.SubjectPermissions) (host string, v *violations) {
 	t.Helper()
-	var users []*server.User
+	var users []natstest.User
 	for name, p := range perms {
-		users = append(users, &server.User{Username: name, Password: name + "-secret", Permissions: &server.Permissions{
-			Publish:   &server.SubjectPermission{Allow: p.PublishAllow, Deny: p.PublishDeny},
-			Subscribe: &server.SubjectPermission{Allow: p.SubscribeAllow},
-		}})
+		users = append(users, natstest.User{Name: name, Password: name + "-secret",
+			PublishAllow: p.PublishAllow, PublishDeny: p.PublishDeny, SubscribeAllow: p.SubscribeAllow})
 	}
-	srv := natstest.StartAuth(t, users)
 	v = &violations{}
-	srv.SetLogger(v, false, false)
+	srv := natstest.StartWith(t, natstest.Options{Users: users, Log: v.record})
 	return strings.TrimPrefix(srv.ClientURL(), "nats://"), v
 }
 
@@ -51,19 +47,13 @@ type violations struct {
 	seen []string
 }
 
-func (v *violations) record(format string, args ...any) {
-	if line := fmt.Sprintf(format, args...); strings.Contains(line, "Violation") {
+func (v *violations) record(line string) {
+	if strings.Contains(line, "Violation") {
 		v.mu.Lock()
 		v.seen = append(v.seen, line)
 		v.mu.Unlock()
 	}
 }
-func (v *violations) Noticef(format string, args ...any) { v.record(format, args...) }
-func (v *violations) Warnf(format string, args ...any)   { v.record(format, args...) }
-func (v *violations) Fatalf(format string, args ...any)  { v.record(format, args...) }
-func (v *violations) Errorf(format string, args ...any)  { v.record(format, args...) }
-func (v *violations) Debugf(format string, args ...any)  { v.record(format, args...) }
-func (v *violations) Tracef(format string, args ...any)  { v.record(format, args...) }
 
 func (v *violations) take() []string {
 	v.mu.Lock()

@@ -11,7 +11,7 @@ import (
 
 // TestWorksWithTheSystemNATSServer runs the whole protocol against the machine's own nats-server (Debian 12 ships
 // 2.9, which lacks multiple consumer filters and KV limit markers), because that is the server CI and `zoea dev`
-// use; the embedded server of the other tests is always the newest.
+// use; the other tests run natstest.Version, a current 2.x.
 func TestWorksWithTheSystemNATSServer(t *testing.T) {
 	url := natstest.StartSystem(t)
 	const ttl = 2 * time.Second

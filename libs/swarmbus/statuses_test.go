@@ -3,7 +3,6 @@ package swarmbus_test
 import (
 	"context"
 	"errors"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -158,7 +157,7 @@ func TestStatusesPutGetListWatchDelete(t *testing.T) {
 func TestStatusesComeBackAfterNATSRestart(t *testing.T) {
 	dir := t.TempDir()
 	srv := natstest.StartDir(t, dir)
-	port := srv.Addr().(*net.TCPAddr).Port
+	port := srv.Port()
 	b := connect(t, srv.ClientURL(), swarmbus.Options{})
 	reconnected := make(chan struct{}, 1)
 	b.OnReconnect(func() { reconnected <- struct{}{} })
@@ -170,7 +169,6 @@ func TestStatusesComeBackAfterNATSRestart(t *testing.T) {
 	mirror.waitFor(t, "the first status", func(byID map[string]swarmbus.Status) bool { _, ok := byID["m1"]; return ok })
 
 	srv.Shutdown()
-	srv.WaitForShutdown()
 	natstest.StartDirPort(t, dir, port)
 	select {
 	case <-reconnected:

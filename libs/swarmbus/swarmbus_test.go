@@ -273,7 +273,7 @@ func TestPublishRejectsBadIDs(t *testing.T) {
 func TestBroadcastsSurviveNATSRestart(t *testing.T) {
 	dir := t.TempDir()
 	srv := natstest.StartDir(t, dir)
-	port := srv.Addr().(*net.TCPAddr).Port
+	port := srv.Port()
 	b := connect(t, srv.ClientURL(), swarmbus.Options{})
 	reconnected := make(chan struct{}, 1)
 	b.OnReconnect(func() { reconnected <- struct{}{} })
@@ -287,7 +287,6 @@ func TestBroadcastsSurviveNATSRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.Shutdown()
-	srv.WaitForShutdown()
 	natstest.StartDirPort(t, dir, port)
 
 	// Published while the client may still be reconnecting: the publish waits and retries with the same id.

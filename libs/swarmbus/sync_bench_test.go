@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/nats-io/nats-server/v2/server"
-
 	"github.com/zoeaswarm/zoea/libs/natstest"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
 )
@@ -31,7 +29,7 @@ func BenchmarkPublishSync(b *testing.B) {
 				name = mode.name + "/parallel"
 			}
 			b.Run(name, func(b *testing.B) {
-				srv := natstest.StartWith(b, func(o *server.Options) { o.SyncAlways = mode.always })
+				srv := natstest.StartWith(b, natstest.Options{SyncAlways: mode.always})
 				ctx := context.Background()
 				bus, err := swarmbus.Connect(ctx, srv.ClientURL(), swarmbus.Options{Name: "bench", Logger: slog.New(slog.DiscardHandler)})
 				if err != nil {
@@ -74,7 +72,7 @@ func BenchmarkRenewAllSync(b *testing.B) {
 		always bool
 	}{{"default", false}, {"always", true}} {
 		b.Run(mode.name, func(b *testing.B) {
-			srv := natstest.StartWith(b, func(o *server.Options) { o.SyncAlways = mode.always })
+			srv := natstest.StartWith(b, natstest.Options{SyncAlways: mode.always})
 			ctx := context.Background()
 			bus, err := swarmbus.Connect(ctx, srv.ClientURL(), swarmbus.Options{Name: "bench", Logger: slog.New(slog.DiscardHandler)})
 			if err != nil {

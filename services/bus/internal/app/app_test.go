@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -510,10 +509,9 @@ func TestBroadcastWithoutNATSIsUnavailableAndRetryable(t *testing.T) {
 	nats := natstest.StartDir(t, dir)
 	mem := memfake.Start(t)
 	ids := mem.AddMyses("m", 3)
-	port := nats.Addr().(*net.TCPAddr).Port
+	port := nats.Port()
 	bus := startBus(t, busSetup{natsURL: nats.ClientURL(), memAddr: mem.Addr(), waitReady: true})
 	nats.Shutdown()
-	nats.WaitForShutdown()
 	bus.waitHealth(t, healthpb.HealthCheckResponse_NOT_SERVING)
 	id := uuid.NewString()
 	_, err := bus.client.Broadcast(ctxT(t), &busv1.BroadcastRequest{Content: "anyone?", BroadcastId: id})
