@@ -22,6 +22,7 @@ func TestArgumentCountsAreExplained(t *testing.T) {
 		{[]string{"limits"}, "limits needs a mysis and, to set them, the limits (usage: zoea limits MYSIS"},
 		{[]string{"usage", "--since", "5x"}, `--since: "5x" is not a duration such as 30s, 15m or 2h`},
 		{[]string{"usage", "--top", "101"}, `--top: 101 is not between 1 and 100`},
+		{[]string{"usage", "--top", "0"}, `--top: 0 is not between 1 and 100`},
 		{[]string{"usage", "--top", "5", "--by", "model"}, `--top ranks myses by cost: use it with --by mysis`},
 		{[]string{"usage", "--page-size", "0"}, `--page-size: 0 is not between 1 and 1000`},
 		{[]string{"history", "scout-1", "--limit", "ten"}, `--limit: "ten" is not a whole number`},

@@ -72,7 +72,7 @@ func usageCmd(ep *endpoints) *cobra.Command {
 				return fmt.Errorf("--page-size: %d is not between 1 and 1000", pageSize)
 			}
 			req := &runnerv1.GetUsageRequest{Myses: args, PageSize: int32(pageSize)}
-			if top != 0 {
+			if top != 0 || cmd.Flags().Changed("top") {
 				if top < 1 || top > 100 {
 					return fmt.Errorf("--top: %d is not between 1 and 100", top)
 				}
