@@ -12,13 +12,16 @@ import (
 )
 
 // forbiddenInBinary says why a package must not be linked into a production server binary, or "" when it may be.
-// Test support lives in testkit packages (they may import "testing"), benchmark, load and fault tooling in each
+// Test support lives in the test-support module libs/testsupport and in testkit packages (they may import
+// "testing"), benchmark, load and fault tooling in each
 // service's tooling module, services/<svc>/tools (its benchkit packages and its cmd/<tool>); see
 // docs/ARCHITECTURE.md.
 func forbiddenInBinary(pkg string) string {
 	switch {
 	case pkg == "testing" || strings.HasPrefix(pkg, "testing/"):
 		return "the standard library's test support"
+	case strings.HasPrefix(pkg+"/", modulePrefix+"libs/testsupport/"):
+		return "a package of the test-support module (libs/testsupport: contract suite, fakes, test servers)"
 	case strings.Contains(pkg+"/", "/testkit/"):
 		return "a testkit package (test-only support)"
 	case strings.Contains(pkg+"/", "/benchkit/"):
@@ -43,7 +46,8 @@ func toolingModule(pkg string) (svc string, ok bool) {
 
 func TestForbiddenInBinary(t *testing.T) {
 	for pkg, bad := range map[string]bool{
-		"testing": true, "testing/synctest": true, "github.com/zoeaswarm/zoea/libs/testkit/svcbin": true,
+		"testing": true, "testing/synctest": true, "github.com/zoeaswarm/zoea/libs/testsupport/svcbin": true,
+		"github.com/zoeaswarm/zoea/libs/testsupport/memorycontract": true, "github.com/zoeaswarm/zoea/libs/testsupport": true,
 		"github.com/zoeaswarm/zoea/services/runner/internal/testkit/testenv":  true,
 		"github.com/zoeaswarm/zoea/services/memory/internal/benchkit/seed":    true,
 		"github.com/zoeaswarm/zoea/services/memory/tools/benchkit":            true,
@@ -169,7 +173,7 @@ func TestToolingStaysOutOfTheServices(t *testing.T) {
 }
 
 // linkedOnlyByTooling are modules that only tooling and the developer CLI may require: a service's go.mod and
-// libs/go.mod list what ships and what their tests need, and their tests run these as processes instead (libs/natstest
+// libs/go.mod list what ships and what their tests need, and their tests run these as processes instead (libs/testsupport/natstest
 // runs a nats-server binary of the pinned version). cmd/zoea may require nats-server (zoea dev's embedded fallback),
 // and so may the tooling modules (chaos, swarmload).
 var linkedOnlyByTooling = []string{"github.com/nats-io/nats-server"}
@@ -184,7 +188,7 @@ func TestServicesAndLibsDoNotRequireNATSServer(t *testing.T) {
 	for _, dir := range []string{"cmd/zoea", "services/runner/tools"} {
 		for _, r := range readModFile(t, filepath.Join(root, dir, "go.mod")).Require {
 			if r.Mod.Path == "github.com/nats-io/nats-server/v2" && r.Mod.Version != pin {
-				t.Errorf("%s/go.mod links nats-server %s, the tests run %s (libs/natstest/binary.go Version): keep them equal", dir, r.Mod.Version, pin)
+				t.Errorf("%s/go.mod links nats-server %s, the tests run %s (libs/testsupport/natstest/binary.go Version): keep them equal", dir, r.Mod.Version, pin)
 			}
 		}
 	}
@@ -196,7 +200,7 @@ func TestServicesAndLibsDoNotRequireNATSServer(t *testing.T) {
 		for _, r := range readModFile(t, filepath.Join(root, dir, "go.mod")).Require {
 			for _, banned := range linkedOnlyByTooling {
 				if r.Mod.Path == banned || strings.HasPrefix(r.Mod.Path, banned+"/") {
-					t.Errorf("%s/go.mod requires %s %s: its tests must run it as a process (libs/natstest), not link it", dir, r.Mod.Path, r.Mod.Version)
+					t.Errorf("%s/go.mod requires %s %s: its tests must run it as a process (libs/testsupport/natstest), not link it", dir, r.Mod.Path, r.Mod.Version)
 				}
 			}
 		}

@@ -236,8 +236,8 @@ func TestImportRules(t *testing.T) {
 	})
 	t.Run("memory requests are validated by one package", func(t *testing.T) {
 		// The real service's domain and its in-memory fake both validate with libs/memoryrules (no copy to drift).
-		fake := libPackages(t, []string{"libs/testkit/memfake"})["libs/testkit/memfake"]
-		for rel, imports := range map[string][]string{"services/memory/internal/memory": pkgs["services/memory/internal/memory"], "libs/testkit/memfake": fake} {
+		fake := libPackages(t, []string{"libs/testsupport/memfake"})["libs/testsupport/memfake"]
+		for rel, imports := range map[string][]string{"services/memory/internal/memory": pkgs["services/memory/internal/memory"], "libs/testsupport/memfake": fake} {
 			if !slices.Contains(imports, modulePrefix+"libs/memoryrules") {
 				t.Errorf("%s does not validate with libs/memoryrules", rel)
 			}

@@ -27,7 +27,7 @@ const natsConf = "deploy/nats/nats.conf"
 func natsPasswordVar(user string) string { return "ZOEA_NATS_" + strings.ToUpper(user) + "_PASSWORD" }
 
 // nats-server itself checks the config (-t): the server the deployments run (the nats:2-alpine image, a current
-// 2.x), built here from the version libs/natstest pins, since the config uses settings older servers reject
+// 2.x), built here from the version libs/testsupport/natstest pins, since the config uses settings older servers reject
 // (sync_interval: Debian 12's 2.9 does not know it).
 func TestNATSConfigAcceptedByServer(t *testing.T) {
 	bin := natsServerBinary(t)
@@ -54,7 +54,7 @@ func TestNATSConfigAcceptedByServer(t *testing.T) {
 	}
 }
 
-// natsServerBinary is nats-server at the version the tests pin (natstest.Version in libs/natstest/binary.go, read
+// natsServerBinary is nats-server at the version the tests pin (natstest.Version in libs/testsupport/natstest/binary.go, read
 // from there: this module does not import libs): $ZOEA_TEST_NATS_SERVER_BIN if set, as natstest takes it, otherwise
 // a go install into a temp dir (the go command's build cache makes a second build a link only).
 func natsServerBinary(t *testing.T) string {
@@ -68,7 +68,7 @@ func natsServerBinary(t *testing.T) string {
 	cmd.Env = append(os.Environ(), "GOBIN="+gobin, "GOWORK=off", "GOFLAGS=", "CGO_ENABLED=0")
 	cmd.Dir = gobin
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go install nats-server@%s (the version libs/natstest pins): %v\n%s", version, err, out)
+		t.Fatalf("go install nats-server@%s (the version libs/testsupport/natstest pins): %v\n%s", version, err, out)
 	}
 	return filepath.Join(gobin, "nats-server")
 }
@@ -76,13 +76,13 @@ func natsServerBinary(t *testing.T) string {
 // natsServerPin reads natstest.Version, the one place the tests' nats-server version is pinned.
 func natsServerPin(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), "libs", "natstest", "binary.go"))
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "libs", "testsupport", "natstest", "binary.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := regexp.MustCompile(`(?m)^const Version = "(v[0-9][^"]*)"`).FindSubmatch(b)
 	if m == nil {
-		t.Fatal(`libs/natstest/binary.go has no line const Version = "v…": the nats-server pin moved`)
+		t.Fatal(`libs/testsupport/natstest/binary.go has no line const Version = "v…": the nats-server pin moved`)
 	}
 	return string(m[1])
 }

@@ -36,6 +36,7 @@ require (
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
+	github.com/zoeaswarm/zoea/libs/testsupport v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace v1.47.0 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
@@ -50,3 +51,5 @@ require (
 )
 
 replace github.com/zoeaswarm/zoea/gen => ../gen
+
+replace github.com/zoeaswarm/zoea/libs/testsupport => ./testsupport

@@ -22,8 +22,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
-	"github.com/zoeaswarm/zoea/libs/pgtest"
 	zserver "github.com/zoeaswarm/zoea/libs/server"
+	"github.com/zoeaswarm/zoea/libs/testsupport/pgtest"
 )
 
 // buildServices builds every service binary (and the zoea CLI when withCLI) into a temporary directory.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zoeaswarm/zoea/libs/pgtest"
+	"github.com/zoeaswarm/zoea/libs/testsupport/pgtest"
 )
 
 // TestDevRunsALocalSwarmOnMCPv2: with ZOEA_SPACEMOLT_ENDPOINT=v2 the demo swarm plays the simulator's /mcp/v2 (16

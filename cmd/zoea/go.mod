@@ -66,6 +66,7 @@ require (
 	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/xo/terminfo v0.0.0-20220910002029-abceb7e1c41e // indirect
+	github.com/zoeaswarm/zoea/libs/testsupport v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.72.0 // indirect
 	go.opentelemetry.io/otel v1.47.0 // indirect
@@ -82,3 +83,5 @@ replace (
 	github.com/zoeaswarm/zoea/gen => ../../gen
 	github.com/zoeaswarm/zoea/libs => ../../libs
 )
+
+replace github.com/zoeaswarm/zoea/libs/testsupport => ../../libs/testsupport

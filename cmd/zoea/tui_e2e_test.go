@@ -18,8 +18,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
-	"github.com/zoeaswarm/zoea/libs/natstest"
-	"github.com/zoeaswarm/zoea/libs/pgtest"
+	"github.com/zoeaswarm/zoea/libs/testsupport/natstest"
+	"github.com/zoeaswarm/zoea/libs/testsupport/pgtest"
 )
 
 func freeAddr(t testing.TB) string {

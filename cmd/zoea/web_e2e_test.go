@@ -19,7 +19,7 @@ import (
 
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
-	"github.com/zoeaswarm/zoea/libs/testdep"
+	"github.com/zoeaswarm/zoea/libs/testsupport/testdep"
 )
 
 // browser is headless Debian chromium driven by chromedp.

@@ -2,7 +2,7 @@
 // (a mysis's configuration, a state change, the memories to append, an LLM call's accounting, an account, spend
 // limits) and the checks on them, with errors that name the API field ("memories[3].content") as libs/errs
 // InvalidArgument errors. The memory service's domain (services/memory/internal/memory) validates every request
-// with them — its types are aliases of these — and so does the in-memory fake (libs/testkit/memfake), so the two
+// with them — its types are aliases of these — and so does the in-memory fake (libs/testsupport/memfake), so the two
 // cannot drift apart. It imports no gRPC, protobuf or driver: a caller converts its wire types first.
 package memoryrules
 

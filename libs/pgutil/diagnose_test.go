@@ -10,8 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/zoeaswarm/zoea/libs/pgtest"
 	"github.com/zoeaswarm/zoea/libs/pgutil"
+	"github.com/zoeaswarm/zoea/libs/testsupport/pgtest"
 )
 
 func connectErr(t *testing.T, raw string) error {

@@ -16,8 +16,8 @@ import (
 
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 
-	"github.com/zoeaswarm/zoea/libs/natstest"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
+	"github.com/zoeaswarm/zoea/libs/testsupport/natstest"
 )
 
 // authServer starts NATS with one user per Zoea service, each with swarmbus.Permissions, and returns its address

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zoeaswarm/zoea/libs/natstest"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
+	"github.com/zoeaswarm/zoea/libs/testsupport/natstest"
 )
 
 // TestWorksWithTheSystemNATSServer runs the whole protocol against the machine's own nats-server (Debian 12 ships

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zoeaswarm/zoea/libs/natstest"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
+	"github.com/zoeaswarm/zoea/libs/testsupport/natstest"
 )
 
 // WatchSwarm reports the other replicas' heartbeats and departures (never the watcher's own), a holder id with a

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zoeaswarm/zoea/libs/natstest"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
+	"github.com/zoeaswarm/zoea/libs/testsupport/natstest"
 )
 
 // statusMirror collects a Watch into a map, the way a runner replica mirrors the bucket.

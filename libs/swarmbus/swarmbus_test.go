@@ -20,8 +20,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
-	"github.com/zoeaswarm/zoea/libs/natstest"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
+	"github.com/zoeaswarm/zoea/libs/testsupport/natstest"
 )
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

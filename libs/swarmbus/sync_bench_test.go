@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/zoeaswarm/zoea/libs/natstest"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
+	"github.com/zoeaswarm/zoea/libs/testsupport/natstest"
 )
 
 // The cost of JetStream's sync_interval: always (deploy/nats/nats.conf) on Zoea's durable publish path: broadcasts

@@ -33,6 +33,7 @@ require (
 	github.com/nats-io/nats.go v1.55.0 // indirect
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
+	github.com/zoeaswarm/zoea/libs/testsupport v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.72.0 // indirect
 	go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc v1.47.0 // indirect
@@ -53,3 +54,5 @@ replace (
 	github.com/zoeaswarm/zoea/gen => ../../gen
 	github.com/zoeaswarm/zoea/libs => ../../libs
 )
+
+replace github.com/zoeaswarm/zoea/libs/testsupport => ../../libs/testsupport

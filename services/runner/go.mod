@@ -53,6 +53,7 @@ require (
 	github.com/tidwall/sjson v1.2.5 // indirect
 	github.com/wk8/go-ordered-map/v2 v2.1.8 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
+	github.com/zoeaswarm/zoea/libs/testsupport v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.72.0 // indirect
 	go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc v1.47.0 // indirect
@@ -74,3 +75,5 @@ replace (
 	github.com/zoeaswarm/zoea/gen => ../../gen
 	github.com/zoeaswarm/zoea/libs => ../../libs
 )
+
+replace github.com/zoeaswarm/zoea/libs/testsupport => ../../libs/testsupport

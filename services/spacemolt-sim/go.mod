@@ -23,6 +23,7 @@ require (
 	github.com/segmentio/asm v1.2.1 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
+	github.com/zoeaswarm/zoea/libs/testsupport v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.72.0 // indirect
 	go.opentelemetry.io/otel v1.47.0 // indirect
@@ -48,3 +49,5 @@ require (
 replace github.com/zoeaswarm/zoea/libs => ../../libs
 
 replace github.com/zoeaswarm/zoea/gen => ../../gen
+
+replace github.com/zoeaswarm/zoea/libs/testsupport => ../../libs/testsupport

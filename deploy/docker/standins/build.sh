@@ -12,7 +12,7 @@
 #   gcr.io/distroless/static-debian12:nonroot  CA bundle, zoneinfo, /etc/passwd with nonroot (65532), nothing else
 #   postgres:16                               Debian's PostgreSQL 15 behind an entrypoint that honours POSTGRES_DB,
 #                                             POSTGRES_USER, POSTGRES_PASSWORD and initialises an empty data dir once
-#   nats:2-alpine                             nats-server (the version libs/natstest pins, built from the module proxy)
+#   nats:2-alpine                             nats-server (the version libs/testsupport/natstest pins, built from the module proxy)
 #                                             plus busybox (static, from Debian) for the health check's wget
 # Every stand-in trusts this machine's CA certificates, so a container reaches the module proxy through the same TLS
 # proxy the host uses. Needs root (debootstrap, chroot), debootstrap, and Go. The Debian root is cached in
@@ -124,8 +124,8 @@ build_postgres() {
 
 build_nats() {
   local tag=$1 dir="$CACHE/work/nats" version
-  version=$(sed -n 's/^const Version = "\(v[^"]*\)"$/\1/p' libs/natstest/binary.go)
-  [ -n "$version" ] || die "libs/natstest/binary.go does not pin nats-server (const Version)"
+  version=$(sed -n 's/^const Version = "\(v[^"]*\)"$/\1/p' libs/testsupport/natstest/binary.go)
+  [ -n "$version" ] || die "libs/testsupport/natstest/binary.go does not pin nats-server (const Version)"
   rm -rf "$dir"; mkdir -p "$dir/bin" "$dir/usr/local/bin" "$dir/etc/nats" "$dir/tmp"
   chmod 1777 "$dir/tmp"
   say "building nats-server $version from the module proxy"

@@ -19,6 +19,7 @@ require (
 	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.4 // indirect
 	github.com/maypok86/otter/v2 v2.4.0 // indirect
 	github.com/tiktoken-go/tokenizer v0.10.0 // indirect
+	github.com/zoeaswarm/zoea/libs/testsupport v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.72.0 // indirect
 	go.opentelemetry.io/otel v1.47.0 // indirect
@@ -37,3 +38,5 @@ replace (
 	github.com/zoeaswarm/zoea/libs => ../../../libs
 	github.com/zoeaswarm/zoea/services/composer => ../
 )
+
+replace github.com/zoeaswarm/zoea/libs/testsupport => ../../../libs/testsupport

@@ -24,6 +24,7 @@ require (
 	github.com/mfridman/interpolate v0.0.2 // indirect
 	github.com/pressly/goose/v3 v3.29.0 // indirect
 	github.com/sethvargo/go-retry v0.5.0 // indirect
+	github.com/zoeaswarm/zoea/libs/testsupport v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.72.0 // indirect
 	go.opentelemetry.io/otel v1.47.0 // indirect
@@ -45,3 +46,5 @@ replace (
 	github.com/zoeaswarm/zoea/libs => ../../../libs
 	github.com/zoeaswarm/zoea/services/memory => ../
 )
+
+replace github.com/zoeaswarm/zoea/libs/testsupport => ../../../libs/testsupport

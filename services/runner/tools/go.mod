@@ -75,3 +75,5 @@ replace (
 	github.com/zoeaswarm/zoea/libs => ../../../libs
 	github.com/zoeaswarm/zoea/services/runner => ../
 )
+
+replace github.com/zoeaswarm/zoea/libs/testsupport => ../../../libs/testsupport

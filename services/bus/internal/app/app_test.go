@@ -13,10 +13,10 @@ import (
 
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
-	"github.com/zoeaswarm/zoea/libs/natstest"
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
-	"github.com/zoeaswarm/zoea/libs/testkit/memfake"
+	"github.com/zoeaswarm/zoea/libs/testsupport/memfake"
+	"github.com/zoeaswarm/zoea/libs/testsupport/natstest"
 )
 
 // assertOnce checks that every mysis has exactly one memory row for the broadcast, as a user prompt.

@@ -12,9 +12,9 @@ import (
 
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
-	"github.com/zoeaswarm/zoea/libs/natstest"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
-	"github.com/zoeaswarm/zoea/libs/testkit/memfake"
+	"github.com/zoeaswarm/zoea/libs/testsupport/memfake"
+	"github.com/zoeaswarm/zoea/libs/testsupport/natstest"
 )
 
 // BenchmarkBroadcastToRows measures what a commander waits for: from calling Broadcast to every mysis's memory row

@@ -6,7 +6,7 @@ import (
 
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
-	"github.com/zoeaswarm/zoea/libs/natstest"
+	"github.com/zoeaswarm/zoea/libs/testsupport/natstest"
 )
 
 // End to end with the real memory service on Postgres: a broadcast accepted by a bus that stops before delivering

@@ -14,13 +14,13 @@ import (
 	"google.golang.org/grpc"
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
-	"github.com/zoeaswarm/zoea/libs/pgtest"
 	"github.com/zoeaswarm/zoea/libs/server"
-	"github.com/zoeaswarm/zoea/libs/testkit/svcbin"
+	"github.com/zoeaswarm/zoea/libs/testsupport/pgtest"
+	"github.com/zoeaswarm/zoea/libs/testsupport/svcbin"
 )
 
-// The real memory service is another module; the tests build its binary once (libs/testkit/svcbin) and run it
-// against a fresh Postgres database (libs/pgtest), exactly as production runs it.
+// The real memory service is another module; the tests build its binary once (libs/testsupport/svcbin) and run it
+// against a fresh Postgres database (libs/testsupport/pgtest), exactly as production runs it.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	svcbin.Clean()

@@ -11,13 +11,13 @@ import (
 	"github.com/google/uuid"
 	"google.golang.org/grpc/codes"
 
-	"github.com/zoeaswarm/zoea/libs/testkit/memfake"
+	"github.com/zoeaswarm/zoea/libs/testsupport/memfake"
 	"github.com/zoeaswarm/zoea/services/bus/internal/delivery"
 	"github.com/zoeaswarm/zoea/services/bus/internal/memoryclient"
 	"github.com/zoeaswarm/zoea/services/bus/internal/message"
 )
 
-// memory is the shared in-memory memory service (libs/testkit/memfake, held to libs/memorycontract like the real
+// memory is the shared in-memory memory service (libs/testsupport/memfake, held to libs/testsupport/memorycontract like the real
 // one) behind the real memoryclient adapter: what delivery writes to in production. Failures are injected into the
 // fake's RPCs (FailAll), so they reach delivery as the adapter turns real statuses into libs/errs errors.
 func memory(t *testing.T) (*memfake.Fake, delivery.Memory) {

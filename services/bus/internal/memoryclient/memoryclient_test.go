@@ -10,12 +10,12 @@ import (
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
-	"github.com/zoeaswarm/zoea/libs/testkit/memfake"
+	"github.com/zoeaswarm/zoea/libs/testsupport/memfake"
 	"github.com/zoeaswarm/zoea/services/bus/internal/memoryclient"
 	"github.com/zoeaswarm/zoea/services/bus/internal/message"
 )
 
-// start serves the shared in-memory memory service (libs/testkit/memfake, held to libs/memorycontract like the real
+// start serves the shared in-memory memory service (libs/testsupport/memfake, held to libs/testsupport/memorycontract like the real
 // one) and returns it with the adapter over a real gRPC client of it.
 func start(t *testing.T) (*memfake.Fake, *memoryclient.Client) {
 	t.Helper()

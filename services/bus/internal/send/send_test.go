@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/zoeaswarm/zoea/libs/errs"
-	"github.com/zoeaswarm/zoea/libs/testkit/memfake"
+	"github.com/zoeaswarm/zoea/libs/testsupport/memfake"
 	"github.com/zoeaswarm/zoea/services/bus/internal/memoryclient"
 	"github.com/zoeaswarm/zoea/services/bus/internal/message"
 	"github.com/zoeaswarm/zoea/services/bus/internal/send"
@@ -32,7 +32,7 @@ func (b *fakeBus) PublishBroadcast(_ context.Context, bc message.Broadcast) erro
 	return nil
 }
 
-// startMemory serves the shared in-memory memory service (libs/testkit/memfake, held to libs/memorycontract like the
+// startMemory serves the shared in-memory memory service (libs/testsupport/memfake, held to libs/testsupport/memorycontract like the
 // real one) and returns it with the real memoryclient adapter over a gRPC client of it: the Directory in production.
 func startMemory(t *testing.T) (*memfake.Fake, send.Directory) {
 	t.Helper()

@@ -10,7 +10,7 @@ import (
 
 	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
 	"github.com/zoeaswarm/zoea/libs/server"
-	"github.com/zoeaswarm/zoea/libs/testkit/memfake"
+	"github.com/zoeaswarm/zoea/libs/testsupport/memfake"
 )
 
 // Run, as production wires it, on a loopback listener the test holds: health follows the memory service, and a

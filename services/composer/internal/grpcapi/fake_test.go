@@ -15,13 +15,13 @@ import (
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/server"
-	"github.com/zoeaswarm/zoea/libs/testkit/memfake"
+	"github.com/zoeaswarm/zoea/libs/testsupport/memfake"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
 	"github.com/zoeaswarm/zoea/services/composer/internal/grpcapi"
 	"github.com/zoeaswarm/zoea/services/composer/internal/memoryclient"
 )
 
-// memoryServer is the shared in-memory memory service (libs/testkit/memfake, held to libs/memorycontract like the
+// memoryServer is the shared in-memory memory service (libs/testsupport/memfake, held to libs/testsupport/memorycontract like the
 // real one) on a real loopback listener, with a gRPC interceptor that counts and records GetComposeWindow calls, can
 // make it answer like a v1 server, and wakes waiters on every health check it receives.
 type memoryServer struct {

@@ -20,14 +20,14 @@ import (
 	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/chat/chatvalid"
-	"github.com/zoeaswarm/zoea/libs/pgtest"
 	"github.com/zoeaswarm/zoea/libs/server"
-	"github.com/zoeaswarm/zoea/libs/testdep"
-	"github.com/zoeaswarm/zoea/libs/testkit/svcbin"
+	"github.com/zoeaswarm/zoea/libs/testsupport/pgtest"
+	"github.com/zoeaswarm/zoea/libs/testsupport/svcbin"
+	"github.com/zoeaswarm/zoea/libs/testsupport/testdep"
 	"github.com/zoeaswarm/zoea/services/composer/internal/grpcapi"
 )
 
-// realMemory builds services/memory/cmd/memory (a different module, so it cannot run in-process; libs/testkit/svcbin),
+// realMemory builds services/memory/cmd/memory (a different module, so it cannot run in-process; libs/testsupport/svcbin),
 // migrates a fresh Postgres database with it and serves it on a loopback port. A binary that does not build fails
 // the test; Postgres out of reach is testdep.Missing (skipped locally, a failure in CI).
 func realMemory(t *testing.T) (addr string) {

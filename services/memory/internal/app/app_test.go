@@ -15,8 +15,8 @@ import (
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 
-	"github.com/zoeaswarm/zoea/libs/pgtest"
 	"github.com/zoeaswarm/zoea/libs/server"
+	"github.com/zoeaswarm/zoea/libs/testsupport/pgtest"
 )
 
 func TestMigrateSubcommandIsIdempotent(t *testing.T) {

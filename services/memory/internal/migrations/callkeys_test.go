@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/zoeaswarm/zoea/libs/callkey"
-	"github.com/zoeaswarm/zoea/libs/pgtest"
+	"github.com/zoeaswarm/zoea/libs/testsupport/pgtest"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
 	"github.com/zoeaswarm/zoea/services/memory/internal/migrations"
 )

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zoeaswarm/zoea/libs/pgtest"
 	"github.com/zoeaswarm/zoea/libs/pgutil"
+	"github.com/zoeaswarm/zoea/libs/testsupport/pgtest"
 	"github.com/zoeaswarm/zoea/services/memory/internal/migrations"
 	"github.com/zoeaswarm/zoea/services/memory/tools/benchkit"
 )

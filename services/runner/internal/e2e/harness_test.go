@@ -1,4 +1,4 @@
-// Package e2e runs the runner against the real thing: Postgres (libs/pgtest), NATS (libs/natstest), and the memory,
+// Package e2e runs the runner against the real thing: Postgres (libs/testsupport/pgtest), NATS (libs/testsupport/natstest), and the memory,
 // composer, bus and simulator binaries built from this repository. Runners run in-process (internal/app) so a test
 // can add a scripted model next to the built-in providers and stop a replica at will, or as the runner binary when
 // a test kills one with SIGKILL.
@@ -26,11 +26,11 @@ import (
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/chat/chatvalid"
-	"github.com/zoeaswarm/zoea/libs/natstest"
-	"github.com/zoeaswarm/zoea/libs/pgtest"
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
-	"github.com/zoeaswarm/zoea/libs/testdep"
+	"github.com/zoeaswarm/zoea/libs/testsupport/natstest"
+	"github.com/zoeaswarm/zoea/libs/testsupport/pgtest"
+	"github.com/zoeaswarm/zoea/libs/testsupport/testdep"
 	"github.com/zoeaswarm/zoea/services/runner/internal/app"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 	"github.com/zoeaswarm/zoea/services/runner/internal/natsbus"

@@ -7,7 +7,7 @@ import (
 
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
-	"github.com/zoeaswarm/zoea/libs/testkit/memfake"
+	"github.com/zoeaswarm/zoea/libs/testsupport/memfake"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 )
 

@@ -5,12 +5,12 @@ import (
 	"testing"
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
-	"github.com/zoeaswarm/zoea/libs/testkit/memfake"
+	"github.com/zoeaswarm/zoea/libs/testsupport/memfake"
 	"github.com/zoeaswarm/zoea/services/runner/internal/memoryclient"
 )
 
-// startMemory serves the shared in-memory memory service (libs/testkit/memfake, which passes the contract suite the
-// real service defines, libs/memorycontract) and returns it with the runner's real adapter, memoryclient, over a
+// startMemory serves the shared in-memory memory service (libs/testsupport/memfake, which passes the contract suite the
+// real service defines, libs/testsupport/memorycontract) and returns it with the runner's real adapter, memoryclient, over a
 // gRPC client of it. What a test needs to see of the calls it gets from the fake (Calls, inspection) or from an
 // interceptor in opts.
 func startMemory(t *testing.T, opts memfake.Options) (*memfake.Fake, *memoryclient.Client) {

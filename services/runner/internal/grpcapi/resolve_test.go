@@ -11,7 +11,7 @@ import (
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
-	"github.com/zoeaswarm/zoea/libs/testkit/memfake"
+	"github.com/zoeaswarm/zoea/libs/testsupport/memfake"
 )
 
 // askedIDs records the mysis ids memory's GetMysis is asked for (a server interceptor on the shared fake).

@@ -19,12 +19,12 @@ import (
 	"github.com/zoeaswarm/zoea/libs/chat/chatvalid"
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/libs/server"
-	"github.com/zoeaswarm/zoea/libs/testkit/memfake"
+	"github.com/zoeaswarm/zoea/libs/testsupport/memfake"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 )
 
-// fakeStore is the Store port over the shared in-memory memory service (libs/testkit/memfake, which passes the same
-// contract suite as the real service, libs/memorycontract), called in process: seq, turns, idempotency keys,
+// fakeStore is the Store port over the shared in-memory memory service (libs/testsupport/memfake, which passes the same
+// contract suite as the real service, libs/testsupport/memorycontract), called in process: seq, turns, idempotency keys,
 // conditional appends and compare-and-set states are the shared fake's. This package cannot use the runner's real
 // adapter (memoryclient imports mysis), so fakeStore converts the way memoryclient does — errors round-trip through
 // the gRPC status mapping (libs/server ToStatus/FromStatus) — and maps the tests' mysis ids ("m-1") to the service's

@@ -14,8 +14,8 @@ import (
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 )
 
-// replyStore is a fresh mysis in the Store port over the shared memory fake (fakeStore: libs/testkit/memfake, held
-// to the real service's append rules by libs/memorycontract), to store checked replies in; what it refuses the real
+// replyStore is a fresh mysis in the Store port over the shared memory fake (fakeStore: libs/testsupport/memfake, held
+// to the real service's append rules by libs/testsupport/memorycontract), to store checked replies in; what it refuses the real
 // memory service refuses. The e2e suite proves the same against the real service.
 func replyStore() (*fakeStore, string) {
 	s := newFakeStore()

@@ -13,13 +13,13 @@ import (
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/chat"
-	"github.com/zoeaswarm/zoea/libs/natstest"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
+	"github.com/zoeaswarm/zoea/libs/testsupport/natstest"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 	"github.com/zoeaswarm/zoea/services/runner/internal/natsbus"
 )
 
-// Real NATS (libs/natstest), real swarmbus on both sides: what a runner replica publishes is what the bus service
+// Real NATS (libs/testsupport/natstest), real swarmbus on both sides: what a runner replica publishes is what the bus service
 // and the CLI receive.
 
 func connect(t *testing.T, url string) *swarmbus.Bus {

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zoeaswarm/zoea/libs/natstest"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
+	"github.com/zoeaswarm/zoea/libs/testsupport/natstest"
 	"github.com/zoeaswarm/zoea/services/runner/internal/lease"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 	"github.com/zoeaswarm/zoea/services/runner/internal/natsbus"

@@ -6,12 +6,12 @@ import (
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/server"
-	"github.com/zoeaswarm/zoea/libs/testkit/memfake"
+	"github.com/zoeaswarm/zoea/libs/testsupport/memfake"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 )
 
-// memAccounts is the Accounts port over the shared in-memory memory service (libs/testkit/memfake, whose account
-// pool passes the Accounts suite of libs/memorycontract that the real service defines), reached over real gRPC: usernames,
+// memAccounts is the Accounts port over the shared in-memory memory service (libs/testsupport/memfake, whose account
+// pool passes the Accounts suite of libs/testsupport/memorycontract that the real service defines), reached over real gRPC: usernames,
 // bindings, renewals and claims are the shared fake's, never this file's. The runner's real adapter, memoryclient,
 // imports this package, so the four calls are converted here the way memoryclient converts them, errors through the
 // gRPC status mapping (libs/server.FromStatus).

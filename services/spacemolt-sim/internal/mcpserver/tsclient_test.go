@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/zoeaswarm/zoea/libs/testdep"
+	"github.com/zoeaswarm/zoea/libs/testsupport/testdep"
 )
 
 // TestV2StarterLoopTypeScriptSDK: the official TypeScript MCP SDK client (npm @modelcontextprotocol/sdk, pinned by

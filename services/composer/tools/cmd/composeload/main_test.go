@@ -9,7 +9,7 @@ import (
 	"time"
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
-	"github.com/zoeaswarm/zoea/libs/testkit/memfake"
+	"github.com/zoeaswarm/zoea/libs/testsupport/memfake"
 )
 
 // TestRunAgainstTheFake drives every phase against the memory fake (which runs the memory service's contract

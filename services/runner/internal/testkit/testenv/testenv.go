@@ -18,13 +18,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zoeaswarm/zoea/libs/testkit/svcbin"
+	"github.com/zoeaswarm/zoea/libs/testsupport/svcbin"
 )
 
 // RepoRoot is the monorepo root (the directory holding go.work).
 func RepoRoot(tb testing.TB) string { return svcbin.RepoRoot(tb) }
 
-// Build compiles services/<svc>/cmd/<svc> once per test process and returns the binary path (libs/testkit/svcbin).
+// Build compiles services/<svc>/cmd/<svc> once per test process and returns the binary path (libs/testsupport/svcbin).
 func Build(tb testing.TB, svc string) string { return svcbin.Build(tb, svc) }
 
 // Available reports whether services/<svc>/cmd/<svc>/main.go exists (a colleague may not have landed it yet).

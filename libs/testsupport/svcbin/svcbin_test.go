@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/zoeaswarm/zoea/libs/testkit/svcbin"
+	"github.com/zoeaswarm/zoea/libs/testsupport/svcbin"
 )
 
 func TestRepoRootHoldsGoWork(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/zoeaswarm/zoea/libs/testdep"
+	"github.com/zoeaswarm/zoea/libs/testsupport/testdep"
 )
 
 // Version is the nats-server the tests run: the one place it is pinned (.ci/check-pins.sh checks that the module

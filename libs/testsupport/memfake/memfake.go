@@ -1,6 +1,6 @@
 // Package memfake is the one in-memory stand-in for the memory service (zoea.memory.v1.MemoryService), served over
 // real gRPC, for every service's tests. It implements every RPC with the contract of the real service, held to it
-// by libs/memorycontract (its own test runs the whole suite): myses, gapless per-mysis seq and turns, idempotency
+// by libs/testsupport/memorycontract (its own test runs the whole suite): myses, gapless per-mysis seq and turns, idempotency
 // keys and conditional appends on AppendMemories, tool-call keys, recent and range reads, compare-and-set state
 // changes, configuration updates and deletes, idempotent RecordBroadcast and DeliverBroadcast (one row per broadcast
 // per mysis, ever), the v1/v2 compose window, the account pool (create, claim, get, release), search (plain word

@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/zoeaswarm/zoea/libs/natstest"
+	"github.com/zoeaswarm/zoea/libs/testsupport/natstest"
 )
 
 func TestJetStreamSurvivesRestartOnSameDir(t *testing.T) {

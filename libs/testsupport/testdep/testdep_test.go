@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zoeaswarm/zoea/libs/testdep"
+	"github.com/zoeaswarm/zoea/libs/testsupport/testdep"
 )
 
 // recorder is a testing.TB that records how a test ended instead of ending it.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zoeaswarm/zoea/libs/testdep"
+	"github.com/zoeaswarm/zoea/libs/testsupport/testdep"
 )
 
 // SystemBinary is where Debian's nats-server package installs the server that CI and `zoea dev` use.

@@ -7,8 +7,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
-	"github.com/zoeaswarm/zoea/libs/memorycontract"
-	"github.com/zoeaswarm/zoea/libs/testkit/memfake"
+	"github.com/zoeaswarm/zoea/libs/testsupport/memfake"
+	"github.com/zoeaswarm/zoea/libs/testsupport/memorycontract"
 )
 
 // The fake keeps the whole contract of the real service (the memory service runs the same suite against Postgres).

@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/zoeaswarm/zoea/libs/pgtest"
+	"github.com/zoeaswarm/zoea/libs/testsupport/pgtest"
 )
 
 func TestFreshDatabaseIsDropped(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/zoeaswarm/zoea/libs/pgutil"
-	"github.com/zoeaswarm/zoea/libs/testdep"
+	"github.com/zoeaswarm/zoea/libs/testsupport/testdep"
 )
 
 // DefaultAdminURL is used when ZOEA_TEST_DATABASE_URL is unset: role zoea (CREATEDB), which .ci/services.sh creates.
