@@ -146,15 +146,7 @@ func TestToolingStaysOutOfTheServices(t *testing.T) {
 					}
 				}
 			}
-			gomod := filepath.Join(root, "services", svc.name, "go.mod")
-			b, err := os.ReadFile(gomod)
-			if err != nil {
-				t.Fatal(err)
-			}
-			mf, err := modfile.ParseLax(gomod, b, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			mf := readModFile(t, filepath.Join(root, "services", svc.name, "go.mod"))
 			for _, r := range mf.Require {
 				if _, ok := toolingModule(r.Mod.Path); ok {
 					t.Errorf("services/%s/go.mod requires the tooling module %s", svc.name, r.Mod.Path)

@@ -26,11 +26,20 @@ func wantTop(t *testing.T, p *pgxpool.Pool, names map[string]string, from, to ti
 	for k, u := range rawUsage(t, p, from, to, nil) {
 		byMysis[k[0]] = addTotals(byMysis[k[0]], u)
 	}
-	var want []memory.UsageRow
-	for id, u := range byMysis {
-		want = append(want, memory.UsageRow{MysisID: id, MysisName: names[id], Totals: u})
+	want := byCostThenName(byMysis, names)
+	if len(want) > top {
+		want = want[:top]
 	}
-	slices.SortFunc(want, func(a, b memory.UsageRow) int {
+	return want
+}
+
+// byCostThenName is the per-mysis sums as rows in the order top by cost answers: cost desc, then name.
+func byCostThenName(byMysis map[string]memory.UsageTotals, names map[string]string) []memory.UsageRow {
+	var rows []memory.UsageRow
+	for id, u := range byMysis {
+		rows = append(rows, memory.UsageRow{MysisID: id, MysisName: names[id], Totals: u})
+	}
+	slices.SortFunc(rows, func(a, b memory.UsageRow) int {
 		if a.Totals.CostNanos != b.Totals.CostNanos {
 			if a.Totals.CostNanos > b.Totals.CostNanos {
 				return -1
@@ -39,10 +48,7 @@ func wantTop(t *testing.T, p *pgxpool.Pool, names map[string]string, from, to ti
 		}
 		return strings.Compare(a.MysisName, b.MysisName)
 	})
-	if len(want) > top {
-		want = want[:top]
-	}
-	return want
+	return rows
 }
 
 // TestTopByCostPrunes: the threshold algorithm over the hourly and daily lists (top.go) answers exactly what the

@@ -3,8 +3,6 @@ package pgstore_test
 import (
 	"context"
 	"math/rand/v2"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -101,19 +99,7 @@ func TestTopByCostMatchesTheCallLog(t *testing.T) {
 			wantTotal = addTotals(wantTotal, u)
 			byMysis[k[0]] = addTotals(byMysis[k[0]], u)
 		}
-		var want []memory.UsageRow
-		for id, u := range byMysis {
-			want = append(want, memory.UsageRow{MysisID: id, MysisName: names[id], Totals: u})
-		}
-		slices.SortFunc(want, func(a, b memory.UsageRow) int {
-			if a.Totals.CostNanos != b.Totals.CostNanos {
-				if a.Totals.CostNanos > b.Totals.CostNanos {
-					return -1
-				}
-				return 1
-			}
-			return strings.Compare(a.MysisName, b.MysisName)
-		})
+		want := byCostThenName(byMysis, names)
 		for k := 1; k < len(want) && k < top; k++ {
 			if want[k].Totals.CostNanos == want[k-1].Totals.CostNanos {
 				ties++
