@@ -6,14 +6,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/zoeaswarm/zoea/libs/testsupport/pgtest"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
 	"github.com/zoeaswarm/zoea/services/memory/internal/migrations"
 )
 
-// TestUsageRollupBackfill migrates calls written at schema v9 (no rollup) and checks 00010 built the hourly and
-// daily rollup rows from them: per mysis, hour or day, provider and model, the sums, failures and first/last call.
-func TestUsageRollupBackfill(t *testing.T) {
+// atSchema9 is a fresh database migrated to schema v9 (before the rollups) with two myses, a and b, and an exec
+// that fails the test on an error.
+func atSchema9(t *testing.T) (context.Context, *pgxpool.Pool, func(string, ...any), string, string) {
+	t.Helper()
 	ctx := context.Background()
 	p := open(t, pgtest.New(t))
 	if err := migrations.UpTo(ctx, p, 9); err != nil {
@@ -27,6 +30,13 @@ func TestUsageRollupBackfill(t *testing.T) {
 	}
 	a, b := memory.NewID(), memory.NewID()
 	exec(`INSERT INTO myses (id, name, provider) VALUES ($1, 'a', 'openai'), ($2, 'b', 'openai')`, a, b)
+	return ctx, p, exec, a, b
+}
+
+// TestUsageRollupBackfill migrates calls written at schema v9 (no rollup) and checks 00010 built the hourly and
+// daily rollup rows from them: per mysis, hour or day, provider and model, the sums, failures and first/last call.
+func TestUsageRollupBackfill(t *testing.T) {
+	ctx, p, exec, a, b := atSchema9(t)
 	t0 := time.Date(2026, 11, 23, 23, 10, 0, 0, time.UTC)
 	calls := []struct {
 		mysis  string
@@ -167,19 +177,7 @@ func TestSwarmUsageRollupBackfill(t *testing.T) {
 // checks 00015 built the per-mysis cost lists from the rollup and the totals: per mysis, hour, day and all time over
 // every model, equal to a direct aggregate over the calls; and that 00014's covering index gave way to the plain one.
 func TestMysisCostBackfill(t *testing.T) {
-	ctx := context.Background()
-	p := open(t, pgtest.New(t))
-	if err := migrations.UpTo(ctx, p, 9); err != nil {
-		t.Fatal(err)
-	}
-	exec := func(sql string, args ...any) {
-		t.Helper()
-		if _, err := p.Exec(ctx, sql, args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	a, b := memory.NewID(), memory.NewID()
-	exec(`INSERT INTO myses (id, name, provider) VALUES ($1, 'a', 'openai'), ($2, 'b', 'openai')`, a, b)
+	ctx, p, exec, a, b := atSchema9(t)
 	t0 := time.Date(2026, 11, 23, 23, 10, 0, 0, time.UTC)
 	for i, call := range []struct {
 		mysis string
