@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/charmbracelet/x/term"
@@ -16,8 +17,8 @@ import (
 // back, and the shell it returns to then echoes nothing and ignores Enter. So `zoea dev` and `zoea tui`, when they
 // draw on a terminal, run in two processes: this small guard, which saves the terminal's state, runs the same
 // command line again as a child that does the work, and restores the terminal when the child ends, however it
-// ends; and the child, which the kernel sends SIGTERM if the guard itself dies (Pdeathsig), so that it stops its
-// services and restores the terminal on its own.
+// ends; and the child, which the kernel signals if the guard itself dies (Pdeathsig, guardDeathSignal), so that it
+// stops its services and restores the terminal on its own.
 
 // guardedEnv marks the child, which must not guard again.
 const guardedEnv = "ZOEA_TERMINAL_GUARDED"
@@ -25,11 +26,19 @@ const guardedEnv = "ZOEA_TERMINAL_GUARDED"
 // guardPid is, in the child, the guard that started it; 0 when this process is not a guarded child.
 var guardPid int
 
+// guardDeathSignal is the child's parent-death signal: one the guard never passes on, so receiving it means the guard
+// died. (The parent's pid alone cannot tell: the kernel signals the child when the guard's thread that started it
+// exits, and while the guard's other threads are still being killed the child's parent is still the guard.)
+const guardDeathSignal = syscall.SIGUSR2
+
+// guardDied is set in the child when guardDeathSignal arrived.
+var guardDied atomic.Bool
+
 // sayIfGuardLost tells the commander, once the console has put the terminal back, that its guard was killed. The
 // shell took the terminal back when the guard died and printed its prompt on the console's screen, which the console
 // then left, so the prompt is gone from view: say so, and how to get it back.
 func sayIfGuardLost(w *os.File) {
-	if guardPid != 0 && os.Getppid() != guardPid {
+	if guardPid != 0 && (guardDied.Load() || os.Getppid() != guardPid) {
 		fmt.Fprintf(w, "zoea: the console's guard process (pid %d) was killed; the console stopped and the terminal is restored. Press Enter for a prompt.\n", guardPid)
 	}
 }
@@ -54,6 +63,14 @@ func runGuarded(stdout *os.File, afterKill string) (bool, error) {
 		// or fail.
 		signal.Ignore(syscall.SIGTTOU, syscall.SIGTTIN)
 		guardPid = os.Getppid()
+		// The guard's death stops the child as a SIGTERM would (main's context ends on it), once it is recorded.
+		died := make(chan os.Signal, 1)
+		signal.Notify(died, guardDeathSignal)
+		go func() {
+			<-died
+			guardDied.Store(true)
+			_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
+		}()
 		return false, nil
 	}
 	if !term.IsTerminal(stdout.Fd()) || !term.IsTerminal(os.Stdin.Fd()) {
@@ -72,7 +89,7 @@ func runGuarded(stdout *os.File, afterKill string) (bool, error) {
 	child.Env = append(os.Environ(), guardedEnv+"=1")
 	// Pdeathsig fires when the thread that started the child ends: keep this goroutine on it for good.
 	runtime.LockOSThread()
-	child.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	child.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: guardDeathSignal}
 	// Ctrl-C outside raw mode reaches the whole foreground process group, the child included; SIGTERM and SIGHUP
 	// sent to the guard are passed on. The guard itself stays until the child has finished.
 	sigs := make(chan os.Signal, 4)

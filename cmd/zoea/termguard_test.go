@@ -109,7 +109,7 @@ func TestKilledConsoleLeavesTheTerminalUsable(t *testing.T) {
 				t.Fatal(err)
 			}
 			c.waitText("console-ended-", 30*time.Second)
-			// Every zoea process is gone (a console whose guard was killed stops on the SIGTERM the kernel sends it).
+			// Every zoea process is gone (a console whose guard was killed stops on the parent-death signal the kernel sends it).
 			for _, p := range append(guards, consoles...) {
 				waitExit(t, p, 30*time.Second)
 			}
