@@ -117,6 +117,11 @@ func TestSessionCapTotalIs503(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
+	// A request on the session marks it used; Connect's own follow-ups (the initialized notification, the event
+	// stream) may reach the server after the sweep below under load.
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "spacemolt", Arguments: map[string]any{"action": "help"}}); err != nil {
+		t.Fatal(err)
+	}
 	for range 2 {
 		if status, _ := initialize(t, g.url); status != http.StatusOK {
 			t.Fatalf("initialize = %d", status)
