@@ -169,8 +169,10 @@ func (s *sim) tickOnDemand() {
 		for {
 			queued := s.engine.Queued()
 			if s.engine.Pending() > 0 {
-				s.engine.Tick()
+				// The clock moves first: a tick releases the calls that waited for it, and a call made right after
+				// one (a chat, stamped with the clock) must read the same time whatever this goroutine does next.
 				s.clock.Advance(time.Second)
+				s.engine.Tick()
 				continue
 			}
 			select {
