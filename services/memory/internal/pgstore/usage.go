@@ -17,12 +17,8 @@ import (
 // swarmShards is the number of swarm_spend rows per window (see 00004_llm_usage.sql).
 const swarmShards = 16
 
-// recordCallsSQL stores calls and keeps the running totals, the hourly and daily rollups (per mysis, and the
-// swarm's per shard) and the spend counters current, in one statement: the data-modifying CTEs run exactly once whether or not the final SELECT reads them, and only calls that were new
-// (not a retried call_id) reach the totals and counters. Per window only the newest window's calls are added; a
-// row of an older window restarts at them.
-// addUsageSums adds an insert's sums to an existing rollup row (aliased r): the per-mysis and the swarm rollups
-// keep the same columns.
+// addUsageSums adds an insert's sums to an existing row (aliased r): the running totals, the per-mysis and the
+// swarm rollups keep the same columns.
 const addUsageSums = `
 		calls = r.calls + excluded.calls,
 		failed_calls = r.failed_calls + excluded.failed_calls,
@@ -38,6 +34,10 @@ const addUsageSums = `
 		last_call_at = greatest(r.last_call_at, excluded.last_call_at)
 `
 
+// recordCallsSQL stores calls and keeps the running totals, the hourly and daily rollups (per mysis, and the
+// swarm's per shard) and the spend counters current, in one statement: the data-modifying CTEs run exactly once
+// whether or not the final SELECT reads them, and only calls that were new (not a retried call_id) reach the totals
+// and counters. Per window only the newest window's calls are added; a row of an older window restarts at them.
 const recordCallsSQL = `
 WITH c AS (
 	INSERT INTO llm_calls (call_id, mysis_id, memory_seq, started_at, provider, model, prompt_tokens,
@@ -53,27 +53,14 @@ WITH c AS (
 	RETURNING mysis_id, started_at, provider, model, prompt_tokens, cached_prompt_tokens, completion_tokens,
 		reasoning_tokens, composed_tokens, latency_ms, retries, error, cost_nanos
 ), totals AS (
-	INSERT INTO llm_usage_totals AS t (mysis_id, provider, model, calls, failed_calls, prompt_tokens,
+	INSERT INTO llm_usage_totals AS r (mysis_id, provider, model, calls, failed_calls, prompt_tokens,
 		cached_prompt_tokens, completion_tokens, reasoning_tokens, composed_tokens, latency_ms, retries, cost_nanos,
 		first_call_at, last_call_at)
 	SELECT mysis_id, provider, model, count(*), count(*) FILTER (WHERE error <> ''), sum(prompt_tokens),
 		sum(cached_prompt_tokens), sum(completion_tokens), sum(reasoning_tokens), sum(composed_tokens),
 		sum(latency_ms), sum(retries), sum(cost_nanos), min(started_at), max(started_at)
 	FROM c GROUP BY mysis_id, provider, model
-	ON CONFLICT (mysis_id, provider, model) DO UPDATE SET
-		calls = t.calls + excluded.calls,
-		failed_calls = t.failed_calls + excluded.failed_calls,
-		prompt_tokens = t.prompt_tokens + excluded.prompt_tokens,
-		cached_prompt_tokens = t.cached_prompt_tokens + excluded.cached_prompt_tokens,
-		completion_tokens = t.completion_tokens + excluded.completion_tokens,
-		reasoning_tokens = t.reasoning_tokens + excluded.reasoning_tokens,
-		composed_tokens = t.composed_tokens + excluded.composed_tokens,
-		latency_ms = t.latency_ms + excluded.latency_ms,
-		retries = t.retries + excluded.retries,
-		cost_nanos = t.cost_nanos + excluded.cost_nanos,
-		first_call_at = least(t.first_call_at, excluded.first_call_at),
-		last_call_at = greatest(t.last_call_at, excluded.last_call_at)
-	RETURNING 1
+	ON CONFLICT (mysis_id, provider, model) DO UPDATE SET` + addUsageSums + `	RETURNING 1
 ), rollup AS (
 	INSERT INTO llm_usage_rollup AS r (mysis_id, span, start, provider, model, calls, failed_calls, prompt_tokens,
 		cached_prompt_tokens, completion_tokens, reasoning_tokens, composed_tokens, latency_ms, retries, cost_nanos,
