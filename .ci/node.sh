@@ -10,8 +10,9 @@ fi
 if command -v apt-get >/dev/null; then
 	SUDO=""
 	[ "$(id -u)" = 0 ] || SUDO=sudo
-	$SUDO apt-get update -qq
-	$SUDO apt-get install -y -qq nodejs npm
+	. "$(dirname "$0")/apt.sh"
+	apt_get update -qq
+	apt_get install -y -qq nodejs npm
 	echo "installed node $(node --version), npm $(npm --version)"
 	exit 0
 fi

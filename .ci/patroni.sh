@@ -16,8 +16,9 @@ command -v patroni >/dev/null || missing+=(patroni)
 command -v etcd >/dev/null || missing+=(etcd-server)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "== installing ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  . "$(dirname "$0")/apt.sh"
+  apt_get update -qq
+  apt_get install -y -qq --no-install-recommends "${missing[@]}"
   # Where an init system started the package's own etcd, stop it: the drill runs its own on free ports.
   if command -v systemctl >/dev/null && systemctl is-active --quiet etcd 2>/dev/null; then
     systemctl disable --now etcd

@@ -69,9 +69,10 @@ if [ "$(id -u)" -ne 0 ]; then
   echo "services.sh: run as root (sudo bash .ci/services.sh): it installs packages and creates the Postgres role" >&2
   exit 1
 fi
+. "$(dirname "$0")/apt.sh"
 apt_install() {
-  if [ -z "${APT_UPDATED:-}" ]; then apt-get update -qq; APT_UPDATED=1; fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"
+  if [ -z "${APT_UPDATED:-}" ]; then apt_get update -qq; APT_UPDATED=1; fi
+  apt_get install -y -qq "$@"
 }
 missing=()
 command -v gcc >/dev/null || missing+=(gcc)
