@@ -144,9 +144,10 @@ func testUsage(t *testing.T, c memoryv1.MemoryServiceClient) {
 // counted in it.
 func testSpend(t *testing.T, c memoryv1.MemoryServiceClient) {
 	ctx := ctxT(t)
-	// A day after the other usage cases' calls: the swarm's counters hold each shard's newest window, so a call of
-	// an earlier case an hour later than this case's (another mysis in the same shard, 1 in 16) would make this
-	// case's hour the older one, and the swarm's count of it could then fall below this mysis's own.
+	// A day after every other case's calls (all at t0 or within hours of it; none at the time the test runs): the
+	// swarm's counters hold each shard's newest window, so a call of another case an hour later than this case's
+	// (another mysis in the same shard, 1 in 16) would make this case's hour the older one, and the swarm's count of
+	// it could then fall below this mysis's own.
 	t0 := t0.Add(24 * time.Hour)
 	m := newMysis(t, c, uniqueName("spend"))
 	record(t, c, m.GetId(), llmCall("openai", "m1", 100, 20, 500, t0), llmCall("openai", "m1", 20, 10, 100, t0.Add(time.Hour)))
