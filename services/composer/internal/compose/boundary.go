@@ -40,6 +40,19 @@ func (c *composer) callTokens(u *unit, k int) int {
 		framingPerMessage + c.count(u.results[k].name) + c.count(tc.ID)
 }
 
+// boundTokens is what carrying r, the result of u's call k, costs against the carry bound: the result and its call,
+// an action-dispatched call (MCP v2's spacemolt with {"action":"get_status"}) counted as the flat call it stands for
+// (get_status with {}). The call is sent as it was made; the bound only does not charge the dispatch, so the same
+// play carries the same results on either endpoint.
+func (c *composer) boundTokens(u *unit, k int, r *toolResult) int {
+	n := c.resultTokens(r) + c.callTokens(u, k)
+	if len(r.tool) <= len(r.name)+1 {
+		return n
+	}
+	action, args := r.tool[len(r.name)+1:], u.calls[k].Arguments
+	return n - 2*c.count(r.name) - c.count(args) + 2*c.count(action) + c.count(withoutAction(args))
+}
+
 // stubTokens is what r costs once superseded: its stub, unless the stub would be longer.
 func (c *composer) stubTokens(r *toolResult) int {
 	n := c.resultTokens(r)
@@ -359,7 +372,7 @@ func (c *composer) carryCandidates(units []*unit, ch boundaryChoice) []carryCand
 				distinct++
 				r.inHorizon = true
 			}
-			cands = append(cands, carryCand{r, rank, c.resultTokens(r) + c.callTokens(u, k)})
+			cands = append(cands, carryCand{r, rank, c.boundTokens(u, k, r)})
 		}
 	}
 	return cands

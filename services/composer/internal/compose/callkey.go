@@ -132,3 +132,47 @@ func canonicalArgs(args string) string {
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }
+
+// withoutAction is a call's arguments without their "action" member (the arguments of the flat call an
+// action-dispatched one stands for: {"action":"travel","to":"sol"} is {"to":"sol"}). It cuts the member out of the
+// text, with one comma beside it, and leaves the rest byte for byte; arguments it cannot read that way (no such
+// member, an escaped action, not an object) stay as they are.
+func withoutAction(arguments string) string {
+	i := strings.Index(arguments, `"action"`)
+	if i < 0 || strings.Count(arguments, `"action"`) != 1 {
+		return arguments
+	}
+	j := skipSpace(arguments, i+len(`"action"`))
+	if j >= len(arguments) || arguments[j] != ':' {
+		return arguments
+	}
+	j = skipSpace(arguments, j+1)
+	if j >= len(arguments) || arguments[j] != '"' {
+		return arguments
+	}
+	end := strings.IndexByte(arguments[j+1:], '"')
+	if end < 0 || strings.IndexByte(arguments[j+1:j+1+end], '\\') >= 0 {
+		return arguments
+	}
+	end += j + 2 // past the closing quote
+	if k := skipSpace(arguments, end); k < len(arguments) && arguments[k] == ',' {
+		return arguments[:i] + arguments[skipSpace(arguments, k+1):]
+	}
+	k := i - 1
+	for k >= 0 && isSpace(arguments[k]) {
+		k--
+	}
+	if k >= 0 && arguments[k] == ',' {
+		return arguments[:k] + arguments[end:]
+	}
+	return arguments[:i] + arguments[end:]
+}
+
+func skipSpace(s string, i int) int {
+	for i < len(s) && isSpace(s[i]) {
+		i++
+	}
+	return i
+}
+
+func isSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\r' }

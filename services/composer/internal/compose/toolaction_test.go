@@ -1,6 +1,7 @@
 package compose_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -67,43 +68,12 @@ func TestWindowToolsForTheMemoryService(t *testing.T) {
 // action-dispatched ones, carries the newest status, system, cargo and each station's market, drops the superseded
 // status, and carries the login from before the objective.
 func TestV2SessionKeepsV1State(t *testing.T) {
-	type call struct{ v1, v1args, v2, v2args, result string }
-	play := []call{
-		{"view_market", `{"station":"sol"}`, "spacemolt_market", `{"action":"view_market","station":"sol"}`, `{"iron":{"buy":10}}`},
-		{"get_status", `{}`, "spacemolt", `{"action":"get_status"}`, `{"credits":100,"location":"sol"}`},
-		{"get_system", `{"id":"sol"}`, "spacemolt", `{"action":"get_system","id":"sol"}`, `{"system":"sol","pois":["belt_a"]}`},
-		{"get_cargo", `{}`, "spacemolt", `{"action":"get_cargo"}`, `{"iron_ore":30}`},
-		{"travel", `{"to":"belt_a"}`, "spacemolt", `{"action":"travel","to":"belt_a"}`, "arrived"},
-		{"mine", `{}`, "spacemolt", `{"action":"mine"}`, `{"mined":3}`},
-		{"view_market", `{"station":"vega"}`, "spacemolt_market", `{"action":"view_market","station":"vega"}`, `{"iron":{"sell":19}}`},
-		{"get_status", `{}`, "spacemolt", `{"action":"get_status"}`, `{"credits":150,"location":"vega"}`},
-		{"get_system", `{"id":"vega"}`, "spacemolt", `{"action":"get_system","id":"vega"}`, `{"system":"vega","pois":["vega_station"]}`},
-	}
 	run := func(endpointV2 bool) compose.Result {
-		var h hist
-		if endpointV2 {
-			h.loop("spacemolt_auth", `{"action":"login","username":"m","password":"p"}`, `{"session_id":"s-1"}`)
-		} else {
-			h.loop("login", `{"username":"m","password":"p"}`, `{"session_id":"s-1"}`)
-		}
-		mid := h.user(compose.SourceBroadcast, "Commander: trade iron between Sol and Vega.")
-		for i := range 6 {
-			for _, c := range play {
-				if endpointV2 {
-					h.loop(c.v2, c.v2args, c.result)
-				} else {
-					h.loop(c.v1, c.v1args, c.result)
-				}
-			}
-			if i < 5 {
-				h.user(compose.SourceNudge, "Continue your mission.")
-			}
-		}
-		h.loop("mine", `{}`, `{"mined":1}`)
+		h, mid := tradePlay(endpointV2)
 		p := compose.DefaultPolicy()
 		p.ScanWindow = 20
 		p.TokenBudget = 1500 // over it, the boundary moves as far as it can on both endpoints
-		return v2(t, &h, missionOf(&h, mid), p)
+		return v2(t, h, missionOf(h, mid), p)
 	}
 	legacy, actions := run(false), run(true)
 	// The same rows are kept, stubbed or dropped for the same reasons on both endpoints. (The v2 window may hold a
@@ -135,6 +105,121 @@ func TestV2SessionKeepsV1State(t *testing.T) {
 		}
 		if res.Manifest.Tokens.Carried == 0 {
 			t.Errorf("endpoint %d: nothing carried; the test wants the boundary past the earlier turns", v2+1)
+		}
+	}
+}
+
+// tradePlay is one mysis's play on either endpoint: a login, a commander order (its memory id is returned), then six
+// rounds of status, system, cargo, travel, mine and two stations' markets with a nudge between them.
+func tradePlay(endpointV2 bool) (*hist, int64) {
+	type call struct{ v1, v1args, v2, v2args, result string }
+	play := []call{
+		{"view_market", `{"station":"sol"}`, "spacemolt_market", `{"action":"view_market","station":"sol"}`, `{"iron":{"buy":10}}`},
+		{"get_status", `{}`, "spacemolt", `{"action":"get_status"}`, `{"credits":100,"location":"sol"}`},
+		{"get_system", `{"id":"sol"}`, "spacemolt", `{"action":"get_system","id":"sol"}`, `{"system":"sol","pois":["belt_a"]}`},
+		{"get_cargo", `{}`, "spacemolt", `{"action":"get_cargo"}`, `{"iron_ore":30}`},
+		{"travel", `{"to":"belt_a"}`, "spacemolt", `{"action":"travel","to":"belt_a"}`, "arrived"},
+		{"mine", `{}`, "spacemolt", `{"action":"mine"}`, `{"mined":3}`},
+		{"view_market", `{"station":"vega"}`, "spacemolt_market", `{"action":"view_market","station":"vega"}`, `{"iron":{"sell":19}}`},
+		{"get_status", `{}`, "spacemolt", `{"action":"get_status"}`, `{"credits":150,"location":"vega"}`},
+		{"get_system", `{"id":"vega"}`, "spacemolt", `{"action":"get_system","id":"vega"}`, `{"system":"vega","pois":["vega_station"]}`},
+	}
+	h := &hist{}
+	if endpointV2 {
+		h.loop("spacemolt_auth", `{"action":"login","username":"m","password":"p"}`, `{"session_id":"s-1"}`)
+	} else {
+		h.loop("login", `{"username":"m","password":"p"}`, `{"session_id":"s-1"}`)
+	}
+	mid := h.user(compose.SourceBroadcast, "Commander: trade iron between Sol and Vega.")
+	for i := range 6 {
+		for _, c := range play {
+			if endpointV2 {
+				h.loop(c.v2, c.v2args, c.result)
+			} else {
+				h.loop(c.v1, c.v1args, c.result)
+			}
+		}
+		if i < 5 {
+			h.user(compose.SourceNudge, "Continue your mission.")
+		}
+	}
+	h.loop("mine", `{}`, `{"mined":1}`)
+	return h, mid
+}
+
+// The carry bound holds the same results on either endpoint: an action-dispatched call's action field
+// ({"action":"get_status"}) is sent but not counted against it, so where the bound decides what is carried, MCP v2
+// play carries what the same play on the legacy endpoint carries, not fewer results for its longer calls.
+func TestCarryBoundCarriesTheSameOnEitherEndpoint(t *testing.T) {
+	// Eight rounds, each at a station of its own: every round's market is the newest of its call, so the older
+	// rounds' markets are carried while the bound lets them.
+	play := func(endpointV2 bool) (*hist, int64) {
+		h := &hist{}
+		mid := h.user(compose.SourceBroadcast, "Commander: find the best iron price in the sector.")
+		for i := range 8 {
+			station, market := fmt.Sprintf("st_%d", i), fmt.Sprintf(`{"iron_ore":{"buy":%d,"sell":%d},"fuel":{"buy":%d}}`, 10+i, 12+i, 3+i)
+			if endpointV2 {
+				h.loop("spacemolt", fmt.Sprintf(`{"action":"travel","to":%q}`, station), "arrived")
+				h.loop("spacemolt_market", fmt.Sprintf(`{"action":"view_market","station":%q}`, station), market)
+			} else {
+				h.loop("travel", fmt.Sprintf(`{"to":%q}`, station), "arrived")
+				h.loop("view_market", fmt.Sprintf(`{"station":%q}`, station), market)
+			}
+			h.user(compose.SourceNudge, "Continue your mission.")
+		}
+		h.loop("mine", `{}`, `{"mined":1}`)
+		return h, mid
+	}
+	carried := func(endpointV2 bool, bound int) []int64 {
+		h, mid := play(endpointV2)
+		p := compose.DefaultPolicy()
+		p.ScanWindow = 20
+		p.TokenBudget = 1500
+		p.CarryTokens = bound
+		var seqs []int64
+		for _, it := range v2(t, h, missionOf(h, mid), p).Manifest.Items {
+			if it.Reason == compose.ReasonCarried {
+				seqs = append(seqs, it.Seq)
+			}
+		}
+		return seqs
+	}
+	most, binding := len(carried(false, 0)), 0
+	for bound := 20; bound <= 400; bound += 10 {
+		legacy, actions := carried(false, bound), carried(true, bound)
+		if !slices.Equal(legacy, actions) {
+			t.Errorf("carry bound %d: legacy carries seqs %v, MCP v2 %v", bound, legacy, actions)
+		}
+		if len(legacy) > 0 && len(legacy) < most {
+			binding++
+		}
+	}
+	if binding < 3 {
+		t.Fatalf("the bound decided what was carried at only %d of the bounds tried (%d results carried without one): the test no longer exercises it", binding, most)
+	}
+}
+
+// The flat arguments an action-dispatched call stands for: the action member cut out with one comma, the rest
+// byte for byte; anything else is left as it is.
+func TestWithoutAction(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"action":"travel","to":"sol"}`:        `{"to":"sol"}`,
+		`{"to":"sol","action":"travel"}`:        `{"to":"sol"}`,
+		`{"a":1,"action":"travel","to":"sol"}`:  `{"a":1,"to":"sol"}`,
+		`{ "action" : "travel" , "to": "sol" }`: `{ "to": "sol" }`,
+		`{"to": "sol", "action": "travel"}`:     `{"to": "sol"}`,
+		`{"action":"mine"}`:                     `{}`,
+		`{}`:                                    `{}`,
+		`{"to":"sol"}`:                          `{"to":"sol"}`,
+		`{"action":5}`:                          `{"action":5}`,
+		`{"action":"a\"b"}`:                     `{"action":"a\"b"}`,
+		`{"note":"action","x":1}`:               `{"note":"action","x":1}`,
+		`{"action":"a","note":{"action":"b"}}`:  `{"action":"a","note":{"action":"b"}}`,
+		`{"action":"unterminated`:               `{"action":"unterminated`,
+		`not json`:                              `not json`,
+	} {
+		if got := compose.WithoutAction(in); got != want {
+			t.Errorf("WithoutAction(%s) = %s, want %s", in, got, want)
 		}
 	}
 }

@@ -1,0 +1,4 @@
+package compose
+
+// WithoutAction exposes withoutAction to the package's external tests.
+var WithoutAction = withoutAction
