@@ -151,7 +151,7 @@ OPENAI_API_KEY, ZOEA_OPENAI_MODEL) uses a real model.`,
 	f.StringVar(&o.mission, "mission", defaultMission, "mission broadcast to the swarm")
 	f.DurationVar(&o.duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
 	f.IntVar(&o.minEarners, "expect-earners", 0, "stop with success once this many myses earned credits; with --duration, fail if they have not by then")
-	f.BoolVar(&o.quiet, "quiet", false, "print progress as plain lines instead of redrawing the screen")
+	f.BoolVar(&o.quiet, "quiet", false, "print plain progress (the table on changes and every 30s) instead of opening the console")
 	f.BoolVar(&o.fresh, "fresh", false, "start over: drop the database, forget the simulator's universe and the embedded NATS store")
 	f.BoolVar(&o.stop, "stop", false, "stop a swarm an earlier 'zoea dev' left running (process ids in <state-dir>/dev.pids), then exit")
 	return cmd
@@ -581,6 +581,7 @@ func watchProgress(ctx context.Context, c *clients, o *devOptions, out io.Writer
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	earners := 0
+	pp := &progressPrinter{every: progressEvery}
 	for {
 		select {
 		case <-ctx.Done():
@@ -611,7 +612,7 @@ func watchProgress(ctx context.Context, c *clients, o *devOptions, out io.Writer
 				earned[p.Username] = p.CreditsEarned
 			}
 		}
-		earners = renderProgress(out, o, time.Since(start), list.GetMyses(), earned)
+		earners = pp.print(out, o, time.Since(start), list.GetMyses(), earned)
 		if o.minEarners > 0 && earners >= o.minEarners {
 			fmt.Fprintf(out, "\n%d myses earned credits in %s\n", earners, time.Since(start).Round(time.Second))
 			return nil
@@ -619,11 +620,40 @@ func watchProgress(ctx context.Context, c *clients, o *devOptions, out io.Writer
 	}
 }
 
+// progressEvery is how often plain progress prints the table while nothing but turns, credits and last actions moved.
+const progressEvery = 30 * time.Second
+
+// progressPrinter prints plain progress (a pipe, a log file, CI) without flooding it: the table when a mysis is new,
+// gone, changed state, has a new last error or earned its first credits, and otherwise every `every`.
+type progressPrinter struct {
+	every   time.Duration
+	printed bool
+	at      time.Duration // elapsed time of the last table printed
+	last    string        // what a change is judged by, as of the last table printed
+}
+
+// print prints the table if it is due and returns how many myses have earned credits.
+func (p *progressPrinter) print(out io.Writer, o *devOptions, elapsed time.Duration, list []*runnerv1.MysisStatus, earned map[string]int64) int {
+	sort.Slice(list, func(i, j int) bool { return list[i].GetMysis().GetName() < list[j].GetMysis().GetName() })
+	var sig strings.Builder
+	earners := 0
+	for _, s := range list {
+		m := s.GetMysis()
+		e := earned[m.GetAccountUsername()] > 0
+		if e {
+			earners++
+		}
+		fmt.Fprintf(&sig, "%s\x00%d\x00%s\x00%t\n", m.GetName(), m.GetState(), s.GetLastError(), e)
+	}
+	if p.printed && sig.String() == p.last && elapsed-p.at < p.every {
+		return earners
+	}
+	p.printed, p.at, p.last = true, elapsed, sig.String()
+	return renderProgress(out, o, elapsed, list, earned)
+}
+
 func renderProgress(out io.Writer, o *devOptions, elapsed time.Duration, list []*runnerv1.MysisStatus, earned map[string]int64) int {
 	sort.Slice(list, func(i, j int) bool { return list[i].GetMysis().GetName() < list[j].GetMysis().GetName() })
-	if !o.quiet {
-		fmt.Fprint(out, "\033[H\033[2J")
-	}
 	fmt.Fprintf(out, "Zoea local swarm — %s elapsed — provider %s — Ctrl-C stops everything (logs in %s)\n\n",
 		elapsed.Round(time.Second), o.provider, filepath.Join(o.stateDir, "logs"))
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
