@@ -60,7 +60,9 @@ func TestV2StarterLoopTypeScriptSDK(t *testing.T) {
 }
 
 // npmInstall copies the client (package.json, package-lock.json, play.mjs) into a cache directory named by the
-// hash of those files and runs npm ci there once; later runs reuse it.
+// hash of those files and runs npm ci there once; later runs reuse it. Test processes running at once (two
+// `make test`s) each install into a directory of their own and rename it into place; the first rename wins, the
+// others use the winner's and remove theirs, so a directory another test is running from is never replaced.
 func npmInstall(t *testing.T, npm, src string) string {
 	t.Helper()
 	h := sha256.New()
@@ -79,12 +81,22 @@ func npmInstall(t *testing.T, npm, src string) string {
 		cache = os.TempDir()
 	}
 	dir := filepath.Join(cache, "zoea", "tsclient-"+hex.EncodeToString(h.Sum(nil))[:16])
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err == nil {
+	installed := func() bool {
+		_, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
+		return err == nil
+	}
+	if installed() {
 		return dir
 	}
-	tmp := dir + ".tmp"
-	_ = os.RemoveAll(tmp)
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), filepath.Base(dir)+".*.tmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp) // gone after a successful rename
+	if err := os.Chmod(tmp, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for f, b := range contents {
@@ -98,9 +110,8 @@ func npmInstall(t *testing.T, npm, src string) string {
 		testdep.Missing(t, "npm ci of the TypeScript MCP SDK (registry reachable?): %v\n%s", err, out)
 		return ""
 	}
-	_ = os.RemoveAll(dir)
-	if err := os.Rename(tmp, dir); err != nil {
-		t.Fatal(err)
+	if err := os.Rename(tmp, dir); err != nil && !installed() {
+		t.Fatalf("install the TypeScript client into %s: %v (remove that directory if it is left over from an interrupted run)", dir, err)
 	}
 	return dir
 }
