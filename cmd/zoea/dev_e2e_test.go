@@ -249,11 +249,18 @@ func TestDevRunsALocalSwarm(t *testing.T) {
 	}
 }
 
-// freePortBase finds a base whose service ports (base+1…+4, base+100) and web console port (base+200) are free on loopback.
+// freePortBase finds a base whose service ports (base+1…+4, base+100) and web console port (base+200) are free on
+// loopback, all below the kernel's ephemeral range: a port in that range can be taken between this check and the
+// swarm's start (or its restarts) by any connection or ":0" listener on the machine, which a loaded make test with
+// other test processes did ("listen tcp 127.0.0.1:39396: bind: address already in use").
 func freePortBase(t *testing.T) int {
 	t.Helper()
+	top := ephemeralLow() - 201
+	if top <= 10000 {
+		t.Fatalf("the ephemeral port range starts at %d: no room below it for a port base", top+201)
+	}
 	for range 100 {
-		base := 20000 + rand.IntN(30000)
+		base := 10000 + rand.IntN(top-10000)
 		ok := true
 		for _, off := range []int{1, 2, 3, 4, 100, 200} {
 			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+off))
@@ -269,6 +276,24 @@ func freePortBase(t *testing.T) int {
 	}
 	t.Fatal("no free port base")
 	return 0
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's ip_local_port_range; 32768 where it
+// cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 1 {
+		return 32768
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 32768
+	}
+	return n
 }
 
 // devProcess is a `zoea dev` running as its own process; exited delivers its Wait result. closeOutput closes the
