@@ -135,16 +135,19 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 			refuse(w, status, wait, msg)
 			return
 		}
-		rec := &sessionRecorder{ResponseWriter: w}
-		next.ServeHTTP(rec, r)
-		if id := rec.Header().Get("Mcp-Session-Id"); id != "" {
+		// The session is tracked when its initialize response is written, not when the handler returns: the client
+		// can use the session as soon as it has read the response, and a request the guard saw before tracking
+		// began would not have marked it used.
+		rec := &sessionRecorder{ResponseWriter: w, track: func(id string) {
 			g.mu.Lock()
 			if g.sessions[id] == nil {
 				g.sessions[id] = &trackedSession{ip: ip, created: now}
 				g.perIP[ip]++
 			}
 			g.mu.Unlock()
-		}
+		}}
+		next.ServeHTTP(rec, r)
+		rec.tracked() // a handler that wrote nothing
 	})
 }
 
@@ -409,12 +412,35 @@ func isInitialize(body []byte) bool {
 	return json.Unmarshal(body, &m) == nil && m.Method == "initialize"
 }
 
-// sessionRecorder lets the guard read the Mcp-Session-Id the SDK assigned.
+// sessionRecorder hands track the Mcp-Session-Id the SDK assigned, once, before the response's header goes out.
 type sessionRecorder struct {
 	http.ResponseWriter
+	track func(id string)
+	done  bool
+}
+
+func (w *sessionRecorder) tracked() {
+	if w.done {
+		return
+	}
+	w.done = true
+	if id := w.Header().Get("Mcp-Session-Id"); id != "" {
+		w.track(id)
+	}
+}
+
+func (w *sessionRecorder) WriteHeader(code int) {
+	w.tracked()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *sessionRecorder) Write(b []byte) (int, error) {
+	w.tracked()
+	return w.ResponseWriter.Write(b)
 }
 
 func (w *sessionRecorder) Flush() {
+	w.tracked()
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}

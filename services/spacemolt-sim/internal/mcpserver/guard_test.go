@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +28,12 @@ type guarded struct {
 
 func newGuarded(t *testing.T, opts mcpserver.GuardOptions) *guarded {
 	t.Helper()
+	return newGuardedWith(t, opts, func(h http.Handler) http.Handler { return h })
+}
+
+// newGuardedWith is newGuarded with mid between the guard and each endpoint's MCP handler.
+func newGuardedWith(t *testing.T, opts mcpserver.GuardOptions, mid func(http.Handler) http.Handler) *guarded {
+	t.Helper()
 	g := &guarded{clock: &clock{now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}}
 	g.engine = game.New(game.Config{Seed: 1, Tick: 2 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -38,8 +45,8 @@ func newGuarded(t *testing.T, opts mcpserver.GuardOptions) *guarded {
 	opts.Now = g.clock.Now
 	g.guard = mcpserver.NewGuard(g.engine, opts, v1, v2)
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", g.guard.Wrap(v1.Handler()))
-	mux.Handle("/mcp/v2", g.guard.Wrap(v2.Handler()))
+	mux.Handle("/mcp", g.guard.Wrap(mid(v1.Handler())))
+	mux.Handle("/mcp/v2", g.guard.Wrap(mid(v2.Handler())))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	t.Cleanup(v1.Close)
@@ -135,6 +142,48 @@ func TestSessionCapTotalIs503(t *testing.T) {
 	if n := g.guard.Sessions(); n != 1 {
 		t.Fatalf("after the sweep %d sessions, want the used one", n)
 	}
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "spacemolt", Arguments: map[string]any{"action": "help"}}); err != nil {
+		t.Fatalf("the used session was closed: %v", err)
+	}
+}
+
+// TestSessionUsedBeforeItsInitializeReturnsSurvives: a client may use its session as soon as it has read the
+// initialize response, before the server's handler for the initialize has returned (on a loaded machine the
+// scheduler can run the client's next requests first). The guard tracks the session from the moment the response
+// is written, so those requests mark it used and the sweep does not close it. The middleware holds the initialize
+// handler, its response sent, until the test has called a tool and swept.
+func TestSessionUsedBeforeItsInitializeReturnsSurvives(t *testing.T) {
+	release := make(chan struct{})
+	hold := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.ServeHTTP(w, r)
+			if r.Header.Get("Mcp-Session-Id") == "" && w.Header().Get("Mcp-Session-Id") != "" {
+				w.(http.Flusher).Flush()
+				<-release
+			}
+		})
+	}
+	g := newGuardedWith(t, mcpserver.GuardOptions{MaxSessions: 3, UninitializedTTL: 5 * time.Second, AuthPerMinute: -1}, hold)
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	defer free()
+	c := mcp.NewClient(&mcp.Implementation{Name: "quick", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: g.urlV2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "spacemolt", Arguments: map[string]any{"action": "help"}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := g.guard.Sessions(); n != 1 {
+		t.Fatalf("%d sessions tracked while the initialize handler has not returned, want 1", n)
+	}
+	g.guard.Sweep(g.clock.Now().Add(time.Minute))
+	if n := g.guard.Sessions(); n != 1 {
+		t.Fatalf("after the sweep %d sessions, want the used one", n)
+	}
+	free()
 	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "spacemolt", Arguments: map[string]any{"action": "help"}}); err != nil {
 		t.Fatalf("the used session was closed: %v", err)
 	}
