@@ -58,7 +58,8 @@ type eventLine struct {
 
 func newHub(b backend.Backend, now func() time.Time, timeout time.Duration, log *slog.Logger) *hub {
 	return &hub{b: b, now: now, timeout: timeout, log: log, subs: map[chan []byte]struct{}{},
-		events: map[string][]eventLine{}, fetching: map[string]bool{}, again: map[string]bool{}, ctx: context.Background()}
+		events: map[string][]eventLine{}, fetching: map[string]bool{}, again: map[string]bool{}, ctx: context.Background(),
+		watchErr: "connecting to the bus's event stream"} // until run has started watching: "not live" says why
 }
 
 // run watches until ctx ends; a failed stream is opened again after a pause.

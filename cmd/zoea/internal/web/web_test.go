@@ -429,6 +429,9 @@ func TestEventsReachAnOpenPage(t *testing.T) {
 		}
 		if kind, ok := strings.CutPrefix(strings.TrimSpace(l), "event: "); ok {
 			data, _ := r.ReadString('\n')
+			if kind == "live" {
+				continue // the bus stream's state, for every page (the hub's watch may start after the page opened)
+			}
 			if !strings.Contains(data, `"id":"id-miner-2"`) {
 				t.Fatalf("%s for another mysis: %s", kind, data)
 			}
