@@ -118,17 +118,9 @@ func TestInitializeFloodIsBounded(t *testing.T) {
 // TestSessionCapTotalIs503: the total cap answers 503 with Retry-After; a session that is used survives the sweep.
 func TestSessionCapTotalIs503(t *testing.T) {
 	g := newGuarded(t, mcpserver.GuardOptions{MaxSessions: 3, MaxSessionsPerClient: 100, UninitializedTTL: 5 * time.Second, AuthPerMinute: -1})
-	c := mcp.NewClient(&mcp.Implementation{Name: "used", Version: "1"}, nil)
-	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: g.urlV2}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
 	// A request on the session marks it used; Connect's own follow-ups (the initialized notification, the event
 	// stream) may reach the server after the sweep below under load.
-	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "spacemolt", Arguments: map[string]any{"action": "help"}}); err != nil {
-		t.Fatal(err)
-	}
+	cs := usedSession(t, g.urlV2)
 	for range 2 {
 		if status, _ := initialize(t, g.url); status != http.StatusOK {
 			t.Fatalf("initialize = %d", status)
@@ -142,9 +134,31 @@ func TestSessionCapTotalIs503(t *testing.T) {
 	if n := g.guard.Sessions(); n != 1 {
 		t.Fatalf("after the sweep %d sessions, want the used one", n)
 	}
-	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "spacemolt", Arguments: map[string]any{"action": "help"}}); err != nil {
+	if err := help(cs); err != nil {
 		t.Fatalf("the used session was closed: %v", err)
 	}
+}
+
+// usedSession connects a Go SDK client to url and makes one tool call on its session; the session is closed at
+// the test's end.
+func usedSession(t *testing.T, url string) *mcp.ClientSession {
+	t.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "used", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	if err := help(cs); err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// help calls spacemolt's help action on a /mcp/v2 session.
+func help(cs *mcp.ClientSession) error {
+	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "spacemolt", Arguments: map[string]any{"action": "help"}})
+	return err
 }
 
 // TestSessionUsedBeforeItsInitializeReturnsSurvives: a client may use its session as soon as it has read the
@@ -167,15 +181,7 @@ func TestSessionUsedBeforeItsInitializeReturnsSurvives(t *testing.T) {
 	var once sync.Once
 	free := func() { once.Do(func() { close(release) }) }
 	defer free()
-	c := mcp.NewClient(&mcp.Implementation{Name: "quick", Version: "1"}, nil)
-	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: g.urlV2}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "spacemolt", Arguments: map[string]any{"action": "help"}}); err != nil {
-		t.Fatal(err)
-	}
+	cs := usedSession(t, g.urlV2)
 	if n := g.guard.Sessions(); n != 1 {
 		t.Fatalf("%d sessions tracked while the initialize handler has not returned, want 1", n)
 	}
@@ -184,7 +190,7 @@ func TestSessionUsedBeforeItsInitializeReturnsSurvives(t *testing.T) {
 		t.Fatalf("after the sweep %d sessions, want the used one", n)
 	}
 	free()
-	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "spacemolt", Arguments: map[string]any{"action": "help"}}); err != nil {
+	if err := help(cs); err != nil {
 		t.Fatalf("the used session was closed: %v", err)
 	}
 }
