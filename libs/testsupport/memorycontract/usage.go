@@ -144,11 +144,12 @@ func testUsage(t *testing.T, c memoryv1.MemoryServiceClient) {
 // counted in it.
 func testSpend(t *testing.T, c memoryv1.MemoryServiceClient) {
 	ctx := ctxT(t)
-	// A day after every other case's calls (all at t0 or within hours of it; none at the time the test runs): the
-	// swarm's counters hold each shard's newest window, so a call of another case an hour later than this case's
-	// (another mysis in the same shard, 1 in 16) would make this case's hour the older one, and the swarm's count of
-	// it could then fall below this mysis's own.
-	t0 := t0.Add(24 * time.Hour)
+	// Later than any other case's calls: the swarm's counters hold each shard's newest window, so a call of another
+	// case in a newer hour than this case's (another mysis in the same shard, 1 in 16) makes this case's hour the
+	// older one, and the swarm's count of it falls below this mysis's own. Other cases record at t0 and at the time
+	// the test runs (ReplyDiscarded, appends with an llm_call leave started_at to the service), so this case's
+	// calls are a century ahead; the day and hours are t0's a day later, as the expected counts spell them.
+	t0 := time.Date(t0.Year()+100, t0.Month(), t0.Day()+1, t0.Hour(), t0.Minute(), 0, 0, time.UTC)
 	m := newMysis(t, c, uniqueName("spend"))
 	record(t, c, m.GetId(), llmCall("openai", "m1", 100, 20, 500, t0), llmCall("openai", "m1", 20, 10, 100, t0.Add(time.Hour)))
 	record(t, c, m.GetId(), llmCall("openai", "m1", 1000, 0, 9, t0)) // late: the hour has moved on, the day has not

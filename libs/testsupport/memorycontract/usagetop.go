@@ -15,10 +15,7 @@ import (
 func testUsageTopRanks(t *testing.T, c memoryv1.MemoryServiceClient) {
 	ctx := ctxT(t)
 	prefix := uniqueName("top")
-	// At the other usage cases' time, not now: the swarm's spend counters hold each shard's newest window, and a
-	// call of this case in a newer hour than testSpend's (another mysis in the same shard) would make that case's
-	// hour the older one, so that the swarm's count of it fell below its mysis's own (a loaded CI run did).
-	at := t0.Truncate(time.Hour)
+	at := t0.Truncate(time.Hour) // at the other usage cases' time (testSpend's calls must stay the newest)
 	// Costs (nanos) per mysis, as sums of calls: b and c tie, d spends nothing but calls, e makes no call.
 	costs := map[string][]int64{"a": {100, 50}, "b": {300}, "c": {200, 100}, "d": {0}, "e": nil}
 	ids := map[string]string{}
