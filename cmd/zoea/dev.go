@@ -649,16 +649,16 @@ func (p *progressPrinter) print(out io.Writer, o *devOptions, elapsed time.Durat
 		return earners
 	}
 	p.printed, p.at, p.last = true, elapsed, sig.String()
-	return renderProgress(out, o, elapsed, list, earned)
+	renderProgress(out, o, elapsed, list, earned)
+	return earners
 }
 
-func renderProgress(out io.Writer, o *devOptions, elapsed time.Duration, list []*runnerv1.MysisStatus, earned map[string]int64) int {
-	sort.Slice(list, func(i, j int) bool { return list[i].GetMysis().GetName() < list[j].GetMysis().GetName() })
+// renderProgress prints the swarm's table, myses in the order given.
+func renderProgress(out io.Writer, o *devOptions, elapsed time.Duration, list []*runnerv1.MysisStatus, earned map[string]int64) {
 	fmt.Fprintf(out, "Zoea local swarm — %s elapsed — provider %s — Ctrl-C stops everything (logs in %s)\n\n",
 		elapsed.Round(time.Second), o.provider, filepath.Join(o.stateDir, "logs"))
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MYSIS\tSTATE\tTURNS\tCREDITS\tEARNED\tLAST ACTION\tLAST ERROR")
-	earners := 0
 	for _, s := range list {
 		m := s.GetMysis()
 		credits := "?"
@@ -666,14 +666,10 @@ func renderProgress(out io.Writer, o *devOptions, elapsed time.Duration, list []
 			credits = fmt.Sprint(s.GetCredits())
 		}
 		e := earned[m.GetAccountUsername()]
-		if e > 0 {
-			earners++
-		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\n", present.Safe(m.GetName()), stateName(m.GetState()), m.GetCurrentTurn(), credits, e,
 			clip(present.OneLine(s.GetLastAction()), 40), clip(present.OneLine(s.GetLastError()), 40))
 	}
 	tw.Flush()
-	return earners
 }
 
 // simEndpointPath is the simulator endpoint the demo swarm plays: /mcp/v2 when ZOEA_SPACEMOLT_ENDPOINT=v2 or
