@@ -148,6 +148,16 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 		}()
 		defer func() { stopIndexer(); tick.Stop(); <-done }()
 	}
+	// Snapshots of each mysis's cost before an hour, for top-by-cost rankings over several hours (pgstore/before.go):
+	// built when a ranking asks, pruned every minute.
+	sctx, stopSnapshots := context.WithCancel(ctx)
+	snapTick := time.NewTicker(time.Minute)
+	snapDone := make(chan struct{})
+	go func() {
+		defer close(snapDone)
+		(&pgstore.UsageSnapshotter{Store: store, Log: log}).Run(sctx, snapTick.C)
+	}()
+	defer func() { stopSnapshots(); snapTick.Stop(); <-snapDone }()
 	srv := server.New(server.Options{
 		Name:   "memory",
 		Config: cfg.Server,

@@ -54,3 +54,9 @@ func RangeSegments(from, to time.Time) []RangeSegment {
 
 // WithTopTrace has the store tell trace how each top-by-cost ranking over the whole swarm ended.
 func WithTopTrace(trace func(how TopHow)) Option { return func(s *Store) { s.topTrace = trace } }
+
+// WithSnapshotBuilt has the snapshotter tell built of every build it ran and its error.
+func WithSnapshotBuilt(u *UsageSnapshotter, built func(start time.Time, err error)) *UsageSnapshotter {
+	u.built = built
+	return u
+}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
@@ -36,6 +37,8 @@ type Store struct {
 	groups   *committer // group commit of small appends (group.go)
 	// topTrace, when set (tests), is told how each top-by-cost ranking ended (top.go).
 	topTrace func(how TopHow)
+	// snapWant carries the hours whose cost snapshot a ranking asked for to the UsageSnapshotter (before.go).
+	snapWant chan time.Time
 }
 
 var _ memory.Store = (*Store)(nil)
@@ -53,7 +56,7 @@ func WithAsyncFTS() Option {
 // New returns a Store on pool. box may be nil: then account creation and reads fail with a Conflict
 // (FailedPrecondition) that names ZOEA_SECRET_KEY, and everything else works.
 func New(pool *pgxpool.Pool, box Sealer, opts ...Option) *Store {
-	s := &Store{pool: pool, box: box}
+	s := &Store{pool: pool, box: box, snapWant: make(chan time.Time, 16)}
 	s.groups = &committer{run: s.runAppendGroup}
 	for _, o := range opts {
 		o(s)

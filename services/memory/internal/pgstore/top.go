@@ -31,7 +31,9 @@ import (
 // One bucket (all time, a whole day such as today, a whole hour) stops after its first entries unless the costs
 // tie across the cut. Several buckets stop early when a few myses cost much more than most (skewed spend); when
 // every mysis costs about the same per hour (uniform spend) the threshold stays far above the Top-th sum and the
-// ranking falls back to the full sum.
+// ranking falls back to the full sum. An open range of MinBeforeLists buckets or more is ranked first from the
+// snapshot of costs before its first whole hour, when one is built and fresh (rankFromBefore, before.go), which
+// reads two entries per mysis however many buckets the range has.
 
 // TopHow is how a top-by-cost ranking ended: the lists read whole, stopped at the threshold after the first or the
 // deeper read, or summed whole.
@@ -40,6 +42,8 @@ type TopHow struct {
 	Rounds int  // reads of the lists (0: the range had more than maxTopLists)
 	Whole  bool // fell back to summing every mysis's entries
 	Depth  int  // entries read of every list in the last read
+	// Before: ranked from the snapshot of costs before the range's first whole hour (before.go), not the lists.
+	Before bool
 }
 
 // bucket is one list of the ranking: llm_usage_mysis_cost's rows of one span and start.
@@ -224,9 +228,14 @@ func (s *Store) topByCost(ctx context.Context, q memory.UsageQuery, f usageFilte
 			}
 		}
 		p := planTop(q, ext)
-		winners, how, err := rankTop(ctx, tx, p, q.Top)
+		winners, how, err := s.rankFromBefore(ctx, tx, q, len(p.lists))
 		if err != nil {
 			return err
+		}
+		if !how.Before {
+			if winners, how, err = rankTop(ctx, tx, p, q.Top); err != nil {
+				return err
+			}
 		}
 		if s.topTrace != nil {
 			s.topTrace(how)
@@ -322,3 +331,92 @@ func topRoundSQL(p topPlan) string {
 		SELECT (SELECT coalesce(sum(last), 0)::bigint FROM edge), (SELECT coalesce(bool_or(more), false) FROM edge),
 			coalesce((SELECT array_agg(mysis_id::text) FROM exact), '{}'), coalesce((SELECT array_agg(cost) FROM exact), '{}')`
 }
+
+// MinBeforeLists is the fewest lists (buckets) an open range must have to be ranked from a snapshot: the snapshot
+// reads two entries per mysis however long the range, the lists one per mysis and bucket at worst, so for one or
+// two buckets (this hour and the ragged hour before it: `--since 1h`) the lists cost the same or less
+// (docs/BENCHMARKS.md).
+const MinBeforeLists = 3
+
+// rankFromBefore ranks an open range of several buckets (q.From set, q.To not) from the snapshot of every mysis's
+// cost before the range's first whole hour A (migration 00016): all-time cost less the snapshot, plus the calls of
+// the ragged edge before A. It reports how.Before false — rank from the lists instead — when the range does not
+// qualify, when A has no snapshot or when its snapshot is stale (a call recorded since with a start before A), and
+// then asks the UsageSnapshotter for one. It asks for the next hour's snapshot too, so the same range asked an hour
+// later finds its own.
+func (s *Store) rankFromBefore(ctx context.Context, tx pgx.Tx, q memory.UsageQuery, lists int) ([]ranked, TopHow, error) {
+	how := TopHow{Lists: lists}
+	now := time.Now()
+	a := ceilTo(q.From, time.Hour)
+	if q.From.IsZero() || !q.To.IsZero() || lists < MinBeforeLists || a.After(now) {
+		return nil, how, nil
+	}
+	next := a.Add(time.Hour)
+	var have, haveNext bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM llm_usage_before_marks WHERE start = $1),
+		EXISTS (SELECT FROM llm_usage_before_marks WHERE start = $2)`, a, next).Scan(&have, &haveNext); err != nil {
+		return nil, how, err
+	}
+	if !haveNext && !next.After(now) {
+		s.wantSnapshot(next)
+	}
+	if !have {
+		s.wantSnapshot(a)
+		return nil, how, nil
+	}
+	rows, err := tx.Query(ctx, rankFromBeforeSQL, a, q.From, q.Top+beforeTieRoom)
+	if err != nil {
+		return nil, how, err
+	}
+	fresh := false
+	var out []ranked
+	for rows.Next() {
+		var id *string
+		var cost *int64
+		if err := rows.Scan(&fresh, &id, &cost); err != nil {
+			rows.Close()
+			return nil, how, err
+		}
+		if id != nil {
+			out = append(out, ranked{*id, *cost})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, how, err
+	}
+	if !fresh {
+		s.wantSnapshot(a)
+		return nil, how, nil
+	}
+	// The rows are the Top+beforeTieRoom highest costs; the answer is every mysis at or above the Top-th. If the
+	// last row ties it, more may: rank from the lists (exact, and rare: the room is 64 equal costs at the cut).
+	top, cut := atCut(out, q.Top)
+	if len(out) == q.Top+beforeTieRoom && out[len(out)-1].cost == cut {
+		return nil, how, nil
+	}
+	out = top
+	how.Before = true
+	return out, how, nil
+}
+
+// beforeTieRoom is how many rows past the Top-th rankFromBeforeSQL returns, to hold the myses that tie it.
+const beforeTieRoom = 64
+
+// rankFromBeforeSQL returns whether the snapshot of hour $1 is fresh and, in cost order, the $3 myses with the highest
+// cost over [$2, ∞): every mysis's calls since $1 (all time less the snapshot) plus its calls in [$2, $1) (a single
+// row with no mysis when none has calls in the range). Fresh: the calls since $1 it gives, summed over the swarm,
+// equal the swarm rollup's hours from $1 on.
+const rankFromBeforeSQL = `WITH w AS (
+		SELECT a.mysis_id, a.cost_nanos - coalesce(b.cost_nanos, 0) AS cost, a.calls - coalesce(b.calls, 0) AS calls
+		FROM llm_usage_mysis_cost a LEFT JOIN llm_usage_mysis_before b ON b.start = $1 AND b.mysis_id = a.mysis_id
+		WHERE a.span = 3),
+	e AS (
+		SELECT mysis_id, sum(cost_nanos)::bigint AS cost, count(*) AS calls FROM llm_calls
+		WHERE started_at >= $2 AND started_at < $1 GROUP BY mysis_id)
+	SELECT f.ok, x.mysis_id::text, x.cost FROM (
+		SELECT (SELECT coalesce(sum(calls), 0) FROM w) =
+			(SELECT coalesce(sum(calls), 0) FROM llm_usage_swarm_rollup WHERE span = 1 AND start >= $1) AS ok) f
+	LEFT JOIN LATERAL (
+		SELECT coalesce(w.mysis_id, e.mysis_id) AS mysis_id, coalesce(w.cost, 0) + coalesce(e.cost, 0) AS cost
+		FROM w FULL JOIN e ON e.mysis_id = w.mysis_id WHERE coalesce(w.calls, 0) + coalesce(e.calls, 0) > 0
+		ORDER BY 2 DESC LIMIT $3) x ON true`

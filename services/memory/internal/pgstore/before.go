@@ -1,0 +1,141 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Snapshots of each mysis's cost before a whole hour (migration 00016), for ranking myses by cost over an open range
+// of several hours: a mysis's cost since hour A is its all-time cost less its cost before A, one entry per mysis
+// however long the range, where summing the range's hours reads one entry per mysis and hour. topByCost uses a
+// snapshot when one exists and is not stale (checked in the ranking's own transaction), else ranks as before and
+// asks for one; the UsageSnapshotter builds what is asked, in the background.
+
+const (
+	// maxBeforeMarks is how many snapshots are kept (the newest built); each holds a row per mysis that had called
+	// before its hour.
+	maxBeforeMarks = 48
+	// beforeMaxAge is how old a snapshot's hour may be: older ones are deleted (the rankings that read them, such as
+	// the last 168 hours, begin within it).
+	beforeMaxAge = 8 * 24 * time.Hour
+	// beforeRebuildEvery is how often one replica rebuilds the same hour's snapshot at most (a stream of late calls
+	// before it would otherwise rebuild it on every ranking).
+	beforeRebuildEvery = time.Minute
+)
+
+// buildBeforeSQL replaces the snapshot of hour $1: each mysis's all-time cost and calls less its hours from $1 on,
+// for the myses that had called before $1. The all-time and hourly rows are read in one snapshot, so they agree.
+const buildBeforeSQL = `INSERT INTO llm_usage_mysis_before (start, mysis_id, cost_nanos, calls)
+	SELECT $1, a.mysis_id, a.cost_nanos - coalesce(h.cost, 0), a.calls - coalesce(h.calls, 0)
+	FROM llm_usage_mysis_cost a
+	LEFT JOIN (
+		SELECT mysis_id, sum(cost_nanos)::bigint AS cost, sum(calls)::bigint AS calls FROM llm_usage_mysis_cost
+		WHERE span = 1 AND start >= $1 GROUP BY mysis_id) h ON h.mysis_id = a.mysis_id
+	WHERE a.span = 3 AND a.calls - coalesce(h.calls, 0) > 0`
+
+// BuildUsageSnapshot (re)builds the snapshot of each mysis's cost before the whole UTC hour at (rounded down),
+// vacuums the table, and returns how many myses the snapshot holds. Concurrent builds of one hour (several replicas) wait for each other; the last
+// one's rows stand.
+func (s *Store) BuildUsageSnapshot(ctx context.Context, at time.Time) (int, error) {
+	start := at.UTC().Truncate(time.Hour)
+	var n int64
+	// Read committed: every statement sees what committed before it, so a build that waited for another's lock sees
+	// its mark; the rows are one INSERT ... SELECT, whose all-time and hourly rows come from one snapshot.
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		// One build of an hour at a time: a second waits here.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('zoea usage before ' || $1::text, 0))`,
+			start.Format(time.RFC3339)); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM llm_usage_before_marks WHERE start = $1`, start); err != nil {
+			return err // (its rows go with it)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO llm_usage_before_marks (start) VALUES ($1)`, start); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, buildBeforeSQL, start)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, dbErr(err, "build usage snapshot")
+	}
+	// So that rankings read the new rows from the index alone (the visibility map) and plan with their count. A role
+	// that does not own the table gets a warning, not an error, and the rankings read the heap too.
+	if _, err := s.pool.Exec(ctx, `VACUUM (ANALYZE) llm_usage_mysis_before`); err != nil {
+		return int(n), dbErr(err, "vacuum usage snapshots")
+	}
+	return int(n), nil
+}
+
+// PruneUsageSnapshots deletes the snapshots of hours older than beforeMaxAge and all but the maxBeforeMarks newest
+// built, with their rows.
+func (s *Store) PruneUsageSnapshots(ctx context.Context, now time.Time) (int, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM llm_usage_before_marks WHERE start < $1 OR start IN (
+		SELECT start FROM llm_usage_before_marks ORDER BY built_at DESC, start DESC OFFSET $2)`,
+		now.Add(-beforeMaxAge), maxBeforeMarks)
+	return int(tag.RowsAffected()), dbErr(err, "prune usage snapshots")
+}
+
+// wantSnapshot asks the UsageSnapshotter, if one runs, to build the snapshot of hour start; it never blocks (a full
+// queue drops the request: the next ranking asks again).
+func (s *Store) wantSnapshot(start time.Time) {
+	select {
+	case s.snapWant <- start:
+	default:
+	}
+}
+
+// UsageSnapshotter builds the snapshots rankings ask for (topByCost) and prunes old ones, in the background of a
+// memory server. Each replica runs one; builds of one hour by two replicas wait for each other.
+type UsageSnapshotter struct {
+	Store *Store
+	Log   *slog.Logger
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// built, when set (tests), is told of every build and its error.
+	built func(start time.Time, err error)
+}
+
+// Run serves build requests until ctx ends, and prunes on every tick.
+func (u *UsageSnapshotter) Run(ctx context.Context, tick <-chan time.Time) {
+	now := u.Now
+	if now == nil {
+		now = time.Now
+	}
+	last := map[time.Time]time.Time{} // when this replica last built each hour
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case start := <-u.Store.snapWant:
+			t := now()
+			if start.After(t) || t.Sub(last[start]) < beforeRebuildEvery {
+				continue // an hour still to come has nothing settled before it; one rebuilt just now waits
+			}
+			last[start] = t
+			n, err := u.Store.BuildUsageSnapshot(ctx, start)
+			if err != nil && !errors.Is(err, context.Canceled) {
+				u.Log.Warn("usage snapshot not built", "hour", start, "err", err)
+			} else if err == nil {
+				u.Log.Debug("usage snapshot built", "hour", start, "myses", n, "took", now().Sub(t).String())
+			}
+			if u.built != nil {
+				u.built(start, err)
+			}
+		case t := <-tick:
+			for h, at := range last {
+				if t.Sub(at) > beforeRebuildEvery {
+					delete(last, h)
+				}
+			}
+			if _, err := u.Store.PruneUsageSnapshots(ctx, t); err != nil && !errors.Is(err, context.Canceled) {
+				u.Log.Warn("usage snapshots not pruned", "err", err)
+			}
+		}
+	}
+}
