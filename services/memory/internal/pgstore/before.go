@@ -101,41 +101,68 @@ type UsageSnapshotter struct {
 	built func(start time.Time, err error)
 }
 
-// Run serves build requests until ctx ends, and prunes on every tick.
+// Run serves build requests until ctx ends; when it starts and on every tick it prunes, and builds the snapshots of
+// the usual ranges' first hours when none exists yet (the last 24 and 168 hours: BeforeUsualHours), so their first ranking of an hour
+// does not have to ask.
 func (u *UsageSnapshotter) Run(ctx context.Context, tick <-chan time.Time) {
 	now := u.Now
 	if now == nil {
 		now = time.Now
 	}
 	last := map[time.Time]time.Time{} // when this replica last built each hour
+	build := func(start time.Time) {
+		t := now()
+		if start.After(t) || t.Sub(last[start]) < beforeRebuildEvery {
+			return // an hour still to come has nothing settled before it; one rebuilt just now waits
+		}
+		last[start] = t
+		n, err := u.Store.BuildUsageSnapshot(ctx, start)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			u.Log.Warn("usage snapshot not built", "hour", start, "err", err)
+		} else if err == nil {
+			u.Log.Debug("usage snapshot built", "hour", start, "myses", n, "took", now().Sub(t).String())
+		}
+		if u.built != nil {
+			u.built(start, err)
+		}
+	}
+	onTick := func(t time.Time) {
+		for h, at := range last {
+			if t.Sub(at) > beforeRebuildEvery {
+				delete(last, h)
+			}
+		}
+		if _, err := u.Store.PruneUsageSnapshots(ctx, t); err != nil && !errors.Is(err, context.Canceled) {
+			u.Log.Warn("usage snapshots not pruned", "err", err)
+		}
+		for _, back := range BeforeUsualHours {
+			start := t.UTC().Truncate(time.Hour).Add(-back)
+			var have bool
+			if err := u.Store.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM llm_usage_before_marks WHERE start = $1)`,
+				start).Scan(&have); err != nil {
+				if !errors.Is(err, context.Canceled) {
+					u.Log.Warn("usage snapshots not checked", "err", err)
+				}
+				break
+			}
+			if !have {
+				build(start)
+			}
+		}
+	}
+	onTick(now()) // at start too: the usual ranges need not wait for the first tick
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case start := <-u.Store.snapWant:
-			t := now()
-			if start.After(t) || t.Sub(last[start]) < beforeRebuildEvery {
-				continue // an hour still to come has nothing settled before it; one rebuilt just now waits
-			}
-			last[start] = t
-			n, err := u.Store.BuildUsageSnapshot(ctx, start)
-			if err != nil && !errors.Is(err, context.Canceled) {
-				u.Log.Warn("usage snapshot not built", "hour", start, "err", err)
-			} else if err == nil {
-				u.Log.Debug("usage snapshot built", "hour", start, "myses", n, "took", now().Sub(t).String())
-			}
-			if u.built != nil {
-				u.built(start, err)
-			}
+			build(start)
 		case t := <-tick:
-			for h, at := range last {
-				if t.Sub(at) > beforeRebuildEvery {
-					delete(last, h)
-				}
-			}
-			if _, err := u.Store.PruneUsageSnapshots(ctx, t); err != nil && !errors.Is(err, context.Canceled) {
-				u.Log.Warn("usage snapshots not pruned", "err", err)
-			}
+			onTick(t)
 		}
 	}
 }
+
+// BeforeUsualHours are how far before the current hour the usual ranges' first whole hours lie: the last 24 and 168
+// hours (`--since 24h`, `--since 168h`, the 23 or 167 whole hours before this one and this one).
+var BeforeUsualHours = []time.Duration{23 * time.Hour, 167 * time.Hour}

@@ -179,12 +179,12 @@ func TestTopFromSnapshotMatchesTheCallLog(t *testing.T) {
 }
 
 // TestUsageSnapshotterBuildsWhatRankingsAsk: a ranking that finds no snapshot asks for its hour and the next; the
-// snapshotter builds them, and the same ranking then comes from the snapshot. Pruning keeps the newest 48 and
-// nothing older than 8 days.
+// snapshotter builds them, and the same ranking then comes from the snapshot. A tick builds the usual ranges'
+// snapshots. Pruning keeps the newest 48 and nothing older than 8 days.
 func TestUsageSnapshotterBuildsWhatRankingsAsk(t *testing.T) {
 	f := newBeforeFixture(t, 12, 60)
 	ctx, cancel := context.WithCancel(context.Background())
-	built := make(chan time.Time, 4)
+	built := make(chan time.Time, 16) // more than the builds this test causes, so the hook never blocks the snapshotter
 	tick := make(chan time.Time)
 	u := pgstore.WithSnapshotBuilt(&pgstore.UsageSnapshotter{Store: f.s.adapter.Store, Log: slog.New(slog.DiscardHandler)},
 		func(start time.Time, err error) {
@@ -193,22 +193,44 @@ func TestUsageSnapshotterBuildsWhatRankingsAsk(t *testing.T) {
 			}
 			built <- start
 		})
+	// waitBuilt waits until every hour of want was built (other builds may come between).
+	waitBuilt := func(want ...time.Time) {
+		t.Helper()
+		left := map[time.Time]bool{}
+		for _, h := range want {
+			left[h.UTC()] = true
+		}
+		for len(left) > 0 {
+			select {
+			case h := <-built:
+				delete(left, h.UTC())
+			case <-time.After(time.Minute):
+				t.Fatalf("not built within a minute: %v", left)
+			}
+		}
+	}
+	usual := func(at time.Time) []time.Time {
+		var hs []time.Time
+		for _, back := range pgstore.BeforeUsualHours {
+			hs = append(hs, at.UTC().Truncate(time.Hour).Add(-back))
+		}
+		return hs
+	}
+	var clock sync.Mutex // guards now, the snapshotter's clock
+	now := time.Now()
+	u.Now = func() time.Time { clock.Lock(); defer clock.Unlock(); return now }
+	startAt := now
 	done := make(chan struct{})
 	go func() { defer close(done); u.Run(ctx, tick) }()
 	defer func() { cancel(); <-done }()
+	waitBuilt(usual(startAt)...) // at start: the last 24 and 168 hours
 
 	from := f.base.Add(20*time.Hour + 10*time.Minute)
 	a := f.base.Add(21 * time.Hour)
 	if how := f.top(t, from, 3); how.Before {
 		t.Fatalf("ranked from a snapshot nobody built: %+v", how)
 	}
-	got := map[time.Time]bool{}
-	for len(got) < 2 {
-		got[(<-built).UTC()] = true
-	}
-	if !got[a] || !got[a.Add(time.Hour)] {
-		t.Fatalf("built %v, want %v and the hour after", got, a)
-	}
+	waitBuilt(a, a.Add(time.Hour))
 	if how := f.top(t, from, 3); !how.Before {
 		t.Fatalf("the snapshot built was not used: %+v", how)
 	}
@@ -216,16 +238,28 @@ func TestUsageSnapshotterBuildsWhatRankingsAsk(t *testing.T) {
 		t.Fatalf("the next hour's snapshot was not used: %+v", how)
 	}
 
+	// A tick builds the usual ranges' snapshots that do not exist (any more).
+	if _, err := f.p.Exec(ctx, `DELETE FROM llm_usage_before_marks WHERE start = ANY ($1)`, usual(startAt)); err != nil {
+		t.Fatal(err)
+	}
+	// (Two minutes on: a snapshot rebuilt within the minute before waits.)
+	clock.Lock()
+	now = now.Add(2 * time.Minute)
+	tickAt := now
+	clock.Unlock()
+	tick <- tickAt
+	waitBuilt(usual(tickAt)...)
+
 	// Pruning: three snapshots of hours more than 8 days ago, then 60 of hours within them (built after the two
 	// above): the old three go, and of the 62 left the 48 built last stay.
-	now := time.Now().UTC().Truncate(time.Hour)
+	hour := time.Now().UTC().Truncate(time.Hour)
 	for h := range 3 {
-		f.build(t, now.Add(-200*time.Hour+time.Duration(h)*time.Hour))
+		f.build(t, hour.Add(-200*time.Hour+time.Duration(h)*time.Hour))
 	}
 	for h := range 60 {
-		f.build(t, now.Add(-150*time.Hour+time.Duration(h)*time.Hour))
+		f.build(t, hour.Add(-150*time.Hour+time.Duration(h)*time.Hour))
 	}
-	if _, err := f.s.adapter.Store.PruneUsageSnapshots(ctx, now); err != nil {
+	if _, err := f.s.adapter.Store.PruneUsageSnapshots(ctx, hour); err != nil {
 		t.Fatal(err)
 	}
 	var marks int
@@ -238,7 +272,7 @@ func TestUsageSnapshotterBuildsWhatRankingsAsk(t *testing.T) {
 		WHERE NOT EXISTS (SELECT FROM llm_usage_before_marks m WHERE m.start = b.start)`).Scan(&orphans); err != nil {
 		t.Fatal(err)
 	}
-	if want := now.Add(-150*time.Hour + 12*time.Hour); marks != 48 || !oldest.Equal(want) || orphans != 0 {
+	if want := hour.Add(-150*time.Hour + 12*time.Hour); marks != 48 || !oldest.Equal(want) || orphans != 0 {
 		t.Fatalf("after pruning: %d snapshots, the oldest of %v, %d rows without one; want 48, %v, none", marks, oldest, orphans, want)
 	}
 }
