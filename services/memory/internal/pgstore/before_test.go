@@ -66,17 +66,24 @@ func (f *beforeFixture) record(t *testing.T, id string, at time.Time, n int) {
 // top asks the top n from from on and checks the answer against the call log; it returns how the ranking ended.
 func (f *beforeFixture) top(t *testing.T, from time.Time, n int) pgstore.TopHow {
 	t.Helper()
-	u, err := f.s.GetUsage(context.Background(), memory.UsageQuery{From: from, GroupBy: memory.GroupMysis, Top: n})
+	return f.topIn(t, from, time.Time{}, n)
+}
+
+// topIn asks the top n over [from, to) (to zero: open) and checks the answer against the call log; it returns how
+// the ranking ended.
+func (f *beforeFixture) topIn(t *testing.T, from, to time.Time, n int) pgstore.TopHow {
+	t.Helper()
+	u, err := f.s.GetUsage(context.Background(), memory.UsageQuery{From: from, To: to, GroupBy: memory.GroupMysis, Top: n})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := wantTop(t, f.p, f.names, from, time.Time{}, n)
+	want := wantTop(t, f.p, f.names, from, to, n)
 	if len(u.Rows) != len(want) {
-		t.Fatalf("from %v top %d: %d rows, want %d\n got %+v\nwant %+v", from, n, len(u.Rows), len(want), u.Rows, want)
+		t.Fatalf("[%v, %v) top %d: %d rows, want %d\n got %+v\nwant %+v", from, to, n, len(u.Rows), len(want), u.Rows, want)
 	}
 	for k := range want {
 		if u.Rows[k] != want[k] {
-			t.Fatalf("from %v top %d: row %d\n got %+v\nwant %+v", from, n, k, u.Rows[k], want[k])
+			t.Fatalf("[%v, %v) top %d: row %d\n got %+v\nwant %+v", from, to, n, k, u.Rows[k], want[k])
 		}
 	}
 	f.mu.Lock()
@@ -160,9 +167,8 @@ func TestTopFromSnapshotMatchesTheCallLog(t *testing.T) {
 	if how := f.top(t, from, 40); !how.Before {
 		t.Fatalf("a deleted mysis made the snapshot stale: %+v", how)
 	}
-	// A closed range, one list, and an hour still to come are ranked from the lists.
+	// One list, and an hour still to come, are ranked from the lists.
 	for _, q := range []memory.UsageQuery{
-		{From: from, To: from.Add(5 * time.Hour), GroupBy: memory.GroupMysis, Top: 3},
 		{From: a, To: a.Add(time.Hour), GroupBy: memory.GroupMysis, Top: 3},
 		{From: time.Now().Add(10 * time.Minute), GroupBy: memory.GroupMysis, Top: 3},
 	} {
@@ -175,6 +181,56 @@ func TestTopFromSnapshotMatchesTheCallLog(t *testing.T) {
 		if how.Before {
 			t.Fatalf("[%v, %v): ranked from a snapshot: %+v", q.From, q.To, how)
 		}
+	}
+
+	// Ranges with an end: the snapshot at the last whole hour less the one at the first. (Built again: the late
+	// calls above made those of later hours stale.)
+	fromSnap = 0
+	built = map[time.Time]bool{}
+	for range 80 {
+		from := f.base.Add(-2 * time.Hour).Add(time.Duration(f.rng.Int64N(int64(70 * time.Hour))))
+		to := from.Add(time.Duration(f.rng.Int64N(int64(30 * time.Hour))))
+		if f.rng.IntN(3) == 0 {
+			from, to = from.Truncate(time.Hour), to.Truncate(time.Hour)
+		}
+		if !to.After(from) {
+			to = from.Add(2 * time.Hour)
+		}
+		for _, h := range []time.Time{ceilHour(from), to.Truncate(time.Hour)} {
+			if !built[h] {
+				f.build(t, h)
+				built[h] = true
+			}
+		}
+		how := f.topIn(t, from, to, 1+f.rng.IntN(12))
+		if how.Before != (how.Lists >= pgstore.MinBeforeLists && to.Truncate(time.Hour).After(ceilHour(from))) {
+			t.Fatalf("[%v, %v): %+v: a range of several lists with its snapshots must be ranked from them, and only such a range", from, to, how)
+		}
+		if how.Before {
+			fromSnap++
+		}
+	}
+	if fromSnap < 40 {
+		t.Fatalf("%d of 80 rankings with an end came from snapshots: the test checks too little", fromSnap)
+	}
+	// Two stale snapshots whose errors cancel in their difference: b built, then a late call before a, then a
+	// built (it holds that call, b does not), then a late call inside [a, b) (neither holds it). Each is checked on
+	// its own, so the ranking notices b.
+	a, b := f.base.Add(40*time.Hour), f.base.Add(50*time.Hour)
+	from, to := a.Add(-20*time.Minute), b.Add(20*time.Minute)
+	f.build(t, b)
+	f.record(t, f.ids[8], a.Add(-3*time.Hour), 1)
+	f.build(t, a)
+	if how := f.topIn(t, from, to, 40); how.Before {
+		t.Fatalf("a stale snapshot at the range's end was used: %+v", how)
+	}
+	f.record(t, f.ids[9], a.Add(3*time.Hour), 1)
+	if how := f.topIn(t, from, to, 40); how.Before {
+		t.Fatalf("stale snapshots whose errors cancel were used: %+v", how)
+	}
+	f.build(t, b)
+	if how := f.topIn(t, from, to, 40); !how.Before {
+		t.Fatalf("fresh snapshots were not used: %+v", how)
 	}
 }
 

@@ -31,9 +31,9 @@ import (
 // One bucket (all time, a whole day such as today, a whole hour) stops after its first entries unless the costs
 // tie across the cut. Several buckets stop early when a few myses cost much more than most (skewed spend); when
 // every mysis costs about the same per hour (uniform spend) the threshold stays far above the Top-th sum and the
-// ranking falls back to the full sum. An open range of MinBeforeLists buckets or more is ranked first from the
-// snapshot of costs before its first whole hour, when one is built and fresh (rankFromBefore, before.go), which
-// reads two entries per mysis however many buckets the range has.
+// ranking falls back to the full sum. A range of MinBeforeLists buckets or more is ranked first from the snapshots
+// of costs before its first (and, with an end, its last) whole hour, when they are built and fresh (rankFromBefore,
+// before.go), which read two entries per mysis however many buckets the range has.
 
 // TopHow is how a top-by-cost ranking ended: the lists read whole, stopped at the threshold after the first or the
 // deeper read, or summed whole.
@@ -332,39 +332,51 @@ func topRoundSQL(p topPlan) string {
 			coalesce((SELECT array_agg(mysis_id::text) FROM exact), '{}'), coalesce((SELECT array_agg(cost) FROM exact), '{}')`
 }
 
-// MinBeforeLists is the fewest lists (buckets) an open range must have to be ranked from a snapshot: the snapshot
-// reads two entries per mysis however long the range, the lists one per mysis and bucket at worst, so for one or
-// two buckets (this hour and the ragged hour before it: `--since 1h`) the lists cost the same or less
-// (docs/BENCHMARKS.md).
+// MinBeforeLists is the fewest lists (buckets) a range must have to be ranked from snapshots: they read one or two
+// entries per mysis however long the range, the lists one per mysis and bucket at worst, so for one or two buckets
+// (this hour and the ragged hour before it: `--since 1h`) the lists cost the same or less (docs/BENCHMARKS.md).
 const MinBeforeLists = 3
 
-// rankFromBefore ranks an open range of several buckets (q.From set, q.To not) from the snapshot of every mysis's
-// cost before the range's first whole hour A (migration 00016): all-time cost less the snapshot, plus the calls of
-// the ragged edge before A. It reports how.Before false — rank from the lists instead — when the range does not
-// qualify, when A has no snapshot or when its snapshot is stale (a call recorded since with a start before A), and
-// then asks the UsageSnapshotter for one. It asks for the next hour's snapshot too, so the same range asked an hour
-// later finds its own.
+// rankFromBefore ranks a range of several buckets from the snapshots of every mysis's cost before the range's first
+// whole hour A and, for a range with an end, before its last whole hour B (migration 00016): all-time cost (or the
+// snapshot at B) less the snapshot at A, plus the calls of the ragged edges [from, A) and [B, to). It reports
+// how.Before false — rank from the lists instead — when the range does not qualify, when a snapshot it needs is
+// missing or stale (a call recorded since with a start before its hour), and then asks the UsageSnapshotter for it.
+// An open range asks for the next hour's snapshot too, so the same range asked an hour later finds its own.
 func (s *Store) rankFromBefore(ctx context.Context, tx pgx.Tx, q memory.UsageQuery, lists int) ([]ranked, TopHow, error) {
 	how := TopHow{Lists: lists}
 	now := time.Now()
 	a := ceilTo(q.From, time.Hour)
-	if q.From.IsZero() || !q.To.IsZero() || lists < MinBeforeLists || a.After(now) {
+	b := q.To.Truncate(time.Hour) // zero for an open range
+	closed := !q.To.IsZero()
+	if q.From.IsZero() || lists < MinBeforeLists || a.After(now) || b.After(now) || (closed && !b.After(a)) {
 		return nil, how, nil
 	}
-	next := a.Add(time.Hour)
-	var have, haveNext bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM llm_usage_before_marks WHERE start = $1),
-		EXISTS (SELECT FROM llm_usage_before_marks WHERE start = $2)`, a, next).Scan(&have, &haveNext); err != nil {
+	need := []time.Time{a}
+	ahead := a.Add(time.Hour) // built ahead for an open range
+	if closed {
+		need = append(need, b)
+	}
+	var have []bool
+	if err := tx.QueryRow(ctx, `SELECT array_agg(EXISTS (SELECT FROM llm_usage_before_marks m WHERE m.start = w.start)
+		ORDER BY w.i) FROM unnest($1::timestamptz[]) WITH ORDINALITY AS w(start, i)`, append(need, ahead)).Scan(&have); err != nil {
 		return nil, how, err
 	}
-	if !haveNext && !next.After(now) {
-		s.wantSnapshot(next)
+	if !closed && !have[len(need)] && !ahead.After(now) {
+		s.wantSnapshot(ahead)
 	}
-	if !have {
-		s.wantSnapshot(a)
+	missing := false
+	for i, h := range need {
+		if !have[i] {
+			s.wantSnapshot(h)
+			missing = true
+		}
+	}
+	if missing {
 		return nil, how, nil
 	}
-	rows, err := tx.Query(ctx, rankFromBeforeSQL, a, q.From, q.Top+beforeTieRoom)
+	query, args := rankFromBeforeSQL(a, b, q)
+	rows, err := tx.Query(ctx, query, args...)
 	if err != nil {
 		return nil, how, err
 	}
@@ -385,7 +397,9 @@ func (s *Store) rankFromBefore(ctx context.Context, tx pgx.Tx, q memory.UsageQue
 		return nil, how, err
 	}
 	if !fresh {
-		s.wantSnapshot(a)
+		for _, h := range need {
+			s.wantSnapshot(h)
+		}
 		return nil, how, nil
 	}
 	// The rows are the Top+beforeTieRoom highest costs; the answer is every mysis at or above the Top-th. If the
@@ -394,29 +408,45 @@ func (s *Store) rankFromBefore(ctx context.Context, tx pgx.Tx, q memory.UsageQue
 	if len(out) == q.Top+beforeTieRoom && out[len(out)-1].cost == cut {
 		return nil, how, nil
 	}
-	out = top
 	how.Before = true
-	return out, how, nil
+	return top, how, nil
 }
 
 // beforeTieRoom is how many rows past the Top-th rankFromBeforeSQL returns, to hold the myses that tie it.
 const beforeTieRoom = 64
 
-// rankFromBeforeSQL returns whether the snapshot of hour $1 is fresh and, in cost order, the $3 myses with the highest
-// cost over [$2, ∞): every mysis's calls since $1 (all time less the snapshot) plus its calls in [$2, $1) (a single
-// row with no mysis when none has calls in the range). Fresh: the calls since $1 it gives, summed over the swarm,
-// equal the swarm rollup's hours from $1 on.
-const rankFromBeforeSQL = `WITH w AS (
-		SELECT a.mysis_id, a.cost_nanos - coalesce(b.cost_nanos, 0) AS cost, a.calls - coalesce(b.calls, 0) AS calls
-		FROM llm_usage_mysis_cost a LEFT JOIN llm_usage_mysis_before b ON b.start = $1 AND b.mysis_id = a.mysis_id
-		WHERE a.span = 3),
+// rankFromBeforeSQL is rankFromBefore's statement: whether the snapshots it reads are fresh, and in cost order the
+// Top+beforeTieRoom myses with the highest cost over the range (a single row with no mysis when none has calls in
+// it). The whole hours [a, b) (b zero: from a on) are the all-time rows (or the snapshot at b) less the snapshot at
+// a. A snapshot is fresh when its calls, summed, equal the swarm rollup's calls before its hour: its rows never
+// exceed the truth (calls only add; a deleted mysis's rows go with it), so equal sums mean every row is exact. (A
+// row at a without one at b makes the sum at a short, so that reads as stale too.)
+func rankFromBeforeSQL(a, b time.Time, q memory.UsageQuery) (string, []any) {
+	args := []any{a, q.From, q.Top + beforeTieRoom}
+	hi := `SELECT mysis_id, cost_nanos, calls, 0::bigint AS snap FROM llm_usage_mysis_cost WHERE span = 3`
+	edges := `started_at >= $2 AND started_at < $1`
+	freshHi := `true`
+	if !b.IsZero() {
+		args = append(args, b, q.To)
+		hi = `SELECT mysis_id, cost_nanos, calls, calls AS snap FROM llm_usage_mysis_before WHERE start = $4`
+		edges = `(started_at >= $2 AND started_at < $1) OR (started_at >= $4 AND started_at < $5)`
+		freshHi = `(SELECT coalesce(sum(hi_snap), 0) FROM w) = (SELECT calls FROM swarm) -
+			(SELECT coalesce(sum(calls), 0) FROM llm_usage_swarm_rollup WHERE span = 1 AND start >= $4)`
+	}
+	return `WITH w AS (
+		SELECT h.mysis_id, h.cost_nanos - coalesce(l.cost_nanos, 0) AS cost, h.calls - coalesce(l.calls, 0) AS calls,
+			h.snap AS hi_snap, coalesce(l.calls, 0) AS lo_snap
+		FROM (` + hi + `) h LEFT JOIN llm_usage_mysis_before l ON l.start = $1 AND l.mysis_id = h.mysis_id),
+	swarm AS (SELECT coalesce(sum(calls), 0) AS calls FROM llm_usage_swarm_rollup WHERE span = 3),
 	e AS (
-		SELECT mysis_id, sum(cost_nanos)::bigint AS cost, count(*) AS calls FROM llm_calls
-		WHERE started_at >= $2 AND started_at < $1 GROUP BY mysis_id)
+		SELECT mysis_id, sum(cost_nanos)::bigint AS cost, count(*) AS calls FROM llm_calls WHERE ` + edges + `
+		GROUP BY mysis_id)
 	SELECT f.ok, x.mysis_id::text, x.cost FROM (
-		SELECT (SELECT coalesce(sum(calls), 0) FROM w) =
-			(SELECT coalesce(sum(calls), 0) FROM llm_usage_swarm_rollup WHERE span = 1 AND start >= $1) AS ok) f
+		SELECT (SELECT coalesce(sum(lo_snap), 0) FROM w) = (SELECT calls FROM swarm) -
+			(SELECT coalesce(sum(calls), 0) FROM llm_usage_swarm_rollup WHERE span = 1 AND start >= $1)
+			AND ` + freshHi + ` AS ok) f
 	LEFT JOIN LATERAL (
 		SELECT coalesce(w.mysis_id, e.mysis_id) AS mysis_id, coalesce(w.cost, 0) + coalesce(e.cost, 0) AS cost
 		FROM w FULL JOIN e ON e.mysis_id = w.mysis_id WHERE coalesce(w.calls, 0) + coalesce(e.calls, 0) > 0
-		ORDER BY 2 DESC LIMIT $3) x ON true`
+		ORDER BY 2 DESC LIMIT $3) x ON true`, args
+}
