@@ -9,11 +9,12 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Snapshots of each mysis's cost before a whole hour (migration 00016), for ranking myses by cost over an open range
-// of several hours: a mysis's cost since hour A is its all-time cost less its cost before A, one entry per mysis
-// however long the range, where summing the range's hours reads one entry per mysis and hour. topByCost uses a
-// snapshot when one exists and is not stale (checked in the ranking's own transaction), else ranks as before and
-// asks for one; the UsageSnapshotter builds what is asked, in the background.
+// Snapshots of each mysis's cost before a whole hour (migration 00016), for ranking myses by cost over a range of
+// several hours: a mysis's cost since hour A is its all-time cost less its cost before A, and between hours A and B
+// its cost before B less its cost before A — one or two entries per mysis however long the range, where summing
+// the range's hours reads one entry per mysis and hour. topByCost uses the snapshots when they exist and are not
+// stale (each checked in the ranking's own transaction), else ranks as before and asks for them; the
+// UsageSnapshotter builds what is asked, in the background.
 
 const (
 	// maxBeforeMarks is how many snapshots are kept (the newest built); each holds a row per mysis that had called
