@@ -17,11 +17,17 @@ import (
 // UsageSnapshotter builds what is asked, in the background.
 
 const (
-	// maxBeforeMarks is how many snapshots are kept (the newest built); each holds a row per mysis that had called
-	// before its hour.
-	maxBeforeMarks = 48
-	// beforeMaxAge is how old a snapshot's hour may be: older ones are deleted (the rankings that read them, such as
-	// the last 168 hours, begin within it).
+	// BeforeKeptHours is how many hours back from the current one the UsageSnapshotter keeps a snapshot of every
+	// hour (each hour from the one before the current, back): any range of several hours starting and ending within
+	// them finds its snapshots built. One is built a minute or less after each hour ends.
+	BeforeKeptHours = 168
+	// beforeBuildsPerTick is how many missing hours of the kept ones a tick builds at most (newest first): a replica
+	// started on a database with none builds them over about 40 minutes, not at once.
+	beforeBuildsPerTick = 4
+	// maxBeforeMarks is how many snapshots are kept (the newest built): the kept hours and some asked for. Each
+	// holds a row per mysis that had called before its hour (~1.2 MB at 10,000 myses).
+	maxBeforeMarks = BeforeKeptHours + 32
+	// beforeMaxAge is how old a snapshot's hour may be: older ones are deleted.
 	beforeMaxAge = 8 * 24 * time.Hour
 	// beforeRebuildEvery is how often one replica rebuilds the same hour's snapshot at most (a stream of late calls
 	// before it would otherwise rebuild it on every ranking).
@@ -102,9 +108,9 @@ type UsageSnapshotter struct {
 	built func(start time.Time, err error)
 }
 
-// Run serves build requests until ctx ends; when it starts and on every tick it prunes, and builds the snapshots of
-// the usual ranges' first hours when none exists yet (the last 24 and 168 hours: BeforeUsualHours), so their first ranking of an hour
-// does not have to ask.
+// Run serves build requests until ctx ends; when it starts and on every tick it prunes, and builds up to
+// beforeBuildsPerTick of the kept hours' snapshots (BeforeKeptHours) that do not exist, newest first, so a ranking
+// of a range within them finds its snapshots without asking.
 func (u *UsageSnapshotter) Run(ctx context.Context, tick <-chan time.Time) {
 	now := u.Now
 	if now == nil {
@@ -136,19 +142,22 @@ func (u *UsageSnapshotter) Run(ctx context.Context, tick <-chan time.Time) {
 		if _, err := u.Store.PruneUsageSnapshots(ctx, t); err != nil && !errors.Is(err, context.Canceled) {
 			u.Log.Warn("usage snapshots not pruned", "err", err)
 		}
-		for _, back := range BeforeUsualHours {
-			start := t.UTC().Truncate(time.Hour).Add(-back)
-			var have bool
-			if err := u.Store.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM llm_usage_before_marks WHERE start = $1)`,
-				start).Scan(&have); err != nil {
-				if !errors.Is(err, context.Canceled) {
-					u.Log.Warn("usage snapshots not checked", "err", err)
-				}
-				break
+		rows, err := u.Store.pool.Query(ctx, `SELECT h FROM generate_series($1::timestamptz - $2 * interval '1 hour',
+			$1::timestamptz - interval '1 hour', interval '1 hour') AS h
+			WHERE NOT EXISTS (SELECT FROM llm_usage_before_marks m WHERE m.start = h) ORDER BY h DESC LIMIT $3`,
+			t.UTC().Truncate(time.Hour), BeforeKeptHours, beforeBuildsPerTick)
+		var missing []time.Time
+		if err == nil {
+			missing, err = pgx.CollectRows(rows, pgx.RowTo[time.Time])
+		}
+		if err != nil {
+			if !errors.Is(err, context.Canceled) {
+				u.Log.Warn("usage snapshots not checked", "err", err)
 			}
-			if !have {
-				build(start)
-			}
+			return
+		}
+		for _, h := range missing {
+			build(h)
 		}
 	}
 	onTick(now()) // at start too: the usual ranges need not wait for the first tick
@@ -163,7 +172,3 @@ func (u *UsageSnapshotter) Run(ctx context.Context, tick <-chan time.Time) {
 		}
 	}
 }
-
-// BeforeUsualHours are how far before the current hour the usual ranges' first whole hours lie: the last 24 and 168
-// hours (`--since 24h`, `--since 168h`, the 23 or 167 whole hours before this one and this one).
-var BeforeUsualHours = []time.Duration{23 * time.Hour, 167 * time.Hour}

@@ -234,13 +234,14 @@ func TestTopFromSnapshotMatchesTheCallLog(t *testing.T) {
 	}
 }
 
-// TestUsageSnapshotterBuildsWhatRankingsAsk: a ranking that finds no snapshot asks for its hour and the next; the
-// snapshotter builds them, and the same ranking then comes from the snapshot. A tick builds the usual ranges'
-// snapshots. Pruning keeps the newest 48 and nothing older than 8 days.
+// TestUsageSnapshotterBuildsWhatRankingsAsk: at start and on every tick the snapshotter builds the newest missing
+// snapshots of the kept hours, a few at a time; a ranking that finds no snapshot asks for its hour and the next, the
+// snapshotter builds them, and the same ranking then comes from the snapshot. Pruning keeps the newest
+// MaxBeforeMarks and nothing older than 8 days.
 func TestUsageSnapshotterBuildsWhatRankingsAsk(t *testing.T) {
 	f := newBeforeFixture(t, 12, 60)
 	ctx, cancel := context.WithCancel(context.Background())
-	built := make(chan time.Time, 16) // more than the builds this test causes, so the hook never blocks the snapshotter
+	built := make(chan time.Time, 32) // more than the builds this test causes, so the hook never blocks the snapshotter
 	tick := make(chan time.Time)
 	u := pgstore.WithSnapshotBuilt(&pgstore.UsageSnapshotter{Store: f.s.adapter.Store, Log: slog.New(slog.DiscardHandler)},
 		func(start time.Time, err error) {
@@ -265,21 +266,15 @@ func TestUsageSnapshotterBuildsWhatRankingsAsk(t *testing.T) {
 			}
 		}
 	}
-	usual := func(at time.Time) []time.Time {
-		var hs []time.Time
-		for _, back := range pgstore.BeforeUsualHours {
-			hs = append(hs, at.UTC().Truncate(time.Hour).Add(-back))
-		}
-		return hs
-	}
-	var clock sync.Mutex // guards now, the snapshotter's clock
-	now := time.Now()
+	// The snapshotter's clock: ten minutes into the current hour, so the kept hours do not move under the test.
+	var clock sync.Mutex // guards now
+	hour := time.Now().UTC().Truncate(time.Hour)
+	now := hour.Add(10 * time.Minute)
 	u.Now = func() time.Time { clock.Lock(); defer clock.Unlock(); return now }
-	startAt := now
 	done := make(chan struct{})
 	go func() { defer close(done); u.Run(ctx, tick) }()
 	defer func() { cancel(); <-done }()
-	waitBuilt(usual(startAt)...) // at start: the last 24 and 168 hours
+	waitBuilt(hour.Add(-1*time.Hour), hour.Add(-2*time.Hour), hour.Add(-3*time.Hour), hour.Add(-4*time.Hour)) // at start
 
 	from := f.base.Add(20*time.Hour + 10*time.Minute)
 	a := f.base.Add(21 * time.Hour)
@@ -294,26 +289,26 @@ func TestUsageSnapshotterBuildsWhatRankingsAsk(t *testing.T) {
 		t.Fatalf("the next hour's snapshot was not used: %+v", how)
 	}
 
-	// A tick builds the usual ranges' snapshots that do not exist (any more).
-	if _, err := f.p.Exec(ctx, `DELETE FROM llm_usage_before_marks WHERE start = ANY ($1)`, usual(startAt)); err != nil {
+	// A tick builds the next four missing, and one deleted again (rebuilt: two minutes on, past the wait between
+	// two builds of one hour).
+	if _, err := f.p.Exec(ctx, `DELETE FROM llm_usage_before_marks WHERE start = $1`, hour.Add(-2*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	// (Two minutes on: a snapshot rebuilt within the minute before waits.)
 	clock.Lock()
 	now = now.Add(2 * time.Minute)
 	tickAt := now
 	clock.Unlock()
 	tick <- tickAt
-	waitBuilt(usual(tickAt)...)
+	waitBuilt(hour.Add(-2*time.Hour), hour.Add(-5*time.Hour), hour.Add(-6*time.Hour), hour.Add(-7*time.Hour))
 
-	// Pruning: three snapshots of hours more than 8 days ago, then 60 of hours within them (built after the two
-	// above): the old three go, and of the 62 left the 48 built last stay.
-	hour := time.Now().UTC().Truncate(time.Hour)
+	// Pruning: three snapshots of hours more than 8 days ago, then MaxBeforeMarks + 5 more recent ones, built last:
+	// the old three go, and of the rest the MaxBeforeMarks built last stay.
 	for h := range 3 {
 		f.build(t, hour.Add(-200*time.Hour+time.Duration(h)*time.Hour))
 	}
-	for h := range 60 {
-		f.build(t, hour.Add(-150*time.Hour+time.Duration(h)*time.Hour))
+	first := hour.Add(-190 * time.Hour)
+	for h := range pgstore.MaxBeforeMarks + 5 {
+		f.build(t, first.Add(time.Duration(h)*time.Hour))
 	}
 	if _, err := f.s.adapter.Store.PruneUsageSnapshots(ctx, hour); err != nil {
 		t.Fatal(err)
@@ -328,8 +323,9 @@ func TestUsageSnapshotterBuildsWhatRankingsAsk(t *testing.T) {
 		WHERE NOT EXISTS (SELECT FROM llm_usage_before_marks m WHERE m.start = b.start)`).Scan(&orphans); err != nil {
 		t.Fatal(err)
 	}
-	if want := hour.Add(-150*time.Hour + 12*time.Hour); marks != 48 || !oldest.Equal(want) || orphans != 0 {
-		t.Fatalf("after pruning: %d snapshots, the oldest of %v, %d rows without one; want 48, %v, none", marks, oldest, orphans, want)
+	if want := first.Add(5 * time.Hour); marks != pgstore.MaxBeforeMarks || !oldest.Equal(want) || orphans != 0 {
+		t.Fatalf("after pruning: %d snapshots, the oldest of %v, %d rows without one; want %d, %v, none",
+			marks, oldest, orphans, pgstore.MaxBeforeMarks, want)
 	}
 }
 

@@ -60,3 +60,6 @@ func WithSnapshotBuilt(u *UsageSnapshotter, built func(start time.Time, err erro
 	u.built = built
 	return u
 }
+
+// MaxBeforeMarks is how many usage snapshots pruning keeps.
+const MaxBeforeMarks = maxBeforeMarks
