@@ -152,7 +152,7 @@ func (u *UsageSnapshotter) Run(ctx context.Context, tick <-chan time.Time) {
 		}
 		if err != nil {
 			if !errors.Is(err, context.Canceled) {
-				u.Log.Warn("usage snapshots not checked", "err", err)
+				u.Log.Warn("usage snapshots not checked", "err", dbErr(err, "check usage snapshots"))
 			}
 			return
 		}
