@@ -71,6 +71,8 @@ type composer struct {
 	carryTokens int
 	// fullCarry is carryTokens before carryBound's lean share for long objectives.
 	fullCarry int
+	// youngCarry is the carry bound of a young objective under priced compaction (carryBound).
+	youngCarry int
 	// cache is the policy's cache model (the default filled in); cold says the provider's cache has expired since
 	// the previous request; note is why the boundary moved in this request (nil: it did not).
 	cache CacheModel

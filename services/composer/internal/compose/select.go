@@ -180,6 +180,10 @@ func (c *composer) waterMarks(system string) (high, low int) {
 		c.carryTokens = max(min(c.p.CarryTokens, room/2), 1)
 	}
 	c.fullCarry = c.carryTokens
+	c.youngCarry = c.carryTokens
+	if c.p.CarryTokens > 0 {
+		c.youngCarry = max(min(int(youngCarryFactor*float64(c.p.CarryTokens)), int(youngRoomShare*float64(room))), 1)
+	}
 	high = room
 	if c.priced() {
 		// v3: the boundary stays while the request fits; the price decides the rest. The estimate is a little
@@ -437,10 +441,30 @@ const LongObjectiveRows = 200
 // leanCarryShare is the share of the carry bound a long objective carries (priced compaction).
 const leanCarryShare = 0.7
 
+// YoungObjectiveRows is the age (in memory seqs since the objective) up to which priced compaction carries the young
+// bound: an objective that young has gathered little state, all of which a compaction the budget forces can keep
+// (youngCarryFactor times the carry bound, at most youngRoomShare of the room) — so short objectives, the usual ones
+// in recorded play, lose none of their state to the carry bound, and the room left for the requests to grow as
+// extensions of each other is a third of the budget's instead of half.
+const YoungObjectiveRows = 120
+
+const (
+	// youngCarryFactor is how many times Policy.CarryTokens a young objective may carry.
+	youngCarryFactor = 1.5
+	// youngRoomShare is the most of the room a young objective's carried state may take.
+	youngRoomShare = 0.65
+)
+
 // carryBound is the carry bound of a compaction decided as of seq asOf: the full bound, or under priced
 // compaction its lean share once the objective is older than LongObjectiveRows.
 func (c *composer) carryBound(units []*unit, asOf int64) int {
-	if !c.priced() || c.p.CarryTokens == 0 || replyAsOf(units, asOf)-c.objective <= LongObjectiveRows {
+	age := replyAsOf(units, asOf) - c.objective
+	switch {
+	case !c.priced() || c.p.CarryTokens == 0:
+		return c.fullCarry
+	case age <= YoungObjectiveRows:
+		return c.youngCarry
+	case age <= LongObjectiveRows:
 		return c.fullCarry
 	}
 	return max(int(leanCarryShare*float64(c.fullCarry)), 1)

@@ -219,18 +219,19 @@ func TestCarryRanksTurnThenSmallest(t *testing.T) {
 
 // Carried state takes at most half the room the budget leaves the messages once the system prompt and the tool
 // schemas are counted: with large schemas a request still grows as a pure extension between compactions instead of
-// compacting on every request. At the default budget with small schemas the bound is CarryTokens itself.
+// compacting on every request. At the default budget with small schemas the bound is CarryTokens itself. A young
+// objective (priced compaction, up to YoungObjectiveRows seqs) may carry 1.5 times that, at most 65% of the room.
 func TestCarryBoundFollowsRoom(t *testing.T) {
-	var h hist
-	mid := h.user(compose.SourceBroadcast, "Commander: map the sector.")
-	for i := range 30 {
-		h.loop("scan_system", fmt.Sprintf(`{"system":"s%d"}`, i), strings.Repeat(fmt.Sprintf("planet p%d ", i), 120))
-	}
-	h.user(compose.SourceNudge, "Continue your mission.")
-	h.loop("mine", "{}", `{"mined":1}`)
 	schema := compose.Tool{Name: "scan_system", Description: strings.Repeat("Scans a system and lists its planets. ", 40),
 		Parameters: `{"type":"object","properties":{"system":{"type":"string"}}}`}
-	carried := func(tools []compose.Tool, budget int) (carried, room int) {
+	carried := func(loops int, tools []compose.Tool, budget int) (carried, room int) {
+		var h hist
+		mid := h.user(compose.SourceBroadcast, "Commander: map the sector.")
+		for i := range loops {
+			h.loop("scan_system", fmt.Sprintf(`{"system":"s%d"}`, i), strings.Repeat(fmt.Sprintf("planet p%d ", i), 120))
+		}
+		h.user(compose.SourceNudge, "Continue your mission.")
+		h.loop("mine", "{}", `{"mined":1}`)
 		p := compose.DefaultPolicy()
 		p.TokenBudget = budget
 		w := histgen.ComposeWindow(h.rows, p, h.rows[0].Seq)
@@ -241,19 +242,27 @@ func TestCarryBoundFollowsRoom(t *testing.T) {
 		}
 		return res.Manifest.Tokens.Carried, budget - res.Manifest.Tokens.Tools - res.Manifest.Tokens.System
 	}
-	if c, _ := carried(nil, 8192); c < 2000 || c > 2500 {
-		t.Errorf("default budget, no schemas: %d tokens carried, want up to CarryTokens (2500)", c)
-	}
 	tools := slices.Repeat([]compose.Tool{schema}, 12)
 	for i := range tools {
 		tools[i].Name = fmt.Sprintf("tool_%d", i)
 	}
-	c, room := carried(tools, 8192)
+	// 70 loops: past YoungObjectiveRows, short of LongObjectiveRows.
+	if c, _ := carried(70, nil, 8192); c < 2000 || c > 2500 {
+		t.Errorf("default budget, no schemas: %d tokens carried, want up to CarryTokens (2500)", c)
+	}
+	c, room := carried(70, tools, 8192)
 	if room > 5000 {
 		t.Fatalf("the schemas leave %d tokens: too many for this test", room)
 	}
 	if c > room/2 || c < room/4 {
 		t.Errorf("large schemas: %d tokens carried with %d tokens of room, want at most half of it", c, room)
+	}
+	// 30 loops: a young objective.
+	if c, room := carried(30, nil, 8192); c <= 2500 || c > 3750 || float64(c) > 0.65*float64(room) {
+		t.Errorf("young objective, no schemas: %d tokens carried with %d tokens of room, want more than CarryTokens (2500), up to 1.5 times it and 65%% of the room", c, room)
+	}
+	if c, room := carried(30, tools, 8192); c <= room/2 || float64(c) > 0.65*float64(room) {
+		t.Errorf("young objective, large schemas: %d tokens carried with %d tokens of room, want more than half of it, at most 65%%", c, room)
 	}
 }
 
