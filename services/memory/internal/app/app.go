@@ -139,25 +139,11 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	}
 	store := pgstore.New(pool, box, storeOpts...)
 	if cfg.FTSIndexInterval > 0 {
-		ictx, stopIndexer := context.WithCancel(ctx)
-		tick := time.NewTicker(cfg.FTSIndexInterval)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			(&pgstore.Indexer{Store: store, Log: log}).Run(ictx, tick.C)
-		}()
-		defer func() { stopIndexer(); tick.Stop(); <-done }()
+		defer background(ctx, cfg.FTSIndexInterval, (&pgstore.Indexer{Store: store, Log: log}).Run)()
 	}
 	// Snapshots of each mysis's cost before an hour, for top-by-cost rankings over several hours (pgstore/before.go):
-	// built when a ranking asks, pruned every minute.
-	sctx, stopSnapshots := context.WithCancel(ctx)
-	snapTick := time.NewTicker(time.Minute)
-	snapDone := make(chan struct{})
-	go func() {
-		defer close(snapDone)
-		(&pgstore.UsageSnapshotter{Store: store, Log: log}).Run(sctx, snapTick.C)
-	}()
-	defer func() { stopSnapshots(); snapTick.Stop(); <-snapDone }()
+	// the last 168 hours' kept, others built when a ranking asks; checked and pruned every minute.
+	defer background(ctx, time.Minute, (&pgstore.UsageSnapshotter{Store: store, Log: log}).Run)()
 	srv := server.New(server.Options{
 		Name:   "memory",
 		Config: cfg.Server,
@@ -226,4 +212,17 @@ func migrate(ctx context.Context, log *slog.Logger, cfg Config, args []string) e
 	}
 	log.Info("schema up to date", "applied", len(res), "version", cur)
 	return nil
+}
+
+// background runs run in a goroutine with a ticker of every, and returns the function that stops it: it cancels
+// run's context, stops the ticker and waits for run to return.
+func background(ctx context.Context, every time.Duration, run func(context.Context, <-chan time.Time)) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	tick := time.NewTicker(every)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		run(ctx, tick.C)
+	}()
+	return func() { cancel(); tick.Stop(); <-done }
 }
