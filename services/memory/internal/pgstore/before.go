@@ -25,7 +25,7 @@ const (
 	// started on a database with none builds them over about 40 minutes, not at once.
 	beforeBuildsPerTick = 4
 	// maxBeforeMarks is how many snapshots are kept (the newest built): the kept hours and some asked for. Each
-	// holds a row per mysis that had called before its hour (~1.2 MB at 10,000 myses).
+	// holds a row per mysis that had called before its hour (~1.45 MB at 10,000 myses).
 	maxBeforeMarks = BeforeKeptHours + 32
 	// beforeMaxAge is how old a snapshot's hour may be: older ones are deleted.
 	beforeMaxAge = 8 * 24 * time.Hour
@@ -45,8 +45,8 @@ const buildBeforeSQL = `INSERT INTO llm_usage_mysis_before (start, mysis_id, cos
 	WHERE a.span = 3 AND a.calls - coalesce(h.calls, 0) > 0`
 
 // BuildUsageSnapshot (re)builds the snapshot of each mysis's cost before the whole UTC hour at (rounded down),
-// vacuums the table, and returns how many myses the snapshot holds. Concurrent builds of one hour (several replicas) wait for each other; the last
-// one's rows stand.
+// vacuums the table, and returns how many myses the snapshot holds. Concurrent builds of one hour (several
+// replicas) wait for each other; the last one's rows stand.
 func (s *Store) BuildUsageSnapshot(ctx context.Context, at time.Time) (int, error) {
 	start := at.UTC().Truncate(time.Hour)
 	var n int64
@@ -160,7 +160,7 @@ func (u *UsageSnapshotter) Run(ctx context.Context, tick <-chan time.Time) {
 			build(h)
 		}
 	}
-	onTick(now()) // at start too: the usual ranges need not wait for the first tick
+	onTick(now()) // at start too: the kept hours need not wait for the first tick
 	for {
 		select {
 		case <-ctx.Done():
