@@ -180,8 +180,7 @@ func (c *composer) waterMarks(system string) (high, low int) {
 		c.carryTokens = max(min(c.p.CarryTokens, room/2), 1)
 	}
 	c.fullCarry = c.carryTokens
-	c.youngCarry = c.carryTokens
-	if c.p.CarryTokens > 0 {
+	if c.p.CarryTokens > 0 { // (with no bound carryBound never reads it)
 		c.youngCarry = max(min(int(youngCarryFactor*float64(c.p.CarryTokens)), int(youngRoomShare*float64(room))), 1)
 	}
 	high = room
@@ -456,7 +455,8 @@ const (
 )
 
 // carryBound is the carry bound of a compaction decided as of seq asOf: the full bound, or under priced
-// compaction its lean share once the objective is older than LongObjectiveRows.
+// compaction the young bound while the objective is at most YoungObjectiveRows old and its lean share once it is
+// older than LongObjectiveRows.
 func (c *composer) carryBound(units []*unit, asOf int64) int {
 	age := replyAsOf(units, asOf) - c.objective
 	switch {

@@ -44,9 +44,9 @@ const buildBeforeSQL = `INSERT INTO llm_usage_mysis_before (start, mysis_id, cos
 		WHERE span = 1 AND start >= $1 GROUP BY mysis_id) h ON h.mysis_id = a.mysis_id
 	WHERE a.span = 3 AND a.calls - coalesce(h.calls, 0) > 0`
 
-// BuildUsageSnapshot (re)builds the snapshot of each mysis's cost before the whole UTC hour at (rounded down),
-// vacuums the table, and returns how many myses the snapshot holds. Concurrent builds of one hour (several
-// replicas) wait for each other; the last one's rows stand.
+// BuildUsageSnapshot (re)builds the snapshot of each mysis's cost before the whole UTC hour at (rounded down), and
+// returns how many myses it holds. Concurrent builds of one hour (several replicas) wait for each other; the last
+// one's rows stand. VacuumUsageSnapshots after a batch of builds lets rankings read the rows from the index alone.
 func (s *Store) BuildUsageSnapshot(ctx context.Context, at time.Time) (int, error) {
 	start := at.UTC().Truncate(time.Hour)
 	var n int64
@@ -68,15 +68,15 @@ func (s *Store) BuildUsageSnapshot(ctx context.Context, at time.Time) (int, erro
 		n = tag.RowsAffected()
 		return err
 	})
-	if err != nil {
-		return 0, dbErr(err, "build usage snapshot")
-	}
-	// So that rankings read the new rows from the index alone (the visibility map) and plan with their count. A role
-	// that does not own the table gets a warning, not an error, and the rankings read the heap too.
-	if _, err := s.pool.Exec(ctx, `VACUUM (ANALYZE) llm_usage_mysis_before`); err != nil {
-		return int(n), dbErr(err, "vacuum usage snapshots")
-	}
-	return int(n), nil
+	return int(n), dbErr(err, "build usage snapshot")
+}
+
+// VacuumUsageSnapshots vacuums and analyzes the snapshots' table, so rankings read new rows from the index alone (the
+// visibility map) and plan with their count. A role that does not own the table gets a warning, not an error, and
+// the rankings read the heap too.
+func (s *Store) VacuumUsageSnapshots(ctx context.Context) error {
+	_, err := s.pool.Exec(ctx, `VACUUM (ANALYZE) llm_usage_mysis_before`)
+	return dbErr(err, "vacuum usage snapshots")
 }
 
 // PruneUsageSnapshots deletes the snapshots of hours older than beforeMaxAge and all but the maxBeforeMarks newest
@@ -117,10 +117,11 @@ func (u *UsageSnapshotter) Run(ctx context.Context, tick <-chan time.Time) {
 		now = time.Now
 	}
 	last := map[time.Time]time.Time{} // when this replica last built each hour
-	build := func(start time.Time) {
-		t := now()
+	// build builds the snapshot of hour start and reports whether it did.
+	build := func(start time.Time) bool {
+		start, t := start.UTC(), now() // (UTC: the same hour is one key of last, whoever asked)
 		if start.After(t) || t.Sub(last[start]) < beforeRebuildEvery {
-			return // an hour still to come has nothing settled before it; one rebuilt just now waits
+			return false // an hour still to come has nothing settled before it; one rebuilt just now waits
 		}
 		last[start] = t
 		n, err := u.Store.BuildUsageSnapshot(ctx, start)
@@ -131,6 +132,12 @@ func (u *UsageSnapshotter) Run(ctx context.Context, tick <-chan time.Time) {
 		}
 		if u.built != nil {
 			u.built(start, err)
+		}
+		return err == nil
+	}
+	vacuum := func() {
+		if err := u.Store.VacuumUsageSnapshots(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			u.Log.Warn("usage snapshots not vacuumed", "err", err)
 		}
 	}
 	onTick := func(t time.Time) {
@@ -156,8 +163,12 @@ func (u *UsageSnapshotter) Run(ctx context.Context, tick <-chan time.Time) {
 			}
 			return
 		}
+		built := false
 		for _, h := range missing {
-			build(h)
+			built = build(h) || built
+		}
+		if built {
+			vacuum() // once for the batch
 		}
 	}
 	onTick(now()) // at start too: the kept hours need not wait for the first tick
@@ -166,7 +177,9 @@ func (u *UsageSnapshotter) Run(ctx context.Context, tick <-chan time.Time) {
 		case <-ctx.Done():
 			return
 		case start := <-u.Store.snapWant:
-			build(start)
+			if build(start) {
+				vacuum()
+			}
 		case t := <-tick:
 			onTick(t)
 		}

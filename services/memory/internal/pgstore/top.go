@@ -42,7 +42,8 @@ type TopHow struct {
 	Rounds int  // reads of the lists (0: the range had more than maxTopLists)
 	Whole  bool // fell back to summing every mysis's entries
 	Depth  int  // entries read of every list in the last read
-	// Before: ranked from the snapshot of costs before the range's first whole hour (before.go), not the lists.
+	// Before: ranked from the snapshots of costs before the range's first (and last) whole hour (before.go), not
+	// the lists.
 	Before bool
 }
 
@@ -78,9 +79,12 @@ type topPlan struct {
 // topExtents is the first and last start of the hours and days stored, which bound a range's open ends.
 type topExtents struct{ minHour, maxHour, minDay, maxDay *time.Time }
 
+// topExtentsSQL reads the extents and, in the same round trip, which of the snapshot hours $1 are built (before.go).
 const topExtentsSQL = `SELECT
 	(SELECT min(start) FROM llm_usage_mysis_cost WHERE span = 1), (SELECT max(start) FROM llm_usage_mysis_cost WHERE span = 1),
-	(SELECT min(start) FROM llm_usage_mysis_cost WHERE span = 2), (SELECT max(start) FROM llm_usage_mysis_cost WHERE span = 2)`
+	(SELECT min(start) FROM llm_usage_mysis_cost WHERE span = 2), (SELECT max(start) FROM llm_usage_mysis_cost WHERE span = 2),
+	(SELECT coalesce(array_agg(EXISTS (SELECT FROM llm_usage_before_marks m WHERE m.start = w.start) ORDER BY w.i), '{}')
+		FROM unnest($1::timestamptz[]) WITH ORDINALITY AS w(start, i))`
 
 // planTop builds the lists and the exact sums of a top query over q's range (all time when q has none).
 func planTop(q memory.UsageQuery, ext topExtents) topPlan {
@@ -222,13 +226,16 @@ func (s *Store) topByCost(ctx context.Context, q memory.UsageQuery, f usageFilte
 	// One snapshot for the ranking and the rows, so calls recorded meanwhile cannot reorder them.
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var ext topExtents
+		snaps := planBefore(q, time.Now())
+		var have []bool
 		if !q.From.IsZero() || !q.To.IsZero() {
-			if err := tx.QueryRow(ctx, topExtentsSQL).Scan(&ext.minHour, &ext.maxHour, &ext.minDay, &ext.maxDay); err != nil {
+			if err := tx.QueryRow(ctx, topExtentsSQL, snaps.hours()).Scan(&ext.minHour, &ext.maxHour, &ext.minDay, &ext.maxDay,
+				&have); err != nil {
 				return err
 			}
 		}
 		p := planTop(q, ext)
-		winners, how, err := s.rankFromBefore(ctx, tx, q, len(p.lists))
+		winners, how, err := s.rankFromBefore(ctx, tx, q, snaps, have, len(p.lists))
 		if err != nil {
 			return err
 		}
@@ -337,33 +344,52 @@ func topRoundSQL(p topPlan) string {
 // (this hour and the ragged hour before it: `--since 1h`) the lists cost the same or less (docs/BENCHMARKS.md).
 const MinBeforeLists = 3
 
+// beforePlan is which snapshots (before.go) a ranking of q would read: at the range's first whole hour a and, for a
+// range with an end, at its last whole hour b; ahead is the hour after a, built ahead for an open range. ok is
+// false when the range cannot be ranked from snapshots (no start, or an hour still to come).
+type beforePlan struct {
+	a, b, ahead time.Time
+	closed, ok  bool
+}
+
+func planBefore(q memory.UsageQuery, now time.Time) beforePlan {
+	p := beforePlan{a: ceilTo(q.From, time.Hour).UTC(), b: q.To.Truncate(time.Hour).UTC(), closed: !q.To.IsZero()}
+	p.ahead = p.a.Add(time.Hour)
+	p.ok = !q.From.IsZero() && !p.a.After(now) && !p.b.After(now) && (!p.closed || p.b.After(p.a))
+	return p
+}
+
+// need is the snapshot hours the ranking reads.
+func (p beforePlan) need() []time.Time {
+	if p.closed {
+		return []time.Time{p.a, p.b}
+	}
+	return []time.Time{p.a}
+}
+
+// hours is need and then ahead: the hours whose snapshots topExtentsSQL looks up (none when !ok).
+func (p beforePlan) hours() []time.Time {
+	if !p.ok {
+		return []time.Time{}
+	}
+	return append(p.need(), p.ahead)
+}
+
 // rankFromBefore ranks a range of several buckets from the snapshots of every mysis's cost before the range's first
 // whole hour A and, for a range with an end, before its last whole hour B (migration 00016): all-time cost (or the
-// snapshot at B) less the snapshot at A, plus the calls of the ragged edges [from, A) and [B, to). It reports
-// how.Before false — rank from the lists instead — when the range does not qualify, when a snapshot it needs is
-// missing or stale (a call recorded since with a start before its hour), and then asks the UsageSnapshotter for it.
-// An open range asks for the next hour's snapshot too, so the same range asked an hour later finds its own.
-func (s *Store) rankFromBefore(ctx context.Context, tx pgx.Tx, q memory.UsageQuery, lists int) ([]ranked, TopHow, error) {
+// snapshot at B) less the snapshot at A, plus the calls of the ragged edges [from, A) and [B, to). have says which
+// of snaps.hours() are built. It reports how.Before false — rank from the lists instead — when the range does not
+// qualify, when a snapshot it needs is missing or stale (a call recorded since with a start before its hour), and
+// then asks the UsageSnapshotter for it. An open range asks for the next hour's snapshot too, so the same range
+// asked an hour later finds its own.
+func (s *Store) rankFromBefore(ctx context.Context, tx pgx.Tx, q memory.UsageQuery, snaps beforePlan, have []bool, lists int) ([]ranked, TopHow, error) {
 	how := TopHow{Lists: lists}
-	now := time.Now()
-	a := ceilTo(q.From, time.Hour)
-	b := q.To.Truncate(time.Hour) // zero for an open range
-	closed := !q.To.IsZero()
-	if q.From.IsZero() || lists < MinBeforeLists || a.After(now) || b.After(now) || (closed && !b.After(a)) {
+	if !snaps.ok || lists < MinBeforeLists || len(have) != len(snaps.hours()) {
 		return nil, how, nil
 	}
-	need := []time.Time{a}
-	ahead := a.Add(time.Hour) // built ahead for an open range
-	if closed {
-		need = append(need, b)
-	}
-	var have []bool
-	if err := tx.QueryRow(ctx, `SELECT array_agg(EXISTS (SELECT FROM llm_usage_before_marks m WHERE m.start = w.start)
-		ORDER BY w.i) FROM unnest($1::timestamptz[]) WITH ORDINALITY AS w(start, i)`, append(need, ahead)).Scan(&have); err != nil {
-		return nil, how, err
-	}
-	if !closed && !have[len(need)] && !ahead.After(now) {
-		s.wantSnapshot(ahead)
+	need := snaps.need()
+	if !snaps.closed && !have[len(need)] && !snaps.ahead.After(time.Now()) {
+		s.wantSnapshot(snaps.ahead)
 	}
 	missing := false
 	for i, h := range need {
@@ -375,7 +401,7 @@ func (s *Store) rankFromBefore(ctx context.Context, tx pgx.Tx, q memory.UsageQue
 	if missing {
 		return nil, how, nil
 	}
-	query, args := rankFromBeforeSQL(a, b, q)
+	query, args := rankFromBeforeSQL(snaps, q)
 	rows, err := tx.Query(ctx, query, args...)
 	if err != nil {
 		return nil, how, err
@@ -421,13 +447,13 @@ const beforeTieRoom = 64
 // a. A snapshot is fresh when its calls, summed, equal the swarm rollup's calls before its hour: its rows never
 // exceed the truth (calls only add; a deleted mysis's rows go with it), so equal sums mean every row is exact. (A
 // row at a without one at b makes the sum at a short, so that reads as stale too.)
-func rankFromBeforeSQL(a, b time.Time, q memory.UsageQuery) (string, []any) {
-	args := []any{a, q.From, q.Top + beforeTieRoom}
+func rankFromBeforeSQL(snaps beforePlan, q memory.UsageQuery) (string, []any) {
+	args := []any{snaps.a, q.From, q.Top + beforeTieRoom}
 	hi := `SELECT mysis_id, cost_nanos, calls, 0::bigint AS snap FROM llm_usage_mysis_cost WHERE span = 3`
 	edges := `started_at >= $2 AND started_at < $1`
 	freshHi := `true`
-	if !b.IsZero() {
-		args = append(args, b, q.To)
+	if snaps.closed {
+		args = append(args, snaps.b, q.To)
 		hi = `SELECT mysis_id, cost_nanos, calls, calls AS snap FROM llm_usage_mysis_before WHERE start = $4`
 		edges = `(started_at >= $2 AND started_at < $1) OR (started_at >= $4 AND started_at < $5)`
 		freshHi = `(SELECT coalesce(sum(hi_snap), 0) FROM w) = (SELECT calls FROM swarm) -

@@ -251,6 +251,9 @@ func BenchmarkUsageSwarmByMysis(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
+				if err := s.VacuumUsageSnapshots(ctx); err != nil {
+					b.Fatal(err)
+				}
 				build = time.Since(t0)
 			}
 			var lat, pages []time.Duration // each whole query; each request (page) of it
