@@ -316,10 +316,10 @@ func (c *composer) stepFrom(g int64) int64 {
 // markAsOf decides, for the results below the boundary, which is the newest of its call as of the compaction seq
 // (newestB) and which are carried (carryB). Candidates are the newest of each call since the objective (CarryLimit of
 // them, newest first) and each pinned tool's newest however old. Pinned results are always carried; then, while
-// they fit the carry bound (carryTokens): the newest result of each tool called in the compaction's newest turn (newest first),
-// then the newest result of each other tool, smallest first — every tool's state counts the same, so the smallest
-// buy the most of it — and then other calls' newest results (another station's market), newest first.
-// Results from the boundary on are all sent (newestB).
+// they fit the carry bound (carryTokens): the newest result of each tool, smallest first — every tool's state counts
+// the same, so the smallest buy the most of it (under watermark compaction, v2, the tools called in the compaction's
+// newest turn come first, newest first) — and then other calls' newest results (another station's market), newest
+// first. Results from the boundary on are all sent (newestB).
 func (c *composer) markAsOf(units []*unit, ch boundaryChoice) {
 	if ch.marks == nil {
 		ch.marks = newestAsOf(units, ch.compactSeq)
@@ -335,8 +335,8 @@ func (c *composer) markAsOf(units []*unit, ch boundaryChoice) {
 }
 
 // carryCand is a result that may be carried below the boundary, with its rank (0: pinned; 1: the newest result of a
-// tool called in the compaction's newest turn; 2: of another tool; 3: another call of a tool) and what carrying it
-// costs (the result with its call).
+// tool called in the compaction's newest turn, under watermark compaction only; 2: the newest result of a tool; 3:
+// another call of a tool) and what carrying it costs (the result with its call).
 type carryCand struct {
 	r      *toolResult
 	rank   int
@@ -348,6 +348,12 @@ type carryCand struct {
 func (c *composer) carryCandidates(units []*unit, ch boundaryChoice) []carryCand {
 	var cands []carryCand
 	turn := compactTurn(units, ch.compactSeq)
+	if c.priced() {
+		// v3: the newest turn's tools get no rank of their own. Every tool's newest result competes smallest first,
+		// which on long objectives carries 5–7 points more of the state for the same tokens (docs/BENCHMARKS.md,
+		// "Every tool's state ranked alike").
+		turn = noTurn
+	}
 	seenTool := make(map[string]bool)
 	distinct := 0
 	for i := len(units) - 1; i >= 0; i-- {
@@ -388,6 +394,9 @@ func (c *composer) carryHorizon() int {
 	}
 	return c.p.CarryLimit - c.p.CarryLimit/4
 }
+
+// noTurn is a turn no unit belongs to: with it, toolRank gives no tool rank 1.
+const noTurn = math.MinInt64
 
 // compactTurn is the newest turn with a tool loop as of the compaction seq (a prompt or nudge alone does not move it).
 func compactTurn(units []*unit, compactSeq int64) int64 {

@@ -437,8 +437,9 @@ func turnReplies(units []*unit, g0 int64) int {
 // rewritten at every compaction, which comes the sooner the more is carried.
 const LongObjectiveRows = 200
 
-// leanCarryShare is the share of the carry bound a long objective carries (priced compaction).
-const leanCarryShare = 0.7
+// leanCarryShare is the share of the carry bound a long objective carries (priced compaction). The carried results
+// are the smallest tools' first, so less than half the bound still holds most tools' state.
+const leanCarryShare = 0.45
 
 // YoungObjectiveRows is the age (in memory seqs since the objective) up to which priced compaction carries the young
 // bound: an objective that young has gathered little state, all of which a compaction the budget forces can keep

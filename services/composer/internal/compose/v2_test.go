@@ -220,7 +220,8 @@ func TestCarryRanksTurnThenSmallest(t *testing.T) {
 // Carried state takes at most half the room the budget leaves the messages once the system prompt and the tool
 // schemas are counted: with large schemas a request still grows as a pure extension between compactions instead of
 // compacting on every request. At the default budget with small schemas the bound is CarryTokens itself. A young
-// objective (priced compaction, up to YoungObjectiveRows seqs) may carry 1.5 times that, at most 65% of the room.
+// objective (priced compaction, up to YoungObjectiveRows seqs) may carry 1.5 times that, at most 65% of the room; one
+// past LongObjectiveRows 45% of it.
 func TestCarryBoundFollowsRoom(t *testing.T) {
 	schema := compose.Tool{Name: "scan_system", Description: strings.Repeat("Scans a system and lists its planets. ", 40),
 		Parameters: `{"type":"object","properties":{"system":{"type":"string"}}}`}
@@ -263,6 +264,10 @@ func TestCarryBoundFollowsRoom(t *testing.T) {
 	}
 	if c, room := carried(30, tools, 8192); c <= room/2 || float64(c) > 0.65*float64(room) {
 		t.Errorf("young objective, large schemas: %d tokens carried with %d tokens of room, want more than half of it, at most 65%%", c, room)
+	}
+	// 110 loops: past LongObjectiveRows, a long objective carries the lean share (45%) of the bound.
+	if c, _ := carried(110, nil, 8192); c > 1125 || c < 1125/2 {
+		t.Errorf("long objective, no schemas: %d tokens carried, want up to 45%% of CarryTokens (1125)", c)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/libs/chat/chatvalid"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
 	"github.com/zoeaswarm/zoea/services/composer/internal/testkit/histgen"
 )
@@ -263,5 +264,50 @@ func TestCarriedLoopWithoutItsText(t *testing.T) {
 	}
 	if strings.Contains(out, note) {
 		t.Errorf("the carried loop still sends its text\n%s", out)
+	}
+}
+
+// Under priced compaction (v3) the newest turn's tools get no rank of their own: every tool's newest result competes
+// for the carry bound smallest first, so a large result of the newest turn gives way to several small ones of an
+// earlier turn (each tool's state counts the same), and is named in the carried index instead. Watermark compaction
+// (v2) carries the newest turn's tools first (TestCarryRanksTurnThenSmallest).
+func TestPricedCarryRanksEveryToolSmallestFirst(t *testing.T) {
+	var h hist
+	mid := h.user(compose.SourceBroadcast, "Commander: trade iron between Sol and Vega.")
+	h.loop("get_cargo", "{}", `{"iron_ore":30}`)
+	h.loop("get_skills", "{}", `{"mining":3,"trading":1}`)
+	h.loop("get_ship", "{}", `{"hull":"shuttle","slots":2}`)
+	h.text("Checked the ship.")
+	h.user(compose.SourceNudge, "Continue your mission.")
+	h.loop("scan_belt", "{}", `[{"asteroid":"a","ore":"iron","yield":3}]`)
+	big := strings.Repeat(`{"item":"iron_ore","buy":10,"sell":12},`, 20) // ~300 tokens, of the newest turn
+	h.loop("view_market", `{"station":"sol"}`, "["+big+"]")
+	marketID := h.rows[len(h.rows)-1].ID
+	for i := range 8 {
+		h.loop("mine", "{}", fmt.Sprintf(`{"mined":%d}`, i))
+	}
+	p := compose.DefaultPolicy()
+	// A young objective carries 1.5 times CarryTokens (400 tokens): room for the market with the scan and one small
+	// result, or for the four small ones — not for all five. The budget forces a compaction.
+	p.TokenBudget, p.CarryTokens = 680, 267
+	res := composeFrom(t, &h, missionOf(&h, mid), p, compose.Manifest{})
+	if n := res.Manifest.Compaction; n == nil || n.Why != "budget" {
+		t.Fatalf("no compaction forced by the budget: %+v\n%s", n, dump(res.Manifest.Items))
+	}
+	out := sent(res)
+	for _, want := range []string{`{"iron_ore":30}`, `{"mining":3,"trading":1}`, `{"hull":"shuttle","slots":2}`, `"yield":3`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("not carried: %s\n%s", want, dump(res.Manifest.Items))
+		}
+	}
+	items := reasonsByID(res)
+	if it := items[marketID]; it.Disposition != compose.Dropped || it.Reason != compose.ReasonOverCarryLimit {
+		t.Errorf("view_market of the newest turn: %+v, want dropped beyond the carry limit", it)
+	}
+	if !strings.Contains(out, fmt.Sprintf("view_market: sol #%d", marketID)) {
+		t.Errorf("the market is not named in the carried index\n%s", out)
+	}
+	if err := chatvalid.Strict.Validate(res.Messages); err != nil {
+		t.Fatal(err)
 	}
 }
