@@ -192,9 +192,9 @@ type Policy struct {
 	// between the two marks is how far requests grow as pure extensions of each other between two compactions.
 	LowWaterTokens *int32 `protobuf:"varint,15,opt,name=low_water_tokens,json=lowWaterTokens,proto3,oneof" json:"low_water_tokens,omitempty"`
 	// Tokens of state (tool results with their calls) carried below the compaction boundary: pinned results always,
-	// then the newest result of each tool (those of the newest turn first, the others smallest first), then other
-	// calls' newest results (default 2500; 0 means no bound), and never more than half the room the token budget
-	// leaves after the system prompt and the tool schemas.
+	// then the newest result of each tool (smallest first; under watermark compaction those of the newest turn
+	// first), then other calls' newest results (default 2500; 0 means no bound), and never more than half the room
+	// the token budget leaves after the system prompt and the tool schemas.
 	CarryTokens   *int32 `protobuf:"varint,16,opt,name=carry_tokens,json=carryTokens,proto3,oneof" json:"carry_tokens,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
