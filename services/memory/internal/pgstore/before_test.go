@@ -333,17 +333,21 @@ func TestUsageSnapshotterBuildsWhatRankingsAsk(t *testing.T) {
 // comes from the lists, and the answer is still the call log's (ties in name order).
 func TestTopFromSnapshotWithManyTies(t *testing.T) {
 	f := newBeforeFixture(t, 90, 0)
+	// Calls in hours 6 to 17 of one day, and ranges starting after its midnight: the range never holds the whole
+	// day, so its buckets are hours (several lists) at any time of day the test runs. (A range holding the whole day
+	// would have one list for it, and rank from the lists.)
+	base := f.base.Truncate(24 * time.Hour).Add(6 * time.Hour)
 	for i, id := range f.ids {
 		f.rng = rand.New(rand.NewPCG(1, 1)) // every call costs the same
-		f.record(t, id, f.base.Add(time.Duration(i%12)*time.Hour+time.Minute), 1)
+		f.record(t, id, base.Add(time.Duration(i%12)*time.Hour+time.Minute), 1)
 	}
-	f.record(t, f.ids[7], f.base.Add(5*time.Hour), 1) // one mysis above the rest
-	from := f.base.Add(-30 * time.Minute)
+	f.record(t, f.ids[7], base.Add(5*time.Hour), 1) // one mysis above the rest
+	from := base.Add(-30 * time.Minute)
 	f.build(t, ceilHour(from))
 	if how := f.top(t, from, 3); how.Before || how.Lists < pgstore.MinBeforeLists {
 		t.Fatalf("89 myses tie at the cut: %+v, want ranked from the lists", how)
 	}
-	from = f.base.Add(4*time.Hour + 30*time.Minute) // mysis 7 costs twice the others from here
+	from = base.Add(4*time.Hour + 30*time.Minute) // mysis 7 costs twice the others from here
 	f.build(t, ceilHour(from))
 	if how := f.top(t, from, 1); !how.Before || how.Lists < pgstore.MinBeforeLists {
 		t.Fatalf("a cut with no tie was not ranked from the snapshot: %+v", how)
