@@ -199,21 +199,28 @@ func TestCarryRanksTurnThenSmallest(t *testing.T) {
 	// would spend it on the market; every tool's state counts the same, so the small ones go first.
 	p.CarryTokens = 660
 	res := v2(t, &h, missionOf(&h, mid), p)
+	carriesSmallNotMarket(t, res, marketID)
+	if it := reasonsByID(res)[scanID]; it.Disposition != compose.Included {
+		t.Errorf("scan_belt of the newest turn: %+v, want included", it)
+	}
+	if err := chatvalid.Strict.Validate(res.Messages); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// carriesSmallNotMarket fails t unless res carries the cargo, skills, ship and belt scan results of the trading
+// history TestCarryRanksTurnThenSmallest and TestPricedCarryRanksEveryToolSmallestFirst build, and drops its market
+// listing (marketID) beyond the carry limit.
+func carriesSmallNotMarket(t *testing.T, res compose.Result, marketID int64) {
+	t.Helper()
 	out := sent(res)
 	for _, want := range []string{`{"iron_ore":30}`, `{"mining":3,"trading":1}`, `{"hull":"shuttle","slots":2}`, `"yield":3`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("not carried: %s\n%s", want, dump(res.Manifest.Items))
 		}
 	}
-	items := reasonsByID(res)
-	if it := items[marketID]; it.Disposition != compose.Dropped || it.Reason != compose.ReasonOverCarryLimit {
+	if it := reasonsByID(res)[marketID]; it.Disposition != compose.Dropped || it.Reason != compose.ReasonOverCarryLimit {
 		t.Errorf("view_market: %+v, want dropped beyond the carry limit", it)
-	}
-	if it := items[scanID]; it.Disposition != compose.Included {
-		t.Errorf("scan_belt of the newest turn: %+v, want included", it)
-	}
-	if err := chatvalid.Strict.Validate(res.Messages); err != nil {
-		t.Fatal(err)
 	}
 }
 
