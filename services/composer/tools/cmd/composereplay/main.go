@@ -54,6 +54,7 @@ func run(_ context.Context, args []string) error {
 	endpointV2 := fs.Bool("v2", false, "play SpaceMolt's MCP v2 endpoint: the same calls as action-dispatched tools (spacemolt, spacemolt_market, ...)")
 	v3carry := fs.Int("v3-carry-tokens", -1, "Zoea v3's policy.carry_tokens (-1: the default policy's)")
 	v3limit := fs.Int("v3-carry-limit", -1, "Zoea v3's policy.carry_limit (-1: the default policy's)")
+	v3cache := fs.String("v3-cache", "anthropic", "the cache model Zoea v3 prices compaction with: anthropic (what billed (a) bills), openai (what (b) bills), local, none")
 	diagnose := fs.Bool("diagnose", false, "replay Zoea v3 only (with -shape, -v2) and sort its misses by cause: prefix breaks within a turn, state not sent, planted facts lost")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -89,7 +90,12 @@ func run(_ context.Context, args []string) error {
 		fmt.Printf("\nreplayed in %s\n", time.Since(start).Round(time.Second))
 		return nil
 	}
+	cache, ok := compose.CacheModelNamed(*v3cache)
+	if !ok {
+		return fmt.Errorf("-v3-cache %q: use anthropic, openai, local or none", *v3cache)
+	}
 	tuneV3 := func(p *compose.Policy) {
+		p.Cache = cache
 		if *v3carry >= 0 {
 			p.CarryTokens = *v3carry
 		}

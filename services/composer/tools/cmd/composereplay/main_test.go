@@ -16,6 +16,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{[]string{"-budget", "-1"}, "-budget must not be negative"},
 		{[]string{"-bogus"}, "flag provided but not defined"},
 		{[]string{"-diagnose", "-shape", "odd"}, `-shape "odd": use short, long, mixed or all`},
+		{[]string{"-v3-cache", "azure"}, `-v3-cache "azure": use anthropic, openai, local or none`},
 	} {
 		err := run(context.Background(), c.args)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -31,7 +32,7 @@ func TestRunSmallReplay(t *testing.T) {
 }
 
 func TestRunSmallDiagnosis(t *testing.T) {
-	if err := run(context.Background(), []string{"-diagnose", "-sessions", "1", "-calls", "20", "-shape", "short"}); err != nil {
+	if err := run(context.Background(), []string{"-diagnose", "-sessions", "1", "-calls", "20", "-shape", "short", "-v3-cache", "openai"}); err != nil {
 		t.Fatal(err)
 	}
 }
