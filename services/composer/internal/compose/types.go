@@ -210,10 +210,10 @@ type Policy struct {
 	CarryLimit int
 	// CarryTokens bounds the state carried below the compaction boundary (results with their calls), and so does half
 	// the room the budget leaves the messages (after the system prompt and tool schemas): pinned results
-	// always; then, while they fit, the newest result of each tool — those of the compaction's newest turn first, the
-	// others smallest first — then other calls' newest results, newest first. 0 = no bound. Under priced compaction
-	// a young objective (YoungObjectiveRows) may carry 1.5 times it, at most 65% of that room, and a long one
-	// (LongObjectiveRows) 70% of it.
+	// always; then, while they fit, the newest result of each tool, smallest first (under watermark compaction those
+	// of the compaction's newest turn first) — then other calls' newest results, newest first. 0 = no bound. Under
+	// priced compaction a young objective (YoungObjectiveRows) may carry 1.5 times it, at most 65% of that room, and
+	// a long one (LongObjectiveRows) 45% of it.
 	CarryTokens int
 	// ReplyLimit is how many earlier turns' final text replies (newest first, since the objective) are kept.
 	ReplyLimit int
