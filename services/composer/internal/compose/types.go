@@ -246,7 +246,7 @@ func DefaultPolicy() Policy {
 		ToolResultCap: 1500,
 		SnapshotTools: DefaultSnapshotTools(),
 		PinnedTools:   DefaultPinnedTools(),
-		CarryLimit:    128,
+		CarryLimit:    160,
 		ReplyLimit:    3,
 		ReplyCap:      200,
 		MaxTurnRows:   2000,

@@ -2,6 +2,7 @@ package compose_test
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -297,6 +298,33 @@ func TestPricedCarryRanksEveryToolSmallestFirst(t *testing.T) {
 	carriesSmallNotMarket(t, res, marketID)
 	if out := sent(res); !strings.Contains(out, fmt.Sprintf("view_market: sol #%d", marketID)) {
 		t.Errorf("the market is not named in the carried index\n%s", out)
+	}
+	if err := chatvalid.Strict.Validate(res.Messages); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// At the default carry_limit (160) the carry horizon reaches 120 distinct calls back: a fact seen once, 110 distinct
+// calls before a compaction the budget forces, is still carried or named in the carried index (one search away).
+// (With carry_limit 128 the horizon was 96 calls, and such a fact fell out of the request.)
+func TestCarryHorizonReachesFarBack(t *testing.T) {
+	var h hist
+	mid := h.user(compose.SourceBroadcast, "Commander: survey the belt, then sell where crystals pay most.")
+	h.loop("view_market", `{"item_id":"rare_crystal"}`, `{"item":"rare_crystal","station":"vega_hub","best_sell":977}`)
+	factID := h.rows[len(h.rows)-1].ID
+	for i := range 110 {
+		h.loop("travel", fmt.Sprintf(`{"target_poi":"poi_%d"}`, i), fmt.Sprintf(`{"arrived":"poi_%d","fuel":%d}`, i, 900-i))
+	}
+	p := compose.DefaultPolicy()
+	p.TokenBudget = 3000
+	res := composeFrom(t, &h, missionOf(&h, mid), p, compose.Manifest{})
+	if n := res.Manifest.Compaction; n == nil || n.Why != "budget" {
+		t.Fatalf("no compaction forced by the budget: %+v", n)
+	}
+	out := sent(res)
+	named := regexp.MustCompile(fmt.Sprintf(`#%d\b`, factID)).MatchString(out)
+	if !strings.Contains(out, `"best_sell":977`) && !named {
+		t.Errorf("the market seen 110 distinct calls ago is neither carried nor named (memory #%d)\n%s", factID, out)
 	}
 	if err := chatvalid.Strict.Validate(res.Messages); err != nil {
 		t.Fatal(err)
