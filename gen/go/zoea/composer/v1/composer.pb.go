@@ -171,7 +171,7 @@ type Policy struct {
 	// Fall back to the swarm's latest commander broadcast when the mysis has no mission (default true).
 	GlobalMissionFallback *bool `protobuf:"varint,7,opt,name=global_mission_fallback,json=globalMissionFallback,proto3,oneof" json:"global_mission_fallback,omitempty"`
 	// How many distinct calls (tool name + canonical arguments; snapshot tools by name) since the objective earlier
-	// turns may carry, newest first (default 128, 0 to 1000). Passed to the memory service's GetComposeWindow.
+	// turns may carry, newest first (default 160, 0 to 1000). Passed to the memory service's GetComposeWindow.
 	CarryLimit *int32 `protobuf:"varint,8,opt,name=carry_limit,json=carryLimit,proto3,oneof" json:"carry_limit,omitempty"`
 	// Tools (or tool.action) whose newest result is carried even from before the objective and compressed last.
 	// When empty the defaults apply (login, register, spacemolt_auth.login, spacemolt_auth.register).
