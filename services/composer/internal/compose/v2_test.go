@@ -175,10 +175,7 @@ func TestCarryOverAcrossTurnsAndTextReplies(t *testing.T) {
 // result cannot crowd out several small ones; what does not fit is dropped with the reason saying so.
 func TestCarryRanksTurnThenSmallest(t *testing.T) {
 	var h hist
-	mid := h.user(compose.SourceBroadcast, "Commander: trade iron between Sol and Vega.")
-	h.loop("get_cargo", "{}", `{"iron_ore":30}`)
-	h.loop("get_skills", "{}", `{"mining":3,"trading":1}`)
-	h.loop("get_ship", "{}", `{"hull":"shuttle","slots":2}`)
+	mid := tradingStart(&h)
 	big := strings.Repeat(`{"item":"iron_ore","buy":10,"sell":12},`, 40) // ~600 tokens, newest of the earlier turn
 	h.loop("view_market", `{"station":"sol"}`, "["+big+"]")
 	marketID := h.rows[len(h.rows)-1].ID
@@ -206,6 +203,17 @@ func TestCarryRanksTurnThenSmallest(t *testing.T) {
 	if err := chatvalid.Strict.Validate(res.Messages); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// tradingStart begins the trading history of TestCarryRanksTurnThenSmallest and
+// TestPricedCarryRanksEveryToolSmallestFirst: the commander's order and three small results (cargo, skills, ship). It
+// returns the order's memory id.
+func tradingStart(h *hist) int64 {
+	mid := h.user(compose.SourceBroadcast, "Commander: trade iron between Sol and Vega.")
+	h.loop("get_cargo", "{}", `{"iron_ore":30}`)
+	h.loop("get_skills", "{}", `{"mining":3,"trading":1}`)
+	h.loop("get_ship", "{}", `{"hull":"shuttle","slots":2}`)
+	return mid
 }
 
 // carriesSmallNotMarket fails t unless res carries the cargo, skills, ship and belt scan results of the trading

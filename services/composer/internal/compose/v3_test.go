@@ -274,10 +274,7 @@ func TestCarriedLoopWithoutItsText(t *testing.T) {
 // (v2) carries the newest turn's tools first (TestCarryRanksTurnThenSmallest).
 func TestPricedCarryRanksEveryToolSmallestFirst(t *testing.T) {
 	var h hist
-	mid := h.user(compose.SourceBroadcast, "Commander: trade iron between Sol and Vega.")
-	h.loop("get_cargo", "{}", `{"iron_ore":30}`)
-	h.loop("get_skills", "{}", `{"mining":3,"trading":1}`)
-	h.loop("get_ship", "{}", `{"hull":"shuttle","slots":2}`)
+	mid := tradingStart(&h)
 	h.text("Checked the ship.")
 	h.user(compose.SourceNudge, "Continue your mission.")
 	h.loop("scan_belt", "{}", `[{"asteroid":"a","ore":"iron","yield":3}]`)
