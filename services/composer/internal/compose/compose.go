@@ -67,12 +67,10 @@ type composer struct {
 	objective   int64
 	// prevBoundary and prevCompactSeq are Input's; compactSeq is the compaction seq of this request's boundary.
 	prevBoundary, prevCompactSeq, compactSeq int64
-	// carryTokens is Policy.CarryTokens bounded by half the room the request's messages have (selectUnits).
+	// carryTokens is the carry bound in effect (carryBound, as of the compaction); room is what the budget leaves the
+	// request's messages once the system prompt, the tool schemas and the reply's framing are counted (waterMarks).
 	carryTokens int
-	// fullCarry is carryTokens before carryBound's lean share for long objectives.
-	fullCarry int
-	// youngCarry is the carry bound of a young objective under priced compaction (carryBound).
-	youngCarry int
+	room        int
 	// cache is the policy's cache model (the default filled in); cold says the provider's cache has expired since
 	// the previous request; note is why the boundary moved in this request (nil: it did not).
 	cache CacheModel

@@ -172,17 +172,7 @@ func compactCeiling(units []*unit, currentStart int) int64 {
 func (c *composer) waterMarks(system string) (high, low int) {
 	c.fixedReq = c.count(system) + framingPerMessage + c.toolTokens + framingReply
 	room := c.p.TokenBudget - c.fixedReq
-	// Carried state takes at most half the room the budget leaves the messages, so however little the tool
-	// schemas leave, requests can still grow as pure extensions between two compactions instead of compacting on
-	// every request.
-	c.carryTokens = c.p.CarryTokens
-	if c.p.CarryTokens > 0 {
-		c.carryTokens = max(min(c.p.CarryTokens, room/2), 1)
-	}
-	c.fullCarry = c.carryTokens
-	if c.p.CarryTokens > 0 { // (with no bound carryBound never reads it)
-		c.youngCarry = max(min(int(youngCarryFactor*float64(c.p.CarryTokens)), int(youngRoomShare*float64(room))), 1)
-	}
+	c.room = room
 	high = room
 	if c.priced() {
 		// v3: the boundary stays while the request fits; the price decides the rest. The estimate is a little
@@ -444,8 +434,8 @@ const leanCarryShare = 0.45
 // YoungObjectiveRows is the age (in memory seqs since the objective) up to which priced compaction carries the young
 // bound: an objective that young has gathered little state, all of which a compaction the budget forces can keep
 // (youngCarryFactor times the carry bound, at most youngRoomShare of the room) — so short objectives, the usual ones
-// in recorded play, lose none of their state to the carry bound, and the room left for the requests to grow as
-// extensions of each other is a third of the budget's instead of half.
+// in recorded play, lose none of their state to the carry bound, while at least 35% of the room is left for the
+// requests to grow as extensions of each other (half under the full bound).
 const YoungObjectiveRows = 120
 
 const (
@@ -455,20 +445,26 @@ const (
 	youngRoomShare = 0.65
 )
 
-// carryBound is the carry bound of a compaction decided as of seq asOf: the full bound, or under priced
-// compaction the young bound while the objective is at most YoungObjectiveRows old and its lean share once it is
-// older than LongObjectiveRows.
+// carryBound is the carry bound of a compaction decided as of seq asOf (0: no bound). The full bound is
+// Policy.CarryTokens, at most half the room the budget leaves the messages, so however little the tool schemas leave,
+// requests can still grow as pure extensions between two compactions instead of compacting on every request. Under
+// priced compaction an objective at most YoungObjectiveRows old has the young bound instead, and one older than
+// LongObjectiveRows the lean share of the full bound.
 func (c *composer) carryBound(units []*unit, asOf int64) int {
-	age := replyAsOf(units, asOf) - c.objective
-	switch {
-	case !c.priced() || c.p.CarryTokens == 0:
-		return c.fullCarry
-	case age <= YoungObjectiveRows:
-		return c.youngCarry
-	case age <= LongObjectiveRows:
-		return c.fullCarry
+	if c.p.CarryTokens == 0 {
+		return 0
 	}
-	return max(int(leanCarryShare*float64(c.fullCarry)), 1)
+	full := max(min(c.p.CarryTokens, c.room/2), 1)
+	if !c.priced() {
+		return full
+	}
+	switch age := replyAsOf(units, asOf) - c.objective; {
+	case age <= YoungObjectiveRows:
+		return max(min(int(youngCarryFactor*float64(c.p.CarryTokens)), int(youngRoomShare*float64(c.room))), 1)
+	case age <= LongObjectiveRows:
+		return full
+	}
+	return max(int(leanCarryShare*float64(full)), 1)
 }
 
 // replyAsOf is the seq of the newest reply (loop or text) at or before seq asOf: the objective's age does not depend
