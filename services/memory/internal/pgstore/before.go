@@ -88,6 +88,20 @@ func (s *Store) PruneUsageSnapshots(ctx context.Context, now time.Time) (int, er
 	return int(tag.RowsAffected()), dbErr(err, "prune usage snapshots")
 }
 
+// missingUsageSnapshots returns up to beforeBuildsPerTick of the kept hours before now's (BeforeKeptHours of them)
+// that have no snapshot, newest first.
+func (s *Store) missingUsageSnapshots(ctx context.Context, now time.Time) ([]time.Time, error) {
+	rows, err := s.pool.Query(ctx, `SELECT h FROM generate_series($1::timestamptz - $2 * interval '1 hour',
+		$1::timestamptz - interval '1 hour', interval '1 hour') AS h
+		WHERE NOT EXISTS (SELECT FROM llm_usage_before_marks m WHERE m.start = h) ORDER BY h DESC LIMIT $3`,
+		now.UTC().Truncate(time.Hour), BeforeKeptHours, beforeBuildsPerTick)
+	var missing []time.Time
+	if err == nil {
+		missing, err = pgx.CollectRows(rows, pgx.RowTo[time.Time])
+	}
+	return missing, dbErr(err, "check usage snapshots")
+}
+
 // wantSnapshot asks the UsageSnapshotter, if one runs, to build the snapshot of hour start; it never blocks (a full
 // queue drops the request: the next ranking asks again).
 func (s *Store) wantSnapshot(start time.Time) {
@@ -149,17 +163,10 @@ func (u *UsageSnapshotter) Run(ctx context.Context, tick <-chan time.Time) {
 		if _, err := u.Store.PruneUsageSnapshots(ctx, t); err != nil && !errors.Is(err, context.Canceled) {
 			u.Log.Warn("usage snapshots not pruned", "err", err)
 		}
-		rows, err := u.Store.pool.Query(ctx, `SELECT h FROM generate_series($1::timestamptz - $2 * interval '1 hour',
-			$1::timestamptz - interval '1 hour', interval '1 hour') AS h
-			WHERE NOT EXISTS (SELECT FROM llm_usage_before_marks m WHERE m.start = h) ORDER BY h DESC LIMIT $3`,
-			t.UTC().Truncate(time.Hour), BeforeKeptHours, beforeBuildsPerTick)
-		var missing []time.Time
-		if err == nil {
-			missing, err = pgx.CollectRows(rows, pgx.RowTo[time.Time])
-		}
+		missing, err := u.Store.missingUsageSnapshots(ctx, t)
 		if err != nil {
 			if !errors.Is(err, context.Canceled) {
-				u.Log.Warn("usage snapshots not checked", "err", dbErr(err, "check usage snapshots"))
+				u.Log.Warn("usage snapshots not checked", "err", err)
 			}
 			return
 		}
@@ -171,15 +178,29 @@ func (u *UsageSnapshotter) Run(ctx context.Context, tick <-chan time.Time) {
 			vacuum() // once for the batch
 		}
 	}
+	// onWant builds the hour a ranking asked for and every other hour asked meanwhile (a ranking asks for two),
+	// then vacuums once for the batch.
+	onWant := func(start time.Time) {
+		built := build(start)
+		for more := true; more; {
+			select {
+			case start := <-u.Store.snapWant:
+				built = build(start) || built
+			default:
+				more = false
+			}
+		}
+		if built {
+			vacuum()
+		}
+	}
 	onTick(now()) // at start too: the kept hours need not wait for the first tick
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case start := <-u.Store.snapWant:
-			if build(start) {
-				vacuum()
-			}
+			onWant(start)
 		case t := <-tick:
 			onTick(t)
 		}

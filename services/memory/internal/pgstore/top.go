@@ -345,17 +345,18 @@ func topRoundSQL(p topPlan) string {
 const MinBeforeLists = 3
 
 // beforePlan is which snapshots (before.go) a ranking of q would read: at the range's first whole hour a and, for a
-// range with an end, at its last whole hour b; ahead is the hour after a, built ahead for an open range. ok is
-// false when the range cannot be ranked from snapshots (no start, or an hour still to come).
+// range with an end, at its last whole hour b; ahead is the hour after a, built ahead for an open range once it has
+// begun (aheadDue). ok is false when the range cannot be ranked from snapshots (no start, or an hour still to come).
 type beforePlan struct {
-	a, b, ahead time.Time
-	closed, ok  bool
+	a, b, ahead          time.Time
+	closed, ok, aheadDue bool
 }
 
 func planBefore(q memory.UsageQuery, now time.Time) beforePlan {
 	p := beforePlan{a: ceilTo(q.From, time.Hour).UTC(), b: q.To.Truncate(time.Hour).UTC(), closed: !q.To.IsZero()}
 	p.ahead = p.a.Add(time.Hour)
 	p.ok = !q.From.IsZero() && !p.a.After(now) && !p.b.After(now) && (!p.closed || p.b.After(p.a))
+	p.aheadDue = !p.closed && !p.ahead.After(now)
 	return p
 }
 
@@ -388,7 +389,7 @@ func (s *Store) rankFromBefore(ctx context.Context, tx pgx.Tx, q memory.UsageQue
 		return nil, how, nil
 	}
 	need := snaps.need()
-	if !snaps.closed && !have[len(need)] && !snaps.ahead.After(time.Now()) {
+	if snaps.aheadDue && !have[len(need)] {
 		s.wantSnapshot(snaps.ahead)
 	}
 	missing := false
