@@ -193,29 +193,42 @@ func (t *Tokenizer) Count(s string) int {
 }
 
 // Counter counts many strings with one tokenizer, remembering the token count of every short piece it has seen.
-// Structured tool results repeat the same pieces (`":"`, `iron`, `_ore`) hundreds of times; a small map that stays in
-// cache answers them several times faster than the 200k-entry vocabulary. A Counter is for one goroutine and one
-// short task (a compose call); it holds no state that changes a result.
+// Structured tool results repeat the same pieces (`":"`, `iron`, `_ore`) hundreds of times; a memo that stays in
+// cache answers them several times faster than the 200k-entry vocabulary. Pieces of at most 8 bytes (nearly all of
+// them) are remembered in a direct-mapped table keyed by their bytes, one probe and no hashing of a string; longer
+// ones in a map. A Counter is for one goroutine and one short task (a compose call); it holds no state that changes
+// a result.
 type Counter struct {
-	tok  *Tokenizer
-	memo map[string]int
+	tok   *Tokenizer
+	memo  map[string]int
+	small *[smallSlots]smallPiece
 }
+
+// smallPiece is a remembered piece of at most 8 bytes: its bytes (zero-padded) and, in info, its length << 8 | its
+// token count; info 0 marks an empty slot (a piece has at least one byte).
+type smallPiece struct {
+	w    uint64
+	info uint32
+}
+
+// smallSlots is the size of a Counter's direct-mapped table (16 KiB: it stays in the L1 cache).
+const smallSlots = 1 << 10
 
 // maxMemoPiece bounds the pieces a Counter remembers, so that a huge result cannot make the memo huge.
 const maxMemoPiece = 24
 
 // NewCounter returns a Counter backed by t.
 func (t *Tokenizer) NewCounter() *Counter {
-	return &Counter{tok: t, memo: make(map[string]int, 256)}
+	return &Counter{tok: t, memo: make(map[string]int, 64), small: new([smallSlots]smallPiece)}
 }
 
 // Count returns the number of o200k_base tokens in s.
 func (c *Counter) Count(s string) int {
-	return c.tok.count(s, c.memo)
+	return c.tok.count(s, c)
 }
 
-// Pieces returns how many pieces the Counter remembers, so a long-lived owner can drop a Counter whose memo grew
-// too big.
+// Pieces returns how many pieces the Counter remembers in its map (its direct-mapped table has a fixed size), so a
+// long-lived owner can drop a Counter whose memo grew too big.
 func (c *Counter) Pieces() int {
 	return len(c.memo)
 }
@@ -225,7 +238,8 @@ func (c *Counter) PrefixLen(s string, n int) int {
 	return c.tok.PrefixLen(s, n)
 }
 
-func (t *Tokenizer) count(s string, memo map[string]int) int {
+// count counts s, remembering pieces in ctr's memo when ctr is not nil.
+func (t *Tokenizer) count(s string, ctr *Counter) int {
 	s = sanitize(s)
 	n := 0
 	var buf []int
@@ -233,8 +247,19 @@ func (t *Tokenizer) count(s string, memo map[string]int) int {
 		e := nextPiece(s, p, t.firstNewline)
 		piece := s[p:e]
 		p = e
-		if memo != nil && len(piece) <= maxMemoPiece {
-			if k, ok := memo[piece]; ok {
+		var sp *smallPiece
+		var w uint64
+		switch {
+		case ctr == nil || len(piece) > maxMemoPiece:
+		case len(piece) <= 8:
+			w = pack(piece)
+			sp = &ctr.small[((w^uint64(len(piece))<<60)*0x9E3779B97F4A7C15)>>54]
+			if sp.w == w && int(sp.info>>8) == len(piece) {
+				n += int(sp.info & 0xff)
+				continue
+			}
+		default:
+			if k, ok := ctr.memo[piece]; ok {
 				n += k
 				continue
 			}
@@ -244,12 +269,27 @@ func (t *Tokenizer) count(s string, memo map[string]int) int {
 			buf = t.merge(piece, buf[:0])
 			k = len(buf) - 1
 		}
-		if memo != nil && len(piece) <= maxMemoPiece {
-			memo[strings.Clone(piece)] = k // a slice of s would keep all of s alive as long as the memo
+		switch {
+		case sp != nil:
+			*sp = smallPiece{w: w, info: uint32(len(piece))<<8 | uint32(k)}
+		case ctr != nil && len(piece) <= maxMemoPiece:
+			ctr.memo[strings.Clone(piece)] = k // a slice of s would keep all of s alive as long as the memo
 		}
 		n += k
 	}
 	return n
+}
+
+// pack returns the bytes of s (at most 8) as a little-endian word, zero-padded.
+func pack(s string) uint64 {
+	if len(s) == 8 {
+		return load64(s, 0)
+	}
+	var w uint64
+	for i := len(s) - 1; i >= 0; i-- {
+		w = w<<8 | uint64(s[i])
+	}
+	return w
 }
 
 // PrefixLen returns the byte length of the longest prefix of s made of at most n whole tokens, moved back to a rune
@@ -474,23 +514,36 @@ const (
 	cN                // any number
 	cS                // white space
 	cCRLF             // \r or \n
+
+	multiByte = 0xff // byteClass: not an ASCII byte (no rune has every class bit)
 )
+
+// byteClass is classOf for every ASCII byte, and multiByte for a byte that starts or continues a longer rune: a
+// table lookup keeps at small enough to inline into the scanner's loops, where almost every byte of a tool result is
+// ASCII.
+var byteClass = func() (t [256]uint8) {
+	for b := range t {
+		switch r := rune(b); {
+		case r >= utf8.RuneSelf:
+			t[b] = multiByte
+		case 'a' <= r && r <= 'z':
+			t[b] = cW | cL
+		case 'A' <= r && r <= 'Z':
+			t[b] = cU | cL
+		case '0' <= r && r <= '9':
+			t[b] = cN
+		case r == '\r' || r == '\n':
+			t[b] = cS | cCRLF
+		case r == ' ' || r == '\t' || r == '\v' || r == '\f':
+			t[b] = cS
+		}
+	}
+	return t
+}()
 
 func classOf(r rune) uint8 {
 	if r < utf8.RuneSelf {
-		switch {
-		case 'a' <= r && r <= 'z':
-			return cW | cL
-		case 'A' <= r && r <= 'Z':
-			return cU | cL
-		case '0' <= r && r <= '9':
-			return cN
-		case r == '\r' || r == '\n':
-			return cS | cCRLF
-		case r == ' ' || r == '\t' || r == '\v' || r == '\f':
-			return cS
-		}
-		return 0
+		return byteClass[r]
 	}
 	var c uint8
 	switch {
@@ -515,13 +568,24 @@ func classOf(r rune) uint8 {
 	return c
 }
 
-// at decodes the rune at byte offset p (p < len(s)) and returns its class and width.
-func at(s string, p int) (rune, uint8, int) {
-	if b := s[p]; b < utf8.RuneSelf {
-		return rune(b), classOf(rune(b)), 1
+// at returns the class and the width of the rune at byte offset p (p < len(s)).
+func at(s string, p int) (c uint8, w int) {
+	if c = byteClass[s[p]]; c == multiByte {
+		return atRune(s[p:])
 	}
-	r, w := utf8.DecodeRuneInString(s[p:])
-	return r, classOf(r), w
+	return c, 1
+}
+
+// classAt is at's class alone.
+func classAt(s string, p int) uint8 {
+	c, _ := at(s, p)
+	return c
+}
+
+// atRune is at for a rune outside ASCII, kept out of line so that at inlines into the scanner's loops.
+func atRune(s string) (uint8, int) {
+	r, w := utf8.DecodeRuneInString(s)
+	return classOf(r), w
 }
 
 // isPrefix is [^\r\n\p{L}\p{N}].
@@ -532,10 +596,12 @@ func isOther(c uint8) bool { return c&(cS|cL|cN) == 0 }
 
 // nextPiece returns the end of the piece that starts at p.
 func nextPiece(s string, p int, firstNewline bool) int {
-	_, c0, w0 := at(s, p)
-	// Alternatives 1 and 2: the optional prefix is greedy, so try with it first.
-	if c0&(cL|cU|cW) != 0 || isPrefix(c0) {
-		if isPrefix(c0) && p+w0 < len(s) {
+	c0, w0 := at(s, p)
+	// Alternatives 1 and 2 need a letter or mark, at p or after a prefix at p. The optional prefix is greedy, so try
+	// with it first.
+	prefixed := isPrefix(c0) && p+w0 < len(s)
+	if c0&(cU|cW) != 0 || prefixed && classAt(s, p+w0)&(cU|cW) != 0 {
+		if prefixed {
 			if e := lettersLower(s, p+w0); e >= 0 {
 				return e
 			}
@@ -543,7 +609,7 @@ func nextPiece(s string, p int, firstNewline bool) int {
 		if e := lettersLower(s, p); e >= 0 {
 			return e
 		}
-		if isPrefix(c0) && p+w0 < len(s) {
+		if prefixed {
 			if e := lettersUpper(s, p+w0); e >= 0 {
 				return e
 			}
@@ -556,7 +622,7 @@ func nextPiece(s string, p int, firstNewline bool) int {
 	if c0&cN != 0 {
 		e := p + w0
 		for k := 1; k < 3 && e < len(s); k++ {
-			_, c, w := at(s, e)
+			c, w := at(s, e)
 			if c&cN == 0 {
 				break
 			}
@@ -570,15 +636,8 @@ func nextPiece(s string, p int, firstNewline bool) int {
 		q = p + 1
 	}
 	if q < len(s) {
-		if _, c, w := at(s, q); isOther(c) {
-			e := q + w
-			for e < len(s) {
-				_, c, w := at(s, e)
-				if !isOther(c) {
-					break
-				}
-				e += w
-			}
+		if c, w := at(s, q); isOther(c) {
+			e := spanNone(s, q+w, cS|cL|cN)
 			for e < len(s) && (s[e] == '\r' || s[e] == '\n' || s[e] == '/') {
 				e++
 			}
@@ -588,7 +647,7 @@ func nextPiece(s string, p int, firstNewline bool) int {
 	// Alternatives 5–7: c0 is white space here.
 	e, lastNL, runes, lastW := p, -1, 0, 0
 	for e < len(s) {
-		_, c, w := at(s, e)
+		c, w := at(s, e)
 		if c&cS == 0 {
 			break
 		}
@@ -620,18 +679,10 @@ func nextPiece(s string, p int, firstNewline bool) int {
 // lettersLower matches alternative 1 without its prefix, from q: a greedy upper run, backed off until a lower run of
 // at least one rune can follow. It returns the end, or -1.
 func lettersLower(s string, q int) int {
-	u := q
-	for u < len(s) {
-		_, c, w := at(s, u)
-		if c&cU == 0 {
-			break
-		}
-		u += w
-	}
-	e := u
+	e := spanAny(s, q, cU)
 	for {
 		if e < len(s) {
-			if _, c, _ := at(s, e); c&cW != 0 {
+			if c, _ := at(s, e); c&cW != 0 {
 				break
 			}
 		}
@@ -641,37 +692,46 @@ func lettersLower(s string, q int) int {
 		_, w := utf8.DecodeLastRuneInString(s[q:e])
 		e -= w
 	}
-	for e < len(s) {
-		_, c, w := at(s, e)
-		if c&cW == 0 {
-			break
-		}
-		e += w
-	}
-	return contraction(s, e)
+	return contraction(s, spanAny(s, e, cW))
 }
 
 // lettersUpper matches alternative 2 without its prefix, from q: one or more upper, then any lower.
 func lettersUpper(s string, q int) int {
-	e := q
-	for e < len(s) {
-		_, c, w := at(s, e)
-		if c&cU == 0 {
-			break
-		}
-		e += w
-	}
+	e := spanAny(s, q, cU)
 	if e == q {
 		return -1
 	}
-	for e < len(s) {
-		_, c, w := at(s, e)
-		if c&cW == 0 {
+	return contraction(s, spanAny(s, e, cW))
+}
+
+// spanAny returns the end of the run of runes from p whose class has a bit of mask; spanNone of those whose class
+// has none. ASCII bytes are classed in the loop itself: these runs are where the scanner spends its time.
+func spanAny(s string, p int, mask uint8) int {
+	for p < len(s) {
+		c, w := byteClass[s[p]], 1
+		if c == multiByte {
+			c, w = atRune(s[p:])
+		}
+		if c&mask == 0 {
 			break
 		}
-		e += w
+		p += w
 	}
-	return contraction(s, e)
+	return p
+}
+
+func spanNone(s string, p int, mask uint8) int {
+	for p < len(s) {
+		c, w := byteClass[s[p]], 1
+		if c == multiByte {
+			c, w = atRune(s[p:])
+		}
+		if c&mask != 0 {
+			break
+		}
+		p += w
+	}
+	return p
 }
 
 // contraction extends e over an optional (?i:'s|'t|'re|'ve|'m|'ll|'d); the reference engine's case folding also

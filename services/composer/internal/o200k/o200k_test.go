@@ -183,13 +183,22 @@ func FuzzCountMatchesReference(f *testing.F) {
 		f.Add(s)
 	}
 	tok := mustLoadCompat(f)
+	// One Counter across inputs, so its memo holds earlier inputs' pieces when it counts the next one.
+	var mu sync.Mutex
+	ctr := tok.NewCounter()
 	f.Fuzz(func(t *testing.T, s string) {
 		// The reference's generated matcher also skips DEL (U+007F) entirely, which tiktoken counts as a token.
 		if len(s) > 2000 || strings.ContainsRune(s, 0x7f) {
 			return
 		}
-		if got, want := tok.Count(s), refCount(t, s); got != want {
+		got, want := tok.Count(s), refCount(t, s)
+		if got != want {
 			t.Fatalf("Count(%q) = %d, reference %d", s, got, want)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if c := ctr.Count(s); c != got {
+			t.Fatalf("Counter.Count(%q) = %d, Count %d", s, c, got)
 		}
 	})
 }
@@ -238,5 +247,17 @@ func TestCounterMatchesTokenizer(t *testing.T) {
 		if a, b := c.Count(s), tok.Count(s); a != b {
 			t.Fatalf("Counter %d, Tokenizer %d for %q", a, b, s)
 		}
+	}
+	// Pieces that differ only in trailing NUL bytes pack to the same word; their lengths tell them apart. Pieces of
+	// 1–8 bytes, and past 8 into the map, all counted by one Counter.
+	for _, s := range []string{"!", "!\x00", "!\x00\x00", "\x00", "\x00\x00\x00", "!!!!!!!!", "!!!!!!!!!", "        x", "abcdefgh", "abcdefghi"} {
+		for range 2 {
+			if a, b := c.Count(s), tok.Count(s); a != b {
+				t.Fatalf("Counter %d, Tokenizer %d for %q", a, b, s)
+			}
+		}
+	}
+	if c.Pieces() == 0 {
+		t.Fatal("no piece of more than 8 bytes was remembered in the map")
 	}
 }
