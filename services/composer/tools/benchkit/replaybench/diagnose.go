@@ -28,6 +28,11 @@ type Diagnosis struct {
 	Moves map[string]int
 	// MoveSum sums the budget moves' history before and after, growth per request, and counts them.
 	MoveSum [4]int
+	// AfterBy sums, over the budget moves, the kept items' tokens by reason (a carried result split by whether it is
+	// a state case): what a budget move leaves.
+	AfterBy map[string]int
+	// Floor is the fewest in-turn breaks any composer could make on the same sessions (BreakFloor).
+	Floor BreakFloor
 }
 
 // Diagnose replays the sessions Run would generate through Zoea v3 alone (o.TuneV3 applied) and sorts its misses by
@@ -38,12 +43,19 @@ func Diagnose(o Options) (Diagnosis, error) {
 		return Diagnosis{}, err
 	}
 	tools := SpaceMoltTools()
-	d := Diagnosis{BreakCauses: map[string]int{}, StateMisses: map[string]int{}, FactMisses: map[string]int{}, Moves: map[string]int{}}
+	d := Diagnosis{BreakCauses: map[string]int{}, StateMisses: map[string]int{}, FactMisses: map[string]int{}, Moves: map[string]int{}, AfterBy: map[string]int{}}
 	ctr := tok.NewCounter()
 	toolTokens := ToolTokens(ctr, tools)
 	pers := histgen.Personalities()
+	p := compose.DefaultPolicy()
+	budget := cmp.Or(o.Budget, p.TokenBudget)
 	for i := range o.Sessions {
 		s := session(o, i, pers)
+		f := breakFloor(s, ctr, histgen.RealPrompt, toolTokens, budget, p.ToolResultCap)
+		d.Floor.InTurn += f.InTurn
+		d.Floor.None += f.None
+		d.Floor.State += f.State
+		d.Floor.StateAfter += f.StateAfter
 		next := v2Session(histgen.RealPrompt, tok, tools, o.Budget, func(p *compose.Policy) {
 			p.Compaction = compose.CompactionPriced
 			p.Cache = compose.CacheAnthropic
@@ -106,6 +118,19 @@ func Diagnose(o Options) (Diagnosis, error) {
 					d.MoveSum[1] += cn.After
 					d.MoveSum[2] += cn.Growth
 					d.MoveSum[3]++
+					state := map[int64]bool{}
+					for _, ri := range StateRows(rows) {
+						state[rows[ri].ID] = true
+					}
+					for _, it := range res.Manifest.Items {
+						why := string(it.Reason)
+						if it.Reason == compose.ReasonCarried && state[it.MemoryID] {
+							why += " (a state case)"
+						}
+						if it.Tokens > 0 {
+							d.AfterBy[why] += it.Tokens
+						}
+					}
 				}
 			}
 			if n > 0 && !opensTurn(s.Rows[prevAt:at]) {
@@ -162,8 +187,21 @@ func (d Diagnosis) Table(w io.Writer) {
 	list("boundary moves", sum(d.Moves), d.Moves)
 	if n := d.MoveSum[3]; n > 0 {
 		fmt.Fprintf(w, "budget moves: mean history %d tokens before, %d after, growth %d per request\n", d.MoveSum[0]/n, d.MoveSum[1]/n, d.MoveSum[2]/n)
+		mean := map[string]int{}
+		for k, v := range d.AfterBy {
+			mean[k] = v / n
+		}
+		list("a budget move's request, mean tokens by reason", sum(mean), mean)
 	}
 	list("prefix broken within a turn", d.InTurn, d.BreakCauses)
+	if f := d.Floor; f.InTurn > 0 {
+		pct := func(n int) float64 { return 100 * float64(n) / float64(f.InTurn) }
+		fmt.Fprintf(w, "the fewest in-turn breaks any composer could make within the budget (of %d): %d (%.1f%%) keeping every state case; %d (%.1f%%) keeping only the newest loop\n",
+			f.InTurn, f.State, pct(f.State), f.None, pct(f.None))
+		if f.State > 0 {
+			fmt.Fprintf(w, "keeping every state case, a break leaves %d history tokens on average\n", f.StateAfter/f.State)
+		}
+	}
 	list("state not sent in full", d.StateCases, d.StateMisses)
 	list("planted facts neither present nor one search away", d.FactAsks, d.FactMisses)
 }

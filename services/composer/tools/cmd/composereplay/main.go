@@ -55,7 +55,7 @@ func run(_ context.Context, args []string) error {
 	v3carry := fs.Int("v3-carry-tokens", -1, "Zoea v3's policy.carry_tokens (-1: the default policy's)")
 	v3limit := fs.Int("v3-carry-limit", -1, "Zoea v3's policy.carry_limit (-1: the default policy's)")
 	v3cache := fs.String("v3-cache", "anthropic", "the cache model Zoea v3 prices compaction with: anthropic (what billed (a) bills), openai (what (b) bills), local, none")
-	diagnose := fs.Bool("diagnose", false, "replay Zoea v3 only (with -shape, -v2) and sort its misses by cause: prefix breaks within a turn, state not sent, planted facts lost")
+	diagnose := fs.Bool("diagnose", false, "replay Zoea v3 only (with -shape, -v2) and sort its misses by cause: prefix breaks within a turn (with the fewest any composer could make), state not sent, planted facts lost")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
