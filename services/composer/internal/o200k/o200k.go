@@ -518,9 +518,8 @@ const (
 	multiByte = 0xff // byteClass: not an ASCII byte (no rune has every class bit)
 )
 
-// byteClass is classOf for every ASCII byte, and multiByte for a byte that starts or continues a longer rune: a
-// table lookup keeps at small enough to inline into the scanner's loops, where almost every byte of a tool result is
-// ASCII.
+// byteClass is classOf for every ASCII byte, and multiByte for a byte that starts or continues a longer rune: almost
+// every byte of a tool result is ASCII, and one load classes it.
 var byteClass = func() (t [256]uint8) {
 	for b := range t {
 		switch r := rune(b); {
@@ -582,7 +581,8 @@ func classAt(s string, p int) uint8 {
 	return c
 }
 
-// atRune is at for a rune outside ASCII, kept out of line so that at inlines into the scanner's loops.
+// atRune is at for a rune outside ASCII. (The call keeps at itself over the compiler's inlining budget, which is why
+// the run loops, spanAny and spanNone, class ASCII bytes themselves.)
 func atRune(s string) (uint8, int) {
 	r, w := utf8.DecodeRuneInString(s)
 	return classOf(r), w
@@ -705,7 +705,8 @@ func lettersUpper(s string, q int) int {
 }
 
 // spanAny returns the end of the run of runes from p whose class has a bit of mask; spanNone of those whose class
-// has none. ASCII bytes are classed in the loop itself: these runs are where the scanner spends its time.
+// has none. ASCII bytes are classed in the loop itself, with no call: these runs are where the scanner spends its
+// time.
 func spanAny(s string, p int, mask uint8) int {
 	for p < len(s) {
 		c, w := byteClass[s[p]], 1

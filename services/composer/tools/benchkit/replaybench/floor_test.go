@@ -10,11 +10,6 @@ import (
 	"github.com/zoeaswarm/zoea/services/composer/internal/testkit/histgen"
 )
 
-// byteCounter counts a byte as a token, so a test can add up requests by hand.
-type byteCounter struct{}
-
-func (byteCounter) Count(s string) int { return len(s) }
-
 // The floor replayed by hand. A commander prompt (6 tokens) opens a turn of nine loops; each loop is an assistant
 // call (13 tokens) and its 100-byte result (107), 120 in all; tools a and b alternate, so from the third request on
 // the state is the newest loop and the loop before it. A nudge then opens a second turn of two more loops. The
@@ -38,17 +33,17 @@ func TestBreakFloorByHand(t *testing.T) {
 	s.Rows = append(s.Rows, compose.Memory{Role: chat.RoleUser, Source: compose.SourceNudge, Content: "continue"})
 	loop("d1", "b")
 	loop("d2", "a")
-	got := breakFloor(s, byteCounter{}, "", 0, 407, 1500)
+	got := breakFloor(s, lenCounter{}, "", 0, 407, 1500)
 	want := BreakFloor{InTurn: 9, None: 2, State: 3, StateAfter: 720}
 	if got != want {
 		t.Errorf("breakFloor = %+v, want %+v", got, want)
 	}
 	// A result over the cap counts as cut to it (loops of 70: 6, 76, …, 356, then 426 breaks back to 70), and a
 	// state case over the cap is not kept, so both floors agree.
-	if got, want := breakFloor(s, byteCounter{}, "", 0, 407, 50), (BreakFloor{InTurn: 9, None: 1, State: 1, StateAfter: 70}); got != want {
+	if got, want := breakFloor(s, lenCounter{}, "", 0, 407, 50), (BreakFloor{InTurn: 9, None: 1, State: 1, StateAfter: 70}); got != want {
 		t.Errorf("with a 50-token cap: %+v, want %+v", got, want)
 	}
-	if got := breakFloor(s, byteCounter{}, "", 0, 1<<20, 1500); got.None != 0 || got.State != 0 || got.InTurn != 9 {
+	if got := breakFloor(s, lenCounter{}, "", 0, 1<<20, 1500); got.None != 0 || got.State != 0 || got.InTurn != 9 {
 		t.Errorf("with room for everything: %+v, want 9 in-turn requests and no break", got)
 	}
 }
