@@ -161,10 +161,7 @@ func hashPiece(s string) (h, w0 uint64) {
 		h ^= h >> 29
 	}
 	if i < len(s) {
-		var w uint64
-		for j := len(s) - 1; j >= i; j-- {
-			w = w<<8 | uint64(s[j])
-		}
+		w := pack(s[i:])
 		if i == 0 {
 			w0 = w
 		}
@@ -582,7 +579,7 @@ func classAt(s string, p int) uint8 {
 }
 
 // atRune is at for a rune outside ASCII. (The call keeps at itself over the compiler's inlining budget, which is why
-// the run loops, spanAny and spanNone, class ASCII bytes themselves.)
+// the run loop, span, classes ASCII bytes itself.)
 func atRune(s string) (uint8, int) {
 	r, w := utf8.DecodeRuneInString(s)
 	return classOf(r), w
@@ -637,7 +634,7 @@ func nextPiece(s string, p int, firstNewline bool) int {
 	}
 	if q < len(s) {
 		if c, w := at(s, q); isOther(c) {
-			e := spanNone(s, q+w, cS|cL|cN)
+			e := span(s, q+w, cS|cL|cN, false)
 			for e < len(s) && (s[e] == '\r' || s[e] == '\n' || s[e] == '/') {
 				e++
 			}
@@ -679,7 +676,7 @@ func nextPiece(s string, p int, firstNewline bool) int {
 // lettersLower matches alternative 1 without its prefix, from q: a greedy upper run, backed off until a lower run of
 // at least one rune can follow. It returns the end, or -1.
 func lettersLower(s string, q int) int {
-	e := spanAny(s, q, cU)
+	e := span(s, q, cU, true)
 	for {
 		if e < len(s) {
 			if c, _ := at(s, e); c&cW != 0 {
@@ -692,42 +689,27 @@ func lettersLower(s string, q int) int {
 		_, w := utf8.DecodeLastRuneInString(s[q:e])
 		e -= w
 	}
-	return contraction(s, spanAny(s, e, cW))
+	return contraction(s, span(s, e, cW, true))
 }
 
 // lettersUpper matches alternative 2 without its prefix, from q: one or more upper, then any lower.
 func lettersUpper(s string, q int) int {
-	e := spanAny(s, q, cU)
+	e := span(s, q, cU, true)
 	if e == q {
 		return -1
 	}
-	return contraction(s, spanAny(s, e, cW))
+	return contraction(s, span(s, e, cW, true))
 }
 
-// spanAny returns the end of the run of runes from p whose class has a bit of mask; spanNone of those whose class
-// has none. ASCII bytes are classed in the loop itself, with no call: these runs are where the scanner spends its
-// time.
-func spanAny(s string, p int, mask uint8) int {
+// span returns the end of the run of runes from p whose class has a bit of mask (in) or has none of them (!in).
+// ASCII bytes are classed in the loop itself, with no call: these runs are where the scanner spends its time.
+func span(s string, p int, mask uint8, in bool) int {
 	for p < len(s) {
 		c, w := byteClass[s[p]], 1
 		if c == multiByte {
 			c, w = atRune(s[p:])
 		}
-		if c&mask == 0 {
-			break
-		}
-		p += w
-	}
-	return p
-}
-
-func spanNone(s string, p int, mask uint8) int {
-	for p < len(s) {
-		c, w := byteClass[s[p]], 1
-		if c == multiByte {
-			c, w = atRune(s[p:])
-		}
-		if c&mask != 0 {
+		if (c&mask != 0) != in {
 			break
 		}
 		p += w

@@ -51,11 +51,7 @@ func Diagnose(o Options) (Diagnosis, error) {
 	budget := cmp.Or(o.Budget, p.TokenBudget)
 	for i := range o.Sessions {
 		s := session(o, i, pers)
-		f := breakFloor(s, ctr, histgen.RealPrompt, toolTokens, budget, p.ToolResultCap)
-		d.Floor.InTurn += f.InTurn
-		d.Floor.None += f.None
-		d.Floor.State += f.State
-		d.Floor.StateAfter += f.StateAfter
+		d.Floor.add(breakFloor(s, ctr, histgen.RealPrompt, toolTokens, budget, p.ToolResultCap))
 		next := v2Session(histgen.RealPrompt, tok, tools, o.Budget, func(p *compose.Policy) {
 			p.Compaction = compose.CompactionPriced
 			p.Cache = compose.CacheAnthropic
@@ -94,7 +90,8 @@ func Diagnose(o Options) (Diagnosis, error) {
 					sent[m.ToolCallID] = m.Content
 				}
 			}
-			for _, ri := range StateRows(rows) {
+			stateRows := StateRows(rows)
+			for _, ri := range stateRows {
 				d.StateCases++
 				if c, ok := sent[rows[ri].ToolCallID]; !ok || c != rows[ri].Content {
 					d.StateMisses[why(rows[ri].ID)]++
@@ -119,7 +116,7 @@ func Diagnose(o Options) (Diagnosis, error) {
 					d.MoveSum[2] += cn.Growth
 					d.MoveSum[3]++
 					state := map[int64]bool{}
-					for _, ri := range StateRows(rows) {
+					for _, ri := range stateRows {
 						state[rows[ri].ID] = true
 					}
 					for _, it := range res.Manifest.Items {

@@ -27,18 +27,26 @@ type BreakFloor struct {
 	StateAfter int
 }
 
+func (f *BreakFloor) add(g BreakFloor) {
+	f.InTurn += g.InTurn
+	f.None += g.None
+	f.State += g.State
+	f.StateAfter += g.StateAfter
+}
+
 // breakFloor replays one session's requests under both floors, for requests of at most budget tokens with
 // toolTokens of tool definitions, system prompt system and tool results cut to capTokens.
 func breakFloor(s histgen.RealSession, tok Counter, system string, toolTokens, budget, capTokens int) BreakFloor {
 	var f BreakFloor
 	room := budget - toolTokens - framingReply - MessageTokens(tok, chat.Message{Role: chat.RoleSystem, Content: system})
-	cost := make([]int, len(s.Rows)) // each row as a message, its result cut to the cap
-	callCost := map[string]int{}     // a tool call alone in an assistant message, by call id
+	cost := make([]int, len(s.Rows))     // each row as a message, its result cut to the cap
+	overCap := make([]bool, len(s.Rows)) // a result above the cap
+	callCost := map[string]int{}         // a tool call alone in an assistant message, by call id
 	for i, r := range s.Rows {
 		m := toMessage(r)
 		if m.Role == chat.RoleTool {
 			n := tok.Count(m.Content)
-			cost[i] = MessageTokens(tok, m) - n + min(n, capTokens)
+			cost[i], overCap[i] = MessageTokens(tok, m)-n+min(n, capTokens), n > capTokens
 			continue
 		}
 		cost[i] = MessageTokens(tok, m)
@@ -62,7 +70,7 @@ func breakFloor(s histgen.RealSession, tok Counter, system string, toolTokens, b
 		}
 		if state {
 			for _, i := range StateRows(s.Rows[:at]) {
-				if i < loop && tok.Count(s.Rows[i].Content) <= capTokens {
+				if i < loop && !overCap[i] {
 					n += cost[i] + callCost[s.Rows[i].ToolCallID]
 				}
 			}
