@@ -260,4 +260,15 @@ func TestCounterMatchesTokenizer(t *testing.T) {
 	if c.Pieces() == 0 {
 		t.Fatal("no piece of more than 8 bytes was remembered in the map")
 	}
+	// Whatever slot a piece lands in, an entry for another piece is not taken for it: with every slot holding "!"
+	// (one token), "!\x00" (the same packed word, two bytes) and "?" are still counted.
+	c = tok.NewCounter()
+	for i := range c.small {
+		c.small[i] = smallPiece{w: pack("!"), info: 1<<8 | 1}
+	}
+	for _, s := range []string{"!\x00", "!\x00\x00\x00", "?", "!"} {
+		if a, b := c.Count(s), tok.Count(s); a != b {
+			t.Errorf("Counter %d, Tokenizer %d for %q with every slot holding \"!\"", a, b, s)
+		}
+	}
 }
