@@ -20,6 +20,7 @@ import (
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
 	"github.com/zoeaswarm/zoea/libs/testsupport/natstest"
 	"github.com/zoeaswarm/zoea/libs/testsupport/pgtest"
+	"github.com/zoeaswarm/zoea/libs/testsupport/svcbin"
 )
 
 func freeAddr(t testing.TB) string {
@@ -32,7 +33,29 @@ func freeAddr(t testing.TB) string {
 	return l.Addr().String()
 }
 
-// localSwarm builds every binary and starts the services on free ports against a fresh database and the local
+// waitLogged waits until the log at path has the JSON line with message msg that names the address p listens on,
+// and returns it. The log is another process's, written as it starts, so it is read again every 20 ms.
+func waitLogged(p *proc, path, msg string) (string, error) {
+	deadline := time.After(60 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		logs, _ := os.ReadFile(path)
+		if addr := svcbin.LoggedAddr(string(logs), msg); addr != "" {
+			return addr, nil
+		}
+		select {
+		case exitErr := <-p.done:
+			p.done <- exitErr
+			return "", fmt.Errorf("exited: %v", exitErr)
+		case <-deadline:
+			return "", fmt.Errorf("no %q line after 60s", msg)
+		case <-tick.C:
+		}
+	}
+}
+
+// localSwarm builds every binary and starts the services on ports they pick against a fresh database and the local
 // NATS, the way `zoea dev` does on its fixed ports.
 type localSwarm struct {
 	bin                 string
@@ -58,17 +81,10 @@ func startLocalSwarm(t testing.TB, env ...string) *localSwarm {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build zoea: %v\n%s", err, out)
 	}
-	addr := map[string]string{}
-	for _, svc := range []string{"memory", "composer", "runner", "bus", "spacemolt-sim"} {
-		addr[svc] = freeAddr(t)
-	}
-	s.runner, s.bus, s.memory = addr["runner"], addr["bus"], addr["memory"]
 	base := append(os.Environ(),
 		"ZOEA_DATABASE_URL="+pgtest.New(t),
 		// Its own JetStream: on the machine's NATS a running make dev would share the broadcast delivery consumer.
 		"ZOEA_NATS_URL="+natstest.Start(t).ClientURL(),
-		"ZOEA_MEMORY_ADDR="+addr["memory"], "ZOEA_COMPOSER_ADDR="+addr["composer"], "ZOEA_RUNNER_ADDR="+addr["runner"],
-		"ZOEA_BUS_ADDR="+addr["bus"], "ZOEA_SPACEMOLT_URL=http://"+addr["spacemolt-sim"]+"/mcp",
 		"ZOEA_SIM_TICK=200ms", "ZOEA_TURN_PAUSE=200ms", "ZOEA_DEFAULT_PROVIDER=autopilot", "ZOEA_ADMIN_TOKEN=",
 		"OLLAMA_HOST=http://"+freeAddr(t), "OPENAI_API_KEY=", "OPENAI_BASE_URL=", // no Ollama there, no OpenAI key
 		"ZOEA_SECRET_KEY=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
@@ -84,16 +100,43 @@ func startLocalSwarm(t testing.TB, env ...string) *localSwarm {
 		stopAll(s.procs, &out)
 		t.Log(out.String())
 	})
+	// Each service binds a port the kernel picks and logs it (svcbin.LoggedAddr): a port picked here and freed could
+	// be taken by another test before the service binds it. The later services are told the earlier ones' addresses.
 	ctx := context.Background()
 	for _, svc := range []string{"memory", "composer", "spacemolt-sim", "bus", "runner"} {
-		p, err := startProc(s.bin, svc, addr[svc], append(base, "ZOEA_LISTEN_ADDR="+addr[svc]), s.logDir, false)
+		p, err := startProc(s.bin, svc, "", append(base, "ZOEA_LISTEN_ADDR=127.0.0.1:0"), s.logDir, false)
 		if err != nil {
 			t.Fatal(err)
 		}
 		s.procs = append(s.procs, p)
-		if err := waitHealthy(ctx, p, addr[svc]); err != nil {
-			logs, _ := os.ReadFile(filepath.Join(s.logDir, svc+".log"))
-			t.Fatalf("%s did not become healthy: %v\n%s", svc, err, tail(string(logs), 2000))
+		logPath := filepath.Join(s.logDir, svc+".log")
+		fail := func(what string, err error) {
+			logs, _ := os.ReadFile(logPath)
+			t.Fatalf("%s %s: %v\n%s", svc, what, err, tail(string(logs), 2000))
+		}
+		msg := "grpc server listening"
+		if svc == "spacemolt-sim" {
+			msg = "http server listening"
+		}
+		if p.addr, err = waitLogged(p, logPath, msg); err != nil {
+			fail("did not listen", err)
+		}
+		if err := waitHealthy(ctx, p, p.addr); err != nil {
+			fail("did not become healthy", err)
+		}
+		switch svc {
+		case "memory":
+			s.memory = p.addr
+			base = append(base, "ZOEA_MEMORY_ADDR="+p.addr)
+		case "composer":
+			base = append(base, "ZOEA_COMPOSER_ADDR="+p.addr)
+		case "spacemolt-sim":
+			base = append(base, "ZOEA_SPACEMOLT_URL=http://"+p.addr+"/mcp")
+		case "bus":
+			s.bus = p.addr
+			base = append(base, "ZOEA_BUS_ADDR="+p.addr)
+		case "runner":
+			s.runner = p.addr
 		}
 	}
 	s.ep = &endpoints{runner: s.runner, bus: s.bus, memory: s.memory, timeout: 10 * time.Second}
