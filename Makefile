@@ -5,8 +5,9 @@ SHELL := bash
 
 GOBIN     := $(shell go env GOPATH)/bin
 export PATH := $(GOBIN):$(PATH)
-# Every Go module of the workspace, read from go.work so the list cannot drift.
-MODULES   := $(shell sed -n 's|^[[:space:]]*\./\(.*\)$$|\1|p' go.work)
+# The two Go modules: the root one holds everything that ships and its tools; deploy holds the checks of the
+# deployment files (compose, Kubernetes, NATS config), whose Kubernetes and compose libraries nothing ships.
+MODULES   := . deploy
 SERVICES  := memory composer runner bus spacemolt-sim
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # The timeout is a backstop for a hung package, not a speed limit: on a fresh machine (cold build cache; cmd/zoea's
@@ -63,7 +64,7 @@ setup: ## One-time machine set-up, run by dev and test: when PostgreSQL, role zo
 # long end-to-end tests' t.Log milestones as they happen and a line a minute naming what still runs; nothing per
 # passing test. pipefail (SHELLFLAGS) keeps go test's exit status.
 test: setup ## Run every module's tests with -race (needs Postgres and NATS: the set-up step provides them)
-	@cd cmd/zoea && go build -o $(CURDIR)/bin/testprogress ./testprogress
+	@go build -o bin/testprogress ./cmd/zoea/testprogress
 	@fail=0; for m in $(MODULES); do \
 	  echo "== test $$m"; \
 	  (cd $$m && go test $(TEST_FLAGS) -json ./... | $(CURDIR)/bin/testprogress) || fail=1; \
@@ -80,11 +81,8 @@ chaos: ## Fault suite on private ports: kill -9 of every service and NATS node (
 .PHONY: build
 build: ## Build every binary into bin/
 	@mkdir -p bin
-	@for s in $(SERVICES); do \
-	  echo "== build $$s"; \
-	  (cd services/$$s && go build -trimpath -ldflags "-X main.version=$(VERSION)" -o ../../bin/$$s ./cmd/$$s); \
-	done
-	@echo "== build zoea"; cd cmd/zoea && go build -trimpath -ldflags "-X main.version=$(VERSION)" -o ../../bin/zoea .
+	@echo "== build $(SERVICES) zoea"
+	@go build -trimpath -ldflags "-X main.version=$(VERSION)" -o bin/ $(foreach s,$(SERVICES),./services/$(s)/cmd/$(s)) ./cmd/zoea
 
 .PHONY: dev
 dev: setup build ## Run a local swarm: every service on this machine, three autopilot myses, live progress (Ctrl-C stops)
@@ -100,7 +98,7 @@ bench: ## Run Go benchmarks of every module (BENCH=regexp to filter); big-data r
 .PHONY: bench-memory
 bench-memory: ## Seed BENCH_DB (an empty database) and measure the memory service at scale (SEED_FLAGS, BENCH_FLAGS; see services/memory/README.md)
 	@test -n "$(BENCH_DB)" || { echo "set BENCH_DB to an empty database's URL (createdb zoea_bench)"; exit 1; }
-	cd services/memory/tools && go build -o ../../../bin/memorybench ./cmd/memorybench
+	go build -o bin/memorybench ./services/memory/tools/cmd/memorybench
 	./bin/memorybench seed -db '$(BENCH_DB)' $(SEED_FLAGS)
 	./bin/memorybench bench -db '$(BENCH_DB)' $(BENCH_FLAGS)
 
@@ -118,4 +116,4 @@ compose-check: ## docker compose on a real engine: build, up until 3 myses earn 
 
 .PHONY: tidy
 tidy: ## go mod tidy in every module
-	@for m in $(MODULES); do echo "== tidy $$m"; (cd $$m && GOWORK=off go mod tidy); done
+	@for m in $(MODULES); do echo "== tidy $$m"; (cd $$m && go mod tidy); done

@@ -11,7 +11,7 @@ if [ -z "$nats_pin" ]; then echo 'libs/testsupport/natstest/binary.go: no line c
 for spec in $(grep -oE '^[[:space:]]+[a-z0-9.-]+\.[a-z]+/[^ ]+@v[^ ]+' tools.sh) ${nats_pin:+github.com/nats-io/nats-server/v2@$nats_pin}; do
   pkg=${spec%@*} version=${spec##*@} mod=$pkg ok=
   while [ -n "$mod" ]; do # the module is some prefix of the package path
-    if (cd "${TMPDIR:-/tmp}" && GOWORK=off GOFLAGS=-mod=mod go list -m "$mod@$version" >/dev/null 2>&1); then ok=1; break; fi
+    if (cd "${TMPDIR:-/tmp}" && GOFLAGS=-mod=mod go list -m "$mod@$version" >/dev/null 2>&1); then ok=1; break; fi
     case "$mod" in */*) mod=${mod%/*} ;; *) break ;; esac
   done
   if [ -n "$ok" ]; then echo "pin ok: $mod@$version"; else echo "pin NOT served by the module proxy: $spec"; fail=1; fi

@@ -67,8 +67,8 @@ func TestForbiddenInBinary(t *testing.T) {
 	}
 }
 
-// TestServerBinariesCarryNoTestOrBenchCode lists every package each server binary links (go list -deps, through
-// go.work as the Dockerfile builds it) and fails when one is test or benchmark support.
+// TestServerBinariesCarryNoTestOrBenchCode lists every package each server binary links (go list -deps, in the root
+// module as the Dockerfile builds it) and fails when one is test or benchmark support.
 func TestServerBinariesCarryNoTestOrBenchCode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list over every service (skipped with -short only)")
@@ -99,18 +99,16 @@ func TestServerBinariesCarryNoTestOrBenchCode(t *testing.T) {
 	}
 }
 
-// TestToolingStaysOutOfTheServices holds the split between each service module, which builds only what ships, and
-// its tooling module services/<svc>/tools (benchmarks, load drivers, replays, the fault suite): no package of a
-// service module — its tests included — imports a tooling module and no service go.mod requires one, so a service's
-// go.mod lists only what its server and its tests need; the service's cmd/ holds only its server and no benchkit
-// package is left in it; and every tooling module is in go.work, so make test, lint, bench and tidy (which loop over
-// go.work) and the Dockerfile's workspace include it.
+// TestToolingStaysOutOfTheServices holds the split between each service, which builds only what ships, and its
+// tooling, services/<svc>/tools (benchmarks, load drivers, replays, the fault suite): no package of a service — its
+// tests included — imports a tooling package, the service's cmd/ holds only its server, and no benchkit package is
+// left outside tools/. They share the root module, so this import rule (not a module boundary) is what keeps a
+// benchmark's helpers out of a server's tests.
 func TestToolingStaysOutOfTheServices(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list over every service (skipped with -short only)")
 	}
 	root := repoRoot(t)
-	used := workspaceModules(t, root)
 	for _, svc := range zoeaServices {
 		t.Run(svc.name, func(t *testing.T) {
 			cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}|{{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`,
@@ -131,8 +129,8 @@ func TestToolingStaysOutOfTheServices(t *testing.T) {
 			server := modulePrefix + "services/" + svc.name + "/cmd/" + svc.name
 			for _, line := range lines {
 				pkg, imports, _ := strings.Cut(line, "|")
-				if _, ok := toolingModule(pkg); ok {
-					t.Fatalf("go list ./services/%s/... listed the tooling module's %s: the service and its tools must be separate modules", svc.name, pkg)
+				if _, tooling := toolingModule(pkg); tooling {
+					continue // the tools may import what they measure
 				}
 				if strings.HasPrefix(pkg, modulePrefix+"services/"+svc.name+"/cmd/") && pkg != server {
 					t.Errorf("%s: the service's cmd/ holds only its server; tools go in services/%s/tools/cmd", pkg, svc.name)
@@ -142,60 +140,97 @@ func TestToolingStaysOutOfTheServices(t *testing.T) {
 				}
 				for _, imp := range strings.Fields(imports) {
 					if owner, ok := toolingModule(imp); ok {
-						t.Errorf("%s imports %s (or its tests do): service packages never import a tooling module (%s's)", pkg, imp, owner)
+						t.Errorf("%s imports %s (or its tests do): service packages never import tooling (%s's)", pkg, imp, owner)
 					}
 				}
-			}
-			mf := readModFile(t, filepath.Join(root, "services", svc.name, "go.mod"))
-			for _, r := range mf.Require {
-				if _, ok := toolingModule(r.Mod.Path); ok {
-					t.Errorf("services/%s/go.mod requires the tooling module %s", svc.name, r.Mod.Path)
-				}
-			}
-			tools := filepath.Join(root, "services", svc.name, "tools")
-			if _, err := os.Stat(filepath.Join(tools, "go.mod")); err == nil {
-				if !slices.Contains(used, "services/"+svc.name+"/tools") {
-					t.Errorf("go.work does not use ./services/%s/tools: make test, lint and tidy would skip it", svc.name)
-				}
-			} else if _, err := os.Stat(tools); err == nil {
-				t.Errorf("services/%s/tools exists without a go.mod: its packages would belong to the service module", svc.name)
 			}
 		})
 	}
 }
 
-// linkedOnlyByTooling are modules that only tooling and the developer CLI may require: a service's go.mod and
-// libs/go.mod list what ships and what their tests need, and their tests run these as processes instead (libs/testsupport/natstest
-// runs a nats-server binary of the pinned version). cmd/zoea may require nats-server (zoea dev's embedded fallback),
-// and so may the tooling modules (chaos, swarmload).
-var linkedOnlyByTooling = []string{"github.com/nats-io/nats-server"}
-
-// TestServicesAndLibsDoNotRequireNATSServer: no service module and not libs requires nats-server, directly or
-// indirectly (go.mod lists every module a module's tests need, so one test importing it would bring it back). The
-// modules that do link it (cmd/zoea, services/runner/tools) link the version the tests run (natstest.Version), so
-// zoea dev's embedded server and the chaos suite's behave as the one every test ran against.
-func TestServicesAndLibsDoNotRequireNATSServer(t *testing.T) {
+// TestOnlyToolingLinksNATSServer: no service package and no libs package links nats-server, not even in its tests
+// (they run it as a process: libs/testsupport/natstest builds the pinned version), so a service's behaviour is
+// tested against the server it meets in production. The root module requires nats-server only for the tooling
+// (chaos, swarmload) and zoea dev's embedded fallback, at the version the tests run (natstest.Version).
+func TestOnlyToolingLinksNATSServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list over every service (skipped with -short only)")
+	}
 	root := repoRoot(t)
 	pin := natsServerPin(t)
-	for _, dir := range []string{"cmd/zoea", "services/runner/tools"} {
-		for _, r := range readModFile(t, filepath.Join(root, dir, "go.mod")).Require {
-			if r.Mod.Path == "github.com/nats-io/nats-server/v2" && r.Mod.Version != pin {
-				t.Errorf("%s/go.mod links nats-server %s, the tests run %s (libs/testsupport/natstest/binary.go Version): keep them equal", dir, r.Mod.Version, pin)
-			}
+	for _, r := range readModFile(t, filepath.Join(root, "go.mod")).Require {
+		if r.Mod.Path == "github.com/nats-io/nats-server/v2" && r.Mod.Version != pin {
+			t.Errorf("go.mod requires nats-server %s, the tests run %s (libs/testsupport/natstest/binary.go Version): keep them equal", r.Mod.Version, pin)
 		}
 	}
-	dirs := []string{"libs"}
-	for _, svc := range zoeaServices {
-		dirs = append(dirs, "services/"+svc.name)
+	cmd := exec.Command("go", "list", "-test", "-f", `{{.ImportPath}}|{{join .Deps " "}}`, "./libs/...", "./services/...")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("go list: %v\n%s", err, stderr)
 	}
-	for _, dir := range dirs {
-		for _, r := range readModFile(t, filepath.Join(root, dir, "go.mod")).Require {
+	checked := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, deps, _ := strings.Cut(line, "|")
+		base, _, _ := strings.Cut(pkg, " ") // a test variant is "pkg [pkg.test]"
+		if _, tooling := toolingModule(strings.TrimSuffix(base, ".test")); tooling {
+			continue
+		}
+		checked++
+		for _, dep := range strings.Fields(deps) {
 			for _, banned := range linkedOnlyByTooling {
-				if r.Mod.Path == banned || strings.HasPrefix(r.Mod.Path, banned+"/") {
-					t.Errorf("%s/go.mod requires %s %s: its tests must run it as a process (libs/testsupport/natstest), not link it", dir, r.Mod.Path, r.Mod.Version)
+				if dep == banned || strings.HasPrefix(dep, banned+"/") {
+					t.Errorf("%s links %s: its tests must run it as a process (libs/testsupport/natstest), not link it", pkg, dep)
 				}
 			}
 		}
+	}
+	if checked < 100 {
+		t.Fatalf("go list listed only %d service and libs packages", checked)
+	}
+}
+
+// linkedOnlyByTooling are modules that only tooling and the developer CLI's opt-in fallback may link.
+var linkedOnlyByTooling = []string{"github.com/nats-io/nats-server/v2"}
+
+// TestOneSetOfDependencyVersions: a module whose packages both the root module and deploy's checks compile is at the
+// same version in both, so deploy's tests (which run the services' code through go list and go build) see the versions
+// that ship, and a bump in one go.mod that the other misses fails here instead of drifting.
+func TestOneSetOfDependencyVersions(t *testing.T) {
+	root := repoRoot(t)
+	list := func(dir string) map[string]string {
+		// The modules whose packages the module's code and tests compile: not every module its graph mentions
+		// (go mod tidy keeps a requirement only where a package needs it).
+		cmd := exec.Command("go", "list", "-deps", "-test", "-f", "{{with .Module}}{{.Path}} {{.Version}}{{end}}", "./...")
+		cmd.Dir = dir
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -deps -test ./... in %s: %v", dir, err)
+		}
+		mods := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if p, v, ok := strings.Cut(line, " "); ok && v != "" {
+				mods[p] = v
+			}
+		}
+		return mods
+	}
+	shipped, checks := list(root), list(filepath.Join(root, "deploy"))
+	shared := 0
+	for p, v := range checks {
+		if sv, ok := shipped[p]; ok {
+			shared++
+			if sv != v {
+				t.Errorf("%s is %s in go.mod's build list and %s in deploy/go.mod's: keep one version (go get %s@<the newer> in the other)", p, sv, v, p)
+			}
+		}
+	}
+	if shared < 5 {
+		t.Fatalf("only %d modules shared between the root module and deploy: the lists were not read", shared)
 	}
 }
 

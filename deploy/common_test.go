@@ -41,8 +41,8 @@ func repoRoot(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(root, "go.work")); err != nil {
-		t.Fatalf("repository root %s has no go.work: %v", root, err)
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("repository root %s has no go.mod: %v", root, err)
 	}
 	return root
 }

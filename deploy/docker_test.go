@@ -13,7 +13,6 @@ import (
 
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
-	"golang.org/x/mod/modfile"
 )
 
 // instruction is one Dockerfile instruction with continuation lines joined.
@@ -154,7 +153,7 @@ func TestDockerfileStages(t *testing.T) {
 		t.Errorf("no global ARG SERVICE: the final stage cannot be chosen by --build-arg SERVICE")
 	}
 	if v := argDefaults["GO_VERSION"]; v != "1.26" {
-		t.Errorf("ARG GO_VERSION=%q, want 1.26 (go.work says go 1.26)", v)
+		t.Errorf("ARG GO_VERSION=%q, want 1.26 (go.mod says go 1.26)", v)
 	}
 
 	last := stages[len(stages)-1]
@@ -326,8 +325,8 @@ func TestDockerfileCoversEveryService(t *testing.T) {
 	}
 }
 
-// Every COPY from the build context names files that exist and that .dockerignore lets through, and the module
-// manifests of every go.work module are copied before `go mod download`, their sources after.
+// Every COPY from the build context names files that exist and that .dockerignore lets through, and the root
+// module's manifest and every source directory of the binaries are copied before `go build`.
 func TestDockerfileCopySources(t *testing.T) {
 	root := repoRoot(t)
 	_, stages := parseDockerfile(t, filepath.Join(root, dockerfilePath))
@@ -368,24 +367,16 @@ func TestDockerfileCopySources(t *testing.T) {
 	if compile < 0 {
 		t.Fatal("build stage has no `go build` step")
 	}
-	for _, want := range []string{"go.work", "go.work.sum"} {
+	for _, want := range []string{"go.mod", "go.sum"} {
 		if !slices.Contains(sources, want) {
 			t.Errorf("%s is not copied before go build", want)
 		}
 	}
-	for _, dir := range workspaceModules(t, root) {
-		if !slices.ContainsFunc(sources, func(src string) bool {
-			return matchesFile(src, path.Join(dir, "go.mod")) || src == dir+"/" || strings.HasPrefix(dir+"/", strings.TrimSuffix(src, "/")+"/")
-		}) {
-			t.Errorf("go.work uses ./%s but the Dockerfile does not copy %s/go.mod before go build: the workspace would not load", dir, dir)
-		}
-		if dir == "deploy" {
-			continue // only its manifest is needed to load the workspace; no image builds it
-		}
+	for _, dir := range []string{"gen", "libs", "cmd", "services"} {
 		if !slices.ContainsFunc(sources, func(src string) bool {
 			return src == dir+"/" || strings.HasPrefix(dir+"/", strings.TrimSuffix(src, "/")+"/")
 		}) {
-			t.Errorf("go.work module %s: its sources are never copied into the build stage", dir)
+			t.Errorf("%s/: its sources are never copied into the build stage", dir)
 		}
 	}
 }
@@ -393,27 +384,6 @@ func TestDockerfileCopySources(t *testing.T) {
 func matchesFile(pattern, file string) bool {
 	ok, err := path.Match(pattern, file)
 	return err == nil && ok
-}
-
-// workspaceModules reads the `use` directories of go.work.
-func workspaceModules(t *testing.T, root string) []string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, "go.work"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	wf, err := modfile.ParseWork("go.work", b, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var dirs []string
-	for _, u := range wf.Use {
-		dirs = append(dirs, path.Clean(strings.TrimPrefix(u.Path, "./")))
-	}
-	if len(dirs) == 0 {
-		t.Fatal("go.work uses no modules")
-	}
-	return dirs
 }
 
 func dockerignore(t *testing.T, root string) *patternmatcher.PatternMatcher {

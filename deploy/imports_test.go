@@ -13,7 +13,7 @@ import (
 )
 
 // The import rules of docs/ARCHITECTURE.md ("What the tests enforce"), checked on every service package's own
-// (non-test) imports as `go list` reports them through go.work.
+// (non-test) imports as `go list` reports them in the root module.
 
 const modulePrefix = "github.com/zoeaswarm/zoea/"
 

@@ -65,7 +65,7 @@ func natsServerBinary(t *testing.T) string {
 	version := natsServerPin(t)
 	gobin := t.TempDir()
 	cmd := exec.Command("go", "install", "github.com/nats-io/nats-server/v2@"+version)
-	cmd.Env = append(os.Environ(), "GOBIN="+gobin, "GOWORK=off", "GOFLAGS=", "CGO_ENABLED=0")
+	cmd.Env = append(os.Environ(), "GOBIN="+gobin, "GOFLAGS=", "CGO_ENABLED=0")
 	cmd.Dir = gobin
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go install nats-server@%s (the version libs/testsupport/natstest pins): %v\n%s", version, err, out)

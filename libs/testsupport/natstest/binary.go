@@ -83,7 +83,7 @@ func findBinary() (string, error) {
 	fmt.Fprintf(os.Stderr, "natstest: building nats-server %s into %s (once per machine; the first time takes a minute or two)\n", Version, dir)
 	cmd := exec.Command("go", "install", Module+"@"+Version)
 	// Outside any module or workspace, with the flags of neither: the pinned module version as the proxy serves it.
-	cmd.Env = append(os.Environ(), "GOBIN="+gobin, "GOWORK=off", "GOFLAGS=", "CGO_ENABLED=0")
+	cmd.Env = append(os.Environ(), "GOBIN="+gobin, "GOFLAGS=", "CGO_ENABLED=0")
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go install %s@%s failed (%v): %s\nrun it by hand with GOBIN=%s, or set %s to such a binary",

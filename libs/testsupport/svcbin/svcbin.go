@@ -20,18 +20,19 @@ var (
 	buildDir string
 )
 
-// RepoRoot is the monorepo root (the directory holding go.work).
+// RepoRoot is the repository root: the directory holding the root module's go.mod, the first go.mod above this
+// package's source.
 func RepoRoot(tb testing.TB) string {
 	tb.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	dir := filepath.Dir(file)
 	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
 			return dir
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			tb.Fatal("svcbin: go.work not found above " + file)
+			tb.Fatal("svcbin: go.mod not found above " + file)
 		}
 		dir = parent
 	}

@@ -4,14 +4,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/zoeaswarm/zoea/libs/testsupport/svcbin"
 )
 
-func TestRepoRootHoldsGoWork(t *testing.T) {
-	if _, err := os.Stat(filepath.Join(svcbin.RepoRoot(t), "go.work")); err != nil {
+func TestRepoRootHoldsTheRootModule(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(svcbin.RepoRoot(t), "go.mod"))
+	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(b), "module github.com/zoeaswarm/zoea\n") {
+		t.Fatalf("RepoRoot's go.mod is not the root module's: %.60q", b)
 	}
 }
 

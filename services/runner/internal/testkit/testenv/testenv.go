@@ -21,7 +21,7 @@ import (
 	"github.com/zoeaswarm/zoea/libs/testsupport/svcbin"
 )
 
-// RepoRoot is the monorepo root (the directory holding go.work).
+// RepoRoot is the repository root (the directory holding the root go.mod).
 func RepoRoot(tb testing.TB) string { return svcbin.RepoRoot(tb) }
 
 // Build compiles services/<svc>/cmd/<svc> once per test process and returns the binary path (libs/testsupport/svcbin).

@@ -130,12 +130,13 @@ func repoRoot() (string, error) {
 		return "", err
 	}
 	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
+		// The root module's go.mod, not deploy's: chaos may be run from any directory of the repository.
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && bytes.HasPrefix(b, []byte("module github.com/zoeaswarm/zoea\n")) {
 			return dir, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("go.work not found: run from inside the repository")
+			return "", errors.New("the repository's go.mod not found: run from inside the repository")
 		}
 		dir = parent
 	}
@@ -351,9 +352,9 @@ func setup(ctx context.Context, o options, log *slog.Logger, model *slowModel) (
 			return e, err
 		}
 	}
-	// The NATS server the repository pins (services/runner/tools/go.mod), built as a binary so a node can be kill -9ed.
+	// The NATS server the repository pins (go.mod), built as a binary so a node can be kill -9ed.
 	natsBin := filepath.Join(dir, "nats-server")
-	if err := sh("go", "build", "-C", filepath.Join(root, "services", "runner", "tools"), "-o", natsBin, "github.com/nats-io/nats-server/v2"); err != nil {
+	if err := sh("go", "build", "-C", root, "-o", natsBin, "github.com/nats-io/nats-server/v2"); err != nil {
 		return e, err
 	}
 	var dbURL string
