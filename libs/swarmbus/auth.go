@@ -139,9 +139,11 @@ func PermissionsFor(swarm string) (map[string]SubjectPermissions, error) {
 			api+"STREAM.INFO."+kv,
 			// Reads: direct gets (by key, or by sequence) and, on a bucket without direct access, the stream's get.
 			api+"DIRECT.GET."+kv, api+"DIRECT.GET."+kv+".>", api+"STREAM.MSG.GET."+kv,
-			// Watches: an ordered push consumer (created by name and filter, or unnamed on older servers), its
-			// flow control replies, and its deletion when the watch ends.
-			api+"CONSUMER.CREATE."+kv, api+"CONSUMER.CREATE."+kv+".>", api+"CONSUMER.INFO."+kv+".>",
+			// Watches: an ordered push consumer, created by name and filter (NATS 2.9+), the filter always one of
+			// the bucket's keys (a consumer filtered on another stream's subjects is refused); its flow control
+			// replies, and its deletion when the watch ends. Its deliver subject is the runner's choice, which is
+			// why the runners have an account of their own.
+			api+"CONSUMER.CREATE."+kv+".*.$KV."+bucket+".>", api+"CONSUMER.INFO."+kv+".>",
 			api+"CONSUMER.DELETE."+kv+".>", "$JS.FC."+kv+".>",
 			// Writes: put, create, update, delete of keys.
 			"$KV."+bucket+".>",
