@@ -229,8 +229,12 @@ func Connect(ctx context.Context, url string, opts Options) (*Bus, error) {
 	}
 	for attempt := 1; ; attempt++ {
 		// Bounded per attempt: a request the server drops (a subject this user may not publish) is never answered.
+		// A refused request is said at once too (the server's permission violation cancels the attempt).
 		actx, cancel := context.WithTimeout(ctx, ensureAttemptTimeout)
+		actx, stop := b.untilViolation(actx)
 		err = ExplainNoJetStream(b.ensure(actx))
+		violation := context.Cause(actx)
+		stop()
 		cancel()
 		if err == nil {
 			break
@@ -239,13 +243,22 @@ func Connect(ctx context.Context, url string, opts Options) (*Bus, error) {
 			nc.Close()
 			return nil, err
 		}
+		if !errors.Is(violation, nats.ErrPermissionViolation) {
+			violation = nil
+		}
 		if authRefused(nc.LastError()) || authRefused(err) {
 			nc.Close()
 			return nil, fmt.Errorf("swarmbus: NATS refused this service's credentials (set user and password or a token in ZOEA_NATS_URL, or an nkey or creds file in ZOEA_NATS_CREDS; see docs/OPERATIONS.md): %w", cmpErr(nc.LastError(), err))
 		}
-		if last := nc.LastError(); errors.Is(last, nats.ErrPermissionViolation) {
+		if last := cmpErr(violation, nc.LastError()); errors.Is(last, nats.ErrPermissionViolation) {
 			nc.Close()
-			return nil, fmt.Errorf("swarmbus: this service's NATS user may not use the swarm's stream or buckets (give it swarmbus.PermissionsFor(%q)[%q], docs/OPERATIONS.md; check ZOEA_SWARM): %w", names.Swarm, opts.Role, last)
+			return nil, fmt.Errorf("swarmbus: this NATS user may not use the swarm's stream or buckets (give it swarmbus.PermissionsFor(%q)[%q], docs/OPERATIONS.md; check ZOEA_SWARM): %w", names.Swarm, cmp.Or(opts.inboxRole, opts.Role), last)
+		}
+		var apiErr *jetstream.APIError
+		if opts.record != nil && errors.As(err, &apiErr) && apiErr.Code != 503 {
+			// Provisioning: the server refused the config itself (replicas on a single server, say); no retry helps.
+			nc.Close()
+			return nil, fmt.Errorf("swarmbus: NATS refused the swarm's resources as configured: %w", err)
 		}
 		if ctx.Err() != nil {
 			nc.Close()
@@ -380,8 +393,27 @@ func (e *provisionError) Unwrap() error        { return e.err }
 // ErrNotProvisioned at once: the server drops a request whose subject the user may not publish and answers
 // nothing, so without this f would wait until ctx ends.
 func (b *Bus) change(ctx context.Context, what string, f func(context.Context) error) error {
+	ctx, stop := b.untilViolation(ctx)
+	defer stop()
+	err := f(ctx)
+	if err == nil {
+		return nil
+	}
+	for _, cause := range []error{context.Cause(ctx), b.nc.LastError()} {
+		if errors.Is(cause, nats.ErrPermissionViolation) && strings.Contains(cause.Error(), "Publish to \"$JS.API.") {
+			return &provisionError{what: what, err: cause}
+		}
+	}
+	if cause := context.Cause(ctx); errors.Is(cause, nats.ErrPermissionViolation) {
+		return cause
+	}
+	return err
+}
+
+// untilViolation returns ctx cancelled, with the violation as its cause, when the server reports a permission
+// violation on this connection, and a func to stop watching.
+func (b *Bus) untilViolation(ctx context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	b.mu.Lock()
 	if b.onViolation == nil {
 		b.onViolation = map[int]func(error){}
@@ -390,29 +422,16 @@ func (b *Bus) change(ctx context.Context, what string, f func(context.Context) e
 	b.nextWatch++
 	b.onViolation[id] = func(err error) { cancel(err) }
 	b.mu.Unlock()
-	defer func() {
+	return ctx, func() {
 		b.mu.Lock()
 		delete(b.onViolation, id)
 		b.mu.Unlock()
-	}()
-	err := f(ctx)
-	if err == nil {
-		return nil
+		cancel(nil)
 	}
-	if cause := context.Cause(ctx); errors.Is(cause, nats.ErrPermissionViolation) {
-		return &provisionError{what: what, err: cause}
-	}
-	if last := b.nc.LastError(); errors.Is(last, nats.ErrPermissionViolation) && strings.Contains(last.Error(), "$JS.API.") {
-		return &provisionError{what: what, err: last}
-	}
-	return err
 }
 
-// violated tells every change in progress that the server refused a JetStream API request of this connection.
+// violated tells every watcher (untilViolation) that the server refused something of this connection.
 func (b *Bus) violated(err error) {
-	if !strings.Contains(err.Error(), "$JS.API.") {
-		return
-	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, f := range b.onViolation {
@@ -581,6 +600,7 @@ func (b *Bus) statusBucket() (jetstream.KeyValue, error) {
 func (b *Bus) ensureBucket(ctx context.Context) error {
 	name := b.names.LeaseBucket
 	want := b.opts.LeaseTTL
+	created := false
 	kv, err := b.js.KeyValue(ctx, name)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		ttl := want
@@ -603,6 +623,7 @@ func (b *Bus) ensureBucket(ctx context.Context) error {
 			kv, err = b.js.KeyValue(ctx, name)
 		} else if err == nil {
 			b.note(Provisioned{Kind: "bucket", Name: name, Action: ActionCreated, Detail: leaseDetail(ttl, b.opts.Replicas, markers)})
+			created = true
 		}
 	}
 	if err != nil {
@@ -637,7 +658,7 @@ func (b *Bus) ensureBucket(ctx context.Context) error {
 		b.note(Provisioned{Kind: "bucket", Name: name, Action: ActionUpdated,
 			Detail: leaseDetail(newTTL, b.opts.Replicas, markers) + fmt.Sprintf("; was TTL %s, R%d %s", ttl, have, tampered)})
 		ttl = newTTL
-	default:
+	case !created:
 		b.note(Provisioned{Kind: "bucket", Name: name, Action: ActionUnchanged, Detail: leaseDetail(ttl, have, markers)})
 	}
 	b.mu.Lock()
