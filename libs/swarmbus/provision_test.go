@@ -55,7 +55,7 @@ func TestProvisionCreatesReconcilesAndLeavesAlone(t *testing.T) {
 		"KV_zoea_leases": func(c *jetstream.StreamConfig) {
 			c.RePublish = &jetstream.RePublish{Source: "$KV.zoea_leases.forge", Destination: "zoea.bcast"}
 		},
-		"ZOEA_MESSAGES": func(c *jetstream.StreamConfig) { c.MaxMsgs = 1 },
+		"ZOEA_MESSAGES":  func(c *jetstream.StreamConfig) { c.MaxMsgs = 1 },
 		"KV_zoea_status": func(c *jetstream.StreamConfig) { c.Subjects = append(c.Subjects, "zoea.events.>") },
 	} {
 		s, err := js.Stream(ctx, name)
