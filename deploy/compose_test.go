@@ -198,15 +198,15 @@ func TestComposeHealthAndDependencies(t *testing.T) {
 
 	// The startup order docs/DEPLOY.md describes.
 	wantDeps := map[string]map[string]string{
-		"migrate":     {"postgres": types.ServiceConditionHealthy},
-		"memory":      {"postgres": types.ServiceConditionHealthy, "migrate": types.ServiceConditionCompletedSuccessfully},
-		"composer":    {"memory": types.ServiceConditionHealthy},
+		"migrate":  {"postgres": types.ServiceConditionHealthy},
+		"memory":   {"postgres": types.ServiceConditionHealthy, "migrate": types.ServiceConditionCompletedSuccessfully},
+		"composer": {"memory": types.ServiceConditionHealthy},
 		// No service may create the NATS resources: the provisioning job has made them before the bus and runner start.
 		"nats-provision": {"nats": types.ServiceConditionHealthy},
 		"bus":            {"nats": types.ServiceConditionHealthy, "nats-provision": types.ServiceConditionCompletedSuccessfully},
 		"runner":         {"memory": types.ServiceConditionHealthy, "composer": types.ServiceConditionHealthy, "bus": types.ServiceConditionHealthy, "nats": types.ServiceConditionHealthy, "nats-provision": types.ServiceConditionCompletedSuccessfully, "spacemolt-sim": types.ServiceConditionHealthy, "ollama-pull": types.ServiceConditionCompletedSuccessfully},
-		"ollama-pull": {"ollama": types.ServiceConditionHealthy},
-		"seed":        {"runner": types.ServiceConditionHealthy, "bus": types.ServiceConditionHealthy},
+		"ollama-pull":    {"ollama": types.ServiceConditionHealthy},
+		"seed":           {"runner": types.ServiceConditionHealthy, "bus": types.ServiceConditionHealthy},
 	}
 	for name, deps := range wantDeps {
 		for dep, cond := range deps {
