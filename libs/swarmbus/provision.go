@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -79,10 +80,17 @@ func Provision(ctx context.Context, url string, opts ProvisionOptions) ([]Provis
 	if opts.LeaseTTL == 0 {
 		opts.LeaseTTL = DefaultLeaseTTL
 	}
-	var done []Provisioned
+	var (
+		mu   sync.Mutex // a reconnection re-ensures on another goroutine
+		done []Provisioned
+	)
 	o := Options{Name: cmp.Or(opts.Name, "zoea-provision"), Logger: opts.Logger, Swarm: opts.Swarm, Replicas: opts.Replicas,
 		LeaseTTL: opts.LeaseTTL, CredsFile: opts.CredsFile, Role: opts.Part,
-		record: func(p Provisioned) { done = append(done, p) }}
+		record: func(p Provisioned) {
+			mu.Lock()
+			done = append(done, p)
+			mu.Unlock()
+		}}
 	switch opts.Part {
 	case RoleBus:
 		o.inboxRole = RoleProvisionBus
@@ -94,12 +102,13 @@ func Provision(ctx context.Context, url string, opts ProvisionOptions) ([]Provis
 		return nil, provisionRefusal(err)
 	}
 	defer b.Close()
+	var cerr error
 	if opts.Part != RoleRunner {
-		if _, err := b.ensureConsumer(ctx, ConsumerOptions{}); err != nil {
-			return done, provisionRefusal(err)
-		}
+		_, cerr = b.ensureConsumer(ctx, ConsumerOptions{})
 	}
-	return done, nil
+	mu.Lock()
+	defer mu.Unlock()
+	return slices.Clone(done), provisionRefusal(cerr)
 }
 
 // provisionRefusal turns the services' "run zoea nats provision" into what the provisioning user lacks.
