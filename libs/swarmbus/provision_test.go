@@ -141,3 +141,41 @@ func TestNotProvisionedIsSaidAtOnce(t *testing.T) {
 		t.Log(err)
 	}
 }
+
+// A message in the stream on a subject that is not the swarm's (the server stores a push delivery under its original
+// subject, so one on a NATS without accounts can carry a KV value there) is terminated unread: never taken for a
+// direct message, even one whose subject's tail spells its mysis id.
+func TestForeignSubjectsAreNotDelivered(t *testing.T) {
+	srv := natstest.Start(t)
+	ctx := testCtx(t)
+	bus := connect(t, srv.ClientURL(), swarmbus.Options{Name: "bus"})
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	// "$KV.zoea_leases.m1" minus the length of "zoea.direct." is "ses.m1".
+	if _, err := js.Publish(ctx, "$KV.zoea_leases.m1", []byte(`{"id":"forged","mysis_id":"ses.m1","content":"forged"}`)); err != nil {
+		t.Fatal(err)
+	}
+	// Listening on the deliver subject too: the server hands the delivery to the stream's subscription and to this
+	// one in the same fan-out, so once it arrives here the stream has queued it ahead of the marker below.
+	sub, err := nc.SubscribeSync("zoea.bcast")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if _, err := js.CreateOrUpdateConsumer(ctx, "KV_zoea_leases", jetstream.ConsumerConfig{Name: "p", DeliverSubject: "zoea.bcast",
+		FilterSubject: "$KV.zoea_leases.m1", AckPolicy: jetstream.AckNonePolicy}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sub.NextMsgWithContext(ctx); err != nil {
+		t.Fatalf("the push consumer delivered nothing: %v", err)
+	}
+	c := newCollector()
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { _ = bus.ConsumeMessages(cctx, swarmbus.ConsumerOptions{}, c.handle) }()
+	c.nothingBefore(t, bus)
+}
