@@ -25,6 +25,7 @@ type composeService struct {
 var composeServices = map[string]composeService{
 	"postgres":       {},
 	"nats":           {},
+	"nats-provision": {oneShot: true},
 	"migrate":        {oneShot: true},
 	"seed":           {oneShot: true},
 	"web":            {},
@@ -197,13 +198,15 @@ func TestComposeHealthAndDependencies(t *testing.T) {
 
 	// The startup order docs/DEPLOY.md describes.
 	wantDeps := map[string]map[string]string{
-		"migrate":     {"postgres": types.ServiceConditionHealthy},
-		"memory":      {"postgres": types.ServiceConditionHealthy, "migrate": types.ServiceConditionCompletedSuccessfully},
-		"composer":    {"memory": types.ServiceConditionHealthy},
-		"bus":         {"nats": types.ServiceConditionHealthy},
-		"runner":      {"memory": types.ServiceConditionHealthy, "composer": types.ServiceConditionHealthy, "bus": types.ServiceConditionHealthy, "nats": types.ServiceConditionHealthy, "spacemolt-sim": types.ServiceConditionHealthy, "ollama-pull": types.ServiceConditionCompletedSuccessfully},
-		"ollama-pull": {"ollama": types.ServiceConditionHealthy},
-		"seed":        {"runner": types.ServiceConditionHealthy, "bus": types.ServiceConditionHealthy},
+		"migrate":  {"postgres": types.ServiceConditionHealthy},
+		"memory":   {"postgres": types.ServiceConditionHealthy, "migrate": types.ServiceConditionCompletedSuccessfully},
+		"composer": {"memory": types.ServiceConditionHealthy},
+		// No service may create the NATS resources: the provisioning job has made them before the bus and runner start.
+		"nats-provision": {"nats": types.ServiceConditionHealthy},
+		"bus":            {"nats": types.ServiceConditionHealthy, "nats-provision": types.ServiceConditionCompletedSuccessfully},
+		"runner":         {"memory": types.ServiceConditionHealthy, "composer": types.ServiceConditionHealthy, "bus": types.ServiceConditionHealthy, "nats": types.ServiceConditionHealthy, "nats-provision": types.ServiceConditionCompletedSuccessfully, "spacemolt-sim": types.ServiceConditionHealthy, "ollama-pull": types.ServiceConditionCompletedSuccessfully},
+		"ollama-pull":    {"ollama": types.ServiceConditionHealthy},
+		"seed":           {"runner": types.ServiceConditionHealthy, "bus": types.ServiceConditionHealthy},
 	}
 	for name, deps := range wantDeps {
 		for dep, cond := range deps {
@@ -272,6 +275,33 @@ func TestComposeZoeaServices(t *testing.T) {
 		t.Error("migrate and memory use different ZOEA_DATABASE_URLs")
 	}
 	checkZoeaImage(t, root, p.Services["zoea"], "zoea")
+
+	// The NATS provisioning job: the CLI image running `zoea nats provision`, in the default profile, with the
+	// bus's and the runners' settings (it reads none of the admin token or the secret key).
+	prov := p.Services["nats-provision"]
+	checkZoeaImage(t, root, prov, "zoea")
+	checkHardening(t, prov)
+	if len(prov.Profiles) != 0 {
+		t.Errorf("nats-provision runs only with profiles %v; plain `docker compose up` must run it", prov.Profiles)
+	}
+	if !slices.Equal(prov.Command, types.ShellCommand{"nats", "provision"}) {
+		t.Errorf("nats-provision command %v, want [nats provision]", prov.Command)
+	}
+	if prov.Image != p.Services["zoea"].Image {
+		t.Errorf("nats-provision runs image %s, the cli profile %s: they must be the same build", prov.Image, p.Services["zoea"].Image)
+	}
+	for _, k := range []string{"ZOEA_SWARM", "ZOEA_NATS_REPLICAS", "ZOEA_LEASE_TTL"} {
+		for _, svc := range []string{"bus", "runner"} {
+			if envValue(prov, k) != envValue(p.Services[svc], k) {
+				t.Errorf("nats-provision %s=%q, %s has %q: provisioning must use the services' settings", k, envValue(prov, k), svc, envValue(p.Services[svc], k))
+			}
+		}
+	}
+	for _, k := range []string{"ZOEA_ADMIN_TOKEN", "ZOEA_SECRET_KEY"} {
+		if envValue(prov, k) != "" {
+			t.Errorf("nats-provision gets %s, which it does not use", k)
+		}
+	}
 
 	// The seed job is what makes a plain `docker compose up` play: the CLI image running seed-demo, the command
 	// zoea dev runs, in the default profile, against the compose services.

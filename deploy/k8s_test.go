@@ -386,7 +386,11 @@ func TestK8sConfigAndSecrets(t *testing.T) {
 				if cmRef != cm.Name {
 					t.Errorf("%s/%s: envFrom ConfigMap %q, want %q", w.kind, w.name, cmRef, cm.Name)
 				}
-				if !strings.HasPrefix(secretRef, "zoea-secrets") {
+				if _, ok := noSharedSecrets[w.name]; ok {
+					if secretRef != "" {
+						t.Errorf("%s/%s: envFrom Secret %q, which it does not use (%s)", w.kind, w.name, secretRef, noSharedSecrets[w.name])
+					}
+				} else if !strings.HasPrefix(secretRef, "zoea-secrets") {
 					t.Errorf("%s/%s: envFrom Secret %q, want zoea-secrets", w.kind, w.name, secretRef)
 				} else if m.overlay == "overlays/dev" && m.secrets[secretRef] == nil {
 					t.Errorf("%s/%s: Secret %s is not in the dev build", w.kind, w.name, secretRef)
@@ -547,6 +551,47 @@ func TestK8sRunnerScaling(t *testing.T) {
 			}
 			if pdb.Spec.MaxUnavailable == nil {
 				t.Errorf("PDB %s: use maxUnavailable, which never blocks drains at one replica", name)
+			}
+		}
+	})
+}
+
+// noSharedSecrets are the workloads that get none of zoea-secrets, and why.
+var noSharedSecrets = map[string]string{
+	"nats-provision": "it needs only its NATS URLs, from Secret zoea-nats; no admin token or secret key",
+}
+
+// The NATS provisioning Job runs `zoea nats provision` from the CLI image with the bus's and the runners' settings
+// (zoea-config) and the provisioning users' URLs from Secret zoea-nats, and is retried while NATS starts.
+func TestK8sNATSProvisionJob(t *testing.T) {
+	forEachOverlay(t, func(t *testing.T, m *manifests) {
+		job := m.jobs["nats-provision"]
+		if job == nil {
+			t.Fatal("no nats-provision Job")
+		}
+		c := job.Spec.Template.Spec.Containers[0]
+		if web := m.deployments[webConsole.name].Spec.Template.Spec.Containers[0]; c.Image != web.Image {
+			t.Errorf("nats-provision Job image %s, the CLI's (web) %s: they must match", c.Image, web.Image)
+		}
+		if !slices.Equal(c.Args, []string{"nats", "provision"}) || len(c.Command) != 0 {
+			t.Errorf("nats-provision Job runs command %v args %v, want the image entrypoint with [nats provision]", c.Command, c.Args)
+		}
+		if rp := job.Spec.Template.Spec.RestartPolicy; rp != corev1.RestartPolicyOnFailure && rp != corev1.RestartPolicyNever {
+			t.Errorf("nats-provision Job restartPolicy %s", rp)
+		}
+		if job.Spec.BackoffLimit == nil || *job.Spec.BackoffLimit < 3 {
+			t.Error("nats-provision Job needs retries: NATS may still be starting")
+		}
+		for key, env := range map[string]string{"provision-bus-url": "ZOEA_NATS_PROVISION_BUS_URL", "provision-runner-url": "ZOEA_NATS_PROVISION_RUNNER_URL"} {
+			e := containerEnvVar(c, env)
+			if e == nil || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil || !strings.HasPrefix(e.ValueFrom.SecretKeyRef.Name, "zoea-nats") || e.ValueFrom.SecretKeyRef.Key != key {
+				t.Errorf("nats-provision %s must come from Secret zoea-nats key %s, got %+v", env, key, e)
+			}
+		}
+		// The same settings as the services it provisions for (ZOEA_SWARM, ZOEA_NATS_REPLICAS, ZOEA_LEASE_TTL).
+		for _, svc := range []string{"bus", "runner"} {
+			if fmt.Sprint(c.EnvFrom) != fmt.Sprint(m.deployments[svc].Spec.Template.Spec.Containers[0].EnvFrom[:1]) {
+				t.Errorf("nats-provision envFrom %v, %s's settings come from %v", c.EnvFrom, svc, m.deployments[svc].Spec.Template.Spec.Containers[0].EnvFrom)
 			}
 		}
 	})

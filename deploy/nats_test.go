@@ -22,9 +22,22 @@ import (
 // natsUsers are the services that connect to NATS, each as the user of its own name.
 var natsUsers = []string{"bus", "runner"}
 
+// natsProvisionUsers are the provisioning users of the two accounts, by the variable of the nats-provision job's
+// URL that carries each.
+var natsProvisionUsers = map[string]string{
+	"ZOEA_NATS_PROVISION_BUS_URL":    "provision-bus",
+	"ZOEA_NATS_PROVISION_RUNNER_URL": "provision-runner",
+}
+
+// allNATSUsers are every user deploy/nats/nats.conf has.
+var allNATSUsers = []string{"bus", "runner", "provision-bus", "provision-runner"}
+
 const natsConf = "deploy/nats/nats.conf"
 
-func natsPasswordVar(user string) string { return "ZOEA_NATS_" + strings.ToUpper(user) + "_PASSWORD" }
+// natsPasswordVar is the server variable of user's password (the '-' of provision-bus as '_').
+func natsPasswordVar(user string) string {
+	return "ZOEA_NATS_" + strings.ToUpper(strings.ReplaceAll(user, "-", "_")) + "_PASSWORD"
+}
 
 // nats-server itself checks the config (-t): the server the deployments run (the nats:2-alpine image, a current
 // 2.x), built here from the version libs/testsupport/natstest pins, since the config uses settings older servers reject
@@ -33,7 +46,7 @@ func TestNATSConfigAcceptedByServer(t *testing.T) {
 	bin := natsServerBinary(t)
 	conf := filepath.Join(repoRoot(t), natsConf)
 	env := os.Environ()
-	for _, u := range natsUsers {
+	for _, u := range allNATSUsers {
 		env = append(env, natsPasswordVar(u)+"=test-"+u)
 	}
 	cmd := exec.Command(bin, "-t", "-c", conf)
@@ -168,8 +181,8 @@ func TestNATSConfigCopiesIdentical(t *testing.T) {
 	if !bytes.Equal(a, b) {
 		t.Errorf("deploy/k8s/overlays/dev/nats.conf differs from %s: copy it", natsConf)
 	}
-	for _, u := range natsUsers {
-		if !strings.Contains(string(a), "user: "+u) || !strings.Contains(string(a), "$"+natsPasswordVar(u)) {
+	for _, u := range allNATSUsers {
+		if !strings.Contains(string(a), "user: "+u+"\n") || !strings.Contains(string(a), "$"+natsPasswordVar(u)) {
 			t.Errorf("%s lacks user %s with password $%s", natsConf, u, natsPasswordVar(u))
 		}
 	}
@@ -178,7 +191,8 @@ func TestNATSConfigCopiesIdentical(t *testing.T) {
 // Compose: NATS runs with the config and the passwords; the bus and the runner connect as their own users with the
 // same passwords; no other service connects; overriding a password changes server and client together.
 func TestComposeNATSAuth(t *testing.T) {
-	for _, env := range []map[string]string{nil, {"ZOEA_NATS_BUS_PASSWORD": "own-bus", "ZOEA_NATS_RUNNER_PASSWORD": "own-runner"}} {
+	for _, env := range []map[string]string{nil, {"ZOEA_NATS_BUS_PASSWORD": "own-bus", "ZOEA_NATS_RUNNER_PASSWORD": "own-runner",
+		"ZOEA_NATS_PROVISION_BUS_PASSWORD": "own-pb", "ZOEA_NATS_PROVISION_RUNNER_PASSWORD": "own-pr"}} {
 		p := loadCompose(t, env, "*")
 		nats := p.Services["nats"]
 		if !slices.Contains(nats.Command, "--config") || !slices.Contains(nats.Command, "/etc/nats/nats.conf") {
@@ -218,6 +232,24 @@ func TestComposeNATSAuth(t *testing.T) {
 			}
 			if env != nil && pw != env[natsPasswordVar(name)] {
 				t.Errorf("%s: %s=%q does not reach its URL (password %q)", name, natsPasswordVar(name), env[natsPasswordVar(name)], pw)
+			}
+		}
+		// The provisioning job connects as the two provisioning users, with the passwords the server reads.
+		prov := p.Services["nats-provision"]
+		for urlVar, user := range natsProvisionUsers {
+			u, err := url.Parse(envValue(prov, urlVar))
+			if err != nil {
+				t.Errorf("nats-provision %s: %v", urlVar, err)
+				continue
+			}
+			pw, ok := u.User.Password()
+			want := envValue(nats, natsPasswordVar(user))
+			if u.User.Username() != user || !ok || pw == "" || pw != want || u.Host != "nats:4222" {
+				t.Errorf("nats-provision %s has user %q password %q host %s, want user %s with the nats service's %s (%q) at nats:4222",
+					urlVar, u.User.Username(), pw, u.Host, user, natsPasswordVar(user), want)
+			}
+			if env != nil && pw != env[natsPasswordVar(user)] {
+				t.Errorf("nats-provision: %s=%q does not reach %s", natsPasswordVar(user), env[natsPasswordVar(user)], urlVar)
 			}
 		}
 	}
@@ -283,22 +315,27 @@ func TestK8sNATSAuth(t *testing.T) {
 		if cm := m.configMaps[cfgMap]; cm == nil || cm.Data["nats.conf"] != string(want) {
 			t.Errorf("dev NATS does not mount %s at /etc/nats (ConfigMap %q)", natsConf, cfgMap)
 		}
-		for _, user := range natsUsers {
+		provURLs := map[string]string{"provision-bus": "provision-bus-url", "provision-runner": "provision-runner-url"}
+		for _, user := range allNATSUsers {
 			pwVar := natsPasswordVar(user)
 			e := containerEnvVar(c, pwVar)
 			if e == nil || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil || e.ValueFrom.SecretKeyRef.Name != secret.Name || e.ValueFrom.SecretKeyRef.Key != pwVar {
 				t.Errorf("dev NATS: %s must come from Secret %s, got %+v", pwVar, secret.Name, e)
 			}
-			u, err := url.Parse(secretValue(secret, user+"-url"))
+			key := user + "-url"
+			if k, ok := provURLs[user]; ok {
+				key = k
+			}
+			u, err := url.Parse(secretValue(secret, key))
 			if err != nil {
-				t.Errorf("zoea-nats %s-url: %v", user, err)
+				t.Errorf("zoea-nats %s: %v", key, err)
 				continue
 			}
 			pw, _ := u.User.Password()
 			if u.User.Username() != user || pw == "" || pw != secretValue(secret, pwVar) {
-				t.Errorf("zoea-nats %s-url has user %q password %q, want user %s with %s", user, u.User.Username(), pw, user, pwVar)
+				t.Errorf("zoea-nats %s has user %q password %q, want user %s with %s", key, u.User.Username(), pw, user, pwVar)
 			}
-			checkServicePort(t, m, user+"-url", u.Hostname(), u.Port())
+			checkServicePort(t, m, key, u.Hostname(), u.Port())
 		}
 	})
 }

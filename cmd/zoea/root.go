@@ -58,7 +58,7 @@ func newRoot(version string) *cobra.Command {
 	root.AddCommand(
 		listCmd(ep), getCmd(ep), createCmd(ep), startCmd(ep), stopCmd(ep), deleteCmd(ep), configureCmd(ep),
 		broadcastCmd(ep), sendCmd(ep), searchCmd(ep), previewCmd(ep), watchCmd(ep), historyCmd(ep),
-		tuiCmd(ep), webCmd(ep), devCmd(), seedDemoCmd(ep), usageCmd(ep), limitsCmd(ep),
+		tuiCmd(ep), webCmd(ep), devCmd(), seedDemoCmd(ep), usageCmd(ep), limitsCmd(ep), natsCmd(),
 	)
 	return root
 }

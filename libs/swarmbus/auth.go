@@ -51,16 +51,23 @@ type SubjectPermissions struct {
 	PublishAllow, PublishDeny, SubscribeAllow []string
 }
 
-// Roles: which of a swarm's NATS resources a process ensures and uses (Options.Role), matching its NATS user's
-// permissions (PermissionsFor).
+// Roles: which of a swarm's NATS resources a process uses (Options.Role), matching its NATS user's permissions
+// (PermissionsFor), and the provisioning step's two users (Provision), which alone may create or change them.
 const (
 	// RoleBus publishes broadcasts and direct messages into the message stream, delivers them through the durable
-	// consumer, wakes runners and watches events. It creates and reconciles the message stream and the consumer,
-	// and never touches the lease and status buckets.
+	// consumer, wakes runners and watches events. It never touches the lease and status buckets, and on a NATS with
+	// Zoea's authorization it cannot create or change the stream or the consumer either: Provision does.
 	RoleBus = "bus"
-	// RoleRunner holds leases, writes statuses, publishes wakes and events and listens for wakes. It creates and
-	// reconciles the two buckets, and never touches the message stream.
+	// RoleRunner holds leases, writes statuses, publishes wakes and events and listens for wakes. It never touches
+	// the message stream, and on a NATS with Zoea's authorization it cannot create or change the buckets: Provision
+	// does.
 	RoleRunner = "runner"
+	// RoleProvisionBus is the provisioning user of the bus's account: it creates and reconciles the message stream
+	// and its delivery consumer (Provision with Part RoleBus), and uses nothing.
+	RoleProvisionBus = "provision-bus"
+	// RoleProvisionRunner is the provisioning user of the runners' account: it creates and reconciles the lease and
+	// status buckets (Provision with Part RoleRunner), and uses nothing.
+	RoleProvisionRunner = "provision-runner"
 )
 
 // InboxPrefix is the prefix of the reply subjects (JetStream API answers, KV watch deliveries) of a process of
@@ -73,7 +80,7 @@ func InboxPrefix(n Names, role string) string {
 	return "_INBOX." + strings.TrimSuffix(n.Broadcast, ".bcast") + "." + role
 }
 
-// Permissions are the least subject permissions of each Zoea service of the default swarm, for a NATS
+// Permissions are the least subject permissions of each Zoea NATS user of the default swarm, for a NATS
 // authorization config (see docs/OPERATIONS.md); PermissionsFor gives a named swarm's.
 var Permissions = mustPermissions("")
 
@@ -85,14 +92,26 @@ func mustPermissions(swarm string) map[string]SubjectPermissions {
 	return p
 }
 
-// PermissionsFor returns the least subject permissions of each Zoea service of swarm (Options.Swarm), keyed by role
-// ("bus", "runner"): an allow list of exactly the subjects each uses, JetStream's API named per stream and consumer.
-// The bus may manage the message stream and its delivery consumer and nothing else of JetStream; a runner may
-// manage and use the two KV buckets and nothing else, so it cannot reconfigure, read, purge or delete the message
-// stream or its consumer, nor create streams (e.g. one capturing events). What a runner can still do with its
-// buckets' configuration it could do to their data anyway: they are the runners' own state. Each role receives
-// replies on its own inbox prefix (InboxPrefix). Swarms are kept apart the same way: one swarm's users reach none
-// of another swarm's resources.
+// PermissionsFor returns the least subject permissions of each Zoea NATS user of swarm (Options.Swarm), keyed by
+// role (RoleBus, RoleRunner, RoleProvisionBus, RoleProvisionRunner): an allow list of exactly the subjects each
+// uses, JetStream's API named per stream and consumer.
+//
+// No service may create, update or delete a stream or a bucket: a user that may update a stream's config can add
+// a republish, a source, a mirror or a subject to it, or shrink its limits, and so forge or read what other
+// services trust. The provisioning users create and reconcile them at deploy time (Provision, `zoea nats
+// provision`). The bus uses the message stream and the provisioned delivery consumer (it may not create one:
+// a consumer's config could name any deliver subject) and nothing of the buckets; a runner uses the two buckets
+// (gets, writes, and watches, which are ordered push consumers it creates) and nothing of the message stream.
+//
+// Allow lists alone cannot keep one service's data out of the other's stream: a reply subject is the requester's
+// choice, and JetStream answers a direct get, a publish or a pull by sending to it, so a runner asking for its own
+// KV value with the reply subject of a broadcast would have the server publish a forged broadcast into the message
+// stream, and a runner's push consumer can name such a subject as its deliver subject. The two services therefore
+// live in NATS accounts of their own (AccountsFor): what the server sends on a runner's behalf stays in the
+// runners' account, which holds no stream of the bus's, and the accounts share only the wakes (bus → runners) and
+// the events (runners → bus), which each side may publish anyway. Each role receives replies on its own inbox
+// prefix (InboxPrefix). Swarms are kept apart the same way: one swarm's users reach none of another swarm's
+// resources.
 func PermissionsFor(swarm string) (map[string]SubjectPermissions, error) {
 	n, err := NamesFor(swarm)
 	if err != nil {
@@ -101,29 +120,37 @@ func PermissionsFor(swarm string) (map[string]SubjectPermissions, error) {
 	const api = "$JS.API."
 	stream, consumer := n.Stream, n.Consumer
 	bus := []string{n.Broadcast, n.DirectPrefix + ">", n.WakePrefix + ">", n.EventPrefix + ">",
-		api + "STREAM.INFO." + stream, api + "STREAM.CREATE." + stream, api + "STREAM.UPDATE." + stream,
-		api + "CONSUMER.CREATE." + stream + "." + consumer, api + "CONSUMER.INFO." + stream + "." + consumer,
+		api + "STREAM.INFO." + stream,
+		api + "CONSUMER.INFO." + stream + "." + consumer,
 		api + "CONSUMER.MSG.NEXT." + stream + "." + consumer,
 		"$JS.ACK." + stream + "." + consumer + ".>",
 	}
-	runner := []string{n.WakePrefix + ">", n.EventPrefix + ">",
-		// Account info: the KV client checks the server's API level before creating or updating a bucket.
+	provisionBus := []string{
+		// Account info: the client checks the server's API level before it creates or updates.
 		api + "INFO",
+		api + "STREAM.INFO." + stream, api + "STREAM.CREATE." + stream, api + "STREAM.UPDATE." + stream,
+		api + "CONSUMER.INFO." + stream + "." + consumer, api + "CONSUMER.CREATE." + stream + "." + consumer,
 	}
+	runner := []string{n.WakePrefix + ">", n.EventPrefix + ">"}
+	provisionRunner := []string{api + "INFO"}
 	for _, bucket := range []string{n.LeaseBucket, n.StatusBucket} {
 		kv := "KV_" + bucket
 		runner = append(runner,
-			api+"STREAM.INFO."+kv, api+"STREAM.CREATE."+kv, api+"STREAM.UPDATE."+kv,
+			api+"STREAM.INFO."+kv,
 			// Reads: direct gets (by key, or by sequence) and, on a bucket without direct access, the stream's get.
 			api+"DIRECT.GET."+kv, api+"DIRECT.GET."+kv+".>", api+"STREAM.MSG.GET."+kv,
-			// Watches: an ordered push consumer (created by name and filter, or unnamed on older servers), its
-			// flow control replies, and its deletion when the watch ends.
-			api+"CONSUMER.CREATE."+kv, api+"CONSUMER.CREATE."+kv+".>", api+"CONSUMER.INFO."+kv+".>",
+			// Watches: an ordered push consumer, created by name and filter (NATS 2.9+), the filter always one of
+			// the bucket's keys (a consumer filtered on another stream's subjects is refused); its flow control
+			// replies, and its deletion when the watch ends. Its deliver subject is the runner's choice, which is
+			// why the runners have an account of their own.
+			api+"CONSUMER.CREATE."+kv+".*.$KV."+bucket+".>", api+"CONSUMER.INFO."+kv+".>",
 			api+"CONSUMER.DELETE."+kv+".>", "$JS.FC."+kv+".>",
 			// Writes: put, create, update, delete of keys.
 			"$KV."+bucket+".>",
 		)
+		provisionRunner = append(provisionRunner, api+"STREAM.INFO."+kv, api+"STREAM.CREATE."+kv, api+"STREAM.UPDATE."+kv)
 	}
+	own := func(role string) []string { return []string{InboxPrefix(n, role) + ".>"} }
 	return map[string]SubjectPermissions{
 		RoleBus: {
 			PublishAllow:   bus,
@@ -133,5 +160,59 @@ func PermissionsFor(swarm string) (map[string]SubjectPermissions, error) {
 			PublishAllow:   runner,
 			SubscribeAllow: []string{n.WakePrefix + ">", InboxPrefix(n, RoleRunner) + ".>"},
 		},
+		RoleProvisionBus:    {PublishAllow: provisionBus, SubscribeAllow: own(RoleProvisionBus)},
+		RoleProvisionRunner: {PublishAllow: provisionRunner, SubscribeAllow: own(RoleProvisionRunner)},
+	}, nil
+}
+
+// Account is one of the two NATS accounts of a swarm on a NATS with Zoea's authorization (deploy/nats/nats.conf):
+// its name, the roles whose users belong to it (keys of PermissionsFor) and the subjects it shares with the other
+// account as stream exports and imports.
+type Account struct {
+	Name string
+	// Roles are the users of the account, by role.
+	Roles []string
+	// Exports are subjects exported, as streams, to the other account only.
+	Exports []string
+	// Imports are the other account's exports this account takes, on the same subjects.
+	Imports []Import
+}
+
+// Import is a stream import: Subject of Account, seen under the same subject.
+type Import struct {
+	Account, Subject string
+}
+
+// Accounts are the NATS accounts of the default swarm (AccountsFor).
+var Accounts = mustAccounts("")
+
+func mustAccounts(swarm string) []Account {
+	a, err := AccountsFor(swarm)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+// AccountsFor returns the two NATS accounts of swarm: the bus's (ZOEA_BUS; ZOEA_<SWARM>_BUS for a named swarm),
+// holding the message stream and its consumer, with the bus and its provisioning user; and the runners'
+// (ZOEA_RUNNER, ZOEA_<SWARM>_RUNNER), holding the lease and status buckets, with the runner and its provisioning
+// user. The bus's account exports the wakes to the runners'; the runners' exports the events to the bus's. See
+// PermissionsFor for why they are apart.
+func AccountsFor(swarm string) ([]Account, error) {
+	n, err := NamesFor(swarm)
+	if err != nil {
+		return nil, err
+	}
+	prefix := "ZOEA_"
+	if swarm != "" {
+		prefix += strings.ToUpper(swarm) + "_"
+	}
+	busAcc, runnerAcc := prefix+"BUS", prefix+"RUNNER"
+	return []Account{
+		{Name: busAcc, Roles: []string{RoleBus, RoleProvisionBus}, Exports: []string{n.WakePrefix + ">"},
+			Imports: []Import{{Account: runnerAcc, Subject: n.EventPrefix + ">"}}},
+		{Name: runnerAcc, Roles: []string{RoleRunner, RoleProvisionRunner}, Exports: []string{n.EventPrefix + ">"},
+			Imports: []Import{{Account: busAcc, Subject: n.WakePrefix + ">"}}},
 	}, nil
 }

@@ -63,6 +63,21 @@ func (v *violations) take() []string {
 	return out
 }
 
+// provisionAs provisions swarm on host as its two provisioning users (password <user>-secret), with leaseTTL.
+func provisionAs(t *testing.T, ctx context.Context, host, swarm string, leaseTTL time.Duration) []swarmbus.Provisioned {
+	t.Helper()
+	var all []swarmbus.Provisioned
+	for part, user := range map[string]string{swarmbus.RoleBus: swarmbus.RoleProvisionBus, swarmbus.RoleRunner: swarmbus.RoleProvisionRunner} {
+		done, err := swarmbus.Provision(ctx, fmt.Sprintf("nats://%s:%s-secret@%s", user, user, host), swarmbus.ProvisionOptions{
+			Part: part, Swarm: swarm, LeaseTTL: leaseTTL, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatalf("provision %s as %s: %v", part, user, err)
+		}
+		all = append(all, done...)
+	}
+	return all
+}
+
 func connectAs(ctx context.Context, host, user string, opts swarmbus.Options) (*swarmbus.Bus, error) {
 	url := "nats://" + host
 	if user != "" {
@@ -92,6 +107,21 @@ func TestNATSAuthorization(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "ZOEA_NATS_CREDS") {
 		t.Fatalf("anonymous connect: %v, want a refusal naming the settings", err)
 	}
+
+	// Before provisioning, each service finds its resources missing, may not create them, and says so at once
+	// (not when its Connect deadline ends), naming the command that would.
+	for _, user := range []string{"bus", "runner"} {
+		start := time.Now()
+		_, err := connectAs(ctx, host, user, swarmbus.Options{Name: user})
+		if !errors.Is(err, swarmbus.ErrNotProvisioned) || !strings.Contains(err.Error(), "zoea nats provision") {
+			t.Fatalf("%s on an unprovisioned NATS: %v, want ErrNotProvisioned naming zoea nats provision", user, err)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("%s took %s to say it is not provisioned", user, d)
+		}
+	}
+	viol.take() // the refused creates
+	provisionAs(t, ctx, host, "", 3*time.Second)
 
 	// A runner may start before the bus: it needs nothing of the bus's.
 	runner, err := connectAs(ctx, host, "runner", swarmbus.Options{Name: "runner", LeaseTTL: 3 * time.Second})
@@ -389,6 +419,7 @@ func TestNATSAuthorizationOfANamedSwarm(t *testing.T) {
 	host, _ := authServerFor(t, perms)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	provisionAs(t, ctx, host, "alpha", 0)
 	bus, err := connectAs(ctx, host, "bus", swarmbus.Options{Name: "bus", Swarm: "alpha"})
 	if err != nil {
 		t.Fatalf("bus credentials in swarm alpha: %v", err)

@@ -1,10 +1,13 @@
 package swarmbus
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,7 +87,17 @@ type Options struct {
 	// (PermissionsFor): the bus the message stream and its consumer, a runner the two buckets; replies come on the
 	// role's own inbox prefix (InboxPrefix). Empty: everything, on the shared "_INBOX" (tools and tests against a
 	// server without authorization).
+	//
+	// Whatever the role, a process only looks at a resource unless it is missing or differs from its settings;
+	// only then does it try to create or update it, which a NATS without authorization (make dev, most tests)
+	// allows and one with Zoea's refuses: there Connect fails with ErrNotProvisioned, whose sentence names
+	// `zoea nats provision` (Provision).
 	Role string
+
+	// inboxRole, when set, replaces Role in the inbox prefix (Provision connects as a provisioning user).
+	inboxRole string
+	// record receives what ensure found and did to each resource (Provision's report).
+	record func(Provisioned)
 }
 
 func (o *Options) setDefaults() {
@@ -135,6 +148,9 @@ type Bus struct {
 	// reconnectCh is closed (and replaced) after each reconnection, once the stream and buckets are ensured
 	// again: watchers restart on it, since a watch of a bucket that the server lost and recreated stalls.
 	reconnectCh chan struct{}
+	// onViolation are told of every permission violation the server reports on this connection (see change).
+	onViolation map[int]func(error)
+	nextWatch   int
 }
 
 // Connect connects to url and ensures the message stream and the lease and status buckets exist. The connection reconnects
@@ -190,13 +206,16 @@ func Connect(ctx context.Context, url string, opts Options) (*Bus, error) {
 				subject = sub.Subject
 			}
 			b.log.Warn("nats async error", "subject", subject, "err", err)
+			if errors.Is(err, nats.ErrPermissionViolation) {
+				b.violated(err)
+			}
 		}),
 	}
 	if auth != nil {
 		natsOpts = append(natsOpts, auth)
 	}
-	if opts.Role != "" {
-		natsOpts = append(natsOpts, nats.CustomInboxPrefix(InboxPrefix(names, opts.Role)))
+	if role := cmp.Or(opts.inboxRole, opts.Role); role != "" {
+		natsOpts = append(natsOpts, nats.CustomInboxPrefix(InboxPrefix(names, role)))
 	}
 	nc, err := nats.Connect(url, natsOpts...)
 	if err != nil {
@@ -210,19 +229,36 @@ func Connect(ctx context.Context, url string, opts Options) (*Bus, error) {
 	}
 	for attempt := 1; ; attempt++ {
 		// Bounded per attempt: a request the server drops (a subject this user may not publish) is never answered.
+		// A refused request is said at once too (the server's permission violation cancels the attempt).
 		actx, cancel := context.WithTimeout(ctx, ensureAttemptTimeout)
+		actx, stop := b.untilViolation(actx)
 		err = ExplainNoJetStream(b.ensure(actx))
+		violation := context.Cause(actx)
+		stop()
 		cancel()
 		if err == nil {
 			break
+		}
+		if errors.Is(err, ErrNotProvisioned) {
+			nc.Close()
+			return nil, err
+		}
+		if !errors.Is(violation, nats.ErrPermissionViolation) {
+			violation = nil
 		}
 		if authRefused(nc.LastError()) || authRefused(err) {
 			nc.Close()
 			return nil, fmt.Errorf("swarmbus: NATS refused this service's credentials (set user and password or a token in ZOEA_NATS_URL, or an nkey or creds file in ZOEA_NATS_CREDS; see docs/OPERATIONS.md): %w", cmpErr(nc.LastError(), err))
 		}
-		if last := nc.LastError(); errors.Is(last, nats.ErrPermissionViolation) {
+		if last := cmpErr(violation, nc.LastError()); errors.Is(last, nats.ErrPermissionViolation) {
 			nc.Close()
-			return nil, fmt.Errorf("swarmbus: this service's NATS user may not use the swarm's stream or buckets (give it swarmbus.PermissionsFor(%q)[%q], docs/OPERATIONS.md; check ZOEA_SWARM): %w", names.Swarm, opts.Role, last)
+			return nil, fmt.Errorf("swarmbus: this NATS user may not use the swarm's stream or buckets (give it swarmbus.PermissionsFor(%q)[%q], docs/OPERATIONS.md; check ZOEA_SWARM): %w", names.Swarm, cmp.Or(opts.inboxRole, opts.Role), last)
+		}
+		var apiErr *jetstream.APIError
+		if opts.record != nil && errors.As(err, &apiErr) && apiErr.Code != 503 {
+			// Provisioning: the server refused the config itself (replicas on a single server, say); no retry helps.
+			nc.Close()
+			return nil, fmt.Errorf("swarmbus: NATS refused the swarm's resources as configured: %w", err)
 		}
 		if ctx.Err() != nil {
 			nc.Close()
@@ -315,8 +351,10 @@ func (b *Bus) streamConfig() jetstream.StreamConfig {
 	}
 }
 
-// ensure creates or reconciles the stream and the lease and status buckets. The server treats a create with an identical
-// config as a no-op, so concurrent starters converge; a starter that loses a create race reads what the winner made.
+// ensure makes sure of the stream and the lease and status buckets this process's role uses: it looks at each
+// and creates or updates it only when it is missing or differs from this process's settings. The server treats a
+// create with an identical config as a no-op, so concurrent starters converge; a starter that loses a create race
+// reads what the winner made.
 func (b *Bus) ensure(ctx context.Context) error {
 	if b.opts.Role != RoleRunner {
 		if err := b.ensureStream(ctx); err != nil {
@@ -332,57 +370,200 @@ func (b *Bus) ensure(ctx context.Context) error {
 	return b.ensureStatusBucket(ctx)
 }
 
+// ErrNotProvisioned reports that a resource of the swarm is missing or differs from this process's settings and
+// its NATS user was refused when it tried to create or update it: on a NATS with Zoea's authorization only the
+// provisioning step (`zoea nats provision`, Provision) may. Errors that wrap it say which resource and what to run.
+var ErrNotProvisioned = errors.New("swarmbus: not provisioned")
+
+type provisionError struct {
+	what string
+	err  error
+}
+
+func (e *provisionError) Error() string {
+	return fmt.Sprintf("swarmbus: %s, and this service's NATS user may not create or change it: run `zoea nats provision` "+
+		"with the provisioning users and the same ZOEA_SWARM, ZOEA_NATS_REPLICAS and ZOEA_LEASE_TTL (docs/OPERATIONS.md, "+
+		"\"NATS authentication\"): %v", e.what, e.err)
+}
+
+func (e *provisionError) Is(target error) bool { return target == ErrNotProvisioned }
+func (e *provisionError) Unwrap() error        { return e.err }
+
+// change runs f, a create or update of a resource (what says which and why), and turns a refusal into
+// ErrNotProvisioned at once: the server drops a request whose subject the user may not publish and answers
+// nothing, so without this f would wait until ctx ends.
+func (b *Bus) change(ctx context.Context, what string, f func(context.Context) error) error {
+	ctx, stop := b.untilViolation(ctx)
+	defer stop()
+	err := f(ctx)
+	if err == nil {
+		return nil
+	}
+	for _, cause := range []error{context.Cause(ctx), b.nc.LastError()} {
+		if errors.Is(cause, nats.ErrPermissionViolation) && strings.Contains(cause.Error(), "Publish to \"$JS.API.") {
+			return &provisionError{what: what, err: cause}
+		}
+	}
+	if cause := context.Cause(ctx); errors.Is(cause, nats.ErrPermissionViolation) {
+		return cause
+	}
+	return err
+}
+
+// untilViolation returns ctx cancelled, with the violation as its cause, when the server reports a permission
+// violation on this connection, and a func to stop watching.
+func (b *Bus) untilViolation(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	b.mu.Lock()
+	if b.onViolation == nil {
+		b.onViolation = map[int]func(error){}
+	}
+	id := b.nextWatch
+	b.nextWatch++
+	b.onViolation[id] = func(err error) { cancel(err) }
+	b.mu.Unlock()
+	return ctx, func() {
+		b.mu.Lock()
+		delete(b.onViolation, id)
+		b.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// violated tells every watcher (untilViolation) that the server refused something of this connection.
+func (b *Bus) violated(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, f := range b.onViolation {
+		f(err)
+	}
+}
+
+// note reports what ensure found and did to a resource: Provision collects it; a service logs every change.
+func (b *Bus) note(p Provisioned) {
+	if b.opts.record != nil {
+		b.opts.record(p)
+	}
+	if p.Action != ActionUnchanged {
+		b.log.Info(p.Action+" "+p.Kind, "name", p.Name, "config", p.Detail)
+	}
+}
+
 func (b *Bus) ensureStream(ctx context.Context) error {
 	cfg := b.streamConfig()
+	detail := fmt.Sprintf("R%d", cfg.Replicas)
 	s, err := b.js.Stream(ctx, b.names.Stream)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		if _, err := b.js.CreateStream(ctx, cfg); err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		err := b.change(ctx, "the message stream "+b.names.Stream+" is missing", func(ctx context.Context) error {
+			_, err := b.js.CreateStream(ctx, cfg)
+			return err
+		})
+		if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			return fmt.Errorf("create stream %s: %w", b.names.Stream, err)
 		}
+		b.note(Provisioned{Kind: "stream", Name: b.names.Stream, Action: ActionCreated, Detail: detail})
 	case err != nil:
 		return fmt.Errorf("stream %s: %w", b.names.Stream, err)
 	default:
 		have := s.CachedInfo().Config
-		if have.Duplicates != cfg.Duplicates || have.MaxBytes != cfg.MaxBytes || have.Retention != cfg.Retention ||
-			len(have.Subjects) != len(cfg.Subjects) || have.Replicas != cfg.Replicas {
-			if _, err := b.js.UpdateStream(ctx, cfg); err != nil {
+		if diff := streamDiff(have, cfg); diff != "" {
+			err := b.change(ctx, "the message stream "+b.names.Stream+" differs ("+diff+")", func(ctx context.Context) error {
+				_, err := b.js.UpdateStream(ctx, cfg)
+				return err
+			})
+			if err != nil {
 				return fmt.Errorf("update stream %s: %w", b.names.Stream, err)
 			}
-			b.log.Info("updated stream config", "stream", b.names.Stream)
+			b.note(Provisioned{Kind: "stream", Name: b.names.Stream, Action: ActionUpdated, Detail: detail + "; was " + diff})
+		} else {
+			b.note(Provisioned{Kind: "stream", Name: b.names.Stream, Action: ActionUnchanged, Detail: detail})
 		}
 	}
 	return nil
+}
+
+// streamDiff says how the message stream's config have differs from want in what Zoea sets, or "" when it does
+// not: subjects, retention, limits, replication, and anything that would send its messages elsewhere or take
+// others in (republish, sources, mirror), which only an administrator could have added.
+func streamDiff(have, want jetstream.StreamConfig) string {
+	var d []string
+	if !slices.Equal(slices.Sorted(slices.Values(have.Subjects)), slices.Sorted(slices.Values(want.Subjects))) {
+		d = append(d, fmt.Sprintf("subjects %v, want %v", have.Subjects, want.Subjects))
+	}
+	if have.Retention != want.Retention {
+		d = append(d, fmt.Sprintf("retention %s, want %s", have.Retention, want.Retention))
+	}
+	if have.Duplicates != want.Duplicates {
+		d = append(d, fmt.Sprintf("duplicate window %s, want %s", have.Duplicates, want.Duplicates))
+	}
+	if have.MaxBytes != want.MaxBytes || have.MaxMsgs != want.MaxMsgs || have.MaxAge != want.MaxAge || have.Discard != want.Discard {
+		d = append(d, fmt.Sprintf("limits max_bytes %d max_msgs %d max_age %s discard %s, want %d %d %s %s",
+			have.MaxBytes, have.MaxMsgs, have.MaxAge, have.Discard, want.MaxBytes, want.MaxMsgs, want.MaxAge, want.Discard))
+	}
+	if have.Replicas != want.Replicas {
+		d = append(d, fmt.Sprintf("replicas %d, want %d", have.Replicas, want.Replicas))
+	}
+	if have.RePublish != nil || have.Mirror != nil || len(have.Sources) > 0 {
+		d = append(d, "republish, mirror or sources set")
+	}
+	return strings.Join(d, "; ")
 }
 
 // ensureStatusBucket creates the status bucket, or adopts an existing one, updating it only when its replication
 // differs from Options.Replicas (nothing else in its config is tuned by a deployment, and an update would only race
 // other starters).
 func (b *Bus) ensureStatusBucket(ctx context.Context) error {
-	kv, err := b.js.KeyValue(ctx, b.names.StatusBucket)
+	name := b.names.StatusBucket
+	detail := fmt.Sprintf("R%d", b.opts.Replicas)
+	kv, err := b.js.KeyValue(ctx, name)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = b.js.CreateKeyValue(ctx, b.statusBucketConfig())
+		err = b.change(ctx, "the status bucket "+name+" is missing", func(ctx context.Context) error {
+			kv, err = b.js.CreateKeyValue(ctx, b.statusBucketConfig())
+			return err
+		})
 		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = b.js.KeyValue(ctx, b.names.StatusBucket)
+			kv, err = b.js.KeyValue(ctx, name)
+		} else if err == nil {
+			b.note(Provisioned{Kind: "bucket", Name: name, Action: ActionCreated, Detail: detail})
+			kv, err = b.js.KeyValue(ctx, name)
+			if err == nil {
+				b.setStatusBucket(kv)
+				return nil
+			}
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("status bucket %s: %w", b.names.StatusBucket, err)
+		return fmt.Errorf("status bucket %s: %w", name, err)
 	}
 	st, err := kv.Status(ctx)
 	if err != nil {
-		return fmt.Errorf("status bucket %s status: %w", b.names.StatusBucket, err)
+		return fmt.Errorf("status bucket %s status: %w", name, err)
 	}
-	if have := bucketReplicas(st); have != b.opts.Replicas {
-		if kv, err = b.js.UpdateKeyValue(ctx, b.statusBucketConfig()); err != nil {
-			return fmt.Errorf("set replicas of status bucket %s to %d: %w", b.names.StatusBucket, b.opts.Replicas, err)
+	if have, tampered := bucketReplicas(st), bucketDiff(st, name, 1); have != b.opts.Replicas || tampered != "" {
+		what := fmt.Sprintf("the status bucket %s has %d replicas, this service wants %d", name, have, b.opts.Replicas)
+		if tampered != "" {
+			what = fmt.Sprintf("the status bucket %s differs (%s)", name, tampered)
 		}
-		b.log.Info("changed replicas of the bucket", "bucket", b.names.StatusBucket, "from", have, "to", b.opts.Replicas)
+		err := b.change(ctx, what, func(ctx context.Context) error {
+			kv, err = b.js.UpdateKeyValue(ctx, b.statusBucketConfig())
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("set replicas of status bucket %s to %d: %w", name, b.opts.Replicas, err)
+		}
+		b.note(Provisioned{Kind: "bucket", Name: name, Action: ActionUpdated, Detail: fmt.Sprintf("%s; was R%d %s", detail, have, tampered)})
+	} else {
+		b.note(Provisioned{Kind: "bucket", Name: name, Action: ActionUnchanged, Detail: detail})
 	}
+	b.setStatusBucket(kv)
+	return nil
+}
+
+func (b *Bus) setStatusBucket(kv jetstream.KeyValue) {
 	b.mu.Lock()
 	b.statusKV = kv
 	b.mu.Unlock()
-	return nil
 }
 
 func (b *Bus) statusBucketConfig() jetstream.KeyValueConfig {
@@ -417,55 +598,81 @@ func (b *Bus) statusBucket() (jetstream.KeyValue, error) {
 }
 
 func (b *Bus) ensureBucket(ctx context.Context) error {
+	name := b.names.LeaseBucket
 	want := b.opts.LeaseTTL
-	kv, err := b.js.KeyValue(ctx, b.names.LeaseBucket)
+	created := false
+	kv, err := b.js.KeyValue(ctx, name)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		ttl := want
 		if ttl <= 0 {
 			ttl = DefaultLeaseTTL
 		}
-		kv, err = b.js.CreateKeyValue(ctx, b.bucketConfig(ttl, true))
-		if errors.Is(err, jetstream.ErrLimitMarkerTTLNotSupported) {
-			// NATS before 2.11 (Debian 12 ships 2.9) has no expiry markers: leases still expire, but watchers do
-			// not hear of it, so runners find free leases by their periodic acquire sweep instead.
-			b.log.Warn("NATS server has no limit markers; lease expiries are found by polling", "bucket", b.names.LeaseBucket)
-			kv, err = b.js.CreateKeyValue(ctx, b.bucketConfig(ttl, false))
-		}
+		markers := true
+		err = b.change(ctx, "the lease bucket "+name+" is missing", func(ctx context.Context) error {
+			kv, err = b.js.CreateKeyValue(ctx, b.bucketConfig(ttl, true))
+			if errors.Is(err, jetstream.ErrLimitMarkerTTLNotSupported) {
+				// NATS before 2.11 (Debian 12 ships 2.9) has no expiry markers: leases still expire, but watchers do
+				// not hear of it, so runners find free leases by their periodic acquire sweep instead.
+				b.log.Warn("NATS server has no limit markers; lease expiries are found by polling", "bucket", name)
+				markers = false
+				kv, err = b.js.CreateKeyValue(ctx, b.bucketConfig(ttl, false))
+			}
+			return err
+		})
 		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = b.js.KeyValue(ctx, b.names.LeaseBucket)
+			kv, err = b.js.KeyValue(ctx, name)
+		} else if err == nil {
+			b.note(Provisioned{Kind: "bucket", Name: name, Action: ActionCreated, Detail: leaseDetail(ttl, b.opts.Replicas, markers)})
+			created = true
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("lease bucket %s: %w", b.names.LeaseBucket, err)
+		return fmt.Errorf("lease bucket %s: %w", name, err)
 	}
 	st, err := kv.Status(ctx)
 	if err != nil {
-		return fmt.Errorf("lease bucket %s status: %w", b.names.LeaseBucket, err)
+		return fmt.Errorf("lease bucket %s status: %w", name, err)
 	}
 	ttl := st.TTL()
 	newTTL := ttl
 	if want > 0 {
 		newTTL = want
 	}
+	markers := st.LimitMarkerTTL() > 0
 	// A TTL or a replication that differs from this process's setting is updated (every replica of a deployment
 	// should agree on both); the stream and the status bucket follow Options.Replicas alike.
-	if have := bucketReplicas(st); newTTL != ttl || have != b.opts.Replicas {
-		kv, err = b.js.UpdateKeyValue(ctx, b.bucketConfig(newTTL, st.LimitMarkerTTL() > 0))
+	have, tampered := bucketReplicas(st), bucketDiff(st, name, 1)
+	switch {
+	case newTTL != ttl || have != b.opts.Replicas || tampered != "":
+		what := fmt.Sprintf("the lease bucket %s has TTL %s and %d replicas, this service wants %s and %d", name, ttl, have, newTTL, b.opts.Replicas)
+		if tampered != "" {
+			what = fmt.Sprintf("the lease bucket %s differs (%s)", name, tampered)
+		}
+		err := b.change(ctx, what, func(ctx context.Context) error {
+			kv, err = b.js.UpdateKeyValue(ctx, b.bucketConfig(newTTL, markers))
+			return err
+		})
 		if err != nil {
 			return fmt.Errorf("set lease TTL to %s and replicas to %d: %w", newTTL, b.opts.Replicas, err)
 		}
-		if newTTL != ttl {
-			b.log.Warn("changed lease TTL of the bucket", "from", ttl.String(), "to", newTTL.String())
-		}
-		if have != b.opts.Replicas {
-			b.log.Info("changed replicas of the bucket", "bucket", b.names.LeaseBucket, "from", have, "to", b.opts.Replicas)
-		}
+		b.note(Provisioned{Kind: "bucket", Name: name, Action: ActionUpdated,
+			Detail: leaseDetail(newTTL, b.opts.Replicas, markers) + fmt.Sprintf("; was TTL %s, R%d %s", ttl, have, tampered)})
 		ttl = newTTL
+	case !created:
+		b.note(Provisioned{Kind: "bucket", Name: name, Action: ActionUnchanged, Detail: leaseDetail(ttl, have, markers)})
 	}
 	b.mu.Lock()
 	b.kv, b.ttl = kv, ttl
 	b.mu.Unlock()
 	return nil
+}
+
+func leaseDetail(ttl time.Duration, replicas int, markers bool) string {
+	d := fmt.Sprintf("TTL %s, R%d", ttl, replicas)
+	if !markers {
+		d += ", no expiry markers (NATS < 2.11)"
+	}
+	return d
 }
 
 func (b *Bus) bucketConfig(ttl time.Duration, markers bool) jetstream.KeyValueConfig {

@@ -71,10 +71,14 @@
 // zoea_status bucket and watches the whole bucket, so an admin call that reaches any replica can describe any
 // mysis. Statuses are observations like events, so the bucket is in memory; see Statuses.
 //
-// # Roles, permissions and replication
+// # Roles, permissions, provisioning and replication
 //
 // Options.Role splits the resources between the two services, matching their NATS users' allow lists
-// (PermissionsFor): the bus creates and reconciles the message stream and its delivery consumer, a runner the two
-// buckets, and each receives replies on its own inbox prefix (InboxPrefix). Every resource a process ensures follows
-// Options.Replicas (ZOEA_NATS_REPLICAS) when it is created and when an existing one differs.
+// (PermissionsFor): the bus uses the message stream and its delivery consumer, a runner the two buckets, and each
+// receives replies on its own inbox prefix (InboxPrefix). On a NATS with Zoea's authorization the two services live
+// in accounts of their own (AccountsFor), since a reply or deliver subject chosen by one could otherwise make the
+// server publish into the other's stream, and neither may create or change a stream, bucket or consumer: Provision
+// (`zoea nats provision`, at deploy time, as the provisioning users) does. A process looks at each resource it uses
+// and creates or updates it only when it is missing or differs, following Options.Replicas (ZOEA_NATS_REPLICAS) and
+// the lease TTL; where its user is refused it stops with ErrNotProvisioned.
 package swarmbus

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -217,6 +218,10 @@ func (o *ConsumerOptions) setDefaults() {
 // the stream); an error wrapped with Permanent terminates it; any other error retries it after a backoff, holding
 // back the messages behind it so order is kept. Delivery is at least once: handler effects must be idempotent.
 //
+// The consumer is the provisioned one (Provision) when it matches opts; when it is missing or differs, this bus
+// creates or updates it, and when its NATS user may not (Zoea's authorization), ConsumeMessages returns an error
+// wrapping ErrNotProvisioned at once instead of waiting for it.
+//
 // On ctx cancellation the running handler finishes (its context is not cancelled, HandlerTimeout bounds it), a
 // message that arrives meanwhile is handed back for immediate redelivery, and ConsumeMessages returns nil.
 func (b *Bus) ConsumeMessages(ctx context.Context, opts ConsumerOptions, handler func(context.Context, Delivery) error) error {
@@ -225,6 +230,9 @@ func (b *Bus) ConsumeMessages(ctx context.Context, opts ConsumerOptions, handler
 	defer b.consuming.Store(false)
 	for ctx.Err() == nil {
 		cons, err := b.deliveryConsumer(ctx, log, opts)
+		if errors.Is(err, ErrNotProvisioned) {
+			return err
+		}
 		if err != nil {
 			return nil // ctx done
 		}
@@ -244,25 +252,36 @@ func (b *Bus) DeliveryReady(context.Context) error {
 	return nil
 }
 
-// deliveryConsumer creates (or reconciles) the durable consumer, retrying until ctx is done.
+// consumerConfig is the delivery consumer as opts (with defaults) describe it; Provision creates it with the
+// defaults.
+func (b *Bus) consumerConfig(opts ConsumerOptions) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       opts.Durable,
+		Description:   "Zoea bus: delivers broadcasts and direct messages to the memory service",
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       opts.AckWait,
+		MaxDeliver:    opts.MaxDeliver,
+		MaxAckPending: 1,
+		// The stream's replication, set explicitly: a consumer created while the stream was R1 keeps one peer
+		// when the stream is scaled up, so each start reconciles it with Options.Replicas like the stream.
+		Replicas: b.opts.Replicas,
+		// No filter: the stream holds exactly the subjects to deliver, and multiple filter subjects would need
+		// NATS 2.10+ (Debian 12 ships 2.9).
+	}
+}
+
+// deliveryConsumer finds (or creates, or reconciles) the durable consumer, retrying until ctx is done; a refusal
+// to create or update it (ErrNotProvisioned) is returned at once, since retrying cannot help.
 func (b *Bus) deliveryConsumer(ctx context.Context, log *slog.Logger, opts ConsumerOptions) (jetstream.Consumer, error) {
 	for attempt := 1; ; attempt++ {
-		c, err := b.js.CreateOrUpdateConsumer(ctx, b.names.Stream, jetstream.ConsumerConfig{
-			Durable:       opts.Durable,
-			Description:   "Zoea bus: delivers broadcasts and direct messages to the memory service",
-			DeliverPolicy: jetstream.DeliverAllPolicy,
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			AckWait:       opts.AckWait,
-			MaxDeliver:    opts.MaxDeliver,
-			MaxAckPending: 1,
-			// The stream's replication, set explicitly: a consumer created while the stream was R1 keeps one peer
-			// when the stream is scaled up, so each start reconciles it with Options.Replicas like the stream.
-			Replicas: b.opts.Replicas,
-			// No filter: the stream holds exactly the subjects to deliver, and multiple filter subjects would need
-			// NATS 2.10+ (Debian 12 ships 2.9).
-		})
+		c, err := b.ensureConsumer(ctx, opts)
 		if err == nil {
 			return c, nil
+		}
+		if errors.Is(err, ErrNotProvisioned) {
+			log.Error("delivery consumer not provisioned", "err", err)
+			return nil, err
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -314,7 +333,13 @@ func (b *Bus) handle(ctx context.Context, log *slog.Logger, opts ConsumerOptions
 	if md, err := msg.Metadata(); err == nil {
 		d.Attempt, d.Seq, d.Stored = int(md.NumDelivered), md.Sequence.Stream, md.Timestamp
 	}
+	// Only the stream's own subjects are read: anything else in it (no Zoea process publishes it) is terminated
+	// unread rather than taken for a direct message.
 	switch subject := msg.Subject(); {
+	case !strings.HasPrefix(subject, b.names.DirectPrefix) && subject != b.names.Broadcast:
+		log.Error("message on a foreign subject terminated", "seq", d.Seq, "subject", subject)
+		_ = msg.TermWithReason("not a Zoea message subject")
+		return
 	case subject == b.names.Broadcast:
 		var bc Broadcast
 		if err := json.Unmarshal(msg.Data(), &bc); err != nil || ValidateID(bc.ID) != nil {

@@ -39,6 +39,13 @@ func (c *Cluster) URL() string {
 // them) and every node gets all of them (a route to itself is ignored).
 func StartCluster(tb testing.TB, n int) *Cluster {
 	tb.Helper()
+	return StartClusterWith(tb, n, Options{})
+}
+
+// StartClusterWith is StartCluster with every node run as opts say (ConfigFile and Env, Users, Log, SyncAlways);
+// the cluster chooses each node's port and store.
+func StartClusterWith(tb testing.TB, n int, opts Options) *Cluster {
+	tb.Helper()
 	ports := make([]int, n)
 	routes := make([]string, n)
 	listeners := make([]net.Listener, n)
@@ -55,7 +62,10 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 	}
 	c := &Cluster{}
 	for i := range n {
-		s := launch(tb, Options{cluster: &clusterConf{name: fmt.Sprintf("n%d", i+1), cluster: "zoea-test", port: ports[i], routes: routes}})
+		o := opts
+		o.Port, o.Dir, o.NoJetStream = 0, "", false
+		o.cluster = &clusterConf{name: fmt.Sprintf("n%d", i+1), cluster: "zoea-test", port: ports[i], routes: routes}
+		s := launch(tb, o)
 		tb.Cleanup(s.Shutdown)
 		c.Servers = append(c.Servers, s)
 	}

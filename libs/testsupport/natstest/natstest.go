@@ -41,6 +41,14 @@ type Options struct {
 	// Log, when set, gets every line the server logs (notices, warnings, errors such as permission violations).
 	// It is called from a goroutine of natstest's own.
 	Log func(line string)
+	// ConfigFile, when set, is a nats-server config file the server runs as shipped (deploy/nats/nats.conf): it is
+	// copied beside natstest's own settings (ports, cluster) and included from them unchanged, and JetStream is
+	// turned on from the command line (--jetstream --store_dir), as docker-compose.yml and the dev overlay do, so
+	// the file's own jetstream block (sync_interval) stays in force. Users cannot be combined with it: the file
+	// brings its own authorization.
+	ConfigFile string
+	// Env is added to the server's environment, e.g. the passwords a ConfigFile reads as $VARIABLES.
+	Env []string
 
 	// cluster is set by StartCluster.
 	cluster *clusterConf
@@ -132,12 +140,19 @@ func launch(tb testing.TB, o Options) *Server {
 	if err != nil {
 		tb.Fatalf("natstest: %v", err)
 	}
-	confFile := filepath.Join(run, "nats.conf")
+	confFile := filepath.Join(run, "natstest.conf")
 	if err := os.WriteFile(confFile, conf, 0o600); err != nil {
 		tb.Fatal(err)
 	}
+	args := []string{"-c", confFile}
+	if o.ConfigFile != "" && !o.NoJetStream {
+		args = append([]string{"--jetstream", "--store_dir", o.Dir}, args...)
+	}
 	s := &Server{opts: o, bin: bin, exited: make(chan struct{})}
-	s.cmd = exec.Command(bin, "-c", confFile)
+	s.cmd = exec.Command(bin, args...)
+	if len(o.Env) > 0 {
+		s.cmd.Env = append(os.Environ(), o.Env...)
+	}
 	s.cmd.SysProcAttr = procAttr()
 	stderr, err := s.cmd.StderrPipe()
 	if err != nil {
@@ -155,8 +170,9 @@ func launch(tb testing.TB, o Options) *Server {
 	return s
 }
 
-// config is the server's config file: JSON, which nats-server's config format accepts. Ports given as -1 are
-// chosen by the server, which writes them to the ports file in run.
+// config is the server's config file: JSON, which nats-server's config format accepts (with a ConfigFile, the
+// JSON object's members after an include of a copy of that file). Ports given as -1 are chosen by the server, which
+// writes them to the ports file in run.
 func config(o Options, run string) ([]byte, error) {
 	port := o.Port
 	if port == 0 {
@@ -168,12 +184,15 @@ func config(o Options, run string) ([]byte, error) {
 		"http_port":      -1, // monitoring, on the same host: readiness is its /healthz
 		"ports_file_dir": run,
 	}
-	if !o.NoJetStream {
+	if !o.NoJetStream && o.ConfigFile == "" {
 		js := map[string]any{"store_dir": o.Dir}
 		if o.SyncAlways {
 			js["sync_interval"] = "always"
 		}
 		c["jetstream"] = js
+	}
+	if o.ConfigFile != "" && len(o.Users) > 0 {
+		return nil, errors.New("Users and ConfigFile exclude each other: the config file brings its own authorization")
 	}
 	if len(o.Users) > 0 {
 		users := make([]map[string]any, len(o.Users))
@@ -200,7 +219,22 @@ func config(o Options, run string) ([]byte, error) {
 	if err := enc.Encode(c); err != nil {
 		return nil, err
 	}
-	return b.Bytes(), nil
+	if o.ConfigFile == "" {
+		return b.Bytes(), nil
+	}
+	// include takes a path relative to the including file: the copy sits beside it. The members of the object
+	// above follow the include without their braces, in the config format's own syntax.
+	shipped, err := os.ReadFile(o.ConfigFile)
+	if err != nil {
+		return nil, fmt.Errorf("ConfigFile: %w", err)
+	}
+	name := "included-" + filepath.Base(o.ConfigFile)
+	if err := os.WriteFile(filepath.Join(run, name), shipped, 0o600); err != nil {
+		return nil, err
+	}
+	body := bytes.TrimSpace(b.Bytes())
+	body = bytes.TrimSuffix(bytes.TrimPrefix(body, []byte("{")), []byte("}"))
+	return append([]byte(fmt.Sprintf("include %q\n", name)), append(body, '\n')...), nil
 }
 
 // permission is an allow/deny block with only the lists that have subjects (no list: no restriction of that kind).

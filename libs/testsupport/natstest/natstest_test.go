@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -138,4 +140,43 @@ func BenchmarkStartShutdown(b *testing.B) {
 	for b.Loop() {
 		natstest.Start(b).Shutdown()
 	}
+}
+
+// A shipped config file runs unchanged: its accounts and users (passwords from Env) are the only way in, its
+// jetstream block is kept (JetStream itself comes from the command line), and a cluster runs it on every node.
+func TestConfigFileAndEnv(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "shipped.conf")
+	if err := os.WriteFile(conf, []byte("jetstream {\n  sync_interval: always\n}\naccounts {\n  A: { jetstream: enabled, users: [ {user: a, password: $NATSTEST_A_PASSWORD} ] }\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts := natstest.Options{ConfigFile: conf, Env: []string{"NATSTEST_A_PASSWORD=secret-a"}}
+	check := func(t *testing.T, url string) {
+		t.Helper()
+		if nc, err := nats.Connect(url); err == nil {
+			nc.Close()
+			t.Fatal("an anonymous client was admitted")
+		}
+		nc, err := nats.Connect(strings.ReplaceAll(url, "nats://", "nats://a:secret-a@"))
+		if err != nil {
+			t.Fatalf("user a with the password from Env: %v", err)
+		}
+		defer nc.Close()
+		js, err := jetstream.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}}); err != nil {
+			t.Fatalf("JetStream in account A: %v", err)
+		}
+	}
+	t.Run("server", func(t *testing.T) {
+		srv := natstest.StartWith(t, opts)
+		check(t, srv.ClientURL())
+	})
+	t.Run("cluster", func(t *testing.T) {
+		c := natstest.StartClusterWith(t, 3, opts)
+		check(t, c.Servers[0].ClientURL())
+	})
 }
