@@ -68,10 +68,10 @@ func currentFigures(t *testing.T, root string) (section, whole string) {
 
 var isoDate = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
 
-// TestCurrentFiguresAreInTheirRuns holds docs/BENCHMARKS.md's table of current figures to the runs it links: each
+// TestDocCurrentFiguresAreInTheirRuns holds docs/BENCHMARKS.md's table of current figures to the runs it links: each
 // row names what, the figure, the date, the machine, the command and the run; every number of the figure and the
 // date are in the linked run (so a row cannot quote a number its run does not have), and every run it links exists.
-func TestCurrentFiguresAreInTheirRuns(t *testing.T) {
+func TestDocCurrentFiguresAreInTheirRuns(t *testing.T) {
 	root := repoRoot(t)
 	section, _ := currentFigures(t, root)
 	docs := filepath.Join(root, "docs")
@@ -121,9 +121,9 @@ func TestCurrentFiguresAreInTheirRuns(t *testing.T) {
 	}
 }
 
-// TestEveryRunIsListed: every dated run in docs/benchmarks/ is named YYYY-MM-DD-<slug>.md, opens with its title and
+// TestDocEveryRunIsListed: every dated run in docs/benchmarks/ is named YYYY-MM-DD-<slug>.md, opens with its title and
 // is listed in docs/BENCHMARKS.md's "Every run" (the list is the way to the history; a run nobody links is lost).
-func TestEveryRunIsListed(t *testing.T) {
+func TestDocEveryRunIsListed(t *testing.T) {
 	root := repoRoot(t)
 	_, whole := currentFigures(t, root)
 	_, list, ok := strings.Cut(whole, "\n## Every run\n")

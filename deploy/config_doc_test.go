@@ -635,11 +635,11 @@ func (r configRow) defaultCell(i int) string {
 	return r.defaults[0]
 }
 
-// TestConfigurationDocumentsEveryVariable: docs/CONFIGURATION.md lists every variable the shipped code reads (struct
+// TestDocConfigurationNamesEveryVariable: docs/CONFIGURATION.md lists every variable the shipped code reads (struct
 // tags, os.Getenv/LookupEnv, the CLI's env flags) in one of its tables, each under its full name, with each default
 // the code gives it quoted in the row's default column (`8192`, `get_status,…`): the code is the source and the page
 // must say the same. A variable the page documents must be one the code (tooling and tests included) reads.
-func TestConfigurationDocumentsEveryVariable(t *testing.T) {
+func TestDocConfigurationNamesEveryVariable(t *testing.T) {
 	root := repoRoot(t)
 	src := parseGoSource(t, root)
 	shipped, all := envReads(t, src)

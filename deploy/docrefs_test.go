@@ -141,12 +141,12 @@ var datedRun = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}-[a-z0-9-]+\.md\b`)
 // commentLead joins a reference wrapped over lines: a line break with a comment's or a list's lead-in is a space.
 var commentLead = regexp.MustCompile(`\n[ \t]*(?://+|#+(?:[ \t]|$)|\*|-)?[ \t]*`)
 
-// TestSectionReferencesResolve checks every reference to a document's section by its heading, in the code (comments),
+// TestDocSectionReferencesResolve checks every reference to a document's section by its heading, in the code (comments),
 // the scripts, the deployment files and the documents: the file must have a heading that begins with the quoted
 // words (or a paragraph or list item that opens with them in bold). A section renamed, or moved to another file (the runs moved from docs/BENCHMARKS.md into docs/benchmarks/),
 // must take its references along; every dated run a file names must be in docs/benchmarks/. The dated runs
 // themselves are as written on their day and are not checked.
-func TestSectionReferencesResolve(t *testing.T) {
+func TestDocSectionReferencesResolve(t *testing.T) {
 	root := repoRoot(t)
 	headingCache := map[string][]string{}
 	checked := 0
