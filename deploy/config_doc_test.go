@@ -697,6 +697,41 @@ func TestDocConfigurationNamesEveryVariable(t *testing.T) {
 			}
 		}
 	}
+	// The services' READMEs repeat some rows: a variable they name must exist too, and where a row names one
+	// variable and quotes one default, it must be one the code gives it. (DEPLOY.md's tables are compose's
+	// variables, not the code's.)
+	defaults := map[string]map[string]bool{}
+	for _, r := range shipped {
+		if defaults[r.name] == nil {
+			defaults[r.name] = map[string]bool{}
+		}
+		if r.def != "" {
+			defaults[r.name][r.def] = true
+		}
+	}
+	others, _ := filepath.Glob(filepath.Join(root, "services", "*", "README.md"))
+	for _, other := range others {
+		rel, _ := filepath.Rel(root, other)
+		for _, r := range configRows(t, other) {
+			for _, n := range r.names {
+				if !read[n] {
+					t.Errorf("%s line %d documents %s, which no Go code reads", rel, r.line, n)
+				}
+			}
+			quoted := backtickTok.FindAllStringSubmatch(r.defaults[0], -1)
+			if len(r.names) != 1 || len(quoted) != 1 || strings.TrimSpace(r.defaults[0]) != quoted[0][0] || len(defaults[r.names[0]]) == 0 {
+				continue
+			}
+			if got := quoted[0][1]; !defaults[r.names[0]][got] {
+				var want []string
+				for d := range defaults[r.names[0]] {
+					want = append(want, "`"+d+"`")
+				}
+				sort.Strings(want)
+				t.Errorf("%s line %d gives %s the default `%s`; the code's: %s", rel, r.line, r.names[0], got, strings.Join(want, ", "))
+			}
+		}
+	}
 	if checkedDefaults < 50 {
 		t.Fatalf("only %d defaults compared: the scan no longer finds them", checkedDefaults)
 	}
