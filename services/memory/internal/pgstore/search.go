@@ -101,8 +101,8 @@ func searchWalk(n, limit, older int64) int64 {
 // instead. It used to choose, by its estimate of how many rows match; that estimate is far off for a phrase, which is
 // what an identifier becomes (view_market is 'view' <-> 'market', estimated as two independent words: 58 rows of a
 // 1M-row history where 13,200 match), and the GIN plan then fetched and rechecked every match of the whole history
-// to keep the window's 29 (12,500 buffers, 95-99 ms on a quiet box, every call; docs/benchmarks/
-// 2026-11-25-search-tool-call-queries.md). A walk costs what the planner already chose for rare words and words that
+// to keep the window's 29 (12,500 buffers, 95-99 ms on a quiet box, every call;
+// docs/benchmarks/2026-11-25-search-tool-call-queries.md). A walk costs what the planner already chose for rare words and words that
 // are nowhere: the 2,000 rows.
 const windowRows = `(SELECT * FROM memories m WHERE m.mysis_id = $1 AND m.seq > $8 ORDER BY m.seq DESC OFFSET 0) m`
 
