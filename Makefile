@@ -12,7 +12,7 @@ SERVICES  := memory composer runner bus spacemolt-sim
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # The timeout is a backstop for a hung package, not a speed limit: on a fresh machine (cold build cache; cmd/zoea's
 # end-to-end tests build every service) shared with other work, cmd/zoea and pgstore passed 20 minutes while
-# progressing (docs/BENCHMARKS.md, issue 25). Each test's own waits have their own deadlines.
+# progressing (docs/benchmarks/2026-11-26-fresh-machine-and-load.md). Each test's own waits have their own deadlines.
 TEST_FLAGS ?= -race -count=1 -timeout 45m
 BENCH     ?= .
 # Extra flags for zoea dev, e.g. DEV_FLAGS='--duration 5m --expect-earners 3' (make fresh-check uses that).

@@ -9,11 +9,12 @@ import (
 	"testing"
 )
 
-// The documents whose references must resolve: README.md, docs/*.md and every service's README.
+// The documents whose references must resolve: README.md, docs/*.md, the dated runs in docs/benchmarks/ and every
+// service's README.
 func docFiles(t *testing.T, root string) []string {
 	t.Helper()
 	files := []string{filepath.Join(root, "README.md")}
-	for _, pattern := range []string{"docs/*.md", "services/*/README.md"} {
+	for _, pattern := range []string{"docs/*.md", "docs/benchmarks/*.md", "services/*/README.md"} {
 		m, err := filepath.Glob(filepath.Join(root, pattern))
 		if err != nil {
 			t.Fatal(err)
@@ -44,8 +45,9 @@ var notPaths = []string{"server/discover", "tools/call", "tools/list", "notifica
 // TestDocReferencesExist checks every relative link and every repository path named in code spans of the documents:
 // a reader who follows one must find the file. A path is looked up from the document's directory, the repository
 // root and every module (service READMEs and docs name packages as `internal/x` or `cmd/y`); a bare file name
-// anywhere in the repository. docs/BENCHMARKS.md is an append-only log of past runs: its links are checked, the code
-// it names is as it was on the day of each run.
+// anywhere in the repository. docs/benchmarks/ holds the dated runs, each as written on its day: their links are
+// checked, the code they name is as it was on that day. docs/BENCHMARKS.md's current table is checked like any
+// document.
 func TestDocReferencesExist(t *testing.T) {
 	root := repoRoot(t)
 	bases := []string{root, filepath.Join(root, "docs"), filepath.Join(root, "libs"), filepath.Join(root, "cmd/zoea"), filepath.Join(root, "deploy")}
@@ -97,7 +99,7 @@ func TestDocReferencesExist(t *testing.T) {
 				t.Errorf("%s links to %s, which does not exist", rel, m[1])
 			}
 		}
-		if rel == filepath.Join("docs", "BENCHMARKS.md") {
+		if isDatedRun(rel) {
 			continue
 		}
 		// Fenced code blocks hold commands and output, not references; only prose code spans are paths.
@@ -137,6 +139,11 @@ func TestDocReferencesExist(t *testing.T) {
 		t.Fatalf("only %d references checked: the patterns no longer match the documents", checked)
 	}
 	t.Logf("%d references checked", checked)
+}
+
+// isDatedRun reports whether rel (relative to the repository root) is one of the dated runs in docs/benchmarks/.
+func isDatedRun(rel string) bool {
+	return filepath.Dir(rel) == filepath.Join("docs", "benchmarks")
 }
 
 // isNotAPath skips code spans shaped like paths that name something else: gRPC methods, Go import paths of

@@ -382,8 +382,8 @@ type provisionError struct {
 
 func (e *provisionError) Error() string {
 	return fmt.Sprintf("swarmbus: %s, and this service's NATS user may not create or change it: run `zoea nats provision` "+
-		"with the provisioning users and the same ZOEA_SWARM, ZOEA_NATS_REPLICAS and ZOEA_LEASE_TTL (docs/OPERATIONS.md, "+
-		"\"NATS authentication\"): %v", e.what, e.err)
+		"with the provisioning users and the same ZOEA_SWARM, ZOEA_NATS_REPLICAS and ZOEA_LEASE_TTL "+
+		"(docs/OPERATIONS.md, \"NATS authentication\"): %v", e.what, e.err)
 }
 
 func (e *provisionError) Is(target error) bool { return target == ErrNotProvisioned }

@@ -17,7 +17,7 @@ import (
 // test's temp dir (a real disk, not tmpfs, for the numbers to mean anything), once with the server's default
 // (fsync every 2 minutes) and once fsyncing every write before its acknowledgement. "serial" waits for each
 // acknowledgement before the next publish (one commander); "parallel" runs 16 publishers per GOMAXPROCS, which
-// lets the server fold several writes into one fsync. docs/BENCHMARKS.md, "NATS sync_interval", has the numbers.
+// lets the server fold several writes into one fsync. docs/benchmarks/2026-11-26-nats-sync-interval.md has the numbers.
 func BenchmarkPublishSync(b *testing.B) {
 	for _, mode := range []struct {
 		name   string

@@ -350,8 +350,8 @@ func (c *composer) carryCandidates(units []*unit, ch boundaryChoice) []carryCand
 	turn := compactTurn(units, ch.compactSeq)
 	if c.priced() {
 		// v3: the newest turn's tools get no rank of their own. Every tool's newest result competes smallest first,
-		// which on long objectives carries 5–7 points more of the state for the same tokens (docs/BENCHMARKS.md,
-		// "Every tool's state ranked alike").
+		// which on long objectives carries 5–7 points more of the state for the same tokens
+		// (docs/benchmarks/2026-11-28-composition-v3.md, "Every tool's state ranked alike").
 		turn = noTurn
 	}
 	seenTool := make(map[string]bool)

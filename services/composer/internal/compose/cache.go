@@ -42,7 +42,7 @@ type CacheModel struct {
 	Lifetime time.Duration
 }
 
-// The cache models of the providers Zoea knows (docs/COMPOSITION.md, "Cache models").
+// The cache models of the providers Zoea knows (docs/COMPOSITION.md, "A cache model per provider").
 var (
 	CacheAnthropic = CacheModel{Name: "anthropic", Read: 0.1, Write: 1.25, MinPrefix: 1024, Granularity: 1, Lifetime: 5 * time.Minute}
 	CacheOpenAI    = CacheModel{Name: "openai", Read: 0.5, Write: 1.0, MinPrefix: 1024, Granularity: 128, Lifetime: 5 * time.Minute}

@@ -76,7 +76,8 @@ const lockMysesSQL = `SELECT id::text, last_seq, current_turn, state FROM myses 
 // append's, the compose window) name their mysis by parameter, and on the partitioned memories table a generic plan
 // keeps all 16 partitions, pruned when it starts; Postgres prices that plan above a custom one, so it planned every
 // such statement afresh on every call — ~30 % of the server's CPU on 1-2-row appends, 1.4–1.6 ms per compose window
-// (docs/BENCHMARKS.md, "Small appends on generic plans", "The window statement on its generic plan"). Pruning at
+// (docs/benchmarks/2026-11-25-small-appends-generic-plans.md;
+// docs/benchmarks/2026-11-25-composecontext-derived-carry.md, "The window statement on its generic plan"). Pruning at
 // executor start costs microseconds.
 const genericPlansSQL = `SET LOCAL plan_cache_mode = force_generic_plan`
 

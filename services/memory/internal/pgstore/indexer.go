@@ -14,7 +14,7 @@ import (
 //
 // Bound: a tool result is searchable within one Indexer interval plus one pass (ZOEA_FTS_INDEX_INTERVAL, default
 // 500 ms; a pass indexes everything pending) — as long as the swarm writes tool results no faster than the indexer
-// sustains (~1,300 rows/s on the 2-core benchmark box at load ~35, docs/BENCHMARKS.md "Memory writes"; 16 clients
+// sustains (~1,300 rows/s on the 2-core benchmark box at load ~35, docs/benchmarks/2026-11-24-memory-writes.md; 16 clients
 // of 1–2-row appends left 174 pending, all searchable 0.35 s later). Past that rate the lag grows with the backlog; search never returns wrong rows, only misses the newest unindexed results. Several
 // memory replicas each run an indexer; FOR UPDATE SKIP LOCKED gives each batch to one of them.
 //

@@ -76,7 +76,7 @@ const searchWalkCap = 8 * searchWindow
 // searchWalkGIN is what one match read from the GIN indexes costs, in walked rows: a heap fetch, out of seq order,
 // and for a phrase (which every identifier such as view_market becomes) a recheck against the stored vector. On the
 // benchmark box, 1M-row mysis, all pages cached: 13,000 older view_market matches in 41-44 ms (~3.2 µs each) against
-// 14,929 rows walked in 11-17 ms (~1 µs each); docs/BENCHMARKS.md, "Search: tool calls in content_tsv".
+// 14,929 rows walked in 11-17 ms (~1 µs each); docs/benchmarks/2026-11-25-search-content-tsv.md.
 const searchWalkGIN = 4
 
 // searchWalk is the walk below the window, in rows, when the window (searchWindow rows) held n matches, limit were
@@ -101,8 +101,8 @@ func searchWalk(n, limit, older int64) int64 {
 // instead. It used to choose, by its estimate of how many rows match; that estimate is far off for a phrase, which is
 // what an identifier becomes (view_market is 'view' <-> 'market', estimated as two independent words: 58 rows of a
 // 1M-row history where 13,200 match), and the GIN plan then fetched and rechecked every match of the whole history
-// to keep the window's 29 (12,500 buffers, 95-99 ms on a quiet box, every call; docs/BENCHMARKS.md, "Search:
-// tool-call queries on a 1M-row mysis"). A walk costs what the planner already chose for rare words and words that
+// to keep the window's 29 (12,500 buffers, 95-99 ms on a quiet box, every call;
+// docs/benchmarks/2026-11-25-search-tool-call-queries.md). A walk costs what the planner already chose for rare words and words that
 // are nowhere: the 2,000 rows.
 const windowRows = `(SELECT * FROM memories m WHERE m.mysis_id = $1 AND m.seq > $8 ORDER BY m.seq DESC OFFSET 0) m`
 

@@ -178,9 +178,9 @@ func windowArgs(q memory.WindowQuery) []any {
 // window's size (memory.ComposeWindow.Bound).
 //
 // The statement runs on its cached generic plan (queueGenericTx, in the same round trip): planned afresh it cost
-// ~1.5 ms a call, most of the server's work for a window that returns a few new rows (docs/BENCHMARKS.md, "The
-// window statement on its generic plan"). TestComposeWindowV2UsesItsIndexes and
-// TestComposeWindowDerivesMovedCarry check the generic plan's indexes and reads.
+// ~1.5 ms a call, most of the server's work for a window that returns a few new rows
+// (docs/benchmarks/2026-11-25-composecontext-derived-carry.md, "The window statement on its generic plan").
+// TestComposeWindowV2UsesItsIndexes and TestComposeWindowDerivesMovedCarry check the generic plan's indexes and reads.
 func (s *Store) GetComposeWindow(ctx context.Context, q memory.WindowQuery) (memory.ComposeWindow, error) {
 	b := &pgx.Batch{}
 	queueGenericTx(b)

@@ -24,7 +24,8 @@ import (
 )
 
 // Round trips to the memory service per tool-loop iteration (one LLM call), runner's and composer's together,
-// measured by TestMemoryRoundTripsPerIteration with the autopilot on the simulator. Recorded in docs/BENCHMARKS.md.
+// measured by TestMemoryRoundTripsPerIteration with the autopilot on the simulator. Recorded in
+// docs/benchmarks/2026-11-25-memory-round-trips-halved.md.
 const (
 	// roundTripsBefore is the count before issue #16 (2026-11-24): per turn GetMysis, ListRecentMemories, a nudge
 	// AppendMemories and SetMysisState; per iteration GetComposeWindow, GetSpend, the assistant's AppendMemories and
@@ -237,7 +238,7 @@ func TestMemoryRoundTripsPerIteration(t *testing.T) {
 		t.Errorf("%d AppendMemories calls, want at most %d (the replies and a nudge per turn)", n, (to-from)+(to-from+6)/7)
 	}
 	if per > roundTripsAfter+1e-9 {
-		t.Errorf("%.2f memory round trips per iteration, more than the %.2f recorded (docs/BENCHMARKS.md)", per, roundTripsAfter)
+		t.Errorf("%.2f memory round trips per iteration, more than the %.2f recorded (docs/benchmarks/2026-11-25-memory-round-trips-halved.md)", per, roundTripsAfter)
 	}
 	if per > roundTripsBefore/2+1e-9 {
 		t.Errorf("issue #16 target missed: %.2f per iteration is more than half of %.2f", per, roundTripsBefore)

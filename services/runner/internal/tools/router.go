@@ -263,7 +263,7 @@ func (r *Router) connect(ctx context.Context, u string) (*mcp.ClientSession, err
 const (
 	ViewText       = "text"
 	ViewStructured = "structured"
-	// DefaultResultView is chosen by the token counts in docs/BENCHMARKS.md ("MCP v2: text or structuredContent").
+	// DefaultResultView is chosen by the token counts in docs/benchmarks/2026-11-26-mcp-v2-result-tokens.md.
 	DefaultResultView = ViewStructured
 )
 

@@ -7,7 +7,7 @@
 //	go run ./tools/cmd/composereplay -sessions 40 -calls 300 -seed 1
 //
 // With -turns it runs the older single-session replay of an internal/testkit/replay session instead (strategies.go;
-// docs/BENCHMARKS.md, 2026-11-22).
+// docs/benchmarks/2026-11-22-context-composer.md).
 package main
 
 import (
