@@ -94,7 +94,9 @@ func SearchBenchMain(ctx context.Context, log *slog.Logger, dbURL string, args [
 		mix = append(mix, hex)
 		classes = append(classes, searchClass{"rare identifier (a login's hex session id)", []string{hex}})
 	}
-	classes = append(classes, searchClass{"no match (`zyzzyva`)", []string{"zyzzyva"}},
+	classes = append(classes, searchClass{"natural question (5, round-robin)", naturalQuestions},
+		searchClass{"only common words (`travel item`)", []string{"travel item"}},
+		searchClass{"no match (`zyzzyva`)", []string{"zyzzyva"}},
 		searchClass{fmt.Sprintf("`memory bench` mix (%d queries)", len(mix)), mix})
 
 	b.report("## SearchMessages by history, query and order (limit %d, snippets on)\n\nDatabase: %d memories, %d myses. "+
@@ -172,6 +174,15 @@ func SearchBenchMain(ctx context.Context, log *slog.Logger, dbURL string, args [
 		return os.WriteFile(*out, []byte(b.buf.String()), 0o644)
 	}
 	return nil
+}
+
+// naturalQuestions are asked the way a model asks: whole sentences, question words, other word forms.
+var naturalQuestions = []string{
+	"Where did I sell the copper ore last time?",
+	"How many credits did I make mining iron?",
+	"What did the commander say about pirates near the outer ring?",
+	"When did I last travel to haven station?",
+	"Which ores dropped in price at the market?",
 }
 
 func orderName(o memory.SearchOrder) string {
