@@ -297,7 +297,12 @@ func (rb *recallBench) load(id string, next func() (memory.Memory, bool)) error 
 	}); err != nil {
 		return err
 	}
-	return rb.store.SetCounters(rb.ctx, []string{id}, []int64{last}, []int64{turn})
+	if err := rb.store.SetCounters(rb.ctx, []string{id}, []int64{last}, []int64{turn}); err != nil {
+		return err
+	}
+	// The term counts, as a memory server's indexer keeps them.
+	_, err := rb.store.CountAllTerms(rb.ctx)
+	return err
 }
 
 // locomo loads every conversation as a mysis followed by game newer game memories and evaluates its questions.
