@@ -203,7 +203,7 @@ func tsqueryOf(groups []termGroup, op string) string {
 // reasoning_tsv (memories_reasoning_fts_idx, whose predicate where repeats).
 type searchDoc struct {
 	what, vec, where, text string
-	broadcasts         bool
+	broadcasts             bool
 }
 
 var (
