@@ -15,7 +15,8 @@ import (
 //     "copper ore" too, and "copper ore" as two words finds copper_ore); when no memory holds them, the words alone.
 //
 // Each word also brings its other forms that stemming cannot reach: irregular verbs and plurals (went ↔ go,
-// bought ↔ buy, lost ↔ lose, children ↔ child). An unbalanced quote makes the rest of the text plain words.
+// bought ↔ buy, lost ↔ lose, children ↔ child). A number written with thousands separators (2,000) is the number, as
+// JSON writes it. An unbalanced quote makes the rest of the text plain words.
 
 // SearchText is a parsed query.
 type SearchText struct {
@@ -43,6 +44,7 @@ func ParseSearchText(q string) SearchText {
 			return
 		}
 		seen[w] = true
+		w = strings.ReplaceAll(w, ",", "")
 		forms := []string{w}
 		for _, f := range wordForms[w] {
 			if f != w {
@@ -107,7 +109,9 @@ func ParseSearchText(q string) SearchText {
 			}
 		case isWordRune(r):
 			j := i
-			for j < len(rs) && (isWordRune(rs[j]) || ((rs[j] == '\'' || rs[j] == '.' || rs[j] == '-') && j+1 < len(rs) && isWordRune(rs[j+1]))) {
+			for j < len(rs) && (isWordRune(rs[j]) || ((rs[j] == '\'' || rs[j] == '.' || rs[j] == '-') && j+1 < len(rs) && isWordRune(rs[j+1])) ||
+				// a thousands separator: 2,000 is the number 2000 (JSON writes it so)
+				(rs[j] == ',' && j > i && unicode.IsDigit(rs[j-1]) && j+1 < len(rs) && unicode.IsDigit(rs[j+1]))) {
 				j++
 			}
 			w := string(rs[i:j])

@@ -474,3 +474,39 @@ func (rb *recallBench) concurrent(id string, facts []plantedFact, n, calls int) 
 		ms(pct(lat, 99)), ms(lat[len(lat)-1]), float64(len(lat))/took.Seconds(), appended)
 	return nil
 }
+
+// CountTermsMain runs `memorybench count-terms`: it folds every queued memory into the search term counts, as a
+// memory server's indexer does in the background (after migration 00017 on an existing database, or a bulk load),
+// and reports how long that took.
+func CountTermsMain(ctx context.Context, log *slog.Logger, dbURL string, args []string) error {
+	fs := flag.NewFlagSet("count-terms", flag.ContinueOnError)
+	db := fs.String("db", dbURL, "database URL (default ZOEA_DATABASE_URL)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	pool, err := pgutil.Open(ctx, *db, 2)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	store := pgstore.New(pool, nil)
+	start := time.Now()
+	total := 0
+	for {
+		n, err := store.CountTerms(ctx, pgstore.TermBatch)
+		total += n
+		if err != nil {
+			return err
+		}
+		if total%200_000 < pgstore.TermBatch || n < pgstore.TermBatch {
+			log.Info("counted", "memories", total, "elapsed", time.Since(start).Round(time.Second).String(),
+				"per_s", int(float64(total)/time.Since(start).Seconds()))
+		}
+		if n < pgstore.TermBatch {
+			break
+		}
+	}
+	fmt.Printf("counted %d memories in %s (%.0f/s)\n", total, time.Since(start).Round(time.Millisecond),
+		float64(total)/time.Since(start).Seconds())
+	return nil
+}
