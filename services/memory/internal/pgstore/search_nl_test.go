@@ -16,11 +16,11 @@ func TestSearchNaturalQuestions(t *testing.T) {
 	s := newStore(t)
 	m := mkMysis(t, s)
 	must[[]memory.Memory](t)(s.AppendMemories(ctx, m.ID, []memory.NewMemory{
-		user("Caroline: I went to a LGBTQ support group yesterday and it was so powerful."),        // 1
-		assistant("Melanie: That's great! I painted a sunrise last week."),                          // 2
-		user("Caroline: the support of my friends means a lot."),                                    // 3
-		assistant("Sold 40 copper_ore at sol_central for 2000 credits."),                           // 4
-		user("Pirate spotted near outer_ring, stay docked."),                                        // 5
+		user("Caroline: I went to a LGBTQ support group yesterday and it was so powerful."),       // 1
+		assistant("Melanie: That's great! I painted a sunrise last week."),                        // 2
+		user("Caroline: the support of my friends means a lot."),                                  // 3
+		assistant("Sold 40 copper_ore at sol_central for 2000 credits."),                          // 4
+		user("Pirate spotted near outer_ring, stay docked."),                                      // 5
 		toolResult("c1", "get_cargo", `{"cargo":[{"item_id":"zinc","qty":3}],"group":"support"}`), // 6
 	}))
 	countTerms(t, s)
