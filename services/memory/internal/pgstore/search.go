@@ -25,9 +25,10 @@ import (
 // Candidates: the groups sorted by df, rarest first; the rarest ones are read whole from the GIN index (mysis_id,
 // content_tsv) while their df adds up to at most memory.SearchCandidates, so every memory holding a rare word of the
 // query is scored however old it is; the commoner words only score. When even the rarest word is more common than
-// that (`travel item` in a game history), the memories holding every word are scored instead: the newest
-// searchWalkRows rows walked through (mysis_id, seq), then the older ones from the GIN indexes, at most
-// SearchCandidates (CandidatesBounded); and when no memory holds them all, the newest holding any.
+// that (`travel item` in a game history), the memories holding every word are scored instead — read whole from GIN
+// when the words' counts say they are few (all but the commonest word, and so on, when none holds them all), else
+// the newest of them within the newest searchWalkRows rows (CandidatesBounded), and when none of those holds them
+// all, the newest holding any. docs/BENCHMARKS.md ("Search v4") measures what this costs in recall.
 //
 // Score: Okapi BM25 (k1 = 1.2, b = 0.75, idf = ln(1 + (N − df + 0.5)/(df + 0.5))) per group, summed. tf is a
 // lexeme's positions in the vector (ts_filter keeps just the query's lexemes: setweight marks them 'A' first), the
@@ -55,8 +56,8 @@ const snippetInputChars = 100000
 // (docs/BENCHMARKS.md, "Search v4", measures it).
 const searchToolWeight = 0.5
 
-// searchWalkRows is how many of the newest rows the all-common fallback walks before reading older matches from
-// the GIN indexes (~1 µs a row, all pages cached).
+// searchWalkRows is how many of the newest rows the all-common fallback walks (~2.5 µs a row on the benchmark box:
+// 8,000 rows in ~20 ms). Reading every older match from GIN instead cost 1.6–2 s for `credits` at 1M rows.
 const searchWalkRows = 8000
 
 // termsSQL turns the query's word forms ($2, with their word's index $3) into lexemes with their df in mysis $1;
@@ -257,16 +258,15 @@ FROM top JOIN memories m ON m.id = top.id AND m.mysis_id = $1
 ORDER BY CASE WHEN $16 THEN top.score END DESC, top.seq DESC`
 }
 
-// searchStatements are one document's statements: the rare words' postings whole; the fallback's walk over the
-// newest rows above $15 and its GIN read of the rows at or below it.
-type searchStatements struct{ rare, walk, older string }
+// searchStatements are one document's statements: candidates read whole from GIN (the rare words' postings, or
+// the memories holding all the words); the fallback's walk over the newest rows above $15.
+type searchStatements struct{ rare, walk string }
 
 func newSearchStatements(d searchDoc) searchStatements {
 	walkFrom := `(SELECT * FROM memories m WHERE m.mysis_id = $1 AND m.seq > $15 ORDER BY m.seq DESC OFFSET 0) m`
 	return searchStatements{
-		rare:  scoredSQL(d, candidateArms(d, "memories m", "", "")),
-		walk:  scoredSQL(d, candidateArms(d, walkFrom, " AND m.seq > $15", " ORDER BY m.seq DESC")),
-		older: scoredSQL(d, candidateArms(d, "memories m", " AND m.seq <= $15", " ORDER BY m.seq + 0 DESC")),
+		rare: scoredSQL(d, candidateArms(d, "memories m", "", "")),
+		walk: scoredSQL(d, candidateArms(d, walkFrom, " AND m.seq > $15", " ORDER BY m.seq DESC")),
 	}
 }
 
@@ -372,48 +372,46 @@ func runPlan(q memory.SearchQuery, p searchPlan, sqls searchStatements, run runn
 		}
 		return res, nil
 	}
-	// Every word is common: the memories holding all of them, then (none) any of them.
-	res.CandidatesBounded, res.MatchesEstimated = true, true
+	// Every word is common. The memories holding all of them (or all but the commonest, …) are the best BM25 can
+	// find: read whole from GIN when, by the words' counts taken as independent, they should be few; otherwise the
+	// newest of them, walked through (mysis_id, seq); when none holds them all, the newest holding any.
+	res.MatchesEstimated = true
 	res.Matches = p.groups[len(p.groups)-1].df
 	below := max(p.lastSeq-searchWalkRows, 0)
-	for _, op := range []string{"&", "|"} {
-		cand := tsqueryOf(p.groups, op)
-		hits, total, err := run(sqls.walk, args(cand, memory.SearchCandidates, below))
-		if err != nil {
+	for k := len(p.groups); k >= 1; k-- {
+		est := float64(p.n)
+		for _, g := range p.groups[:k] {
+			est *= float64(min(g.df, p.n)) / float64(p.n)
+		}
+		if est > memory.SearchCandidates/2 {
+			break // a walk of the newest rows finds them
+		}
+		hits, total, err := run(sqls.rare, args(tsqueryOf(p.groups[:k], "&"), memory.SearchCandidates, 0))
+		if err != nil || total > 0 {
+			res.Hits, res.CandidatesBounded = hits, total >= memory.SearchCandidates
+			if k < len(p.groups) {
+				res.Note = "No memory holds every word of the query; ranked those holding its rarer words together."
+			}
 			return res, err
 		}
-		if total < memory.SearchCandidates && below > 0 {
-			more, n, err := run(sqls.older, args(cand, memory.SearchCandidates-int(total), below))
-			if err != nil {
-				return res, err
-			}
-			hits, total = mergeHits(hits, more, q), total+n
+	}
+	res.CandidatesBounded = true
+	for _, op := range []string{"&", "|"} {
+		hits, total, err := run(sqls.walk, args(tsqueryOf(p.groups, op), memory.SearchCandidates, below))
+		if err != nil {
+			return res, err
 		}
 		if total > 0 || op == "|" {
 			res.Hits = hits
 			if op == "&" {
-				res.Note = fmt.Sprintf("Every word of the query is common in this history: ranked the newest %d memories that hold all of them; add a rarer word (a name, a place, an id) to reach older ones.", memory.SearchCandidates)
+				res.Note = fmt.Sprintf("Every word of the query is common in this history: ranked the memories holding all of them among the newest %d; add a rarer word (a name, a place, an id) to reach older ones.", searchWalkRows)
 			} else {
-				res.Note = "No memory holds every word of the query; ranked the newest memories holding any of them."
+				res.Note = fmt.Sprintf("Every word of the query is common and none of the newest %d memories holds them all: ranked those holding any; add a rarer word (a name, a place, an id).", searchWalkRows)
 			}
 			return res, nil
 		}
 	}
 	return res, nil
-}
-
-// mergeHits merges two statements' hits in q's order and keeps the first q.Limit.
-func mergeHits(a, b []memory.MemoryHit, q memory.SearchQuery) []memory.MemoryHit {
-	hits := append(a, b...)
-	slices.SortStableFunc(hits, func(x, y memory.MemoryHit) int {
-		if q.Order == memory.OrderRelevance {
-			if c := cmp.Compare(y.Rank, x.Rank); c != 0 {
-				return c
-			}
-		}
-		return cmp.Compare(y.Memory.Seq, x.Memory.Seq)
-	})
-	return hits[:min(len(hits), q.Limit)]
 }
 
 // querier is a pool or a transaction.
