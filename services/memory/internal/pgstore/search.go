@@ -52,6 +52,16 @@ const headlineOpts = `StartSel=«, StopSel=», MaxWords=30, MinWords=12, ShortWo
 
 const snippetInputChars = 100000
 
+// BM25's parameters, the usual ones (Robertson and Zaragoza's k1 1.2, b 0.75): docs/BENCHMARKS.md ("Search v4")
+// shows recall barely moves around them.
+const searchK1, searchB = 1.2, 0.75
+
+// bm25TF is BM25's term-frequency part for t.tf occurrences in a document of relative length rel (its length over the
+// average), as SQL.
+func bm25TF(rel string) string {
+	return fmt.Sprintf("t.tf * %g / (t.tf + %g * (%g + %g * %s))", searchK1+1, searchK1, 1-searchB, searchB, rel)
+}
+
 // searchToolWeight is a tool result's score relative to the same match in words people wrote
 // (docs/BENCHMARKS.md, "Search v4", measures it).
 const searchToolWeight = 0.5
@@ -242,7 +252,7 @@ WITH c AS MATERIALIZED (` + candidates + `),
 s AS (
 	SELECT c.id, c.seq,
 		(CASE WHEN c.role = 4 THEN $10::float8 ELSE 1 END)
-		* coalesce((SELECT sum(($8::float8[])[t.g] * t.tf * 2.2 / (t.tf + 1.2 * (0.25 + 0.75 * length(c.doc) / $9::float8)))
+		* coalesce((SELECT sum(($8::float8[])[t.g] * ` + bm25TF("length(c.doc) / $9::float8") + `)
 			FROM (SELECT q.g, sum(coalesce(array_length(u.positions, 1), 1))::float8 AS tf
 				FROM unnest(ts_filter(setweight(c.doc, 'A', $6::text[]), '{a}')) u
 				JOIN unnest($6::text[], $7::int[]) q(lexeme, g) ON q.lexeme = u.lexeme
@@ -462,7 +472,7 @@ c AS MATERIALIZED (
 	WHERE b.content_tsv @@ $3::tsquery AND ($7 = '' OR b.content_tsv @@ websearch_to_tsquery('english', $7))
 	LIMIT ` + fmt.Sprint(memory.SearchCandidates) + `
 ), s AS (
-	SELECT c.*, coalesce((SELECT sum(idf.idf * t.tf * 2.2 / (t.tf + 1.2 * (0.25 + 0.75 * length(c.doc) / (SELECT avgdl FROM n))))
+	SELECT c.*, coalesce((SELECT sum(idf.idf * ` + bm25TF("length(c.doc) / (SELECT avgdl FROM n)") + `)
 			FROM (SELECT q.g, sum(coalesce(array_length(u.positions, 1), 1))::float8 AS tf
 				FROM unnest(ts_filter(setweight(c.doc, 'A', $1::text[]), '{a}')) u JOIN q ON q.lexeme = u.lexeme
 				GROUP BY q.g) t JOIN idf ON idf.g = t.g), 0) AS score

@@ -52,6 +52,7 @@ func RecallMain(ctx context.Context, log *slog.Logger, dbURL string, args []stri
 	concCalls := fs.Int("concurrency-calls", 1600, "searches in the latency run")
 	out := fs.String("out", "", "also write the report to this file")
 	seed := fs.Uint64("seed", 1, "random seed of the generated histories")
+	reuse := fs.String("reuse", "", "LoCoMo: evaluate the conversations an earlier run on this database loaded (its run id, the myses' name suffix) instead of loading them again")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -66,15 +67,18 @@ func RecallMain(ctx context.Context, log *slog.Logger, dbURL string, args []stri
 	store := pgstore.New(pool, nil)
 	rb := &recallBench{ctx: ctx, log: log, pool: pool, store: store, svc: memory.NewService(store), limit: *limit,
 		ref: *ref, run: fmt.Sprintf("%06x", rand.Uint32()&0xffffff)}
+	if *reuse != "" {
+		rb.run, rb.reuse = *reuse, true
+	}
 	for _, m := range strings.Split(*modes, ",") {
 		if m = strings.TrimSpace(m); m != "asked" && m != "or" {
 			return fmt.Errorf("-modes: unknown form %q", m)
 		}
 		rb.modes = append(rb.modes, strings.TrimSpace(m))
 	}
-	rb.report("# memorybench recall (%s)\n\nlimit %d; recall@k = share of a question's evidence rows among its first k hits, "+
+	rb.report("# memorybench recall (%s, run %s)\n\nlimit %d; recall@k = share of a question's evidence rows among its first k hits, "+
 		"averaged over questions; zero-hit = questions with no hit at all; by age = recall@10 of the evidence rows in that "+
-		"age group; latency = one search at a time, snippets on.\n", time.Now().UTC().Format("2006-01-02 15:04"), *limit)
+		"age group; latency = one search at a time, snippets on.\n", time.Now().UTC().Format("2006-01-02 15:04"), rb.run, *limit)
 	if *locomo != "" {
 		cs, err := loadLoCoMo(*locomo)
 		if err != nil {
@@ -130,6 +134,7 @@ type recallBench struct {
 	ref   bool
 	modes []string
 	run   string
+	reuse bool
 	buf   strings.Builder
 }
 
@@ -310,11 +315,24 @@ func (rb *recallBench) locomo(cs []locomoConv, game int64, seed uint64) error {
 	var cases []recallCase
 	started := time.Now()
 	for ci, c := range cs {
-		id, err := rb.newMysis(fmt.Sprintf("recall-locomo-%s-g%d", c.id, game))
-		if err != nil {
-			return err
-		}
+		name := fmt.Sprintf("recall-locomo-%s-g%d", c.id, game)
 		seqOf := map[string]int64{}
+		var id string
+		if rb.reuse {
+			m, err := rb.svc.GetMysisByName(rb.ctx, name+"-"+rb.run)
+			if err != nil {
+				return err
+			}
+			id = m.ID
+			for i, t := range c.turns {
+				seqOf[t.diaID] = int64(i + 1) // as loaded: the conversation first
+			}
+		} else {
+			var err error
+			if id, err = rb.newMysis(name); err != nil {
+				return err
+			}
+		}
 		i := 0
 		var seq, turn int64
 		h := newHistory(seed+uint64(ci), benchEpoch.Add(24*time.Hour*365), nil)
@@ -349,8 +367,10 @@ func (rb *recallBench) locomo(cs []locomoConv, game int64, seed uint64) error {
 			m.MysisID, m.Seq, m.Turn, m.IdempotencyKey = id, seq, turn+m.Turn, ""
 			return m, true
 		}
-		if err := rb.load(id, next); err != nil {
-			return err
+		if !rb.reuse {
+			if err := rb.load(id, next); err != nil {
+				return err
+			}
 		}
 		n := int64(len(c.turns))
 		for _, q := range c.questions {
