@@ -66,6 +66,13 @@ func bm25TF(rel string) string {
 // (docs/BENCHMARKS.md, "Search v4", measures it).
 const searchToolWeight = 0.5
 
+// searchANDMaxDF bounds the all-common fallback's GIN read of the memories holding every word: it reads the posting
+// lists of all of them (and their words are correlated: sell, copper and ore, counted 82k, 125k and 328k in a 1M-row
+// history, are together in 29k memories where independence predicts 3k), so past this count of the rarest word the
+// newest rows are walked instead (docs/BENCHMARKS.md, "Search v4": 0.5 s of index reads and 7 s of heap reads on a
+// cold cache for sell & copper & ore).
+const searchANDMaxDF = 8 * memory.SearchCandidates
+
 // searchWalkRows is how many of the newest rows the all-common fallback walks (~2.5 µs a row on the benchmark box:
 // 8,000 rows in ~20 ms). Reading every older match from GIN instead cost 1.6–2 s for `credits` at 1M rows.
 const searchWalkRows = 8000
@@ -393,8 +400,8 @@ func runPlan(q memory.SearchQuery, p searchPlan, sqls searchStatements, run runn
 		for _, g := range p.groups[:k] {
 			est *= float64(min(g.df, p.n)) / float64(p.n)
 		}
-		if est > memory.SearchCandidates/2 {
-			break // a walk of the newest rows finds them
+		if est > memory.SearchCandidates/2 || p.groups[0].df > searchANDMaxDF {
+			break // a walk of the newest rows finds them, or the posting lists cost more than the walk
 		}
 		hits, total, err := run(sqls.rare, args(tsqueryOf(p.groups[:k], "&"), memory.SearchCandidates, 0))
 		if err != nil || total > 0 {
