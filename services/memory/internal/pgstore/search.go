@@ -380,16 +380,20 @@ func runPlan(q memory.SearchQuery, p searchPlan, sqls searchStatements, run runn
 			return res, err
 		}
 		res.Hits, res.Matches = hits, total
-		// Matches are exact when every word was read whole; otherwise at least the commonest word's count.
-		if p.rare < len(p.groups) {
-			res.MatchesEstimated = true
-			if p.filter == "" {
-				res.Matches = max(res.Matches, p.groups[len(p.groups)-1].df)
+		if total > 0 || p.rare == len(p.groups) {
+			// Matches are exact when every word was read whole; otherwise at least the commonest word's count.
+			if p.rare < len(p.groups) {
+				res.MatchesEstimated = true
+				if p.filter == "" {
+					res.Matches = max(res.Matches, p.groups[len(p.groups)-1].df)
+				}
 			}
+			return res, nil
 		}
-		return res, nil
+		// The rare words occur nowhere (a name the history never mentions): the common ones must find what there is.
+		p.groups = p.groups[p.rare:]
 	}
-	// Every word is common. The memories holding all of them (or all but the commonest, …) are the best BM25 can
+	// Every word (left) is common. The memories holding all of them (or all but the commonest, …) are the best BM25 can
 	// find: read whole from GIN when, by the words' counts taken as independent, they should be few; otherwise the
 	// newest of them, walked through (mysis_id, seq); when none holds them all, the newest holding any.
 	res.MatchesEstimated = true

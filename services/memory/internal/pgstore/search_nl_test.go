@@ -107,3 +107,25 @@ func TestSearchAllCommonWordsIsBoundedAndSaysSo(t *testing.T) {
 		t.Fatalf("with a rare word: bounded %v, %d hits", r.CandidatesBounded, len(r.Hits))
 	}
 }
+
+// A question whose rare words occur nowhere still finds what its common words hold (it used to come back empty:
+// the rare words' read found nothing and the common words were never read).
+func TestSearchAbsentRareWordsFallBackToCommonOnes(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	m := mkMysis(t, s)
+	var rows []memory.NewMemory
+	for i := range memory.SearchCandidates + 100 {
+		rows = append(rows, toolResult(fmt.Sprint("c", i), "travel", fmt.Sprintf(`{"travel":"ok","n":%d}`, i)))
+		if len(rows) == 1000 {
+			must[[]memory.Memory](t)(s.AppendMemories(ctx, m.ID, rows))
+			rows = nil
+		}
+	}
+	must[[]memory.Memory](t)(s.AppendMemories(ctx, m.ID, rows))
+	countTerms(t, s)
+	r := must[memory.MessageHits](t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "When did Zebediah travel?", Limit: 5}))
+	if len(r.Hits) != 5 {
+		t.Fatalf("%d hits, note %q", len(r.Hits), r.Note)
+	}
+}

@@ -157,6 +157,7 @@ type recallScore struct {
 	groupHit, groupN []int
 	lat              []time.Duration
 	errSample        string
+	zeroSample       []string
 }
 
 func newScore(groups int) *recallScore {
@@ -167,6 +168,9 @@ func (s *recallScore) add(c recallCase, hits []int64) {
 	s.n++
 	if len(hits) == 0 {
 		s.zero++
+		if len(s.zeroSample) < 5 {
+			s.zeroSample = append(s.zeroSample, c.text)
+		}
 	}
 	at := func(k int) float64 {
 		top := hits[:min(k, len(hits))]
@@ -242,6 +246,9 @@ func (rb *recallBench) evaluate(title string, groups []string, cases []recallCas
 			s.add(c, seqs)
 		}
 		rb.report("%s", s.row("SearchMessages, "+mode))
+		if len(s.zeroSample) > 0 {
+			rb.log.Info("questions with no hit", "mode", mode, "sample", s.zeroSample)
+		}
 	}
 	if !rb.ref {
 		return nil
