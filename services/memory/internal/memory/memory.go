@@ -239,8 +239,9 @@ const (
 // SearchCandidates bounds the memories one search scores: the postings of the query's rarest words are read whole
 // while they add up to at most this many memories (a memory's age plays no part), and the other words only score
 // them. A query whose every word is more common than that scores the memories holding all of its words, up to this
-// many, newest first (MessageHits.CandidatesBounded).
-const SearchCandidates = 4000
+// many (MessageHits.CandidatesBounded). 1,000 and 16,000 gave the same LoCoMo recall under 20,000 game memories;
+// 1,000 halved p95 (docs/BENCHMARKS.md, "Search v4").
+const SearchCandidates = 1000
 
 // MessageHits is the answer to a message search.
 type MessageHits struct {

@@ -120,16 +120,17 @@ func TestSearchRecencyOrder(t *testing.T) {
 	}
 }
 
-// Relevance no longer depends on age (issue 42): an old best match behind thousands of newer matches of the same
-// word is ranked first, because the word is read whole while it is rare enough and BM25 ranks by IDF, saturation and
-// length; recency order still starts at the newest.
+// Relevance no longer depends on age (issue 42): an old best match behind hundreds of newer matches of the same word
+// (the old engine ranked the newest 200) is ranked first, because the word is read whole while at most
+// SearchCandidates memories hold it and BM25 ranks by IDF, saturation and length; recency order still starts at the
+// newest.
 func TestSearchRelevanceReachesTheOldestMatch(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
 	m := mkMysis(t, s)
 	must[[]memory.Memory](t)(s.AppendMemories(ctx, m.ID, []memory.NewMemory{assistant("ore")})) // seq 1: the best match
 	var rows []memory.NewMemory
-	for i := range 2500 {
+	for i := range memory.SearchCandidates - 100 {
 		rows = append(rows, toolResult(fmt.Sprintf("c%d", i), "get_cargo",
 			fmt.Sprintf(`{"cargo":[{"item_id":"iron_ore","qty":%d}],"note":"a longer result about the ore hold %d"}`, i, i)))
 		if len(rows) == 500 {
@@ -137,14 +138,16 @@ func TestSearchRelevanceReachesTheOldestMatch(t *testing.T) {
 			rows = nil
 		}
 	}
+	must[[]memory.Memory](t)(s.AppendMemories(ctx, m.ID, rows))
 	countTerms(t, s)
+	n := int64(memory.SearchCandidates - 100 + 1)
 	r := must[memory.MessageHits](t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "ore", Limit: 5}))
-	if r.CandidatesBounded || len(r.Hits) != 5 || r.Hits[0].Memory.Seq != 1 || r.Matches != 2501 || r.MatchesEstimated {
+	if r.CandidatesBounded || len(r.Hits) != 5 || r.Hits[0].Memory.Seq != 1 || r.Matches != n || r.MatchesEstimated {
 		t.Fatalf("bounded %v, %d hits, first %d, matches %d (estimated %v)", r.CandidatesBounded, len(r.Hits), r.Hits[0].Memory.Seq,
 			r.Matches, r.MatchesEstimated)
 	}
 	r = must[memory.MessageHits](t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "ore", Limit: 5, Order: memory.OrderRecency}))
-	if len(r.Hits) != 5 || r.Hits[0].Memory.Seq != 2501 {
+	if len(r.Hits) != 5 || r.Hits[0].Memory.Seq != n {
 		t.Fatalf("recency: first %+v", r.Hits[0].Memory.Seq)
 	}
 }

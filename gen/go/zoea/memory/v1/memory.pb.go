@@ -3564,8 +3564,9 @@ type SearchMessagesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Hits.
 	Hits []*MemoryHit `protobuf:"bytes,1,rep,name=hits,proto3" json:"hits,omitempty"`
-	// True when every word of the query was common in this history: only the newest 4,000 memories holding all of
-	// them (or, when none does, any of them) were scored. Add a rarer word (a name, a place, an id).
+	// True when every word of the query was common in this history: only some of the memories holding all of them
+	// (the newest, or at most 1,000), or when none does any of them, were scored. Add a rarer word (a name, a place,
+	// an id).
 	CandidatesBounded bool `protobuf:"varint,2,opt,name=candidates_bounded,json=candidatesBounded,proto3" json:"candidates_bounded,omitempty"`
 	// How many memories hold at least one of the query's words (and its phrases, without its exclusions).
 	Matches int64 `protobuf:"varint,3,opt,name=matches,proto3" json:"matches,omitempty"`
