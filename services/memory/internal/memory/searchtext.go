@@ -9,7 +9,8 @@ import (
 //   - words, each optional: a memory matches when it holds any of them, and BM25 ranks it by how many, how rare and
 //     how often (the store's job). Stop words and question words (when, did, the, …) are dropped by Postgres's
 //     'english' configuration in the store; "or" between words is accepted and changes nothing;
-//   - "quoted phrases": required, in order (websearch syntax), and scored as words too;
+//   - "quoted phrases": required, in order, and scored as words too; when no memory holds one, its words alone (the
+//     answer's note says so: a model quoting a title it remembers approximately still finds it);
 //   - -word and -"phrase": memories holding them are left out;
 //   - identifiers (iron_ore, view_market): their words side by side are required, as a phrase (so copper_ore finds
 //     "copper ore" too, and "copper ore" as two words finds copper_ore); when no memory holds them, the words alone.
@@ -22,8 +23,10 @@ import (
 type SearchText struct {
 	// Words are the words to score, in order, duplicates removed: each word's forms, the word as written first.
 	Words [][]string
-	// Filter is websearch syntax for what a memory must satisfy: the quoted phrases and the exclusions ("" none).
+	// Filter is websearch syntax for the exclusions, which a memory must satisfy ("" none).
 	Filter string
+	// Phrases are the quoted phrases in websearch syntax, required while some memory holds them.
+	Phrases []string
 	// Identifiers are the identifiers' phrases in websearch syntax ("iron ore" for iron_ore), required while some
 	// memory holds them.
 	Identifiers []string
@@ -103,7 +106,7 @@ func ParseSearchText(q string) SearchText {
 				filter = append(filter, "-"+p)
 				continue
 			}
-			filter = append(filter, p)
+			st.Phrases = append(st.Phrases, p)
 			for _, w := range inner {
 				addWord(w)
 			}

@@ -14,27 +14,30 @@ func TestParseSearchText(t *testing.T) {
 		words       string // words joined by "; ", forms by ","
 		filter      string
 		identifiers []string
+		phrases     []string
 	}{
-		{"When did Caroline go to the LGBTQ support group?", "when; did; caroline; go,goes,going,went,gone; to; the; lgbtq; support; group", "", nil},
-		{"Where did I sell the copper_ore?", "where; did; i; sell,sells,selling,sold; the; copper_ore", "", []string{`"copper ore"`}},
-		{`"travel cooldown" -pirates`, "travel; cooldown", `"travel cooldown" -pirates`, nil},
-		{`iron -"outer ring" or copper`, "iron; copper", `-"outer ring"`, nil},
-		{"ore ---copper", "ore", "-copper", nil},
-		{"ore - - copper", "ore; copper", "", nil},
-		{`unbalanced "quote here`, "unbalanced; quote; here", "", nil},
-		{"Iron IRON iron", "iron", "", nil},
-		{"children bought 2,000 e3b0c442-98fc-1c14", "children,child; bought,buy,buys,buying; 2000; e3b0c442-98fc-1c14", "", nil},
-		{"don't ... -", "don't", "", nil},
-		{"-only -exclusions", "", "-only -exclusions", nil},
-		{"   ", "", "", nil},
+		{"When did Caroline go to the LGBTQ support group?", "when; did; caroline; go,goes,going,went,gone; to; the; lgbtq; support; group", "", nil, nil},
+		{"Where did I sell the copper_ore?", "where; did; i; sell,sells,selling,sold; the; copper_ore", "", []string{`"copper ore"`}, nil},
+		{`"travel cooldown" -pirates`, "travel; cooldown", `-pirates`, nil, []string{`"travel cooldown"`}},
+		{`iron -"outer ring" or copper`, "iron; copper", `-"outer ring"`, nil, nil},
+		{"ore ---copper", "ore", "-copper", nil, nil},
+		{"ore - - copper", "ore; copper", "", nil, nil},
+		{`unbalanced "quote here`, "unbalanced; quote; here", "", nil, nil},
+		{"Iron IRON iron", "iron", "", nil, nil},
+		{"children bought 2,000 e3b0c442-98fc-1c14", "children,child; bought,buy,buys,buying; 2000; e3b0c442-98fc-1c14", "", nil, nil},
+		{"don't ... -", "don't", "", nil, nil},
+		{"-only -exclusions", "", "-only -exclusions", nil, nil},
+		{"   ", "", "", nil, nil},
 	} {
 		st := memory.ParseSearchText(tc.in)
 		var ws []string
 		for _, w := range st.Words {
 			ws = append(ws, strings.Join(w, ","))
 		}
-		if got := strings.Join(ws, "; "); got != tc.words || st.Filter != tc.filter || !reflect.DeepEqual(st.Identifiers, tc.identifiers) {
-			t.Errorf("%q: words %q filter %q identifiers %q; want %q, %q, %q", tc.in, got, st.Filter, st.Identifiers, tc.words, tc.filter, tc.identifiers)
+		if got := strings.Join(ws, "; "); got != tc.words || st.Filter != tc.filter || !reflect.DeepEqual(st.Identifiers, tc.identifiers) ||
+			!reflect.DeepEqual(st.Phrases, tc.phrases) {
+			t.Errorf("%q: words %q filter %q identifiers %q phrases %q; want %q, %q, %q, %q", tc.in, got, st.Filter, st.Identifiers,
+				st.Phrases, tc.words, tc.filter, tc.identifiers, tc.phrases)
 		}
 	}
 	// A long query scores its first MaxSearchWords distinct words.
@@ -78,7 +81,7 @@ func FuzzParseSearchText(f *testing.F) {
 				t.Fatalf("empty word in %q", s)
 			}
 		}
-		if strings.Count(st.Filter, `"`)%2 != 0 {
+		if strings.Count(st.Filter+strings.Join(st.Phrases, ""), `"`)%2 != 0 {
 			t.Fatalf("unbalanced filter %q from %q", st.Filter, s)
 		}
 	})

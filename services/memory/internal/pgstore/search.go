@@ -37,9 +37,10 @@ import (
 // (memory_term_totals). Then one prior: a tool result scores searchToolWeight× — words people wrote (orders,
 // broadcasts, the mysis's replies) above raw tool output that says the same. Ties go to the newest.
 //
-// Quoted phrases and exclusions filter the candidates. So do identifiers (copper_ore: the words copper and ore side by
-// side, which also matches the text "copper ore") — a model that types an id means it — unless no candidate holds
-// them, when the search runs again on the words alone and says so (Note).
+// Exclusions filter the candidates. So do quoted phrases and identifiers (copper_ore: the words copper and ore side by
+// side, which also matches the text "copper ore") — a model that quotes or types an id means it — unless no candidate
+// holds them, when the search runs again on the words alone and says so (Note): a title remembered approximately
+// ("nothing is impossible") still finds the memory that wrote it otherwise.
 //
 // Broadcast deliveries carry no text or vector of their own (a broadcast is stored once, broadcasts.go): each
 // candidate read has a second arm that matches the broadcasts' vectors and joins the mysis's deliveries of them.
@@ -352,16 +353,16 @@ func searchWith(ctx context.Context, tx pgx.Tx, q memory.SearchQuery, sqls searc
 		}
 		return memory.MessageHits{Note: note}, nil
 	}
-	if ids := q.Parsed.Identifiers; len(ids) > 0 {
+	if req := append(slices.Clone(q.Parsed.Phrases), q.Parsed.Identifiers...); len(req) > 0 {
 		strict := p
-		strict.filter = strings.TrimSpace(p.filter + " " + strings.Join(ids, " "))
+		strict.filter = strings.TrimSpace(p.filter + " " + strings.Join(req, " "))
 		res, err := runPlan(q, strict, sqls, run)
 		if err != nil || len(res.Hits) > 0 {
 			return res, err
 		}
 		res, err = runPlan(q, p, sqls, run)
 		if len(res.Hits) > 0 {
-			res.Note = "No memory holds " + strings.Join(ids, ", ") + " as written; these hold some of its words."
+			res.Note = "No memory holds " + strings.Join(req, ", ") + " as written; these hold some of the words."
 		}
 		return res, err
 	}
@@ -547,7 +548,8 @@ func (s *Store) SearchBroadcasts(ctx context.Context, q memory.SearchQuery) ([]m
 		return nil, nil
 	}
 	rows, err = s.pool.Query(ctx, searchBroadcastsSQL, lexemes, lexGroup, tsqueryOf(groups, "|"), q.Limit,
-		snippetInputChars, headlineOpts, strings.TrimSpace(q.Parsed.Filter+" "+strings.Join(q.Parsed.Identifiers, " ")))
+		snippetInputChars, headlineOpts, strings.TrimSpace(q.Parsed.Filter+" "+strings.Join(q.Parsed.Phrases, " ")+" "+
+			strings.Join(q.Parsed.Identifiers, " ")))
 	if err != nil {
 		return nil, dbErr(err, "search broadcasts")
 	}

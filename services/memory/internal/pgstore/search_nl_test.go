@@ -129,3 +129,24 @@ func TestSearchAbsentRareWordsFallBackToCommonOnes(t *testing.T) {
 		t.Fatalf("%d hits, note %q", len(r.Hits), r.Note)
 	}
 }
+
+// A quoted phrase is required while some memory holds it; a title remembered approximately still finds the memory
+// by its words, and the note says the phrase was not found as written (LoCoMo: "When did Melanie read the book
+// "nothing is impossible"?" came back empty).
+func TestSearchQuotedPhraseFallsBackToItsWords(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	m := mkMysis(t, s)
+	must[[]memory.Memory](t)(s.AppendMemories(ctx, m.ID, []memory.NewMemory{
+		user("Melanie: I finished the book Nothing Is Ever Impossible last night."),
+		user("Melanie: the weather is nice."),
+	}))
+	r := must[memory.MessageHits](t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: `When did Melanie read the book "nothing is impossible"?`}))
+	if len(r.Hits) == 0 || r.Hits[0].Memory.Seq != 1 || !strings.Contains(r.Note, "as written") {
+		t.Fatalf("%d hits, note %q", len(r.Hits), r.Note)
+	}
+	r = must[memory.MessageHits](t)(s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: `"ever impossible" melanie`}))
+	if len(r.Hits) != 1 || r.Note != "" {
+		t.Fatalf("a phrase that occurs is required: %d hits, note %q", len(r.Hits), r.Note)
+	}
+}
