@@ -76,6 +76,11 @@ const searchToolWeight = 0.5
 // cold cache for sell & copper & ore).
 const searchANDMaxDF = 8 * memory.SearchCandidates
 
+// searchWalkCandidates is how many of the newest matches a walk scores: among memories that hold only common words
+// the newest few are what is left to rank, and scoring 1,000 JSON results of the OR walk took 132 ms of a 1M-row
+// natural question's 220 (memorybench explain-search, warm).
+func searchWalkCandidates(limit int) int { return max(100, 4*limit) }
+
 // searchWalkRows is how many of the newest rows the all-common fallback walks (~2.5 µs a row on the benchmark box:
 // 8,000 rows in ~20 ms). Reading every older match from GIN instead cost 1.6–2 s for `credits` at 1M rows.
 const searchWalkRows = 8000
@@ -421,7 +426,7 @@ func runPlan(q memory.SearchQuery, p searchPlan, sqls searchStatements, run runn
 	}
 	res.CandidatesBounded = true
 	for _, op := range []string{"&", "|"} {
-		hits, total, err := run(sqls.walk, args(tsqueryOf(p.groups, op), memory.SearchCandidates, below))
+		hits, total, err := run(sqls.walk, args(tsqueryOf(p.groups, op), searchWalkCandidates(q.Limit), below))
 		if err != nil {
 			return res, err
 		}

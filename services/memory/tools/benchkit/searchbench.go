@@ -197,3 +197,35 @@ func benchSearch(ctx context.Context, s *memory.Service, q memory.SearchQuery) (
 	res, err := s.SearchMessages(ctx, q)
 	return res.Hits, res.CandidatesBounded, err
 }
+
+// ExplainSearchMain runs `memorybench explain-search`: EXPLAIN (ANALYZE, BUFFERS) of every statement one message
+// search runs, for a mysis named -mysis and the query -q (plans on a real history, e.g. a natural question at 1M).
+func ExplainSearchMain(ctx context.Context, log *slog.Logger, dbURL string, args []string) error {
+	fs := flag.NewFlagSet("explain-search", flag.ContinueOnError)
+	db := fs.String("db", dbURL, "database URL (default ZOEA_DATABASE_URL)")
+	name := fs.String("mysis", LongPrefix+"1000000", "mysis name")
+	text := fs.String("q", naturalQuestions[0], "query")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	pool, err := pgutil.Open(ctx, *db, 2)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	store := pgstore.New(pool, nil)
+	m, err := memory.NewService(store).GetMysisByName(ctx, *name)
+	if err != nil {
+		return err
+	}
+	q, err := memory.SearchQuery{MysisID: m.ID, Text: *text}.Normalize(true)
+	if err != nil {
+		return err
+	}
+	plan, err := store.ExplainSearchMessages(ctx, q)
+	if err != nil {
+		return err
+	}
+	fmt.Println(plan)
+	return nil
+}
