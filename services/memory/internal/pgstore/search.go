@@ -344,8 +344,8 @@ func (s *Store) inSearchTx(ctx context.Context, what string, f func(pgx.Tx) erro
 	return nil
 }
 
-// searchWith plans q and runs its statements through run: the rare words' postings, or the fallback (all words,
-// newest rows walked then older ones from GIN; any word, newest rows walked, when no memory holds them all).
+// searchWith plans q and runs its statements through run (runPlan): strictly first when the query has quoted phrases
+// or identifiers, then on their words alone when nothing holds them.
 func searchWith(ctx context.Context, tx pgx.Tx, q memory.SearchQuery, sqls searchStatements, run runner) (memory.MessageHits, error) {
 	p, err := planSearch(ctx, tx, q)
 	if err != nil {
@@ -374,7 +374,8 @@ func searchWith(ctx context.Context, tx pgx.Tx, q memory.SearchQuery, sqls searc
 	return runPlan(q, p, sqls, run)
 }
 
-// runPlan runs a plan's statements.
+// runPlan runs a plan's statements: the rare words' postings whole; or, every word (left) being common, the memories
+// holding all of them from GIN while their counts say they are few, else the newest holding all, else any.
 func runPlan(q memory.SearchQuery, p searchPlan, sqls searchStatements, run runner) (memory.MessageHits, error) {
 	args := func(cand string, k int, below int64) []any {
 		return []any{q.MysisID, cand, p.filter, q.IncludeNudges, k, p.lexemes, p.lexGroup, p.idf, p.avgdl,
