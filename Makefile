@@ -88,6 +88,8 @@ build: ## Build every binary into bin/
 dev: setup build ## Run a local swarm: every service on this machine, three autopilot myses, live progress (Ctrl-C stops)
 	./bin/zoea dev --bin ./bin $(DEV_FLAGS)
 
+COMMA := ,
+
 .PHONY: bench
 bench: ## Run Go benchmarks of every module (BENCH=regexp to filter); big-data runs are in docs/BENCHMARKS.md
 	@for m in $(MODULES); do \
@@ -101,6 +103,12 @@ bench-memory: ## Seed BENCH_DB (an empty database) and measure the memory servic
 	go build -o bin/memorybench ./services/memory/tools/cmd/memorybench
 	./bin/memorybench seed -db '$(BENCH_DB)' $(SEED_FLAGS)
 	./bin/memorybench bench -db '$(BENCH_DB)' $(BENCH_FLAGS)
+
+.PHONY: bench-recall
+bench-recall: ## Search recall (docs/benchmarks/2026-12-02-search-v4.md): planted facts in generated histories, and LoCoMo when LOCOMO is a local copy's path (RECALL_FLAGS; BENCH_DB an empty database)
+	@test -n "$(BENCH_DB)" || { echo "set BENCH_DB to an empty database's URL (createdb zoea_recall)"; exit 1; }
+	cd services/memory/tools && go build -o ../../../bin/memorybench ./cmd/memorybench
+	./bin/memorybench recall -db '$(BENCH_DB)' $(if $(LOCOMO),-locomo '$(LOCOMO)') $(or $(RECALL_FLAGS),-game 0$(COMMA)20000 -planted 1000$(COMMA)100000 -modes asked$(COMMA)or)
 
 .PHONY: up
 up: ## docker compose up (Postgres, NATS, migrations, every service)

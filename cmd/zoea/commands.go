@@ -427,9 +427,11 @@ func searchCmd(ep *endpoints) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "search [MYSIS] QUERY",
 		Short: "Ranked full-text search of a mysis's messages and tool calls (or --reasoning), or of all broadcasts (--broadcasts)",
-		Long: "QUERY uses web search syntax: words, \"exact phrases\", OR, -exclusion. Identifiers like iron_ore work, and a\n" +
+		Long: "QUERY is plain words or a question (\"where did I sell copper ore?\"): any word may match, rare words weigh\n" +
+			"most, other forms count (went/go, copper ore/copper_ore); \"exact phrases\" are required and -word excludes. A\n" +
 			"mysis's tool calls are found by name and arguments (sell, titanium_ore). --order relevance (default) ranks the\n" +
-			"mysis's newest matches (at most 200) best first; --order recency lists the newest matches first.",
+			"whole history best first (BM25); --order recency lists the newest matches first. The first line says how many\n" +
+			"memories matched.",
 		Args: argsBetween(1, 2, "a mysis and a query, or with --broadcasts a query alone"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o, err := searchOrder(order)
@@ -463,23 +465,24 @@ func searchCmd(ep *endpoints) *cobra.Command {
 					return err
 				}
 				var hits []*memoryv1.MemoryHit
+				var matches int64
+				var estimated bool
+				var note string
 				if reasoning {
 					resp, err := c.memory.SearchReasoning(ctx, &memoryv1.SearchReasoningRequest{MysisId: m.GetId(), Query: args[1], Limit: limit})
 					if err != nil {
 						return err
 					}
-					hits = resp.GetHits()
+					hits, matches, estimated, note = resp.GetHits(), resp.GetMatches(), resp.GetMatchesEstimated(), resp.GetNote()
 				} else {
 					resp, err := c.memory.SearchMessages(ctx, &memoryv1.SearchMessagesRequest{MysisId: m.GetId(), Query: args[1], Limit: limit,
 						IncludeNudges: nudges, Order: o})
 					if err != nil {
 						return err
 					}
-					hits = resp.GetHits()
-					if resp.GetCandidatesBounded() {
-						defer fmt.Fprintln(w, "(ranked the newest matches only; older ones were not considered: narrow the query, or use --order recency)")
-					}
+					hits, matches, estimated, note = resp.GetHits(), resp.GetMatches(), resp.GetMatchesEstimated(), resp.GetNote()
 				}
+				fmt.Fprintln(w, searchSummary(len(hits), matches, estimated, note))
 				for _, h := range hits {
 					mem := h.GetMemory()
 					fmt.Fprintf(w, "%s  #%d  %.3f  %s\n", present.RowHeader(mem), mem.GetId(), h.GetRank(), present.OneLine(h.GetSnippet()))
@@ -492,8 +495,22 @@ func searchCmd(ep *endpoints) *cobra.Command {
 	cmd.Flags().BoolVar(&reasoning, "reasoning", false, "search reasoning instead of messages")
 	cmd.Flags().BoolVar(&broadcasts, "broadcasts", false, "search every broadcast")
 	cmd.Flags().BoolVar(&nudges, "include-nudges", false, "include nudges")
-	cmd.Flags().StringVar(&order, "order", "relevance", "relevance (best first among the newest matches) or recency (newest first)")
+	cmd.Flags().StringVar(&order, "order", "relevance", "relevance (best first over the whole history) or recency (newest first)")
 	return cmd
+}
+
+// searchSummary is the line above a search's hits: how many are shown of how many memories matched, and the
+// service's note when it has one.
+func searchSummary(shown int, matches int64, estimated bool, note string) string {
+	of := fmt.Sprint(matches)
+	if estimated {
+		of = "at least " + of
+	}
+	s := fmt.Sprintf("%d shown of %s matching memories", shown, of)
+	if note != "" {
+		s += " — " + note
+	}
+	return s
 }
 
 // searchOrder parses --order.

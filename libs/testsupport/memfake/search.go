@@ -13,9 +13,10 @@ import (
 	rules "github.com/zoeaswarm/zoea/libs/memoryrules"
 )
 
-// The fake's search is plain word matching, not Postgres full-text search: a text matches when it holds every word
-// of the query (letters and digits, case-insensitive; "-word" excludes), people's words rank above tool output, and
-// snippets mark the matched words «like this». Stemming and phrase queries are the real service's alone.
+// The fake's search is plain word matching, not Postgres full-text search: a text matches when it holds any word of
+// the query (letters and digits, case-insensitive; "-word" excludes), as the real service's does, and ranks by how
+// many of them it holds; people's words rank above tool output, and snippets mark the matched words «like this».
+// Stemming, stop words, other word forms, phrases and BM25 are the real service's alone.
 
 func words(s string) []string {
 	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
@@ -36,20 +37,24 @@ func parseQuery(q string) query {
 	return out
 }
 
-func (q query) matches(text string) bool {
+// score is how many of the query's words text holds; 0 when none, or when it holds an excluded one.
+func (q query) score(text string) int {
 	ws := words(text)
-	for _, w := range q.want {
-		if !slices.Contains(ws, w) {
-			return false
-		}
-	}
 	for _, w := range q.not {
 		if slices.Contains(ws, w) {
-			return false
+			return 0
 		}
 	}
-	return len(q.want) > 0
+	n := 0
+	for _, w := range q.want {
+		if slices.Contains(ws, w) {
+			n++
+		}
+	}
+	return n
 }
+
+func (q query) matches(text string) bool { return q.score(text) > 0 }
 
 // snippet marks the query's words in text, cut to about 200 bytes around the first.
 func (q query) snippet(text string) string {
@@ -123,9 +128,9 @@ func (f *Fake) SearchMessages(_ context.Context, req *memoryv1.SearchMessagesReq
 			continue
 		}
 		if text := messageText(m); q.matches(text) {
-			rank := float32(0.5)
-			if m.GetRole() != memoryv1.Role_ROLE_TOOL {
-				rank = 1 // people's words before raw tool output
+			rank := float32(q.score(text))
+			if m.GetRole() == memoryv1.Role_ROLE_TOOL {
+				rank /= 2 // people's words before raw tool output
 			}
 			hits = append(hits, &memoryv1.MemoryHit{Memory: proto.Clone(m).(*memoryv1.Memory), Snippet: q.snippet(text), Rank: rank})
 		}
@@ -141,7 +146,7 @@ func (f *Fake) SearchMessages(_ context.Context, req *memoryv1.SearchMessagesReq
 			return 0
 		})
 	}
-	return &memoryv1.SearchMessagesResponse{Hits: hits[:min(len(hits), limit)]}, nil
+	return &memoryv1.SearchMessagesResponse{Hits: hits[:min(len(hits), limit)], Matches: int64(len(hits))}, nil
 }
 
 // SearchReasoning implements MemoryService.SearchReasoning: one mysis's memories by their reasoning, newest first.
@@ -158,9 +163,12 @@ func (f *Fake) SearchReasoning(_ context.Context, req *memoryv1.SearchReasoningR
 	q := parseQuery(req.GetQuery())
 	resp := &memoryv1.SearchReasoningResponse{}
 	ms := f.memories[id]
-	for i := len(ms) - 1; i >= 0 && len(resp.Hits) < limit; i-- {
+	for i := len(ms) - 1; i >= 0; i-- {
 		if m := ms[i]; q.matches(m.GetReasoning()) {
-			resp.Hits = append(resp.Hits, &memoryv1.MemoryHit{Memory: proto.Clone(m).(*memoryv1.Memory), Snippet: q.snippet(m.GetReasoning()), Rank: 1})
+			resp.Matches++
+			if len(resp.Hits) < limit {
+				resp.Hits = append(resp.Hits, &memoryv1.MemoryHit{Memory: proto.Clone(m).(*memoryv1.Memory), Snippet: q.snippet(m.GetReasoning()), Rank: 1})
+			}
 		}
 	}
 	return resp, nil

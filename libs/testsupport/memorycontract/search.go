@@ -91,6 +91,15 @@ func testSearchMessages(t *testing.T, c memoryv1.MemoryServiceClient) {
 	if got := search(&memoryv1.SearchMessagesRequest{MysisId: m.GetId(), Query: uniqueWord()}); len(got) != 0 {
 		t.Errorf("a word never written found seqs %v", got)
 	}
+	// Words are optional (issue 42): a question whose other words occur nowhere still finds what holds one, and the
+	// answer says how many memories matched.
+	resp, err := c.SearchMessages(ctx, &memoryv1.SearchMessagesRequest{MysisId: m.GetId(), Query: "Where did I mine " + word + " and " + uniqueWord() + "?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := hitSeqs(t, "a question", word, resp.GetHits()); len(got) == 0 || resp.GetMatches() < int64(len(got)) {
+		t.Errorf("a question with one word that occurs: seqs %v, matches %d", got, resp.GetMatches())
+	}
 	for _, tc := range []struct {
 		what, field string
 		req         *memoryv1.SearchMessagesRequest

@@ -237,7 +237,11 @@ func (s *Server) mysisPage(w http.ResponseWriter, r *http.Request) {
 				hits = append(hits, map[string]any{"Memory": viewMemory(h.GetMemory()), "Rank": fmt.Sprintf("%.3f", h.GetRank()),
 					"Snippet": present.OneLine(h.GetSnippet())})
 			}
-			data["Hits"], data["Bounded"] = hits, resp.GetCandidatesBounded()
+			matched := fmt.Sprint(resp.GetMatches())
+			if resp.GetMatchesEstimated() {
+				matched = "at least " + matched
+			}
+			data["Hits"], data["Matched"], data["Note"] = hits, matched, resp.GetNote()
 		}
 	}
 	mems, err := s.b.History(ctx, m.GetId(), 60)

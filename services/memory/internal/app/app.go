@@ -138,9 +138,13 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 		storeOpts = append(storeOpts, pgstore.WithAsyncFTS())
 	}
 	store := pgstore.New(pool, box, storeOpts...)
-	if cfg.FTSIndexInterval > 0 {
-		defer background(ctx, cfg.FTSIndexInterval, (&pgstore.Indexer{Store: store, Log: log}).Run)()
+	// The indexer also keeps search's term counts (pgstore/terms.go), so it runs whether or not tool results are
+	// indexed asynchronously: with synchronous indexing it only counts, every 500 ms.
+	every := cfg.FTSIndexInterval
+	if every == 0 {
+		every = 500 * time.Millisecond
 	}
+	defer background(ctx, every, (&pgstore.Indexer{Store: store, Log: log}).Run)()
 	// Snapshots of each mysis's cost before an hour, for top-by-cost rankings over several hours (pgstore/before.go):
 	// the last 168 hours' kept, others built when a ranking asks; checked and pruned every minute.
 	defer background(ctx, time.Minute, (&pgstore.UsageSnapshotter{Store: store, Log: log}).Run)()

@@ -250,16 +250,18 @@ func (s *Server) SearchMessages(ctx context.Context, req *memoryv1.SearchMessage
 	if err != nil {
 		return nil, err
 	}
-	return &memoryv1.SearchMessagesResponse{Hits: toProtoMemoryHits(res.Hits), CandidatesBounded: res.CandidatesBounded}, nil
+	return &memoryv1.SearchMessagesResponse{Hits: toProtoMemoryHits(res.Hits), CandidatesBounded: res.CandidatesBounded,
+		Matches: res.Matches, MatchesEstimated: res.MatchesEstimated, Note: res.Note}, nil
 }
 
 // SearchReasoning implements MemoryService.SearchReasoning.
 func (s *Server) SearchReasoning(ctx context.Context, req *memoryv1.SearchReasoningRequest) (*memoryv1.SearchReasoningResponse, error) {
-	hs, err := s.svc.SearchReasoning(ctx, memory.SearchQuery{MysisID: req.GetMysisId(), Text: req.GetQuery(), Limit: int(req.GetLimit())})
+	res, err := s.svc.SearchReasoning(ctx, memory.SearchQuery{MysisID: req.GetMysisId(), Text: req.GetQuery(), Limit: int(req.GetLimit())})
 	if err != nil {
 		return nil, err
 	}
-	return &memoryv1.SearchReasoningResponse{Hits: toProtoMemoryHits(hs)}, nil
+	return &memoryv1.SearchReasoningResponse{Hits: toProtoMemoryHits(res.Hits), Matches: res.Matches,
+		MatchesEstimated: res.MatchesEstimated, Note: res.Note}, nil
 }
 
 // SearchBroadcasts implements MemoryService.SearchBroadcasts.

@@ -219,33 +219,42 @@ type BroadcastHit struct {
 // SearchQuery is a full-text search request.
 type SearchQuery struct {
 	MysisID       string // required for messages and reasoning, ignored for broadcasts
-	Text          string // websearch_to_tsquery syntax
+	Text          string // words, "phrases", -exclusions (searchtext.go)
 	Limit         int
 	IncludeNudges bool
 	Order         SearchOrder // messages only
+	Parsed        SearchText  // Text read by ParseSearchText (Normalize sets it)
 }
 
 // SearchOrder is how a message search chooses and orders its hits.
 type SearchOrder int
 
 const (
-	// OrderRelevance ranks the newest SearchCandidates matches and returns the best first (the default).
+	// OrderRelevance returns the best matches first: BM25 over the mysis's whole history (the default).
 	OrderRelevance SearchOrder = iota
 	// OrderRecency returns the newest matches first.
 	OrderRecency
 )
 
-// SearchCandidates bounds relevance ranking: only a mysis's newest SearchCandidates matches are ranked, so a
-// search costs the same on a million-row history as on a thousand-row one.
-const SearchCandidates = 200
+// SearchCandidates bounds the memories one search scores: the postings of the query's rarest words are read whole
+// while they add up to at most this many memories (a memory's age plays no part), and the other words only score
+// them. A query whose every word is more common than that scores the memories holding all of its words, up to this
+// many (MessageHits.CandidatesBounded). 1,000 and 16,000 gave the same LoCoMo recall under 20,000 game memories;
+// 1,000 halved p95 (docs/benchmarks/2026-12-02-search-v4.md).
+const SearchCandidates = 1000
 
 // MessageHits is the answer to a message search.
 type MessageHits struct {
 	Hits []MemoryHit
-	// CandidatesBounded is set when relevance order ranked only the newest matches and older ones exist or were
-	// not looked at (more than SearchCandidates matches, or at least the limit within the newest rows searched
-	// first).
+	// Matches is how many memories hold at least one of the query's words (and satisfy its phrases and
+	// exclusions): exact unless MatchesEstimated, then a lower bound from the mysis's term counts.
+	Matches          int64
+	MatchesEstimated bool
+	// CandidatesBounded is set when every word of the query was too common to read whole, so only the memories
+	// holding all of them (newest first, at most SearchCandidates) were scored.
 	CandidatesBounded bool
+	// Note explains an empty or partial answer in a sentence a model can act on ("" when there is nothing to say).
+	Note string
 }
 
 // ListFilter selects a page of myses.

@@ -36,7 +36,7 @@ type Store interface {
 	DeliverBroadcast(ctx context.Context, broadcastID string, mysisIDs []string) (Delivery, error)
 
 	SearchMessages(ctx context.Context, q SearchQuery) (MessageHits, error)
-	SearchReasoning(ctx context.Context, q SearchQuery) ([]MemoryHit, error)
+	SearchReasoning(ctx context.Context, q SearchQuery) (MessageHits, error)
 	SearchBroadcasts(ctx context.Context, q SearchQuery) ([]BroadcastHit, error)
 
 	CreateAccount(ctx context.Context, a Account) (Account, error)
@@ -273,8 +273,8 @@ func (s *Service) DeliverBroadcast(ctx context.Context, broadcastID string, mysi
 	return s.store.DeliverBroadcast(ctx, broadcastID, mysisIDs)
 }
 
-// SearchMessages finds one mysis's messages and tool calls, by relevance among the newest SearchCandidates matches
-// or newest first.
+// SearchMessages finds one mysis's messages and tool calls, best first (BM25 over its whole history) or newest
+// first.
 func (s *Service) SearchMessages(ctx context.Context, q SearchQuery) (MessageHits, error) {
 	q, err := q.Normalize(true)
 	if err != nil {
@@ -287,10 +287,10 @@ func (s *Service) SearchMessages(ctx context.Context, q SearchQuery) (MessageHit
 }
 
 // SearchReasoning ranks one mysis's stored reasoning.
-func (s *Service) SearchReasoning(ctx context.Context, q SearchQuery) ([]MemoryHit, error) {
+func (s *Service) SearchReasoning(ctx context.Context, q SearchQuery) (MessageHits, error) {
 	q, err := q.Normalize(true)
 	if err != nil {
-		return nil, err
+		return MessageHits{}, err
 	}
 	return s.store.SearchReasoning(ctx, q)
 }

@@ -200,6 +200,23 @@ func TestServiceRejectsBadInputNamingTheField(t *testing.T) {
 			return err
 		}, "query"},
 		{"search: mysis", func() error { _, err := s.SearchMessages(ctx, memory.SearchQuery{Text: "iron"}); return err }, "mysis_id"},
+		{"search: 10 KB query", func() error {
+			_, err := s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: strings.Repeat("iron ", 2048)})
+			return err
+		}, "query"},
+		{"search: NUL", func() error {
+			_, err := s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "iron\x00ore"})
+			return err
+		}, "query"},
+		{"search: invalid UTF-8", func() error {
+			_, err := s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "iron \xff\xfe"})
+			return err
+		}, "query"},
+		{"search reasoning: NUL", func() error {
+			_, err := s.SearchReasoning(ctx, memory.SearchQuery{MysisID: m.ID, Text: "\x00"})
+			return err
+		}, "query"},
+		{"search broadcasts: invalid UTF-8", func() error { _, err := s.SearchBroadcasts(ctx, memory.SearchQuery{Text: "\xc3"}); return err }, "query"},
 		{"search: limit", func() error {
 			_, err := s.SearchMessages(ctx, memory.SearchQuery{MysisID: m.ID, Text: "iron", Limit: -5})
 			return err

@@ -29,6 +29,7 @@ func (q SearchQuery) Normalize(needMysis bool) (SearchQuery, error) {
 		q.MysisID = id
 	}
 	q.Text = BoundQueryOperators(q.Text)
+	q.Parsed = ParseSearchText(q.Text)
 	q.Limit = limit
 	return q, nil
 }

@@ -44,8 +44,8 @@ var memoryCopyCols = []string{"mysis_id", "seq", "turn", "role", "source", "send
 // CopyMemories streams memories from next (which returns false when done) into the table. Each memory must carry
 // MysisID, Seq, Turn and CreatedAt; IDs are assigned by the database. Broadcast deliveries are stored as the
 // online path stores them: without content (it is the broadcast's). Rows are COPYed into a temporary table and
-// moved with one INSERT … SELECT that computes every content_tsv (seeded rows are fully indexed), all in one
-// transaction.
+// moved with one INSERT … SELECT that computes every content_tsv (seeded rows are fully indexed) and queues them for
+// the term counts, all in one transaction; CountAllTerms (or a running memory server's indexer) counts them.
 func (s *Store) CopyMemories(ctx context.Context, next func() (memory.Memory, bool)) (int64, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -64,8 +64,10 @@ func (s *Store) CopyMemories(ctx context.Context, next func() (memory.Memory, bo
 	if err != nil {
 		return n, dbErr(err, "copy memories")
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO memories (`+cols+`, content_tsv)
-		SELECT `+cols+`, zoea_memory_tsv(content, tool_calls) FROM seed_memories`); err != nil {
+	if _, err := tx.Exec(ctx, `WITH ins AS (INSERT INTO memories (`+cols+`, content_tsv)
+		SELECT `+cols+`, zoea_memory_tsv(content, tool_calls) FROM seed_memories
+		RETURNING id, mysis_id, content_tsv IS NOT NULL AS indexed)
+		INSERT INTO memory_terms_queue (memory_id, mysis_id) SELECT id, mysis_id FROM ins WHERE indexed`); err != nil {
 		return n, dbErr(err, "copy memories")
 	}
 	return n, dbErr(tx.Commit(ctx), "copy memories")

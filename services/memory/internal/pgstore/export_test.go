@@ -34,9 +34,6 @@ const (
 	SnippetInputChars = snippetInputChars
 )
 
-// SearchWalk is searchWalk, for the reference test.
-func SearchWalk(n, limit, older int64) int64 { return searchWalk(n, limit, older) }
-
 // RangeSegment is one part of a usage range as GetUsage sums it: span 0 the call log, 1 hours, 2 days.
 type RangeSegment struct {
 	Span     int

@@ -21,8 +21,10 @@ import (
 // The fill is an UPDATE, so a tool result is written twice (a second row version and new index entries, ~10 % of
 // the synchronous cost, measured); the expensive parsing and GIN maintenance just happen off the critical path.
 
-// indexPendingSQL indexes up to $1 pending tool results, oldest first, skipping rows another indexer holds.
+// indexPendingSQL indexes up to $1 pending tool results, oldest first, skipping rows another indexer holds, and
+// queues them for the term counts (terms.go).
 const indexPendingSQL = `
+WITH upd AS (
 UPDATE memories m SET content_tsv = zoea_memory_tsv(m.content, m.tool_calls)
 FROM (
 	SELECT p.id, p.mysis_id FROM memories p
@@ -30,7 +32,10 @@ FROM (
 	ORDER BY p.id LIMIT $1
 	FOR UPDATE SKIP LOCKED
 ) p
-WHERE m.id = p.id AND m.mysis_id = p.mysis_id`
+WHERE m.id = p.id AND m.mysis_id = p.mysis_id
+RETURNING m.id, m.mysis_id
+)
+INSERT INTO memory_terms_queue (memory_id, mysis_id) SELECT id, mysis_id FROM upd`
 
 // IndexPending computes the full-text vectors of up to limit tool results stored without one (oldest first) and
 // returns how many it indexed.
@@ -97,13 +102,20 @@ func (x *Indexer) Run(ctx context.Context, ticks <-chan time.Time) {
 	}
 }
 
+// pass indexes every pending tool result, then folds every queued memory into the term counts (terms.go): the
+// rows it just indexed, and the rows appends indexed since the last pass.
 func (x *Indexer) pass(ctx context.Context) (int, error) {
 	total := 0
 	for {
 		n, err := x.Store.IndexPending(ctx, IndexBatch)
 		total += n
-		if err != nil || n < IndexBatch {
+		if err != nil {
 			return total, err
 		}
+		if n < IndexBatch {
+			break
+		}
 	}
+	_, err := x.Store.CountAllTerms(ctx)
+	return total, err
 }

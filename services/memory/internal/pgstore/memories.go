@@ -27,8 +27,10 @@ func (s *Store) AppendMemories(ctx context.Context, mysisID string, ms []memory.
 // migration 00009: the content, and an assistant memory's tool calls with it) is computed here for every row except
 // tool results when $15 (asynchronous indexing) is set: those are left NULL for
 // the background indexer (IndexPending), which takes the most expensive part of a write — tool results are most of
-// the indexed text — off the append's critical path.
+// the indexed text — off the append's critical path. Every row given a vector here is queued for the term counts
+// (terms.go) in the same statement.
 const appendSQL = `
+WITH ins AS (
 INSERT INTO memories (mysis_id, seq, turn, role, source, sender_id, content, reasoning, tool_calls,
 	tool_call_id, tool_name, idempotency_key, call_arguments_json, call_key, content_tsv)
 SELECT u.mysis_id, u.seq, u.turn, u.role, u.source, u.sender_id, u.content, u.reasoning, u.tool_calls::jsonb,
@@ -38,7 +40,11 @@ FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::smallint[], $5::smallint
 	$9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[])
 	AS u(mysis_id, seq, turn, role, source, sender_id, content, reasoning, tool_calls, tool_call_id, tool_name, idem,
 		call_args, call_key)
-RETURNING mysis_id, seq, id, created_at`
+RETURNING mysis_id, seq, id, created_at, content_tsv IS NOT NULL AS indexed
+), queued AS (
+	INSERT INTO memory_terms_queue (memory_id, mysis_id) SELECT id, mysis_id FROM ins WHERE indexed
+)
+SELECT mysis_id, seq, id, created_at FROM ins`
 
 // appendState is what an append reads under the mysis lock.
 type appendState struct {

@@ -169,6 +169,7 @@ func (s *Store) DeleteMysis(ctx context.Context, id string) error {
 		b.Queue(lockSwarmRowsSQL, id)
 		b.Queue(takeOutOfSwarmSQL, id)
 		b.Queue(dropEmptySwarmRowsSQL, id)
+		b.Queue(deleteTermsSQL, id)
 		b.Queue(`DELETE FROM myses WHERE id = $1`, id)
 		return tx.SendBatch(ctx, b).Close()
 	})

@@ -166,7 +166,7 @@ func TestSearchReasoningAndBroadcasts(t *testing.T) {
 		{Role: memory.RoleAssistant, Source: memory.SourceLLM, Content: "Traveling.", Reasoning: "The travel cooldown means I should sell first."},
 		{Role: memory.RoleAssistant, Source: memory.SourceLLM, Content: "cooldown in content only"},
 	}))
-	hs := must[[]memory.MemoryHit](t)(s.SearchReasoning(ctx, memory.SearchQuery{MysisID: m.ID, Text: "cooldown"}))
+	hs := msgHits(t)(s.SearchReasoning(ctx, memory.SearchQuery{MysisID: m.ID, Text: "cooldown"}))
 	if len(hs) != 1 || hs[0].Memory.Seq != 1 || !strings.Contains(hs[0].Snippet, "«cooldown»") {
 		t.Fatalf("reasoning: %+v", hs)
 	}

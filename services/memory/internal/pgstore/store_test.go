@@ -720,3 +720,11 @@ func msgHits(t testing.TB) func(memory.MessageHits, error) []memory.MemoryHit {
 		return r.Hits
 	}
 }
+
+// countTerms folds every queued memory into the term counts, as the indexer's next pass would.
+func countTerms(t testing.TB, s *svcStore) {
+	t.Helper()
+	if _, err := s.Store.CountAllTerms(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -453,7 +453,7 @@ func (b *bencher) searches(n, nLong int) error {
 	}
 	if err := run("reasoning", "typical", n/2, func(q string) (int, error) {
 		hs, err := b.svc.SearchReasoning(b.ctx, memory.SearchQuery{MysisID: b.typical(), Text: q})
-		return len(hs), err
+		return len(hs.Hits), err
 	}); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -92,4 +93,91 @@ func TestSeedAndBenchSmoke(t *testing.T) {
 	if err != nil || len(report) < 200 {
 		t.Fatalf("report: %q %v", report, err)
 	}
+}
+
+// locomoFixture is a made-up conversation in LoCoMo's layout (the real data set is not in this repository): two
+// sessions, an image caption, evidence written both ways the data set writes it, and an adversarial question.
+const locomoFixture = `[{"sample_id":"fx","conversation":{"speaker_a":"Ada","speaker_b":"Bo",
+"session_1_date_time":"1:00 pm on 1 May, 2023","session_1":[
+ {"speaker":"Ada","dia_id":"D1:1","text":"I went to a pottery class yesterday."},
+ {"speaker":"Bo","dia_id":"D1:2","text":"Nice! I adopted a puppy called Biscuit.","blip_caption":"a photo of a small dog"}],
+"session_2_date_time":"2:00 pm on 9 May, 2023","session_2":[
+ {"speaker":"Ada","dia_id":"D2:1","text":"My sister moved to Lisbon for work."},
+ {"speaker":"Bo","dia_id":"D2:2","text":"Biscuit chewed my shoes again."}]},
+"qa":[{"question":"When did Ada go to the pottery class?","answer":"30 April 2023","evidence":["D1:1"],"category":2},
+ {"question":"What is the name of Bo's dog?","answer":"Biscuit","evidence":["D1:2; D2:2"],"category":1},
+ {"question":"Where did Bo's sister move?","evidence":["D2:1"],"category":5,"adversarial_answer":"Lisbon"}]}]`
+
+// TestRecallSmoke runs `memorybench recall` at toy scale: a LoCoMo-shaped conversation under 300 game memories and
+// a 1,000-row planted history, with the BM25 reference, so the recall benchmark cannot rot; the engine must find
+// the answers.
+func TestRecallSmoke(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.New(t)
+	dir := t.TempDir()
+	fx := dir + "/locomo.json"
+	if err := os.WriteFile(fx, []byte(locomoFixture), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := dir + "/recall.md"
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if err := benchkit.RecallMain(ctx, log, url, []string{"-locomo", fx, "-game", "300", "-planted", "1000", "-modes", "asked,or",
+		"-concurrency", "2", "-concurrency-calls", "20", "-out", out}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := string(b)
+	for _, want := range []string{
+		"| SearchMessages, asked | 2 | 100.0 | 100.0 | 100.0 | 0.0 |", // both answerable questions, all evidence found
+		"BM25 reference", "Planted facts, 1072-row game history (72 facts)", "2 concurrent searches",
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+	if r := recallAt10(t, report, "Planted facts"); r < 90 {
+		t.Errorf("planted recall@10 %.1f < 90:\n%s", r, report)
+	}
+}
+
+// recallAt10 reads the recall@10 of the first "SearchMessages, asked" row after section in a recall report.
+func recallAt10(t testing.TB, report, section string) float64 {
+	t.Helper()
+	i := strings.Index(report, section)
+	if i < 0 {
+		t.Fatalf("no section %q", section)
+	}
+	rest := report[i:]
+	j := strings.Index(rest, "| SearchMessages, asked |")
+	if j < 0 {
+		t.Fatalf("no asked row in %q", section)
+	}
+	cols := strings.Split(rest[j:strings.Index(rest[j:], "\n")+j], "|")
+	r, err := strconv.ParseFloat(strings.TrimSpace(cols[4]), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// BenchmarkRecallPlanted reports the engine's recall@10 on a 5,000-row planted history (`make bench`); the full
+// benchmark is `memorybench recall` (docs/benchmarks/2026-12-02-search-v4.md).
+func BenchmarkRecallPlanted(b *testing.B) {
+	ctx := context.Background()
+	url := pgtest.New(b)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	out := b.TempDir() + "/recall.md"
+	for b.Loop() {
+		if err := benchkit.RecallMain(ctx, log, url, []string{"-planted", "5000", "-ref=false", "-out", out}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rep, err := os.ReadFile(out)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(recallAt10(b, string(rep), "Planted facts"), "recall@10")
 }

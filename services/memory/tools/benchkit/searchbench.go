@@ -94,7 +94,9 @@ func SearchBenchMain(ctx context.Context, log *slog.Logger, dbURL string, args [
 		mix = append(mix, hex)
 		classes = append(classes, searchClass{"rare identifier (a login's hex session id)", []string{hex}})
 	}
-	classes = append(classes, searchClass{"no match (`zyzzyva`)", []string{"zyzzyva"}},
+	classes = append(classes, searchClass{"natural question (5, round-robin)", naturalQuestions},
+		searchClass{"only common words (`travel item`)", []string{"travel item"}},
+		searchClass{"no match (`zyzzyva`)", []string{"zyzzyva"}},
 		searchClass{fmt.Sprintf("`memory bench` mix (%d queries)", len(mix)), mix})
 
 	b.report("## SearchMessages by history, query and order (limit %d, snippets on)\n\nDatabase: %d memories, %d myses. "+
@@ -174,6 +176,15 @@ func SearchBenchMain(ctx context.Context, log *slog.Logger, dbURL string, args [
 	return nil
 }
 
+// naturalQuestions are asked the way a model asks: whole sentences, question words, other word forms.
+var naturalQuestions = []string{
+	"Where did I sell the copper ore last time?",
+	"How many credits did I make mining iron?",
+	"What did the commander say about pirates near the outer ring?",
+	"When did I last travel to haven station?",
+	"Which ores dropped in price at the market?",
+}
+
 func orderName(o memory.SearchOrder) string {
 	if o == memory.OrderRecency {
 		return "recency"
@@ -185,4 +196,36 @@ func orderName(o memory.SearchOrder) string {
 func benchSearch(ctx context.Context, s *memory.Service, q memory.SearchQuery) ([]memory.MemoryHit, bool, error) {
 	res, err := s.SearchMessages(ctx, q)
 	return res.Hits, res.CandidatesBounded, err
+}
+
+// ExplainSearchMain runs `memorybench explain-search`: EXPLAIN (ANALYZE, BUFFERS) of every statement one message
+// search runs, for a mysis named -mysis and the query -q (plans on a real history, e.g. a natural question at 1M).
+func ExplainSearchMain(ctx context.Context, log *slog.Logger, dbURL string, args []string) error {
+	fs := flag.NewFlagSet("explain-search", flag.ContinueOnError)
+	db := fs.String("db", dbURL, "database URL (default ZOEA_DATABASE_URL)")
+	name := fs.String("mysis", LongPrefix+"1000000", "mysis name")
+	text := fs.String("q", naturalQuestions[0], "query")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	pool, err := pgutil.Open(ctx, *db, 2)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	store := pgstore.New(pool, nil)
+	m, err := memory.NewService(store).GetMysisByName(ctx, *name)
+	if err != nil {
+		return err
+	}
+	q, err := memory.SearchQuery{MysisID: m.ID, Text: *text}.Normalize(true)
+	if err != nil {
+		return err
+	}
+	plan, err := store.ExplainSearchMessages(ctx, q)
+	if err != nil {
+		return err
+	}
+	fmt.Println(plan)
+	return nil
 }

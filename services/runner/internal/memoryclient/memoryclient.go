@@ -150,25 +150,27 @@ func (c *Client) ReleaseAccount(ctx context.Context, id string) error {
 }
 
 // SearchMessages implements tools.Searcher.
-func (c *Client) SearchMessages(ctx context.Context, id, query string, limit int, order tools.SearchOrder) ([]tools.Hit, bool, error) {
+func (c *Client) SearchMessages(ctx context.Context, id, query string, limit int, order tools.SearchOrder) ([]tools.Hit, tools.SearchInfo, error) {
 	o := memoryv1.SearchOrder_SEARCH_ORDER_RELEVANCE
 	if order == tools.OrderRecency {
 		o = memoryv1.SearchOrder_SEARCH_ORDER_RECENCY
 	}
 	resp, err := c.api.SearchMessages(ctx, &memoryv1.SearchMessagesRequest{MysisId: id, Query: query, Limit: int32(limit), Order: o})
 	if err != nil {
-		return nil, false, server.FromStatus(err)
+		return nil, tools.SearchInfo{}, server.FromStatus(err)
 	}
-	return fromProtoHits(resp.GetHits()), resp.GetCandidatesBounded(), nil
+	return fromProtoHits(resp.GetHits()), tools.SearchInfo{Matches: resp.GetMatches(), Estimated: resp.GetMatchesEstimated(),
+		Bounded: resp.GetCandidatesBounded(), Note: resp.GetNote()}, nil
 }
 
 // SearchReasoning implements tools.Searcher.
-func (c *Client) SearchReasoning(ctx context.Context, id, query string, limit int) ([]tools.Hit, error) {
+func (c *Client) SearchReasoning(ctx context.Context, id, query string, limit int) ([]tools.Hit, tools.SearchInfo, error) {
 	resp, err := c.api.SearchReasoning(ctx, &memoryv1.SearchReasoningRequest{MysisId: id, Query: query, Limit: int32(limit)})
 	if err != nil {
-		return nil, server.FromStatus(err)
+		return nil, tools.SearchInfo{}, server.FromStatus(err)
 	}
-	return fromProtoHits(resp.GetHits()), nil
+	return fromProtoHits(resp.GetHits()), tools.SearchInfo{Matches: resp.GetMatches(), Estimated: resp.GetMatchesEstimated(),
+		Note: resp.GetNote()}, nil
 }
 
 // SearchBroadcasts implements tools.Searcher.

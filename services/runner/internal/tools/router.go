@@ -73,17 +73,24 @@ type BroadcastHit struct {
 type SearchOrder string
 
 const (
-	// OrderRelevance is best match first among the newest matches (the default).
+	// OrderRelevance is best match first over the whole history (the default).
 	OrderRelevance SearchOrder = "relevance"
 	// OrderRecency is newest match first.
 	OrderRecency SearchOrder = "recency"
 )
 
+// SearchInfo is what a search says besides its hits.
+type SearchInfo struct {
+	Matches   int64  // memories holding at least one of the query's words
+	Estimated bool   // Matches is a lower bound
+	Bounded   bool   // every word was common: only the newest memories holding all of them were ranked
+	Note      string // explains an empty or partial answer
+}
+
 // Searcher is the memory service's search. The mysis id is always the calling mysis's, filled in by the session.
 type Searcher interface {
-	// SearchMessages also reports whether relevance order ranked only the newest matches (older ones exist).
-	SearchMessages(ctx context.Context, mysisID, query string, limit int, order SearchOrder) (hits []Hit, bounded bool, err error)
-	SearchReasoning(ctx context.Context, mysisID, query string, limit int) ([]Hit, error)
+	SearchMessages(ctx context.Context, mysisID, query string, limit int, order SearchOrder) ([]Hit, SearchInfo, error)
+	SearchReasoning(ctx context.Context, mysisID, query string, limit int) ([]Hit, SearchInfo, error)
 	SearchBroadcasts(ctx context.Context, query string, limit int) ([]BroadcastHit, error)
 }
 

@@ -5,10 +5,12 @@ import (
 )
 
 // The search tools' schema bytes are pinned: they count against the token budget and are part of the prompt a
-// provider caches, so a change must be deliberate.
+// provider caches, so a change must be deliberate (issue 42: the query is asked in plain words now, and says how).
 func TestSearchSchema(t *testing.T) {
 	want := `{"type":"object","properties":{` +
-		`"query":{"type":"string","description":"Words to find (web search syntax: \"exact phrase\", OR, -exclude). Identifiers like iron_ore work."},` +
+		`"query":{"type":"string","description":"What you are looking for, in plain words or as a question (\"where did I sell copper ore?\"). ` +
+		`Every word counts, none is required: rare words (names, places, ids like iron_ore, numbers) weigh most, so include them; ` +
+		`other word forms match (went/go, ores/ore). \"exact phrase\" requires the phrase, -word excludes."},` +
 		`"limit":{"type":"integer","description":"Maximum results (default 10).","minimum":1,"maximum":50}},` +
 		`"required":["query"],"additionalProperties":false}`
 	if got := string(searchSchema(false)); got != want {

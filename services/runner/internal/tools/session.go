@@ -837,7 +837,7 @@ func searchSchema(withOrder bool) json.RawMessage {
 	schema := jsonschema.Schema{
 		Type: "object",
 		Properties: map[string]*jsonschema.Schema{
-			"query": {Type: "string", Description: `Words to find (web search syntax: "exact phrase", OR, -exclude). Identifiers like iron_ore work.`},
+			"query": {Type: "string", Description: `What you are looking for, in plain words or as a question ("where did I sell copper ore?"). Every word counts, none is required: rare words (names, places, ids like iron_ore, numbers) weigh most, so include them; other word forms match (went/go, ores/ore). "exact phrase" requires the phrase, -word excludes.`},
 			"limit": {Type: "integer", Minimum: jsonschema.Ptr(1.0), Maximum: jsonschema.Ptr(50.0), Description: "Maximum results (default 10)."},
 		},
 		PropertyOrder:        []string{"query", "limit"},
@@ -847,7 +847,7 @@ func searchSchema(withOrder bool) json.RawMessage {
 	if withOrder {
 		// The message search also finds tool calls by name and arguments, and can list the newest matches first.
 		schema.Properties["order"] = &jsonschema.Schema{Type: "string", Enum: []any{"relevance", "recency"},
-			Description: "relevance (default): best matches first, among your newest matches. recency: newest matches first, for what happened most recently (e.g. your last sell of titanium_ore)."}
+			Description: "relevance (default): best matches first, over your whole history however old. recency: newest matches first, for what happened most recently (e.g. your last sell of titanium_ore)."}
 		schema.PropertyOrder = append(schema.PropertyOrder, "order")
 	}
 	// A static schema always marshals; TestSearchSchema pins the bytes.
@@ -859,11 +859,11 @@ func searchTools() []llm.Tool {
 	plain := searchSchema(false)
 	return []llm.Tool{
 		{Name: toolSearchMessages, Parameters: searchSchema(true), ReadOnly: true,
-			Description: "Search everything you have seen and said before (your own messages, orders, tool calls with their arguments, and tool results), best match first or, with order recency, newest first. Use it to recall facts that are no longer in view: prices, routes, ids, past results, what you did last (search a tool name like sell or an argument like titanium_ore)."},
+			Description: "Search everything you have seen and said before, however long ago (your own messages, orders, tool calls with their arguments, and tool results), best match first or, with order recency, newest first. Use it to recall facts that are no longer in view: prices, routes, ids, past results, what you did last. Ask in your own words and name the specifics you remember (a station, a player, an item like titanium_ore, a tool like sell); the answer says how many memories matched. Few or poor results: try other words for the same thing."},
 		{Name: toolSearchReasoning, Parameters: plain, ReadOnly: true,
-			Description: "Search your own past reasoning, best match first: why you decided something earlier."},
+			Description: "Search your own past reasoning, best match first, however old: why you decided something earlier. Ask in plain words, with the specifics you remember."},
 		{Name: toolSearchBroadcasts, Parameters: plain, ReadOnly: true,
-			Description: "Search the commander's broadcasts to the whole swarm, best match first: missions and standing orders."},
+			Description: "Search the commander's broadcasts to the whole swarm, best match first: missions and standing orders. Ask in plain words."},
 	}
 }
 
@@ -902,19 +902,19 @@ func (s *Session) searchLocked(ctx context.Context, name string, args map[string
 		}
 	}
 	var (
-		out     any
-		n       int
-		bounded bool
-		err     error
+		out  any
+		n    int
+		info SearchInfo
+		err  error
 	)
 	switch name {
 	case toolSearchMessages:
 		var hits []Hit
-		hits, bounded, err = s.r.search.SearchMessages(ctx, s.mysisID, query, limit, order)
+		hits, info, err = s.r.search.SearchMessages(ctx, s.mysisID, query, limit, order)
 		out, n = hits, len(hits)
 	case toolSearchReasoning:
 		var hits []Hit
-		hits, err = s.r.search.SearchReasoning(ctx, s.mysisID, query, limit)
+		hits, info, err = s.r.search.SearchReasoning(ctx, s.mysisID, query, limit)
 		out, n = hits, len(hits)
 	default:
 		var hits []BroadcastHit
@@ -929,11 +929,19 @@ func (s *Session) searchLocked(ctx context.Context, name string, args map[string
 		return errorResult("search_unavailable", "search failed, try again later")
 	}
 	res := map[string]any{"results": out, "count": n}
+	if name != toolSearchBroadcasts {
+		// How many memories matched, so the model knows whether to narrow or reword.
+		if info.Estimated {
+			res["matched"] = fmt.Sprintf("at least %d", info.Matches)
+		} else {
+			res["matched"] = info.Matches
+		}
+		if info.Note != "" {
+			res["note"] = info.Note
+		}
+	}
 	if name == toolSearchMessages {
 		res["order"] = order
-		if bounded {
-			res["note"] = "ranked your newest matches only; older ones were not considered: add words to narrow the search"
-		}
 	}
 	b, _ := json.Marshal(res)
 	return mysis.ToolResult{Content: s.redact(string(b))}

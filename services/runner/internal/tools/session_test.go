@@ -22,17 +22,20 @@ type fakeSearch struct {
 	orders []SearchOrder
 }
 
-func (f *fakeSearch) SearchMessages(_ context.Context, id, q string, limit int, order SearchOrder) ([]Hit, bool, error) {
+func (f *fakeSearch) SearchMessages(_ context.Context, id, q string, limit int, order SearchOrder) ([]Hit, SearchInfo, error) {
 	f.mu.Lock()
 	f.ids = append(f.ids, id)
 	f.orders = append(f.orders, order)
 	f.mu.Unlock()
-	return []Hit{{MemoryID: 1, Seq: 1, Role: "tool", Tool: "get_status", Snippet: "«" + q + "» of " + id}}, order == OrderRelevance, nil
+	info := SearchInfo{Matches: 1}
+	if order == OrderRelevance {
+		info = SearchInfo{Matches: 4000, Estimated: true, Bounded: true, Note: "every word is common"}
+	}
+	return []Hit{{MemoryID: 1, Seq: 1, Role: "tool", Tool: "get_status", Snippet: "«" + q + "» of " + id}}, info, nil
 }
 
-func (f *fakeSearch) SearchReasoning(ctx context.Context, id, q string, limit int) ([]Hit, error) {
-	hs, _, err := f.SearchMessages(ctx, id, q, limit, "")
-	return hs, err
+func (f *fakeSearch) SearchReasoning(ctx context.Context, id, q string, limit int) ([]Hit, SearchInfo, error) {
+	return f.SearchMessages(ctx, id, q, limit, "")
 }
 
 func (f *fakeSearch) SearchBroadcasts(_ context.Context, q string, limit int) ([]BroadcastHit, error) {
@@ -430,13 +433,18 @@ func TestSearchMessagesOrder(t *testing.T) {
 			t.Errorf("%s: searched with %v, want %s", tc.args, search.orders, tc.want)
 		}
 		var out struct {
-			Order string `json:"order"`
-			Note  string `json:"note"`
+			Order   string `json:"order"`
+			Note    string `json:"note"`
+			Matched any    `json:"matched"` // a count, or "at least N" when estimated
 		}
 		if err := json.Unmarshal([]byte(res.Content), &out); err != nil {
 			t.Fatal(err)
 		}
-		if out.Order != string(tc.want) || (out.Note != "") != tc.note {
+		wantMatched := any(1.0)
+		if tc.note {
+			wantMatched = "at least 4000"
+		}
+		if out.Order != string(tc.want) || (out.Note != "") != tc.note || out.Matched != wantMatched {
 			t.Errorf("%s: result %s", tc.args, res.Content)
 		}
 	}

@@ -224,11 +224,9 @@ type SearchOrder int32
 const (
 	// Unspecified means relevance.
 	SearchOrder_SEARCH_ORDER_UNSPECIFIED SearchOrder = 0
-	// Best match first (ts_rank, length-normalised; people's words before raw tool output), newest first on equal
-	// rank. Only the newest 200 matches are ranked, and when the mysis's newest 2,000 memories hold at least `limit`
-	// matches only those (when they hold fewer, the memories just below them may be read on until `limit` are found,
-	// and then only those are ranked), so a search costs about the same on a 1M-row history as on a 1k-row one;
-	// SearchMessagesResponse.candidates_bounded says when older matches were left unranked.
+	// Best match first: BM25 (IDF, term-frequency saturation, length normalisation) over every memory holding one of
+	// the query's rare words, however old; people's words above raw tool output; newest first on equal rank.
+	// SearchMessagesResponse.candidates_bounded says when every word was too common to read whole.
 	SearchOrder_SEARCH_ORDER_RELEVANCE SearchOrder = 1
 	// Newest match first ("what happened just now"); rank is still reported.
 	SearchOrder_SEARCH_ORDER_RECENCY SearchOrder = 2
@@ -3418,7 +3416,8 @@ type SearchMessagesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Mysis id (required): search never crosses myses.
 	MysisId string `protobuf:"bytes,1,opt,name=mysis_id,json=mysisId,proto3" json:"mysis_id,omitempty"`
-	// websearch_to_tsquery syntax: words, "phrases", OR, -exclusion.
+	// Words as one would ask ("when did I sell the copper ore?"): any word may match, rare words weigh most, other
+	// forms count (went finds go, copper ore finds copper_ore); "quoted phrases" are required; -word excludes.
 	Query string `protobuf:"bytes,2,opt,name=query,proto3" json:"query,omitempty"`
 	// Max hits, default 20, max 100.
 	Limit int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
@@ -3503,7 +3502,7 @@ type MemoryHit struct {
 	Memory *Memory `protobuf:"bytes,1,opt,name=memory,proto3" json:"memory,omitempty"`
 	// An excerpt with the matches marked «like this».
 	Snippet string `protobuf:"bytes,2,opt,name=snippet,proto3" json:"snippet,omitempty"`
-	// ts_rank relevance.
+	// Relevance score (BM25 with the priors above; higher is better, comparable within one answer only).
 	Rank          float32 `protobuf:"fixed32,3,opt,name=rank,proto3" json:"rank,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3565,12 +3564,19 @@ type SearchMessagesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Hits.
 	Hits []*MemoryHit `protobuf:"bytes,1,rep,name=hits,proto3" json:"hits,omitempty"`
-	// Relevance order only: true when older matches than those ranked exist or were not looked at (more than 200
-	// matches, or at least `limit` of them in the newest 2,000 memories or in those and the memories read on below
-	// them): add words to narrow the query.
+	// True when every word of the query was common in this history: only some of the memories holding all of them
+	// (the newest, or at most 1,000), or when none does any of them, were scored. Add a rarer word (a name, a place,
+	// an id).
 	CandidatesBounded bool `protobuf:"varint,2,opt,name=candidates_bounded,json=candidatesBounded,proto3" json:"candidates_bounded,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// How many memories hold at least one of the query's words (and its phrases, without its exclusions).
+	Matches int64 `protobuf:"varint,3,opt,name=matches,proto3" json:"matches,omitempty"`
+	// True when matches is a lower bound estimated from the mysis's term counts rather than counted.
+	MatchesEstimated bool `protobuf:"varint,4,opt,name=matches_estimated,json=matchesEstimated,proto3" json:"matches_estimated,omitempty"`
+	// Explains an empty or partial answer in one sentence (only stop words, nothing but exclusions, all words
+	// common); empty when there is nothing to say.
+	Note          string `protobuf:"bytes,5,opt,name=note,proto3" json:"note,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SearchMessagesResponse) Reset() {
@@ -3617,12 +3623,33 @@ func (x *SearchMessagesResponse) GetCandidatesBounded() bool {
 	return false
 }
 
+func (x *SearchMessagesResponse) GetMatches() int64 {
+	if x != nil {
+		return x.Matches
+	}
+	return 0
+}
+
+func (x *SearchMessagesResponse) GetMatchesEstimated() bool {
+	if x != nil {
+		return x.MatchesEstimated
+	}
+	return false
+}
+
+func (x *SearchMessagesResponse) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
 // SearchReasoningRequest searches one mysis's reasoning.
 type SearchReasoningRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Mysis id (required).
 	MysisId string `protobuf:"bytes,1,opt,name=mysis_id,json=mysisId,proto3" json:"mysis_id,omitempty"`
-	// websearch syntax.
+	// As SearchMessagesRequest.query.
 	Query string `protobuf:"bytes,2,opt,name=query,proto3" json:"query,omitempty"`
 	// Max hits, default 20, max 100.
 	Limit         int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
@@ -3685,7 +3712,13 @@ func (x *SearchReasoningRequest) GetLimit() int32 {
 type SearchReasoningResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Hits.
-	Hits          []*MemoryHit `protobuf:"bytes,1,rep,name=hits,proto3" json:"hits,omitempty"`
+	Hits []*MemoryHit `protobuf:"bytes,1,rep,name=hits,proto3" json:"hits,omitempty"`
+	// As SearchMessagesResponse.matches.
+	Matches int64 `protobuf:"varint,2,opt,name=matches,proto3" json:"matches,omitempty"`
+	// As SearchMessagesResponse.matches_estimated.
+	MatchesEstimated bool `protobuf:"varint,3,opt,name=matches_estimated,json=matchesEstimated,proto3" json:"matches_estimated,omitempty"`
+	// As SearchMessagesResponse.note.
+	Note          string `protobuf:"bytes,4,opt,name=note,proto3" json:"note,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3727,10 +3760,31 @@ func (x *SearchReasoningResponse) GetHits() []*MemoryHit {
 	return nil
 }
 
+func (x *SearchReasoningResponse) GetMatches() int64 {
+	if x != nil {
+		return x.Matches
+	}
+	return 0
+}
+
+func (x *SearchReasoningResponse) GetMatchesEstimated() bool {
+	if x != nil {
+		return x.MatchesEstimated
+	}
+	return false
+}
+
+func (x *SearchReasoningResponse) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
 // SearchBroadcastsRequest searches every broadcast.
 type SearchBroadcastsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// websearch syntax.
+	// As SearchMessagesRequest.query.
 	Query string `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
 	// Max hits, default 20, max 100.
 	Limit         int32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
@@ -3789,7 +3843,7 @@ type BroadcastHit struct {
 	Broadcast *Broadcast `protobuf:"bytes,1,opt,name=broadcast,proto3" json:"broadcast,omitempty"`
 	// Excerpt with matches marked.
 	Snippet string `protobuf:"bytes,2,opt,name=snippet,proto3" json:"snippet,omitempty"`
-	// ts_rank relevance.
+	// Relevance score (BM25).
 	Rank          float32 `protobuf:"fixed32,3,opt,name=rank,proto3" json:"rank,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -5390,16 +5444,22 @@ const file_zoea_memory_v1_memory_proto_rawDesc = "" +
 	"\tMemoryHit\x12.\n" +
 	"\x06memory\x18\x01 \x01(\v2\x16.zoea.memory.v1.MemoryR\x06memory\x12\x18\n" +
 	"\asnippet\x18\x02 \x01(\tR\asnippet\x12\x12\n" +
-	"\x04rank\x18\x03 \x01(\x02R\x04rank\"v\n" +
+	"\x04rank\x18\x03 \x01(\x02R\x04rank\"\xd1\x01\n" +
 	"\x16SearchMessagesResponse\x12-\n" +
 	"\x04hits\x18\x01 \x03(\v2\x19.zoea.memory.v1.MemoryHitR\x04hits\x12-\n" +
-	"\x12candidates_bounded\x18\x02 \x01(\bR\x11candidatesBounded\"_\n" +
+	"\x12candidates_bounded\x18\x02 \x01(\bR\x11candidatesBounded\x12\x18\n" +
+	"\amatches\x18\x03 \x01(\x03R\amatches\x12+\n" +
+	"\x11matches_estimated\x18\x04 \x01(\bR\x10matchesEstimated\x12\x12\n" +
+	"\x04note\x18\x05 \x01(\tR\x04note\"_\n" +
 	"\x16SearchReasoningRequest\x12\x19\n" +
 	"\bmysis_id\x18\x01 \x01(\tR\amysisId\x12\x14\n" +
 	"\x05query\x18\x02 \x01(\tR\x05query\x12\x14\n" +
-	"\x05limit\x18\x03 \x01(\x05R\x05limit\"H\n" +
+	"\x05limit\x18\x03 \x01(\x05R\x05limit\"\xa3\x01\n" +
 	"\x17SearchReasoningResponse\x12-\n" +
-	"\x04hits\x18\x01 \x03(\v2\x19.zoea.memory.v1.MemoryHitR\x04hits\"E\n" +
+	"\x04hits\x18\x01 \x03(\v2\x19.zoea.memory.v1.MemoryHitR\x04hits\x12\x18\n" +
+	"\amatches\x18\x02 \x01(\x03R\amatches\x12+\n" +
+	"\x11matches_estimated\x18\x03 \x01(\bR\x10matchesEstimated\x12\x12\n" +
+	"\x04note\x18\x04 \x01(\tR\x04note\"E\n" +
 	"\x17SearchBroadcastsRequest\x12\x14\n" +
 	"\x05query\x18\x01 \x01(\tR\x05query\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\"u\n" +

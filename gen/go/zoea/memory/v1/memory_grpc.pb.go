@@ -86,7 +86,7 @@ type MemoryServiceClient interface {
 	RecordBroadcast(ctx context.Context, in *RecordBroadcastRequest, opts ...grpc.CallOption) (*RecordBroadcastResponse, error)
 	// DeliverBroadcast delivers an already recorded broadcast to the given myses (idempotent per mysis).
 	DeliverBroadcast(ctx context.Context, in *DeliverBroadcastRequest, opts ...grpc.CallOption) (*DeliverBroadcastResponse, error)
-	// SearchMessages finds one mysis's messages and tool calls (websearch syntax), best match or newest first.
+	// SearchMessages finds one mysis's messages and tool calls, best match (BM25 over the whole history) or newest first.
 	SearchMessages(ctx context.Context, in *SearchMessagesRequest, opts ...grpc.CallOption) (*SearchMessagesResponse, error)
 	// SearchReasoning ranks one mysis's stored reasoning by full-text relevance.
 	SearchReasoning(ctx context.Context, in *SearchReasoningRequest, opts ...grpc.CallOption) (*SearchReasoningResponse, error)
@@ -409,7 +409,7 @@ type MemoryServiceServer interface {
 	RecordBroadcast(context.Context, *RecordBroadcastRequest) (*RecordBroadcastResponse, error)
 	// DeliverBroadcast delivers an already recorded broadcast to the given myses (idempotent per mysis).
 	DeliverBroadcast(context.Context, *DeliverBroadcastRequest) (*DeliverBroadcastResponse, error)
-	// SearchMessages finds one mysis's messages and tool calls (websearch syntax), best match or newest first.
+	// SearchMessages finds one mysis's messages and tool calls, best match (BM25 over the whole history) or newest first.
 	SearchMessages(context.Context, *SearchMessagesRequest) (*SearchMessagesResponse, error)
 	// SearchReasoning ranks one mysis's stored reasoning by full-text relevance.
 	SearchReasoning(context.Context, *SearchReasoningRequest) (*SearchReasoningResponse, error)
