@@ -49,8 +49,11 @@ func New(values ...string) *Redactor {
 	return r
 }
 
-// Add teaches r more secret values. Adding a value twice is harmless.
+// Add teaches r more secret values. Adding a value twice is harmless; adding to a nil Redactor does nothing.
 func (r *Redactor) Add(values ...string) {
+	if r == nil {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, v := range values {
@@ -96,6 +99,28 @@ func prefix8(s string) uint64 {
 func (r *Redactor) String(s string) string {
 	return Shapes(r.Values(s))
 }
+
+// Error returns err with its text redacted (nil for nil). Unwrap still reaches err, so errors.Is and errors.As
+// classify it as before; only the text that is printed, logged or stored changes.
+func (r *Redactor) Error(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	red := r.String(msg)
+	if red == msg {
+		return err
+	}
+	return &redactedError{msg: red, err: err}
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
 
 // Values returns s with the known values replaced by Marker, leaving shapes alone: for text such as a game's tool
 // result, where a field called "token" may be an item and only the process's own secrets must go.

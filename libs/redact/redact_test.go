@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/zoeaswarm/zoea/libs/redact"
+	"github.com/zoeaswarm/zoea/libs/redact/redacttest"
 )
 
 // A key with no recognisable shape: only the known-value rule can find it.
@@ -175,3 +176,30 @@ func BenchmarkLogJSONRedacted(b *testing.B) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// A redacted error keeps its chain for classification and prints clean.
+func TestErrorKeepsTheChain(t *testing.T) {
+	cause := errors.New("HTTP 401: Bearer " + bareKey)
+	err := redact.New().Error(fmt.Errorf("llm: %w", cause))
+	if !errors.Is(err, cause) || strings.Contains(err.Error(), bareKey) {
+		t.Errorf("got %v (is cause: %v)", err, errors.Is(err, cause))
+	}
+	if clean := errors.New("ok"); redact.New().Error(clean) != clean || redact.New().Error(nil) != nil {
+		t.Error("a clean error is not returned as it is")
+	}
+}
+
+// Every echo of the shared table, with a key the redactor knows and with one it only recognises by its shape.
+func TestEchoTable(t *testing.T) {
+	for _, secret := range []string{bareKey, shapedKey} {
+		r := redact.New(bareKey)
+		for _, e := range redacttest.Echoes(secret) {
+			if e.Bare && secret != bareKey {
+				continue
+			}
+			if got := r.String(e.Text); redacttest.Leak(got, secret) != "" {
+				t.Errorf("%s (%s): %q", e.Name, secret[:6], got)
+			}
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/libs/redact"
 )
 
 // Tool describes one callable tool to the model.
@@ -117,11 +118,15 @@ type StatusError struct {
 	StatusCode int
 	// RetryAfter is the server's Retry-After, zero when absent.
 	RetryAfter time.Duration
-	Message    string
+	// Message is what the server said, redacted by the adapter that built the error (it knows its keys).
+	Message string
 }
 
+// Error is the failure as logs, state reasons and call records show it. The message is the server's text, and
+// servers echo credentials (a 401 that quotes "Bearer <key>"), so it is shown with the secret shapes redacted
+// again, whichever adapter or test built the error.
 func (e *StatusError) Error() string {
-	return fmt.Sprintf("%s: HTTP %d: %s", e.Provider, e.StatusCode, e.Message)
+	return fmt.Sprintf("%s: HTTP %d: %s", e.Provider, e.StatusCode, redact.Shapes(e.Message))
 }
 
 // Retryable reports whether the same request may succeed later (rate limits and server errors).

@@ -18,6 +18,7 @@ import (
 	"github.com/ollama/ollama/api"
 	"github.com/ollama/ollama/envconfig"
 
+	"github.com/zoeaswarm/zoea/libs/redact"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 	"github.com/zoeaswarm/zoea/services/runner/internal/provider/internal/httpx"
 )
@@ -54,6 +55,9 @@ type Config struct {
 	KeepAlive time.Duration
 	// Now is the clock for HTTP-date Retry-After values (default time.Now).
 	Now func() time.Time
+	// Redactor scrubs the errors the adapter returns (a proxy in front of Ollama may echo its credentials).
+	// Nil: the shape rules only.
+	Redactor *redact.Redactor
 }
 
 // Provider is an llm.Provider backed by an Ollama server. It is safe for concurrent use.
@@ -64,6 +68,7 @@ type Provider struct {
 	numCtx    int
 	keepAlive time.Duration
 	now       func() time.Time
+	red       *redact.Redactor
 
 	mu sync.Mutex
 	// canThink caches /api/show's answer per model for ThinkAuto.
@@ -90,11 +95,12 @@ func New(cfg Config) (*Provider, error) {
 	}
 	return &Provider{
 		name:      cmp.Or(cfg.Name, DefaultName),
-		client:    api.NewClient(base, httpx.Client(cfg.HTTPClient)),
+		client:    api.NewClient(base, httpx.Client(cfg.HTTPClient, httpx.Options{Redactor: cfg.Redactor})),
 		think:     think,
 		numCtx:    cfg.NumCtx,
 		keepAlive: cfg.KeepAlive,
 		now:       now,
+		red:       cfg.Redactor,
 		canThink:  map[string]bool{},
 	}, nil
 }
@@ -181,10 +187,11 @@ func (p *Provider) thinkValue(ctx context.Context, model string) *api.ThinkValue
 }
 
 // fromOllamaError maps the client's errors to the llm port: HTTP failures become *llm.StatusError with the
-// Retry-After the client would have dropped; network errors stay wrapped so llm.IsTransient can see them.
+// Retry-After the client would have dropped; network errors stay wrapped so llm.IsTransient can see them. Every
+// error leaves redacted.
 func (p *Provider) fromOllamaError(ctx context.Context, err error, f *httpx.Failure) error {
 	if ctx.Err() != nil {
-		return fmt.Errorf("ollama: %w", err)
+		return p.red.Error(fmt.Errorf("ollama: %w", err))
 	}
 	var se api.StatusError
 	if errors.As(err, &se) {
@@ -202,11 +209,11 @@ func (p *Provider) fromOllamaError(ctx context.Context, err error, f *httpx.Fail
 		// An error status whose body the client turned into a plain error.
 		return p.statusError(f.StatusCode, err.Error(), f)
 	}
-	return fmt.Errorf("ollama: %w", err)
+	return p.red.Error(fmt.Errorf("ollama: %w", err))
 }
 
 func (p *Provider) statusError(code int, msg string, f *httpx.Failure) *llm.StatusError {
-	se := &llm.StatusError{Provider: p.name, StatusCode: code, Message: msg}
+	se := &llm.StatusError{Provider: p.name, StatusCode: code, Message: p.red.String(msg)}
 	if f != nil {
 		se.RetryAfter = httpx.ParseRetryAfter(f.Header, p.now())
 	}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/libs/redact"
+	"github.com/zoeaswarm/zoea/libs/redact/redacttest"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 	"github.com/zoeaswarm/zoea/services/runner/internal/provider/internal/contract"
 )
@@ -399,5 +401,31 @@ func TestOllamaHostFromEnvironment(t *testing.T) {
 	resp, err := p.Chat(t.Context(), llm.Request{Model: "m", Messages: conversation()[:2]})
 	if err != nil || resp.Message.Content != "hi" || p.Name() != "ollama-gpu" {
 		t.Fatalf("Chat = %+v, %v (name %q)", resp, err, p.Name())
+	}
+}
+
+// A server (or the proxy in front of it) that quotes a credential back never gets it into the adapter's error:
+// the runner's redactor knows it (issue 41, finding 3).
+func TestErrorsNeverQuoteASecret(t *testing.T) {
+	const key = "q7Zx2LmN9vBw4RtY8uKp3HsD"
+	for _, e := range redacttest.Echoes(key) {
+		msg, _ := json.Marshal(e.Text)
+		for name, r := range map[string]reply{
+			"json 401":  {status: 401, body: `{"error":` + string(msg) + `}`},
+			"json 403":  {status: 403, body: `{"error":` + string(msg) + `}`},
+			"plain 502": {status: 502, body: e.Text},
+		} {
+			t.Run(e.Name+"/"+name, func(t *testing.T) {
+				f := newFakeOllama(t, nil, r)
+				p := f.provider(t, Config{Think: ThinkOff, Redactor: redact.New(key)})
+				_, err := p.Chat(t.Context(), llm.Request{Model: "m", Messages: conversation()[:2]})
+				if err == nil {
+					t.Fatal("no error")
+				}
+				if leak := redacttest.Leak(err.Error(), key); leak != "" {
+					t.Errorf("error quotes %q of the secret: %v", leak, err)
+				}
+			})
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/libs/redact/redacttest"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 	"github.com/zoeaswarm/zoea/services/runner/internal/provider/internal/contract"
 )
@@ -345,4 +346,48 @@ func TestNoChoices(t *testing.T) {
 func TestContract(t *testing.T) {
 	f := newFakeServer(t, reply{body: vllmReply}, reply{body: vllmReply})
 	contract.Run(t, f.provider(t, Config{}), llm.Request{Model: "Qwen/Qwen3-8B", Messages: conversation(), Tools: []llm.Tool{travelTool}})
+}
+
+// A provider that quotes the key back — in the JSON error, in a body that is not JSON, in a header dump — never
+// gets it into the error the runner logs, stores and shows; nor does a base URL that carries it in its query when
+// the server cannot be reached (issue 41, finding 3).
+func TestErrorsNeverQuoteTheKey(t *testing.T) {
+	const key = "q7Zx2LmN9vBw4RtY8uKp3HsD"
+	for _, e := range redacttest.Echoes(key) {
+		msg, _ := json.Marshal(e.Text)
+		for name, r := range map[string]reply{
+			"json 401":   {status: 401, body: `{"error":{"message":` + string(msg) + `,"type":"invalid_request_error","code":"invalid_api_key"}}`},
+			"plain 401":  {status: 401, header: map[string]string{"Content-Type": "text/plain"}, body: e.Text},
+			"vllm shape": {status: 403, body: `{"object":"error","message":` + string(msg) + `}`},
+		} {
+			t.Run(e.Name+"/"+name, func(t *testing.T) {
+				f := newFakeServer(t, r)
+				p := f.provider(t, Config{APIKey: key})
+				_, err := p.Chat(t.Context(), llm.Request{Model: "gpt-4.1-mini", Messages: conversation()[:2]})
+				if err == nil {
+					t.Fatal("no error")
+				}
+				if leak := redacttest.Leak(err.Error(), key); leak != "" {
+					t.Errorf("error quotes %q of the key: %v", leak, err)
+				}
+				var se *llm.StatusError
+				if !errors.As(err, &se) || se.Retryable() || redacttest.Leak(se.Message, key) != "" {
+					t.Errorf("StatusError = %+v", se)
+				}
+			})
+		}
+	}
+	t.Run("unreachable base URL with the key in its query", func(t *testing.T) {
+		srv := httptest.NewServer(http.NotFoundHandler())
+		base := srv.URL
+		srv.Close()
+		p, err := New(Config{BaseURL: base + "/v1?api_key=" + key, APIKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Chat(t.Context(), llm.Request{Model: "m", Messages: conversation()[:2]})
+		if err == nil || !llm.IsTransient(err) || redacttest.Leak(err.Error(), key) != "" {
+			t.Fatalf("err = %v (transient %v)", err, llm.IsTransient(err))
+		}
+	})
 }

@@ -1,5 +1,6 @@
-// Package httpx holds the HTTP details the ollama and openai adapters share: reading a Retry-After header and
-// capturing the status and headers of a failed response that the SDKs do not hand back.
+// Package httpx holds the HTTP details the ollama and openai adapters share: reading a Retry-After header,
+// capturing the status and headers of a failed response that the SDKs do not hand back, and scrubbing the secrets a
+// provider echoes in its error bodies before anything keeps them.
 package httpx
 
 import (
@@ -12,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/zoeaswarm/zoea/libs/redact"
 )
 
 // ParseRetryAfter reads how long the server asked us to wait: the non-standard retry-after-ms (OpenAI sends it
@@ -122,6 +125,9 @@ func WithCapture(ctx context.Context) (context.Context, *Capture) {
 // (the body is buffered and replaced so the SDK still reads all of it).
 type Transport struct {
 	Next http.RoundTripper
+	// Redactor scrubs a failed response's body before it is cut to its message: cut first, a key that straddles
+	// the cut would survive in part, where no rule recognises it.
+	Redactor *redact.Redactor
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -145,20 +151,26 @@ func (t Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// Keep what arrived; the status code is what matters for retry decisions.
 		body = append(body, []byte(" (body read failed: "+rerr.Error()+")")...)
 	}
-	c.failure = &Failure{StatusCode: resp.StatusCode, Header: resp.Header.Clone(), Body: Truncate(body)}
+	c.failure = &Failure{StatusCode: resp.StatusCode, Header: resp.Header.Clone(), Body: Truncate([]byte(t.Redactor.String(string(body))))}
 	return resp, nil
 }
 
 // maxErrorBody bounds what is buffered of an error response; error bodies are small, a proxy's HTML page at most.
 const maxErrorBody = 1 << 20
 
+// Options configure the transport Client installs.
+type Options struct {
+	// Redactor scrubs captured error bodies (Transport.Redactor); nil applies the shape rules only.
+	Redactor *redact.Redactor
+}
+
 // Client returns a copy of base (http.DefaultClient's settings when nil) whose transport records failures.
 // The caller's client is not modified: it may be shared.
-func Client(base *http.Client) *http.Client {
+func Client(base *http.Client, o Options) *http.Client {
 	var c http.Client
 	if base != nil {
 		c = *base
 	}
-	c.Transport = Transport{Next: c.Transport}
+	c.Transport = Transport{Next: c.Transport, Redactor: o.Redactor}
 	return &c
 }

@@ -48,7 +48,7 @@ func TestTransportCapturesFailures(t *testing.T) {
 	}))
 	defer srv.Close()
 	base := &http.Client{Timeout: 5 * time.Second}
-	c := Client(base)
+	c := Client(base, Options{})
 	if base.Transport != nil {
 		t.Fatal("Client modified the caller's http.Client")
 	}
