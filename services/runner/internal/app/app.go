@@ -27,6 +27,7 @@ import (
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
 	"github.com/zoeaswarm/zoea/libs/config"
+	"github.com/zoeaswarm/zoea/libs/redact"
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
 	"github.com/zoeaswarm/zoea/services/runner/internal/composerclient"
@@ -235,6 +236,15 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	if log == nil {
 		log = slog.Default()
 	}
+	// One redactor for everything the runner writes down or shows: the logger's (Main's comes redacting, from
+	// server.Start), else one of its own around the given logger. It knows the configured secrets, learns each
+	// account password as a session takes it, and the providers add their keys.
+	red := redact.Of(log.Handler())
+	if red == nil {
+		red = redact.New()
+		log = slog.New(red.Handler(log.Handler()))
+	}
+	red.Add(config.Secrets(cfg)...)
 	log = log.With("replica", cfg.ReplicaID)
 
 	memConn, err := server.Dial(cfg.MemoryAddr, cfg.Server.AdminToken.Reveal(), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
@@ -262,7 +272,7 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	}
 	statuses := natsbus.NewStatuses(bus.Statuses(), log)
 
-	registry, names, err := buildProviders(cfg, opts.Providers, opts.WrapProvider, log)
+	registry, names, err := buildProviders(cfg, opts.Providers, opts.WrapProvider, log, red)
 	if err != nil {
 		return err
 	}
@@ -275,11 +285,11 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 		regCode = cfg.SimRegistrationCode.Reveal()
 	}
 	router := tools.NewRouter(tools.Config{Endpoint: cfg.SpaceMoltURL, Empire: cfg.Empire, RegistrationCode: regCode, Logger: log,
-		ResultView: cfg.SpaceMoltResult, MaxWait: cfg.SpaceMoltMaxWait}, memory, memory)
+		ResultView: cfg.SpaceMoltResult, MaxWait: cfg.SpaceMoltMaxWait, Redactor: red}, memory, memory)
 	events := natsbus.Events{Bus: bus, Log: log}
 	actorCfg := mysis.Config{
 		MaxToolIterations: cfg.MaxToolIterations, MaxCallsPerReply: cfg.MaxCallsPerReply, TurnPause: cfg.TurnPause, BackoffMin: cfg.BackoffMin, BackoffMax: cfg.BackoffMax,
-		Owner: cfg.ReplicaID, Logger: log,
+		Owner: cfg.ReplicaID, Logger: log, Redactor: red,
 	}
 	prices, err := cfg.PriceTable()
 	if err != nil {
@@ -382,19 +392,19 @@ type registry struct{ r *llm.Registry }
 func (r registry) Provider(name string) (llm.Provider, error) { return r.r.Get(name) }
 
 // buildProviders registers every provider, each wrapped with Retry-After-aware retries and a concurrency limit.
-func buildProviders(cfg Config, extra []llm.Provider, wrapAll func(llm.Provider) llm.Provider, log *slog.Logger) (mysis.Providers, []string, error) {
+func buildProviders(cfg Config, extra []llm.Provider, wrapAll func(llm.Provider) llm.Provider, log *slog.Logger, red *redact.Redactor) (mysis.Providers, []string, error) {
 	var ps []llm.Provider
 	overridden := func(name string) bool {
 		return slices.ContainsFunc(extra, func(p llm.Provider) bool { return p.Name() == name })
 	}
-	oll, err := ollama.New(ollama.Config{BaseURL: cfg.OllamaHost, NumCtx: cfg.OllamaNumCtx})
+	oll, err := ollama.New(ollama.Config{BaseURL: cfg.OllamaHost, NumCtx: cfg.OllamaNumCtx, Redactor: red})
 	if err != nil {
 		return nil, nil, err
 	}
 	if !overridden(oll.Name()) {
 		ps = append(ps, wrap(oll, cfg.ProviderConcurrency, log))
 	}
-	oai, err := openai.New(openai.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey.Reveal()})
+	oai, err := openai.New(openai.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey.Reveal(), Redactor: red})
 	if err != nil {
 		return nil, nil, err
 	}

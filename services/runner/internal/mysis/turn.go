@@ -12,6 +12,7 @@ import (
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/chat/chatvalid"
 	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/libs/redact"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 )
 
@@ -552,8 +553,15 @@ func (a *Actor) execCalls(ctx context.Context, assistantSeq int64, calls []chat.
 // resultMemory is one call's result as stored, keyed by the assistant message and the call id: whoever stores
 // first (this actor, a retry, a replica racing for the mysis) wins and the others get that row back, so a call is
 // answered exactly once.
+//
+// The result is shown to the model and stored (searchable, shown to the commander): the runner's own secrets never
+// stay in it, and an error (a game or transport failure quoting a request) loses every secret shape too. A
+// successful result keeps its shapes: a game field called "token" may be an item.
 func (a *Actor) resultMemory(assistantSeq int64, c chat.ToolCall, res ToolResult) NewMemory {
-	content := res.Content
+	content := a.red().Values(res.Content)
+	if res.IsError {
+		content = redact.Shapes(content)
+	}
 	if content == "" {
 		content = "(empty result)"
 	}
