@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/zoeaswarm/zoea/libs/chat"
@@ -127,6 +128,32 @@ type StatusError struct {
 // again, whichever adapter or test built the error.
 func (e *StatusError) Error() string {
 	return fmt.Sprintf("%s: HTTP %d: %s", e.Provider, e.StatusCode, redact.Shapes(e.Message))
+}
+
+// ReplyTooLargeError is a reply that passed the byte limit the runner reads of one (ZOEA_LLM_MAX_REPLY_BYTES): the
+// adapter stopped reading it, decoded nothing, and the call fails. It is not retryable: a provider that sent 2 GB
+// for a request will most likely do it again for the same request, and each attempt would read the limit again.
+// The mysis goes errored with this as its reason and is retried after its backoff, when its request has changed
+// or the provider has recovered.
+type ReplyTooLargeError struct {
+	Provider string
+	Limit    int64
+}
+
+func (e *ReplyTooLargeError) Error() string {
+	return fmt.Sprintf("%s: the reply was larger than %s, the most the runner reads of one (ZOEA_LLM_MAX_REPLY_BYTES); the rest was not read",
+		e.Provider, byteSize(e.Limit))
+}
+
+// byteSize is n as a reader would say it: 8 MiB, 1.5 MiB, 640 KiB, 900 bytes.
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return strconv.FormatFloat(float64(n)/(1<<20), 'f', -1, 64) + " MiB"
+	case n >= 1<<10:
+		return strconv.FormatFloat(float64(n)/(1<<10), 'f', -1, 64) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
 }
 
 // Retryable reports whether the same request may succeed later (rate limits and server errors).

@@ -29,6 +29,10 @@ type Config struct {
 	// first delay is BackoffMin, each later one doubles up to BackoffMax, and each is jittered down by up to 20%
 	// (libs/retry) so that myses failing together (an LLM outage) do not retry together.
 	BackoffMin, BackoffMax time.Duration
+	// LLMTimeout bounds one LLM call, its retries and their waits included (0: no bound but the actor's context).
+	// The byte limit on a reply ends a provider that sends without end; this ends one that sends too slowly, or
+	// stops sending and keeps the connection open, which would otherwise hold the mysis for ever.
+	LLMTimeout time.Duration
 	// ResumeWindow is how many recent memories are read to find where an interrupted turn stopped (default 50).
 	ResumeWindow int
 	// Owner is this replica's id, reported in the live status.

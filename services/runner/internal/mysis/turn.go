@@ -282,7 +282,16 @@ func (a *Actor) callModel(ctx context.Context, m Mysis, prov llm.Provider, comp 
 	// Windows count by the injected clock; latency is wall time.
 	start, wall, callID := a.clock.Now(), time.Now(), newCallID()
 	cctx, endCall := a.metrics.StartLLMCall(ctx, m)
+	if a.cfg.LLMTimeout > 0 {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(cctx, a.cfg.LLMTimeout)
+		defer cancel()
+	}
 	resp, err := prov.Chat(cctx, llm.Request{Model: m.Model, Temperature: m.Temperature, Messages: comp.Messages, Tools: a.toolList})
+	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		// The call's own bound, not the actor's end: say which, since "context deadline exceeded" names neither.
+		err = fmt.Errorf("no complete reply within %v, the longest one call may take (ZOEA_LLM_TIMEOUT): %w", a.cfg.LLMTimeout, err)
+	}
 	call := a.callRecord(m, callID, start, time.Since(wall), comp.Tokens, resp, err)
 	endCall(call)
 	if err != nil {

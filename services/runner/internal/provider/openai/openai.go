@@ -37,6 +37,9 @@ type Config struct {
 	HTTPClient *http.Client
 	// Now is the clock for HTTP-date Retry-After values (default time.Now).
 	Now func() time.Time
+	// MaxReplyBytes bounds what is read of a reply (httpx.DefaultMaxReplyBytes when zero): a longer one fails the
+	// call with *llm.ReplyTooLargeError, unread past the limit.
+	MaxReplyBytes int64
 	// Redactor scrubs the errors the adapter returns (a 401 body that quotes the key, a URL with its query);
 	// the adapter teaches it its own key. Nil: a redactor of its own, knowing that key.
 	Redactor *redact.Redactor
@@ -62,7 +65,7 @@ func New(cfg Config) (*Provider, error) {
 		// llm.WithRetry is the one place that retries: the SDK's own retries would multiply with it and hide
 		// the Retry-After that the runner wants to honour and log.
 		option.WithMaxRetries(0),
-		option.WithHTTPClient(httpx.Client(cfg.HTTPClient, httpx.Options{Redactor: red})),
+		option.WithHTTPClient(httpx.Client(cfg.HTTPClient, httpx.Options{Redactor: red, MaxReplyBytes: cfg.MaxReplyBytes})),
 	}
 	if cfg.BaseURL != "" {
 		u, err := url.Parse(cfg.BaseURL)
@@ -113,6 +116,9 @@ func (p *Provider) Chat(ctx context.Context, req llm.Request) (llm.Response, err
 
 	cctx, capture := httpx.WithCapture(ctx)
 	cc, err := p.client.Chat.Completions.New(cctx, params)
+	if limit, over := capture.TooLarge(); over {
+		return llm.Response{}, &llm.ReplyTooLargeError{Provider: p.name, Limit: limit}
+	}
 	if err != nil {
 		return llm.Response{}, p.fromOpenAIError(ctx, err, capture.Failure())
 	}

@@ -9,7 +9,9 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"regexp"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -390,4 +392,83 @@ func TestErrorsNeverQuoteTheKey(t *testing.T) {
 			t.Fatalf("err = %v (transient %v)", err, llm.IsTransient(err))
 		}
 	})
+}
+
+// streamingServer answers chat completions with what write sends, counting the bytes that got out: the test sees
+// that the runner stopped reading, not only that it failed.
+func streamingServer(t *testing.T, contentType string, write func(w io.Writer) error) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var sent atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", contentType)
+		_ = write(countingWriter{w: w, n: &sent, ctx: r.Context()})
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &sent
+}
+
+type countingWriter struct {
+	w   io.Writer
+	n   *atomic.Int64
+	ctx context.Context
+}
+
+func (c countingWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	n, err := c.w.Write(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// endless writes piece forever (until the client goes away).
+func endless(piece string) func(io.Writer) error {
+	return func(w io.Writer) error {
+		for {
+			if _, err := io.WriteString(w, piece); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// A reply longer than the limit — one huge completion, a body that never ends, an event stream sent to a
+// non-streaming call — fails the call with a ReplyTooLargeError that is not retried, after reading no more than
+// the limit: the runner's memory stays bounded whatever the server sends (issue 41, finding 2).
+func TestOversizedRepliesFailUnread(t *testing.T) {
+	const limit = 1 << 20
+	huge := `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"` +
+		strings.Repeat("ore ", 16<<20/4) + `"},"finish_reason":"stop"}]}`
+	for name, c := range map[string]struct {
+		contentType string
+		write       func(io.Writer) error
+	}{
+		"16 MiB completion":      {"application/json", func(w io.Writer) error { _, err := io.WriteString(w, huge); return err }},
+		"never-ending body":      {"application/json", endless(`{"choices":[` + strings.Repeat(" ", 4096))},
+		"never-ending SSE":       {"text/event-stream", endless(`data: {"choices":[{"delta":{"content":"ore "}}]}` + "\n\n")},
+		"never-ending JSON text": {"application/json", func(w io.Writer) error { _, _ = io.WriteString(w, `{"x":"`); return endless("ore ")(w) }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv, sent := streamingServer(t, c.contentType, c.write)
+			p, err := New(Config{BaseURL: srv.URL + "/v1", APIKey: "k", MaxReplyBytes: limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var retries sleeps
+			_, err = llm.WithRetry(p, llm.RetryOptions{Sleep: retries.sleep}).Chat(t.Context(), llm.Request{Model: "m", Messages: conversation()[:2]})
+			var tl *llm.ReplyTooLargeError
+			if !errors.As(err, &tl) || tl.Limit != limit || llm.IsRetryable(err) || llm.IsTransient(err) || len(retries.waits) != 0 {
+				t.Fatalf("err = %v (%T), retried %d times; want a ReplyTooLargeError, not retried", err, err, len(retries.waits))
+			}
+			if !strings.Contains(err.Error(), "larger than 1 MiB") {
+				t.Errorf("message %q does not say the limit", err)
+			}
+			srv.CloseClientConnections()
+			// What the server got out is the limit plus what the sockets buffer, not the reply.
+			if n := sent.Load(); n > limit+8<<20 {
+				t.Errorf("the server sent %d bytes: the reply was read on past the limit", n)
+			}
+		})
+	}
 }
