@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -116,5 +117,114 @@ func TestProviderEchoedKeyIsWrittenNowhere(t *testing.T) {
 	all := strings.Join(texts, "\n")
 	if !strings.Contains(all, "HTTP 401") || !strings.Contains(all, "[redacted]") {
 		t.Errorf("the failures themselves must still be recorded and shown:\n%s", all[:min(len(all), 4000)])
+	}
+}
+
+// completionOf streams a chat completion whose content is size bytes of "ore " without holding it: the server
+// side of a provider that sends far more than any reply (size < 0: it never ends).
+func completionOf(size int64) func(n int, w http.ResponseWriter, r *http.Request) {
+	return func(_ int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		chunk := []byte(strings.Repeat("ore ", 16<<10))
+		if _, err := w.Write([]byte(`{"id":"x","object":"chat.completion","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"`)); err != nil {
+			return
+		}
+		for sent := int64(0); size < 0 || sent < size; sent += int64(len(chunk)) {
+			if r.Context().Err() != nil {
+				return
+			}
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+		_, _ = w.Write([]byte(`"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":10,"total_tokens":20}}`))
+	}
+}
+
+// memoryOf reads a process's resident set now and at its peak (VmRSS, VmHWM in /proc/<pid>/status), in MiB.
+func memoryOf(t *testing.T, pid int) (rss, peak float64) {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Skipf("no /proc to read the runner's memory from: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		var kb float64
+		if _, err := fmt.Sscanf(line, "VmRSS: %f kB", &kb); err == nil {
+			rss = kb / 1024
+		}
+		if _, err := fmt.Sscanf(line, "VmHWM: %f kB", &kb); err == nil {
+			peak = kb / 1024
+		}
+	}
+	return rss, peak
+}
+
+// One huge model reply must not take the runner's memory (issue 41, finding 2: a 200 MB reply raised the runner's
+// RSS from 50 MB to 1.80 GB, and it stayed there). The real runner binary, with its default reply limit, is pointed
+// at an OpenAI-compatible server that sends a 200 MB reply, a 2 GB reply, or a reply that never ends; each case runs
+// in a runner process of its own until three failed calls are recorded (the mysis is retried after its backoff,
+// and each retry is refused again), and the process's peak resident set (VmHWM) must stay far below the reply.
+// ZOEA_TEST_RSS_CASES (e.g. "200MB") picks cases; the figures are logged for docs/BENCHMARKS.md.
+func TestHugeReplyKeepsTheRunnerSmall(t *testing.T) {
+	cases := []struct {
+		name string
+		size int64
+	}{{"200MB", 200 << 20}, {"2GB", 2 << 30}, {"endless", -1}}
+	pick := os.Getenv("ZOEA_TEST_RSS_CASES")
+	maxPeak := 256.0 // MiB: the default limit is 8 MiB; the runner idles near 50
+	if v := os.Getenv("ZOEA_TEST_RSS_MAX_MIB"); v != "" {
+		if _, err := fmt.Sscanf(v, "%f", &maxPeak); err != nil {
+			t.Fatalf("ZOEA_TEST_RSS_MAX_MIB=%q: %v", v, err)
+		}
+	}
+	s := startStack(t)
+	for _, c := range cases {
+		if pick != "" && !strings.Contains(pick, c.name) {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			prov := newOpenAIServer(t, completionOf(c.size))
+			r := s.startRunnerProcess(t, "rss-"+strings.ToLower(c.name), "OPENAI_API_KEY=sk-test-unused", "OPENAI_BASE_URL="+prov.baseURL(),
+				"ZOEA_DEFAULT_PROVIDER=openai", "ZOEA_OPENAI_MODEL=gpt-4o-mini")
+			pid := r.proc.Cmd.Process.Pid
+			idle, _ := memoryOf(t, pid)
+			ctx := context.Background()
+			name := "huge-" + strings.ToLower(c.name)
+			created, err := r.swarm.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: name, Provider: "openai", Model: "gpt-4o-mini", Start: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := created.GetStatus().GetMysis().GetId()
+			var refused []string
+			// Three calls, whatever their outcome: a runner that read the reply whole (the code before the fix)
+			// records them as successes, and the figures of both are wanted.
+			s.eventually(t, 300*time.Second, "three calls recorded", func() bool {
+				refused = pgtest.Strings(t, s.dbURL, `SELECT error FROM llm_calls WHERE mysis_id = $1 ORDER BY started_at`, id)
+				return len(refused) >= 3
+			})
+			rss, peak := memoryOf(t, pid)
+			t.Logf("MEASURED %s reply: runner RSS idle %.1f MiB, after %d calls %.1f MiB, peak (VmHWM) %.1f MiB; server sent %d chat replies",
+				c.name, idle, len(refused), rss, peak, prov.chats.Load())
+			for _, e := range refused {
+				if !strings.Contains(e, "the reply was larger than 8 MiB") {
+					t.Errorf("recorded error %q does not say the reply was too large", e)
+				}
+			}
+			st, err := r.swarm.GetMysis(ctx, &runnerv1.GetMysisRequest{Mysis: name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m := st.GetStatus().GetMysis(); !strings.Contains(m.GetStateReason()+st.GetStatus().GetLastError(), "larger than 8 MiB") {
+				t.Errorf("the commander is not told why: state %v, reason %q, last error %q", m.GetState(), m.GetStateReason(), st.GetStatus().GetLastError())
+			}
+			if peak > maxPeak {
+				t.Errorf("the runner's peak RSS was %.1f MiB for a %s reply; want at most %.0f MiB", peak, c.name, maxPeak)
+			}
+			if _, err := r.swarm.DeleteMysis(ctx, &runnerv1.DeleteMysisRequest{Mysis: name}); err != nil {
+				t.Fatal(err)
+			}
+			r.proc.Stop(10 * time.Second)
+		})
 	}
 }
