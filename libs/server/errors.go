@@ -81,7 +81,9 @@ func ToStatus(ctx context.Context, log *slog.Logger, err error) error {
 		log.Log(ctx, causeLevel(e.Kind), "classified failure", "method", methodOf(ctx), "kind", errs.ReasonOf(e), "err", err)
 	}
 	details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: errs.ReasonOf(e), Domain: ErrorDomain}}
-	if e.Kind == errs.Invalid && e.Field != "" {
+	// The field a client can fix travels as a BadRequest violation: for bad input, and for an idempotency key that
+	// names different content (AlreadyExists).
+	if (e.Kind == errs.Invalid || e.Kind == errs.Exists) && e.Field != "" {
 		details = append(details, &errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: clip(e.Field), Description: clip(red.String(e.Msg))}}})
 	}
 	st := status.New(code, msg)

@@ -285,6 +285,9 @@ func (a *Actor) Run(ctx context.Context) error {
 				if ctx.Err() != nil {
 					return nil
 				}
+				if errors.Is(err, errKeyTaken) {
+					continue // a former owner answered the call meanwhile: read again, it is settled
+				}
 				a.noteError(ctx, fmt.Errorf("answer the cut calls of a stopped mysis: %w", err))
 				a.wait(ctx, a.nextBackoff())
 				a.takeWakes()

@@ -346,6 +346,12 @@ func (a *Actor) storeReply(ctx context.Context, m Mysis, reply replyCheck, call 
 			a.promptSeen(ctx, m)
 		}
 	}
+	if errors.Is(err, errKeyTaken) {
+		// The reply was paid for; its accounting travelled with the refused append, so it is recorded on its own.
+		a.log.Info("another writer stored this turn's reply first; resuming from the stored history", "seq", seq)
+		call.Error = "reply not stored: another writer had stored the reply to the same request first"
+		a.recordAlone(ctx, call)
+	}
 	if err != nil {
 		return Memory{}, false, err
 	}
@@ -381,6 +387,9 @@ func (a *Actor) compose(ctx context.Context, autonomous bool, held []NewMemory) 
 		}
 		if errs.Is(err, errs.NotFound) {
 			return Composition{}, errInterrupted // deleted: the loop's read ends the actor
+		}
+		if errs.IsKeyReused(err) {
+			return Composition{}, keyTaken(held[0])
 		}
 		return Composition{}, fmt.Errorf("compose: %w", err)
 	}
@@ -715,6 +724,9 @@ func (a *Actor) appendIf(ctx context.Context, nm NewMemory, c AppendCondition) (
 	if errors.Is(err, ErrPromptArrived) {
 		return Memory{}, ErrPromptArrived
 	}
+	if errs.IsKeyReused(err) {
+		return Memory{}, keyTaken(nm)
+	}
 	if err != nil {
 		return Memory{}, fmt.Errorf("append %s memory: %w", nm.Role, err)
 	}
@@ -724,6 +736,21 @@ func (a *Actor) appendIf(ctx context.Context, nm NewMemory, c AppendCondition) (
 	m := stored[0]
 	a.publish(ctx, Event{Kind: EventMemoryAppended, MemoryIDs: []int64{m.ID}, Seqs: []int64{m.Seq}, Role: m.Role, Excerpt: truncate(m.Content, 200)})
 	return m, nil
+}
+
+// errKeyTaken ends a turn whose memory could not be stored because its idempotency key already holds a memory with
+// other content (the memory service refuses it: errs.ReasonIdempotencyKeyReused). Every key the actor uses names
+// one slot of the history — the reply to what the model saw at a seq, the result of one call, the nudge of one turn
+// — and this actor writes each slot with one payload, retries included, so another writer filled it first: a
+// replica that owned the mysis at the same time (a lease hand-over) or a former owner finishing a call late, while
+// this one answered it "result unknown" (answerStopped). What is stored stands. The turn ends as interrupted, and
+// the next one resumes from the stored history: continuing with a row that says something else than what this
+// actor meant to store would act on a reply or a result the history does not hold.
+var errKeyTaken = fmt.Errorf("%w: another writer stored this memory first", errInterrupted)
+
+// keyTaken is errKeyTaken for nm.
+func keyTaken(nm NewMemory) error {
+	return fmt.Errorf("%w (%s memory %s)", errKeyTaken, nm.Role, nm.IdempotencyKey)
 }
 
 // label summarises an assistant reply for the status line.
