@@ -13,6 +13,7 @@ import (
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+	"github.com/zoeaswarm/zoea/libs/redact/redacttest"
 )
 
 // listingRunner answers ListMyses and GetMysis with fixed statuses: what a model wrote reaches the CLI through
@@ -133,5 +134,34 @@ func TestHelpDoesNotPrintTheAdminToken(t *testing.T) {
 	os.Unsetenv("ZOEA_ADMIN_TOKEN")
 	if out := runZoea(t, "--help"); !strings.Contains(out, "$ZOEA_ADMIN_TOKEN, not set") {
 		t.Errorf("--help without the variable:\n%s", out)
+	}
+}
+
+// A stored state reason or last error that quotes a credential (a row written before the runner redacted them, or a
+// credential it never knew) is printed by list and get without it; so is the admin token the CLI sends, should a
+// server echo it (issue 41, finding 3).
+func TestListAndGetPrintNoSecrets(t *testing.T) {
+	const key = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
+	const token = "admin-token-5e1d2b4c6a9e"
+	for _, e := range redacttest.Echoes(key) {
+		if e.Bare {
+			continue // a bare key has no shape: only the runner, which knows it, can remove it
+		}
+		t.Run(e.Name, func(t *testing.T) {
+			r := &listingRunner{myses: []*runnerv1.MysisStatus{{
+				Mysis: &memoryv1.Mysis{Id: "id-1", Name: "scout-1", Provider: "openai", Model: "gpt-4o-mini",
+					State: memoryv1.MysisState_MYSIS_STATE_ERRORED, StateReason: "llm openai: " + e.Text},
+				LastError: "server echoed token " + token + " and " + e.Text, LastAction: e.Text,
+			}}}
+			addr := serveRunner(t, r)
+			for _, args := range [][]string{{"list"}, {"get", "scout-1"}, {"get", "scout-1", "--json"}} {
+				out := runZoea(t, append([]string{"--runner", addr, "--token", token}, args...)...)
+				for _, secret := range []string{key, token} {
+					if leak := redacttest.Leak(out, secret); leak != "" {
+						t.Errorf("zoea %v prints %q of a secret:\n%s", args, leak, out)
+					}
+				}
+			}
+		})
 	}
 }

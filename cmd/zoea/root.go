@@ -47,11 +47,11 @@ func newRoot(version string) *cobra.Command {
 	f.DurationVar(&ep.timeout, "timeout", 30*time.Second, "timeout of each call")
 
 	// What the one-shot commands print (names, last actions, errors, memories) is partly a model's text: it is
-	// shown escaped, never applied to the terminal (present.Safe). The console and zoea dev draw the screen
+	// shown escaped, never applied to the terminal, and without secrets (present.Safe). The console and zoea dev draw the screen
 	// themselves and escape field by field.
 	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
 		if cmd.Name() != "tui" && cmd.Name() != "dev" {
-			cmd.SetOut(present.SafeWriter(cmd.OutOrStdout()))
+			cmd.SetOut(present.SafeWriter(cmd.OutOrStdout(), ep.adminToken()))
 		}
 	}
 	root.SetFlagErrorFunc(flagError)

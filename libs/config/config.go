@@ -166,3 +166,53 @@ func RedactURL(raw string) string {
 	}
 	return u.Redacted()
 }
+
+// Secrets returns the values of cfg's secret fields (config.Secret, or tagged secret:"true"), and the password or
+// token inside a secret URL, for a redactor to scrub wherever they are echoed (libs/redact): the log masks them by
+// field, but a provider or peer that quotes one back puts it in text no field mask reaches.
+func Secrets(cfg any) []string {
+	var out []string
+	secrets(reflect.ValueOf(cfg), &out)
+	return out
+}
+
+func secrets(v reflect.Value, out *[]string) {
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return
+		}
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return
+	}
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		fv := v.Field(i)
+		switch {
+		case f.Type == secretType:
+			if s := fv.Interface().(Secret).Reveal(); s != "" {
+				*out = append(*out, s)
+			}
+		case f.Tag.Get("secret") == "true" && fv.Kind() == reflect.String:
+			s := fv.String()
+			if s == "" {
+				continue
+			}
+			*out = append(*out, s)
+			if u, err := url.Parse(s); err == nil && u.User != nil {
+				if p, ok := u.User.Password(); ok && p != "" {
+					*out = append(*out, p)
+				} else if name := u.User.Username(); name != "" {
+					*out = append(*out, name) // nats://<token>@host
+				}
+			}
+		case f.Tag.Get("env") == "" && (fv.Kind() == reflect.Struct || fv.Kind() == reflect.Pointer):
+			secrets(fv, out)
+		}
+	}
+}

@@ -96,3 +96,28 @@ func TestRedactURLHidesPasswords(t *testing.T) {
 		}
 	}
 }
+
+// Secrets finds every value a redactor must know: Secret fields, secret-tagged strings and the password (or token)
+// inside a secret URL, in nested structs too.
+func TestSecrets(t *testing.T) {
+	type withURL struct {
+		NATS  string `env:"TEST_ZOEA_NATS" secret:"true"`
+		Token string `env:"TEST_ZOEA_NATS_TOKEN_URL" secret:"true"`
+	}
+	type all struct {
+		S     sample
+		U     withURL
+		Plain string `env:"TEST_ZOEA_PLAIN"`
+	}
+	cfg := all{S: sample{Token: "hunter2hunter2", Code: "letmeinletmein"},
+		U: withURL{NATS: "nats://runner:natspass99@nats:4222", Token: "nats://s3cr3t-token-value@nats:4222"}, Plain: "visible"}
+	got := strings.Join(config.Secrets(cfg), " ")
+	for _, want := range []string{"hunter2hunter2", "letmeinletmein", "natspass99", "s3cr3t-token-value"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Secrets misses %q: %s", want, got)
+		}
+	}
+	if strings.Contains(got, "visible") {
+		t.Errorf("Secrets returns a plain field: %s", got)
+	}
+}

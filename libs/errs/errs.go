@@ -66,7 +66,21 @@ const (
 	ReasonSecretKeyMissing = "SECRET_KEY_MISSING"
 	// ReasonStateChanged (FailedPrecondition): a compare-and-set state change found another state; re-read and decide.
 	ReasonStateChanged = "STATE_CHANGED"
+	// ReasonIdempotencyKeyReused (AlreadyExists): an idempotency key (a memory's idempotency_key, a broadcast_id) names
+	// a stored item whose content differs from the request's; nothing was written and the stored item is unchanged.
+	// The same key with the same content is a retry and returns the stored item. Do not retry as is: use a new key
+	// for new content, or read what the key stored.
+	ReasonIdempotencyKeyReused = "IDEMPOTENCY_KEY_REUSED"
 )
+
+// KeyReusedf reports an idempotency key sent again with different content; field names the key's request field
+// ("memories[2].idempotency_key", "broadcast_id").
+func KeyReusedf(field, format string, args ...any) error {
+	return &Error{Kind: Exists, Field: field, Reason: ReasonIdempotencyKeyReused, Msg: fmt.Sprintf(format, args...)}
+}
+
+// IsKeyReused reports whether err is an idempotency key sent again with different content.
+func IsKeyReused(err error) bool { return err != nil && ReasonOf(err) == ReasonIdempotencyKeyReused }
 
 // Error is a classified error.
 type Error struct {

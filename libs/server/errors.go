@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/protoadapt"
 
 	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/libs/redact"
 )
 
 // ErrorDomain names Zoea in the ErrorInfo detail of every error status, so clients know which reasons to expect.
@@ -72,13 +73,18 @@ func ToStatus(ctx context.Context, log *slog.Logger, err error) error {
 		return status.Error(codes.Internal, "internal error")
 	}
 	// Only the public sentence leaves; the cause (SQL constraint names, driver errors, a peer's status) is logged.
-	msg := clip(e.Public())
+	// The sentence may quote what a provider or peer said, so it leaves redacted, by the secrets the logger knows
+	// (libs/redact) or, with a plain logger, by their shapes.
+	red := redact.Of(log.Handler())
+	msg := clip(red.String(e.Public()))
 	if e.Err != nil {
 		log.Log(ctx, causeLevel(e.Kind), "classified failure", "method", methodOf(ctx), "kind", errs.ReasonOf(e), "err", err)
 	}
 	details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: errs.ReasonOf(e), Domain: ErrorDomain}}
-	if e.Kind == errs.Invalid && e.Field != "" {
-		details = append(details, &errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: clip(e.Field), Description: clip(e.Msg)}}})
+	// The field a client can fix travels as a BadRequest violation: for bad input, and for an idempotency key that
+	// names different content (AlreadyExists).
+	if (e.Kind == errs.Invalid || e.Kind == errs.Exists) && e.Field != "" {
+		details = append(details, &errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: clip(e.Field), Description: clip(red.String(e.Msg))}}})
 	}
 	st := status.New(code, msg)
 	if d, derr := st.WithDetails(details...); derr == nil {

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/libs/redact"
 )
 
 // Causes never reach a caller: a store's error carries the driver's text (constraint names, SQLSTATE) as its cause.
@@ -73,5 +74,32 @@ func TestUnreachablePeerIsRelayedAsASentence(t *testing.T) {
 	sent := ToStatus(context.Background(), log, &errs.Error{Kind: errs.Unavailable, Msg: "the game server did not list its tools"})
 	if st := status.Convert(ToStatus(context.Background(), log, FromStatus(sent))); st.Message() != "the game server did not list its tools" {
 		t.Fatalf("a Zoea service's own Unavailable relayed as %q", st.Message())
+	}
+}
+
+// A public sentence that quotes a provider leaves redacted: by the secrets the logger's redactor knows, and by
+// their shapes with a plain logger.
+func TestToStatusRedactsPublicText(t *testing.T) {
+	key := "q7Zx2LmN9vBw4RtY8uKp3HsD"
+	e := &errs.Error{Kind: errs.Conflict, Msg: "provider check failed: Incorrect API key provided: " + key}
+	shaped := errs.InvalidField("model", "the server says: Bearer %s", key)
+	known := slog.New(redact.New(key).Handler(slog.DiscardHandler))
+	for name, c := range map[string]struct {
+		log *slog.Logger
+		err error
+	}{
+		"known value": {known, e},
+		"shape":       {slog.New(slog.DiscardHandler), shaped},
+	} {
+		st := status.Convert(ToStatus(context.Background(), c.log, c.err))
+		text := st.Message()
+		for _, d := range st.Details() {
+			if br, ok := d.(*errdetails.BadRequest); ok {
+				text += br.GetFieldViolations()[0].GetDescription()
+			}
+		}
+		if strings.Contains(text, key) || !strings.Contains(text, redact.Marker) {
+			t.Errorf("%s: %q", name, text)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/zoeaswarm/zoea/libs/config"
+	"github.com/zoeaswarm/zoea/libs/redact"
 	"github.com/zoeaswarm/zoea/libs/telemetry"
 )
 
@@ -26,12 +27,13 @@ func Subcommand(service string, args []string, known ...string) (cmd string, res
 }
 
 // Start is what every service's Main does before Run: the JSON logger at sc.LogLevel on stderr (also slog's
-// default), the version and the configuration cfg logged (secrets masked, config.Log), the debug listener when
+// default), redacting every secret of cfg wherever a record quotes it (config.Secrets, libs/redact; redact.Of on
+// the logger's handler finds the redactor, to teach it secrets learnt later), the version and the configuration cfg logged (secrets masked, config.Log), the debug listener when
 // sc.DebugAddr is set (ServeDebug: pprof on loopback; a non-loopback address is an error naming ZOEA_DEBUG_ADDR), and
 // telemetry (OTLP when configured, telemetry.Setup). stop closes the debug listener and flushes and ends telemetry;
 // call it when Run returns.
 func Start(ctx context.Context, service, version string, sc Config, cfg any) (log *slog.Logger, stop func(), err error) {
-	log = NewLogger(os.Stderr, sc.LogLevel)
+	log = slog.New(redact.New(append(config.Secrets(sc), config.Secrets(cfg)...)...).Handler(NewLogger(os.Stderr, sc.LogLevel).Handler()))
 	slog.SetDefault(log)
 	log.Info(service, "version", version)
 	config.Log(log, service+" starting", cfg)

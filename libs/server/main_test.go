@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zoeaswarm/zoea/libs/config"
+	"github.com/zoeaswarm/zoea/libs/redact"
 	"github.com/zoeaswarm/zoea/libs/server"
 )
 
@@ -47,5 +49,26 @@ func TestStart(t *testing.T) {
 	defer stop()
 	if slog.Default() != log || log.Enabled(context.Background(), slog.LevelInfo) || !log.Enabled(context.Background(), slog.LevelWarn) {
 		t.Fatal("Start's logger is not slog's default at the given level")
+	}
+}
+
+// Start's logger knows the configuration's secrets: a record that quotes one (a peer's error echoing the admin
+// token) is written with it redacted, and the wiring can teach it more.
+func TestStartRedactsConfiguredSecrets(t *testing.T) {
+	t.Setenv("OTEL_SDK_DISABLED", "true")
+	before := slog.Default()
+	t.Cleanup(func() { slog.SetDefault(before) })
+	token := "admin-token-4f0c3a5e"
+	log, stop, err := server.Start(context.Background(), "svc", "v1", server.Config{LogLevel: slog.LevelWarn, AdminToken: config.Secret(token)}, struct{}{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	r := redact.Of(log.Handler())
+	if r == nil {
+		t.Fatal("Start's logger does not redact")
+	}
+	if got := r.String("peer said: unknown token " + token); strings.Contains(got, token) {
+		t.Errorf("the admin token is not known: %q", got)
 	}
 }

@@ -88,6 +88,18 @@ func newMemoryOf(m *memoryv1.NewMemory) rules.NewMemory {
 	return out
 }
 
+// storedOf is what a stored memory holds of what its appender chose, for rules.PayloadMismatch.
+func storedOf(m *memoryv1.Memory) rules.NewMemory {
+	out := rules.NewMemory{
+		Role: rules.Role(m.GetRole()), Source: rules.Source(m.GetSource()), SenderID: m.GetSenderId(), Content: m.GetContent(),
+		Reasoning: m.GetReasoning(), ToolCallID: m.GetToolCallId(), ToolName: m.GetToolName(), CallArguments: m.GetCallArgumentsJson(),
+	}
+	for _, tc := range m.GetToolCalls() {
+		out.ToolCalls = append(out.ToolCalls, rules.ToolCall{ID: tc.GetId(), Name: tc.GetName(), Arguments: tc.GetArgumentsJson()})
+	}
+	return out
+}
+
 // validateNew checks a batch to append as the real service does (rules.ValidateNewMemories).
 func validateNew(ms []*memoryv1.NewMemory) error {
 	if len(ms) > rules.MaxBatch { // before converting, like the real service's transport
@@ -312,7 +324,8 @@ func (f *Fake) storedCallsLocked(mysisID string) []*memoryv1.ToolCall {
 	return nil
 }
 
-// AppendMemories implements MemoryService.AppendMemories: idempotent per key, optionally conditional on no prompt
+// AppendMemories implements MemoryService.AppendMemories: idempotent per key (the same key with other content is
+// refused, rules.PayloadMismatch), optionally conditional on no prompt
 // having arrived and on the mysis's state (with a state change in the same step).
 func (f *Fake) AppendMemories(_ context.Context, req *memoryv1.AppendMemoriesRequest) (*memoryv1.AppendMemoriesResponse, error) {
 	f.mu.Lock()
@@ -339,6 +352,14 @@ func (f *Fake) AppendMemories(_ context.Context, req *memoryv1.AppendMemoriesReq
 	y, ok := f.myses[id]
 	if !ok {
 		return nil, notFound(id)
+	}
+	for i, nm := range req.GetMemories() {
+		// A key sent again with other content is refused before anything is written, as by the real store.
+		if m, ok := f.keys[id][nm.GetIdempotencyKey()]; ok && nm.GetIdempotencyKey() != "" {
+			if field := rules.PayloadMismatch(newMemoryOf(nm), storedOf(m)); field != "" {
+				return nil, rules.KeyReused(i, nm.GetIdempotencyKey(), field)
+			}
+		}
 	}
 	resp := &memoryv1.AppendMemoriesResponse{}
 	if f.fullRetryLocked(id, req.GetMemories()) {
@@ -420,7 +441,8 @@ func (f *Fake) ListRecentMemories(_ context.Context, req *memoryv1.ListRecentMem
 	return resp, nil
 }
 
-// RecordBroadcast implements MemoryService.RecordBroadcast: idempotent on the broadcast id and per mysis.
+// RecordBroadcast implements MemoryService.RecordBroadcast: idempotent on the broadcast id (the same id with other
+// content is refused) and per mysis.
 func (f *Fake) RecordBroadcast(_ context.Context, req *memoryv1.RecordBroadcastRequest) (*memoryv1.RecordBroadcastResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -445,6 +467,12 @@ func (f *Fake) RecordBroadcast(_ context.Context, req *memoryv1.RecordBroadcastR
 	ids, err := rules.ParseTargets("target_mysis_ids", req.GetTargetMysisIds(), false)
 	if err != nil {
 		return nil, err
+	}
+	if b, ok := f.broadcasts[bid]; ok {
+		// A retry delivers what was recorded; the same id with other content is refused, as by the real store.
+		if field := rules.BroadcastMismatch(sender, req.GetContent(), b.GetSenderId(), b.GetContent()); field != "" {
+			return nil, rules.BroadcastKeyReused(bid, field)
+		}
 	}
 	if _, ok := f.myses[sender]; sender != "" && !ok {
 		return nil, &errs.Error{Kind: errs.NotFound, Field: "sender_id", Msg: "no mysis has this id"}

@@ -101,13 +101,19 @@ var suites = map[Capability][]struct {
 	Append: {
 		{"GaplessSeq", testGaplessSeq},
 		{"IdempotencyKeys", testIdempotencyKeys},
+		{"KeyReuse", testKeyReuse},
 		{"AppendRejects", testAppendRejects},
 		{"ReplyLimits", testReplyLimits},
 		{"ReplyDiscarded", testReplyDiscarded},
 	},
-	Recent:    {{"RecentWindow", testRecentWindow}, {"Range", testRange}, {"GetMemory", testGetMemory}},
-	State:     {{"CompareAndSet", testCompareAndSet}},
-	Broadcast: {{"ExactlyOnce", testBroadcastExactlyOnce}, {"BroadcastRejects", testBroadcastRejects}, {"Deliver", testDeliverBroadcast}},
+	Recent: {{"RecentWindow", testRecentWindow}, {"Range", testRange}, {"GetMemory", testGetMemory}},
+	State:  {{"CompareAndSet", testCompareAndSet}},
+	Broadcast: {
+		{"ExactlyOnce", testBroadcastExactlyOnce},
+		{"BroadcastRejects", testBroadcastRejects},
+		{"Deliver", testDeliverBroadcast},
+		{"KeyReuse", testBroadcastKeyReuse},
+	},
 	ComposeWindow: {
 		{"Empty", testWindowEmpty},
 		{"V1Newest", testWindowV1},

@@ -137,3 +137,34 @@ func dropDatabase(ctx context.Context, c *pgx.Conn, name string) error {
 	_, err = c.Exec(ctx, drop)
 	return err
 }
+
+// Strings runs query on the database at dbURL and returns its rows' first column as text: a test reads back what a
+// service stored, straight from Postgres, without a client of its own.
+func Strings(tb testing.TB, dbURL, query string, args ...any) []string {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		tb.Fatalf("pgtest: connect: %v", err)
+	}
+	defer c.Close(context.WithoutCancel(ctx))
+	rows, err := c.Query(ctx, query, args...)
+	if err != nil {
+		tb.Fatalf("pgtest: %s: %v", query, err)
+	}
+	var out []string
+	for rows.Next() {
+		var s *string
+		if err := rows.Scan(&s); err != nil {
+			tb.Fatalf("pgtest: %s: %v", query, err)
+		}
+		if s != nil {
+			out = append(out, *s)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		tb.Fatalf("pgtest: %s: %v", query, err)
+	}
+	return out
+}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/zoeaswarm/zoea/libs/redact"
 )
 
 // Safe shows text that came from a model (or anyone else) escaped, not applied: control characters (ESC sequences
@@ -13,7 +15,12 @@ import (
 // controls that reorder what a line appears to say (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F, U+061C) become
 // \xNN or \uNNNN. Newlines and tabs stay. Every place the CLI and the console print such text goes through it
 // (directly, through OneLine, or through SafeWriter).
+//
+// It also removes every recognisable secret (libs/redact's shapes: a Bearer credential, an sk-… key, a password
+// field, a ?key= query): the runner keeps the keys it knows out of what it stores, but a row written before it did,
+// or a credential it never knew, must not reach a terminal, a screenshot or a shared console either.
 func Safe(s string) string {
+	s = redact.Shapes(s)
 	i := strings.IndexFunc(s, unsafeRune)
 	if i < 0 {
 		return s
@@ -50,13 +57,18 @@ func escapeRune(r rune) string {
 	return fmt.Sprintf(`\u%04x`, r)
 }
 
-// SafeWriter passes everything written to w through Safe. A rune split across two writes is held until its end
-// arrives, so a bidi control cut in half cannot slip through.
-func SafeWriter(w io.Writer) io.Writer { return &safeWriter{w: w} }
+// SafeWriter passes everything written to w through Safe, and removes the known secrets too (the admin token
+// the CLI sends, which a server could echo). A rune split across two writes is held until its end arrives, so a
+// bidi control cut in half cannot slip through. The CLI writes a line or a table at a time, so a secret is never
+// split across writes.
+func SafeWriter(w io.Writer, known ...string) io.Writer {
+	return &safeWriter{w: w, red: redact.New(known...)}
+}
 
 type safeWriter struct {
 	w    io.Writer
 	held []byte
+	red  *redact.Redactor
 }
 
 func (s *safeWriter) Write(p []byte) (int, error) {
@@ -72,7 +84,7 @@ func (s *safeWriter) Write(p []byte) (int, error) {
 		}
 	}
 	s.held = append([]byte(nil), buf[cut:]...)
-	if _, err := io.WriteString(s.w, Safe(string(buf[:cut]))); err != nil {
+	if _, err := io.WriteString(s.w, Safe(s.red.Values(string(buf[:cut])))); err != nil {
 		return 0, err
 	}
 	return len(p), nil

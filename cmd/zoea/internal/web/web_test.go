@@ -26,6 +26,7 @@ import (
 	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+	"github.com/zoeaswarm/zoea/libs/redact/redacttest"
 )
 
 const testToken = "s3cret-admin-token"
@@ -565,5 +566,28 @@ func TestEventsNeverChangeAStatusBeingRead(t *testing.T) {
 	h.mu.Unlock()
 	if got != "mine-199" && got != "mine" {
 		t.Fatalf("kept last action %q, want the last event's (mine-199) or the refreshed status's (mine)", got)
+	}
+}
+
+// A state reason or last error that quotes a credential is shown on the swarm and mysis pages without it (issue 41,
+// finding 3): the page is a screen others may see.
+func TestPagesShowNoSecrets(t *testing.T) {
+	const key = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
+	b := newScripted()
+	var all []string
+	for _, e := range redacttest.Echoes(key) {
+		if !e.Bare {
+			all = append(all, e.Text)
+		}
+	}
+	b.myses[2].LastError = strings.Join(all, " | ")
+	b.myses[2].Mysis.StateReason = strings.Join(all, " | ")
+	c := startConsole(t, b)
+	c.login(testToken)
+	for _, p := range []string{"/", "/mysis/trader-3"} {
+		_, body := c.get(p)
+		if leak := redacttest.Leak(body, key); leak != "" {
+			t.Errorf("%s shows %q of the key", p, leak)
+		}
 	}
 }

@@ -269,6 +269,16 @@ func TestSendDirect(t *testing.T) {
 		t.Fatalf("stored = %v", first.GetMemory())
 	}
 
+	// The same message id with another content is refused naming message_id, and the first message stands.
+	_, err = bus.client.SendDirect(ctx, &busv1.SendDirectRequest{Mysis: ids[0], Content: "Scatter", MessageId: "order-42", SenderId: ids[1]})
+	wantCode(t, err, codes.AlreadyExists)
+	if msg := status.Convert(err).Message(); !strings.HasPrefix(msg, `message_id: "order-42" was already used`) {
+		t.Errorf("the refusal says %q", msg)
+	}
+	if ms := mem.Memories(ids[0]); len(ms) != 1 || ms[0].GetContent() != "Follow me" {
+		t.Fatalf("after the refused reuse: %v", ms)
+	}
+
 	_, err = bus.client.SendDirect(ctx, &busv1.SendDirectRequest{Mysis: "nobody", Content: "hello?"})
 	wantCode(t, err, codes.NotFound)
 	_, err = bus.client.SendDirect(ctx, &busv1.SendDirectRequest{Mysis: uuid.NewString(), Content: "hello?"})

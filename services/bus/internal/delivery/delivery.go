@@ -184,9 +184,11 @@ func (s *Service) Direct(ctx context.Context, d message.Direct) (message.Stored,
 	return m, nil
 }
 
-// Handle delivers one message of the durable stream. Input the memory service refuses, and direct messages to myses
-// that no longer exist, can never succeed: they are reported as an EVENT_KIND_ERROR event and returned marked
-// ErrUndeliverable (the consumer terminates them instead of blocking the queue). Everything else is retried.
+// Handle delivers one message of the durable stream. Input the memory service refuses, direct messages to myses
+// that no longer exist, and an id used before for a different message (a broadcast_id or message_id reused with
+// other content, errs.ReasonIdempotencyKeyReused: the first message stands) can never succeed: they are reported as
+// an EVENT_KIND_ERROR event and returned marked ErrUndeliverable (the consumer terminates them instead of blocking
+// the queue). Everything else is retried; a redelivery carries the same content, so it stays a retry.
 func (s *Service) Handle(ctx context.Context, d Message) error {
 	var err error
 	kind, mysisID := "broadcast", ""
@@ -210,7 +212,7 @@ func (s *Service) Handle(ctx context.Context, d Message) error {
 		}
 		return nil
 	}
-	if errs.Is(err, errs.Invalid) || (kind == "direct" && errs.Is(err, errs.NotFound)) {
+	if errs.Is(err, errs.Invalid) || errs.IsKeyReused(err) || (kind == "direct" && errs.Is(err, errs.NotFound)) {
 		_ = s.notify.Dropped(ctx, mysisID, fmt.Sprintf("%s dropped: %v", kind, err))
 		return fmt.Errorf("%w: %w", ErrUndeliverable, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"google.golang.org/grpc/codes"
 
+	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/testsupport/memfake"
 	"github.com/zoeaswarm/zoea/services/bus/internal/delivery"
 	"github.com/zoeaswarm/zoea/services/bus/internal/memoryclient"
@@ -139,6 +140,22 @@ func TestHandleClassifiesFailures(t *testing.T) {
 		{"direct while memory is down", down("AppendMemories", direct), nil, true, false, false},
 		{"direct stored but not announced", direct, errors.New("nats down"), true, false, false},
 		{"empty delivery", func(*memfake.Fake, []string) delivery.Message { return delivery.Message{} }, nil, true, true, false},
+		// A broadcast_id or message_id used before for other content: the first message stands, redelivering the
+		// second would fail for ever (issue 41, finding 4).
+		{"broadcast id reused for other content", func(f *memfake.Fake, _ []string) delivery.Message {
+			id := uuid.NewString()
+			if _, err := f.Client(t).RecordBroadcast(context.Background(), &memoryv1.RecordBroadcastRequest{BroadcastId: id, Content: "first"}); err != nil {
+				t.Fatal(err)
+			}
+			return delivery.Message{Broadcast: &message.Broadcast{ID: id, Content: "second"}}
+		}, nil, true, true, true},
+		{"message id reused for other content", func(f *memfake.Fake, ids []string) delivery.Message {
+			if _, err := f.Client(t).AppendMemories(context.Background(), &memoryv1.AppendMemoriesRequest{MysisId: ids[0], Memories: []*memoryv1.NewMemory{
+				{Role: memoryv1.Role_ROLE_USER, Source: memoryv1.Source_SOURCE_DIRECT, Content: "first", IdempotencyKey: "direct:d"}}}); err != nil {
+				t.Fatal(err)
+			}
+			return direct(f, ids)
+		}, nil, true, true, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -159,7 +159,8 @@ func (s *Service) knownSender(ctx context.Context, sender string) (string, error
 }
 
 // SendDirect writes d to the memory of the mysis named by mysis (an id or a name) before it returns, and returns
-// the stored row; d.ID empty gets a fresh id, and a retry with the same id returns the row stored first.
+// the stored row; d.ID empty gets a fresh id, and a retry with the same id returns the row stored first. The same
+// id with another content or sender is refused (AlreadyExists naming message_id) and stores nothing.
 func (s *Service) SendDirect(ctx context.Context, mysis string, d message.Direct) (message.Stored, error) {
 	if mysis == "" {
 		return message.Stored{}, errs.InvalidField("mysis", "required: a mysis id or name")
@@ -187,6 +188,10 @@ func (s *Service) SendDirect(ctx context.Context, mysis string, d message.Direct
 		d.At = time.Now().UTC()
 	}
 	m, err := s.directs.Direct(ctx, d)
+	if m.ID == 0 && errs.IsKeyReused(err) {
+		// The memory service names its own field (memories[0].idempotency_key); the caller chose message_id.
+		return message.Stored{}, errs.KeyReusedf("message_id", "%q was already used for a different message to this mysis; nothing was stored (use a new message_id)", d.ID)
+	}
 	if m.ID == 0 {
 		return message.Stored{}, memoryErr(err)
 	}

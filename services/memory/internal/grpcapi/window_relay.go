@@ -74,11 +74,12 @@ func (s *Server) spendForWindow(ctx context.Context, mysisID string, r windowRel
 	return &memoryv1.GetSpendResponse{Limits: ToProtoSpendLimits(sp.Limits), Mysis: toProtoSpendCounts(sp.Mysis), Swarm: toProtoSpendCounts(sp.Swarm)}, nil
 }
 
-// renameMemoriesField makes a validation error of the append (which names AppendMemories' field, "memories[3]…")
-// name this request's field ("append[3]…"), so the caller is told what it can fix.
+// renameMemoriesField makes an error of the append that names AppendMemories' field ("memories[3]…": bad input, an
+// idempotency key reused with other content) name this request's field ("append[3]…"), so the caller is told what
+// it can fix.
 func renameMemoriesField(err error) error {
 	var e *errs.Error
-	if !errors.As(err, &e) || e.Kind != errs.Invalid || !strings.HasPrefix(e.Field, "memories") {
+	if !errors.As(err, &e) || !strings.HasPrefix(e.Field, "memories") {
 		return err
 	}
 	c := *e

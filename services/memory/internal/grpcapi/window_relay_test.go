@@ -64,6 +64,12 @@ func TestComposeWindowAppendsAndReadsSpend(t *testing.T) {
 		t.Fatalf("retry appended %v, last seq %d; want the first row back and nothing new", got, again.GetMysis().GetLastSeq())
 	}
 
+	// The same key with other content is refused naming this request's field, and the window is not read.
+	other := proto.Clone(req).(*memoryv1.GetComposeWindowRequest)
+	other.Append[0].Content = `{"credits":6}`
+	_, err = c.GetComposeWindow(ctx, other)
+	wantCode(t, err, codes.AlreadyExists, "append[0].idempotency_key")
+
 	// A user row opens the next turn, as in AppendMemories; without spend_at no spend comes back.
 	w, err = c.GetComposeWindow(ctx, &memoryv1.GetComposeWindowRequest{MysisId: id, Window: 20, Append: []*memoryv1.NewMemory{
 		{Role: memoryv1.Role_ROLE_USER, Source: memoryv1.Source_SOURCE_NUDGE, Content: "Continue."},

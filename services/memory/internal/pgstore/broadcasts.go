@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/zoeaswarm/zoea/libs/errs"
+	rules "github.com/zoeaswarm/zoea/libs/memoryrules"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
 )
 
@@ -22,7 +23,8 @@ func broadcastDest(b *memory.Broadcast) []any {
 
 // RecordBroadcast stores b once (idempotent on b.ID, which the caller has set) and delivers the stored broadcast in
 // the same transaction to targets (distinct canonical ids), or to every mysis except the sender when targets is
-// empty. A retry returns the broadcast as first recorded and delivers only where it is missing.
+// empty. A retry returns the broadcast as first recorded and delivers only where it is missing; the same id with a
+// different content or sender is refused (errs.ReasonIdempotencyKeyReused) and changes nothing.
 func (s *Store) RecordBroadcast(ctx context.Context, b memory.Broadcast, targets []string) (memory.Delivery, error) {
 	return s.withDeliveryRetry(ctx, "record broadcast", func(tx pgx.Tx) (memory.Delivery, error) {
 		var stored memory.Broadcast
@@ -34,10 +36,15 @@ func (s *Store) RecordBroadcast(ctx context.Context, b memory.Broadcast, targets
 			ON CONFLICT (id) DO NOTHING
 			RETURNING `+broadcastCols, b.ID, b.SenderID, b.Content).Scan(broadcastDest(&stored)...)
 		if errors.Is(err, pgx.ErrNoRows) {
-			// Recorded before: deliver what was recorded then, not this request's copy.
+			// Recorded before: a retry delivers what was recorded then; the same id with other content is refused.
 			err = tx.QueryRow(ctx, `SELECT `+broadcastCols+` FROM broadcasts b WHERE b.id = $1`, b.ID).Scan(broadcastDest(&stored)...)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return memory.Delivery{}, &errs.Error{Kind: errs.NotFound, Field: "sender_id", Msg: "no mysis has this id"}
+			}
+			if err == nil {
+				if field := rules.BroadcastMismatch(b.SenderID, b.Content, stored.SenderID, stored.Content); field != "" {
+					return memory.Delivery{}, rules.BroadcastKeyReused(b.ID, field)
+				}
 			}
 		}
 		if err != nil {

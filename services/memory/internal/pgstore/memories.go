@@ -6,6 +6,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/zoeaswarm/zoea/libs/errs"
+	rules "github.com/zoeaswarm/zoea/libs/memoryrules"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
 )
 
@@ -14,7 +15,8 @@ import (
 // The call runs in a transaction that locks the mysis row first (FOR NO KEY UPDATE), which serialises every writer
 // of that mysis: seq numbers are taken from myses.last_seq under the lock, so they are gapless and strictly
 // increasing however many appenders race, and the idempotency-key lookup that follows sees every row committed
-// before the lock was granted, so a retry returns the rows stored the first time instead of writing them again.
+// before the lock was granted, so a retry returns the rows stored the first time instead of writing them again. A key
+// sent again with other content is no retry: the call is refused (rules.PayloadMismatch) and writes nothing.
 //
 // Concurrent small appends to different myses share that transaction (group commit, group.go): a lone call runs
 // in one of its own at once, two round trips on one connection (BEGIN in the lock batch, COMMIT at the end of the
@@ -62,6 +64,10 @@ func planAppend(mysisID string, ms []memory.NewMemory, st *appendState) ([]memor
 	var ins insertBatch
 	for i, n := range ms {
 		if m, ok := st.existing[n.IdempotencyKey]; ok && n.IdempotencyKey != "" {
+			// A retry returns the stored row; the same key with other content is refused, the whole call with it.
+			if field := rules.PayloadMismatch(n, storedPayload(m)); field != "" {
+				return nil, ins, rules.KeyReused(i, n.IdempotencyKey, field)
+			}
 			out[i] = m
 			continue
 		}
@@ -82,6 +88,14 @@ func planAppend(mysisID string, ms []memory.NewMemory, st *appendState) ([]memor
 		ins.add(&out[i], n, tcs, cArgs[i], cKeys[i])
 	}
 	return out, ins, nil
+}
+
+// storedPayload is what a stored memory holds of what its appender chose, for rules.PayloadMismatch.
+func storedPayload(m memory.Memory) memory.NewMemory {
+	return memory.NewMemory{
+		Role: m.Role, Source: m.Source, SenderID: m.SenderID, Content: m.Content, Reasoning: m.Reasoning,
+		ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, ToolName: m.ToolName, CallArguments: m.CallArguments,
+	}
 }
 
 // insertBatch holds the columns of the rows to insert, as arrays for one unnest() INSERT, and where each row's id

@@ -604,12 +604,16 @@ func TestBroadcastDelivery(t *testing.T) {
 			t.Fatalf("delivery seq/turn: %d/%d", r.Seq, r.Turn)
 		}
 	}
-	// A retry (even with other content) delivers nothing new and reports the first recording.
-	b2 := b
-	b2.Content = "changed"
-	d = must[memory.Delivery](t)(s.RecordBroadcast(ctx, b2, nil))
+	// A retry delivers nothing new and reports the first recording; the same id with other content is refused and
+	// changes nothing (issue 41, finding 4).
+	d = must[memory.Delivery](t)(s.RecordBroadcast(ctx, b, nil))
 	if d.Delivered != 0 || d.AlreadyDelivered != 4 || d.Broadcast.Content != b.Content {
 		t.Fatalf("retry: %+v", d)
+	}
+	b2 := b
+	b2.Content = "changed"
+	if _, err := s.RecordBroadcast(ctx, b2, nil); !errs.IsKeyReused(err) || errs.FieldOf(err) != "broadcast_id" {
+		t.Fatalf("the same id with other content: %v", err)
 	}
 	// A late joiner gets it through DeliverBroadcast; the others are reported as already delivered, in order.
 	late := mkMysis(t, s)

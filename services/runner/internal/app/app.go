@@ -27,6 +27,7 @@ import (
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
 	"github.com/zoeaswarm/zoea/libs/config"
+	"github.com/zoeaswarm/zoea/libs/redact"
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
 	"github.com/zoeaswarm/zoea/services/runner/internal/composerclient"
@@ -75,6 +76,11 @@ type Config struct {
 	OpenAIKey       config.Secret `env:"OPENAI_API_KEY"`
 	OpenAIBaseURL   string        `env:"OPENAI_BASE_URL"`
 	OpenAIModel     string        `env:"ZOEA_OPENAI_MODEL" envDefault:"gpt-4o-mini"`
+	// LLMMaxReplyBytes bounds what is read of one model reply, for every provider (providers' httpx): past it the
+	// call fails unread, so a provider sending gigabytes cannot take the runner's memory with it. 0 means the default.
+	LLMMaxReplyBytes int64 `env:"ZOEA_LLM_MAX_REPLY_BYTES" envDefault:"8388608"`
+	// LLMTimeout bounds one LLM call, retries included (0: none); it ends a reply that stalls or trickles.
+	LLMTimeout time.Duration `env:"ZOEA_LLM_TIMEOUT" envDefault:"10m"`
 	// ProviderConcurrency limits concurrent calls per provider (0: unlimited).
 	ProviderConcurrency int `env:"ZOEA_PROVIDER_CONCURRENCY" envDefault:"8"`
 	// AutopilotConcurrency limits the offline policy separately (0: unlimited): it costs microseconds.
@@ -131,6 +137,9 @@ func SpaceMoltEndpointURL(raw, endpoint string) (string, error) {
 	return u, nil
 }
 
+// minReplyBytes is the smallest reply limit accepted: below it an ordinary answer with a few tool calls fails.
+const minReplyBytes = 64 << 10
+
 // Validate checks values the environment parser cannot.
 func (c *Config) Validate() error {
 	u, err := SpaceMoltEndpointURL(c.SpaceMoltURL, c.SpaceMoltEndpoint)
@@ -151,6 +160,10 @@ func (c *Config) Validate() error {
 		return errors.New("ZOEA_TURN_PAUSE must not be negative")
 	case c.StopGrace < 0:
 		return errors.New("ZOEA_STOP_GRACE must not be negative (0 means the default, 10s)")
+	case c.LLMMaxReplyBytes != 0 && c.LLMMaxReplyBytes < minReplyBytes:
+		return fmt.Errorf("ZOEA_LLM_MAX_REPLY_BYTES must be at least %d (64 KiB), got %d: real replies would fail", minReplyBytes, c.LLMMaxReplyBytes)
+	case c.LLMTimeout < 0:
+		return errors.New("ZOEA_LLM_TIMEOUT must not be negative (0 means no limit)")
 	case c.AutopilotLatency < 0:
 		return errors.New("ZOEA_AUTOPILOT_LATENCY must not be negative")
 	case c.LeaseTTL < time.Second:
@@ -235,6 +248,15 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	if log == nil {
 		log = slog.Default()
 	}
+	// One redactor for everything the runner writes down or shows: the logger's (Main's comes redacting, from
+	// server.Start), else one of its own around the given logger. It knows the configured secrets, learns each
+	// account password as a session takes it, and the providers add their keys.
+	red := redact.Of(log.Handler())
+	if red == nil {
+		red = redact.New()
+		log = slog.New(red.Handler(log.Handler()))
+	}
+	red.Add(config.Secrets(cfg)...)
 	log = log.With("replica", cfg.ReplicaID)
 
 	memConn, err := server.Dial(cfg.MemoryAddr, cfg.Server.AdminToken.Reveal(), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
@@ -262,7 +284,7 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	}
 	statuses := natsbus.NewStatuses(bus.Statuses(), log)
 
-	registry, names, err := buildProviders(cfg, opts.Providers, opts.WrapProvider, log)
+	registry, names, err := buildProviders(cfg, opts.Providers, opts.WrapProvider, log, red)
 	if err != nil {
 		return err
 	}
@@ -275,11 +297,11 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 		regCode = cfg.SimRegistrationCode.Reveal()
 	}
 	router := tools.NewRouter(tools.Config{Endpoint: cfg.SpaceMoltURL, Empire: cfg.Empire, RegistrationCode: regCode, Logger: log,
-		ResultView: cfg.SpaceMoltResult, MaxWait: cfg.SpaceMoltMaxWait}, memory, memory)
+		ResultView: cfg.SpaceMoltResult, MaxWait: cfg.SpaceMoltMaxWait, Redactor: red}, memory, memory)
 	events := natsbus.Events{Bus: bus, Log: log}
 	actorCfg := mysis.Config{
 		MaxToolIterations: cfg.MaxToolIterations, MaxCallsPerReply: cfg.MaxCallsPerReply, TurnPause: cfg.TurnPause, BackoffMin: cfg.BackoffMin, BackoffMax: cfg.BackoffMax,
-		Owner: cfg.ReplicaID, Logger: log,
+		Owner: cfg.ReplicaID, Logger: log, Redactor: red, LLMTimeout: cfg.LLMTimeout,
 	}
 	prices, err := cfg.PriceTable()
 	if err != nil {
@@ -382,19 +404,19 @@ type registry struct{ r *llm.Registry }
 func (r registry) Provider(name string) (llm.Provider, error) { return r.r.Get(name) }
 
 // buildProviders registers every provider, each wrapped with Retry-After-aware retries and a concurrency limit.
-func buildProviders(cfg Config, extra []llm.Provider, wrapAll func(llm.Provider) llm.Provider, log *slog.Logger) (mysis.Providers, []string, error) {
+func buildProviders(cfg Config, extra []llm.Provider, wrapAll func(llm.Provider) llm.Provider, log *slog.Logger, red *redact.Redactor) (mysis.Providers, []string, error) {
 	var ps []llm.Provider
 	overridden := func(name string) bool {
 		return slices.ContainsFunc(extra, func(p llm.Provider) bool { return p.Name() == name })
 	}
-	oll, err := ollama.New(ollama.Config{BaseURL: cfg.OllamaHost, NumCtx: cfg.OllamaNumCtx})
+	oll, err := ollama.New(ollama.Config{BaseURL: cfg.OllamaHost, NumCtx: cfg.OllamaNumCtx, Redactor: red, MaxReplyBytes: cfg.LLMMaxReplyBytes})
 	if err != nil {
 		return nil, nil, err
 	}
 	if !overridden(oll.Name()) {
 		ps = append(ps, wrap(oll, cfg.ProviderConcurrency, log))
 	}
-	oai, err := openai.New(openai.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey.Reveal()})
+	oai, err := openai.New(openai.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey.Reveal(), Redactor: red, MaxReplyBytes: cfg.LLMMaxReplyBytes})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -42,6 +42,7 @@ const testSecretKey = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1
 // stack is one isolated Zoea deployment for a test.
 type stack struct {
 	t        *testing.T
+	dbURL    string // the memory service's database, for reading back what it stored
 	natsURL  string
 	sim      *testenv.Sim
 	memAddr  string
@@ -136,6 +137,7 @@ func startStack(t *testing.T, simEnv ...string) *stack {
 	requireBinaries(t)
 	s := &stack{t: t}
 	dbURL := pgtest.New(t)
+	s.dbURL = dbURL
 	s.natsURL = natstest.Start(t).ClientURL()
 	s.watchBus(t)
 	s.sim = testenv.StartSim(t, simEnv...)

@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/libs/redact"
 )
 
 // Tool describes one callable tool to the model.
@@ -117,11 +119,41 @@ type StatusError struct {
 	StatusCode int
 	// RetryAfter is the server's Retry-After, zero when absent.
 	RetryAfter time.Duration
-	Message    string
+	// Message is what the server said, redacted by the adapter that built the error (it knows its keys).
+	Message string
 }
 
+// Error is the failure as logs, state reasons and call records show it. The message is the server's text, and
+// servers echo credentials (a 401 that quotes "Bearer <key>"), so it is shown with the secret shapes redacted
+// again, whichever adapter or test built the error.
 func (e *StatusError) Error() string {
-	return fmt.Sprintf("%s: HTTP %d: %s", e.Provider, e.StatusCode, e.Message)
+	return fmt.Sprintf("%s: HTTP %d: %s", e.Provider, e.StatusCode, redact.Shapes(e.Message))
+}
+
+// ReplyTooLargeError is a reply that passed the byte limit the runner reads of one (ZOEA_LLM_MAX_REPLY_BYTES): the
+// adapter stopped reading it, decoded nothing, and the call fails. It is not retryable: a provider that sent 2 GB
+// for a request will most likely do it again for the same request, and each attempt would read the limit again.
+// The mysis goes errored with this as its reason and is retried after its backoff, when its request has changed
+// or the provider has recovered.
+type ReplyTooLargeError struct {
+	Provider string
+	Limit    int64
+}
+
+func (e *ReplyTooLargeError) Error() string {
+	return fmt.Sprintf("%s: the reply was larger than %s, the most the runner reads of one (ZOEA_LLM_MAX_REPLY_BYTES); the rest was not read",
+		e.Provider, byteSize(e.Limit))
+}
+
+// byteSize is n as a reader would say it: 8 MiB, 1.5 MiB, 640 KiB, 900 bytes.
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return strconv.FormatFloat(float64(n)/(1<<20), 'f', -1, 64) + " MiB"
+	case n >= 1<<10:
+		return strconv.FormatFloat(float64(n)/(1<<10), 'f', -1, 64) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
 }
 
 // Retryable reports whether the same request may succeed later (rate limits and server errors).

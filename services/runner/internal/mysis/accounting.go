@@ -131,7 +131,8 @@ func (a *Actor) callRecord(m Mysis, id string, started time.Time, took time.Dura
 		Latency: took,
 	}
 	if err != nil {
-		c.Error, c.Retries = truncate(err.Error(), 1000), llm.RetriesOf(err)
+		// Stored and summed into reports: redacted before the cut, like a state reason.
+		c.Error, c.Retries = truncate(a.red().String(err.Error()), 1000), llm.RetriesOf(err)
 		return c
 	}
 	u := resp.Usage

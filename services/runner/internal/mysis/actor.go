@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/libs/redact"
 	"github.com/zoeaswarm/zoea/libs/retry"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 )
@@ -27,11 +29,19 @@ type Config struct {
 	// first delay is BackoffMin, each later one doubles up to BackoffMax, and each is jittered down by up to 20%
 	// (libs/retry) so that myses failing together (an LLM outage) do not retry together.
 	BackoffMin, BackoffMax time.Duration
+	// LLMTimeout bounds one LLM call, its retries and their waits included (0: no bound but the actor's context).
+	// The byte limit on a reply ends a provider that sends without end; this ends one that sends too slowly, or
+	// stops sending and keeps the connection open, which would otherwise hold the mysis for ever.
+	LLMTimeout time.Duration
 	// ResumeWindow is how many recent memories are read to find where an interrupted turn stopped (default 50).
 	ResumeWindow int
 	// Owner is this replica's id, reported in the live status.
 	Owner  string
 	Logger *slog.Logger
+	// Redactor scrubs every text the actor writes down or shows (libs/redact): state reasons, the live status's
+	// last error, events, call records and tool errors shown to the model. A provider or game server may echo a
+	// credential in an error, and these outlive the process. Nil: the shape rules only.
+	Redactor *redact.Redactor
 }
 
 func (c Config) withDefaults() Config {
@@ -245,7 +255,7 @@ func (a *Actor) Run(ctx context.Context) error {
 		if m, ok := a.carried(); ok {
 			// The previous turn ended with this actor's own final answer and nothing woke the actor since: the
 			// turn starts without reading the mysis, and its first composition checks the record it reads.
-			err := a.runTurn(ctx, m, true)
+			err := a.safeTurn(ctx, m, true)
 			if errors.Is(err, errReread) {
 				continue
 			}
@@ -275,6 +285,9 @@ func (a *Actor) Run(ctx context.Context) error {
 				if ctx.Err() != nil {
 					return nil
 				}
+				if errors.Is(err, errKeyTaken) {
+					continue // a former owner answered the call meanwhile: read again, it is settled
+				}
 				a.noteError(ctx, fmt.Errorf("answer the cut calls of a stopped mysis: %w", err))
 				a.wait(ctx, a.nextBackoff())
 				a.takeWakes()
@@ -295,7 +308,7 @@ func (a *Actor) Run(ctx context.Context) error {
 				a.takeControl()
 				continue
 			}
-			if !a.turnDone(ctx, m, a.runTurn(ctx, m, false)) {
+			if !a.turnDone(ctx, m, a.safeTurn(ctx, m, false)) {
 				return nil
 			}
 		case StateIdle:
@@ -335,6 +348,24 @@ func (a *Actor) Run(ctx context.Context) error {
 	}
 	return nil
 }
+
+// safeTurn is runTurn with a panic turned into the turn's error: the mysis goes errored and is retried with backoff
+// like any failed turn, instead of taking down every mysis of the replica, and the panic's value reaches the log
+// and the state reason redacted, not printed raw by the runtime. The tool session is closed, since the panic may
+// have left it half way through a call; the next turn opens a new one.
+func (a *Actor) safeTurn(ctx context.Context, m Mysis, assumed bool) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			a.log.Error("panic in a turn", "panic", a.red().String(fmt.Sprint(p)), "stack", string(debug.Stack()))
+			a.closeTools()
+			err = fmt.Errorf("internal error in the turn (the runner's log has the details): %s", a.red().String(fmt.Sprint(p)))
+		}
+	}()
+	return a.runTurn(ctx, m, assumed)
+}
+
+// red is the actor's redactor (nil applies the shape rules).
+func (a *Actor) red() *redact.Redactor { return a.cfg.Redactor }
 
 // carried returns the mysis record the next turn may start from without a read (see Actor.next): only when no wake
 // is pending. Its last seq is this actor's final answer, which the first composition verifies.
@@ -388,8 +419,11 @@ func (a *Actor) reconcileIdle(ctx context.Context) error {
 	return nil
 }
 
-// transition is a compare-and-set state change; losing the race is fine (the loop re-reads the state).
+// transition is a compare-and-set state change; losing the race is fine (the loop re-reads the state). The reason
+// is stored and shown to the commander, so it is redacted here, whatever it quotes (an errored state's reason
+// carried into "retrying after error: …" included).
 func (a *Actor) transition(ctx context.Context, from, to State, reason string, count *int) bool {
+	reason = a.red().String(reason)
 	_, err := a.deps.Store.SetState(ctx, a.id, StateChange{To: to, Reason: reason, Count: count, Expected: from})
 	if err != nil {
 		if !errs.Is(err, errs.Conflict) && !errs.Is(err, errs.NotFound) && ctx.Err() == nil {
@@ -408,15 +442,17 @@ func (a *Actor) transition(ctx context.Context, from, to State, reason string, c
 func (a *Actor) fail(ctx context.Context, err error) {
 	a.noteError(ctx, err)
 	a.retryAt = time.Now().Add(a.nextBackoff())
-	a.transition(ctx, StateRunning, StateErrored, truncate(err.Error(), 500), nil)
+	// Redacted before the cut: a secret cut in half is no longer recognisable, and half a key is still a leak.
+	a.transition(ctx, StateRunning, StateErrored, truncate(a.red().String(err.Error()), 500), nil)
 }
 
 func (a *Actor) nextBackoff() time.Duration { return a.backoff.Next() }
 
 func (a *Actor) noteError(ctx context.Context, err error) {
-	a.log.Warn("mysis error", "err", err)
-	a.setStatus(func(s *Status) { s.LastError = truncate(err.Error(), 500) })
-	a.publish(ctx, Event{Kind: EventError, Message: truncate(err.Error(), 500)})
+	text := a.red().String(err.Error())
+	a.log.Warn("mysis error", "err", text)
+	a.setStatus(func(s *Status) { s.LastError = truncate(text, 500) })
+	a.publish(ctx, Event{Kind: EventError, Message: truncate(text, 500)})
 	a.putStatus(ctx)
 }
 

@@ -588,6 +588,8 @@ type fakeTools struct {
 	closes     int
 	failOnce   map[string]error
 	onCall     func(chat.ToolCall)
+	// results, when set, answer calls of these tools instead of the built-in results.
+	results map[string]ToolResult
 	// v2 adds MCP v2's action-dispatched tools to the list, annotated as the tool router annotates them.
 	v2 bool
 	// opened is the SpaceMolt endpoint of each session opened.
@@ -648,7 +650,11 @@ func (s *fakeSession) Call(_ context.Context, c chat.ToolCall) (ToolResult, erro
 	err := s.f.failOnce[c.Name]
 	delete(s.f.failOnce, c.Name)
 	onCall := s.f.onCall
+	res, scripted := s.f.results[c.Name]
 	s.f.mu.Unlock()
+	if scripted {
+		return res, nil
+	}
 	if onCall != nil {
 		onCall(c)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/chat/chatvalid"
 	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/libs/redact"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 )
 
@@ -281,7 +282,16 @@ func (a *Actor) callModel(ctx context.Context, m Mysis, prov llm.Provider, comp 
 	// Windows count by the injected clock; latency is wall time.
 	start, wall, callID := a.clock.Now(), time.Now(), newCallID()
 	cctx, endCall := a.metrics.StartLLMCall(ctx, m)
+	if a.cfg.LLMTimeout > 0 {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(cctx, a.cfg.LLMTimeout)
+		defer cancel()
+	}
 	resp, err := prov.Chat(cctx, llm.Request{Model: m.Model, Temperature: m.Temperature, Messages: comp.Messages, Tools: a.toolList})
+	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		// The call's own bound, not the actor's end: say which, since "context deadline exceeded" names neither.
+		err = fmt.Errorf("no complete reply within %v, the longest one call may take (ZOEA_LLM_TIMEOUT): %w", a.cfg.LLMTimeout, err)
+	}
 	call := a.callRecord(m, callID, start, time.Since(wall), comp.Tokens, resp, err)
 	endCall(call)
 	if err != nil {
@@ -336,6 +346,12 @@ func (a *Actor) storeReply(ctx context.Context, m Mysis, reply replyCheck, call 
 			a.promptSeen(ctx, m)
 		}
 	}
+	if errors.Is(err, errKeyTaken) {
+		// The reply was paid for; its accounting travelled with the refused append, so it is recorded on its own.
+		a.log.Info("another writer stored this turn's reply first; resuming from the stored history", "seq", seq)
+		call.Error = "reply not stored: another writer had stored the reply to the same request first"
+		a.recordAlone(ctx, call)
+	}
 	if err != nil {
 		return Memory{}, false, err
 	}
@@ -371,6 +387,9 @@ func (a *Actor) compose(ctx context.Context, autonomous bool, held []NewMemory) 
 		}
 		if errs.Is(err, errs.NotFound) {
 			return Composition{}, errInterrupted // deleted: the loop's read ends the actor
+		}
+		if errs.IsKeyReused(err) {
+			return Composition{}, keyTaken(held[0])
 		}
 		return Composition{}, fmt.Errorf("compose: %w", err)
 	}
@@ -552,8 +571,15 @@ func (a *Actor) execCalls(ctx context.Context, assistantSeq int64, calls []chat.
 // resultMemory is one call's result as stored, keyed by the assistant message and the call id: whoever stores
 // first (this actor, a retry, a replica racing for the mysis) wins and the others get that row back, so a call is
 // answered exactly once.
+//
+// The result is shown to the model and stored (searchable, shown to the commander): the runner's own secrets never
+// stay in it, and an error (a game or transport failure quoting a request) loses every secret shape too. A
+// successful result keeps its shapes: a game field called "token" may be an item.
 func (a *Actor) resultMemory(assistantSeq int64, c chat.ToolCall, res ToolResult) NewMemory {
-	content := res.Content
+	content := a.red().Values(res.Content)
+	if res.IsError {
+		content = redact.Shapes(content)
+	}
 	if content == "" {
 		content = "(empty result)"
 	}
@@ -698,6 +724,9 @@ func (a *Actor) appendIf(ctx context.Context, nm NewMemory, c AppendCondition) (
 	if errors.Is(err, ErrPromptArrived) {
 		return Memory{}, ErrPromptArrived
 	}
+	if errs.IsKeyReused(err) {
+		return Memory{}, keyTaken(nm)
+	}
 	if err != nil {
 		return Memory{}, fmt.Errorf("append %s memory: %w", nm.Role, err)
 	}
@@ -707,6 +736,21 @@ func (a *Actor) appendIf(ctx context.Context, nm NewMemory, c AppendCondition) (
 	m := stored[0]
 	a.publish(ctx, Event{Kind: EventMemoryAppended, MemoryIDs: []int64{m.ID}, Seqs: []int64{m.Seq}, Role: m.Role, Excerpt: truncate(m.Content, 200)})
 	return m, nil
+}
+
+// errKeyTaken ends a turn whose memory could not be stored because its idempotency key already holds a memory with
+// other content (the memory service refuses it: errs.ReasonIdempotencyKeyReused). Every key the actor uses names
+// one slot of the history — the reply to what the model saw at a seq, the result of one call, the nudge of one turn
+// — and this actor writes each slot with one payload, retries included, so another writer filled it first: a
+// replica that owned the mysis at the same time (a lease hand-over) or a former owner finishing a call late, while
+// this one answered it "result unknown" (answerStopped). What is stored stands. The turn ends as interrupted, and
+// the next one resumes from the stored history: continuing with a row that says something else than what this
+// actor meant to store would act on a reply or a result the history does not hold.
+var errKeyTaken = fmt.Errorf("%w: another writer stored this memory first", errInterrupted)
+
+// keyTaken is errKeyTaken for nm.
+func keyTaken(nm NewMemory) error {
+	return fmt.Errorf("%w (%s memory %s)", errKeyTaken, nm.Role, nm.IdempotencyKey)
 }
 
 // label summarises an assistant reply for the status line.

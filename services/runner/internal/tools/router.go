@@ -26,6 +26,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/zoeaswarm/zoea/libs/redact"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 )
@@ -126,6 +127,9 @@ type Config struct {
 	Now     func() time.Time
 	Logger  *slog.Logger
 	Version string
+	// Redactor learns every account password a session holds, so that wherever an error or a log quotes one
+	// (a game's refusal echoing the login arguments) it is redacted (libs/redact). Nil: not taught.
+	Redactor *redact.Redactor
 }
 
 // Router opens per-mysis tool sessions.

@@ -676,7 +676,7 @@ func (s *Session) loginLocked(ctx context.Context) (string, error) {
 func (s *Session) ensureAccountLocked(ctx context.Context) (string, error) {
 	a, err := s.r.accounts.AccountForMysis(ctx, s.mysisID)
 	if err == nil {
-		s.account = &a
+		s.useAccount(&a)
 		return "", nil
 	}
 	if !errs.Is(err, errs.NotFound) {
@@ -684,7 +684,7 @@ func (s *Session) ensureAccountLocked(ctx context.Context) (string, error) {
 	}
 	a, err = s.r.accounts.ClaimAccount(ctx, s.mysisID)
 	if err == nil {
-		s.account = &a
+		s.useAccount(&a)
 		return "", nil
 	}
 	if !errs.Is(err, errs.NotFound) {
@@ -735,6 +735,7 @@ func (s *Session) registerLocked(ctx context.Context, stale string) (string, err
 			stale = ""
 		}
 		acct := Account{Username: username, Password: reg.Password, Empire: s.r.cfg.Empire, MysisID: s.mysisID}
+		s.r.cfg.Redactor.Add(acct.Password) // known before anything can fail and quote it
 		if err := s.r.accounts.CreateAccount(ctx, acct); err != nil {
 			return "", fmt.Errorf("store account %s: %w", username, err)
 		}
@@ -743,6 +744,12 @@ func (s *Session) registerLocked(ctx context.Context, stale string) (string, err
 		return s.view(res), nil
 	}
 	return "", fmt.Errorf("register: no free username for %q after 5 attempts", s.name)
+}
+
+// useAccount makes a the session's account and teaches the runner's redactor its password.
+func (s *Session) useAccount(a *Account) {
+	s.r.cfg.Redactor.Add(a.Password)
+	s.account = a
 }
 
 func sessionIDOf(text string) string {

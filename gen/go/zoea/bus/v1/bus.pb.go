@@ -685,7 +685,9 @@ type BroadcastRequest struct {
 	Content string `protobuf:"bytes,1,opt,name=content,proto3" json:"content,omitempty"`
 	// Sending mysis id; empty for the commander. Mysis-to-swarm broadcasts need ZOEA_ALLOW_MYSIS_BROADCAST.
 	SenderId string `protobuf:"bytes,2,opt,name=sender_id,json=senderId,proto3" json:"sender_id,omitempty"`
-	// Optional idempotency id (UUID): a retried Broadcast with the same id is delivered once.
+	// Optional idempotency id (UUID): a retried Broadcast with the same id is delivered once. The same id with another
+	// content is not delivered: the memory service keeps the first, and the bus reports the second as an
+	// EVENT_KIND_ERROR event (JetStream dedupes a repeat within its window before it is delivered at all).
 	BroadcastId   string `protobuf:"bytes,3,opt,name=broadcast_id,json=broadcastId,proto3" json:"broadcast_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -807,7 +809,8 @@ type SendDirectRequest struct {
 	Content string `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
 	// Sending mysis id; empty for the commander.
 	SenderId string `protobuf:"bytes,3,opt,name=sender_id,json=senderId,proto3" json:"sender_id,omitempty"`
-	// Optional idempotency key.
+	// Optional idempotency key: a retry with the same id and content returns the row stored first; the same id with
+	// another content or sender fails with ALREADY_EXISTS, reason IDEMPOTENCY_KEY_REUSED, naming message_id.
 	MessageId     string `protobuf:"bytes,4,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

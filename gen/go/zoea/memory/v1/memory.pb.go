@@ -896,7 +896,8 @@ type NewMemory struct {
 	ToolCallId string `protobuf:"bytes,7,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
 	// For tool results: the tool's name.
 	ToolName string `protobuf:"bytes,8,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
-	// Optional client key, unique per mysis; a retry with the same key returns the stored row.
+	// Optional client key, unique per mysis; a retry with the same key and the same content returns the stored row,
+	// the same key with other content is refused (see AppendMemories).
 	IdempotencyKey string `protobuf:"bytes,9,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
 	// For tool results: the arguments of the call this answers, byte for byte as the assistant memory holds them.
 	CallArgumentsJson string `protobuf:"bytes,10,opt,name=call_arguments_json,json=callArgumentsJson,proto3" json:"call_arguments_json,omitempty"`
@@ -3158,7 +3159,8 @@ func (x *GetComposeWindowResponse) GetRecentBytes() int64 {
 // RecordBroadcastRequest records and delivers a broadcast.
 type RecordBroadcastRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Optional id (UUID) chosen by the caller for idempotency; the server assigns one when empty.
+	// Optional id (UUID) chosen by the caller for idempotency; the server assigns one when empty. The same id with
+	// another content or sender is refused (see RecordBroadcast).
 	BroadcastId string `protobuf:"bytes,1,opt,name=broadcast_id,json=broadcastId,proto3" json:"broadcast_id,omitempty"`
 	// Sending mysis id; ” is the commander.
 	SenderId string `protobuf:"bytes,2,opt,name=sender_id,json=senderId,proto3" json:"sender_id,omitempty"`

@@ -71,7 +71,11 @@ type MemoryServiceClient interface {
 	// DeleteMysis removes a mysis with all its memories and releases its account.
 	DeleteMysis(ctx context.Context, in *DeleteMysisRequest, opts ...grpc.CallOption) (*DeleteMysisResponse, error)
 	// AppendMemories appends a batch atomically. Each memory may carry a client idempotency key: a retried append
-	// returns the rows already stored instead of writing them twice. Per-mysis seq is gapless and strictly increasing.
+	// returns the rows already stored instead of writing them twice. A key sent again with other content (role,
+	// source, sender_id, content, reasoning, tool_calls, tool_call_id, tool_name, or call_arguments_json when given;
+	// llm_call is not compared) fails the whole call with ALREADY_EXISTS, ErrorInfo reason IDEMPOTENCY_KEY_REUSED and a
+	// BadRequest naming memories[i].idempotency_key; nothing is written and the stored row is unchanged. Per-mysis
+	// seq is gapless and strictly increasing.
 	AppendMemories(ctx context.Context, in *AppendMemoriesRequest, opts ...grpc.CallOption) (*AppendMemoriesResponse, error)
 	// ListRecentMemories returns the newest memories of one mysis in chronological order.
 	ListRecentMemories(ctx context.Context, in *ListRecentMemoriesRequest, opts ...grpc.CallOption) (*ListRecentMemoriesResponse, error)
@@ -82,7 +86,9 @@ type MemoryServiceClient interface {
 	// GetComposeWindow returns in one round trip everything the composer needs for one mysis.
 	GetComposeWindow(ctx context.Context, in *GetComposeWindowRequest, opts ...grpc.CallOption) (*GetComposeWindowResponse, error)
 	// RecordBroadcast stores a broadcast once (idempotent on broadcast_id) and delivers it to every target mysis as a
-	// user memory with source BROADCAST, idempotently, in the same transaction.
+	// user memory with source BROADCAST, idempotently, in the same transaction. A broadcast_id sent again with another
+	// content or sender_id fails with ALREADY_EXISTS, reason IDEMPOTENCY_KEY_REUSED, naming broadcast_id; nothing is
+	// recorded or delivered. The targets are not compared: a retry may deliver to more myses.
 	RecordBroadcast(ctx context.Context, in *RecordBroadcastRequest, opts ...grpc.CallOption) (*RecordBroadcastResponse, error)
 	// DeliverBroadcast delivers an already recorded broadcast to the given myses (idempotent per mysis).
 	DeliverBroadcast(ctx context.Context, in *DeliverBroadcastRequest, opts ...grpc.CallOption) (*DeliverBroadcastResponse, error)
@@ -394,7 +400,11 @@ type MemoryServiceServer interface {
 	// DeleteMysis removes a mysis with all its memories and releases its account.
 	DeleteMysis(context.Context, *DeleteMysisRequest) (*DeleteMysisResponse, error)
 	// AppendMemories appends a batch atomically. Each memory may carry a client idempotency key: a retried append
-	// returns the rows already stored instead of writing them twice. Per-mysis seq is gapless and strictly increasing.
+	// returns the rows already stored instead of writing them twice. A key sent again with other content (role,
+	// source, sender_id, content, reasoning, tool_calls, tool_call_id, tool_name, or call_arguments_json when given;
+	// llm_call is not compared) fails the whole call with ALREADY_EXISTS, ErrorInfo reason IDEMPOTENCY_KEY_REUSED and a
+	// BadRequest naming memories[i].idempotency_key; nothing is written and the stored row is unchanged. Per-mysis
+	// seq is gapless and strictly increasing.
 	AppendMemories(context.Context, *AppendMemoriesRequest) (*AppendMemoriesResponse, error)
 	// ListRecentMemories returns the newest memories of one mysis in chronological order.
 	ListRecentMemories(context.Context, *ListRecentMemoriesRequest) (*ListRecentMemoriesResponse, error)
@@ -405,7 +415,9 @@ type MemoryServiceServer interface {
 	// GetComposeWindow returns in one round trip everything the composer needs for one mysis.
 	GetComposeWindow(context.Context, *GetComposeWindowRequest) (*GetComposeWindowResponse, error)
 	// RecordBroadcast stores a broadcast once (idempotent on broadcast_id) and delivers it to every target mysis as a
-	// user memory with source BROADCAST, idempotently, in the same transaction.
+	// user memory with source BROADCAST, idempotently, in the same transaction. A broadcast_id sent again with another
+	// content or sender_id fails with ALREADY_EXISTS, reason IDEMPOTENCY_KEY_REUSED, naming broadcast_id; nothing is
+	// recorded or delivered. The targets are not compared: a retry may deliver to more myses.
 	RecordBroadcast(context.Context, *RecordBroadcastRequest) (*RecordBroadcastResponse, error)
 	// DeliverBroadcast delivers an already recorded broadcast to the given myses (idempotent per mysis).
 	DeliverBroadcast(context.Context, *DeliverBroadcastRequest) (*DeliverBroadcastResponse, error)

@@ -18,6 +18,7 @@ import (
 	"github.com/ollama/ollama/api"
 	"github.com/ollama/ollama/envconfig"
 
+	"github.com/zoeaswarm/zoea/libs/redact"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 	"github.com/zoeaswarm/zoea/services/runner/internal/provider/internal/httpx"
 )
@@ -54,6 +55,13 @@ type Config struct {
 	KeepAlive time.Duration
 	// Now is the clock for HTTP-date Retry-After values (default time.Now).
 	Now func() time.Time
+	// MaxReplyBytes bounds what is read of a reply, all its lines together (httpx.DefaultMaxReplyBytes when zero):
+	// a server that streams anyway, and one that never stops, are cut there and the call fails with
+	// *llm.ReplyTooLargeError.
+	MaxReplyBytes int64
+	// Redactor scrubs the errors the adapter returns (a proxy in front of Ollama may echo its credentials).
+	// Nil: the shape rules only.
+	Redactor *redact.Redactor
 }
 
 // Provider is an llm.Provider backed by an Ollama server. It is safe for concurrent use.
@@ -64,6 +72,7 @@ type Provider struct {
 	numCtx    int
 	keepAlive time.Duration
 	now       func() time.Time
+	red       *redact.Redactor
 
 	mu sync.Mutex
 	// canThink caches /api/show's answer per model for ThinkAuto.
@@ -90,11 +99,12 @@ func New(cfg Config) (*Provider, error) {
 	}
 	return &Provider{
 		name:      cmp.Or(cfg.Name, DefaultName),
-		client:    api.NewClient(base, httpx.Client(cfg.HTTPClient)),
+		client:    api.NewClient(base, httpx.Client(cfg.HTTPClient, httpx.Options{Redactor: cfg.Redactor, MaxReplyBytes: cfg.MaxReplyBytes})),
 		think:     think,
 		numCtx:    cfg.NumCtx,
 		keepAlive: cfg.KeepAlive,
 		now:       now,
+		red:       cfg.Redactor,
 		canThink:  map[string]bool{},
 	}, nil
 }
@@ -127,12 +137,23 @@ func (p *Provider) Chat(ctx context.Context, req llm.Request) (llm.Response, err
 
 	cctx, capture := httpx.WithCapture(ctx)
 	var acc accumulator
-	if err := p.client.Chat(cctx, creq, acc.add); err != nil {
+	err = p.client.Chat(cctx, creq, acc.add)
+	if limit, over := capture.TooLarge(); over {
+		// The client stops at the read error and reports success with the lines it had (it never checks its
+		// scanner's error): the capture is what says the reply was cut.
+		return llm.Response{}, &llm.ReplyTooLargeError{Provider: p.name, Limit: limit}
+	}
+	if err != nil {
 		return llm.Response{}, p.fromOllamaError(ctx, err, capture.Failure())
 	}
 	if f := capture.Failure(); f != nil {
 		// An error status with an empty body: the client finds no line to decode and reports success.
 		return llm.Response{}, p.statusError(f.StatusCode, f.Message(), f)
+	}
+	if !acc.done && capture.Abandoned() {
+		// The client stopped reading without an error: a line longer than its own buffer (8 MB), which the
+		// same request would send again.
+		return llm.Response{}, &llm.ReplyTooLargeError{Provider: p.name, Limit: clientMaxLine}
 	}
 	if !acc.done {
 		// The connection ended before the final object; retrying is the right reaction.
@@ -140,6 +161,10 @@ func (p *Provider) Chat(ctx context.Context, req llm.Request) (llm.Response, err
 	}
 	return fromOllamaResponse(req.Messages, acc), nil
 }
+
+// clientMaxLine is the longest line Ollama's client reads (its scanner's buffer, api.maxBufferSize): it stops at a
+// longer one as if the reply had ended.
+const clientMaxLine = 8_000_000
 
 func (p *Provider) options(req llm.Request) map[string]any {
 	opts := map[string]any{"temperature": req.Temperature}
@@ -181,10 +206,11 @@ func (p *Provider) thinkValue(ctx context.Context, model string) *api.ThinkValue
 }
 
 // fromOllamaError maps the client's errors to the llm port: HTTP failures become *llm.StatusError with the
-// Retry-After the client would have dropped; network errors stay wrapped so llm.IsTransient can see them.
+// Retry-After the client would have dropped; network errors stay wrapped so llm.IsTransient can see them. Every
+// error leaves redacted.
 func (p *Provider) fromOllamaError(ctx context.Context, err error, f *httpx.Failure) error {
 	if ctx.Err() != nil {
-		return fmt.Errorf("ollama: %w", err)
+		return p.red.Error(fmt.Errorf("ollama: %w", err))
 	}
 	var se api.StatusError
 	if errors.As(err, &se) {
@@ -202,11 +228,11 @@ func (p *Provider) fromOllamaError(ctx context.Context, err error, f *httpx.Fail
 		// An error status whose body the client turned into a plain error.
 		return p.statusError(f.StatusCode, err.Error(), f)
 	}
-	return fmt.Errorf("ollama: %w", err)
+	return p.red.Error(fmt.Errorf("ollama: %w", err))
 }
 
 func (p *Provider) statusError(code int, msg string, f *httpx.Failure) *llm.StatusError {
-	se := &llm.StatusError{Provider: p.name, StatusCode: code, Message: msg}
+	se := &llm.StatusError{Provider: p.name, StatusCode: code, Message: p.red.String(msg)}
 	if f != nil {
 		se.RetryAfter = httpx.ParseRetryAfter(f.Header, p.now())
 	}

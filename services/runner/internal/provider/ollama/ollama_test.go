@@ -10,11 +10,14 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/libs/redact"
+	"github.com/zoeaswarm/zoea/libs/redact/redacttest"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 	"github.com/zoeaswarm/zoea/services/runner/internal/provider/internal/contract"
 )
@@ -399,5 +402,93 @@ func TestOllamaHostFromEnvironment(t *testing.T) {
 	resp, err := p.Chat(t.Context(), llm.Request{Model: "m", Messages: conversation()[:2]})
 	if err != nil || resp.Message.Content != "hi" || p.Name() != "ollama-gpu" {
 		t.Fatalf("Chat = %+v, %v (name %q)", resp, err, p.Name())
+	}
+}
+
+// A server (or the proxy in front of it) that quotes a credential back never gets it into the adapter's error:
+// the runner's redactor knows it (issue 41, finding 3).
+func TestErrorsNeverQuoteASecret(t *testing.T) {
+	const key = "q7Zx2LmN9vBw4RtY8uKp3HsD"
+	for _, e := range redacttest.Echoes(key) {
+		msg, _ := json.Marshal(e.Text)
+		for name, r := range map[string]reply{
+			"json 401":  {status: 401, body: `{"error":` + string(msg) + `}`},
+			"json 403":  {status: 403, body: `{"error":` + string(msg) + `}`},
+			"plain 502": {status: 502, body: e.Text},
+		} {
+			t.Run(e.Name+"/"+name, func(t *testing.T) {
+				f := newFakeOllama(t, nil, r)
+				p := f.provider(t, Config{Think: ThinkOff, Redactor: redact.New(key)})
+				_, err := p.Chat(t.Context(), llm.Request{Model: "m", Messages: conversation()[:2]})
+				if err == nil {
+					t.Fatal("no error")
+				}
+				if leak := redacttest.Leak(err.Error(), key); leak != "" {
+					t.Errorf("error quotes %q of the secret: %v", leak, err)
+				}
+			})
+		}
+	}
+}
+
+// A reply longer than the limit — one huge line, many lines from a server that streams although asked not to, a
+// stream that never ends, a line longer than the client's own buffer — fails the call with a ReplyTooLargeError
+// that is not retried, where the client alone would fold every line into memory, hang on a stream that never ends,
+// or take a line it cannot read for a cut connection and retry it (issue 41, finding 2).
+func TestOversizedRepliesFailUnread(t *testing.T) {
+	line := func(content string, done bool) string {
+		b, _ := json.Marshal(map[string]any{"model": "m", "created_at": "2026-11-22T02:00:00Z",
+			"message": map[string]any{"role": "assistant", "content": content}, "done": done})
+		return string(b) + "\n"
+	}
+	piece := line(strings.Repeat("ore ", 256), false)
+	for name, c := range map[string]struct {
+		limit     int64
+		wantLimit int64
+		write     func(w io.Writer) error
+	}{
+		"one 4 MiB line": {1 << 20, 1 << 20, func(w io.Writer) error {
+			_, err := io.WriteString(w, line(strings.Repeat("ore ", 4<<20/4), true))
+			return err
+		}},
+		"streamed anyway": {1 << 20, 1 << 20, func(w io.Writer) error {
+			for range 4 << 20 / len(piece) {
+				if _, err := io.WriteString(w, piece); err != nil {
+					return err
+				}
+			}
+			_, err := io.WriteString(w, line("", true))
+			return err
+		}},
+		"never-ending stream": {1 << 20, 1 << 20, func(w io.Writer) error {
+			for {
+				if _, err := io.WriteString(w, piece); err != nil {
+					return err
+				}
+			}
+		}},
+		"a line past the client's buffer": {32 << 20, clientMaxLine, func(w io.Writer) error {
+			_, err := io.WriteString(w, line(strings.Repeat("ore ", 9<<20/4), true))
+			return err
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/x-ndjson")
+				_ = c.write(w)
+			}))
+			t.Cleanup(srv.Close)
+			p, err := New(Config{BaseURL: srv.URL, Think: ThinkOff, MaxReplyBytes: c.limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var retries sleeps
+			_, err = llm.WithRetry(p, llm.RetryOptions{Sleep: retries.sleep}).Chat(t.Context(), llm.Request{Model: "m", Messages: conversation()[:2]})
+			var tl *llm.ReplyTooLargeError
+			if !errors.As(err, &tl) || tl.Limit != c.wantLimit || llm.IsRetryable(err) || llm.IsTransient(err) || len(retries.waits) != 0 {
+				t.Fatalf("err = %v (%T), retried %d times; want a ReplyTooLargeError at %d, not retried", err, err, len(retries.waits), c.wantLimit)
+			}
+			srv.CloseClientConnections()
+		})
 	}
 }

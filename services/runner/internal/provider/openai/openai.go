@@ -10,12 +10,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
 
+	"github.com/zoeaswarm/zoea/libs/redact"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 	"github.com/zoeaswarm/zoea/services/runner/internal/provider/internal/httpx"
 )
@@ -35,6 +37,12 @@ type Config struct {
 	HTTPClient *http.Client
 	// Now is the clock for HTTP-date Retry-After values (default time.Now).
 	Now func() time.Time
+	// MaxReplyBytes bounds what is read of a reply (httpx.DefaultMaxReplyBytes when zero): a longer one fails the
+	// call with *llm.ReplyTooLargeError, unread past the limit.
+	MaxReplyBytes int64
+	// Redactor scrubs the errors the adapter returns (a 401 body that quotes the key, a URL with its query);
+	// the adapter teaches it its own key. Nil: a redactor of its own, knowing that key.
+	Redactor *redact.Redactor
 }
 
 // Provider is an llm.Provider backed by a Chat Completions endpoint. It is safe for concurrent use.
@@ -42,20 +50,27 @@ type Provider struct {
 	name   string
 	client openai.Client
 	now    func() time.Time
+	red    *redact.Redactor
 }
 
 // New checks cfg and returns a Provider. It does not contact the server.
 func New(cfg Config) (*Provider, error) {
+	red := cfg.Redactor
+	if red == nil {
+		red = redact.New()
+	}
+	// The key the SDK will send, whichever way it comes (NewClient falls back to OPENAI_API_KEY).
+	red.Add(cmp.Or(cfg.APIKey, os.Getenv("OPENAI_API_KEY")))
 	opts := []option.RequestOption{
 		// llm.WithRetry is the one place that retries: the SDK's own retries would multiply with it and hide
 		// the Retry-After that the runner wants to honour and log.
 		option.WithMaxRetries(0),
-		option.WithHTTPClient(httpx.Client(cfg.HTTPClient)),
+		option.WithHTTPClient(httpx.Client(cfg.HTTPClient, httpx.Options{Redactor: red, MaxReplyBytes: cfg.MaxReplyBytes})),
 	}
 	if cfg.BaseURL != "" {
 		u, err := url.Parse(cfg.BaseURL)
 		if err != nil || u.Scheme == "" || u.Host == "" {
-			return nil, fmt.Errorf("openai: base URL %q is not an absolute URL", cfg.BaseURL)
+			return nil, fmt.Errorf("openai: base URL %q is not an absolute URL", red.String(cfg.BaseURL))
 		}
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
@@ -71,6 +86,7 @@ func New(cfg Config) (*Provider, error) {
 		// NewClient reads OPENAI_BASE_URL and OPENAI_API_KEY first; the options above override them.
 		client: openai.NewClient(opts...),
 		now:    now,
+		red:    red,
 	}, nil
 }
 
@@ -100,6 +116,9 @@ func (p *Provider) Chat(ctx context.Context, req llm.Request) (llm.Response, err
 
 	cctx, capture := httpx.WithCapture(ctx)
 	cc, err := p.client.Chat.Completions.New(cctx, params)
+	if limit, over := capture.TooLarge(); over {
+		return llm.Response{}, &llm.ReplyTooLargeError{Provider: p.name, Limit: limit}
+	}
 	if err != nil {
 		return llm.Response{}, p.fromOpenAIError(ctx, err, capture.Failure())
 	}
@@ -108,14 +127,15 @@ func (p *Provider) Chat(ctx context.Context, req llm.Request) (llm.Response, err
 
 // fromOpenAIError maps SDK errors to the llm port. The SDK's *openai.Error carries the response, hence its
 // Retry-After; an error body that is not OpenAI-shaped makes the SDK return a JSON error instead, so the
-// captured failure is the fallback that still yields the status code.
+// captured failure is the fallback that still yields the status code. Every error leaves redacted: providers
+// echo the key in their 401 bodies, and a transport error quotes the request URL.
 func (p *Provider) fromOpenAIError(ctx context.Context, err error, f *httpx.Failure) error {
 	if ctx.Err() != nil {
-		return fmt.Errorf("openai: %w", err)
+		return p.red.Error(fmt.Errorf("openai: %w", err))
 	}
 	var ae *openai.Error
 	if errors.As(err, &ae) {
-		se := &llm.StatusError{Provider: p.name, StatusCode: ae.StatusCode, Message: ae.Message}
+		se := &llm.StatusError{Provider: p.name, StatusCode: ae.StatusCode, Message: p.red.String(ae.Message)}
 		if ae.Response != nil {
 			se.RetryAfter = httpx.ParseRetryAfter(ae.Response.Header, p.now())
 		}
@@ -131,5 +151,5 @@ func (p *Provider) fromOpenAIError(ctx context.Context, err error, f *httpx.Fail
 			RetryAfter: httpx.ParseRetryAfter(f.Header, p.now()),
 		}
 	}
-	return fmt.Errorf("openai: %w", err)
+	return p.red.Error(fmt.Errorf("openai: %w", err))
 }

@@ -9,11 +9,14 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"regexp"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/libs/redact/redacttest"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 	"github.com/zoeaswarm/zoea/services/runner/internal/provider/internal/contract"
 )
@@ -345,4 +348,127 @@ func TestNoChoices(t *testing.T) {
 func TestContract(t *testing.T) {
 	f := newFakeServer(t, reply{body: vllmReply}, reply{body: vllmReply})
 	contract.Run(t, f.provider(t, Config{}), llm.Request{Model: "Qwen/Qwen3-8B", Messages: conversation(), Tools: []llm.Tool{travelTool}})
+}
+
+// A provider that quotes the key back — in the JSON error, in a body that is not JSON, in a header dump — never
+// gets it into the error the runner logs, stores and shows; nor does a base URL that carries it in its query when
+// the server cannot be reached (issue 41, finding 3).
+func TestErrorsNeverQuoteTheKey(t *testing.T) {
+	const key = "q7Zx2LmN9vBw4RtY8uKp3HsD"
+	for _, e := range redacttest.Echoes(key) {
+		msg, _ := json.Marshal(e.Text)
+		for name, r := range map[string]reply{
+			"json 401":   {status: 401, body: `{"error":{"message":` + string(msg) + `,"type":"invalid_request_error","code":"invalid_api_key"}}`},
+			"plain 401":  {status: 401, header: map[string]string{"Content-Type": "text/plain"}, body: e.Text},
+			"vllm shape": {status: 403, body: `{"object":"error","message":` + string(msg) + `}`},
+		} {
+			t.Run(e.Name+"/"+name, func(t *testing.T) {
+				f := newFakeServer(t, r)
+				p := f.provider(t, Config{APIKey: key})
+				_, err := p.Chat(t.Context(), llm.Request{Model: "gpt-4.1-mini", Messages: conversation()[:2]})
+				if err == nil {
+					t.Fatal("no error")
+				}
+				if leak := redacttest.Leak(err.Error(), key); leak != "" {
+					t.Errorf("error quotes %q of the key: %v", leak, err)
+				}
+				var se *llm.StatusError
+				if !errors.As(err, &se) || se.Retryable() || redacttest.Leak(se.Message, key) != "" {
+					t.Errorf("StatusError = %+v", se)
+				}
+			})
+		}
+	}
+	t.Run("unreachable base URL with the key in its query", func(t *testing.T) {
+		srv := httptest.NewServer(http.NotFoundHandler())
+		base := srv.URL
+		srv.Close()
+		p, err := New(Config{BaseURL: base + "/v1?api_key=" + key, APIKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Chat(t.Context(), llm.Request{Model: "m", Messages: conversation()[:2]})
+		if err == nil || !llm.IsTransient(err) || redacttest.Leak(err.Error(), key) != "" {
+			t.Fatalf("err = %v (transient %v)", err, llm.IsTransient(err))
+		}
+	})
+}
+
+// streamingServer answers chat completions with what write sends, counting the bytes that got out: the test sees
+// that the runner stopped reading, not only that it failed.
+func streamingServer(t *testing.T, contentType string, write func(w io.Writer) error) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var sent atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", contentType)
+		_ = write(countingWriter{w: w, n: &sent, ctx: r.Context()})
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &sent
+}
+
+type countingWriter struct {
+	w   io.Writer
+	n   *atomic.Int64
+	ctx context.Context
+}
+
+func (c countingWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	n, err := c.w.Write(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// endless writes piece forever (until the client goes away).
+func endless(piece string) func(io.Writer) error {
+	return func(w io.Writer) error {
+		for {
+			if _, err := io.WriteString(w, piece); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// A reply longer than the limit — one huge completion, a body that never ends, an event stream sent to a
+// non-streaming call — fails the call with a ReplyTooLargeError that is not retried, after reading no more than
+// the limit: the runner's memory stays bounded whatever the server sends (issue 41, finding 2).
+func TestOversizedRepliesFailUnread(t *testing.T) {
+	const limit = 1 << 20
+	huge := `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"` +
+		strings.Repeat("ore ", 16<<20/4) + `"},"finish_reason":"stop"}]}`
+	for name, c := range map[string]struct {
+		contentType string
+		write       func(io.Writer) error
+	}{
+		"16 MiB completion":      {"application/json", func(w io.Writer) error { _, err := io.WriteString(w, huge); return err }},
+		"never-ending body":      {"application/json", endless(`{"choices":[` + strings.Repeat(" ", 4096))},
+		"never-ending SSE":       {"text/event-stream", endless(`data: {"choices":[{"delta":{"content":"ore "}}]}` + "\n\n")},
+		"never-ending JSON text": {"application/json", func(w io.Writer) error { _, _ = io.WriteString(w, `{"x":"`); return endless("ore ")(w) }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv, sent := streamingServer(t, c.contentType, c.write)
+			p, err := New(Config{BaseURL: srv.URL + "/v1", APIKey: "k", MaxReplyBytes: limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var retries sleeps
+			_, err = llm.WithRetry(p, llm.RetryOptions{Sleep: retries.sleep}).Chat(t.Context(), llm.Request{Model: "m", Messages: conversation()[:2]})
+			var tl *llm.ReplyTooLargeError
+			if !errors.As(err, &tl) || tl.Limit != limit || llm.IsRetryable(err) || llm.IsTransient(err) || len(retries.waits) != 0 {
+				t.Fatalf("err = %v (%T), retried %d times; want a ReplyTooLargeError, not retried", err, err, len(retries.waits))
+			}
+			if !strings.Contains(err.Error(), "larger than 1 MiB") {
+				t.Errorf("message %q does not say the limit", err)
+			}
+			srv.CloseClientConnections()
+			// What the server got out is the limit plus what the sockets buffer, not the reply.
+			if n := sent.Load(); n > limit+8<<20 {
+				t.Errorf("the server sent %d bytes: the reply was read on past the limit", n)
+			}
+		})
+	}
 }

@@ -1,6 +1,8 @@
 package httpx
 
 import (
+	"bytes"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -48,7 +50,7 @@ func TestTransportCapturesFailures(t *testing.T) {
 	}))
 	defer srv.Close()
 	base := &http.Client{Timeout: 5 * time.Second}
-	c := Client(base)
+	c := Client(base, Options{})
 	if base.Transport != nil {
 		t.Fatal("Client modified the caller's http.Client")
 	}
@@ -91,6 +93,43 @@ func TestFailureMessage(t *testing.T) {
 	} {
 		if got := (&Failure{StatusCode: 429, Body: body}).Message(); got != want {
 			t.Errorf("Message(%q) = %q, want %q", body, got, want)
+		}
+	}
+}
+
+// A reply body is handed on up to the limit and fails past it, however it arrives; the call's Capture says so, and
+// a reply of exactly the limit is whole.
+func TestReplyBodyIsBounded(t *testing.T) {
+	const limit = 64 << 10
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		chunk := bytes.Repeat([]byte("x"), 4096)
+		switch r.URL.Path {
+		case "/exact":
+			_, _ = w.Write(bytes.Repeat([]byte("x"), limit))
+		case "/over":
+			_, _ = w.Write(bytes.Repeat([]byte("x"), limit+1))
+		case "/endless":
+			for r.Context().Err() == nil {
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+		}
+	}))
+	defer srv.Close()
+	c := Client(nil, Options{MaxReplyBytes: limit})
+	for path, wantErr := range map[string]bool{"/exact": false, "/over": true, "/endless": true} {
+		ctx, capt := WithCapture(t.Context())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+path, nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		_, over := capt.TooLarge()
+		if len(body) != limit || (err != nil) != wantErr || over != wantErr || wantErr && !errors.Is(err, ErrReplyTooLarge) {
+			t.Errorf("%s: read %d bytes, err %v, too large %v", path, len(body), err, over)
 		}
 	}
 }

@@ -1,0 +1,31 @@
+package app
+
+import (
+	"strings"
+	"testing"
+)
+
+// The reply limit and the call timeout are read once, with their defaults, and a value that would break every
+// call is refused naming the variable.
+func TestLLMLimitsConfig(t *testing.T) {
+	cfg, err := LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.LLMMaxReplyBytes != 8<<20 || cfg.LLMTimeout.String() != "10m0s" {
+		t.Errorf("defaults: %d bytes, %v", cfg.LLMMaxReplyBytes, cfg.LLMTimeout)
+	}
+	for env, want := range map[string]string{
+		"ZOEA_LLM_MAX_REPLY_BYTES=1000": "ZOEA_LLM_MAX_REPLY_BYTES must be at least 65536",
+		"ZOEA_LLM_MAX_REPLY_BYTES=-1":   "ZOEA_LLM_MAX_REPLY_BYTES must be at least 65536",
+		"ZOEA_LLM_TIMEOUT=-1s":          "ZOEA_LLM_TIMEOUT must not be negative",
+	} {
+		k, v, _ := strings.Cut(env, "=")
+		t.Run(env, func(t *testing.T) {
+			t.Setenv(k, v)
+			if _, err := LoadConfig(); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("err = %v, want %q", err, want)
+			}
+		})
+	}
+}
