@@ -79,10 +79,11 @@ chaos: ## Fault suite on private ports: kill -9 of every service and NATS node (
 	go run ./services/runner/tools/cmd/chaos $(CHAOS_FLAGS)
 
 .PHONY: build
+# devnats is zoea dev's embedded JetStream fallback, a program of its own so that the zoea CLI links no nats-server.
 build: ## Build every binary into bin/
 	@mkdir -p bin
-	@echo "== build $(SERVICES) zoea"
-	@go build -trimpath -ldflags "-X main.version=$(VERSION)" -o bin/ $(foreach s,$(SERVICES),./services/$(s)/cmd/$(s)) ./cmd/zoea
+	@echo "== build $(SERVICES) zoea devnats"
+	@go build -trimpath -ldflags "-X main.version=$(VERSION)" -o bin/ $(foreach s,$(SERVICES),./services/$(s)/cmd/$(s)) ./cmd/zoea ./cmd/zoea/devnats
 
 .PHONY: dev
 dev: setup build ## Run a local swarm: every service on this machine, three autopilot myses, live progress (Ctrl-C stops)
