@@ -240,7 +240,8 @@ func runDev(ctx context.Context, o *devOptions, out io.Writer) error {
 		env = append(env, "ZOEA_SECRET_KEY=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f")
 	}
 
-	pids := &pidFile{path: filepath.Join(o.stateDir, pidFileName), Launcher: selfProcess()}
+	pids := &pidFile{path: filepath.Join(o.stateDir, pidFileName), Launcher: selfProcess(), Launched: time.Now()}
+	pids.Launcher.Addr = o.addrs.web
 	view := devView(o, out) // devconsole.go: the console on a terminal, plain lines otherwise
 	ctx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
@@ -313,7 +314,9 @@ func runDev(ctx context.Context, o *devOptions, out io.Writer) error {
 	return view(ctx, c, o, out, notices)
 }
 
-// portsFree fails when any service address is taken, naming the process when an earlier 'zoea dev' recorded it.
+// portsFree fails when any service address is taken. When the launcher recorded in the state directory still runs,
+// that is a swarm running now, and the error says so and how to watch or stop it; otherwise it names the processes
+// an earlier 'zoea dev' left behind.
 func portsFree(stateDir string, addrs devAddrs) error {
 	known, _ := readPidFile(filepath.Join(stateDir, pidFileName))
 	var taken []string
@@ -340,8 +343,31 @@ func portsFree(stateDir string, addrs devAddrs) error {
 	if len(taken) == 0 {
 		return nil
 	}
+	if known.running() {
+		return runningSwarm(known)
+	}
 	return fmt.Errorf("%s\n  stop an earlier swarm with 'zoea dev --stop' (./bin/zoea dev --stop), "+
 		"or use other ports with --port-base (ZOEA_DEV_PORT_BASE)", strings.Join(taken, "\n  "))
+}
+
+// runningSwarm is the error for a second `zoea dev` while the first one's launcher runs: not leftovers to clean up, a
+// swarm to watch.
+func runningSwarm(f *pidFile) error {
+	launched := ""
+	if !f.Launched.IsZero() {
+		launched = " launched at " + f.Launched.Format("2006-01-02 15:04:05") + ","
+	}
+	watch := "./bin/zoea tui"
+	if r, b, m := f.addr("runner"), f.addr("bus"), f.addr("memory"); r != "" && (r != "127.0.0.1:7003" || b != "127.0.0.1:7004" || m != "127.0.0.1:7001") {
+		watch = fmt.Sprintf("./bin/zoea tui --runner %s --bus %s --memory %s", r, b, m)
+	}
+	web := ""
+	if f.Launcher.Addr != "" {
+		web = fmt.Sprintf(", or its web console at http://%s/", f.Launcher.Addr)
+	}
+	return fmt.Errorf("a swarm is running here now (%s,%s pid %d) on these ports: watch and command it with %s%s; "+
+		"stop it with q or Ctrl-C in its terminal, or ./bin/zoea dev --stop; or start another swarm on other ports "+
+		"with --port-base (ZOEA_DEV_PORT_BASE)", f.Launcher.Name, launched, f.Launcher.PID, watch, web)
 }
 
 // defaultDatabaseURL is libs/pgutil.DefaultURL (TestDefaultDatabaseURLIsPgutils): written out here, because importing

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -173,6 +174,62 @@ func TestPortsFreeNamesTheHolder(t *testing.T) {
 	err = portsFree(dir, addrs)
 	if err == nil || !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())+" (runner from an earlier 'zoea dev')") {
 		t.Fatalf("recorded holder: %v", err)
+	}
+	if strings.Contains(err.Error(), "running here now") {
+		t.Fatalf("a dead launcher's leftovers are not a running swarm: %v", err)
+	}
+}
+
+// A second make dev beside a running one is told that a swarm runs now, since when, and how to watch or stop it:
+// not that "an earlier 'zoea dev'" left something to clean up.
+func TestPortsFreeSaysASwarmIsRunning(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	dir := t.TempDir()
+	addrs := freeAddrs(t)
+	addrs.runner = l.Addr().String()
+	// The launcher is alive: a process that is not this one (portsFree runs in the launcher it reports on), started
+	// here and waited for, so its pid stays this test's child until the test ends.
+	sleeper := exec.Command("sleep", "600")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() })
+	launched := time.Date(2026, 3, 4, 5, 6, 7, 0, time.Local)
+	pf := &pidFile{path: filepath.Join(dir, pidFileName), Launched: launched,
+		Launcher: procRecord{Name: "zoea dev", PID: sleeper.Process.Pid, Started: startTime(sleeper.Process.Pid), Addr: addrs.web}}
+	for _, name := range []string{"memory", "bus", "runner"} {
+		if err := pf.add(name, addrs.of(name), os.Getpid()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = portsFree(dir, addrs)
+	if err == nil {
+		t.Fatal("a taken port passed")
+	}
+	for _, want := range []string{
+		"a swarm is running here now (zoea dev, launched at 2026-03-04 05:06:07, pid " + strconv.Itoa(sleeper.Process.Pid) + ")",
+		"./bin/zoea tui --runner " + addrs.runner + " --bus " + addrs.bus + " --memory " + addrs.memory,
+		"its web console at http://" + addrs.web + "/",
+		"./bin/zoea dev --stop",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "earlier") {
+		t.Errorf("a running swarm is not an earlier one: %v", err)
+	}
+	// On the default ports the console needs no flags.
+	def := &pidFile{Launcher: procRecord{Name: "zoea dev", PID: 42}}
+	for name, addr := range map[string]string{"memory": "127.0.0.1:7001", "runner": "127.0.0.1:7003", "bus": "127.0.0.1:7004"} {
+		def.Services = append(def.Services, procRecord{Name: name, Addr: addr})
+	}
+	if msg := runningSwarm(def).Error(); !strings.Contains(msg, "with ./bin/zoea tui; stop it") {
+		t.Errorf("default ports: %s", msg)
 	}
 }
 
