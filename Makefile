@@ -60,9 +60,10 @@ setup: ## One-time machine set-up, run by dev and test: when PostgreSQL, role zo
 	@./.ci/setup.sh
 
 .PHONY: test
-# go test -json through cmd/zoea/testprogress: each package's ok/FAIL line as it finishes, failing tests' output, the
-# long end-to-end tests' t.Log milestones as they happen and a line a minute naming what still runs; nothing per
-# passing test. pipefail (SHELLFLAGS) keeps go test's exit status.
+# go test -json through cmd/zoea/testprogress: each package's ok/FAIL line as it finishes, failing tests' output, every
+# skipped test with its reason (as it happens and listed at the end), the long end-to-end tests' t.Log milestones as
+# they happen and a line a minute naming what still runs; nothing per passing test; a closing count. pipefail
+# (SHELLFLAGS) keeps go test's exit status.
 test: setup ## Run every module's tests with -race (needs Postgres and NATS: the set-up step provides them)
 	@go build -o bin/testprogress ./cmd/zoea/testprogress
 	@fail=0; for m in $(MODULES); do \
