@@ -81,10 +81,12 @@ chaos: ## Fault suite on private ports: kill -9 of every service and NATS node (
 
 .PHONY: build
 # devnats is zoea dev's embedded JetStream fallback, a program of its own so that the zoea CLI links no nats-server.
-build: ## Build every binary into bin/
+# One go build of them all, through .ci/build.sh: "building: N of M packages compiled" every 5 s, as a first build
+# (some 700 packages, many minutes) would otherwise print nothing until it ends.
+build: ## Build every binary into bin/ (progress every 5 s)
 	@mkdir -p bin
 	@echo "== build $(SERVICES) zoea devnats"
-	@go build -trimpath -ldflags "-X main.version=$(VERSION)" -o bin/ $(foreach s,$(SERVICES),./services/$(s)/cmd/$(s)) ./cmd/zoea ./cmd/zoea/devnats
+	@./.ci/build.sh -trimpath -ldflags "-X main.version=$(VERSION)" -o bin/ $(foreach s,$(SERVICES),./services/$(s)/cmd/$(s)) ./cmd/zoea ./cmd/zoea/devnats
 
 .PHONY: dev
 dev: setup build ## Run a local swarm: every service on this machine, three autopilot myses, live progress (Ctrl-C stops)
