@@ -19,9 +19,23 @@ done
 start=$SECONDS
 elapsed() { local s=$((SECONDS - start)); if ((s >= 60)); then printf '%dm%02ds' $((s / 60)) $((s % 60)); else printf '%ds' "$s"; fi; }
 echo "building: finding what to compile…"
-# go list downloads the modules first on a fresh machine (it says so itself: "go: downloading …").
+# go list downloads the modules first on a fresh machine (it says so itself: "go: downloading …") and, with an empty
+# build cache, hashes every source file: it may take a minute, so it is waited for with a line every few seconds too.
 # The binaries' own packages are linked, not just compiled, and go build -v names them when it compiles them, or not
 # at all when only the link is to do: they are left out of the count, which then ends where linking starts.
+list_file=$(mktemp)
+status_file=$(mktemp)
+trap 'rm -f "$list_file" "$status_file"' EXIT
+go list "${list_flags[@]}" -deps -f '{{if eq .Name "main"}}main {{.ImportPath}}{{else if .Stale}}stale {{.ImportPath}}{{end}}' "${pkgs[@]}" >"$list_file" &
+lister=$! last=$SECONDS
+while kill -0 "$lister" 2>/dev/null; do
+  sleep 1
+  if ((every > 0 && SECONDS - last >= every)); then
+    echo "building: finding what to compile… ($(elapsed))"
+    last=$SECONDS
+  fi
+done
+wait "$lister" || true # go build below reports what go list could not read
 declare -A binaries=()
 total=0
 while read -r kind path; do
@@ -29,10 +43,8 @@ while read -r kind path; do
     main) binaries[$path]=1 ;;
     stale) total=$((total + 1)) ;;
   esac
-done < <(go list "${list_flags[@]}" -deps -f '{{if eq .Name "main"}}main {{.ImportPath}}{{else if .Stale}}stale {{.ImportPath}}{{end}}' "${pkgs[@]}" || true)
+done <"$list_file"
 n=0 last=$SECONDS partial=""
-status_file=$(mktemp)
-trap 'rm -f "$status_file"' EXIT
 progress() {
   if ((n >= total)); then
     echo "building: $total of $total packages compiled, linking the binaries ($(elapsed))"
