@@ -60,9 +60,10 @@ setup: ## One-time machine set-up, run by dev and test: when PostgreSQL, role zo
 	@./.ci/setup.sh
 
 .PHONY: test
-# go test -json through cmd/zoea/testprogress: each package's ok/FAIL line as it finishes, failing tests' output, the
-# long end-to-end tests' t.Log milestones as they happen and a line a minute naming what still runs; nothing per
-# passing test. pipefail (SHELLFLAGS) keeps go test's exit status.
+# go test -json through cmd/zoea/testprogress: each package's ok/FAIL line as it finishes, failing tests' output, every
+# skipped test with its reason (as it happens and listed at the end), the long end-to-end tests' t.Log milestones as
+# they happen and a line a minute naming what still runs; nothing per passing test; a closing count. pipefail
+# (SHELLFLAGS) keeps go test's exit status.
 test: setup ## Run every module's tests with -race (needs Postgres and NATS: the set-up step provides them)
 	@go build -o bin/testprogress ./cmd/zoea/testprogress
 	@fail=0; for m in $(MODULES); do \
@@ -79,10 +80,13 @@ chaos: ## Fault suite on private ports: kill -9 of every service and NATS node (
 	go run ./services/runner/tools/cmd/chaos $(CHAOS_FLAGS)
 
 .PHONY: build
-build: ## Build every binary into bin/
+# devnats is zoea dev's embedded JetStream fallback, a program of its own so that the zoea CLI links no nats-server.
+# One go build of them all, through .ci/build.sh: "building: N of M packages compiled" every 5 s, as a first build
+# (some 700 packages, many minutes) would otherwise print nothing until it ends.
+build: ## Build every binary into bin/ (progress every 5 s)
 	@mkdir -p bin
-	@echo "== build $(SERVICES) zoea"
-	@go build -trimpath -ldflags "-X main.version=$(VERSION)" -o bin/ $(foreach s,$(SERVICES),./services/$(s)/cmd/$(s)) ./cmd/zoea
+	@echo "== build $(SERVICES) zoea devnats"
+	@./.ci/build.sh -trimpath -ldflags "-X main.version=$(VERSION)" -o bin/ $(foreach s,$(SERVICES),./services/$(s)/cmd/$(s)) ./cmd/zoea ./cmd/zoea/devnats
 
 .PHONY: dev
 dev: setup build ## Run a local swarm: every service on this machine, three autopilot myses, live progress (Ctrl-C stops)

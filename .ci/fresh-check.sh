@@ -9,8 +9,8 @@
 #               and this checkout's committed HEAD as a bare repository that git's url.insteadOf serves for README's
 #               GitHub URL (the machine has no GitHub access; everything else goes over the network as written);
 #   4. network  its own network namespace: a veth pair (10.213.87.1 host, .2 namespace), NAT, and a firewall that lets
-#               it reach only the DNS resolver and, on ports 80/443, the addresses the Debian mirror and the Go module
-#               proxy resolve to; the host's own services (its Postgres, its NATS) are not reachable from it;
+#               it reach only the DNS resolver and, on ports 80/443, the addresses the Debian mirror, the Go module
+#               proxy and the npm registry (the TypeScript MCP SDK test's npm ci) resolve to; the host's own services (its Postgres, its NATS) are not reachable from it;
 #   5. one-line README's one line, extracted from README.md and run exactly as written by zoe in a login shell,
 #               with DEV_FLAGS='--duration … --expect-earners 3' so that make dev ends on its own: it succeeds once
 #               all three myses have earned credits;
@@ -26,7 +26,7 @@ LIMIT_TEST=${ZOEA_FRESH_LIMIT_TEST:-75m}
 DEV_DURATION=${ZOEA_FRESH_DEV_DURATION:-10m}
 NS=zoea-fresh
 HOST_IF=zfresh0 NS_IF=zfresh1 HOST_IP=10.213.87.1 NS_IP=10.213.87.2 NET=10.213.87.0/30
-ALLOW_HOSTS="deb.debian.org proxy.golang.org sum.golang.org"
+ALLOW_HOSTS="deb.debian.org proxy.golang.org sum.golang.org registry.npmjs.org"
 USER_NAME=zoe
 
 [ "$(id -u)" -eq 0 ] || { echo "fresh-check: run as root (it debootstraps, mounts and makes a network namespace)" >&2; exit 1; }

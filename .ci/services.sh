@@ -2,7 +2,8 @@
 # Prepares a machine for `make dev` and `make test` (run as root: it installs Debian packages and acts as the postgres
 # OS user). Idempotent; safe to run again. `make dev` and `make test` run it (through sudo) when --check finds
 # something missing.
-#   - installs what is missing: PostgreSQL, NATS, gcc (go test -race needs cgo), jq (the cookbook), tmux;
+#   - installs what is missing: PostgreSQL, NATS, gcc (go test -race needs cgo), jq (the cookbook), tmux, chromium
+#     (the web console's browser test), Node.js and npm (the simulator's TypeScript MCP SDK test);
 #   - starts the local Postgres cluster and creates role zoea (password zoea, CREATEDB) owning database zoea, which
 #     is what the default ZOEA_DATABASE_URL (postgres://zoea:zoea@127.0.0.1:5432/zoea) and the tests' admin URL use.
 #     A password works with Debian's default pg_hba.conf (scram-sha-256 on 127.0.0.1); pg_hba.conf is left alone;
@@ -35,6 +36,11 @@ no_jetstream_advice="something answers on 127.0.0.1:$NATS_PORT but has no JetStr
   sudo systemctl restart nats-server), or stop it (sudo systemctl disable --now nats-server) so that this script
   starts a JetStream server of its own"
 
+# node_recent: the installed Node.js is 18 or later, which @modelcontextprotocol/sdk needs (Debian 12 and Ubuntu 24.04
+# ship 18).
+node_recent() { node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 18 ? 0 : 1)' 2>/dev/null; }
+node_old_advice() { echo "Node.js $(node --version 2>/dev/null) is older than 18, which the TypeScript MCP SDK test needs: install Node.js 18 or later"; }
+
 # check lists what `make dev` and `make test` need and this machine lacks.
 check() {
   local missing=()
@@ -43,6 +49,11 @@ check() {
   command -v tmux >/dev/null || missing+=("tmux is not installed (the console's end-to-end test runs in it)")
   command -v chromium >/dev/null || missing+=("chromium is not installed (the web console's browser test drives it headless)")
   [ -x /usr/sbin/nats-server ] || missing+=("nats-server is not installed (tests start their own servers with it)")
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    missing+=("Node.js and npm are not installed (the simulator's TypeScript MCP SDK test runs them)")
+  elif ! node_recent; then
+    missing+=("$(node_old_advice)")
+  fi
   if ! command -v pg_isready >/dev/null || ! command -v psql >/dev/null; then
     missing+=("PostgreSQL is not installed")
   elif ! pg_isready -q -h 127.0.0.1 -p "$PG_PORT" 2>/dev/null; then
@@ -81,9 +92,15 @@ command -v pg_ctlcluster >/dev/null || missing+=(postgresql)
 [ -x /usr/sbin/nats-server ] || missing+=(nats-server)
 command -v tmux >/dev/null || missing+=(tmux) # the console's end-to-end test drives zoea tui in tmux
 command -v chromium >/dev/null || missing+=(chromium) # the web console's browser test drives zoea web in it (chromedp)
+# The simulator's TypeScript MCP SDK test runs `npm ci` and node (.ci/node.sh, which CI runs, installs the same).
+{ command -v node >/dev/null && command -v npm >/dev/null; } || missing+=(nodejs npm)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}"
   apt_install "${missing[@]}"
+fi
+if ! node_recent; then
+  echo "services.sh: $(node_old_advice)" >&2
+  exit 1
 fi
 
 # Postgres: the cluster listening on PG_PORT (started if it is down).

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The one-time set-up `make dev` and `make test` run first: when .ci/services.sh --check finds something missing
-# (PostgreSQL, the zoea role, a NATS with JetStream, gcc, tmux, jq, chromium), it says what and why, then runs
-# .ci/services.sh as root: directly when it already is root (CI), otherwise through sudo, which asks for the password
-# once. On a machine that has everything it prints nothing and asks nothing.
+# (PostgreSQL, the zoea role, a NATS with JetStream, gcc, tmux, jq, chromium, Node.js and npm: everything the tests
+# need, so that `make test` runs every test), it says what and why, then runs .ci/services.sh as root: directly when
+# it already is root (CI), otherwise through sudo, which asks for the password once. On a machine that has everything
+# it prints nothing and asks nothing.
 # ZOEA_SKIP_SETUP=1 skips it (a machine set up another way: ZOEA_DATABASE_URL and ZOEA_NATS_URL point elsewhere).
 set -euo pipefail
 cd "$(dirname "$0")/.."

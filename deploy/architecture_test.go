@@ -148,10 +148,55 @@ func TestToolingStaysOutOfTheServices(t *testing.T) {
 	}
 }
 
+// TestCLILinksNoServerCode: the commander's CLI (cmd/zoea, the binary every user runs and the zoea image ships) links
+// neither the Postgres driver nor nats-server. zoea dev reaches Postgres through the memory binary
+// (`memory migrate -create-database`) and runs its embedded JetStream fallback as a child process (cmd/zoea/devnats),
+// so the CLI links only what it calls (issue 43: 570 packages before, the servers' 462–564).
+func TestCLILinksNoServerCode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list over the CLI (skipped with -short only)")
+	}
+	deps := goListDeps(t, "./cmd/zoea")
+	if !slices.Contains(deps, modulePrefix+"cmd/zoea") {
+		t.Fatalf("go list -deps did not list the CLI itself: %q", deps)
+	}
+	for _, pkg := range deps {
+		for _, banned := range []struct{ prefix, what string }{
+			{"github.com/jackc/", "the Postgres driver (pgx and its parts): the memory binary creates, drops and migrates the database"},
+			{"github.com/nats-io/nats-server/", "nats-server: the embedded fallback runs as cmd/zoea/devnats"},
+		} {
+			if strings.HasPrefix(pkg, banned.prefix) {
+				t.Errorf("cmd/zoea links %s, %s", pkg, banned.what)
+			}
+		}
+	}
+	// The fallback itself is where nats-server went: if it did not link it, this check would be looking at nothing.
+	if !slices.Contains(goListDeps(t, "./cmd/zoea/devnats"), "github.com/nats-io/nats-server/v2/server") {
+		t.Error("cmd/zoea/devnats does not link nats-server: where does zoea dev's embedded JetStream come from?")
+	}
+}
+
+// goListDeps is `go list -deps pkg` in the root module.
+func goListDeps(t *testing.T, pkg string) []string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", pkg)
+	cmd.Dir = repoRoot(t)
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("go list -deps %s: %v\n%s", pkg, err, stderr)
+	}
+	return strings.Fields(string(out))
+}
+
 // TestOnlyToolingLinksNATSServer: no service package and no libs package links nats-server, not even in its tests
 // (they run it as a process: libs/testsupport/natstest builds the pinned version), so a service's behaviour is
 // tested against the server it meets in production. The root module requires nats-server only for the tooling
-// (chaos, swarmload) and zoea dev's embedded fallback, at the version the tests run (natstest.Version).
+// (chaos, swarmload) and zoea dev's embedded fallback, cmd/zoea/devnats (TestCLILinksNoServerCode keeps it out of the
+// CLI itself), at the version the tests run (natstest.Version).
 func TestOnlyToolingLinksNATSServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list over every service (skipped with -short only)")
@@ -194,7 +239,7 @@ func TestOnlyToolingLinksNATSServer(t *testing.T) {
 	}
 }
 
-// linkedOnlyByTooling are modules that only tooling and the developer CLI's opt-in fallback may link.
+// linkedOnlyByTooling are modules that only tooling and zoea dev's fallback program (cmd/zoea/devnats) may link.
 var linkedOnlyByTooling = []string{"github.com/nats-io/nats-server/v2"}
 
 // TestOneSetOfDependencyVersions: a module whose packages both the root module and deploy's checks compile is at the

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -21,19 +20,12 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/jackc/pgerrcode"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/zoeaswarm/zoea/cmd/zoea/internal/present"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
 	"github.com/zoeaswarm/zoea/libs/config"
-	"github.com/zoeaswarm/zoea/libs/pgutil"
 	zserver "github.com/zoeaswarm/zoea/libs/server"
-	"github.com/zoeaswarm/zoea/libs/swarmbus"
 )
 
 // devOptions configure `zoea dev`, the one-command local swarm.
@@ -106,8 +98,8 @@ func devCmd() *cobra.Command {
 		Use:   "dev",
 		Short: "Run a local swarm: every service on this machine, a demo swarm, live progress until Ctrl-C",
 		Long: `dev starts memory, composer, bus, runner and spacemolt-sim from --bin against the local Postgres
-(creating and migrating the database) and the local NATS (or an embedded one when none answers, or when the
-default one has no JetStream), creates a demo swarm, broadcasts a mission and shows each mysis's state, last action and credits until Ctrl-C (or SIGTERM, or
+(the memory binary creates the database when it is missing, and migrates it) and the local NATS (or an embedded one,
+<bin>/devnats, when none answers, or when the default one has no JetStream), creates a demo swarm, broadcasts a mission and shows each mysis's state, last action and credits until Ctrl-C (or SIGTERM, or
 SIGHUP when the terminal closes), which stops everything cleanly. The services listen on 127.0.0.1 only. A service
 that dies meanwhile is started again (its log continues); a fourth death within two minutes stops the swarm.
 
@@ -139,7 +131,7 @@ OPENAI_API_KEY, ZOEA_OPENAI_MODEL) uses a real model.`,
 	f := cmd.Flags()
 	f.StringVar(&o.bin, "bin", "./bin", "directory with the service binaries (make build)")
 	f.StringVar(&o.stateDir, "state-dir", ".zoea", "directory for logs, process ids, the simulator's universe and the embedded NATS store")
-	f.StringVar(&o.databaseURL, "database-url", envOr("ZOEA_DATABASE_URL", pgutil.DefaultURL), "Postgres database (created if missing)")
+	f.StringVar(&o.databaseURL, "database-url", envOr("ZOEA_DATABASE_URL", defaultDatabaseURL), "Postgres database (created if missing)")
 	f.StringVar(&o.natsURL, "nats-url", envOr("ZOEA_NATS_URL", "nats://127.0.0.1:4222"), "NATS server with JetStream (when the default has none or nothing answers, an embedded one starts)")
 	f.StringVar(&o.provider, "provider", envOr("ZOEA_PROVIDER", "autopilot"), "LLM provider for the demo myses: autopilot, ollama or openai")
 	f.StringVar(&o.model, "model", "", "model for the demo myses (default: the runner's ZOEA_OLLAMA_MODEL or ZOEA_OPENAI_MODEL)")
@@ -201,26 +193,32 @@ func runDev(ctx context.Context, o *devOptions, out io.Writer) error {
 		return err
 	}
 	if o.fresh {
-		if err := dropDatabase(ctx, o.databaseURL); err != nil {
-			return err
-		}
 		for _, p := range []string{o.simStateFile(), filepath.Join(o.stateDir, "nats")} {
 			if err := os.RemoveAll(p); err != nil {
 				return err
 			}
 		}
-		fmt.Fprintf(out, "fresh: dropped database %s, forgot %s\n", config.RedactURL(o.databaseURL), o.simStateFile())
 	}
-	if err := ensureDatabase(ctx, o.databaseURL); err != nil {
+	// The memory binary creates the database when it is missing (drops it first for --fresh) and migrates it: it
+	// links the Postgres driver anyway, and this CLI need not.
+	if err := migrateDatabase(ctx, o.bin, o.databaseURL, o.fresh, logDir); err != nil {
 		return err
 	}
+	if o.fresh {
+		fmt.Fprintf(out, "fresh: dropped database %s, forgot %s\n", config.RedactURL(o.databaseURL), o.simStateFile())
+	}
 	fmt.Fprintf(out, "postgres: %s ready\n", config.RedactURL(o.databaseURL))
+	fmt.Fprintln(out, "memory: schema migrated")
 
-	natsURL, natsNote, stopNATS, err := ensureNATS(ctx, o.natsURL, filepath.Join(o.stateDir, "nats"), o.natsChosen)
+	natsURL, natsNote, stopNATS, err := ensureNATS(ctx, o.bin, o.natsURL, filepath.Join(o.stateDir, "nats"), logDir, o.natsChosen)
 	if err != nil {
 		return err
 	}
-	defer stopNATS()
+	defer func() { // after the services (deferred later, so stopped first), which need it until they stop
+		if err := stopNATS(); err != nil {
+			fmt.Fprintf(out, "nats: %v\n", err)
+		}
+	}()
 	fmt.Fprintln(out, natsNote)
 
 	env := append(os.Environ(),
@@ -242,14 +240,8 @@ func runDev(ctx context.Context, o *devOptions, out io.Writer) error {
 		env = append(env, "ZOEA_SECRET_KEY=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f")
 	}
 
-	migrate := exec.CommandContext(ctx, filepath.Join(o.bin, "memory"), "migrate")
-	migrate.Env = env
-	if b, err := migrate.CombinedOutput(); err != nil {
-		return fmt.Errorf("memory migrate: %w\n%s", err, b)
-	}
-	fmt.Fprintln(out, "memory: schema migrated")
-
-	pids := &pidFile{path: filepath.Join(o.stateDir, pidFileName), Launcher: selfProcess()}
+	pids := &pidFile{path: filepath.Join(o.stateDir, pidFileName), Launcher: selfProcess(), Launched: time.Now()}
+	pids.Launcher.Addr = o.addrs.web
 	view := devView(o, out) // devconsole.go: the console on a terminal, plain lines otherwise
 	ctx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
@@ -322,7 +314,9 @@ func runDev(ctx context.Context, o *devOptions, out io.Writer) error {
 	return view(ctx, c, o, out, notices)
 }
 
-// portsFree fails when any service address is taken, naming the process when an earlier 'zoea dev' recorded it.
+// portsFree fails when any service address is taken. When the launcher recorded in the state directory still runs,
+// that is a swarm running now, and the error says so and how to watch or stop it; otherwise it names the processes
+// an earlier 'zoea dev' left behind.
 func portsFree(stateDir string, addrs devAddrs) error {
 	known, _ := readPidFile(filepath.Join(stateDir, pidFileName))
 	var taken []string
@@ -349,114 +343,79 @@ func portsFree(stateDir string, addrs devAddrs) error {
 	if len(taken) == 0 {
 		return nil
 	}
+	if known.running() {
+		return runningSwarm(known)
+	}
 	return fmt.Errorf("%s\n  stop an earlier swarm with 'zoea dev --stop' (./bin/zoea dev --stop), "+
 		"or use other ports with --port-base (ZOEA_DEV_PORT_BASE)", strings.Join(taken, "\n  "))
 }
 
+// runningSwarm is the error for a second `zoea dev` while the first one's launcher runs: not leftovers to clean up, a
+// swarm to watch.
+func runningSwarm(f *pidFile) error {
+	launched := ""
+	if !f.Launched.IsZero() {
+		launched = " launched at " + f.Launched.Format("2006-01-02 15:04:05") + ","
+	}
+	watch := "./bin/zoea tui"
+	if r, b, m := f.addr("runner"), f.addr("bus"), f.addr("memory"); r != "" && (r != "127.0.0.1:7003" || b != "127.0.0.1:7004" || m != "127.0.0.1:7001") {
+		watch = fmt.Sprintf("./bin/zoea tui --runner %s --bus %s --memory %s", r, b, m)
+	}
+	web := ""
+	if f.Launcher.Addr != "" {
+		web = fmt.Sprintf(", or its web console at http://%s/", f.Launcher.Addr)
+	}
+	return fmt.Errorf("a swarm is running here now (%s,%s pid %d) on these ports: watch and command it with %s%s; "+
+		"stop it with q or Ctrl-C in its terminal, or ./bin/zoea dev --stop; or start another swarm on other ports "+
+		"with --port-base (ZOEA_DEV_PORT_BASE)", f.Launcher.Name, launched, f.Launcher.PID, watch, web)
+}
+
+// defaultDatabaseURL is libs/pgutil.DefaultURL (TestDefaultDatabaseURLIsPgutils): written out here, because importing
+// pgutil would link the Postgres driver into this CLI.
+const defaultDatabaseURL = "postgres://zoea:zoea@127.0.0.1:5432/zoea?sslmode=disable"
+
 // dbSetup is the advice for a Postgres that refuses the default URL.
 const dbSetup = "sudo bash .ci/services.sh"
 
-// ensureDatabase creates the database named in dbURL on its server when it does not exist yet, and explains any
-// other reason it cannot be reached (nothing listening, password refused, role missing).
-func ensureDatabase(ctx context.Context, dbURL string) error {
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		return fmt.Errorf("ZOEA_DATABASE_URL: %w", err)
+// migrateDatabase runs `memory migrate -create-database` (with fresh, -recreate-database) from bin against dbURL,
+// its log in logDir/migrate.log. When it fails, the error is the memory binary's own sentence (nothing listening,
+// password refused, role or database missing, and what to run), not its exit status.
+func migrateDatabase(ctx context.Context, bin, dbURL string, fresh bool, logDir string) error {
+	args := []string{"migrate", "-create-database", "-setup", dbSetup}
+	if fresh {
+		args[1] = "-recreate-database"
 	}
-	name := strings.TrimPrefix(u.Path, "/")
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(cctx, dbURL)
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "memory"), args...)
+	cmd.Env = append(os.Environ(), "ZOEA_DATABASE_URL="+dbURL)
+	b, err := cmd.CombinedOutput()
+	logPath := filepath.Join(logDir, "migrate.log")
+	_ = os.WriteFile(logPath, b, 0o644)
 	if err == nil {
-		return conn.Close(ctx)
+		return nil
 	}
-	if pgutil.Diagnose(err) != pgutil.ProblemDatabaseMissing {
-		return pgutil.ExplainConnect(err, dbURL, dbSetup)
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
-	admin, err := adminConn(cctx, u)
-	if err != nil {
-		return err
+	if msg := migrateError(string(b)); msg != "" {
+		return errors.New(msg)
 	}
-	defer admin.Close(ctx)
-	if _, err := admin.Exec(cctx, "create database "+pgx.Identifier{name}.Sanitize()); err != nil {
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == pgerrcode.DuplicateDatabase {
-			return nil // created meanwhile by someone else
+	return fmt.Errorf("memory migrate: %v (log: %s)\n%s", exitReason(err), logPath, b)
+}
+
+// migrateError is what a failed `memory migrate` said in words: its output less the JSON log lines, without the
+// "memory: " its main puts in front; "" when it said nothing else.
+func migrateError(out string) string {
+	var said []string
+	for _, line := range strings.Split(out, "\n") {
+		if t := strings.TrimSpace(line); t != "" && !strings.HasPrefix(t, "{") {
+			said = append(said, line)
 		}
-		return fmt.Errorf("create database %s as role %s: %w (%s creates it)", name, u.User.Username(), err, dbSetup)
 	}
-	return nil
-}
-
-// adminConn connects to the server's maintenance database with the credentials of u.
-func adminConn(ctx context.Context, u *url.URL) (*pgx.Conn, error) {
-	admin := *u
-	admin.Path = "/postgres"
-	conn, err := pgx.Connect(ctx, admin.String())
-	if err != nil {
-		return nil, pgutil.ExplainConnect(err, admin.String(), dbSetup)
+	if len(said) == 0 {
+		return ""
 	}
-	return conn, nil
-}
-
-// dropDatabase removes the database of dbURL (for --fresh); a database that does not exist is fine.
-func dropDatabase(ctx context.Context, dbURL string) error {
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		return fmt.Errorf("ZOEA_DATABASE_URL: %w", err)
-	}
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	admin, err := adminConn(cctx, u)
-	if err != nil {
-		return err
-	}
-	defer admin.Close(ctx)
-	name := strings.TrimPrefix(u.Path, "/")
-	if _, err := admin.Exec(cctx, "drop database if exists "+pgx.Identifier{name}.Sanitize()+" with (force)"); err != nil {
-		return fmt.Errorf("--fresh: drop database %s: %w", name, err)
-	}
-	return nil
-}
-
-// ensureNATS returns a JetStream-enabled NATS URL: the configured one, or an embedded server. note says which and
-// why. A NATS that answers without JetStream (Debian's nats-server package, whose stock /etc/nats-server.conf sets
-// only host and port) cannot carry the swarm: at the default URL zoea dev falls back to the embedded server and says
-// how to enable JetStream there; a URL the user chose (--nats-url, ZOEA_NATS_URL) is not second-guessed, it is an
-// error that says the same.
-func ensureNATS(ctx context.Context, natsURL, storeDir string, chosen bool) (url, note string, stop func(), err error) {
-	nc, err := nats.Connect(natsURL, nats.Timeout(time.Second), nats.MaxReconnects(0))
-	if err == nil {
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err = swarmbus.CheckJetStream(cctx, nc)
-		cancel()
-		nc.Close()
-		switch {
-		case err == nil:
-			return natsURL, "nats: using " + natsURL, func() {}, nil
-		case !errors.Is(err, swarmbus.ErrNoJetStream):
-			return "", "", nil, fmt.Errorf("nats at %s: %w", natsURL, err)
-		case chosen:
-			return "", "", nil, fmt.Errorf("nats at %s: %w; or unset ZOEA_NATS_URL/--nats-url to use an embedded server", natsURL, err)
-		}
-		note = fmt.Sprintf("nats: %s answers but has no JetStream, which Zoea needs (to use it: `jetstream: enabled` in "+
-			"/etc/nats-server.conf, then restart it); started an embedded JetStream server at %%s", natsURL)
-	} else {
-		note = fmt.Sprintf("nats: nothing answered at %s; started an embedded JetStream server at %%s", natsURL)
-	}
-	// SyncAlways: fsync before acknowledging, as every shipped NATS config does (docs/OPERATIONS.md "NATS"), so an
-	// acknowledged broadcast survives the machine losing power, not just the process dying.
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
-		StoreDir: storeDir, SyncAlways: true, NoLog: true, NoSigs: true})
-	if err != nil {
-		return "", "", nil, fmt.Errorf("embedded nats: %w", err)
-	}
-	srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		srv.Shutdown()
-		return "", "", nil, errors.New("embedded nats did not start")
-	}
-	return srv.ClientURL(), fmt.Sprintf(note, srv.ClientURL()), func() { srv.Shutdown(); srv.WaitForShutdown() }, nil
+	said[0] = strings.TrimPrefix(said[0], "memory: ")
+	return strings.Join(said, "\n")
 }
 
 // startProc starts a service listening on addr, its output in logDir/<name>.log: a new log, or, when restart is

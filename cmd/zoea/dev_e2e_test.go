@@ -26,7 +26,7 @@ import (
 	"github.com/zoeaswarm/zoea/libs/testsupport/pgtest"
 )
 
-// buildServices builds every service binary (and the zoea CLI when withCLI) into a temporary directory.
+// buildServices builds every service binary and devnats (and the zoea CLI when withCLI) into a temporary directory.
 func buildServices(t *testing.T, withCLI bool) string {
 	t.Helper()
 	bin := t.TempDir()
@@ -37,6 +37,7 @@ func buildServices(t *testing.T, withCLI bool) string {
 			t.Fatalf("build %s: %v\n%s", svc, err, out)
 		}
 	}
+	buildBinary(t, bin, devNATSBinary, "./cmd/zoea/devnats") // the embedded JetStream fallback, which these tests use
 	if withCLI {
 		cmd := exec.Command("go", "build", "-o", filepath.Join(bin, "zoea"), ".")
 		if out, err := cmd.CombinedOutput(); err != nil {

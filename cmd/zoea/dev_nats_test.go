@@ -34,13 +34,23 @@ func hasJetStream(t *testing.T, url string) {
 // ensureNATS checks JetStream, not just the port: Debian's nats-server package answers on 4222 without it.
 func TestEnsureNATSChecksJetStream(t *testing.T) {
 	ctx := context.Background()
+	bin := t.TempDir()
+	buildBinary(t, bin, devNATSBinary, "./cmd/zoea/devnats")
+	ensureNATSFrom := ensureNATS
+	ensureNATS := func(ctx context.Context, url, store string, chosen bool) (string, string, func() error, error) {
+		return ensureNATSFrom(ctx, bin, url, store, t.TempDir(), chosen)
+	}
 	t.Run("with JetStream: used as it is", func(t *testing.T) {
 		js := natstest.Start(t).ClientURL()
 		url, note, stop, err := ensureNATS(ctx, js, t.TempDir(), false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer stop()
+		defer func() {
+			if err := stop(); err != nil {
+				t.Errorf("stop: %v", err)
+			}
+		}()
 		if url != js || note != "nats: using "+js {
 			t.Fatalf("got %s (%q), want %s used", url, note, js)
 		}
@@ -51,7 +61,11 @@ func TestEnsureNATSChecksJetStream(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer stop()
+		defer func() {
+			if err := stop(); err != nil {
+				t.Errorf("stop: %v", err)
+			}
+		}()
 		if url == plain {
 			t.Fatalf("used %s, which has no JetStream", plain)
 		}
@@ -68,12 +82,22 @@ func TestEnsureNATSChecksJetStream(t *testing.T) {
 			t.Fatalf("got %v, want an error naming JetStream and ZOEA_NATS_URL", err)
 		}
 	})
+	t.Run("no devnats in --bin: says to build it", func(t *testing.T) {
+		_, _, _, err := ensureNATSFrom(ctx, t.TempDir(), "nats://"+freeAddr(t), t.TempDir(), t.TempDir(), false)
+		if err == nil || !strings.Contains(err.Error(), "run 'make build'") {
+			t.Fatalf("got %v, want the advice to run make build", err)
+		}
+	})
 	t.Run("nothing there: the embedded server", func(t *testing.T) {
 		url, note, stop, err := ensureNATS(ctx, "nats://"+freeAddr(t), t.TempDir(), false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer stop()
+		defer func() {
+			if err := stop(); err != nil {
+				t.Errorf("stop: %v", err)
+			}
+		}()
 		hasJetStream(t, url)
 		if !strings.Contains(note, "nothing answered at") {
 			t.Errorf("note %q", note)

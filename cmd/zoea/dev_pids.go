@@ -27,11 +27,28 @@ type procRecord struct {
 	Started uint64 `json:"started"`
 }
 
-// pidFile is the record of a running local swarm.
+// pidFile is the record of a running local swarm. The launcher's Addr is its web console's address, so that a
+// `zoea web` started beside it, or a second `zoea dev`, can say the running swarm already serves there.
 type pidFile struct {
 	path     string
 	Launcher procRecord   `json:"launcher"`
+	Launched time.Time    `json:"launched,omitzero"`
 	Services []procRecord `json:"services"`
+}
+
+// running reports whether the launcher that wrote f still runs (and is not this process).
+func (f *pidFile) running() bool {
+	return f != nil && f.Launcher.PID != os.Getpid() && f.Launcher.alive()
+}
+
+// addr is the recorded address of a service ("" when none is recorded).
+func (f *pidFile) addr(name string) string {
+	for _, r := range f.Services {
+		if r.Name == name {
+			return r.Addr
+		}
+	}
+	return ""
 }
 
 func selfProcess() procRecord {

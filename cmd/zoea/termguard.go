@@ -48,9 +48,24 @@ type exitCode int
 
 func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
-// terminalReset leaves the alternate screen, shows the cursor, turns off mouse reporting and bracketed paste and
-// resets colours: what a console killed mid-frame leaves switched on.
-const terminalReset = "\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?2004l\x1b[?25h\x1b[0m\x1b[?1049l"
+// terminalModesReset shows the cursor, turns off mouse reporting and bracketed paste and resets colours: what a
+// console killed mid-frame leaves switched on. It moves nothing, so it is safe to write however the console ended.
+const terminalModesReset = "\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?2004l\x1b[?25h\x1b[0m"
+
+// leaveAltScreen leaves the alternate screen and puts the cursor back where it was when the console entered it. It
+// is written only for a console that did not put the terminal back itself: on a terminal already back on its main
+// screen it still moves the cursor to that old place, and the shell's prompt then overwrites the first line written
+// after the console (zoea dev's "runner: stopped").
+const leaveAltScreen = "\x1b[?1049l"
+
+// guardReset is what the guard writes once the child has ended: the full reset when the terminal is not as the guard
+// found it (the child died in raw mode, on the alternate screen), only the harmless modes when the child put it back.
+func guardReset(restored bool) string {
+	if restored {
+		return terminalModesReset
+	}
+	return terminalModesReset + leaveAltScreen
+}
 
 // runGuarded runs this command line as a guarded child when stdin and stdout are a terminal and this process is not
 // already the child. It reports whether it did (and the child's outcome); false means: do the work here.
@@ -107,7 +122,10 @@ func runGuarded(stdout *os.File, afterKill string) (bool, error) {
 				_ = child.Process.Signal(s)
 			}
 		case err := <-done:
-			_, _ = os.Stdout.WriteString(terminalReset)
+			// The console leaves raw mode and the alternate screen together: terminal modes as the guard saved them
+			// mean it left both.
+			now, nerr := term.GetState(os.Stdin.Fd())
+			_, _ = os.Stdout.WriteString(guardReset(nerr == nil && *now == *state))
 			_ = term.Restore(os.Stdin.Fd(), state)
 			var ee *exec.ExitError
 			if errors.As(err, &ee) {

@@ -11,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -45,9 +47,9 @@ Ingress), give it as --url: web prints that address instead. docs/CONSOLE.md des
 				return err
 			}
 			defer c.Close()
-			ln, err := net.Listen("tcp", listen)
+			ln, err := listenWeb(cmd.Context(), listen, devStateDir)
 			if err != nil {
-				return fmt.Errorf("--listen %s: %w", listen, err)
+				return err
 			}
 			if reach != "" {
 				if err := checkWebURL(reach); err != nil {
@@ -61,6 +63,48 @@ Ingress), give it as --url: web prints that address instead. docs/CONSOLE.md des
 	cmd.Flags().StringVar(&reach, "url", envOr("ZOEA_WEB_URL", ""), "address browsers reach the console at, when it is not --listen (e.g. http://127.0.0.1:7200/ for a published container port)")
 	cmd.Flags().BoolVar(&check, "check", false, "only check that a console serves on --listen (a container's health check), and exit")
 	return cmd
+}
+
+// devStateDir is where `zoea dev` keeps its process ids by default (its --state-dir), read by `zoea web` to tell the
+// running swarm's console from anything else on the address.
+const devStateDir = ".zoea"
+
+// listenWeb listens on listen. When the address is taken it says by what, as far as it can tell: the web console of
+// the swarm `zoea dev` runs (it records its console's address in <stateDir>/dev.pids), another web console (it
+// answers /healthz), or some other program.
+func listenWeb(ctx context.Context, listen, stateDir string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", listen)
+	if err == nil {
+		return ln, nil
+	}
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("--listen %s: %w", listen, err)
+	}
+	open := "http://" + listen + "/"
+	if f, _ := readPidFile(filepath.Join(stateDir, pidFileName)); f.running() && sameAddr(f.Launcher.Addr, listen) {
+		return nil, fmt.Errorf("the web console of the running swarm ('zoea dev', pid %d) already listens on %s: open %s "+
+			"and log in with the token its \"web console:\" line printed (or ZOEA_ADMIN_TOKEN); or --listen another address",
+			f.Launcher.PID, listen, open)
+	}
+	if checkWeb(ctx, listen) == nil {
+		return nil, fmt.Errorf("a web console already listens on %s: open %s; or --listen another address", listen, open)
+	}
+	return nil, fmt.Errorf("--listen %s: another program listens there (ss -ltnp shows which): --listen another address", listen)
+}
+
+// sameAddr: two host:port addresses that name the same listener ("localhost" and 127.0.0.1 alike).
+func sameAddr(a, b string) bool {
+	norm := func(s string) string {
+		h, p, err := net.SplitHostPort(s)
+		if err != nil {
+			return s
+		}
+		if h == "localhost" || h == "" {
+			h = "127.0.0.1"
+		}
+		return net.JoinHostPort(h, p)
+	}
+	return a != "" && norm(a) == norm(b)
 }
 
 // backend is the one client layer both consoles use.

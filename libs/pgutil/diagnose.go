@@ -64,7 +64,8 @@ func Diagnose(err error) Problem {
 }
 
 // ExplainConnect turns a failed connection to rawURL into a sentence naming the cause and what to do; setup is the
-// command that prepares a local server (for example "sudo bash .ci/services.sh"). The password is never shown.
+// command that prepares a local server (for example "sudo bash .ci/services.sh"), or "" where there is none to name
+// (a server someone else runs). The password is never shown.
 func ExplainConnect(err error, rawURL, setup string) error {
 	host, role, db := "(unparseable url)", "", ""
 	if u, perr := url.Parse(rawURL); perr == nil {
@@ -73,15 +74,31 @@ func ExplainConnect(err error, rawURL, setup string) error {
 	var what string
 	switch Diagnose(err) {
 	case ProblemNotListening:
-		what = fmt.Sprintf("nothing listens at %s: start Postgres (%s does it), or point ZOEA_DATABASE_URL at a running server", host, setup)
+		start := "start Postgres"
+		if setup != "" {
+			start = fmt.Sprintf("start Postgres (%s does it)", setup)
+		}
+		what = fmt.Sprintf("nothing listens at %s: %s, or point ZOEA_DATABASE_URL at a running server", host, start)
 	case ProblemAuthFailed:
+		fix := "create the role or set its password"
+		if setup != "" {
+			fix = fmt.Sprintf("run %s to create role zoea with password zoea", setup)
+		}
 		what = fmt.Sprintf("Postgres at %s refused the password of role %q (wrong password, or the role does not exist): "+
-			"run %s to create role zoea with password zoea, or fix the user and password in ZOEA_DATABASE_URL", host, role, setup)
+			"%s, or fix the user and password in ZOEA_DATABASE_URL", host, role, fix)
 	case ProblemRoleRefused:
+		fix := "create the role (or allow it in pg_hba.conf)"
+		if setup != "" {
+			fix = fmt.Sprintf("run %s to create role zoea", setup)
+		}
 		what = fmt.Sprintf("Postgres at %s refused role %q (it does not exist, or pg_hba.conf allows it no connection from here): "+
-			"run %s to create role zoea, or fix the user in ZOEA_DATABASE_URL", host, role, setup)
+			"%s, or fix the user in ZOEA_DATABASE_URL", host, role, fix)
 	case ProblemDatabaseMissing:
-		what = fmt.Sprintf("Postgres at %s has no database %q: run %s, or create it (createdb -O %s %s)", host, db, setup, role, db)
+		run := ""
+		if setup != "" {
+			run = fmt.Sprintf("run %s, or ", setup)
+		}
+		what = fmt.Sprintf("Postgres at %s has no database %q: %screate it (createdb -O %s %s)", host, db, run, role, db)
 	default:
 		what = fmt.Sprintf("cannot connect to Postgres at %s", host)
 	}

@@ -88,6 +88,11 @@ func TestDiagnoseNamesTheCause(t *testing.T) {
 			if strings.Contains(msg, "s3cret-pw") {
 				t.Fatalf("password leaked: %s", msg)
 			}
+			// With no set-up command to name (a server someone else runs) the cause and the advice stay sentences.
+			bare := pgutil.ExplainConnect(err, c.url, "").Error()
+			if !strings.Contains(bare, c.says) || strings.Contains(bare, "()") || strings.Contains(bare, "run ,") {
+				t.Fatalf("explanation without a set-up command: %s", bare)
+			}
 		})
 	}
 }

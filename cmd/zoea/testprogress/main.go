@@ -1,8 +1,15 @@
 // Command testprogress turns `go test -json` into the output `make test` shows: go test's own closing line per
 // package as each package finishes (ok, FAIL, "?  … [no test files]"), the full output of every test that fails,
-// build errors, and, for tests that run long (the end-to-end swarms), their t.Log milestones as they happen. A line
-// every minute names what is still running when nothing else was printed. Passing tests print nothing else, so the
-// log stays short and still ends with go test's ok/FAIL lines, which CI counts.
+// every skipped test with its reason as it is skipped and again in a list at the end, build errors, and, for tests
+// that run long (the end-to-end swarms), their t.Log milestones as they happen. A line every minute names what is
+// still running when nothing else was printed. Passing tests print nothing else, so the log stays short; it ends with
+// the tests counted, "tests: N passed, N failed, N skipped" (subtests included), which CI reads.
+//
+// Why not gotestsum, which shows results per package and lists skipped tests too: it has no way to show a long test's
+// milestones while it runs without showing every passing test's output (its formats print a test's output only when
+// it fails, or all of it), and nothing that says, minute by minute, which packages and tests still run or that go
+// test is still compiling. On a fresh machine the end-to-end tests run for many minutes each; those two are what keep
+// `make test` from going silent.
 //
 // It exits 1 when any package failed or the stream ended without a package's result (go test crashed), so
 // `go test -json ./... | testprogress` is red whenever go test was, even without pipefail.
@@ -46,6 +53,7 @@ type testState struct {
 	started time.Time
 	buf     []string // output held back while the test is not (yet) slow
 	live    bool
+	last    string // the last line it wrote: the reason, when a slow (live) test skips
 }
 
 type progress struct {
@@ -56,6 +64,19 @@ type progress struct {
 	failed   int
 	printed  bool // something was printed since the last tick
 	finished map[string]bool
+	// Tests (subtests included) by result, for the closing count; skipped keeps each with its reason for the list.
+	passed, failedTests int
+	skipped             []skipped
+}
+
+// skipped is one skipped test, or a whole package when test is "" (a TestMain that found a dependency missing).
+type skipped struct{ pkg, test, reason string }
+
+func (s skipped) String() string {
+	if s.test == "" {
+		return fmt.Sprintf("%s (every test): %s", short(s.pkg), s.reason)
+	}
+	return fmt.Sprintf("%s %s: %s", short(s.pkg), s.test, s.reason)
 }
 
 func newProgress(out io.Writer, now func() time.Time) *progress {
@@ -131,6 +152,9 @@ func (p *progress) line(raw []byte) {
 		if framework(e.Output) {
 			return
 		}
+		if l := strings.TrimSpace(e.Output); l != "" {
+			t.last = l
+		}
 		if !t.live && e.Time.Sub(t.started) >= slowAfter {
 			t.live = true
 			for _, l := range t.buf {
@@ -155,12 +179,39 @@ func (p *progress) line(raw []byte) {
 			}
 		}
 		p.print(fmt.Sprintf("--- FAIL: %s (%.2fs) in %s", e.Test, e.Elapsed, e.Package))
+		p.failedTests++
 		delete(p.tests, key)
-	case "pass", "skip":
+	case "skip":
 		if e.Test == "" {
 			p.packageDone(e)
 			return
 		}
+		// The reason is what the test logged before it skipped (t.Skip's message); a slow test's lines were shown.
+		var said []string
+		if t := p.tests[key]; t != nil {
+			for _, l := range t.buf {
+				if l = strings.TrimSpace(l); l != "" {
+					said = append(said, l)
+				}
+			}
+			if t.live && t.last != "" {
+				said = []string{t.last} // its earlier lines were shown as it ran
+			}
+		}
+		reason := strings.Join(said, " ")
+		if reason == "" {
+			reason = "no reason given"
+		}
+		sk := skipped{pkg: e.Package, test: e.Test, reason: reason}
+		p.skipped = append(p.skipped, sk)
+		p.print(fmt.Sprintf("--- SKIP: %s in %s: %s", e.Test, e.Package, reason))
+		delete(p.tests, key)
+	case "pass":
+		if e.Test == "" {
+			p.packageDone(e)
+			return
+		}
+		p.passed++
 		delete(p.tests, key)
 	}
 }
@@ -186,6 +237,10 @@ func (p *progress) packageOutput(e event) {
 	switch strings.TrimSpace(e.Output) {
 	case "PASS", "FAIL", "testing: warning: no tests to run":
 		return
+	}
+	if _, reason, ok := strings.Cut(e.Output, "missing test dependency: "); ok {
+		// testdep.MissingMain: the package's TestMain skipped all its tests.
+		p.skipped = append(p.skipped, skipped{pkg: e.Package, reason: "missing test dependency: " + strings.TrimSpace(reason)})
 	}
 	p.print(e.Output)
 }
@@ -244,7 +299,15 @@ func (p *progress) heartbeat() {
 	p.printed = false
 }
 
+// end prints the skipped tests again, together, and the closing count, and says whether the run failed.
 func (p *progress) end() error {
+	if len(p.skipped) > 0 {
+		p.print(fmt.Sprintf("%d skipped:", len(p.skipped)))
+		for _, s := range p.skipped {
+			p.print("  " + s.String())
+		}
+	}
+	p.print(fmt.Sprintf("tests: %d passed, %d failed, %d skipped", p.passed, p.failedTests, len(p.skipped)))
 	if p.failed > 0 {
 		return fmt.Errorf("%d package(s) failed", p.failed)
 	}

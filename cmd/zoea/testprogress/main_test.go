@@ -70,8 +70,48 @@ func TestProgressShowsResultsFailuresAndSlowTestsOnly(t *testing.T) {
 			t.Errorf("output has %q:\n%s", noise, got)
 		}
 	}
-	if !strings.HasSuffix(got, "ok  \t"+a+"\t31.0s\n") {
-		t.Errorf("the last line must be go test's own result line:\n%s", got)
+	if !strings.HasSuffix(got, "ok  \t"+a+"\t31.0s\ntests: 2 passed, 1 failed, 0 skipped\n") {
+		t.Errorf("the last lines must be go test's own result line and the count:\n%s", got)
+	}
+}
+
+// Nothing skips silently: each skipped test is printed with its reason when it is skipped and again in a list at the
+// end, and so is a package whose TestMain skipped every test (testdep.MissingMain).
+func TestProgressPrintsEverySkipWithItsReason(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 20, 0, 0, 0, time.UTC)
+	const sim, mem = "github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/mcpserver", "github.com/zoeaswarm/zoea/services/memory/internal/pgstore"
+	const why = "missing test dependency: node (Node.js 18 or later) on PATH for the TypeScript MCP SDK client (skipped; with CI=true this fails)"
+	in := stream(t,
+		event{Time: t0, Action: "start", Package: sim},
+		event{Time: t0, Action: "run", Package: sim, Test: "TestV2StarterLoopTypeScriptSDK"},
+		event{Time: t0, Action: "output", Package: sim, Test: "TestV2StarterLoopTypeScriptSDK", Output: "=== RUN   TestV2StarterLoopTypeScriptSDK\n"},
+		event{Time: t0, Action: "output", Package: sim, Test: "TestV2StarterLoopTypeScriptSDK", Output: "    tsclient_test.go:24: " + why + "\n"},
+		event{Time: t0, Action: "output", Package: sim, Test: "TestV2StarterLoopTypeScriptSDK", Output: "--- SKIP: TestV2StarterLoopTypeScriptSDK (0.00s)\n"},
+		event{Time: t0, Action: "skip", Package: sim, Test: "TestV2StarterLoopTypeScriptSDK"},
+		event{Time: t0, Action: "run", Package: sim, Test: "TestOther"},
+		event{Time: t0, Action: "pass", Package: sim, Test: "TestOther"},
+		event{Time: t0, Action: "output", Package: sim, Output: "ok  \t" + sim + "\t1.0s\n"},
+		event{Time: t0, Action: "pass", Package: sim},
+		event{Time: t0, Action: "start", Package: mem},
+		event{Time: t0, Action: "output", Package: mem, Output: "missing test dependency: Postgres: nothing listens (every test of this package skipped; with CI=true this fails)\n"},
+		event{Time: t0, Action: "output", Package: mem, Output: "ok  \t" + mem + "\t0.1s\n"},
+		event{Time: t0, Action: "pass", Package: mem},
+	)
+	var out strings.Builder
+	if err := newProgress(&out, func() time.Time { return t0 }).run(strings.NewReader(in), nil); err != nil {
+		t.Fatalf("skips are not failures: %v", err)
+	}
+	got := out.String()
+	asItHappens := "--- SKIP: TestV2StarterLoopTypeScriptSDK in " + sim + ": tsclient_test.go:24: " + why + "\n"
+	summary := "2 skipped:\n" +
+		"  services/spacemolt-sim/internal/mcpserver TestV2StarterLoopTypeScriptSDK: tsclient_test.go:24: " + why + "\n" +
+		"  services/memory/internal/pgstore (every test): missing test dependency: Postgres: nothing listens (every test of this package skipped; with CI=true this fails)\n" +
+		"tests: 1 passed, 0 failed, 2 skipped\n"
+	if !strings.Contains(got, asItHappens) || strings.Index(got, asItHappens) > strings.Index(got, "ok  \t"+sim) {
+		t.Errorf("the skip is not shown as it happens, before its package's result:\n%s", got)
+	}
+	if !strings.HasSuffix(got, summary) {
+		t.Errorf("the output does not end with the list of skips and the count:\n%s\nwant the end:\n%s", got, summary)
 	}
 }
 

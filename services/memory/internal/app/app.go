@@ -42,6 +42,8 @@ type Config struct {
 //
 //	memory [serve] [-migrate]   run the gRPC server (ZOEA_MIGRATE_ON_START=true also migrates first)
 //	memory migrate              apply pending schema migrations and exit
+//	  [-create-database]        … creating the database first when it does not exist
+//	  [-recreate-database]      … dropping it and creating it anew first (zoea dev --fresh)
 //	memory healthcheck          exit 0 when the local server reports SERVING (container health checks)
 func Main(ctx context.Context, args []string, version string) error {
 	cfg := Config{Server: server.Config{ListenAddr: ":7001"}}
@@ -63,7 +65,7 @@ func Main(ctx context.Context, args []string, version string) error {
 		// Container probes run this: distroless images have no shell or grpc_health_probe.
 		return server.Healthcheck(ctx, cfg.Server.ListenAddr)
 	case "help":
-		fmt.Fprintln(os.Stderr, "usage: memory [serve [-migrate] | migrate | healthcheck]")
+		fmt.Fprintln(os.Stderr, "usage: memory [serve [-migrate] | migrate [-create-database | -recreate-database] [-setup CMD] | healthcheck]")
 		return nil
 	}
 	return serve(ctx, cfg, rest, version) // "serve", or "memory" (the binary's name as a subcommand)
@@ -197,8 +199,16 @@ func checkSchema(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool) {
 
 func migrate(ctx context.Context, log *slog.Logger, cfg Config, args []string) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	create := fs.Bool("create-database", false, "create the database when the server has none of that name (the role needs CREATEDB)")
+	recreate := fs.Bool("recreate-database", false, "drop the database first, ending its sessions, and create it anew: every mysis's history is lost (zoea dev --fresh)")
+	setup := fs.String("setup", "", "the command that prepares this machine's Postgres, named in the advice when it refuses (zoea dev: sudo bash .ci/services.sh)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *create || *recreate {
+		if err := prepareDatabase(ctx, log, cfg.DatabaseURL, *recreate, *setup); err != nil {
+			return err
+		}
 	}
 	log.Info("migrating", "database", config.RedactURL(cfg.DatabaseURL))
 	pool, err := pgutil.Open(ctx, cfg.DatabaseURL, 2)
