@@ -3,7 +3,6 @@ package deploy
 import (
 	"encoding/json"
 	"os"
-	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -379,11 +378,6 @@ func TestDockerfileCopySources(t *testing.T) {
 			t.Errorf("%s/: its sources are never copied into the build stage", dir)
 		}
 	}
-}
-
-func matchesFile(pattern, file string) bool {
-	ok, err := path.Match(pattern, file)
-	return err == nil && ok
 }
 
 func dockerignore(t *testing.T, root string) *patternmatcher.PatternMatcher {

@@ -192,7 +192,7 @@ func config(o Options, run string) ([]byte, error) {
 		c["jetstream"] = js
 	}
 	if o.ConfigFile != "" && len(o.Users) > 0 {
-		return nil, errors.New("Users and ConfigFile exclude each other: the config file brings its own authorization")
+		return nil, errors.New("natstest: Users and ConfigFile exclude each other: the config file brings its own authorization")
 	}
 	if len(o.Users) > 0 {
 		users := make([]map[string]any, len(o.Users))
