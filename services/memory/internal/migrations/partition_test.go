@@ -146,8 +146,13 @@ func TestWriteMigrationsOnASeededDatabase(t *testing.T) {
 		t.Fatalf("the calls expression index is still there: %s", names)
 	}
 	// New writes continue the seq and the ids, idempotency keys still hold.
+	// k2 names seq 2 (an assistant call); replaying its own payload returns it, as before the migration.
+	seq2 := before[ids[2]][1]
+	if seq2.Seq != 2 {
+		t.Fatalf("seeded seq 2 read as %d", seq2.Seq)
+	}
 	got, err := s.AppendMemories(ctx, ids[2], []memory.NewMemory{
-		{Role: memory.RoleUser, Source: memory.SourceDirect, Content: "next order", IdempotencyKey: "k2"},
+		{Role: seq2.Role, Source: seq2.Source, Content: seq2.Content, ToolCalls: seq2.ToolCalls, IdempotencyKey: "k2"},
 		{Role: memory.RoleUser, Source: memory.SourceDirect, Content: "new order", IdempotencyKey: "fresh"},
 	})
 	if err != nil || got[0].Seq != 2 || got[1].Seq != 301 || got[1].Turn != 101 || got[1].ID <= maxID {
