@@ -1,11 +1,11 @@
 package grpcapi
 
 import (
-	"golang.org/x/sync/errgroup"
-
 	"context"
 	"fmt"
 	"slices"
+
+	"golang.org/x/sync/errgroup"
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
