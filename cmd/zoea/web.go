@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -27,6 +29,7 @@ const defaultWebListen = "127.0.0.1:7200"
 func webCmd(ep *endpoints) *cobra.Command {
 	var listen, reach string
 	var check bool
+	var site webSite
 	cmd := &cobra.Command{
 		Use:   "web",
 		Short: "The commander's web console: the swarm, each mysis, the next request's anatomy and the spend, in a browser",
@@ -56,11 +59,13 @@ Ingress), give it as --url: web prints that address instead. docs/CONSOLE.md des
 					return err
 				}
 			}
-			return serveWeb(cmd.Context(), ln, reach, c.backend(), ep.adminToken(), ep.timeout, cmd.OutOrStdout(), "web console")
+			return serveWeb(cmd.Context(), ln, reach, site, c.backend(), ep.adminToken(), ep.timeout, cmd.OutOrStdout(), "web console")
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", envOr("ZOEA_WEB_LISTEN", defaultWebListen), "address to serve the console on (host:port)")
 	cmd.Flags().StringVar(&reach, "url", envOr("ZOEA_WEB_URL", ""), "address browsers reach the console at, when it is not --listen (e.g. http://127.0.0.1:7200/ for a published container port)")
+	cmd.Flags().StringSliceVar(&site.Hosts, "host", splitList(envOr("ZOEA_WEB_HOSTS", "")), "host names browsers reach the console by besides localhost, IP addresses and --url's (comma-separated); any other Host is refused, so DNS rebinding fails")
+	cmd.Flags().BoolVar(&site.TrustForwardedProto, "trust-forwarded-proto", envOr("ZOEA_WEB_TRUST_FORWARDED_PROTO", "") == "true", "take X-Forwarded-Proto: https from the proxy in front as TLS (Secure cookies, HSTS); only when nothing but that proxy reaches the console")
 	cmd.Flags().BoolVar(&check, "check", false, "only check that a console serves on --listen (a container's health check), and exit")
 	return cmd
 }
@@ -112,15 +117,37 @@ func (c *clients) backend() backend.GRPC {
 	return backend.GRPC{Swarm: c.swarm, Bus: c.bus, Memory: c.memory}
 }
 
+// webSite is how browsers reach the console: the host names it answers to and whether a TLS proxy is in front.
+type webSite struct {
+	Hosts               []string
+	TrustForwardedProto bool
+}
+
+// splitList is a comma-separated list without empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // serveWeb serves the console on ln until ctx ends, announcing it at reach (the address browsers use) when that is set.
 // With no admin token it makes up a login token and prints it: the only place it is ever shown.
-func serveWeb(ctx context.Context, ln net.Listener, reach string, b backend.Backend, token string, timeout time.Duration, out io.Writer, what string) error {
+func serveWeb(ctx context.Context, ln net.Listener, reach string, site webSite, b backend.Backend, token string, timeout time.Duration, out io.Writer, what string) error {
 	note := "log in with the swarm's admin token"
 	if token == "" {
 		token = oneTimeToken()
 		note = "no admin token is set (ZOEA_ADMIN_TOKEN), so log in with this one made up for this run: " + token
 	}
-	srv := web.New(b, web.Options{Token: token, CallTimeout: timeout, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	hosts := slices.Clone(site.Hosts)
+	if u, err := url.Parse(reach); reach != "" && err == nil && u.Hostname() != "" {
+		hosts = append(hosts, u.Hostname())
+	}
+	srv := web.New(b, web.Options{Token: token, CallTimeout: timeout, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Hosts: hosts, TrustForwardedProto: site.TrustForwardedProto})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go srv.Run(ctx)

@@ -70,7 +70,7 @@ func BenchmarkWebConsoleSwarm(b *testing.B) {
 	wctx, wcancel := context.WithCancel(ctx)
 	served := make(chan error, 1)
 	go func() {
-		served <- serveWeb(wctx, ln, "", c.backend(), token, 60*time.Second, io.Discard, "web console")
+		served <- serveWeb(wctx, ln, "", webSite{}, c.backend(), token, 60*time.Second, io.Discard, "web console")
 	}()
 	b.Cleanup(func() { wcancel(); <-served })
 	base := "http://" + ln.Addr().String()

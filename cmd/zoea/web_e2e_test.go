@@ -133,7 +133,7 @@ func TestWebConsoleInABrowser(t *testing.T) {
 	wctx, wcancel := context.WithCancel(ctx)
 	served := make(chan error, 1)
 	go func() {
-		served <- serveWeb(wctx, ln, "", c.backend(), token, 20*time.Second, io.Discard, "web console")
+		served <- serveWeb(wctx, ln, "", webSite{}, c.backend(), token, 20*time.Second, io.Discard, "web console")
 	}()
 	t.Cleanup(func() {
 		wcancel()

@@ -23,7 +23,7 @@ func back(r *http.Request, def string) string {
 	return def
 }
 
-func mysisURL(name string) string { return "/mysis/" + url.PathEscape(name) }
+func mysisURL(name string) string { return "/mysis/" + pathSegment(name) }
 
 // do runs one action and returns to the page it came from with its outcome: what happened, or the sentence the CLI
 // would print for the same error.

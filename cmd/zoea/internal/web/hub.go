@@ -193,7 +193,7 @@ func (h *hub) onEvent(e *busv1.Event) {
 	case *busv1.Event_ToolCalled:
 		msg["action"] = present.Clip(present.OneLine(p.ToolCalled.GetTool()), 40)
 	case *busv1.Event_Error:
-		msg["error"] = present.Clip(present.OneLine(p.Error.GetMessage()), 80)
+		msg["error"] = present.Clip(present.OneLine(p.Error.GetMessage()), maxError)
 	}
 	h.publish("event", msg)
 	if id != "" {
@@ -275,7 +275,7 @@ func rowOf(st *runnerv1.MysisStatus) row {
 		ID: m.GetId(), Name: present.Safe(m.GetName()), State: present.State(m.GetState()), Reason: present.OneLine(m.GetStateReason()),
 		Provider: present.Safe(m.GetProvider()), Model: present.Safe(m.GetModel()), Credits: present.Credits(st),
 		Turns: m.GetCurrentTurn(), Tokens: tokens, Cost: cost, Action: present.Clip(present.OneLine(st.GetLastAction()), 40),
-		LastError: present.Clip(present.OneLine(present.LastError(st)), 80), Owner: present.Safe(st.GetOwner()),
+		LastError: present.Clip(present.OneLine(present.LastError(st)), maxError), Owner: present.Safe(st.GetOwner()),
 		credits: st.GetCredits(), tokens: u.GetPromptTokens() + u.GetCompletionTokens(), costNanos: u.GetCostNanos(),
 	}
 }
@@ -328,3 +328,7 @@ func (h *hub) forget() {
 	h.complete = false
 	h.mu.Unlock()
 }
+
+// maxError is how much of an error a row shows: enough for the cause at the end of a wrapped chain (the table wraps
+// it), short of a runaway provider body.
+const maxError = 1000

@@ -28,13 +28,22 @@ var funcs = template.FuncMap{
 	"grouped": func(n int64) string { return present.Grouped(n) },
 	"usd":     spend.USD,
 	"time":    func(t time.Time) string { return t.UTC().Format("15:04:05") },
-	"path":    url.PathEscape,
+	"path":    pathSegment,
+}
+
+// pathSegment is a name as one segment of a URL path: "/", "?" and "#" escaped, and "." or ".." spelled %2E so no
+// browser or proxy resolves it as a step up.
+func pathSegment(name string) string {
+	if strings.Trim(name, ".") == "" {
+		return strings.Repeat("%2E", len(name))
+	}
+	return url.PathEscape(name)
 }
 
 // parsePages parses each page with the layout.
 func parsePages() map[string]*template.Template {
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"login", "refused", "swarm", "mysis", "anatomy", "spend", "help", "delete"} {
+	for _, name := range []string{"login", "refused", "swarm", "mysis", "anatomy", "spend", "help", "delete", "notfound"} {
 		pages[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
 	}
 	return pages

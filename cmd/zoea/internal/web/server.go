@@ -20,10 +20,14 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,6 +53,16 @@ type Options struct {
 	SessionTTL time.Duration
 	// Log gets one line per refused request and per failed call (default: discard).
 	Log *slog.Logger
+	// Hosts are the host names browsers may reach the console by (the --url's host, --host). A request whose Host
+	// is not one of them, not "localhost" and not an IP address is refused, so a DNS-rebinding page (a name of the
+	// attacker's that resolves to this console) cannot use it.
+	Hosts []string
+	// TrustForwardedProto takes X-Forwarded-Proto: https from the proxy in front as TLS: cookies get Secure and
+	// pages get HSTS. Only for a console that nothing reaches but that proxy.
+	TrustForwardedProto bool
+	// LoginAttempts is how many wrong tokens one client may send before it must wait LoginLockout (default 5, 1m).
+	LoginAttempts int
+	LoginLockout  time.Duration
 }
 
 // Server is the console's HTTP handler.
@@ -60,6 +74,9 @@ type Server struct {
 	mux   http.Handler
 
 	key []byte // signs sessions: derived from the token, so a new token ends every session
+
+	hosts  map[string]bool
+	logins *loginLimiter
 }
 
 // session is a login: signed, not stored, so any replica of the console accepts it.
@@ -88,12 +105,22 @@ func New(b backend.Backend, opts Options) *Server {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
+	if opts.LoginAttempts <= 0 {
+		opts.LoginAttempts = 5
+	}
+	if opts.LoginLockout <= 0 {
+		opts.LoginLockout = time.Minute
+	}
 	if opts.Token == "" {
 		panic("web: Options.Token is required")
 	}
 	mac := hmac.New(sha256.New, []byte(opts.Token))
 	mac.Write([]byte("zoea web session key v1"))
-	s := &Server{b: b, opts: opts, key: mac.Sum(nil)}
+	s := &Server{b: b, opts: opts, key: mac.Sum(nil), hosts: map[string]bool{"localhost": true},
+		logins: newLoginLimiter(opts.LoginAttempts, opts.LoginLockout)}
+	for _, h := range opts.Hosts {
+		s.hosts[strings.ToLower(strings.TrimSuffix(h, "."))] = true
+	}
 	s.hub = newHub(b, opts.Now, opts.CallTimeout, opts.Log)
 	s.pages = parsePages()
 	s.mux = s.routes()
@@ -111,7 +138,33 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Frame-Options", "DENY")
+	if s.secure(r) {
+		h.Set("Strict-Transport-Security", "max-age=31536000")
+	}
+	if r.URL.Path != "/healthz" && !s.hostAllowed(r.Host) {
+		s.opts.Log.Warn("refused a request for another host name", "host", r.Host, "path", r.URL.Path)
+		s.refuse(w, r, http.StatusMisdirectedRequest, "refused: this console does not answer to the host name "+
+			strconv.Quote(present.OneLine(r.Host))+"; reach it by localhost, an IP address or a name given to zoea web --host (or its --url)")
+		return
+	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// hostAllowed: the request's Host is an IP address, localhost, or a configured name. A rebinding attack needs a name
+// of its own, so an IP address is safe to answer.
+func (s *Server) hostAllowed(hostport string) bool {
+	h := hostport
+	if hh, _, err := net.SplitHostPort(hostport); err == nil {
+		h = hh
+	}
+	h = strings.ToLower(strings.TrimSuffix(strings.Trim(h, "[]"), "."))
+	if h == "" {
+		return false
+	}
+	if _, err := netip.ParseAddr(h); err == nil {
+		return true
+	}
+	return s.hosts[h]
 }
 
 func (s *Server) routes() http.Handler {
@@ -139,6 +192,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /mysis/{mysis}/message", s.authed(s.changes(s.message)))
 	mux.HandleFunc("POST /mysis/{mysis}/configure", s.authed(s.changes(s.configure)))
 	mux.HandleFunc("POST /mysis/{mysis}/limits", s.authed(s.changes(s.limits)))
+	mux.HandleFunc("/", s.notFound)
 
 	// Every unsafe method (POST here) from another origin is refused before any handler runs: the browser's
 	// Sec-Fetch-Site, or else its Origin against the Host.
@@ -246,7 +300,20 @@ func (s *Server) lookup(r *http.Request) *session {
 	return &session{csrf: hex.EncodeToString(s.sign([]byte("csrf"), payload)), expires: expires}
 }
 
-func secure(r *http.Request) bool { return r.TLS != nil }
+// secure: the browser reached the console over TLS, directly or through a trusted proxy.
+func (s *Server) secure(r *http.Request) bool {
+	return r.TLS != nil || (s.opts.TrustForwardedProto && strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https"))
+}
+
+// notFound answers a path the console has no page for.
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	if sess := s.lookup(r); sess != nil {
+		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, sess))
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	s.render(w, r, http.StatusNotFound, "notfound", map[string]any{"Why": "no page at " + present.Safe(present.OneLine(r.URL.Path)) +
+		": the console has the swarm (/), /spend, /help and /mysis/NAME"})
+}
 
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 	s.loginForm(w, r, http.StatusOK, "")
@@ -255,13 +322,21 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 // loginForm shows the login form with a fresh login CSRF token (double-submitted: a cookie and the form field).
 func (s *Server) loginForm(w http.ResponseWriter, r *http.Request, code int, problem string) {
 	tok := randomID()
-	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: tok, Path: "/login", HttpOnly: true, Secure: secure(r),
+	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: tok, Path: "/login", HttpOnly: true, Secure: s.secure(r),
 		SameSite: http.SameSiteStrictMode, MaxAge: 3600})
 	w.Header().Set("Cache-Control", "no-store")
 	s.render(w, r, code, "login", map[string]any{"CSRF": tok, "Problem": problem})
 }
 
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	client := clientOf(r)
+	if wait := s.logins.wait(client, s.opts.Now()); wait > 0 {
+		s.opts.Log.Warn("refused a login from a client with too many wrong tokens", "client", client)
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Round(time.Second)/time.Second)))
+		s.loginForm(w, r, http.StatusTooManyRequests, fmt.Sprintf("too many wrong tokens from %s: wait %s before trying again",
+			client, wait.Round(time.Second)))
+		return
+	}
 	c, err := r.Cookie(loginCookie)
 	form := r.PostFormValue("csrf")
 	if err != nil || form == "" || subtle.ConstantTimeCompare([]byte(c.Value), []byte(form)) != 1 {
@@ -270,12 +345,14 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(s.opts.Token)) != 1 {
-		s.opts.Log.Warn("refused a wrong admin token at login")
+		s.opts.Log.Warn("refused a wrong admin token at login", "client", client)
+		s.logins.failed(client, s.opts.Now())
 		s.loginForm(w, r, http.StatusUnauthorized, "wrong token: the console takes the swarm's admin token (ZOEA_ADMIN_TOKEN)")
 		return
 	}
+	s.logins.succeeded(client)
 	id := s.newSession(s.opts.Now().Add(s.opts.SessionTTL))
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true, Secure: secure(r),
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true, Secure: s.secure(r),
 		SameSite: http.SameSiteStrictMode, MaxAge: int(s.opts.SessionTTL / time.Second)})
 	http.SetCookie(w, &http.Cookie{Name: loginCookie, Path: "/login", MaxAge: -1})
 	http.Redirect(w, r, "/", http.StatusSeeOther)
@@ -303,8 +380,10 @@ func (s *Server) flash(w http.ResponseWriter, r *http.Request, text string, ok b
 	if ok {
 		v = "o"
 	}
-	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(v + present.Safe(text))),
-		Path: "/", HttpOnly: true, Secure: secure(r), SameSite: http.SameSiteStrictMode, MaxAge: 60})
+	payload := []byte(v + present.Safe(text))
+	enc := base64.RawURLEncoding
+	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: enc.EncodeToString(payload) + "." + enc.EncodeToString(s.sign([]byte("flash"), payload)),
+		Path: "/", HttpOnly: true, Secure: s.secure(r), SameSite: http.SameSiteStrictMode, MaxAge: 60})
 }
 
 // takeFlash reads the outcome of the last action, once.
@@ -314,8 +393,12 @@ func (s *Server) takeFlash(w http.ResponseWriter, r *http.Request) (string, bool
 		return "", false
 	}
 	http.SetCookie(w, &http.Cookie{Name: flashCookie, Path: "/", MaxAge: -1})
-	b, err := base64.RawURLEncoding.DecodeString(c.Value)
-	if err != nil || len(b) < 2 {
+	// Signed as a session is: another page on this host can set a cookie, but not one this console shows.
+	p64, m64, _ := strings.Cut(c.Value, ".")
+	enc := base64.RawURLEncoding.Strict()
+	b, err1 := enc.DecodeString(p64)
+	mac, err2 := enc.DecodeString(m64)
+	if err1 != nil || err2 != nil || len(b) < 2 || !hmac.Equal(mac, s.sign([]byte("flash"), b)) {
 		return "", false
 	}
 	return string(b[1:]), b[0] == 'o'

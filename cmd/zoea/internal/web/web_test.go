@@ -449,6 +449,7 @@ func TestASessionIsValidOnEveryReplicaAndOnlyWithItsToken(t *testing.T) {
 	cookies := c.c.Jar.Cookies(u)
 	get := func(s *Server) int {
 		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Host = u.Host // httptest's example.com is not a name these consoles answer to
 		for _, ck := range cookies {
 			req.AddCookie(ck)
 		}

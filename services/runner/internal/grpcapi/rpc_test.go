@@ -933,3 +933,29 @@ func TestListMysesAsksUsageInChunks(t *testing.T) {
 		t.Errorf("usage requests named %v myses, want %d, %d and 50", sizes, usageChunk, usageChunk)
 	}
 }
+
+// The list carries each mysis's effective spend limits, as GetMysis does: the console's spend page reads them from
+// the list (issue 46: a mysis idled by its limit showed "no mysis has a spend limit").
+func TestListMysesCarriesSpendLimits(t *testing.T) {
+	s := startSwarm(t, Defaults{SpendLimits: []usage.Limit{{Window: usage.Hour, Unit: usage.Tokens, Amount: 100000}}}, newLive())
+	ctx := context.Background()
+	a := addMysis(t, s.mem, "alpha", "autopilot", "autopilot")
+	addMysis(t, s.mem, "bravo", "autopilot", "autopilot")
+	s.spend.setOwn(a.GetId(), spendLimit(day, cost, 5e9))
+	page, err := s.api.ListMyses(ctx, &runnerv1.ListMysesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]*memoryv1.SpendLimit{
+		"alpha": {spendLimit(hour, tokens, 100000), spendLimit(day, cost, 5e9)},
+		"bravo": {spendLimit(hour, tokens, 100000)},
+	}
+	if len(page.GetMyses()) != 2 {
+		t.Fatalf("listed %s", nameList(page.GetMyses()))
+	}
+	for _, st := range page.GetMyses() {
+		if w := want[st.GetMysis().GetName()]; !equalLimits(st.GetSpendLimits(), w) {
+			t.Errorf("%s: spend limits %v, want %v", st.GetMysis().GetName(), st.GetSpendLimits(), w)
+		}
+	}
+}

@@ -275,6 +275,9 @@ func (s *Server) ListMyses(ctx context.Context, req *runnerv1.ListMysesRequest) 
 	if err := s.addUsage(ctx, out.Myses); err != nil {
 		return nil, err
 	}
+	if err := s.addLimits(ctx, out.Myses); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"golang.org/x/sync/errgroup"
+
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
@@ -93,10 +95,23 @@ func (s *Server) addUsageAndLimits(ctx context.Context, st *runnerv1.MysisStatus
 	if err := s.addUsage(ctx, []*runnerv1.MysisStatus{st}); err != nil {
 		return err
 	}
-	own, err := s.memory.OwnSpendLimits(ctx, st.GetMysis().GetId())
-	if err != nil {
-		return err
+	return s.addLimits(ctx, []*runnerv1.MysisStatus{st})
+}
+
+// addLimits fills each status's effective spend limits (its own over the configured defaults). Memory answers one
+// mysis a call, so a page's calls run a few at a time.
+func (s *Server) addLimits(ctx context.Context, sts []*runnerv1.MysisStatus) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for _, st := range sts {
+		g.Go(func() error {
+			own, err := s.memory.OwnSpendLimits(gctx, st.GetMysis().GetId())
+			if err != nil {
+				return err
+			}
+			st.SpendLimits = memorypb.ToProtoLimits(usage.Effective(s.defaults.SpendLimits, own))
+			return nil
+		})
 	}
-	st.SpendLimits = memorypb.ToProtoLimits(usage.Effective(s.defaults.SpendLimits, own))
-	return nil
+	return g.Wait()
 }
