@@ -161,6 +161,28 @@ func TestWebConsoleInABrowser(t *testing.T) {
 		}
 	}
 
+	// A row action keeps the page as it was: sorted by name, the second row selected with j, s stops that mysis
+	// (not another), and the page comes back sorted the same way with the same row selected.
+	b.run("sorted by name", 30*time.Second, chromedp.Navigate(base+"/?sort=name&q="), chromedp.WaitVisible(chromedp.ID("#swarm")))
+	b.run("select the second row (j j)", 10*time.Second, chromedp.KeyEvent("j"), chromedp.KeyEvent("j"))
+	chosen := value(b, "the selected row", 10*time.Second, chromedp.Evaluate[string](`document.querySelector("#swarm tr.selected").dataset.name`))
+	if chosen != "scout-1" { // miner-2, scout-1, trader-3 sorted by name
+		t.Fatalf("j j selected %q, want the second row by name, scout-1", chosen)
+	}
+	b.run("stop the selected row (s)", 30*time.Second, chromedp.KeyEvent("s"), chromedp.WaitVisible(chromedp.ID("#flash")))
+	if got := b.text("#flash"); !strings.Contains(got, "stopped scout-1") {
+		t.Fatalf("s on the selected scout-1: %q", got)
+	}
+	loc := value(b, "location after the action", 10*time.Second, chromedp.Location())
+	again := value(b, "the row selected after the action", 10*time.Second, chromedp.Evaluate[string](
+		`(document.querySelector("#swarm tr.selected") || {dataset: {}}).dataset.name || ""`))
+	if !strings.Contains(loc, "sort=name") || again != "scout-1" {
+		t.Fatalf("after s the console is at %s with %q selected; want the same sort and scout-1 selected", loc, again)
+	}
+	if _, err := c.swarm.StartMysis(ctx, &runnerv1.StartMysisRequest{Mysis: "scout-1"}); err != nil {
+		t.Fatal(err)
+	}
+
 	// A broadcast from the page reaches every mysis: the bus reports each delivery.
 	events, err := c.bus.WatchEvents(ctx, &busv1.WatchEventsRequest{})
 	if err != nil {

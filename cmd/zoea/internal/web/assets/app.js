@@ -96,6 +96,8 @@
     const f = document.getElementById("row-action");
     if (!f || !name) return;
     f.action = mysisPath(name) + "/" + verb;
+    // Back to this page as it is (its sort and filter), with the same mysis selected.
+    if (f.elements.back) f.elements.back.value = location.pathname + location.search + "#sel=" + encodeURIComponent(name);
     f.requestSubmit();
   };
   const act = {
@@ -129,5 +131,9 @@
     e.preventDefault();
     act[a](target());
   });
-  if (location.hash) focus(location.hash.slice(1) + "-text") || focus(location.hash.slice(1) + "-provider");
+  if (location.hash.startsWith("#sel=")) {
+    const name = decodeURIComponent(location.hash.slice(5));
+    const i = rows().findIndex((tr) => tr.dataset.name === name);
+    if (i >= 0) select(i);
+  } else if (location.hash) focus(location.hash.slice(1) + "-text") || focus(location.hash.slice(1) + "-provider");
 })();
