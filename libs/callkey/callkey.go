@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxArgBytes is the longest canonical argument text a call key holds verbatim; longer arguments are keyed
@@ -44,6 +45,51 @@ func Of(toolName, arguments string) string {
 // a \u0000 escape, an unpaired surrogate, a number out of numeric's range) is returned unchanged: such arguments
 // are keyed by their exact text.
 func CanonicalArguments(s string) string {
+	if alreadyCanonical(s) {
+		return s // the common call, {"to":"sol"}, without a parse
+	}
+	return canonicalArguments(s)
+}
+
+// alreadyCanonical reports text that canonicalArguments returns unchanged, read without parsing: an object text
+// with no insignificant whitespace, at most one member per object (no comma outside strings, so no order to
+// sort), no escapes, valid UTF-8, and no number that numeric writes otherwise (an exponent, a negative zero).
+// Such a text is either canonical JSON or not JSON at all, and both are returned as they are.
+func alreadyCanonical(s string) bool {
+	if len(s) < 2 || s[0] != '{' || !utf8.ValidString(s) {
+		return false
+	}
+	inString := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if inString {
+			switch {
+			case c == '"':
+				inString = false
+			case c == '\\' || c < 0x20:
+				return false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case ' ', '\t', '\n', '\r', ',':
+			return false
+		case 'e', 'E':
+			if p := s[i-1]; p >= '0' && p <= '9' || p == '.' {
+				return false
+			}
+		case '-':
+			if i+1 < len(s) && s[i+1] == '0' {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func canonicalArguments(s string) string {
 	t := strings.TrimLeft(s, " \t\r\n")
 	if !strings.HasPrefix(t, "{") || hasBadEscape(s) {
 		return s

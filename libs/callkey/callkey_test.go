@@ -21,3 +21,19 @@ func TestCanonicalArguments(t *testing.T) {
 		t.Errorf("Of = %q", got)
 	}
 }
+
+// The shortcut for text that is already canonical never answers otherwise than the parse would.
+func FuzzAlreadyCanonicalAgreesWithTheParse(f *testing.F) {
+	for _, s := range []string{`{"to":"sol"}`, `{"qty":1e2}`, `{"qty":100}`, `{"q":-0}`, `{"q":-0.5}`, `{"q":1.50}`,
+		`{"a":{"b":true}}`, `{"a":[1]}`, `{"a":null}`, `{"s":"é"}`, "{\"s\":\"\xff\"}", `{"s":"a b,c"}`, `{"a":1}}`,
+		`{"a":}`, `{}`, `{"a":01}`, `{"e":"1e2"}`, `{"a":1.e5}`, `{"a":2E3}`, `{"a":true}`, `{"a":"\u00e9"}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if alreadyCanonical(s) {
+			if got := canonicalArguments(s); got != s {
+				t.Fatalf("%q taken as canonical; the parse makes it %q", s, got)
+			}
+		}
+	})
+}

@@ -1,10 +1,11 @@
 package compose
 
 import (
-	"bytes"
 	"encoding/json"
 	"slices"
 	"strings"
+
+	"github.com/zoeaswarm/zoea/libs/callkey"
 )
 
 // Tool names in the policy (SnapshotTools, PinnedTools) are either a tool ("get_status", the legacy flat endpoint)
@@ -71,16 +72,16 @@ func (p Policy) pinnedAs(name, arguments string) string {
 	return e
 }
 
-// CallKey is the distinct-call key of a tool result: the tool name plus its call's canonical arguments (object keys
-// sorted, no insignificant whitespace), or, for the policy's snapshot calls, the policy entry alone (the tool, or
-// "tool.action"), whose newest result supersedes every older one whatever its other arguments. Arguments that are
-// not a JSON object are keyed by their exact text. Two results with the same key answer the same question; the
-// older one is superseded.
+// CallKey is the distinct-call key of a tool result: for the policy's snapshot calls the policy entry alone (the
+// tool, or "tool.action"), whose newest result supersedes every older one whatever its other arguments; for every
+// other call the key the memory service stores with the result (libs/callkey: the tool name and its arguments in
+// canonical form, numbers as numeric writes them, so {"qty":1e2} and {"qty":100} are one call). Two results with
+// the same key answer the same question; the older one is superseded.
 func (p Policy) CallKey(name, arguments string) string {
 	if e, ok := listed(p.SnapshotTools, name, arguments); ok {
 		return e
 	}
-	return name + "\x00" + canonicalArgs(arguments)
+	return callkey.Of(name, arguments)
 }
 
 // WindowTools returns the snapshot and pinned tools to ask the memory service's GetComposeWindow for, which keys
@@ -103,34 +104,6 @@ func (p Policy) WindowTools() (snapshot, pinned []string) {
 		}
 	}
 	return snapshot, pinned
-}
-
-func canonicalArgs(args string) string {
-	t := strings.TrimSpace(args)
-	if t == "" || t == "{}" {
-		return "{}"
-	}
-	if t[0] != '{' {
-		return t
-	}
-	if !strings.ContainsAny(t, ", \t\n\r\\") {
-		// At most one key per object and nothing to unescape or reformat: already canonical (if it is JSON at all,
-		// and if it is not, its exact text is its key anyway). The common case of a single argument, without a parse.
-		return t
-	}
-	d := json.NewDecoder(strings.NewReader(t))
-	d.UseNumber()
-	var v map[string]any
-	if err := d.Decode(&v); err != nil || d.More() {
-		return t
-	}
-	var b bytes.Buffer
-	e := json.NewEncoder(&b)
-	e.SetEscapeHTML(false)
-	if err := e.Encode(v); err != nil { // maps encode with sorted keys, recursively
-		return t
-	}
-	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // withoutAction is a call's arguments without their "action" member (the arguments of the flat call an
