@@ -19,6 +19,7 @@ import (
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+	"github.com/zoeaswarm/zoea/libs/text"
 )
 
 // call runs fn with dialled clients and the per-call timeout, and turns its error into a sentence about s (the
@@ -562,7 +563,8 @@ func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + fmt.Sprintf("… (%d more bytes)", len(s)-n)
+	cut := text.Cut(s, n)
+	return cut + fmt.Sprintf("… (%d more bytes)", len(s)-len(cut))
 }
 
 func indent(s string) string { return "    " + strings.ReplaceAll(s, "\n", "\n    ") }

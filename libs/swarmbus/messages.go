@@ -15,6 +15,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/zoeaswarm/zoea/libs/text"
 )
 
 const tracerName = "github.com/zoeaswarm/zoea/libs/swarmbus"
@@ -399,7 +401,7 @@ func (b *Bus) handle(ctx context.Context, log *slog.Logger, opts ConsumerOptions
 		span.RecordError(err)
 		span.SetStatus(codes.Error, "terminated")
 		log.Error("message terminated after a permanent failure", "seq", d.Seq, "subject", msg.Subject(), "attempt", d.Attempt, "err", err)
-		_ = msg.TermWithReason(truncate(err.Error(), 200))
+		_ = msg.TermWithReason(text.Cut(err.Error(), 200))
 	default:
 		span.RecordError(err)
 		span.SetStatus(codes.Error, "retry")
@@ -407,11 +409,4 @@ func (b *Bus) handle(ctx context.Context, log *slog.Logger, opts ConsumerOptions
 		log.Warn("delivery failed; will retry", "seq", d.Seq, "subject", msg.Subject(), "attempt", d.Attempt, "retry_in", delay.String(), "err", err)
 		_ = msg.NakWithDelay(delay)
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }

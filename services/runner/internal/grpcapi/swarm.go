@@ -19,6 +19,7 @@ import (
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/libs/names"
+	"github.com/zoeaswarm/zoea/libs/text"
 	"github.com/zoeaswarm/zoea/services/runner/internal/composerclient"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 	"github.com/zoeaswarm/zoea/services/runner/internal/memoryclient"
@@ -444,9 +445,6 @@ func checkEndpoint(e string) error {
 	if e == "" || e == "v1" || e == "v2" {
 		return nil
 	}
-	shown := e
-	if len(shown) > 40 {
-		shown = shown[:40] + "…"
-	}
+	shown := text.Clip(e, 40, "…")
 	return errs.InvalidField("spacemolt_endpoint", "must be v1 (the flat tools at /mcp), v2 (the action tools at /mcp/v2) or empty for the swarm's endpoint; got %q", shown)
 }

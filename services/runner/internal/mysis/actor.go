@@ -13,6 +13,7 @@ import (
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/libs/redact"
 	"github.com/zoeaswarm/zoea/libs/retry"
+	"github.com/zoeaswarm/zoea/libs/text"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 )
 
@@ -488,14 +489,7 @@ func (a *Actor) closeTools() {
 }
 
 func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	// Cut on a rune boundary.
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
+	return text.Clip(s, n, "…")
 }
 
 func turnOutcome(err error) string {
