@@ -1,6 +1,7 @@
 package compose
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/zoeaswarm/zoea/libs/callkey"
@@ -10,7 +11,7 @@ import (
 // service (libs/callkey, the key it stores), on every canonical form: number spellings, key order, whitespace,
 // escapes, nesting, non-objects, empty arguments and arguments past the hashed length.
 func TestCallKeyAgreesWithMemory(t *testing.T) {
-	long := `{"text":"` + repeat("log entry ", 40) + `"}`
+	long := `{"text":"` + strings.Repeat("log entry ", 40) + `"}`
 	args := []string{
 		`{"qty":1e2}`, `{"qty":100}`, `{"qty":100.0}`, `{"qty":1E+2}`, `{"qty":"100"}`,
 		`{"a":1,"b":2}`, `{"b":2,"a":1}`, "{ \"a\" : 1 ,\n\"b\":2 }",
@@ -37,12 +38,4 @@ func TestCallKeyAgreesWithMemory(t *testing.T) {
 	if snap.CallKey("get_status", `{"x":1}`) != snap.CallKey("get_status", `{}`) {
 		t.Error("snapshot calls with different arguments got different keys")
 	}
-}
-
-func repeat(s string, n int) string {
-	out := ""
-	for range n {
-		out += s
-	}
-	return out
 }
