@@ -11,11 +11,16 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Open parses url and returns a pool. It does not wait for the server: readiness checks use Ping.
-func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+// Open parses url and returns a pool whose connections name application (Postgres' application_name, seen in
+// pg_stat_activity, so an operator or a soak can tell who holds the connections) unless url names one itself. It does
+// not wait for the server: readiness checks use Ping.
+func Open(ctx context.Context, url, application string, maxConns int32) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	if _, set := cfg.ConnConfig.RuntimeParams["application_name"]; !set && application != "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = application
 	}
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns

@@ -37,7 +37,8 @@ func CheckDebugAddr(addr string) error {
 
 // ServeDebug starts the debug listener on addr (CheckDebugAddr first; empty: nothing listens, a nil address and a
 // stop that does nothing). It serves net/http/pprof under DebugPath on its own mux, never on http.DefaultServeMux
-// or a service's port, and logs the bound address as "debug server listening". stop closes it.
+// or a service's port, and the published caches' fill at CachesPath (PublishCaches); it logs the bound address as
+// "debug server listening". stop closes it.
 func ServeDebug(addr string, log *slog.Logger) (bound net.Addr, stop func(), err error) {
 	if err := CheckDebugAddr(addr); err != nil {
 		return nil, nil, err
@@ -63,6 +64,7 @@ func ServeDebug(addr string, log *slog.Logger) (bound net.Addr, stop func(), err
 	mux.HandleFunc(DebugPath+"profile", pprof.Profile)
 	mux.HandleFunc(DebugPath+"symbol", pprof.Symbol)
 	mux.HandleFunc(DebugPath+"trace", pprof.Trace)
+	mux.HandleFunc(CachesPath, serveCaches)
 	// No write timeout: a CPU profile or trace takes as long as its ?seconds= asks.
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	done := make(chan struct{})

@@ -165,3 +165,45 @@ func TestStartDebugListener(t *testing.T) {
 		t.Fatalf("Start with ZOEA_DEBUG_ADDR=0.0.0.0:0: %v, want an error naming ZOEA_DEBUG_ADDR", err)
 	}
 }
+
+// The debug listener serves every published cache's fill, sorted by name, until it is unpublished.
+func TestServeDebugServesPublishedCaches(t *testing.T) {
+	bound, stop, err := server.ServeDebug("127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	read := func() []server.CacheFill {
+		t.Helper()
+		resp, err := http.Get("http://" + bound.String() + server.CachesPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out []server.CacheFill
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	size := int64(3)
+	unpublish := server.PublishCaches(func() []server.CacheFill {
+		return []server.CacheFill{{Name: "zz-test-tokens", Unit: "entries", Size: size, Bound: 10}, {Name: "aa-test-windows", Unit: "bytes", Size: 7, Bound: 64}}
+	})
+	got := read()
+	var names []string
+	for _, c := range got {
+		if strings.HasSuffix(c.Name, "-test-tokens") || strings.HasSuffix(c.Name, "-test-windows") {
+			names = append(names, c.Name)
+		}
+	}
+	if strings.Join(names, ",") != "aa-test-windows,zz-test-tokens" {
+		t.Fatalf("published caches served as %v (all: %+v), want aa-test-windows then zz-test-tokens", names, got)
+	}
+	unpublish()
+	for _, c := range read() {
+		if strings.HasSuffix(c.Name, "-test-tokens") {
+			t.Fatalf("%s still served after unpublish", c.Name)
+		}
+	}
+}

@@ -166,15 +166,17 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	defer memConn.Close()
 
 	policy := cfg.Policy.policy()
+	counts := tokcache.New(tok, cfg.TokenCacheEntries)
 	svc, err := grpcapi.New(memoryclient.New(memoryv1.NewMemoryServiceClient(memConn)), grpcapi.Options{
 		Policy:          &policy,
-		Counter:         tokcache.New(tok, cfg.TokenCacheEntries),
+		Counter:         counts,
 		Logger:          log,
 		CarryCacheBytes: carryCacheOption(cfg.CarryCacheBytes),
 	})
 	if err != nil {
 		return err
 	}
+	defer server.PublishCaches(func() []server.CacheFill { return cacheFills(counts, svc) })()
 	srv := server.New(server.Options{
 		Name:   "composer",
 		Config: cfg.Server,
@@ -195,4 +197,13 @@ func carryCacheOption(n int64) int64 {
 		return -1
 	}
 	return n
+}
+
+// cacheFills is the composer's caches for the debug listener: the token counts and the service's window caches.
+func cacheFills(counts *tokcache.Cache, svc *grpcapi.Service) []server.CacheFill {
+	out := []server.CacheFill{{Name: "composer.tokens", Unit: "entries", Size: int64(counts.Stats().Entries), Bound: int64(counts.Bound())}}
+	for _, f := range svc.CacheFills() {
+		out = append(out, server.CacheFill{Name: f.Name, Unit: f.Unit, Size: f.Size, Bound: f.Bound})
+	}
+	return out
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/zoeaswarm/zoea/services/composer/internal/grpcapi"
 	"github.com/zoeaswarm/zoea/services/composer/internal/memoryclient"
 	"github.com/zoeaswarm/zoea/services/composer/internal/testkit/histgen"
+	"github.com/zoeaswarm/zoea/services/composer/internal/window"
 )
 
 // observed passes GetComposeWindow through to the real memory service and counts what the carry cache did.
@@ -283,6 +284,11 @@ func TestCarryCacheEvicts(t *testing.T) {
 	if weight == 0 {
 		t.Fatal("no carried rows held")
 	}
+	// What the debug listener reports (libs/server.PublishCaches): three myses held and remembered.
+	if fills := fillsByName(big.CacheFills()); fills["composer.carries.myses"].Size != 3 || fills["composer.boundaries"].Size != 3 ||
+		fills["composer.carries"].Size < int64(weight) || fills["composer.carries"].Bound != window.DefaultCarryCacheBytes {
+		t.Fatalf("cache fills %+v, want 3 myses held (at least %d bytes of %d) and 3 boundaries", fills, weight, window.DefaultCarryCacheBytes)
+	}
 	obs = &observed{api: mem}
 	small, err := grpcapi.New(memoryclient.New(obs), grpcapi.Options{Counter: cache(t), Logger: discardLogger(), CarryCacheBytes: int64(weight) * 3 / 2})
 	if err != nil {
@@ -298,9 +304,20 @@ func TestCarryCacheEvicts(t *testing.T) {
 			t.Fatalf("a bound of 1.5 carries holds %d", held)
 		}
 	}
+	if f := fillsByName(small.CacheFills())["composer.carries"]; f.Size > f.Bound || f.Bound != int64(weight)*3/2 {
+		t.Fatalf("the bounded carry cache reports %d of %d bytes, want at most its bound %d", f.Size, f.Bound, int64(weight)*3/2)
+	}
 	// Unbounded, rounds 3 and 4 would leave the carried rows out 6 times; with room for one mysis, at most twice.
 	if obs.omitted.Load() > 2 {
 		t.Fatalf("%d composes reused held rows with room for one mysis's", obs.omitted.Load())
 	}
 	t.Logf("one carry weighs %d; with room for 1.5, %d of 12 composes reused held rows", weight, obs.omitted.Load())
+}
+
+func fillsByName(fills []window.Fill) map[string]window.Fill {
+	out := map[string]window.Fill{}
+	for _, f := range fills {
+		out[f.Name] = f
+	}
+	return out
 }

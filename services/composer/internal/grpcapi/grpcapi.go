@@ -79,6 +79,15 @@ func New(memory window.Windows, opts Options) (*Service, error) {
 	return svc, nil
 }
 
+// CacheFills is how full the service's caches are (the boundaries and the carried windows; none when stateless).
+func (s *Service) CacheFills() []window.Fill {
+	fills := s.windows.Fill()
+	if s.bounds != nil {
+		fills = append(fills, s.bounds.Fill())
+	}
+	return fills
+}
+
 // DefaultPolicy returns the policy in force for a request without overrides.
 func (s *Service) DefaultPolicy() compose.Policy { return s.defaults }
 

@@ -159,6 +159,11 @@ type Stats struct {
 	Entries      int
 }
 
+// Bound is how many entries the cache holds at most: two generations of every shard.
+func (c *Cache) Bound() int {
+	return 2 * shardCount * c.shards[0].limit
+}
+
 // Stats returns hit and miss counts (empty texts are in neither) and the current size.
 func (c *Cache) Stats() Stats {
 	st := Stats{Hits: c.hits.Load(), Misses: c.misses.Load()}

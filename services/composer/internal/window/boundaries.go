@@ -50,3 +50,10 @@ func (b *Boundaries) Put(id string, m Mark) {
 		b.order = append([]string(nil), b.order...)
 	}
 }
+
+// Fill is how many myses' marks are remembered, against the bound.
+func (b *Boundaries) Fill() Fill {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return Fill{Name: "composer.boundaries", Unit: "myses", Size: int64(len(b.seqs)), Bound: int64(b.max)}
+}

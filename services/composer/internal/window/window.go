@@ -125,3 +125,23 @@ func (r *Reader) Held() int {
 	r.carries.c.CleanUp()
 	return r.carries.c.EstimatedSize()
 }
+
+// Fill is how full one of the composer's bounded caches is: Size of Bound, in Unit (the soak reads it through the
+// debug listener, libs/server.PublishCaches).
+type Fill struct {
+	Name, Unit  string
+	Size, Bound int64
+}
+
+// Fill is the carry cache's weight in bytes against its bound, and the myses it holds (no bound of their own: as
+// many as fit); none when it holds nothing by design (stateless, or a bound of 0).
+func (r *Reader) Fill() []Fill {
+	if r.carries == nil {
+		return nil
+	}
+	c := r.carries.c
+	return []Fill{
+		{Name: "composer.carries", Unit: "bytes", Size: int64(c.WeightedSize()), Bound: int64(c.GetMaximum())},
+		{Name: "composer.carries.myses", Unit: "myses", Size: int64(c.EstimatedSize())},
+	}
+}

@@ -121,7 +121,7 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 		return fmt.Errorf("ZOEA_FTS_INDEX_INTERVAL must not be negative, got %s", cfg.FTSIndexInterval)
 	}
 
-	pool, err := pgutil.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns)
+	pool, err := pgutil.Open(ctx, cfg.DatabaseURL, "zoea-memory", cfg.DBMaxConns)
 	if err != nil {
 		return err
 	}
@@ -211,7 +211,7 @@ func migrate(ctx context.Context, log *slog.Logger, cfg Config, args []string) e
 		}
 	}
 	log.Info("migrating", "database", config.RedactURL(cfg.DatabaseURL))
-	pool, err := pgutil.Open(ctx, cfg.DatabaseURL, 2)
+	pool, err := pgutil.Open(ctx, cfg.DatabaseURL, "zoea-memory-migrate", 2)
 	if err != nil {
 		return err
 	}

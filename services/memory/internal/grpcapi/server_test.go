@@ -41,7 +41,7 @@ const poolConns = 8
 func start(t *testing.T, url string, withKey bool) (memoryv1.MemoryServiceClient, healthpb.HealthClient) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	pool, err := pgutil.Open(ctx, url, poolConns)
+	pool, err := pgutil.Open(ctx, url, "zoea-test", poolConns)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ import (
 func newService(t *testing.T, opts ...memory.ServiceOption) *memory.Service {
 	t.Helper()
 	ctx := context.Background()
-	p, err := pgutil.Open(ctx, pgtest.New(t), 4)
+	p, err := pgutil.Open(ctx, pgtest.New(t), "zoea-test", 4)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 
 func open(t *testing.T, url string) *pgxpool.Pool {
 	t.Helper()
-	p, err := pgutil.Open(context.Background(), url, 4)
+	p, err := pgutil.Open(context.Background(), url, "zoea-test", 4)
 	if err != nil {
 		t.Fatal(err)
 	}

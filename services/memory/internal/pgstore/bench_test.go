@@ -108,7 +108,7 @@ func seeded(b *testing.B) *svcStore {
 	if url == "" {
 		b.Skip("set ZOEA_BENCH_DATABASE_URL to a database filled by `memorybench seed`")
 	}
-	p, err := pgutil.Open(context.Background(), url, 4)
+	p, err := pgutil.Open(context.Background(), url, "zoea-test", 4)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -167,7 +167,7 @@ func TestDroppedConnectionIsUnavailable(t *testing.T) {
 	}
 	proxy := startCutProxy(t, u.Host)
 	u.Host = proxy.lis.Addr().String()
-	p, err := pgutil.Open(ctx, u.String(), 2)
+	p, err := pgutil.Open(ctx, u.String(), "zoea-test", 2)
 	if err != nil {
 		t.Fatal(err)
 	}

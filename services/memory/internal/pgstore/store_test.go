@@ -38,7 +38,7 @@ func pool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
 	setupOnce.Do(func() {
 		ctx := context.Background()
-		sharedDB, setupErr = pgutil.Open(ctx, dbURL, 20)
+		sharedDB, setupErr = pgutil.Open(ctx, dbURL, "zoea-test", 20)
 		if setupErr == nil {
 			_, setupErr = migrations.Up(ctx, sharedDB, nil)
 		}
@@ -98,7 +98,7 @@ func freshStore(t testing.TB) (*svcStore, *pgxpool.Pool) {
 func freshStoreConns(t testing.TB, conns int32) (*svcStore, *pgxpool.Pool) {
 	t.Helper()
 	ctx := context.Background()
-	p, err := pgutil.Open(ctx, pgtest.New(t), conns)
+	p, err := pgutil.Open(ctx, pgtest.New(t), "zoea-test", conns)
 	if err != nil {
 		t.Fatal(err)
 	}

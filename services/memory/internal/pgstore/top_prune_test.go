@@ -64,7 +64,7 @@ func TestTopByCostPrunes(t *testing.T) {
 			ctx := context.Background()
 			var mu sync.Mutex
 			var hows []pgstore.TopHow
-			p, err := pgutil.Open(ctx, pgtest.New(t), 10)
+			p, err := pgutil.Open(ctx, pgtest.New(t), "zoea-test", 10)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -101,7 +101,7 @@ func BenchmarkUsageSwarmByMysis(b *testing.B) {
 	seeded := false
 	if url := os.Getenv("ZOEA_BENCH_USAGE_DB"); url != "" {
 		var err error
-		if p, err = pgutil.Open(ctx, url, 10); err != nil {
+		if p, err = pgutil.Open(ctx, url, "zoea-test", 10); err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(p.Close)

@@ -56,7 +56,7 @@ func BenchMain(ctx context.Context, log *slog.Logger, dbURL string, args []strin
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	pool, err := pgutil.Open(ctx, *db, 16)
+	pool, err := pgutil.Open(ctx, *db, "zoea-benchkit", 16)
 	if err != nil {
 		return err
 	}

@@ -27,7 +27,7 @@ func TestSeedAndBenchSmoke(t *testing.T) {
 	if err := benchkit.SeedMain(ctx, log, url, []string{"-myses", "12", "-memories", "4000"}); err == nil {
 		t.Fatal("seeding a non-empty database succeeded")
 	}
-	p, err := pgutil.Open(ctx, url, 2)
+	p, err := pgutil.Open(ctx, url, "zoea-benchkit", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestSeedAndBenchSmoke(t *testing.T) {
 	}
 	// The load drops the secondary indexes and rebuilds them: afterwards the table and each partition have
 	// exactly the indexes of a freshly migrated database, under the same names (a partition's as <index>_pNN).
-	ref, err := pgutil.Open(ctx, pgtest.New(t), 2)
+	ref, err := pgutil.Open(ctx, pgtest.New(t), "zoea-benchkit", 2)
 	if err != nil {
 		t.Fatal(err)
 	}

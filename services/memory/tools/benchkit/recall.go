@@ -56,7 +56,7 @@ func RecallMain(ctx context.Context, log *slog.Logger, dbURL string, args []stri
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	pool, err := pgutil.Open(ctx, *db, 24)
+	pool, err := pgutil.Open(ctx, *db, "zoea-benchkit", 24)
 	if err != nil {
 		return err
 	}
@@ -511,7 +511,7 @@ func CountTermsMain(ctx context.Context, log *slog.Logger, dbURL string, args []
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	pool, err := pgutil.Open(ctx, *db, 2)
+	pool, err := pgutil.Open(ctx, *db, "zoea-benchkit", 2)
 	if err != nil {
 		return err
 	}

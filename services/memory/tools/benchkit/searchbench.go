@@ -38,7 +38,7 @@ func SearchBenchMain(ctx context.Context, log *slog.Logger, dbURL string, args [
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	pool, err := pgutil.Open(ctx, *db, 4)
+	pool, err := pgutil.Open(ctx, *db, "zoea-benchkit", 4)
 	if err != nil {
 		return err
 	}
@@ -208,7 +208,7 @@ func ExplainSearchMain(ctx context.Context, log *slog.Logger, dbURL string, args
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	pool, err := pgutil.Open(ctx, *db, 2)
+	pool, err := pgutil.Open(ctx, *db, "zoea-benchkit", 2)
 	if err != nil {
 		return err
 	}

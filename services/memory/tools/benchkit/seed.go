@@ -64,7 +64,7 @@ func SeedMain(ctx context.Context, log *slog.Logger, dbURL string, args []string
 	if err != nil {
 		return err
 	}
-	pool, err := pgutil.Open(ctx, cfg.db, int32(cfg.workers+2))
+	pool, err := pgutil.Open(ctx, cfg.db, "zoea-benchkit", int32(cfg.workers+2))
 	if err != nil {
 		return err
 	}

@@ -283,6 +283,10 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 		return err
 	}
 	statuses := natsbus.NewStatuses(bus.Statuses(), log)
+	// The status mirror has no bound of its own: one entry per mysis of the swarm (the soak watches it stay so).
+	defer server.PublishCaches(func() []server.CacheFill {
+		return []server.CacheFill{{Name: "runner.statuses", Unit: "myses", Size: int64(statuses.Len())}}
+	})()
 
 	registry, names, err := buildProviders(cfg, opts.Providers, opts.WrapProvider, log, red)
 	if err != nil {

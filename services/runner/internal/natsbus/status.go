@@ -60,6 +60,13 @@ func (s *Statuses) Delete(ctx context.Context, id string) {
 	}
 }
 
+// Len is how many myses' statuses are mirrored: one per mysis of the swarm (deleted myses are forgotten).
+func (s *Statuses) Len() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.cache)
+}
+
 // Get returns the last status any replica wrote for the mysis.
 func (s *Statuses) Get(id string) (mysis.Status, bool) {
 	s.mu.RLock()
