@@ -79,6 +79,13 @@ fresh-check: ## As root: README's one line and make test on a debootstrapped Deb
 chaos: ## Fault suite on private ports: kill -9 of every service and NATS node (3-node R3 cluster), Postgres restarts, slow model; fails on any loss, unanswered call or stalled mysis. CHAOS_FLAGS="-postgres patroni": HA Postgres (Patroni, etcd, 2 sync replicas), the primary node killed twice (needs: apt-get install patroni etcd-server)
 	go run ./services/runner/tools/cmd/chaos $(CHAOS_FLAGS)
 
+# An hour by default; SOAK_FLAGS="-duration 10m" for a shorter look. Cache bounds are small on purpose (512 KiB of
+# carried windows, 16,384 token counts) so 50 myses fill them early and the hour shows them staying at the bound.
+SOAK_FLAGS ?=
+.PHONY: soak
+soak: ## Soak on private ports: the fault suite's stack and load without faults, 50 autopilot myses and 3 on a slow model for an hour; samples every process's RSS, goroutines and open files, every cache's fill and the Postgres connections each minute; fails on a cache over its bound, growth in the second half, or any loss
+	go run ./services/runner/tools/cmd/chaos -soak -swarm 50 -broadcast-every 30s -huge=false $(SOAK_FLAGS)
+
 .PHONY: build
 # devnats is zoea dev's embedded JetStream fallback, a program of its own so that the zoea CLI links no nats-server.
 # One go build of them all, through .ci/build.sh: "building: N of M packages compiled" every 5 s, as a first build

@@ -25,6 +25,9 @@ import (
 	"github.com/zoeaswarm/zoea/libs/server"
 )
 
+// memoryMaxConns is the memory service's pool bound (ZOEA_DB_MAX_CONNS) in every run.
+const memoryMaxConns = 16
+
 const secretKey = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
 
 // proc is a process that can be killed and started again with the same settings.
@@ -103,12 +106,14 @@ type env struct {
 	// pgVersion is the major version of the private cluster (pg_createcluster), the newest installed.
 	pgVersion string
 	pgPort    int
-	nodes     []*natsNode
-	natsURL   string
-	procs     map[string]*proc
-	memAddr   string
-	busAddr   string
-	runAddrs  []string
+	// dbURL is the memory service's database (the private cluster, or Patroni's multi-host URL).
+	dbURL    string
+	nodes    []*natsNode
+	natsURL  string
+	procs    map[string]*proc
+	memAddr  string
+	busAddr  string
+	runAddrs []string
 	// down is the NATS node killLeader left down for killSecond.
 	down *natsNode
 	// ha is the Patroni cluster of -postgres patroni (nil: one private Postgres, pgName).
@@ -382,6 +387,7 @@ func setup(ctx context.Context, o options, log *slog.Logger, model *slowModel) (
 		}
 		dbURL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", e.pgPort)
 	}
+	e.dbURL = dbURL
 	log.Info("database", "url", dbURL)
 	log.Info("starting a 3-node NATS cluster")
 	if err := e.setupNATS(ctx, natsBin); err != nil {
@@ -404,11 +410,18 @@ func setup(ctx context.Context, o options, log *slog.Logger, model *slowModel) (
 		return e, err
 	}
 	e.memAddr = fmt.Sprintf("127.0.0.1:%d", freePort())
-	if err := add("memory", "memory", "ZOEA_LISTEN_ADDR="+e.memAddr, "ZOEA_DATABASE_URL="+dbURL, "ZOEA_SECRET_KEY="+secretKey, "ZOEA_MIGRATE_ON_START=true", "ZOEA_DB_MAX_CONNS=16"); err != nil {
+	if err := add("memory", "memory", "ZOEA_LISTEN_ADDR="+e.memAddr, "ZOEA_DATABASE_URL="+dbURL, "ZOEA_SECRET_KEY="+secretKey, "ZOEA_MIGRATE_ON_START=true", fmt.Sprintf("ZOEA_DB_MAX_CONNS=%d", memoryMaxConns)); err != nil {
 		return e, err
 	}
 	compAddr := fmt.Sprintf("127.0.0.1:%d", freePort())
-	if err := add("composer", "composer", "ZOEA_LISTEN_ADDR="+compAddr, "ZOEA_MEMORY_ADDR="+e.memAddr); err != nil {
+	compEnv := []string{"ZOEA_LISTEN_ADDR=" + compAddr, "ZOEA_MEMORY_ADDR=" + e.memAddr}
+	if o.carryCacheBytes > 0 {
+		compEnv = append(compEnv, fmt.Sprintf("ZOEA_COMPOSE_CARRY_CACHE_BYTES=%d", o.carryCacheBytes))
+	}
+	if o.tokenCacheEntries > 0 {
+		compEnv = append(compEnv, fmt.Sprintf("ZOEA_COMPOSE_TOKEN_CACHE_ENTRIES=%d", o.tokenCacheEntries))
+	}
+	if err := add("composer", "composer", compEnv...); err != nil {
 		return e, err
 	}
 	e.busAddr = fmt.Sprintf("127.0.0.1:%d", freePort())

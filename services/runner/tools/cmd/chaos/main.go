@@ -14,7 +14,11 @@
 // result, none answered twice); every mysis made progress (a stored model reply) after each fault. It prints
 // recovery times and the RSS, threads, open files and goroutines of every process at the start and the end (each
 // service and NATS node serves its goroutine profile on a loopback debug port), and exits non-zero on any failed
-// check. -duration repeats the fault cycle until that much time has passed (a soak).
+// check. -duration repeats the fault cycle until that much time has passed.
+//
+// -soak (`make soak`) runs the same stack and load without any fault for -duration (an hour by default) and samples
+// every process's footprint, every service's bounded caches and the Postgres connections every -sample-every
+// (soak.go); it fails, besides every check above, on a cache over its bound or a process that grew in the second half.
 //
 // -postgres patroni replaces the one Postgres with an HA cluster — etcd and three Patroni nodes, synchronous_mode,
 // the memory service on a multi-host URL with target_session_attrs=read-write — and the faults with two whole-node
@@ -55,8 +59,12 @@ type options struct {
 	broadcastEvery       time.Duration
 	slowMin, slowMax     time.Duration
 	keep, huge           bool
-	postgres             string // "cluster" (one private Postgres) or "patroni" (an HA cluster)
-	pgBinDir             string // -postgres patroni: the PostgreSQL server binaries found
+	soak                 bool          // no faults: sample the stack every sampleEvery for duration (soak.go)
+	sampleEvery          time.Duration // -soak: between two samples
+	carryCacheBytes      int64         // the composer's ZOEA_COMPOSE_CARRY_CACHE_BYTES (0: its default)
+	tokenCacheEntries    int           // the composer's ZOEA_COMPOSE_TOKEN_CACHE_ENTRIES (0: its default)
+	postgres             string        // "cluster" (one private Postgres) or "patroni" (an HA cluster)
+	pgBinDir             string        // -postgres patroni: the PostgreSQL server binaries found
 }
 
 func main() {
@@ -71,8 +79,28 @@ func main() {
 	flag.DurationVar(&o.slowMax, "slow-max", 30*time.Second, "the slow model's longest answer time")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temp dir (logs) at the end")
 	flag.BoolVar(&o.huge, "huge", true, "the slow model pads every final answer to 5 MB (stored replies must stay bounded)")
+	flag.BoolVar(&o.soak, "soak", false, "no faults: run the load for -duration (default 1h) and sample every process's RSS, goroutines and open files, every service's caches and the Postgres connections every -sample-every; fail on a cache over its bound or growth in the second half")
+	flag.DurationVar(&o.sampleEvery, "sample-every", time.Minute, "-soak: time between two samples")
+	flag.Int64Var(&o.carryCacheBytes, "carry-cache-bytes", 0, "the composer's carry cache bound (ZOEA_COMPOSE_CARRY_CACHE_BYTES; 0: its default, 64 MiB; -soak: 512 KiB, so 50 myses fill it)")
+	flag.IntVar(&o.tokenCacheEntries, "token-cache-entries", 0, "the composer's token-count cache bound (ZOEA_COMPOSE_TOKEN_CACHE_ENTRIES; 0: its default, 262144; -soak: 16384, so 50 myses fill it)")
 	flag.StringVar(&o.postgres, "postgres", "cluster", "cluster: one private Postgres, restarted; patroni: a primary and two synchronous replicas under Patroni and etcd, the primary's node killed (failover) instead of every other fault")
 	flag.Parse()
+	if o.soak {
+		// Small cache bounds, so the hour shows each cache reaching its bound and staying there.
+		if o.duration == 0 {
+			o.duration = time.Hour
+		}
+		if o.carryCacheBytes == 0 {
+			o.carryCacheBytes = 512 << 10
+		}
+		if o.tokenCacheEntries == 0 {
+			o.tokenCacheEntries = 16384
+		}
+		if o.sampleEvery <= 0 {
+			fmt.Fprintln(os.Stderr, "chaos: -sample-every must be positive")
+			os.Exit(2)
+		}
+	}
 	switch o.postgres {
 	case "cluster":
 	case "patroni":
@@ -249,7 +277,8 @@ type chaosRun struct {
 	unanswered     map[string][]string
 	report         strings.Builder
 	fail           bool
-	slowReplies    int // the slow model's stored replies (checkSwarm), for checkDiscarded
+	slowReplies    int      // the slow model's stored replies (checkSwarm), for checkDiscarded
+	samples        []sample // -soak: the stack read every -sample-every
 }
 
 // run starts the stack, creates the myses, drives the load through every fault (repeated for -duration), lets the
@@ -282,11 +311,15 @@ func run(ctx context.Context, o options) error {
 	c.startAppends(loadCtx, &wg)
 	c.startBroadcasts(loadCtx, &wg)
 	c.began = time.Now()
-	c.sleep(ctx, o.steady)
-	if err := c.faultCycles(ctx); err != nil {
-		stopLoad()
-		wg.Wait()
-		return err
+	if o.soak {
+		c.soak(ctx)
+	} else {
+		c.sleep(ctx, o.steady)
+		if err := c.faultCycles(ctx); err != nil {
+			stopLoad()
+			wg.Wait()
+			return err
+		}
 	}
 	// The slow model needs up to slow-max per reply and a killed runner's myses wait for its lease: give the last
 	// fault time to show progress before the load stops.
