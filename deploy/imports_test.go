@@ -27,10 +27,25 @@ var domainPackages = map[string]struct{ allowed map[string]string }{
 	"services/runner/internal/mysis":       {},
 	"services/runner/internal/usage":       {},
 	"services/runner/internal/lease":       {},
+	"services/runner/internal/admin":       {},
+	"services/composer/internal/policy":    {},
 	"services/bus/internal/message":        {},
 	"services/bus/internal/delivery":       {},
 	"services/bus/internal/send":           {},
 	"services/spacemolt-sim/internal/game": {},
+}
+
+// sharedAdapters are the adapters (by isAdapter) that a transport or another adapter of the same service may import
+// all the same, each with the reason; every other adapter is imported only by the composition root (app), test
+// support and tooling. A package under an adapter's internal/ directory (provider/internal/…) is shared by that
+// adapter family alone, which Go's internal rule already enforces. The test fails while one is listed that nothing
+// imports any more.
+var sharedAdapters = map[string]string{
+	"services/runner/internal/llm":      "the provider port: the request, reply and tool types every provider implements and the turn loop, the tool router and the preview speak",
+	"services/runner/internal/memorypb": "the conversions between the memory service's wire types and the runner's own, shared by everything that talks to memory and by the admin API's statuses",
+	"services/runner/internal/tools":    "declares tools.Accounts and tools.Searcher, the ports memoryclient implements",
+	"services/composer/internal/window": "declares the Windows port memoryclient implements; grpcapi reads windows through its caches (ComposeContext's steps still run in the transport)",
+	"services/composer/internal/o200k":  "the tokenizer, a library without I/O, which tokcache caches",
 }
 
 // pureLibs are libs packages a domain package builds on for its rules: they are held to the domain rule too.
@@ -259,6 +274,40 @@ func TestImportRules(t *testing.T) {
 		}
 		if adapters < 10 {
 			t.Fatalf("only %d adapters classified: the classifier is broken", adapters)
+		}
+	})
+	t.Run("transports and adapters import no other adapter", func(t *testing.T) {
+		used := map[string]bool{}
+		for rel, imports := range pkgs {
+			_, rest, ok := strings.Cut(rel, "/internal/")
+			transport := ok && (rest == "grpcapi" || strings.HasPrefix(rest, "grpcapi/"))
+			if !transport && !isAdapter(rel) {
+				continue
+			}
+			svc, _, _ := strings.Cut(strings.TrimPrefix(rel, "services/"), "/")
+			for _, imp := range imports {
+				dep, ok := strings.CutPrefix(imp, modulePrefix)
+				if !ok || !strings.HasPrefix(dep, "services/"+svc+"/internal/") || !isAdapter(dep) {
+					continue
+				}
+				if family, _, inside := strings.Cut(dep, "/internal/"+strings.SplitN(strings.TrimPrefix(dep, "services/"+svc+"/internal/"), "/", 2)[0]+"/internal/"); inside && strings.HasPrefix(rel, strings.TrimSuffix(family, "/")) {
+					continue // shared inside one adapter family (provider/internal/…)
+				}
+				if _, shared := sharedAdapters[dep]; shared {
+					used[dep] = true
+					continue
+				}
+				kind := "an adapter"
+				if transport {
+					kind = "a transport"
+				}
+				t.Errorf("%s imports %s: %s reaches other adapters only through the ports the domain declares (or list it in sharedAdapters with the reason, and in docs/ARCHITECTURE.md)", rel, dep, kind)
+			}
+		}
+		for dep := range sharedAdapters {
+			if !used[dep] {
+				t.Errorf("no transport or adapter imports %s any more: remove it from sharedAdapters (and docs/ARCHITECTURE.md)", dep)
+			}
 		}
 	})
 	t.Run("the simulator uses the shared config and server", func(t *testing.T) {

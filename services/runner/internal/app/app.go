@@ -30,6 +30,7 @@ import (
 	"github.com/zoeaswarm/zoea/libs/redact"
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
+	"github.com/zoeaswarm/zoea/services/runner/internal/admin"
 	"github.com/zoeaswarm/zoea/services/runner/internal/composerclient"
 	"github.com/zoeaswarm/zoea/services/runner/internal/grpcapi"
 	"github.com/zoeaswarm/zoea/services/runner/internal/lease"
@@ -347,8 +348,8 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 		},
 	})
 	api := grpcapi.New(memory, composer, natsbus.Wakes{Bus: bus}, live{statuses: statuses, mgr: mgr}, grpcapi.Defaults{
-		Provider: cfg.DefaultProvider, Providers: names, Check: checker.Check,
-		Models:      map[string]string{"ollama": cfg.OllamaModel, "openai": cfg.OpenAIModel, "autopilot": "autopilot"},
+		Rules: admin.Rules{Provider: cfg.DefaultProvider, Providers: names, Serves: checker.Check,
+			Models: map[string]string{"ollama": cfg.OllamaModel, "openai": cfg.OpenAIModel, admin.Autopilot: admin.Autopilot}},
 		SpendLimits: spendCfg.MysisDefaults, Tools: router.Tools,
 	})
 	srv.Register(&runnerv1.SwarmService_ServiceDesc, api)

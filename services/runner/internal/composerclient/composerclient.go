@@ -53,13 +53,14 @@ func (c *Client) Compose(ctx context.Context, mysisID string, r mysis.ComposeReq
 // Preview composes a mysis's next request without storing anything (the SwarmService's PreviewContext): policy
 // overrides the server's defaults for this call only, and the composition comes back as the composer sent it, for
 // the transport to relay. Errors are libs/errs errors.
-func (c *Client) Preview(ctx context.Context, mysisID string, policy *composerv1.Policy, beginAutonomousTurn bool, tools []llm.Tool) (*composerv1.ComposeContextResponse, error) {
+func (c *Client) Preview(ctx context.Context, mysisID string, policy *composerv1.Policy, beginAutonomousTurn bool, tools []llm.Tool) (*composerv1.ComposeContextResponse, []*composerv1.ToolDefinition, error) {
+	sent := ToProtoTools(tools)
 	resp, err := c.api.ComposeContext(ctx, &composerv1.ComposeContextRequest{MysisId: mysisID, Policy: policy,
-		BeginAutonomousTurn: beginAutonomousTurn, Tools: ToProtoTools(tools)})
+		BeginAutonomousTurn: beginAutonomousTurn, Tools: sent})
 	if err != nil {
-		return nil, server.FromStatus(err)
+		return nil, nil, server.FromStatus(err)
 	}
-	return resp, nil
+	return resp, sent, nil
 }
 
 // ToProtoTools converts the tools sent with a request to the definitions the composer budgets for: what the

@@ -8,6 +8,7 @@ import (
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/libs/testsupport/memfake"
+	"github.com/zoeaswarm/zoea/services/runner/internal/admin"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 )
 
@@ -31,8 +32,8 @@ func TestCreateAndConfigureAskTheProviderCheck(t *testing.T) {
 	mem, client := startMemory(t, memfake.Options{})
 	addMysis(t, mem, "scout-1", "autopilot", "autopilot")
 	updates := func() int { return mem.Calls("UpdateMysisConfig") }
-	s := New(client, nil, noWakes{}, noLive{}, Defaults{Provider: "autopilot", Providers: []string{"autopilot", "ollama"},
-		Models: map[string]string{"ollama": "qwen3:8b", "autopilot": "autopilot"}, Check: check})
+	s := New(client, nil, noWakes{}, noLive{}, Defaults{Rules: admin.Rules{Provider: "autopilot", Providers: []string{"autopilot", "ollama"},
+		Models: map[string]string{"ollama": "qwen3:8b", "autopilot": "autopilot"}, Serves: check}})
 	ctx := context.Background()
 
 	_, err := s.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: "a", Provider: "ollama"})

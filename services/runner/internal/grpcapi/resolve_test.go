@@ -12,6 +12,7 @@ import (
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/libs/testsupport/memfake"
+	"github.com/zoeaswarm/zoea/services/runner/internal/admin"
 )
 
 // askedIDs records the mysis ids memory's GetMysis is asked for (a server interceptor on the shared fake).
@@ -38,7 +39,7 @@ func (a *askedIDs) get() []string {
 // An unknown id is NotFound (no name can be a UUID, so there is no name to try); an unknown name is NotFound too.
 func TestResolveUnknownIDAndName(t *testing.T) {
 	mem, client := startMemory(t, memfake.Options{}) // knows no mysis
-	s := New(client, nil, nil, noLive{}, Defaults{Provider: "autopilot"})
+	s := New(client, nil, nil, noLive{}, Defaults{Rules: admin.Rules{Provider: "autopilot"}})
 	ctx := context.Background()
 	for _, ref := range []string{"0b8c7d2e-1f3a-4b5c-9d6e-7f8091a2b3c4", "nobody"} {
 		_, err := s.GetMysis(ctx, &runnerv1.GetMysisRequest{Mysis: ref})
@@ -55,7 +56,7 @@ func TestResolveUnknownIDAndName(t *testing.T) {
 func TestResolveAcceptsEveryUUIDSpelling(t *testing.T) {
 	asked := &askedIDs{}
 	mem, client := startMemory(t, memfake.Options{Interceptors: []grpc.UnaryServerInterceptor{asked.intercept}}) // knows no mysis
-	s := New(client, nil, nil, noLive{}, Defaults{Provider: "autopilot"})
+	s := New(client, nil, nil, noLive{}, Defaults{Rules: admin.Rules{Provider: "autopilot"}})
 	const canonical = "0b8c7d2e-1f3a-4b5c-9d6e-7f8091a2b3c4"
 	refs := []string{canonical, "0B8C7D2E-1F3A-4B5C-9D6E-7F8091A2B3C4", "0b8c7d2e1f3a4b5c9d6e7f8091a2b3c4",
 		"{0b8c7d2e-1f3a-4b5c-9d6e-7f8091a2b3c4}", "urn:uuid:0b8c7d2e-1f3a-4b5c-9d6e-7f8091a2b3c4"}
@@ -80,7 +81,7 @@ func TestResolveAcceptsEveryUUIDSpelling(t *testing.T) {
 func TestConfigureRequiresAModelForModelProviders(t *testing.T) {
 	mem, client := startMemory(t, memfake.Options{})
 	addMysis(t, mem, "scout", "autopilot", "")
-	s := New(client, nil, nil, noLive{}, Defaults{Provider: "autopilot", Providers: []string{"autopilot", "openai"}})
+	s := New(client, nil, nil, noLive{}, Defaults{Rules: admin.Rules{Provider: "autopilot", Providers: []string{"autopilot", "openai"}}})
 	openai := "openai"
 	_, err := s.ConfigureMysis(context.Background(), &runnerv1.ConfigureMysisRequest{Mysis: "scout", Provider: &openai})
 	if errs.KindOf(err) != errs.Invalid || errs.FieldOf(err) != "model" {

@@ -22,6 +22,7 @@ import (
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/libs/testsupport/memfake"
+	"github.com/zoeaswarm/zoea/services/runner/internal/admin"
 	"github.com/zoeaswarm/zoea/services/runner/internal/composerclient"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
@@ -31,8 +32,8 @@ import (
 // One test per SwarmService RPC over real gRPC (harness_test.go): what memory stores, what the response says, the
 // errors a commander can cause, and the wakes sent to the owning replica.
 
-var modelDefaults = Defaults{Provider: "autopilot", Providers: []string{"autopilot", "ollama", "openai"},
-	Models: map[string]string{"autopilot": "autopilot", "ollama": "qwen3:8b"}}
+var modelDefaults = Defaults{Rules: admin.Rules{Provider: "autopilot", Providers: []string{"autopilot", "ollama", "openai"},
+	Models: map[string]string{"autopilot": "autopilot", "ollama": "qwen3:8b"}}}
 
 // setState sets a stored mysis's state (and encouragement count) directly in the fake.
 func setState(t *testing.T, f *memfake.Fake, id string, st memoryv1.MysisState, enc int32) {
@@ -71,7 +72,7 @@ func TestCreateMysisRPC(t *testing.T) {
 	m := storedMysis(t, s.mem, "scout")
 	sameMysis(t, "defaults", resp.GetStatus().GetMysis(), m)
 	if m.GetProvider() != "autopilot" || m.GetModel() != "autopilot" || m.GetTemperature() != 0.7 ||
-		m.GetSystemPrompt() != DefaultSystemPrompt || m.GetState() != idle {
+		m.GetSystemPrompt() != admin.DefaultSystemPrompt || m.GetState() != idle {
 		t.Errorf("stored with defaults: %v", m)
 	}
 	if st := resp.GetStatus(); st.GetCredits() != -1 || st.GetOwner() != "" {
@@ -88,7 +89,7 @@ func TestCreateMysisRPC(t *testing.T) {
 	}
 	m = storedMysis(t, s.mem, "miner")
 	sameMysis(t, "start", resp.GetStatus().GetMysis(), m)
-	if m.GetProvider() != "ollama" || m.GetModel() != "qwen3:8b" || m.GetTemperature() != 0 || m.GetSystemPrompt() != DefaultSystemPrompt ||
+	if m.GetProvider() != "ollama" || m.GetModel() != "qwen3:8b" || m.GetTemperature() != 0 || m.GetSystemPrompt() != admin.DefaultSystemPrompt ||
 		m.GetState() != running || m.GetStateReason() != "started by commander" || m.GetEncouragementCount() != 0 {
 		t.Errorf("stored with start: %v", m)
 	}
@@ -784,11 +785,11 @@ func TestSetSpendLimitsRPC(t *testing.T) {
 	checkWakes(t, "bus down", s.wakes, wake{m.GetId(), mysis.WakeConfigure})
 }
 
-// A provider that cannot serve the model now (Defaults.Check: unreachable, no key) is FailedPrecondition for create
+// A provider that cannot serve the model now (admin.Rules.Serves: unreachable, no key) is FailedPrecondition for create
 // and configure; nothing is written and nobody is woken.
 func TestProviderRefusalIsFailedPrecondition(t *testing.T) {
 	d := modelDefaults
-	d.Check = func(_ context.Context, provider, _ string) error {
+	d.Rules.Serves = func(_ context.Context, provider, _ string) error {
 		if provider == "ollama" {
 			return errs.Conflictf("provider ollama is not reachable")
 		}

@@ -5,24 +5,16 @@ package grpcapi
 
 import (
 	"context"
-	"errors"
-	"slices"
-	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
-	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/errs"
-	"github.com/zoeaswarm/zoea/libs/names"
-	"github.com/zoeaswarm/zoea/libs/text"
-	"github.com/zoeaswarm/zoea/services/runner/internal/composerclient"
+	"github.com/zoeaswarm/zoea/services/runner/internal/admin"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
-	"github.com/zoeaswarm/zoea/services/runner/internal/memoryclient"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 	"github.com/zoeaswarm/zoea/services/runner/internal/usage"
 )
@@ -42,21 +34,10 @@ type Live interface {
 	Silent(id string) (expires time.Time, ok bool)
 }
 
-// Defaults apply to CreateMysis fields left empty.
+// Defaults are the admin rules (create and configure) and what the transport adds to a status and a preview.
 type Defaults struct {
-	// Provider when the request has none (ZOEA_DEFAULT_PROVIDER).
-	Provider string
-	// Models per provider.
-	Models map[string]string
-	// Temperature when unset (0.7).
-	Temperature float64
-	// SystemPrompt when empty (DefaultSystemPrompt).
-	SystemPrompt string
-	// Providers are the names this runner can use; others are rejected.
-	Providers []string
-	// Check, when set, says whether a provider can serve a model now (reachable, key present, model known); create
-	// and configure refuse what it refuses, so a mistake is reported to the commander instead of failing the turn.
-	Check func(ctx context.Context, provider, model string) error
+	// Rules are the create and configure rules and their defaults (package admin).
+	Rules admin.Rules
 	// SpendLimits are the configured per-mysis spend limits (ZOEA_SPEND_LIMITS_MYSIS), shown where a mysis has no
 	// own limit.
 	SpendLimits []usage.Limit
@@ -71,12 +52,12 @@ type Memory interface {
 	MysisRecord(ctx context.Context, id string) (*memoryv1.Mysis, error)
 	MysisRecordByName(ctx context.Context, name string) (*memoryv1.Mysis, error)
 	ListMysisRecords(ctx context.Context, state memoryv1.MysisState, pageSize int32, pageToken string) ([]*memoryv1.Mysis, string, error)
-	CreateMysis(ctx context.Context, m memoryclient.NewMysis) (*memoryv1.Mysis, error)
+	CreateMysis(ctx context.Context, m admin.NewMysis) (*memoryv1.Mysis, error)
 	SetStateRecord(ctx context.Context, id string, ch mysis.StateChange) (*memoryv1.Mysis, error)
-	UpdateConfig(ctx context.Context, id string, ch memoryclient.ConfigChange) (*memoryv1.Mysis, error)
+	UpdateConfig(ctx context.Context, id string, ch admin.ConfigChange) (*memoryv1.Mysis, error)
 	DeleteMysis(ctx context.Context, id string) error
 	Recent(ctx context.Context, id string, limit int) ([]mysis.Memory, error)
-	Usage(ctx context.Context, q memoryclient.UsageQuery) (*memoryv1.GetUsageResponse, error)
+	Usage(ctx context.Context, q *memoryv1.GetUsageRequest) (*memoryv1.GetUsageResponse, error)
 	SetSpendLimits(ctx context.Context, id string, limits []*memoryv1.SpendLimit) error
 	OwnSpendLimits(ctx context.Context, id string) ([]usage.Limit, error)
 }
@@ -92,22 +73,15 @@ type Server struct {
 }
 
 // Previewer composes a mysis's next request without side effects (composerclient.Client implements it over the
-// composer service); errors are libs/errs errors. The composition is relayed as the composer sent it.
+// composer service); errors are libs/errs errors. The composition is relayed as the composer sent it, with the tool
+// definitions as it was sent them.
 type Previewer interface {
-	Preview(ctx context.Context, mysisID string, policy *composerv1.Policy, beginAutonomousTurn bool, tools []llm.Tool) (*composerv1.ComposeContextResponse, error)
+	Preview(ctx context.Context, mysisID string, policy *composerv1.Policy, beginAutonomousTurn bool, tools []llm.Tool) (*composerv1.ComposeContextResponse, []*composerv1.ToolDefinition, error)
 }
 
 // New builds the server.
 func New(memory Memory, composer Previewer, wakes Waker, live Live, d Defaults) *Server {
-	if d.Temperature == 0 {
-		d.Temperature = 0.7
-	}
-	if d.SystemPrompt == "" {
-		d.SystemPrompt = DefaultSystemPrompt
-	}
-	if d.Provider == "" {
-		d.Provider = "autopilot"
-	}
+	d.Rules = d.Rules.WithDefaults()
 	return &Server{memory: memory, composer: composer, wakes: wakes, live: live, defaults: d}
 }
 
@@ -119,31 +93,20 @@ func (s *Server) resolve(ctx context.Context, ref string) (*memoryv1.Mysis, erro
 
 // resolveField is resolve for a reference in the request's field field, which a bad reference's error names.
 func (s *Server) resolveField(ctx context.Context, field, ref string) (*memoryv1.Mysis, error) {
-	if ref == "" {
-		return nil, errs.InvalidField(field, "required: a mysis id or name")
-	}
-	if id, err := uuid.Parse(ref); err == nil {
-		m, err := s.memory.MysisRecord(ctx, id.String())
-		if err == nil {
-			return m, nil
-		}
-		if !errs.Is(err, errs.NotFound) {
-			return nil, err
-		}
-		// No name is a UUID (libs/names), so there is no name to fall back to.
-		return nil, errs.NotFoundf("mysis %q not found", ref)
-	}
-	if err := names.Check(field, ref); err != nil {
-		return nil, err
-	}
-	m, err := s.memory.MysisRecordByName(ctx, ref)
+	r, err := admin.ParseRef(field, ref)
 	if err != nil {
-		if errs.Is(err, errs.NotFound) {
-			return nil, errs.NotFoundf("mysis %q not found", ref)
-		}
 		return nil, err
 	}
-	return m, nil
+	var m *memoryv1.Mysis
+	if r.ID != "" {
+		m, err = s.memory.MysisRecord(ctx, r.ID)
+	} else {
+		m, err = s.memory.MysisRecordByName(ctx, r.Name)
+	}
+	if errs.Is(err, errs.NotFound) {
+		return nil, admin.NotFound(ref)
+	}
+	return m, err
 }
 
 func (s *Server) statusOf(m *memoryv1.Mysis) *runnerv1.MysisStatus {
@@ -160,91 +123,14 @@ func (s *Server) statusOf(m *memoryv1.Mysis) *runnerv1.MysisStatus {
 	return out
 }
 
-func (s *Server) checkProvider(field, p string) error {
-	if err := checkSize(field, p, chat.MaxProviderBytes); err != nil {
-		return err
-	}
-	if len(s.defaults.Providers) > 0 && !slices.Contains(s.defaults.Providers, p) {
-		return errs.InvalidField(field, "unknown provider %q (have %s)", p, strings.Join(s.defaults.Providers, ", "))
-	}
-	return nil
-}
-
-// checkServes asks the provider check, when there is one.
-func (s *Server) checkServes(ctx context.Context, provider, model string) error {
-	if s.defaults.Check == nil {
-		return nil
-	}
-	return s.defaults.Check(ctx, provider, model)
-}
-
-// checkSize refuses a string field longer than the stored limit before anything else reads it: memory would refuse
-// it too, but only after the runner relayed up to 64 MiB, and a check that echoes the value (an unknown provider
-// %q) would carry it back in the status.
-func checkSize(field, v string, limit int) error {
-	if len(v) > limit {
-		return errs.InvalidField(field, "too long: %d bytes, at most %d", len(v), limit)
-	}
-	return nil
-}
-
-// checkConfigSizes bounds a create's or configure's provider, model and system prompt (empty: not given).
-func checkConfigSizes(provider, model, prompt string) error {
-	return errors.Join(checkSize("provider", provider, chat.MaxProviderBytes),
-		checkSize("model", model, chat.MaxShortFieldBytes),
-		checkSize("system_prompt", prompt, chat.MaxSystemPromptBytes))
-}
-
-func checkTemperature(field string, t float64) error {
-	if t < 0 || t > 2 {
-		return errs.InvalidField(field, "must be between 0 and 2, got %v", t)
-	}
-	return nil
-}
-
 // CreateMysis implements SwarmService.
 func (s *Server) CreateMysis(ctx context.Context, req *runnerv1.CreateMysisRequest) (*runnerv1.CreateMysisResponse, error) {
-	// One rule for names in every service (libs/names): refused, never trimmed, so the name stored is the one sent.
-	name := req.GetName()
-	if err := names.Check("name", name); err != nil {
+	nm, err := s.defaults.Rules.NewMysis(ctx, admin.Create{Name: req.GetName(), Provider: req.GetProvider(), Model: req.GetModel(),
+		SystemPrompt: req.GetSystemPrompt(), Temperature: req.Temperature, SpaceMoltEndpoint: req.GetSpacemoltEndpoint()})
+	if err != nil {
 		return nil, err
 	}
-	if err := checkConfigSizes(req.GetProvider(), req.GetModel(), req.GetSystemPrompt()); err != nil {
-		return nil, err
-	}
-	provider := req.GetProvider()
-	if provider == "" {
-		provider = s.defaults.Provider
-	}
-	if err := s.checkProvider("provider", provider); err != nil {
-		return nil, err
-	}
-	model := req.GetModel()
-	if model == "" {
-		model = s.defaults.Models[provider]
-	}
-	if model == "" && provider != "autopilot" {
-		return nil, errs.InvalidField("model", "required: provider %q has no default model", provider)
-	}
-	if err := s.checkServes(ctx, provider, model); err != nil {
-		return nil, err
-	}
-	temp := s.defaults.Temperature
-	if req.Temperature != nil {
-		temp = req.GetTemperature()
-	}
-	if err := checkTemperature("temperature", temp); err != nil {
-		return nil, err
-	}
-	prompt := req.GetSystemPrompt()
-	if strings.TrimSpace(prompt) == "" {
-		prompt = s.defaults.SystemPrompt
-	}
-	if err := checkEndpoint(req.GetSpacemoltEndpoint()); err != nil {
-		return nil, err
-	}
-	m, err := s.memory.CreateMysis(ctx, memoryclient.NewMysis{Name: name, Provider: provider, Model: model, Temperature: temp, SystemPrompt: prompt,
-		SpaceMoltEndpoint: req.GetSpacemoltEndpoint()})
+	m, err := s.memory.CreateMysis(ctx, nm)
 	if err != nil {
 		return nil, err
 	}
@@ -258,12 +144,9 @@ func (s *Server) CreateMysis(ctx context.Context, req *runnerv1.CreateMysisReque
 
 // ListMyses implements SwarmService.
 func (s *Server) ListMyses(ctx context.Context, req *runnerv1.ListMysesRequest) (*runnerv1.ListMysesResponse, error) {
-	size := req.GetPageSize()
-	switch {
-	case size < 0 || size > 1000:
-		return nil, errs.InvalidField("page_size", "must be between 0 and 1000")
-	case size == 0:
-		size = 100
+	size, err := admin.PageSize(req.GetPageSize())
+	if err != nil {
+		return nil, err
 	}
 	myses, next, err := s.memory.ListMysisRecords(ctx, req.GetState(), size, req.GetPageToken())
 	if err != nil {
@@ -298,7 +181,7 @@ func (s *Server) GetMysis(ctx context.Context, req *runnerv1.GetMysisRequest) (*
 // start sets a mysis running with a fresh encouragement count and wakes its owner.
 func (s *Server) start(ctx context.Context, m *memoryv1.Mysis) (*memoryv1.Mysis, error) {
 	zero := 0
-	started, err := s.memory.SetStateRecord(ctx, m.GetId(), mysis.StateChange{To: mysis.StateRunning, Reason: "started by commander", Count: &zero})
+	started, err := s.memory.SetStateRecord(ctx, m.GetId(), mysis.StateChange{To: mysis.StateRunning, Reason: admin.StartedByCommander, Count: &zero})
 	if err != nil {
 		return nil, err
 	}
@@ -324,11 +207,7 @@ func (s *Server) StopMysis(ctx context.Context, req *runnerv1.StopMysisRequest) 
 	if err != nil {
 		return nil, err
 	}
-	reason := strings.TrimSpace(req.GetReason())
-	if reason == "" {
-		reason = "stopped by commander"
-	}
-	stopped, err := s.memory.SetStateRecord(ctx, m.GetId(), mysis.StateChange{To: mysis.StateStopped, Reason: reason})
+	stopped, err := s.memory.SetStateRecord(ctx, m.GetId(), mysis.StateChange{To: mysis.StateStopped, Reason: admin.StopReason(req.GetReason())})
 	if err != nil {
 		return nil, err
 	}
@@ -336,59 +215,21 @@ func (s *Server) StopMysis(ctx context.Context, req *runnerv1.StopMysisRequest) 
 	return &runnerv1.StopMysisResponse{Status: s.statusOf(stopped)}, nil
 }
 
-// ConfigureMysis implements SwarmService.
+// ConfigureMysis implements SwarmService. Oversized fields are refused before the mysis is looked up.
 func (s *Server) ConfigureMysis(ctx context.Context, req *runnerv1.ConfigureMysisRequest) (*runnerv1.ConfigureMysisResponse, error) {
-	if err := checkConfigSizes(req.GetProvider(), req.GetModel(), req.GetSystemPrompt()); err != nil {
+	if err := admin.CheckSizes(req.GetProvider(), req.GetModel(), req.GetSystemPrompt()); err != nil {
 		return nil, err
 	}
 	m, err := s.resolve(ctx, req.GetMysis())
 	if err != nil {
 		return nil, err
 	}
-	up := memoryclient.ConfigChange{Model: req.Model, Temperature: req.Temperature, SystemPrompt: req.SystemPrompt, SpaceMoltEndpoint: req.SpacemoltEndpoint}
-	if req.SpacemoltEndpoint != nil {
-		if err := checkEndpoint(req.GetSpacemoltEndpoint()); err != nil {
-			return nil, err
-		}
+	ch, err := s.defaults.Rules.Change(ctx, admin.Current{Provider: m.GetProvider(), Model: m.GetModel()}, admin.Configure{
+		Provider: req.Provider, Model: req.Model, SystemPrompt: req.SystemPrompt, SpaceMoltEndpoint: req.SpacemoltEndpoint, Temperature: req.Temperature})
+	if err != nil {
+		return nil, err
 	}
-	if req.Provider != nil {
-		if err := s.checkProvider("provider", req.GetProvider()); err != nil {
-			return nil, err
-		}
-		up.Provider = req.Provider
-		if req.Model == nil && s.defaults.Models[req.GetProvider()] != "" && req.GetProvider() != m.GetProvider() {
-			model := s.defaults.Models[req.GetProvider()]
-			up.Model = &model
-		}
-	}
-	if req.Model != nil && strings.TrimSpace(req.GetModel()) == "" {
-		return nil, errs.InvalidField("model", "must not be empty")
-	}
-	if req.Temperature != nil {
-		if err := checkTemperature("temperature", req.GetTemperature()); err != nil {
-			return nil, err
-		}
-	}
-	if req.SystemPrompt != nil && strings.TrimSpace(req.GetSystemPrompt()) == "" {
-		return nil, errs.InvalidField("system_prompt", "must not be empty")
-	}
-	if up.Provider != nil || up.Model != nil {
-		provider, model := m.GetProvider(), m.GetModel()
-		if up.Provider != nil {
-			provider = *up.Provider
-		}
-		if up.Model != nil {
-			model = *up.Model
-		}
-		// The runner owns the provider rules (memory stores the name as given): only autopilot runs without a model.
-		if model == "" && provider != "autopilot" {
-			return nil, errs.InvalidField("model", "required: provider %q has no default model", provider)
-		}
-		if err := s.checkServes(ctx, provider, model); err != nil {
-			return nil, err
-		}
-	}
-	updated, err := s.memory.UpdateConfig(ctx, m.GetId(), up)
+	updated, err := s.memory.UpdateConfig(ctx, m.GetId(), ch)
 	if err != nil {
 		return nil, err
 	}
@@ -431,20 +272,10 @@ func (s *Server) PreviewContext(ctx context.Context, req *runnerv1.PreviewContex
 			return nil, errs.Unavailablef(err, "the game server did not list its tools, which the preview needs to count the request's tokens (the runner's log says why)")
 		}
 	}
-	resp, err := s.composer.Preview(ctx, m.GetId(), req.GetPolicy(), autonomous, tools)
+	resp, sent, err := s.composer.Preview(ctx, m.GetId(), req.GetPolicy(), autonomous, tools)
 	if err != nil {
 		return nil, err
 	}
 	return &runnerv1.PreviewContextResponse{Messages: resp.GetMessages(), Manifest: resp.GetManifest(), Encouragement: resp.GetEncouragement(),
-		Tools: composerclient.ToProtoTools(tools)}, nil
-}
-
-// checkEndpoint refuses a SpaceMolt endpoint other than v1, v2 or "" (the swarm's), naming the field, before
-// anything is stored (the memory service checks the same).
-func checkEndpoint(e string) error {
-	if e == "" || e == "v1" || e == "v2" {
-		return nil
-	}
-	shown := text.Clip(e, 40, "…")
-	return errs.InvalidField("spacemolt_endpoint", "must be v1 (the flat tools at /mcp), v2 (the action tools at /mcp/v2) or empty for the swarm's endpoint; got %q", shown)
+		Tools: sent}, nil
 }

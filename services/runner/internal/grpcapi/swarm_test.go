@@ -13,6 +13,7 @@ import (
 
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
 	"github.com/zoeaswarm/zoea/libs/server"
+	"github.com/zoeaswarm/zoea/services/runner/internal/admin"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 )
 
@@ -25,7 +26,7 @@ func (noLive) Silent(string) (time.Time, bool)    { return time.Time{}, false }
 // Bad input is rejected before any call to the memory service (the nil client would panic), as InvalidArgument
 // naming the field.
 func TestInvalidArgumentsNameTheField(t *testing.T) {
-	s := New(nil, nil, nil, noLive{}, Defaults{Provider: "autopilot", Providers: []string{"autopilot", "ollama"}, Models: map[string]string{"ollama": "qwen3:8b"}})
+	s := New(nil, nil, nil, noLive{}, Defaults{Rules: admin.Rules{Provider: "autopilot", Providers: []string{"autopilot", "ollama"}, Models: map[string]string{"ollama": "qwen3:8b"}}})
 	temp := func(v float64) *float64 { return &v }
 	str := func(v string) *string { return &v }
 	ctx := context.Background()
@@ -85,17 +86,5 @@ func TestInvalidArgumentsNameTheField(t *testing.T) {
 		if field != tc.field {
 			t.Errorf("%s: field %q, want %q (%v)", tc.name, field, tc.field, err)
 		}
-	}
-}
-
-func TestDefaultPromptNeverAsksForCredentials(t *testing.T) {
-	p := strings.ToLower(DefaultSystemPrompt)
-	for _, want := range []string{"zoea_search_messages", "zoea_search_reasoning", "zoea_search_broadcasts", "captains_log_add", "never ask for"} {
-		if !strings.Contains(p, want) {
-			t.Errorf("system prompt lacks %q", want)
-		}
-	}
-	if strings.Contains(p, "password:") {
-		t.Error("system prompt carries a password")
 	}
 }

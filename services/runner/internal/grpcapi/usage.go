@@ -10,7 +10,6 @@ import (
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
 	"github.com/zoeaswarm/zoea/libs/errs"
-	"github.com/zoeaswarm/zoea/services/runner/internal/memoryclient"
 	"github.com/zoeaswarm/zoea/services/runner/internal/memorypb"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 	"github.com/zoeaswarm/zoea/services/runner/internal/usage"
@@ -29,8 +28,8 @@ func (s *Server) GetUsage(ctx context.Context, req *runnerv1.GetUsageRequest) (*
 		}
 		ids = append(ids, m.GetId())
 	}
-	resp, err := s.memory.Usage(ctx, memoryclient.UsageQuery{
-		MysisIDs: ids, From: req.GetFrom(), To: req.GetTo(), GroupBy: req.GetGroupBy(),
+	resp, err := s.memory.Usage(ctx, &memoryv1.GetUsageRequest{
+		MysisIds: ids, From: req.GetFrom(), To: req.GetTo(), GroupBy: req.GetGroupBy(),
 		PageSize: req.GetPageSize(), PageToken: req.GetPageToken(), Top: req.GetTop(),
 	})
 	if err != nil {
@@ -74,7 +73,7 @@ func (s *Server) addUsage(ctx context.Context, sts []*runnerv1.MysisStatus) erro
 	}
 	byID := make(map[string]*memoryv1.UsageTotals, len(ids))
 	for chunk := range slices.Chunk(ids, usageChunk) {
-		resp, err := s.memory.Usage(ctx, memoryclient.UsageQuery{MysisIDs: chunk, GroupBy: memoryv1.UsageGroup_USAGE_GROUP_MYSIS, PageSize: int32(len(chunk))})
+		resp, err := s.memory.Usage(ctx, &memoryv1.GetUsageRequest{MysisIds: chunk, GroupBy: memoryv1.UsageGroup_USAGE_GROUP_MYSIS, PageSize: int32(len(chunk))})
 		if err != nil {
 			return err
 		}

@@ -3,10 +3,9 @@ package memoryclient
 import (
 	"context"
 
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/server"
+	"github.com/zoeaswarm/zoea/services/runner/internal/admin"
 	"github.com/zoeaswarm/zoea/services/runner/internal/memorypb"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 	"github.com/zoeaswarm/zoea/services/runner/internal/usage"
@@ -15,31 +14,6 @@ import (
 // The admin API (grpcapi's SwarmService) re-exports the memory service's records: a MysisStatus carries a
 // memoryv1.Mysis and usage rows are memoryv1.UsageTotals. The methods below therefore hand records back as stored,
 // so nothing is lost in a round trip through a domain type; errors are libs/errs errors like everywhere else here.
-
-// NewMysis is a mysis to create, its defaults already applied.
-type NewMysis struct {
-	Name, Provider, Model, SystemPrompt string
-	Temperature                         float64
-	// SpaceMoltEndpoint is "v1", "v2" or "" for the swarm's.
-	SpaceMoltEndpoint string
-}
-
-// ConfigChange changes a mysis's configuration; nil fields stay as they are.
-type ConfigChange struct {
-	Provider, Model, SystemPrompt *string
-	Temperature                   *float64
-	SpaceMoltEndpoint             *string
-}
-
-// UsageQuery selects usage rows (see memoryv1.GetUsageRequest).
-type UsageQuery struct {
-	MysisIDs  []string
-	From, To  *timestamppb.Timestamp
-	GroupBy   memoryv1.UsageGroup
-	PageSize  int32
-	PageToken string
-	Top       int32
-}
 
 // MysisRecord returns the stored mysis with this id.
 func (c *Client) MysisRecord(ctx context.Context, id string) (*memoryv1.Mysis, error) {
@@ -69,7 +43,7 @@ func (c *Client) ListMysisRecords(ctx context.Context, state memoryv1.MysisState
 }
 
 // CreateMysis stores a new mysis.
-func (c *Client) CreateMysis(ctx context.Context, m NewMysis) (*memoryv1.Mysis, error) {
+func (c *Client) CreateMysis(ctx context.Context, m admin.NewMysis) (*memoryv1.Mysis, error) {
 	resp, err := c.api.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: m.Name, Provider: m.Provider, Model: m.Model,
 		Temperature: m.Temperature, SystemPrompt: m.SystemPrompt, SpacemoltEndpoint: m.SpaceMoltEndpoint})
 	if err != nil {
@@ -88,7 +62,7 @@ func (c *Client) SetStateRecord(ctx context.Context, id string, ch mysis.StateCh
 }
 
 // UpdateConfig changes a mysis's configuration.
-func (c *Client) UpdateConfig(ctx context.Context, id string, ch ConfigChange) (*memoryv1.Mysis, error) {
+func (c *Client) UpdateConfig(ctx context.Context, id string, ch admin.ConfigChange) (*memoryv1.Mysis, error) {
 	resp, err := c.api.UpdateMysisConfig(ctx, &memoryv1.UpdateMysisConfigRequest{MysisId: id, Provider: ch.Provider, Model: ch.Model,
 		Temperature: ch.Temperature, SystemPrompt: ch.SystemPrompt, SpacemoltEndpoint: ch.SpaceMoltEndpoint})
 	if err != nil {
@@ -105,10 +79,9 @@ func (c *Client) DeleteMysis(ctx context.Context, id string) error {
 	return nil
 }
 
-// Usage sums recorded LLM usage.
-func (c *Client) Usage(ctx context.Context, q UsageQuery) (*memoryv1.GetUsageResponse, error) {
-	resp, err := c.api.GetUsage(ctx, &memoryv1.GetUsageRequest{MysisIds: q.MysisIDs, From: q.From, To: q.To, GroupBy: q.GroupBy,
-		PageSize: q.PageSize, PageToken: q.PageToken, Top: q.Top})
+// Usage sums recorded LLM usage (the admin API forwards its query).
+func (c *Client) Usage(ctx context.Context, q *memoryv1.GetUsageRequest) (*memoryv1.GetUsageResponse, error) {
+	resp, err := c.api.GetUsage(ctx, q)
 	if err != nil {
 		return nil, server.FromStatus(err)
 	}

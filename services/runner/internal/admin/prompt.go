@@ -1,4 +1,4 @@
-package grpcapi
+package admin
 
 // DefaultSystemPrompt is Zoea's SpaceMolt prompt for a new mysis. It never contains credentials: the runner logs
 // the mysis in itself (LESSONS 7), and it never changes during play, so it is sent once and stays cache-friendly.
