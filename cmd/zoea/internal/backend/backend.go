@@ -29,8 +29,9 @@ type Backend interface {
 	// History is the mysis's newest memories, oldest first.
 	History(ctx context.Context, mysisID string, limit int32) ([]*memoryv1.Memory, error)
 	Preview(ctx context.Context, mysis string) (*runnerv1.PreviewContextResponse, error)
-	// Watch streams every event of the swarm to fn until ctx ends or the stream fails.
-	Watch(ctx context.Context, fn func(*busv1.Event)) error
+	// Watch streams every event of the swarm to fn until ctx ends or the stream fails; connected (when not nil) is
+	// called once the bus has accepted the watch, before the first event.
+	Watch(ctx context.Context, connected func(), fn func(*busv1.Event)) error
 	// Search ranks a mysis's messages and tool calls (by name and arguments) for query.
 	Search(ctx context.Context, mysisID, query string, order memoryv1.SearchOrder, limit int32) (*memoryv1.SearchMessagesResponse, error)
 	// Usage sums the LLM calls started in [from, to) (zero times: unbounded) grouped by group, every page read.
@@ -132,16 +133,33 @@ func (g GRPC) Preview(ctx context.Context, mysis string) (*runnerv1.PreviewConte
 }
 
 // Watch implements Backend.
-func (g GRPC) Watch(ctx context.Context, fn func(*busv1.Event)) error {
+func (g GRPC) Watch(ctx context.Context, connected func(), fn func(*busv1.Event)) error {
 	stream, err := g.Bus.WatchEvents(ctx, &busv1.WatchEventsRequest{})
 	if err != nil {
 		return err
+	}
+	// The bus sends the stream's headers once it watches (or fails the call): the stream is open when they come,
+	// or at the latest with the first event.
+	md, err := stream.Header()
+	if err != nil {
+		return err
+	}
+	opened := false
+	open := func() {
+		if !opened && connected != nil {
+			connected()
+		}
+		opened = true
+	}
+	if md != nil {
+		open()
 	}
 	for {
 		resp, err := stream.Recv()
 		if err != nil {
 			return err
 		}
+		open()
 		fn(resp.GetEvent())
 	}
 }

@@ -251,7 +251,10 @@ func (s *scripted) Preview(_ context.Context, ref string) (*runnerv1.PreviewCont
 	return s.preview, nil
 }
 
-func (s *scripted) Watch(ctx context.Context, fn func(*busv1.Event)) error {
+func (s *scripted) Watch(ctx context.Context, connected func(), fn func(*busv1.Event)) error {
+	if connected != nil {
+		connected()
+	}
 	for {
 		select {
 		case e := <-s.events:

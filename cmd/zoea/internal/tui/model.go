@@ -226,7 +226,7 @@ func (m *Model) loadOne(id string) tea.Cmd {
 // watch runs the event stream; events go through a channel so the stream never waits on the screen.
 func (m *Model) watch() tea.Cmd {
 	return func() tea.Msg {
-		err := m.b.Watch(m.ctx, func(e *busv1.Event) {
+		err := m.b.Watch(m.ctx, nil, func(e *busv1.Event) {
 			select {
 			case m.eventsIn <- e:
 			case <-m.ctx.Done():

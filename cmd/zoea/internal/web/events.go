@@ -3,11 +3,28 @@ package web
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"time"
 )
 
-// events streams the hub's events to one page (text/event-stream) until the page goes away. A page that fell too
-// far behind is told to reload.
+// maxScopeIDs bounds the rows one page may ask to follow (a page shows pageSize).
+const maxScopeIDs = 1000
+
+// scopeOf reads what a page follows from its /events query: ?swarm=1&ids=a,b,… (the swarm page: those rows, the
+// counts, new and deleted myses), ?mysis=id (a mysis page), nothing (only whether the console is live).
+func scopeOf(r *http.Request) scope {
+	q := r.URL.Query()
+	sc := scope{swarm: q.Get("swarm") != "", mysis: q.Get("mysis"), ids: map[string]bool{}}
+	for _, id := range strings.Split(q.Get("ids"), ",") {
+		if id != "" && len(sc.ids) < maxScopeIDs {
+			sc.ids[id] = true
+		}
+	}
+	return sc
+}
+
+// events streams the hub's changes to one page (text/event-stream), only what its scope shows, until the page goes
+// away. A page that fell too far behind is told to reload.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	h := w.Header()
@@ -15,8 +32,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no") // a proxy in front must not hold events back
 	w.WriteHeader(http.StatusOK)
-	c := s.hub.subscribe()
-	defer s.hub.unsubscribe(c)
+	sub := s.hub.subscribe(scopeOf(r))
+	defer s.hub.unsubscribe(sub)
+	c := sub.c
 	live, why := s.hub.status()
 	w.Write([]byte("retry: 2000\n\n"))
 	if !live {

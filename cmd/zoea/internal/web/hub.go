@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,11 +22,22 @@ import (
 const (
 	eventsKept    = 200 // events remembered per mysis for its timeline
 	subscriberBuf = 512 // messages an open page may fall behind before it is told to reload
+
+	// flushEvery is how often pages are sent what changed: every row at most this often, however fast its mysis's
+	// events come (a swarm of thousands sends hundreds a second).
+	flushEvery = 250 * time.Millisecond
+	// refreshEvery is how often a shown mysis that had events is read again for what events do not carry (credits,
+	// turns, usage): a read per shown mysis per refreshEvery at most, never one per event, never for rows no page shows.
+	refreshEvery = 5 * time.Second
+	// refreshers bounds the reads in flight.
+	refreshers = 4
 )
 
 // hub is the console's one watch of the bus's event stream, shared by every open page. Each event is remembered for
-// its mysis's timeline and sent to every page; the mysis concerned (and only it) is then read again, once per burst,
-// and its new row sent too. No page ever reads the whole swarm to stay current.
+// its mysis's timeline and folded into the kept row; every flushEvery each page is sent what changed among the
+// things it shows (its scope): the swarm page its rows, the header counts and new or deleted myses; a mysis page that
+// mysis's row and events. A shown mysis is read again at most every refreshEvery for what events do not carry. No
+// page ever reads the whole swarm to stay current, and no event costs a read.
 type hub struct {
 	b       backend.Backend
 	now     func() time.Time
@@ -32,13 +45,21 @@ type hub struct {
 	log     *slog.Logger
 
 	mu       sync.Mutex
-	subs     map[chan []byte]struct{}
+	subs     map[*sub]struct{}
 	events   map[string][]eventLine
-	fetching map[string]bool // a Get is in flight
-	again    map[string]bool // an event came while it was: read once more
 	live     bool
 	watchErr string
 	ctx      context.Context
+
+	dirty    map[string]bool             // rows changed since the last flush
+	lines    map[string][]map[string]any // timeline lines since the last flush, for the mysis pages
+	stale    map[string]bool             // shown myses with events since they were last read
+	unknown  map[string]bool             // ids an event named that the kept list lacks: read to show them (new)
+	reading  map[string]bool             // a read is in flight
+	gone     []string                    // deleted since the last flush
+	added    []row                       // created (first seen) since the last flush
+	counts   string                      // the header counts last sent
+	readHook func(id string)             // tests: called after each read has been folded in
 
 	// The swarm as last listed and kept current by events: the swarm page renders from it while the stream is live
 	// and the list is younger than listFresh, instead of asking the runner for every mysis on each load.
@@ -56,20 +77,53 @@ type eventLine struct {
 	Text string
 }
 
-func newHub(b backend.Backend, now func() time.Time, timeout time.Duration, log *slog.Logger) *hub {
-	return &hub{b: b, now: now, timeout: timeout, log: log, subs: map[chan []byte]struct{}{},
-		events: map[string][]eventLine{}, fetching: map[string]bool{}, again: map[string]bool{}, ctx: context.Background(),
-		watchErr: "connecting to the bus's event stream"} // until run has started watching: "not live" says why
+// scope is what one open page shows, so it is sent nothing else: the swarm page its rows (ids), the counts and the
+// swarm's new and deleted myses; a mysis page (mysis) that mysis; any other page only whether the console is live.
+type scope struct {
+	swarm bool
+	ids   map[string]bool
+	mysis string
 }
 
-// run watches until ctx ends; a failed stream is opened again after a pause.
+func (sc scope) shows(id string) bool { return sc.mysis == id || sc.ids[id] }
+
+// sub is one open page's stream.
+type sub struct {
+	c     chan []byte
+	scope scope
+}
+
+func newHub(b backend.Backend, now func() time.Time, timeout time.Duration, log *slog.Logger) *hub {
+	return &hub{b: b, now: now, timeout: timeout, log: log, subs: map[*sub]struct{}{},
+		events: map[string][]eventLine{}, ctx: context.Background(),
+		rows: map[string]*runnerv1.MysisStatus{}, dirty: map[string]bool{}, lines: map[string][]map[string]any{}, stale: map[string]bool{}, unknown: map[string]bool{}, reading: map[string]bool{},
+		watchErr: "connecting to the bus's event stream"} // until the stream is open: "not live" says why
+}
+
+// run watches until ctx ends (a failed stream is opened again after a pause), sends pages what changed every
+// flushEvery and reads shown myses again every refreshEvery.
 func (h *hub) run(ctx context.Context) {
 	h.mu.Lock()
 	h.ctx = ctx
 	h.mu.Unlock()
+	go func() {
+		flush, refresh := time.NewTicker(flushEvery), time.NewTicker(refreshEvery)
+		defer flush.Stop()
+		defer refresh.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-flush.C:
+				h.flush()
+			case <-refresh.C:
+				h.refreshShown()
+			}
+		}
+	}()
 	for ctx.Err() == nil {
-		h.setLive(true, "")
-		err := h.b.Watch(ctx, h.onEvent)
+		// Live once the bus has accepted the watch (its stream's headers), not before.
+		err := h.b.Watch(ctx, func() { h.setLive(true, "") }, h.onEvent)
 		if ctx.Err() != nil {
 			return
 		}
@@ -92,7 +146,7 @@ func (h *hub) setLive(live bool, why string) {
 	h.live, h.watchErr = live, why
 	h.complete = false // events may have been missed while the stream was down
 	h.mu.Unlock()
-	h.publish("live", map[string]any{"live": live, "why": why})
+	h.publish(func(scope) bool { return true }, "live", map[string]any{"live": live, "why": why})
 }
 
 func (h *hub) status() (bool, string) {
@@ -101,37 +155,55 @@ func (h *hub) status() (bool, string) {
 	return h.live, h.watchErr
 }
 
-func (h *hub) subscribe() chan []byte {
-	c := make(chan []byte, subscriberBuf)
+// subscribe opens a page's stream; a mysis page's mysis is read at once unless its row is kept, so its row follows
+// at the next flush.
+func (h *hub) subscribe(sc scope) *sub {
+	s := &sub{c: make(chan []byte, subscriberBuf), scope: sc}
 	h.mu.Lock()
-	h.subs[c] = struct{}{}
+	h.subs[s] = struct{}{}
+	_, kept := h.rows[sc.mysis]
 	h.mu.Unlock()
-	return c
+	if sc.mysis != "" && !kept {
+		h.read([]string{sc.mysis})
+	}
+	return s
 }
 
-func (h *hub) unsubscribe(c chan []byte) {
+func (h *hub) unsubscribe(s *sub) {
 	h.mu.Lock()
-	delete(h.subs, c)
+	delete(h.subs, s)
 	h.mu.Unlock()
 }
 
-// publish sends one server-sent event to every page. A page that has fallen subscriberBuf messages behind is sent
-// nothing more but a "reload": it reads its page again rather than show a table with holes.
-func (h *hub) publish(kind string, v any) {
+// sse is one server-sent event.
+func sse(kind string, v any) []byte {
 	data, err := json.Marshal(v)
 	if err != nil {
-		return
+		return nil
 	}
-	msg := []byte("event: " + kind + "\ndata: " + string(data) + "\n\n")
+	return []byte("event: " + kind + "\ndata: " + string(data) + "\n\n")
+}
+
+// publish sends one server-sent event to every page whose scope wants it.
+func (h *hub) publish(wants func(scope) bool, kind string, v any) {
+	msg := sse(kind, v)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for c := range h.subs {
-		select {
-		case c <- msg:
-		default:
-			delete(h.subs, c)
-			close(c)
+	for s := range h.subs {
+		if wants(s.scope) {
+			h.send(s, msg)
 		}
+	}
+}
+
+// send queues msg for one page (h.mu held). A page that has fallen subscriberBuf messages behind is sent nothing more
+// but a "reload": it reads its page again rather than show a table with holes.
+func (h *hub) send(s *sub, msg []byte) {
+	select {
+	case s.c <- msg:
+	default:
+		delete(h.subs, s)
+		close(s.c)
 	}
 }
 
@@ -163,6 +235,8 @@ func eventKind(e *busv1.Event) string {
 	return "other"
 }
 
+// onEvent remembers an event for its mysis's timeline and folds it into the kept row; the pages hear of it at the
+// next flush.
 func (h *hub) onEvent(e *busv1.Event) {
 	id := e.GetMysisId()
 	at := h.now()
@@ -170,80 +244,194 @@ func (h *hub) onEvent(e *busv1.Event) {
 		at = e.GetAt().AsTime()
 	}
 	line := eventLine{At: at, Kind: eventKind(e), Text: present.Event(e)} // present.Event escapes model text
+	msg := map[string]any{"id": id, "at": at.UTC().Format(time.TimeOnly), "kind": line.Kind, "text": line.Text}
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	list := append(h.events[id], line)
 	if len(list) > eventsKept {
 		list = list[len(list)-eventsKept:]
 	}
 	h.events[id] = list
+	if id == "" {
+		return
+	}
+	if pending := append(h.lines[id], msg); len(pending) <= eventsKept {
+		h.lines[id] = pending
+	}
+	h.stale[id] = true
 	if st := h.rows[id]; st != nil {
-		// A kept status is never changed in place: pages render them and row events are built from them outside
-		// the lock (swarm, refresh), so an event replaces the status with an amended copy.
+		// A kept status is never changed in place: pages render them and rows are built from them outside the
+		// lock (swarm), so an event replaces the status with an amended copy.
 		st = proto.Clone(st).(*runnerv1.MysisStatus)
 		applyEvent(st, e)
 		h.rows[id] = st
-	} else if id != "" {
-		h.complete = false // a mysis the list does not know: created elsewhere
-	}
-	h.mu.Unlock()
-	msg := map[string]any{"id": id, "at": at.UTC().Format(time.TimeOnly), "kind": line.Kind, "text": line.Text}
-	switch p := e.GetPayload().(type) { // what the row shows at once, before the mysis is read again
-	case *busv1.Event_StateChanged:
-		msg["state"] = present.State(p.StateChanged.GetTo())
-	case *busv1.Event_ToolCalled:
-		msg["action"] = present.Clip(present.OneLine(p.ToolCalled.GetTool()), 40)
-	case *busv1.Event_Error:
-		msg["error"] = present.Clip(present.OneLine(p.Error.GetMessage()), maxError)
-	}
-	h.publish("event", msg)
-	if id != "" {
-		h.refresh(id)
+		h.dirty[id] = true
+	} else if !h.listedAt.IsZero() {
+		h.unknown[id] = true // a mysis the list does not know: created elsewhere; read to show it
 	}
 }
 
-// refresh reads mysis id again and sends its row; events arriving meanwhile cause one more read, not one each.
-func (h *hub) refresh(id string) {
+// flush sends every page what changed among the things it shows since the last flush: one row per changed mysis
+// (however many events it had), its events to its mysis page, new and deleted myses and the header counts to swarm
+// pages; then it reads the myses first seen in events.
+func (h *hub) flush() {
 	h.mu.Lock()
-	if h.fetching[id] {
-		h.again[id] = true
-		h.mu.Unlock()
+	dirty, lines, gone, added := h.dirty, h.lines, h.gone, h.added
+	h.dirty, h.lines, h.gone, h.added = map[string]bool{}, map[string][]map[string]any{}, nil, nil
+	rows := make(map[string][]byte, len(dirty))
+	for id := range dirty {
+		if st := h.rows[id]; st != nil {
+			rows[id] = sse("row", rowOf(st))
+		}
+	}
+	counts := ""
+	if !h.listedAt.IsZero() {
+		counts = countsOf(h.rows)
+	}
+	countsMsg := []byte(nil)
+	if counts != h.counts {
+		h.counts = counts
+		countsMsg = []byte("event: counts\ndata: " + counts + "\n\n")
+	}
+	var goneMsgs, addedMsgs [][]byte
+	for _, id := range gone {
+		goneMsgs = append(goneMsgs, sse("gone", map[string]any{"id": id}))
+	}
+	for _, r := range added {
+		addedMsgs = append(addedMsgs, sse("new", r))
+	}
+	for s := range h.subs {
+		sc := s.scope
+		for id := range dirty {
+			if sc.shows(id) && rows[id] != nil {
+				h.send(s, rows[id])
+			}
+		}
+		if sc.mysis != "" {
+			for _, l := range lines[sc.mysis] {
+				h.send(s, sse("event", l))
+			}
+		}
+		if !sc.swarm {
+			continue
+		}
+		for _, m := range addedMsgs {
+			h.send(s, m)
+		}
+		for _, m := range goneMsgs {
+			h.send(s, m)
+		}
+		if countsMsg != nil {
+			h.send(s, countsMsg)
+		}
+	}
+	var learn []string
+	for id := range h.unknown {
+		if !h.reading[id] {
+			learn = append(learn, id)
+		}
+	}
+	h.mu.Unlock()
+	h.read(learn)
+}
+
+// refreshShown reads again the myses some page shows that had events since they were last read.
+func (h *hub) refreshShown() {
+	h.mu.Lock()
+	var ids []string
+	for id := range h.stale {
+		for s := range h.subs {
+			if s.scope.shows(id) && !h.reading[id] {
+				ids = append(ids, id)
+				break
+			}
+		}
+	}
+	h.mu.Unlock()
+	h.read(ids)
+}
+
+// read reads myses again, refreshers at a time, and marks their rows changed (or the mysis gone); it returns at once.
+func (h *hub) read(ids []string) {
+	if len(ids) == 0 {
 		return
 	}
-	h.fetching[id] = true
+	h.mu.Lock()
+	for _, id := range ids {
+		h.reading[id] = true
+		delete(h.stale, id)
+	}
 	ctx := h.ctx
 	h.mu.Unlock()
+	work := make(chan string)
 	go func() {
-		for {
-			cctx, cancel := context.WithTimeout(ctx, h.timeout)
-			st, err := h.b.Get(cctx, id)
-			cancel()
-			switch {
-			case err == nil:
-				h.mu.Lock()
-				if h.rows != nil {
-					h.rows[id] = st
-				}
-				h.mu.Unlock()
-				h.publish("row", rowOf(st))
-			case isNotFound(err):
-				h.mu.Lock()
-				delete(h.rows, id)
-				h.mu.Unlock()
-				h.publish("gone", map[string]any{"id": id})
-			default:
-				h.log.Warn("read a mysis after an event", "mysis", id, "err", err)
-			}
-			h.mu.Lock()
-			if !h.again[id] || ctx.Err() != nil {
-				delete(h.fetching, id)
-				delete(h.again, id)
-				h.mu.Unlock()
+		defer close(work)
+		for _, id := range ids {
+			select {
+			case work <- id:
+			case <-ctx.Done():
 				return
 			}
-			delete(h.again, id)
-			h.mu.Unlock()
 		}
 	}()
+	for range min(refreshers, len(ids)) {
+		go func() {
+			for id := range work {
+				h.readOne(ctx, id)
+			}
+		}()
+	}
+}
+
+func (h *hub) readOne(ctx context.Context, id string) {
+	cctx, cancel := context.WithTimeout(ctx, h.timeout)
+	st, err := h.b.Get(cctx, id)
+	cancel()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.readHook != nil {
+		defer h.readHook(id)
+	}
+	delete(h.reading, id)
+	_, wasUnknown := h.unknown[id]
+	delete(h.unknown, id)
+	switch {
+	case err == nil:
+		_, had := h.rows[id]
+		h.rows[id] = st
+		if !had && wasUnknown {
+			h.added = append(h.added, rowOf(st))
+		}
+		h.dirty[id] = true
+	case isNotFound(err):
+		if _, had := h.rows[id]; had || !wasUnknown {
+			h.gone = append(h.gone, id)
+		}
+		delete(h.rows, id)
+	default:
+		h.log.Warn("read a mysis after its events", "mysis", id, "err", err)
+	}
+}
+
+// countsOf is the swarm page's header counts as a JSON object: the total and "3 running · 1 idle".
+func countsOf(rows map[string]*runnerv1.MysisStatus) string {
+	counts := map[string]int{}
+	for _, st := range rows {
+		counts[present.State(st.GetMysis().GetState())]++
+	}
+	b, _ := json.Marshal(map[string]any{"total": len(rows), "states": stateCounts(counts)})
+	return string(b)
+}
+
+// stateCounts is "3 running · 1 idle" in the header's order, leaving out states no mysis is in.
+func stateCounts(counts map[string]int) string {
+	var states []string
+	for _, k := range []string{"running", "idle", "stopped", "errored"} {
+		if counts[k] > 0 {
+			states = append(states, strconv.Itoa(counts[k])+" "+k)
+		}
+	}
+	return strings.Join(states, " · ")
 }
 
 // row is one line of the swarm table, as the page shows it and as a "row" event carries it.

@@ -165,17 +165,39 @@ func (s *Server) swarmPage(w http.ResponseWriter, r *http.Request) {
 	}
 	sortRows(rows, by)
 	next := sortNames[(slices.Index(sortNames, by)+1)%len(sortNames)]
-	var states []string
-	for _, k := range []string{"running", "idle", "stopped", "errored"} {
-		if counts[k] > 0 {
-			states = append(states, fmt.Sprintf("%d %s", counts[k], k))
+	// One page of rows: the table a browser keeps live stays small however large the swarm (issue 46).
+	pages := max(1, (len(rows)+pageSize-1)/pageSize)
+	p, _ := strconv.Atoi(r.URL.Query().Get("p"))
+	p = min(max(p, 1), pages)
+	shown := rows[(p-1)*pageSize : min(p*pageSize, len(rows))]
+	pageLink := func(n int) string {
+		v := url.Values{"sort": {by}}
+		if filter != "" {
+			v.Set("q", filter)
 		}
+		if n > 1 {
+			v.Set("p", strconv.Itoa(n))
+		}
+		return "/?" + v.Encode()
+	}
+	var prev, nextPage string
+	if p > 1 {
+		prev = pageLink(p - 1)
+	}
+	if p < pages {
+		nextPage = pageLink(p + 1)
 	}
 	s.render(w, r, http.StatusOK, "swarm", map[string]any{
-		"Rows": rows, "Total": len(list), "Sort": by, "Sorts": sortNames, "Next": next, "Filter": filter,
-		"States": strings.Join(states, " · "),
+		"Rows": shown, "Total": len(list), "Matching": len(rows), "Sort": by, "Sorts": sortNames, "Next": next, "Filter": filter,
+		"States": stateCounts(counts), "Page": p, "Pages": pages, "Prev": prev, "NextPage": nextPage,
+		"First": (p-1)*pageSize + 1, "Last": (p-1)*pageSize + len(shown),
+		// A mysis created elsewhere is added to this page live when it has room and shows the swarm unfiltered.
+		"Room": filter == "" && p == pages && len(shown) < pageSize,
 	})
 }
+
+// pageSize is how many rows the swarm page shows (and follows live) at once.
+const pageSize = 100
 
 func (s *Server) helpPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "help", map[string]any{"Table": keytable.Table})

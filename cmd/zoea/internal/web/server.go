@@ -31,6 +31,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/klauspost/compress/gzhttp"
+
 	"github.com/zoeaswarm/zoea/cmd/zoea/internal/backend"
 	"github.com/zoeaswarm/zoea/cmd/zoea/internal/present"
 )
@@ -201,7 +203,18 @@ func (s *Server) routes() http.Handler {
 		s.opts.Log.Warn("refused a cross-origin request", "method", r.Method, "path", r.URL.Path, "origin", r.Header.Get("Origin"))
 		s.refuse(w, r, http.StatusForbidden, "refused: this request came from another site (its Origin is not this console's)")
 	}))
-	return cop.Handler(mux)
+	// Pages and assets go out gzipped to a browser that takes it (the swarm page of a large swarm is mostly
+	// repeated markup); the event stream does not: each event must reach the page when it is flushed.
+	gz := gzhttp.GzipHandler(mux)
+	protected := cop.Handler(gz)
+	events := cop.Handler(mux)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/events" {
+			events.ServeHTTP(w, r)
+			return
+		}
+		protected.ServeHTTP(w, r)
+	})
 }
 
 func cacheForever(h http.Handler) http.Handler {

@@ -16,10 +16,19 @@
     live.className = "live " + (on ? "on" : "off");
     live.title = why || "";
   };
+  const mysisPath = (name) => "/mysis/" + encodeURIComponent(name);
   const mysisBar = document.querySelector("[data-mysis]");
   const mysisID = mysisBar ? mysisBar.dataset.mysis : "";
+  // Each page follows only what it shows: the swarm page its rows (and the counts, new and deleted myses), a mysis
+  // page its mysis, any other page whether the console is live. The server sends a row at most every 250 ms.
+  const shownIDs = () => Array.from(document.querySelectorAll("#swarm tbody tr[data-id]")).map((tr) => tr.dataset.id);
+  const eventsURL = () => {
+    if (page === "swarm") return "/events?swarm=1&ids=" + encodeURIComponent(shownIDs().join(","));
+    if (mysisID) return "/events?mysis=" + encodeURIComponent(mysisID);
+    return "/events";
+  };
   if (window.EventSource && page !== "login" && page !== "refused") {
-    const es = new EventSource("/events");
+    const es = new EventSource(eventsURL());
     es.onopen = () => setLive(true, "");
     es.onerror = () => setLive(false, "the connection to the console was lost; reconnecting");
     es.addEventListener("live", (e) => { const d = JSON.parse(e.data); setLive(d.live, d.why); });
@@ -34,9 +43,7 @@
         set("model", d.provider + " / " + d.model);
         set("credits", d.credits); set("turns", String(d.turns)); set("tokens", d.tokens); set("cost", d.cost);
         set("action", d.action); set("error", d.error); set("owner", d.owner);
-        tr.classList.add("flash-row");
         tr.dataset.updated = String(Date.now()); // when the last row event arrived (the benchmark reads it)
-        setTimeout(() => tr.classList.remove("flash-row"), 600);
       }
       if (d.id === mysisID) {
         const st = document.getElementById("state");
@@ -47,6 +54,38 @@
       const d = JSON.parse(e.data);
       const tr = document.querySelector('tr[data-id="' + CSS.escape(d.id) + '"]');
       if (tr) tr.remove();
+    });
+    es.addEventListener("counts", (e) => {
+      const d = JSON.parse(e.data);
+      const el = document.getElementById("counts");
+      if (el) el.textContent = d.total + " myses" + (d.states ? " · " + d.states : "");
+    });
+    // A mysis created elsewhere: shown at once when this page has room for it, else counted in a notice.
+    let added = 0;
+    es.addEventListener("new", (e) => {
+      const d = JSON.parse(e.data);
+      const tbody = document.querySelector("#swarm tbody");
+      if (!tbody || document.querySelector('tr[data-id="' + CSS.escape(d.id) + '"]')) return;
+      const room = tbody.dataset.room === "1";
+      if (room) {
+        const empty = tbody.querySelector("tr.empty");
+        if (empty) empty.remove();
+        const tr = document.createElement("tr");
+        tr.dataset.id = d.id; tr.dataset.name = d.name;
+        const cell = (col, text, cls) => { const td = document.createElement("td"); td.dataset.col = col; if (cls) td.className = cls; td.textContent = text; tr.append(td); return td; };
+        const name = cell("name", "");
+        const a = document.createElement("a"); a.href = mysisPath(d.name); a.textContent = d.name; name.append(a);
+        const st = cell("state", "");
+        const span = document.createElement("span"); span.className = "state " + d.state; span.title = d.reason; span.textContent = d.state; st.append(span);
+        cell("model", d.provider + " / " + d.model);
+        cell("credits", d.credits, "num"); cell("turns", String(d.turns), "num"); cell("tokens", d.tokens, "num"); cell("cost", d.cost, "num");
+        cell("action", d.action); cell("error", d.error, "error"); cell("owner", d.owner);
+        tbody.append(tr);
+        return;
+      }
+      added++;
+      const note = document.getElementById("added");
+      if (note) { note.textContent = added + " new " + (added === 1 ? "mysis" : "myses") + " since this page was read: reload to see them"; note.hidden = false; }
     });
     es.addEventListener("event", (e) => {
       const d = JSON.parse(e.data);
@@ -89,7 +128,6 @@
     const rs = rows();
     return selected >= 0 && rs[selected] ? rs[selected].dataset.name : "";
   };
-  const mysisPath = (name) => "/mysis/" + encodeURIComponent(name);
   const focus = (id) => { const el = document.getElementById(id); if (el) { el.focus(); return true; } return false; };
   const post = (name, verb) => {
     if (mysisBar) { const f = document.getElementById(verb); if (f) f.requestSubmit(); return; }
