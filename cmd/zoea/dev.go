@@ -295,7 +295,7 @@ func runDev(ctx context.Context, o *devOptions, out io.Writer) error {
 		wctx, stopWeb := context.WithCancel(ctx)
 		webDone := make(chan error, 1)
 		go func() {
-			webDone <- serveWeb(wctx, ln, "", webSite{}, c.backend(), ep.adminToken(), ep.timeout, io.MultiWriter(out, notices), "web console")
+			webDone <- serveWeb(wctx, ln, "", webSite{Addrs: ep.addrs()}, c.backend(), ep.adminToken(), ep.timeout, io.MultiWriter(out, notices), "web console")
 		}()
 		defer func() {
 			stopWeb()

@@ -86,6 +86,11 @@ type clients struct {
 	conns  []*grpc.ClientConn
 }
 
+// addrs are the services' addresses by service name, for the sentences of failed calls.
+func (ep *endpoints) addrs() map[string]string {
+	return map[string]string{"runner": ep.runner, "bus": ep.bus, "memory": ep.memory}
+}
+
 func (c *clients) Close() {
 	for _, conn := range c.conns {
 		conn.Close()

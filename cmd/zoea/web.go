@@ -59,6 +59,7 @@ Ingress), give it as --url: web prints that address instead. docs/CONSOLE.md des
 					return err
 				}
 			}
+			site.Addrs = ep.addrs()
 			return serveWeb(cmd.Context(), ln, reach, site, c.backend(), ep.adminToken(), ep.timeout, cmd.OutOrStdout(), "web console")
 		},
 	}
@@ -121,6 +122,8 @@ func (c *clients) backend() backend.GRPC {
 type webSite struct {
 	Hosts               []string
 	TrustForwardedProto bool
+	// Addrs are the swarm's service addresses, for the sentences of failed calls.
+	Addrs map[string]string
 }
 
 // splitList is a comma-separated list without empty items.
@@ -147,7 +150,7 @@ func serveWeb(ctx context.Context, ln net.Listener, reach string, site webSite, 
 		hosts = append(hosts, u.Hostname())
 	}
 	srv := web.New(b, web.Options{Token: token, CallTimeout: timeout, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Hosts: hosts, TrustForwardedProto: site.TrustForwardedProto})
+		Hosts: hosts, TrustForwardedProto: site.TrustForwardedProto, Addrs: site.Addrs})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go srv.Run(ctx)

@@ -40,7 +40,7 @@ func (s *Server) do(w http.ResponseWriter, r *http.Request, def string, sub pres
 				}
 			}
 		}
-		s.flash(w, r, present.Explain(err, sub).Error(), false)
+		s.flash(w, r, s.explain(err, sub).Error(), false)
 	} else {
 		s.flash(w, r, text, true)
 	}

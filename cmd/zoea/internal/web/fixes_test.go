@@ -1,9 +1,11 @@
 package web
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -13,6 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/zoeaswarm/zoea/cmd/zoea/internal/present"
+	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
 )
@@ -280,4 +287,56 @@ func pagerOf(body string) string {
 	}
 	j := strings.Index(body[i:], "</nav>")
 	return body[i : i+j]
+}
+
+// watchScript is a backend whose event stream is opened when the test says so, or refused as unreachable.
+type watchScript struct {
+	*scripted
+	open   chan struct{} // closed: the bus accepts the watch
+	refuse bool
+}
+
+func (w *watchScript) Watch(ctx context.Context, connected func(), fn func(*busv1.Event)) error {
+	if w.refuse {
+		return status.Error(codes.Unavailable, "connection refused")
+	}
+	select {
+	case <-w.open:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	connected()
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// The badge says live only once the bus has accepted the watch, and a bus that cannot be reached is named with its
+// address. Before, it said "live" before the stream was open and "cannot reach the bus at :" (issue 46).
+func TestLiveOnlyOnceTheBusAcceptsAndNamedWhenItCannot(t *testing.T) {
+	w := &watchScript{scripted: newScripted(), open: make(chan struct{})}
+	h := newHub(w, time.Now, time.Second, slog.New(slog.DiscardHandler))
+	page := h.subscribe(scope{ids: map[string]bool{}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go h.run(ctx)
+	if live, why := h.status(); live || why == "" {
+		t.Fatalf("before the bus accepted the watch: live %v (%q), want not live with a reason", live, why)
+	}
+	close(w.open)
+	if msg := string(<-page.c); !strings.Contains(msg, `"live":true`) {
+		t.Fatalf("after the bus accepted: %q", msg)
+	}
+
+	down := &watchScript{scripted: newScripted(), refuse: true}
+	s := New(down, Options{Token: testToken, Addrs: map[string]string{"bus": "127.0.0.1:17004", "runner": "127.0.0.1:17003"}})
+	page = s.hub.subscribe(scope{ids: map[string]bool{}})
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	go s.Run(ctx2)
+	if msg := string(<-page.c); !strings.Contains(msg, `"live":false`) || !strings.Contains(msg, "cannot reach the bus at 127.0.0.1:17004") {
+		t.Fatalf("with the bus unreachable the page was told %q", msg)
+	}
+	if err := s.explain(status.Error(codes.Unavailable, "connection refused"), present.Subject{Service: "runner"}); !strings.Contains(err.Error(), "at 127.0.0.1:17003") {
+		t.Fatalf("a failed runner call reads %q", err)
+	}
 }

@@ -60,6 +60,7 @@ type hub struct {
 	added    []row                       // created (first seen) since the last flush
 	counts   string                      // the header counts last sent
 	readHook func(id string)             // tests: called after each read has been folded in
+	busAddr  string                      // for the sentence a broken stream shows
 
 	// The swarm as last listed and kept current by events: the swarm page renders from it while the stream is live
 	// and the list is younger than listFresh, instead of asking the runner for every mysis on each load.
@@ -129,7 +130,7 @@ func (h *hub) run(ctx context.Context) {
 		}
 		msg := "the event stream ended"
 		if err != nil {
-			msg = present.Explain(err, present.Subject{Service: "bus"}).Error()
+			msg = present.Explain(err, present.Subject{Service: "bus", Addr: h.busAddr}).Error()
 		}
 		h.log.Warn("event stream failed; watching again in 2s", "err", msg)
 		h.setLive(false, msg)

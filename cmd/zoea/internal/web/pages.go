@@ -101,7 +101,15 @@ func (s *Server) failed(w http.ResponseWriter, r *http.Request, err error, sub p
 			cancel()
 		}
 	}
-	s.render(w, r, code, "refused", map[string]any{"Why": present.Safe(present.Explain(err, sub).Error())})
+	s.render(w, r, code, "refused", map[string]any{"Why": present.Safe(s.explain(err, sub).Error())})
+}
+
+// explain is the CLI's sentence for a failed call, naming the address of the service it went to.
+func (s *Server) explain(err error, sub present.Subject) error {
+	if sub.Addr == "" {
+		sub.Addr = s.opts.Addrs[sub.Service]
+	}
+	return present.Explain(err, sub)
 }
 
 // sortNames are the swarm table's orders; o (or the link) cycles through them.
@@ -261,7 +269,7 @@ func (s *Server) mysisPage(w http.ResponseWriter, r *http.Request) {
 		data["Query"], data["Order"] = q, r.URL.Query().Get("order")
 		resp, err := s.b.Search(ctx, m.GetId(), q, order, 30)
 		if err != nil {
-			data["SearchErr"] = present.Safe(present.Explain(err, present.Subject{Service: "memory", Mysis: m.GetName()}).Error())
+			data["SearchErr"] = present.Safe(s.explain(err, present.Subject{Service: "memory", Mysis: m.GetName()}).Error())
 		} else {
 			var hits []map[string]any
 			for _, h := range resp.GetHits() {
@@ -277,7 +285,7 @@ func (s *Server) mysisPage(w http.ResponseWriter, r *http.Request) {
 	}
 	mems, err := s.b.History(ctx, m.GetId(), 60)
 	if err != nil {
-		data["HistoryErr"] = present.Safe(present.Explain(err, present.Subject{Service: "memory"}).Error())
+		data["HistoryErr"] = present.Safe(s.explain(err, present.Subject{Service: "memory"}).Error())
 	}
 	var turns []turnGroup // newest turn first
 	for i := len(mems) - 1; i >= 0; i-- {

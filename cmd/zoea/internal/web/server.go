@@ -62,6 +62,9 @@ type Options struct {
 	// TrustForwardedProto takes X-Forwarded-Proto: https from the proxy in front as TLS: cookies get Secure and
 	// pages get HSTS. Only for a console that nothing reaches but that proxy.
 	TrustForwardedProto bool
+	// Addrs are the swarm's service addresses by service name ("runner", "bus", "memory"), for the sentence a
+	// failed call shows ("cannot reach the bus at 127.0.0.1:7004: …").
+	Addrs map[string]string
 	// LoginAttempts is how many wrong tokens one client may send before it must wait LoginLockout (default 5, 1m).
 	LoginAttempts int
 	LoginLockout  time.Duration
@@ -124,6 +127,7 @@ func New(b backend.Backend, opts Options) *Server {
 		s.hosts[strings.ToLower(strings.TrimSuffix(h, "."))] = true
 	}
 	s.hub = newHub(b, opts.Now, opts.CallTimeout, opts.Log)
+	s.hub.busAddr = opts.Addrs["bus"]
 	s.pages = parsePages()
 	s.mux = s.routes()
 	return s
