@@ -105,3 +105,45 @@ func TestTurnLongerThanRoomGivesUpSupersededFirst(t *testing.T) {
 		}
 	}
 }
+
+// A carry bound that follows what is still true: on a long objective (the lean share of the bound), a compaction in
+// the middle of a turn carries the newest result of every tool that turn called — its state, which the model is
+// working with — beyond the lean share, while what the turn superseded costs the bound nothing: each tool is called
+// three times in the turn, and its two older results are dropped.
+func TestLongObjectiveCarriesItsTurnState(t *testing.T) {
+	var h hist
+	mid := h.user(compose.SourceBroadcast, "Commander: trade along the spine until told otherwise.")
+	for i := range 110 { // 220 rows: past compose.LongObjectiveRows
+		h.loop("mine", "{}", fmt.Sprintf(`{"mined":%d}`, i))
+	}
+	h.user(compose.SourceNudge, "Continue your mission.")
+	state := func(tool string, n int) string {
+		return fmt.Sprintf(`{"%s":%d,"data":"%s"}`, tool, n, strings.Repeat(tool+" value ", 55))
+	}
+	tools := []string{"get_status", "get_cargo", "get_ship", "get_skills", "get_missions", "view_orders"}
+	for round := range 3 {
+		for _, tl := range tools {
+			h.loop(tl, "{}", state(tl, round))
+		}
+	}
+	// The turn goes on, longer than the room: markets of station after station.
+	for i := range 24 {
+		h.loop("view_market", fmt.Sprintf(`{"station":"st_%d"}`, i), state(fmt.Sprintf("market_%d", i), 0))
+	}
+	p := compose.DefaultPolicy()
+	res := composeFrom(t, &h, missionOf(&h, mid), p, compose.Manifest{})
+	if n := res.Manifest.Compaction; n == nil || n.Why != "budget" {
+		t.Fatalf("the turn did not outgrow the budget: %+v", n)
+	}
+	out := sent(res)
+	for _, tl := range tools {
+		if !strings.Contains(out, fmt.Sprintf(`{"%s":2,`, tl)) {
+			t.Errorf("the turn's newest %s result is not sent", tl)
+		}
+		for _, old := range []int{0, 1} {
+			if strings.Contains(out, fmt.Sprintf(`{"%s":%d,`, tl, old)) {
+				t.Errorf("a superseded %s result is sent", tl)
+			}
+		}
+	}
+}
