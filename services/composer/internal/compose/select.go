@@ -3,6 +3,7 @@ package compose
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Text of the stubs and notes the composer writes itself.
@@ -483,7 +484,8 @@ func (c *composer) carryBound(units []*unit, asOf int64) int {
 // does not count either: the bound holds while the compaction does.
 func (c *composer) turnState(units []*unit, asOf int64) int {
 	turn := compactTurn(units, asOf)
-	var seen map[string]bool
+	var buf [16]string
+	seen := buf[:0] // the tools counted so far: a turn calls a handful, so a slice beats a map
 	n := 0
 	for i := len(units) - 1; i >= 0; i-- {
 		u := units[i]
@@ -495,13 +497,10 @@ func (c *composer) turnState(units []*unit, asOf int64) int {
 		}
 		for k := len(u.results) - 1; k >= 0; k-- {
 			r := u.results[k]
-			if r.state == resSynthetic || r.pinned || seen[r.tool] {
+			if r.state == resSynthetic || r.pinned || slices.Contains(seen, r.tool) {
 				continue
 			}
-			if seen == nil {
-				seen = make(map[string]bool)
-			}
-			seen[r.tool] = true
+			seen = append(seen, r.tool)
 			n += c.boundTokens(u, k, r)
 		}
 	}
