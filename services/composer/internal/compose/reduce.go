@@ -44,6 +44,9 @@ type action struct {
 	seq   int64
 	save  int
 	apply func() bool // reports whether it changed anything
+	// anyCell: the action may run in the first pass even inside the newest grid cell (a superseded result of the
+	// current turn: the newest state of every call goes before its older results, however recent they are).
+	anyCell bool
 }
 
 type reducer struct {
@@ -104,15 +107,12 @@ func (r *reducer) applyStep(acts []action, need int) bool {
 	slices.SortStableFunc(acts, func(a, b action) int { return cmp.Compare(grid(a), grid(b)) })
 	ceiling := int64(math.MaxInt64)
 	if r.pass == 0 {
-		ceiling = r.newestCell(step)
-		n := 0
-		for n < len(acts) && grid(acts[n]) <= ceiling {
-			n++
-		}
-		acts = acts[:n]
-		if n == 0 {
+		cell := r.newestCell(step)
+		acts = slices.DeleteFunc(acts, func(a action) bool { return grid(a) > cell && !a.anyCell })
+		if len(acts) == 0 {
 			return false
 		}
+		ceiling = max(cell, grid(acts[len(acts)-1]))
 	}
 	limit := lowestSufficient(acts, grid, need+r.c.p.TokenBudget/budgetSlack, ceiling)
 	changed := false
@@ -206,12 +206,20 @@ func (r *reducer) stubActions(acts []action, u *unit, reason Reason, superseded 
 }
 
 // supersededResults: a result is stubbed once the grid point is above the newer result that supersedes it, so the
-// stub and what supersedes it move below the boundary together.
+// stub and what supersedes it move below the boundary together. In the current turn it is stubbed even when what
+// supersedes it lies in the newest grid cell: a turn longer than the room gives up its older results of a call
+// before the newest result of any other call, however recent those older results are.
 func (r *reducer) supersededResults(reason Reason) []action {
 	var acts []action
 	for _, u := range r.units {
 		if u.keep {
+			n := len(acts)
 			acts = r.stubActions(acts, u, reason, true, func(res *toolResult) bool { return !res.newest })
+			if isCurrent(u) {
+				for i := n; i < len(acts); i++ {
+					acts[i].anyCell = true
+				}
+			}
 		}
 	}
 	return acts

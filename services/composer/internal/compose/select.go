@@ -3,6 +3,7 @@ package compose
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Text of the stubs and notes the composer writes itself.
@@ -431,6 +432,12 @@ const LongObjectiveRows = 200
 // are the smallest tools' first, so less than half the bound still holds most tools' state.
 const leanCarryShare = 0.45
 
+// turnCarryShare is how far from the lean share towards the full bound a long objective's bound rises to carry the
+// state of the compaction's newest turn: the newest result of each tool called in it. That state is what the model
+// is working with; dropping it is expensive (the model has to call for it again, and meanwhile the request may still
+// send an older, superseded result of the same turn), while superseded results cost a compaction nothing to drop.
+const turnCarryShare = 0.5
+
 // YoungObjectiveRows is the age (in memory seqs since the objective) up to which priced compaction carries the young
 // bound: an objective that young has gathered little state, all of which a compaction the budget forces can keep
 // (youngCarryFactor times the carry bound, at most youngRoomShare of the room) — so short objectives, the usual ones
@@ -449,7 +456,9 @@ const (
 // Policy.CarryTokens, at most half the room the budget leaves the messages, so however little the tool schemas leave,
 // requests can still grow as pure extensions between two compactions instead of compacting on every request. Under
 // priced compaction an objective at most YoungObjectiveRows old has the young bound instead, and one older than
-// LongObjectiveRows the lean share of the full bound.
+// LongObjectiveRows the lean share of the full bound plus the newest turn's state (turnState), at most
+// turnCarryShare of the way to the full bound. The bound follows what is still true: the turn's state counts, what
+// it superseded does not.
 func (c *composer) carryBound(units []*unit, asOf int64) int {
 	if c.p.CarryTokens == 0 {
 		return 0
@@ -464,7 +473,38 @@ func (c *composer) carryBound(units []*unit, asOf int64) int {
 	case age <= LongObjectiveRows:
 		return full
 	}
-	return max(int(leanCarryShare*float64(full)), 1)
+	lean := max(int(leanCarryShare*float64(full)), 1)
+	return min(lean+c.turnState(units, asOf), lean+int(turnCarryShare*float64(full-lean)))
+}
+
+// turnState is what carrying the newest turn's state as of seq asOf costs against the carry bound: the newest result
+// of each tool called in that turn (the newest turn with a tool loop), with its call; pinned results, which the bound
+// does not count, aside. Only the newest result of a tool counts, so a tool called again and again in the turn counts
+// once. A result below the boundary that the newest as of asOf supersedes is not in a later request's window, and
+// does not count either: the bound holds while the compaction does.
+func (c *composer) turnState(units []*unit, asOf int64) int {
+	turn := compactTurn(units, asOf)
+	var buf [16]string
+	seen := buf[:0] // the tools counted so far: a turn calls a handful, so a slice beats a map
+	n := 0
+	for i := len(units) - 1; i >= 0; i-- {
+		u := units[i]
+		if u.seq > asOf || u.kind != kindLoop {
+			continue
+		}
+		if u.turn != turn {
+			break
+		}
+		for k := len(u.results) - 1; k >= 0; k-- {
+			r := u.results[k]
+			if r.state == resSynthetic || r.pinned || slices.Contains(seen, r.tool) {
+				continue
+			}
+			seen = append(seen, r.tool)
+			n += c.boundTokens(u, k, r)
+		}
+	}
+	return n
 }
 
 // replyAsOf is the seq of the newest reply (loop or text) at or before seq asOf: the objective's age does not depend

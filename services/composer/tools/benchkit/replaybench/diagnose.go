@@ -33,6 +33,15 @@ type Diagnosis struct {
 	AfterBy map[string]int
 	// Floor is the fewest in-turn breaks any composer could make on the same sessions (BreakFloor).
 	Floor BreakFloor
+	// Stale is issue 45's pattern: the requests that lost the newest result of a tool called in their own turn, how
+	// many of them still sent an older, superseded result of the same call from the same turn in full, and those
+	// results' tokens.
+	Stale StaleState
+}
+
+// StaleState counts superseded state sent while newest state is not (Diagnosis.Stale).
+type StaleState struct {
+	Lost, LostStale, StaleTokens int
 }
 
 // Diagnose replays the sessions Run would generate through Zoea v3 alone (o.TuneV3 applied) and sorts its misses by
@@ -97,6 +106,7 @@ func Diagnose(o Options) (Diagnosis, error) {
 					d.StateMisses[why(rows[ri].ID)]++
 				}
 			}
+			d.Stale.add(rows, stateRows, sent, ctr)
 			for _, f := range asks[n] {
 				d.FactAsks++
 				if present, pointer := FactSent(res.Messages, f.Text, s.Rows[f.Row].ID); !present && !pointer {
@@ -141,6 +151,56 @@ func Diagnose(o Options) (Diagnosis, error) {
 		}
 	}
 	return d, nil
+}
+
+// add counts one request composed from rows that sent the tool results sent (by call id), whose state cases are
+// stateRows.
+func (st *StaleState) add(rows []compose.Memory, stateRows []int, sent map[string]string, ctr compose.Counter) {
+	start := -1
+	for i := len(rows) - 1; i >= 0; i-- {
+		if r := rows[i]; r.Role == chat.RoleUser && (r.Source == compose.SourceDirect || r.Source == compose.SourceBroadcast ||
+			r.Source == compose.SourceNudge) {
+			start = i
+			break
+		}
+	}
+	if start < 0 {
+		return
+	}
+	full := func(r compose.Memory) bool { c, ok := sent[r.ToolCallID]; return ok && c == r.Content }
+	lost := false
+	for _, ri := range stateRows {
+		if ri > start && !full(rows[ri]) {
+			lost = true
+		}
+	}
+	if !lost {
+		return
+	}
+	st.Lost++
+	args := map[string]string{}
+	newer := map[string]bool{} // call keys with a newer result, walking back from the newest row
+	stale := 0
+	for i := start + 1; i < len(rows); i++ {
+		for _, tc := range rows[i].ToolCalls {
+			args[tc.ID] = tc.Arguments
+		}
+	}
+	for i := len(rows) - 1; i > start; i-- {
+		r := rows[i]
+		if r.Role != chat.RoleTool {
+			continue
+		}
+		key := r.ToolName + "\x00" + args[r.ToolCallID]
+		if newer[key] && full(r) {
+			stale += ctr.Count(r.Content)
+		}
+		newer[key] = true
+	}
+	if stale > 0 {
+		st.LostStale++
+		st.StaleTokens += stale
+	}
 }
 
 // breakWhy names what broke the prefix from prev to res: a boundary move (and the compaction note's reason), the
@@ -200,6 +260,14 @@ func (d Diagnosis) Table(w io.Writer) {
 		}
 	}
 	list("state not sent in full", d.StateCases, d.StateMisses)
+	if st := d.Stale; st.Lost > 0 {
+		mean := 0
+		if st.LostStale > 0 {
+			mean = st.StaleTokens / st.LostStale
+		}
+		fmt.Fprintf(w, "requests that lost the newest result of a tool called in their own turn: %d; of them sending a superseded result of the same turn in full: %d (%d tokens of it per request)\n",
+			st.Lost, st.LostStale, mean)
+	}
 	list("planted facts neither present nor one search away", d.FactAsks, d.FactMisses)
 }
 
