@@ -188,7 +188,7 @@ func TestDecisions(t *testing.T) {
 		{
 			name: "a yield without cargo_used still counts",
 			msgs: turn(step{"get_status", "", status("main_belt", false, 99, 65, 100)},
-				step{"mine", "", `{"kind":"yield","resource_id":"iron_ore","quantity":5,"remaining":100}`}),
+				step{"mine", "", `{"command":"mine","pending":false,"message":"Mined 5 Iron Ore.","resource_id":"iron_ore","quantity":5,"remaining":100}`}),
 			wantTool: "travel", wantArgs: `{"target_poi":"sol_central"}`,
 		},
 		{
