@@ -637,13 +637,6 @@ func (e *Engine) notify(p *Player, typ, msgType string, data map[string]any) {
 	p.mu.Unlock()
 }
 
-func strPtr(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // Queued returns a channel that is closed when the next action is queued. A driver that ticks on demand, as tests

@@ -12,8 +12,6 @@ import (
 // which follows the published v1 description (docs/SPACEMOLT.md, "State reads"): the autopilot must read what the
 // game really sends.
 
-func str(s string) *string { return &s }
-
 // status renders get_status. poi "" means in transit (current_poi is then where the move started); docked sets
 // docked_at_base to the home base. The hold is cargoUsed units of iron ore; statusWith names the stacks.
 func status(poi string, docked bool, fuel, cargoUsed, credits int) string {
