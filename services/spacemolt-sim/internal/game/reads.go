@@ -68,8 +68,9 @@ func (e *Engine) System(sid string) (*SystemResult, error) {
 	p.mu.Unlock()
 	if st.moving && st.transit.kind == "jump" {
 		tr := &st.transit
-		return &SystemResult{Action: "get_system", TransitForm: e.transitForm(&st,
-			"In hyperspace between "+tr.fromSystem+" and "+tr.toSystem+".")}, nil
+		tf := e.transitForm(&st, "In hyperspace between "+tr.fromSystem+" and "+tr.toSystem+".")
+		tf.FromPOI, tf.ToPOI = "", "" // get_system's transit form names systems only
+		return &SystemResult{Action: "get_system", TransitForm: tf}, nil
 	}
 	sys := w.system(st.systemID)
 	v := e.systemView(w, sys)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/game"
 )
 
 // v1Facts is testdata/v1-required.json: for each action, the result fields the published v1 description requires
@@ -226,15 +228,14 @@ func TestV1Conformance(t *testing.T) {
 	s := newSim(t, simOptions{manual: true})
 	s.tickOnDemand()
 
-	type sample struct{ action, text string }
-	var got []sample
+	var got []v1Sample
 	call := func(p *player, action string, args map[string]any) map[string]any {
 		t.Helper()
 		text, isErr := p.call(action, args)
 		if isErr {
 			t.Fatalf("%s(%v) failed: %s", action, args, text)
 		}
-		got = append(got, sample{action, text})
+		got = append(got, v1Sample{action, action, text})
 		var m map[string]any
 		if err := json.Unmarshal([]byte(text), &m); err != nil {
 			t.Fatalf("%s: %v", action, err)
@@ -281,27 +282,39 @@ func TestV1Conformance(t *testing.T) {
 	call(p, "get_system", nil)
 	call(p, "get_status", nil)
 
+	if order := measureV1(t, facts, got); len(order) < 17 {
+		t.Fatalf("the loop covered %d actions, want 17: %v", len(order), order)
+	}
+}
+
+// v1Sample is one result and the facts it is held to (an action, or an action's transit form).
+type v1Sample struct{ action, facts, text string }
+
+// measureV1 checks every sample, fails on each missing field or undeclared extra, logs per action the fields of its
+// least complete result and the sums, and returns the facts keys in the order first met.
+func measureV1(t *testing.T, facts v1Facts, got []v1Sample) []string {
+	t.Helper()
 	// Per action: the fields of its least complete result, and the sums over every result.
 	type tally struct{ present, total, results, sumPresent, sumTotal int }
 	tallies := map[string]*tally{}
 	var order []string
 	for _, sm := range got {
-		f, ok := facts.Actions[sm.action]
+		f, ok := facts.Actions[sm.facts]
 		if !ok {
-			t.Fatalf("%s: no facts in testdata/v1-required.json", sm.action)
+			t.Fatalf("%s: no facts in testdata/v1-required.json", sm.facts)
 		}
 		c := checkV1(decodeV1(t, sm.action, sm.text), f.Required, f.Optional, simExtras[sm.action])
 		for _, m := range c.missing {
-			t.Errorf("%s: missing required field %s", sm.action, m)
+			t.Errorf("%s: missing required field %s", sm.facts, m)
 		}
 		for _, x := range c.extras {
-			t.Errorf("%s: field %s is not in the v1 description (add it to simExtras with a reason, or drop it)", sm.action, x)
+			t.Errorf("%s: field %s is not in the v1 description (add it to simExtras with a reason, or drop it)", sm.facts, x)
 		}
-		tl := tallies[sm.action]
+		tl := tallies[sm.facts]
 		if tl == nil {
 			tl = &tally{present: c.present, total: c.total}
-			tallies[sm.action] = tl
-			order = append(order, sm.action)
+			tallies[sm.facts] = tl
+			order = append(order, sm.facts)
 		}
 		if c.present*tl.total < tl.present*c.total {
 			tl.present, tl.total = c.present, c.total
@@ -311,20 +324,92 @@ func TestV1Conformance(t *testing.T) {
 		tl.sumTotal += c.total
 	}
 	var sum tally
-	lines := []string{"action        least complete result   all results"}
+	lines := []string{"action                 least complete result   all results"}
 	complete := 0
 	for _, a := range order {
 		tl := tallies[a]
-		lines = append(lines, fmt.Sprintf("%-13s %4d/%-4d               %4d/%-4d (%d)", a, tl.present, tl.total, tl.sumPresent, tl.sumTotal, tl.results))
+		lines = append(lines, fmt.Sprintf("%-22s %4d/%-4d               %4d/%-4d (%d)", a, tl.present, tl.total, tl.sumPresent, tl.sumTotal, tl.results))
 		sum.present += tl.present
 		sum.total += tl.total
 		if tl.sumPresent == tl.sumTotal {
 			complete++
 		}
 	}
-	t.Logf("v1 conformance on /mcp:\n%s\nall           %d/%d, %d of %d actions complete", strings.Join(lines, "\n"), sum.present, sum.total, complete, len(order))
-	if len(order) < 17 {
-		t.Fatalf("the loop covered %d actions, want 17: %v", len(order), order)
+	t.Logf("v1 conformance on /mcp:\n%s\nall                    %d/%d, %d of %d actions complete", strings.Join(lines, "\n"), sum.present, sum.total, complete, len(order))
+	return order
+}
+
+// TestV1ConformanceInTransit holds the results read while a travel and a jump are under way to the description:
+// get_poi and (in hyperspace) get_system answer their transit forms.
+func TestV1ConformanceInTransit(t *testing.T) {
+	facts := loadV1Facts(t)
+	s := newSim(t, simOptions{manual: true, cfg: game.Config{Tick: 10 * time.Second}})
+	p := s.register(t, "drifter")
+	q := s.connect(t) // reads with p's session_id while p's call waits for the arrival
+	var got []v1Sample
+	read := func(action, factsKey string) map[string]any {
+		t.Helper()
+		text, isErr := q.call(action, map[string]any{"session_id": p.sid})
+		if isErr {
+			t.Fatalf("%s failed: %s", action, text)
+		}
+		got = append(got, v1Sample{action, factsKey, text})
+		var m map[string]any
+		if err := json.Unmarshal([]byte(text), &m); err != nil {
+			t.Fatalf("%s: %v", action, err)
+		}
+		return m
+	}
+	// move starts a mutation on p, ticks once so it departs, and returns a wait for its answer after n more ticks.
+	move := func(action string, args map[string]any) func(n int) {
+		// Should the test stop midway, tick the move out first, so the waiting call and the servers can end.
+		t.Cleanup(func() {
+			for s.engine.Pending() > 0 {
+				s.engine.Tick()
+			}
+		})
+		done := make(chan string, 1)
+		go func() { text, _, _ := p.raw(action, args); done <- text }()
+		waitPending(t, s.engine)
+		s.engine.Tick()
+		return func(n int) {
+			for range n {
+				s.engine.Tick()
+			}
+			select {
+			case text := <-done:
+				if strings.HasPrefix(text, "Error") {
+					t.Fatalf("%s: %s", action, text)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s did not return", action)
+			}
+		}
+	}
+	move("undock", nil)(0)
+	arrive := move("travel", map[string]any{"target_poi": "kuiper_belt"}) // 4 AU: 4 ticks
+	if poi := read("get_poi", "get_poi in transit"); poi["in_transit"] != true || poi["to_poi"] != "kuiper_belt" {
+		t.Fatalf("get_poi in transit = %v", poi)
+	}
+	if st := read("get_status", "get_status"); str(t, st, "player", "current_poi") != "sol_central" {
+		t.Fatalf("status in transit = %v", st)
+	}
+	read("get_system", "get_system") // travelling inside the system: the system is known
+	arrive(3)
+	sys := read("get_system", "get_system")
+	far := sys["system"].(map[string]any)["connections"].([]any)[0].(map[string]any)["system_id"].(string)
+	arrive = move("jump", map[string]any{"target_system": far}) // speed 1: 6 ticks
+	if sys := read("get_system", "get_system in transit"); sys["in_transit"] != true || sys["to_system"] != far || sys["system"] != nil {
+		t.Fatalf("get_system in hyperspace = %v", sys)
+	}
+	read("get_poi", "get_poi in transit")
+	read("get_status", "get_status")
+	arrive(5)
+	if st := read("get_status", "get_status"); str(t, st, "player", "current_system") != far {
+		t.Fatalf("after the jump status = %v", st)
+	}
+	if order := measureV1(t, facts, got); len(order) != 4 {
+		t.Fatalf("covered %v, want get_poi and get_system in transit, get_status and get_system", order)
 	}
 }
 
