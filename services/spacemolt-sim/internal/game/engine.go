@@ -524,6 +524,7 @@ func (e *Engine) RegisterIn(pool Pool, username, empire, code string) (res *Regi
 	}
 	p.createdAt = e.now()
 	p.lastLoginAt = p.createdAt
+	p.lastActive.Store(p.createdAt.UnixNano())
 	p.ship = newStarterShip(e.hexID(8))
 	p.gen = e.gen // Reset changes gen only while holding accMu
 	e.players = append(e.players, p)
@@ -571,6 +572,7 @@ func (e *Engine) LoginIn(pool Pool, username, password string) (*LoginResult, er
 	}
 	p.mu.Lock()
 	p.lastLoginAt = e.now()
+	p.lastActive.Store(p.lastLoginAt.UnixNano())
 	st := p.snapshot()
 	logs := make([]LogEntryView, len(p.log))
 	for i, entry := range p.log {

@@ -12,7 +12,8 @@ func TestStarterLoopEarnsCredits(t *testing.T) {
 	w := newWorldT(t, Config{})
 	reg := w.register("alice")
 	sid := reg.SessionID
-	if reg.Player.Credits != StartingCredits || reg.POI.ID != HomeStation || reg.Player.DockedAtBase != HomeBase || len(reg.Password) != 64 {
+	if reg.Player.Credits != StartingCredits || reg.POI.ID != HomeStation || reg.Player.DockedAtBase != HomeBase ||
+		reg.Player.LastActiveAt != reg.Player.CreatedAt || reg.Player.LastLoginAt != reg.Player.CreatedAt || reg.Player.SkillXP == nil || len(reg.Password) != 64 {
 		t.Fatalf("register result = %+v", reg)
 	}
 	ctx := context.Background()

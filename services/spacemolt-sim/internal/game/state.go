@@ -170,6 +170,7 @@ func Restore(cfg Config, st State) (*Engine, error) {
 		if p.lastLoginAt.IsZero() {
 			p.lastLoginAt = p.createdAt
 		}
+		p.lastActive.Store(p.lastLoginAt.UnixNano())
 		h, _ := hex.DecodeString(ps.PasswordHash)
 		copy(p.passwordHash[:], h)
 		maps.Copy(p.cargo, ps.Cargo)
