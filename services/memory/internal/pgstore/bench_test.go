@@ -92,7 +92,7 @@ func BenchmarkAppendBatch1000(b *testing.B) {
 	m := mkMysis(b, s)
 	batch := make([]memory.NewMemory, 1000)
 	for i := range batch {
-		batch[i] = toolResult("c", "get_status", `{"player":{"credits":1234,"system_id":"sol","poi_id":"main_belt"},"ship":{"hull":90,"fuel":55}}`)
+		batch[i] = toolResult("c", "get_status", `{"player":{"credits":1234,"current_system":"sol","current_poi":"main_belt"},"ship":{"hull":90,"fuel":55}}`)
 	}
 	b.ResetTimer()
 	for b.Loop() {

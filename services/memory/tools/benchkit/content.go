@@ -135,7 +135,7 @@ func (h *history) randomLoop() {
 		h.loop("get_cargo", `{}`, h.cargoResult())
 	case p < 78:
 		h.poi = pois[h.r.IntN(len(pois))]
-		h.loop("travel", fmt.Sprintf(`{"target_poi":%q}`, h.poi), fmt.Sprintf(`{"poi":%q,"poi_id":%q,"fuel_used":%d,"arrived":true}`, h.poi, h.poi, 1+h.r.IntN(9)))
+		h.loop("travel", fmt.Sprintf(`{"target_poi":%q}`, h.poi), fmt.Sprintf(`{"action":"travel","poi":%q,"poi_id":%q,"online_players_count":%d}`, h.poi, h.poi, 1+h.r.IntN(9)))
 	case p < 85:
 		h.loop("get_nearby", `{}`, h.nearbyResult())
 	case p < 90:
@@ -180,32 +180,33 @@ func (h *history) mineResult() string {
 	if h.r.IntN(8) == 0 {
 		return `{"error":"action_pending","message":"Another action is queued for this tick."}`
 	}
-	return fmt.Sprintf(`{"kind":"yield","resource_id":%q,"quantity":%d,"remaining":%d}`, ore, 1+h.r.IntN(5), h.r.IntN(5000))
+	return fmt.Sprintf(`{"command":"mine","pending":false,"resource_id":%q,"quantity":%d,"remaining":%d}`, ore, 1+h.r.IntN(5), h.r.IntN(5000))
 }
 
 func (h *history) statusResult() string {
 	h.credits += h.r.IntN(50)
 	var b strings.Builder
-	fmt.Fprintf(&b, `{"player":{"id":"%s","username":%q,"empire":"solarian","credits":%d,"system_id":%q,"poi_id":%q,"docked_at":%q,`+
-		`"faction":null,"reputation":{"solarian":%d,"voidborn":%d},"created_at":"2026-09-%02dT12:00:00Z","last_active_tick":%d},`,
-		hexID(h.r, 16), h.player, h.credits, h.system, h.poi, h.poi, h.r.IntN(100), h.r.IntN(100), 1+h.r.IntN(28), h.t.Unix()/10)
-	b.WriteString(h.shipJSON())
-	b.WriteString(`,"skills":{"mining":`)
-	fmt.Fprintf(&b, `%d,"trading":%d,"piloting":%d,"combat":%d},"active_effects":[],"tick":%d}`, h.r.IntN(20), h.r.IntN(20), h.r.IntN(20), h.r.IntN(5), h.t.Unix()/10)
+	fmt.Fprintf(&b, `{"player":{"id":"%s","username":%q,"empire":"solarian","credits":%d,"current_system":%q,"current_poi":%q,"docked_at_base":%q,`+
+		`"stats":{"credits_earned":%d,"ore_mined":%d},"created_at":"2026-09-%02dT12:00:00Z","last_active_at":"%s",`,
+		hexID(h.r, 16), h.player, h.credits, h.system, h.poi, h.poi, h.r.IntN(100), h.r.IntN(100), 1+h.r.IntN(28), h.t.UTC().Format(time.RFC3339))
+	ship := h.shipJSON() // drawn before the skills, as the generator always has
+	fmt.Fprintf(&b, `"skills":{"mining":%d,"trading":%d,"piloting":%d,"combat":%d}},`, h.r.IntN(20), h.r.IntN(20), h.r.IntN(20), h.r.IntN(5))
+	b.WriteString(ship)
+	b.WriteString(`}`)
 	return b.String()
 }
 
 func (h *history) shipJSON() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, `"ship":{"id":"ship_%s","class":"theoria","name":"%s's Theoria","hull":%d,"hull_max":100,"shield":%d,"shield_max":55,`+
-		`"fuel":%d,"fuel_max":100,"cargo_used":%d,"cargo_max":70,"speed":1,"mining_power":5},"modules":[`,
+	fmt.Fprintf(&b, `"ship":{"id":"ship_%s","class_id":"theoria","name":"%s's Theoria","hull":%d,"max_hull":100,"shield":%d,"max_shield":55,`+
+		`"fuel":%d,"max_fuel":100,"cargo_used":%d,"cargo_capacity":70,"speed":1},"modules":[`,
 		hexID(h.r, 8), h.player, 50+h.r.IntN(51), h.r.IntN(56), h.r.IntN(101), h.r.IntN(71))
 	for i := range 3 + h.r.IntN(4) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
 		kinds := []string{"mining_laser", "cargo_pod", "shield_booster", "fuel_tank", "scanner", "afterburner"}
-		fmt.Fprintf(&b, `{"id":"mod_%s","type":%q,"tier":%d,"power_draw":%d,"condition":%d}`, hexID(h.r, 8), kinds[h.r.IntN(len(kinds))], 1+h.r.IntN(3), h.r.IntN(10), 50+h.r.IntN(51))
+		fmt.Fprintf(&b, `{"id":"mod_%s","type_id":%q,"quality":%d,"power_usage":%d,"wear":%d}`, hexID(h.r, 8), kinds[h.r.IntN(len(kinds))], 1+h.r.IntN(3), h.r.IntN(10), 50+h.r.IntN(51))
 	}
 	b.WriteString(`]`)
 	return b.String()

@@ -13,9 +13,19 @@ type command struct {
 	qty    int
 }
 
-// Travel moves to a POI in the current system; it returns at arrival.
+// Travel moves to a POI in the current system; it returns at arrival, with the ships found there.
 func (e *Engine) Travel(ctx context.Context, sid, targetPOI string) (any, error) {
-	return e.submit(ctx, sid, command{name: "travel", target: targetPOI})
+	p, err := e.begin(sid, kindMutation)
+	if err != nil {
+		return nil, err
+	}
+	res, err := e.enqueue(ctx, p, command{name: "travel", target: targetPOI})
+	if tr, ok := res.(*TravelResult); ok && err == nil {
+		// Taken after the tick, outside the world lock (accMu comes before it in the lock order).
+		tr.OnlinePlayers, tr.OnlinePlayersCount = e.playersAt(p, tr.POIID)
+		tr.OnlinePlayersTruncated = tr.OnlinePlayersCount > len(tr.OnlinePlayers)
+	}
+	return res, e.count(p, err)
 }
 
 // Jump moves to an adjacent system; it returns at arrival.
@@ -147,17 +157,10 @@ func (e *Engine) doTravel(w *World, a *action, t int64) (any, error) {
 		return nil, errorf(CodeNoFuel, "Travelling to %s needs %d fuel; you have %d. Dock at a station and refuel.", target.ID, fuel, p.ship.Fuel)
 	}
 	ticks := travelTicks(p.ship.Speed, dist)
-	autoUndocked := p.dockedAt != ""
 	p.dockedAt = ""
 	p.ship.Fuel -= fuel
-	msg := "Arrived at " + target.Name + "."
-	if autoUndocked {
-		msg = "Undocked automatically. " + msg
-	}
-	res := &TravelResult{
-		POI: target.Name, POIID: target.ID, SystemID: target.SystemID, FuelUsed: fuel,
-		Fuel: p.ship.Fuel, Ticks: ticks, AutoUndocked: autoUndocked, Message: msg,
-	}
+	p.distance += dist
+	res := &TravelResult{Action: "travel", POI: target.Name, POIID: target.ID}
 	arrive := func() any {
 		p.poiID, p.transit = target.ID, nil
 		return res
@@ -196,10 +199,8 @@ func (e *Engine) doJump(w *World, a *action, t int64) (any, error) {
 	p.ship.Fuel -= fuel
 	arrival := target.arrivalPOI()
 	from := cur.ID
-	res := &JumpResult{
-		FromSystem: from, SystemID: target.ID, SystemName: target.Name, POIID: arrival.ID,
-		FuelUsed: fuel, Fuel: p.ship.Fuel, Ticks: ticks, AutoUndocked: autoUndocked,
-	}
+	p.distance += conn.Distance
+	res := &JumpResult{PendingResult{Command: "jump"}}
 	arrive := func() any {
 		p.systemID, p.poiID, p.transit = target.ID, arrival.ID, nil
 		first := !p.visited[target.ID]
@@ -230,7 +231,7 @@ func (e *Engine) doDock(w *World, p *Player) (any, error) {
 		return nil, errorf(CodeInvalidPOI, "There is no base at %s to dock with.", poi.ID)
 	}
 	p.dockedAt = poi.Base.ID
-	return &DockResult{Base: baseView(poi.Base), POIID: poi.ID, Message: "Docked at " + poi.Base.Name + "."}, nil
+	return &DockResult{PendingResult{Command: "dock", Message: "Docked at " + poi.Base.Name + "."}}, nil
 }
 
 func (e *Engine) doUndock(p *Player) (any, error) {
@@ -238,7 +239,7 @@ func (e *Engine) doUndock(p *Player) (any, error) {
 		return nil, errorf(CodeNotDocked, "You are not docked.")
 	}
 	p.dockedAt = ""
-	return &UndockResult{OK: true, POIID: p.poiID, Message: "Undocked. You are in space at " + p.poiID + "."}, nil
+	return &UndockResult{Action: "undock"}, nil
 }
 
 func (e *Engine) doMine(w *World, p *Player) (any, error) {
@@ -283,9 +284,9 @@ func (e *Engine) doMine(w *World, p *Player) (any, error) {
 	p.oreMined += qty
 	it, _ := itemByID(dep.ResourceID)
 	return &MineResult{
-		Kind: "yield", ResourceID: dep.ResourceID, Name: it.Name, Quantity: qty, Remaining: dep.Remaining,
-		CargoUsed: p.cargoUsed(), CargoMax: p.ship.CargoMax,
-		Message: "Mined " + itoa(qty) + " " + it.Name + ".",
+		PendingResult: PendingResult{Command: "mine", Message: "Mined " + itoa(qty) + " " + it.Name + "."},
+		ResourceID:    dep.ResourceID, Name: it.Name, Quantity: qty, Remaining: dep.Remaining,
+		CargoUsed: p.cargoUsed(), CargoCapacity: p.ship.CargoMax,
 	}, nil
 }
 
@@ -331,6 +332,9 @@ func (e *Engine) doSell(w *World, p *Player, itemID string, qty int) (any, error
 	}
 	p.credits += earned
 	p.creditsEarned += earned
+	if sold > 0 {
+		p.trades++
+	}
 	msg := "Sold " + itoa(sold) + " " + it.Name + " for " + itoa(earned) + " credits."
 	if sold < qty {
 		msg += " Requested " + itoa(qty) + "; the rest stays in your hold."
@@ -339,9 +343,12 @@ func (e *Engine) doSell(w *World, p *Player, itemID string, qty int) (any, error
 		msg = "Docked automatically. " + msg
 	}
 	e.notifyLater(p, "trade", "sell_filled", map[string]any{"item_id": itemID, "quantity": sold, "total": earned, "base_id": b.ID})
+	if fills == nil {
+		fills = []Fill{}
+	}
 	return &SellResult{
-		ItemID: itemID, QuantityRequested: qty, QuantitySold: sold, TotalEarned: earned, Fills: fills,
-		Credits: p.credits, AutoDocked: docked, Message: msg,
+		Action: "sell", Item: it.Name, ItemID: itemID, QuantitySold: sold, TotalEarned: earned, Fills: fills,
+		Unsold: qty - sold, Message: msg,
 	}, nil
 }
 
@@ -375,13 +382,18 @@ func (e *Engine) doBuy(w *World, p *Player, itemID string, qty int) (any, error)
 	docked := e.autoDock(p, b)
 	fills, cost := book.buyFrom(qty)
 	p.credits -= cost
+	p.creditsSpent += cost
+	p.trades++
 	p.cargo[itemID] += qty
 	msg := "Bought " + itoa(qty) + " " + it.Name + " for " + itoa(cost) + " credits."
 	if docked {
 		msg = "Docked automatically. " + msg
 	}
 	e.notifyLater(p, "trade", "buy_filled", map[string]any{"item_id": itemID, "quantity": qty, "total": cost, "base_id": b.ID})
-	return &BuyResult{ItemID: itemID, Quantity: qty, TotalCost: cost, Fills: fills, Credits: p.credits, AutoDocked: docked, Message: msg}, nil
+	return &BuyResult{
+		Action: "buy", Item: it.Name, ItemID: itemID, Quantity: qty, TotalCost: cost, Fills: fills,
+		DeliveredToCargo: qty, Message: msg,
+	}, nil
 }
 
 func (e *Engine) doRefuel(w *World, p *Player) (any, error) {
@@ -391,24 +403,18 @@ func (e *Engine) doRefuel(w *World, p *Player) (any, error) {
 	}
 	need := p.ship.FuelMax - p.ship.Fuel
 	if need == 0 {
-		return &RefuelResult{Fuel: p.ship.Fuel, FuelMax: p.ship.FuelMax, Credits: p.credits, Message: "Your tank is already full."}, nil
+		return &RefuelResult{Action: "refuel", Source: "credits", Fuel: p.ship.Fuel, FuelNow: p.ship.Fuel, FuelMax: p.ship.FuelMax}, nil
 	}
 	add := min(need, p.credits/b.FuelPrice)
 	if add == 0 {
 		return nil, errorf(CodeNoCredits, "Fuel costs %d credits a unit; you have %d.", b.FuelPrice, p.credits)
 	}
-	docked := e.autoDock(p, b)
+	e.autoDock(p, b)
 	cost := add * b.FuelPrice
 	p.credits -= cost
+	p.creditsSpent += cost
 	p.ship.Fuel += add
-	msg := "Refuelled " + itoa(add) + " units for " + itoa(cost) + " credits."
-	if add < need {
-		msg += " You could not afford a full tank."
-	}
-	if docked {
-		msg = "Docked automatically. " + msg
-	}
-	return &RefuelResult{Fuel: p.ship.Fuel, FuelMax: p.ship.FuelMax, FuelAdded: add, Cost: cost, Credits: p.credits, AutoDocked: docked, Message: msg}, nil
+	return &RefuelResult{Action: "refuel", Source: "credits", Fuel: p.ship.Fuel, FuelNow: p.ship.Fuel, FuelMax: p.ship.FuelMax, Cost: cost}, nil
 }
 
 func splitmix64(x uint64) uint64 {

@@ -326,6 +326,9 @@ func (e *Engine) begin(sid string, k kind) (*Player, error) {
 		return nil, errorf(CodeSessionInvalid, "Session expired after %s without requests. Call login() again.", e.cfg.SessionTTL)
 	}
 	s.lastSeen.Store(now.UnixNano())
+	if p != nil {
+		p.lastActive.Store(now.UnixNano())
+	}
 	if p == nil {
 		e.anonCalls.Add(1)
 		e.anonErrors.Add(1)
@@ -519,6 +522,9 @@ func (e *Engine) RegisterIn(pool Pool, username, empire, code string) (res *Regi
 		credits:      StartingCredits, systemID: HomeSystem, poiID: HomeStation, dockedAt: HomeBase,
 		cargo: map[string]int{}, visited: map[string]bool{HomeSystem: true},
 	}
+	p.createdAt = e.now()
+	p.lastLoginAt = p.createdAt
+	p.lastActive.Store(p.createdAt.UnixNano())
 	p.ship = newStarterShip(e.hexID(8))
 	p.gen = e.gen // Reset changes gen only while holding accMu
 	e.players = append(e.players, p)
@@ -532,9 +538,10 @@ func (e *Engine) RegisterIn(pool Pool, username, empire, code string) (res *Regi
 	p.mu.Lock()
 	st := p.snapshot()
 	p.mu.Unlock()
+	w := e.w()
 	return &RegisterResult{
-		Password: password, PlayerID: p.ID, Player: e.playerView(e.w(), &st), Ship: shipView(&st),
-		System: st.systemID, POI: st.poiID, SessionID: sid,
+		Password: password, PlayerID: p.ID, Player: e.loginPlayerView(w, &st), Ship: shipView(&st),
+		System: e.systemView(w, w.system(st.systemID)), POI: poiBrief(w.poi(st.poiID)), SessionID: sid,
 		Message: "Registered. Save your password: it is shown only once.",
 	}, nil
 }
@@ -564,10 +571,26 @@ func (e *Engine) LoginIn(pool Pool, username, password string) (*LoginResult, er
 		e.notify(p, "system", "session_replaced", map[string]any{"message": "A new login replaced your previous session."})
 	}
 	p.mu.Lock()
+	p.lastLoginAt = e.now()
+	p.lastActive.Store(p.lastLoginAt.UnixNano())
 	st := p.snapshot()
+	logs := make([]LogEntryView, len(p.log))
+	for i, entry := range p.log {
+		logs[i] = LogEntryView{Index: i, Entry: entry, CreatedAt: timestamp(p.createdAt)}
+		if i < len(p.logAt) {
+			logs[i].CreatedAt = timestamp(p.logAt[i])
+		}
+	}
 	p.mu.Unlock()
+	w := e.w()
+	sysID, poiID := st.systemID, st.poiID
+	if st.moving {
+		sysID, poiID = st.transit.toSystem, st.transit.toPOI
+	}
 	return &LoginResult{
-		Player: e.playerView(e.w(), &st), Ship: shipView(&st), System: st.systemID, POI: strPtr(st.poiID),
+		Player: e.loginPlayerView(w, &st), Ship: shipView(&st),
+		System: e.systemView(w, w.system(sysID)), POI: poiBrief(w.poi(poiID)),
+		CaptainsLog: logs, PendingTrades: []any{},
 		SessionID: sid, Message: "Logged in as " + p.Username + ".",
 	}, nil
 }
@@ -614,13 +637,6 @@ func (e *Engine) notify(p *Player, typ, msgType string, data map[string]any) {
 		p.notes = slices.Delete(p.notes, 0, over)
 	}
 	p.mu.Unlock()
-}
-
-func strPtr(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

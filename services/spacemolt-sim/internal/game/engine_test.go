@@ -12,14 +12,15 @@ func TestStarterLoopEarnsCredits(t *testing.T) {
 	w := newWorldT(t, Config{})
 	reg := w.register("alice")
 	sid := reg.SessionID
-	if reg.Player.Credits != StartingCredits || reg.POI != HomeStation || reg.Player.DockedAt == nil || len(reg.Password) != 64 {
+	if reg.Player.Credits != StartingCredits || reg.POI.ID != HomeStation || reg.Player.DockedAtBase != HomeBase ||
+		reg.Player.LastActiveAt != reg.Player.CreatedAt || reg.Player.LastLoginAt != reg.Player.CreatedAt || reg.Player.SkillXP == nil || len(reg.Password) != 64 {
 		t.Fatalf("register result = %+v", reg)
 	}
 	ctx := context.Background()
 	w.must(w.act(func(ctx context.Context) (any, error) { return w.e.Undock(ctx, sid) }))
 	start := w.e.CurrentTick()
 	tr := w.must(w.act(func(ctx context.Context) (any, error) { return w.e.Travel(ctx, sid, HomeBelt) })).(*TravelResult)
-	if tr.POIID != HomeBelt || tr.FuelUsed != 1 || tr.Fuel != 99 || tr.Ticks != 2 {
+	if tr.Action != "travel" || tr.POIID != HomeBelt || tr.POI != "Main Belt" || tr.OnlinePlayersCount != 0 || tr.OnlinePlayers == nil {
 		t.Fatalf("travel = %+v", tr)
 	}
 	if got := w.e.CurrentTick() - start; got != 2 {
@@ -28,7 +29,7 @@ func TestStarterLoopEarnsCredits(t *testing.T) {
 	mined := map[string]int{}
 	for range 10 {
 		m := w.must(w.act(func(ctx context.Context) (any, error) { return w.e.Mine(ctx, sid) })).(*MineResult)
-		if m.Kind != "yield" || m.Quantity != 5 {
+		if m.Command != "mine" || m.Pending || m.Quantity != 5 {
 			t.Fatalf("mine = %+v", m)
 		}
 		mined[m.ResourceID] += m.Quantity
@@ -39,16 +40,22 @@ func TestStarterLoopEarnsCredits(t *testing.T) {
 	w.must(w.act(func(ctx context.Context) (any, error) { return w.e.Travel(ctx, sid, HomeStation) }))
 	w.must(w.act(func(ctx context.Context) (any, error) { return w.e.Dock(ctx, sid) }))
 	s := w.must(w.act(func(ctx context.Context) (any, error) { return w.e.Sell(ctx, sid, "iron_ore", 1000) })).(*SellResult)
-	if s.QuantitySold != mined["iron_ore"] || s.TotalEarned != 5*mined["iron_ore"] || s.Credits != 100+s.TotalEarned {
+	if s.QuantitySold != mined["iron_ore"] || s.TotalEarned != 5*mined["iron_ore"] || s.Item != "Iron Ore" ||
+		len(s.Fills) == 0 || s.Fills[0].Subtotal != s.Fills[0].Quantity*s.Fills[0].PriceEach {
 		t.Fatalf("sell = %+v (mined %v)", s, mined)
 	}
 	r := w.must(w.act(func(ctx context.Context) (any, error) { return w.e.Refuel(ctx, sid) })).(*RefuelResult)
-	if r.Fuel != 100 || r.FuelAdded != 2 || r.Cost != 4 || r.Credits != s.Credits-4 {
+	if r.Fuel != 100 || r.FuelNow != 100 || r.Source != "credits" || r.Cost != 4 {
 		t.Fatalf("refuel = %+v", r)
 	}
 	st, err := w.e.Status(sid)
-	if err != nil || st.Player.Credits != r.Credits || *st.Player.POIID != HomeStation {
+	if err != nil || st.Player.Credits != 100+s.TotalEarned-4 || st.Player.CurrentPOI != HomeStation {
 		t.Fatalf("status = %+v, %v", st, err)
+	}
+	// The lifetime counters follow the play: 10 mines of 5, one sale, 4 credits of fuel, 2 AU out and back.
+	want := PlayerStatsView{CreditsEarned: s.TotalEarned, CreditsSpent: 4, OreMined: 50, DistanceTraveled: 4, TradesCompleted: 1, SystemsExplored: 1}
+	if st.Player.Stats != want {
+		t.Fatalf("stats = %+v, want %+v", st.Player.Stats, want)
 	}
 	stats := w.e.Stats()
 	if len(stats.Players) != 1 || stats.Players[0].OreMined != 50 || stats.Players[0].CreditsEarned != s.TotalEarned || stats.Players[0].Ticks != 16 {
@@ -140,8 +147,16 @@ func TestActionPendingAndInTransit(t *testing.T) {
 		t.Fatalf("in_transit = %+v, want 30 seconds remaining (3 ticks of 10s)", ge)
 	}
 	sys, err := w.e.System(other.SessionID)
-	if err != nil || !sys.InTransit || sys.Transit.ToPOI != StrippedBelt || sys.Transit.TicksRemaining != 3 {
-		t.Fatalf("get_system in transit = %+v %v", sys, err)
+	if err != nil || sys.System == nil || sys.System.ID != HomeSystem || sys.InTransit {
+		t.Fatalf("get_system travelling inside the system = %+v %v", sys, err)
+	}
+	poi, err := w.e.POI(other.SessionID)
+	if err != nil || !poi.InTransit || poi.ToPOI != StrippedBelt || poi.TicksRemaining == nil || *poi.TicksRemaining != 3 || poi.POI != nil {
+		t.Fatalf("get_poi in transit = %+v %v", poi, err)
+	}
+	mid, _ := w.e.Status(other.SessionID)
+	if !mid.Player.InTransit || mid.Player.Transit.ToPOI != StrippedBelt || mid.Player.CurrentPOI != HomeStation {
+		t.Fatalf("status in transit = %+v", mid.Player)
 	}
 	for range 3 {
 		select {
@@ -155,7 +170,7 @@ func TestActionPendingAndInTransit(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, _ := w.e.Status(other.SessionID)
-	if st.Player.InTransit || *st.Player.POIID != StrippedBelt {
+	if st.Player.InTransit || st.Player.Transit != nil || st.Player.CurrentPOI != StrippedBelt {
 		t.Fatalf("after arrival status = %+v", st.Player)
 	}
 }

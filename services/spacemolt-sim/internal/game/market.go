@@ -28,6 +28,7 @@ type Level struct {
 type Fill struct {
 	Quantity  int `json:"quantity"`
 	PriceEach int `json:"price_each"`
+	Subtotal  int `json:"subtotal"`
 }
 
 const ladderLevels = 6
@@ -75,7 +76,7 @@ func (b *Book) sellInto(qty int) (fills []Fill, sold, earned int) {
 		qty -= n
 		sold += n
 		earned += n * l.Price
-		fills = append(fills, Fill{Quantity: n, PriceEach: l.Price})
+		fills = append(fills, Fill{Quantity: n, PriceEach: l.Price, Subtotal: n * l.Price})
 	}
 	return fills, sold, earned
 }
@@ -106,7 +107,7 @@ func (b *Book) buyFrom(qty int) (fills []Fill, cost int) {
 		l.Qty -= n
 		qty -= n
 		cost += n * l.Price
-		fills = append(fills, Fill{Quantity: n, PriceEach: l.Price})
+		fills = append(fills, Fill{Quantity: n, PriceEach: l.Price, Subtotal: n * l.Price})
 	}
 	return fills, cost
 }

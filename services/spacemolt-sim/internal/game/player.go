@@ -25,6 +25,31 @@ type Ship struct {
 	MiningPower int
 }
 
+// shipClass is what a ship's class fixes: the figures the v1 ship object reports that nothing in the simulator
+// changes.
+type shipClass struct {
+	shieldRecharge, armor                   int
+	cpuCapacity, powerCapacity              int
+	weaponSlots, defenseSlots, utilitySlots int
+}
+
+// shipClasses holds the one class the simulator flies.
+var shipClasses = map[string]shipClass{
+	"theoria": {shieldRecharge: 1, armor: 0, cpuCapacity: 12, powerCapacity: 20, weaponSlots: 1, defenseSlots: 1, utilitySlots: 3},
+}
+
+// starterModule is a module every theoria carries; the instance id is the ship id plus the suffix.
+type starterModule struct {
+	suffix, typeID, name, typ string
+	cpu, power                int
+}
+
+var starterModules = []starterModule{
+	{"-m1", "mining_laser_i", "Mining Laser I", "mining", 2, 3},
+	{"-m2", "cargo_hold_s", "Small Cargo Hold", "cargo", 1, 1},
+	{"-m3", "fuel_tank_s", "Small Fuel Tank", "fuel", 1, 1},
+}
+
 // newStarterShip is the theoria every new player gets.
 func newStarterShip(id string) Ship {
 	return Ship{
@@ -71,8 +96,15 @@ type Player struct {
 	visited       map[string]bool
 	transit       *transit
 	creditsEarned int
+	creditsSpent  int
 	oreMined      int
-	ticks         int // mutations resolved
+	trades        int // sells and buys that filled
+	distance      int // AU travelled plus light years jumped
+	createdAt     time.Time
+	lastLoginAt   time.Time
+	lastChatCheck time.Time
+	lastActive    atomic.Int64 // unix nanos of the game clock at the newest authenticated call
+	ticks         int          // mutations resolved
 	mineRolls     uint64
 
 	pending      *action
@@ -84,7 +116,8 @@ type Player struct {
 	notes        []Notification
 	noteSeq      int64
 	lastNoteTick int64
-	log          []string // newest first
+	log          []string    // newest first
+	logAt        []time.Time // when each log entry was written, parallel to log
 
 	calls  atomic.Int64
 	errors atomic.Int64
@@ -111,6 +144,9 @@ type playerState struct {
 	cargo                [len(itemCatalog)]int // by catalog index
 	transit              transit
 	moving               bool
+
+	creditsEarned, creditsSpent, oreMined, trades, distance, explored int
+	createdAt, lastLoginAt, lastChatCheck, lastActive                 time.Time
 }
 
 // snapshot needs p.mu held.
@@ -118,6 +154,13 @@ func (p *Player) snapshot() playerState {
 	st := playerState{
 		ID: p.ID, Username: p.Username, Empire: p.Empire, credits: p.credits,
 		systemID: p.systemID, poiID: p.poiID, dockedAt: p.dockedAt, ship: p.ship,
+		creditsEarned: p.creditsEarned, creditsSpent: p.creditsSpent, oreMined: p.oreMined, trades: p.trades,
+		distance: p.distance, explored: len(p.visited),
+		createdAt: p.createdAt, lastLoginAt: p.lastLoginAt, lastChatCheck: p.lastChatCheck,
+		lastActive: time.Unix(0, p.lastActive.Load()),
+	}
+	if st.lastChatCheck.IsZero() {
+		st.lastChatCheck = p.createdAt
 	}
 	for i, it := range itemCatalog {
 		st.cargo[i] = p.cargo[it.ID]

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -21,7 +22,7 @@ func (e *Engine) Status(sid string) (*StatusResult, error) {
 	p.mu.Lock()
 	st := p.snapshot()
 	p.mu.Unlock()
-	return &StatusResult{Player: e.playerView(e.w(), &st), Ship: shipView(&st), Modules: modules(&st), CurrentTick: e.tick.Load()}, nil
+	return &StatusResult{Player: e.playerView(e.w(), &st), Ship: shipView(&st), Modules: modules(&st)}, nil
 }
 
 // Ship answers get_ship.
@@ -33,7 +34,7 @@ func (e *Engine) Ship(sid string) (*ShipResult, error) {
 	p.mu.Lock()
 	st := p.snapshot()
 	p.mu.Unlock()
-	return &ShipResult{Ship: shipView(&st), Modules: modules(&st)}, nil
+	return &ShipResult{Ship: shipView(&st), Modules: modules(&st), CargoUsed: st.cargoUsed(), CargoMax: st.ship.CargoMax}, nil
 }
 
 // Cargo answers get_cargo.
@@ -49,7 +50,7 @@ func (e *Engine) Cargo(sid string) (*CargoResult, error) {
 	res.Available = res.Capacity - res.Used
 	for i, it := range itemCatalog {
 		if q := st.cargo[i]; q > 0 {
-			res.Cargo = append(res.Cargo, CargoItem{ItemID: it.ID, Name: it.Name, Quantity: q})
+			res.Cargo = append(res.Cargo, CargoItem{ItemID: it.ID, Name: it.Name, Quantity: q, Size: itemSize})
 		}
 	}
 	return res, nil
@@ -65,16 +66,23 @@ func (e *Engine) System(sid string) (*SystemResult, error) {
 	p.mu.Lock()
 	st := p.snapshot()
 	p.mu.Unlock()
-	tv, systemID, poiID := e.transitView(&st), st.systemID, st.poiID
-	if tv != nil && tv.Type == "jump" {
-		return &SystemResult{InTransit: true, Transit: tv, Message: "In hyperspace between " + tv.FromSystem + " and " + tv.ToSystem + "."}, nil
+	if st.moving && st.transit.kind == "jump" {
+		tr := &st.transit
+		tf := e.transitForm(&st, "In hyperspace between "+tr.fromSystem+" and "+tr.toSystem+".")
+		tf.FromPOI, tf.ToPOI = "", "" // get_system's transit form names systems only
+		return &SystemResult{Action: "get_system", TransitForm: tf}, nil
 	}
-	sys := w.system(systemID)
-	v := &SystemView{
-		ID: sys.ID, Name: sys.Name, Empire: sys.Empire, SecurityStatus: sys.Security,
-		Position: Position{sys.X, sys.Y}, Connections: connections(w, sys), POIs: poiBriefs(w, sys, poiID),
+	sys := w.system(st.systemID)
+	v := e.systemView(w, sys)
+	res := &SystemResult{Action: "get_system", System: &v, SecurityStatus: sys.Security}
+	if st.poiID != "" {
+		for i := range v.POIs {
+			if v.POIs[i].ID == st.poiID {
+				res.POI = &v.POIs[i]
+			}
+		}
 	}
-	return &SystemResult{System: v, InTransit: tv != nil, Transit: tv}, nil
+	return res, nil
 }
 
 // POI answers get_poi.
@@ -87,11 +95,11 @@ func (e *Engine) POI(sid string) (*POIResult, error) {
 	p.mu.Lock()
 	st := p.snapshot()
 	p.mu.Unlock()
-	tv, poiID := e.transitView(&st), st.poiID
-	if tv != nil {
-		return &POIResult{Resources: []ResourceView{}, Services: []string{}, InTransit: true, Transit: tv}, nil
+	if st.moving {
+		tr := &st.transit
+		return &POIResult{Action: "get_poi", TransitForm: e.transitForm(&st, "In transit to "+tr.toPOI+".")}, nil
 	}
-	poi := w.poi(poiID)
+	poi := w.poi(st.poiID)
 	res := &POIResult{
 		POI: &POIView{
 			ID: poi.ID, SystemID: poi.SystemID, Type: poi.Type, Name: poi.Name,
@@ -101,16 +109,21 @@ func (e *Engine) POI(sid string) (*POIResult, error) {
 	}
 	e.mu.RLock()
 	for _, d := range poi.Deposits {
-		res.Resources = append(res.Resources, ResourceView{ResourceID: d.ResourceID, Richness: d.Richness, Remaining: d.Remaining})
+		res.Resources = append(res.Resources, ResourceView{ResourceID: d.ResourceID, Richness: d.Richness, Remaining: d.Remaining, MaxRemaining: d.Max})
 	}
 	e.mu.RUnlock()
 	for i := range res.Resources {
-		it, _ := itemByID(res.Resources[i].ResourceID)
-		res.Resources[i].Name = it.Name
+		r := &res.Resources[i]
+		it, _ := itemByID(r.ResourceID)
+		r.Name = it.Name
+		r.RemainingDisplay = strconv.Itoa(r.Remaining) + "/" + strconv.Itoa(r.MaxRemaining)
+		if r.MaxRemaining > 0 {
+			r.DepletionPercent = math.Round(1000*float64(r.MaxRemaining-r.Remaining)/float64(r.MaxRemaining)) / 10
+		}
 	}
 	if poi.Base != nil {
-		bv := baseView(poi.Base)
-		res.Base, res.Services = &bv, bv.Services
+		bv := baseView(w, poi)
+		res.Base, res.Services, res.POI.BaseID = &bv, poi.Base.services(), poi.Base.ID
 	}
 	return res, nil
 }
@@ -124,29 +137,38 @@ func (e *Engine) Nearby(sid string) (*NearbyResult, error) {
 	p.mu.Lock()
 	here := p.poiID
 	p.mu.Unlock()
-	res := &NearbyResult{POIID: strPtr(here), Players: []NearbyPlayer{}, Pirates: []any{}}
+	res := &NearbyResult{POIID: here, Nearby: []NearbyPlayer{}, Pirates: []any{}}
 	if here == "" {
 		return res, nil
 	}
+	res.Nearby, res.Count = e.playersAt(p, here)
+	return res, nil
+}
+
+// playersAt lists the other ships at poiID, at most NearbyListCap of them, and counts them all.
+func (e *Engine) playersAt(self *Player, poiID string) ([]NearbyPlayer, int) {
+	out, n := []NearbyPlayer{}, 0
 	e.accMu.RLock()
 	defer e.accMu.RUnlock()
 	for _, o := range e.players {
-		if o == p {
+		if o == self {
 			continue
 		}
 		o.mu.Lock()
-		at, docked, class := o.poiID, o.dockedAt != "", o.ship.Class
+		at, class, name := o.poiID, o.ship.Class, o.ship.Name
 		o.mu.Unlock()
-		if at != here {
+		if at != poiID {
 			continue
 		}
-		res.Count++
-		if len(res.Players) < NearbyListCap {
-			res.Players = append(res.Players, NearbyPlayer{PlayerID: o.ID, Username: o.Username, Empire: o.Empire, ShipClass: class, Docked: docked})
+		n++
+		if len(out) < NearbyListCap {
+			out = append(out, NearbyPlayer{
+				PlayerID: o.ID, Username: o.Username, ShipClass: class, ShipName: name,
+				PrimaryColor: defaultPrimaryColor, SecondaryColor: defaultSecondaryColor,
+			})
 		}
 	}
-	res.Truncated = res.Count > len(res.Players)
-	return res, nil
+	return out, n
 }
 
 // Map answers get_map; systemID narrows it to one system.
@@ -167,7 +189,7 @@ func (e *Engine) Map(sid, systemID string) (*MapResult, error) {
 		}
 		ms := MapSystem{
 			SystemID: s.ID, Name: s.Name, Empire: s.Empire, SecurityStatus: s.Security,
-			Position: Position{s.X, s.Y}, Connections: connections(w, s), POIs: poiBriefs(w, s, ""),
+			Position: Position{s.X, s.Y}, Connections: connections(w, s), POIs: e.poiBriefs(w, s),
 			Visited: visited[s.ID],
 		}
 		for _, poi := range s.POIs {
@@ -178,7 +200,7 @@ func (e *Engine) Map(sid, systemID string) (*MapResult, error) {
 	if systemID != "" && len(res.Systems) == 0 {
 		return nil, e.count(p, errorf(CodeInvalidSystem, "Unknown system %q.", systemID))
 	}
-	res.Count = len(res.Systems)
+	res.TotalCount = len(res.Systems)
 	return res, nil
 }
 
@@ -313,8 +335,12 @@ func (e *Engine) LogAdd(sid, entry string) (*LogAddResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.log = slices.Insert(p.log, 0, entry)
+	p.logAt = slices.Insert(p.logAt, 0, e.now())
 	if len(p.log) > LogKeep {
 		p.log = p.log[:LogKeep]
+	}
+	if len(p.logAt) > len(p.log) {
+		p.logAt = p.logAt[:len(p.log)]
 	}
 	return &LogAddResult{Index: 0, TotalCount: len(p.log), Message: "Entry recorded."}, nil
 }
@@ -427,6 +453,7 @@ func (e *Engine) Notifications(sid string, limit int, clear bool) (*Notification
 		return res, nil
 	}
 	p.lastNoteTick = t + 1
+	p.lastChatCheck = e.now()
 	n := min(limit, len(p.notes))
 	res.Notifications = append(res.Notifications, p.notes[:n]...)
 	if clear {
@@ -440,17 +467,45 @@ func (e *Engine) Notifications(sid string, limit int, clear bool) (*Notification
 	return res, nil
 }
 
+// The colours every simulated pilot flies; the simulator has no set_colors.
+const (
+	defaultPrimaryColor   = "#ffffff"
+	defaultSecondaryColor = "#000000"
+)
+
+// itemSize is the cargo space one unit of any item takes in the simulator.
+const itemSize = 1
+
+// timestamp renders a time as the v1 description's date-time strings do.
+func timestamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
 func (e *Engine) playerView(w *World, st *playerState) PlayerView {
-	sys := w.system(st.systemID)
 	v := PlayerView{
 		ID: st.ID, Username: st.Username, Empire: st.Empire, Credits: st.credits,
-		SystemID: st.systemID, SystemName: sys.Name, POIID: strPtr(st.poiID), DockedAt: strPtr(st.dockedAt),
+		CurrentSystem: st.systemID, CurrentPOI: st.poiID, CurrentShipID: st.ship.ID, HomeBase: HomeBase,
+		DockedAtBase: st.dockedAt,
+		CreatedAt:    timestamp(st.createdAt), LastActiveAt: timestamp(st.lastActive), LastLoginAt: timestamp(st.lastLoginAt),
+		LastChatCheck: timestamp(st.lastChatCheck),
+		PrimaryColor:  defaultPrimaryColor, SecondaryColor: defaultSecondaryColor,
+		RevealedPOIs: map[string]bool{}, Skills: map[string]int{},
+		Stats: PlayerStatsView{
+			CreditsEarned: st.creditsEarned, CreditsSpent: st.creditsSpent, OreMined: st.oreMined,
+			DistanceTraveled: st.distance, TradesCompleted: st.trades, SystemsExplored: st.explored,
+		},
 	}
-	if poi := w.poi(st.poiID); poi != nil {
-		v.POIName = &poi.Name
+	if st.moving {
+		// In transit the player is nowhere; current_poi names where it left from so the field stays a POI id.
+		v.CurrentPOI = st.transit.fromPOI
 	}
 	v.Transit = e.transitView(st)
 	v.InTransit = v.Transit != nil
+	return v
+}
+
+// loginPlayerView is playerView with the fields only login and register carry.
+func (e *Engine) loginPlayerView(w *World, st *playerState) PlayerView {
+	v := e.playerView(w, st)
+	v.SkillXP = &map[string]int{}
 	return v
 }
 
@@ -466,24 +521,97 @@ func (e *Engine) transitView(st *playerState) *TransitView {
 	}
 }
 
+// transitForm is the in-transit answer of get_system and get_poi.
+func (e *Engine) transitForm(st *playerState, msg string) TransitForm {
+	tr := &st.transit
+	left := max(0, tr.arriveTick-e.tick.Load())
+	return TransitForm{
+		InTransit: true, TransitType: tr.kind, FromSystem: tr.fromSystem, FromPOI: tr.fromPOI,
+		ToSystem: tr.toSystem, ToPOI: tr.toPOI, TicksRemaining: &left, Message: msg,
+	}
+}
+
 func shipView(st *playerState) ShipView {
 	s := st.ship
-	return ShipView{
-		ID: s.ID, Class: s.Class, Name: s.Name, Hull: s.Hull, HullMax: s.HullMax, Shield: s.Shield, ShieldMax: s.ShieldMax,
-		Fuel: s.Fuel, FuelMax: s.FuelMax, CargoUsed: st.cargoUsed(), CargoMax: s.CargoMax, Speed: s.Speed, MiningPower: s.MiningPower,
+	c := shipClasses[s.Class]
+	v := ShipView{
+		ID: s.ID, OwnerID: st.ID, ClassID: s.Class, Name: s.Name, CreatedAt: timestamp(st.createdAt),
+		Hull: s.Hull, MaxHull: s.HullMax, Shield: s.Shield, MaxShield: s.ShieldMax, ShieldRecharge: c.shieldRecharge,
+		Armor: c.armor, Fuel: s.Fuel, MaxFuel: s.FuelMax, Speed: s.Speed,
+		CargoUsed: st.cargoUsed(), CargoCapacity: s.CargoMax,
+		CPUCapacity: c.cpuCapacity, PowerCapacity: c.powerCapacity,
+		WeaponSlots: c.weaponSlots, DefenseSlots: c.defenseSlots, UtilitySlots: c.utilitySlots,
+		Modules: make([]string, 0, len(starterModules)), Cargo: []ShipCargoItem{}, DockedAtBase: st.dockedAt,
 	}
+	for _, m := range starterModules {
+		v.Modules = append(v.Modules, s.ID+m.suffix)
+		v.CPUUsed += m.cpu
+		v.PowerUsed += m.power
+	}
+	for i, it := range itemCatalog {
+		if q := st.cargo[i]; q > 0 {
+			v.Cargo = append(v.Cargo, ShipCargoItem{ItemID: it.ID, Name: it.Name, Quantity: q, Size: itemSize})
+		}
+	}
+	return v
 }
 
 func modules(st *playerState) []ModuleView {
-	return []ModuleView{
-		{ID: "mining_laser_i", Name: "Mining Laser I", Type: "mining", Stats: map[string]int{"mining_power": st.ship.MiningPower}},
-		{ID: "cargo_hold_s", Name: "Small Cargo Hold", Type: "cargo", Stats: map[string]int{"capacity": st.ship.CargoMax}},
-		{ID: "fuel_tank_s", Name: "Small Fuel Tank", Type: "fuel", Stats: map[string]int{"capacity": st.ship.FuelMax}},
+	out := make([]ModuleView, 0, len(starterModules))
+	for _, m := range starterModules {
+		mv := ModuleView{
+			ID: st.ship.ID + m.suffix, TypeID: m.typeID, Name: m.name, Type: m.typ, Size: 1,
+			CPUUsage: m.cpu, PowerUsage: m.power, Quality: 1, QualityGrade: "standard", Wear: 0, WearStatus: "pristine",
+		}
+		switch m.typ {
+		case "mining":
+			mv.MiningPower = st.ship.MiningPower
+		case "cargo":
+			mv.CargoBonus = st.ship.CargoMax
+		case "fuel":
+			mv.MaxFuelBonus = st.ship.FuelMax
+		}
+		out = append(out, mv)
+	}
+	return out
+}
+
+func baseView(w *World, poi *POI) BaseView {
+	b := poi.Base
+	return BaseView{
+		ID: b.ID, POIID: poi.ID, Name: b.Name, Type: "station", Empire: w.system(poi.SystemID).Empire,
+		Description: b.Name + " at " + poi.Name + ".", DefenseLevel: baseDefense(w.system(poi.SystemID)),
+		PublicAccess: true, Facilities: b.services(),
 	}
 }
 
-func baseView(b *Base) BaseView {
-	return BaseView{ID: b.ID, Name: b.Name, Services: b.services(), FuelPrice: b.FuelPrice}
+// baseDefense rates a station 0-100 by its system's security.
+func baseDefense(s *System) int {
+	switch s.Security {
+	case "high":
+		return 80
+	case "medium":
+		return 50
+	}
+	return 20
+}
+
+// policeLevel rates a system's policing 0-100 by its security.
+func policeLevel(s *System) int {
+	switch s.Security {
+	case "high":
+		return 100
+	case "medium":
+		return 50
+	}
+	return 0
+}
+
+func (e *Engine) systemView(w *World, sys *System) SystemView {
+	return SystemView{
+		ID: sys.ID, Name: sys.Name, Empire: sys.Empire, SecurityStatus: sys.Security, PoliceLevel: policeLevel(sys),
+		Connections: connections(w, sys), POIs: e.poiBriefs(w, sys),
+	}
 }
 
 func connections(w *World, s *System) []ConnectionView {
@@ -494,19 +622,18 @@ func connections(w *World, s *System) []ConnectionView {
 	return out
 }
 
-func poiBriefs(w *World, s *System, from string) []POIBrief {
+func (e *Engine) poiBriefs(w *World, s *System) []POIBrief {
 	out := make([]POIBrief, 0, len(s.POIs))
-	origin := w.poi(from)
 	for _, poi := range s.POIs {
-		b := POIBrief{ID: poi.ID, Name: poi.Name, Type: poi.Type, HasBase: poi.Base != nil}
-		if origin != nil && origin.SystemID == s.ID {
-			d := 0
-			if poi != origin {
-				d = poiDistance(origin, poi)
-			}
-			b.Distance = &d
-		}
-		out = append(out, b)
+		out = append(out, poiBrief(poi))
 	}
 	return out
+}
+
+func poiBrief(poi *POI) POIBrief {
+	b := POIBrief{ID: poi.ID, Name: poi.Name, Type: poi.Type, HasBase: poi.Base != nil, Position: Position{poi.X, poi.Y}}
+	if poi.Base != nil {
+		b.BaseID, b.BaseName = poi.Base.ID, poi.Base.Name
+	}
+	return b
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"time"
 )
 
 // StateVersion is the layout of State; Restore refuses any other.
@@ -41,7 +42,13 @@ type PlayerState struct {
 	Cargo         map[string]int `json:"cargo,omitempty"`
 	Visited       []string       `json:"visited"`
 	CreditsEarned int            `json:"credits_earned"`
+	CreditsSpent  int            `json:"credits_spent,omitempty"`
 	OreMined      int            `json:"ore_mined"`
+	Trades        int            `json:"trades_completed,omitempty"`
+	Distance      int            `json:"distance_traveled,omitempty"`
+	CreatedAt     time.Time      `json:"created_at,omitzero"`
+	LastLoginAt   time.Time      `json:"last_login_at,omitzero"`
+	LogAt         []time.Time    `json:"log_at,omitempty"`
 	Ticks         int            `json:"ticks"`
 	MineRolls     uint64         `json:"mine_rolls"`
 	Log           []string       `json:"log,omitempty"`
@@ -87,6 +94,8 @@ func (e *Engine) Snapshot() (State, error) {
 			Credits: p.credits, SystemID: p.systemID, POIID: p.poiID, DockedAt: p.dockedAt, Ship: p.ship,
 			Cargo: maps.Clone(p.cargo), Visited: slices.Sorted(maps.Keys(p.visited)),
 			CreditsEarned: p.creditsEarned, OreMined: p.oreMined, Ticks: p.ticks, MineRolls: p.mineRolls,
+			CreditsSpent: p.creditsSpent, Trades: p.trades, Distance: p.distance,
+			CreatedAt: p.createdAt, LastLoginAt: p.lastLoginAt, LogAt: slices.Clone(p.logAt),
 			Log: slices.Clone(p.log), Notes: slices.Clone(p.notes), NoteSeq: p.noteSeq,
 			Calls: p.calls.Load(), Errors: p.errors.Load(),
 		}
@@ -152,7 +161,16 @@ func Restore(cfg Config, st State) (*Engine, error) {
 			credits: ps.Credits, systemID: ps.SystemID, poiID: ps.POIID, dockedAt: ps.DockedAt, ship: ps.Ship,
 			cargo: map[string]int{}, visited: map[string]bool{}, creditsEarned: ps.CreditsEarned, oreMined: ps.OreMined,
 			ticks: ps.Ticks, mineRolls: ps.MineRolls, log: ps.Log, notes: ps.Notes, noteSeq: ps.NoteSeq,
+			creditsSpent: ps.CreditsSpent, trades: ps.Trades, distance: ps.Distance,
+			createdAt: ps.CreatedAt, lastLoginAt: ps.LastLoginAt, logAt: ps.LogAt,
 		}
+		if p.createdAt.IsZero() { // saved before the simulator kept it
+			p.createdAt = e.now()
+		}
+		if p.lastLoginAt.IsZero() {
+			p.lastLoginAt = p.createdAt
+		}
+		p.lastActive.Store(p.lastLoginAt.UnixNano())
 		h, _ := hex.DecodeString(ps.PasswordHash)
 		copy(p.passwordHash[:], h)
 		maps.Copy(p.cargo, ps.Cargo)

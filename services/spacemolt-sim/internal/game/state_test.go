@@ -61,7 +61,8 @@ func TestRestoreContinuesTheUniverse(t *testing.T) {
 	login := w2.must(e2.Login("miner-1", reg.Password)).(*LoginResult)
 	sid2 := login.SessionID
 	after := w2.must(e2.Status(sid2)).(*StatusResult)
-	if after.Player.Credits != before.Player.Credits || *after.Player.POIID != *before.Player.POIID {
+	if after.Player.Credits != before.Player.Credits || after.Player.CurrentPOI != before.Player.CurrentPOI ||
+		after.Player.CreatedAt != before.Player.CreatedAt || after.Player.Stats != before.Player.Stats {
 		t.Fatalf("player did not continue: before %+v after %+v", before.Player, after.Player)
 	}
 	afterCargo := w2.must(e2.Cargo(sid2)).(*CargoResult)

@@ -30,8 +30,8 @@ type PlayerStats struct {
 	Calls         int64  `json:"calls"`
 	Errors        int64  `json:"errors"`
 	Ticks         int    `json:"ticks"`
-	SystemID      string `json:"system_id"`
-	POIID         string `json:"poi_id"`
+	SystemID      string `json:"current_system"`
+	POIID         string `json:"current_poi"`
 }
 
 // Totals sums PlayerStats; calls and errors include those no account could be

@@ -123,7 +123,7 @@ func TestTravelFormulas(t *testing.T) {
 func TestSellWalksBidsAndPricesRecover(t *testing.T) {
 	b := &Book{ItemID: "iron_ore", Bids: newLadder(10, -0.1, 20)}
 	fills, sold, earned := b.sellInto(50)
-	want := []Fill{{20, 10}, {20, 9}, {10, 8}}
+	want := []Fill{{20, 10, 200}, {20, 9, 180}, {10, 8, 80}}
 	if sold != 50 || earned != 20*10+20*9+10*8 || len(fills) != 3 {
 		t.Fatalf("sellInto(50) = %v sold %d earned %d", fills, sold, earned)
 	}

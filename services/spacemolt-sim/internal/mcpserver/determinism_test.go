@@ -64,7 +64,7 @@ func TestSeededRunIsReproducible(t *testing.T) {
 	}
 	// Guard against a vacuous comparison: the script really played.
 	joined := strings.Join(a, "\n")
-	for _, want := range []string{`"kind":"yield"`, `"quantity_sold"`, `"session_id"`, "hello sol"} {
+	for _, want := range []string{`"command":"mine"`, `"resource_id"`, `"quantity_sold"`, `"session_id"`, "hello sol"} {
 		if !strings.Contains(joined, want) {
 			t.Fatalf("script output lacks %s", want)
 		}

@@ -155,7 +155,7 @@ func TestActionPendingAndInTransitOverMCP(t *testing.T) {
 	waitPending(t, s.engine)
 	p.fail("mine", nil, "action_pending")
 	s.engine.Tick()
-	if text := <-done; !strings.Contains(text, `"ok":true`) {
+	if text := <-done; !strings.Contains(text, `"action":"undock"`) {
 		t.Fatalf("undock = %s", text)
 	}
 
@@ -168,7 +168,7 @@ func TestActionPendingAndInTransitOverMCP(t *testing.T) {
 		t.Fatalf("in_transit text = %q, want 30 seconds remaining", text)
 	}
 	st := q.ok("get_status", map[string]any{"session_id": p.sid})
-	if st["player"].(map[string]any)["in_transit"] != true || num(t, st, "player", "transit", "ticks_remaining") != 3 {
+	if st["player"].(map[string]any)["in_transit"] != true || str(t, st, "player", "current_poi") != "sol_central" || num(t, st, "player", "transit", "ticks_remaining") != 3 {
 		t.Fatalf("status in transit = %v", st)
 	}
 	for range 3 {

@@ -32,7 +32,7 @@ func TestGameSessionBinding(t *testing.T) {
 		t.Fatalf("explicit session_id status = %v", st)
 	}
 	b.ok("undock", map[string]any{"session_id": a.sid})
-	if st := a.ok("get_status", nil); st["player"].(map[string]any)["docked_at"] != nil {
+	if st := a.ok("get_status", nil); st["player"].(map[string]any)["docked_at_base"] != nil {
 		t.Fatalf("undock through B not visible through A: %v", st)
 	}
 	b.fail("get_status", map[string]any{"session_id": "0123456789abcdef"}, "session_invalid")

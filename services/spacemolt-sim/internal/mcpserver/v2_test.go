@@ -155,7 +155,7 @@ func TestV2StarterLoopGoSDK(t *testing.T) {
 	p = s.connectV2(t)
 	p.ok("spacemolt_auth", "login", map[string]any{"username": "v2starter", "password": reg["password"]})
 	st := p.ok("spacemolt", "get_status", nil)
-	if str(t, st, "player", "poi_id") != "sol_central" || num(t, st, "player", "credits") != 100 {
+	if str(t, st, "player", "current_poi") != "sol_central" || num(t, st, "player", "credits") != 100 {
 		t.Fatalf("status = %v", st)
 	}
 	p.ok("spacemolt", "undock", nil)

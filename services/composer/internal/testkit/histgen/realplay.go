@@ -647,9 +647,13 @@ var realResults = map[string]func(*realGen, realCall) string{
 func (pg *realGen) loginResult(c realCall) string {
 	p, s := pg.p, c.sys
 	p.sessionID = fmt.Sprintf("%08x-%04x-%04x", pg.r.Uint32(), pg.r.IntN(1<<16), pg.r.IntN(1<<16))
-	res := realObj{"player": pg.playerView(), "ship": pg.shipView(), "system": s.id, "poi": s.pois[p.poi].id,
-		"session_id": p.sessionID, "message": "Welcome back, captain."}
+	player := pg.playerView()
+	player["skill_xp"] = realObj{}
+	res := realObj{"player": player, "ship": pg.shipView(), "system": pg.systemView(p.sys), "poi": pg.poiBrief(s.pois[p.poi]),
+		"captains_log": []any{}, "pending_trades": []any{}, "session_id": p.sessionID, "message": "Welcome back, captain."}
 	if c.name == "register" {
+		delete(res, "captains_log")
+		delete(res, "pending_trades")
 		res["password"] = fmt.Sprintf("%016x%016x%016x%016x", pg.r.Uint64(), pg.r.Uint64(), pg.r.Uint64(), pg.r.Uint64())
 		res["player_id"] = "pl_" + p.sessionID[:8]
 		res["message"] = "Registered. Save your password: it is shown only once."
@@ -659,13 +663,12 @@ func (pg *realGen) loginResult(c realCall) string {
 
 // getStatusResult answers get_status.
 func (pg *realGen) getStatusResult(c realCall) string {
-	p := pg.p
-	return realJSON(realObj{"player": pg.playerView(), "ship": pg.shipView(), "modules": pg.modules(), "current_tick": p.tick})
+	return realJSON(realObj{"player": pg.playerView(), "ship": pg.shipView(), "modules": pg.modules()})
 }
 
 // getShipResult answers get_ship.
 func (pg *realGen) getShipResult(c realCall) string {
-	return realJSON(realObj{"ship": pg.shipView(), "modules": pg.modules()})
+	return realJSON(realObj{"ship": pg.shipView(), "modules": pg.modules(), "cargo_used": pg.p.used(), "cargo_max": realCargoMax})
 }
 
 // getCargoResult answers get_cargo.
@@ -679,7 +682,7 @@ func (pg *realGen) getCargoResult(c realCall) string {
 	slices.Sort(keys)
 	for _, k := range keys {
 		if p.cargo[k] > 0 {
-			items = append(items, realObj{"item_id": k, "name": realItemName(k), "quantity": p.cargo[k]})
+			items = append(items, realObj{"item_id": k, "name": realItemName(k), "quantity": p.cargo[k], "size": 1})
 		}
 	}
 	return realJSON(realObj{"cargo": items, "used": p.used(), "capacity": realCargoMax, "available": realCargoMax - p.used()})
@@ -688,7 +691,9 @@ func (pg *realGen) getCargoResult(c realCall) string {
 // getSystemResult answers get_system.
 func (pg *realGen) getSystemResult(c realCall) string {
 	p := pg.p
-	return realJSON(realObj{"system": pg.systemView(p.sys, true), "in_transit": false})
+	s := pg.g.systems[p.sys]
+	return realJSON(realObj{"action": "get_system", "system": pg.systemView(p.sys), "security_status": s.security,
+		"poi": pg.poiBrief(s.pois[p.poi])})
 }
 
 // getPoiResult answers get_poi.
@@ -698,11 +703,17 @@ func (pg *realGen) getPoiResult(c realCall) string {
 	res := realObj{"poi": realObj{"id": q.id, "system_id": s.id, "type": q.kind, "name": q.name,
 		"description": "A " + strings.ReplaceAll(q.kind, "_", " ") + " in the " + s.name + " system.", "position": realObj{"x": q.x, "y": q.y}}}
 	if q.kind == "asteroid_belt" {
-		res["resources"] = []realObj{{"resource_id": "iron_ore", "name": "Iron Ore", "richness": 3 + pg.r.IntN(5), "remaining": 200 + pg.r.IntN(5000)},
-			{"resource_id": "copper_ore", "name": "Copper Ore", "richness": 1 + pg.r.IntN(4), "remaining": 100 + pg.r.IntN(3000)}}
+		resource := func(id, name string, richness, remaining, max int) realObj {
+			return realObj{"resource_id": id, "name": name, "richness": richness, "remaining": remaining, "max_remaining": max,
+				"remaining_display": fmt.Sprintf("%d/%d", remaining, max)}
+		}
+		ironRich, iron := 3+pg.r.IntN(5), 200+pg.r.IntN(5000)
+		copperRich, copper := 1+pg.r.IntN(4), 100+pg.r.IntN(3000)
+		res["resources"] = []realObj{resource("iron_ore", "Iron Ore", ironRich, iron, 5200), resource("copper_ore", "Copper Ore", copperRich, copper, 3100)}
 	}
 	if q.base {
-		res["base"] = realObj{"id": q.id + "_base", "name": q.name + " Base", "services": []string{"market", "fuel", "repair"}, "fuel_price": 2}
+		res["base"] = pg.baseView(s, q)
+		res["poi"].(realObj)["base_id"] = q.id + "_base"
 		res["services"] = []string{"market", "fuel", "repair"}
 	}
 	return realJSON(res)
@@ -713,10 +724,12 @@ func (pg *realGen) getNearbyResult(c realCall) string {
 	p, s := pg.p, c.sys
 	ps := []realObj{}
 	for i := range pg.r.IntN(6) {
-		ps = append(ps, realObj{"player_id": fmt.Sprintf("pl_%06x", pg.r.IntN(1<<24)), "username": fmt.Sprintf("pilot_%d", i*37+pg.r.IntN(30)),
-			"empire": "nebula", "ship_class": "theoria", "docked": pg.chance(0.5)})
+		id, name := fmt.Sprintf("pl_%06x", pg.r.IntN(1<<24)), fmt.Sprintf("pilot_%d", i*37+pg.r.IntN(30))
+		_ = pg.chance(0.5) // the draw of the old docked flag, so the play stays the one the benchmarks measured
+		ps = append(ps, realObj{"player_id": id, "username": name, "ship_class": "theoria", "ship_name": name + "'s Theoria",
+			"anonymous": false, "in_combat": false})
 	}
-	return realJSON(realObj{"poi_id": s.pois[p.poi].id, "players": ps, "pirates": []any{}, "count": len(ps)})
+	return realJSON(realObj{"poi_id": s.pois[p.poi].id, "nearby": ps, "count": len(ps), "pirates": []any{}, "pirate_count": 0})
 }
 
 // getMapResult answers get_map.
@@ -725,12 +738,16 @@ func (pg *realGen) getMapResult(c realCall) string {
 	// The galaxy map is the one huge result: 50–200 KB.
 	var systems []realObj
 	for i := range pg.g.systems {
-		v := pg.systemView(i, false)
+		v := pg.systemView(i)
+		v["system_id"] = v["id"]
+		delete(v, "id")
+		delete(v, "police_level")
+		v["position"] = realObj{"x": pg.g.systems[i].x, "y": pg.g.systems[i].y}
 		v["has_station"] = true
 		v["visited"] = p.visited[i]
 		systems = append(systems, v)
 	}
-	return realJSON(realObj{"systems": systems, "count": len(systems), "current_system": s.id})
+	return realJSON(realObj{"systems": systems, "total_count": len(systems), "current_system": s.id})
 }
 
 // findRouteResult answers find_route.
@@ -849,9 +866,8 @@ func (pg *realGen) zoeaSearchMessagesResult(c realCall) string {
 
 // undockResult answers undock.
 func (pg *realGen) undockResult(c realCall) string {
-	p, s := pg.p, c.sys
-	p.docked = false
-	return realJSON(realObj{"ok": true, "poi_id": s.pois[p.poi].id, "message": "Undocked."})
+	pg.p.docked = false
+	return realJSON(realObj{"action": "undock"})
 }
 
 // dockResult answers dock.
@@ -859,8 +875,7 @@ func (pg *realGen) dockResult(c realCall) string {
 	p, s := pg.p, c.sys
 	p.docked = true
 	q := s.pois[p.poi]
-	return realJSON(realObj{"base": realObj{"id": q.id + "_base", "name": q.name + " Base", "services": []string{"market", "fuel", "repair"}, "fuel_price": 2},
-		"poi_id": q.id, "message": "Docked at " + q.name + "."})
+	return realJSON(realObj{"command": "dock", "pending": false, "message": "Docked at " + q.name + " Base."})
 }
 
 // travelResult answers travel.
@@ -871,8 +886,9 @@ func (pg *realGen) travelResult(c realCall) string {
 		if q.id == target {
 			used := max(1, pg.r.IntN(6))
 			p.poi, p.docked, p.fuel = i, false, max(0, p.fuel-used)
-			return realJSON(realObj{"poi": q.name, "poi_id": q.id, "system_id": s.id, "fuel_used": used, "fuel": p.fuel,
-				"ticks": 1 + pg.r.IntN(4), "message": "Arrived at " + q.name + "."})
+			_ = pg.r.IntN(4) // the draw of the old ticks field, so the play stays the one the benchmarks measured
+			return realJSON(realObj{"action": "travel", "poi": q.name, "poi_id": q.id, "online_players": []any{},
+				"online_players_count": 0, "online_players_truncated": false})
 		}
 	}
 	return realError("invalid_poi", "no POI "+target+" in this system")
@@ -891,8 +907,7 @@ func (pg *realGen) jumpResult(c realCall) string {
 			if l == pg.target || pg.chance(0.1) {
 				pg.target = pg.r.IntN(len(pg.g.systems))
 			}
-			return realJSON(realObj{"from_system": s.id, "system_id": t.id, "system_name": t.name, "poi_id": t.pois[0].id,
-				"fuel_used": used, "fuel": p.fuel, "ticks": 6, "message": "Jumped to " + t.name + "."})
+			return realJSON(realObj{"command": "jump", "pending": false, "message": "Jumped to " + t.name + "; you are at " + t.pois[0].name + "."})
 		}
 	}
 	return realError("not_connected", target+" is not adjacent to "+s.id)
@@ -913,8 +928,9 @@ func (pg *realGen) mineResult(c realCall) string {
 	}
 	q := min(realCargoMax-p.used(), 3+pg.r.IntN(5))
 	p.cargo[ore] += q
-	return realJSON(realObj{"kind": "yield", "resource_id": ore, "name": realOres[ore], "quantity": q, "remaining": 100 + pg.r.IntN(4000),
-		"cargo_used": p.used(), "cargo_max": realCargoMax, "message": fmt.Sprintf("Mined %d %s.", q, realOres[ore])})
+	return realJSON(realObj{"command": "mine", "pending": false, "message": fmt.Sprintf("Mined %d %s.", q, realOres[ore]),
+		"resource_id": ore, "name": realOres[ore], "quantity": q, "remaining": 100 + pg.r.IntN(4000),
+		"cargo_used": p.used(), "cargo_capacity": realCargoMax})
 }
 
 // sellResult answers sell.
@@ -929,8 +945,9 @@ func (pg *realGen) sellResult(c realCall) string {
 	p.cargo[item] -= q
 	p.credits += q * pr
 	pg.p.prices[item] -= pg.r.IntN(2)
-	return realJSON(realObj{"item_id": item, "quantity_requested": q, "quantity_sold": q, "total_earned": q * pr,
-		"fills": []realObj{{"quantity": q, "price_each": pr}}, "credits": p.credits, "message": fmt.Sprintf("Sold %d %s.", q, realItemName(item))})
+	return realJSON(realObj{"action": "sell", "item": realItemName(item), "item_id": item, "quantity_sold": q, "total_earned": q * pr,
+		"fills": []realObj{{"quantity": q, "price_each": pr, "subtotal": q * pr}}, "unsold": 0, "level_up": false,
+		"message": fmt.Sprintf("Sold %d %s.", q, realItemName(item))})
 }
 
 // buyResult answers buy.
@@ -947,8 +964,9 @@ func (pg *realGen) buyResult(c realCall) string {
 	}
 	p.credits -= q * pr
 	p.cargo[item] += q
-	return realJSON(realObj{"item_id": item, "quantity": q, "total_cost": q * pr, "fills": []realObj{{"quantity": q, "price_each": pr}},
-		"credits": p.credits, "message": fmt.Sprintf("Bought %d %s.", q, realItemName(item))})
+	return realJSON(realObj{"action": "buy", "item": realItemName(item), "item_id": item, "quantity": q, "total_cost": q * pr,
+		"fills": []realObj{{"quantity": q, "price_each": pr, "subtotal": q * pr}}, "delivered_to_cargo": q, "level_up": false,
+		"message": fmt.Sprintf("Bought %d %s.", q, realItemName(item))})
 }
 
 // refuelResult answers refuel.
@@ -958,7 +976,7 @@ func (pg *realGen) refuelResult(c realCall) string {
 	cost := min(add*2, p.credits)
 	p.fuel += cost / 2
 	p.credits -= cost
-	return realJSON(realObj{"fuel": p.fuel, "fuel_max": 100, "fuel_added": cost / 2, "cost": cost, "credits": p.credits, "message": "Refuelled."})
+	return realJSON(realObj{"action": "refuel", "source": "credits", "fuel": p.fuel, "fuel_now": p.fuel, "fuel_max": 100, "cost": cost})
 }
 
 // loginArgs are the account's credentials, the same on every login of the session.
@@ -1003,31 +1021,69 @@ func (pg *realGen) playerView() realObj {
 	p := pg.p
 	s := pg.g.systems[p.sys]
 	q := s.pois[p.poi]
-	var docked any
+	at := "2026-11-23T08:00:00Z"
+	v := realObj{"id": "pl_" + p.name, "username": p.name, "empire": "solarian", "credits": p.credits,
+		"current_system": s.id, "current_poi": q.id, "current_ship_id": "sh_" + p.name, "home_base": pg.g.systems[0].pois[0].id + "_base",
+		"created_at": at, "last_active_at": at, "last_login_at": at, "last_chat_check": at,
+		"anonymous": false, "is_cloaked": false, "clan_tag": "", "primary_color": "#ffffff", "secondary_color": "#000000",
+		"status_message": "", "revealed_pois": realObj{}, "skills": realObj{}, "experience": 0,
+		"stats": realObj{"credits_earned": 0, "credits_spent": 0, "ore_mined": 0, "distance_traveled": 0, "time_played": 0,
+			"trades_completed": 0, "items_crafted": 0, "systems_explored": len(p.visited), "ships_destroyed": 0, "ships_lost": 0,
+			"pirates_destroyed": 0, "bases_destroyed": 0}}
 	if p.docked {
-		docked = q.id + "_base"
+		v["docked_at_base"] = q.id + "_base"
 	}
-	return realObj{"id": "pl_" + p.name, "username": p.name, "empire": "solarian", "credits": p.credits, "system_id": s.id,
-		"system_name": s.name, "poi_id": q.id, "poi_name": q.name, "docked_at": docked, "in_transit": false}
+	return v
 }
 
 func (pg *realGen) shipView() realObj {
 	p := pg.p
-	return realObj{"id": "sh_" + p.name, "class": "theoria", "name": p.name + "'s Theoria", "hull": p.hull, "hull_max": 100,
-		"shield": p.shield, "shield_max": 55, "fuel": p.fuel, "fuel_max": 100, "cargo_used": p.used(), "cargo_max": realCargoMax,
-		"speed": 1, "mining_power": 5}
+	keys := make([]string, 0, len(p.cargo))
+	for k := range p.cargo {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	cargo := []realObj{}
+	for _, k := range keys {
+		if p.cargo[k] > 0 {
+			cargo = append(cargo, realObj{"item_id": k, "name": realItemName(k), "quantity": p.cargo[k], "size": 1})
+		}
+	}
+	return realObj{"id": "sh_" + p.name, "owner_id": "pl_" + p.name, "class_id": "theoria", "name": p.name + "'s Theoria",
+		"created_at": "2026-11-23T08:00:00Z", "hull": p.hull, "max_hull": 100, "shield": p.shield, "max_shield": 55,
+		"shield_recharge": 2, "armor": 0, "fuel": p.fuel, "max_fuel": 100, "speed": 1, "cargo_used": p.used(), "cargo_capacity": realCargoMax,
+		"cpu_capacity": 12, "cpu_used": 7, "power_capacity": 20, "power_used": 9, "weapon_slots": 1, "defense_slots": 1, "utility_slots": 3,
+		"modules": []string{"mod_1", "mod_2", "mod_3", "mod_4"}, "cargo": cargo}
 }
 
 func (pg *realGen) modules() []realObj {
+	mod := func(id, typeID, name, typ string, cpu, power int, stat string, v int) realObj {
+		return realObj{"id": id, "type_id": typeID, "name": name, "type": typ, "size": 1, "cpu_usage": cpu, "power_usage": power,
+			"quality": 1, "quality_grade": "standard", "wear": 0, "wear_status": "pristine", stat: v}
+	}
 	return []realObj{
-		{"id": "mod_1", "name": "Basic Mining Laser", "type": "mining", "stats": realObj{"mining_power": 5, "power_draw": 3}},
-		{"id": "mod_2", "name": "Cargo Pod Mk I", "type": "cargo", "stats": realObj{"capacity": 40}},
-		{"id": "mod_3", "name": "Light Shield Emitter", "type": "shield", "stats": realObj{"shield": 55, "recharge": 2}},
-		{"id": "mod_4", "name": "Ion Thruster", "type": "engine", "stats": realObj{"speed": 1, "fuel_efficiency": 7}},
+		mod("mod_1", "basic_mining_laser", "Basic Mining Laser", "mining", 2, 3, "mining_power", 5),
+		mod("mod_2", "cargo_pod_i", "Cargo Pod Mk I", "cargo", 1, 1, "cargo_bonus", 40),
+		mod("mod_3", "light_shield_emitter", "Light Shield Emitter", "shield", 2, 3, "shield_bonus", 55),
+		mod("mod_4", "ion_thruster", "Ion Thruster", "engine", 2, 2, "speed_bonus", 1),
 	}
 }
 
-func (pg *realGen) systemView(i int, detail bool) realObj {
+func (pg *realGen) baseView(s *realSystem, q realPOI) realObj {
+	return realObj{"id": q.id + "_base", "poi_id": q.id, "name": q.name + " Base", "type": "station", "description": q.name + " Base, a station.",
+		"empire": s.empire, "defense_level": 50, "has_drones": false, "public_access": true, "facilities": []string{"fuel", "market", "repair"}}
+}
+
+func (pg *realGen) poiBrief(q realPOI) realObj {
+	b := realObj{"id": q.id, "name": q.name, "type": q.kind, "has_base": q.base, "online": 0, "position": realObj{"x": q.x, "y": q.y}}
+	if q.base {
+		b["base_id"], b["base_name"] = q.id+"_base", q.name+" Base"
+	}
+	return b
+}
+
+// systemView is a system as get_system and login show it.
+func (pg *realGen) systemView(i int) realObj {
 	s := pg.g.systems[i]
 	var conns []realObj
 	for _, l := range s.links {
@@ -1037,13 +1093,10 @@ func (pg *realGen) systemView(i int, detail bool) realObj {
 	}
 	var pois []realObj
 	for _, q := range s.pois {
-		b := realObj{"id": q.id, "name": q.name, "type": q.kind, "has_base": q.base}
-		if detail {
-			b["distance"] = int(realAbs(q.x-s.pois[pg.p.poi].x) + realAbs(q.y-s.pois[pg.p.poi].y))
-		}
-		pois = append(pois, b)
+		pois = append(pois, pg.poiBrief(q))
 	}
-	return realObj{"id": s.id, "name": s.name, "empire": s.empire, "security_status": s.security, "position": realObj{"x": s.x, "y": s.y},
+	police := map[string]int{"high": 100, "medium": 50}[s.security]
+	return realObj{"id": s.id, "name": s.name, "empire": s.empire, "security_status": s.security, "police_level": police,
 		"connections": conns, "pois": pois}
 }
 

@@ -65,7 +65,7 @@ func Generate(turns int, seed uint64) Session {
 		body func() string
 	}{
 		{"get_status", func() string {
-			return fmt.Sprintf(`{"credits":%d,"location":"poi_%d","fuel":%d,"hull":100,"cargo_used":%d,"cargo_max":50}`, r.IntN(5000), r.IntN(40), r.IntN(100), r.IntN(50))
+			return fmt.Sprintf(`{"player":{"credits":%d,"current_poi":"poi_%d"},"ship":{"fuel":%d,"hull":100,"cargo_used":%d,"cargo_capacity":50}}`, r.IntN(5000), r.IntN(40), r.IntN(100), r.IntN(50))
 		}},
 		{"get_system", func() string { return system(r.IntN(400)) }},
 		{"mine", func() string { return fmt.Sprintf(`{"mined":"iron_ore","quantity":%d}`, 1+r.IntN(5)) }},

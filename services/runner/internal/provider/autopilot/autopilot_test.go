@@ -84,9 +84,14 @@ func TestDecisions(t *testing.T) {
 			wantTool: "undock",
 		},
 		{
-			name:     "docked with cargo of unknown kind: get_cargo",
-			msgs:     turn(step{"get_status", "", status("sol_central", true, 90, 70, 100)}),
+			name:     "docked with cargo of unknown kind (a status without ship.cargo): get_cargo",
+			msgs:     turn(step{"get_status", "", withoutHoldList(status("sol_central", true, 90, 70, 100))}),
 			wantTool: "get_cargo", wantArgs: "{}", wantWhy: "cargo 70/70",
+		},
+		{
+			name:     "docked, get_status lists the hold: sell the first stack",
+			msgs:     turn(step{"get_status", "", statusWith("sol_central", true, 90, 100, stack{"copper_ore", 30}, stack{"iron_ore", 40})}),
+			wantTool: "sell", wantArgs: `{"item_id":"copper_ore","quantity":30}`, wantWhy: "30 copper_ore",
 		},
 		{
 			name: "docked with cargo known: sell the first item",
@@ -99,9 +104,9 @@ func TestDecisions(t *testing.T) {
 		{
 			name: "docked with cargo but no get_cargo tool: sell what was mined",
 			msgs: turn(
-				step{"get_status", "", status("main_belt", false, 99, 65, 100)},
+				step{"get_status", "", withoutHoldList(status("main_belt", false, 99, 65, 100))},
 				step{"mine", "", mineResult("copper_ore", 5, 70)},
-				step{"travel", `{"target_poi":"sol_central"}`, travelResult("sol_central", 98)},
+				step{"travel", `{"target_poi":"sol_central"}`, travelResult("sol_central")},
 				step{"dock", "", dockResult()},
 			),
 			tools:    spaceMoltTools("get_cargo"),
@@ -112,7 +117,7 @@ func TestDecisions(t *testing.T) {
 			msgs: turn(
 				step{"get_status", "", status("sol_central", true, 90, 70, 100)},
 				step{"get_cargo", "", cargoResult(stack{"iron_ore", 55}, stack{"copper_ore", 15})},
-				step{"sell", `{"item_id":"iron_ore","quantity":55}`, sellResult("iron_ore", 55, 55, 5, 375)},
+				step{"sell", `{"item_id":"iron_ore","quantity":55}`, sellResult("iron_ore", 55, 55, 5)},
 			),
 			wantText: "Sold 55 iron_ore for 275 credits. Now docked at sol_central, cargo 15/70, fuel 90/100, 375 credits.",
 			wantWhy:  "Just sold",
@@ -122,7 +127,7 @@ func TestDecisions(t *testing.T) {
 			msgs: turn(
 				step{"get_status", "", status("sol_central", true, 90, 20, 100)},
 				step{"get_cargo", "", cargoResult(stack{"iron_ore", 20})},
-				step{"sell", `{"item_id":"iron_ore","quantity":20}`, sellResult("iron_ore", 20, 0, 5, 100)},
+				step{"sell", `{"item_id":"iron_ore","quantity":20}`, sellResult("iron_ore", 20, 0, 5)},
 			),
 			wantTool: "undock",
 		},
@@ -147,7 +152,7 @@ func TestDecisions(t *testing.T) {
 			name: "a partial refuel is not repeated",
 			msgs: turn(
 				step{"get_status", "", status("sol_central", true, 30, 0, 20)},
-				step{"refuel", "", refuelResult(40, 10, 20, 0)},
+				step{"refuel", "", refuelResult(40, 20)},
 			),
 			wantTool: "undock",
 		},
@@ -183,7 +188,7 @@ func TestDecisions(t *testing.T) {
 		{
 			name: "a yield without cargo_used still counts",
 			msgs: turn(step{"get_status", "", status("main_belt", false, 99, 65, 100)},
-				step{"mine", "", `{"kind":"yield","resource_id":"iron_ore","quantity":5,"remaining":100}`}),
+				step{"mine", "", `{"command":"mine","pending":false,"message":"Mined 5 Iron Ore.","resource_id":"iron_ore","quantity":5,"remaining":100}`}),
 			wantTool: "travel", wantArgs: `{"target_poi":"sol_central"}`,
 		},
 		{
@@ -444,12 +449,16 @@ func TestWalkTheStarterLoop(t *testing.T) {
 	if g.credits <= 100-2*50 || g.fuel < 60 {
 		t.Fatalf("after %d turns: credits %d, fuel %d", turns, g.credits, g.fuel)
 	}
-	// Every trip goes belt → station → dock → cargo check → sell, and mining never overflows the hold.
+	// Every trip goes belt → station → dock → sell, and mining never overflows the hold. get_status lists the hold
+	// (ship.cargo), so no trip needs get_cargo.
 	joined := strings.Join(calls, " ")
-	for _, want := range []string{"travel dock get_cargo sell", "get_status get_cargo sell"} {
+	for _, want := range []string{"dock sell", "get_status sell"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("calls never contain %q: %v", want, joined)
 		}
+	}
+	if strings.Contains(joined, "get_cargo") {
+		t.Errorf("get_cargo called although get_status lists the hold: %v", joined)
 	}
 	if strings.Count(joined, "sell") != sales || g.used() >= 70 && sales == 0 {
 		t.Fatalf("inconsistent calls: %v", joined)

@@ -9,39 +9,71 @@ import (
 )
 
 // The fixtures below reproduce the result JSON of services/spacemolt-sim (internal/game/views.go) field for field,
-// which follows docs/SPACEMOLT.md: the autopilot must read what the game really sends.
+// which follows the published v1 description (docs/SPACEMOLT.md, "State reads"): the autopilot must read what the
+// game really sends.
 
-func str(s string) *string { return &s }
-
-// status renders get_status. poi "" means in transit (poi_id null); docked sets docked_at to the home base.
+// status renders get_status. poi "" means in transit (current_poi is then where the move started); docked sets
+// docked_at_base to the home base. The hold is cargoUsed units of iron ore; statusWith names the stacks.
 func status(poi string, docked bool, fuel, cargoUsed, credits int) string {
-	var poiID, poiName, dockedAt *string
-	if poi != "" {
-		poiID, poiName = str(poi), str(map[string]string{"sol_central": "Sol Central", "main_belt": "Main Belt"}[poi])
+	var hold []stack
+	if cargoUsed > 0 {
+		hold = []stack{{"iron_ore", cargoUsed}}
+	}
+	return statusWith(poi, docked, fuel, credits, hold...)
+}
+
+func statusWith(poi string, docked bool, fuel, credits int, hold ...stack) string {
+	current := poi
+	if poi == "" {
+		current = "sol_central"
+	}
+	player := map[string]any{
+		"id": "p_0001", "username": "miner", "empire": "solarian", "credits": credits,
+		"current_system": "sol", "current_poi": current, "current_ship_id": "s_0001", "home_base": "confederacy_central_command",
+		"created_at": "2026-12-01T10:00:00Z", "last_active_at": "2026-12-01T10:05:00Z", "last_login_at": "2026-12-01T10:00:00Z",
+		"last_chat_check": "2026-12-01T10:00:00Z", "anonymous": false, "is_cloaked": false, "clan_tag": "",
+		"primary_color": "#ffffff", "secondary_color": "#000000", "status_message": "", "revealed_pois": map[string]bool{},
+		"skills": map[string]int{}, "experience": 0,
+		"stats": map[string]int{"credits_earned": 0, "credits_spent": 0, "ore_mined": 0, "distance_traveled": 0, "time_played": 0,
+			"trades_completed": 0, "items_crafted": 0, "systems_explored": 1, "ships_destroyed": 0, "ships_lost": 0,
+			"pirates_destroyed": 0, "bases_destroyed": 0},
 	}
 	if docked {
-		dockedAt = str("confederacy_central_command")
+		player["docked_at_base"] = "confederacy_central_command"
+	}
+	used, cargo := 0, []any{}
+	for _, it := range hold {
+		used += it.qty
+		cargo = append(cargo, map[string]any{"item_id": it.id, "name": itemName(it.id), "quantity": it.qty, "size": 1})
 	}
 	v := map[string]any{
-		"player": map[string]any{
-			"id": "p_0001", "username": "miner", "empire": "solarian", "credits": credits,
-			"system_id": "sol", "system_name": "Sol", "poi_id": poiID, "poi_name": poiName,
-			"docked_at": dockedAt, "in_transit": poi == "",
-		},
+		"player": player,
 		"ship": map[string]any{
-			"id": "s_0001", "class": "theoria", "name": "Theoria", "hull": 100, "hull_max": 100,
-			"shield": 55, "shield_max": 55, "fuel": fuel, "fuel_max": 100, "cargo_used": cargoUsed,
-			"cargo_max": 70, "speed": 1, "mining_power": 5,
+			"id": "s_0001", "owner_id": "p_0001", "class_id": "theoria", "name": "Theoria", "created_at": "2026-12-01T10:00:00Z",
+			"hull": 100, "max_hull": 100, "shield": 55, "max_shield": 55, "shield_recharge": 1, "armor": 0,
+			"fuel": fuel, "max_fuel": 100, "speed": 1, "cargo_used": used, "cargo_capacity": 70,
+			"cpu_capacity": 12, "cpu_used": 4, "power_capacity": 20, "power_used": 5,
+			"weapon_slots": 1, "defense_slots": 1, "utility_slots": 3, "modules": []string{"s_0001-m1"}, "cargo": cargo,
 		},
-		"modules":      []any{map[string]any{"id": "m_1", "name": "Mining Laser I", "type": "mining", "stats": map[string]int{"mining_power": 5}}},
-		"current_tick": 42,
+		"modules": []any{map[string]any{"id": "s_0001-m1", "type_id": "mining_laser_i", "name": "Mining Laser I", "type": "mining",
+			"size": 1, "cpu_usage": 2, "power_usage": 3, "quality": 1, "quality_grade": "standard", "wear": 0, "wear_status": "pristine",
+			"mining_power": 5}},
 	}
 	if poi == "" {
-		v["player"].(map[string]any)["transit"] = map[string]any{
+		player["in_transit"] = true
+		player["transit"] = map[string]any{
 			"type": "travel", "from_system": "sol", "from_poi": "sol_central", "to_system": "sol", "to_poi": "main_belt",
 			"ticks_remaining": 1, "arrives_in_seconds": 10,
 		}
 	}
+	return mustJSON(v)
+}
+
+// withoutHoldList drops ship.cargo from a status, as a result that does not list the hold.
+func withoutHoldList(statusJSON string) string {
+	var v map[string]any
+	_ = json.Unmarshal([]byte(statusJSON), &v)
+	delete(v["ship"].(map[string]any), "cargo")
 	return mustJSON(v)
 }
 
@@ -55,49 +87,47 @@ func cargoResult(items ...stack) string {
 	list := []any{}
 	for _, it := range items {
 		used += it.qty
-		list = append(list, map[string]any{"item_id": it.id, "name": itemName(it.id), "quantity": it.qty})
+		list = append(list, map[string]any{"item_id": it.id, "name": itemName(it.id), "quantity": it.qty, "size": 1})
 	}
 	return mustJSON(map[string]any{"cargo": list, "used": used, "capacity": 70, "available": 70 - used})
 }
 
 func mineResult(resource string, qty, cargoUsed int) string {
 	return mustJSON(map[string]any{
-		"kind": "yield", "resource_id": resource, "name": itemName(resource), "quantity": qty, "remaining": 5940,
-		"cargo_used": cargoUsed, "cargo_max": 70, "message": fmt.Sprintf("Mined %d %s.", qty, itemName(resource)),
+		"command": "mine", "pending": false, "message": fmt.Sprintf("Mined %d %s.", qty, itemName(resource)),
+		"resource_id": resource, "name": itemName(resource), "quantity": qty, "remaining": 5940,
+		"cargo_used": cargoUsed, "cargo_capacity": 70,
 	})
 }
 
-func travelResult(poi string, fuel int) string {
+func travelResult(poi string) string {
 	return mustJSON(map[string]any{
-		"poi": map[string]string{"sol_central": "Sol Central", "main_belt": "Main Belt"}[poi], "poi_id": poi,
-		"system_id": "sol", "fuel_used": 1, "fuel": fuel, "ticks": 1, "message": "Arrived.",
+		"action": "travel", "poi": map[string]string{"sol_central": "Sol Central", "main_belt": "Main Belt"}[poi], "poi_id": poi,
+		"online_players": []any{}, "online_players_count": 0, "online_players_truncated": false,
 	})
 }
 
 func dockResult() string {
-	return mustJSON(map[string]any{
-		"base":   map[string]any{"id": "confederacy_central_command", "name": "Confederacy Central Command", "services": []string{"market", "fuel"}, "fuel_price": 2},
-		"poi_id": "sol_central", "message": "Docked at Confederacy Central Command.",
-	})
+	return mustJSON(map[string]any{"command": "dock", "pending": false, "message": "Docked at Confederacy Central Command."})
 }
 
 func undockResult() string {
-	return mustJSON(map[string]any{"ok": true, "poi_id": "sol_central", "message": "Undocked. You are in space at sol_central."})
+	return mustJSON(map[string]any{"action": "undock"})
 }
 
-func sellResult(item string, requested, sold, price, credits int) string {
+func sellResult(item string, requested, sold, price int) string {
 	fills := []any{}
 	if sold > 0 {
-		fills = append(fills, map[string]int{"quantity": sold, "price_each": price})
+		fills = append(fills, map[string]int{"quantity": sold, "price_each": price, "subtotal": sold * price})
 	}
 	return mustJSON(map[string]any{
-		"item_id": item, "quantity_requested": requested, "quantity_sold": sold, "total_earned": sold * price,
-		"fills": fills, "credits": credits, "message": fmt.Sprintf("Sold %d %s.", sold, itemName(item)),
+		"action": "sell", "item": itemName(item), "item_id": item, "quantity_sold": sold, "total_earned": sold * price,
+		"fills": fills, "unsold": requested - sold, "level_up": false, "message": fmt.Sprintf("Sold %d %s.", sold, itemName(item)),
 	})
 }
 
-func refuelResult(fuel, added, cost, credits int) string {
-	return mustJSON(map[string]any{"fuel": fuel, "fuel_max": 100, "fuel_added": added, "cost": cost, "credits": credits, "message": "Refuelled."})
+func refuelResult(fuel, cost int) string {
+	return mustJSON(map[string]any{"action": "refuel", "source": "credits", "fuel": fuel, "fuel_now": fuel, "fuel_max": 100, "cost": cost})
 }
 
 func gameErr(code, msg string) string { return "Error: " + code + ": " + msg }
@@ -175,7 +205,7 @@ func (g *game) call(name, args string) string {
 	}
 	switch name {
 	case "get_status":
-		return status(g.poi, g.docked, g.fuel, g.used(), g.credits)
+		return statusWith(g.poi, g.docked, g.fuel, g.credits, g.cargo...)
 	case "get_cargo":
 		return cargoResult(g.cargo...)
 	case "undock":
@@ -199,7 +229,7 @@ func (g *game) call(name, args string) string {
 		}
 		g.docked, g.poi = false, a.TargetPOI
 		g.fuel--
-		return travelResult(g.poi, g.fuel)
+		return travelResult(g.poi)
 	case "mine":
 		if g.docked {
 			return gameErr("docked", "Undock before mining.")
@@ -230,7 +260,7 @@ func (g *game) call(name, args string) string {
 				}
 				g.credits += sold * price
 				g.docked = true
-				return sellResult(a.ItemID, a.Quantity, sold, price, g.credits)
+				return sellResult(a.ItemID, a.Quantity, sold, price)
 			}
 		}
 		return gameErr("item_not_available", "You have no "+a.ItemID+" in your cargo.")
@@ -238,7 +268,7 @@ func (g *game) call(name, args string) string {
 		add := min(100-g.fuel, g.credits/2)
 		g.fuel += add
 		g.credits -= 2 * add
-		return refuelResult(g.fuel, add, 2*add, g.credits)
+		return refuelResult(g.fuel, 2*add)
 	}
 	return gameErr("unknown_tool", name)
 }

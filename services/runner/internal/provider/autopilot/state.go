@@ -137,13 +137,9 @@ func (s *turnState) apply(call chat.ToolCall, content string) {
 			s.poi = *r.POIID
 		}
 		s.docked, s.inTransit = false, false
-		set(&s.fuel, r.Fuel)
 		s.done = append(s.done, "travelled to "+s.poi)
 	case "dock":
 		s.docked = true
-		if r.POIID != nil {
-			s.poi = *r.POIID
-		}
 		s.done = append(s.done, "docked")
 	case "undock":
 		s.docked = false
@@ -151,12 +147,15 @@ func (s *turnState) apply(call chat.ToolCall, content string) {
 	case "sell":
 		s.applySell(call, r)
 	case "refuel":
+		before := s.fuel
 		set(&s.fuel, r.Fuel)
 		set(&s.fuelMax, r.FuelMax)
-		s.setCredits(r.Credits)
+		if r.Cost != nil && s.hasCredits {
+			s.credits -= *r.Cost
+		}
 		s.refuelled = true
-		if r.FuelAdded != nil && *r.FuelAdded > 0 {
-			s.done = append(s.done, fmt.Sprintf("refuelled %d units", *r.FuelAdded))
+		if r.Fuel != nil && *r.Fuel > before {
+			s.done = append(s.done, fmt.Sprintf("refuelled %d units", *r.Fuel-before))
 		}
 	}
 }
@@ -207,11 +206,11 @@ func (s *turnState) applyStatus(r result) {
 	if r.Player != nil {
 		p := r.Player
 		s.seenStatus = true
-		s.poi = ""
-		if p.POIID != nil {
-			s.poi = *p.POIID
+		s.poi = p.CurrentPOI
+		if p.InTransit {
+			s.poi = "" // current_poi is where the move started
 		}
-		s.docked = p.DockedAt != nil && *p.DockedAt != ""
+		s.docked = p.DockedAtBase != ""
 		s.inTransit = p.InTransit
 		s.transitTo, s.arrivesIn = "", 0
 		if p.Transit != nil {
@@ -221,9 +220,11 @@ func (s *turnState) applyStatus(r result) {
 	}
 	before := s.cargoUsed
 	s.applyShip(r.Ship)
-	if s.cargoUsed != before || s.cargoUsed == 0 {
-		// The hold changed behind our back (or is empty): what we knew of its contents is stale.
-		s.cargo, s.cargoChecked = nil, s.cargoUsed == 0
+	if r.Ship == nil || r.Ship.Cargo == nil {
+		if s.cargoUsed != before || s.cargoUsed == 0 {
+			// The hold changed behind our back (or is empty): what we knew of its contents is stale.
+			s.cargo, s.cargoChecked = nil, s.cargoUsed == 0
+		}
 	}
 	s.cargoFull = s.cargoMax > 0 && s.cargoUsed >= s.cargoMax
 }
@@ -233,9 +234,19 @@ func (s *turnState) applyShip(sh *shipResult) {
 		return
 	}
 	set(&s.fuel, sh.Fuel)
-	set(&s.fuelMax, sh.FuelMax)
+	set(&s.fuelMax, sh.MaxFuel)
 	set(&s.cargoUsed, sh.CargoUsed)
-	set(&s.cargoMax, sh.CargoMax)
+	set(&s.cargoMax, sh.CargoCapacity)
+	if sh.Cargo != nil {
+		// ship.cargo is the whole hold.
+		s.cargo = s.cargo[:0]
+		for _, it := range *sh.Cargo {
+			if it.Quantity > 0 {
+				s.cargo = append(s.cargo, cargoItem{id: it.ItemID, qty: it.Quantity})
+			}
+		}
+		s.cargoChecked = true
+	}
 }
 
 func (s *turnState) applyMine(r result) {
@@ -248,7 +259,7 @@ func (s *turnState) applyMine(r result) {
 	} else {
 		s.cargoUsed += qty
 	}
-	set(&s.cargoMax, r.CargoMax)
+	set(&s.cargoMax, r.CargoCapacity)
 	if r.ResourceID != "" && qty > 0 {
 		s.addCargo(r.ResourceID, qty)
 		s.done = append(s.done, fmt.Sprintf("mined %d %s", qty, r.ResourceID))
@@ -272,7 +283,9 @@ func (s *turnState) applySell(call chat.ToolCall, r result) {
 	if r.TotalEarned != nil {
 		earned = *r.TotalEarned
 	}
-	s.setCredits(r.Credits)
+	if s.hasCredits {
+		s.credits += earned
+	}
 	s.docked = true // selling docks automatically
 	if sold == 0 {
 		s.unsellable[item] = true
@@ -336,39 +349,46 @@ type result struct {
 	Used     *int `json:"used"`
 	Capacity *int `json:"capacity"`
 
-	Kind       string `json:"kind"`
-	ResourceID string `json:"resource_id"`
-	Quantity   *int   `json:"quantity"`
-	CargoUsed  *int   `json:"cargo_used"`
-	CargoMax   *int   `json:"cargo_max"`
+	// mine (the simulator answers with the yield; the real server notifies it)
+	ResourceID    string `json:"resource_id"`
+	Quantity      *int   `json:"quantity"`
+	CargoUsed     *int   `json:"cargo_used"`
+	CargoCapacity *int   `json:"cargo_capacity"`
 
-	POIID *string `json:"poi_id"`
-	Fuel  *int    `json:"fuel"`
+	POIID *string `json:"poi_id"` // travel
 
 	ItemID       string `json:"item_id"`
 	QuantitySold *int   `json:"quantity_sold"`
 	TotalEarned  *int   `json:"total_earned"`
-	Credits      *int   `json:"credits"`
 
-	FuelMax   *int `json:"fuel_max"`
-	FuelAdded *int `json:"fuel_added"`
+	// refuel: fuel is the tank after it
+	Fuel    *int `json:"fuel"`
+	FuelMax *int `json:"fuel_max"`
+	Cost    *int `json:"cost"`
 }
 
+// playerResult is the player block of get_status, login and register. in_transit and transit are the simulator's
+// own, present only while a move is under way.
 type playerResult struct {
-	Credits   *int    `json:"credits"`
-	SystemID  string  `json:"system_id"`
-	POIID     *string `json:"poi_id"`
-	DockedAt  *string `json:"docked_at"`
-	InTransit bool    `json:"in_transit"`
-	Transit   *struct {
+	Credits       *int   `json:"credits"`
+	CurrentSystem string `json:"current_system"`
+	CurrentPOI    string `json:"current_poi"`
+	DockedAtBase  string `json:"docked_at_base"`
+	InTransit     bool   `json:"in_transit"`
+	Transit       *struct {
 		ToPOI            string `json:"to_poi"`
 		ArrivesInSeconds int    `json:"arrives_in_seconds"`
 	} `json:"transit"`
 }
 
+// shipResult is the ship block; its cargo lists the whole hold.
 type shipResult struct {
-	Fuel      *int `json:"fuel"`
-	FuelMax   *int `json:"fuel_max"`
-	CargoUsed *int `json:"cargo_used"`
-	CargoMax  *int `json:"cargo_max"`
+	Fuel          *int `json:"fuel"`
+	MaxFuel       *int `json:"max_fuel"`
+	CargoUsed     *int `json:"cargo_used"`
+	CargoCapacity *int `json:"cargo_capacity"`
+	Cargo         *[]struct {
+		ItemID   string `json:"item_id"`
+		Quantity int    `json:"quantity"`
+	} `json:"cargo"`
 }

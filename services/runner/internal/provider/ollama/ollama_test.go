@@ -118,8 +118,8 @@ func conversation() []chat.Message {
 			{ID: "call_1", Name: "travel", Arguments: `{"target_poi":"main_belt"}`},
 			{ID: "call_2", Name: "get_status", Arguments: `{}`},
 		}},
-		{Role: chat.RoleTool, ToolCallID: "call_1", Name: "travel", Content: `{"poi":"Main Belt","poi_id":"main_belt","fuel_used":1,"fuel":99}`},
-		{Role: chat.RoleTool, ToolCallID: "call_2", Content: `{"player":{"poi_id":"main_belt"}}`},
+		{Role: chat.RoleTool, ToolCallID: "call_1", Name: "travel", Content: `{"action":"travel","poi":"Main Belt","poi_id":"main_belt"}`},
+		{Role: chat.RoleTool, ToolCallID: "call_2", Content: `{"player":{"current_poi":"main_belt"}}`},
 	}
 }
 
@@ -146,8 +146,8 @@ func TestChatWireFormat(t *testing.T) {
 		`{"role":"assistant","content":"","tool_calls":[` +
 		`{"id":"call_1","function":{"index":0,"name":"travel","arguments":{"target_poi":"main_belt"}}},` +
 		`{"id":"call_2","function":{"index":1,"name":"get_status","arguments":{}}}]},` +
-		`{"role":"tool","content":"{\"poi\":\"Main Belt\",\"poi_id\":\"main_belt\",\"fuel_used\":1,\"fuel\":99}","tool_name":"travel","tool_call_id":"call_1"},` +
-		`{"role":"tool","content":"{\"player\":{\"poi_id\":\"main_belt\"}}","tool_name":"get_status","tool_call_id":"call_2"}],` +
+		`{"role":"tool","content":"{\"action\":\"travel\",\"poi\":\"Main Belt\",\"poi_id\":\"main_belt\"}","tool_name":"travel","tool_call_id":"call_1"},` +
+		`{"role":"tool","content":"{\"player\":{\"current_poi\":\"main_belt\"}}","tool_name":"get_status","tool_call_id":"call_2"}],` +
 		`"stream":false,` +
 		`"tools":[{"type":"function","function":{"name":"travel","description":"Travel to a POI in your current system.",` +
 		`"parameters":{"type":"object","required":["target_poi"],"properties":{"target_poi":{"type":"string","description":"POI id from get_system."}}}}}],` +

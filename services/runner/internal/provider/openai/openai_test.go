@@ -111,8 +111,8 @@ func conversation() []chat.Message {
 			{ID: "call_1", Name: "travel", Arguments: `{"target_poi": "main_belt"}`},
 			{ID: "call_2", Name: "get_status", Arguments: ``},
 		}},
-		{Role: chat.RoleTool, ToolCallID: "call_1", Name: "travel", Content: `{"poi_id":"main_belt","fuel":99}`},
-		{Role: chat.RoleTool, ToolCallID: "call_2", Name: "get_status", Content: `{"player":{"poi_id":"main_belt"}}`},
+		{Role: chat.RoleTool, ToolCallID: "call_1", Name: "travel", Content: `{"action":"travel","poi_id":"main_belt"}`},
+		{Role: chat.RoleTool, ToolCallID: "call_2", Name: "get_status", Content: `{"player":{"current_poi":"main_belt"}}`},
 	}
 }
 
@@ -137,8 +137,8 @@ func TestChatWireFormat(t *testing.T) {
 		`{"content":"Heading out.","tool_calls":[` +
 		`{"id":"call_1","function":{"arguments":"{\"target_poi\": \"main_belt\"}","name":"travel"},"type":"function"},` +
 		`{"id":"call_2","function":{"arguments":"{}","name":"get_status"},"type":"function"}],"role":"assistant"},` +
-		`{"content":"{\"poi_id\":\"main_belt\",\"fuel\":99}","tool_call_id":"call_1","role":"tool"},` +
-		`{"content":"{\"player\":{\"poi_id\":\"main_belt\"}}","tool_call_id":"call_2","role":"tool"}],` +
+		`{"content":"{\"action\":\"travel\",\"poi_id\":\"main_belt\"}","tool_call_id":"call_1","role":"tool"},` +
+		`{"content":"{\"player\":{\"current_poi\":\"main_belt\"}}","tool_call_id":"call_2","role":"tool"}],` +
 		`"model":"Qwen/Qwen3-8B","temperature":0.4,"tool_choice":"auto",` +
 		`"tools":[{"function":{"name":"travel","description":"Travel to a POI in your current system.",` +
 		`"parameters":{"properties":{"target_poi":{"description":"POI id from get_system.","type":"string"}},"required":["target_poi"],"type":"object"}},"type":"function"}]}`
