@@ -44,7 +44,7 @@ func ComposeWith(in Input, p Policy, tok Counter) (Result, error) {
 // Text the composer writes itself.
 const (
 	interruptedResult = "[no result recorded: interrupted]"
-	searchHint        = "use zoea_search_messages"
+	searchHint        = "zoea_recall returns it"
 	framingPerMessage = 4 // role and delimiters of one message in the provider's chat template
 	framingPerCall    = 4 // function-call wrapper of one tool call
 	framingReply      = 3 // priming of the assistant reply

@@ -476,7 +476,7 @@ func TestOversizedResultTruncated(t *testing.T) {
 	p.ToolResultCap = 200
 	res := mustCompose(t, compose.Input{SystemPrompt: systemPrompt, Window: h.rows}, p)
 	c := res.Messages[3].Content
-	if !strings.Contains(c, "tokens omitted; full result is memory #") || !strings.Contains(c, "zoea_search_messages") {
+	if !strings.Contains(c, "tokens omitted; full result is memory #") || !strings.Contains(c, "zoea_recall returns it") {
 		t.Fatalf("%q", c[len(c)-120:])
 	}
 	if reasonsByID(res)[rid].Disposition != compose.Truncated {

@@ -62,7 +62,7 @@ func (c *composer) placeIndex(units []*unit) []*unit {
 		byTool[e.tool] = append(byTool[e.tool], e)
 	}
 	var b strings.Builder
-	b.WriteString("[Earlier results not shown here; zoea_search_messages finds each by its tool and words (#: memory id). ")
+	b.WriteString("[Earlier results not shown here; zoea_search_messages finds each by its tool and words, zoea_recall by its memory id (#). ")
 	for i, t := range tools {
 		if i > 0 {
 			b.WriteString("; ")

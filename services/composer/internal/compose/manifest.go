@@ -111,6 +111,7 @@ const (
 	SynthMissingResult = "missing_result" // the stand-in result of a tool call that has none recorded
 	SynthCarriedHeader = "carried_header" // a user line opening carried state that no prompt precedes
 	SynthCarriedIndex  = "carried_index"  // v3: a user line naming the newest results not carried, with memory ids
+	SynthDroppedIndex  = "dropped_index"  // a user line where loops the budget dropped were, naming their results' ids
 )
 
 // Repair records a fix applied to a broken history.

@@ -3,6 +3,7 @@ package compose
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/zoeaswarm/zoea/libs/chat"
 )
@@ -36,9 +37,17 @@ func (c *composer) render(system string, units []*unit) rendered {
 	parts[0] = renderPart{msg: chat.Message{Role: chat.RoleSystem, Content: system}, sec: secSystem, idx: -1}
 	var repairs []Repair
 	used := make(map[string]bool)
+	var dropped []*unit // a run of loops the budget dropped, named where they were (droppedNote)
 	for _, u := range units {
 		if !u.keep {
+			if u.kind == kindLoop && namesDropped(u.reason) {
+				dropped = append(dropped, u)
+			}
 			continue
+		}
+		if len(dropped) > 0 {
+			parts = append(parts, droppedNote(dropped))
+			dropped = dropped[:0]
 		}
 		switch u.kind {
 		case kindUser, kindMission, kindNudge, kindHeader, kindIndex:
@@ -49,9 +58,51 @@ func (c *composer) render(system string, units []*unit) rendered {
 			parts, repairs = loopParts(parts, repairs, u, used)
 		}
 	}
+	if len(dropped) > 0 {
+		parts = append(parts, droppedNote(dropped))
+	}
 	out := c.assemble(parts)
 	out.repairs = repairs
 	return out
+}
+
+// namesDropped: a loop the budget dropped for this reason leaves a note naming its results. A loop of superseded
+// results only does not: a newer result of each of its calls is sent.
+func namesDropped(r Reason) bool {
+	switch r {
+	case ReasonBudgetOtherCall, ReasonBudgetOlderState, ReasonBudgetTurnLoop, ReasonBudgetPinned:
+		return true
+	}
+	return false
+}
+
+// droppedNote is the user line standing where a run of dropped loops was: each result by its tool and memory id, so
+// nothing the budget drops is gone for good (zoea_recall returns a result by its id). The reducer counts it: it is
+// rendered with the request, so a step that drops a loop pays for the loop's entry in the note.
+func droppedNote(loops []*unit) renderPart {
+	var b strings.Builder
+	b.WriteString("[Dropped to fit the token budget; zoea_recall returns each result by its memory id:")
+	last := ""
+	for _, u := range loops {
+		for _, r := range u.results {
+			if r.mem == nil {
+				continue
+			}
+			if r.tool != last {
+				if last != "" {
+					b.WriteString(";")
+				}
+				b.WriteString(" " + r.tool)
+				last = r.tool
+			} else {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, " #%d", r.mem.ID)
+		}
+	}
+	b.WriteString("]")
+	return renderPart{msg: chat.Message{Role: chat.RoleUser, Content: b.String()}, sec: secSynthetic, idx: -1,
+		kind: SynthDroppedIndex, synth: "results the budget dropped, each one recall away"}
 }
 
 // promptPart is the user message of u, a prompt, the mission, a nudge or the carried-state header, saying why the

@@ -187,6 +187,17 @@ func (c *Client) SearchBroadcasts(ctx context.Context, query string, limit int) 
 	return out, nil
 }
 
+// Recall implements tools.Searcher: the mysis's own memory (the memory service answers NotFound for another's).
+func (c *Client) Recall(ctx context.Context, id string, memoryID int64) (tools.Recalled, error) {
+	resp, err := c.api.GetMemory(ctx, &memoryv1.GetMemoryRequest{MysisId: id, MemoryId: memoryID})
+	if err != nil {
+		return tools.Recalled{}, server.FromStatus(err)
+	}
+	m := resp.GetMemory()
+	return tools.Recalled{MemoryID: m.GetId(), Seq: m.GetSeq(), Turn: m.GetTurn(), Role: string(chatpb.FromProtoRole(m.GetRole())), Tool: m.GetToolName(),
+		CreatedAt: m.GetCreatedAt().AsTime(), Content: m.GetContent()}, nil
+}
+
 func fromProtoHits(hs []*memoryv1.MemoryHit) []tools.Hit {
 	out := make([]tools.Hit, len(hs))
 	for i, h := range hs {

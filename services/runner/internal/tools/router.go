@@ -93,6 +93,20 @@ type Searcher interface {
 	SearchMessages(ctx context.Context, mysisID, query string, limit int, order SearchOrder) ([]Hit, SearchInfo, error)
 	SearchReasoning(ctx context.Context, mysisID, query string, limit int) ([]Hit, SearchInfo, error)
 	SearchBroadcasts(ctx context.Context, query string, limit int) ([]BroadcastHit, error)
+	// Recall returns one of the mysis's own memories by id (NotFound for another mysis's or none).
+	Recall(ctx context.Context, mysisID string, memoryID int64) (Recalled, error)
+}
+
+// Recalled is one memory as zoea_recall returns it: what it was and its full content (a tool result's, a reply's,
+// a prompt's), before the cut that bounds a result.
+type Recalled struct {
+	MemoryID  int64     `json:"memory_id"`
+	Seq       int64     `json:"seq"`
+	Turn      int64     `json:"turn"`
+	Role      string    `json:"role"`
+	Tool      string    `json:"tool,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	Content   string    `json:"content"`
 }
 
 // Config configures the router.

@@ -23,6 +23,7 @@ import (
 
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/libs/text"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 )
@@ -251,6 +252,8 @@ func (s *Session) Call(ctx context.Context, c chat.ToolCall) (mysis.ToolResult, 
 	switch c.Name {
 	case toolSearchMessages, toolSearchReasoning, toolSearchBroadcasts:
 		return s.searchLocked(ctx, c.Name, args), nil
+	case toolRecall:
+		return s.recallLocked(ctx, args), nil
 	case v2AuthTool:
 		if a, _ := args[actionArg].(string); a == "login" || a == "register" {
 			text, err := s.loginLocked(ctx)
@@ -837,7 +840,52 @@ const (
 	toolSearchMessages   = "zoea_search_messages"
 	toolSearchReasoning  = "zoea_search_reasoning"
 	toolSearchBroadcasts = "zoea_search_broadcasts"
+	toolRecall           = "zoea_recall"
 )
+
+// recallMaxBytes bounds what one zoea_recall returns: a result the composer dropped or cut comes back whole up to
+// this, with a note of what the cut left out (the composer still fits it to the budget like any result).
+const recallMaxBytes = 32 << 10
+
+// recallSchema is zoea_recall's input: one memory id.
+func recallSchema() json.RawMessage {
+	schema := jsonschema.Schema{
+		Type: "object",
+		Properties: map[string]*jsonschema.Schema{
+			"id": {Type: "integer", Minimum: jsonschema.Ptr(1.0), Description: "The memory id, the number after # in a note like \"memory #123\" or \"get_poi #123\"."},
+		},
+		Required:             []string{"id"},
+		AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
+	}
+	raw, _ := json.Marshal(schema)
+	return raw
+}
+
+// recallLocked answers zoea_recall: the mysis's own memory by id, its content cut at recallMaxBytes.
+func (s *Session) recallLocked(ctx context.Context, args map[string]any) mysis.ToolResult {
+	for k := range args {
+		if k != "id" {
+			return errorResult("invalid_arguments", "unknown parameter %q: zoea_recall takes only id (a memory id, the number after #)", k)
+		}
+	}
+	f, ok := args["id"].(float64)
+	if !ok || f != float64(int64(f)) || f < 1 {
+		return errorResult("invalid_arguments", "id must be a positive integer: the memory id after # in a note such as \"memory #123\"")
+	}
+	m, err := s.r.search.Recall(ctx, s.mysisID, int64(f))
+	switch {
+	case errs.Is(err, errs.NotFound):
+		return errorResult("not_found", "you have no memory #%d: use an id from a note or a search result", int64(f))
+	case err != nil:
+		s.log.Warn("recall failed", "memory_id", int64(f), "err", err)
+		return errorResult("recall_unavailable", "recall failed, try again later")
+	}
+	if len(m.Content) > recallMaxBytes {
+		m.Content = text.Clip(m.Content, recallMaxBytes, fmt.Sprintf("…[cut: %d more bytes; zoea_search_messages finds what you need in it]", len(m.Content)-recallMaxBytes))
+	}
+	b, _ := json.Marshal(m)
+	return mysis.ToolResult{Content: s.redact(string(b))}
+}
 
 // searchSchema is the input schema of the zoea_search_* tools; withOrder adds the message search's order.
 func searchSchema(withOrder bool) json.RawMessage {
@@ -871,6 +919,8 @@ func searchTools() []llm.Tool {
 			Description: "Search your own past reasoning, best match first, however old: why you decided something earlier. Ask in plain words, with the specifics you remember."},
 		{Name: toolSearchBroadcasts, Parameters: plain, ReadOnly: true,
 			Description: "Search the commander's broadcasts to the whole swarm, best match first: missions and standing orders. Ask in plain words."},
+		{Name: toolRecall, Parameters: recallSchema(), ReadOnly: true,
+			Description: "Get back one of your own earlier memories in full by its id: a tool result or reply that a note in your history names as dropped, compacted, superseded or cut (\"memory #123\", \"travel #123\"), or a search result's memory_id."},
 	}
 }
 

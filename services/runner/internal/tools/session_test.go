@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
 	"github.com/zoeaswarm/zoea/services/runner/internal/mysis"
 	"github.com/zoeaswarm/zoea/services/runner/internal/testkit/testenv"
@@ -40,6 +41,61 @@ func (f *fakeSearch) SearchReasoning(ctx context.Context, id, q string, limit in
 
 func (f *fakeSearch) SearchBroadcasts(_ context.Context, q string, limit int) ([]BroadcastHit, error) {
 	return []BroadcastHit{{BroadcastID: "b1", Snippet: q}}, nil
+}
+
+// Recall knows memory 7 of mysis-a (a result larger than zoea_recall returns) and nothing else.
+func (f *fakeSearch) Recall(_ context.Context, id string, memoryID int64) (Recalled, error) {
+	f.mu.Lock()
+	f.ids = append(f.ids, id)
+	f.mu.Unlock()
+	if id != "mysis-a" || memoryID != 7 {
+		return Recalled{}, errs.NotFoundf("memory %d not found", memoryID)
+	}
+	return Recalled{MemoryID: 7, Seq: 7, Turn: 2, Role: "tool", Tool: "get_poi", Content: `{"poi":"Sol Belt","resources":["nickel"]}` + strings.Repeat("x", recallMaxBytes)}, nil
+}
+
+// zoea_recall returns the calling mysis's own memory by the id a note names, cut at recallMaxBytes with what the
+// cut left out; a bad id is an error the model can read.
+func TestRecallReturnsTheMysissOwnMemoryByID(t *testing.T) {
+	search := &fakeSearch{}
+	r := NewRouter(Config{Endpoint: "http://127.0.0.1:1/mcp"}, newAccounts(t), search)
+	a := r.Open(mysis.Mysis{ID: "mysis-a", Name: "a"})
+	b := r.Open(mysis.Mysis{ID: "mysis-b", Name: "b"})
+	ctx := context.Background()
+	res, err := a.Call(ctx, call("1", toolRecall, `{"id":7}`))
+	if err != nil || res.IsError {
+		t.Fatalf("recall: %+v %v", res, err)
+	}
+	var got Recalled
+	if err := json.Unmarshal([]byte(res.Content), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.MemoryID != 7 || got.Tool != "get_poi" || !strings.HasPrefix(got.Content, `{"poi":"Sol Belt"`) ||
+		len(got.Content) > recallMaxBytes+100 || !strings.Contains(got.Content, "[cut: ") {
+		t.Fatalf("recalled %+v (%d bytes)", got.Tool, len(got.Content))
+	}
+	for _, tc := range []struct {
+		who        mysis.ToolSession
+		args, want string
+	}{
+		{b, `{"id":7}`, "not_found"}, // another mysis's memory
+		{a, `{"id":8}`, "not_found"},
+		{a, `{"id":0}`, "invalid_arguments"},
+		{a, `{"id":"7"}`, "invalid_arguments"},
+		{a, `{"id":7,"mysis_id":"mysis-b"}`, "invalid_arguments"},
+	} {
+		res, err := tc.who.Call(ctx, call("2", toolRecall, tc.args))
+		if err != nil || !res.IsError || !strings.Contains(res.Content, tc.want) {
+			t.Errorf("%s → %+v, %v; want %s", tc.args, res, err, tc.want)
+		}
+	}
+	found := false
+	for _, d := range searchTools() {
+		found = found || d.Name == toolRecall && d.ReadOnly
+	}
+	if !found {
+		t.Fatal("zoea_recall is not offered (read-only) with the search tools")
+	}
 }
 
 func call(id, name, args string) chat.ToolCall {

@@ -28,8 +28,8 @@ func TestV2SessionAgainstSimulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !s.v2 || len(defs) != 16+3 {
-		t.Fatalf("v2 %v with %d tools, want the 16 game tools and 3 search tools", s.v2, len(defs))
+	if !s.v2 || len(defs) != 16+4 {
+		t.Fatalf("v2 %v with %d tools, want the 16 game tools and the 4 memory tools (3 searches and zoea_recall)", s.v2, len(defs))
 	}
 	do := func(name, args string) string {
 		t.Helper()
