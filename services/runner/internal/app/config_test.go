@@ -1,8 +1,12 @@
 package app
 
 import (
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/zoeaswarm/zoea/libs/memoryrules"
+	"github.com/zoeaswarm/zoea/services/runner/internal/provider/autopilot"
 )
 
 // The reply limit and the call timeout are read once, with their defaults, and a value that would break every
@@ -27,5 +31,19 @@ func TestLLMLimitsConfig(t *testing.T) {
 				t.Errorf("err = %v, want %q", err, want)
 			}
 		})
+	}
+}
+
+// The autopilot provider's name is written once (memoryrules.AutopilotProvider); the two places a constant cannot
+// reach — the default provider's env tag and the registry name the autopilot package gives itself — must agree.
+func TestAutopilotNameAgrees(t *testing.T) {
+	t.Setenv("ZOEA_DEFAULT_PROVIDER", "") // restored after the test
+	os.Unsetenv("ZOEA_DEFAULT_PROVIDER")
+	cfg, err := LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.DefaultProvider != memoryrules.AutopilotProvider || autopilot.DefaultName != memoryrules.AutopilotProvider {
+		t.Errorf("default provider %q, autopilot registry name %q, want both %q", cfg.DefaultProvider, autopilot.DefaultName, memoryrules.AutopilotProvider)
 	}
 }
