@@ -1,12 +1,15 @@
 package app
 
 import (
+	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/zoeaswarm/zoea/libs/memoryrules"
 	"github.com/zoeaswarm/zoea/services/runner/internal/provider/autopilot"
+	"github.com/zoeaswarm/zoea/services/runner/internal/provider/ollama"
 )
 
 // The reply limit and the call timeout are read once, with their defaults, and a value that would break every
@@ -45,5 +48,31 @@ func TestAutopilotNameAgrees(t *testing.T) {
 	}
 	if cfg.DefaultProvider != memoryrules.AutopilotProvider || autopilot.DefaultName != memoryrules.AutopilotProvider {
 		t.Errorf("default provider %q, autopilot registry name %q, want both %q", cfg.DefaultProvider, autopilot.DefaultName, memoryrules.AutopilotProvider)
+	}
+}
+
+// OLLAMA_HOST is read once, by the configuration, in any form Ollama itself accepts: "host:port" without a scheme
+// (Ollama's documented form) used to reach the adapter as it was and stop the runner at start ("not an absolute URL").
+func TestOllamaHostForms(t *testing.T) {
+	for v, want := range map[string]string{
+		"":                       "http://127.0.0.1:11434",
+		"127.0.0.1:11434":        "http://127.0.0.1:11434",
+		"gpu-box":                "http://gpu-box:11434",
+		"http://gpu-box:8080/":   "http://gpu-box:8080",
+		"https://gw.example/oll": "https://gw.example:443/oll",
+	} {
+		t.Setenv("OLLAMA_HOST", v)
+		cfg, err := LoadConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, err := ollama.HostURL(cfg.OllamaHost)
+		if err != nil || u != want {
+			t.Errorf("OLLAMA_HOST=%q: %q, %v; want %q", v, u, err, want)
+			continue
+		}
+		if _, names, err := buildProviders(cfg, u, nil, nil, slog.Default(), nil); err != nil || !slices.Contains(names, "ollama") {
+			t.Errorf("OLLAMA_HOST=%q: providers %v, %v", v, names, err)
+		}
 	}
 }
