@@ -49,7 +49,7 @@ var sharedAdapters = map[string]string{
 }
 
 // pureLibs are libs packages a domain package builds on for its rules: they are held to the domain rule too.
-var pureLibs = []string{"libs/memoryrules", "libs/errs", "libs/names", "libs/chat"}
+var pureLibs = []string{"libs/memoryrules", "libs/errs", "libs/names", "libs/chat", "libs/text"}
 
 // forbiddenInTransport says why a service's grpcapi package may not import pkg, or "" when it may: the transport
 // converts and delegates, so it reaches databases and NATS only through the ports of the packages it calls, and it

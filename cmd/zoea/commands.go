@@ -19,6 +19,7 @@ import (
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+	"github.com/zoeaswarm/zoea/libs/memoryrules"
 	"github.com/zoeaswarm/zoea/libs/text"
 )
 
@@ -284,7 +285,7 @@ func stopCmd(ep *endpoints) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&reason, "reason", "stopped by the commander", "why")
+	cmd.Flags().StringVar(&reason, "reason", memoryrules.CommanderStopReason, "why")
 	return cmd
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/zoeaswarm/zoea/cmd/zoea/internal/present"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
 	"github.com/zoeaswarm/zoea/libs/config"
+	"github.com/zoeaswarm/zoea/libs/memoryrules"
 	zserver "github.com/zoeaswarm/zoea/libs/server"
 )
 
@@ -133,7 +134,7 @@ OPENAI_API_KEY, ZOEA_OPENAI_MODEL) uses a real model.`,
 	f.StringVar(&o.stateDir, "state-dir", ".zoea", "directory for logs, process ids, the simulator's universe and the embedded NATS store")
 	f.StringVar(&o.databaseURL, "database-url", envOr("ZOEA_DATABASE_URL", defaultDatabaseURL), "Postgres database (created if missing)")
 	f.StringVar(&o.natsURL, "nats-url", envOr("ZOEA_NATS_URL", "nats://127.0.0.1:4222"), "NATS server with JetStream (when the default has none or nothing answers, an embedded one starts)")
-	f.StringVar(&o.provider, "provider", envOr("ZOEA_PROVIDER", "autopilot"), "LLM provider for the demo myses: autopilot, ollama or openai")
+	f.StringVar(&o.provider, "provider", envOr("ZOEA_PROVIDER", memoryrules.AutopilotProvider), "LLM provider for the demo myses: autopilot, ollama or openai")
 	f.StringVar(&o.model, "model", "", "model for the demo myses (default: the runner's ZOEA_OLLAMA_MODEL or ZOEA_OPENAI_MODEL)")
 	f.StringVar(&o.host, "host", envOr("ZOEA_DEV_HOST", "127.0.0.1"), "address the services listen on (0.0.0.0 exposes them to the network, without a token unless ZOEA_ADMIN_TOKEN is set)")
 	f.IntVar(&o.portBase, "port-base", envInt("ZOEA_DEV_PORT_BASE", 7000), "services listen on base+1…base+4 (memory, composer, runner, bus) and base+100 (spacemolt-sim); the web console on 127.0.0.1:base+200")

@@ -82,6 +82,14 @@ type NewMysis struct {
 // for the swarm's (the runner's setting).
 var SpaceMoltEndpoints = []string{"", "v1", "v2"}
 
+// CommanderStopReason is the state reason of a stop a commander asked for without giving a reason of their own: the
+// runner's StopMysis default, and what the CLI's stop (command, console, TUI) sends.
+const CommanderStopReason = "stopped by commander"
+
+// AutopilotProvider is the registry name of Zoea's offline provider (a scripted policy, no model), which is also the
+// model it reports: the runner's default provider, the CLI's demo default, and the provider of test and load myses.
+const AutopilotProvider = "autopilot"
+
 // StateChange is a lifecycle transition, optionally a compare-and-set on Expected.
 type StateChange struct {
 	State              State

@@ -15,6 +15,7 @@ import (
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/errs"
 	"github.com/zoeaswarm/zoea/libs/names"
+	"github.com/zoeaswarm/zoea/libs/text"
 )
 
 // Field paths in errors use the API's field names ("memories[3].content") because that is what a caller can fix.
@@ -41,7 +42,7 @@ func ParseID(field, s string) (string, error) {
 	}
 	u, err := uuid.Parse(s)
 	if err != nil || len(s) != 36 {
-		return "", errs.InvalidField(field, "not a UUID: %q", Truncate(s, 64))
+		return "", errs.InvalidField(field, "not a UUID: %q", text.Clip(s, 64, "…"))
 	}
 	return u.String(), nil
 }
@@ -58,17 +59,6 @@ func Limit(field string, v, def, max int) (int, error) {
 		return max, nil
 	}
 	return v, nil
-}
-
-// Truncate cuts s to at most n bytes on a rune boundary, marking the cut with "…", for echoing input in errors.
-func Truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // ValidateNewMysis checks a mysis to create: its name and its configuration.
@@ -97,7 +87,7 @@ func ValidateConfig(m NewMysis) error {
 		return errs.InvalidField("temperature", "must be between 0 and 2")
 	}
 	if !slices.Contains(SpaceMoltEndpoints, m.SpaceMoltEndpoint) {
-		return errs.InvalidField("spacemolt_endpoint", "must be v1 (the flat tools at /mcp), v2 (the action tools at /mcp/v2) or empty for the swarm's endpoint; got %q", Truncate(m.SpaceMoltEndpoint, 40))
+		return errs.InvalidField("spacemolt_endpoint", "must be v1 (the flat tools at /mcp), v2 (the action tools at /mcp/v2) or empty for the swarm's endpoint; got %q", text.Clip(m.SpaceMoltEndpoint, 40, "…"))
 	}
 	// A prompt the composer cannot use would only show up later as a mysis stuck errored: refuse it here.
 	if strings.TrimSpace(m.SystemPrompt) == "" {
@@ -121,7 +111,7 @@ func CheckProvider(p string) error {
 	for i, r := range p {
 		ok := r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || i > 0 && (r == '_' || r == '-' || r == '.')
 		if !ok {
-			return errs.InvalidField("provider", "%q is not a provider name: lower-case letters, digits, '_', '-' or '.', starting with a letter or digit", Truncate(p, MaxProviderBytes))
+			return errs.InvalidField("provider", "%q is not a provider name: lower-case letters, digits, '_', '-' or '.', starting with a letter or digit", text.Clip(p, MaxProviderBytes, "…"))
 		}
 	}
 	return nil
@@ -240,7 +230,7 @@ func ValidateNewMemory(prefix string, m NewMemory) error {
 				"too long: the calls' arguments add up to %d bytes, at most %d in one message", args, MaxReplyBytes)
 		}
 		if ids[tc.ID] {
-			return errs.InvalidField(fmt.Sprintf("%s.tool_calls[%d].id", prefix, j), "duplicate tool call id %q", Truncate(tc.ID, 64))
+			return errs.InvalidField(fmt.Sprintf("%s.tool_calls[%d].id", prefix, j), "duplicate tool call id %q", text.Clip(tc.ID, 64, "…"))
 		}
 		ids[tc.ID] = true
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/libs/text"
 )
 
 // Compose-window limits.
@@ -189,4 +190,15 @@ func (k CarryKnown) validate() error {
 		}
 	}
 	return nil
+}
+
+// CutResult is a tool result's content as a window returns it: whole when it is at most max bytes, otherwise its
+// first max bytes (on a rune boundary) and a marker saying how much was left out and which memory (id) holds all of
+// it. The memory service and its fake both cut with it, so their windows are byte-identical.
+func CutResult(content string, max int, id int64) string {
+	if len(content) <= max {
+		return content
+	}
+	kept := text.Cut(content, max)
+	return kept + fmt.Sprintf("…[cut: %d bytes more; full result is memory #%d, search for it]", len(content)-len(kept), id)
 }

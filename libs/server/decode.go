@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/libs/text"
 )
 
 // A request that cannot be decoded is the caller's fault, but grpc-go answers it with Internal ("grpc: failed to
@@ -155,13 +156,5 @@ const maxPublicBytes = 1 << 10
 
 // clip cuts s to maxPublicBytes at a rune boundary, saying it did.
 func clip(s string) string {
-	if len(s) <= maxPublicBytes {
-		return s
-	}
-	const more = "… (cut)"
-	cut := maxPublicBytes - len(more)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + more
+	return text.Fit(s, maxPublicBytes, "… (cut)")
 }

@@ -1,5 +1,5 @@
 // Package text owns one rule: how a string is cut to a byte budget. Every place that shortens a string for a log, an
-// error, a status or a screen calls Cut or Clip here, so no cut can split a UTF-8 character.
+// error, a status or a screen calls Cut, Clip or Fit here, so no cut can split a UTF-8 character.
 package text
 
 import "unicode/utf8"
@@ -33,4 +33,14 @@ func Clip(s string, n int, mark string) string {
 		return s
 	}
 	return Cut(s, n) + mark
+}
+
+// Fit is Clip with the mark counted in n: s whole when it is within n bytes, otherwise Cut(s, n-len(mark)) followed
+// by mark, at most n bytes together as long as the mark itself fits. For a bound the result must keep (a status
+// message, a stored field).
+func Fit(s string, n int, mark string) string {
+	if len(s) <= n {
+		return s
+	}
+	return Cut(s, n-len(mark)) + mark
 }

@@ -44,6 +44,23 @@ func TestClip(t *testing.T) {
 	}
 }
 
+func TestFit(t *testing.T) {
+	for _, c := range []struct {
+		s, mark string
+		n       int
+		want    string
+	}{
+		{"abc", "…", 3, "abc"},       // within the bound: whole, no mark
+		{"abcdef", "..", 5, "abc.."}, // the mark is counted
+		{"aéb", ".", 3, "a."},        // é would end at byte 3 and leave no room for the mark
+		{"abcdef", "long mark", 3, "long mark"},
+	} {
+		if got := Fit(c.s, c.n, c.mark); got != c.want {
+			t.Errorf("Fit(%q, %d, %q) = %q, want %q", c.s, c.n, c.mark, got, c.want)
+		}
+	}
+}
+
 // FuzzCut holds the rule on any input: at most n bytes, a prefix of s, never a split rune, the longest such prefix,
 // and a valid string stays valid.
 func FuzzCut(f *testing.F) {
@@ -75,6 +92,12 @@ func FuzzCut(f *testing.F) {
 		}
 		if c := Clip(s, n, "…"); len(s) > n && c != got+"…" || len(s) <= n && c != s {
 			t.Fatalf("Clip(%q, %d) = %q, Cut gave %q", s, n, c, got)
+		}
+		const mark = "…(cut)"
+		if f := Fit(s, n, mark); len(s) <= n && f != s || len(s) > n && f != Cut(s, n-len(mark))+mark {
+			t.Fatalf("Fit(%q, %d) = %q", s, n, f)
+		} else if len(s) > n && n >= len(mark) && len(f) > n {
+			t.Fatalf("Fit(%q, %d) = %q: %d bytes", s, n, f, len(f))
 		}
 	})
 }

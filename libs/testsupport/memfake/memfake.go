@@ -271,7 +271,7 @@ func (f *Fake) AddMyses(prefix string, n int) []string {
 	ids := make([]string, n)
 	for i := range n {
 		m, err := f.CreateMysis(context.Background(), &memoryv1.CreateMysisRequest{Name: fmt.Sprintf("%s-%04d", prefix, i),
-			Provider: "autopilot", SystemPrompt: "You play SpaceMolt."})
+			Provider: rules.AutopilotProvider, SystemPrompt: "You play SpaceMolt."})
 		if err != nil {
 			f.tb.Fatal(err)
 		}

@@ -2,10 +2,8 @@ package memfake
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
-	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 
@@ -339,14 +337,9 @@ func keepNewestWithin(ms []*memoryv1.Memory, max int) []*memoryv1.Memory {
 	return ms
 }
 
-// cutResult cuts a tool result longer than max bytes at a UTF-8 boundary and says where the whole is.
+// cutResult cuts a tool result longer than max bytes as the real service does (libs/memoryrules.CutResult).
 func cutResult(m *memoryv1.Memory, max int) {
-	if m.GetRole() != memoryv1.Role_ROLE_TOOL || len(m.GetContent()) <= max {
-		return
+	if m.GetRole() == memoryv1.Role_ROLE_TOOL {
+		m.Content = rules.CutResult(m.GetContent(), max, m.GetId())
 	}
-	keep := max
-	for keep > 0 && !utf8.RuneStart(m.Content[keep]) {
-		keep--
-	}
-	m.Content = m.Content[:keep] + fmt.Sprintf("…[cut: %d bytes more; full result is memory #%d, search for it]", len(m.Content)-keep, m.GetId())
 }

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	"github.com/zoeaswarm/zoea/libs/memoryrules"
 )
 
 // The Config capability: UpdateMysisConfig and DeleteMysis as the real service answers them
@@ -26,7 +27,7 @@ func testUpdateConfig(t *testing.T, c memoryv1.MemoryServiceClient) {
 		t.Fatal(err)
 	}
 	got := resp.GetMysis()
-	if got.GetId() != m.GetId() || got.GetTemperature() != 0.3 || got.GetProvider() != "autopilot" || got.GetModel() != m.GetModel() ||
+	if got.GetId() != m.GetId() || got.GetTemperature() != 0.3 || got.GetProvider() != memoryrules.AutopilotProvider || got.GetModel() != m.GetModel() ||
 		got.GetSystemPrompt() != m.GetSystemPrompt() || got.GetName() != m.GetName() {
 		t.Errorf("temperature only: %v; want the temperature changed and nothing else", got)
 	}
@@ -63,7 +64,7 @@ func testUpdateConfig(t *testing.T, c memoryv1.MemoryServiceClient) {
 			t.Errorf("update endpoint %v = %v, %v; want %q", step.set, resp.GetMysis(), err, step.want)
 		}
 	}
-	created, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: uniqueName("v2"), Provider: "autopilot", SystemPrompt: "You mine.", SpacemoltEndpoint: "v2"})
+	created, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: uniqueName("v2"), Provider: memoryrules.AutopilotProvider, SystemPrompt: "You mine.", SpacemoltEndpoint: "v2"})
 	if err != nil || created.GetMysis().GetSpacemoltEndpoint() != "v2" {
 		t.Fatalf("create on v2 = %v, %v", created.GetMysis(), err)
 	}
@@ -91,7 +92,7 @@ func testUpdateConfigRejects(t *testing.T, c memoryv1.MemoryServiceClient) {
 	wantInvalid(t, "a NUL byte in the model", update(&memoryv1.UpdateMysisConfigRequest{Model: proto.String("a\x00b")}), "model")
 	wantInvalid(t, "an unknown endpoint", update(&memoryv1.UpdateMysisConfigRequest{SpacemoltEndpoint: proto.String("v3")}), "spacemolt_endpoint")
 	wantInvalid(t, "an endpoint URL", update(&memoryv1.UpdateMysisConfigRequest{SpacemoltEndpoint: proto.String("http://game/mcp/v2")}), "spacemolt_endpoint")
-	_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: uniqueName("bad"), Provider: "autopilot", SystemPrompt: "x", SpacemoltEndpoint: "V2"})
+	_, err := c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: uniqueName("bad"), Provider: memoryrules.AutopilotProvider, SystemPrompt: "x", SpacemoltEndpoint: "V2"})
 	wantInvalid(t, "create with an unknown endpoint", err, "spacemolt_endpoint")
 	// A refused update changes nothing, not even its valid fields.
 	wantInvalid(t, "a valid model with a bad temperature",

@@ -28,6 +28,7 @@ import (
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/libs/memoryrules"
 )
 
 // Capability is a group of RPCs a memory implementation claims to implement.
@@ -184,7 +185,7 @@ func uniqueName(prefix string) string { return prefix + "-" + uuid.NewString()[:
 func newMysis(t *testing.T, c memoryv1.MemoryServiceClient, name string) *memoryv1.Mysis {
 	t.Helper()
 	resp, err := c.CreateMysis(ctxT(t), &memoryv1.CreateMysisRequest{
-		Name: name, Provider: "autopilot", SystemPrompt: "You are a mysis.",
+		Name: name, Provider: memoryrules.AutopilotProvider, SystemPrompt: "You are a mysis.",
 	})
 	if err != nil {
 		t.Fatalf("CreateMysis(%q): %v", name, err)
@@ -225,7 +226,7 @@ func testCreateAndGet(t *testing.T, c memoryv1.MemoryServiceClient) {
 	ctx := ctxT(t)
 	name := uniqueName("contract")
 	m := newMysis(t, c, name)
-	if _, err := uuid.Parse(m.GetId()); err != nil || m.GetName() != name || m.GetProvider() != "autopilot" {
+	if _, err := uuid.Parse(m.GetId()); err != nil || m.GetName() != name || m.GetProvider() != memoryrules.AutopilotProvider {
 		t.Fatalf("created = %v", m)
 	}
 	if m.GetState() != memoryv1.MysisState_MYSIS_STATE_IDLE || m.GetLastSeq() != 0 {
@@ -239,16 +240,16 @@ func testCreateAndGet(t *testing.T, c memoryv1.MemoryServiceClient) {
 	if err != nil || byName.GetMysis().GetId() != m.GetId() {
 		t.Errorf("GetMysisByName = %v, %v", byName.GetMysis(), err)
 	}
-	_, err = c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: name, Provider: "autopilot", SystemPrompt: "again"})
+	_, err = c.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: name, Provider: memoryrules.AutopilotProvider, SystemPrompt: "again"})
 	wantCode(t, "a second mysis with the same name", err, codes.AlreadyExists)
 }
 
 func testCreateRejects(t *testing.T, c memoryv1.MemoryServiceClient) {
-	_, err := c.CreateMysis(ctxT(t), &memoryv1.CreateMysisRequest{Provider: "autopilot", SystemPrompt: "x"})
+	_, err := c.CreateMysis(ctxT(t), &memoryv1.CreateMysisRequest{Provider: memoryrules.AutopilotProvider, SystemPrompt: "x"})
 	wantInvalid(t, "CreateMysis without a name", err, "name")
 	_, err = c.CreateMysis(ctxT(t), &memoryv1.CreateMysisRequest{Name: uniqueName("badprov"), Provider: "Open AI", SystemPrompt: "x"})
 	wantInvalid(t, "CreateMysis with a provider that is no identifier", err, "provider")
-	_, err = c.CreateMysis(ctxT(t), &memoryv1.CreateMysisRequest{Name: uniqueName("noprompt"), Provider: "autopilot", SystemPrompt: " "})
+	_, err = c.CreateMysis(ctxT(t), &memoryv1.CreateMysisRequest{Name: uniqueName("noprompt"), Provider: memoryrules.AutopilotProvider, SystemPrompt: " "})
 	wantInvalid(t, "CreateMysis with a blank system prompt", err, "system_prompt")
 }
 

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	"github.com/zoeaswarm/zoea/libs/memoryrules"
 )
 
 // testUsageTopRanks: the top myses of a selection come highest cost first, equal costs in name order, in one
@@ -26,7 +27,7 @@ func testUsageTopRanks(t *testing.T, c memoryv1.MemoryServiceClient) {
 		all = append(all, m.GetId())
 		var calls []*memoryv1.LlmCall
 		for i, cost := range costs[k] {
-			calls = append(calls, &memoryv1.LlmCall{CallId: uuid.NewString(), Provider: "autopilot", Model: "autopilot",
+			calls = append(calls, &memoryv1.LlmCall{CallId: uuid.NewString(), Provider: memoryrules.AutopilotProvider, Model: memoryrules.AutopilotProvider,
 				PromptTokens: 10, CompletionTokens: 2, CostNanos: cost, StartedAt: timestamppb.New(at.Add(time.Duration(i) * time.Minute))})
 		}
 		if len(calls) > 0 {

@@ -12,6 +12,7 @@ import (
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+	"github.com/zoeaswarm/zoea/libs/memoryrules"
 )
 
 // Backend is what the console asks of the swarm. Myses are named by name or id, like the CLI's arguments.
@@ -93,7 +94,7 @@ func (g GRPC) Start(ctx context.Context, mysis string) error {
 
 // Stop implements Backend.
 func (g GRPC) Stop(ctx context.Context, mysis string) error {
-	_, err := g.Swarm.StopMysis(ctx, &runnerv1.StopMysisRequest{Mysis: mysis, Reason: "stopped by the commander"})
+	_, err := g.Swarm.StopMysis(ctx, &runnerv1.StopMysisRequest{Mysis: mysis, Reason: memoryrules.CommanderStopReason})
 	return err
 }
 

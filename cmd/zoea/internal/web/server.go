@@ -53,7 +53,7 @@ type Options struct {
 	Now func() time.Time
 	// SessionTTL is how long a login lasts (default 12h).
 	SessionTTL time.Duration
-	// Log gets one line per refused request and per failed call (default: discard).
+	// Log gets one line per refused request and per failed call (nil: slog.Default(); zoea web passes a discard logger).
 	Log *slog.Logger
 	// Hosts are the host names browsers may reach the console by (the --url's host, --host). A request whose Host
 	// is not one of them, not "localhost" and not an IP address is refused, so a DNS-rebinding page (a name of the
@@ -108,7 +108,7 @@ func New(b backend.Backend, opts Options) *Server {
 		opts.SessionTTL = 12 * time.Hour
 	}
 	if opts.Log == nil {
-		opts.Log = slog.New(slog.DiscardHandler)
+		opts.Log = slog.Default()
 	}
 	if opts.LoginAttempts <= 0 {
 		opts.LoginAttempts = 5

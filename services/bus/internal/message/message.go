@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/libs/text"
 )
 
 // MaxContentBytes bounds a broadcast's or direct message's text. Messages are prompts for a model that works under a
@@ -42,7 +43,7 @@ func ValidateContent(field, s string) error {
 func ParseUUID(field, s string) (string, error) {
 	u, err := uuid.Parse(s)
 	if err != nil || len(s) != 36 {
-		return "", errs.InvalidField(field, "not a UUID: %q", clip(s, 64))
+		return "", errs.InvalidField(field, "not a UUID: %q", text.Clip(s, 64, "…"))
 	}
 	return u.String(), nil
 }
@@ -73,20 +74,7 @@ func ValidateMessageID(field, s string) error {
 
 // Excerpt shortens s to at most n bytes on a rune boundary, marking the cut, for event payloads.
 func Excerpt(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return clip(s, n)
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return text.Clip(s, n, "…")
 }
 
 // Stored is a direct message as the memory service stored it: a user row of source direct in the mysis's memory.

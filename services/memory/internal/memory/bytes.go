@@ -1,9 +1,6 @@
 package memory
 
-import (
-	"fmt"
-	"unicode/utf8"
-)
+import rules "github.com/zoeaswarm/zoea/libs/memoryrules"
 
 // Bytes is the text size of a memory as the byte bounds count it: content, reasoning and tool arguments.
 func (m Memory) Bytes() int {
@@ -28,19 +25,14 @@ func KeepNewestWithin(ms []Memory, max int) []Memory {
 	return ms
 }
 
-// CutResult returns m with its content cut to at most max bytes (at a UTF-8 boundary) when it is a tool result
-// longer than that, followed by a marker saying how much was left out and which memory holds all of it. Other
-// roles are never cut: their size is bounded by the content limit and the response bound.
+// CutResult returns m with its content cut as rules.CutResult cuts it (at most max bytes on a UTF-8
+// boundary and a marker saying how much was left out and which memory holds all of it) when it is a tool result
+// longer than max. Other roles are never cut: their size is bounded by the content limit and the response bound.
 func CutResult(m Memory, max int) Memory {
-	if m.Role != RoleTool || len(m.Content) <= max {
+	if m.Role != RoleTool {
 		return m
 	}
-	keep := max
-	for keep > 0 && !utf8.RuneStart(m.Content[keep]) {
-		keep--
-	}
-	m.Content = m.Content[:keep] + fmt.Sprintf("…[cut: %d bytes more; full result is memory #%d, search for it]",
-		len(m.Content)-keep, m.ID)
+	m.Content = rules.CutResult(m.Content, max, m.ID)
 	return m
 }
 

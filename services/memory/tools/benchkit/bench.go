@@ -20,6 +20,7 @@ import (
 	"time"
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
+	"github.com/zoeaswarm/zoea/libs/memoryrules"
 	"github.com/zoeaswarm/zoea/libs/pgutil"
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/services/memory/internal/grpcapi"
@@ -477,7 +478,7 @@ func (b *bencher) appends(rows, batch, appenders, singleN int) error {
 	stamp := time.Now().Format("150405")
 	var ids []string
 	for i := range appenders {
-		m, err := b.svc.CreateMysis(b.ctx, memory.NewMysis{SystemPrompt: "You are a mysis.", Name: fmt.Sprintf("bench-append-%s-%d", stamp, i), Provider: "autopilot"})
+		m, err := b.svc.CreateMysis(b.ctx, memory.NewMysis{SystemPrompt: "You are a mysis.", Name: fmt.Sprintf("bench-append-%s-%d", stamp, i), Provider: memoryrules.AutopilotProvider})
 		if err != nil {
 			return err
 		}

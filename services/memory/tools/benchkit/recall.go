@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/zoeaswarm/zoea/libs/memoryrules"
 	"github.com/zoeaswarm/zoea/libs/pgutil"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
 	"github.com/zoeaswarm/zoea/services/memory/internal/migrations"
@@ -292,7 +293,7 @@ func (rb *recallBench) evaluate(title string, groups []string, cases []recallCas
 
 // newMysis creates a mysis for a recall history.
 func (rb *recallBench) newMysis(name string) (string, error) {
-	m := memory.Mysis{ID: memory.NewID(), Name: name + "-" + rb.run, Provider: "autopilot", SystemPrompt: systemPrompt,
+	m := memory.Mysis{ID: memory.NewID(), Name: name + "-" + rb.run, Provider: memoryrules.AutopilotProvider, SystemPrompt: systemPrompt,
 		State: memory.StateIdle, CreatedAt: benchEpoch}
 	return m.ID, rb.store.CopyMyses(rb.ctx, []memory.Mysis{m})
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/zoeaswarm/zoea/libs/memoryrules"
 	"github.com/zoeaswarm/zoea/libs/pgutil"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
 	"github.com/zoeaswarm/zoea/services/memory/internal/migrations"
@@ -220,7 +221,7 @@ func planMyses(cfg seedConfig, begin time.Time) []seedJob {
 	rest := cfg.memories - longTotal
 	nRest := int64(cfg.myses - len(cfg.longSizes))
 	for i := range cfg.myses {
-		m := memory.Mysis{ID: memory.NewID(), Provider: "autopilot", SystemPrompt: systemPrompt,
+		m := memory.Mysis{ID: memory.NewID(), Provider: memoryrules.AutopilotProvider, SystemPrompt: systemPrompt,
 			State: memory.StateIdle, CreatedAt: begin}
 		var n int64
 		if i < len(cfg.longSizes) {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zoeaswarm/zoea/libs/memoryrules"
 	"github.com/zoeaswarm/zoea/services/memory/internal/memory"
 )
 
@@ -20,7 +21,7 @@ func (b *bencher) smallAppends(clients, calls int) error {
 	ids := make([]string, clients)
 	for i := range ids {
 		m, err := b.svc.CreateMysis(b.ctx, memory.NewMysis{SystemPrompt: "You are a mysis.",
-			Name: fmt.Sprintf("bench-small-%s-%d", stamp, i), Provider: "autopilot"})
+			Name: fmt.Sprintf("bench-small-%s-%d", stamp, i), Provider: memoryrules.AutopilotProvider})
 		if err != nil {
 			return err
 		}

@@ -16,17 +16,20 @@ import (
 
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/libs/memoryrules"
 	"github.com/zoeaswarm/zoea/libs/names"
 	"github.com/zoeaswarm/zoea/libs/text"
 )
 
 // Autopilot is the built-in provider that plays SpaceMolt without an LLM: the only one that runs without a model.
-const Autopilot = "autopilot"
+// Its name is written once, in libs/memoryrules, which the CLI and the test support share.
+const Autopilot = memoryrules.AutopilotProvider
 
-// The reasons a mysis's state records when the commander starts or stops it (a stop may give its own).
+// The reasons a mysis's state records when the commander starts or stops it (a stop may give its own). The stop's
+// is libs/memoryrules', which the CLI sends too.
 const (
 	StartedByCommander = "started by commander"
-	StoppedByCommander = "stopped by commander"
+	StoppedByCommander = memoryrules.CommanderStopReason
 )
 
 // DefaultTemperature is a new mysis's temperature when neither the request nor the runner names one.

@@ -5,7 +5,6 @@
 package app
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,7 +15,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/ollama/ollama/envconfig"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -70,13 +68,15 @@ type Config struct {
 	// SpaceMoltMaxWait is the longest action_pending / in_transit / rate_limited wait spent inside a tool call.
 	SpaceMoltMaxWait time.Duration `env:"ZOEA_SPACEMOLT_MAX_WAIT" envDefault:"30s"`
 
-	DefaultProvider string        `env:"ZOEA_DEFAULT_PROVIDER" envDefault:"autopilot"`
-	OllamaHost      string        `env:"OLLAMA_HOST"`
-	OllamaModel     string        `env:"ZOEA_OLLAMA_MODEL" envDefault:"qwen3:8b"`
-	OllamaNumCtx    int           `env:"ZOEA_OLLAMA_NUM_CTX" envDefault:"16384"`
-	OpenAIKey       config.Secret `env:"OPENAI_API_KEY"`
-	OpenAIBaseURL   string        `env:"OPENAI_BASE_URL"`
-	OpenAIModel     string        `env:"ZOEA_OPENAI_MODEL" envDefault:"gpt-4o-mini"`
+	DefaultProvider string `env:"ZOEA_DEFAULT_PROVIDER" envDefault:"autopilot"`
+	// OllamaHost (OLLAMA_HOST, in any form Ollama accepts: ollama.HostURL) and OpenAIBaseURL (OPENAI_BASE_URL) are
+	// read here only; the providers and the provider check get them from Run, never from the environment.
+	OllamaHost    string        `env:"OLLAMA_HOST"`
+	OllamaModel   string        `env:"ZOEA_OLLAMA_MODEL" envDefault:"qwen3:8b"`
+	OllamaNumCtx  int           `env:"ZOEA_OLLAMA_NUM_CTX" envDefault:"16384"`
+	OpenAIKey     config.Secret `env:"OPENAI_API_KEY"`
+	OpenAIBaseURL string        `env:"OPENAI_BASE_URL"`
+	OpenAIModel   string        `env:"ZOEA_OPENAI_MODEL" envDefault:"gpt-4o-mini"`
 	// LLMMaxReplyBytes bounds what is read of one model reply, for every provider (providers' httpx): past it the
 	// call fails unread, so a provider sending gigabytes cannot take the runner's memory with it. 0 means the default.
 	LLMMaxReplyBytes int64 `env:"ZOEA_LLM_MAX_REPLY_BYTES" envDefault:"8388608"`
@@ -289,12 +289,18 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 		return []server.CacheFill{{Name: "runner.statuses", Unit: "myses", Size: int64(statuses.Len())}}
 	})()
 
-	registry, names, err := buildProviders(cfg, opts.Providers, opts.WrapProvider, log, red)
+	ollamaURL, err := ollama.HostURL(cfg.OllamaHost)
 	if err != nil {
 		return err
 	}
+	registry, names, err := buildProviders(cfg, ollamaURL, opts.Providers, opts.WrapProvider, log, red)
+	if err != nil {
+		return err
+	}
+	// The configuration is the one reader of OLLAMA_HOST and OPENAI_BASE_URL: the providers and the check get
+	// what it read, and neither looks at the environment.
 	checker := providercheck.New(providercheck.Config{
-		OllamaHost: ollamaHost(cfg.OllamaHost), OpenAIKey: cfg.OpenAIKey.Reveal(), OpenAIBaseURL: cmp.Or(cfg.OpenAIBaseURL, os.Getenv("OPENAI_BASE_URL")),
+		OllamaHost: ollamaURL, OpenAIKey: cfg.OpenAIKey.Reveal(), OpenAIBaseURL: cfg.OpenAIBaseURL,
 		Skip: providerNames(opts.Providers),
 	})
 	regCode := cfg.RegistrationCode.Reveal()
@@ -409,12 +415,13 @@ type registry struct{ r *llm.Registry }
 func (r registry) Provider(name string) (llm.Provider, error) { return r.r.Get(name) }
 
 // buildProviders registers every provider, each wrapped with Retry-After-aware retries and a concurrency limit.
-func buildProviders(cfg Config, extra []llm.Provider, wrapAll func(llm.Provider) llm.Provider, log *slog.Logger, red *redact.Redactor) (mysis.Providers, []string, error) {
+// ollamaURL is cfg.OllamaHost as ollama.HostURL reads it.
+func buildProviders(cfg Config, ollamaURL string, extra []llm.Provider, wrapAll func(llm.Provider) llm.Provider, log *slog.Logger, red *redact.Redactor) (mysis.Providers, []string, error) {
 	var ps []llm.Provider
 	overridden := func(name string) bool {
 		return slices.ContainsFunc(extra, func(p llm.Provider) bool { return p.Name() == name })
 	}
-	oll, err := ollama.New(ollama.Config{BaseURL: cfg.OllamaHost, NumCtx: cfg.OllamaNumCtx, Redactor: red, MaxReplyBytes: cfg.LLMMaxReplyBytes})
+	oll, err := ollama.New(ollama.Config{BaseURL: ollamaURL, NumCtx: cfg.OllamaNumCtx, Redactor: red, MaxReplyBytes: cfg.LLMMaxReplyBytes})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -442,14 +449,6 @@ func buildProviders(cfg Config, extra []llm.Provider, wrapAll func(llm.Provider)
 		return nil, nil, err
 	}
 	return registry{r}, r.Names(), nil
-}
-
-// ollamaHost is the Ollama server the provider talks to: the configured URL, else OLLAMA_HOST by Ollama's own rules.
-func ollamaHost(configured string) string {
-	if configured != "" {
-		return configured
-	}
-	return envconfig.Host().String()
 }
 
 func providerNames(ps []llm.Provider) []string {

@@ -132,7 +132,7 @@ func New(leases Leases, lister Lister, newActor func(id string) Actor, cfg Confi
 		cfg.StopGrace = 10 * time.Second
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+		cfg.Logger = slog.Default()
 	}
 	return &Manager{
 		leases: leases, lister: lister, newActor: newActor, cfg: cfg, log: cfg.Logger,

@@ -65,7 +65,7 @@ func (c Config) withDefaults() Config {
 		c.ResumeWindow = 50
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
+		c.Logger = slog.Default()
 	}
 	return c
 }

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/libs/text"
 )
 
 // A model's reply is untrusted input: arguments that are not JSON, duplicate or empty call ids, empty names, ids of
@@ -230,28 +231,12 @@ func storableText(s string, max int) string {
 	}
 	// The note says what is missing, so the model (reading its own history) and an operator know the text is cut.
 	note := fmt.Sprintf("… [cut: %d bytes; at most %d of a reply are stored]", len(s), max)
-	return cutUTF8(s, max-len(note)) + note
+	return text.Fit(s, max, note)
 }
 
 // echo bounds text quoted back to the model.
 func echo(s string) string {
-	if len(s) <= maxEchoBytes {
-		return s
-	}
-	return cutUTF8(s, maxEchoBytes) + "…"
-}
-
-func cutUTF8(s string, n int) string {
-	if n <= 0 {
-		return ""
-	}
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+	return text.Clip(s, maxEchoBytes, "…")
 }
 
 // problemsByID keys the problems by the ids of the calls as stored. The stored calls are the checked ones, unless a

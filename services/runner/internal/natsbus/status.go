@@ -25,7 +25,7 @@ type Statuses struct {
 // NewStatuses adapts store (bus.Statuses(), on the replica's shared NATS connection).
 func NewStatuses(store *swarmbus.Statuses, log *slog.Logger) *Statuses {
 	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+		log = slog.Default()
 	}
 	return &Statuses{store: store, log: log, cache: map[string]mysis.Status{}, changed: make(chan struct{})}
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/zoeaswarm/zoea/libs/errs"
+	"github.com/zoeaswarm/zoea/libs/memoryrules"
 )
 
 // Config says where the providers are; it mirrors the runner's provider configuration.
@@ -59,8 +60,8 @@ func (c *Checker) Check(ctx context.Context, provider, model string) error {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	switch provider {
-	case "autopilot":
-		if model != "" && model != "autopilot" {
+	case memoryrules.AutopilotProvider:
+		if model != "" && model != memoryrules.AutopilotProvider {
 			return errs.InvalidField("model", "autopilot is Zoea's offline policy and runs no model, so model %q would be ignored; "+
 				"leave the model unset, or choose --provider ollama or openai to use %q", model, model)
 		}

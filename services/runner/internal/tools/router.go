@@ -211,7 +211,7 @@ func NewRouter(cfg Config, accounts Accounts, search Searcher) *Router {
 		cfg.ConnectTimeout = 15 * time.Second
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+		cfg.Logger = slog.Default()
 	}
 	if cfg.Version == "" {
 		cfg.Version = "dev"

@@ -48,6 +48,7 @@ import (
 	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/chat"
+	"github.com/zoeaswarm/zoea/libs/memoryrules"
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/services/composer/internal/bufpool"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
@@ -323,7 +324,7 @@ func createMyses(ctx context.Context, mem memoryv1.MemoryServiceClient, o option
 	var ids []string
 	stamp := time.Now().UnixNano()
 	for i := range o.create {
-		resp, err := mem.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: fmt.Sprintf("load-%d-%d", stamp, i), Provider: "autopilot",
+		resp, err := mem.CreateMysis(ctx, &memoryv1.CreateMysisRequest{Name: fmt.Sprintf("load-%d-%d", stamp, i), Provider: memoryrules.AutopilotProvider,
 			SystemPrompt: replay.SystemPrompt})
 		if err != nil {
 			return nil, fmt.Errorf("create mysis: %w", err)

@@ -9,14 +9,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/ollama/ollama/api"
-	"github.com/ollama/ollama/envconfig"
 
 	"github.com/zoeaswarm/zoea/libs/redact"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
@@ -37,11 +39,52 @@ const (
 // DefaultName is the registry name used when Config.Name is empty.
 const DefaultName = "ollama"
 
+// DefaultHost is the server Ollama's clients talk to when OLLAMA_HOST is unset.
+const DefaultHost = "http://127.0.0.1:11434"
+
+// HostURL is the server URL an OLLAMA_HOST value names, by the forms Ollama itself accepts: empty is DefaultHost;
+// "host", "host:port" and "[v6]:port" without a scheme are http, a missing port 11434; "http://host" and
+// "https://host" keep their scheme and get its port (80, 443); a path after the host is kept; "ollama.com" is
+// https://ollama.com:443. A port that is not a number from 0 to 65535 is an error (Ollama would fall back to its
+// default port without saying so).
+func HostURL(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return DefaultHost, nil
+	}
+	port := "11434"
+	scheme, rest, ok := strings.Cut(v, "://")
+	switch {
+	case !ok && v == "ollama.com":
+		scheme, rest, port = "https", "ollama.com", "443"
+	case !ok:
+		scheme, rest = "http", v
+	case scheme == "http":
+		port = "80"
+	case scheme == "https":
+		port = "443"
+	}
+	hostport, path, _ := strings.Cut(rest, "/")
+	host, p, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host, p = strings.Trim(hostport, "[]"), port
+	}
+	if n, err := strconv.Atoi(p); err != nil || n < 0 || n > 65535 {
+		return "", fmt.Errorf("OLLAMA_HOST %q: port %q is not a number from 0 to 65535", v, p)
+	}
+	u := url.URL{Scheme: scheme, Host: net.JoinHostPort(cmp.Or(host, "127.0.0.1"), p)}
+	if path != "" {
+		u.Path = "/" + path
+	}
+	return u.String(), nil
+}
+
 // Config configures one Ollama server.
 type Config struct {
 	// Name is the registry name (default "ollama"); two servers need two names.
 	Name string
-	// BaseURL is the server, e.g. "http://127.0.0.1:11434". Empty means OLLAMA_HOST, read by Ollama's own rules.
+	// BaseURL is the server, e.g. "http://127.0.0.1:11434" (HostURL turns an OLLAMA_HOST value into one). Empty
+	// means Ollama's default, DefaultHost. The adapter reads no environment: the runner's configuration owns OLLAMA_HOST.
 	BaseURL string
 	// HTTPClient is copied, never modified (nil: no client timeout; every call is bounded by its context, and
 	// a cold model load can legitimately take minutes).
@@ -81,14 +124,11 @@ type Provider struct {
 
 // New checks cfg and returns a Provider. It does not contact the server: Ollama may start after the runner.
 func New(cfg Config) (*Provider, error) {
-	base := envconfig.Host()
-	if cfg.BaseURL != "" {
-		u, err := url.Parse(cfg.BaseURL)
-		if err != nil || u.Scheme == "" || u.Host == "" {
-			return nil, fmt.Errorf("ollama: base URL %q is not an absolute URL", cfg.BaseURL)
-		}
-		base = u
+	u, err := url.Parse(cmp.Or(cfg.BaseURL, DefaultHost))
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return nil, fmt.Errorf("ollama: base URL %q is not an absolute URL", cfg.BaseURL)
 	}
+	base := u
 	think := cmp.Or(cfg.Think, ThinkAuto)
 	if !slices.Contains([]string{ThinkAuto, ThinkOn, ThinkOff, "low", "medium", "high"}, think) {
 		return nil, fmt.Errorf("ollama: think %q is not auto, on, off, low, medium or high", cfg.Think)

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ollama/ollama/envconfig"
+
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/libs/redact"
 	"github.com/zoeaswarm/zoea/libs/redact/redacttest"
@@ -390,12 +392,33 @@ func TestContract(t *testing.T) {
 	})
 }
 
-// With no BaseURL the server comes from OLLAMA_HOST, by Ollama's own parsing rules.
-func TestOllamaHostFromEnvironment(t *testing.T) {
+// HostURL reads an OLLAMA_HOST value as Ollama's own client does (its envconfig.Host is the oracle), and the adapter
+// talks to the URL it gives, whatever OLLAMA_HOST says: the runner's configuration is the variable's one reader.
+func TestHostURL(t *testing.T) {
+	for _, v := range []string{"", "127.0.0.1:11434", "myhost", "myhost:8080", "0.0.0.0", ":11434", "[::1]:9000", "::1",
+		"http://myhost", "https://myhost", "http://myhost:81/ollama", "https://gw.example:8443/a/b", "ollama.com"} {
+		t.Setenv("OLLAMA_HOST", v)
+		want := envconfig.Host()
+		if v == ":11434" { // Ollama leaves the host empty, which dials the loopback: HostURL names it
+			want.Host = "127.0.0.1:11434"
+		}
+		got, err := HostURL(v)
+		if err != nil || got != want.String() {
+			t.Errorf("HostURL(%q) = %q, %v; Ollama reads %q", v, got, err, want.String())
+		}
+	}
+	if _, err := HostURL("myhost:port"); err == nil || !strings.Contains(err.Error(), "port") {
+		t.Errorf("HostURL accepted a port that is not a number: %v", err)
+	}
+
 	done := `{"model":"m","created_at":"2026-11-22T02:00:00Z","message":{"role":"assistant","content":"hi"},"done":true}`
 	f := newFakeOllama(t, nil, reply{body: done})
-	t.Setenv("OLLAMA_HOST", f.srv.URL)
-	p, err := New(Config{Think: ThinkOff, Name: "ollama-gpu"})
+	host, err := HostURL(strings.TrimPrefix(f.srv.URL, "http://")) // the scheme-less form Ollama documents
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("OLLAMA_HOST", "http://127.0.0.1:1") // nothing listens there
+	p, err := New(Config{BaseURL: host, Think: ThinkOff, Name: "ollama-gpu"})
 	if err != nil {
 		t.Fatal(err)
 	}

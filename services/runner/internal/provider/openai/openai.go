@@ -25,11 +25,15 @@ import (
 // DefaultName is the registry name used when Config.Name is empty.
 const DefaultName = "openai"
 
+// DefaultBaseURL is OpenAI's own API, used when Config.BaseURL is empty.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
 // Config configures one OpenAI-compatible endpoint.
 type Config struct {
 	// Name is the registry name (default "openai"); a second endpoint needs a second name.
 	Name string
-	// BaseURL, e.g. "http://127.0.0.1:8000/v1". Empty means OPENAI_BASE_URL, then OpenAI's own API.
+	// BaseURL, e.g. "http://127.0.0.1:8000/v1". Empty means OpenAI's own API (DefaultBaseURL). The adapter never
+	// reads OPENAI_BASE_URL itself: the runner's configuration owns it.
 	BaseURL string
 	// APIKey; empty means OPENAI_API_KEY (local servers usually need none).
 	APIKey string
@@ -72,8 +76,10 @@ func New(cfg Config) (*Provider, error) {
 		if err != nil || u.Scheme == "" || u.Host == "" {
 			return nil, fmt.Errorf("openai: base URL %q is not an absolute URL", red.String(cfg.BaseURL))
 		}
-		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
+	// Always set: NewClient would otherwise take OPENAI_BASE_URL from the environment (a second reader of it, and an
+	// exported empty value would leave the client without a base).
+	opts = append(opts, option.WithBaseURL(cmp.Or(cfg.BaseURL, DefaultBaseURL)))
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
@@ -83,7 +89,7 @@ func New(cfg Config) (*Provider, error) {
 	}
 	return &Provider{
 		name: cmp.Or(cfg.Name, DefaultName),
-		// NewClient reads OPENAI_BASE_URL and OPENAI_API_KEY first; the options above override them.
+		// NewClient reads OPENAI_API_KEY (and OPENAI_BASE_URL) first; the options above override them.
 		client: openai.NewClient(opts...),
 		now:    now,
 		red:    red,

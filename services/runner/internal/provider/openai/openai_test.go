@@ -200,11 +200,19 @@ func TestChatReasoningFieldAndInventedIDs(t *testing.T) {
 	}
 }
 
+// The key may come from OPENAI_API_KEY, but the base URL never comes from the environment: the runner's
+// configuration is OPENAI_BASE_URL's one reader and passes it as Config.BaseURL; empty is OpenAI's own API.
 func TestChatEnvironment(t *testing.T) {
-	f := newFakeServer(t, reply{body: vllmReply})
+	f := newFakeServer(t)
 	t.Setenv("OPENAI_BASE_URL", f.srv.URL+"/v1")
 	t.Setenv("OPENAI_API_KEY", "sk-from-env")
-	p, err := New(Config{})
+	var got []*http.Request
+	client := &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+		got = append(got, r)
+		return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
+			Body: io.NopCloser(strings.NewReader(vllmReply)), Request: r}, nil
+	})}
+	p, err := New(Config{HTTPClient: client})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,13 +222,20 @@ func TestChatEnvironment(t *testing.T) {
 	if _, err := p.Chat(t.Context(), llm.Request{Model: "m", Messages: conversation()[:2]}); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.headers[0].Get("Authorization"); got != "Bearer sk-from-env" {
-		t.Fatalf("Authorization = %q", got)
+	if len(got) != 1 || got[0].URL.String() != DefaultBaseURL+"/chat/completions" || len(f.bodies) != 0 {
+		t.Fatalf("requests %v (and %d to OPENAI_BASE_URL's server), want one to %s/chat/completions", got, len(f.bodies), DefaultBaseURL)
+	}
+	if auth := got[0].Header.Get("Authorization"); auth != "Bearer sk-from-env" {
+		t.Fatalf("Authorization = %q", auth)
 	}
 	if _, err := New(Config{BaseURL: "not a url"}); err == nil {
 		t.Fatal("New accepted a relative base URL")
 	}
 }
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func TestChatErrors(t *testing.T) {
 	now := time.Date(2026, 11, 22, 2, 0, 0, 0, time.UTC)

@@ -32,6 +32,7 @@ import (
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+	"github.com/zoeaswarm/zoea/libs/memoryrules"
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/libs/swarmbus"
 	"github.com/zoeaswarm/zoea/services/runner/internal/lease"
@@ -241,7 +242,7 @@ func run(ctx context.Context, f flags) error {
 	g.SetLimit(f.parallel)
 	for i := range ids {
 		g.Go(func() error {
-			resp, err := swarm.CreateMysis(gctx, &runnerv1.CreateMysisRequest{Name: fmt.Sprintf("%s-%04d", f.prefix, i), Provider: "autopilot"})
+			resp, err := swarm.CreateMysis(gctx, &runnerv1.CreateMysisRequest{Name: fmt.Sprintf("%s-%04d", f.prefix, i), Provider: memoryrules.AutopilotProvider})
 			if err != nil {
 				return fmt.Errorf("create: %w", err)
 			}

@@ -33,6 +33,7 @@ import (
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+	"github.com/zoeaswarm/zoea/libs/memoryrules"
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/services/runner/internal/app"
 	"github.com/zoeaswarm/zoea/services/runner/internal/llm"
@@ -100,7 +101,7 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&f.myses, "myses", 1000, "number of myses")
 	fs.DurationVar(&f.duration, "duration", 60*time.Second, "steady-state measurement window")
 	fs.DurationVar(&f.warmup, "warmup", 15*time.Second, "wait after the first broadcast before measuring")
-	fs.StringVar(&f.provider, "provider", "autopilot", "provider of the myses")
+	fs.StringVar(&f.provider, "provider", memoryrules.AutopilotProvider, "provider of the myses")
 	fs.StringVar(&f.prefix, "prefix", "load", "mysis name prefix")
 	fs.DurationVar(&f.turnPause, "turn-pause", 2*time.Second, "ZOEA_TURN_PAUSE of the runner")
 	fs.StringVar(&f.memory, "memory", envOr("ZOEA_MEMORY_ADDR", "127.0.0.1:7001"), "memory service")

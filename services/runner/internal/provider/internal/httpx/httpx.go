@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/zoeaswarm/zoea/libs/redact"
+	"github.com/zoeaswarm/zoea/libs/text"
 )
 
 // ParseRetryAfter reads how long the server asked us to wait: the non-standard retry-after-ms (OpenAI sends it
@@ -99,12 +100,9 @@ func (f *Failure) Message() string {
 	return b
 }
 
-// Truncate shortens an error body to maxBody bytes.
-func Truncate(b []byte) string {
-	if len(b) > maxBody {
-		return string(b[:maxBody]) + "…"
-	}
-	return string(b)
+// Truncate shortens an error body to maxBody bytes on a rune boundary, marking the cut.
+func Truncate(body string) string {
+	return text.Clip(body, maxBody, "…")
 }
 
 // Capture collects the last failed response of one provider call. Adapters put one in the request context with
@@ -239,7 +237,7 @@ func (t Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// Keep what arrived; the status code is what matters for retry decisions.
 		body = append(body, []byte(" (body read failed: "+rerr.Error()+")")...)
 	}
-	c.failure = &Failure{StatusCode: resp.StatusCode, Header: resp.Header.Clone(), Body: Truncate([]byte(t.Redactor.String(string(body))))}
+	c.failure = &Failure{StatusCode: resp.StatusCode, Header: resp.Header.Clone(), Body: Truncate(t.Redactor.String(string(body)))}
 	return resp, nil
 }
 

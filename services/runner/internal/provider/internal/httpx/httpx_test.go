@@ -6,8 +6,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestParseRetryAfter(t *testing.T) {
@@ -131,5 +133,21 @@ func TestReplyBodyIsBounded(t *testing.T) {
 		if len(body) != limit || (err != nil) != wantErr || over != wantErr || wantErr && !errors.Is(err, ErrReplyTooLarge) {
 			t.Errorf("%s: read %d bytes, err %v, too large %v", path, len(body), err, over)
 		}
+	}
+}
+
+// An error body over the bound is cut on a rune boundary. It used to be cut at exactly maxBody bytes, which split a
+// multi-byte character at the end of the kept text and left invalid UTF-8 in the error (and in the log line).
+func TestTruncateKeepsRunesWhole(t *testing.T) {
+	body := strings.Repeat("a", maxBody-1) + "é and more"
+	got := Truncate(body)
+	if want := strings.Repeat("a", maxBody-1) + "…"; got != want {
+		t.Errorf("Truncate cut to %d bytes ending %q, want the é left out whole", len(got), got[len(got)-8:])
+	}
+	if !utf8.ValidString(got) {
+		t.Errorf("Truncate made invalid UTF-8 of a valid body")
+	}
+	if short := "short body"; Truncate(short) != short {
+		t.Errorf("Truncate changed a body within the bound")
 	}
 }
