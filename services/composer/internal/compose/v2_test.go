@@ -604,3 +604,60 @@ func TestReducerAlwaysEnds(t *testing.T) {
 		}
 	}
 }
+
+// A tool result whose loop the budget drops is named where the loop was (tool and memory id: zoea_recall returns
+// it), at every budget of the order-of-sacrifice history; the note is counted, so the request stays valid and within
+// the budget. Before, a dropped loop left nothing: a fact only it held was gone from the model's view for good.
+func TestBudgetDroppedResultsAreNamed(t *testing.T) {
+	var h hist
+	mid := h.user(compose.SourceBroadcast, "Commander: mine and sell.")
+	body := func(tag string) string { return `{"tag":"` + tag + `","data":"` + strings.Repeat(tag+" ", 120) + `"}` }
+	h.loop("view_market", `{"station":"a"}`, body("marketA1"))
+	h.loop("get_cargo", "{}", body("cargo1"))
+	h.user(compose.SourceNudge, "Continue your mission.")
+	h.loop("view_market", `{"station":"b"}`, body("marketB"))
+	h.loop("get_skills", "{}", body("skills1"))
+	h.user(compose.SourceNudge, "Continue your mission.")
+	h.loop("view_market", `{"station":"c"}`, body("marketC"))
+	h.loop("mine", "{}", body("mine1"))
+	h.loop("get_cargo", "{}", body("cargo3"))
+	h.loop("mine", "{}", body("mine2"))
+	p := compose.DefaultPolicy()
+	p.HighWater = 0
+	p.Compaction = compose.CompactionWatermark
+	p.CarryTokens = 0
+	p.CompactStep = 1
+	named := 0
+	for budget := 5000; budget >= 700; budget -= 50 {
+		p.TokenBudget = budget
+		res, err := compose.Compose(compose.Input{SystemPrompt: systemPrompt, Mission: missionOf(&h, mid), Window: h.rows}, p)
+		if err != nil {
+			break
+		}
+		if err := chatvalid.Strict.Validate(res.Messages); err != nil || res.Manifest.Tokens.Total > budget {
+			t.Fatalf("budget %d: %v, %d tokens", budget, err, res.Manifest.Tokens.Total)
+		}
+		var sent strings.Builder
+		for _, m := range res.Messages {
+			sent.WriteString(m.Content + "\n")
+		}
+		for _, it := range res.Manifest.Items {
+			switch it.Reason {
+			case compose.ReasonBudgetOtherCall, compose.ReasonBudgetOlderState, compose.ReasonBudgetTurnLoop:
+			default:
+				continue
+			}
+			if it.Disposition != compose.Dropped || h.rows[it.Seq-1].Role != chat.RoleTool {
+				continue
+			}
+			if !strings.Contains(sent.String(), fmt.Sprintf("#%d", it.MemoryID)) {
+				t.Fatalf("budget %d: memory #%d dropped (%s) and nothing sent names it", budget, it.MemoryID, it.Reason)
+			}
+			named++
+		}
+	}
+	if named == 0 {
+		t.Fatal("no budget shrank the history enough to drop a loop: the test shows nothing")
+	}
+	t.Logf("%d dropped results named over the budgets", named)
+}
