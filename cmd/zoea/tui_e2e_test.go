@@ -131,7 +131,7 @@ func startLocalSwarm(t testing.TB, env ...string) *localSwarm {
 		case "composer":
 			base = append(base, "ZOEA_COMPOSER_ADDR="+p.addr)
 		case "spacemolt-sim":
-			base = append(base, "ZOEA_SPACEMOLT_URL=http://"+p.addr+"/mcp")
+			base = append(base, "ZOEA_SPACEMOLT_URL=http://"+p.addr+"/mcp", "ZOEA_SPACEMOLT_AUTH_PER_MIN=-1")
 		case "bus":
 			s.bus = p.addr
 			base = append(base, "ZOEA_BUS_ADDR="+p.addr)

@@ -67,6 +67,10 @@ type Config struct {
 	SpaceMoltResult string `env:"ZOEA_SPACEMOLT_RESULT"`
 	// SpaceMoltMaxWait is the longest action_pending / in_transit / rate_limited wait spent inside a tool call.
 	SpaceMoltMaxWait time.Duration `env:"ZOEA_SPACEMOLT_MAX_WAIT" envDefault:"30s"`
+	// SpaceMoltAuthPerMin paces this replica's game session creations, logins and registers (the game limits them
+	// per address: 30 a minute on the live server, tools.DefaultAuthPerMinute here); 0 or negative: not paced.
+	// Replicas behind one address: give each its share.
+	SpaceMoltAuthPerMin int `env:"ZOEA_SPACEMOLT_AUTH_PER_MIN" envDefault:"24"`
 
 	DefaultProvider string `env:"ZOEA_DEFAULT_PROVIDER" envDefault:"autopilot"`
 	// OllamaHost (OLLAMA_HOST, in any form Ollama accepts: ollama.HostURL) and OpenAIBaseURL (OPENAI_BASE_URL) are
@@ -308,7 +312,7 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 		regCode = cfg.SimRegistrationCode.Reveal()
 	}
 	router := tools.NewRouter(tools.Config{Endpoint: cfg.SpaceMoltURL, Empire: cfg.Empire, RegistrationCode: regCode, Logger: log,
-		ResultView: cfg.SpaceMoltResult, MaxWait: cfg.SpaceMoltMaxWait, Redactor: red}, memory, memory)
+		ResultView: cfg.SpaceMoltResult, MaxWait: cfg.SpaceMoltMaxWait, AuthPerMinute: cfg.SpaceMoltAuthPerMin, Redactor: red}, memory, memory)
 	events := natsbus.Events{Bus: bus, Log: log}
 	actorCfg := mysis.Config{
 		MaxToolIterations: cfg.MaxToolIterations, MaxCallsPerReply: cfg.MaxCallsPerReply, TurnPause: cfg.TurnPause, BackoffMin: cfg.BackoffMin, BackoffMax: cfg.BackoffMax,

@@ -266,7 +266,7 @@ func (s *stack) startRunnerProcess(t *testing.T, id string, env ...string) *runn
 	t.Helper()
 	defaults := []string{
 		"ZOEA_MEMORY_ADDR=" + s.memAddr, "ZOEA_COMPOSER_ADDR=" + s.compAddr,
-		"ZOEA_NATS_URL=" + s.natsURL, "ZOEA_SPACEMOLT_URL=" + s.sim.MCPURL(), "ZOEA_REPLICA_ID=" + id,
+		"ZOEA_NATS_URL=" + s.natsURL, "ZOEA_SPACEMOLT_URL=" + s.sim.MCPURL(), "ZOEA_SPACEMOLT_AUTH_PER_MIN=-1", "ZOEA_REPLICA_ID=" + id,
 		"ZOEA_DEFAULT_PROVIDER=autopilot", "ZOEA_LEASE_TTL=3s", "ZOEA_TURN_PAUSE=50ms",
 		"ZOEA_ERROR_BACKOFF_MIN=100ms", "ZOEA_ERROR_BACKOFF_MAX=1s", "ZOEA_SHUTDOWN_TIMEOUT=5s",
 	}

@@ -135,6 +135,12 @@ type Config struct {
 	// UnreachableFor is how long a transport failure is retried, with backoff, before the model is told the game
 	// server is unreachable (default 30s).
 	UnreachableFor time.Duration
+	// AuthPerMinute paces this replica's session creations, logins and registers, which the game limits per client
+	// address (30 a minute on the live server, shared by the three, with escalating lock-outs past it): they are
+	// spread evenly at this rate, so a swarm started at once logs in over minutes instead of being locked out.
+	// 0 or negative: not paced (a simulator without the limit; the runner's default is DefaultAuthPerMinute).
+	// Replicas behind one address share the limit: give each its share.
+	AuthPerMinute int
 	// Sleep waits d or until ctx ends (default a timer); tests replace it.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Now is the clock (default time.Now).
@@ -156,6 +162,34 @@ type Router struct {
 
 	mu    sync.Mutex
 	tools map[string][]llm.Tool // per endpoint URL, the definitions the last session there listed (Tools)
+
+	authMu   sync.Mutex
+	nextAuth time.Time // the earliest time the next session creation, login or register may go out
+}
+
+// DefaultAuthPerMinute is the replica's pace of session creations, logins and registers: under the live server's
+// 30 a minute per address, with room for a person's client beside the swarm.
+const DefaultAuthPerMinute = 24
+
+// paceAuth waits for this replica's next slot for a session creation, login or register (AuthPerMinute), or until
+// ctx ends.
+func (r *Router) paceAuth(ctx context.Context) error {
+	if r.cfg.AuthPerMinute <= 0 {
+		return nil
+	}
+	every := time.Minute / time.Duration(r.cfg.AuthPerMinute)
+	r.authMu.Lock()
+	now := r.cfg.Now()
+	at := r.nextAuth
+	if at.Before(now) {
+		at = now
+	}
+	r.nextAuth = at.Add(every)
+	r.authMu.Unlock()
+	if wait := at.Sub(now); wait > 0 {
+		return r.cfg.Sleep(ctx, wait)
+	}
+	return nil
 }
 
 // The SpaceMolt endpoints a mysis can play (mysis.Mysis.SpaceMoltEndpoint); "" is the swarm's (Config.Endpoint).

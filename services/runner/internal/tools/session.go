@@ -83,6 +83,9 @@ func (s *Session) connectLocked(ctx context.Context) error {
 		_ = s.cs.Close()
 		s.cs = nil
 	}
+	if err := s.r.paceAuth(ctx); err != nil { // a session creation counts against the game's login limit
+		return err
+	}
 	cs, err := s.r.connect(ctx, s.endpoint)
 	if err != nil {
 		return &transportError{err}
@@ -105,6 +108,9 @@ const actionArg = "action"
 
 // authCall runs login or register the endpoint's way.
 func (s *Session) authCall(ctx context.Context, action string, args map[string]any) (*mcp.CallToolResult, error) {
+	if err := s.r.paceAuth(ctx); err != nil {
+		return nil, err
+	}
 	if s.v2 {
 		args[actionArg] = action
 		return s.rawCallLocked(ctx, v2AuthTool, args)

@@ -437,7 +437,7 @@ func setup(ctx context.Context, o options, log *slog.Logger, model *slowModel) (
 		addr := fmt.Sprintf("127.0.0.1:%d", freePort())
 		e.runAddrs = append(e.runAddrs, addr)
 		if err := add("runner-"+id, "runner", "ZOEA_LISTEN_ADDR="+addr, "ZOEA_MEMORY_ADDR="+e.memAddr, "ZOEA_COMPOSER_ADDR="+compAddr,
-			"ZOEA_NATS_URL="+e.natsURL, "ZOEA_NATS_REPLICAS=3", "ZOEA_SPACEMOLT_URL=http://"+simAddr+"/mcp", "ZOEA_REPLICA_ID="+id, "ZOEA_DEFAULT_PROVIDER=autopilot",
+			"ZOEA_NATS_URL="+e.natsURL, "ZOEA_NATS_REPLICAS=3", "ZOEA_SPACEMOLT_URL=http://"+simAddr+"/mcp", "ZOEA_SPACEMOLT_AUTH_PER_MIN=-1", "ZOEA_REPLICA_ID="+id, "ZOEA_DEFAULT_PROVIDER=autopilot",
 			"OPENAI_BASE_URL="+model.url(), "OPENAI_API_KEY=chaos-not-a-key",
 			"ZOEA_LEASE_TTL=3s", "ZOEA_TURN_PAUSE=200ms", "ZOEA_ERROR_BACKOFF_MIN=200ms", "ZOEA_ERROR_BACKOFF_MAX=2s", "ZOEA_SHUTDOWN_TIMEOUT=5s"); err != nil {
 			return e, err

@@ -41,7 +41,7 @@ import (
 
 type flags struct {
 	runnerBin, memory, composer, bus, nats, sim, swarm, logDir, prefix string
-	myses, portBase, parallel                                          int
+	myses, portBase, parallel, authPerMin                              int
 	latency, leaseTTL, settle, stepLimit, turnPause, stopGrace         time.Duration
 }
 
@@ -53,6 +53,7 @@ func main() {
 	flag.StringVar(&f.bus, "bus", "127.0.0.1:26004", "bus service of the same swarm (the mission is broadcast through it)")
 	flag.StringVar(&f.nats, "nats", "nats://127.0.0.1:4222", "NATS URL")
 	flag.StringVar(&f.sim, "sim", "http://127.0.0.1:26100/mcp", "SpaceMolt MCP URL")
+	flag.IntVar(&f.authPerMin, "auth-per-min", -1, "the runners' ZOEA_SPACEMOLT_AUTH_PER_MIN (-1: logins not paced, for a simulator started with ZOEA_SIM_AUTH_PER_MIN=-1)")
 	flag.StringVar(&f.swarm, "swarm", "scaleload", "ZOEA_SWARM of the replicas (keeps their leases apart from other runners)")
 	flag.StringVar(&f.logDir, "logs", os.TempDir(), "directory for the replicas' logs")
 	flag.IntVar(&f.myses, "myses", 600, "autopilot myses")
@@ -90,7 +91,7 @@ func (f flags) start(i int) (*replica, error) {
 	cmd := exec.Command(f.runnerBin)
 	cmd.Env = append(os.Environ(),
 		"ZOEA_LISTEN_ADDR="+r.addr, "ZOEA_REPLICA_ID="+r.name, "ZOEA_SWARM="+f.swarm,
-		"ZOEA_MEMORY_ADDR="+f.memory, "ZOEA_COMPOSER_ADDR="+f.composer, "ZOEA_NATS_URL="+f.nats, "ZOEA_SPACEMOLT_URL="+f.sim,
+		"ZOEA_MEMORY_ADDR="+f.memory, "ZOEA_COMPOSER_ADDR="+f.composer, "ZOEA_NATS_URL="+f.nats, "ZOEA_SPACEMOLT_URL="+f.sim, fmt.Sprintf("ZOEA_SPACEMOLT_AUTH_PER_MIN=%d", f.authPerMin),
 		"ZOEA_LEASE_TTL="+f.leaseTTL.String(), "ZOEA_AUTOPILOT_LATENCY="+f.latency.String(), "ZOEA_TURN_PAUSE="+f.turnPause.String(),
 		"ZOEA_STOP_GRACE="+f.stopGrace.String(), "ZOEA_DEFAULT_PROVIDER=autopilot", "OTEL_SDK_DISABLED=true")
 	cmd.Stdout, cmd.Stderr = logf, logf
