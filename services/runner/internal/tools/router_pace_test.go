@@ -16,7 +16,12 @@ func TestLoginsArePacedUnderTheGamesLimit(t *testing.T) {
 	var waits []time.Duration
 	r := NewRouter(Config{Endpoint: "http://127.0.0.1:1/mcp", AuthPerMinute: 30,
 		Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now },
-		Sleep: func(_ context.Context, d time.Duration) error { mu.Lock(); waits = append(waits, d); mu.Unlock(); return nil },
+		Sleep: func(_ context.Context, d time.Duration) error {
+			mu.Lock()
+			waits = append(waits, d)
+			mu.Unlock()
+			return nil
+		},
 	}, newAccounts(t), &fakeSearch{})
 	ctx := context.Background()
 	for range 5 { // five at the same instant (a swarm started at once)
