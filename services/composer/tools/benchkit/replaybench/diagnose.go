@@ -268,7 +268,7 @@ func (d Diagnosis) Table(w io.Writer) {
 		fmt.Fprintf(w, "requests that lost the newest result of a tool called in their own turn: %d; of them sending a superseded result of the same turn in full: %d (%d tokens of it per request)\n",
 			st.Lost, st.LostStale, mean)
 	}
-	list("planted facts neither present nor one search away", d.FactAsks, d.FactMisses)
+	list("planted facts neither present nor one search or recall away", d.FactAsks, d.FactMisses)
 }
 
 func sum(m map[string]int) int {

@@ -69,11 +69,11 @@ type Stats struct {
 	// shorter than the previous request).
 	InTurn, BrokenInTurn int
 	// FactAsks counts the requests that ask for a planted fact (histgen.Fact); FactPresent those holding it,
-	// FactPointer those naming the memory that holds it (a stub or a cut result's pointer: one search away).
+	// FactPointer those naming the memory that holds it (a stub, a cut result's pointer, the carried index or a dropped-results note: one search or recall away).
 	FactAsks, FactPresent, FactPointer int
 }
 
-// FactPct is the share of planted-fact requests where the fact is in the request or one search away.
+// FactPct is the share of planted-fact requests where the fact is in the request or one search or recall away.
 func (s Stats) FactPct() float64 { return pct(s.FactPresent+s.FactPointer, s.FactAsks) }
 
 // BrokenPct is the share of same-turn requests whose prefix is broken.
@@ -380,7 +380,7 @@ func opensTurn(rows []compose.Memory) bool {
 }
 
 // FactSent reports whether a request holds a planted fact (present) or, failing that, names the memory holding it
-// (a stub or a cut result's pointer "memory #ID": one search away).
+// (a stub or a cut result's pointer "memory #ID": one search or recall away).
 func FactSent(msgs []chat.Message, fact string, id int64) (present, pointer bool) {
 	ref := fmt.Sprintf("#%d", id)
 	for _, m := range msgs {
@@ -509,7 +509,7 @@ func thousands(n int64) string {
 }
 
 // V3Table writes composition v3's side-by-side table (issue 28): per system, mean and max history tokens, state
-// kept, planted facts present or one search away, invalid under both rules, prefix broken within a turn, billed (a)
+// kept, planted facts present or one search or recall away, invalid under both rules, prefix broken within a turn, billed (a)
 // and (b) per request (and as a share of full history's), the tool definitions' share of (a), requests over budget.
 func (r Result) V3Table(w io.Writer) {
 	var full *Stats
@@ -529,7 +529,7 @@ func (r Result) V3Table(w io.Writer) {
 		"%d planted-fact asks; %s state cases, %.1f%% of them results above the %s-token result cap (no budgeted system sends those whole)\n\n",
 		r.Sessions, shapeName(r.Options.Shape), endpointName(r.Options.V2), r.Calls, r.Requests, r.ToolTokens, r.Budget, factAsks(r),
 		thousands(int64(r.StateCases)), pct(r.Oversize, r.StateCases), thousands(int64(compose.DefaultPolicy().ToolResultCap)))
-	fmt.Fprintln(w, "| system | mean hist tok | max hist tok | state kept | facts present / one search away | invalid OpenAI / Anthropic | prefix broken in turn | billed (a) / req | (a) vs full | billed (b) / req | (b) vs full | tools' share of (a) | over budget | refused |")
+	fmt.Fprintln(w, "| system | mean hist tok | max hist tok | state kept | facts present / one search or recall away | invalid OpenAI / Anthropic | prefix broken in turn | billed (a) / req | (a) vs full | billed (b) / req | (b) vs full | tools' share of (a) | over budget | refused |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, s := range r.Stats {
 		var fa, fb float64
@@ -605,7 +605,7 @@ func (r Result) V3Targets(w io.Writer) {
 		fmt.Fprintf(w, "| billed (a) ≤ 0.35× full | %.2f× | %s |\n", a/fa, verdict(a <= 0.35*fa))
 	}
 	fmt.Fprintf(w, "| prefix broken within a turn ≤ 5%% | %.1f%% | %s |\n", v3.BrokenPct(), verdict(v3.BrokenPct() <= 5))
-	fmt.Fprintf(w, "| planted facts ≥ 99%% present or one search away | %.1f%% | %s |\n", v3.FactPct(), verdict(v3.FactPct() >= 99))
+	fmt.Fprintf(w, "| planted facts ≥ 99%% present or one search or recall away | %.1f%% | %s |\n", v3.FactPct(), verdict(v3.FactPct() >= 99))
 	fmt.Fprintf(w, "| 0 invalid | %d / %d, %d refused | %s |\n", v3.InvalidOAI, v3.InvalidAnth, v3.Errors, verdict(v3.InvalidOAI+v3.InvalidAnth+v3.Errors == 0))
 	fmt.Fprintf(w, "| never over budget (tools counted) | %d | %s |\n", v3.OverBudget, verdict(v3.OverBudget == 0))
 }
