@@ -33,8 +33,8 @@ type param struct {
 var sessionParam = param{name: "session_id", typ: tString, desc: "Game session id from login/register. Optional: the login is also bound to your MCP session."}
 
 // inputSchema builds the tool's JSON schema, parameters in their declared order. It deliberately leaves
-// additionalProperties open: unknown parameters must reach the handler so it can answer invalid_payload like the
-// real server instead of an SDK error.
+// additionalProperties open: unknown parameters must reach the handler so it can answer as the real server does
+// (ignore them, or invalid_payload on movement) instead of with an SDK error.
 func inputSchema(params []param) *jsonschema.Schema {
 	schema := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}}
 	for _, p := range append(slices.Clone(params), sessionParam) {
@@ -83,9 +83,9 @@ type args struct {
 	raw map[string]json.RawMessage
 }
 
-// parseArgs checks raw tool arguments against params the way the real server
-// does: unknown or missing parameters and wrong types are invalid_payload.
-func parseArgs(raw json.RawMessage, params []param) (args, error) {
+// parseArgs checks raw tool arguments against params the way the real server does: missing parameters and wrong
+// types are invalid_payload, and so are unknown parameters when strict (movement); otherwise they are ignored.
+func parseArgs(raw json.RawMessage, params []param, strict bool) (args, error) {
 	a := args{raw: map[string]json.RawMessage{}}
 	if t := strings.TrimSpace(string(raw)); t != "" && t != "null" && t != "{}" {
 		if err := json.Unmarshal(raw, &a.raw); err != nil {
@@ -97,6 +97,12 @@ func parseArgs(raw json.RawMessage, params []param) (args, error) {
 		if k != sessionParam.name && !slices.ContainsFunc(params, func(p param) bool { return p.name == k }) {
 			unknown = append(unknown, k)
 		}
+	}
+	if len(unknown) > 0 && !strict {
+		for _, k := range unknown {
+			delete(a.raw, k)
+		}
+		unknown = nil
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)

@@ -106,7 +106,7 @@ func (s *Server) invoke(ctx context.Context, req *mcp.CallToolRequest, t tool, r
 	if req.Session != nil {
 		mcpID = req.Session.ID()
 	}
-	a, err := parseArgs(raw, t.params)
+	a, err := parseArgs(raw, t.params, t.strict)
 	c := call{sid: a.str(sessionParam.name), args: a}
 	if c.sid == "" && mcpID != "" {
 		s.mu.Lock()

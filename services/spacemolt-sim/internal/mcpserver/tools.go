@@ -21,6 +21,9 @@ type tool struct {
 	run      func(ctx context.Context, c call) (any, error)
 	// binds is set for register/login, whose session_id gets bound to the MCP session.
 	binds bool
+	// strict refuses parameters the tool does not take (invalid_payload); the others ignore them, as the live
+	// server does everywhere but on movement (a mine with a resource_id, a sell with a price were accepted there).
+	strict bool
 }
 
 func (s *Server) tools() []tool {
@@ -90,12 +93,12 @@ func (s *Server) tools() []tool {
 			run:    func(_ context.Context, c call) (any, error) { return e.Route(c.sid, c.args.str("target_system")) },
 		},
 		{
-			name: "travel", desc: "Travel to a POI in your current system. Takes ticks; blocks until arrival.",
+			name: "travel", strict: true, desc: "Travel to a POI in your current system. Takes ticks; blocks until arrival.",
 			params: []param{{name: "target_poi", typ: tString, desc: "POI id from get_system.", required: true}},
 			run:    func(ctx context.Context, c call) (any, error) { return e.Travel(ctx, c.sid, c.args.str("target_poi")) },
 		},
 		{
-			name: "jump", desc: "Jump to an adjacent system. Takes several ticks; blocks until arrival.",
+			name: "jump", strict: true, desc: "Jump to an adjacent system. Takes several ticks; blocks until arrival.",
 			params: []param{{name: "target_system", typ: tString, desc: "Adjacent system id from get_system.", required: true}},
 			run:    func(ctx context.Context, c call) (any, error) { return e.Jump(ctx, c.sid, c.args.str("target_system")) },
 		},

@@ -203,6 +203,7 @@ func (s *Server) v2Tools() []v2Tool {
 		return v2Action{tool: tool{name: name, desc: desc, readOnly: readOnly, params: params, run: run}}
 	}
 	withAliases := func(a v2Action, aliases map[string]string) v2Action { a.aliases = aliases; return a }
+	strict := func(a v2Action) v2Action { a.tool.strict = true; return a } // movement: unknown parameters refused
 
 	var tools []v2Tool
 	helpFor := func(name string) v2Action {
@@ -236,12 +237,12 @@ func (s *Server) v2Tools() []v2Tool {
 			withAliases(act("find_route", "Fewest-jumps route to system id, with estimated fuel.", true, []param{idPOI},
 				func(_ context.Context, c call) (any, error) { return e.Route(c.sid, c.args.str("id")) }),
 				map[string]string{"target_system": "id"}),
-			withAliases(act("travel", "Travel to POI id in your system. Blocks until arrival.", false, []param{idPOI},
+			strict(withAliases(act("travel", "Travel to POI id in your system. Blocks until arrival.", false, []param{idPOI},
 				func(ctx context.Context, c call) (any, error) { return e.Travel(ctx, c.sid, c.args.str("id")) }),
-				map[string]string{"target_poi": "id"}),
-			withAliases(act("jump", "Jump to adjacent system id. Blocks until arrival.", false, []param{idPOI},
+				map[string]string{"target_poi": "id"})),
+			strict(withAliases(act("jump", "Jump to adjacent system id. Blocks until arrival.", false, []param{idPOI},
 				func(ctx context.Context, c call) (any, error) { return e.Jump(ctx, c.sid, c.args.str("id")) }),
-				map[string]string{"target_system": "id"}),
+				map[string]string{"target_system": "id"})),
 			act("dock", "Dock at the base at your POI.", false, nil, func(ctx context.Context, c call) (any, error) { return e.Dock(ctx, c.sid) }),
 			act("undock", "Undock from the base.", false, nil, func(ctx context.Context, c call) (any, error) { return e.Undock(ctx, c.sid) }),
 			act("mine", "Mine ore at an asteroid belt (one tick).", false, nil, func(ctx context.Context, c call) (any, error) { return e.Mine(ctx, c.sid) }),
