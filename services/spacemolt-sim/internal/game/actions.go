@@ -157,10 +157,11 @@ func (e *Engine) doTravel(w *World, a *action, t int64) (any, error) {
 		return nil, errorf(CodeNoFuel, "Travelling to %s needs %d fuel; you have %d. Dock at a station and refuel.", target.ID, fuel, p.ship.Fuel)
 	}
 	ticks := travelTicks(p.ship.Speed, dist)
+	undocked := p.dockedAt != ""
 	p.dockedAt = ""
 	p.ship.Fuel -= fuel
 	p.distance += dist
-	res := &TravelResult{Action: "travel", POI: target.Name, POIID: target.ID}
+	res := &TravelResult{Action: "travel", POI: target.Name, POIID: target.ID, AutoUndocked: undocked}
 	arrive := func() any {
 		p.poiID, p.transit = target.ID, nil
 		return res
@@ -225,7 +226,7 @@ func (e *Engine) doJump(w *World, a *action, t int64) (any, error) {
 func (e *Engine) doDock(w *World, p *Player) (any, error) {
 	poi := w.poi(p.poiID)
 	if p.dockedAt != "" {
-		return nil, errorf(CodeDocked, "You are already docked at %s.", p.dockedAt)
+		return nil, errorf(CodeAlreadyDocked, "You are already docked at %s.", p.dockedAt)
 	}
 	if poi.Base == nil {
 		return nil, errorf(CodeInvalidPOI, "There is no base at %s to dock with.", poi.ID)
@@ -244,11 +245,11 @@ func (e *Engine) doUndock(p *Player) (any, error) {
 
 func (e *Engine) doMine(w *World, p *Player) (any, error) {
 	poi := w.poi(p.poiID)
-	if p.dockedAt != "" {
-		return nil, errorf(CodeDocked, "You are docked at %s; undock before mining.", p.dockedAt)
-	}
+	// Mining while docked undocks first, in the same tick, as the live server does (auto_undocked).
+	undocked := p.dockedAt != ""
+	p.dockedAt = ""
 	if len(poi.Deposits) == 0 {
-		return nil, errorf(CodeInvalidPOI, "There is nothing to mine at %s. Travel to an asteroid belt.", poi.ID)
+		return nil, errorf(CodeNoResources, "There is nothing to mine at %s. Travel to an asteroid belt (get_system lists them).", poi.ID)
 	}
 	free := p.ship.CargoMax - p.cargoUsed()
 	if free <= 0 {
@@ -285,7 +286,7 @@ func (e *Engine) doMine(w *World, p *Player) (any, error) {
 	it, _ := itemByID(dep.ResourceID)
 	return &MineResult{
 		PendingResult: PendingResult{Command: "mine", Message: "Mined " + itoa(qty) + " " + it.Name + "."},
-		ResourceID:    dep.ResourceID, Name: it.Name, Quantity: qty, Remaining: dep.Remaining,
+		AutoUndocked:  undocked, ResourceID: dep.ResourceID, Name: it.Name, Quantity: qty, Remaining: dep.Remaining,
 		CargoUsed: p.cargoUsed(), CargoCapacity: p.ship.CargoMax,
 	}, nil
 }

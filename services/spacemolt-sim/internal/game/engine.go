@@ -501,10 +501,10 @@ func (e *Engine) RegisterIn(pool Pool, username, empire, code string) (res *Regi
 		}
 	}()
 	if !validUsername(username) {
-		return nil, errorf(CodeInvalidPayload, "username must be 3-24 characters of letters, digits, '_' or '-'")
+		return nil, errorf(CodeInvalidUsername, "username must be 3-24 characters of letters, digits, '_' or '-'")
 	}
 	if !validEmpire(empire) {
-		return nil, errorf(CodeInvalidPayload, "empire must be one of %s", strings.Join(empires, ", "))
+		return nil, errorf(CodeInvalidEmpire, "empire must be one of %s", strings.Join(empires, ", "))
 	}
 	if e.cfg.RegistrationCode != "" && subtle.ConstantTimeCompare([]byte(code), []byte(e.cfg.RegistrationCode)) != 1 {
 		return nil, errorf(CodeInvalidRegistration, "A valid registration_code is required to register.")

@@ -69,8 +69,12 @@ func TestMutationErrors(t *testing.T) {
 	sid := w.register("bob").SessionID
 	run := func(f func(ctx context.Context) (any, error)) error { _, err := w.act(f); return err }
 
-	wantCode(t, run(func(ctx context.Context) (any, error) { return w.e.Dock(ctx, sid) }), CodeDocked)
-	wantCode(t, run(func(ctx context.Context) (any, error) { return w.e.Mine(ctx, sid) }), CodeDocked)
+	wantCode(t, run(func(ctx context.Context) (any, error) { return w.e.Dock(ctx, sid) }), CodeAlreadyDocked)
+	// Mining while docked undocks first (auto_undocked); a station has no ore: no_resources.
+	wantCode(t, run(func(ctx context.Context) (any, error) { return w.e.Mine(ctx, sid) }), CodeNoResources)
+	if st, _ := w.e.Status(sid); st.Player.DockedAtBase != "" {
+		t.Fatalf("after mining while docked the player is still docked at %s", st.Player.DockedAtBase)
+	}
 	wantCode(t, run(func(ctx context.Context) (any, error) { return w.e.Buy(ctx, sid, "iron_ore", 71) }), CodeNoCargoSpace)
 	wantCode(t, run(func(ctx context.Context) (any, error) { return w.e.Buy(ctx, sid, "iron_ore", 60) }), CodeNoCredits)
 	wantCode(t, run(func(ctx context.Context) (any, error) { return w.e.Buy(ctx, sid, "unobtainium", 1) }), CodeItemNotAvailable)
@@ -93,9 +97,10 @@ func TestMutationErrors(t *testing.T) {
 	wantCode(t, run(func(ctx context.Context) (any, error) { return w.e.Jump(ctx, sid, far) }), CodeNotConnected)
 	wantCode(t, run(func(ctx context.Context) (any, error) { return w.e.Travel(ctx, sid, farPOI) }), CodeWrongSystem)
 
+	w.must(w.act(func(ctx context.Context) (any, error) { return w.e.Dock(ctx, sid) })) // mining undocked it above
 	w.must(w.act(func(ctx context.Context) (any, error) { return w.e.Undock(ctx, sid) }))
 	wantCode(t, run(func(ctx context.Context) (any, error) { return w.e.Undock(ctx, sid) }), CodeNotDocked)
-	wantCode(t, run(func(ctx context.Context) (any, error) { return w.e.Mine(ctx, sid) }), CodeInvalidPOI)
+	wantCode(t, run(func(ctx context.Context) (any, error) { return w.e.Mine(ctx, sid) }), CodeNoResources)
 	w.must(w.act(func(ctx context.Context) (any, error) { return w.e.Travel(ctx, sid, StrippedBelt) }))
 	wantCode(t, run(func(ctx context.Context) (any, error) { return w.e.Mine(ctx, sid) }), CodeDepositTooSparse)
 	wantCode(t, run(func(ctx context.Context) (any, error) { return w.e.Dock(ctx, sid) }), CodeInvalidPOI)
@@ -204,10 +209,10 @@ func TestAccountsAndSessions(t *testing.T) {
 	wantCode(t, err, CodeUsernameTaken)
 	for _, bad := range []string{"ab", strings.Repeat("x", 25), "bad name"} {
 		_, err = w.e.Register(bad, "solarian", "s3cret")
-		wantCode(t, err, CodeInvalidPayload)
+		wantCode(t, err, CodeInvalidUsername)
 	}
 	_, err = w.e.Register("erin", "martian", "s3cret")
-	wantCode(t, err, CodeInvalidPayload)
+	wantCode(t, err, CodeInvalidEmpire)
 	_, err = w.e.Login("dave", "nope")
 	wantCode(t, err, CodeAuthFailed)
 	_, err = w.e.Login("nobody", reg.Password)

@@ -346,6 +346,9 @@ type MarketResult struct {
 
 // TravelResult answers travel, at arrival. OnlinePlayers are the other ships at the destination.
 type TravelResult struct {
+	// AutoUndocked: the player was docked and the server undocked it first, in the same tick (an envelope flag the
+	// live server sets on every response that changed the dock state on its own).
+	AutoUndocked           bool           `json:"auto_undocked,omitempty"`
 	Action                 string         `json:"action"`
 	POI                    string         `json:"poi"`
 	POIID                  string         `json:"poi_id"`
@@ -381,6 +384,8 @@ type UndockResult struct {
 // notification, the simulator in the answer (docs/SPACEMOLT.md).
 type MineResult struct {
 	PendingResult
+	// AutoUndocked: mined while docked; the server undocked first, in the same tick.
+	AutoUndocked  bool   `json:"auto_undocked,omitempty"`
 	ResourceID    string `json:"resource_id"`
 	Name          string `json:"name"`
 	Quantity      int    `json:"quantity"`

@@ -27,6 +27,9 @@ type param struct {
 	desc     string
 	required bool
 	enum     []string
+	// enumByGame: the enum is advertised in the schema but checked by the game, which answers with its own code
+	// (register's empire: invalid_empire, as on the live server).
+	enumByGame bool
 }
 
 // sessionParam is accepted by every tool, as on the live server.
@@ -139,7 +142,7 @@ func checkType(p param, v json.RawMessage) error {
 		if json.Unmarshal(v, &s) != nil {
 			return typeError("Parameter '" + p.name + "' must be a string.")
 		}
-		if len(p.enum) > 0 && !slices.Contains(p.enum, s) {
+		if len(p.enum) > 0 && !p.enumByGame && !slices.Contains(p.enum, s) {
 			return typeError("Parameter '" + p.name + "' must be one of " + strings.Join(p.enum, ", ") + ".")
 		}
 	case tInteger:

@@ -38,13 +38,16 @@ func loadV1Facts(t *testing.T) v1Facts {
 
 // simExtras are the fields the simulator serves beyond the v1 description, each for a reason docs/SPACEMOLT.md gives
 // ("State reads"): the session id the runner and the MCP binding read, the transit block a travel leaves on the
-// player, the yield the simulator reports in mine's answer (the real server notifies it later) and get_map's layout.
+// player, the yield the simulator reports in mine's answer (the real server notifies it later), get_map's layout, and
+// auto_undocked, the envelope flag the live server sets on a travel or mine that undocked first (the clients read
+// it; the v1 description leaves it out).
 // A field outside the description and outside this list fails the test.
 var simExtras = map[string][]string{
 	"register":   {"session_id"},
 	"login":      {"session_id"},
 	"get_status": {"player.in_transit", "player.transit"},
-	"mine":       {"resource_id", "name", "quantity", "remaining", "cargo_used", "cargo_capacity"},
+	"mine":       {"auto_undocked", "resource_id", "name", "quantity", "remaining", "cargo_used", "cargo_capacity"},
+	"travel":     {"auto_undocked"},
 	"get_map": {"current_system", "systems[].empire", "systems[].security_status", "systems[].position",
 		"systems[].connections", "systems[].pois", "systems[].has_station", "systems[].visited"},
 }

@@ -24,8 +24,8 @@ func TestInvalidPayloadLikeTheLiveServer(t *testing.T) {
 		{"sell", map[string]any{"item_id": 5, "quantity": 1}, "Error: invalid_payload: Parameter 'item_id' must be a string."},
 		{"get_notifications", map[string]any{"limit": 101}, "Error: invalid_payload: limit must be between 1 and 100."},
 		{"chat", map[string]any{"channel": "shout", "content": "x"}, "Error: invalid_payload: Parameter 'channel' must be one of system, local, faction, private."},
-		{"register", map[string]any{"username": "zz", "empire": "solarian"}, "Error: invalid_payload: username must be"},
-		{"register", map[string]any{"username": "zzz", "empire": "martian"}, "Error: invalid_payload: Parameter 'empire' must be one of"},
+		{"register", map[string]any{"username": "zz", "empire": "solarian"}, "Error: invalid_username: username must be"},
+		{"register", map[string]any{"username": "zzz", "empire": "martian"}, "Error: invalid_empire: empire must be one of"},
 	}
 	for _, c := range cases {
 		text, isErr := p.call(c.tool, c.args)
@@ -33,10 +33,10 @@ func TestInvalidPayloadLikeTheLiveServer(t *testing.T) {
 			t.Errorf("%s(%v) = %q (isError %v), want prefix %q", c.tool, c.args, text, isErr, c.want)
 		}
 	}
-	// Rejected payloads count against the player's score; the bad register
-	// reached the game without a player of its own.
-	if st := s.engine.Stats(); st.Players[0].Errors != int64(len(cases)-1) {
-		t.Fatalf("player errors = %d, want %d", st.Players[0].Errors, len(cases)-1)
+	// Rejected payloads count against the player's score; the two bad registers
+	// reached the game without a player of their own.
+	if st := s.engine.Stats(); st.Players[0].Errors != int64(len(cases)-2) {
+		t.Fatalf("player errors = %d, want %d", st.Players[0].Errors, len(cases)-2)
 	}
 	// session_id is accepted by every tool, and numeric strings are tolerated.
 	p.ok("get_status", map[string]any{"session_id": p.sid})
@@ -87,8 +87,11 @@ func TestGameRuleErrors(t *testing.T) {
 	s := newSim(t, simOptions{cfg: game.Config{MutationsPerMinute: -1, ReadsPerMinute: -1}})
 	p := s.register(t, "rules")
 
-	p.fail("dock", nil, "docked")
-	p.fail("mine", nil, "docked")
+	p.fail("dock", nil, "already_docked")
+	p.fail("mine", nil, "no_resources") // undocked first (auto_undocked), then nothing to mine at a station
+	if st := p.ok("get_status", nil); str(t, st, "player", "docked_at_base") != "" {
+		t.Fatalf("still docked after mining while docked: %v", st["player"])
+	}
 	p.fail("buy", map[string]any{"item_id": "iron_ore", "quantity": 71}, "no_cargo_space")
 	p.fail("buy", map[string]any{"item_id": "iron_ore", "quantity": 60}, "no_credits")
 	p.fail("buy", map[string]any{"item_id": "unobtainium", "quantity": 1}, "item_not_available")
@@ -113,9 +116,10 @@ func TestGameRuleErrors(t *testing.T) {
 	p.fail("jump", map[string]any{"target_system": far}, "not_connected")
 	p.fail("travel", map[string]any{"target_poi": farPOI}, "wrong_system")
 
+	p.ok("dock", nil) // mining undocked it above
 	p.ok("undock", nil)
 	p.fail("undock", nil, "not_docked")
-	p.fail("mine", nil, "invalid_poi")
+	p.fail("mine", nil, "no_resources")
 	p.ok("travel", map[string]any{"target_poi": "kuiper_belt"})
 	p.fail("mine", nil, "deposit_too_sparse")
 	p.fail("dock", nil, "invalid_poi")

@@ -36,7 +36,7 @@ func (s *Server) tools() []tool {
 			desc: "Create an account. Returns your password (save it), player, ship and a session_id; you are logged in.",
 			params: []param{
 				{name: "username", typ: tString, desc: "3-24 characters: letters, digits, _ or -.", required: true},
-				{name: "empire", typ: tString, desc: "Your empire.", required: true, enum: game.Empires()},
+				{name: "empire", typ: tString, desc: "Your empire.", required: true, enum: game.Empires(), enumByGame: true},
 				{name: "registration_code", typ: tString, desc: "Registration code, if the server requires one."},
 			},
 			run: func(_ context.Context, c call) (any, error) {
