@@ -131,6 +131,7 @@ func (s *turnState) apply(call chat.ToolCall, content string) {
 		set(&s.cargoMax, r.Capacity)
 		s.cargoFull = s.cargoMax > 0 && s.cargoUsed >= s.cargoMax
 	case "mine":
+		s.docked = false // a mine while docked undocks first (auto_undocked)
 		s.applyMine(r)
 	case "travel":
 		if r.POIID != nil {
@@ -172,7 +173,7 @@ func (s *turnState) applyError(call chat.ToolCall, code string) {
 		}
 	case "deposit_too_sparse":
 		s.beltEmpty = true
-	case "docked":
+	case "docked", "already_docked": // "docked": the simulator's code before the live server's
 		s.docked = true
 	case "not_docked":
 		s.docked = false
