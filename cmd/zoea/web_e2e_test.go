@@ -189,6 +189,10 @@ func TestWebConsoleInABrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	mission := "Web console mission: mine ore at main_belt and sell it at sol_central."
+	// The page still shows the stop's flash until the broadcast's page has loaded: it goes first, so the flash
+	// waited for is the new page's.
+	value(b, "the stop's flash removed", 10*time.Second, chromedp.Evaluate[bool](
+		`(() => { const f = document.querySelector("#flash"); if (f) f.remove(); return true; })()`))
 	b.run("broadcast", 30*time.Second, chromedp.SendKeys(chromedp.ID("#broadcast-text"), mission),
 		chromedp.Submit(chromedp.ID("#broadcast-text")), chromedp.WaitVisible(chromedp.ID("#flash")))
 	if got := b.text("#flash"); !strings.Contains(got, "broadcast delivered to 3 myses") {
