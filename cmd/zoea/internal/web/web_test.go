@@ -546,6 +546,23 @@ func TestSwarmPageReadsTheWholeSwarmOnlyWhenItMustHave(t *testing.T) {
 	}
 }
 
+// keptHub is a live hub (its stream not watched: events are fed by hand) holding b's swarm as listed.
+func keptHub(t *testing.T, b *scripted) *hub {
+	t.Helper()
+	h := newHub(b, time.Now, 5*time.Second, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	h.mu.Lock()
+	h.ctx, h.live = ctx, true
+	h.mu.Unlock()
+	list, err := b.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.keep(list, time.Now())
+	return h
+}
+
 // drain is every message queued for a page, by kind, with their data.
 func drain(s *sub) map[string][]string {
 	out := map[string][]string{}
@@ -566,17 +583,7 @@ func drain(s *sub) map[string][]string {
 // a row per event (issue 46: 280–330 messages a second per page at 200 myses, each one a GetMysis).
 func TestPagesAreSentOnlyWhatTheyShowOncePerFlush(t *testing.T) {
 	b := newScripted()
-	h := newHub(b, time.Now, 5*time.Second, slog.New(slog.DiscardHandler))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	h.mu.Lock()
-	h.ctx, h.live = ctx, true
-	h.mu.Unlock()
-	list, err := b.List(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.keep(list, time.Now())
+	h := keptHub(t, b)
 	swarmPage := h.subscribe(scope{swarm: true, ids: map[string]bool{"id-scout-1": true}})
 	mysisPage := h.subscribe(scope{mysis: "id-miner-2", ids: map[string]bool{}})
 	helpPage := h.subscribe(scope{ids: map[string]bool{}})
@@ -641,17 +648,7 @@ func TestPagesAreSentOnlyWhatTheyShowOncePerFlush(t *testing.T) {
 // test fails the same way on the old code.
 func TestEventsNeverChangeAStatusBeingRead(t *testing.T) {
 	b := newScripted()
-	h := newHub(b, time.Now, 5*time.Second, slog.New(slog.DiscardHandler))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	h.mu.Lock()
-	h.ctx, h.live = ctx, true
-	h.mu.Unlock()
-	list, err := b.List(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.keep(list, time.Now())
+	h := keptHub(t, b)
 	sub := h.subscribe(scope{swarm: true, ids: map[string]bool{"id-scout-1": true}})
 	defer h.unsubscribe(sub)
 

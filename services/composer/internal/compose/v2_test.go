@@ -397,11 +397,7 @@ func TestBudgetOrderOfSacrifice(t *testing.T) {
 		// that carry nothing below it go first there too.
 		compose.ReasonSuperseded: 1, compose.ReasonAllSuperseded: 2,
 	}
-	p := compose.DefaultPolicy()
-	p.HighWater = 0                            // the budget alone: every compression here is the reducer's
-	p.Compaction = compose.CompactionWatermark // composition v2's marks
-	p.CarryTokens = 0                          // no carry bound either (it would take half the shrinking room: TestCarryBoundFollowsRoom)
-	p.CompactStep = 1                          // one grid cell per row: the order shows at every budget
+	p := reducerOnlyPolicy()
 	first := map[int]int{}
 	for budget := 6000; budget >= 700; budget -= 50 {
 		p.TokenBudget = budget
@@ -605,6 +601,17 @@ func TestReducerAlwaysEnds(t *testing.T) {
 	}
 }
 
+// reducerOnlyPolicy leaves every compression to the budget reducer, one grid cell per row, so what each stage does
+// shows at every budget of a shrinking history.
+func reducerOnlyPolicy() compose.Policy {
+	p := compose.DefaultPolicy()
+	p.HighWater = 0                            // the budget alone: every compression here is the reducer's
+	p.Compaction = compose.CompactionWatermark // composition v2's marks
+	p.CarryTokens = 0                          // no carry bound either (it would take half the shrinking room: TestCarryBoundFollowsRoom)
+	p.CompactStep = 1                          // one grid cell per row: the order shows at every budget
+	return p
+}
+
 // A tool result whose loop the budget drops is named where the loop was (tool and memory id: zoea_recall returns
 // it), at every budget of the order-of-sacrifice history; the note is counted, so the request stays valid and within
 // the budget. Before, a dropped loop left nothing: a fact only it held was gone from the model's view for good.
@@ -622,11 +629,7 @@ func TestBudgetDroppedResultsAreNamed(t *testing.T) {
 	h.loop("mine", "{}", body("mine1"))
 	h.loop("get_cargo", "{}", body("cargo3"))
 	h.loop("mine", "{}", body("mine2"))
-	p := compose.DefaultPolicy()
-	p.HighWater = 0
-	p.Compaction = compose.CompactionWatermark
-	p.CarryTokens = 0
-	p.CompactStep = 1
+	p := reducerOnlyPolicy()
 	named := 0
 	for budget := 5000; budget >= 700; budget -= 50 {
 		p.TokenBudget = budget
