@@ -348,7 +348,7 @@ func (r *reducer) shrinkNewest() bool {
 		r.shrinkCap = r.c.p.ToolResultCap
 	}
 	r.shrinkCap /= 2
-	if r.shrinkCap < minToolResultCap {
+	if r.shrinkCap < MinToolResultCap {
 		return false
 	}
 	for _, res := range last.results {

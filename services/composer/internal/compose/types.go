@@ -277,27 +277,28 @@ func DefaultPinnedTools() []string {
 	return []string{"login", "register", "spacemolt_auth.login", "spacemolt_auth.register"}
 }
 
-// Minimums below which composition cannot keep its promises (a cap must fit its own truncation notice).
+// Minimums below which composition cannot keep its promises (a cap must fit its own truncation notice): the one
+// owner of these bounds; package policy checks requests against them.
 const (
-	minTokenBudget   = 256
-	minToolResultCap = 64
-	minReplyCap      = 32
+	MinTokenBudget   = 256
+	MinToolResultCap = 64
+	MinReplyCap      = 32
 )
 
 func (p Policy) validate() error {
 	switch {
 	case p.ScanWindow < 1:
 		return fmt.Errorf("%w: scan window %d < 1", ErrInvalidPolicy, p.ScanWindow)
-	case p.TokenBudget < minTokenBudget:
-		return fmt.Errorf("%w: token budget %d < %d", ErrInvalidPolicy, p.TokenBudget, minTokenBudget)
-	case p.ToolResultCap < minToolResultCap:
-		return fmt.Errorf("%w: tool result cap %d < %d", ErrInvalidPolicy, p.ToolResultCap, minToolResultCap)
+	case p.TokenBudget < MinTokenBudget:
+		return fmt.Errorf("%w: token budget %d < %d", ErrInvalidPolicy, p.TokenBudget, MinTokenBudget)
+	case p.ToolResultCap < MinToolResultCap:
+		return fmt.Errorf("%w: tool result cap %d < %d", ErrInvalidPolicy, p.ToolResultCap, MinToolResultCap)
 	case p.CarryLimit < 0:
 		return fmt.Errorf("%w: carry limit %d < 0", ErrInvalidPolicy, p.CarryLimit)
 	case p.ReplyLimit < 0:
 		return fmt.Errorf("%w: reply limit %d < 0", ErrInvalidPolicy, p.ReplyLimit)
-	case p.ReplyCap < minReplyCap:
-		return fmt.Errorf("%w: reply cap %d < %d", ErrInvalidPolicy, p.ReplyCap, minReplyCap)
+	case p.ReplyCap < MinReplyCap:
+		return fmt.Errorf("%w: reply cap %d < %d", ErrInvalidPolicy, p.ReplyCap, MinReplyCap)
 	case p.MaxTurnRows < 0:
 		return fmt.Errorf("%w: max turn rows %d < 0", ErrInvalidPolicy, p.MaxTurnRows)
 	case p.HighWater < 0:

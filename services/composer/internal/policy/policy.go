@@ -20,17 +20,14 @@ const (
 	// MaxToolName bounds a tool name, in the policy's tool lists and in a request's tool definitions.
 	MaxToolName = 128
 
-	maxScanWindow    = 1000 // the memory service's GetComposeWindow maximum
-	minTokenBudget   = 256
-	maxTokenBudget   = 2_000_000
-	minToolResultCap = 64
-	maxPolicyTools   = 64
-	maxNudgeText     = 4096
-	maxCarryLimit    = 1000 // the memory service's GetComposeWindow maximums
-	maxReplyLimit    = 100
-	minReplyCap      = 32
-	maxTurnRows      = 100_000
-	maxCompactStep   = 10_000
+	maxScanWindow  = 1000 // the memory service's GetComposeWindow maximum
+	maxTokenBudget = 2_000_000
+	maxPolicyTools = 64
+	maxNudgeText   = 4096
+	maxCarryLimit  = 1000 // the memory service's GetComposeWindow maximums
+	maxReplyLimit  = 100
+	maxTurnRows    = 100_000
+	maxCompactStep = 10_000
 )
 
 // IntRule is one integer field of the policy: its API name, where it lives in compose.Policy, and its bounds. A
@@ -47,11 +44,11 @@ const BudgetBound = -1
 // IntRules are in the order overrides apply: the token budget before the fields bounded by it.
 var IntRules = []IntRule{
 	{"policy.scan_window", func(p *compose.Policy) *int { return &p.ScanWindow }, 1, maxScanWindow},
-	{"policy.token_budget", func(p *compose.Policy) *int { return &p.TokenBudget }, minTokenBudget, maxTokenBudget},
-	{"policy.tool_result_cap_tokens", func(p *compose.Policy) *int { return &p.ToolResultCap }, minToolResultCap, BudgetBound},
+	{"policy.token_budget", func(p *compose.Policy) *int { return &p.TokenBudget }, compose.MinTokenBudget, maxTokenBudget},
+	{"policy.tool_result_cap_tokens", func(p *compose.Policy) *int { return &p.ToolResultCap }, compose.MinToolResultCap, BudgetBound},
 	{"policy.carry_limit", func(p *compose.Policy) *int { return &p.CarryLimit }, 0, maxCarryLimit},
 	{"policy.reply_limit", func(p *compose.Policy) *int { return &p.ReplyLimit }, 0, maxReplyLimit},
-	{"policy.reply_cap_tokens", func(p *compose.Policy) *int { return &p.ReplyCap }, minReplyCap, BudgetBound},
+	{"policy.reply_cap_tokens", func(p *compose.Policy) *int { return &p.ReplyCap }, compose.MinReplyCap, BudgetBound},
 	{"policy.max_turn_rows", func(p *compose.Policy) *int { return &p.MaxTurnRows }, 0, maxTurnRows},
 	{"policy.high_water_tokens", func(p *compose.Policy) *int { return &p.HighWater }, 0, BudgetBound},
 	{"policy.compact_step", func(p *compose.Policy) *int { return &p.CompactStep }, 1, maxCompactStep},
