@@ -307,4 +307,24 @@ func TestWebConsoleInABrowser(t *testing.T) {
 	b.screenshot("keys")
 	b.run("phone", 30*time.Second, chromedp.EmulateViewport(390, 844), chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.ID("#swarm")))
 	b.screenshot("swarm-phone")
+	// The mysis page fits the window, on a desktop and on a phone, with Stop on screen: it overflowed sideways
+	// (1,652 px in 1,280) and hid Stop on a phone (issue 46).
+	for _, w := range []struct {
+		name          string
+		width, height int64
+	}{{"desktop", 1280, 900}, {"phone", 390, 844}} {
+		b.run("mysis page, "+w.name, 30*time.Second, chromedp.EmulateViewport(w.width, w.height), chromedp.Navigate(base+"/mysis/scout-1"),
+			chromedp.WaitVisible(chromedp.ID("#timeline")))
+		wide := value(b, "page width, "+w.name, 10*time.Second, chromedp.Evaluate[float64](`document.documentElement.scrollWidth`))
+		stop := value(b, "Stop's right edge, "+w.name, 10*time.Second, chromedp.Evaluate[float64](
+			`(() => { const el = document.querySelector("#stop button, #start button"); return el ? el.getBoundingClientRect().right : -1; })()`))
+		if wide > float64(w.width) || stop < 0 || stop > float64(w.width) {
+			over := value(b, "what overflows, "+w.name, 10*time.Second, chromedp.Evaluate[[]string](
+				`Array.from(document.querySelectorAll("main *")).filter((el) => el.getBoundingClientRect().right > innerWidth + 1 &&
+					!Array.from(el.children).some((c) => c.getBoundingClientRect().right > innerWidth + 1)).slice(0, 5).map((el) =>
+					el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") + (el.className ? "." + el.className : "") + " " + Math.round(el.getBoundingClientRect().right))`))
+			t.Errorf("mysis page on a %s (%d px): %v px wide, Stop/Start ends at %v px; overflowing: %v", w.name, w.width, wide, stop, over)
+		}
+		b.screenshot("mysis-" + w.name)
+	}
 }
