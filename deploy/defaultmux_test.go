@@ -4,9 +4,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -104,40 +101,10 @@ func f(l any) {
 // TestNothingServesTheDefaultMux walks every Go file that ships (the services but their tooling modules, libs,
 // cmd/zoea; tests excluded) and fails on any use of net/http's default mux.
 func TestNothingServesTheDefaultMux(t *testing.T) {
-	root := repoRoot(t)
 	fset := token.NewFileSet()
-	files := 0
-	for _, dir := range []string{"services", "libs", "cmd"} {
-		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(root, path)
-			if d.IsDir() {
-				parts := strings.Split(rel, string(filepath.Separator))
-				if d.Name() == "node_modules" || d.Name() == "testdata" || (len(parts) == 3 && parts[0] == "services" && parts[2] == "tools") {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-				return nil
-			}
-			f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-			if err != nil {
-				return err
-			}
-			files++
-			for _, use := range defaultMuxUses(fset, f) {
-				t.Errorf("%s (net/http/pprof registers its profiles there: serve an explicit mux)", use)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
+	eachShippedGoFile(t, fset, func(_ string, f *ast.File) {
+		for _, use := range defaultMuxUses(fset, f) {
+			t.Errorf("%s (net/http/pprof registers its profiles there: serve an explicit mux)", use)
 		}
-	}
-	if files < 100 {
-		t.Fatalf("walked only %d Go files: the walk missed the tree", files)
-	}
+	})
 }

@@ -4,8 +4,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -97,48 +95,17 @@ var nilLoggerAllowed = map[string]string{
 // TestNilLoggerMeansDefault walks every Go file that ships (services but their tooling, libs, cmd; tests excluded)
 // and fails on a nil logger defaulted to a discarding one.
 func TestNilLoggerMeansDefault(t *testing.T) {
-	root := repoRoot(t)
 	fset := token.NewFileSet()
-	files := 0
 	var used []string
-	for _, dir := range []string{"services", "libs", "cmd"} {
-		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
+	eachShippedGoFile(t, fset, func(rel string, f *ast.File) {
+		for _, at := range nilLoggerDiscards(fset, f) {
+			if _, ok := nilLoggerAllowed[rel]; ok {
+				used = append(used, rel)
+				continue
 			}
-			rel, _ := filepath.Rel(root, path)
-			rel = filepath.ToSlash(rel)
-			if d.IsDir() {
-				parts := strings.Split(rel, "/")
-				if d.Name() == "node_modules" || d.Name() == "testdata" || (len(parts) == 3 && parts[0] == "services" && parts[2] == "tools") {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-				return nil
-			}
-			f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-			if err != nil {
-				return err
-			}
-			files++
-			for _, at := range nilLoggerDiscards(fset, f) {
-				if _, ok := nilLoggerAllowed[rel]; ok {
-					used = append(used, rel)
-					continue
-				}
-				t.Errorf("%s: a nil logger defaults to a discarding one; the rule is slog.Default() (docs/ARCHITECTURE.md, House style)", at)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
+			t.Errorf("%s: a nil logger defaults to a discarding one; the rule is slog.Default() (docs/ARCHITECTURE.md, House style)", at)
 		}
-	}
-	if files < 100 {
-		t.Fatalf("only %d Go files walked", files)
-	}
+	})
 	for rel, why := range nilLoggerAllowed {
 		if !slices.Contains(used, rel) {
 			t.Errorf("%s no longer defaults a nil logger to discard: remove its allowance (%s)", rel, why)
