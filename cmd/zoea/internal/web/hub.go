@@ -24,7 +24,8 @@ const (
 	subscriberBuf = 512 // messages an open page may fall behind before it is told to reload
 
 	// flushEvery is how often pages are sent what changed: every row at most this often, however fast its mysis's
-	// events come (a swarm of thousands sends hundreds a second).
+	// events come (a swarm of thousands sends hundreds a second); the first event after a quiet spell goes out at
+	// once.
 	flushEvery = 250 * time.Millisecond
 	// refreshEvery is how often a shown mysis that had events is read again for what events do not carry (credits,
 	// turns, usage): a read per shown mysis per refreshEvery at most, never one per event, never for rows no page shows.
@@ -60,6 +61,8 @@ type hub struct {
 	added    []row                       // created (first seen) since the last flush
 	counts   string                      // the header counts last sent
 	readHook func(id string)             // tests: called after each read has been folded in
+	kick     chan struct{}               // an event arrived: flush now if the last flush is flushEvery old
+	flushed  time.Time                   // when the last flush ran
 	busAddr  string                      // for the sentence a broken stream shows
 
 	// The swarm as last listed and kept current by events: the swarm page renders from it while the stream is live
@@ -97,7 +100,7 @@ type sub struct {
 func newHub(b backend.Backend, now func() time.Time, timeout time.Duration, log *slog.Logger) *hub {
 	return &hub{b: b, now: now, timeout: timeout, log: log, subs: map[*sub]struct{}{},
 		events: map[string][]eventLine{}, ctx: context.Background(),
-		rows: map[string]*runnerv1.MysisStatus{}, dirty: map[string]bool{}, lines: map[string][]map[string]any{}, stale: map[string]bool{}, unknown: map[string]bool{}, reading: map[string]bool{},
+		kick: make(chan struct{}, 1), rows: map[string]*runnerv1.MysisStatus{}, dirty: map[string]bool{}, lines: map[string][]map[string]any{}, stale: map[string]bool{}, unknown: map[string]bool{}, reading: map[string]bool{},
 		watchErr: "connecting to the bus's event stream"} // until the stream is open: "not live" says why
 }
 
@@ -117,6 +120,15 @@ func (h *hub) run(ctx context.Context) {
 				return
 			case <-flush.C:
 				h.flush()
+			case <-h.kick:
+				// The first event after a quiet spell goes out at once; a burst waits for the ticker, so a row
+				// still changes at most about once per flushEvery.
+				h.mu.Lock()
+				idle := h.now().Sub(h.flushed) >= flushEvery
+				h.mu.Unlock()
+				if idle {
+					h.flush()
+				}
 			case <-refresh.C:
 				h.refreshShown()
 			}
@@ -246,6 +258,12 @@ func (h *hub) onEvent(e *busv1.Event) {
 	}
 	line := eventLine{At: at, Kind: eventKind(e), Text: present.Event(e)} // present.Event escapes model text
 	msg := map[string]any{"id": id, "at": at.UTC().Format(time.TimeOnly), "kind": line.Kind, "text": line.Text}
+	defer func() { // after the unlock below: the flush it may start sees this event
+		select {
+		case h.kick <- struct{}{}:
+		default:
+		}
+	}()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	list := append(h.events[id], line)
@@ -277,6 +295,9 @@ func (h *hub) onEvent(e *busv1.Event) {
 // pages; then it reads the myses first seen in events.
 func (h *hub) flush() {
 	h.mu.Lock()
+	if len(h.dirty)+len(h.lines)+len(h.gone)+len(h.added) > 0 {
+		h.flushed = h.now() // a flush that sent something: the next event waits for the ticker
+	}
 	dirty, lines, gone, added := h.dirty, h.lines, h.gone, h.added
 	h.dirty, h.lines, h.gone, h.added = map[string]bool{}, map[string][]map[string]any{}, nil, nil
 	rows := make(map[string][]byte, len(dirty))
