@@ -81,6 +81,28 @@ func usage(params []param) string {
 	return b.String()
 }
 
+// example is the hint the live server ends an invalid_payload with: a call that would be accepted, its required
+// parameters with stand-in values (an enum's first value, 1, true, or the parameter's name in angle brackets).
+func example(params []param) string {
+	var parts []string
+	for _, p := range params {
+		if !p.required {
+			continue
+		}
+		v := `"<` + p.name + `>"`
+		switch {
+		case len(p.enum) > 0:
+			v = strconv.Quote(p.enum[0])
+		case p.typ == tInteger:
+			v = "1"
+		case p.typ == tBoolean:
+			v = "true"
+		}
+		parts = append(parts, strconv.Quote(p.name)+": "+v)
+	}
+	return "Example: {" + strings.Join(parts, ", ") + "}"
+}
+
 // args are a call's validated arguments.
 type args struct {
 	raw map[string]json.RawMessage
@@ -92,7 +114,7 @@ func parseArgs(raw json.RawMessage, params []param, strict bool) (args, error) {
 	a := args{raw: map[string]json.RawMessage{}}
 	if t := strings.TrimSpace(string(raw)); t != "" && t != "null" && t != "{}" {
 		if err := json.Unmarshal(raw, &a.raw); err != nil {
-			return a, invalid("Arguments must be a JSON object. " + usage(params))
+			return a, invalid("Arguments must be a JSON object. " + usage(params) + " " + example(params))
 		}
 	}
 	var unknown []string
@@ -109,7 +131,7 @@ func parseArgs(raw json.RawMessage, params []param, strict bool) (args, error) {
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
-		return a, invalid("Unknown parameter(s): [" + strings.Join(unknown, ", ") + "]. " + usage(params))
+		return a, invalid("Unknown parameter(s): [" + strings.Join(unknown, ", ") + "]. " + usage(params) + " " + example(params))
 	}
 	var missing []string
 	for _, p := range append(slices.Clone(params), sessionParam) {
@@ -122,11 +144,11 @@ func parseArgs(raw json.RawMessage, params []param, strict bool) (args, error) {
 			continue
 		}
 		if err := checkType(p, v); err != nil {
-			return a, invalid(err.Error() + " " + usage(params))
+			return a, invalid(err.Error() + " " + usage(params) + " " + example(params))
 		}
 	}
 	if len(missing) > 0 {
-		return a, invalid("Missing required parameter(s): [" + strings.Join(missing, ", ") + "]. " + usage(params))
+		return a, invalid("Missing required parameter(s): [" + strings.Join(missing, ", ") + "]. " + usage(params) + " " + example(params))
 	}
 	return a, nil
 }

@@ -19,8 +19,8 @@ func TestInvalidPayloadLikeTheLiveServer(t *testing.T) {
 	}{
 		{"travel", map[string]any{"x": 1}, "Error: invalid_payload: Unknown parameter(s): [x]. Requires 'target_poi' (string)."},
 		{"travel", map[string]any{"target": "main_belt", "b": 2}, "Error: invalid_payload: Unknown parameter(s): [b, target]. Requires 'target_poi'"},
-		{"travel", map[string]any{}, "Error: invalid_payload: Missing required parameter(s): [target_poi]. Requires 'target_poi'"},
-		{"sell", map[string]any{"item_id": "iron_ore", "quantity": "lots"}, "Error: invalid_payload: Parameter 'quantity' must be an integer."},
+		{"travel", map[string]any{}, "Error: invalid_payload: Missing required parameter(s): [target_poi]. Requires 'target_poi' (string). Example: {\"target_poi\": \"<target_poi>\"}"},
+		{"sell", map[string]any{"item_id": "iron_ore", "quantity": "lots"}, "Error: invalid_payload: Parameter 'quantity' must be an integer. Requires 'item_id' (string), 'quantity' (integer). Example: {\"item_id\": \"<item_id>\", \"quantity\": 1}"},
 		{"sell", map[string]any{"item_id": 5, "quantity": 1}, "Error: invalid_payload: Parameter 'item_id' must be a string."},
 		{"get_notifications", map[string]any{"limit": 101}, "Error: invalid_payload: limit must be between 1 and 100."},
 		{"chat", map[string]any{"channel": "shout", "content": "x"}, "Error: invalid_payload: Parameter 'channel' must be one of system, local, faction, private."},
