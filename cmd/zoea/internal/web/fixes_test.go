@@ -292,14 +292,16 @@ func pagerOf(body string) string {
 // watchScript is a backend whose event stream is opened when the test says so, or refused as unreachable.
 type watchScript struct {
 	*scripted
-	open   chan struct{} // closed: the bus accepts the watch
-	refuse bool
+	open     chan struct{} // closed: the bus accepts the watch
+	watching chan struct{} // closed when the console has asked for the watch
+	refuse   bool
 }
 
 func (w *watchScript) Watch(ctx context.Context, connected func(), fn func(*busv1.Event)) error {
 	if w.refuse {
 		return status.Error(codes.Unavailable, "connection refused")
 	}
+	close(w.watching)
 	select {
 	case <-w.open:
 	case <-ctx.Done():
@@ -313,14 +315,20 @@ func (w *watchScript) Watch(ctx context.Context, connected func(), fn func(*busv
 // The badge says live only once the bus has accepted the watch, and a bus that cannot be reached is named with its
 // address. Before, it said "live" before the stream was open and "cannot reach the bus at :" (issue 46).
 func TestLiveOnlyOnceTheBusAcceptsAndNamedWhenItCannot(t *testing.T) {
-	w := &watchScript{scripted: newScripted(), open: make(chan struct{})}
+	w := &watchScript{scripted: newScripted(), open: make(chan struct{}), watching: make(chan struct{})}
 	h := newHub(w, time.Now, time.Second, slog.New(slog.DiscardHandler))
 	page := h.subscribe(scope{ids: map[string]bool{}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go h.run(ctx)
+	<-w.watching // the watch is asked for, not yet accepted
 	if live, why := h.status(); live || why == "" {
 		t.Fatalf("before the bus accepted the watch: live %v (%q), want not live with a reason", live, why)
+	}
+	select {
+	case msg := <-page.c:
+		t.Fatalf("before the bus accepted the watch the page was told %q", msg)
+	default:
 	}
 	close(w.open)
 	if msg := string(<-page.c); !strings.Contains(msg, `"live":true`) {

@@ -295,7 +295,8 @@ func (h *hub) onEvent(e *busv1.Event) {
 // pages; then it reads the myses first seen in events.
 func (h *hub) flush() {
 	h.mu.Lock()
-	if len(h.dirty)+len(h.lines)+len(h.gone)+len(h.added) > 0 {
+	changed := len(h.dirty)+len(h.lines)+len(h.gone)+len(h.added) > 0
+	if changed {
 		h.flushed = h.now() // a flush that sent something: the next event waits for the ticker
 	}
 	dirty, lines, gone, added := h.dirty, h.lines, h.gone, h.added
@@ -306,8 +307,9 @@ func (h *hub) flush() {
 			rows[id] = sse("row", rowOf(st))
 		}
 	}
-	counts := ""
-	if !h.listedAt.IsZero() {
+	// The counts change only with a row (or a list kept): a quiet tick does not walk the swarm.
+	counts := h.counts
+	if !h.listedAt.IsZero() && (changed || h.counts == "") {
 		counts = countsOf(h.rows)
 	}
 	countsMsg := []byte(nil)
