@@ -42,12 +42,15 @@
         if (st) { st.textContent = d.state; st.className = "state " + d.state; st.title = d.reason; }
         set("model", d.provider + " / " + d.model);
         set("credits", d.credits); set("turns", String(d.turns)); set("tokens", d.tokens); set("cost", d.cost);
+        set("where", d.where); set("cargo", d.cargo);
         set("action", d.action); set("error", d.error); set("owner", d.owner);
         tr.dataset.updated = String(Date.now()); // when the last row event arrived (the benchmark reads it)
       }
       if (d.id === mysisID) {
         const st = document.getElementById("state");
         if (st) { st.textContent = d.state; st.className = "state " + d.state; }
+        const where = document.getElementById("ship-where");
+        if (where && d.where !== "?") where.textContent = d.where;
       }
     });
     es.addEventListener("gone", (e) => {
@@ -79,6 +82,7 @@
         const span = document.createElement("span"); span.className = "state " + d.state; span.title = d.reason; span.textContent = d.state; st.append(span);
         cell("model", d.provider + " / " + d.model);
         cell("credits", d.credits, "num"); cell("turns", String(d.turns), "num"); cell("tokens", d.tokens, "num"); cell("cost", d.cost, "num");
+        cell("where", d.where); cell("cargo", d.cargo, "num");
         cell("action", d.action); cell("error", d.error, "error"); cell("owner", d.owner);
         tbody.append(tr);
         return;
