@@ -76,6 +76,9 @@
         const tr = document.createElement("tr");
         tr.dataset.id = d.id; tr.dataset.name = d.name;
         const cell = (col, text, cls) => { const td = document.createElement("td"); td.dataset.col = col; if (cls) td.className = cls; td.textContent = text; tr.append(td); return td; };
+        const pick = cell("pick", "", "pick");
+        const box = document.createElement("input"); box.type = "checkbox"; box.name = "mysis"; box.value = d.name;
+        box.setAttribute("form", "bulk"); box.setAttribute("aria-label", "select " + d.name); pick.append(box);
         const name = cell("name", "");
         const a = document.createElement("a"); a.href = mysisPath(d.name); a.textContent = d.name; name.append(a);
         const st = cell("state", "");
@@ -114,6 +117,30 @@
       ol.prepend(li);
       while (ol.children.length > 200) ol.lastElementChild.remove();
     });
+  }
+
+  // --- selection for bulk actions: the first column's boxes, kept across the action's reload -------------------
+  const bulk = document.getElementById("bulk");
+  if (bulk) {
+    const boxes = () => Array.from(document.querySelectorAll('#swarm tbody input[name="mysis"]'));
+    const all = document.getElementById("pick-all");
+    const count = () => {
+      const n = boxes().filter((b) => b.checked).length;
+      const el = document.getElementById("picked-count");
+      if (el) el.textContent = n + " selected";
+      if (all) all.checked = n > 0 && n === boxes().length;
+    };
+    document.addEventListener("change", (e) => { if (e.target.name === "mysis") count(); });
+    if (all) all.addEventListener("change", () => { boxes().forEach((b) => { b.checked = all.checked; }); count(); });
+    bulk.addEventListener("submit", () => {
+      const picked = boxes().filter((b) => b.checked).map((b) => b.value);
+      bulk.elements.back.value = location.pathname + location.search + "#picked=" + picked.slice(0, 200).map(encodeURIComponent).join(",");
+    });
+    if (location.hash.startsWith("#picked=")) {
+      const keep = new Set(location.hash.slice(8).split(",").filter(Boolean).map(decodeURIComponent));
+      boxes().forEach((b) => { b.checked = keep.has(b.value); });
+    }
+    count();
   }
 
   // --- keys (internal/keytable: the same table as zoea tui) ----------------------------------------------------
