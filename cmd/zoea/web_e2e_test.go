@@ -325,6 +325,13 @@ func TestWebConsoleInABrowser(t *testing.T) {
 		t.Fatalf("scout-1's ship is at %q, want a place in a system", got)
 	}
 
+	// Where the swarm is: every mysis placed in its system.
+	b.run("where", 30*time.Second, chromedp.Navigate(base+"/where"), chromedp.WaitVisible(chromedp.ID("#galaxy")))
+	if got := b.text("#systems"); !strings.Contains(got, "scout-1") || !strings.Contains(got, "trader-3") {
+		t.Fatalf("the where page does not place scout-1 and trader-3:\n%s", got)
+	}
+	b.screenshot("where")
+
 	// The remaining pages, for the screenshots; then the swarm page as a phone shows it.
 	b.run("spend", 60*time.Second, chromedp.Navigate(base+"/spend"), chromedp.WaitVisible(chromedp.CSS("figure.chart")),
 		chromedp.WaitVisible(chromedp.CSS("#top-table a")))

@@ -69,7 +69,8 @@ type hub struct {
 	// and the list is younger than listFresh, instead of asking the runner for every mysis on each load.
 	rows     map[string]*runnerv1.MysisStatus
 	listedAt time.Time
-	complete bool // no event since the list was taken is unaccounted for
+	complete bool      // no event since the list was taken is unaccounted for
+	listing  *listCall // the whole-swarm read in flight, shared by whoever asks meanwhile
 }
 
 // listFresh is how long a list kept current by events serves the swarm page before it is read whole again.
@@ -136,7 +137,7 @@ func (h *hub) run(ctx context.Context) {
 	}()
 	for ctx.Err() == nil {
 		// Live once the bus has accepted the watch (its stream's headers), not before.
-		err := h.b.Watch(ctx, func() { h.setLive(true, "") }, h.onEvent)
+		err := h.b.Watch(ctx, func() { h.setLive(true, ""); h.preload(ctx) }, h.onEvent)
 		if ctx.Err() != nil {
 			return
 		}
@@ -523,6 +524,59 @@ func (h *hub) swarm() ([]*runnerv1.MysisStatus, bool) {
 		out = append(out, proto.Clone(st).(*runnerv1.MysisStatus))
 	}
 	return out, true
+}
+
+// listCall is one whole-swarm read.
+type listCall struct {
+	done chan struct{}
+	list []*runnerv1.MysisStatus
+	err  error
+}
+
+// list reads the whole swarm and keeps it; callers that ask while a read is in flight share it, so a swarm page
+// opened during the console's first read waits for that read rather than starting another.
+func (h *hub) list(ctx context.Context) ([]*runnerv1.MysisStatus, error) {
+	h.mu.Lock()
+	c := h.listing
+	if c == nil {
+		c = &listCall{done: make(chan struct{})}
+		h.listing = c
+		start, bctx := h.now(), h.ctx
+		go func() {
+			lctx, cancel := context.WithTimeout(bctx, h.timeout)
+			defer cancel()
+			c.list, c.err = h.b.List(lctx)
+			if c.err == nil {
+				h.keep(c.list, start)
+			}
+			h.mu.Lock()
+			h.listing = nil
+			h.mu.Unlock()
+			close(c.done)
+		}()
+	}
+	h.mu.Unlock()
+	select {
+	case <-c.done:
+		return c.list, c.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// preload reads the swarm once when the stream first goes live and nothing has read it yet, so the first swarm
+// page of a large swarm is served from the kept list instead of waiting for ListMyses (3.2 s at 10,000 myses).
+func (h *hub) preload(ctx context.Context) {
+	h.mu.Lock()
+	first := h.listing == nil && h.listedAt.IsZero()
+	h.mu.Unlock()
+	if first {
+		go func() {
+			if _, err := h.list(ctx); err != nil && ctx.Err() == nil {
+				h.log.Debug("preloading the swarm failed; the first page reads it", "err", err)
+			}
+		}()
+	}
 }
 
 // keep stores a whole list read at start (taken before the read, so an event during it marks it incomplete only if

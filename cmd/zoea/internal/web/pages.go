@@ -43,7 +43,7 @@ func pathSegment(name string) string {
 // parsePages parses each page with the layout.
 func parsePages() map[string]*template.Template {
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"login", "refused", "swarm", "mysis", "anatomy", "spend", "help", "delete", "notfound"} {
+	for _, name := range []string{"login", "refused", "swarm", "mysis", "anatomy", "spend", "where", "help", "delete", "notfound"} {
 		pages[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
 	}
 	return pages
@@ -140,7 +140,7 @@ func matches(r row, filter string) bool {
 	if filter == "" {
 		return true
 	}
-	hay := strings.ToLower(strings.Join([]string{r.Name, r.State, r.Provider, r.Model, r.Action, r.LastError, r.Owner}, " "))
+	hay := strings.ToLower(strings.Join([]string{r.Name, r.State, r.Provider, r.Model, r.Action, r.Where, r.LastError, r.Owner}, " "))
 	return strings.Contains(hay, strings.ToLower(filter))
 }
 
@@ -149,13 +149,11 @@ func (s *Server) swarmPage(w http.ResponseWriter, r *http.Request) {
 	if !kept {
 		ctx, cancel := s.call(r)
 		defer cancel()
-		start := s.opts.Now()
 		var err error
-		if list, err = s.b.List(ctx); err != nil {
+		if list, err = s.hub.list(ctx); err != nil {
 			s.failed(w, r, err, present.Subject{Service: "runner"})
 			return
 		}
-		s.hub.keep(list, start)
 	}
 	by := r.URL.Query().Get("sort")
 	if !slices.Contains(sortNames, by) {

@@ -185,6 +185,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /{$}", s.authed(s.swarmPage))
 	mux.HandleFunc("GET /help", s.authed(s.helpPage))
 	mux.HandleFunc("GET /spend", s.authed(s.spendPage))
+	mux.HandleFunc("GET /where", s.authed(s.wherePage))
 	mux.HandleFunc("GET /events", s.authed(s.events))
 	mux.HandleFunc("GET /mysis/{mysis}", s.authed(s.mysisPage))
 	mux.HandleFunc("GET /mysis/{mysis}/anatomy", s.authed(s.anatomyPage))

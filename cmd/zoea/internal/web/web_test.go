@@ -738,3 +738,38 @@ func TestPagesShowNoSecrets(t *testing.T) {
 		}
 	}
 }
+
+func TestWherePlacesEveryMysisInItsSystem(t *testing.T) {
+	b := newScripted()
+	at := func(sys, poi, docked string) *runnerv1.ShipView {
+		return &runnerv1.ShipView{System: sys, Poi: poi, DockedAt: docked, MaxHull: 100}
+	}
+	b.myses[0].Ship = at("sol", "main_belt", "")
+	b.myses[1].Ship = at("sol", "sol_central", "sol_central")
+	for i := range 15 {
+		b.myses = append(b.myses, &runnerv1.MysisStatus{Mysis: &memoryv1.Mysis{Id: fmt.Sprintf("id-m%02d", i), Name: fmt.Sprintf("m%02d", i)},
+			Ship: at("alpha_centauri", "ac_belt", "")})
+	}
+	c := startConsole(t, b)
+	c.login(testToken)
+	_, body := c.get("/where")
+	for _, want := range []string{`18 myses in 2 systems · 1 not placed yet (no get_status)`,
+		`<a href="/?q=alpha_centauri">alpha_centauri</a> <small>15 myses · 0 docked</small>`,
+		`<b>ac_belt</b>: 15 — <a href="/mysis/m00">m00</a>`, `and 3 more`,
+		`<a href="/?q=sol">sol</a> <small>2 myses · 1 docked</small>`,
+		`<b>main_belt</b>: 1 — <a href="/mysis/scout-1">scout-1</a>`, `<b>sol_central</b> (docked): 1 — <a href="/mysis/miner-2">miner-2</a>`,
+		`<title>alpha_centauri: 15 myses, 0 docked</title>`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the where page lacks %s", want)
+		}
+	}
+	// The biggest system comes first and has the biggest circle.
+	if strings.Index(body, "alpha_centauri: 15") > strings.Index(body, "sol: 2") {
+		t.Error("systems are not in order of size")
+	}
+	// The swarm filter finds myses by where they are.
+	_, body = c.get("/?q=sol_central")
+	if !strings.Contains(body, `data-name="miner-2"`) || strings.Contains(body, `data-name="scout-1"`) {
+		t.Error("filtering the swarm by a place does not find who is there")
+	}
+}

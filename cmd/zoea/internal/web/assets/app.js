@@ -119,6 +119,9 @@
     });
   }
 
+  // The whereabouts page is read again every 30 s (it lists the whole swarm; events do not move ships).
+  if (page === "where") setTimeout(() => location.reload(), 30000);
+
   // --- selection for bulk actions: the first column's boxes, kept across the action's reload -------------------
   const bulk = document.getElementById("bulk");
   if (bulk) {
