@@ -462,16 +462,6 @@ func (e *Engine) DropSessions() int {
 	return n
 }
 
-// Catalog lists the tradeable items (spacemolt_catalog type=items).
-func (e *Engine) Catalog() *CatalogResult {
-	res := &CatalogResult{Type: "items"}
-	for _, it := range itemCatalog {
-		res.Items = append(res.Items, CatalogItem{ID: it.ID, Name: it.Name, Category: "ore", GuidePrice: it.GuidePrice})
-	}
-	res.Total = len(res.Items)
-	return res
-}
-
 func hashPassword(pw string) [32]byte { return sha256.Sum256([]byte(pw)) }
 
 func validUsername(u string) bool {

@@ -396,6 +396,8 @@ type MineResult struct {
 
 // SellResult answers sell.
 type SellResult struct {
+	// AutoDocked: the player was at the station undocked; the server docked it first (the live envelope flag).
+	AutoDocked   bool   `json:"auto_docked,omitempty"`
 	Action       string `json:"action"`
 	Item         string `json:"item"`
 	ItemID       string `json:"item_id"`
@@ -409,6 +411,8 @@ type SellResult struct {
 
 // BuyResult answers buy.
 type BuyResult struct {
+	// AutoDocked: the player was at the station undocked; the server docked it first (the live envelope flag).
+	AutoDocked       bool   `json:"auto_docked,omitempty"`
 	Action           string `json:"action"`
 	Item             string `json:"item"`
 	ItemID           string `json:"item_id"`
@@ -422,12 +426,14 @@ type BuyResult struct {
 
 // RefuelResult answers refuel at a station: fuel and fuel_now are the tank after it, source is "credits".
 type RefuelResult struct {
-	Action  string `json:"action"`
-	Source  string `json:"source"`
-	Fuel    int    `json:"fuel"`
-	FuelNow int    `json:"fuel_now"`
-	FuelMax int    `json:"fuel_max"`
-	Cost    int    `json:"cost"`
+	// AutoDocked: the player was at the station undocked; the server docked it first (the live envelope flag).
+	AutoDocked bool   `json:"auto_docked,omitempty"`
+	Action     string `json:"action"`
+	Source     string `json:"source"`
+	Fuel       int    `json:"fuel"`
+	FuelNow    int    `json:"fuel_now"`
+	FuelMax    int    `json:"fuel_max"`
+	Cost       int    `json:"cost"`
 }
 
 // LogEntryView is one captain's log entry in login's captains_log.
@@ -505,17 +511,21 @@ type HelpResult struct {
 	Text  string `json:"text"`
 }
 
-// CatalogResult answers spacemolt_catalog.
+// CatalogResult answers catalog (spacemolt_catalog on v2).
 type CatalogResult struct {
-	Type  string        `json:"type"`
-	Items []CatalogItem `json:"items"`
-	Total int           `json:"total"`
+	Type       string        `json:"type"`
+	Items      []CatalogItem `json:"items"`
+	Total      int           `json:"total"`
+	Page       int           `json:"page"`
+	PageSize   int           `json:"page_size"`
+	TotalPages int           `json:"total_pages"`
+	Message    string        `json:"message"`
 }
 
 // CatalogItem is one catalog entry.
 type CatalogItem struct {
-	ID         string `json:"id"`
-	Name       string `json:"name"`
-	Category   string `json:"category"`
-	GuidePrice int    `json:"guide_price"`
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Category    string `json:"category,omitempty"`
+	Description string `json:"description,omitempty"`
 }
