@@ -68,8 +68,7 @@ func (e *Engine) missionsAt(w *World, b *Base) []missionTemplate {
 	out := make([]missionTemplate, 0, len(ores))
 	for _, ore := range ores {
 		it, _ := itemByID(ore)
-		qty := max(5, 200/it.GuidePrice/2*2)
-		qty = min(qty, 40)
+		qty := max(5, min(20, 60/it.GuidePrice)) // a few trips of a starter hold
 		tid := "supply_" + ore
 		out = append(out, missionTemplate{
 			id: e.stableUUID(b.ID + "/" + tid), templateID: tid, baseID: b.ID,
