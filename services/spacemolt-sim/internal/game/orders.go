@@ -18,6 +18,9 @@ import (
 // MaxOrderPrice is the live game's per-unit price cap (price_too_high above it).
 const MaxOrderPrice = 1_000_000_000_000
 
+// maxOrderQuantity bounds an order's quantity (the simulator's own; no hold comes near it).
+const maxOrderQuantity = 1_000_000
+
 // playerOrder is one resting order.
 type playerOrder struct {
 	ID         string    `json:"order_id"`
@@ -118,6 +121,9 @@ func checkOrderArgs(qty, price int) error {
 	}
 	if price > MaxOrderPrice {
 		return errorf(CodePriceTooHigh, "price_each %d is above the cap of %d credits per unit.", price, MaxOrderPrice)
+	}
+	if qty > maxOrderQuantity { // keeps quantity × price inside an int64
+		return errorf(CodeInvalidPayload, "quantity must be at most %d. Example: {\"item_id\": \"iron_ore\", \"quantity\": 10, \"price_each\": 6}", maxOrderQuantity)
 	}
 	return nil
 }

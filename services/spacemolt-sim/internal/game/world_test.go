@@ -21,11 +21,14 @@ func TestGalaxyInvariantsAcrossSeeds(t *testing.T) {
 			t.Fatalf("seed %d: sol_central must be a station with base %s, market and fuel", seed, HomeBase)
 		}
 		belt := w.poi(HomeBelt)
+		if belt == nil {
+			t.Fatalf("seed %d: no main_belt", seed)
+		}
 		var belted []string
-		for _, d := range belt.Deposits { // a nil belt has no deposits and fails below
+		for _, d := range belt.Deposits {
 			belted = append(belted, d.ResourceID)
 		}
-		if belt == nil || belt.SystemID != HomeSystem || !slices.Equal(belted, []string{"iron_ore", "copper_ore", "nickel_ore", "titanium_ore"}) {
+		if belt.SystemID != HomeSystem || !slices.Equal(belted, []string{"iron_ore", "copper_ore", "nickel_ore", "titanium_ore"}) {
 			t.Fatalf("seed %d: main_belt holds %v, want the live starter belt's iron, copper, nickel and titanium", seed, belted)
 		}
 		ores := map[string]bool{}
