@@ -599,7 +599,7 @@ func (e *Engine) Logout(sid string) (*OKResult, error) {
 		delete(e.current, p)
 	}
 	e.sessMu.Unlock()
-	return &OKResult{OK: true, Message: "Logged out."}, nil
+	return &OKResult{Message: "Logged out."}, nil
 }
 
 // note is a notification raised while the world lock is held.

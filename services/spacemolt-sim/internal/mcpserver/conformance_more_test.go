@@ -50,6 +50,14 @@ var v2Route = map[string]struct {
 	"list_ships":          {"spacemolt_ship", "list_ships", nil},
 	"facility":            {"spacemolt_facility", "list", map[string]string{"action": ""}},
 	"catalog":             {"spacemolt_catalog", "", nil},
+	"find_route":          {"spacemolt", "find_route", map[string]string{"target_system": "id"}},
+	"view_market":         {"spacemolt_market", "view_market", nil},
+	"captains_log_add":    {"spacemolt_social", "captains_log_add", map[string]string{"entry": "content"}},
+	"captains_log_list":   {"spacemolt_social", "captains_log_list", nil},
+	"chat":                {"spacemolt_social", "chat", map[string]string{"channel": "target"}},
+	"logout":              {"spacemolt_auth", "logout", nil},
+	"help":                {"spacemolt", "help", nil},
+	"get_system":          {"spacemolt", "get_system", nil},
 }
 
 func v1Endpoint(s *sim, t *testing.T) endpoint {
@@ -247,4 +255,54 @@ func playMoreOfTheGame(t *testing.T, ep endpoint) []v1Sample {
 		fail("facility", map[string]any{"action": "build"}, game.CodeInvalidPayload)
 	}
 	return got
+}
+
+// TestConformanceReads holds the remaining reads and the log, chat and logout to the facts, on /mcp and /mcp/v2
+// (help only on /mcp: v2's help is the tool's own action list).
+func TestConformanceReads(t *testing.T) {
+	facts := loadV1Facts(t)
+	for _, mk := range []func(*sim, *testing.T) endpoint{v1Endpoint, v2Endpoint} {
+		s := newSim(t, simOptions{manual: true})
+		s.tickOnDemand()
+		ep := mk(s, t)
+		t.Run(strings.TrimPrefix(ep.name, "/"), func(t *testing.T) {
+			var got []v1Sample
+			do := func(action string, args map[string]any) map[string]any {
+				t.Helper()
+				doc, errText := ep.call(action, args)
+				if errText != "" {
+					t.Fatalf("%s %s(%v) failed: %s", ep.name, action, args, errText)
+				}
+				var m map[string]any
+				if err := json.Unmarshal([]byte(doc), &m); err != nil {
+					t.Fatalf("%s %s: %v", ep.name, action, err)
+				}
+				if action != "register" && action != "get_system" {
+					got = append(got, v1Sample{action, action, doc})
+				}
+				return m
+			}
+			do("register", map[string]any{"username": "reader", "empire": "solarian"})
+			sys := do("get_system", nil)
+			far := sys["system"].(map[string]any)["connections"].([]any)[0].(map[string]any)["system_id"]
+			do("find_route", map[string]any{"target_system": far})
+			do("find_route", map[string]any{"target_system": "nowhere"})
+			do("view_market", nil)
+			do("view_market", map[string]any{"item_id": "iron_ore"})
+			do("captains_log_list", nil) // empty
+			do("captains_log_add", map[string]any{"entry": "Day 1."})
+			do("captains_log_add", map[string]any{"entry": "Day 2."})
+			do("captains_log_list", map[string]any{"index": 1})
+			do("chat", map[string]any{"channel": "local", "content": "hello"})
+			if ep.name == "/mcp" {
+				do("help", nil)
+				do("help", map[string]any{"topic": "market"})
+			}
+			do("logout", nil)
+			order := measureOn(t, ep.name, facts, got)
+			if len(order) < 6 {
+				t.Fatalf("measured %v", order)
+			}
+		})
+	}
 }

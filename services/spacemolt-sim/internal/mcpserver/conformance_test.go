@@ -54,6 +54,12 @@ var simExtras = map[string][]string{
 	"refuel":            {"auto_docked"},
 	"create_sell_order": {"auto_docked"},
 	"create_buy_order":  {"auto_docked"},
+	// view_market's base id (the composer keeps one market read per station by it), the log's count after an add,
+	// chat's delivery report (sent_at, how many received it), help's rules text beside its command list.
+	"view_market":      {"base_id"},
+	"captains_log_add": {"total_count"},
+	"chat":             {"sent_at", "recipients"},
+	"help":             {"text"},
 	"get_map": {"current_system", "systems[].empire", "systems[].security_status", "systems[].position",
 		"systems[].connections", "systems[].pois", "systems[].has_station", "systems[].visited"},
 }

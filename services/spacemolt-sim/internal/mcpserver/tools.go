@@ -282,7 +282,13 @@ func (s *Server) tools() []tool {
 		{
 			name: "help", readOnly: true, desc: "How to play; topic narrows it (travel, jump, mining, market, fuel, session, limits, chat, log, notifications).",
 			params: []param{{name: "topic", typ: tString, desc: "Topic."}},
-			run:    func(_ context.Context, c call) (any, error) { return e.Help(c.args.str("topic")), nil },
+			run: func(_ context.Context, c call) (any, error) {
+				h := e.Help(c.args.str("topic"))
+				for _, t := range s.tools() {
+					h.Commands = append(h.Commands, game.HelpCommand{Name: t.name, Description: t.desc, IsMutation: !t.readOnly, RequiresAuth: !t.binds && t.name != "help"})
+				}
+				return h, nil
+			},
 		},
 	}
 }
