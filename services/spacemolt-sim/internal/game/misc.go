@@ -67,17 +67,15 @@ func (e *Engine) ListShips(sid string) (*ListShipsResult, error) {
 	}, nil
 }
 
-// FacilityActions are the facility actions the simulator answers.
-var FacilityActions = []string{"list"}
-
 // Facility answers facility action=list: the station's own services as facilities. No player or faction
-// facilities exist in the simulator.
+// facilities exist in the simulator. No action and help answer the list too (the live server answers its
+// documentation there).
 func (e *Engine) Facility(sid, action string) (*FacilityListResult, error) {
 	p, err := e.begin(sid, kindRead)
 	if err != nil {
 		return nil, err
 	}
-	if action != "list" {
+	if action != "list" && action != "" && action != "help" {
 		return nil, e.count(p, errorf(CodeInvalidPayload, "The simulator implements facility action 'list' only (got %q). Example: {\"action\": \"list\"}", action))
 	}
 	w := e.w()

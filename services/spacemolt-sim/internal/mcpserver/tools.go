@@ -265,8 +265,8 @@ func (s *Server) tools() []tool {
 			run: func(_ context.Context, c call) (any, error) { return e.ListShips(c.sid) },
 		},
 		{
-			name: "facility", readOnly: true, desc: "Station facilities; the simulator answers action=list (the facilities of the station you are docked at).",
-			params: []param{{name: "action", typ: tString, desc: "list.", required: true, enum: game.FacilityActions}},
+			name: "facility", readOnly: true, desc: "Station facilities; the simulator answers action=list (the facilities of the station you are docked at; also without an action or with help).",
+			params: []param{{name: "action", typ: tString, desc: "list (default)."}},
 			run:    func(_ context.Context, c call) (any, error) { return e.Facility(c.sid, c.args.str("action")) },
 		},
 		{
