@@ -195,11 +195,13 @@ func (e *Engine) doAcceptMission(w *World, p *Player, id string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	i := slices.IndexFunc(e.missionsAt(w, b), func(m missionTemplate) bool { return m.id == id })
+	// A template id names the same offer (v2 accepts template_id).
+	i := slices.IndexFunc(e.missionsAt(w, b), func(m missionTemplate) bool { return m.id == id || m.templateID == id })
 	if i < 0 {
 		return nil, errorf(CodeMissionNotFound, "Mission %q is not offered at %s. Use get_missions to see available missions and their IDs. Example: {\"mission_id\": \"<mission_id>\"}", id, b.Name)
 	}
 	m := e.missionsAt(w, b)[i]
+	id = m.id
 	if slices.ContainsFunc(p.missions, func(a *activeMission) bool { return a.ID == id }) {
 		return nil, errorf(CodeMissionAlreadyAccepted, "You have already accepted %q. get_active_missions shows its progress.", m.title)
 	}

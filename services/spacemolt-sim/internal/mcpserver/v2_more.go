@@ -43,9 +43,11 @@ func (s *Server) v2Extend(tools []v2Tool, helpFor func(string) v2Action) []v2Too
 		return a
 	}
 	mission := map[string]string{"mission_id": "id"}
+	accept := from("accept_mission", mission)
+	accept.aliases["template_id"] = "id" // v2 accepts a mission by its template too
 	more := map[string][]v2Action{
 		"spacemolt": {
-			from("get_missions", nil), from("accept_mission", mission), from("complete_mission", mission),
+			from("get_missions", nil), accept, from("complete_mission", mission),
 			from("get_active_missions", nil), from("abandon_mission", mission),
 			from("decline_mission", map[string]string{"template_id": "id"}),
 			from("jettison", map[string]string{"item_id": "id"}), from("get_version", nil),
@@ -56,6 +58,7 @@ func (s *Server) v2Extend(tools []v2Tool, helpFor func(string) v2Action) []v2Too
 			from("analyze_market", nil), from("estimate_purchase", nil),
 		},
 		"spacemolt_ship":     {from("list_ships", nil)},
+		"spacemolt_storage":  {from("jettison", map[string]string{"item_id": "id"})}, // v2 has it on both tools
 		"spacemolt_facility": {},
 	}
 	facility := from("facility", nil)
@@ -74,11 +77,12 @@ func (s *Server) v2Extend(tools []v2Tool, helpFor func(string) v2Action) []v2Too
 		if !ok {
 			continue
 		}
-		if t.name == "spacemolt_ship" || t.name == "spacemolt_facility" {
-			tools[i].desc = map[string]string{
-				"spacemolt_ship":     "Ship management; the simulator implements list_ships.",
-				"spacemolt_facility": "Station facilities; the simulator implements list.",
-			}[t.name]
+		if desc, helpOnly := map[string]string{
+			"spacemolt_ship":     "Ship management; the simulator implements list_ships.",
+			"spacemolt_storage":  "Station storage; the simulator implements jettison (it has no storage).",
+			"spacemolt_facility": "Station facilities; the simulator implements list.",
+		}[t.name]; helpOnly {
+			tools[i].desc = desc
 			tools[i].actions = append(add, helpFor(t.name))
 			continue
 		}

@@ -137,6 +137,7 @@ func TestV2ToolTable(t *testing.T) {
 		"spacemolt_market": {"view_market", "create_buy_order", "create_sell_order", "cancel_order", "modify_order",
 			"view_orders", "analyze_market", "estimate_purchase", "help"},
 		"spacemolt_ship":     {"list_ships", "help"},
+		"spacemolt_storage":  {"jettison", "help"},
 		"spacemolt_facility": {"list", "help"},
 		"spacemolt_social":   {"chat", "captains_log_add", "captains_log_list", "help"},
 		"spacemolt_catalog":  {"catalog"},
@@ -287,4 +288,17 @@ func TestV2ErrorsCarryWaits(t *testing.T) {
 			s.engine.Tick()
 		}
 	}
+}
+
+// v2 accepts a mission by its template id, and has jettison on spacemolt_storage as well as on spacemolt.
+func TestV2MissionByTemplateAndStorageJettison(t *testing.T) {
+	s := newSim(t, simOptions{})
+	p := s.connectV2(t)
+	p.ok("spacemolt_auth", "register", map[string]any{"username": "v2contract", "empire": "solarian"})
+	acc := p.ok("spacemolt", "accept_mission", map[string]any{"template_id": "supply_copper_ore"})
+	active := p.ok("spacemolt", "get_active_missions", nil)
+	if num(t, active, "total_count") != 1 || active["missions"].([]any)[0].(map[string]any)["mission_id"] != acc["mission_id"] {
+		t.Fatalf("accepted %v, active %v", acc, active)
+	}
+	p.fail("spacemolt_storage", "jettison", map[string]any{"id": "iron_ore", "quantity": 1}, game.CodeItemNotAvailable)
 }
