@@ -331,7 +331,10 @@ func (e *Engine) doSell(w *World, p *Player, itemID string, qty int) (any, error
 	if err != nil {
 		return nil, err
 	}
-	it, known := itemByID(itemID)
+	it, known := resolveItem(itemID) // an id or a name ("Iron Ore"), as the live server takes
+	if known {
+		itemID = it.ID
+	}
 	have := p.cargo[itemID]
 	if !known || have == 0 {
 		return nil, errorf(CodeItemNotAvailable, "You have no %s in your cargo.", itemID)
@@ -376,7 +379,10 @@ func (e *Engine) doBuy(w *World, p *Player, itemID string, qty int) (any, error)
 	if err != nil {
 		return nil, err
 	}
-	it, known := itemByID(itemID)
+	it, known := resolveItem(itemID)
+	if known {
+		itemID = it.ID
+	}
 	var book *Book
 	if known {
 		book = b.Market.book(itemID)

@@ -99,3 +99,26 @@ func TestMissionsAndOrdersPersist(t *testing.T) {
 		t.Fatalf("cargo used %d, want 30 less the %d delivered (the 5 listed came back)", cargo.Used, iron.Objectives[0].Quantity)
 	}
 }
+
+// sell and buy take an item's name as well as its id, and jettison dumps what the hold has.
+func TestTradesTakeItemNames(t *testing.T) {
+	w := newWorldT(t, Config{MutationsPerMinute: -1, ReadsPerMinute: -1})
+	reg := w.register("namer")
+	sid := reg.SessionID
+	p := w.e.byID[reg.PlayerID]
+	p.mu.Lock()
+	p.cargo["nickel_ore"] = 4
+	p.mu.Unlock()
+	sold := w.must(w.act(func(ctx context.Context) (any, error) { return w.e.Sell(ctx, sid, "Nickel Ore", 2) })).(*SellResult)
+	if sold.ItemID != "nickel_ore" || sold.QuantitySold != 2 {
+		t.Fatalf("sell by name = %+v", sold)
+	}
+	bought := w.must(w.act(func(ctx context.Context) (any, error) { return w.e.Buy(ctx, sid, "iron ore", 1) })).(*BuyResult)
+	if bought.ItemID != "iron_ore" {
+		t.Fatalf("buy by name = %+v", bought)
+	}
+	j := w.must(w.act(func(ctx context.Context) (any, error) { return w.e.Jettison(ctx, sid, "nickel_ore", 10) })).(*JettisonResult)
+	if j.Quantity != 2 || j.CargoUsed != 1 {
+		t.Fatalf("jettison = %+v, want the 2 left, 1 iron aboard", j)
+	}
+}
