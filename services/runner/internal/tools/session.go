@@ -163,6 +163,8 @@ func (r *Router) listTools(ctx context.Context, cs *mcp.ClientSession, endpoint 
 var knownReads = map[string]bool{
 	"get_status": true, "get_ship": true, "get_cargo": true, "get_system": true, "get_poi": true, "get_nearby": true,
 	"get_map": true, "find_route": true, "view_market": true, "captains_log_list": true, "help": true,
+	"get_missions": true, "get_active_missions": true, "decline_mission": true, "view_orders": true,
+	"estimate_purchase": true, "analyze_market": true, "list_ships": true, "catalog": true, "get_version": true,
 	"spacemolt_catalog": true, // MCP v2's one tool without an action: catalog lookups
 }
 
@@ -174,6 +176,9 @@ var knownV2Reads = map[string]bool{
 	"spacemolt.get_status": true, "spacemolt.get_ship": true, "spacemolt.get_cargo": true, "spacemolt.get_system": true,
 	"spacemolt.get_poi": true, "spacemolt.get_nearby": true, "spacemolt.get_map": true, "spacemolt.find_route": true,
 	"spacemolt.get_commands": true, "spacemolt_market.view_market": true, "spacemolt_social.captains_log_list": true,
+	"spacemolt.get_missions": true, "spacemolt.get_active_missions": true, "spacemolt.decline_mission": true,
+	"spacemolt.get_version": true, "spacemolt_market.view_orders": true, "spacemolt_market.estimate_purchase": true,
+	"spacemolt_market.analyze_market": true, "spacemolt_ship.list_ships": true, "spacemolt_facility.list": true,
 }
 
 // readActions returns the read actions of an action-dispatched tool: of the actions its input schema enumerates for

@@ -11,6 +11,7 @@ type command struct {
 	target string
 	item   string
 	qty    int
+	price  int
 }
 
 // Travel moves to a POI in the current system; it returns at arrival, with the ships found there.
@@ -135,6 +136,20 @@ func (e *Engine) resolve(w *World, a *action, t int64) (any, error) {
 		return e.doBuy(w, a.p, a.cmd.item, a.cmd.qty)
 	case "refuel":
 		return e.doRefuel(w, a.p)
+	case "accept_mission":
+		return e.doAcceptMission(w, a.p, a.cmd.target)
+	case "complete_mission":
+		return e.doCompleteMission(w, a.p, a.cmd.target)
+	case "create_sell_order":
+		return e.doCreateSellOrder(w, a.p, a.cmd)
+	case "create_buy_order":
+		return e.doCreateBuyOrder(w, a.p, a.cmd)
+	case "cancel_order":
+		return e.doCancelOrder(w, a.p, a.cmd.target)
+	case "modify_order":
+		return e.doModifyOrder(a.p, a.cmd.target, a.cmd.price)
+	case "jettison":
+		return e.doJettison(a.p, a.cmd.item, a.cmd.qty)
 	}
 	return nil, errorf(CodeInvalidPayload, "unknown action %q", a.cmd.name)
 }
@@ -316,7 +331,10 @@ func (e *Engine) doSell(w *World, p *Player, itemID string, qty int) (any, error
 	if err != nil {
 		return nil, err
 	}
-	it, known := itemByID(itemID)
+	it, known := resolveItem(itemID) // an id or a name ("Iron Ore"), as the live server takes
+	if known {
+		itemID = it.ID
+	}
 	have := p.cargo[itemID]
 	if !known || have == 0 {
 		return nil, errorf(CodeItemNotAvailable, "You have no %s in your cargo.", itemID)
@@ -349,7 +367,7 @@ func (e *Engine) doSell(w *World, p *Player, itemID string, qty int) (any, error
 	}
 	return &SellResult{
 		Action: "sell", Item: it.Name, ItemID: itemID, QuantitySold: sold, TotalEarned: earned, Fills: fills,
-		Unsold: qty - sold, Message: msg,
+		Unsold: qty - sold, Message: msg, AutoDocked: docked,
 	}, nil
 }
 
@@ -361,7 +379,10 @@ func (e *Engine) doBuy(w *World, p *Player, itemID string, qty int) (any, error)
 	if err != nil {
 		return nil, err
 	}
-	it, known := itemByID(itemID)
+	it, known := resolveItem(itemID)
+	if known {
+		itemID = it.ID
+	}
 	var book *Book
 	if known {
 		book = b.Market.book(itemID)
@@ -393,7 +414,7 @@ func (e *Engine) doBuy(w *World, p *Player, itemID string, qty int) (any, error)
 	e.notifyLater(p, "trade", "buy_filled", map[string]any{"item_id": itemID, "quantity": qty, "total": cost, "base_id": b.ID})
 	return &BuyResult{
 		Action: "buy", Item: it.Name, ItemID: itemID, Quantity: qty, TotalCost: cost, Fills: fills,
-		DeliveredToCargo: qty, Message: msg,
+		DeliveredToCargo: qty, Message: msg, AutoDocked: docked,
 	}, nil
 }
 
@@ -410,12 +431,12 @@ func (e *Engine) doRefuel(w *World, p *Player) (any, error) {
 	if add == 0 {
 		return nil, errorf(CodeNoCredits, "Fuel costs %d credits a unit; you have %d.", b.FuelPrice, p.credits)
 	}
-	e.autoDock(p, b)
+	docked := e.autoDock(p, b)
 	cost := add * b.FuelPrice
 	p.credits -= cost
 	p.creditsSpent += cost
 	p.ship.Fuel += add
-	return &RefuelResult{Action: "refuel", Source: "credits", Fuel: p.ship.Fuel, FuelNow: p.ship.Fuel, FuelMax: p.ship.FuelMax, Cost: cost}, nil
+	return &RefuelResult{Action: "refuel", Source: "credits", Fuel: p.ship.Fuel, FuelNow: p.ship.Fuel, FuelMax: p.ship.FuelMax, Cost: cost, AutoDocked: docked}, nil
 }
 
 func splitmix64(x uint64) uint64 {

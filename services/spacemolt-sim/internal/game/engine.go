@@ -462,16 +462,6 @@ func (e *Engine) DropSessions() int {
 	return n
 }
 
-// Catalog lists the tradeable items (spacemolt_catalog type=items).
-func (e *Engine) Catalog() *CatalogResult {
-	res := &CatalogResult{Type: "items"}
-	for _, it := range itemCatalog {
-		res.Items = append(res.Items, CatalogItem{ID: it.ID, Name: it.Name, Category: "ore", GuidePrice: it.GuidePrice})
-	}
-	res.Total = len(res.Items)
-	return res
-}
-
 func hashPassword(pw string) [32]byte { return sha256.Sum256([]byte(pw)) }
 
 func validUsername(u string) bool {
@@ -609,7 +599,7 @@ func (e *Engine) Logout(sid string) (*OKResult, error) {
 		delete(e.current, p)
 	}
 	e.sessMu.Unlock()
-	return &OKResult{OK: true, Message: "Logged out."}, nil
+	return &OKResult{Message: "Logged out."}, nil
 }
 
 // note is a notification raised while the world lock is held.

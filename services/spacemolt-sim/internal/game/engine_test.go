@@ -364,12 +364,12 @@ func TestCaptainsLog(t *testing.T) {
 		}
 	}
 	l, _ = w.e.LogList(sid, 0)
-	if *l.Entry != "entry 24" || l.TotalCount != LogKeep {
-		t.Fatalf("newest = %q of %d", *l.Entry, l.TotalCount)
+	if l.Entry.Entry != "entry 24" || l.TotalCount != LogKeep {
+		t.Fatalf("newest = %q of %d", l.Entry.Entry, l.TotalCount)
 	}
 	l, _ = w.e.LogList(sid, 19)
-	if *l.Entry != "entry 5" {
-		t.Fatalf("oldest kept = %q", *l.Entry)
+	if l.Entry.Entry != "entry 5" {
+		t.Fatalf("oldest kept = %q", l.Entry.Entry)
 	}
 	_, err = w.e.LogList(sid, 20)
 	wantCode(t, err, CodeInvalidPayload)

@@ -34,6 +34,14 @@ const (
 	CodeEmptyEntry          = "empty_entry"
 	CodePlayerNotFound      = "player_not_found"
 	CodeServerReset         = "server_reset"
+	CodePriceTooHigh        = "price_too_high"
+	// The live docs name no codes for these; the simulator's own, in the live style.
+	CodeMissionNotFound        = "mission_not_found"
+	CodeMissionAlreadyAccepted = "mission_already_accepted"
+	CodeMissionLimit           = "mission_limit_reached"
+	CodeMissionIncomplete      = "mission_incomplete"
+	CodeMissionExpired         = "mission_expired"
+	CodeOrderNotFound          = "order_not_found"
 )
 
 // Error is a game rule violation. It is an expected outcome of a command, not a

@@ -244,10 +244,13 @@ func solPOIs() []*POI {
 		},
 		{
 			ID: HomeBelt, SystemID: HomeSystem, Name: "Main Belt", Type: POIBelt, X: 3, Y: 0,
-			Description: "Sol's asteroid belt, rich in iron and copper.",
+			Description: "Sol's asteroid belt: iron, copper and nickel, with some titanium.",
+			// The live starter belt's ores (recorded real play mined all four here).
 			Deposits: []*Deposit{
-				{ResourceID: "iron_ore", Richness: 70, Remaining: 6000, Max: 6000, RegenPerTick: 12},
-				{ResourceID: "copper_ore", Richness: 30, Remaining: 3000, Max: 3000, RegenPerTick: 6},
+				{ResourceID: "iron_ore", Richness: 50, Remaining: 6000, Max: 6000, RegenPerTick: 12},
+				{ResourceID: "copper_ore", Richness: 25, Remaining: 3000, Max: 3000, RegenPerTick: 6},
+				{ResourceID: "nickel_ore", Richness: 17, Remaining: 2500, Max: 2500, RegenPerTick: 5},
+				{ResourceID: "titanium_ore", Richness: 8, Remaining: 900, Max: 900, RegenPerTick: 2},
 			},
 		},
 		{
@@ -372,7 +375,7 @@ func systemOf(systems []*System, id string) *System {
 	return nil
 }
 
-var bookDepth = map[string]int{"iron_ore": 80, "copper_ore": 60, "silicon_ore": 50, "titanium_ore": 30, "gold_ore": 20}
+var bookDepth = map[string]int{"iron_ore": 80, "copper_ore": 60, "nickel_ore": 60, "silicon_ore": 50, "titanium_ore": 30, "gold_ore": 20}
 
 func newMarket(rng *rand.Rand, home, capital bool) *Market {
 	m := &Market{}

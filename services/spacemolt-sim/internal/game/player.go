@@ -106,6 +106,9 @@ type Player struct {
 	lastActive    atomic.Int64 // unix nanos of the game clock at the newest authenticated call
 	ticks         int          // mutations resolved
 	mineRolls     uint64
+	missions      []*activeMission // accepted, oldest first
+	missionsDone  int
+	orders        []*playerOrder // resting exchange orders, oldest first
 
 	pending      *action
 	arriveTick   int64  // copy of transit.arriveTick for in_transit checks without the world lock

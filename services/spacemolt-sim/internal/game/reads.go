@@ -1,6 +1,7 @@
 package game
 
 import (
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -212,9 +213,9 @@ func (e *Engine) Route(sid, target string) (*RouteResult, error) {
 	}
 	w := e.w()
 	p.mu.Lock()
-	from, fuel, speed := p.systemID, p.ship.Fuel, p.ship.Speed
+	from, fuel, speed, used := p.systemID, p.ship.Fuel, p.ship.Speed, p.cargoUsed()
 	p.mu.Unlock()
-	res := &RouteResult{Route: []RouteStep{}, Fuel: fuel}
+	res := &RouteResult{Route: []RouteStep{}, TargetSystem: target, FuelAvailable: fuel, CargoUsed: used}
 	path := w.route(from, target)
 	if path == nil {
 		res.Message = "No route to " + target + ". get_map lists known systems."
@@ -229,6 +230,10 @@ func (e *Engine) Route(sid, target string) (*RouteResult, error) {
 		}
 	}
 	res.TotalJumps = len(path) - 1
+	if res.TotalJumps > 0 {
+		res.FuelPerJump = (res.EstimatedFuel + res.TotalJumps - 1) / res.TotalJumps
+	}
+	res.Message = fmt.Sprintf("%d jumps to %s, about %d fuel; you have %d.", res.TotalJumps, target, res.EstimatedFuel, fuel)
 	return res, nil
 }
 
@@ -280,14 +285,18 @@ func (e *Engine) Market(sid, itemID string) (*MarketResult, error) {
 	}
 	e.mu.RUnlock()
 
-	res := &MarketResult{BaseID: b.ID, Items: make([]MarketItem, 0, n)}
+	res := &MarketResult{Action: "view_market", Base: b.Name, BaseID: b.ID, Items: make([]MarketItem, 0, n)}
 	for i := range n {
 		bc := &books[i]
 		it, _ := itemByID(bc.itemID)
 		bids, asks := levelPtrs(bc.bids[:]), levelPtrs(bc.asks[:])
-		mi := MarketItem{ItemID: it.ID, Name: it.Name, GuidePrice: it.GuidePrice}
-		mi.BestBuy, mi.BuyVolume = best(bids)
-		mi.BestSell, mi.SellVolume = best(asks)
+		mi := MarketItem{ItemID: it.ID, ItemName: it.Name, Category: "ore", BuyOrders: []Order{}, SellOrders: []Order{}}
+		mi.BestBuy, mi.BuyQuantity = best(bids)
+		mi.BestSell, mi.SellQuantity = best(asks)
+		mi.BuyPrice, mi.SellPrice = mi.BestBuy, mi.BestSell
+		if mi.BestBuy > 0 && mi.BestSell > 0 {
+			mi.Spread = mi.BestSell - mi.BestBuy
+		}
 		if itemID != "" {
 			mi.BuyOrders, mi.SellOrders = orders(bids), orders(asks)
 		}
@@ -308,7 +317,7 @@ func orders(levels []*Level) []Order {
 	out := []Order{}
 	for _, l := range levels {
 		if l.Qty > 0 {
-			out = append(out, Order{Price: l.Price, Quantity: l.Qty})
+			out = append(out, Order{PriceEach: l.Price, Quantity: l.Qty, Source: "station"})
 		}
 	}
 	return out
@@ -342,7 +351,7 @@ func (e *Engine) LogAdd(sid, entry string) (*LogAddResult, error) {
 	if len(p.logAt) > len(p.log) {
 		p.logAt = p.logAt[:len(p.log)]
 	}
-	return &LogAddResult{Index: 0, TotalCount: len(p.log), Message: "Entry recorded."}, nil
+	return &LogAddResult{Index: 0, CreatedAt: timestamp(p.logAt[0]), TotalCount: len(p.log), Message: "Entry recorded."}, nil
 }
 
 // LogList answers captains_log_list.
@@ -355,13 +364,16 @@ func (e *Engine) LogList(sid string, index int) (*LogListResult, error) {
 	defer p.mu.Unlock()
 	n := len(p.log)
 	if n == 0 {
-		return &LogListResult{Index: 0, TotalCount: 0}, nil
+		return &LogListResult{Index: 0, TotalCount: 0, MaxEntries: LogKeep}, nil
 	}
 	if index < 0 || index >= n {
 		return nil, e.count(p, errorf(CodeInvalidPayload, "index must be between 0 and %d.", n-1))
 	}
-	entry := p.log[index]
-	return &LogListResult{Entry: &entry, Index: index, TotalCount: n}, nil
+	entry := &LogEntryView{Index: index, Entry: p.log[index]}
+	if index < len(p.logAt) {
+		entry.CreatedAt = timestamp(p.logAt[index])
+	}
+	return &LogListResult{Entry: entry, Index: index, TotalCount: n, MaxEntries: LogKeep, HasNext: index+1 < n, HasPrev: index > 0}, nil
 }
 
 // Chat channels.
@@ -427,7 +439,7 @@ func (e *Engine) Chat(sid, channel, content, targetID string) (*ChatResult, erro
 			"channel": channel, "from": p.Username, "from_id": p.ID, "content": content, "sent_at": sentAt,
 		})
 	}
-	return &ChatResult{SentAt: sentAt, Channel: channel, Recipients: len(to)}, nil
+	return &ChatResult{Action: "chat", SentAt: sentAt, Channel: channel, Recipients: len(to)}, nil
 }
 
 // MaxNotifications bounds one get_notifications call.

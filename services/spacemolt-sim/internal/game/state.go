@@ -30,32 +30,35 @@ type State struct {
 // PlayerState is one account. A player caught in transit is stored at its destination: the fuel was paid when it
 // left, and the call that waited for the arrival ended with the process.
 type PlayerState struct {
-	ID            string         `json:"id"`
-	Username      string         `json:"username"`
-	Empire        string         `json:"empire"`
-	PasswordHash  string         `json:"password_sha256"`
-	Credits       int            `json:"credits"`
-	SystemID      string         `json:"system_id"`
-	POIID         string         `json:"poi_id"`
-	DockedAt      string         `json:"docked_at,omitempty"`
-	Ship          Ship           `json:"ship"`
-	Cargo         map[string]int `json:"cargo,omitempty"`
-	Visited       []string       `json:"visited"`
-	CreditsEarned int            `json:"credits_earned"`
-	CreditsSpent  int            `json:"credits_spent,omitempty"`
-	OreMined      int            `json:"ore_mined"`
-	Trades        int            `json:"trades_completed,omitempty"`
-	Distance      int            `json:"distance_traveled,omitempty"`
-	CreatedAt     time.Time      `json:"created_at,omitzero"`
-	LastLoginAt   time.Time      `json:"last_login_at,omitzero"`
-	LogAt         []time.Time    `json:"log_at,omitempty"`
-	Ticks         int            `json:"ticks"`
-	MineRolls     uint64         `json:"mine_rolls"`
-	Log           []string       `json:"log,omitempty"`
-	Notes         []Notification `json:"notifications,omitempty"`
-	NoteSeq       int64          `json:"notification_seq"`
-	Calls         int64          `json:"calls"`
-	Errors        int64          `json:"errors"`
+	ID            string          `json:"id"`
+	Username      string          `json:"username"`
+	Empire        string          `json:"empire"`
+	PasswordHash  string          `json:"password_sha256"`
+	Credits       int             `json:"credits"`
+	SystemID      string          `json:"system_id"`
+	POIID         string          `json:"poi_id"`
+	DockedAt      string          `json:"docked_at,omitempty"`
+	Ship          Ship            `json:"ship"`
+	Cargo         map[string]int  `json:"cargo,omitempty"`
+	Visited       []string        `json:"visited"`
+	CreditsEarned int             `json:"credits_earned"`
+	CreditsSpent  int             `json:"credits_spent,omitempty"`
+	OreMined      int             `json:"ore_mined"`
+	Trades        int             `json:"trades_completed,omitempty"`
+	Distance      int             `json:"distance_traveled,omitempty"`
+	CreatedAt     time.Time       `json:"created_at,omitzero"`
+	LastLoginAt   time.Time       `json:"last_login_at,omitzero"`
+	LogAt         []time.Time     `json:"log_at,omitempty"`
+	Ticks         int             `json:"ticks"`
+	MineRolls     uint64          `json:"mine_rolls"`
+	Log           []string        `json:"log,omitempty"`
+	Notes         []Notification  `json:"notifications,omitempty"`
+	NoteSeq       int64           `json:"notification_seq"`
+	Calls         int64           `json:"calls"`
+	Errors        int64           `json:"errors"`
+	Missions      []activeMission `json:"missions,omitempty"`
+	MissionsDone  int             `json:"missions_completed,omitempty"`
+	Orders        []playerOrder   `json:"orders,omitempty"`
 }
 
 // DepositState is how much of one resource a belt has left.
@@ -97,7 +100,13 @@ func (e *Engine) Snapshot() (State, error) {
 			CreditsSpent: p.creditsSpent, Trades: p.trades, Distance: p.distance,
 			CreatedAt: p.createdAt, LastLoginAt: p.lastLoginAt, LogAt: slices.Clone(p.logAt),
 			Log: slices.Clone(p.log), Notes: slices.Clone(p.notes), NoteSeq: p.noteSeq,
-			Calls: p.calls.Load(), Errors: p.errors.Load(),
+			Calls: p.calls.Load(), Errors: p.errors.Load(), MissionsDone: p.missionsDone,
+		}
+		for _, m := range p.missions {
+			ps.Missions = append(ps.Missions, *m)
+		}
+		for _, o := range p.orders {
+			ps.Orders = append(ps.Orders, *o)
 		}
 		if p.transit != nil {
 			ps.SystemID, ps.POIID, ps.DockedAt = p.transit.toSystem, p.transit.toPOI, ""
@@ -179,6 +188,13 @@ func Restore(cfg Config, st State) (*Engine, error) {
 		}
 		p.calls.Store(ps.Calls)
 		p.errors.Store(ps.Errors)
+		p.missionsDone = ps.MissionsDone
+		for _, m := range ps.Missions {
+			p.missions = append(p.missions, &m)
+		}
+		for _, o := range ps.Orders {
+			p.orders = append(p.orders, &o)
+		}
 		e.players = append(e.players, p)
 		e.byName[key] = p
 		e.byID[p.ID] = p
@@ -229,6 +245,11 @@ func checkPlayerState(w *World, ps PlayerState) error {
 	for id := range ps.Cargo {
 		if _, ok := itemByID(id); !ok {
 			return fmt.Errorf("unknown cargo item %q", id)
+		}
+	}
+	for _, o := range ps.Orders {
+		if _, ok := itemByID(o.ItemID); !ok || w.baseLocation(o.BaseID) == nil || (o.Side != "buy" && o.Side != "sell") {
+			return fmt.Errorf("order %s does not fit this galaxy", o.ID)
 		}
 	}
 	return nil

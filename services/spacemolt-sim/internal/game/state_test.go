@@ -70,7 +70,7 @@ func TestRestoreContinuesTheUniverse(t *testing.T) {
 		t.Fatalf("cargo: before %+v after %+v", beforeCargo, afterCargo)
 	}
 	logs := w2.must(e2.LogList(sid2, 0)).(*LogListResult)
-	if logs.Entry == nil || !strings.Contains(*logs.Entry, "sold one ore") {
+	if logs.Entry == nil || !strings.Contains(logs.Entry.Entry, "sold one ore") {
 		t.Fatalf("captain's log lost: %+v", logs)
 	}
 	if e2.CurrentTick() != w.e.CurrentTick() {

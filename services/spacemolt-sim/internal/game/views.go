@@ -311,35 +311,45 @@ type RouteStep struct {
 // RouteResult answers find_route.
 type RouteResult struct {
 	Found         bool        `json:"found"`
+	TargetSystem  string      `json:"target_system"`
 	Route         []RouteStep `json:"route"`
 	TotalJumps    int         `json:"total_jumps"`
 	EstimatedFuel int         `json:"estimated_fuel"`
-	Fuel          int         `json:"fuel"`
-	Message       string      `json:"message,omitempty"`
+	FuelPerJump   int         `json:"fuel_per_jump"`
+	FuelAvailable int         `json:"fuel_available"`
+	CargoUsed     int         `json:"cargo_used"`
+	Message       string      `json:"message"`
 }
 
 // MarketItem is one item line of view_market. BestBuy is the best price the
 // station pays (what a sell earns); BestSell is the best price it asks.
+// buy_price/buy_quantity repeat best_buy and the bids' volume, sell_price/sell_quantity best_sell and the asks'.
 type MarketItem struct {
-	ItemID     string  `json:"item_id"`
-	Name       string  `json:"name"`
-	GuidePrice int     `json:"guide_price"`
-	BestBuy    int     `json:"best_buy"`
-	BuyVolume  int     `json:"buy_volume"`
-	BestSell   int     `json:"best_sell"`
-	SellVolume int     `json:"sell_volume"`
-	BuyOrders  []Order `json:"buy_orders,omitempty"`
-	SellOrders []Order `json:"sell_orders,omitempty"`
+	ItemID       string  `json:"item_id"`
+	ItemName     string  `json:"item_name"`
+	Category     string  `json:"category"`
+	BestBuy      int     `json:"best_buy"`
+	BuyPrice     int     `json:"buy_price"`
+	BuyQuantity  int     `json:"buy_quantity"`
+	BestSell     int     `json:"best_sell"`
+	SellPrice    int     `json:"sell_price"`
+	SellQuantity int     `json:"sell_quantity"`
+	Spread       int     `json:"spread,omitempty"`
+	BuyOrders    []Order `json:"buy_orders"`
+	SellOrders   []Order `json:"sell_orders"`
 }
 
 // Order is a price level of the book.
 type Order struct {
-	Price    int `json:"price"`
-	Quantity int `json:"quantity"`
+	PriceEach int    `json:"price_each"`
+	Quantity  int    `json:"quantity"`
+	Source    string `json:"source"`
 }
 
 // MarketResult answers view_market.
 type MarketResult struct {
+	Action string       `json:"action"`
+	Base   string       `json:"base"`
 	BaseID string       `json:"base_id"`
 	Items  []MarketItem `json:"items"`
 }
@@ -396,6 +406,8 @@ type MineResult struct {
 
 // SellResult answers sell.
 type SellResult struct {
+	// AutoDocked: the player was at the station undocked; the server docked it first (the live envelope flag).
+	AutoDocked   bool   `json:"auto_docked,omitempty"`
 	Action       string `json:"action"`
 	Item         string `json:"item"`
 	ItemID       string `json:"item_id"`
@@ -409,6 +421,8 @@ type SellResult struct {
 
 // BuyResult answers buy.
 type BuyResult struct {
+	// AutoDocked: the player was at the station undocked; the server docked it first (the live envelope flag).
+	AutoDocked       bool   `json:"auto_docked,omitempty"`
 	Action           string `json:"action"`
 	Item             string `json:"item"`
 	ItemID           string `json:"item_id"`
@@ -422,12 +436,14 @@ type BuyResult struct {
 
 // RefuelResult answers refuel at a station: fuel and fuel_now are the tank after it, source is "credits".
 type RefuelResult struct {
-	Action  string `json:"action"`
-	Source  string `json:"source"`
-	Fuel    int    `json:"fuel"`
-	FuelNow int    `json:"fuel_now"`
-	FuelMax int    `json:"fuel_max"`
-	Cost    int    `json:"cost"`
+	// AutoDocked: the player was at the station undocked; the server docked it first (the live envelope flag).
+	AutoDocked bool   `json:"auto_docked,omitempty"`
+	Action     string `json:"action"`
+	Source     string `json:"source"`
+	Fuel       int    `json:"fuel"`
+	FuelNow    int    `json:"fuel_now"`
+	FuelMax    int    `json:"fuel_max"`
+	Cost       int    `json:"cost"`
 }
 
 // LogEntryView is one captain's log entry in login's captains_log.
@@ -464,26 +480,30 @@ type LoginResult struct {
 
 // OKResult answers calls with nothing else to say (logout).
 type OKResult struct {
-	OK      bool   `json:"ok"`
 	Message string `json:"message"`
 }
 
 // LogAddResult answers captains_log_add.
 type LogAddResult struct {
 	Index      int    `json:"index"`
+	CreatedAt  string `json:"created_at"`
 	TotalCount int    `json:"total_count"`
 	Message    string `json:"message"`
 }
 
 // LogListResult answers captains_log_list; Entry is nil when the log is empty.
 type LogListResult struct {
-	Entry      *string `json:"entry"`
-	Index      int     `json:"index"`
-	TotalCount int     `json:"total_count"`
+	Entry      *LogEntryView `json:"entry"`
+	Index      int           `json:"index"`
+	TotalCount int           `json:"total_count"`
+	MaxEntries int           `json:"max_entries"`
+	HasNext    bool          `json:"has_next"`
+	HasPrev    bool          `json:"has_prev"`
 }
 
 // ChatResult answers chat.
 type ChatResult struct {
+	Action     string `json:"action"`
 	SentAt     string `json:"sent_at"`
 	Channel    string `json:"channel"`
 	Recipients int    `json:"recipients"`
@@ -503,19 +523,33 @@ type NotificationsResult struct {
 type HelpResult struct {
 	Topic string `json:"topic"`
 	Text  string `json:"text"`
+	// Commands lists the tools (v1 help without a topic; the MCP layer fills it).
+	Commands []HelpCommand `json:"commands,omitempty"`
 }
 
-// CatalogResult answers spacemolt_catalog.
+// HelpCommand is one tool in help's commands.
+type HelpCommand struct {
+	Name         string `json:"name"`
+	Description  string `json:"description"`
+	IsMutation   bool   `json:"is_mutation"`
+	RequiresAuth bool   `json:"requires_auth"`
+}
+
+// CatalogResult answers catalog (spacemolt_catalog on v2).
 type CatalogResult struct {
-	Type  string        `json:"type"`
-	Items []CatalogItem `json:"items"`
-	Total int           `json:"total"`
+	Type       string        `json:"type"`
+	Items      []CatalogItem `json:"items"`
+	Total      int           `json:"total"`
+	Page       int           `json:"page"`
+	PageSize   int           `json:"page_size"`
+	TotalPages int           `json:"total_pages"`
+	Message    string        `json:"message"`
 }
 
 // CatalogItem is one catalog entry.
 type CatalogItem struct {
-	ID         string `json:"id"`
-	Name       string `json:"name"`
-	Category   string `json:"category"`
-	GuidePrice int    `json:"guide_price"`
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Category    string `json:"category,omitempty"`
+	Description string `json:"description,omitempty"`
 }

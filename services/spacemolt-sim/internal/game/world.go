@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// Item is a tradeable good. Only ores exist in the simulator.
+// Item is a tradeable good. Only ores exist in the simulator; ids, names and base values are the live game's.
 type Item struct {
 	ID         string
 	Name       string
@@ -19,6 +19,8 @@ var itemCatalog = [...]Item{
 	{ID: "silicon_ore", Name: "Silicon Ore", GuidePrice: 10},
 	{ID: "titanium_ore", Name: "Titanium Ore", GuidePrice: 25},
 	{ID: "gold_ore", Name: "Gold Ore", GuidePrice: 45},
+	// Last so the ores before it keep their catalog index (views and saved markets follow this order).
+	{ID: "nickel_ore", Name: "Nickel Ore", GuidePrice: 7},
 }
 
 func itemByID(id string) (Item, bool) {

@@ -183,7 +183,7 @@ func checkType(p param, v json.RawMessage) error {
 func toInt(v json.RawMessage) (int, bool) {
 	var f float64
 	if json.Unmarshal(v, &f) == nil {
-		if f != math.Trunc(f) || math.Abs(f) > 1e9 {
+		if f != math.Trunc(f) || math.Abs(f) > 1e15 { // room for prices above the 1e12 cap (price_too_high), exact in a float64
 			return 0, false
 		}
 		return int(f), true

@@ -48,6 +48,18 @@ var simExtras = map[string][]string{
 	"get_status": {"player.in_transit", "player.transit"},
 	"mine":       {"auto_undocked", "resource_id", "name", "quantity", "remaining", "cargo_used", "cargo_capacity"},
 	"travel":     {"auto_undocked"},
+	// auto_docked: the live envelope flag on a trade at a station the player had not docked at (docs: travel.md).
+	"sell":              {"auto_docked"},
+	"buy":               {"auto_docked"},
+	"refuel":            {"auto_docked"},
+	"create_sell_order": {"auto_docked"},
+	"create_buy_order":  {"auto_docked"},
+	// view_market's base id (the composer keeps one market read per station by it), the log's count after an add,
+	// chat's delivery report (sent_at, how many received it), help's rules text beside its command list.
+	"view_market":      {"base_id"},
+	"captains_log_add": {"total_count"},
+	"chat":             {"sent_at", "recipients"},
+	"help":             {"text"},
 	"get_map": {"current_system", "systems[].empire", "systems[].security_status", "systems[].position",
 		"systems[].connections", "systems[].pois", "systems[].has_station", "systems[].visited"},
 }
@@ -297,6 +309,12 @@ type v1Sample struct{ action, facts, text string }
 // least complete result and the sums, and returns the facts keys in the order first met.
 func measureV1(t *testing.T, facts v1Facts, got []v1Sample) []string {
 	t.Helper()
+	return measureOn(t, "/mcp", facts, got)
+}
+
+// measureOn is measureV1 for the results of one endpoint, named in the log.
+func measureOn(t *testing.T, endpoint string, facts v1Facts, got []v1Sample) []string {
+	t.Helper()
 	// Per action: the fields of its least complete result, and the sums over every result.
 	type tally struct{ present, total, results, sumPresent, sumTotal int }
 	tallies := map[string]*tally{}
@@ -338,7 +356,7 @@ func measureV1(t *testing.T, facts v1Facts, got []v1Sample) []string {
 			complete++
 		}
 	}
-	t.Logf("v1 conformance on /mcp:\n%s\nall                    %d/%d, %d of %d actions complete", strings.Join(lines, "\n"), sum.present, sum.total, complete, len(order))
+	t.Logf("v1 conformance on %s:\n%s\nall                    %d/%d, %d of %d actions complete", endpoint, strings.Join(lines, "\n"), sum.present, sum.total, complete, len(order))
 	return order
 }
 

@@ -135,7 +135,7 @@ func TestReadToolsShapes(t *testing.T) {
 		t.Fatalf("captains_log_add = %v", la)
 	}
 	ll := p.ok("captains_log_list", nil)
-	if str(t, ll, "entry") != "Day 1: undocked." {
+	if str(t, ll, "entry", "entry") != "Day 1: undocked." {
 		t.Fatalf("captains_log_list = %v", ll)
 	}
 	c := p.ok("chat", map[string]any{"channel": "local", "content": "hello"})

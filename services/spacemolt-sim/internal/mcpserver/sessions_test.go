@@ -195,7 +195,7 @@ func TestLatestClientProtocolFallsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tools.Tools) != 25 {
-		t.Fatalf("tools/list: %d tools, want 25", len(tools.Tools))
+	if len(tools.Tools) != 43 {
+		t.Fatalf("tools/list: %d tools, want 43", len(tools.Tools))
 	}
 }

@@ -30,6 +30,8 @@ func (s *Server) tools() []tool {
 	e := s.engine
 	itemParam := param{name: "item_id", typ: tString, desc: "Item id, e.g. iron_ore.", required: true}
 	qtyParam := param{name: "quantity", typ: tInteger, desc: "How many units.", required: true}
+	priceParam := param{name: "price_each", typ: tInteger, desc: "Price per unit in credits.", required: true}
+	missionParam := param{name: "mission_id", typ: tString, desc: "Mission id from get_missions or get_active_missions.", required: true}
 	return []tool{
 		{
 			name: "register", binds: true,
@@ -169,9 +171,151 @@ func (s *Server) tools() []tool {
 			},
 		},
 		{
+			name: "get_missions", readOnly: true, desc: "Missions offered at the station you are docked at: type, objectives, rewards, time limit.",
+			run: func(_ context.Context, c call) (any, error) { return e.GetMissions(c.sid) },
+		},
+		{
+			name: "accept_mission", desc: "Accept a mission from the board of the station you are docked at (at most 5 active).",
+			params: []param{missionParam},
+			run: func(ctx context.Context, c call) (any, error) {
+				return e.AcceptMission(ctx, c.sid, c.args.str("mission_id"))
+			},
+		},
+		{
+			name: "complete_mission", desc: "Complete a mission and claim its reward: deliveries are handed in docked at the mission's station.",
+			params: []param{missionParam},
+			run: func(ctx context.Context, c call) (any, error) {
+				return e.CompleteMission(ctx, c.sid, c.args.str("mission_id"))
+			},
+		},
+		{
+			name: "get_active_missions", readOnly: true, desc: "Your accepted missions with progress and time remaining.",
+			run: func(_ context.Context, c call) (any, error) { return e.ActiveMissions(c.sid) },
+		},
+		{
+			name: "abandon_mission", desc: "Abandon an active mission. No penalty; cargo stays in your hold.",
+			params: []param{missionParam},
+			run:    func(_ context.Context, c call) (any, error) { return e.AbandonMission(c.sid, c.args.str("mission_id")) },
+		},
+		{
+			name: "decline_mission", readOnly: true, desc: "Decline a mission and hear the giver's reply; it stays on the board.",
+			params: []param{{name: "template_id", typ: tString, desc: "Mission template id from get_missions.", required: true}},
+			run: func(_ context.Context, c call) (any, error) {
+				return e.DeclineMission(c.sid, c.args.str("template_id"))
+			},
+		},
+		{
+			name: "create_sell_order", desc: "List cargo on the station exchange at your price (1% fee on the listed part; crosses the book at once where it can).",
+			params: []param{itemParam, qtyParam, priceParam},
+			run: func(ctx context.Context, c call) (any, error) {
+				return e.CreateSellOrder(ctx, c.sid, c.args.str("item_id"), c.args.int("quantity", 0), c.args.int("price_each", 0))
+			},
+		},
+		{
+			name: "create_buy_order", desc: "Place a buy offer on the station exchange; credits are escrowed (1% fee on the listed part).",
+			params: []param{itemParam, qtyParam, priceParam, {name: "deliver_to", typ: tString, desc: "cargo (default)."}},
+			run: func(ctx context.Context, c call) (any, error) {
+				return e.CreateBuyOrder(ctx, c.sid, c.args.str("item_id"), c.args.int("quantity", 0), c.args.int("price_each", 0))
+			},
+		},
+		{
+			name: "cancel_order", desc: "Cancel an order and get its escrow back; order_id 'all' cancels every order at this station.",
+			params: []param{{name: "order_id", typ: tString, desc: "Order id from view_orders, or all.", required: true}},
+			run: func(ctx context.Context, c call) (any, error) {
+				return e.CancelOrder(ctx, c.sid, c.args.str("order_id"))
+			},
+		},
+		{
+			name: "modify_order", desc: "Change the price of one of your orders (a buy order's escrow follows).",
+			params: []param{
+				{name: "order_id", typ: tString, desc: "Order id from view_orders.", required: true},
+				{name: "new_price", typ: tInteger, desc: "New price per unit.", required: true},
+			},
+			run: func(ctx context.Context, c call) (any, error) {
+				return e.ModifyOrder(ctx, c.sid, c.args.str("order_id"), c.args.int("new_price", 0))
+			},
+		},
+		{
+			name: "view_orders", readOnly: true, desc: "Your orders at a station (station_id, else the one you are at), with fill progress.",
+			params: viewOrdersParams,
+			run: func(_ context.Context, c call) (any, error) {
+				return e.ViewOrders(c.sid, c.args.str("station_id"), c.args.str("order_type"), c.args.str("item_id"), c.args.str("sort_by"), c.args.int("page", 1), c.args.int("page_size", 20))
+			},
+		},
+		{
+			name: "estimate_purchase", readOnly: true, desc: "What buying quantity of item_id here would cost, level by level. Read-only.",
+			params: []param{itemParam, qtyParam},
+			run: func(_ context.Context, c call) (any, error) {
+				return e.EstimatePurchase(c.sid, c.args.str("item_id"), c.args.int("quantity", 0))
+			},
+		},
+		{
+			name: "analyze_market", readOnly: true, desc: "Trading insights at your station: demand, low prices, better bids at stations you have visited.",
+			run: func(_ context.Context, c call) (any, error) { return e.AnalyzeMarket(c.sid) },
+		},
+		{
+			name: "jettison", desc: "Jettison cargo into space.",
+			params: []param{itemParam, qtyParam},
+			run: func(ctx context.Context, c call) (any, error) {
+				return e.Jettison(ctx, c.sid, c.args.str("item_id"), c.args.int("quantity", 0))
+			},
+		},
+		{
+			name: "list_ships", readOnly: true, desc: "The ships you own and where they are.",
+			run: func(_ context.Context, c call) (any, error) { return e.ListShips(c.sid) },
+		},
+		{
+			name: "facility", readOnly: true, desc: "Station facilities; the simulator answers action=list (the facilities of the station you are docked at; also without an action or with help).",
+			params: []param{{name: "action", typ: tString, desc: "list (default)."}},
+			run:    func(_ context.Context, c call) (any, error) { return e.Facility(c.sid, c.args.str("action")) },
+		},
+		{
+			name: "catalog", readOnly: true, desc: "Game reference data: type items (the ores) or ships; id, category, search, page, page_size filter.",
+			params: catalogParams,
+			run:    func(_ context.Context, c call) (any, error) { return e.CatalogFor(catalogQuery(c)) },
+		},
+		{
+			name: "get_version", readOnly: true, desc: "Game version and release notes.",
+			params: []param{{name: "count", typ: tInteger, desc: "Releases per page."}, {name: "page", typ: tInteger, desc: "Page."}},
+			run:    func(context.Context, call) (any, error) { return e.Version(), nil },
+		},
+		{
 			name: "help", readOnly: true, desc: "How to play; topic narrows it (travel, jump, mining, market, fuel, session, limits, chat, log, notifications).",
 			params: []param{{name: "topic", typ: tString, desc: "Topic."}},
-			run:    func(_ context.Context, c call) (any, error) { return e.Help(c.args.str("topic")), nil },
+			run: func(_ context.Context, c call) (any, error) {
+				h := e.Help(c.args.str("topic"))
+				for _, t := range s.tools() {
+					h.Commands = append(h.Commands, game.HelpCommand{Name: t.name, Description: t.desc, IsMutation: !t.readOnly, RequiresAuth: !t.binds && t.name != "help"})
+				}
+				return h, nil
+			},
 		},
+	}
+}
+
+// viewOrdersParams are view_orders' filters (v1 and v2 share the names).
+var viewOrdersParams = []param{
+	{name: "station_id", typ: tString, desc: "Base id of the station; default the one you are at."},
+	{name: "order_type", typ: tString, desc: "buy or sell.", enum: []string{"buy", "sell"}},
+	{name: "item_id", typ: tString, desc: "Only this item."},
+	{name: "sort_by", typ: tString, desc: "newest (default), oldest, price_asc, price_desc.", enum: []string{"newest", "oldest", "price_asc", "price_desc"}},
+	{name: "page", typ: tInteger, desc: "Page, default 1."},
+	{name: "page_size", typ: tInteger, desc: "Per page, default 20, max 50."},
+}
+
+// catalogParams are catalog's filters (v1 catalog and v2 spacemolt_catalog).
+var catalogParams = []param{
+	{name: "type", typ: tString, desc: "ships, skills, recipes or items.", required: true, enum: []string{"ships", "skills", "recipes", "items"}},
+	{name: "id", typ: tString, desc: "One entry by id."},
+	{name: "category", typ: tString, desc: "Only this category."},
+	{name: "search", typ: tString, desc: "Text search over name and description."},
+	{name: "page", typ: tInteger, desc: "Page, default 1."},
+	{name: "page_size", typ: tInteger, desc: "Per page, default 20, max 50."},
+}
+
+func catalogQuery(c call) game.CatalogQuery {
+	return game.CatalogQuery{
+		Type: c.args.str("type"), ID: c.args.str("id"), Category: c.args.str("category"), Search: c.args.str("search"),
+		Page: c.args.int("page", 1), PageSize: c.args.int("page_size", 20),
 	}
 }

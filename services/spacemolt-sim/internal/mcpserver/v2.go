@@ -346,5 +346,6 @@ func (s *Server) v2Tools() []v2Tool {
 		unimplemented("spacemolt_salvage", "Wrecks, looting, towing, scrapping."),
 		unimplemented("spacemolt_fleet", "Fleet formation and passenger boarding."),
 	}
+	tools = s.v2Extend(tools, helpFor) // v2_more.go
 	return tools
 }

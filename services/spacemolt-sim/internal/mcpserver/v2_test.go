@@ -130,12 +130,18 @@ func TestV2ToolTable(t *testing.T) {
 	}
 	for tool, actions := range map[string][]string{
 		"spacemolt": {"get_status", "get_ship", "get_cargo", "get_system", "get_poi", "get_nearby", "get_map", "find_route", "travel",
-			"jump", "dock", "undock", "mine", "sell", "buy", "refuel", "get_notifications", "get_commands", "help"},
-		"spacemolt_auth":    {"register", "login", "logout", "help"},
-		"spacemolt_market":  {"view_market", "help"},
-		"spacemolt_social":  {"chat", "captains_log_add", "captains_log_list", "help"},
-		"spacemolt_catalog": {"catalog"},
-		"spacemolt_fleet":   {"help"},
+			"jump", "dock", "undock", "mine", "sell", "buy", "refuel", "get_notifications", "get_commands", "get_missions",
+			"accept_mission", "complete_mission", "get_active_missions", "abandon_mission", "decline_mission", "jettison",
+			"get_version", "help"},
+		"spacemolt_auth": {"register", "login", "logout", "help"},
+		"spacemolt_market": {"view_market", "create_buy_order", "create_sell_order", "cancel_order", "modify_order",
+			"view_orders", "analyze_market", "estimate_purchase", "help"},
+		"spacemolt_ship":     {"list_ships", "help"},
+		"spacemolt_storage":  {"jettison", "help"},
+		"spacemolt_facility": {"list", "help"},
+		"spacemolt_social":   {"chat", "captains_log_add", "captains_log_list", "help"},
+		"spacemolt_catalog":  {"catalog"},
+		"spacemolt_fleet":    {"help"},
 	} {
 		if !slices.Equal(got[tool], actions) {
 			t.Errorf("%s actions = %v, want %v", tool, got[tool], actions)
@@ -188,8 +194,8 @@ func TestV2StarterLoopGoSDK(t *testing.T) {
 func TestV2UnknownActionListsValidOnes(t *testing.T) {
 	s := newSim(t, simOptions{})
 	p := s.connectV2(t)
-	e := p.fail("spacemolt_market", "create_buy_order", nil, game.CodeInvalidPayload)
-	if msg := e["message"].(string); !strings.Contains(msg, "Unknown action 'create_buy_order'") || !strings.Contains(msg, "view_market, help") {
+	e := p.fail("spacemolt_market", "subscribe_market", nil, game.CodeInvalidPayload)
+	if msg := e["message"].(string); !strings.Contains(msg, "Unknown action 'subscribe_market'") || !strings.Contains(msg, "view_market, create_buy_order") {
 		t.Fatalf("message = %q", msg)
 	}
 	e = p.fail("spacemolt", "", nil, game.CodeInvalidPayload)
@@ -208,7 +214,7 @@ func TestV2HelpAndGetCommands(t *testing.T) {
 	s := newSim(t, simOptions{})
 	p := s.connectV2(t)
 	h := p.ok("spacemolt_market", "help", nil)
-	if h["tool"] != "spacemolt_market" || len(h["actions"].([]any)) != 2 {
+	if h["tool"] != "spacemolt_market" || len(h["actions"].([]any)) != 9 {
 		t.Fatalf("help = %v", h)
 	}
 	h = p.ok("spacemolt", "help", map[string]any{"topic": "travel"})
@@ -282,4 +288,17 @@ func TestV2ErrorsCarryWaits(t *testing.T) {
 			s.engine.Tick()
 		}
 	}
+}
+
+// v2 accepts a mission by its template id, and has jettison on spacemolt_storage as well as on spacemolt.
+func TestV2MissionByTemplateAndStorageJettison(t *testing.T) {
+	s := newSim(t, simOptions{})
+	p := s.connectV2(t)
+	p.ok("spacemolt_auth", "register", map[string]any{"username": "v2contract", "empire": "solarian"})
+	acc := p.ok("spacemolt", "accept_mission", map[string]any{"template_id": "supply_copper_ore"})
+	active := p.ok("spacemolt", "get_active_missions", nil)
+	if num(t, active, "total_count") != 1 || active["missions"].([]any)[0].(map[string]any)["mission_id"] != acc["mission_id"] {
+		t.Fatalf("accepted %v, active %v", acc, active)
+	}
+	p.fail("spacemolt_storage", "jettison", map[string]any{"id": "iron_ore", "quantity": 1}, game.CodeItemNotAvailable)
 }
