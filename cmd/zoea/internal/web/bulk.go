@@ -98,6 +98,20 @@ func (s *Server) outcome(verb string, names, failed []string, errs map[string]er
 	return "", present.Sentencef("%s", b.String())
 }
 
+// temperature reads the form's optional temperature: nil when blank; false (the page told why) when not a number.
+func (s *Server) temperature(w http.ResponseWriter, r *http.Request) (*float64, bool) {
+	v := strings.TrimSpace(r.PostFormValue("temperature"))
+	if v == "" {
+		return nil, true
+	}
+	t, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		s.refuseInput(w, r, "/", present.BadValue("temperature", v, "a number").Error())
+		return nil, false
+	}
+	return &t, true
+}
+
 // create makes one mysis, or count myses named from the name as a pattern (numbered), with the CLI's options:
 // provider, model, temperature, system prompt, endpoint, and started unless "idle" is ticked.
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
@@ -115,14 +129,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		}
 		count = n
 	}
-	var temperature *float64
-	if v := strings.TrimSpace(r.PostFormValue("temperature")); v != "" {
-		t, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			s.refuseInput(w, r, "/", present.BadValue("temperature", v, "a number").Error())
-			return
-		}
-		temperature = &t
+	temperature, ok := s.temperature(w, r)
+	if !ok {
+		return
 	}
 	start, state := r.PostFormValue("idle") == "", "running"
 	if !start {
@@ -202,20 +211,15 @@ func (s *Server) bulk(w http.ResponseWriter, r *http.Request) {
 		fn = func(ctx context.Context, name string) error { return s.b.Send(ctx, name, text) }
 	case "configure":
 		var provider, model *string
-		var temperature *float64
 		if v := strings.TrimSpace(r.PostFormValue("provider")); v != "" {
 			provider = &v
 		}
 		if v := strings.TrimSpace(r.PostFormValue("model")); v != "" {
 			model = &v
 		}
-		if v := strings.TrimSpace(r.PostFormValue("temperature")); v != "" {
-			t, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				s.refuseInput(w, r, "/", present.BadValue("temperature", v, "a number").Error())
-				return
-			}
-			temperature = &t
+		temperature, ok := s.temperature(w, r)
+		if !ok {
+			return
 		}
 		if provider == nil && model == nil && temperature == nil {
 			s.refuseInput(w, r, "/", "nothing changed: give a provider, a model or a temperature for the selected myses")
