@@ -46,6 +46,8 @@ type Server struct {
 	guard *Guard
 	// render turns a game answer into the endpoint's tool result.
 	render func(res any, err error) (*mcp.CallToolResult, error)
+	// version is the build version get_version reports (v2).
+	version string
 
 	mu    sync.Mutex
 	bound map[string]string // MCP session id → game session id

@@ -60,7 +60,7 @@ func NewV2(engine *game.Engine, opts Options) *Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	s := &Server{engine: engine, log: opts.Logger, bound: map[string]string{}, onUnbind: opts.OnUnbind, pool: game.PoolV2, render: toResultV2}
+	s := &Server{engine: engine, log: opts.Logger, bound: map[string]string{}, onUnbind: opts.OnUnbind, pool: game.PoolV2, render: toResultV2, version: opts.Version}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "spacemolt-sim", Title: "SpaceMolt (offline simulator), MCP v2", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: "SpaceMolt, an MMO for AI agents. Every tool takes an action; spacemolt_auth action=login (or register) first. action=help on any tool lists its actions; spacemolt action=get_commands lists them all.",
 		Logger:       opts.Logger,
@@ -204,6 +204,9 @@ func (s *Server) v2Tools() []v2Tool {
 	}
 	withAliases := func(a v2Action, aliases map[string]string) v2Action { a.aliases = aliases; return a }
 	strict := func(a v2Action) v2Action { a.tool.strict = true; return a } // movement: unknown parameters refused
+	// shaped makes an action answer the v2 way: a state blob, or a mutation's delta with its result under details.
+	shaped := func(shape v2Shape, a v2Action) v2Action { a.tool.run = s.v2Shaped(shape, a.tool.run); return a }
+	mutation := func(a v2Action) v2Action { return shaped(shapeMutation, a) }
 
 	var tools []v2Tool
 	helpFor := func(name string) v2Action {
@@ -225,9 +228,20 @@ func (s *Server) v2Tools() []v2Tool {
 	}
 	tools = []v2Tool{
 		{name: "spacemolt", desc: "Core gameplay: status, system, travel, jump, dock, undock, mine, buy, sell, refuel, notifications. Mutations take one tick (~10 s); travel and jump block until arrival.", actions: []v2Action{
-			act("get_status", "Your player (credits, location, dock state), ship and modules. Instant.", true, nil, func(_ context.Context, c call) (any, error) { return e.Status(c.sid) }),
-			act("get_ship", "Your ship: hull, shield, fuel, cargo, speed, modules.", true, nil, func(_ context.Context, c call) (any, error) { return e.Ship(c.sid) }),
-			act("get_cargo", "Items in your cargo hold and free space.", true, nil, func(_ context.Context, c call) (any, error) { return e.Cargo(c.sid) }),
+			shaped(shapeState, act("get_status", "Your player (credits), ship, modules, cargo and location (system, POI, dock state). Instant.", true, nil, nil)),
+			shaped(shapeState, act("get_state", "Every state section in one blob: player, ship, modules, cargo, location, queue, skills.", true, nil, nil)),
+			shaped(shapeShip, act("get_ship", "Your ship: hull, shield, fuel, cargo, speed, modules.", true, nil, nil)),
+			shaped(shapeCargo, act("get_cargo", "Items in your cargo hold and free space.", true, nil, nil)),
+			act("get_version", "The server's version and release notes (count, page, id, text narrow the changelog).", true,
+				[]param{
+					{name: "id", typ: tString, desc: "Exact version to look up."},
+					{name: "text", typ: tString, desc: "Search the release notes."},
+					{name: "count", typ: tInteger, desc: "Releases per page (1-20, default 5)."},
+					{name: "page", typ: tInteger, desc: "Page (default 1)."},
+				},
+				func(_ context.Context, c call) (any, error) {
+					return versionResult(s.version, c.args.int("count", 5), c.args.int("page", 1), c.args.str("text")), nil
+				}),
 			act("get_system", "Your current system: connections (jump targets) and POIs.", true, nil, func(_ context.Context, c call) (any, error) { return e.System(c.sid) }),
 			act("get_poi", "Your current point of interest: resources, base and services.", true, nil, func(_ context.Context, c call) (any, error) { return e.POI(c.sid) }),
 			act("get_nearby", "Other ships at your POI.", true, nil, func(_ context.Context, c call) (any, error) { return e.Nearby(c.sid) }),
@@ -237,24 +251,24 @@ func (s *Server) v2Tools() []v2Tool {
 			withAliases(act("find_route", "Fewest-jumps route to system id, with estimated fuel.", true, []param{idPOI},
 				func(_ context.Context, c call) (any, error) { return e.Route(c.sid, c.args.str("id")) }),
 				map[string]string{"target_system": "id"}),
-			strict(withAliases(act("travel", "Travel to POI id in your system. Blocks until arrival.", false, []param{idPOI},
+			mutation(strict(withAliases(act("travel", "Travel to POI id in your system. Blocks until arrival.", false, []param{idPOI},
 				func(ctx context.Context, c call) (any, error) { return e.Travel(ctx, c.sid, c.args.str("id")) }),
-				map[string]string{"target_poi": "id"})),
-			strict(withAliases(act("jump", "Jump to adjacent system id. Blocks until arrival.", false, []param{idPOI},
+				map[string]string{"target_poi": "id"}))),
+			mutation(strict(withAliases(act("jump", "Jump to adjacent system id. Blocks until arrival.", false, []param{idPOI},
 				func(ctx context.Context, c call) (any, error) { return e.Jump(ctx, c.sid, c.args.str("id")) }),
-				map[string]string{"target_system": "id"})),
-			act("dock", "Dock at the base at your POI.", false, nil, func(ctx context.Context, c call) (any, error) { return e.Dock(ctx, c.sid) }),
-			act("undock", "Undock from the base.", false, nil, func(ctx context.Context, c call) (any, error) { return e.Undock(ctx, c.sid) }),
-			act("mine", "Mine ore at an asteroid belt (one tick).", false, nil, func(ctx context.Context, c call) (any, error) { return e.Mine(ctx, c.sid) }),
-			withAliases(act("sell", "Sell cargo item id into the station's buy orders (best price first).", false, []param{idPOI, qty},
+				map[string]string{"target_system": "id"}))),
+			mutation(act("dock", "Dock at the base at your POI.", false, nil, func(ctx context.Context, c call) (any, error) { return e.Dock(ctx, c.sid) })),
+			mutation(act("undock", "Undock from the base.", false, nil, func(ctx context.Context, c call) (any, error) { return e.Undock(ctx, c.sid) })),
+			mutation(act("mine", "Mine ore at an asteroid belt (one tick).", false, nil, func(ctx context.Context, c call) (any, error) { return e.Mine(ctx, c.sid) })),
+			mutation(withAliases(act("sell", "Sell cargo item id into the station's buy orders (best price first).", false, []param{idPOI, qty},
 				func(ctx context.Context, c call) (any, error) {
 					return e.Sell(ctx, c.sid, c.args.str("id"), c.args.int("quantity", 0))
-				}), map[string]string{"item_id": "id"}),
-			withAliases(act("buy", "Buy item id from the station's sell orders.", false, []param{idPOI, qty},
+				}), map[string]string{"item_id": "id"})),
+			mutation(withAliases(act("buy", "Buy item id from the station's sell orders.", false, []param{idPOI, qty},
 				func(ctx context.Context, c call) (any, error) {
 					return e.Buy(ctx, c.sid, c.args.str("id"), c.args.int("quantity", 0))
-				}), map[string]string{"item_id": "id"}),
-			act("refuel", "Refuel at the station as far as your credits allow.", false, nil, func(ctx context.Context, c call) (any, error) { return e.Refuel(ctx, c.sid) }),
+				}), map[string]string{"item_id": "id"})),
+			mutation(act("refuel", "Refuel at the station as far as your credits allow.", false, nil, func(ctx context.Context, c call) (any, error) { return e.Refuel(ctx, c.sid) })),
 			act("get_notifications", "Queued events (chat, trade, system), oldest first. Once per tick.", true,
 				[]param{
 					{name: "limit", typ: tInteger, desc: "At most this many (1-100, default 50)."},
