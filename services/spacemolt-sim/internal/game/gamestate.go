@@ -343,3 +343,34 @@ func (e *Engine) Session(sid string) (SessionInfo, bool) {
 	}
 	return info, true
 }
+
+// PeekNotifications hands out up to limit queued notifications of sid's player (only the types named, when any
+// are), oldest first, removing them when clear is set; like DrainNotifications it counts no call and has no
+// per-tick throttle (GET /api/v2/notifications).
+func (e *Engine) PeekNotifications(sid string, limit int, types map[string]bool, clear bool) []Notification {
+	e.sessMu.RLock()
+	s := e.sessions[sid]
+	var p *Player
+	if s != nil {
+		p = s.player
+	}
+	e.sessMu.RUnlock()
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []Notification
+	kept := p.notes[:0:0]
+	for _, n := range p.notes {
+		if len(out) < limit && (len(types) == 0 || types[n.Type] || types[n.MsgType]) {
+			out = append(out, n)
+			if clear {
+				continue
+			}
+		}
+		kept = append(kept, n)
+	}
+	p.notes = kept
+	return out
+}

@@ -115,45 +115,54 @@ func v2Schema(t v2Tool) *jsonschema.Schema {
 // handleV2 dispatches a call of t on its action.
 func (s *Server) handleV2(t v2Tool, all []v2Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		raw := map[string]json.RawMessage{}
-		if b := strings.TrimSpace(string(req.Params.Arguments)); b != "" && b != "null" {
-			if err := json.Unmarshal(req.Params.Arguments, &raw); err != nil {
-				s.engine.CountRejected("")
-				return s.render(nil, invalid("Arguments must be a JSON object with an action. Valid actions: "+actionList(t)+"."))
-			}
-		}
-		name := ""
-		if t.noAction {
-			name = t.actions[0].name
-		} else {
-			if v, ok := raw[actionParam]; ok {
-				_ = json.Unmarshal(v, &name)
-			}
-			delete(raw, actionParam)
-		}
-		i := slices.IndexFunc(t.actions, func(a v2Action) bool { return a.name == name })
-		if i < 0 {
-			s.engine.CountRejected("")
-			if name == "" {
-				return s.render(nil, invalid("Missing 'action' for "+t.name+". Valid actions: "+actionList(t)+"."))
-			}
-			return s.render(nil, invalid("Unknown action '"+name+"' for "+t.name+". Valid actions: "+actionList(t)+"."))
-		}
-		a := t.actions[i]
-		for legacy, v2 := range a.aliases {
-			if v, ok := raw[legacy]; ok {
-				if _, has := raw[v2]; !has {
-					raw[v2] = v
-				}
-				delete(raw, legacy)
-			}
-		}
-		b, err := json.Marshal(raw)
+		a, b, err := resolveV2(t, req.Params.Arguments)
 		if err != nil {
-			return nil, err
+			s.engine.CountRejected("")
+			return s.render(nil, err)
 		}
-		return s.invoke(ctx, req, a.tool, b)
+		return s.invoke(ctx, req, a, b)
 	}
+}
+
+// resolveV2 picks the action a call of t names (its "action" argument) and returns it with the remaining arguments,
+// legacy parameter names turned into the v2 ones.
+func resolveV2(t v2Tool, raw json.RawMessage) (tool, json.RawMessage, error) {
+	args := map[string]json.RawMessage{}
+	if b := strings.TrimSpace(string(raw)); b != "" && b != "null" {
+		if err := json.Unmarshal(raw, &args); err != nil {
+			return tool{}, nil, invalid("Arguments must be a JSON object with an action. Valid actions: " + actionList(t) + ".")
+		}
+	}
+	name := ""
+	if t.noAction {
+		name = t.actions[0].name
+	} else {
+		if v, ok := args[actionParam]; ok {
+			_ = json.Unmarshal(v, &name)
+		}
+		delete(args, actionParam)
+	}
+	i := slices.IndexFunc(t.actions, func(a v2Action) bool { return a.name == name })
+	if i < 0 {
+		if name == "" {
+			return tool{}, nil, invalid("Missing 'action' for " + t.name + ". Valid actions: " + actionList(t) + ".")
+		}
+		return tool{}, nil, invalid("Unknown action '" + name + "' for " + t.name + ". Valid actions: " + actionList(t) + ".")
+	}
+	a := t.actions[i]
+	for legacy, v2 := range a.aliases {
+		if v, ok := args[legacy]; ok {
+			if _, has := args[v2]; !has {
+				args[v2] = v
+			}
+			delete(args, legacy)
+		}
+	}
+	b, err := json.Marshal(args)
+	if err != nil {
+		return tool{}, nil, err
+	}
+	return a.tool, b, nil
 }
 
 func actionList(t v2Tool) string {
