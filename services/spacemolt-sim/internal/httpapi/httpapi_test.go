@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -331,4 +332,95 @@ func TestAPIv2Errors(t *testing.T) {
 		t.Fatalf("GET help: %d %v", status, env)
 	}
 	chk.verdict(t, "/api/v2 errors", 0)
+}
+
+// TestAPIv2SessionsAndNotifications: the envelope carries the notifications queued since the last request (once),
+// the session says who is logged in and when it expires, an idle session expires, and session creation counts
+// against the per-address auth limit.
+func TestAPIv2SessionsAndNotifications(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	s := newSim(t, game.Config{}, httpapi.Options{SessionTTL: time.Minute, Now: clock})
+	chk := newChecker(loadV2Facts(t))
+	c := s.client(t, chk)
+	env, _ := c.do(http.MethodPost, "/spacemolt_auth/register", c.sid, map[string]any{"username": "noted", "empire": "solarian"})
+	notes := env["notifications"].([]any)
+	if len(notes) == 0 || notes[0].(map[string]any)["msg_type"] == "" {
+		t.Fatalf("register's envelope carries no notification: %v", env)
+	}
+	sess := env["session"].(map[string]any)
+	if sess["player_id"] == "" || sess["expires_at"] != now.Add(time.Minute).Format(time.RFC3339) {
+		t.Fatalf("session = %v", sess)
+	}
+	env, _ = c.do(http.MethodPost, "/spacemolt/get_status", c.sid, nil)
+	if n := env["notifications"].([]any); len(n) != 0 {
+		t.Fatalf("the notification came twice: %v", n)
+	}
+	env, status := c.do(http.MethodGet, "/notifications?limit=5", c.sid, nil)
+	if status != http.StatusOK || len(env["notifications"].([]any)) != 0 {
+		t.Fatalf("GET /notifications: %d %v", status, env)
+	}
+	advance(59 * time.Second)
+	c.ok("spacemolt/get_status", nil) // renews
+	advance(59 * time.Second)
+	c.ok("spacemolt/get_status", nil)
+	advance(61 * time.Second)
+	c.fail("spacemolt/get_status", c.sid, nil, http.StatusUnauthorized, httpapi.CodeSessionInvalid)
+	if n := s.api.Sessions(); n != 0 {
+		t.Fatalf("%d sessions held after the only one expired", n)
+	}
+	chk.verdict(t, "/api/v2 sessions", 0)
+}
+
+// TestAPIv2SessionCreationIsLimited: POST /session shares the per-address limit with logins: beyond it, 429 with
+// Retry-After and rate_limited.
+func TestAPIv2SessionCreationIsLimited(t *testing.T) {
+	e := game.New(game.Config{Tick: time.Hour})
+	v2 := mcpserver.NewV2(e, mcpserver.Options{})
+	guard := mcpserver.NewGuard(e, mcpserver.GuardOptions{AuthPerMinute: 3}, v2)
+	srv := httptest.NewServer(httpapi.New(e, v2, httpapi.Options{Guard: guard}).Handler())
+	defer srv.Close()
+	for i := range 4 {
+		resp, err := http.Post(srv.URL+httpapi.Prefix+"/session", "application/json", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if i < 3 && resp.StatusCode != http.StatusOK {
+			t.Fatalf("session %d: %d %s", i, resp.StatusCode, b)
+		}
+		if i == 3 && (resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(b), `"rate_limited"`)) {
+			t.Fatalf("the fourth session: %d %s", resp.StatusCode, b)
+		}
+	}
+}
+
+// TestOpenAPIListsTheServedCommands: GET /api/v2/openapi.json names every served tool/action with an operationId,
+// which is how admiral's HTTP v2 connection finds its routes.
+func TestOpenAPIListsTheServedCommands(t *testing.T) {
+	s := newSim(t, game.Config{}, httpapi.Options{})
+	resp, err := http.Get(s.url + httpapi.Prefix + "/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		Paths map[string]map[string]struct {
+			OperationID string `json:"operationId"`
+		} `json:"paths"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/api/v2/session", "/api/v2/spacemolt/get_status", "/api/v2/spacemolt/travel", "/api/v2/spacemolt_auth/login", "/api/v2/spacemolt_catalog"} {
+		if doc.Paths[p]["post"].OperationID == "" {
+			t.Errorf("%s: no POST with an operationId", p)
+		}
+	}
+	if len(doc.Paths) < 40 {
+		t.Errorf("%d paths", len(doc.Paths))
+	}
 }
