@@ -59,7 +59,8 @@ type Options struct {
 	Guard *mcpserver.Guard
 	// Version is the simulator's build version (the OpenAPI document's info.version).
 	Version string
-	Logger  *slog.Logger
+	// Logger receives the API's warnings; slog.Default() when nil.
+	Logger *slog.Logger
 	// Now is the clock (time.Now by default).
 	Now func() time.Time
 }
@@ -95,7 +96,7 @@ func New(engine *game.Engine, v2 *mcpserver.Server, opts Options) *API {
 		opts.MaxSessions = 10000
 	}
 	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
+		opts.Logger = slog.Default()
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
