@@ -158,6 +158,9 @@ func sessionIDOf(res any) string {
 		return r.SessionID
 	case *game.LoginResult:
 		return r.SessionID
+	case map[string]any: // a v2 answer patched into its v2 form (v2patch.go)
+		sid, _ := r["session_id"].(string)
+		return sid
 	}
 	return ""
 }

@@ -369,5 +369,15 @@ func (s *Server) v2Tools() []v2Tool {
 		unimplemented("spacemolt_salvage", "Wrecks, looting, towing, scrapping."),
 		unimplemented("spacemolt_fleet", "Fleet formation and passenger boarding."),
 	}
+	for i := range tools {
+		for j := range tools[i].actions {
+			a := &tools[i].actions[j]
+			key := tools[i].name + "/" + a.name
+			if tools[i].noAction {
+				key = tools[i].name
+			}
+			a.run = s.patchedV2(key, a.run)
+		}
+	}
 	return tools
 }
