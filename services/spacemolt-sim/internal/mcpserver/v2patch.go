@@ -57,6 +57,10 @@ var v2Patches = map[string]v2Patch{
 		m["timestamp"] = e.Config().Now().Unix()
 		delete(m, "message")
 	},
+	"spacemolt_auth/register": func(m map[string]any, c call, _ *game.Engine) {
+		// v2's RegisterResponse names the account at the top level too.
+		m["username"], m["empire"] = c.args.str("username"), c.args.str("empire")
+	},
 	"spacemolt_auth/logout": func(m map[string]any, _ call, _ *game.Engine) { delete(m, "ok") },
 	"spacemolt_auth/login": func(m map[string]any, _ call, _ *game.Engine) {
 		if _, ok := m["pending_trades"]; !ok {
