@@ -179,6 +179,24 @@ func printStatus(w io.Writer, s *runnerv1.MysisStatus) {
 	row("provider", fmt.Sprintf("%s, model %s, temperature %g", m.GetProvider(), m.GetModel(), m.GetTemperature()))
 	row("turn", fmt.Sprintf("%d (%d run by its current owner)", m.GetCurrentTurn(), s.GetTurns()))
 	row("credits", present.Credits(s))
+	if sh := s.GetShip(); sh != nil {
+		row("where", present.Where(s))
+		row("ship", fmt.Sprintf("%s, hull %d/%d, shield %d/%d, fuel %d/%d", present.Safe(sh.GetClass()), sh.GetHull(), sh.GetMaxHull(),
+			sh.GetShield(), sh.GetMaxShield(), sh.GetFuel(), sh.GetMaxFuel()))
+		var items []string
+		for _, c := range sh.GetCargo() {
+			items = append(items, fmt.Sprintf("%s × %d", present.Safe(c.GetItemId()), c.GetQuantity()))
+		}
+		if len(items) == 0 {
+			items = []string{"empty"}
+		}
+		row("cargo", present.Cargo(s)+": "+strings.Join(items, ", "))
+		earned := "?"
+		if sh.GetCreditsEarned() >= 0 {
+			earned = present.Grouped(sh.GetCreditsEarned()) + " credits"
+		}
+		row("earned", earned+", "+present.EarnedPerDollar(s))
+	}
 	row("tokens", tokens)
 	row("cost", cost)
 	action := s.GetLastAction()

@@ -299,6 +299,32 @@ func TestWebConsoleInABrowser(t *testing.T) {
 		t.Fatalf("a post without the CSRF token: %v", refused["status"])
 	}
 
+	// Many myses at once: ticking two rows' boxes and messaging them reaches both, and the page comes back with the
+	// same two ticked.
+	b.run("select scout-1 and trader-3", 30*time.Second, chromedp.Navigate(base+"/?sort=name&q="), chromedp.WaitVisible(chromedp.ID("#swarm")),
+		chromedp.Click(chromedp.CSS(`#swarm input[value="scout-1"]`)), chromedp.Click(chromedp.CSS(`#swarm input[value="trader-3"]`)))
+	if got := b.text("#picked-count"); got != "2 selected" {
+		t.Fatalf("after ticking two rows the bar says %q", got)
+	}
+	b.run("message the selection", 30*time.Second, chromedp.SetValue(chromedp.ID("#bulk-action"), "message"),
+		chromedp.SendKeys(chromedp.ID("#bulk-text"), "regroup at sol_central"), chromedp.Click(chromedp.CSS(`#bulk button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.ID("#flash")))
+	if got := b.text("#flash"); !strings.Contains(got, "sent to 2 myses") {
+		t.Fatalf("after messaging the selection: %q", got)
+	}
+	kept := value(b, "the ticked rows after the action", 10*time.Second, chromedp.Evaluate[[]string](
+		`Array.from(document.querySelectorAll('#swarm input[name="mysis"]:checked')).map(b => b.value)`))
+	if !slices.Equal(kept, []string{"scout-1", "trader-3"}) {
+		t.Fatalf("after the bulk message the ticked rows are %v, want scout-1 and trader-3", kept)
+	}
+	b.screenshot("swarm-selection")
+
+	// The game in view: the mysis page shows where its ship is, from its get_status (the autopilot reads it each turn).
+	b.run("scout-1's ship", 60*time.Second, chromedp.Navigate(base+"/mysis/scout-1"), chromedp.WaitVisible(chromedp.ID("#ship-where")))
+	if got := b.text("#ship-where"); !strings.Contains(got, "(") {
+		t.Fatalf("scout-1's ship is at %q, want a place in a system", got)
+	}
+
 	// The remaining pages, for the screenshots; then the swarm page as a phone shows it.
 	b.run("spend", 60*time.Second, chromedp.Navigate(base+"/spend"), chromedp.WaitVisible(chromedp.CSS("figure.chart")),
 		chromedp.WaitVisible(chromedp.CSS("#top-table a")))

@@ -32,6 +32,35 @@ type Status struct {
 	Turns     int64     `json:"turns"`
 	LastError string    `json:"last_error"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Ship is the newest game state a result reported (location, ship condition and cargo, lifetime earnings);
+	// absent until one did.
+	Ship *Ship `json:"ship,omitempty"`
+}
+
+// Ship is a player's location, ship and earnings as its newest get_status reported them.
+type Ship struct {
+	System        string      `json:"system"`
+	POI           string      `json:"poi"`
+	DockedAt      string      `json:"docked_at,omitempty"`
+	Class         string      `json:"class,omitempty"`
+	Hull          int64       `json:"hull"`
+	MaxHull       int64       `json:"max_hull"`
+	Shield        int64       `json:"shield"`
+	MaxShield     int64       `json:"max_shield"`
+	Fuel          int64       `json:"fuel"`
+	MaxFuel       int64       `json:"max_fuel"`
+	CargoUsed     int64       `json:"cargo_used"`
+	CargoCapacity int64       `json:"cargo_capacity"`
+	Cargo         []CargoItem `json:"cargo,omitempty"`
+	// CreditsEarned is the lifetime earnings, -1 when not reported.
+	CreditsEarned int64     `json:"credits_earned"`
+	At            time.Time `json:"at"`
+}
+
+// CargoItem is one stack of items aboard.
+type CargoItem struct {
+	ItemID   string `json:"item_id"`
+	Quantity int64  `json:"quantity"`
 }
 
 // StatusEvent is a change seen by Statuses.Watch.

@@ -19,7 +19,8 @@ import (
 type Backend interface {
 	List(ctx context.Context) ([]*runnerv1.MysisStatus, error)
 	Get(ctx context.Context, mysis string) (*runnerv1.MysisStatus, error)
-	Create(ctx context.Context, name, provider, model string) (*runnerv1.MysisStatus, error)
+	// Create creates a mysis as req says (name, provider, model, temperature, system prompt, endpoint, start).
+	Create(ctx context.Context, req *runnerv1.CreateMysisRequest) (*runnerv1.MysisStatus, error)
 	Start(ctx context.Context, mysis string) error
 	Stop(ctx context.Context, mysis string) error
 	Delete(ctx context.Context, mysis string) error
@@ -81,8 +82,8 @@ func (g GRPC) Get(ctx context.Context, mysis string) (*runnerv1.MysisStatus, err
 }
 
 // Create implements Backend.
-func (g GRPC) Create(ctx context.Context, name, provider, model string) (*runnerv1.MysisStatus, error) {
-	resp, err := g.Swarm.CreateMysis(ctx, &runnerv1.CreateMysisRequest{Name: name, Provider: provider, Model: model, Start: true})
+func (g GRPC) Create(ctx context.Context, req *runnerv1.CreateMysisRequest) (*runnerv1.MysisStatus, error) {
+	resp, err := g.Swarm.CreateMysis(ctx, req)
 	return resp.GetStatus(), err
 }
 

@@ -73,6 +73,45 @@ func Credits(s *runnerv1.MysisStatus) string {
 	return fmt.Sprint(s.GetCredits())
 }
 
+// Where is a mysis's location as the game last reported it: "docked at sol_central (sol)", "main_belt (sol)", or
+// "?" before its first get_status.
+func Where(s *runnerv1.MysisStatus) string {
+	sh := s.GetShip()
+	if sh.GetSystem() == "" {
+		return "?"
+	}
+	if sh.GetDockedAt() != "" {
+		return Safe(fmt.Sprintf("docked at %s (%s)", sh.GetDockedAt(), sh.GetSystem()))
+	}
+	if sh.GetPoi() == "" {
+		return Safe(sh.GetSystem())
+	}
+	return Safe(fmt.Sprintf("%s (%s)", sh.GetPoi(), sh.GetSystem()))
+}
+
+// Cargo is the cargo hold's fill, "12/50", or "?" before the game reported it.
+func Cargo(s *runnerv1.MysisStatus) string {
+	sh := s.GetShip()
+	if sh.GetCargoCapacity() <= 0 {
+		return "?"
+	}
+	return fmt.Sprintf("%d/%d", sh.GetCargoUsed(), sh.GetCargoCapacity())
+}
+
+// EarnedPerDollar is the credits the player earned (its lifetime earnings) per US dollar its LLM calls cost:
+// "12,300 per $", "no LLM cost" for a free model, "?" while either is unknown.
+func EarnedPerDollar(s *runnerv1.MysisStatus) string {
+	earned := s.GetShip().GetCreditsEarned()
+	if s.GetShip() == nil || earned < 0 {
+		return "?"
+	}
+	nanos := s.GetUsage().GetCostNanos()
+	if nanos <= 0 {
+		return "no LLM cost"
+	}
+	return Grouped(int64(float64(earned)/(float64(nanos)/1e9)+0.5)) + " per $"
+}
+
 // numbers writes counts with thousands separators.
 var numbers = message.NewPrinter(language.English)
 

@@ -148,7 +148,8 @@ func (s *scripted) Get(_ context.Context, ref string) (*runnerv1.MysisStatus, er
 	return nil, status.Errorf(codes.NotFound, "mysis %q not found", ref)
 }
 
-func (s *scripted) Create(_ context.Context, name, provider, model string) (*runnerv1.MysisStatus, error) {
+func (s *scripted) Create(_ context.Context, req *runnerv1.CreateMysisRequest) (*runnerv1.MysisStatus, error) {
+	name, provider, model := req.GetName(), req.GetProvider(), req.GetModel()
 	s.record("create " + name + " " + provider + " " + model)
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -753,7 +753,7 @@ func (m *Model) onFormKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 				return m, nil
 			}
 			return m, m.act(present.Subject{Mysis: name, Create: true, Service: "runner"}, func(ctx context.Context) (string, error) {
-				st, err := m.b.Create(ctx, name, provider, model)
+				st, err := m.b.Create(ctx, &runnerv1.CreateMysisRequest{Name: name, Provider: provider, Model: model, Start: true})
 				if err != nil {
 					return "", err
 				}

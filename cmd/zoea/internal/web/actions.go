@@ -65,22 +65,6 @@ func (s *Server) broadcast(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (s *Server) create(w http.ResponseWriter, r *http.Request) {
-	name := strings.TrimSpace(r.PostFormValue("name"))
-	provider, model := strings.TrimSpace(r.PostFormValue("provider")), strings.TrimSpace(r.PostFormValue("model"))
-	if name == "" {
-		s.refuseInput(w, r, "/", "nothing created: a mysis needs a name")
-		return
-	}
-	s.do(w, r, "/", present.Subject{Mysis: name, Create: true, Service: "runner"}, func(ctx context.Context) (string, error) {
-		st, err := s.b.Create(ctx, name, provider, model)
-		if err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("created %s (%s/%s), running", name, st.GetMysis().GetProvider(), st.GetMysis().GetModel()), nil
-	})
-}
-
 func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 	ref := r.PathValue("mysis")
 	s.do(w, r, mysisURL(ref), present.Subject{Mysis: ref, Service: "runner"}, func(ctx context.Context) (string, error) {

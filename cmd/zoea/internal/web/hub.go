@@ -471,6 +471,8 @@ type row struct {
 	Tokens    string `json:"tokens"`
 	Cost      string `json:"cost"`
 	Action    string `json:"action"`
+	Where     string `json:"where"`
+	Cargo     string `json:"cargo"`
 	LastError string `json:"error"`
 	Owner     string `json:"owner"`
 
@@ -487,6 +489,7 @@ func rowOf(st *runnerv1.MysisStatus) row {
 		ID: m.GetId(), Name: present.Safe(m.GetName()), State: present.State(m.GetState()), Reason: present.OneLine(m.GetStateReason()),
 		Provider: present.Safe(m.GetProvider()), Model: present.Safe(m.GetModel()), Credits: present.Credits(st),
 		Turns: m.GetCurrentTurn(), Tokens: tokens, Cost: cost, Action: present.Clip(present.OneLine(st.GetLastAction()), 40),
+		Where: present.Clip(present.Where(st), 40), Cargo: present.Cargo(st),
 		LastError: present.Clip(present.OneLine(present.LastError(st)), maxError), Owner: present.Safe(st.GetOwner()),
 		credits: st.GetCredits(), tokens: u.GetPromptTokens() + u.GetCompletionTokens(), costNanos: u.GetCostNanos(),
 	}

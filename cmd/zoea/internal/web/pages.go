@@ -240,6 +240,31 @@ func viewMemory(m *memoryv1.Memory) memoryView {
 	return v
 }
 
+// shipView is the mysis page's Ship section: what the game's newest get_status said, written for a person.
+type shipView struct {
+	Where, Class, Hull, Shield, Fuel, Cargo, Earned, PerDollar, Seen string
+	Items                                                            []string
+}
+
+// shipOf is the Ship section, nil before the mysis's first get_status.
+func shipOf(st *runnerv1.MysisStatus) *shipView {
+	sh := st.GetShip()
+	if sh.GetSystem() == "" {
+		return nil
+	}
+	frac := func(v, max int64) string { return fmt.Sprintf("%d/%d", v, max) }
+	v := &shipView{Where: present.Where(st), Class: present.Safe(sh.GetClass()), Hull: frac(sh.GetHull(), sh.GetMaxHull()),
+		Shield: frac(sh.GetShield(), sh.GetMaxShield()), Fuel: frac(sh.GetFuel(), sh.GetMaxFuel()), Cargo: present.Cargo(st),
+		Earned: "?", PerDollar: present.EarnedPerDollar(st), Seen: sh.GetSeenAt().AsTime().UTC().Format(time.DateTime)}
+	if sh.GetCreditsEarned() >= 0 {
+		v.Earned = present.Grouped(sh.GetCreditsEarned())
+	}
+	for _, c := range sh.GetCargo() {
+		v.Items = append(v.Items, fmt.Sprintf("%s × %s", present.Safe(c.GetItemId()), present.Grouped(c.GetQuantity())))
+	}
+	return v
+}
+
 func (s *Server) mysisPage(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := s.call(r)
 	defer cancel()
@@ -257,6 +282,7 @@ func (s *Server) mysisPage(w http.ResponseWriter, r *http.Request) {
 		limits = append(limits, spend.Describe(l))
 	}
 	data["Limits"] = limits
+	data["Ship"] = shipOf(st)
 	u := st.GetUsage()
 	data["Usage"] = map[string]string{"calls": present.Grouped(u.GetCalls()), "prompt": present.Grouped(u.GetPromptTokens()),
 		"cached": present.Grouped(u.GetCachedPromptTokens()), "completion": present.Grouped(u.GetCompletionTokens()),

@@ -192,6 +192,7 @@ func (s *Server) routes() http.Handler {
 
 	mux.HandleFunc("POST /broadcast", s.authed(s.changes(s.broadcast)))
 	mux.HandleFunc("POST /create", s.authed(s.changes(s.create)))
+	mux.HandleFunc("POST /bulk", s.authed(s.changes(s.bulk)))
 	mux.HandleFunc("POST /mysis/{mysis}/start", s.authed(s.changes(s.start)))
 	mux.HandleFunc("POST /mysis/{mysis}/stop", s.authed(s.changes(s.stop)))
 	mux.HandleFunc("POST /mysis/{mysis}/delete", s.authed(s.changes(s.delete)))

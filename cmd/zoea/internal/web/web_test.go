@@ -21,6 +21,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/zoeaswarm/zoea/cmd/zoea/internal/backend"
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
@@ -362,6 +363,40 @@ func TestMysisPageShowsToolCallsAndTheFullError(t *testing.T) {
 	code, body := c.get("/mysis/scuot-1")
 	if code != http.StatusNotFound || !strings.Contains(body, "no mysis named scuot-1 (did you mean scout-1?)") {
 		t.Fatalf("an unknown mysis: %d %s", code, body)
+	}
+}
+
+func TestMysisPageAndSwarmRowShowTheShip(t *testing.T) {
+	b := newScripted()
+	b.myses[0].Ship = &runnerv1.ShipView{System: "sol", Poi: "main_belt", Class: "starter_miner", Hull: 90, MaxHull: 100,
+		Shield: 20, MaxShield: 50, Fuel: 41, MaxFuel: 50, CargoUsed: 12, CargoCapacity: 50, CreditsEarned: 3000,
+		Cargo:  []*runnerv1.CargoItem{{ItemId: "ore_iron", Quantity: 10}, {ItemId: "ore_<b>nickel", Quantity: 2}},
+		SeenAt: timestamppb.New(time.Date(2026, 12, 2, 17, 30, 0, 0, time.UTC))}
+	b.myses[0].Usage = &memoryv1.UsageTotals{CostNanos: 250_000_000}
+	b.myses[1].Ship = &runnerv1.ShipView{System: "sol", Poi: "sol_central", DockedAt: "sol_central", MaxHull: 100, CargoCapacity: 50, CreditsEarned: -1}
+	c := startConsole(t, b)
+	c.login(testToken)
+	_, body := c.get("/mysis/scout-1")
+	for _, want := range []string{`<dd id="ship-where">main_belt (sol)</dd>`, `starter_miner · hull 90/100 · shield 20/50 · fuel 41/50`,
+		`<dd id="ship-cargo">12/50: ore_iron × 10, ore_&lt;b&gt;nickel × 2</dd>`, `3,000 credits in all · 12,000 per $`, `2026-12-02 17:30:00 UTC`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("scout-1's page lacks %s", want)
+		}
+	}
+	_, body = c.get("/mysis/miner-2")
+	if !strings.Contains(body, `docked at sol_central (sol)`) || !strings.Contains(body, `? credits in all · ?`) || !strings.Contains(body, `0/50, empty`) {
+		t.Errorf("miner-2's page does not say it is docked with unknown earnings and an empty hold")
+	}
+	_, body = c.get("/mysis/trader-3")
+	if !strings.Contains(body, "not known yet: it shows after the mysis's first get_status") {
+		t.Errorf("a mysis the game has not described says nothing of its ship")
+	}
+	_, body = c.get("/")
+	for _, want := range []string{`<td data-col="where">main_belt (sol)</td>`, `<td data-col="cargo" class="num">12/50</td>`,
+		`<td data-col="where">docked at sol_central (sol)</td>`, `<td data-col="where">?</td>`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("swarm page lacks %s", want)
+		}
 	}
 }
 

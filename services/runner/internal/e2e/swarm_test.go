@@ -348,6 +348,20 @@ func autopilotSwarmEarns(t *testing.T, pathSuffix string) {
 		return earned == len(ids)
 	})
 	t.Logf("simulator totals: %+v", stats.Totals)
+	// The admin API shows where each mysis is and what its ship holds, from the game's own results.
+	s.eventually(t, 60*time.Second, "every mysis's ship in view", func() bool {
+		list, err := r.swarm.ListMyses(ctx, &runnerv1.ListMysesRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := 0
+		for _, st := range list.GetMyses() {
+			if sh := st.GetShip(); sh.GetSystem() != "" && sh.GetMaxHull() > 0 && sh.GetCargoCapacity() > 0 && sh.GetSeenAt() != nil {
+				seen++
+			}
+		}
+		return seen == len(ids)
+	})
 	var passwords []string
 	for _, id := range ids {
 		passwords = append(passwords, s.password(t, id))

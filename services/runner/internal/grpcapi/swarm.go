@@ -119,6 +119,23 @@ func (s *Server) statusOf(m *memoryv1.Mysis) *runnerv1.MysisStatus {
 		if !st.LastActionAt.IsZero() {
 			out.LastActionAt = timestamppb.New(st.LastActionAt)
 		}
+		out.Ship = shipView(st.Ship)
+	}
+	return out
+}
+
+// shipView is the wire form of the game state the mysis's newest get_status reported.
+func shipView(sh *mysis.Ship) *runnerv1.ShipView {
+	if sh == nil {
+		return nil
+	}
+	out := &runnerv1.ShipView{
+		System: sh.System, Poi: sh.POI, DockedAt: sh.DockedAt, Class: sh.Class, Hull: sh.Hull, MaxHull: sh.MaxHull,
+		Shield: sh.Shield, MaxShield: sh.MaxShield, Fuel: sh.Fuel, MaxFuel: sh.MaxFuel, CargoUsed: sh.CargoUsed,
+		CargoCapacity: sh.CargoCapacity, CreditsEarned: sh.CreditsEarned, SeenAt: timestamppb.New(sh.At),
+	}
+	for _, c := range sh.Cargo {
+		out.Cargo = append(out.Cargo, &runnerv1.CargoItem{ItemId: c.ItemID, Quantity: c.Quantity})
 	}
 	return out
 }

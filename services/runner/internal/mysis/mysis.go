@@ -218,6 +218,38 @@ type ToolResult struct {
 	IsError bool
 	// Credits is the player's credit balance when the result reported it (get_status, login), else nil.
 	Credits *int64
+	// Ship is where the player is and what its ship holds, when the result reported both (get_status), else nil.
+	Ship *Ship
+}
+
+// Ship is the game state a commander wants to see at a glance: where the player is, its ship's condition and cargo,
+// and what it has earned, as the newest game result that reported them (get_status) said. A status holds it by
+// pointer and replaces it whole, never edits it, so copies of a status may share it.
+type Ship struct {
+	System        string `json:"system"`
+	POI           string `json:"poi"`
+	DockedAt      string `json:"docked_at,omitempty"`
+	Class         string `json:"class,omitempty"`
+	Hull          int64  `json:"hull"`
+	MaxHull       int64  `json:"max_hull"`
+	Shield        int64  `json:"shield"`
+	MaxShield     int64  `json:"max_shield"`
+	Fuel          int64  `json:"fuel"`
+	MaxFuel       int64  `json:"max_fuel"`
+	CargoUsed     int64  `json:"cargo_used"`
+	CargoCapacity int64  `json:"cargo_capacity"`
+	// Cargo lists the items aboard, in the game's order.
+	Cargo []CargoItem `json:"cargo,omitempty"`
+	// CreditsEarned is the player's lifetime earnings (player.stats.credits_earned), -1 when not reported.
+	CreditsEarned int64 `json:"credits_earned"`
+	// At is when the result was read.
+	At time.Time `json:"at"`
+}
+
+// CargoItem is one stack of items aboard.
+type CargoItem struct {
+	ItemID   string `json:"item_id"`
+	Quantity int64  `json:"quantity"`
 }
 
 // ToolSession is one mysis's tool router: its game session and its search tools.
@@ -295,6 +327,8 @@ type Status struct {
 	Turns     int64     `json:"turns"`
 	LastError string    `json:"last_error"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Ship is the newest game state a result reported (ToolResult.Ship), nil until one did.
+	Ship *Ship `json:"ship,omitempty"`
 }
 
 // StatusSink stores live statuses; best effort.

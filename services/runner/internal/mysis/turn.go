@@ -598,6 +598,9 @@ func (a *Actor) noteResult(ctx context.Context, c chat.ToolCall, res ToolResult,
 		if res.Credits != nil {
 			s.Credits = *res.Credits
 		}
+		if res.Ship != nil {
+			s.Ship = res.Ship
+		}
 	})
 }
 

@@ -103,6 +103,7 @@ func ToBusStatus(st mysis.Status) swarmbus.Status {
 	return swarmbus.Status{
 		MysisID: st.MysisID, Owner: st.Owner, State: string(st.State), LastAction: st.LastAction,
 		LastActionAt: st.LastActionAt, Credits: st.Credits, Turns: st.Turns, LastError: st.LastError, UpdatedAt: st.UpdatedAt,
+		Ship: toBusShip(st.Ship),
 	}
 }
 
@@ -111,5 +112,36 @@ func FromBusStatus(st swarmbus.Status) mysis.Status {
 	return mysis.Status{
 		MysisID: st.MysisID, Owner: st.Owner, State: mysis.State(st.State), LastAction: st.LastAction,
 		LastActionAt: st.LastActionAt, Credits: st.Credits, Turns: st.Turns, LastError: st.LastError, UpdatedAt: st.UpdatedAt,
+		Ship: fromBusShip(st.Ship),
 	}
+}
+
+func toBusShip(sh *mysis.Ship) *swarmbus.Ship {
+	if sh == nil {
+		return nil
+	}
+	out := &swarmbus.Ship{
+		System: sh.System, POI: sh.POI, DockedAt: sh.DockedAt, Class: sh.Class, Hull: sh.Hull, MaxHull: sh.MaxHull,
+		Shield: sh.Shield, MaxShield: sh.MaxShield, Fuel: sh.Fuel, MaxFuel: sh.MaxFuel, CargoUsed: sh.CargoUsed,
+		CargoCapacity: sh.CargoCapacity, CreditsEarned: sh.CreditsEarned, At: sh.At,
+	}
+	for _, c := range sh.Cargo {
+		out.Cargo = append(out.Cargo, swarmbus.CargoItem{ItemID: c.ItemID, Quantity: c.Quantity})
+	}
+	return out
+}
+
+func fromBusShip(sh *swarmbus.Ship) *mysis.Ship {
+	if sh == nil {
+		return nil
+	}
+	out := &mysis.Ship{
+		System: sh.System, POI: sh.POI, DockedAt: sh.DockedAt, Class: sh.Class, Hull: sh.Hull, MaxHull: sh.MaxHull,
+		Shield: sh.Shield, MaxShield: sh.MaxShield, Fuel: sh.Fuel, MaxFuel: sh.MaxFuel, CargoUsed: sh.CargoUsed,
+		CargoCapacity: sh.CargoCapacity, CreditsEarned: sh.CreditsEarned, At: sh.At,
+	}
+	for _, c := range sh.Cargo {
+		out.Cargo = append(out.Cargo, mysis.CargoItem{ItemID: c.ItemID, Quantity: c.Quantity})
+	}
+	return out
 }

@@ -776,6 +776,7 @@ func (s *Session) result(text, data string, isError bool) mysis.ToolResult {
 	res := mysis.ToolResult{Content: text, IsError: isError}
 	if !isError {
 		res.Credits = creditsOf(data)
+		res.Ship = shipOf(data, time.Now())
 	}
 	return res
 }
@@ -839,6 +840,61 @@ func creditsOf(text string) *int64 {
 		return nil
 	}
 	return r.Player.Credits
+}
+
+// statusResult is the part of a get_status result (the published v1 description's names) a commander's view shows.
+type statusResult struct {
+	Player *struct {
+		CurrentSystem string `json:"current_system"`
+		CurrentPOI    string `json:"current_poi"`
+		DockedAtBase  string `json:"docked_at_base"`
+		Stats         *struct {
+			CreditsEarned *int64 `json:"credits_earned"`
+		} `json:"stats"`
+	} `json:"player"`
+	Ship *struct {
+		ClassID       string            `json:"class_id"`
+		Hull          int64             `json:"hull"`
+		MaxHull       int64             `json:"max_hull"`
+		Shield        int64             `json:"shield"`
+		MaxShield     int64             `json:"max_shield"`
+		Fuel          int64             `json:"fuel"`
+		MaxFuel       int64             `json:"max_fuel"`
+		CargoUsed     int64             `json:"cargo_used"`
+		CargoCapacity int64             `json:"cargo_capacity"`
+		Cargo         []mysis.CargoItem `json:"cargo"`
+	} `json:"ship"`
+	// Details holds the same under a v2 result's state delta (the action's own result).
+	Details *statusResult `json:"details"`
+}
+
+// shipOf reads where the player is and what its ship holds from a result that reports both a player with a
+// location and a ship with its limits (get_status; on v2 also under details), else nil: a partial report (a
+// travel's arrival, a sale's credits) would show a ship with zero hull, so it is not taken.
+func shipOf(text string, at time.Time) *mysis.Ship {
+	if !strings.Contains(text, `"max_hull"`) || !strings.Contains(text, `"current_system"`) {
+		return nil
+	}
+	var r statusResult
+	if json.Unmarshal([]byte(text), &r) != nil {
+		return nil
+	}
+	if (r.Player == nil || r.Ship == nil) && r.Details != nil {
+		r = *r.Details
+	}
+	if r.Player == nil || r.Ship == nil || r.Player.CurrentSystem == "" || r.Ship.MaxHull <= 0 {
+		return nil
+	}
+	p, sh := r.Player, r.Ship
+	out := &mysis.Ship{
+		System: p.CurrentSystem, POI: p.CurrentPOI, DockedAt: p.DockedAtBase, Class: sh.ClassID,
+		Hull: sh.Hull, MaxHull: sh.MaxHull, Shield: sh.Shield, MaxShield: sh.MaxShield, Fuel: sh.Fuel, MaxFuel: sh.MaxFuel,
+		CargoUsed: sh.CargoUsed, CargoCapacity: sh.CargoCapacity, Cargo: sh.Cargo, CreditsEarned: -1, At: at,
+	}
+	if p.Stats != nil && p.Stats.CreditsEarned != nil {
+		out.CreditsEarned = *p.Stats.CreditsEarned
+	}
+	return out
 }
 
 // Search tools.

@@ -175,6 +175,11 @@ func TestSessionAgainstSimulator(t *testing.T) {
 	if st.IsError || st.Credits == nil {
 		t.Fatalf("get_status = %+v", st)
 	}
+	// The commander's view of the game comes from the same result, by the published names.
+	if sh := st.Ship; sh == nil || sh.System == "" || sh.POI == "" || sh.MaxHull <= 0 || sh.Hull <= 0 || sh.MaxFuel <= 0 ||
+		sh.CargoCapacity <= 0 || sh.Class == "" || sh.CreditsEarned < 0 || sh.At.IsZero() {
+		t.Fatalf("get_status ship view = %+v (content %s)", st.Ship, st.Content)
+	}
 	// The model's own login attempt: the runner logs in with the stored account; the answer holds no password.
 	if res := do(call("2", "login", `{"username":"hacker","password":"guess"}`)); res.IsError || strings.Contains(res.Content, "session_id") || s.sessionID == "" {
 		t.Errorf("login = %+v", res)

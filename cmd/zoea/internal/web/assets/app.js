@@ -42,12 +42,15 @@
         if (st) { st.textContent = d.state; st.className = "state " + d.state; st.title = d.reason; }
         set("model", d.provider + " / " + d.model);
         set("credits", d.credits); set("turns", String(d.turns)); set("tokens", d.tokens); set("cost", d.cost);
+        set("where", d.where); set("cargo", d.cargo);
         set("action", d.action); set("error", d.error); set("owner", d.owner);
         tr.dataset.updated = String(Date.now()); // when the last row event arrived (the benchmark reads it)
       }
       if (d.id === mysisID) {
         const st = document.getElementById("state");
         if (st) { st.textContent = d.state; st.className = "state " + d.state; }
+        const where = document.getElementById("ship-where");
+        if (where && d.where !== "?") where.textContent = d.where;
       }
     });
     es.addEventListener("gone", (e) => {
@@ -73,12 +76,16 @@
         const tr = document.createElement("tr");
         tr.dataset.id = d.id; tr.dataset.name = d.name;
         const cell = (col, text, cls) => { const td = document.createElement("td"); td.dataset.col = col; if (cls) td.className = cls; td.textContent = text; tr.append(td); return td; };
+        const pick = cell("pick", "", "pick");
+        const box = document.createElement("input"); box.type = "checkbox"; box.name = "mysis"; box.value = d.name;
+        box.setAttribute("form", "bulk"); box.setAttribute("aria-label", "select " + d.name); pick.append(box);
         const name = cell("name", "");
         const a = document.createElement("a"); a.href = mysisPath(d.name); a.textContent = d.name; name.append(a);
         const st = cell("state", "");
         const span = document.createElement("span"); span.className = "state " + d.state; span.title = d.reason; span.textContent = d.state; st.append(span);
         cell("model", d.provider + " / " + d.model);
         cell("credits", d.credits, "num"); cell("turns", String(d.turns), "num"); cell("tokens", d.tokens, "num"); cell("cost", d.cost, "num");
+        cell("where", d.where); cell("cargo", d.cargo, "num");
         cell("action", d.action); cell("error", d.error, "error"); cell("owner", d.owner);
         tbody.append(tr);
         return;
@@ -110,6 +117,30 @@
       ol.prepend(li);
       while (ol.children.length > 200) ol.lastElementChild.remove();
     });
+  }
+
+  // --- selection for bulk actions: the first column's boxes, kept across the action's reload -------------------
+  const bulk = document.getElementById("bulk");
+  if (bulk) {
+    const boxes = () => Array.from(document.querySelectorAll('#swarm tbody input[name="mysis"]'));
+    const all = document.getElementById("pick-all");
+    const count = () => {
+      const n = boxes().filter((b) => b.checked).length;
+      const el = document.getElementById("picked-count");
+      if (el) el.textContent = n + " selected";
+      if (all) all.checked = n > 0 && n === boxes().length;
+    };
+    document.addEventListener("change", (e) => { if (e.target.name === "mysis") count(); });
+    if (all) all.addEventListener("change", () => { boxes().forEach((b) => { b.checked = all.checked; }); count(); });
+    bulk.addEventListener("submit", () => {
+      const picked = boxes().filter((b) => b.checked).map((b) => b.value);
+      bulk.elements.back.value = location.pathname + location.search + "#picked=" + picked.slice(0, 200).map(encodeURIComponent).join(",");
+    });
+    if (location.hash.startsWith("#picked=")) {
+      const keep = new Set(location.hash.slice(8).split(",").filter(Boolean).map(decodeURIComponent));
+      boxes().forEach((b) => { b.checked = keep.has(b.value); });
+    }
+    count();
   }
 
   // --- keys (internal/keytable: the same table as zoea tui) ----------------------------------------------------

@@ -50,7 +50,10 @@ type MysisStatus struct {
 	// Set when the replica holding its lease has stopped renewing it (it has most likely died): play is paused until
 	// the lease expires, at the latest at this time, when another replica takes it over. Until then credits, last
 	// action and turns are as that replica last reported them.
-	PausedUntil   *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=paused_until,json=pausedUntil,proto3" json:"paused_until,omitempty"`
+	PausedUntil *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=paused_until,json=pausedUntil,proto3" json:"paused_until,omitempty"`
+	// Where the player is, its ship's condition and cargo, and its lifetime earnings, from the newest game result
+	// that reported them (get_status); unset until one did.
+	Ship          *ShipView `protobuf:"bytes,11,opt,name=ship,proto3" json:"ship,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -155,6 +158,228 @@ func (x *MysisStatus) GetPausedUntil() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *MysisStatus) GetShip() *ShipView {
+	if x != nil {
+		return x.Ship
+	}
+	return nil
+}
+
+// ShipView is a player's location and ship as the game last reported them (the game's get_status).
+type ShipView struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Current system, point of interest and base it is docked at (empty when undocked).
+	System   string `protobuf:"bytes,1,opt,name=system,proto3" json:"system,omitempty"`
+	Poi      string `protobuf:"bytes,2,opt,name=poi,proto3" json:"poi,omitempty"`
+	DockedAt string `protobuf:"bytes,3,opt,name=docked_at,json=dockedAt,proto3" json:"docked_at,omitempty"`
+	// Ship class, e.g. "starter_miner".
+	Class         string `protobuf:"bytes,4,opt,name=class,proto3" json:"class,omitempty"`
+	Hull          int64  `protobuf:"varint,5,opt,name=hull,proto3" json:"hull,omitempty"`
+	MaxHull       int64  `protobuf:"varint,6,opt,name=max_hull,json=maxHull,proto3" json:"max_hull,omitempty"`
+	Shield        int64  `protobuf:"varint,7,opt,name=shield,proto3" json:"shield,omitempty"`
+	MaxShield     int64  `protobuf:"varint,8,opt,name=max_shield,json=maxShield,proto3" json:"max_shield,omitempty"`
+	Fuel          int64  `protobuf:"varint,9,opt,name=fuel,proto3" json:"fuel,omitempty"`
+	MaxFuel       int64  `protobuf:"varint,10,opt,name=max_fuel,json=maxFuel,proto3" json:"max_fuel,omitempty"`
+	CargoUsed     int64  `protobuf:"varint,11,opt,name=cargo_used,json=cargoUsed,proto3" json:"cargo_used,omitempty"`
+	CargoCapacity int64  `protobuf:"varint,12,opt,name=cargo_capacity,json=cargoCapacity,proto3" json:"cargo_capacity,omitempty"`
+	// Items aboard, in the game's order.
+	Cargo []*CargoItem `protobuf:"bytes,13,rep,name=cargo,proto3" json:"cargo,omitempty"`
+	// Lifetime credits earned (the game's player.stats.credits_earned), -1 when not reported.
+	CreditsEarned int64 `protobuf:"varint,14,opt,name=credits_earned,json=creditsEarned,proto3" json:"credits_earned,omitempty"`
+	// When the runner read it.
+	SeenAt        *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=seen_at,json=seenAt,proto3" json:"seen_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShipView) Reset() {
+	*x = ShipView{}
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShipView) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShipView) ProtoMessage() {}
+
+func (x *ShipView) ProtoReflect() protoreflect.Message {
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShipView.ProtoReflect.Descriptor instead.
+func (*ShipView) Descriptor() ([]byte, []int) {
+	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ShipView) GetSystem() string {
+	if x != nil {
+		return x.System
+	}
+	return ""
+}
+
+func (x *ShipView) GetPoi() string {
+	if x != nil {
+		return x.Poi
+	}
+	return ""
+}
+
+func (x *ShipView) GetDockedAt() string {
+	if x != nil {
+		return x.DockedAt
+	}
+	return ""
+}
+
+func (x *ShipView) GetClass() string {
+	if x != nil {
+		return x.Class
+	}
+	return ""
+}
+
+func (x *ShipView) GetHull() int64 {
+	if x != nil {
+		return x.Hull
+	}
+	return 0
+}
+
+func (x *ShipView) GetMaxHull() int64 {
+	if x != nil {
+		return x.MaxHull
+	}
+	return 0
+}
+
+func (x *ShipView) GetShield() int64 {
+	if x != nil {
+		return x.Shield
+	}
+	return 0
+}
+
+func (x *ShipView) GetMaxShield() int64 {
+	if x != nil {
+		return x.MaxShield
+	}
+	return 0
+}
+
+func (x *ShipView) GetFuel() int64 {
+	if x != nil {
+		return x.Fuel
+	}
+	return 0
+}
+
+func (x *ShipView) GetMaxFuel() int64 {
+	if x != nil {
+		return x.MaxFuel
+	}
+	return 0
+}
+
+func (x *ShipView) GetCargoUsed() int64 {
+	if x != nil {
+		return x.CargoUsed
+	}
+	return 0
+}
+
+func (x *ShipView) GetCargoCapacity() int64 {
+	if x != nil {
+		return x.CargoCapacity
+	}
+	return 0
+}
+
+func (x *ShipView) GetCargo() []*CargoItem {
+	if x != nil {
+		return x.Cargo
+	}
+	return nil
+}
+
+func (x *ShipView) GetCreditsEarned() int64 {
+	if x != nil {
+		return x.CreditsEarned
+	}
+	return 0
+}
+
+func (x *ShipView) GetSeenAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SeenAt
+	}
+	return nil
+}
+
+// CargoItem is one stack of items aboard a ship.
+type CargoItem struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ItemId        string                 `protobuf:"bytes,1,opt,name=item_id,json=itemId,proto3" json:"item_id,omitempty"`
+	Quantity      int64                  `protobuf:"varint,2,opt,name=quantity,proto3" json:"quantity,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CargoItem) Reset() {
+	*x = CargoItem{}
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CargoItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CargoItem) ProtoMessage() {}
+
+func (x *CargoItem) ProtoReflect() protoreflect.Message {
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CargoItem.ProtoReflect.Descriptor instead.
+func (*CargoItem) Descriptor() ([]byte, []int) {
+	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *CargoItem) GetItemId() string {
+	if x != nil {
+		return x.ItemId
+	}
+	return ""
+}
+
+func (x *CargoItem) GetQuantity() int64 {
+	if x != nil {
+		return x.Quantity
+	}
+	return 0
+}
+
 // CreateMysisRequest describes the new mysis.
 type CreateMysisRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -179,7 +404,7 @@ type CreateMysisRequest struct {
 
 func (x *CreateMysisRequest) Reset() {
 	*x = CreateMysisRequest{}
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[1]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -191,7 +416,7 @@ func (x *CreateMysisRequest) String() string {
 func (*CreateMysisRequest) ProtoMessage() {}
 
 func (x *CreateMysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[1]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -204,7 +429,7 @@ func (x *CreateMysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateMysisRequest.ProtoReflect.Descriptor instead.
 func (*CreateMysisRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{1}
+	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *CreateMysisRequest) GetName() string {
@@ -267,7 +492,7 @@ type CreateMysisResponse struct {
 
 func (x *CreateMysisResponse) Reset() {
 	*x = CreateMysisResponse{}
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[2]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -279,7 +504,7 @@ func (x *CreateMysisResponse) String() string {
 func (*CreateMysisResponse) ProtoMessage() {}
 
 func (x *CreateMysisResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[2]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -292,7 +517,7 @@ func (x *CreateMysisResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateMysisResponse.ProtoReflect.Descriptor instead.
 func (*CreateMysisResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{2}
+	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CreateMysisResponse) GetStatus() *MysisStatus {
@@ -317,7 +542,7 @@ type ListMysesRequest struct {
 
 func (x *ListMysesRequest) Reset() {
 	*x = ListMysesRequest{}
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[3]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -329,7 +554,7 @@ func (x *ListMysesRequest) String() string {
 func (*ListMysesRequest) ProtoMessage() {}
 
 func (x *ListMysesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[3]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -342,7 +567,7 @@ func (x *ListMysesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMysesRequest.ProtoReflect.Descriptor instead.
 func (*ListMysesRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{3}
+	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ListMysesRequest) GetState() v1.MysisState {
@@ -379,7 +604,7 @@ type ListMysesResponse struct {
 
 func (x *ListMysesResponse) Reset() {
 	*x = ListMysesResponse{}
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[4]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -391,7 +616,7 @@ func (x *ListMysesResponse) String() string {
 func (*ListMysesResponse) ProtoMessage() {}
 
 func (x *ListMysesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[4]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -404,7 +629,7 @@ func (x *ListMysesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMysesResponse.ProtoReflect.Descriptor instead.
 func (*ListMysesResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{4}
+	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListMysesResponse) GetMyses() []*MysisStatus {
@@ -432,7 +657,7 @@ type GetMysisRequest struct {
 
 func (x *GetMysisRequest) Reset() {
 	*x = GetMysisRequest{}
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[5]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -444,7 +669,7 @@ func (x *GetMysisRequest) String() string {
 func (*GetMysisRequest) ProtoMessage() {}
 
 func (x *GetMysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[5]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -457,7 +682,7 @@ func (x *GetMysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMysisRequest.ProtoReflect.Descriptor instead.
 func (*GetMysisRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{5}
+	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetMysisRequest) GetMysis() string {
@@ -478,7 +703,7 @@ type GetMysisResponse struct {
 
 func (x *GetMysisResponse) Reset() {
 	*x = GetMysisResponse{}
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[6]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -490,7 +715,7 @@ func (x *GetMysisResponse) String() string {
 func (*GetMysisResponse) ProtoMessage() {}
 
 func (x *GetMysisResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[6]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -503,7 +728,7 @@ func (x *GetMysisResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMysisResponse.ProtoReflect.Descriptor instead.
 func (*GetMysisResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{6}
+	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetMysisResponse) GetStatus() *MysisStatus {
@@ -524,7 +749,7 @@ type StartMysisRequest struct {
 
 func (x *StartMysisRequest) Reset() {
 	*x = StartMysisRequest{}
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[7]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -536,7 +761,7 @@ func (x *StartMysisRequest) String() string {
 func (*StartMysisRequest) ProtoMessage() {}
 
 func (x *StartMysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[7]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -549,7 +774,7 @@ func (x *StartMysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartMysisRequest.ProtoReflect.Descriptor instead.
 func (*StartMysisRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{7}
+	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *StartMysisRequest) GetMysis() string {
@@ -570,7 +795,7 @@ type StartMysisResponse struct {
 
 func (x *StartMysisResponse) Reset() {
 	*x = StartMysisResponse{}
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[8]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -582,7 +807,7 @@ func (x *StartMysisResponse) String() string {
 func (*StartMysisResponse) ProtoMessage() {}
 
 func (x *StartMysisResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[8]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -595,7 +820,7 @@ func (x *StartMysisResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartMysisResponse.ProtoReflect.Descriptor instead.
 func (*StartMysisResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{8}
+	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *StartMysisResponse) GetStatus() *MysisStatus {
@@ -618,7 +843,7 @@ type StopMysisRequest struct {
 
 func (x *StopMysisRequest) Reset() {
 	*x = StopMysisRequest{}
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[9]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -630,7 +855,7 @@ func (x *StopMysisRequest) String() string {
 func (*StopMysisRequest) ProtoMessage() {}
 
 func (x *StopMysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[9]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -643,7 +868,7 @@ func (x *StopMysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopMysisRequest.ProtoReflect.Descriptor instead.
 func (*StopMysisRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{9}
+	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *StopMysisRequest) GetMysis() string {
@@ -671,7 +896,7 @@ type StopMysisResponse struct {
 
 func (x *StopMysisResponse) Reset() {
 	*x = StopMysisResponse{}
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[10]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -683,7 +908,7 @@ func (x *StopMysisResponse) String() string {
 func (*StopMysisResponse) ProtoMessage() {}
 
 func (x *StopMysisResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[10]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -696,7 +921,7 @@ func (x *StopMysisResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopMysisResponse.ProtoReflect.Descriptor instead.
 func (*StopMysisResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{10}
+	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *StopMysisResponse) GetStatus() *MysisStatus {
@@ -727,7 +952,7 @@ type ConfigureMysisRequest struct {
 
 func (x *ConfigureMysisRequest) Reset() {
 	*x = ConfigureMysisRequest{}
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[11]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -739,7 +964,7 @@ func (x *ConfigureMysisRequest) String() string {
 func (*ConfigureMysisRequest) ProtoMessage() {}
 
 func (x *ConfigureMysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[11]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -752,7 +977,7 @@ func (x *ConfigureMysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureMysisRequest.ProtoReflect.Descriptor instead.
 func (*ConfigureMysisRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{11}
+	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ConfigureMysisRequest) GetMysis() string {
@@ -808,7 +1033,7 @@ type ConfigureMysisResponse struct {
 
 func (x *ConfigureMysisResponse) Reset() {
 	*x = ConfigureMysisResponse{}
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[12]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -820,7 +1045,7 @@ func (x *ConfigureMysisResponse) String() string {
 func (*ConfigureMysisResponse) ProtoMessage() {}
 
 func (x *ConfigureMysisResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[12]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -833,7 +1058,7 @@ func (x *ConfigureMysisResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureMysisResponse.ProtoReflect.Descriptor instead.
 func (*ConfigureMysisResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{12}
+	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ConfigureMysisResponse) GetStatus() *MysisStatus {
@@ -854,7 +1079,7 @@ type DeleteMysisRequest struct {
 
 func (x *DeleteMysisRequest) Reset() {
 	*x = DeleteMysisRequest{}
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[13]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -866,7 +1091,7 @@ func (x *DeleteMysisRequest) String() string {
 func (*DeleteMysisRequest) ProtoMessage() {}
 
 func (x *DeleteMysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[13]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -879,7 +1104,7 @@ func (x *DeleteMysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteMysisRequest.ProtoReflect.Descriptor instead.
 func (*DeleteMysisRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{13}
+	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DeleteMysisRequest) GetMysis() string {
@@ -898,7 +1123,7 @@ type DeleteMysisResponse struct {
 
 func (x *DeleteMysisResponse) Reset() {
 	*x = DeleteMysisResponse{}
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[14]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -910,7 +1135,7 @@ func (x *DeleteMysisResponse) String() string {
 func (*DeleteMysisResponse) ProtoMessage() {}
 
 func (x *DeleteMysisResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[14]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -923,7 +1148,7 @@ func (x *DeleteMysisResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteMysisResponse.ProtoReflect.Descriptor instead.
 func (*DeleteMysisResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{14}
+	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{16}
 }
 
 // PreviewContextRequest names a mysis.
@@ -939,7 +1164,7 @@ type PreviewContextRequest struct {
 
 func (x *PreviewContextRequest) Reset() {
 	*x = PreviewContextRequest{}
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[15]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -951,7 +1176,7 @@ func (x *PreviewContextRequest) String() string {
 func (*PreviewContextRequest) ProtoMessage() {}
 
 func (x *PreviewContextRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[15]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -964,7 +1189,7 @@ func (x *PreviewContextRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewContextRequest.ProtoReflect.Descriptor instead.
 func (*PreviewContextRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{15}
+	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PreviewContextRequest) GetMysis() string {
@@ -999,7 +1224,7 @@ type PreviewContextResponse struct {
 
 func (x *PreviewContextResponse) Reset() {
 	*x = PreviewContextResponse{}
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[16]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1011,7 +1236,7 @@ func (x *PreviewContextResponse) String() string {
 func (*PreviewContextResponse) ProtoMessage() {}
 
 func (x *PreviewContextResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[16]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1024,7 +1249,7 @@ func (x *PreviewContextResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewContextResponse.ProtoReflect.Descriptor instead.
 func (*PreviewContextResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{16}
+	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PreviewContextResponse) GetMessages() []*v11.ChatMessage {
@@ -1079,7 +1304,7 @@ type GetUsageRequest struct {
 
 func (x *GetUsageRequest) Reset() {
 	*x = GetUsageRequest{}
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[17]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1091,7 +1316,7 @@ func (x *GetUsageRequest) String() string {
 func (*GetUsageRequest) ProtoMessage() {}
 
 func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[17]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1104,7 +1329,7 @@ func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageRequest.ProtoReflect.Descriptor instead.
 func (*GetUsageRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{17}
+	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetUsageRequest) GetMyses() []string {
@@ -1171,7 +1396,7 @@ type GetUsageResponse struct {
 
 func (x *GetUsageResponse) Reset() {
 	*x = GetUsageResponse{}
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[18]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1183,7 +1408,7 @@ func (x *GetUsageResponse) String() string {
 func (*GetUsageResponse) ProtoMessage() {}
 
 func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[18]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1196,7 +1421,7 @@ func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageResponse.ProtoReflect.Descriptor instead.
 func (*GetUsageResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{18}
+	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetUsageResponse) GetTotal() *v1.UsageTotals {
@@ -1233,7 +1458,7 @@ type SetSpendLimitsRequest struct {
 
 func (x *SetSpendLimitsRequest) Reset() {
 	*x = SetSpendLimitsRequest{}
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[19]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1245,7 +1470,7 @@ func (x *SetSpendLimitsRequest) String() string {
 func (*SetSpendLimitsRequest) ProtoMessage() {}
 
 func (x *SetSpendLimitsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[19]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1258,7 +1483,7 @@ func (x *SetSpendLimitsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSpendLimitsRequest.ProtoReflect.Descriptor instead.
 func (*SetSpendLimitsRequest) Descriptor() ([]byte, []int) {
-	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{19}
+	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SetSpendLimitsRequest) GetMysis() string {
@@ -1286,7 +1511,7 @@ type SetSpendLimitsResponse struct {
 
 func (x *SetSpendLimitsResponse) Reset() {
 	*x = SetSpendLimitsResponse{}
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[20]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1298,7 +1523,7 @@ func (x *SetSpendLimitsResponse) String() string {
 func (*SetSpendLimitsResponse) ProtoMessage() {}
 
 func (x *SetSpendLimitsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[20]
+	mi := &file_zoea_runner_v1_swarm_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1311,7 +1536,7 @@ func (x *SetSpendLimitsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSpendLimitsResponse.ProtoReflect.Descriptor instead.
 func (*SetSpendLimitsResponse) Descriptor() ([]byte, []int) {
-	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{20}
+	return file_zoea_runner_v1_swarm_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SetSpendLimitsResponse) GetStatus() *MysisStatus {
@@ -1325,7 +1550,7 @@ var File_zoea_runner_v1_swarm_proto protoreflect.FileDescriptor
 
 const file_zoea_runner_v1_swarm_proto_rawDesc = "" +
 	"\n" +
-	"\x1azoea/runner/v1/swarm.proto\x12\x0ezoea.runner.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1fzoea/composer/v1/composer.proto\x1a\x1bzoea/memory/v1/memory.proto\"\xb3\x03\n" +
+	"\x1azoea/runner/v1/swarm.proto\x12\x0ezoea.runner.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1fzoea/composer/v1/composer.proto\x1a\x1bzoea/memory/v1/memory.proto\"\xe1\x03\n" +
 	"\vMysisStatus\x12+\n" +
 	"\x05mysis\x18\x01 \x01(\v2\x15.zoea.memory.v1.MysisR\x05mysis\x12\x14\n" +
 	"\x05owner\x18\x02 \x01(\tR\x05owner\x12\x1f\n" +
@@ -1339,7 +1564,30 @@ const file_zoea_runner_v1_swarm_proto_rawDesc = "" +
 	"\x05usage\x18\b \x01(\v2\x1b.zoea.memory.v1.UsageTotalsR\x05usage\x12=\n" +
 	"\fspend_limits\x18\t \x03(\v2\x1a.zoea.memory.v1.SpendLimitR\vspendLimits\x12=\n" +
 	"\fpaused_until\x18\n" +
-	" \x01(\v2\x1a.google.protobuf.TimestampR\vpausedUntil\"\xfb\x01\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\vpausedUntil\x12,\n" +
+	"\x04ship\x18\v \x01(\v2\x18.zoea.runner.v1.ShipViewR\x04ship\"\xcf\x03\n" +
+	"\bShipView\x12\x16\n" +
+	"\x06system\x18\x01 \x01(\tR\x06system\x12\x10\n" +
+	"\x03poi\x18\x02 \x01(\tR\x03poi\x12\x1b\n" +
+	"\tdocked_at\x18\x03 \x01(\tR\bdockedAt\x12\x14\n" +
+	"\x05class\x18\x04 \x01(\tR\x05class\x12\x12\n" +
+	"\x04hull\x18\x05 \x01(\x03R\x04hull\x12\x19\n" +
+	"\bmax_hull\x18\x06 \x01(\x03R\amaxHull\x12\x16\n" +
+	"\x06shield\x18\a \x01(\x03R\x06shield\x12\x1d\n" +
+	"\n" +
+	"max_shield\x18\b \x01(\x03R\tmaxShield\x12\x12\n" +
+	"\x04fuel\x18\t \x01(\x03R\x04fuel\x12\x19\n" +
+	"\bmax_fuel\x18\n" +
+	" \x01(\x03R\amaxFuel\x12\x1d\n" +
+	"\n" +
+	"cargo_used\x18\v \x01(\x03R\tcargoUsed\x12%\n" +
+	"\x0ecargo_capacity\x18\f \x01(\x03R\rcargoCapacity\x12/\n" +
+	"\x05cargo\x18\r \x03(\v2\x19.zoea.runner.v1.CargoItemR\x05cargo\x12%\n" +
+	"\x0ecredits_earned\x18\x0e \x01(\x03R\rcreditsEarned\x123\n" +
+	"\aseen_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\x06seenAt\"@\n" +
+	"\tCargoItem\x12\x17\n" +
+	"\aitem_id\x18\x01 \x01(\tR\x06itemId\x12\x1a\n" +
+	"\bquantity\x18\x02 \x01(\x03R\bquantity\"\xfb\x01\n" +
 	"\x12CreateMysisRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x14\n" +
@@ -1440,92 +1688,97 @@ func file_zoea_runner_v1_swarm_proto_rawDescGZIP() []byte {
 	return file_zoea_runner_v1_swarm_proto_rawDescData
 }
 
-var file_zoea_runner_v1_swarm_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_zoea_runner_v1_swarm_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_zoea_runner_v1_swarm_proto_goTypes = []any{
 	(*MysisStatus)(nil),            // 0: zoea.runner.v1.MysisStatus
-	(*CreateMysisRequest)(nil),     // 1: zoea.runner.v1.CreateMysisRequest
-	(*CreateMysisResponse)(nil),    // 2: zoea.runner.v1.CreateMysisResponse
-	(*ListMysesRequest)(nil),       // 3: zoea.runner.v1.ListMysesRequest
-	(*ListMysesResponse)(nil),      // 4: zoea.runner.v1.ListMysesResponse
-	(*GetMysisRequest)(nil),        // 5: zoea.runner.v1.GetMysisRequest
-	(*GetMysisResponse)(nil),       // 6: zoea.runner.v1.GetMysisResponse
-	(*StartMysisRequest)(nil),      // 7: zoea.runner.v1.StartMysisRequest
-	(*StartMysisResponse)(nil),     // 8: zoea.runner.v1.StartMysisResponse
-	(*StopMysisRequest)(nil),       // 9: zoea.runner.v1.StopMysisRequest
-	(*StopMysisResponse)(nil),      // 10: zoea.runner.v1.StopMysisResponse
-	(*ConfigureMysisRequest)(nil),  // 11: zoea.runner.v1.ConfigureMysisRequest
-	(*ConfigureMysisResponse)(nil), // 12: zoea.runner.v1.ConfigureMysisResponse
-	(*DeleteMysisRequest)(nil),     // 13: zoea.runner.v1.DeleteMysisRequest
-	(*DeleteMysisResponse)(nil),    // 14: zoea.runner.v1.DeleteMysisResponse
-	(*PreviewContextRequest)(nil),  // 15: zoea.runner.v1.PreviewContextRequest
-	(*PreviewContextResponse)(nil), // 16: zoea.runner.v1.PreviewContextResponse
-	(*GetUsageRequest)(nil),        // 17: zoea.runner.v1.GetUsageRequest
-	(*GetUsageResponse)(nil),       // 18: zoea.runner.v1.GetUsageResponse
-	(*SetSpendLimitsRequest)(nil),  // 19: zoea.runner.v1.SetSpendLimitsRequest
-	(*SetSpendLimitsResponse)(nil), // 20: zoea.runner.v1.SetSpendLimitsResponse
-	(*v1.Mysis)(nil),               // 21: zoea.memory.v1.Mysis
-	(*timestamppb.Timestamp)(nil),  // 22: google.protobuf.Timestamp
-	(*v1.UsageTotals)(nil),         // 23: zoea.memory.v1.UsageTotals
-	(*v1.SpendLimit)(nil),          // 24: zoea.memory.v1.SpendLimit
-	(v1.MysisState)(0),             // 25: zoea.memory.v1.MysisState
-	(*v11.Policy)(nil),             // 26: zoea.composer.v1.Policy
-	(*v11.ChatMessage)(nil),        // 27: zoea.composer.v1.ChatMessage
-	(*v11.Manifest)(nil),           // 28: zoea.composer.v1.Manifest
-	(*v11.Encouragement)(nil),      // 29: zoea.composer.v1.Encouragement
-	(*v11.ToolDefinition)(nil),     // 30: zoea.composer.v1.ToolDefinition
-	(v1.UsageGroup)(0),             // 31: zoea.memory.v1.UsageGroup
-	(*v1.UsageRow)(nil),            // 32: zoea.memory.v1.UsageRow
+	(*ShipView)(nil),               // 1: zoea.runner.v1.ShipView
+	(*CargoItem)(nil),              // 2: zoea.runner.v1.CargoItem
+	(*CreateMysisRequest)(nil),     // 3: zoea.runner.v1.CreateMysisRequest
+	(*CreateMysisResponse)(nil),    // 4: zoea.runner.v1.CreateMysisResponse
+	(*ListMysesRequest)(nil),       // 5: zoea.runner.v1.ListMysesRequest
+	(*ListMysesResponse)(nil),      // 6: zoea.runner.v1.ListMysesResponse
+	(*GetMysisRequest)(nil),        // 7: zoea.runner.v1.GetMysisRequest
+	(*GetMysisResponse)(nil),       // 8: zoea.runner.v1.GetMysisResponse
+	(*StartMysisRequest)(nil),      // 9: zoea.runner.v1.StartMysisRequest
+	(*StartMysisResponse)(nil),     // 10: zoea.runner.v1.StartMysisResponse
+	(*StopMysisRequest)(nil),       // 11: zoea.runner.v1.StopMysisRequest
+	(*StopMysisResponse)(nil),      // 12: zoea.runner.v1.StopMysisResponse
+	(*ConfigureMysisRequest)(nil),  // 13: zoea.runner.v1.ConfigureMysisRequest
+	(*ConfigureMysisResponse)(nil), // 14: zoea.runner.v1.ConfigureMysisResponse
+	(*DeleteMysisRequest)(nil),     // 15: zoea.runner.v1.DeleteMysisRequest
+	(*DeleteMysisResponse)(nil),    // 16: zoea.runner.v1.DeleteMysisResponse
+	(*PreviewContextRequest)(nil),  // 17: zoea.runner.v1.PreviewContextRequest
+	(*PreviewContextResponse)(nil), // 18: zoea.runner.v1.PreviewContextResponse
+	(*GetUsageRequest)(nil),        // 19: zoea.runner.v1.GetUsageRequest
+	(*GetUsageResponse)(nil),       // 20: zoea.runner.v1.GetUsageResponse
+	(*SetSpendLimitsRequest)(nil),  // 21: zoea.runner.v1.SetSpendLimitsRequest
+	(*SetSpendLimitsResponse)(nil), // 22: zoea.runner.v1.SetSpendLimitsResponse
+	(*v1.Mysis)(nil),               // 23: zoea.memory.v1.Mysis
+	(*timestamppb.Timestamp)(nil),  // 24: google.protobuf.Timestamp
+	(*v1.UsageTotals)(nil),         // 25: zoea.memory.v1.UsageTotals
+	(*v1.SpendLimit)(nil),          // 26: zoea.memory.v1.SpendLimit
+	(v1.MysisState)(0),             // 27: zoea.memory.v1.MysisState
+	(*v11.Policy)(nil),             // 28: zoea.composer.v1.Policy
+	(*v11.ChatMessage)(nil),        // 29: zoea.composer.v1.ChatMessage
+	(*v11.Manifest)(nil),           // 30: zoea.composer.v1.Manifest
+	(*v11.Encouragement)(nil),      // 31: zoea.composer.v1.Encouragement
+	(*v11.ToolDefinition)(nil),     // 32: zoea.composer.v1.ToolDefinition
+	(v1.UsageGroup)(0),             // 33: zoea.memory.v1.UsageGroup
+	(*v1.UsageRow)(nil),            // 34: zoea.memory.v1.UsageRow
 }
 var file_zoea_runner_v1_swarm_proto_depIdxs = []int32{
-	21, // 0: zoea.runner.v1.MysisStatus.mysis:type_name -> zoea.memory.v1.Mysis
-	22, // 1: zoea.runner.v1.MysisStatus.last_action_at:type_name -> google.protobuf.Timestamp
-	23, // 2: zoea.runner.v1.MysisStatus.usage:type_name -> zoea.memory.v1.UsageTotals
-	24, // 3: zoea.runner.v1.MysisStatus.spend_limits:type_name -> zoea.memory.v1.SpendLimit
-	22, // 4: zoea.runner.v1.MysisStatus.paused_until:type_name -> google.protobuf.Timestamp
-	0,  // 5: zoea.runner.v1.CreateMysisResponse.status:type_name -> zoea.runner.v1.MysisStatus
-	25, // 6: zoea.runner.v1.ListMysesRequest.state:type_name -> zoea.memory.v1.MysisState
-	0,  // 7: zoea.runner.v1.ListMysesResponse.myses:type_name -> zoea.runner.v1.MysisStatus
-	0,  // 8: zoea.runner.v1.GetMysisResponse.status:type_name -> zoea.runner.v1.MysisStatus
-	0,  // 9: zoea.runner.v1.StartMysisResponse.status:type_name -> zoea.runner.v1.MysisStatus
-	0,  // 10: zoea.runner.v1.StopMysisResponse.status:type_name -> zoea.runner.v1.MysisStatus
-	0,  // 11: zoea.runner.v1.ConfigureMysisResponse.status:type_name -> zoea.runner.v1.MysisStatus
-	26, // 12: zoea.runner.v1.PreviewContextRequest.policy:type_name -> zoea.composer.v1.Policy
-	27, // 13: zoea.runner.v1.PreviewContextResponse.messages:type_name -> zoea.composer.v1.ChatMessage
-	28, // 14: zoea.runner.v1.PreviewContextResponse.manifest:type_name -> zoea.composer.v1.Manifest
-	29, // 15: zoea.runner.v1.PreviewContextResponse.encouragement:type_name -> zoea.composer.v1.Encouragement
-	30, // 16: zoea.runner.v1.PreviewContextResponse.tools:type_name -> zoea.composer.v1.ToolDefinition
-	22, // 17: zoea.runner.v1.GetUsageRequest.from:type_name -> google.protobuf.Timestamp
-	22, // 18: zoea.runner.v1.GetUsageRequest.to:type_name -> google.protobuf.Timestamp
-	31, // 19: zoea.runner.v1.GetUsageRequest.group_by:type_name -> zoea.memory.v1.UsageGroup
-	23, // 20: zoea.runner.v1.GetUsageResponse.total:type_name -> zoea.memory.v1.UsageTotals
-	32, // 21: zoea.runner.v1.GetUsageResponse.rows:type_name -> zoea.memory.v1.UsageRow
-	24, // 22: zoea.runner.v1.SetSpendLimitsRequest.limits:type_name -> zoea.memory.v1.SpendLimit
-	0,  // 23: zoea.runner.v1.SetSpendLimitsResponse.status:type_name -> zoea.runner.v1.MysisStatus
-	1,  // 24: zoea.runner.v1.SwarmService.CreateMysis:input_type -> zoea.runner.v1.CreateMysisRequest
-	3,  // 25: zoea.runner.v1.SwarmService.ListMyses:input_type -> zoea.runner.v1.ListMysesRequest
-	5,  // 26: zoea.runner.v1.SwarmService.GetMysis:input_type -> zoea.runner.v1.GetMysisRequest
-	7,  // 27: zoea.runner.v1.SwarmService.StartMysis:input_type -> zoea.runner.v1.StartMysisRequest
-	9,  // 28: zoea.runner.v1.SwarmService.StopMysis:input_type -> zoea.runner.v1.StopMysisRequest
-	11, // 29: zoea.runner.v1.SwarmService.ConfigureMysis:input_type -> zoea.runner.v1.ConfigureMysisRequest
-	13, // 30: zoea.runner.v1.SwarmService.DeleteMysis:input_type -> zoea.runner.v1.DeleteMysisRequest
-	15, // 31: zoea.runner.v1.SwarmService.PreviewContext:input_type -> zoea.runner.v1.PreviewContextRequest
-	17, // 32: zoea.runner.v1.SwarmService.GetUsage:input_type -> zoea.runner.v1.GetUsageRequest
-	19, // 33: zoea.runner.v1.SwarmService.SetSpendLimits:input_type -> zoea.runner.v1.SetSpendLimitsRequest
-	2,  // 34: zoea.runner.v1.SwarmService.CreateMysis:output_type -> zoea.runner.v1.CreateMysisResponse
-	4,  // 35: zoea.runner.v1.SwarmService.ListMyses:output_type -> zoea.runner.v1.ListMysesResponse
-	6,  // 36: zoea.runner.v1.SwarmService.GetMysis:output_type -> zoea.runner.v1.GetMysisResponse
-	8,  // 37: zoea.runner.v1.SwarmService.StartMysis:output_type -> zoea.runner.v1.StartMysisResponse
-	10, // 38: zoea.runner.v1.SwarmService.StopMysis:output_type -> zoea.runner.v1.StopMysisResponse
-	12, // 39: zoea.runner.v1.SwarmService.ConfigureMysis:output_type -> zoea.runner.v1.ConfigureMysisResponse
-	14, // 40: zoea.runner.v1.SwarmService.DeleteMysis:output_type -> zoea.runner.v1.DeleteMysisResponse
-	16, // 41: zoea.runner.v1.SwarmService.PreviewContext:output_type -> zoea.runner.v1.PreviewContextResponse
-	18, // 42: zoea.runner.v1.SwarmService.GetUsage:output_type -> zoea.runner.v1.GetUsageResponse
-	20, // 43: zoea.runner.v1.SwarmService.SetSpendLimits:output_type -> zoea.runner.v1.SetSpendLimitsResponse
-	34, // [34:44] is the sub-list for method output_type
-	24, // [24:34] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	23, // 0: zoea.runner.v1.MysisStatus.mysis:type_name -> zoea.memory.v1.Mysis
+	24, // 1: zoea.runner.v1.MysisStatus.last_action_at:type_name -> google.protobuf.Timestamp
+	25, // 2: zoea.runner.v1.MysisStatus.usage:type_name -> zoea.memory.v1.UsageTotals
+	26, // 3: zoea.runner.v1.MysisStatus.spend_limits:type_name -> zoea.memory.v1.SpendLimit
+	24, // 4: zoea.runner.v1.MysisStatus.paused_until:type_name -> google.protobuf.Timestamp
+	1,  // 5: zoea.runner.v1.MysisStatus.ship:type_name -> zoea.runner.v1.ShipView
+	2,  // 6: zoea.runner.v1.ShipView.cargo:type_name -> zoea.runner.v1.CargoItem
+	24, // 7: zoea.runner.v1.ShipView.seen_at:type_name -> google.protobuf.Timestamp
+	0,  // 8: zoea.runner.v1.CreateMysisResponse.status:type_name -> zoea.runner.v1.MysisStatus
+	27, // 9: zoea.runner.v1.ListMysesRequest.state:type_name -> zoea.memory.v1.MysisState
+	0,  // 10: zoea.runner.v1.ListMysesResponse.myses:type_name -> zoea.runner.v1.MysisStatus
+	0,  // 11: zoea.runner.v1.GetMysisResponse.status:type_name -> zoea.runner.v1.MysisStatus
+	0,  // 12: zoea.runner.v1.StartMysisResponse.status:type_name -> zoea.runner.v1.MysisStatus
+	0,  // 13: zoea.runner.v1.StopMysisResponse.status:type_name -> zoea.runner.v1.MysisStatus
+	0,  // 14: zoea.runner.v1.ConfigureMysisResponse.status:type_name -> zoea.runner.v1.MysisStatus
+	28, // 15: zoea.runner.v1.PreviewContextRequest.policy:type_name -> zoea.composer.v1.Policy
+	29, // 16: zoea.runner.v1.PreviewContextResponse.messages:type_name -> zoea.composer.v1.ChatMessage
+	30, // 17: zoea.runner.v1.PreviewContextResponse.manifest:type_name -> zoea.composer.v1.Manifest
+	31, // 18: zoea.runner.v1.PreviewContextResponse.encouragement:type_name -> zoea.composer.v1.Encouragement
+	32, // 19: zoea.runner.v1.PreviewContextResponse.tools:type_name -> zoea.composer.v1.ToolDefinition
+	24, // 20: zoea.runner.v1.GetUsageRequest.from:type_name -> google.protobuf.Timestamp
+	24, // 21: zoea.runner.v1.GetUsageRequest.to:type_name -> google.protobuf.Timestamp
+	33, // 22: zoea.runner.v1.GetUsageRequest.group_by:type_name -> zoea.memory.v1.UsageGroup
+	25, // 23: zoea.runner.v1.GetUsageResponse.total:type_name -> zoea.memory.v1.UsageTotals
+	34, // 24: zoea.runner.v1.GetUsageResponse.rows:type_name -> zoea.memory.v1.UsageRow
+	26, // 25: zoea.runner.v1.SetSpendLimitsRequest.limits:type_name -> zoea.memory.v1.SpendLimit
+	0,  // 26: zoea.runner.v1.SetSpendLimitsResponse.status:type_name -> zoea.runner.v1.MysisStatus
+	3,  // 27: zoea.runner.v1.SwarmService.CreateMysis:input_type -> zoea.runner.v1.CreateMysisRequest
+	5,  // 28: zoea.runner.v1.SwarmService.ListMyses:input_type -> zoea.runner.v1.ListMysesRequest
+	7,  // 29: zoea.runner.v1.SwarmService.GetMysis:input_type -> zoea.runner.v1.GetMysisRequest
+	9,  // 30: zoea.runner.v1.SwarmService.StartMysis:input_type -> zoea.runner.v1.StartMysisRequest
+	11, // 31: zoea.runner.v1.SwarmService.StopMysis:input_type -> zoea.runner.v1.StopMysisRequest
+	13, // 32: zoea.runner.v1.SwarmService.ConfigureMysis:input_type -> zoea.runner.v1.ConfigureMysisRequest
+	15, // 33: zoea.runner.v1.SwarmService.DeleteMysis:input_type -> zoea.runner.v1.DeleteMysisRequest
+	17, // 34: zoea.runner.v1.SwarmService.PreviewContext:input_type -> zoea.runner.v1.PreviewContextRequest
+	19, // 35: zoea.runner.v1.SwarmService.GetUsage:input_type -> zoea.runner.v1.GetUsageRequest
+	21, // 36: zoea.runner.v1.SwarmService.SetSpendLimits:input_type -> zoea.runner.v1.SetSpendLimitsRequest
+	4,  // 37: zoea.runner.v1.SwarmService.CreateMysis:output_type -> zoea.runner.v1.CreateMysisResponse
+	6,  // 38: zoea.runner.v1.SwarmService.ListMyses:output_type -> zoea.runner.v1.ListMysesResponse
+	8,  // 39: zoea.runner.v1.SwarmService.GetMysis:output_type -> zoea.runner.v1.GetMysisResponse
+	10, // 40: zoea.runner.v1.SwarmService.StartMysis:output_type -> zoea.runner.v1.StartMysisResponse
+	12, // 41: zoea.runner.v1.SwarmService.StopMysis:output_type -> zoea.runner.v1.StopMysisResponse
+	14, // 42: zoea.runner.v1.SwarmService.ConfigureMysis:output_type -> zoea.runner.v1.ConfigureMysisResponse
+	16, // 43: zoea.runner.v1.SwarmService.DeleteMysis:output_type -> zoea.runner.v1.DeleteMysisResponse
+	18, // 44: zoea.runner.v1.SwarmService.PreviewContext:output_type -> zoea.runner.v1.PreviewContextResponse
+	20, // 45: zoea.runner.v1.SwarmService.GetUsage:output_type -> zoea.runner.v1.GetUsageResponse
+	22, // 46: zoea.runner.v1.SwarmService.SetSpendLimits:output_type -> zoea.runner.v1.SetSpendLimitsResponse
+	37, // [37:47] is the sub-list for method output_type
+	27, // [27:37] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_zoea_runner_v1_swarm_proto_init() }
@@ -1533,15 +1786,15 @@ func file_zoea_runner_v1_swarm_proto_init() {
 	if File_zoea_runner_v1_swarm_proto != nil {
 		return
 	}
-	file_zoea_runner_v1_swarm_proto_msgTypes[1].OneofWrappers = []any{}
-	file_zoea_runner_v1_swarm_proto_msgTypes[11].OneofWrappers = []any{}
+	file_zoea_runner_v1_swarm_proto_msgTypes[3].OneofWrappers = []any{}
+	file_zoea_runner_v1_swarm_proto_msgTypes[13].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zoea_runner_v1_swarm_proto_rawDesc), len(file_zoea_runner_v1_swarm_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
