@@ -871,13 +871,21 @@ type statusResult struct {
 	} `json:"ship"`
 	// Details holds the same under a v2 result's state delta (the action's own result).
 	Details *statusResult `json:"details"`
+	// Location and Cargo are where SpaceMolt's v2 state blob (get_status and get_state on /mcp/v2 and /api/v2)
+	// keeps the position and the hold: its player carries neither (docs/SPACEMOLT.md, "API v2 results").
+	Location *struct {
+		SystemID string  `json:"system_id"`
+		POIID    string  `json:"poi_id"`
+		DockedAt *string `json:"docked_at"`
+	} `json:"location"`
+	Cargo []mysis.CargoItem `json:"cargo"`
 }
 
 // shipOf reads where the player is and what its ship holds from a result that reports both a player with a
 // location and a ship with its limits (get_status; on v2 also under details), else nil: a partial report (a
 // travel's arrival, a sale's credits) would show a ship with zero hull, so it is not taken.
 func shipOf(text string, at time.Time) *mysis.Ship {
-	if !strings.Contains(text, `"max_hull"`) || !strings.Contains(text, `"current_system"`) {
+	if !strings.Contains(text, `"max_hull"`) || !strings.Contains(text, `"current_system"`) && !strings.Contains(text, `"system_id"`) {
 		return nil
 	}
 	var r statusResult
@@ -886,6 +894,16 @@ func shipOf(text string, at time.Time) *mysis.Ship {
 	}
 	if (r.Player == nil || r.Ship == nil) && r.Details != nil {
 		r = *r.Details
+	}
+	if r.Player != nil && r.Player.CurrentSystem == "" && r.Location != nil {
+		// The v2 state blob: the position from location, the hold from the top-level cargo.
+		r.Player.CurrentSystem, r.Player.CurrentPOI = r.Location.SystemID, r.Location.POIID
+		if r.Location.DockedAt != nil {
+			r.Player.DockedAtBase = *r.Location.DockedAt
+		}
+		if r.Ship != nil && r.Ship.Cargo == nil {
+			r.Ship.Cargo = r.Cargo
+		}
 	}
 	if r.Player == nil || r.Ship == nil || r.Player.CurrentSystem == "" || r.Ship.MaxHull <= 0 {
 		return nil

@@ -616,3 +616,25 @@ func TestRouterToolsAgainstSimulator(t *testing.T) {
 		t.Fatalf("tools from an unreachable game server: %d, no error", len(ts))
 	}
 }
+
+// TestShipOfV2StateBlob: SpaceMolt v2's get_status is the state blob, whose player has no position: the ship view
+// takes it from location and the hold from the top-level cargo.
+func TestShipOfV2StateBlob(t *testing.T) {
+	blob := `{"player":{"id":"p","credits":120,"stats":{"credits_earned":25}},` +
+		`"ship":{"class_id":"theoria","hull":100,"max_hull":100,"shield":55,"max_shield":55,"fuel":98,"max_fuel":100,"cargo_used":5,"cargo_capacity":70},` +
+		`"cargo":[{"item_id":"iron_ore","item_name":"Iron Ore","quantity":5,"size":1}],` +
+		`"location":{"system_id":"sol","poi_id":"main_belt","docked_at":null,"in_transit":false},"queue":{"has_pending":false}}`
+	sh := shipOf(blob, time.Now())
+	if sh == nil || sh.System != "sol" || sh.POI != "main_belt" || sh.DockedAt != "" || sh.MaxHull != 100 || sh.CargoUsed != 5 ||
+		len(sh.Cargo) != 1 || sh.Cargo[0].ItemID != "iron_ore" || sh.CreditsEarned != 25 {
+		t.Fatalf("ship view of the v2 state blob = %+v", sh)
+	}
+	docked := strings.Replace(blob, `"docked_at":null`, `"docked_at":"confederacy_central_command"`, 1)
+	if sh := shipOf(docked, time.Now()); sh == nil || sh.DockedAt != "confederacy_central_command" {
+		t.Fatalf("docked ship view = %+v", sh)
+	}
+	// A mutation delta without the player (a travel's) is partial: no view.
+	if sh := shipOf(`{"location":{"system_id":"sol","poi_id":"main_belt"},"ship":{"max_hull":100},"details":{"action":"travel"}}`, time.Now()); sh != nil {
+		t.Fatalf("a travel delta gave a ship view: %+v", sh)
+	}
+}

@@ -47,7 +47,8 @@ func TestV2SessionAgainstSimulator(t *testing.T) {
 		}
 		return res.Content
 	}
-	if st := do("spacemolt", `{"action":"get_status"}`); !strings.Contains(st, `"current_poi":"sol_central"`) || !strings.Contains(st, `"docked_at_base":"confederacy_central_command"`) {
+	// v2's get_status is the state blob: the position is location.poi_id and location.docked_at.
+	if st := do("spacemolt", `{"action":"get_status"}`); !strings.Contains(st, `"poi_id":"sol_central"`) || !strings.Contains(st, `"docked_at":"confederacy_central_command"`) {
 		t.Fatalf("get_status text = %s", st)
 	}
 	// The model's own login is answered with the stored account.
@@ -67,7 +68,7 @@ func TestV2SessionAgainstSimulator(t *testing.T) {
 	if s.pauses != 1 || s.reconnects+s.relogins == 0 {
 		t.Fatalf("pauses %d, reconnects %d, relogins %d; want a pause and a recovery", s.pauses, s.reconnects, s.relogins)
 	}
-	if st := do("spacemolt", `{"action":"get_status"}`); strings.Contains(st, `"docked_at_base"`) || !strings.Contains(st, `"current_poi":"sol_central"`) {
+	if st := do("spacemolt", `{"action":"get_status"}`); !strings.Contains(st, `"docked_at":null`) || !strings.Contains(st, `"poi_id":"sol_central"`) {
 		t.Fatalf("after the restart get_status = %s", st)
 	}
 }

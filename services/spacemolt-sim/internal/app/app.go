@@ -21,6 +21,7 @@ import (
 	"github.com/zoeaswarm/zoea/libs/server"
 	"github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/admin"
 	"github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/game"
+	"github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/httpapi"
 	"github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/mcpserver"
 	"github.com/zoeaswarm/zoea/services/spacemolt-sim/internal/statefile"
 )
@@ -167,6 +168,10 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", guard.Wrap(mcpSrv.Handler()))
 	mux.Handle("/mcp/v2", guard.Wrap(mcpV2.Handler()))
+	// The HTTP API v2 beside MCP, over the same engine and /mcp/v2's action table (internal/httpapi).
+	api := httpapi.New(engine, mcpV2, httpapi.Options{Guard: guard, Logger: log})
+	mux.Handle(httpapi.Prefix, api.Handler())
+	mux.Handle(httpapi.Prefix+"/", api.Handler())
 	admin.Register(mux, engine, admin.Options{Token: cfg.Server.AdminToken.Reveal(), Logger: log, Restarter: guard})
 	// No write timeout: travel and jump calls block for many ticks.
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,6 +74,16 @@ func TestRunServesAndSavesAtShutdown(t *testing.T) {
 	t.Setenv("ZOEA_LISTEN_ADDR", lis.Addr().String())
 	if err := Main(context.Background(), []string{"healthcheck"}, "test"); err != nil {
 		t.Fatalf("healthcheck of a running simulator: %v", err)
+	}
+	// The HTTP API v2 is mounted beside MCP: a session is created.
+	resp, err := http.Post("http://"+lis.Addr().String()+"/api/v2/session", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"session":{"id":"`) {
+		t.Fatalf("POST /api/v2/session: %d %s", resp.StatusCode, body)
 	}
 	cancel()
 	if err := <-done; err != nil {

@@ -257,11 +257,11 @@ func playMoreOfTheGame(t *testing.T, ep endpoint) []v1Sample {
 	return got
 }
 
-// TestConformanceReads holds the remaining reads and the log, chat and logout to the facts, on /mcp and /mcp/v2
-// (help only on /mcp: v2's help is the tool's own action list).
+// TestConformanceReads holds the remaining reads and the log, chat and logout to the v1 facts on /mcp. On /mcp/v2
+// these answer in their v2 response types (v2patch.go), held to the v2 facts by httpapi's TestMCPv2Conformance.
 func TestConformanceReads(t *testing.T) {
 	facts := loadV1Facts(t)
-	for _, mk := range []func(*sim, *testing.T) endpoint{v1Endpoint, v2Endpoint} {
+	for _, mk := range []func(*sim, *testing.T) endpoint{v1Endpoint} {
 		s := newSim(t, simOptions{manual: true})
 		s.tickOnDemand()
 		ep := mk(s, t)

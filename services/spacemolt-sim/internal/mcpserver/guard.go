@@ -306,11 +306,26 @@ func (g *Guard) authCheck(req *mcp.CallToolRequest) error {
 		ip = req.Extra.Header.Get(clientHeader)
 	}
 	if wait, ok := g.authAttempt(ip, g.opts.Now()); !ok {
-		return &game.Error{Code: game.CodeRateLimited, RetryAfter: wait,
-			Message: "Too many session, login and register attempts from your address (limit " + strconv.Itoa(g.opts.AuthPerMinute) + "/min, escalating lock-outs). retry_after: " + strconv.Itoa(wait) + "s"}
+		return authLimited(g.opts.AuthPerMinute, wait)
 	}
 	return nil
 }
+
+func authLimited(perMinute, wait int) error {
+	return &game.Error{Code: game.CodeRateLimited, RetryAfter: wait,
+		Message: "Too many session, login and register attempts from your address (limit " + strconv.Itoa(perMinute) + "/min, escalating lock-outs). retry_after: " + strconv.Itoa(wait) + "s"}
+}
+
+// Down reports the seconds a simulated restart still keeps the server down (0 when it is up).
+func (g *Guard) Down() int {
+	if g == nil {
+		return 0
+	}
+	return g.down(g.opts.Now())
+}
+
+// RestartWarning is the pending restart announcement, or nil.
+func (g *Guard) RestartWarning() map[string]any { return g.warning() }
 
 // ScheduleRestart announces a restart in `in` (about 60 s on the live server) that keeps the server down for
 // downtime. Until then every tool result carries _meta.server_restart_warning.

@@ -40,6 +40,13 @@ func toResultV2(res any, err error) (*mcp.CallToolResult, error) {
 			StructuredContent: map[string]any{"error": detail},
 		}, nil
 	}
+	if a, ok := res.(*v2Answer); ok {
+		b, err := json.Marshal(a.state)
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.text}}, StructuredContent: json.RawMessage(b)}, nil
+	}
 	b, err := json.Marshal(res)
 	if err != nil {
 		return nil, err

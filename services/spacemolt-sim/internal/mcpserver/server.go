@@ -46,6 +46,8 @@ type Server struct {
 	guard *Guard
 	// render turns a game answer into the endpoint's tool result.
 	render func(res any, err error) (*mcp.CallToolResult, error)
+	// version is the build version get_version reports (v2).
+	version string
 
 	mu    sync.Mutex
 	bound map[string]string // MCP session id → game session id
@@ -156,6 +158,9 @@ func sessionIDOf(res any) string {
 		return r.SessionID
 	case *game.LoginResult:
 		return r.SessionID
+	case map[string]any: // a v2 answer patched into its v2 form (v2patch.go)
+		sid, _ := r["session_id"].(string)
+		return sid
 	}
 	return ""
 }

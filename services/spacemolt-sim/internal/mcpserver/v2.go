@@ -60,7 +60,7 @@ func NewV2(engine *game.Engine, opts Options) *Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	s := &Server{engine: engine, log: opts.Logger, bound: map[string]string{}, onUnbind: opts.OnUnbind, pool: game.PoolV2, render: toResultV2}
+	s := &Server{engine: engine, log: opts.Logger, bound: map[string]string{}, onUnbind: opts.OnUnbind, pool: game.PoolV2, render: toResultV2, version: opts.Version}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "spacemolt-sim", Title: "SpaceMolt (offline simulator), MCP v2", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: "SpaceMolt, an MMO for AI agents. Every tool takes an action; spacemolt_auth action=login (or register) first. action=help on any tool lists its actions; spacemolt action=get_commands lists them all.",
 		Logger:       opts.Logger,
@@ -115,45 +115,54 @@ func v2Schema(t v2Tool) *jsonschema.Schema {
 // handleV2 dispatches a call of t on its action.
 func (s *Server) handleV2(t v2Tool, all []v2Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		raw := map[string]json.RawMessage{}
-		if b := strings.TrimSpace(string(req.Params.Arguments)); b != "" && b != "null" {
-			if err := json.Unmarshal(req.Params.Arguments, &raw); err != nil {
-				s.engine.CountRejected("")
-				return s.render(nil, invalid("Arguments must be a JSON object with an action. Valid actions: "+actionList(t)+"."))
-			}
-		}
-		name := ""
-		if t.noAction {
-			name = t.actions[0].name
-		} else {
-			if v, ok := raw[actionParam]; ok {
-				_ = json.Unmarshal(v, &name)
-			}
-			delete(raw, actionParam)
-		}
-		i := slices.IndexFunc(t.actions, func(a v2Action) bool { return a.name == name })
-		if i < 0 {
-			s.engine.CountRejected("")
-			if name == "" {
-				return s.render(nil, invalid("Missing 'action' for "+t.name+". Valid actions: "+actionList(t)+"."))
-			}
-			return s.render(nil, invalid("Unknown action '"+name+"' for "+t.name+". Valid actions: "+actionList(t)+"."))
-		}
-		a := t.actions[i]
-		for legacy, v2 := range a.aliases {
-			if v, ok := raw[legacy]; ok {
-				if _, has := raw[v2]; !has {
-					raw[v2] = v
-				}
-				delete(raw, legacy)
-			}
-		}
-		b, err := json.Marshal(raw)
+		a, b, err := resolveV2(t, req.Params.Arguments)
 		if err != nil {
-			return nil, err
+			s.engine.CountRejected("")
+			return s.render(nil, err)
 		}
-		return s.invoke(ctx, req, a.tool, b)
+		return s.invoke(ctx, req, a, b)
 	}
+}
+
+// resolveV2 picks the action a call of t names (its "action" argument) and returns it with the remaining arguments,
+// legacy parameter names turned into the v2 ones.
+func resolveV2(t v2Tool, raw json.RawMessage) (tool, json.RawMessage, error) {
+	args := map[string]json.RawMessage{}
+	if b := strings.TrimSpace(string(raw)); b != "" && b != "null" {
+		if err := json.Unmarshal(raw, &args); err != nil {
+			return tool{}, nil, invalid("Arguments must be a JSON object with an action. Valid actions: " + actionList(t) + ".")
+		}
+	}
+	name := ""
+	if t.noAction {
+		name = t.actions[0].name
+	} else {
+		if v, ok := args[actionParam]; ok {
+			_ = json.Unmarshal(v, &name)
+		}
+		delete(args, actionParam)
+	}
+	i := slices.IndexFunc(t.actions, func(a v2Action) bool { return a.name == name })
+	if i < 0 {
+		if name == "" {
+			return tool{}, nil, invalid("Missing 'action' for " + t.name + ". Valid actions: " + actionList(t) + ".")
+		}
+		return tool{}, nil, invalid("Unknown action '" + name + "' for " + t.name + ". Valid actions: " + actionList(t) + ".")
+	}
+	a := t.actions[i]
+	for legacy, v2 := range a.aliases {
+		if v, ok := args[legacy]; ok {
+			if _, has := args[v2]; !has {
+				args[v2] = v
+			}
+			delete(args, legacy)
+		}
+	}
+	b, err := json.Marshal(args)
+	if err != nil {
+		return tool{}, nil, err
+	}
+	return a.tool, b, nil
 }
 
 func actionList(t v2Tool) string {
@@ -204,6 +213,9 @@ func (s *Server) v2Tools() []v2Tool {
 	}
 	withAliases := func(a v2Action, aliases map[string]string) v2Action { a.aliases = aliases; return a }
 	strict := func(a v2Action) v2Action { a.tool.strict = true; return a } // movement: unknown parameters refused
+	// shaped makes an action answer the v2 way: a state blob, or a mutation's delta with its result under details.
+	shaped := func(shape v2Shape, a v2Action) v2Action { a.tool.run = s.v2Shaped(shape, a.tool.run); return a }
+	mutation := func(a v2Action) v2Action { return shaped(shapeMutation, a) }
 
 	var tools []v2Tool
 	helpFor := func(name string) v2Action {
@@ -225,9 +237,20 @@ func (s *Server) v2Tools() []v2Tool {
 	}
 	tools = []v2Tool{
 		{name: "spacemolt", desc: "Core gameplay: status, system, travel, jump, dock, undock, mine, buy, sell, refuel, notifications. Mutations take one tick (~10 s); travel and jump block until arrival.", actions: []v2Action{
-			act("get_status", "Your player (credits, location, dock state), ship and modules. Instant.", true, nil, func(_ context.Context, c call) (any, error) { return e.Status(c.sid) }),
-			act("get_ship", "Your ship: hull, shield, fuel, cargo, speed, modules.", true, nil, func(_ context.Context, c call) (any, error) { return e.Ship(c.sid) }),
-			act("get_cargo", "Items in your cargo hold and free space.", true, nil, func(_ context.Context, c call) (any, error) { return e.Cargo(c.sid) }),
+			shaped(shapeState, act("get_status", "Your player (credits), ship, modules, cargo and location (system, POI, dock state). Instant.", true, nil, nil)),
+			shaped(shapeState, act("get_state", "Every state section in one blob: player, ship, modules, cargo, location, queue, skills.", true, nil, nil)),
+			shaped(shapeShip, act("get_ship", "Your ship: hull, shield, fuel, cargo, speed, modules.", true, nil, nil)),
+			shaped(shapeCargo, act("get_cargo", "Items in your cargo hold and free space.", true, nil, nil)),
+			act("get_version", "The server's version and release notes (count, page, id, text narrow the changelog).", true,
+				[]param{
+					{name: "id", typ: tString, desc: "Exact version to look up."},
+					{name: "text", typ: tString, desc: "Search the release notes."},
+					{name: "count", typ: tInteger, desc: "Releases per page (1-20, default 5)."},
+					{name: "page", typ: tInteger, desc: "Page (default 1)."},
+				},
+				func(_ context.Context, c call) (any, error) {
+					return versionResult(s.version, c.args.int("count", 5), c.args.int("page", 1), c.args.str("text")), nil
+				}),
 			act("get_system", "Your current system: connections (jump targets) and POIs.", true, nil, func(_ context.Context, c call) (any, error) { return e.System(c.sid) }),
 			act("get_poi", "Your current point of interest: resources, base and services.", true, nil, func(_ context.Context, c call) (any, error) { return e.POI(c.sid) }),
 			act("get_nearby", "Other ships at your POI.", true, nil, func(_ context.Context, c call) (any, error) { return e.Nearby(c.sid) }),
@@ -237,24 +260,24 @@ func (s *Server) v2Tools() []v2Tool {
 			withAliases(act("find_route", "Fewest-jumps route to system id, with estimated fuel.", true, []param{idPOI},
 				func(_ context.Context, c call) (any, error) { return e.Route(c.sid, c.args.str("id")) }),
 				map[string]string{"target_system": "id"}),
-			strict(withAliases(act("travel", "Travel to POI id in your system. Blocks until arrival.", false, []param{idPOI},
+			mutation(strict(withAliases(act("travel", "Travel to POI id in your system. Blocks until arrival.", false, []param{idPOI},
 				func(ctx context.Context, c call) (any, error) { return e.Travel(ctx, c.sid, c.args.str("id")) }),
-				map[string]string{"target_poi": "id"})),
-			strict(withAliases(act("jump", "Jump to adjacent system id. Blocks until arrival.", false, []param{idPOI},
+				map[string]string{"target_poi": "id"}))),
+			mutation(strict(withAliases(act("jump", "Jump to adjacent system id. Blocks until arrival.", false, []param{idPOI},
 				func(ctx context.Context, c call) (any, error) { return e.Jump(ctx, c.sid, c.args.str("id")) }),
-				map[string]string{"target_system": "id"})),
-			act("dock", "Dock at the base at your POI.", false, nil, func(ctx context.Context, c call) (any, error) { return e.Dock(ctx, c.sid) }),
-			act("undock", "Undock from the base.", false, nil, func(ctx context.Context, c call) (any, error) { return e.Undock(ctx, c.sid) }),
-			act("mine", "Mine ore at an asteroid belt (one tick).", false, nil, func(ctx context.Context, c call) (any, error) { return e.Mine(ctx, c.sid) }),
-			withAliases(act("sell", "Sell cargo item id into the station's buy orders (best price first).", false, []param{idPOI, qty},
+				map[string]string{"target_system": "id"}))),
+			mutation(act("dock", "Dock at the base at your POI.", false, nil, func(ctx context.Context, c call) (any, error) { return e.Dock(ctx, c.sid) })),
+			mutation(act("undock", "Undock from the base.", false, nil, func(ctx context.Context, c call) (any, error) { return e.Undock(ctx, c.sid) })),
+			mutation(act("mine", "Mine ore at an asteroid belt (one tick).", false, nil, func(ctx context.Context, c call) (any, error) { return e.Mine(ctx, c.sid) })),
+			mutation(withAliases(act("sell", "Sell cargo item id into the station's buy orders (best price first).", false, []param{idPOI, qty},
 				func(ctx context.Context, c call) (any, error) {
 					return e.Sell(ctx, c.sid, c.args.str("id"), c.args.int("quantity", 0))
-				}), map[string]string{"item_id": "id"}),
-			withAliases(act("buy", "Buy item id from the station's sell orders.", false, []param{idPOI, qty},
+				}), map[string]string{"item_id": "id"})),
+			mutation(withAliases(act("buy", "Buy item id from the station's sell orders.", false, []param{idPOI, qty},
 				func(ctx context.Context, c call) (any, error) {
 					return e.Buy(ctx, c.sid, c.args.str("id"), c.args.int("quantity", 0))
-				}), map[string]string{"item_id": "id"}),
-			act("refuel", "Refuel at the station as far as your credits allow.", false, nil, func(ctx context.Context, c call) (any, error) { return e.Refuel(ctx, c.sid) }),
+				}), map[string]string{"item_id": "id"})),
+			mutation(act("refuel", "Refuel at the station as far as your credits allow.", false, nil, func(ctx context.Context, c call) (any, error) { return e.Refuel(ctx, c.sid) })),
 			act("get_notifications", "Queued events (chat, trade, system), oldest first. Once per tick.", true,
 				[]param{
 					{name: "limit", typ: tInteger, desc: "At most this many (1-100, default 50)."},
@@ -347,5 +370,15 @@ func (s *Server) v2Tools() []v2Tool {
 		unimplemented("spacemolt_fleet", "Fleet formation and passenger boarding."),
 	}
 	tools = s.v2Extend(tools, helpFor) // v2_more.go
+	for i := range tools {
+		for j := range tools[i].actions {
+			a := &tools[i].actions[j]
+			key := tools[i].name + "/" + a.name
+			if tools[i].noAction {
+				key = tools[i].name
+			}
+			a.run = s.patchedV2(key, a.run)
+		}
+	}
 	return tools
 }

@@ -50,7 +50,7 @@ func (s *Server) v2Extend(tools []v2Tool, helpFor func(string) v2Action) []v2Too
 			from("get_missions", nil), accept, from("complete_mission", mission),
 			from("get_active_missions", nil), from("abandon_mission", mission),
 			from("decline_mission", map[string]string{"template_id": "id"}),
-			from("jettison", map[string]string{"item_id": "id"}), from("get_version", nil),
+			from("jettison", map[string]string{"item_id": "id"}), // get_version is v2.go's, on the v2 shape
 		},
 		"spacemolt_market": {
 			from("create_buy_order", nil), from("create_sell_order", nil), from("cancel_order", nil),

@@ -68,6 +68,13 @@ func (p *v2player) ok(tool, action string, args map[string]any) map[string]any {
 	if err := json.Unmarshal(raw, &out); err != nil || out == nil {
 		p.t.Fatalf("%s.%s: structuredContent is not an object: %s", tool, action, raw)
 	}
+	if v2StateActions[action] {
+		// A state read or a mutation: the text is prose, the structuredContent the state (and details).
+		if strings.TrimSpace(text) == "" {
+			p.t.Fatalf("%s.%s: no prose", tool, action)
+		}
+		return out
+	}
 	var fromText any
 	if err := yaml.Unmarshal([]byte(text), &fromText); err != nil {
 		p.t.Fatalf("%s.%s: text is not YAML: %v\n%s", tool, action, err, text)
@@ -79,6 +86,11 @@ func (p *v2player) ok(tool, action string, args map[string]any) map[string]any {
 	}
 	return out
 }
+
+// v2StateActions answer the v2 state blob (or a mutation's delta with details) and prose; the others their own
+// object, rendered as YAML text.
+var v2StateActions = map[string]bool{"get_status": true, "get_state": true, "get_ship": true, "get_cargo": true,
+	"travel": true, "jump": true, "dock": true, "undock": true, "mine": true, "sell": true, "buy": true, "refuel": true}
 
 // fail calls an action that must fail with code and returns the structured error.
 func (p *v2player) fail(tool, action string, args map[string]any, code string) map[string]any {
@@ -129,10 +141,9 @@ func TestV2ToolTable(t *testing.T) {
 		got[vt.Name] = vt.Actions
 	}
 	for tool, actions := range map[string][]string{
-		"spacemolt": {"get_status", "get_ship", "get_cargo", "get_system", "get_poi", "get_nearby", "get_map", "find_route", "travel",
+		"spacemolt": {"get_status", "get_state", "get_ship", "get_cargo", "get_version", "get_system", "get_poi", "get_nearby", "get_map", "find_route", "travel",
 			"jump", "dock", "undock", "mine", "sell", "buy", "refuel", "get_notifications", "get_commands", "get_missions",
-			"accept_mission", "complete_mission", "get_active_missions", "abandon_mission", "decline_mission", "jettison",
-			"get_version", "help"},
+			"accept_mission", "complete_mission", "get_active_missions", "abandon_mission", "decline_mission", "jettison", "help"},
 		"spacemolt_auth": {"register", "login", "logout", "help"},
 		"spacemolt_market": {"view_market", "create_buy_order", "create_sell_order", "cancel_order", "modify_order",
 			"view_orders", "analyze_market", "estimate_purchase", "help"},
@@ -161,19 +172,19 @@ func TestV2StarterLoopGoSDK(t *testing.T) {
 	p = s.connectV2(t)
 	p.ok("spacemolt_auth", "login", map[string]any{"username": "v2starter", "password": reg["password"]})
 	st := p.ok("spacemolt", "get_status", nil)
-	if str(t, st, "player", "current_poi") != "sol_central" || num(t, st, "player", "credits") != 100 {
+	if str(t, st, "location", "poi_id") != "sol_central" || num(t, st, "player", "credits") != 100 {
 		t.Fatalf("status = %v", st)
 	}
 	p.ok("spacemolt", "undock", nil)
 	tr := p.ok("spacemolt", "travel", map[string]any{"id": "main_belt"})
-	if str(t, tr, "poi_id") != "main_belt" {
+	if str(t, tr, "details", "poi_id") != "main_belt" || str(t, tr, "location", "poi_id") != "main_belt" {
 		t.Fatalf("travel = %v", tr)
 	}
 	for range 4 {
 		p.ok("spacemolt", "mine", nil)
 	}
 	cargo := p.ok("spacemolt", "get_cargo", nil)
-	if num(t, cargo, "used") != 20 {
+	if num(t, cargo, "ship", "cargo_used") != 20 || len(cargo["cargo"].([]any)) == 0 {
 		t.Fatalf("cargo = %v", cargo)
 	}
 	p.ok("spacemolt", "travel", map[string]any{"target_poi": "sol_central"}) // the legacy name is an alias
@@ -183,7 +194,7 @@ func TestV2StarterLoopGoSDK(t *testing.T) {
 	for _, it := range cargo["cargo"].([]any) {
 		item := it.(map[string]any)
 		sell := p.ok("spacemolt", "sell", map[string]any{"id": item["item_id"], "quantity": item["quantity"]})
-		earned += num(t, sell, "total_earned")
+		earned += num(t, sell, "details", "total_earned")
 	}
 	st = p.ok("spacemolt", "get_status", nil)
 	if earned == 0 || num(t, st, "player", "credits") != 100+earned {

@@ -81,7 +81,7 @@ func readTurn(msgs []chat.Message) *turnState {
 				c = chat.ToolCall{Name: m.Name}
 			}
 			c.Name, c.Arguments = fromV2(c.Name, c.Arguments)
-			s.apply(c, asJSON(m.Content))
+			s.apply(c, fromV2Result(asJSON(m.Content)))
 		}
 	}
 	return s

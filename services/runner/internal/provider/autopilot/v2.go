@@ -103,3 +103,89 @@ func asJSON(content string) string {
 	}
 	return string(b)
 }
+
+// fromV2Result turns an API v2 state answer back into the legacy result the state reader understands: SpaceMolt's
+// v2 get_status (and get_state, get_ship, get_cargo) answer the state blob {player, ship, modules, cargo, location,
+// queue}, and a v2 mutation the sections it changed with its own result under details. The legacy reader finds the
+// position on the player (current_system, current_poi, docked_at_base) and the hold on the ship; details' fields
+// become top-level as in the legacy answer. Anything else passes unchanged.
+func fromV2Result(content string) string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal([]byte(content), &m) != nil {
+		return content
+	}
+	_, hasDetails := m["details"]
+	var loc struct {
+		SystemID  *string `json:"system_id"`
+		POIID     *string `json:"poi_id"`
+		DockedAt  *string `json:"docked_at"`
+		InTransit bool    `json:"in_transit"`
+		DestPOI   string  `json:"transit_dest_poi_id"`
+	}
+	hasLoc := false
+	if raw, ok := m["location"]; ok && json.Unmarshal(raw, &loc) == nil && loc.SystemID != nil {
+		hasLoc = true
+	}
+	if !hasDetails && !hasLoc {
+		return content
+	}
+	out := map[string]any{}
+	if hasDetails {
+		var d map[string]any
+		if json.Unmarshal(m["details"], &d) == nil {
+			for k, v := range d {
+				out[k] = v
+			}
+		}
+	}
+	player := map[string]any{}
+	if raw, ok := m["player"]; ok {
+		_ = json.Unmarshal(raw, &player)
+	}
+	if hasLoc {
+		player["current_system"] = *loc.SystemID
+		if loc.POIID != nil {
+			player["current_poi"] = *loc.POIID
+		}
+		if loc.DockedAt != nil {
+			player["docked_at_base"] = *loc.DockedAt
+		} else {
+			player["docked_at_base"] = ""
+		}
+		player["in_transit"] = loc.InTransit
+		if loc.InTransit && loc.DestPOI != "" {
+			player["transit"] = map[string]any{"to_poi": loc.DestPOI}
+		}
+	}
+	if len(player) > 0 {
+		out["player"] = player
+	}
+	if raw, ok := m["ship"]; ok {
+		ship := map[string]any{}
+		if json.Unmarshal(raw, &ship) == nil {
+			if cargo, ok := m["cargo"]; ok {
+				var items any
+				if json.Unmarshal(cargo, &items) == nil {
+					ship["cargo"] = items
+				}
+			}
+			out["ship"] = ship
+			if _, set := out["used"]; !set && ship["cargo_used"] != nil {
+				out["used"], out["capacity"] = ship["cargo_used"], ship["cargo_capacity"]
+			}
+		}
+	}
+	if raw, ok := m["cargo"]; ok {
+		if _, set := out["cargo"]; !set {
+			var items any
+			if json.Unmarshal(raw, &items) == nil {
+				out["cargo"] = items
+			}
+		}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return content
+	}
+	return string(b)
+}

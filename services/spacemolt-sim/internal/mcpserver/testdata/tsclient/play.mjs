@@ -32,7 +32,7 @@ try {
   let sold = 0;
   for (const item of cargo.cargo) {
     const s = await act("spacemolt", "sell", { id: item.item_id, quantity: item.quantity });
-    sold += s.quantity_sold;
+    sold += s.details.quantity_sold; // a v2 mutation answers a state delta, its own result under details
   }
   const after = (await act("spacemolt", "get_status")).player.credits;
   console.log(JSON.stringify({ credits_before: before, credits_after: after, sold, tools: tools.length }));
