@@ -6,8 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"sync/atomic"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
