@@ -8,9 +8,10 @@
 #   5. the cli profile's `zoea list`, quiet (no build output: the image was built by `up`), and the seed job shown by
 #      `ps -a`;  6. `docker kill --signal KILL` of the memory and runner containers, memory kept down until the
 #      services that depend on it have passed more health probes than compose's `retries` (they probe liveness, so
-#      they stay healthy), then `docker compose up -d` brings both back and play resumes (game calls rising, counted
-#      after `up`); the web console still shows the swarm;  7. `down` and `up` again: the same swarm continues (its
-#      earnings kept, game calls rising, counted after the second `up`) and the web console shows it;  8. `down -v`.
+#      they stay healthy), then `docker compose up -d` brings both back and play resumes (the myses' turns and game
+#      calls rising, both first read after `up`); the web console still shows the swarm;  7. `down` and `up` again:
+#      the same swarm continues (its earnings kept, turns and game calls rising, read after the second `up`) and
+#      the web console shows it;  8. `down -v`.
 # It needs no root and works with any engine the docker CLI reaches (docker kill, not a host-side kill of a pid).
 # Whatever happens, an EXIT trap tears the project down (`down -v`), unless ZOEA_CHECK_KEEP is set and it failed.
 # Each phase prints its time. It runs as its own project (ZOEA_CHECK_PROJECT, default zoea-check) with no host ports
@@ -75,13 +76,28 @@ wait_until() {
 total_credits() { stats 2>/dev/null | awk '{s += $2} END {print s + 0}'; }
 enough_earners() { [ "$(earners)" -ge "$MYSES" ]; }
 calls_beyond() { [ "$(total_calls)" -gt "$1" ]; }
-# play_resumes WHAT: the game calls now (read after an `up` returned, so calls made before it do not count) and a
-# wait until they rise, which only play after that `up` can do.
+# total_turns: the myses' turns summed, from the documented CLI path (`zoea list`, the runner's own count); nothing
+# when the runner does not answer.
+total_turns() {
+  dc --profile cli run --rm zoea list 2>/dev/null |
+    awk 'NR == 1 {for (i = 1; i <= NF; i++) if ($i == "TURNS") c = i; next} c {gsub(",", "", $c); s += $c} END {if (c) print s + 0}'
+}
+turns_known() { [ -n "$(total_turns)" ]; }
+# played_beyond TURNS CALLS: more turns and more game calls than given.
+played_beyond() {
+  local t
+  t=$(total_turns)
+  [ -n "$t" ] && [ "$t" -gt "$1" ] && [ "$(total_calls)" -gt "$2" ]
+}
+# play_resumes WHAT: the myses' turns and game calls, first read once the runner answers after an `up` returned
+# (so nothing done before or during the restart counts), and a wait until both rise: only play after that `up` can.
 play_resumes() {
-  local base
-  base=$(total_calls)
-  wait_until 180 "play after $1 (game calls above $base, counted after it)" calls_beyond "$base"
-  printf '   after %s: game calls %s (at up) → %s, credits earned %s\n' "$1" "$base" "$(total_calls)" "$(total_credits)"
+  local turns calls
+  wait_until 120 "the runner answering zoea list after $1" turns_known
+  turns=$(total_turns); calls=$(total_calls)
+  wait_until 180 "play after $1 (turns above $turns and game calls above $calls, counted after it)" played_beyond "$turns" "$calls"
+  printf '   after %s: turns %s → %s, game calls %s → %s (counted after up), credits earned %s\n' \
+    "$1" "$turns" "$(total_turns)" "$calls" "$(total_calls)" "$(total_credits)"
 }
 # health_probes SERVICE SINCE: appends the container's health probe results started after SINCE (RFC 3339, as
 # Docker writes them) to $PROBES as "service start exit-code" lines; Docker keeps only the last five, so it is polled.
