@@ -245,7 +245,14 @@ func TestComposeZoeaServices(t *testing.T) {
 				t.Fatal("missing")
 			}
 			checkZoeaImage(t, root, svc, z.name)
+			// The gRPC services' health checks ask liveness (the process serves), not readiness (which includes their
+			// dependencies): a dependency down must not make a container unhealthy, or a later `docker compose up -d`
+			// refuses to start what waits on it with service_healthy ("dependency failed to start: container
+			// zoea-composer-1 is unhealthy") even once the dependency is back.
 			wantHC := []string{"CMD", "/usr/local/bin/" + z.name, "healthcheck"}
+			if z.grpc {
+				wantHC = append(wantHC, "--liveness")
+			}
 			if svc.HealthCheck == nil || !slices.Equal(svc.HealthCheck.Test, wantHC) {
 				t.Errorf("healthcheck %v, want %v (distroless has no shell; the binary probes itself)", healthTest(svc), wantHC)
 			}
@@ -378,8 +385,29 @@ func healthTest(svc types.ServiceConfig) []string {
 	return svc.HealthCheck.Test
 }
 
+// zoeaImageBuilders are the services that build each Zoea image; every other service that runs it only names it.
+var zoeaImageBuilders = map[string]string{
+	"memory": "memory", "composer": "composer", "runner": "runner", "bus": "bus", "spacemolt-sim": "spacemolt-sim",
+	"zoea": "nats-provision",
+}
+
+// checkZoeaImage checks that svc runs zoea/<binary>: built by that image's one building service (zoeaImageBuilders)
+// from its Dockerfile stage, or, for any other service, named only, never pulled.
 func checkZoeaImage(t *testing.T, root string, svc types.ServiceConfig, binary string) {
 	t.Helper()
+	if !strings.HasPrefix(svc.Image, "zoea/"+binary+":") {
+		t.Errorf("%s: image %s, want zoea/%s:<tag>", svc.Name, svc.Image, binary)
+	}
+	if zoeaImageBuilders[binary] != svc.Name {
+		if svc.Build != nil {
+			t.Errorf("%s builds zoea/%s too: only %s may (a second build of one tag leaves a dangling <none> image)", svc.Name, binary, zoeaImageBuilders[binary])
+		}
+		// Without it a missing image would be pulled from docker.io/zoea/<binary>: online, someone else's image.
+		if svc.PullPolicy != types.PullPolicyNever {
+			t.Errorf("%s: pull_policy %q, want never (the image is %s's build; never pull one of that name)", svc.Name, svc.PullPolicy, zoeaImageBuilders[binary])
+		}
+		return
+	}
 	b := svc.Build
 	if b == nil {
 		t.Errorf("%s: no build section", svc.Name)
@@ -401,8 +429,35 @@ func checkZoeaImage(t *testing.T, root string, svc types.ServiceConfig, binary s
 	if svc.PullPolicy != types.PullPolicyBuild {
 		t.Errorf("%s: pull_policy %q, want build (never pull an image of that name from a registry)", svc.Name, svc.PullPolicy)
 	}
-	if !strings.HasPrefix(svc.Image, "zoea/"+binary+":") {
-		t.Errorf("%s: image %s, want zoea/%s:<tag>", svc.Name, svc.Image, binary)
+}
+
+// Each image is built by one service: compose builds every service with a build section, so two of them naming the
+// same image built it twice and left the first build as a dangling <none> image (three of them, on a real engine).
+// The CLI profile's zoea service builds nothing, so `docker compose --profile cli run --rm zoea …` prints no build.
+func TestComposeBuildsEachImageOnce(t *testing.T) {
+	p := loadCompose(t, nil, "*")
+	builders := map[string][]string{}
+	for name, svc := range p.Services {
+		if svc.Build != nil {
+			builders[svc.Image] = append(builders[svc.Image], name)
+		}
+	}
+	for image, names := range builders {
+		if len(names) > 1 {
+			slices.Sort(names)
+			t.Errorf("image %s is built by %v: give one of them the build and let the others name the image", image, names)
+		}
+	}
+	for name, svc := range p.Services {
+		if svc.Build == nil && strings.HasPrefix(svc.Image, "zoea/") && len(builders[svc.Image]) == 0 {
+			t.Errorf("%s runs %s, which no service builds", name, svc.Image)
+		}
+	}
+	if zoea := p.Services["zoea"]; zoea.Build != nil {
+		t.Error("the cli profile's zoea service builds its image: `--profile cli run` would print the build; let `up` build it")
+	}
+	if len(p.Services["nats-provision"].Profiles) != 0 {
+		t.Error("nats-provision builds zoea/zoea, so it must be in the default profile (plain `up` builds the CLI's image)")
 	}
 }
 

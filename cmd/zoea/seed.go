@@ -16,6 +16,7 @@ import (
 	"github.com/zoeaswarm/zoea/cmd/zoea/internal/present"
 	busv1 "github.com/zoeaswarm/zoea/gen/go/zoea/bus/v1"
 	runnerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/runner/v1"
+	"github.com/zoeaswarm/zoea/libs/server"
 )
 
 // demoSeed is the demo swarm: myses mysis-1…mysis-N and the mission they get.
@@ -43,6 +44,7 @@ func missionID(mission string, mysisIDs []string) string {
 
 func seedDemoCmd(ep *endpoints) *cobra.Command {
 	s := demoSeed{}
+	var wait time.Duration
 	cmd := &cobra.Command{
 		Use:   "seed-demo",
 		Short: "Create the demo swarm, broadcast its mission and start it (idempotent; what 'zoea dev' and compose run)",
@@ -61,6 +63,11 @@ docker compose runs it as a one-shot job after the runner is healthy; 'zoea dev'
 				return err
 			}
 			defer c.Close()
+			// docker compose starts this job once the runner's and the bus's processes serve (their containers' health
+			// checks ask liveness, so a dependency's outage does not block `up`): wait here for them to be ready.
+			if err := awaitReady(cmd.Context(), c, ep, wait); err != nil {
+				return err
+			}
 			// Creating, broadcasting and starting are several calls: give the whole seed the per-call timeout each.
 			ctx, cancel := context.WithTimeout(cmd.Context(), ep.timeout*time.Duration(2*s.myses+1))
 			defer cancel()
@@ -68,11 +75,25 @@ docker compose runs it as a one-shot job after the runner is healthy; 'zoea dev'
 		},
 	}
 	f := cmd.Flags()
+	f.DurationVar(&wait, "wait", 2*time.Minute, "how long to wait for the runner and the bus to be ready (gRPC health SERVING)")
 	f.IntVar(&s.myses, "myses", envInt("ZOEA_DEMO_MYSES", 3), "size of the demo swarm")
 	f.StringVar(&s.provider, "provider", envOr("ZOEA_PROVIDER", ""), "LLM provider of new demo myses (default: the runner's)")
 	f.StringVar(&s.model, "model", "", "model of new demo myses (default: the provider's)")
 	f.StringVar(&s.mission, "mission", envOr("ZOEA_DEMO_MISSION", defaultMission), "mission broadcast to the swarm")
 	return cmd
+}
+
+// awaitReady waits up to wait for the runner's and the bus's readiness (gRPC health "" SERVING: their own
+// dependencies answer too); an error names the one that is not ready.
+func awaitReady(ctx context.Context, c *clients, ep *endpoints, wait time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	for i, peer := range []struct{ name, addr string }{{"runner", ep.runner}, {"bus", ep.bus}} {
+		if err := server.AwaitServing(ctx, c.conns[i], ""); err != nil {
+			return fmt.Errorf("the %s at %s is not ready after %s: %w", peer.name, peer.addr, wait, err)
+		}
+	}
+	return nil
 }
 
 // seedDemo creates the demo myses that do not exist yet (and, with switchExisting, moves existing ones to the

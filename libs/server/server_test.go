@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -344,5 +345,29 @@ func TestHealthcheckCommand(t *testing.T) {
 	}
 	if err := server.Healthcheck(context.Background(), "127.0.0.1:1"); err == nil {
 		t.Fatal("healthcheck of a closed port succeeded")
+	}
+}
+
+// The `healthcheck` subcommand's two questions: readiness by default, liveness with --liveness (what compose's
+// health checks ask, so a dependency's outage does not make the container unhealthy). Bad arguments are refused.
+func TestHealthcheckCommandLiveness(t *testing.T) {
+	h := start(t, "", time.Second)
+	<-h.checks // the readiness check has run and failed: the dependency is down
+	addr := h.conn.Target()
+	ctx := context.Background()
+	if err := server.HealthcheckCommand(ctx, "test", addr, nil); err == nil || !strings.Contains(err.Error(), "NOT_SERVING") {
+		t.Fatalf("readiness with the dependency down = %v, want NOT_SERVING", err)
+	}
+	if err := server.HealthcheckCommand(ctx, "test", addr, []string{"--liveness"}); err != nil {
+		t.Fatalf("liveness with the dependency down: %v", err)
+	}
+	for _, args := range [][]string{{"--live"}, {"extra"}} {
+		err := server.HealthcheckCommand(ctx, "test", addr, args)
+		if err == nil || !strings.Contains(err.Error(), "usage: test healthcheck [--liveness]") {
+			t.Errorf("healthcheck %v = %v, want a usage error", args, err)
+		}
+	}
+	if err := server.HealthcheckCommand(ctx, "test", "127.0.0.1:1", []string{"--liveness"}); err == nil {
+		t.Error("liveness of a closed port succeeded")
 	}
 }

@@ -3,7 +3,7 @@
 // context lives in internal/app.
 //
 //	bus               serve (configuration from ZOEA_* variables, see services/bus/README.md)
-//	bus healthcheck   exit 0 when the local server reports SERVING (container health checks)
+//	bus healthcheck   exit 0 when the local server reports SERVING (ready; --liveness: serving at all)
 package main
 
 import (

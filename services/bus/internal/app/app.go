@@ -131,18 +131,18 @@ func Run(ctx context.Context, cfg Config, opts Options) error {
 // Main is the whole bus command; cmd/bus gives it a signal context and turns its error into an exit code.
 //
 //	bus [serve]       serve until ctx ends
-//	bus healthcheck   exit 0 when the local server reports SERVING (container health checks)
+//	bus healthcheck   exit 0 when the local server reports SERVING (ready; --liveness: serving at all)
 func Main(ctx context.Context, args []string, version string) error {
 	cfg, err := LoadConfig()
 	if err != nil {
 		return err
 	}
-	cmd, _, err := server.Subcommand("bus", args, "serve", "healthcheck")
+	cmd, rest, err := server.Subcommand("bus", args, "serve", "healthcheck")
 	if err != nil {
 		return err
 	}
 	if cmd == "healthcheck" {
-		return server.Healthcheck(ctx, cfg.Server.ListenAddr)
+		return server.HealthcheckCommand(ctx, "bus", cfg.Server.ListenAddr, rest)
 	}
 	log, stop, err := server.Start(ctx, "bus", version, cfg.Server, cfg)
 	if err != nil {

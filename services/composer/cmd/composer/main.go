@@ -3,7 +3,7 @@
 // Everything but the signal context lives in internal/app.
 //
 //	composer               serve (configuration from ZOEA_* variables, see services/composer/README.md)
-//	composer healthcheck   exit 0 when the local server reports SERVING (container health checks)
+//	composer healthcheck   exit 0 when the local server reports SERVING (ready; --liveness: serving at all)
 package main
 
 import (

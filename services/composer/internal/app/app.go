@@ -114,18 +114,18 @@ func (pc PolicyConfig) policy() compose.Policy {
 // Main is the whole composer command; cmd/composer gives it a signal context and turns its error into an exit code.
 //
 //	composer [serve]       serve until ctx ends
-//	composer healthcheck   exit 0 when the local server reports SERVING (container health checks)
+//	composer healthcheck   exit 0 when the local server reports SERVING (ready; --liveness: serving at all)
 func Main(ctx context.Context, args []string, version string) error {
 	cfg, err := LoadConfig()
 	if err != nil {
 		return err
 	}
-	cmd, _, err := server.Subcommand("composer", args, "serve", "healthcheck")
+	cmd, rest, err := server.Subcommand("composer", args, "serve", "healthcheck")
 	if err != nil {
 		return err
 	}
 	if cmd == "healthcheck" {
-		return server.Healthcheck(ctx, cfg.Server.ListenAddr)
+		return server.HealthcheckCommand(ctx, "composer", cfg.Server.ListenAddr, rest)
 	}
 	// Windows and responses are tens to hundreds of KiB: gRPC's default pool would clear a 1 MiB buffer for each.
 	// The pool is process-wide (grpc-go asks for it to be set before any server or connection exists), so the

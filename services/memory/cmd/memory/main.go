@@ -3,7 +3,7 @@
 //
 //	memory [serve] [-migrate]   run the gRPC server (ZOEA_MIGRATE_ON_START=true also migrates first)
 //	memory migrate              apply pending schema migrations and exit
-//	memory healthcheck          exit 0 when the local server reports SERVING (container health checks)
+//	memory healthcheck          exit 0 when the local server reports SERVING (ready; --liveness: serving at all)
 //
 // Seeding and measuring a benchmark database is a separate tool, tools/cmd/memorybench (its own module), so the server binary carries no
 // benchmark code.

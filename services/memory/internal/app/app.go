@@ -44,7 +44,7 @@ type Config struct {
 //	memory migrate              apply pending schema migrations and exit
 //	  [-create-database]        … creating the database first when it does not exist
 //	  [-recreate-database]      … dropping it and creating it anew first (zoea dev --fresh)
-//	memory healthcheck          exit 0 when the local server reports SERVING (container health checks)
+//	memory healthcheck          exit 0 when the local server reports SERVING (ready; --liveness: serving at all)
 func Main(ctx context.Context, args []string, version string) error {
 	cfg := Config{Server: server.Config{ListenAddr: ":7001"}}
 	if err := config.LoadWith(&cfg); err != nil {
@@ -63,9 +63,9 @@ func Main(ctx context.Context, args []string, version string) error {
 		return fmt.Errorf("%q moved out of the server binary: run memorybench %s (services/memory/tools/cmd/memorybench)", cmd, cmd)
 	case "healthcheck":
 		// Container probes run this: distroless images have no shell or grpc_health_probe.
-		return server.Healthcheck(ctx, cfg.Server.ListenAddr)
+		return server.HealthcheckCommand(ctx, "memory", cfg.Server.ListenAddr, rest)
 	case "help":
-		fmt.Fprintln(os.Stderr, "usage: memory [serve [-migrate] | migrate [-create-database | -recreate-database] [-setup CMD] | healthcheck]")
+		fmt.Fprintln(os.Stderr, "usage: memory [serve [-migrate] | migrate [-create-database | -recreate-database] [-setup CMD] | healthcheck [--liveness]]")
 		return nil
 	}
 	return serve(ctx, cfg, rest, version) // "serve", or "memory" (the binary's name as a subcommand)
