@@ -165,7 +165,7 @@ TOML
   start containerd containerd --config "$STATE/containerd.toml"
   wait_for 60 containerd ctr --address "$CTR_SOCK" version
   local f n=0
-  for f in "$CACHE"/images/*.tar; do ctr_ images import --no-unpack "$f" >/dev/null; n=$((n + 1)); done
+  for f in "$CACHE"/images/*.tar; do ctr_ images import "$f" >/dev/null; n=$((n + 1)); done
   say "containerd up, $n images imported"
 }
 
@@ -486,6 +486,8 @@ down() {
   rm -rf /var/lib/cni/results/zoea-k8s-* 2>/dev/null || true
   [[ -d /var/lib/cni/results ]] && rmdir /var/lib/cni/results /var/lib/cni 2>/dev/null || true
   rm -rf /run/containerd/runc/k8s.io /run/containerd/io.containerd.runtime.v2.task/k8s.io 2>/dev/null || true
+  # The shims' and runc's directories, when nothing else (another containerd) uses them.
+  rmdir /run/containerd/s /run/containerd/runc /run/containerd/io.containerd.runtime.v2.task /run/containerd 2>/dev/null || true
   rm -rf "$RUN" "$STATE"
   say "down in $((SECONDS - t0))s"
 }
