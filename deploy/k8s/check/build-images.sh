@@ -235,7 +235,8 @@ metrics_server_image() {
 }
 
 mkdir -p "$CACHE/bin"
-want=("$@"); [[ ${#want[@]} -gt 0 ]] || want=(pause coredns nats postgres zoea metrics-server)
+# Arguments, or ZOEA_K8S_IMAGES (space-separated), pick image sets; default all.
+want=("$@"); [[ ${#want[@]} -gt 0 ]] || read -ra want <<<"${ZOEA_K8S_IMAGES:-pause coredns nats postgres zoea metrics-server}"
 for w in "${want[@]}"; do
   case $w in
     pause) pause_image ;; coredns) coredns_image ;; nats) nats_image ;; postgres) postgres_image ;;

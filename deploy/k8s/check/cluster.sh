@@ -37,7 +37,8 @@ SYSCTLS=(vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops 
 
 say() { printf 'cluster: %s\n' "$*" >&2; }
 die() { printf 'cluster: %s\n' "$*" >&2; exit 1; }
-kubectl() { "$BIN/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
+KUBECTL=${KUBECTL:-$BIN/kubectl}
+kubectl() { "$KUBECTL" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
 ctr_() { ctr --address "$CTR_SOCK" -n k8s.io "$@"; }
 
 # start NAME CMD...: runs CMD in its own session, output in $RUN/log/NAME.log, pid in $RUN/pid/NAME.

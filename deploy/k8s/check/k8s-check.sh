@@ -32,7 +32,8 @@ OUT=${ZOEA_K8S_OUT:-$CACHE/runs/$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$OUT"
 SUMMARY=$OUT/summary.txt
 : >"$SUMMARY"
-k() { "$BIN/kubectl" --kubeconfig "$KCFG" "$@"; }
+KUBECTL=${KUBECTL:-$BIN/kubectl}
+k() { "$KUBECTL" --kubeconfig "$KCFG" "$@"; }
 kn() { k -n "$NS" "$@"; }
 say() { printf '%s\n' "$*" | tee -a "$SUMMARY"; }
 phase=none; phase_t0=$SECONDS; t_all=$SECONDS
@@ -259,7 +260,7 @@ begin pdb
 # web runs 2 replicas for this: with maxUnavailable 1, the first eviction is allowed and the second, while the first's
 # replacement is not yet Ready, must be refused (HTTP 429).
 kn scale deploy/web --replicas=2 >/dev/null; kn rollout status deploy/web --timeout=180s >/dev/null
-wait_until 60 "PDB web sees 2 healthy" bash -c "[[ \$('$BIN/kubectl' --kubeconfig '$KCFG' -n $NS get pdb web -o jsonpath='{.status.currentHealthy}') == 2 ]]" || true
+wait_until 60 "PDB web sees 2 healthy" bash -c "[[ \$('$KUBECTL' --kubeconfig '$KCFG' -n $NS get pdb web -o jsonpath='{.status.currentHealthy}') == 2 ]]" || true
 mapfile -t pods < <(kn get pods -l app.kubernetes.io/name=web -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}')
 evict() { printf '{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"%s","namespace":"%s"}}' "$1" "$NS" |
   k create --raw "/api/v1/namespaces/$NS/pods/$1/eviction" -f - 2>&1; }
