@@ -129,6 +129,10 @@ up: ## docker compose up (Postgres, NATS, migrations, every service)
 down: ## docker compose down
 	docker compose down
 
+.PHONY: k8s-check
+k8s-check: ## As root: a single-node Kubernetes v1.34 built here (cached in /var/cache/zoea-k8s), the dev overlay applied and tried: Ready, credits, scale 1→3→1, rolling update, pod deletes, PDB, secrets, prod dry-run, teardown (docs/DEPLOY.md)
+	./deploy/k8s/check/k8s-check.sh
+
 .PHONY: compose-check
 compose-check: ## docker compose on a real engine: build, up until 3 myses earn credits, the web console, kill -9 the runner, down/up, down -v (docs/DEPLOY.md)
 	./deploy/docker/compose-check.sh

@@ -16,6 +16,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,6 +41,7 @@ type manifests struct {
 	namespaces   map[string]*corev1.Namespace
 	hpas         map[string]*autoscalingv2.HorizontalPodAutoscaler
 	pdbs         map[string]*policyv1.PodDisruptionBudget
+	netpols      map[string]*networkingv1.NetworkPolicy
 	objects      []metav1.Object
 }
 
@@ -50,6 +52,7 @@ func strictDecoder(t *testing.T) runtime.Decoder {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme, autoscalingv2.AddToScheme, policyv1.AddToScheme,
+		networkingv1.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
 			t.Fatal(err)
@@ -82,6 +85,7 @@ func buildOverlay(t *testing.T, overlay string) *manifests {
 		namespaces:   map[string]*corev1.Namespace{},
 		hpas:         map[string]*autoscalingv2.HorizontalPodAutoscaler{},
 		pdbs:         map[string]*policyv1.PodDisruptionBudget{},
+		netpols:      map[string]*networkingv1.NetworkPolicy{},
 	}
 	dec := strictDecoder(t)
 	for _, res := range resMap.Resources() {
@@ -117,6 +121,8 @@ func buildOverlay(t *testing.T, overlay string) *manifests {
 			m.hpas[o.Name] = o
 		case *policyv1.PodDisruptionBudget:
 			m.pdbs[o.Name] = o
+		case *networkingv1.NetworkPolicy:
+			m.netpols[o.Name] = o
 		default:
 			t.Fatalf("%s: unexpected kind %s %s: teach the test about it", overlay, gvk, mo.GetName())
 		}

@@ -43,6 +43,9 @@ type flags struct {
 	runnerBin, memory, composer, bus, nats, sim, swarm, logDir, prefix string
 	myses, portBase, parallel, authPerMin                              int
 	latency, leaseTTL, settle, stepLimit, turnPause, stopGrace         time.Duration
+	// tally: only read the histories of the myses named prefix* from the memory service and report, as after a
+	// run (make k8s-check counts a cluster's swarm this way).
+	tally bool
 }
 
 func main() {
@@ -66,10 +69,15 @@ func main() {
 	flag.DurationVar(&f.stepLimit, "step-limit", 5*time.Minute, "give up waiting for a fair split after this long")
 	flag.DurationVar(&f.turnPause, "turn-pause", 2*time.Second, "ZOEA_TURN_PAUSE")
 	flag.DurationVar(&f.stopGrace, "stop-grace", 30*time.Second, "ZOEA_STOP_GRACE (below the SIGTERM wait of 45s, the runner pod's grace period)")
+	flag.BoolVar(&f.tally, "tally", false, "start nothing: report the histories of the myses named -prefix* in -memory (turns lost, calls answered twice, cut calls, largest gap)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, f); err != nil {
+	do := run
+	if f.tally {
+		do = tally
+	}
+	if err := do(ctx, f); err != nil {
 		fmt.Fprintln(os.Stderr, "scaleload:", err)
 		os.Exit(1)
 	}
@@ -448,4 +456,36 @@ func allMemories(ctx context.Context, mem memoryv1.MemoryServiceClient, id strin
 		}
 		from = out[len(out)-1].GetSeq() + 1
 	}
+}
+
+// tally reports the histories of every mysis named f.prefix* as report does after a run, over the whole history.
+func tally(ctx context.Context, f flags) error {
+	mconn, err := server.Dial(f.memory, "", grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+	if err != nil {
+		return err
+	}
+	defer mconn.Close()
+	mem := memoryv1.NewMemoryServiceClient(mconn)
+	var ids []string
+	req := &memoryv1.ListMysesRequest{PageSize: 1000}
+	for {
+		resp, err := mem.ListMyses(ctx, req)
+		if err != nil {
+			return fmt.Errorf("list myses: %w", err)
+		}
+		for _, m := range resp.GetMyses() {
+			if strings.HasPrefix(m.GetName(), f.prefix) {
+				ids = append(ids, m.GetId())
+			}
+		}
+		if resp.GetNextPageToken() == "" {
+			break
+		}
+		req.PageToken = resp.GetNextPageToken()
+	}
+	if len(ids) == 0 {
+		return fmt.Errorf("no mysis named %s* in the memory service at %s", f.prefix, f.memory)
+	}
+	fmt.Printf("myses: %d\n", len(ids))
+	return report(ctx, mem, ids, time.Time{}, time.Now(), []time.Time{{}}, []string{"the whole history"}, f.parallel)
 }
