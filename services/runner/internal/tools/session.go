@@ -780,8 +780,7 @@ func (s *Session) result(text, data string, isError bool) mysis.ToolResult {
 	text = s.redact(text)
 	res := mysis.ToolResult{Content: text, IsError: isError}
 	if !isError {
-		res.Credits = creditsOf(data)
-		res.Ship = shipOf(data, time.Now())
+		res.Credits, res.Ship = stateOf(data, time.Now())
 	}
 	return res
 }
@@ -831,25 +830,10 @@ func dropKey(v any, key string) bool {
 	return found
 }
 
-// creditsOf reads player.credits from a get_status or login result.
-func creditsOf(text string) *int64 {
-	if !strings.Contains(text, `"credits"`) {
-		return nil
-	}
-	var r struct {
-		Player *struct {
-			Credits *int64 `json:"credits"`
-		} `json:"player"`
-	}
-	if json.Unmarshal([]byte(text), &r) != nil || r.Player == nil {
-		return nil
-	}
-	return r.Player.Credits
-}
-
 // statusResult is the part of a get_status result (the published v1 description's names) a commander's view shows.
 type statusResult struct {
 	Player *struct {
+		Credits       *int64 `json:"credits"`
 		CurrentSystem string `json:"current_system"`
 		CurrentPOI    string `json:"current_poi"`
 		DockedAtBase  string `json:"docked_at_base"`
@@ -881,17 +865,31 @@ type statusResult struct {
 	Cargo []mysis.CargoItem `json:"cargo"`
 }
 
-// shipOf reads where the player is and what its ship holds from a result that reports both a player with a
-// location and a ship with its limits (get_status; on v2 also under details), else nil: a partial report (a
-// travel's arrival, a sale's credits) would show a ship with zero hull, so it is not taken.
-func shipOf(text string, at time.Time) *mysis.Ship {
-	if !strings.Contains(text, `"max_hull"`) || !strings.Contains(text, `"current_system"`) && !strings.Contains(text, `"system_id"`) {
-		return nil
+// stateOf reads, in one pass over a result, the player's credits (player.credits: get_status, login) and the ship
+// (shipOf); nil for what the result does not report.
+func stateOf(text string, at time.Time) (credits *int64, ship *mysis.Ship) {
+	hasCredits := strings.Contains(text, `"credits"`)
+	hasShip := strings.Contains(text, `"max_hull"`) && (strings.Contains(text, `"current_system"`) || strings.Contains(text, `"system_id"`))
+	if !hasCredits && !hasShip {
+		return nil, nil
 	}
 	var r statusResult
 	if json.Unmarshal([]byte(text), &r) != nil {
-		return nil
+		return nil, nil
 	}
+	if r.Player != nil {
+		credits = r.Player.Credits
+	}
+	if hasShip {
+		ship = r.ship(at)
+	}
+	return credits, ship
+}
+
+// ship is where the player is and what its ship holds when the result reports both a player with a location and a
+// ship with its limits (get_status; on v2 also under details or in the state blob), else nil: a partial report (a
+// travel's arrival, a sale's credits) would show a ship with zero hull, so it is not taken.
+func (r statusResult) ship(at time.Time) *mysis.Ship {
 	if (r.Player == nil || r.Ship == nil) && r.Details != nil {
 		r = *r.Details
 	}

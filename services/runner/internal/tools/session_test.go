@@ -624,17 +624,23 @@ func TestShipOfV2StateBlob(t *testing.T) {
 		`"ship":{"class_id":"theoria","hull":100,"max_hull":100,"shield":55,"max_shield":55,"fuel":98,"max_fuel":100,"cargo_used":5,"cargo_capacity":70},` +
 		`"cargo":[{"item_id":"iron_ore","item_name":"Iron Ore","quantity":5,"size":1}],` +
 		`"location":{"system_id":"sol","poi_id":"main_belt","docked_at":null,"in_transit":false},"queue":{"has_pending":false}}`
-	sh := shipOf(blob, time.Now())
+	sh := shipIn(blob, time.Now())
 	if sh == nil || sh.System != "sol" || sh.POI != "main_belt" || sh.DockedAt != "" || sh.MaxHull != 100 || sh.CargoUsed != 5 ||
 		len(sh.Cargo) != 1 || sh.Cargo[0].ItemID != "iron_ore" || sh.CreditsEarned != 25 {
 		t.Fatalf("ship view of the v2 state blob = %+v", sh)
 	}
 	docked := strings.Replace(blob, `"docked_at":null`, `"docked_at":"confederacy_central_command"`, 1)
-	if sh := shipOf(docked, time.Now()); sh == nil || sh.DockedAt != "confederacy_central_command" {
+	if sh := shipIn(docked, time.Now()); sh == nil || sh.DockedAt != "confederacy_central_command" {
 		t.Fatalf("docked ship view = %+v", sh)
 	}
 	// A mutation delta without the player (a travel's) is partial: no view.
-	if sh := shipOf(`{"location":{"system_id":"sol","poi_id":"main_belt"},"ship":{"max_hull":100},"details":{"action":"travel"}}`, time.Now()); sh != nil {
+	if sh := shipIn(`{"location":{"system_id":"sol","poi_id":"main_belt"},"ship":{"max_hull":100},"details":{"action":"travel"}}`, time.Now()); sh != nil {
 		t.Fatalf("a travel delta gave a ship view: %+v", sh)
 	}
+}
+
+// shipIn is the ship stateOf reads from a result.
+func shipIn(text string, at time.Time) *mysis.Ship {
+	_, ship := stateOf(text, at)
+	return ship
 }

@@ -306,13 +306,7 @@ func (e *Engine) begin(sid string, k kind) (*Player, error) {
 		e.anonErrors.Add(1)
 		return nil, errorf(CodeSessionRequired, "No session. Call login() or register() first (or pass session_id).")
 	}
-	e.sessMu.RLock()
-	s := e.sessions[sid]
-	var p *Player
-	if s != nil {
-		p = s.player
-	}
-	e.sessMu.RUnlock()
+	s, p := e.sessionPlayer(sid)
 	now := e.now()
 	if s == nil {
 		e.anonCalls.Add(1)
@@ -357,17 +351,23 @@ func (e *Engine) begin(sid string, k kind) (*Player, error) {
 	return p, nil
 }
 
+// sessionPlayer is sid's session and its player (nil when there is no such session or no one is logged in on it),
+// read under the sessions lock.
+func (e *Engine) sessionPlayer(sid string) (*session, *Player) {
+	e.sessMu.RLock()
+	defer e.sessMu.RUnlock()
+	s := e.sessions[sid]
+	if s == nil {
+		return nil, nil
+	}
+	return s, s.player
+}
+
 // CountRejected charges a call the adapter refused before it reached the game
 // (a malformed payload) to the session's player, so scores reflect it. It
 // neither renews the session nor spends rate limit.
 func (e *Engine) CountRejected(sid string) {
-	e.sessMu.RLock()
-	s := e.sessions[sid]
-	var p *Player
-	if s != nil {
-		p = s.player
-	}
-	e.sessMu.RUnlock()
+	_, p := e.sessionPlayer(sid)
 	if p == nil {
 		e.anonCalls.Add(1)
 		e.anonErrors.Add(1)

@@ -165,13 +165,7 @@ func (e *Engine) State(sid string) (*GameState, error) {
 // PeekState is the full state of sid's player without counting a call: the v2 adapter reads it before and after a
 // mutation to build the delta. nil when sid has no live player.
 func (e *Engine) PeekState(sid string) *GameState {
-	e.sessMu.RLock()
-	s := e.sessions[sid]
-	var p *Player
-	if s != nil {
-		p = s.player
-	}
-	e.sessMu.RUnlock()
+	_, p := e.sessionPlayer(sid)
 	if p == nil {
 		return nil
 	}
@@ -295,13 +289,7 @@ func (e *Engine) locationOf(w *World, p *Player, st *playerState) *StateLocation
 // the once-per-tick throttle of get_notifications: the HTTP API v2 puts them on the next response, as the live
 // server puts "notifications accumulated since the last request" in its envelope. nil when there are none.
 func (e *Engine) DrainNotifications(sid string) []Notification {
-	e.sessMu.RLock()
-	s := e.sessions[sid]
-	var p *Player
-	if s != nil {
-		p = s.player
-	}
-	e.sessMu.RUnlock()
+	_, p := e.sessionPlayer(sid)
 	if p == nil {
 		return nil
 	}
@@ -323,13 +311,7 @@ type SessionInfo struct {
 
 // Session reports sid's player and expiry without renewing it; ok is false when sid is unknown or expired.
 func (e *Engine) Session(sid string) (SessionInfo, bool) {
-	e.sessMu.RLock()
-	s := e.sessions[sid]
-	var p *Player
-	if s != nil {
-		p = s.player
-	}
-	e.sessMu.RUnlock()
+	s, p := e.sessionPlayer(sid)
 	if s == nil {
 		return SessionInfo{}, false
 	}
@@ -348,13 +330,7 @@ func (e *Engine) Session(sid string) (SessionInfo, bool) {
 // are), oldest first, removing them when clear is set; like DrainNotifications it counts no call and has no
 // per-tick throttle (GET /api/v2/notifications).
 func (e *Engine) PeekNotifications(sid string, limit int, types map[string]bool, clear bool) []Notification {
-	e.sessMu.RLock()
-	s := e.sessions[sid]
-	var p *Player
-	if s != nil {
-		p = s.player
-	}
-	e.sessMu.RUnlock()
+	_, p := e.sessionPlayer(sid)
 	if p == nil {
 		return nil
 	}

@@ -215,11 +215,16 @@ func starterLoop(t *testing.T, user string, call func(command string, body any) 
 	call("spacemolt/refuel", nil)
 	call("spacemolt_social/chat", map[string]any{"target": "system", "content": "hello"})
 	call("spacemolt_social/captains_log_add", map[string]any{"content": "sold the first load"})
-	call("spacemolt_social/captains_log_list", nil)
+	// The log gives back what was written (a reshaping once dropped the entry), and a route names its target.
+	if got := str(t, call("spacemolt_social/captains_log_list", nil), "entry", "entry"); got != "sold the first load" {
+		t.Fatalf("captains_log_list entry = %q, want the entry just added", got)
+	}
 	call("spacemolt/get_notifications", nil)
 	after = num(t, call("spacemolt/get_status", nil), "player", "credits")
 	far := sys["system"].(map[string]any)["connections"].([]any)[0].(map[string]any)["system_id"]
-	call("spacemolt/find_route", map[string]any{"id": far})
+	if route := call("spacemolt/find_route", map[string]any{"id": far}); str(t, route, "target_system") != far || num(t, route, "fuel_available") <= 0 {
+		t.Fatalf("find_route = %v", route)
+	}
 	call("spacemolt/undock", nil)
 	call("spacemolt/jump", map[string]any{"id": far})
 	call("spacemolt_auth/logout", nil)

@@ -33,25 +33,6 @@ var v2Patches = map[string]v2Patch{
 			m["offline_collapsed"] = 0
 		}
 	},
-	"spacemolt/find_route": func(m map[string]any, c call, e *game.Engine) {
-		jumps, _ := m["total_jumps"].(float64)
-		fuel, _ := m["estimated_fuel"].(float64)
-		perJump := 0
-		if jumps > 0 {
-			perJump = int((fuel + jumps - 1) / jumps)
-		}
-		m["target_system"], m["fuel_per_jump"] = c.args.str("id"), perJump
-		if f, ok := m["fuel"]; ok { // an engine answer without the v1 description's fuel_available
-			m["fuel_available"] = f
-			delete(m, "fuel")
-		}
-		if gs := e.PeekState(c.sid); gs != nil && gs.Ship != nil {
-			m["cargo_used"] = gs.Ship.CargoUsed
-		}
-		if _, ok := m["message"]; !ok {
-			m["message"] = "Route to " + c.args.str("id") + ": " + strconv.Itoa(int(jumps)) + " jump(s), about " + strconv.Itoa(int(fuel)) + " fuel."
-		}
-	},
 	"spacemolt/get_nearby": func(m map[string]any, _ call, _ *game.Engine) {
 		m["empire_npcs"], m["empire_npc_count"], m["creatures"], m["creature_count"] = []any{}, 0, []any{}, 0
 	},
@@ -84,20 +65,7 @@ var v2Patches = map[string]v2Patch{
 		delete(m, "recipients")
 		delete(m, "action") // v1's ChatResult names its action; v2's ChatResponse does not
 	},
-	"spacemolt_social/captains_log_add": func(m map[string]any, _ call, e *game.Engine) {
-		m["created_at"] = e.Config().Now().UTC().Format(time.RFC3339)
-		delete(m, "total_count")
-	},
-	"spacemolt_social/captains_log_list": func(m map[string]any, _ call, _ *game.Engine) {
-		idx, _ := m["index"].(float64)
-		total, _ := m["total_count"].(float64)
-		if s, ok := m["entry"].(string); ok {
-			m["entry"] = map[string]any{"index": int(idx), "entry": s}
-		} else {
-			delete(m, "entry")
-		}
-		m["has_next"], m["has_prev"], m["max_entries"] = idx+1 < total, idx > 0, game.LogKeep
-	},
+	"spacemolt_social/captains_log_add": func(m map[string]any, _ call, _ *game.Engine) { delete(m, "total_count") },
 	"spacemolt_catalog": func(m map[string]any, _ call, _ *game.Engine) {
 		items, _ := m["items"].([]any)
 		m["page"], m["page_size"], m["total_pages"] = 1, len(items), 1
