@@ -29,6 +29,7 @@ var domainPackages = map[string]struct{ allowed map[string]string }{
 	"services/runner/internal/lease":       {},
 	"services/runner/internal/admin":       {},
 	"services/composer/internal/policy":    {},
+	"services/composer/internal/composing": {},
 	"services/bus/internal/message":        {},
 	"services/bus/internal/delivery":       {},
 	"services/bus/internal/send":           {},
@@ -44,7 +45,7 @@ var sharedAdapters = map[string]string{
 	"services/runner/internal/llm":              "the provider port: the request, reply and tool types every provider implements and the turn loop, the tool router and the preview speak",
 	"services/runner/internal/memorypb":         "the conversions between the memory service's wire types and the runner's own, shared by everything that talks to memory and by the admin API's statuses",
 	"services/runner/internal/tools":            "declares tools.Accounts and tools.Searcher, the ports memoryclient implements",
-	"services/composer/internal/window":         "declares the Windows port memoryclient implements; grpcapi reads windows through its caches (ComposeContext's steps still run in the transport)",
+	"services/composer/internal/window":         "declares the Windows port memoryclient implements and the Relay grpcapi passes on unread; grpcapi gives the composing use case a window.Reader (its carry cache) per request",
 	"services/composer/internal/o200k":          "the tokenizer, a library without I/O, which tokcache caches",
 	"services/spacemolt-sim/internal/mcpserver": "holds SpaceMolt's v2 action table and result shaping (CallV2), which the HTTP API v2 (httpapi) serves as /mcp/v2 does, and the Guard whose per-address auth limit and restarts both endpoints share",
 }

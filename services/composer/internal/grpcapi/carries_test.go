@@ -15,6 +15,7 @@ import (
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/libs/chat"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
+	"github.com/zoeaswarm/zoea/services/composer/internal/composing"
 	"github.com/zoeaswarm/zoea/services/composer/internal/grpcapi"
 	"github.com/zoeaswarm/zoea/services/composer/internal/memoryclient"
 	"github.com/zoeaswarm/zoea/services/composer/internal/testkit/histgen"
@@ -314,8 +315,8 @@ func TestCarryCacheEvicts(t *testing.T) {
 	t.Logf("one carry weighs %d; with room for 1.5, %d of 12 composes reused held rows", weight, obs.omitted.Load())
 }
 
-func fillsByName(fills []window.Fill) map[string]window.Fill {
-	out := map[string]window.Fill{}
+func fillsByName(fills []composing.Fill) map[string]composing.Fill {
+	out := map[string]composing.Fill{}
 	for _, f := range fills {
 		out[f.Name] = f
 	}

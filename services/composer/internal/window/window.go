@@ -1,8 +1,8 @@
 // Package window is how the composer reads a mysis's compose window: the Windows port it declares (the
-// memoryclient adapter implements it over the memory service's GetComposeWindow) and the two caches in front of it —
-// each mysis's last compaction boundary (boundaries.go) and the carried rows of its last whole window
-// (carries.go), each of which a restart may lose at the price of some work, never of correctness. grpcapi (the
-// transport) calls it; the compose package (the pure algorithm) never sees it.
+// memoryclient adapter implements it over the memory service's GetComposeWindow) and the cache in front of it, the
+// carried rows of each mysis's last whole window (carries.go), which a restart may lose at the price of some work,
+// never of correctness. Its per-request Relaying implements the composing use case's Windows port; the compose
+// package (the pure algorithm) never sees it.
 //
 // The relay types carry zoea.memory.v1 messages the composer passes between the runner and the memory service
 // unread: this is an application package, not the domain, and the import-rule test allows it that.
@@ -16,6 +16,7 @@ import (
 
 	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
+	"github.com/zoeaswarm/zoea/services/composer/internal/composing"
 )
 
 // Windows reads what composing a mysis's next request needs (memoryclient.Client implements it over the memory
@@ -106,6 +107,26 @@ func (r *Reader) Read(ctx context.Context, id string, p compose.Policy, recentFr
 	return in, relayed, nil
 }
 
+// Relaying is one request's read through a Reader: it implements composing.Windows, passing the request's relay on
+// in the same round trip, and keeps what came back with the window for the transport to return.
+type Relaying struct {
+	r     *Reader
+	relay Relay
+	// Relayed is what came back with the window, once Read has run.
+	Relayed Relayed
+}
+
+// Relaying returns the reader for one request that relays relay.
+func (r *Reader) Relaying(relay Relay) *Relaying { return &Relaying{r: r, relay: relay} }
+
+// Read implements composing.Windows.
+func (c *Relaying) Read(ctx context.Context, id string, p compose.Policy, recentFrom int64) (compose.Input, composing.Mysis, error) {
+	in, relayed, err := c.r.Read(ctx, id, p, recentFrom, c.relay)
+	c.Relayed = relayed
+	m := relayed.Mysis
+	return in, composing.Mysis{Known: m != nil, Provider: m.GetProvider(), Model: m.GetModel()}, err
+}
+
 // HeldWeight is the cache weight of the carried rows held for the mysis (0: none).
 func (r *Reader) HeldWeight(id string) uint32 {
 	if r.carries == nil {
@@ -126,21 +147,14 @@ func (r *Reader) Held() int {
 	return r.carries.c.EstimatedSize()
 }
 
-// Fill is how full one of the composer's bounded caches is: Size of Bound, in Unit (the soak reads it through the
-// debug listener, libs/server.PublishCaches).
-type Fill struct {
-	Name, Unit  string
-	Size, Bound int64
-}
-
 // Fill is the carry cache's weight in bytes against its bound, and the myses it holds (no bound of their own: as
 // many as fit); none when it holds nothing by design (stateless, or a bound of 0).
-func (r *Reader) Fill() []Fill {
+func (r *Reader) Fill() []composing.Fill {
 	if r.carries == nil {
 		return nil
 	}
 	c := r.carries.c
-	return []Fill{
+	return []composing.Fill{
 		{Name: "composer.carries", Unit: "bytes", Size: int64(c.WeightedSize()), Bound: int64(c.GetMaximum())},
 		{Name: "composer.carries.myses", Unit: "myses", Size: int64(c.EstimatedSize())},
 	}

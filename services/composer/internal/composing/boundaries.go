@@ -1,4 +1,4 @@
-package window
+package composing
 
 import "github.com/maypok86/otter/v2"
 

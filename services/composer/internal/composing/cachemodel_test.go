@@ -1,9 +1,8 @@
-package grpcapi
+package composing
 
 import (
 	"testing"
 
-	memoryv1 "github.com/zoeaswarm/zoea/gen/go/zoea/memory/v1"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
 )
 
@@ -17,16 +16,16 @@ func TestCacheModelFromTheMysis(t *testing.T) {
 		{"ollama", "qwen3:8b", compose.CacheLocal}, {"openai", "gpt-4.1-mini", compose.CacheOpenAI},
 		{"openai", "anthropic/claude-sonnet-4", compose.CacheAnthropic}, {"autopilot", "autopilot", compose.CacheNone},
 	} {
-		if got := withCacheModel(p, &memoryv1.Mysis{Provider: c.provider, Model: c.model}).Cache; got != c.want {
+		if got := WithCacheModel(p, Mysis{Known: true, Provider: c.provider, Model: c.model}).Cache; got != c.want {
 			t.Errorf("%s/%s: %+v, want %s", c.provider, c.model, got, c.want.Name)
 		}
 	}
 	named := p
 	named.Cache = compose.CacheOpenAI
-	if got := withCacheModel(named, &memoryv1.Mysis{Provider: "ollama"}).Cache; got != compose.CacheOpenAI {
+	if got := WithCacheModel(named, Mysis{Known: true, Provider: "ollama"}).Cache; got != compose.CacheOpenAI {
 		t.Errorf("the server's cache model was replaced by %+v", got)
 	}
-	if got := withCacheModel(p, nil).Cache; got.Name != "" {
+	if got := WithCacheModel(p, Mysis{}).Cache; got.Name != "" {
 		t.Errorf("no mysis: %+v", got)
 	}
 }
