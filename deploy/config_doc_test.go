@@ -111,6 +111,7 @@ type scope struct {
 	pkg    *goPkg
 	file   *ast.File
 	locals map[string]ast.Expr
+	bound  map[string]any // a called function's parameters, evaluated in the caller's scope
 }
 
 func (s *goSource) importOf(sc scope, name string) *goPkg {
@@ -184,6 +185,9 @@ func (s *goSource) eval(sc scope, e ast.Expr) (any, error) {
 		case "true", "false":
 			return e.Name, nil
 		}
+		if v, ok := sc.bound[e.Name]; ok {
+			return v, nil
+		}
 		if x, ok := sc.locals[e.Name]; ok {
 			return s.eval(scope{pkg: sc.pkg, file: sc.file}, x)
 		}
@@ -226,7 +230,8 @@ func (s *goSource) eval(sc scope, e ast.Expr) (any, error) {
 		}
 	case *ast.SelectorExpr:
 		if id, ok := e.X.(*ast.Ident); ok {
-			if _, local := sc.locals[id.Name]; !local {
+			_, bound := sc.bound[id.Name]
+			if _, local := sc.locals[id.Name]; !local && !bound {
 				if id.Name == "time" {
 					if d, ok := map[string]time.Duration{"Millisecond": time.Millisecond, "Second": time.Second, "Minute": time.Minute, "Hour": time.Hour}[e.Sel.Name]; ok {
 						return d.String(), nil
@@ -242,6 +247,9 @@ func (s *goSource) eval(sc scope, e ast.Expr) (any, error) {
 		x, err := s.eval(sc, e.X)
 		if err != nil {
 			return nil, err
+		}
+		if x == (zero{}) {
+			return zero{}, nil // a field of a field the literal leaves out
 		}
 		if c, ok := x.(*composite); ok {
 			f, ok := c.fields[e.Sel.Name]
@@ -260,7 +268,11 @@ func (s *goSource) eval(sc scope, e ast.Expr) (any, error) {
 				}
 			}
 			if _, fn, _, f := s.lookup(sc.pkg, fun.Name); fn != nil {
-				return s.evalFunc(scope{pkg: sc.pkg, file: f}, fn)
+				bound, err := s.bindArgs(sc, fn, e.Args)
+				if err != nil {
+					return nil, err
+				}
+				return s.evalFunc(scope{pkg: sc.pkg, file: f, bound: bound}, fn)
 			}
 		case *ast.SelectorExpr:
 			if id, ok := fun.X.(*ast.Ident); ok {
@@ -296,6 +308,29 @@ func (s *goSource) eval(sc scope, e ast.Expr) (any, error) {
 		return c, nil
 	}
 	return nil, fmt.Errorf("cannot evaluate %s at %s: teach config_doc_test.go this form", exprString(e), s.where(e))
+}
+
+// bindArgs evaluates a call's arguments in the caller's scope, by the called function's parameter names
+// (policyConfig(compose.DefaultPolicy())).
+func (s *goSource) bindArgs(sc scope, fn *ast.FuncDecl, args []ast.Expr) (map[string]any, error) {
+	var names []string
+	for _, f := range fn.Type.Params.List {
+		for _, n := range f.Names {
+			names = append(names, n.Name)
+		}
+	}
+	if len(names) != len(args) {
+		return nil, fmt.Errorf("cannot evaluate %s (%s): %d arguments for %d parameters", fn.Name.Name, s.where(fn), len(args), len(names))
+	}
+	bound := map[string]any{}
+	for i, a := range args {
+		v, err := s.eval(sc, a)
+		if err != nil {
+			return nil, err
+		}
+		bound[names[i]] = v
+	}
+	return bound, nil
 }
 
 // evalFunc evaluates a function that returns one value and does nothing else (compose.DefaultPolicy).

@@ -69,18 +69,9 @@ type PolicyConfig struct {
 // LoadConfig presets the composer's own defaults (listen port, compose.DefaultPolicy) and parses the environment
 // over them.
 func LoadConfig() (Config, error) {
-	d := compose.DefaultPolicy()
 	cfg := Config{
 		Server: server.Config{ListenAddr: ":7002"},
-		Policy: PolicyConfig{
-			ScanWindow: d.ScanWindow, TokenBudget: d.TokenBudget, ToolResultCap: d.ToolResultCap,
-			SnapshotTools: d.SnapshotTools, PinnedTools: d.PinnedTools,
-			NudgeGentle: d.Nudges.Gentle, NudgeFirm: d.Nudges.Firm, NudgeUrgent: d.Nudges.Urgent,
-			MissionFallback: !d.DisableMissionFallback,
-			CarryLimit:      d.CarryLimit, ReplyLimit: d.ReplyLimit, ReplyCap: d.ReplyCap, MaxTurnRows: d.MaxTurnRows,
-			HighWater: d.HighWater, CompactStep: d.CompactStep, LowWater: d.LowWater, CarryTokens: d.CarryTokens,
-			Compaction: string(d.Compaction),
-		},
+		Policy: policyConfig(compose.DefaultPolicy()),
 	}
 	if err := config.LoadWith(&cfg); err != nil {
 		return cfg, err
@@ -96,6 +87,20 @@ func LoadConfig() (Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// policyConfig and policy are the one mapping between the composer's policy and its variables, each way
+// (TestPolicyConfigRoundTrips holds them to every field of compose.Policy).
+func policyConfig(p compose.Policy) PolicyConfig {
+	return PolicyConfig{
+		ScanWindow: p.ScanWindow, TokenBudget: p.TokenBudget, ToolResultCap: p.ToolResultCap,
+		SnapshotTools: p.SnapshotTools, PinnedTools: p.PinnedTools,
+		NudgeGentle: p.Nudges.Gentle, NudgeFirm: p.Nudges.Firm, NudgeUrgent: p.Nudges.Urgent,
+		MissionFallback: !p.DisableMissionFallback,
+		CarryLimit:      p.CarryLimit, ReplyLimit: p.ReplyLimit, ReplyCap: p.ReplyCap, MaxTurnRows: p.MaxTurnRows,
+		HighWater: p.HighWater, CompactStep: p.CompactStep, LowWater: p.LowWater, CarryTokens: p.CarryTokens,
+		Compaction: string(p.Compaction), CacheModel: p.Cache.Name,
+	}
 }
 
 func (pc PolicyConfig) policy() compose.Policy {

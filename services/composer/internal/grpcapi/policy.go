@@ -1,25 +1,26 @@
 package grpcapi
 
 import (
+	"strings"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+
 	composerv1 "github.com/zoeaswarm/zoea/gen/go/zoea/composer/v1"
 	"github.com/zoeaswarm/zoea/services/composer/internal/compose"
 	"github.com/zoeaswarm/zoea/services/composer/internal/policy"
 )
 
-// overrides maps each integer rule's field (policy.IntRules) to where a request may override it.
-var overrides = map[string]func(*composerv1.Policy) *int32{
-	"policy.scan_window":            func(pp *composerv1.Policy) *int32 { return pp.ScanWindow },
-	"policy.token_budget":           func(pp *composerv1.Policy) *int32 { return pp.TokenBudget },
-	"policy.tool_result_cap_tokens": func(pp *composerv1.Policy) *int32 { return pp.ToolResultCapTokens },
-	"policy.carry_limit":            func(pp *composerv1.Policy) *int32 { return pp.CarryLimit },
-	"policy.reply_limit":            func(pp *composerv1.Policy) *int32 { return pp.ReplyLimit },
-	"policy.reply_cap_tokens":       func(pp *composerv1.Policy) *int32 { return pp.ReplyCapTokens },
-	"policy.max_turn_rows":          func(pp *composerv1.Policy) *int32 { return pp.MaxTurnRows },
-	"policy.high_water_tokens":      func(pp *composerv1.Policy) *int32 { return pp.HighWaterTokens },
-	"policy.compact_step":           func(pp *composerv1.Policy) *int32 { return pp.CompactStep },
-	"policy.low_water_tokens":       func(pp *composerv1.Policy) *int32 { return pp.LowWaterTokens },
-	"policy.carry_tokens":           func(pp *composerv1.Policy) *int32 { return pp.CarryTokens },
-}
+// ruleFields are the request's fields for policy.IntRules, in order: each rule's API name less "policy." is its
+// field of zoea.composer.v1.Policy (an optional int32), so the rules table is the one list of the policy's integer
+// fields (TestEveryIntegerFieldHasARule holds the two to each other).
+var ruleFields = func() []protoreflect.FieldDescriptor {
+	fields := (&composerv1.Policy{}).ProtoReflect().Descriptor().Fields()
+	out := make([]protoreflect.FieldDescriptor, len(policy.IntRules))
+	for i, r := range policy.IntRules {
+		out[i] = fields.ByName(protoreflect.Name(strings.TrimPrefix(r.Field, "policy.")))
+	}
+	return out
+}()
 
 // fromProtoPolicy applies a request's overrides to the server's defaults. Every rejected value names its field, e.g.
 // "policy.token_budget", so a caller can tell exactly what to fix; fields the request leaves unset keep the
@@ -45,15 +46,16 @@ func fromProtoPolicy(pp *composerv1.Policy, defaults compose.Policy) (compose.Po
 }
 
 func applyInts(p *compose.Policy, pp *composerv1.Policy) error {
-	for _, r := range policy.IntRules {
-		o := overrides[r.Field](pp)
-		if o == nil {
+	m := pp.ProtoReflect()
+	for i, r := range policy.IntRules {
+		if !m.Has(ruleFields[i]) {
 			continue
 		}
-		if err := r.Check(p, int(*o)); err != nil {
+		v := int(m.Get(ruleFields[i]).Int())
+		if err := r.Check(p, v); err != nil {
 			return err
 		}
-		*r.Value(p) = int(*o)
+		*r.Value(p) = v
 	}
 	return nil
 }
